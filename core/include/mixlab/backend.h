@@ -1,0 +1,220 @@
+// The compute backend interface: device buffers, events and the operations a training
+// step is made of. Two implementations: cpu (reference, float32 math with fp16/bf16
+// storage rounding emulated) and cuda (cuBLASLt + custom kernels, one stream).
+//
+// Every operation is enqueued in order on the backend's one stream and returns at
+// once on CUDA; nothing here synchronizes except the download_* calls, synchronize()
+// and Event::synchronize(). All shapes are row-major.
+#pragma once
+#include "mixlab/dtype.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/policy.h"
+#include "mixlab/run_config.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+class Backend;
+
+// A device allocation owned by a backend; move-only. On the CPU backend every floating
+// buffer holds floats whose values are already rounded to the buffer's dtype; on CUDA
+// the bytes are the dtype's own.
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(Backend* owner, void* data, std::size_t count, DType dtype)
+        : m_owner(owner), m_data(data), m_count(count), m_dtype(dtype) {}
+    Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+    Buffer& operator=(Buffer&& other) noexcept;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer();
+
+    void* data() const { return m_data; }
+    std::size_t count() const { return m_count; }
+    DType dtype() const { return m_dtype; }
+    bool empty() const { return m_data == nullptr; }
+    template <class T> T* as() const { return static_cast<T*>(m_data); }
+
+private:
+    Backend* m_owner = nullptr;
+    void* m_data = nullptr;
+    std::size_t m_count = 0;
+    DType m_dtype = DType::F32;
+};
+
+// A point in the stream; elapsed time between two recorded events is device time.
+class Event {
+public:
+    virtual ~Event() = default;
+    virtual void record() = 0;
+    virtual bool query() = 0;        // true once the stream has passed it
+    virtual void synchronize() = 0;
+    virtual float elapsed_ms_since(const Event& start) = 0;
+};
+
+struct DeviceInfo {
+    std::string backend;        // "cpu" or "cuda"
+    std::string name;           // GPU name or "CPU (no CUDA device)"
+    int cc_major = 0, cc_minor = 0;
+    std::int64_t memory_bytes = 0;
+    bool tensor_cores = false;  // fp16 tensor cores (7.0+)
+    bool bf16 = false;          // bf16 tensor cores (8.0+)
+    bool tf32 = false;          // TF32 tensor cores (8.0+)
+    std::string driver_version, runtime_version, cublas_version, cudnn_version;
+};
+
+enum class Epilogue {
+    None,
+    Bias,        // C[i, j] += bias[j]
+    BiasRelu,    // relu(C + bias)
+    BiasGelu,    // gelu(C + bias) (tanh approximation)
+    BiasGradA,   // also bias_grad[i] = sum_k op(A)[i, k] (the dense layer's dB)
+};
+
+// C (m x n) = alpha * op(A) (m x k) . op(B) (k x n) + beta * C, with an epilogue.
+// op(X) = X^T when trans_x. A and B share a dtype; C may be wider (fp32 gradients
+// from 16-bit operands). bias is C's dtype; bias_grad is float32 or C's dtype.
+struct GemmCall {
+    bool trans_a = false, trans_b = false;
+    int m = 0, n = 0, k = 0;
+    const Buffer* a = nullptr;
+    const Buffer* b = nullptr;
+    Buffer* c = nullptr;
+    float alpha = 1.0f, beta = 0.0f;
+    Epilogue epilogue = Epilogue::None;
+    const Buffer* bias = nullptr;
+    Buffer* bias_grad = nullptr;
+    MathMode math = MathMode::Pedantic;
+};
+
+// Per-channel normalization applied when a batch is gathered: (x/255 - mean) / std.
+struct Normalization {
+    int channels = 1;
+    float mean[4] = {0, 0, 0, 0};
+    float inv_std[4] = {1, 1, 1, 1};
+};
+
+// Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
+// are stored as floats, exact up to 2^24).
+enum ScalerSlot : int { k_scale = 0, k_growth_count = 1, k_found_inf = 2, k_optimizer_steps = 3, k_scaler_fields = 4 };
+
+// What the device writes for each step into a metrics ring (float32 x k_record_fields).
+enum RecordField : int {
+    k_rec_loss_sum = 0,  // sum of per-sample losses (fp32, unscaled)
+    k_rec_correct = 1,   // number of correct predictions
+    k_rec_scale = 2,     // loss scale this step used
+    k_rec_overflow = 3,  // 1 when gradients held inf/NaN (the step was skipped if scaling)
+    k_rec_next_scale = 4,// loss scale after the scaler update
+    k_record_fields = 5,
+};
+
+// One trainable tensor and everything the optimizer touches for it.
+struct ParamSlot {
+    Buffer* master = nullptr;   // fp32 master (or the fp16 weights themselves under `fp16`)
+    Buffer* grad = nullptr;     // gradient, same count; fp32 except under `fp16`
+    Buffer* low = nullptr;      // low-precision copy the GEMMs read; null when none
+    Buffer* state1 = nullptr;   // momentum / Adam m (master's dtype)
+    Buffer* state2 = nullptr;   // Adam v (null for SGD)
+};
+
+// Backend-specific preparation of a parameter list (device pointer tables on CUDA).
+class ParamTable {
+public:
+    virtual ~ParamTable() = default;
+};
+
+struct ScalerParams {
+    LossScaleMode mode = LossScaleMode::None; // resolved: Dynamic, Static or None
+    float growth_factor = 2.0f, backoff_factor = 0.5f;
+    int growth_interval = 2000;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual DeviceInfo info() const = 0;
+
+    // ---- memory ------------------------------------------------------------------
+    // Throws OutOfMemoryError with the size asked for and what is free.
+    virtual Buffer alloc(std::size_t count, DType dtype) = 0;
+    // Host floats converted (rounded) to the buffer's dtype.
+    virtual void upload_f32(Buffer& dst, const float* src, std::size_t count,
+                            std::size_t offset = 0) = 0;
+    // Raw bytes for U8/I32 buffers.
+    virtual void upload_raw(Buffer& dst, const void* src, std::size_t bytes) = 0;
+    // Synchronous: waits for the stream, converts to float.
+    virtual void download_f32(const Buffer& src, float* dst, std::size_t count,
+                              std::size_t offset = 0) = 0;
+    // Asynchronous copy of float32 elements into pinned host memory from host_alloc().
+    virtual void copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
+                                    float* dst) = 0;
+    virtual float* host_alloc(std::size_t count) = 0; // pinned on CUDA
+    virtual void host_free(float* p) = 0;
+    virtual void fill(Buffer& dst, float value) = 0;
+    // y = x converted to y's dtype (same count).
+    virtual void cast(const Buffer& x, Buffer& y) = 0;
+
+    // ---- time ---------------------------------------------------------------------
+    virtual std::unique_ptr<Event> create_event() = 0;
+    virtual void synchronize() = 0;
+
+    // ---- data ---------------------------------------------------------------------
+    // out (batch, sample) = normalize(images[order[offset + b]]) in out's dtype, and
+    // out_labels[b] = labels[order[offset + b]] (int32).
+    virtual void gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
+                              const Buffer& order_i32, std::int64_t offset, int batch,
+                              int sample_size, const Normalization& norm, Buffer& out,
+                              Buffer& out_labels) = 0;
+
+    // ---- layers -------------------------------------------------------------------
+    virtual void gemm(const GemmCall& call) = 0;
+    // y = act(x + bias) per row of `cols` columns; bias may be null. Same count.
+    virtual void bias_activation(Activation act, const Buffer& x, const Buffer* bias,
+                                 int cols, Buffer& y) = 0;
+    // dx = dy * act'(.) given the layer's input x and output y (softmax: per row of cols).
+    virtual void activation_backward(Activation act, const Buffer& x, const Buffer& y,
+                                     const Buffer& dy, int cols, Buffer& dx) = 0;
+    // bias_grad[j] = sum_i dy[i, j] over `rows` rows, into float32 or dy's dtype.
+    virtual void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) = 0;
+    // Inverted dropout with a counter-based mask from (seed, step, index): the same on
+    // every backend. keep = hash >= rate; y = keep ? x / (1 - rate) : 0.
+    virtual void dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
+                                 std::uint64_t step, Buffer& y) = 0;
+    virtual void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
+                                  std::uint64_t step, Buffer& dx) = 0;
+
+    // ---- loss ---------------------------------------------------------------------
+    // Cross-entropy over (batch, classes) logits computed in float32. head: Logits and
+    // SoftmaxFolded use softmax; SigmoidKeras uses Keras's sigmoid-normalised form.
+    // dlogits (logits' dtype) = d(mean loss)/dlogits * scaler[k_scale] (or 1 with no
+    // scaler); writes loss sum and correct count into record[k_rec_loss_sum/correct].
+    // dlogits may be null (evaluation); then the record fields are accumulated (+=).
+    virtual void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32,
+                               int batch, int classes, const Buffer* scaler,
+                               Buffer* dlogits, Buffer& record, std::size_t record_offset) = 0;
+
+    // ---- optimizer and loss scaling -------------------------------------------------
+    virtual std::unique_ptr<ParamTable> prepare_params(const std::vector<ParamSlot>& slots) = 0;
+    // One fused pass: unscale gradients by 1/scale, detect inf/NaN over all of them,
+    // and (unless found and scaling is on) update masters, state and low copies.
+    // Then the scaler update, and the record's scale/overflow/next-scale fields.
+    virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
+                                const ScalerParams& scaling, Buffer& scaler,
+                                Buffer& record, std::size_t record_offset) = 0;
+};
+
+// "cpu", "cuda" or auto (cuda when a device is present). Throws DeviceError when cuda
+// is asked for and not available.
+std::unique_ptr<Backend> make_backend(DeviceChoice choice);
+bool cuda_backend_available(); // built with CUDA and a device is present
+// Throws DeviceError when the policy needs what the device lacks (bf16/TF32 < sm_80).
+void check_policy_supported(const DeviceInfo& info, Policy policy);
+
+} // namespace mixlab

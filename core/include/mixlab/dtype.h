@@ -1,0 +1,29 @@
+// Element types and the host-side rounding that emulates fp16/bf16/tf32 storage.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace mixlab {
+
+enum class DType : std::uint8_t { F32, F16, BF16, I32, U8 };
+
+std::string_view dtype_name(DType t);       // "float32", "float16", "bfloat16", "int32", "uint8"
+std::size_t dtype_size(DType t);            // bytes per element on the device
+bool is_floating(DType t);
+
+// IEEE binary16 conversions, round to nearest even; overflow gives inf, tiny values
+// become subnormals or zero exactly as on the GPU.
+std::uint16_t float_to_half_bits(float f);
+float half_bits_to_float(std::uint16_t h);
+// bfloat16: the top 16 bits of a float, round to nearest even; NaN stays NaN.
+std::uint16_t float_to_bf16_bits(float f);
+float bf16_bits_to_float(std::uint16_t b);
+
+// The value a float becomes when stored as type t (identity for F32).
+float round_to(DType t, float f);
+// TF32 operand rounding: 10 explicit mantissa bits, round to nearest (cuBLAS rounds
+// tf32 operands to nearest; the CPU backend emulates that).
+float round_to_tf32(float f);
+
+} // namespace mixlab

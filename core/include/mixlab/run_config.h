@@ -1,0 +1,68 @@
+// The run format `mixlab-run/1`: dataset, policy, loss scaling, batch, optimizer, seed.
+#pragma once
+#include "mixlab/policy.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mixlab {
+
+enum class LossScaleMode { Default, Dynamic, Static, None }; // Default: the policy decides
+
+struct LossScaleConfig {
+    LossScaleMode mode = LossScaleMode::Default;
+    float init = 65536.0f;
+    float growth_factor = 2.0f;
+    float backoff_factor = 0.5f;
+    int growth_interval = 2000;
+};
+
+enum class OptimizerType { SGD, Adam, AdamW };
+
+struct OptimizerConfig {
+    OptimizerType type = OptimizerType::SGD;
+    float lr = 0.01f;
+    float momentum = 0.9f;   // SGD
+    bool nesterov = false;   // SGD
+    float weight_decay = 0.0f; // SGD/Adam: L2 added to the gradient; AdamW: decoupled
+    float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f; // Adam/AdamW
+};
+
+enum class DeviceChoice { Auto, CPU, CUDA };
+
+struct DatasetOptions {
+    std::string name = "";  // "fashion-mnist", "synthetic", or a folder; empty: default
+    bool cifar100_coarse = false;
+    std::int64_t synthetic_train = 10000, synthetic_test = 2000;
+};
+
+struct RunConfig {
+    DatasetOptions dataset;
+    Policy policy = Policy::FP32;
+    LossScaleConfig loss_scale;
+    int batch_size = 256;
+    int epochs = 1;
+    std::int64_t steps = 0; // > 0: stop after this many steps instead of epochs
+    OptimizerConfig optimizer;
+    std::uint64_t seed = 42;
+    DeviceChoice device = DeviceChoice::Auto;
+};
+
+inline constexpr std::string_view k_run_format = "mixlab-run/1";
+
+RunConfig parse_run_config(std::string_view json_text); // InputError naming the field
+RunConfig load_run_config(const std::string& path);
+std::string run_config_to_json(const RunConfig& config);
+// Throws InputError for values no run can use (batch 0, lr NaN, epochs 0 ...).
+void validate_run_config(const RunConfig& config);
+
+// The loss-scaling mode a run really uses: Default resolved by the policy.
+LossScaleMode effective_loss_scale_mode(const RunConfig& config);
+
+std::string_view loss_scale_mode_name(LossScaleMode m);
+std::string_view optimizer_name(OptimizerType t);
+std::string_view device_choice_name(DeviceChoice d);
+DeviceChoice parse_device_choice(std::string_view s);
+
+} // namespace mixlab

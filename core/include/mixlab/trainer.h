@@ -1,0 +1,123 @@
+// Training runs: one run trains one model under one config on one backend; several
+// runs can advance in lockstep (compare). Metrics leave through a MetricsSink.
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/dataset.h"
+#include "mixlab/graph.h"
+#include "mixlab/run_config.h"
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+struct StepMetrics {
+    std::int64_t step = 0;   // 1-based, counted over the whole run
+    int epoch = 0;           // 1-based
+    float loss = 0;          // mean over the batch
+    float accuracy = 0;      // of the batch
+    float step_ms = 0;       // device time of this step (events around it)
+    double wall_ms = 0;      // host wall time since the run started
+    double samples_per_s = 0;
+    float loss_scale = 1;    // the scale this step used
+    float next_loss_scale = 1;
+    bool overflow = false;   // gradients held inf/NaN
+    bool skipped = false;    // the optimizer skipped the update
+};
+
+struct EpochMetrics {
+    int epoch = 0;
+    float train_loss = 0, train_accuracy = 0;
+    float test_loss = 0, test_accuracy = 0;
+    double seconds = 0;
+    std::int64_t skipped_steps = 0; // in this epoch
+};
+
+struct RunEvent {
+    enum class Kind { Info, Warning, ScaleChange, SkippedStep, Error };
+    Kind kind = Kind::Info;
+    std::int64_t step = 0;
+    std::string message;
+};
+
+std::string_view run_event_kind_name(RunEvent::Kind k);
+
+class MetricsSink {
+public:
+    virtual ~MetricsSink() = default;
+    // `run` is the run's index in a compare group (0 for a single run).
+    virtual void on_step(int run, const StepMetrics& m) = 0;
+    virtual void on_epoch(int run, const EpochMetrics& m) = 0;
+    virtual void on_event(int run, const RunEvent& e) = 0;
+};
+
+// A dataset uploaded once to a backend as uint8; shared by the runs of a compare group.
+struct DeviceDataset {
+    DeviceDataset(const Dataset& data, Backend& backend);
+    const Dataset& host;
+    Buffer train_images, train_labels, test_images, test_labels;
+    Normalization norm;
+};
+
+struct RunSummary {
+    std::int64_t steps = 0;
+    std::int64_t skipped_steps = 0;
+    int epochs_done = 0;
+    double mean_step_ms = 0;   // device time, warm-up steps excluded
+    double median_step_ms = 0;
+    float final_train_loss = 0;
+    float final_test_loss = 0, final_test_accuracy = 0;
+    float final_loss_scale = 1;
+    double wall_seconds = 0;
+    bool stopped = false;      // by the stop token
+};
+
+class Network;
+
+class TrainingRun {
+public:
+    // Builds parameters (same initial weights for every backend and policy given the
+    // seed), uploads nothing but what the run owns. Throws DeviceError when the policy
+    // is not supported by the backend's device.
+    TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
+                Backend& backend, int run_index = 0);
+    ~TrainingRun();
+    TrainingRun(const TrainingRun&) = delete;
+    TrainingRun& operator=(const TrainingRun&) = delete;
+
+    // Enqueues one training step; reports metrics that have come back (a few steps
+    // behind) and, when an epoch ends, drains and evaluates on the test split.
+    void step(MetricsSink& sink);
+    bool finished() const;
+    // Drains what is in flight and reports it; call once at the end (or after stop).
+    RunSummary finish(MetricsSink& sink, bool stopped);
+
+    std::int64_t total_steps() const;     // planned
+    std::int64_t steps_done() const;
+    std::int64_t steps_per_epoch() const;
+    const RunConfig& config() const { return m_config; }
+    const Graph& graph() const { return m_graph; }
+
+    // Test helpers: current fp32 master parameters in graph order (synchronizes).
+    std::vector<float> read_parameters();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    Graph m_graph;
+    RunConfig m_config;
+};
+
+// Runs to the end or until stop is requested.
+RunSummary train(TrainingRun& run, MetricsSink& sink, std::stop_token stop = {});
+// One step of each run in turn until all are done.
+std::vector<RunSummary> train_lockstep(const std::vector<TrainingRun*>& runs, MetricsSink& sink,
+                                       std::stop_token stop = {});
+
+// Number of warm-up steps left out of mean step times.
+inline constexpr int k_warmup_steps = 10;
+
+} // namespace mixlab
