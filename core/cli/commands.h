@@ -1,0 +1,12 @@
+// mixlab-cli sub-commands. Each returns the process exit code: 0 success, 2 bad input
+// (one-line message on stderr), 1 failure during the run.
+#pragma once
+
+namespace mixlab::cli {
+
+int cmd_train(int argc, char** argv);    // argv[0] is "train"
+int cmd_compare(int argc, char** argv);
+int cmd_summary(int argc, char** argv);
+int cmd_check(int argc, char** argv);    // CUDA backend against the CPU reference
+
+} // namespace mixlab::cli
