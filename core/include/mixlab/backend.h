@@ -208,6 +208,11 @@ public:
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler,
                                 Buffer& record, std::size_t record_offset) = 0;
+
+protected:
+    // Frees what alloc() returned; called by ~Buffer, so it must not throw.
+    virtual void release(void* data) noexcept = 0;
+    friend class Buffer;
 };
 
 // "cpu", "cuda" or auto (cuda when a device is present). Throws DeviceError when cuda

@@ -59,6 +59,7 @@ struct DeviceDataset {
     DeviceDataset(const Dataset& data, Backend& backend);
     const Dataset& host;
     Buffer train_images, train_labels, test_images, test_labels;
+    Buffer test_order; // identity order (int32): evaluation reads the test split in turn
     Normalization norm;
 };
 
@@ -103,6 +104,8 @@ public:
 
     // Test helpers: current fp32 master parameters in graph order (synchronizes).
     std::vector<float> read_parameters();
+    // What runs, one line per layer (dtypes, GEMM math, master weights).
+    std::vector<std::string> describe() const;
 
 private:
     struct Impl;

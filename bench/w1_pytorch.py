@@ -1,0 +1,77 @@
+"""W1 (shared WORKLOADS.md) in PyTorch, to its reference settings: the seed MLP on
+CIFAR-10-shaped synthetic data already on the GPU, eager mode, SGD(lr=0.01,
+momentum=0.9), cross-entropy on logits. Prints one JSON object: ms/step per policy
+and batch (median over timed windows, CUDA events)."""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn as nn
+
+
+def make_model():
+    return nn.Sequential(nn.Flatten(), nn.Linear(3072, 3000), nn.ReLU(),
+                         nn.Linear(3000, 1000), nn.ReLU(), nn.Linear(1000, 10)).cuda()
+
+
+def time_policy(policy, batch, windows, steps_per_window, warmup):
+    torch.backends.cuda.matmul.allow_tf32 = policy == "tf32"
+    torch.backends.cudnn.allow_tf32 = policy == "tf32"
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(0)
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(batch, 32, 32, 3, device="cuda")
+    y = torch.randint(0, 10, (batch,), device="cuda")
+    scaler = torch.amp.GradScaler("cuda") if policy == "amp_fp16" else None
+    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(policy)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if dtype is not None:
+            with torch.autocast("cuda", dtype=dtype):
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(windows):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps_per_window):
+            step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / steps_per_window)
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batches", default="32,256,1024,4096")
+    p.add_argument("--policies", default="fp32,tf32,amp_fp16,amp_bf16")
+    p.add_argument("--windows", type=int, default=7)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=30)
+    a = p.parse_args()
+    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "ms_per_step": {}}
+    for b in [int(v) for v in a.batches.split(",")]:
+        for pol in a.policies.split(","):
+            out["ms_per_step"][f"{pol}@{b}"] = time_policy(pol, b, a.windows, a.steps, a.warmup)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+// The options train and compare share and the checks made before a run starts.
+#include "train_options.h"
+
+#include "mixlab/error.h"
+#include "mixlab/run_log.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+namespace mixlab::cli {
+namespace {
+
+// Beyond these no run on one GPU makes sense; the bounds catch typos (an extra zero
+// or three) before a dataset is loaded.
+constexpr std::int64_t k_max_batch = 1 << 20;
+constexpr std::int64_t k_max_epochs = 1000000;
+constexpr std::int64_t k_max_steps = std::int64_t(1) << 40;
+constexpr std::int64_t k_max_synthetic = 1000000; // 3 GB of 32x32x3 images
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int)
+{
+    g_interrupted.store(true);
+    // A second Ctrl-C ends the program the usual way.
+    std::signal(SIGINT, SIG_DFL);
+}
+
+OptimizerType parse_optimizer(const std::string& s)
+{
+    if (s == "sgd") return OptimizerType::SGD;
+    if (s == "adam") return OptimizerType::Adam;
+    return OptimizerType::AdamW;
+}
+
+LossScaleMode parse_loss_scale(const std::string& s)
+{
+    if (s == "dynamic") return LossScaleMode::Dynamic;
+    if (s == "static") return LossScaleMode::Static;
+    if (s == "none") return LossScaleMode::None;
+    return LossScaleMode::Default;
+}
+
+bool looks_like_path(const std::string& name)
+{
+    return name.find('/') != std::string::npos || name.rfind(".", 0) == 0 ||
+           name.rfind("~", 0) == 0;
+}
+
+} // namespace
+
+void add_train_options(ArgParser& p, bool compare)
+{
+    p.add_option("--model", "FILE", "model spec (mixlab-model/1 JSON); required");
+    p.add_option("--run", "FILE", "run config (mixlab-run/1 JSON); options below override it");
+    p.add_option("--dataset", "NAME|PATH",
+                 "fashion-mnist, synthetic, or a folder of IDX / CIFAR binary files "
+                 "(default: fashion-mnist when installed, else synthetic)");
+    if (compare) {
+        std::string names;
+        for (Policy pol : k_all_policies) (names += names.empty() ? "" : ",") += policy_name(pol);
+        p.add_option("--policies", "P1,P2,...",
+                     "policies to run in lockstep, the first is the baseline (" + names + ")");
+    } else {
+        std::string names;
+        for (Policy pol : k_all_policies) (names += names.empty() ? "" : "|") += policy_name(pol);
+        p.add_option("--policy", "P", "precision policy: " + names + " (default fp32)");
+    }
+    p.add_option("--batch", "N", "batch size (default 256)");
+    p.add_option("--epochs", "N", "epochs to train (default 1)");
+    p.add_option("--steps", "N", "stop after N steps instead of whole epochs");
+    p.add_option("--lr", "X", "learning rate (default 0.01)");
+    p.add_option("--optimizer", "sgd|adam|adamw", "optimizer (default sgd, momentum 0.9)");
+    p.add_option("--loss-scale", "dynamic|static|none|default",
+                 "loss scaling (default: what the policy uses)");
+    p.add_option("--loss-scale-init", "X", "initial (or static) loss scale (default 65536)");
+    p.add_option("--seed", "N", "seed for weights, data order and synthetic data (default 42)");
+    p.add_option("--device", "auto|cpu|cuda", "backend (default auto: cuda when present)");
+    p.add_option("--synthetic-size", "N",
+                 "training samples of the synthetic dataset (test split: N/5)");
+    p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
+    p.add_option("--log-csv", "FILE", "write one CSV row per step here");
+    p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
+}
+
+TrainInputs read_train_inputs(const ArgParser& p, bool compare)
+{
+    TrainInputs in;
+    RunConfig& c = in.config;
+    if (auto run = p.value("--run")) c = load_run_config(*run);
+
+    if (auto v = p.value("--dataset")) c.dataset.name = *v;
+    // compare declares --policies instead; its runs set their policy one by one.
+    if (!compare && p.has("--policy")) c.policy = parse_policy(*p.value("--policy"));
+    if (auto v = p.integer("--batch", 1, k_max_batch)) c.batch_size = int(*v);
+    if (p.has("--epochs") && p.has("--steps"))
+        throw InputError("give --epochs or --steps, not both");
+    if (auto v = p.integer("--epochs", 1, k_max_epochs)) {
+        c.epochs = int(*v);
+        c.steps = 0; // a step count from --run would otherwise cut the epochs short
+    }
+    if (auto v = p.integer("--steps", 1, k_max_steps)) c.steps = *v;
+    if (auto v = p.real("--lr", 0.0, 1e6)) {
+        if (*v <= 0) throw InputError("--lr must be greater than 0, got " + *p.value("--lr"));
+        c.optimizer.lr = float(*v);
+    }
+    if (auto v = p.choice("--optimizer", {"sgd", "adam", "adamw"}))
+        c.optimizer.type = parse_optimizer(*v);
+    if (auto v = p.choice("--loss-scale", {"dynamic", "static", "none", "default"}))
+        c.loss_scale.mode = parse_loss_scale(*v);
+    // 2^-24 .. 2^32: below, fp16 gradients vanish; above, even fp32 overflows on
+    // ordinary losses.
+    if (auto v = p.real("--loss-scale-init", std::ldexp(1.0, -24), std::ldexp(1.0, 32)))
+        c.loss_scale.init = float(*v);
+    if (auto v = p.unsigned_integer("--seed")) c.seed = *v;
+    if (auto v = p.value("--device")) c.device = parse_device_choice(*v);
+    if (c.dataset.name.empty()) c.dataset.name = default_dataset_name();
+    if (auto v = p.integer("--synthetic-size", 1, k_max_synthetic)) {
+        if (c.dataset.name != "synthetic")
+            throw InputError("--synthetic-size applies to --dataset synthetic, not to '" +
+                             c.dataset.name + "'");
+        c.dataset.synthetic_train = *v;
+        c.dataset.synthetic_test = std::max<std::int64_t>(1, (*v + 4) / 5);
+    }
+    if (auto v = p.integer("--progress-every", 1, k_max_steps)) in.progress_every = *v;
+    validate_run_config(c);
+
+    const auto model = p.value("--model");
+    if (!model) throw InputError("--model FILE is required (a mixlab-model/1 JSON file)");
+    in.model_path = *model;
+    in.spec = load_model_spec(*model);
+
+    in.log_json = p.value("--log-json");
+    in.log_csv = p.value("--log-csv");
+    if (in.log_json) check_output_path(*in.log_json, "--log-json");
+    if (in.log_csv) check_output_path(*in.log_csv, "--log-csv");
+    if (in.log_json && in.log_csv &&
+        std::filesystem::absolute(*in.log_json) == std::filesystem::absolute(*in.log_csv))
+        throw InputError("--log-json and --log-csv name the same file '" + *in.log_json + "'");
+
+    if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name))
+        throw InputError("--dataset: the folder '" + c.dataset.name + "' does not exist");
+    return in;
+}
+
+std::unique_ptr<Backend> open_backend(const RunConfig& config)
+{
+    try {
+        return make_backend(config.device);
+    } catch (const DeviceError& e) {
+        throw InputError("--device " + std::string(device_choice_name(config.device)) + ": " +
+                         e.what());
+    }
+}
+
+void check_policy_on_device(const Backend& backend, Policy policy)
+{
+    try {
+        check_policy_supported(backend.info(), policy);
+    } catch (const DeviceError& e) {
+        throw InputError("policy " + std::string(policy_name(policy)) + ": " + e.what());
+    }
+}
+
+PreparedData prepare_data(const TrainInputs& in)
+{
+    PreparedData out;
+    out.data = load_dataset(in.config.dataset, in.config.seed);
+    const Dataset& d = out.data;
+    out.graph = build_graph(in.spec, Shape{{d.height, d.width, d.channels}}, d.classes);
+    if (in.config.batch_size > d.train.n)
+        throw InputError("batch size " + std::to_string(in.config.batch_size) +
+                         " is larger than the training split of " + d.name + " (" +
+                         std::to_string(d.train.n) + " samples)");
+    return out;
+}
+
+InterruptStop::InterruptStop()
+{
+    g_interrupted.store(false);
+    m_previous = std::signal(SIGINT, on_sigint);
+    // The handler may only touch the atomic flag; this thread turns it into a stop request.
+    m_watcher = std::jthread([this](std::stop_token st) {
+        while (!st.stop_requested()) {
+            if (g_interrupted.load()) {
+                std::fprintf(stderr, "interrupted: stopping after the current step "
+                                     "(Ctrl-C again to quit at once)\n");
+                m_source.request_stop();
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    });
+}
+
+InterruptStop::~InterruptStop()
+{
+    m_watcher.request_stop();
+    if (m_watcher.joinable()) m_watcher.join();
+    std::signal(SIGINT, m_previous == SIG_ERR ? SIG_DFL : m_previous);
+}
+
+bool InterruptStop::interrupted() const { return m_source.stop_requested(); }
+
+std::string format_ms(double ms)
+{
+    if (!(ms > 0) || !std::isfinite(ms)) return "n/a";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", ms);
+    return buf;
+}
+
+std::string format_throughput(int batch, double mean_step_ms)
+{
+    if (!(mean_step_ms > 0) || !std::isfinite(mean_step_ms)) return "n/a";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", batch * 1000.0 / mean_step_ms);
+    return buf;
+}
+
+} // namespace mixlab::cli

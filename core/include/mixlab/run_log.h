@@ -1,0 +1,112 @@
+// RunLog: a MetricsSink that records everything of one run or of a compare group
+// (config, environment, per-step and per-epoch metrics, events, summaries) and writes
+// it as JSON (`mixlab-log/1`) and CSV. The CLI writes it; the GUI reuses it for export.
+//
+// JSON, one run (kind "train"):
+//   {"format": "mixlab-log/1", "kind": "train",
+//    "config": {<run_config_to_json fields>, "model": <model_spec_to_json>},
+//    "graph": {"input": "32x32x3", "classes": 10, "head": "logits",
+//              "total_params": N, "total_flops": N},
+//    "environment": {<environment_to_json fields>},
+//    "steps":  [{"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
+//                "samples_per_s", "loss_scale", "next_loss_scale", "overflow", "skipped"}],
+//    "epochs": [{"epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy",
+//                "seconds", "skipped_steps"}],
+//    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name
+//    "summary": {"steps", "skipped_steps", "epochs_done", "mean_step_ms",
+//                "median_step_ms", "final_train_loss", "final_test_loss",
+//                "final_test_accuracy", "final_loss_scale", "wall_seconds", "stopped"}
+//                or null when the run did not finish}
+//
+// JSON, a compare group (kind "compare"): "config" is the first run's config with
+// "policies": [names in run order] added; "graph" and "environment" as above; and
+//   "runs": [{"run": index, "policy": name, "config": {...this run's config...},
+//             "steps": [...], "epochs": [...], "events": [...], "summary": {...}}]
+// with no top-level steps/epochs/events/summary.
+//
+// Non-finite metrics (a diverged fp16 loss) are written as null in JSON, "nan"/"inf"
+// in CSV. CSV (both kinds), one row per step in the order they arrived:
+//   run,policy,step,epoch,loss,accuracy,step_ms,wall_ms,samples_per_s,loss_scale,
+//   next_loss_scale,overflow,skipped
+//
+// Not thread-safe: record and write from one thread (the one driving the runs).
+#pragma once
+#include "mixlab/environment.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/run_config.h"
+#include "mixlab/trainer.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mixlab {
+
+inline constexpr std::string_view k_log_format = "mixlab-log/1";
+
+class RunLog : public MetricsSink {
+public:
+    enum class Kind { Train, Compare };
+
+    explicit RunLog(Kind kind = Kind::Train);
+
+    void set_model(const ModelSpec& spec, const Graph& graph);
+    void set_environment(const Environment& env);
+    // Registers a run; its index is what the trainer passes to the on_* calls
+    // (0, 1, ... in the order added).
+    int add_run(const RunConfig& config);
+    void set_summary(int run, const RunSummary& summary);
+    // Every call is recorded, then passed on to `next` (e.g. a progress printer).
+    void forward_to(MetricsSink* next) { m_next = next; }
+
+    void on_step(int run, const StepMetrics& m) override;
+    void on_epoch(int run, const EpochMetrics& m) override;
+    void on_event(int run, const RunEvent& e) override;
+
+    Kind kind() const { return m_kind; }
+    int run_count() const { return int(m_runs.size()); }
+    const RunConfig& config(int run) const;
+    const std::vector<StepMetrics>& steps(int run) const;
+    const std::vector<EpochMetrics>& epochs(int run) const;
+    const std::vector<RunEvent>& events(int run) const;
+    const std::optional<RunSummary>& summary(int run) const;
+
+    std::string to_json() const;
+    std::string to_csv() const;
+    // Atomic: FILE.tmp is written, flushed and renamed over FILE. Throws Error naming
+    // the path when the file cannot be written.
+    void write_json(const std::string& path) const;
+    void write_csv(const std::string& path) const;
+
+private:
+    struct Run {
+        RunConfig config;
+        std::vector<StepMetrics> steps;
+        std::vector<EpochMetrics> epochs;
+        std::vector<RunEvent> events;
+        std::optional<RunSummary> summary;
+    };
+    Run& run_at(int run); // grows the list for an index the trainer sends unannounced
+    const Run& checked(int run) const;
+
+    Kind m_kind;
+    std::vector<Run> m_runs;
+    std::string m_model_json = "null";
+    std::string m_graph_json = "null";
+    std::string m_environment_json = "null";
+    MetricsSink* m_next = nullptr;
+};
+
+// Throws InputError naming `path` (and the option, when given, e.g. "--log-json") when
+// a file cannot be created there: the folder is missing, is not a folder, is not
+// writable, or the path is itself a folder. Call before a run starts, so that a long
+// run does not end in a log it cannot write. Leaves no file behind.
+void check_output_path(const std::string& path, std::string_view option = {});
+
+// Writes `content` to path.tmp, flushes it to disk and renames it over `path`.
+// Throws Error naming the path on failure; the .tmp is removed.
+void write_file_atomically(const std::string& path, std::string_view content);
+
+} // namespace mixlab

@@ -1,0 +1,1114 @@
+// The op-by-op backend checker: every op, every floating dtype, GEMMs in every math
+// mode, transpose combination and epilogue, the loss heads, the optimizer with loss
+// scaling, and a three-step end-to-end training loop; each compared with the reference.
+#include "backend_check.h"
+
+#include "mixlab/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixlab {
+
+namespace {
+
+constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+constexpr float k_sentinel = -7.25f; // record fields an op must leave alone
+
+const DType k_floats[] = {DType::F32, DType::F16, DType::BF16};
+
+// ---- tolerances ------------------------------------------------------------------------
+// Outputs rounded to a 16-bit dtype can land one unit in the last place apart when the
+// two backends' fp32 values straddle a rounding boundary: fp16 has 11 significant bits
+// (one ulp is at most 2^-10 = 1e-3 relative), bf16 8 bits (2^-7 = 8e-3). The relative
+// tolerances give that ulp a margin. fp32 outputs differ only by the few ulps that
+// different summation orders and the GPU's expf/tanhf (2 ulp) bring: 1e-5.
+double out_rtol(DType t)
+{
+    switch (t) {
+    case DType::F16: return 1e-2;
+    case DType::BF16: return 2e-2;
+    default: return 1e-5;
+    }
+}
+
+// Unit roundoff of a storage type: the most a single rounding moves a value, relative
+// to its magnitude (0 for fp32: its roundings are inside the accumulation tolerance).
+double unit_roundoff(DType t)
+{
+    switch (t) {
+    case DType::F16: return 1.0 / 2048.0;
+    case DType::BF16: return 1.0 / 256.0;
+    default: return 0.0;
+    }
+}
+
+// GEMM accumulation error relative to the magnitude scale s_ij (|alpha| ||row_i(op A)||
+// ||col_j(op B)|| + |beta C0_ij| + |bias_j|, which bounds sum_k |a_ik b_kj| by
+// Cauchy-Schwarz). fp32 in either order: a few 2^-24 per term, far below 1e-5. TF32:
+// each operand rounded to 10 mantissa bits (cuBLAS may truncate where the CPU rounds to
+// nearest): products move by up to ~2^-10 of their size, hence 1e-3. 16-bit operands:
+// exact products, fp32 accumulation on the tensor cores: 1e-4 leaves room for their
+// internal order.
+double accumulation_tol(MathMode m, DType ab)
+{
+    if (ab == DType::F32)
+        return m == MathMode::TF32 ? 1e-3 : 1e-5;
+    return 1e-4;
+}
+
+struct Tol {
+    double atol = 0, rtol = 0;
+    bool nan_equal = false; // NaN on both sides passes (an inf gradient applied unscaled)
+};
+constexpr Tol k_exact{0.0, 0.0};
+
+const char* short_name(DType t)
+{
+    switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::U8: return "u8";
+    }
+    return "?";
+}
+
+const char* activation_text(Activation a)
+{
+    switch (a) {
+    case Activation::None: return "none";
+    case Activation::Relu: return "relu";
+    case Activation::Sigmoid: return "sigmoid";
+    case Activation::Tanh: return "tanh";
+    case Activation::Gelu: return "gelu";
+    case Activation::Softmax: return "softmax";
+    }
+    return "?";
+}
+
+const char* epilogue_text(Epilogue e)
+{
+    switch (e) {
+    case Epilogue::None: return "none";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::BiasRelu: return "bias_relu";
+    case Epilogue::BiasGelu: return "bias_gelu";
+    case Epilogue::BiasGradA: return "bias_grad_a";
+    }
+    return "?";
+}
+
+const char* math_text(MathMode m)
+{
+    switch (m) {
+    case MathMode::Pedantic: return "pedantic";
+    case MathMode::TF32: return "tf32";
+    case MathMode::Reduced: return "reduced";
+    }
+    return "?";
+}
+
+std::string num(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.7g", v);
+    return buf;
+}
+
+// ---- random inputs -------------------------------------------------------------------
+// Each check seeds its own generator from (seed, name), so a check's inputs do not
+// depend on which other checks the filter kept.
+class Rng {
+public:
+    Rng(std::uint64_t seed, const std::string& name)
+    {
+        std::uint64_t h = 1469598103934665603ull;
+        for (unsigned char ch : name)
+            h = (h ^ ch) * 1099511628211ull;
+        m_gen.seed(seed ^ h);
+    }
+    // Uniform in [lo, hi), the same on every platform (no std distributions).
+    float uniform(float lo, float hi)
+    {
+        const float u = float(m_gen() >> 40) * (1.0f / 16777216.0f);
+        return lo + (hi - lo) * u;
+    }
+    int integer(int lo, int hi_exclusive)
+    {
+        return lo + int(m_gen() % std::uint64_t(hi_exclusive - lo));
+    }
+    // n values in [lo, hi), already rounded to t so the host copy equals what both
+    // backends hold.
+    std::vector<float> values(std::size_t n, DType t, float lo, float hi)
+    {
+        std::vector<float> v(n);
+        for (float& x : v)
+            x = round_to(t, uniform(lo, hi));
+        return v;
+    }
+
+private:
+    std::mt19937_64 m_gen;
+};
+
+// ---- one check's verdict ---------------------------------------------------------------
+class Verdict {
+public:
+    explicit Verdict(std::string name) { m_result.name = std::move(name); m_result.passed = true; }
+
+    // atol_i = tol.atol + scale_factor * scale[i] when a scale is given.
+    void compare(const std::string& what, const std::vector<float>& ref,
+                 const std::vector<float>& got, Tol tol, const std::vector<double>* scale = nullptr,
+                 double scale_factor = 0.0)
+    {
+        ++m_compared;
+        if (ref.size() != got.size()) {
+            fail(what + ": sizes differ (" + std::to_string(ref.size()) + " vs " +
+                 std::to_string(got.size()) + ")");
+            return;
+        }
+        std::size_t bad = 0, first = 0;
+        double first_allowed = 0;
+        for (std::size_t i = 0; i < ref.size(); ++i) {
+            const double r = ref[i], g = got[i];
+            const double allowed = tol.atol + (scale ? scale_factor * (*scale)[i] : 0.0) +
+                                   tol.rtol * std::fabs(r);
+            bool ok;
+            double diff;
+            if (r == g || (tol.nan_equal && std::isnan(r) && std::isnan(g))) {
+                ok = true; // also equal infinities
+                diff = 0;
+            } else if (std::isnan(r) || std::isnan(g) || std::isinf(r) || std::isinf(g)) {
+                ok = false; // NaN: unwritten (poisoned) or a real NaN; inf against a number
+                diff = std::numeric_limits<double>::infinity();
+            } else {
+                diff = std::fabs(r - g);
+                ok = diff <= allowed;
+            }
+            m_result.max_abs_err = std::max(m_result.max_abs_err, diff);
+            if (std::fabs(r) > allowed && std::fabs(r) > 0)
+                m_result.max_rel_err = std::max(m_result.max_rel_err, diff / std::fabs(r));
+            if (!ok && bad++ == 0) {
+                first = i;
+                first_allowed = allowed;
+            }
+        }
+        if (bad)
+            fail(what + "[" + std::to_string(first) + "]: ref " + num(ref[first]) + ", got " +
+                 num(got[first]) + " (allowed difference " + num(first_allowed) + "); " +
+                 std::to_string(bad) + " of " + std::to_string(ref.size()) +
+                 " elements out of tolerance");
+    }
+
+    void fail(const std::string& why)
+    {
+        if (m_result.passed)
+            m_result.detail = m_context.empty() ? why : m_context + ": " + why;
+        m_result.passed = false;
+    }
+    // A prefix for failures from here on ("step 3").
+    void context(std::string c) { m_context = std::move(c); }
+
+    CheckResult result()
+    {
+        if (m_result.passed)
+            m_result.detail = std::to_string(m_compared) + " outputs compared";
+        return m_result;
+    }
+
+private:
+    CheckResult m_result;
+    std::string m_context;
+    int m_compared = 0;
+};
+
+// ---- a buffer on both backends -----------------------------------------------------------
+struct Twin {
+    Buffer ref, cand;
+    DType dtype = DType::F32;
+    std::size_t count = 0;
+};
+
+class Checker {
+public:
+    Checker(Backend& ref, Backend& cand, std::uint64_t seed, std::string filter)
+        : m_ref(ref), m_cand(cand), m_seed(seed), m_filter(std::move(filter))
+    {
+    }
+
+    std::vector<CheckResult> run_all();
+
+private:
+    using Body = std::function<void(Verdict&, Rng&)>;
+    void run(const std::string& name, const Body& body)
+    {
+        if (!m_filter.empty() && name.find(m_filter) == std::string::npos)
+            return;
+        Verdict v(name);
+        Rng rng(m_seed, name);
+        try {
+            body(v, rng);
+        } catch (const std::exception& e) {
+            v.fail(std::string("threw: ") + e.what());
+        }
+        m_results.push_back(v.result());
+    }
+
+    Twin twin(std::size_t n, DType t)
+    {
+        Twin w;
+        w.ref = m_ref.alloc(n, t);
+        w.cand = m_cand.alloc(n, t);
+        w.dtype = t;
+        w.count = n;
+        return w;
+    }
+    void set(Twin& w, const std::vector<float>& v, std::size_t offset = 0)
+    {
+        m_ref.upload_f32(w.ref, v.data(), v.size(), offset);
+        m_cand.upload_f32(w.cand, v.data(), v.size(), offset);
+    }
+    Twin make(const std::vector<float>& v, DType t)
+    {
+        Twin w = twin(v.size(), t);
+        set(w, v);
+        return w;
+    }
+    void fill(Twin& w, float value)
+    {
+        m_ref.fill(w.ref, value);
+        m_cand.fill(w.cand, value);
+    }
+    // NaN in every floating element: anything an op fails to write stays NaN and fails.
+    void poison(Twin& w) { fill(w, is_floating(w.dtype) ? k_nan : -1.0f); }
+    std::vector<float> get(Backend& b, const Buffer& buf)
+    {
+        std::vector<float> v(buf.count());
+        b.download_f32(buf, v.data(), v.size());
+        return v;
+    }
+    void compare(Verdict& v, const std::string& what, Twin& w, Tol tol,
+                 const std::vector<double>* scale = nullptr, double scale_factor = 0.0)
+    {
+        v.compare(what, get(m_ref, w.ref), get(m_cand, w.cand), tol, scale, scale_factor);
+    }
+
+    void fill_checks();
+    void cast_checks();
+    void gather_checks();
+    void gemm_checks();
+    void activation_checks();
+    void bias_grad_checks();
+    void dropout_checks();
+    void cross_entropy_checks();
+    void optimizer_checks();
+    void end_to_end_checks();
+
+    struct GemmCase {
+        int m, n, k;
+        bool ta, tb;
+        DType ab, c;
+        MathMode math;
+        Epilogue epi;
+        DType grad = DType::F32;
+        float alpha = 1.0f, beta = 0.0f;
+    };
+    std::string gemm_name(const GemmCase& g) const;
+    void gemm_check(const GemmCase& g);
+
+    Backend& m_ref;
+    Backend& m_cand;
+    std::uint64_t m_seed;
+    std::string m_filter;
+    std::vector<CheckResult> m_results;
+};
+
+// ---- fill, cast ----------------------------------------------------------------------------
+
+void Checker::fill_checks()
+{
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8}) {
+        run(std::string("fill/") + short_name(t), [&](Verdict& v, Rng&) {
+            Twin w = twin(1003, t);
+            poison(w);
+            // 3.14159 rounds differently in each float type; integers round to 3.
+            fill(w, 3.14159f);
+            compare(v, "y", w, k_exact);
+            fill(w, -0.0009765625f); // a power of two: exact everywhere, subnormal-free
+            compare(v, "y (second fill)", w, k_exact);
+        });
+    }
+}
+
+void Checker::cast_checks()
+{
+    // Conversions are exact functions (round to nearest even) on both sides.
+    for (DType tx : k_floats)
+        for (DType ty : k_floats)
+            run(std::string("cast/") + short_name(tx) + "->" + short_name(ty), [&](Verdict& v, Rng& rng) {
+                std::vector<float> x = rng.values(4099, tx, -3.0f, 3.0f);
+                // Edges: beyond fp16's range (inf), fp16 subnormals, exact ties, zero signs.
+                const float edges[] = {70000.0f, -65520.0f, 65504.0f, 3e-6f, -6e-8f, 1e-9f,
+                                       1.0009765625f, 0.0f, -0.0f, 1e30f};
+                for (std::size_t i = 0; i < std::size(edges); ++i)
+                    x[i] = round_to(tx, edges[i]);
+                Twin a = make(x, tx);
+                Twin b = twin(x.size(), ty);
+                poison(b);
+                m_ref.cast(a.ref, b.ref);
+                m_cand.cast(a.cand, b.cand);
+                compare(v, "y", b, k_exact);
+            });
+    const std::pair<DType, DType> ints[] = {{DType::U8, DType::F32}, {DType::I32, DType::F32},
+                                            {DType::U8, DType::F16}, {DType::F32, DType::I32}};
+    for (auto [tx, ty] : ints)
+        run(std::string("cast/") + short_name(tx) + "->" + short_name(ty), [&](Verdict& v, Rng& rng) {
+            std::vector<float> x(1000);
+            for (float& e : x)
+                e = tx == DType::F32 ? std::round(rng.uniform(-1000.0f, 1000.0f)) + 0.25f
+                                     : float(rng.integer(0, 256));
+            Twin a = make(x, tx);
+            Twin b = twin(x.size(), ty);
+            poison(b);
+            m_ref.cast(a.ref, b.ref);
+            m_cand.cast(a.cand, b.cand);
+            compare(v, "y", b, k_exact);
+        });
+}
+
+// ---- gather ----------------------------------------------------------------------------
+
+void Checker::gather_checks()
+{
+    struct Shape {
+        int channels, sample, n, batch;
+        std::int64_t offset;
+    };
+    const Shape shapes[] = {{3, 48, 50, 20, 7}, {1, 784, 100, 32, 64}};
+    for (const Shape& s : shapes)
+        for (DType t : k_floats)
+            run(std::string("gather_batch/") + short_name(t) + "/c" + std::to_string(s.channels) +
+                    "/" + std::to_string(s.batch) + "x" + std::to_string(s.sample),
+                [&](Verdict& v, Rng& rng) {
+                    std::vector<std::uint8_t> images(std::size_t(s.n) * s.sample), labels(s.n);
+                    for (auto& p : images)
+                        p = std::uint8_t(rng.integer(0, 256));
+                    for (auto& l : labels)
+                        l = std::uint8_t(rng.integer(0, 10));
+                    std::vector<std::int32_t> order(s.n);
+                    for (int i = 0; i < s.n; ++i)
+                        order[i] = i;
+                    for (int i = s.n - 1; i > 0; --i)
+                        std::swap(order[i], order[rng.integer(0, i + 1)]);
+                    Normalization norm;
+                    norm.channels = s.channels;
+                    for (int c = 0; c < s.channels; ++c) {
+                        norm.mean[c] = rng.uniform(0.2f, 0.6f);
+                        norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
+                    }
+                    Twin img = twin(images.size(), DType::U8), lab = twin(labels.size(), DType::U8);
+                    Twin ord = twin(order.size(), DType::I32);
+                    for (Backend* b : {&m_ref, &m_cand}) {
+                        const bool r = b == &m_ref;
+                        b->upload_raw(r ? img.ref : img.cand, images.data(), images.size());
+                        b->upload_raw(r ? lab.ref : lab.cand, labels.data(), labels.size());
+                        b->upload_raw(r ? ord.ref : ord.cand, order.data(), order.size() * 4);
+                    }
+                    Twin out = twin(std::size_t(s.batch) * s.sample, t);
+                    Twin out_labels = twin(std::size_t(s.batch), DType::I32);
+                    poison(out);
+                    poison(out_labels);
+                    m_ref.gather_batch(img.ref, lab.ref, ord.ref, s.offset, s.batch, s.sample, norm,
+                                       out.ref, out_labels.ref);
+                    m_cand.gather_batch(img.cand, lab.cand, ord.cand, s.offset, s.batch, s.sample,
+                                        norm, out.cand, out_labels.cand);
+                    // Same expression in the same order: fp32 agrees to the last bit but for
+                    // the GPU's fused multiply-adds; 16-bit values then round identically.
+                    compare(v, "out", out, Tol{1e-6, t == DType::F32 ? 1e-6 : out_rtol(t)});
+                    compare(v, "labels", out_labels, k_exact);
+                });
+}
+
+// ---- GEMM ------------------------------------------------------------------------------
+
+std::string Checker::gemm_name(const GemmCase& g) const
+{
+    std::string s = std::string("gemm/") + short_name(g.ab);
+    if (g.c != g.ab)
+        s += std::string("->") + short_name(g.c);
+    s += std::string("/") + math_text(g.math) + "/" + (g.ta ? "T" : "N") + (g.tb ? "T" : "N") + "/" +
+         std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + "/" +
+         epilogue_text(g.epi);
+    if (g.epi == Epilogue::BiasGradA)
+        s += std::string("_") + short_name(g.grad);
+    if (g.beta != 0.0f || g.alpha != 1.0f)
+        s += "/alpha" + num(g.alpha) + "_beta" + num(g.beta);
+    return s;
+}
+
+void Checker::gemm_check(const GemmCase& g)
+{
+    run(gemm_name(g), [&](Verdict& v, Rng& rng) {
+        const std::size_t m = g.m, n = g.n, k = g.k;
+        // Stored shapes: A (m x k) or (k x m) when transposed; B (k x n) or (n x k).
+        const std::vector<float> a = rng.values(m * k, g.ab, -1.0f, 1.0f);
+        const std::vector<float> b = rng.values(k * n, g.ab, -1.0f, 1.0f);
+        auto op_a = [&](std::size_t i, std::size_t kk) { return g.ta ? a[kk * m + i] : a[i * k + kk]; };
+        auto op_b = [&](std::size_t kk, std::size_t j) { return g.tb ? b[j * k + kk] : b[kk * n + j]; };
+        Twin ta = make(a, g.ab), tb = make(b, g.ab);
+        Twin tc = twin(m * n, g.c);
+        std::vector<float> c0;
+        if (g.beta != 0.0f) {
+            c0 = rng.values(m * n, g.c, -1.0f, 1.0f);
+            set(tc, c0);
+        } else {
+            poison(tc); // beta == 0: C is not read, NaN included
+        }
+        const bool has_bias = g.epi == Epilogue::Bias || g.epi == Epilogue::BiasRelu ||
+                              g.epi == Epilogue::BiasGelu;
+        std::vector<float> bias;
+        Twin tbias, tgrad;
+        if (has_bias) {
+            bias = rng.values(n, g.c, -1.0f, 1.0f);
+            tbias = make(bias, g.c);
+        }
+        if (g.epi == Epilogue::BiasGradA) {
+            tgrad = twin(m, g.grad);
+            poison(tgrad);
+        }
+
+        GemmCall call;
+        call.trans_a = g.ta;
+        call.trans_b = g.tb;
+        call.m = g.m;
+        call.n = g.n;
+        call.k = g.k;
+        call.alpha = g.alpha;
+        call.beta = g.beta;
+        call.epilogue = g.epi;
+        call.math = g.math;
+        call.a = &ta.ref;
+        call.b = &tb.ref;
+        call.c = &tc.ref;
+        call.bias = has_bias ? &tbias.ref : nullptr;
+        call.bias_grad = g.epi == Epilogue::BiasGradA ? &tgrad.ref : nullptr;
+        m_ref.gemm(call);
+        call.a = &ta.cand;
+        call.b = &tb.cand;
+        call.c = &tc.cand;
+        call.bias = has_bias ? &tbias.cand : nullptr;
+        call.bias_grad = g.epi == Epilogue::BiasGradA ? &tgrad.cand : nullptr;
+        m_cand.gemm(call);
+
+        // Magnitude scale per element (see accumulation_tol).
+        std::vector<double> row_norm(m, 0.0), col_norm(n, 0.0), row_abs(m, 0.0);
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t kk = 0; kk < k; ++kk) {
+                const double x = op_a(i, kk);
+                row_norm[i] += x * x;
+                row_abs[i] += std::fabs(x);
+            }
+        for (std::size_t kk = 0; kk < k; ++kk)
+            for (std::size_t j = 0; j < n; ++j) {
+                const double x = op_b(kk, j);
+                col_norm[j] += x * x;
+            }
+        std::vector<double> scale(m * n);
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j)
+                scale[i * n + j] = std::fabs(g.alpha) * std::sqrt(row_norm[i] * col_norm[j]) +
+                                   (c0.empty() ? 0.0 : std::fabs(g.beta * c0[i * n + j])) +
+                                   (bias.empty() ? 0.0 : std::fabs(bias[j]));
+        // An unfused epilogue rounds C once more before the bias: one extra rounding of
+        // something no bigger than the scale.
+        const double acc = accumulation_tol(g.math, g.ab);
+        compare(v, "c", tc, Tol{1e-30, out_rtol(g.c)}, &scale, acc + unit_roundoff(g.c));
+        if (g.epi == Epilogue::BiasGradA)
+            compare(v, "bias_grad", tgrad, Tol{1e-30, out_rtol(g.grad)}, &row_abs,
+                    acc + unit_roundoff(g.grad));
+    });
+}
+
+void Checker::gemm_checks()
+{
+    struct Mode {
+        DType ab;
+        MathMode math;
+    };
+    const Mode modes[] = {{DType::F32, MathMode::Pedantic}, {DType::F32, MathMode::TF32},
+                          {DType::F16, MathMode::Reduced}, {DType::BF16, MathMode::Reduced}};
+    const Epilogue epilogues[] = {Epilogue::None, Epilogue::Bias, Epilogue::BiasRelu,
+                                  Epilogue::BiasGelu, Epilogue::BiasGradA};
+    struct Dims {
+        int m, n, k;
+    };
+    // Odd sizes (no tensor-core friendly multiple anywhere) and aligned ones.
+    for (Dims d : {Dims{37, 19, 53}, Dims{64, 48, 32}})
+        for (Mode md : modes) {
+            // 16-bit operands also write an fp32 C (fp32 gradients from 16-bit operands).
+            std::vector<DType> c_types = {md.ab};
+            if (md.ab != DType::F32)
+                c_types.push_back(DType::F32);
+            for (DType c : c_types)
+                for (int t = 0; t < 4; ++t)
+                    for (Epilogue e : epilogues) {
+                        GemmCase g{d.m, d.n, d.k, (t & 2) != 0, (t & 1) != 0, md.ab, c, md.math, e};
+                        gemm_check(g);
+                        // The bias gradient also in C's 16-bit dtype.
+                        if (e == Epilogue::BiasGradA && c != DType::F32) {
+                            g.grad = c;
+                            gemm_check(g);
+                        }
+                    }
+        }
+    // The other math modes for the operand types where they mean something different.
+    gemm_check(GemmCase{37, 19, 53, false, false, DType::F16, DType::F16, MathMode::Pedantic,
+                        Epilogue::None});
+    gemm_check(GemmCase{37, 19, 53, false, false, DType::BF16, DType::F32, MathMode::Pedantic,
+                        Epilogue::Bias});
+    gemm_check(GemmCase{37, 19, 53, false, true, DType::F32, DType::F32, MathMode::Reduced,
+                        Epilogue::BiasRelu});
+    // alpha and beta: C read and scaled.
+    for (Mode md : modes)
+        for (Epilogue e : {Epilogue::None, Epilogue::BiasRelu}) {
+            GemmCase g{37, 19, 53, true, false, md.ab, md.ab, md.math, e};
+            g.alpha = 0.5f;
+            g.beta = 0.25f;
+            gemm_check(g);
+            if (md.ab != DType::F32) {
+                g.c = DType::F32;
+                gemm_check(g);
+            }
+        }
+    // The seed MLP's layer 1 at batch 256: forward X W^T + b with relu, dX = dZ W,
+    // dW = dZ^T X with the bias gradient; and the 10-class head.
+    for (Mode md : modes)
+        gemm_check(GemmCase{256, 3000, 3072, false, true, md.ab, md.ab, md.math, Epilogue::BiasRelu});
+    gemm_check(GemmCase{256, 3072, 3000, false, false, DType::F16, DType::F16, MathMode::Reduced,
+                        Epilogue::None});
+    gemm_check(GemmCase{256, 3072, 3000, false, false, DType::F32, DType::F32, MathMode::Pedantic,
+                        Epilogue::None});
+    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::F16, DType::F32, MathMode::Reduced,
+                        Epilogue::BiasGradA});
+    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::BF16, DType::F32, MathMode::Reduced,
+                        Epilogue::BiasGradA});
+    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::F32, DType::F32, MathMode::TF32,
+                        Epilogue::BiasGradA});
+    gemm_check(GemmCase{256, 10, 1000, false, true, DType::F16, DType::F16, MathMode::Reduced,
+                        Epilogue::Bias});
+}
+
+// ---- activations -------------------------------------------------------------------------
+
+// Activation outputs: fp32 differs by the GPU's expf/tanhf ulps (rtol 1e-5); GELU and
+// sigmoid lose relative accuracy near their zeros through cancellation, which the
+// absolute 1e-6 covers (inputs are at most 4 in size).
+Tol activation_tol(DType t)
+{
+    return t == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-5, out_rtol(t)};
+}
+
+void Checker::activation_checks()
+{
+    const Activation acts[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
+                               Activation::Tanh, Activation::Gelu, Activation::Softmax};
+    struct Shape {
+        int rows, cols;
+        bool bias;
+    };
+    for (Activation act : acts)
+        for (DType t : k_floats) {
+            std::vector<Shape> shapes = {{33, 77, true}, {16, 50, false}};
+            if (act == Activation::Softmax)
+                shapes = {{33, 10, true}, {8, 1000, true}, {5, 3001, false}};
+            for (const Shape& s : shapes) {
+                const std::string base = std::string("bias_activation/") + activation_text(act) + "/" +
+                                         short_name(t) + "/" + std::to_string(s.rows) + "x" +
+                                         std::to_string(s.cols) + (s.bias ? "" : "/no_bias");
+                run(base, [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = std::size_t(s.rows) * s.cols;
+                    Twin x = make(rng.values(n, t, -4.0f, 4.0f), t);
+                    Twin b;
+                    if (s.bias)
+                        b = make(rng.values(std::size_t(s.cols), t, -1.0f, 1.0f), t);
+                    Twin y = twin(n, t);
+                    poison(y);
+                    m_ref.bias_activation(act, x.ref, s.bias ? &b.ref : nullptr, s.cols, y.ref);
+                    m_cand.bias_activation(act, x.cand, s.bias ? &b.cand : nullptr, s.cols, y.cand);
+                    compare(v, "y", y, activation_tol(t));
+                    // In place (y aliases x), as the trainer runs activation layers.
+                    m_ref.bias_activation(act, x.ref, s.bias ? &b.ref : nullptr, s.cols, x.ref);
+                    m_cand.bias_activation(act, x.cand, s.bias ? &b.cand : nullptr, s.cols, x.cand);
+                    compare(v, "y (in place)", x, activation_tol(t));
+                });
+            }
+            // Backward: y = act(x) from the reference, given to both so they see the same y.
+            const int rows = act == Activation::Softmax ? 8 : 33;
+            const int cols = act == Activation::Softmax ? 1000 : 77;
+            run(std::string("activation_backward/") + activation_text(act) + "/" + short_name(t) +
+                    "/" + std::to_string(rows) + "x" + std::to_string(cols),
+                [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = std::size_t(rows) * cols;
+                    Twin x = make(rng.values(n, t, -3.0f, 3.0f), t);
+                    Twin y = twin(n, t);
+                    m_ref.bias_activation(act, x.ref, nullptr, cols, y.ref);
+                    const std::vector<float> yv = get(m_ref, y.ref);
+                    set(y, yv);
+                    Twin dy = make(rng.values(n, t, -1.0f, 1.0f), t);
+                    Twin dx = twin(n, t);
+                    poison(dx);
+                    m_ref.activation_backward(act, x.ref, y.ref, dy.ref, cols, dx.ref);
+                    m_cand.activation_backward(act, x.cand, y.cand, dy.cand, cols, dx.cand);
+                    compare(v, "dx", dx, activation_tol(t));
+                    // fp32 gradient from a 16-bit layer (a layer kept out of reduced precision
+                    // hands its gradient back in fp32).
+                    Twin dx32 = twin(n, DType::F32);
+                    poison(dx32);
+                    m_ref.activation_backward(act, x.ref, y.ref, dy.ref, cols, dx32.ref);
+                    m_cand.activation_backward(act, x.cand, y.cand, dy.cand, cols, dx32.cand);
+                    compare(v, "dx (f32)", dx32, activation_tol(DType::F32));
+                });
+        }
+    // A 16-bit input with an fp32 output (a softmax layer kept in float32).
+    run("bias_activation/softmax/f16->f32/64x10", [&](Verdict& v, Rng& rng) {
+        Twin x = make(rng.values(640, DType::F16, -6.0f, 6.0f), DType::F16);
+        Twin b = make(rng.values(10, DType::F16, -1.0f, 1.0f), DType::F16);
+        Twin y = twin(640, DType::F32);
+        poison(y);
+        m_ref.bias_activation(Activation::Softmax, x.ref, &b.ref, 10, y.ref);
+        m_cand.bias_activation(Activation::Softmax, x.cand, &b.cand, 10, y.cand);
+        compare(v, "y", y, activation_tol(DType::F32));
+    });
+}
+
+// ---- bias gradient -------------------------------------------------------------------------
+
+void Checker::bias_grad_checks()
+{
+    struct Case {
+        int rows, cols;
+        DType in, out;
+    };
+    const Case cases[] = {{300, 77, DType::F32, DType::F32},  {300, 77, DType::F16, DType::F32},
+                          {300, 77, DType::F16, DType::F16},  {300, 77, DType::BF16, DType::F32},
+                          {300, 77, DType::BF16, DType::BF16}, {4096, 10, DType::F16, DType::F32},
+                          {256, 3000, DType::F32, DType::F32}, {1, 5, DType::F32, DType::F32}};
+    for (const Case& c : cases)
+        run(std::string("bias_grad/") + short_name(c.in) + "->" + short_name(c.out) + "/" +
+                std::to_string(c.rows) + "x" + std::to_string(c.cols),
+            [&](Verdict& v, Rng& rng) {
+                const std::vector<float> dy =
+                    rng.values(std::size_t(c.rows) * c.cols, c.in, -1.0f, 1.0f);
+                std::vector<double> abs_sum(c.cols, 0.0);
+                for (int i = 0; i < c.rows; ++i)
+                    for (int j = 0; j < c.cols; ++j)
+                        abs_sum[j] += std::fabs(dy[std::size_t(i) * c.cols + j]);
+                Twin tdy = make(dy, c.in);
+                Twin out = twin(std::size_t(c.cols), c.out);
+                poison(out);
+                m_ref.bias_grad(tdy.ref, c.rows, c.cols, out.ref);
+                m_cand.bias_grad(tdy.cand, c.rows, c.cols, out.cand);
+                // fp32 sums in different orders: a few 2^-24 of sum |dy| each.
+                compare(v, "out", out, Tol{1e-30, out_rtol(c.out)}, &abs_sum,
+                        1e-5 + unit_roundoff(c.out));
+            });
+}
+
+// ---- dropout -------------------------------------------------------------------------------
+
+void Checker::dropout_checks()
+{
+    // Exact: the same mask function, IEEE division by (1 - rate) on both sides, then the
+    // same rounding.
+    for (DType t : k_floats)
+        for (float rate : {0.0f, 0.1f, 0.5f, 0.9f})
+            run(std::string("dropout/") + short_name(t) + "/rate" + num(rate), [&](Verdict& v, Rng& rng) {
+                const std::size_t n = 10007;
+                const std::uint64_t seed = 0x5EED0000u + std::uint64_t(rng.integer(0, 1 << 30));
+                Twin x = make(rng.values(n, t, -2.0f, 2.0f), t);
+                Twin y = twin(n, t);
+                poison(y);
+                m_ref.dropout_forward(x.ref, rate, seed, 17, y.ref);
+                m_cand.dropout_forward(x.cand, rate, seed, 17, y.cand);
+                compare(v, "y", y, k_exact);
+                Twin dx = twin(n, t);
+                poison(dx);
+                m_ref.dropout_backward(x.ref, rate, seed, 17, dx.ref);
+                m_cand.dropout_backward(x.cand, rate, seed, 17, dx.cand);
+                compare(v, "dx", dx, k_exact);
+                // Another step draws another mask.
+                m_ref.dropout_forward(x.ref, rate, seed, 18, y.ref);
+                m_cand.dropout_forward(x.cand, rate, seed, 18, y.cand);
+                compare(v, "y (next step)", y, k_exact);
+            });
+}
+
+// ---- cross-entropy ---------------------------------------------------------------------------
+
+void Checker::cross_entropy_checks()
+{
+    const std::pair<OutputHead, const char*> heads[] = {{OutputHead::Logits, "logits"},
+                                                        {OutputHead::SoftmaxFolded, "softmax_folded"},
+                                                        {OutputHead::SigmoidKeras, "sigmoid_keras"}};
+    struct Shape {
+        int batch, classes;
+    };
+    for (auto [head, head_name] : heads)
+        for (DType t : k_floats)
+            for (Shape s : {Shape{32, 10}, Shape{67, 1000}})
+                for (bool train : {true, false})
+                    run(std::string("cross_entropy/") + head_name + "/" + short_name(t) + "/" +
+                            (train ? "train" : "eval") + "/" + std::to_string(s.batch) + "x" +
+                            std::to_string(s.classes),
+                        [&](Verdict& v, Rng& rng) {
+                            const std::size_t n = std::size_t(s.batch) * s.classes;
+                            std::vector<float> z = rng.values(n, t, -4.0f, 4.0f);
+                            std::vector<float> labels(s.batch);
+                            for (float& l : labels)
+                                l = float(rng.integer(0, s.classes));
+                            // Rows that reach Keras's clip: p_t below eps, and p_t = 1.
+                            const int t0 = int(labels[0]), t1 = int(labels[1]);
+                            z[std::size_t(t0)] = -30.0f;
+                            for (int j = 0; j < s.classes; ++j)
+                                z[std::size_t(s.classes) + j] = j == t1 ? 20.0f : -30.0f;
+                            Twin tz = make(z, t);
+                            Twin tl = make(labels, DType::I32);
+                            const float scale = 1024.0f;
+                            Twin scaler = make({scale, 0.0f, 0.0f, 0.0f}, DType::F32);
+                            const std::size_t off = k_record_fields;
+                            Twin record = twin(2 * k_record_fields, DType::F32);
+                            fill(record, k_sentinel);
+                            if (train)
+                                set(record, {k_nan, k_nan}, off);
+                            else
+                                set(record, {2.5f, 3.0f}, off);
+                            Twin dz = twin(n, t);
+                            poison(dz);
+                            for (int rep = 0; rep < (train ? 1 : 2); ++rep) {
+                                m_ref.cross_entropy(head, tz.ref, tl.ref, s.batch, s.classes,
+                                                    train ? &scaler.ref : nullptr,
+                                                    train ? &dz.ref : nullptr, record.ref, off);
+                                m_cand.cross_entropy(head, tz.cand, tl.cand, s.batch, s.classes,
+                                                     train ? &scaler.cand : nullptr,
+                                                     train ? &dz.cand : nullptr, record.cand, off);
+                            }
+                            // Loss: per-row fp32 losses a few ulps apart, summed; correct counts
+                            // exact (identical logits, first maximum wins on both).
+                            const std::vector<float> rr = get(m_ref, record.ref);
+                            const std::vector<float> rc = get(m_cand, record.cand);
+                            v.compare("record loss_sum", {rr[off + k_rec_loss_sum]},
+                                      {rc[off + k_rec_loss_sum]}, Tol{1e-5 * s.batch, 1e-5});
+                            v.compare("record correct", {rr[off + k_rec_correct]},
+                                      {rc[off + k_rec_correct]}, k_exact);
+                            std::vector<float> rest_r, rest_c;
+                            for (std::size_t i = 0; i < rr.size(); ++i)
+                                if (i != off + k_rec_loss_sum && i != off + k_rec_correct) {
+                                    rest_r.push_back(rr[i]);
+                                    rest_c.push_back(rc[i]);
+                                }
+                            v.compare("record (other fields untouched)", rest_r, rest_c, k_exact);
+                            if (train) {
+                                const double unit = scale / s.batch;
+                                compare(v, "dlogits", dz,
+                                        Tol{1e-6 * unit, t == DType::F32 ? 1e-5 : out_rtol(t)});
+                            }
+                        });
+}
+
+// ---- optimizer -------------------------------------------------------------------------------
+
+void Checker::optimizer_checks()
+{
+    struct Layout {
+        const char* name;
+        DType master, grad;
+        bool low;
+        DType low_t;
+        LossScaleMode mode;
+    };
+    const Layout layouts[] = {
+        {"f32_master+f16_low/dynamic", DType::F32, DType::F32, true, DType::F16, LossScaleMode::Dynamic},
+        {"f32_master+bf16_low/dynamic", DType::F32, DType::F32, true, DType::BF16, LossScaleMode::Dynamic},
+        {"f32/none", DType::F32, DType::F32, false, DType::F32, LossScaleMode::None},
+        {"f32/static", DType::F32, DType::F32, false, DType::F32, LossScaleMode::Static},
+        {"pure_f16/dynamic", DType::F16, DType::F16, false, DType::F16, LossScaleMode::Dynamic},
+    };
+    struct Opt {
+        const char* name;
+        OptimizerConfig cfg;
+    };
+    std::vector<Opt> opts;
+    {
+        OptimizerConfig c;
+        c.type = OptimizerType::SGD;
+        c.lr = 0.05f;
+        c.momentum = 0.9f;
+        opts.push_back({"sgd_momentum", c});
+        c.nesterov = true;
+        c.weight_decay = 0.01f;
+        opts.push_back({"sgd_nesterov_wd", c});
+        c.nesterov = false;
+        c.weight_decay = 0.0f;
+        c.momentum = 0.0f;
+        opts.push_back({"sgd_plain", c});
+        OptimizerConfig a;
+        a.type = OptimizerType::Adam;
+        a.lr = 0.01f;
+        a.weight_decay = 0.01f;
+        opts.push_back({"adam_wd", a});
+        a.type = OptimizerType::AdamW;
+        opts.push_back({"adamw", a});
+    }
+    for (const Opt& o : opts)
+        for (const Layout& l : layouts) {
+            if (l.mode == LossScaleMode::Static && o.cfg.type != OptimizerType::SGD)
+                continue;
+            run(std::string("optimizer/") + o.name + "/" + l.name, [&](Verdict& v, Rng& rng) {
+                const bool adam = o.cfg.type != OptimizerType::SGD;
+                const bool state1 = adam || o.cfg.momentum != 0.0f;
+                // Sizes: two chunks and an odd tail, a bias-like vector, a scalar.
+                const std::size_t sizes[] = {20003, 77, 1};
+                struct Param {
+                    Twin master, grad, low, s1, s2;
+                };
+                std::vector<Param> params(std::size(sizes));
+                std::vector<ParamSlot> slots_r, slots_c;
+                for (std::size_t p = 0; p < params.size(); ++p) {
+                    Param& q = params[p];
+                    q.master = make(rng.values(sizes[p], l.master, -1.0f, 1.0f), l.master);
+                    q.grad = twin(sizes[p], l.grad);
+                    if (l.low) {
+                        q.low = twin(sizes[p], l.low_t);
+                        poison(q.low);
+                    }
+                    if (state1) {
+                        q.s1 = twin(sizes[p], l.master);
+                        fill(q.s1, 0.0f);
+                    }
+                    if (adam) {
+                        q.s2 = twin(sizes[p], l.master);
+                        fill(q.s2, 0.0f);
+                    }
+                    slots_r.push_back({&q.master.ref, &q.grad.ref, l.low ? &q.low.ref : nullptr,
+                                       state1 ? &q.s1.ref : nullptr, adam ? &q.s2.ref : nullptr});
+                    slots_c.push_back({&q.master.cand, &q.grad.cand, l.low ? &q.low.cand : nullptr,
+                                       state1 ? &q.s1.cand : nullptr, adam ? &q.s2.cand : nullptr});
+                }
+                auto table_r = m_ref.prepare_params(slots_r);
+                auto table_c = m_cand.prepare_params(slots_c);
+                ScalerParams sp;
+                sp.mode = l.mode;
+                sp.growth_interval = 2; // growth after two clean steps
+                const float init = l.mode == LossScaleMode::None ? 1.0f
+                                   : l.mode == LossScaleMode::Static ? 128.0f : 1024.0f;
+                Twin scaler = make({init, 0.0f, 0.0f, 0.0f}, DType::F32);
+                const std::size_t off = k_record_fields;
+                Twin record = twin(2 * k_record_fields, DType::F32);
+                fill(record, k_sentinel);
+
+                // Master/state: fp32 agrees to a few ulps (fused multiply-adds on the GPU);
+                // 16-bit storage one ulp apart where those land on a rounding boundary.
+                Tol wtol = l.master == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-3, out_rtol(l.master)};
+                // Without loss scaling nothing skips the overflowing step: the inf/NaN
+                // reaches those weights on both backends.
+                wtol.nan_equal = l.mode == LossScaleMode::None;
+                const Tol ltol = Tol{1e-6, out_rtol(l.low_t)};
+                const float gscale = l.mode == LossScaleMode::None ? 1.0f : 512.0f;
+                // Step 3 overflows: skipped (when scaling), scale halved, growth reset.
+                for (int step = 1; step <= 4; ++step) {
+                    v.context("step " + std::to_string(step));
+                    for (std::size_t p = 0; p < params.size(); ++p) {
+                        std::vector<float> g = rng.values(sizes[p], l.grad, -gscale, gscale);
+                        if (step == 3 && p == 0) {
+                            g[12345] = k_inf;
+                            g[20002] = k_nan;
+                        }
+                        set(params[p].grad, g);
+                    }
+                    set(record, {k_nan, k_nan, k_nan}, off + k_rec_scale);
+                    m_ref.optimizer_step(*table_r, o.cfg, sp, scaler.ref, record.ref, off);
+                    m_cand.optimizer_step(*table_c, o.cfg, sp, scaler.cand, record.cand, off);
+                    compare(v, "scaler", scaler, k_exact);
+                    compare(v, "record", record, k_exact);
+                    for (std::size_t p = 0; p < params.size(); ++p) {
+                        const std::string i = std::string(1, '[') + std::to_string(p) + ']';
+                        compare(v, "master" + i, params[p].master, wtol);
+                        if (state1)
+                            compare(v, "state1" + i, params[p].s1, wtol);
+                        if (adam)
+                            compare(v, "state2" + i, params[p].s2, wtol);
+                        if (l.low)
+                            compare(v, "low" + i, params[p].low, ltol);
+                    }
+                }
+                v.context("");
+            });
+        }
+}
+
+// ---- end to end -------------------------------------------------------------------------------
+
+// Three training steps of a small MLP built from the ops alone (gather, dense + relu,
+// dense, loss, backward GEMMs with bias grads, relu backward, SGD with loss scaling):
+// the records and final weights must agree.
+void Checker::end_to_end_checks()
+{
+    for (const bool mixed : {false, true})
+        run(std::string("end_to_end/mlp/") + (mixed ? "mixed_fp16" : "fp32"), [&](Verdict& v, Rng& rng) {
+            const int n_samples = 64, sample = 48, hidden = 32, classes = 10, batch = 16;
+            const DType ct = mixed ? DType::F16 : DType::F32;
+            const MathMode math = mixed ? MathMode::Reduced : MathMode::Pedantic;
+            std::vector<std::uint8_t> images(std::size_t(n_samples) * sample), labels(n_samples);
+            for (auto& p : images)
+                p = std::uint8_t(rng.integer(0, 256));
+            for (auto& l : labels)
+                l = std::uint8_t(rng.integer(0, classes));
+            std::vector<std::int32_t> order(n_samples);
+            for (int i = 0; i < n_samples; ++i)
+                order[i] = (i * 37) % n_samples;
+            Twin img = twin(images.size(), DType::U8), lab = twin(labels.size(), DType::U8);
+            Twin ord = twin(order.size(), DType::I32);
+            for (Backend* b : {&m_ref, &m_cand}) {
+                const bool r = b == &m_ref;
+                b->upload_raw(r ? img.ref : img.cand, images.data(), images.size());
+                b->upload_raw(r ? lab.ref : lab.cand, labels.data(), labels.size());
+                b->upload_raw(r ? ord.ref : ord.cand, order.data(), order.size() * 4);
+            }
+            Normalization norm;
+            norm.channels = 3;
+            for (int c = 0; c < 3; ++c) {
+                norm.mean[c] = 0.45f;
+                norm.inv_std[c] = 4.0f;
+            }
+
+            // Parameters: fp32 masters, fp32 grads, fp16 copies under mixed precision.
+            struct Param {
+                Twin master, grad, low, mom;
+                std::size_t n;
+            };
+            const std::size_t shapes[] = {std::size_t(hidden) * sample, std::size_t(hidden),
+                                          std::size_t(classes) * hidden, std::size_t(classes)};
+            std::vector<Param> P(4);
+            std::vector<ParamSlot> sr, sc;
+            for (int p = 0; p < 4; ++p) {
+                P[p].n = shapes[p];
+                const float lim = p % 2 == 0 ? 0.25f : 0.05f;
+                P[p].master = make(rng.values(shapes[p], DType::F32, -lim, lim), DType::F32);
+                P[p].grad = twin(shapes[p], DType::F32);
+                P[p].mom = twin(shapes[p], DType::F32);
+                fill(P[p].mom, 0.0f);
+                if (mixed) {
+                    P[p].low = twin(shapes[p], DType::F16);
+                    m_ref.cast(P[p].master.ref, P[p].low.ref);
+                    m_cand.cast(P[p].master.cand, P[p].low.cand);
+                }
+                sr.push_back({&P[p].master.ref, &P[p].grad.ref, mixed ? &P[p].low.ref : nullptr,
+                              &P[p].mom.ref, nullptr});
+                sc.push_back({&P[p].master.cand, &P[p].grad.cand, mixed ? &P[p].low.cand : nullptr,
+                              &P[p].mom.cand, nullptr});
+            }
+            auto tr = m_ref.prepare_params(sr);
+            auto tc = m_cand.prepare_params(sc);
+            OptimizerConfig opt;
+            opt.lr = 0.1f;
+            opt.momentum = 0.9f;
+            ScalerParams sp;
+            sp.mode = mixed ? LossScaleMode::Dynamic : LossScaleMode::None;
+            sp.growth_interval = 2;
+            Twin scaler = make({mixed ? 256.0f : 1.0f, 0, 0, 0}, DType::F32);
+            const int steps = 3;
+            Twin record = twin(std::size_t(steps) * k_record_fields, DType::F32);
+            fill(record, k_nan);
+
+            Twin x = twin(std::size_t(batch) * sample, ct), y = twin(std::size_t(batch), DType::I32);
+            Twin h = twin(std::size_t(batch) * hidden, ct), z = twin(std::size_t(batch) * classes, ct);
+            Twin dh = twin(std::size_t(batch) * hidden, ct);
+            for (int s = 0; s < steps; ++s) {
+                for (Backend* b : {&m_ref, &m_cand}) {
+                    const bool r = b == &m_ref;
+                    auto B = [r](Twin& t) -> Buffer& { return r ? t.ref : t.cand; };
+                    auto W = [&](int p) -> Buffer& { return mixed ? B(P[p].low) : B(P[p].master); };
+                    b->gather_batch(B(img), B(lab), B(ord), std::int64_t(s) * batch, batch, sample,
+                                    norm, B(x), B(y));
+                    GemmCall f1; // h = relu(x W1^T + b1)
+                    f1.trans_b = true;
+                    f1.m = batch; f1.n = hidden; f1.k = sample;
+                    f1.a = &B(x); f1.b = &W(0); f1.c = &B(h);
+                    f1.epilogue = Epilogue::BiasRelu; f1.bias = &W(1); f1.math = math;
+                    b->gemm(f1);
+                    GemmCall f2 = f1; // z = h W2^T + b2
+                    f2.n = classes; f2.k = hidden;
+                    f2.a = &B(h); f2.b = &W(2); f2.c = &B(z);
+                    f2.epilogue = Epilogue::Bias; f2.bias = &W(3);
+                    b->gemm(f2);
+                    // dz overwrites z in place.
+                    b->cross_entropy(OutputHead::Logits, B(z), B(y), batch, classes, &B(scaler),
+                                     &B(z), B(record), std::size_t(s) * k_record_fields);
+                    GemmCall g2; // dW2 = dz^T h, db2 = column sums of dz
+                    g2.trans_a = true;
+                    g2.m = classes; g2.n = hidden; g2.k = batch;
+                    g2.a = &B(z); g2.b = &B(h); g2.c = &B(P[2].grad);
+                    g2.epilogue = Epilogue::BiasGradA; g2.bias_grad = &B(P[3].grad); g2.math = math;
+                    b->gemm(g2);
+                    GemmCall d1; // dh = dz W2
+                    d1.m = batch; d1.n = hidden; d1.k = classes;
+                    d1.a = &B(z); d1.b = &W(2); d1.c = &B(dh); d1.math = math;
+                    b->gemm(d1);
+                    b->activation_backward(Activation::Relu, B(h), B(h), B(dh), hidden, B(dh));
+                    GemmCall g1; // dW1 = dh^T x, db1
+                    g1.trans_a = true;
+                    g1.m = hidden; g1.n = sample; g1.k = batch;
+                    g1.a = &B(dh); g1.b = &B(x); g1.c = &B(P[0].grad);
+                    g1.epilogue = Epilogue::BiasGradA; g1.bias_grad = &B(P[1].grad); g1.math = math;
+                    b->gemm(g1);
+                    b->optimizer_step(r ? *tr : *tc, opt, sp, B(scaler), B(record),
+                                      std::size_t(s) * k_record_fields);
+                }
+            }
+            // Differences start at fp32 ulps (fp32) or fp16 ulps of activations (mixed)
+            // and grow a little through three steps.
+            const Tol tol = mixed ? Tol{1e-3, 1e-2} : Tol{1e-5, 1e-4};
+            compare(v, "record", record, tol);
+            compare(v, "scaler", scaler, k_exact);
+            for (int p = 0; p < 4; ++p)
+                compare(v, "master[" + std::to_string(p) + "]", P[p].master, tol);
+        });
+}
+
+std::vector<CheckResult> Checker::run_all()
+{
+    fill_checks();
+    cast_checks();
+    gather_checks();
+    activation_checks();
+    bias_grad_checks();
+    dropout_checks();
+    cross_entropy_checks();
+    optimizer_checks();
+    gemm_checks();
+    end_to_end_checks();
+    return std::move(m_results);
+}
+
+} // namespace
+
+std::vector<CheckResult> run_backend_checks(Backend& reference, Backend& candidate,
+                                            std::uint64_t seed, const std::string& filter)
+{
+    Checker checker(reference, candidate, seed, filter);
+    return checker.run_all();
+}
+
+} // namespace mixlab

@@ -1,0 +1,279 @@
+// CPU backend: memory, host transfers, events, fill/cast and the batch gather.
+#include "cpu/cpu_backend.h"
+
+#include "mixlab/error.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+
+namespace mixlab::cpu {
+
+namespace {
+
+// Bytes one element takes in CPU storage: every floating dtype is held as a float.
+std::size_t stored_size(DType t)
+{
+    switch (t) {
+    case DType::U8: return 1;
+    case DType::I32: return 4;
+    default: return sizeof(float);
+    }
+}
+
+std::int64_t physical_bytes(long pages_name)
+{
+    const long pages = sysconf(pages_name);
+    const long page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? std::int64_t(pages) * page : 0;
+}
+
+std::string mib(double bytes)
+{
+    return std::to_string(static_cast<long long>(bytes / (1024.0 * 1024.0))) + " MiB";
+}
+
+// Element i of any buffer as a float (U8/I32 converted, floats as stored).
+float element(const Buffer& b, std::size_t i)
+{
+    switch (b.dtype()) {
+    case DType::U8: return float(b.as<std::uint8_t>()[i]);
+    case DType::I32: return float(b.as<std::int32_t>()[i]);
+    default: return b.as<float>()[i];
+    }
+}
+
+// Stores v into element i of any buffer, rounded to the buffer's dtype.
+void store(Buffer& b, std::size_t i, float v)
+{
+    switch (b.dtype()) {
+    case DType::U8: b.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(std::lrintf(v)); break;
+    case DType::I32: b.as<std::int32_t>()[i] = static_cast<std::int32_t>(std::lrintf(v)); break;
+    default: b.as<float>()[i] = round_to(b.dtype(), v); break;
+    }
+}
+
+class CpuEvent final : public Event {
+public:
+    void record() override { m_time = std::chrono::steady_clock::now(); }
+    bool query() override { return true; }
+    void synchronize() override {}
+    float elapsed_ms_since(const Event& start) override
+    {
+        const auto* s = dynamic_cast<const CpuEvent*>(&start);
+        require(s != nullptr, "elapsed_ms_since", "the start event belongs to another backend");
+        return std::chrono::duration<float, std::milli>(m_time - s->m_time).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point m_time = std::chrono::steady_clock::now();
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_cpu_backend()
+{
+    return std::make_unique<CpuBackend>();
+}
+
+void require(bool ok, const char* op, const std::string& what)
+{
+    if (!ok)
+        throw Error(std::string("cpu backend: ") + op + ": " + what);
+}
+
+float* floats(Buffer& b, std::size_t need, const char* op, const char* name)
+{
+    require(is_floating(b.dtype()), op,
+            std::string(name) + " must be a floating buffer, got " + std::string(dtype_name(b.dtype())));
+    require(b.count() >= need, op,
+            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
+                std::to_string(need));
+    return b.as<float>();
+}
+
+const float* floats(const Buffer& b, std::size_t need, const char* op, const char* name)
+{
+    return floats(const_cast<Buffer&>(b), need, op, name);
+}
+
+void round_span(DType t, float* p, std::size_t n)
+{
+    if (t == DType::F32)
+        return;
+    for (std::size_t i = 0; i < n; ++i)
+        p[i] = round_to(t, p[i]);
+}
+
+DeviceInfo CpuBackend::info() const
+{
+    DeviceInfo d;
+    d.backend = "cpu";
+    d.name = "CPU (no CUDA device)";
+    d.memory_bytes = physical_bytes(_SC_PHYS_PAGES);
+    return d;
+}
+
+Buffer CpuBackend::alloc(std::size_t count, DType dtype)
+{
+    if (count == 0)
+        return Buffer(this, nullptr, 0, dtype);
+    const std::size_t elem = stored_size(dtype);
+    const bool overflows = count > std::numeric_limits<std::size_t>::max() / elem;
+    const double bytes = double(count) * double(elem);
+    void* p = nullptr;
+    if (!overflows) {
+        try {
+            // 64-byte alignment lets Eigen and the compiler use aligned vector loads.
+            p = ::operator new(count * elem, std::align_val_t(64));
+        } catch (const std::bad_alloc&) {
+            p = nullptr;
+        }
+    }
+    if (!p) {
+        const std::string exact = overflows ? std::string("more than 2^64 bytes")
+                                            : std::to_string(count * elem) + " bytes";
+        throw OutOfMemoryError("out of host memory: asked for " + mib(bytes) + " (" +
+                               std::to_string(count) + " x " + std::string(dtype_name(dtype)) +
+                               ", " + exact + ") with " +
+                               mib(double(physical_bytes(_SC_AVPHYS_PAGES))) +
+                               " free; use a smaller batch size or model");
+    }
+    return Buffer(this, p, count, dtype);
+}
+
+void CpuBackend::release(void* data) noexcept
+{
+    ::operator delete(data, std::align_val_t(64));
+}
+
+void CpuBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, std::size_t offset)
+{
+    require(offset + count <= dst.count(), "upload_f32",
+            "writing " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
+                " past the buffer's " + std::to_string(dst.count()));
+    if (dst.dtype() == DType::F32) {
+        if (count)
+            std::memcpy(dst.as<float>() + offset, src, count * sizeof(float));
+        return;
+    }
+    for (std::size_t i = 0; i < count; ++i)
+        store(dst, offset + i, src[i]);
+}
+
+void CpuBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
+{
+    require(!is_floating(dst.dtype()), "upload_raw",
+            "raw bytes go to uint8/int32 buffers only; use upload_f32 for " +
+                std::string(dtype_name(dst.dtype())));
+    require(bytes <= dst.count() * stored_size(dst.dtype()), "upload_raw",
+            std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
+                " " + std::string(dtype_name(dst.dtype())));
+    if (bytes)
+        std::memcpy(dst.data(), src, bytes);
+}
+
+void CpuBackend::download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset)
+{
+    require(offset + count <= src.count(), "download_f32",
+            "reading " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
+                " past the buffer's " + std::to_string(src.count()));
+    if (is_floating(src.dtype())) {
+        if (count)
+            std::memcpy(dst, src.as<float>() + offset, count * sizeof(float));
+        return;
+    }
+    for (std::size_t i = 0; i < count; ++i)
+        dst[i] = element(src, offset + i);
+}
+
+void CpuBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
+                                    float* dst)
+{
+    download_f32(src, dst, count, offset);
+}
+
+float* CpuBackend::host_alloc(std::size_t count)
+{
+    try {
+        return new float[count];
+    } catch (const std::bad_alloc&) {
+        throw OutOfMemoryError("out of host memory: asked for " +
+                               mib(double(count) * sizeof(float)) + " of host staging memory");
+    }
+}
+
+void CpuBackend::host_free(float* p)
+{
+    delete[] p;
+}
+
+void CpuBackend::fill(Buffer& dst, float value)
+{
+    if (is_floating(dst.dtype())) {
+        const float v = round_to(dst.dtype(), value);
+        float* p = dst.as<float>();
+        for (std::size_t i = 0; i < dst.count(); ++i)
+            p[i] = v;
+        return;
+    }
+    for (std::size_t i = 0; i < dst.count(); ++i)
+        store(dst, i, value);
+}
+
+void CpuBackend::cast(const Buffer& x, Buffer& y)
+{
+    require(x.count() == y.count(), "cast",
+            "x has " + std::to_string(x.count()) + " elements, y " + std::to_string(y.count()));
+    for (std::size_t i = 0; i < x.count(); ++i)
+        store(y, i, element(x, i));
+}
+
+std::unique_ptr<Event> CpuBackend::create_event()
+{
+    return std::make_unique<CpuEvent>();
+}
+
+void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
+                              const Buffer& order_i32, std::int64_t offset, int batch,
+                              int sample_size, const Normalization& norm, Buffer& out,
+                              Buffer& out_labels)
+{
+    const char* op = "gather_batch";
+    require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, op,
+            "images and labels must be uint8");
+    require(order_i32.dtype() == DType::I32 && out_labels.dtype() == DType::I32, op,
+            "order and out_labels must be int32");
+    require(norm.channels >= 1 && norm.channels <= 4, op, "channels must be 1..4");
+    require(offset >= 0 && std::size_t(offset) + std::size_t(batch) <= order_i32.count(), op,
+            "batch runs past the end of the order");
+    require(out_labels.count() >= std::size_t(batch), op, "out_labels is too small");
+    float* o = floats(out, std::size_t(batch) * sample_size, op, "out");
+
+    const auto* images = images_u8.as<std::uint8_t>();
+    const auto* labels = labels_u8.as<std::uint8_t>();
+    const auto* order = order_i32.as<std::int32_t>();
+    auto* out_lab = out_labels.as<std::int32_t>();
+    const std::size_t n_samples = labels_u8.count();
+    for (int b = 0; b < batch; ++b) {
+        const std::int32_t idx = order[offset + b];
+        require(idx >= 0 && std::size_t(idx) < n_samples &&
+                    (std::size_t(idx) + 1) * sample_size <= images_u8.count(),
+                op, "sample index " + std::to_string(idx) + " is out of range");
+        const std::uint8_t* src = images + std::size_t(idx) * sample_size;
+        float* dst = o + std::size_t(b) * sample_size;
+        for (int i = 0; i < sample_size; ++i) {
+            const int c = i % norm.channels;
+            dst[i] = (float(src[i]) / 255.0f - norm.mean[c]) * norm.inv_std[c];
+        }
+        round_span(out.dtype(), dst, sample_size);
+        out_lab[b] = labels[idx];
+    }
+}
+
+} // namespace mixlab::cpu

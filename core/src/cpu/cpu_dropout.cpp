@@ -1,0 +1,41 @@
+// CPU inverted dropout. The mask is a pure function of (seed, step, element index)
+// (hd::dropout_keep), so backward regenerates it instead of storing it, and the CUDA
+// backend draws the very same mask.
+#include "cpu/cpu_backend.h"
+
+#include "hd_math.h"
+
+#include <string>
+
+namespace mixlab::cpu {
+
+namespace {
+
+void dropout(const Buffer& in, float rate, std::uint64_t seed, std::uint64_t step, Buffer& out,
+             const char* op)
+{
+    require(rate >= 0.0f && rate <= 1.0f, op, "rate must be in [0, 1], got " + std::to_string(rate));
+    const std::size_t n = in.count();
+    const float* x = floats(in, n, op, "input");
+    float* y = floats(out, n, op, "output");
+    const float keep_scale = 1.0f - rate; // a kept element is never seen when rate == 1
+    for (std::size_t i = 0; i < n; ++i)
+        y[i] = hd::dropout_keep(seed, step, i, rate) ? x[i] / keep_scale : 0.0f;
+    round_span(out.dtype(), y, n);
+}
+
+} // namespace
+
+void CpuBackend::dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
+                                 std::uint64_t step, Buffer& y)
+{
+    dropout(x, rate, seed, step, y, "dropout_forward");
+}
+
+void CpuBackend::dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
+                                  std::uint64_t step, Buffer& dx)
+{
+    dropout(dy, rate, seed, step, dx, "dropout_backward");
+}
+
+} // namespace mixlab::cpu

@@ -1,0 +1,44 @@
+// Inverted dropout: the mask is hd::dropout_keep(seed, step, index), the very function
+// the CPU reference calls, so both backends drop the same elements bit for bit.
+#include "cuda/dropout.cuh"
+
+#include "cuda/cuda_check.h"
+#include "cuda/device_types.cuh"
+#include "hd_math.h"
+
+namespace mixlab::cuda {
+
+namespace {
+
+template <class TX, class TY>
+__global__ void dropout_kernel(const TX* x, float rate, std::uint64_t seed, std::uint64_t step,
+                               std::size_t n, TY* y)
+{
+    const float keep_scale = 1.0f - rate; // divided, not multiplied by its inverse: as the CPU
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::size_t(gridDim.x) * blockDim.x)
+        y[i] = from_f32<TY>(hd::dropout_keep(seed, step, i, rate) ? to_f32(x[i]) / keep_scale
+                                                                   : 0.0f);
+}
+
+constexpr unsigned k_threads = 256;
+
+} // namespace
+
+void launch_dropout(const void* x, DType tx, float rate, std::uint64_t seed, std::uint64_t step,
+                    std::size_t n, void* y, DType ty, cudaStream_t stream)
+{
+    if (n == 0)
+        return;
+    dispatch_floating(tx, "dropout", [&](auto tag_x) {
+        using TX = typename decltype(tag_x)::type;
+        dispatch_floating(ty, "dropout", [&](auto tag_y) {
+            using TY = typename decltype(tag_y)::type;
+            dropout_kernel<TX, TY><<<grid_for(n, k_threads), k_threads, 0, stream>>>(
+                static_cast<const TX*>(x), rate, seed, step, n, static_cast<TY*>(y));
+        });
+    });
+    MIXLAB_CUDA_CHECK_LAUNCH("dropout_kernel");
+}
+
+} // namespace mixlab::cuda

@@ -1,0 +1,391 @@
+// cuBLASLt GEMM plans: the row-major to column-major mapping, epilogue choice, the
+// per-shape cache and the unfused fallback paths.
+#include "cuda/gemm_lt.h"
+
+#include "cuda/activation.cuh"
+#include "cuda/bias_grad.cuh"
+#include "mixlab/error.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+
+namespace mixlab::cuda {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what)
+{
+    throw Error("cuda backend: gemm: " + what);
+}
+
+cudaDataType_t lt_type(DType t)
+{
+    switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    default: fail("operands must be float32, float16 or bfloat16, got " + std::string(dtype_name(t)));
+    }
+}
+
+std::uint16_t alignment(const void* p)
+{
+    const auto v = reinterpret_cast<std::uintptr_t>(p);
+    std::uint16_t a = 256;
+    while (a > 1 && (v % a) != 0)
+        a >>= 1;
+    return a;
+}
+
+bool needs_bias(Epilogue e)
+{
+    return e == Epilogue::Bias || e == Epilogue::BiasRelu || e == Epilogue::BiasGelu;
+}
+
+cublasLtEpilogue_t lt_epilogue(Epilogue e)
+{
+    switch (e) {
+    case Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::BiasRelu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Epilogue::BiasGelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    // bias_grad[i] sums row i of op(A) over k. Our A is cuBLASLt's B, and row i of op(A)
+    // is column i of the column-major result: the reduction cuBLASLt calls BGRADB.
+    case Epilogue::BiasGradA: return CUBLASLT_EPILOGUE_BGRADB;
+    default: return CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+template <class T>
+void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v)
+{
+    MIXLAB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
+}
+
+template <class T>
+void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a, const T& v)
+{
+    MIXLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, a, &v, sizeof v));
+}
+
+LtLayout make_layout(DType t, std::uint64_t rows, std::uint64_t cols, std::int64_t ld)
+{
+    cublasLtMatrixLayout_t l = nullptr;
+    MIXLAB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, lt_type(t), rows, cols, ld));
+    return LtLayout(l);
+}
+
+const char* short_name(DType t)
+{
+    switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::U8: return "u8";
+    }
+    return "?";
+}
+
+const char* epilogue_name(Epilogue e)
+{
+    switch (e) {
+    case Epilogue::None: return "none";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::BiasRelu: return "bias_relu";
+    case Epilogue::BiasGelu: return "bias_gelu";
+    case Epilogue::BiasGradA: return "bias_grad_a";
+    }
+    return "?";
+}
+
+const char* math_name(MathMode m)
+{
+    switch (m) {
+    case MathMode::Pedantic: return "pedantic";
+    case MathMode::TF32: return "tf32";
+    case MathMode::Reduced: return "reduced";
+    }
+    return "?";
+}
+
+void check_count(const Buffer* b, std::size_t need, const char* name)
+{
+    if (!b || b->empty())
+        fail(std::string(name) + " is not set");
+    if (b->count() < need)
+        fail(std::string(name) + " holds " + std::to_string(b->count()) + " elements, needs " +
+             std::to_string(need));
+}
+
+} // namespace
+
+std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
+{
+    std::size_t h = 0;
+    auto mix = [&h](std::uint64_t v) { h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(std::uint64_t(k.m) << 32 | std::uint32_t(k.n));
+    mix(std::uint64_t(k.k) << 8 | (k.trans_a ? 1 : 0) << 1 | (k.trans_b ? 1 : 0));
+    mix(std::uint64_t(k.ab) | std::uint64_t(k.c) << 8 | std::uint64_t(k.aux) << 16 |
+        std::uint64_t(k.epilogue) << 24 | std::uint64_t(k.math) << 32);
+    mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 |
+        std::uint64_t(k.align_c) << 32 | std::uint64_t(k.align_aux) << 48);
+    return h;
+}
+
+LtGemm::LtGemm(const GemmDevice& device)
+    : m_device(device), m_workspace(k_workspace_bytes, "the cuBLASLt workspace"),
+      // For checking and timing the unfused paths on a GPU where cuBLASLt fuses everything.
+      m_fuse_epilogues(std::getenv("MIXLAB_GEMM_UNFUSED") == nullptr)
+{
+    cublasLtHandle_t h = nullptr;
+    MIXLAB_CUBLAS_CHECK(cublasLtCreate(&h));
+    m_handle = LtHandle(h);
+}
+
+std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(const Key& key, const void* aux_ptr)
+{
+    auto plan = std::make_unique<Plan>();
+    // TF32 only for fp32 operands; 16-bit operands use the tensor cores with fp32
+    // accumulation under plain COMPUTE_32F, and fp32 without TF32 stays exact fp32.
+    const bool tf32 = key.math == MathMode::TF32 && key.ab == DType::F32;
+    cublasLtMatmulDesc_t d = nullptr;
+    MIXLAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(
+        &d, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    plan->desc = LtMatmulDesc(d);
+    const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt's A = our B
+    const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set_attr(d, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
+    set_attr(d, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+    const std::uint32_t epi = lt_epilogue(key.epilogue);
+    set_attr(d, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+    if (key.epilogue != Epilogue::None) {
+        const std::int32_t aux_type = lt_type(key.aux);
+        set_attr(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, aux_type);
+        // The heuristic reads the pointer's value to know its alignment.
+        set_attr(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
+    }
+
+    // Row-major X (r x c) is column-major X^T (c x r) with leading dimension c.
+    const std::uint64_t m = key.m, n = key.n, k = key.k;
+    plan->a = key.trans_b ? make_layout(key.ab, k, n, std::int64_t(k))
+                          : make_layout(key.ab, n, k, std::int64_t(n));
+    plan->b = key.trans_a ? make_layout(key.ab, m, k, std::int64_t(m))
+                          : make_layout(key.ab, k, m, std::int64_t(k));
+    plan->c = make_layout(key.c, n, m, std::int64_t(n));
+
+    cublasLtMatmulPreference_t p = nullptr;
+    MIXLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
+    LtPreference pref(p);
+    set_pref(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, m_workspace.bytes());
+    set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(key.align_b));
+    set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(key.align_a));
+    set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(key.align_c));
+    set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(key.align_c));
+
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), p, 1,
+        &result, &found);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0))
+        return nullptr;
+    // An epilogue/type combination cuBLASLt rejects outright: our own kernel does it.
+    if (st == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::None)
+        return nullptr;
+    MIXLAB_CUBLAS_CHECK(st);
+    plan->algo = result.algo;
+    plan->workspace = result.workspaceSize;
+
+    GemmPlanInfo& info = plan->info;
+    info.trans_a = key.trans_a;
+    info.trans_b = key.trans_b;
+    info.m = key.m;
+    info.n = key.n;
+    info.k = key.k;
+    info.ab = key.ab;
+    info.c = key.c;
+    info.epilogue = key.epilogue;
+    info.math = key.math;
+    info.fused = true;
+    const bool half = key.ab == DType::F16 || key.ab == DType::BF16;
+    info.tensor_cores = (key.ab == DType::F16 && m_device.tensor_cores) ||
+                        (key.ab == DType::BF16 && m_device.bf16) || (tf32 && m_device.tf32);
+    const int q = half ? 8 : 4;
+    info.tensor_core_shapes = info.tensor_cores && key.m % q == 0 && key.n % q == 0 && key.k % q == 0;
+    return plan;
+}
+
+LtGemm::Plan& LtGemm::plain_plan(const Key& key)
+{
+    Key plain = key;
+    plain.epilogue = Epilogue::None;
+    plain.aux = DType::F32;
+    plain.align_aux = 256;
+    return plan_for(plain, nullptr);
+}
+
+void LtGemm::make_unfused(Plan& plan, const Key& key, const char* why)
+{
+    plan.plain = &plain_plan(key);
+    plan.fused = false;
+    plan.desc.reset();
+    plan.info.fused = false;
+    if (key.epilogue == Epilogue::BiasGradA) {
+        plan.fallback = key.trans_a ? Fallback::BiasGradColumns : Fallback::BiasGradRows;
+        plan.info.note = std::string(why) + "; bias gradient by a separate sum kernel";
+    } else {
+        plan.fallback = Fallback::BiasActivation;
+        plan.info.note = std::string(why) + "; bias/activation by a separate kernel";
+    }
+}
+
+LtGemm::Plan& LtGemm::plan_for(const Key& key, const void* aux_ptr)
+{
+    auto it = m_plans.find(key);
+    if (it != m_plans.end())
+        return *it->second;
+    std::unique_ptr<Plan> plan;
+    if (key.epilogue == Epilogue::None || m_fuse_epilogues)
+        plan = try_plan(key, aux_ptr);
+    if (!plan) {
+        if (key.epilogue == Epilogue::None)
+            fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
+                 std::to_string(key.n) + "x" + std::to_string(key.k) + " " + short_name(key.ab) +
+                 "->" + short_name(key.c) + " (" + math_name(key.math) + " math)");
+        // The plain plan supplies the shape info; its epilogue is ours.
+        plan = std::make_unique<Plan>();
+        plan->info = plain_plan(key).info;
+        plan->info.epilogue = key.epilogue;
+        plan->info.calls = 0;
+        make_unfused(*plan, key, m_fuse_epilogues ? "cuBLASLt has no algorithm with this epilogue"
+                                                  : "fused epilogues off (MIXLAB_GEMM_UNFUSED)");
+    }
+    Plan& ref = *plan;
+    m_plans.emplace(key, std::move(plan));
+    return ref;
+}
+
+cublasStatus_t LtGemm::matmul(const Plan& plan, const GemmCall& g, const void* aux_ptr,
+                              cudaStream_t stream)
+{
+    if (aux_ptr)
+        set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
+    // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first.
+    return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, g.b->data(), plan.a.get(),
+                          g.a->data(), plan.b.get(), &g.beta, g.c->data(), plan.c.get(),
+                          g.c->data(), plan.c.get(), &plan.algo, m_workspace.get(),
+                          plan.workspace, stream);
+}
+
+void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stream)
+{
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    switch (plan.fallback) {
+    case Fallback::BiasActivation: {
+        const Activation act = g.epilogue == Epilogue::BiasRelu   ? Activation::Relu
+                               : g.epilogue == Epilogue::BiasGelu ? Activation::Gelu
+                                                                  : Activation::None;
+        launch_bias_activation(act, g.c->data(), g.c->dtype(), g.bias->data(), g.bias->dtype(), m,
+                               int(n), g.c->data(), g.c->dtype(), stream);
+        break;
+    }
+    case Fallback::BiasGradColumns: // A stored (k x m): sum over its rows
+        launch_column_sums(g.a->data(), g.a->dtype(), k, m, g.bias_grad->data(),
+                           g.bias_grad->dtype(), stream);
+        break;
+    case Fallback::BiasGradRows: // A stored (m x k)
+        launch_row_sums(g.a->data(), g.a->dtype(), m, k, g.bias_grad->data(),
+                        g.bias_grad->dtype(), stream);
+        break;
+    case Fallback::None:
+        break;
+    }
+}
+
+void LtGemm::run(const GemmCall& g, cudaStream_t stream)
+{
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+        fail("dimensions must be positive, got m=" + std::to_string(g.m) + " n=" +
+             std::to_string(g.n) + " k=" + std::to_string(g.k));
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    check_count(g.a, m * k, "a");
+    check_count(g.b, k * n, "b");
+    check_count(g.c, m * n, "c");
+    if (g.a->dtype() != g.b->dtype())
+        fail("a and b must share a dtype, got " + std::string(dtype_name(g.a->dtype())) + " and " +
+             std::string(dtype_name(g.b->dtype())));
+    const DType ab = g.a->dtype(), ct = g.c->dtype();
+    lt_type(ab);
+    if (!(ct == ab || ct == DType::F32))
+        fail("c must be float32 or the operands' dtype, got " + std::string(dtype_name(ct)));
+    const Buffer* aux = nullptr;
+    if (needs_bias(g.epilogue)) {
+        check_count(g.bias, n, "bias");
+        aux = g.bias;
+    } else if (g.epilogue == Epilogue::BiasGradA) {
+        check_count(g.bias_grad, m, "bias_grad");
+        aux = g.bias_grad;
+    }
+    if (aux)
+        lt_type(aux->dtype());
+
+    Key key{};
+    key.trans_a = g.trans_a;
+    key.trans_b = g.trans_b;
+    key.m = g.m;
+    key.n = g.n;
+    key.k = g.k;
+    key.ab = ab;
+    key.c = ct;
+    key.aux = aux ? aux->dtype() : DType::F32;
+    key.epilogue = g.epilogue;
+    key.math = g.math;
+    key.align_a = alignment(g.a->data());
+    key.align_b = alignment(g.b->data());
+    key.align_c = alignment(g.c->data());
+    key.align_aux = aux ? alignment(aux->data()) : 256;
+
+    Plan& plan = plan_for(key, aux ? aux->data() : nullptr);
+    ++plan.info.calls;
+    if (plan.fused) {
+        const cublasStatus_t st = matmul(plan, g, aux ? aux->data() : nullptr, stream);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            return;
+        // An epilogue the heuristic offered but the kernel refused on its first use: fall
+        // back for good rather than fail the run.
+        const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
+        if (!refused || plan.info.calls != 1 || g.epilogue == Epilogue::None)
+            MIXLAB_CUBLAS_CHECK(st);
+        make_unfused(plan, key, "cuBLASLt refused this epilogue at run time");
+    }
+    MIXLAB_CUBLAS_CHECK(matmul(*plan.plain, g, nullptr, stream));
+    run_fallback(plan, g, stream);
+}
+
+std::vector<GemmPlanInfo> LtGemm::plans() const
+{
+    std::vector<GemmPlanInfo> out;
+    out.reserve(m_plans.size());
+    for (const auto& [key, plan] : m_plans)
+        out.push_back(plan->info);
+    return out;
+}
+
+std::string describe(const GemmPlanInfo& p)
+{
+    std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+                     std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
+                     " " + short_name(p.ab) + "->" + short_name(p.c) + " " +
+                     epilogue_name(p.epilogue) + " " + math_name(p.math) + ": " +
+                     (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
+                     (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
+                     (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
+                     ", " + std::to_string(p.calls) + " calls";
+    if (!p.note.empty())
+        s += " (" + p.note + ")";
+    return s;
+}
+
+} // namespace mixlab::cuda

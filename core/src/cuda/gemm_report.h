@@ -1,0 +1,30 @@
+// What the CUDA backend's GEMMs really ran, for the run log and `mixlab-cli check`:
+// one entry per distinct call shape. Plain C++ (no CUDA headers).
+#pragma once
+#include "mixlab/backend.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixlab::cuda {
+
+struct GemmPlanInfo {
+    bool trans_a = false, trans_b = false;
+    int m = 0, n = 0, k = 0;
+    DType ab = DType::F32, c = DType::F32;
+    Epilogue epilogue = Epilogue::None;
+    MathMode math = MathMode::Pedantic;
+    bool fused = false;            // the epilogue ran inside the cuBLASLt kernel
+    bool tensor_cores = false;     // operand types, math mode and device allow tensor cores
+    bool tensor_core_shapes = false; // m, n, k multiples of 8 (16-bit) or 4 (TF32)
+    std::int64_t calls = 0;
+    std::string note;              // how the epilogue ran when it was not fused
+};
+
+// Empty for a backend that is not the CUDA one.
+std::vector<GemmPlanInfo> gemm_plans(const Backend& backend);
+// "gemm 256x3000x3072 NT f16->f16 bias_relu reduced: fused, tensor cores" (one line).
+std::string describe(const GemmPlanInfo& p);
+
+} // namespace mixlab::cuda

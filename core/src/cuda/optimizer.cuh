@@ -1,0 +1,57 @@
+// Launchers for the multi-tensor optimizer step: inf/NaN check over every gradient,
+// the SGD/Adam/AdamW update (skipped on the device when the step overflowed), and the
+// one-thread loss-scaler update. Nothing here reads device memory back to the host.
+#pragma once
+#include "mixlab/backend.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace mixlab::cuda {
+
+// One trainable tensor as the kernels see it (device pointers).
+struct OptTensor {
+    void* master;
+    const void* grad;
+    void* low;    // null when there is no low-precision copy
+    void* state1; // momentum / Adam m; may be null for plain SGD
+    void* state2; // Adam v
+    std::int64_t count;
+};
+
+// A slice of one tensor handled by one block at a time. Starts are multiples of
+// k_opt_chunk, so 16-byte vector accesses stay aligned.
+struct OptChunk {
+    std::int32_t tensor;
+    std::int32_t len;
+    std::int64_t start;
+};
+inline constexpr std::int64_t k_opt_chunk = 16384;
+
+// Dtypes shared by every tensor of one launch.
+struct OptLayout {
+    DType master = DType::F32, grad = DType::F32, low = DType::F16;
+    bool has_low = false;
+    bool operator==(const OptLayout&) const = default;
+};
+bool optimizer_layout_supported(const OptLayout& layout);
+
+struct OptArgs {
+    OptimizerType type = OptimizerType::SGD;
+    float lr = 0, momentum = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
+    bool nesterov = false;
+    bool scaling_on = false; // a loss-scale mode other than None: overflow skips the step
+};
+
+// scaler[k_found_inf] = 1 when any gradient element is inf/NaN (the caller zeroes it first).
+void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks,
+                      int n_chunks, float* scaler, cudaStream_t stream);
+void launch_optimizer_update(const OptLayout& layout, const OptTensor* tensors,
+                             const OptChunk* chunks, int n_chunks, const OptArgs& args,
+                             const float* scaler, cudaStream_t stream);
+// Steps counter, dynamic scale and growth counter; record's scale/overflow/next fields.
+void launch_scaler_update(const ScalerParams& params, float* scaler, float* record,
+                          cudaStream_t stream);
+
+} // namespace mixlab::cuda

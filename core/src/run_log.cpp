@@ -1,0 +1,360 @@
+// RunLog: records runs' metrics and writes them as `mixlab-log/1` JSON and CSV; also the
+// atomic file writing and the up-front check that an output path can be written.
+#include "mixlab/run_log.h"
+
+#include "mixlab/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace mixlab {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+// A float as the shortest decimal that reads back to the same float, held as a double:
+// the JSON then says 0.3, not 0.30000001192092896 (the float widened to double).
+// Non-finite values become null; JSON has no NaN.
+Json tidy(float v)
+{
+    if (!std::isfinite(v)) return nullptr;
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    double d = 0;
+    std::from_chars(buf, r.ptr, d);
+    return d;
+}
+
+// Host times and rates rounded to 1/per_unit: microseconds are plenty for wall
+// clocks. Dividing by an integer scale (not multiplying by 0.001) gives the double
+// nearest the decimal, so it prints short.
+double rounded(double v, double per_unit)
+{
+    return std::isfinite(v) ? std::round(v * per_unit) / per_unit : v;
+}
+
+Json tidy(double v, double per_unit)
+{
+    if (!std::isfinite(v)) return nullptr;
+    return rounded(v, per_unit);
+}
+
+std::string csv_number(double v)
+{
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string csv_number(float v)
+{
+    if (!std::isfinite(v)) return csv_number(double(v));
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string_view head_name(OutputHead h)
+{
+    switch (h) {
+    case OutputHead::Logits: return "logits";
+    case OutputHead::SoftmaxFolded: return "softmax_folded";
+    case OutputHead::SigmoidKeras: return "sigmoid_keras";
+    }
+    return "unknown";
+}
+
+Json step_json(const StepMetrics& m)
+{
+    Json j;
+    j["step"] = m.step;
+    j["epoch"] = m.epoch;
+    j["loss"] = tidy(m.loss);
+    j["accuracy"] = tidy(m.accuracy);
+    j["step_ms"] = tidy(m.step_ms);
+    j["wall_ms"] = tidy(m.wall_ms, 1e3);
+    j["samples_per_s"] = tidy(m.samples_per_s, 10);
+    j["loss_scale"] = tidy(m.loss_scale);
+    j["next_loss_scale"] = tidy(m.next_loss_scale);
+    j["overflow"] = m.overflow;
+    j["skipped"] = m.skipped;
+    return j;
+}
+
+Json epoch_json(const EpochMetrics& m)
+{
+    Json j;
+    j["epoch"] = m.epoch;
+    j["train_loss"] = tidy(m.train_loss);
+    j["train_accuracy"] = tidy(m.train_accuracy);
+    j["test_loss"] = tidy(m.test_loss);
+    j["test_accuracy"] = tidy(m.test_accuracy);
+    j["seconds"] = tidy(m.seconds, 1e6);
+    j["skipped_steps"] = m.skipped_steps;
+    return j;
+}
+
+Json event_json(const RunEvent& e)
+{
+    Json j;
+    j["step"] = e.step;
+    j["kind"] = std::string(run_event_kind_name(e.kind));
+    j["message"] = e.message;
+    return j;
+}
+
+Json summary_json(const std::optional<RunSummary>& s)
+{
+    if (!s) return nullptr;
+    Json j;
+    j["steps"] = s->steps;
+    j["skipped_steps"] = s->skipped_steps;
+    j["epochs_done"] = s->epochs_done;
+    j["mean_step_ms"] = tidy(s->mean_step_ms, 1e6);
+    j["median_step_ms"] = tidy(s->median_step_ms, 1e6);
+    j["final_train_loss"] = tidy(s->final_train_loss);
+    j["final_test_loss"] = tidy(s->final_test_loss);
+    j["final_test_accuracy"] = tidy(s->final_test_accuracy);
+    j["final_loss_scale"] = tidy(s->final_loss_scale);
+    j["wall_seconds"] = tidy(s->wall_seconds, 1e6);
+    j["stopped"] = s->stopped;
+    return j;
+}
+
+template <class T, class F>
+Json array_of(const std::vector<T>& items, F&& to_json)
+{
+    Json a = Json::array();
+    for (const T& item : items) a.push_back(to_json(item));
+    return a;
+}
+
+std::string describe_errno(int err)
+{
+    return std::strerror(err);
+}
+
+std::string quoted_with_option(const std::string& path, std::string_view option)
+{
+    std::string s = option.empty() ? std::string() : std::string(option) + ": ";
+    return s + "'" + path + "'";
+}
+
+} // namespace
+
+RunLog::RunLog(Kind kind) : m_kind(kind) {}
+
+void RunLog::set_model(const ModelSpec& spec, const Graph& graph)
+{
+    m_model_json = model_spec_to_json(spec);
+    Json g;
+    g["input"] = graph.input.to_string();
+    g["classes"] = graph.classes;
+    g["head"] = std::string(head_name(graph.head));
+    g["total_params"] = graph.total_params;
+    g["total_flops"] = graph.total_flops;
+    m_graph_json = g.dump();
+}
+
+void RunLog::set_environment(const Environment& env)
+{
+    m_environment_json = environment_to_json(env);
+}
+
+int RunLog::add_run(const RunConfig& config)
+{
+    m_runs.push_back(Run{config, {}, {}, {}, std::nullopt});
+    return int(m_runs.size()) - 1;
+}
+
+void RunLog::set_summary(int run, const RunSummary& summary)
+{
+    run_at(run).summary = summary;
+}
+
+RunLog::Run& RunLog::run_at(int run)
+{
+    if (run < 0) run = 0;
+    // The trainer may report for a run nobody announced; keep its data rather than drop it.
+    while (int(m_runs.size()) <= run) m_runs.push_back(Run{});
+    return m_runs[std::size_t(run)];
+}
+
+const RunLog::Run& RunLog::checked(int run) const
+{
+    if (run < 0 || run >= int(m_runs.size()))
+        throw std::out_of_range("RunLog: no run " + std::to_string(run));
+    return m_runs[std::size_t(run)];
+}
+
+void RunLog::on_step(int run, const StepMetrics& m)
+{
+    run_at(run).steps.push_back(m);
+    if (m_next) m_next->on_step(run, m);
+}
+
+void RunLog::on_epoch(int run, const EpochMetrics& m)
+{
+    run_at(run).epochs.push_back(m);
+    if (m_next) m_next->on_epoch(run, m);
+}
+
+void RunLog::on_event(int run, const RunEvent& e)
+{
+    run_at(run).events.push_back(e);
+    if (m_next) m_next->on_event(run, e);
+}
+
+const RunConfig& RunLog::config(int run) const { return checked(run).config; }
+const std::vector<StepMetrics>& RunLog::steps(int run) const { return checked(run).steps; }
+const std::vector<EpochMetrics>& RunLog::epochs(int run) const { return checked(run).epochs; }
+const std::vector<RunEvent>& RunLog::events(int run) const { return checked(run).events; }
+const std::optional<RunSummary>& RunLog::summary(int run) const { return checked(run).summary; }
+
+std::string RunLog::to_json() const
+{
+    const RunConfig first = m_runs.empty() ? RunConfig{} : m_runs.front().config;
+    const Json model = Json::parse(m_model_json);
+    auto config_json = [&](const RunConfig& c) {
+        Json j = Json::parse(run_config_to_json(c));
+        j["model"] = model;
+        return j;
+    };
+
+    Json root;
+    root["format"] = std::string(k_log_format);
+    root["kind"] = m_kind == Kind::Train ? "train" : "compare";
+    Json config = config_json(first);
+    if (m_kind == Kind::Compare) {
+        Json policies = Json::array();
+        for (const Run& r : m_runs) policies.push_back(std::string(policy_name(r.config.policy)));
+        config["policies"] = policies;
+    }
+    root["config"] = config;
+    root["graph"] = Json::parse(m_graph_json);
+    root["environment"] = Json::parse(m_environment_json);
+
+    if (m_kind == Kind::Train) {
+        static const Run empty{};
+        const Run& r = m_runs.empty() ? empty : m_runs.front();
+        root["steps"] = array_of(r.steps, step_json);
+        root["epochs"] = array_of(r.epochs, epoch_json);
+        root["events"] = array_of(r.events, event_json);
+        root["summary"] = summary_json(r.summary);
+    } else {
+        Json runs = Json::array();
+        for (std::size_t i = 0; i < m_runs.size(); ++i) {
+            const Run& r = m_runs[i];
+            Json j;
+            j["run"] = int(i);
+            j["policy"] = std::string(policy_name(r.config.policy));
+            j["config"] = config_json(r.config);
+            j["steps"] = array_of(r.steps, step_json);
+            j["epochs"] = array_of(r.epochs, epoch_json);
+            j["events"] = array_of(r.events, event_json);
+            j["summary"] = summary_json(r.summary);
+            runs.push_back(std::move(j));
+        }
+        root["runs"] = std::move(runs);
+    }
+    return root.dump(1) + "\n";
+}
+
+std::string RunLog::to_csv() const
+{
+    std::string out = "run,policy,step,epoch,loss,accuracy,step_ms,wall_ms,samples_per_s,"
+                      "loss_scale,next_loss_scale,overflow,skipped\n";
+    for (std::size_t i = 0; i < m_runs.size(); ++i) {
+        const std::string prefix =
+            std::to_string(i) + "," + std::string(policy_name(m_runs[i].config.policy)) + ",";
+        for (const StepMetrics& m : m_runs[i].steps) {
+            out += prefix;
+            out += std::to_string(m.step) + "," + std::to_string(m.epoch) + ",";
+            out += csv_number(m.loss) + "," + csv_number(m.accuracy) + ",";
+            out += csv_number(m.step_ms) + "," + csv_number(rounded(m.wall_ms, 1e3)) + ",";
+            out += csv_number(rounded(m.samples_per_s, 10)) + ",";
+            out += csv_number(m.loss_scale) + "," + csv_number(m.next_loss_scale) + ",";
+            out += std::string(m.overflow ? "1" : "0") + "," + (m.skipped ? "1" : "0") + "\n";
+        }
+    }
+    return out;
+}
+
+void RunLog::write_json(const std::string& path) const { write_file_atomically(path, to_json()); }
+void RunLog::write_csv(const std::string& path) const { write_file_atomically(path, to_csv()); }
+
+void check_output_path(const std::string& path, std::string_view option)
+{
+    const std::string what = quoted_with_option(path, option);
+    if (path.empty()) throw InputError((option.empty() ? std::string("output path") : std::string(option)) +
+                                       ": the file name is empty");
+    const fs::path p(path);
+    std::error_code ec;
+    if (fs::is_directory(p, ec))
+        throw InputError(what + " is a folder; give a file name inside it");
+    fs::path folder = p.parent_path();
+    if (folder.empty()) folder = ".";
+    if (!fs::exists(folder, ec))
+        throw InputError(what + ": the folder '" + folder.string() + "' does not exist");
+    if (!fs::is_directory(folder, ec))
+        throw InputError(what + ": '" + folder.string() + "' is not a folder");
+    // access() says yes to root for a read-only folder and knows nothing of read-only
+    // mounts; creating the temporary file the real write will use is the honest test.
+    const std::string probe = path + ".tmp";
+    const bool existed = fs::exists(probe, ec);
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) {
+        const int err = errno;
+        throw InputError(what + " cannot be written: " + describe_errno(err));
+    }
+    ::close(fd);
+    if (!existed) ::unlink(probe.c_str());
+}
+
+void write_file_atomically(const std::string& path, std::string_view content)
+{
+    const std::string tmp = path + ".tmp";
+    auto fail = [&](const std::string& step, int err) {
+        ::unlink(tmp.c_str());
+        throw Error("cannot write '" + path + "': " + step + ": " + describe_errno(err));
+    };
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        const int err = errno;
+        throw Error("cannot write '" + path + "': creating '" + tmp + "': " + describe_errno(err));
+    }
+    std::size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd);
+            fail("writing", err);
+        }
+        done += std::size_t(n);
+    }
+    // Flushed before the rename, so a crash leaves the old file or the new one, whole.
+    if (::fsync(fd) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail("flushing", err);
+    }
+    if (::close(fd) != 0) fail("closing", errno);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("renaming the .tmp over it", errno);
+}
+
+} // namespace mixlab

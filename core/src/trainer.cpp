@@ -1,0 +1,406 @@
+// TrainingRun: one training step at a time, all of it enqueued on the backend's stream
+// with no host sync; per-step records come back through a ring of pinned slots and
+// are reported a few steps behind, so the host never waits on the step it just queued.
+#include "mixlab/trainer.h"
+
+#include "hd_math.h"
+#include "mixlab/error.h"
+#include "network.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace mixlab {
+
+std::string_view run_event_kind_name(RunEvent::Kind k)
+{
+    switch (k) {
+    case RunEvent::Kind::Info: return "info";
+    case RunEvent::Kind::Warning: return "warning";
+    case RunEvent::Kind::ScaleChange: return "loss_scale";
+    case RunEvent::Kind::SkippedStep: return "skipped_step";
+    case RunEvent::Kind::Error: return "error";
+    }
+    return "info";
+}
+
+DeviceDataset::DeviceDataset(const Dataset& data, Backend& backend) : host(data)
+{
+    auto upload_u8 = [&backend](const std::vector<std::uint8_t>& v) {
+        Buffer b = backend.alloc(std::max<std::size_t>(v.size(), 1), DType::U8);
+        if (!v.empty()) backend.upload_raw(b, v.data(), v.size());
+        return b;
+    };
+    train_images = upload_u8(data.train.images);
+    train_labels = upload_u8(data.train.labels);
+    test_images = upload_u8(data.test.images);
+    test_labels = upload_u8(data.test.labels);
+    std::vector<std::int32_t> order(std::size_t(std::max<std::int64_t>(data.test.n, 1)));
+    std::iota(order.begin(), order.end(), 0);
+    test_order = backend.alloc(order.size(), DType::I32);
+    backend.upload_raw(test_order, order.data(), order.size() * sizeof(std::int32_t));
+    norm.channels = std::clamp(data.channels, 1, 4);
+    for (int c = 0; c < norm.channels; ++c) {
+        norm.mean[c] = data.mean[c];
+        norm.inv_std[c] = 1.0f / std::max(data.stddev[c], 1e-3f);
+    }
+}
+
+namespace {
+
+// Ring of per-step records: long enough that the host reads a slot well after the
+// device wrote it, short enough that the numbers arrive while they still matter.
+constexpr int k_ring = 32;
+constexpr int k_lag = 4;
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int epoch)
+{
+    // Fisher-Yates driven by the counter-based hash: the same order on every backend,
+    // policy and platform for a given seed and epoch.
+    std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    for (std::int64_t i = n - 1; i > 0; --i) {
+        std::uint64_t r = hd::mix64(seed ^ hd::mix64(0xD47A0000ull + std::uint64_t(epoch)) ^
+                                    hd::mix64(std::uint64_t(i)));
+        std::int64_t j = std::int64_t(r % std::uint64_t(i + 1));
+        std::swap(order[std::size_t(i)], order[std::size_t(j)]);
+    }
+    return order;
+}
+
+std::string format_scale(float s)
+{
+    std::ostringstream o;
+    o << s;
+    return o.str();
+}
+
+} // namespace
+
+struct TrainingRun::Impl {
+    Backend& backend;
+    DeviceDataset& data;
+    int run_index;
+    int batch;
+    ScalerParams scaling;
+    std::unique_ptr<Network> net;
+    Buffer scaler;       // F32 x k_scaler_fields
+    Buffer records;      // F32 x k_ring x k_record_fields
+    Buffer eval_record;  // F32 x k_record_fields
+    Buffer order;        // I32 x n_train, this epoch's permutation
+    float* host_records = nullptr;
+    std::vector<std::unique_ptr<Event>> start_events, end_events;
+    std::vector<double> launch_wall_ms;
+
+    std::int64_t steps_per_epoch = 0, total_steps = 0;
+    std::int64_t launched = 0;  // steps enqueued
+    std::int64_t reported = 0;  // steps whose records were read
+    int epoch = 0;              // 1-based epoch of the last launched step
+    int last_evaluated_epoch = 0;
+    std::int64_t last_evaluated_step = -1;
+    Clock::time_point started = Clock::now();
+    Clock::time_point epoch_started = Clock::now();
+
+    // Running sums for the epoch being reported.
+    double epoch_loss = 0, epoch_correct = 0;
+    std::int64_t epoch_steps = 0, epoch_skipped = 0;
+    std::vector<float> step_ms;       // every reported step's device time
+    std::int64_t skipped_total = 0;
+    float last_scale = 0;
+    float last_train_loss = 0;
+    float last_test_loss = 0, last_test_accuracy = 0;
+    bool warned_nan = false;
+    OutputHead graph_head = OutputHead::Logits;
+    int classes = 0;
+
+    void report(MetricsSink& sink, std::int64_t step_index);
+    void drain(MetricsSink& sink, std::int64_t up_to);
+    void evaluate(MetricsSink& sink, int epoch_number);
+
+    Impl(Backend& b, DeviceDataset& d, int index) : backend(b), data(d), run_index(index) {}
+    ~Impl()
+    {
+        if (host_records) backend.host_free(host_records);
+    }
+};
+
+TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
+                         Backend& backend, int run_index)
+    : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), m_config(config)
+{
+    validate_run_config(config);
+    check_policy_supported(backend.info(), config.policy);
+    Impl& s = *m_impl;
+    const Dataset& host = data.host;
+    if (graph.input.elements() != host.sample_size())
+        throw InputError("the model expects inputs of " + graph.input.to_string() +
+                         " but the dataset's samples are " + std::to_string(host.height) + "x" +
+                         std::to_string(host.width) + "x" + std::to_string(host.channels));
+    if (graph.classes != host.classes)
+        throw InputError("the model is built for " + std::to_string(graph.classes) +
+                         " classes but the dataset has " + std::to_string(host.classes));
+    if (host.train.n < config.batch_size)
+        throw InputError("batch size " + std::to_string(config.batch_size) +
+                         " is larger than the " + std::to_string(host.train.n) +
+                         " training samples");
+
+    s.batch = config.batch_size;
+    s.graph_head = graph.head;
+    s.classes = graph.classes;
+    s.steps_per_epoch = host.train.n / config.batch_size; // the last partial batch is dropped
+    s.total_steps = config.steps > 0 ? config.steps : s.steps_per_epoch * config.epochs;
+
+    const LossScaleMode mode = effective_loss_scale_mode(config);
+    s.scaling.mode = mode;
+    s.scaling.growth_factor = config.loss_scale.growth_factor;
+    s.scaling.backoff_factor = config.loss_scale.backoff_factor;
+    s.scaling.growth_interval = config.loss_scale.growth_interval;
+
+    s.net = std::make_unique<Network>(graph, config.policy, config.optimizer, backend,
+                                      config.batch_size, config.seed);
+    s.scaler = backend.alloc(k_scaler_fields, DType::F32);
+    const float init_scale = mode == LossScaleMode::None ? 1.0f : config.loss_scale.init;
+    const float scaler_init[k_scaler_fields] = {init_scale, 0, 0, 0};
+    backend.upload_f32(s.scaler, scaler_init, k_scaler_fields);
+    s.last_scale = init_scale;
+    s.records = backend.alloc(std::size_t(k_ring) * k_record_fields, DType::F32);
+    backend.fill(s.records, 0.0f);
+    s.eval_record = backend.alloc(k_record_fields, DType::F32);
+    s.order = backend.alloc(std::size_t(host.train.n), DType::I32);
+    s.host_records = backend.host_alloc(std::size_t(k_ring) * k_record_fields);
+    for (int i = 0; i < k_ring; ++i) {
+        s.start_events.push_back(backend.create_event());
+        s.end_events.push_back(backend.create_event());
+    }
+    s.launch_wall_ms.assign(k_ring, 0.0);
+    s.step_ms.reserve(std::size_t(std::min<std::int64_t>(s.total_steps, 1 << 20)));
+}
+
+TrainingRun::~TrainingRun() = default;
+
+std::int64_t TrainingRun::total_steps() const { return m_impl->total_steps; }
+std::int64_t TrainingRun::steps_done() const { return m_impl->launched; }
+std::int64_t TrainingRun::steps_per_epoch() const { return m_impl->steps_per_epoch; }
+bool TrainingRun::finished() const { return m_impl->launched >= m_impl->total_steps; }
+std::vector<std::string> TrainingRun::describe() const { return m_impl->net->describe(); }
+
+std::vector<float> TrainingRun::read_parameters() { return m_impl->net->read_parameters(); }
+
+void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
+{
+    Impl& s = *this;
+        const int slot = int(step_index % k_ring);
+        s.end_events[std::size_t(slot)]->synchronize();
+        const float* r = s.host_records + std::size_t(slot) * k_record_fields;
+        StepMetrics m;
+        m.step = step_index + 1;
+        m.epoch = int(step_index / s.steps_per_epoch) + 1;
+        m.loss = r[k_rec_loss_sum] / float(s.batch);
+        m.accuracy = r[k_rec_correct] / float(s.batch);
+        m.step_ms = s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
+        m.wall_ms = s.launch_wall_ms[std::size_t(slot)];
+        m.samples_per_s = m.step_ms > 0 ? s.batch / (double(m.step_ms) / 1000.0) : 0.0;
+        m.loss_scale = r[k_rec_scale];
+        m.next_loss_scale = r[k_rec_next_scale];
+        m.overflow = r[k_rec_overflow] != 0.0f;
+        m.skipped = m.overflow && s.scaling.mode != LossScaleMode::None;
+        s.step_ms.push_back(m.step_ms);
+        s.epoch_loss += m.loss;
+        s.epoch_correct += m.accuracy;
+        s.epoch_steps += 1;
+        s.last_train_loss = m.loss;
+        if (m.skipped) {
+            s.epoch_skipped += 1;
+            s.skipped_total += 1;
+            sink.on_event(s.run_index,
+                          {RunEvent::Kind::SkippedStep, m.step,
+                           "step " + std::to_string(m.step) +
+                               ": gradients overflowed (inf/NaN) at loss scale " +
+                               format_scale(m.loss_scale) + "; update skipped"});
+        }
+        if (m.next_loss_scale != m.loss_scale) {
+            const bool up = m.next_loss_scale > m.loss_scale;
+            sink.on_event(s.run_index,
+                          {RunEvent::Kind::ScaleChange, m.step,
+                           "loss scale " + format_scale(m.loss_scale) + " -> " +
+                               format_scale(m.next_loss_scale) +
+                               (up ? " after " + std::to_string(s.scaling.growth_interval) +
+                                         " clean steps"
+                                   : " after an overflow")});
+        }
+        if (!std::isfinite(m.loss) && !s.warned_nan) {
+            s.warned_nan = true;
+            sink.on_event(s.run_index,
+                          {RunEvent::Kind::Warning, m.step,
+                           "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") +
+                               " at step " + std::to_string(m.step) +
+                               (s.scaling.mode == LossScaleMode::None
+                                    ? " (no loss scaling: the weights may now be non-finite)"
+                                    : "")});
+        }
+        s.last_scale = m.next_loss_scale;
+        sink.on_step(s.run_index, m);
+        s.reported = step_index + 1;
+}
+
+void TrainingRun::Impl::drain(MetricsSink& sink, std::int64_t up_to)
+{
+    while (reported < up_to) report(sink, reported);
+}
+
+void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
+{
+    Impl& s = *this;
+        const Dataset& host = s.data.host;
+        const double seconds =
+            std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
+        EpochMetrics e;
+        e.epoch = epoch_number;
+        e.train_loss = s.epoch_steps ? float(s.epoch_loss / double(s.epoch_steps)) : 0.0f;
+        e.train_accuracy = s.epoch_steps ? float(s.epoch_correct / double(s.epoch_steps)) : 0.0f;
+        e.skipped_steps = s.epoch_skipped;
+        e.seconds = seconds;
+        if (host.test.n > 0) {
+            s.backend.fill(s.eval_record, 0.0f);
+            const int sample = int(host.sample_size());
+            for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
+                const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
+                s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
+                                       b, sample, s.data.norm, s.net->input(), s.net->labels());
+                s.net->forward(b, false, 0);
+                s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
+                                        s.classes, nullptr, nullptr, s.eval_record, 0);
+            }
+            float rec[k_record_fields];
+            s.backend.download_f32(s.eval_record, rec, k_record_fields);
+            e.test_loss = rec[k_rec_loss_sum] / float(host.test.n);
+            e.test_accuracy = rec[k_rec_correct] / float(host.test.n);
+            s.last_test_loss = e.test_loss;
+            s.last_test_accuracy = e.test_accuracy;
+        }
+        sink.on_epoch(s.run_index, e);
+        s.epoch_loss = s.epoch_correct = 0;
+        s.epoch_steps = s.epoch_skipped = 0;
+        s.epoch_started = Clock::now();
+        s.last_evaluated_step = s.reported;
+}
+
+void TrainingRun::step(MetricsSink& sink)
+{
+    Impl& s = *m_impl;
+    if (finished()) return;
+    const Dataset& host = s.data.host;
+    const std::int64_t index = s.launched;
+    const std::int64_t in_epoch = index % s.steps_per_epoch;
+    if (index == 0) {
+        s.started = s.epoch_started = Clock::now();
+        const DeviceInfo dev = s.backend.info();
+        std::ostringstream start;
+        start << "training " << (m_graph.name.empty() ? "model" : m_graph.name) << " under "
+              << policy_name(m_config.policy) << " on " << dev.name;
+        if (dev.backend == "cuda") start << " (sm_" << dev.cc_major << dev.cc_minor << ")";
+        start << ": batch " << s.batch << ", " << s.steps_per_epoch << " steps per epoch, "
+              << s.total_steps << " steps; loss scaling " << loss_scale_mode_name(s.scaling.mode);
+        if (s.scaling.mode != LossScaleMode::None) start << " from " << format_scale(s.last_scale);
+        sink.on_event(s.run_index, {RunEvent::Kind::Info, 0, start.str()});
+        for (const auto& line : s.net->describe())
+            sink.on_event(s.run_index, {RunEvent::Kind::Info, 0, line});
+        for (const auto& w : m_graph.warnings)
+            sink.on_event(s.run_index, {RunEvent::Kind::Warning, 0, w});
+    }
+    if (in_epoch == 0) {
+        s.epoch = int(index / s.steps_per_epoch) + 1;
+        const auto order = epoch_order(host.train.n, m_config.seed, s.epoch);
+        s.backend.upload_raw(s.order, order.data(), order.size() * sizeof(std::int32_t));
+    }
+
+    const int slot = int(index % k_ring);
+    const std::size_t rec = std::size_t(slot) * k_record_fields;
+    s.launch_wall_ms[std::size_t(slot)] =
+        std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+    s.start_events[std::size_t(slot)]->record();
+    s.backend.gather_batch(s.data.train_images, s.data.train_labels, s.order, in_epoch * s.batch,
+                           s.batch, int(host.sample_size()), s.data.norm, s.net->input(),
+                           s.net->labels());
+    s.net->forward(s.batch, true, std::uint64_t(index));
+    const bool scaled = s.scaling.mode != LossScaleMode::None;
+    s.backend.cross_entropy(m_graph.head, s.net->logits(), s.net->labels(), s.batch,
+                            m_graph.classes, scaled ? &s.scaler : nullptr, &s.net->dlogits(),
+                            s.records, rec);
+    s.net->backward(s.batch, std::uint64_t(index));
+    s.backend.optimizer_step(s.net->param_table(), m_config.optimizer, s.scaling, s.scaler,
+                             s.records, rec);
+    s.backend.copy_to_host_async(s.records, rec, k_record_fields,
+                                 s.host_records + rec);
+    s.end_events[std::size_t(slot)]->record();
+    s.launched = index + 1;
+
+    // Report what is k_lag steps old: finished on the device by now in the common case.
+    s.drain(sink, s.launched - k_lag);
+    if (in_epoch + 1 == s.steps_per_epoch) {
+        s.drain(sink, s.launched);
+        s.evaluate(sink, s.epoch);
+    }
+}
+
+RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
+{
+    Impl& s = *m_impl;
+    s.drain(sink, s.launched);
+    if (!stopped && s.last_evaluated_step != s.reported && s.reported > 0)
+        s.evaluate(sink, s.epoch);
+    s.backend.synchronize();
+    RunSummary r;
+    r.steps = s.reported;
+    r.skipped_steps = s.skipped_total;
+    r.epochs_done = int(s.reported / s.steps_per_epoch);
+    if (!s.step_ms.empty()) {
+        const std::size_t skip = s.step_ms.size() > std::size_t(k_warmup_steps) ? k_warmup_steps : 0;
+        std::vector<float> timed(s.step_ms.begin() + std::ptrdiff_t(skip), s.step_ms.end());
+        r.mean_step_ms = std::accumulate(timed.begin(), timed.end(), 0.0) / double(timed.size());
+        std::nth_element(timed.begin(), timed.begin() + std::ptrdiff_t(timed.size() / 2), timed.end());
+        r.median_step_ms = timed[timed.size() / 2];
+    }
+    r.final_train_loss = s.last_train_loss;
+    r.final_test_loss = s.last_test_loss;
+    r.final_test_accuracy = s.last_test_accuracy;
+    r.final_loss_scale = s.last_scale;
+    r.wall_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
+    r.stopped = stopped;
+    return r;
+}
+
+RunSummary train(TrainingRun& run, MetricsSink& sink, std::stop_token stop)
+{
+    while (!run.finished()) {
+        if (stop.stop_requested()) return run.finish(sink, true);
+        run.step(sink);
+    }
+    return run.finish(sink, false);
+}
+
+std::vector<RunSummary> train_lockstep(const std::vector<TrainingRun*>& runs, MetricsSink& sink,
+                                       std::stop_token stop)
+{
+    bool stopped = false;
+    for (;;) {
+        bool any = false;
+        for (TrainingRun* run : runs) {
+            if (run->finished()) continue;
+            if (stop.stop_requested()) { stopped = true; break; }
+            run->step(sink);
+            any = true;
+        }
+        if (stopped || !any) break;
+    }
+    std::vector<RunSummary> out;
+    for (TrainingRun* run : runs) out.push_back(run->finish(sink, stopped));
+    return out;
+}
+
+} // namespace mixlab

@@ -1,0 +1,354 @@
+// mixlab-cli end to end: the real binary run with QProcess. Bad input exits 2 with one
+// line naming the problem; tiny train and compare runs on the CPU write logs that parse;
+// summary reports the seed MLP's parameter count.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+struct CliResult {
+    int code = -1;
+    QString out, err;
+};
+
+// Keys every step record of a log carries (run_log.h documents the schema).
+const QStringList k_step_keys = {"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
+                                 "samples_per_s", "loss_scale", "overflow", "skipped"};
+
+QJsonObject read_json(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    QJsonParseError error{};
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &error);
+    if (error.error != QJsonParseError::NoError) qWarning() << path << error.errorString();
+    return doc.object();
+}
+
+QStringList read_lines(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+    return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+}
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_tiny, m_bad, m_unknown;
+
+    CliResult run(const QStringList& args)
+    {
+        QProcess p;
+        p.start(QStringLiteral(MIXLAB_CLI_PATH), args);
+        CliResult r;
+        if (!p.waitForStarted(10000) || !p.waitForFinished(60000)) {
+            p.kill();
+            p.waitForFinished();
+            r.err = "did not start or finish: " + p.errorString();
+            return r;
+        }
+        r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+        r.out = QString::fromUtf8(p.readAllStandardOutput());
+        r.err = QString::fromUtf8(p.readAllStandardError());
+        return r;
+    }
+
+    // "@tiny", "@bad", "@unknown" name the test's model files, "@dir" its folder.
+    QStringList expand(QStringList args) const
+    {
+        for (QString& a : args) {
+            a.replace("@tiny", m_tiny);
+            a.replace("@bad", m_bad);
+            a.replace("@unknown", m_unknown);
+            a.replace("@dir", m_dir.path());
+        }
+        return args;
+    }
+
+    void write(const QString& path, const QByteArray& text)
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(text);
+    }
+
+    static QString details(const CliResult& r)
+    {
+        return QString("exit %1\nstdout:\n%2\nstderr:\n%3").arg(r.code).arg(r.out, r.err);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(MIXLAB_CLI_PATH), MIXLAB_CLI_PATH);
+        QVERIFY(m_dir.isValid());
+        m_tiny = m_dir.filePath("tiny.json");
+        m_bad = m_dir.filePath("malformed.json");
+        m_unknown = m_dir.filePath("unknown-layer.json");
+        // Small enough that 20 CPU steps take a fraction of a second.
+        write(m_tiny, R"({"format": "mixlab-model/1", "name": "tiny", "layers": [
+            {"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
+            {"type": "dense", "units": 10}]})");
+        write(m_bad, R"({"format": "mixlab-model/1", "layers": [{"type": "flatten"},)");
+        write(m_unknown, R"({"format": "mixlab-model/1", "name": "u", "layers": [
+            {"type": "flatten"}, {"type": "bogus_layer", "units": 10}]})");
+    }
+
+    void version()
+    {
+        const CliResult r = run({"--version"});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(r.out.trimmed(), QString("mixlab-cli %1").arg(MIXLAB_VERSION));
+    }
+
+    void help_data()
+    {
+        QTest::addColumn<QString>("command");
+        QTest::addColumn<QString>("specific"); // an option only this command has
+        QTest::newRow("train") << "train" << "--policy P";
+        QTest::newRow("compare") << "compare" << "--policies";
+        QTest::newRow("summary") << "summary" << "--json";
+    }
+
+    void help()
+    {
+        QFETCH(QString, command);
+        QFETCH(QString, specific);
+        const CliResult r = run({command, "--help"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.startsWith("usage: mixlab-cli " + command), qPrintable(r.out));
+        QVERIFY(r.out.contains("--model FILE"));
+        QVERIFY2(r.out.contains(specific), qPrintable(r.out));
+        QVERIFY(r.err.isEmpty());
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("fragment"); // the message must name this
+        // Valid apart from what each row adds: were the check missing, it would train
+        // (briefly) and exit 0, and the row would fail.
+        const QStringList train = {"train", "--model", "@tiny", "--dataset", "synthetic",
+                                   "--synthetic-size", "256", "--steps", "3", "--device", "cpu",
+                                   "--batch", "32"};
+        auto with = [&](QStringList base, const QStringList& extra) {
+            // A row's option replaces the base's copy, so no "given twice" error hides it.
+            for (const QString& e : extra) {
+                const int at = base.indexOf(e.section('=', 0, 0));
+                if (e.startsWith("--") && at >= 0) base.remove(at, 2);
+            }
+            return base + extra;
+        };
+        QTest::newRow("missing model file") << with(train, {"--model", "@dir/none.json"}) << "none.json";
+        QTest::newRow("malformed model JSON") << with(train, {"--model", "@bad"}) << "malformed.json";
+        QTest::newRow("unknown layer type") << with(train, {"--model", "@unknown"}) << "bogus_layer";
+        QTest::newRow("batch 0") << with(train, {"--batch", "0"}) << "--batch";
+        QTest::newRow("batch 10000000") << with(train, {"--batch", "10000000"}) << "--batch";
+        QTest::newRow("batch above the split") << with(train, {"--batch", "1000"}) << "1000";
+        QTest::newRow("non-numeric batch") << with(train, {"--batch", "abc"}) << "--batch";
+        QTest::newRow("batch with no value") << with(train, {"--batch="}) << "--batch";
+        QStringList by_epochs = train;
+        by_epochs.remove(by_epochs.indexOf("--steps"), 2);
+        QTest::newRow("epochs 0") << by_epochs + QStringList{"--epochs", "0"} << "--epochs";
+        QTest::newRow("epochs and steps") << with(train, {"--epochs", "2"}) << "--epochs";
+        QTest::newRow("lr nan") << with(train, {"--lr", "nan"}) << "--lr";
+        QTest::newRow("lr negative") << with(train, {"--lr", "-0.1"}) << "--lr";
+        QTest::newRow("unknown policy") << with(train, {"--policy", "fp12"}) << "fp12";
+        QTest::newRow("unknown option") << with(train, {"--frobnicate", "3"}) << "--frobnicate";
+        QTest::newRow("positional argument") << with(train, {"extra"}) << "extra";
+        QTest::newRow("bad device") << with(train, {"--device", "tpu"}) << "tpu";
+        QTest::newRow("bad optimizer") << with(train, {"--optimizer", "lion"}) << "--optimizer";
+        QTest::newRow("missing dataset folder")
+            << with(train, {"--dataset", "@dir/no-such-folder"}) << "no-such-folder";
+        QTest::newRow("unwritable --log-json folder")
+            << with(train, {"--log-json", "@dir/missing/log.json"}) << "missing/log.json";
+        QTest::newRow("--log-json under a file")
+            << with(train, {"--log-json", "@tiny/log.json"}) << "tiny.json/log.json";
+        QTest::newRow("--log-csv is a folder") << with(train, {"--log-csv", "@dir"}) << "--log-csv";
+        QTest::newRow("no model") << QStringList{"train", "--dataset", "synthetic"} << "--model";
+        QTest::newRow("malformed run config") << with(train, {"--run", "@bad"}) << "malformed.json";
+        QTest::newRow("missing run config") << with(train, {"--run", "@dir/none-run.json"})
+                                            << "none-run.json";
+        QStringList compare = train;
+        compare[0] = "compare";
+        QTest::newRow("compare unknown policy") << compare + QStringList{"--policies", "fp32,fp12"} << "fp12";
+        QTest::newRow("compare repeated policy")
+            << compare + QStringList{"--policies", "fp32,fp32"} << "fp32";
+        QTest::newRow("compare no policies") << compare << "--policies";
+        QTest::newRow("summary bad input")
+            << QStringList{"summary", "--model", "@tiny", "--input", "32x32"} << "--input";
+        QTest::newRow("summary wrong classes")
+            << QStringList{"summary", "--model", "@tiny", "--input", "8x8x1", "--classes", "7"}
+            << "7";
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << "frobnicate";
+    }
+
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, fragment);
+        const CliResult r = run(expand(args));
+        QVERIFY2(r.code == 2, qPrintable(details(r)));
+        QVERIFY2(r.err.contains(expand({fragment}).front()), qPrintable(details(r)));
+        if (args.front() != "frobnicate") { // the unknown command also prints the usage
+            QVERIFY2(r.err.trimmed().count('\n') == 0, qPrintable("not one line: " + r.err));
+            QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+        }
+    }
+
+    void trainWritesLogs()
+    {
+        const QString json = m_dir.filePath("train.json"), csv = m_dir.filePath("train.csv");
+        const CliResult r = run({"train", "--model", m_tiny, "--dataset", "synthetic",
+                                 "--synthetic-size", "512", "--steps=20", "--device", "cpu",
+                                 "--batch", "32", "--log-json", json, "--log-csv", csv});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        // Summary on stdout, progress on stderr.
+        QVERIFY2(r.out.contains("policy") && r.out.contains("fp32"), qPrintable(r.out));
+        QVERIFY(r.out.contains("test accuracy"));
+        QVERIFY(r.out.contains("final loss scale"));
+        QVERIFY2(r.err.contains("step 20/20"), qPrintable(r.err));
+
+        const QJsonObject log = read_json(json);
+        QCOMPARE(log["format"].toString(), QString("mixlab-log/1"));
+        QCOMPARE(log["kind"].toString(), QString("train"));
+        const QJsonObject config = log["config"].toObject();
+        QCOMPARE(config["format"].toString(), QString("mixlab-run/1"));
+        QCOMPARE(config["batch_size"].toInt(), 32);
+        QCOMPARE(config["steps"].toInt(), 20);
+        QCOMPARE(config["policy"].toString(), QString("fp32"));
+        QCOMPARE(config["model"].toObject()["name"].toString(), QString("tiny"));
+        const QJsonObject env = log["environment"].toObject();
+        QCOMPARE(env["backend"].toString(), QString("cpu"));
+        QCOMPARE(env["compute_capability"].toString(), QString("cpu"));
+        QVERIFY(!env["os"].toString().isEmpty());
+        QCOMPARE(env["mixlab_version"].toString(), QString(MIXLAB_VERSION));
+
+        const QJsonArray steps = log["steps"].toArray();
+        QCOMPARE(steps.size(), 20);
+        for (int i = 0; i < steps.size(); ++i) {
+            const QJsonObject s = steps[i].toObject();
+            for (const QString& key : k_step_keys) QVERIFY2(s.contains(key), qPrintable(key));
+            QCOMPARE(s["step"].toInt(), i + 1);
+            QVERIFY(s["loss"].isDouble());
+            QVERIFY(s["step_ms"].toDouble() > 0);
+        }
+        QVERIFY(!log["epochs"].toArray().isEmpty());
+        QVERIFY(log["events"].isArray());
+        const QJsonObject summary = log["summary"].toObject();
+        QCOMPARE(summary["steps"].toInt(), 20);
+        QCOMPARE(summary["skipped_steps"].toInt(), 0);
+
+        const QStringList lines = read_lines(csv);
+        QCOMPARE(lines.size(), 1 + 20);
+        QVERIFY(lines.front().startsWith("run,policy,step,epoch,loss"));
+        QCOMPARE(lines[20].section(',', 2, 2), QString("20"));
+        QVERIFY(!QFile::exists(json + ".tmp"));
+        QVERIFY(!QFile::exists(csv + ".tmp"));
+    }
+
+    void runConfigUnderOptions()
+    {
+        // --run gives the config; options on the command line win over it.
+        const QString run_file = m_dir.filePath("run.json");
+        write(run_file, R"({"format": "mixlab-run/1",
+            "dataset": {"name": "synthetic", "synthetic_train": 256, "synthetic_test": 64},
+            "policy": "mixed_fp16", "batch_size": 16, "steps": 6, "seed": 7, "device": "cpu",
+            "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.5}})");
+        const QString json = m_dir.filePath("run-log.json");
+        const CliResult r = run({"train", "--model", m_tiny, "--run", run_file, "--batch", "32",
+                                 "--log-json", json});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject config = read_json(json)["config"].toObject();
+        QCOMPARE(config["batch_size"].toInt(), 32);                 // the option
+        QCOMPARE(config["policy"].toString(), QString("mixed_fp16")); // the file
+        QCOMPARE(config["steps"].toInt(), 6);
+        QCOMPARE(config["seed"].toInteger(), qint64(7));
+        QCOMPARE(config["optimizer"].toObject()["momentum"].toDouble(), 0.5);
+        QCOMPARE(read_json(json)["steps"].toArray().size(), 6);
+    }
+
+    void compareWritesLogs()
+    {
+        const QString json = m_dir.filePath("compare.json"), csv = m_dir.filePath("compare.csv");
+        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
+                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
+                                 "20", "--device", "cpu", "--batch", "32", "--log-json", json,
+                                 "--log-csv", csv});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("speedup"), qPrintable(r.out));
+        QVERIFY(r.out.contains("fp32"));
+        QVERIFY(r.out.contains("mixed_fp16"));
+        QVERIFY(r.err.contains("[mixed_fp16]"));
+
+        const QJsonObject log = read_json(json);
+        QCOMPARE(log["format"].toString(), QString("mixlab-log/1"));
+        QCOMPARE(log["kind"].toString(), QString("compare"));
+        QVERIFY(log.contains("environment"));
+        const QJsonArray runs = log["runs"].toArray();
+        QCOMPARE(runs.size(), 2);
+        const QStringList policies = {"fp32", "mixed_fp16"};
+        for (int i = 0; i < 2; ++i) {
+            const QJsonObject run = runs[i].toObject();
+            QCOMPARE(run["policy"].toString(), policies[i]);
+            QCOMPARE(run["config"].toObject()["policy"].toString(), policies[i]);
+            const QJsonArray steps = run["steps"].toArray();
+            QCOMPARE(steps.size(), 20);
+            for (const QString& key : k_step_keys)
+                QVERIFY(steps.last().toObject().contains(key));
+            QCOMPARE(run["summary"].toObject()["steps"].toInt(), 20);
+        }
+        // mixed_fp16 scales its loss (dynamic by default); fp32 does not.
+        QCOMPARE(runs[0].toObject()["summary"].toObject()["final_loss_scale"].toDouble(), 1.0);
+        QVERIFY(runs[1].toObject()["summary"].toObject()["final_loss_scale"].toDouble() > 1.0);
+
+        const QStringList lines = read_lines(csv);
+        QCOMPARE(lines.size(), 1 + 2 * 20);
+        QCOMPARE(lines.filter(",mixed_fp16,").size(), 20);
+    }
+
+    void summarySeedMlp()
+    {
+        const QString model = QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models/seed-mlp.json");
+        const CliResult r = run({"summary", "--model", model, "--input", "32x32x3", "--classes",
+                                 "10", "--json"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QJsonParseError error{};
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8(), &error).object();
+        QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+        QCOMPARE(j["total_params"].toInteger(), qint64(12230010));
+        QCOMPARE(j["input"].toString(), QString("32x32x3"));
+        const QJsonArray layers = j["layers"].toArray();
+        QVERIFY(layers.size() >= 4);
+        QCOMPARE(layers[1].toObject()["params"].toInteger(), qint64(3072 * 3000 + 3000));
+        QCOMPARE(layers[1].toObject()["output_shape"].toString(), QString("3000"));
+        QVERIFY(layers[1].toObject()["tensor_core_friendly"].toBool());
+        QVERIFY(!layers[3].toObject()["tensor_core_friendly"].toBool()); // 10 units
+
+        const CliResult table = run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
+        QCOMPARE(table.code, 0);
+        QVERIFY2(table.out.contains("12230010"), qPrintable(table.out));
+    }
+
+    void summaryDefaultsSaySo()
+    {
+        const CliResult r = run({"summary", "--model", m_tiny});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.err.contains("32x32x3"), qPrintable(r.err));
+        QVERIFY(r.out.contains("input 32x32x3, 10 classes"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,814 @@
+// The CPU reference backend's layer ops against double-precision references and
+// central finite differences: GEMM (every transpose, epilogue, beta), activations,
+// bias grad, dropout, cross-entropy, 16-bit rounding, TF32 mode, batch gather, and
+// the backend factory.
+#include "cpu/cpu_backend.h"
+
+#include "hd_math.h"
+#include "mixlab/backend.h"
+#include "mixlab/error.h"
+#include "mixlab/graph.h"
+
+#include <QtTest/QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using namespace mixlab;
+
+// Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
+#define EXPECT_EXACT(actual, expected)                                                        \
+    do {                                                                                      \
+        const double a_ = double(actual), e_ = double(expected);                              \
+        if (!(a_ == e_)) /* formats the message only on failure */                           \
+            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                          \
+                                 .arg(#actual).arg(a_, 0, 'g', 9).arg(e_, 0, 'g', 9)));         \
+    } while (false)
+
+Q_DECLARE_METATYPE(mixlab::Epilogue)
+Q_DECLARE_METATYPE(mixlab::Activation)
+Q_DECLARE_METATYPE(mixlab::OutputHead)
+Q_DECLARE_METATYPE(mixlab::DType)
+
+namespace {
+
+using Vec = std::vector<float>;
+using DVec = std::vector<double>;
+const float k_nan = std::numeric_limits<float>::quiet_NaN();
+
+Vec random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f)
+{
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    Vec v(n);
+    for (float& x : v)
+        x = dist(rng);
+    return v;
+}
+
+Buffer upload(Backend& be, const Vec& v, DType t = DType::F32)
+{
+    Buffer b = be.alloc(v.size(), t);
+    be.upload_f32(b, v.data(), v.size());
+    return b;
+}
+
+Buffer upload_i32(Backend& be, const std::vector<std::int32_t>& v)
+{
+    Buffer b = be.alloc(v.size(), DType::I32);
+    be.upload_raw(b, v.data(), v.size() * sizeof(std::int32_t));
+    return b;
+}
+
+// A buffer full of NaN: an op that forgets to write an element leaves it visible.
+Buffer poisoned(Backend& be, std::size_t n, DType t = DType::F32)
+{
+    Buffer b = be.alloc(n, t);
+    be.fill(b, k_nan);
+    return b;
+}
+
+Vec download(Backend& be, const Buffer& b)
+{
+    Vec v(b.count());
+    be.download_f32(b, v.data(), v.size());
+    return v;
+}
+
+// Fails with the first element outside atol + rtol * |ref|.
+void expect_close(const Vec& got, const DVec& ref, double atol, double rtol, const char* what)
+{
+    QCOMPARE(got.size(), ref.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double err = std::abs(double(got[i]) - ref[i]);
+        if (!(err <= atol + rtol * std::abs(ref[i])))
+            QFAIL(qPrintable(QString("%1[%2]: got %3, expected %4 (|err| %5 > %6 + %7*|ref|)")
+                                 .arg(what).arg(i).arg(double(got[i]), 0, 'g', 9)
+                                 .arg(ref[i], 0, 'g', 9).arg(err, 0, 'g', 3).arg(atol).arg(rtol)));
+    }
+}
+
+// Central difference of f at x along every coordinate, in double.
+DVec numeric_grad(const std::function<double(const DVec&)>& f, DVec x, double eps)
+{
+    DVec g(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const double saved = x[i];
+        x[i] = saved + eps;
+        const double up = f(x);
+        x[i] = saved - eps;
+        const double down = f(x);
+        x[i] = saved;
+        g[i] = (up - down) / (2.0 * eps);
+    }
+    return g;
+}
+
+DVec to_double(const Vec& v)
+{
+    return DVec(v.begin(), v.end());
+}
+
+double gelu_d(double x)
+{
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+// act applied to a row-major (rows x cols) matrix, in double.
+DVec activation_d(Activation act, const DVec& x, int cols)
+{
+    DVec y(x.size());
+    const std::size_t rows = x.size() / cols;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* in = x.data() + r * cols;
+        double* out = y.data() + r * cols;
+        if (act == Activation::Softmax) {
+            const double mx = *std::max_element(in, in + cols);
+            double s = 0;
+            for (int j = 0; j < cols; ++j) s += std::exp(in[j] - mx);
+            for (int j = 0; j < cols; ++j) out[j] = std::exp(in[j] - mx) / s;
+            continue;
+        }
+        for (int j = 0; j < cols; ++j) {
+            const double v = in[j];
+            switch (act) {
+            case Activation::None: out[j] = v; break;
+            case Activation::Relu: out[j] = v > 0 ? v : 0; break;
+            case Activation::Sigmoid: out[j] = 1.0 / (1.0 + std::exp(-v)); break;
+            case Activation::Tanh: out[j] = std::tanh(v); break;
+            case Activation::Gelu: out[j] = gelu_d(v); break;
+            case Activation::Softmax: break;
+            }
+        }
+    }
+    return y;
+}
+
+// op(X) element (i, j) for a row-major X stored (rows x cols) before the transpose.
+double op_at(const Vec& x, bool trans, int i, int j, int rows_op, int cols_op)
+{
+    return trans ? x[std::size_t(j) * rows_op + i] : x[std::size_t(i) * cols_op + j];
+}
+
+// Mean cross-entropy of one head in double (the loss the gradient is checked against).
+double ce_loss_d(OutputHead head, const DVec& z, const std::vector<std::int32_t>& labels,
+                 int classes)
+{
+    const int batch = int(labels.size());
+    double total = 0;
+    for (int r = 0; r < batch; ++r) {
+        const double* row = z.data() + std::size_t(r) * classes;
+        const int t = labels[r];
+        if (head == OutputHead::SigmoidKeras) {
+            double s = 0;
+            for (int j = 0; j < classes; ++j) s += 1.0 / (1.0 + std::exp(-row[j]));
+            const double p = (1.0 / (1.0 + std::exp(-row[t]))) / s;
+            const double eps = double(hd::k_keras_epsilon);
+            total += -std::log(std::clamp(p, eps, 1.0 - eps));
+        } else {
+            const double mx = *std::max_element(row, row + classes);
+            double s = 0;
+            for (int j = 0; j < classes; ++j) s += std::exp(row[j] - mx);
+            total += mx + std::log(s) - row[t];
+        }
+    }
+    return total / batch;
+}
+
+} // namespace
+
+class TestCpuLayers : public QObject {
+    Q_OBJECT
+
+private:
+    std::unique_ptr<Backend> m_be = cpu::make_cpu_backend();
+
+private slots:
+    // ---- memory and factory ----------------------------------------------------------
+    void upload_download_with_offsets();
+    void alloc_reports_out_of_memory();
+    void events_measure_host_time();
+    void factory_and_policy_checks();
+
+    // ---- gemm ----------------------------------------------------------------------
+    void gemm_matches_reference_data();
+    void gemm_matches_reference();
+    void dense_layer_gradients_match_finite_differences();
+    void tf32_changes_results_only_at_tf32_precision();
+    void sixteen_bit_outputs_are_rounded_data();
+    void sixteen_bit_outputs_are_rounded();
+
+    // ---- activations -----------------------------------------------------------------
+    void activation_forward_and_backward_data();
+    void activation_forward_and_backward();
+    void relu_backward_in_place_on_output();
+    void bias_grad_sums_columns();
+
+    // ---- dropout ---------------------------------------------------------------------
+    void dropout_mask_scaling_and_rate_data();
+    void dropout_mask_scaling_and_rate();
+
+    // ---- loss ------------------------------------------------------------------------
+    void cross_entropy_gradient_data();
+    void cross_entropy_gradient();
+    void cross_entropy_accuracy_and_evaluation_accumulate();
+
+    // ---- data ------------------------------------------------------------------------
+    void gather_batch_normalises_and_gathers_labels_data();
+    void gather_batch_normalises_and_gathers_labels();
+};
+
+void TestCpuLayers::upload_download_with_offsets()
+{
+    Backend& be = *m_be;
+    Buffer b = poisoned(be, 6, DType::F16);
+    const Vec part = {1.0f, 0.1f, 70000.0f};
+    be.upload_f32(b, part.data(), 3, 2);
+    Vec back(3);
+    be.download_f32(b, back.data(), 3, 2);
+    EXPECT_EXACT(back[0], 1.0f);
+    EXPECT_EXACT(back[1], round_to(DType::F16, 0.1f)); // stored rounded
+    QVERIFY(std::isinf(back[2]));                  // beyond fp16's 65504
+    Vec head(2);
+    be.download_f32(b, head.data(), 2, 0);
+    QVERIFY(std::isnan(head[0]) && std::isnan(head[1])); // untouched by the offset upload
+
+    Buffer bytes = be.alloc(4, DType::U8);
+    const std::uint8_t raw[4] = {0, 7, 128, 255};
+    be.upload_raw(bytes, raw, 4);
+    Vec as_float = download(be, bytes);
+    QCOMPARE(as_float, (Vec{0.0f, 7.0f, 128.0f, 255.0f}));
+
+    // Moving a buffer hands ownership over; the moved-from one is empty.
+    Buffer moved = std::move(b);
+    QVERIFY(b.empty());
+    QCOMPARE(moved.count(), std::size_t(6));
+    QVERIFY_THROWS_EXCEPTION(Error, be.upload_f32(moved, part.data(), 3, 4));
+}
+
+void TestCpuLayers::alloc_reports_out_of_memory()
+{
+    try {
+        Buffer huge = m_be->alloc(std::size_t(1) << 60, DType::F32);
+        QFAIL("an exabyte allocation succeeded");
+    } catch (const OutOfMemoryError& e) {
+        QVERIFY2(QString(e.what()).contains("bytes"), e.what());
+    }
+}
+
+void TestCpuLayers::events_measure_host_time()
+{
+    auto start = m_be->create_event();
+    auto stop = m_be->create_event();
+    start->record();
+    volatile double sink = 0;
+    for (int i = 0; i < 200000; ++i)
+        sink = sink + std::sqrt(double(i));
+    stop->record();
+    QVERIFY(stop->query());
+    stop->synchronize();
+    QVERIFY(stop->elapsed_ms_since(*start) > 0.0f);
+}
+
+void TestCpuLayers::factory_and_policy_checks()
+{
+    auto cpu = make_backend(DeviceChoice::CPU);
+    QCOMPARE(QString::fromStdString(cpu->info().backend), QString("cpu"));
+    if (!cuda_backend_available()) {
+        try {
+            make_backend(DeviceChoice::CUDA);
+            QFAIL("asking for CUDA without one must throw");
+        } catch (const DeviceError& e) {
+            QVERIFY2(QString(e.what()).contains("--device cpu"), e.what());
+        }
+        QCOMPARE(QString::fromStdString(make_backend(DeviceChoice::Auto)->info().backend),
+                 QString("cpu"));
+    }
+    // Every policy runs (emulated) on the CPU.
+    for (Policy p : k_all_policies)
+        check_policy_supported(cpu->info(), p);
+    DeviceInfo turing;
+    turing.backend = "cuda";
+    turing.name = "NVIDIA GeForce RTX 2060";
+    turing.cc_major = 7;
+    turing.cc_minor = 5;
+    for (Policy p : {Policy::TF32, Policy::MixedBF16}) {
+        try {
+            check_policy_supported(turing, p);
+            QFAIL("tf32/bf16 on compute capability 7.5 must throw");
+        } catch (const DeviceError& e) {
+            QVERIFY2(QString(e.what()).contains("RTX 2060") && QString(e.what()).contains("7.5") &&
+                         QString(e.what()).contains("8.0"),
+                     e.what());
+        }
+    }
+    check_policy_supported(turing, Policy::MixedFP16);
+    check_policy_supported(turing, Policy::FP32);
+    DeviceInfo ampere = turing;
+    ampere.cc_major = 8;
+    ampere.cc_minor = 6;
+    check_policy_supported(ampere, Policy::MixedBF16);
+}
+
+void TestCpuLayers::gemm_matches_reference_data()
+{
+    QTest::addColumn<bool>("trans_a");
+    QTest::addColumn<bool>("trans_b");
+    QTest::addColumn<Epilogue>("epilogue");
+    QTest::addColumn<float>("beta");
+    const std::pair<Epilogue, const char*> epis[] = {
+        {Epilogue::None, "none"}, {Epilogue::Bias, "bias"}, {Epilogue::BiasRelu, "bias_relu"},
+        {Epilogue::BiasGelu, "bias_gelu"}, {Epilogue::BiasGradA, "bias_grad_a"}};
+    for (bool ta : {false, true})
+        for (bool tb : {false, true})
+            for (auto [e, name] : epis)
+                for (float beta : {0.0f, 0.5f, 1.0f})
+                    QTest::addRow("%s%s_%s_beta%g", ta ? "T" : "N", tb ? "T" : "N", name, double(beta))
+                        << ta << tb << e << beta;
+}
+
+void TestCpuLayers::gemm_matches_reference()
+{
+    QFETCH(bool, trans_a);
+    QFETCH(bool, trans_b);
+    QFETCH(Epilogue, epilogue);
+    QFETCH(float, beta);
+    Backend& be = *m_be;
+    const int m = 7, n = 5, k = 9; // odd sizes: no accidental fit to vector widths
+    const float alpha = 0.75f;
+    const Vec a = random_vec(std::size_t(m) * k, 1), b = random_vec(std::size_t(k) * n, 2);
+    const Vec c0 = random_vec(std::size_t(m) * n, 3), bias = random_vec(n, 4);
+    Buffer ba = upload(be, a), bb = upload(be, b), bbias = upload(be, bias);
+    // beta == 0 must ignore C entirely, so it starts as NaN; otherwise C is scaled and added.
+    Buffer bc = beta == 0.0f ? poisoned(be, c0.size()) : upload(be, c0);
+    Buffer bgrad = poisoned(be, m);
+
+    GemmCall g;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = m, g.n = n, g.k = k;
+    g.a = &ba, g.b = &bb, g.c = &bc;
+    g.alpha = alpha, g.beta = beta;
+    g.epilogue = epilogue;
+    g.bias = &bbias;
+    g.bias_grad = epilogue == Epilogue::BiasGradA ? &bgrad : nullptr;
+    be.gemm(g);
+
+    DVec ref(std::size_t(m) * n), ref_grad(m, 0.0);
+    for (int i = 0; i < m; ++i) {
+        for (int p = 0; p < k; ++p)
+            ref_grad[i] += op_at(a, trans_a, i, p, m, k);
+        for (int j = 0; j < n; ++j) {
+            double s = 0;
+            for (int p = 0; p < k; ++p)
+                s += op_at(a, trans_a, i, p, m, k) * op_at(b, trans_b, p, j, k, n);
+            double v = alpha * s + beta * c0[std::size_t(i) * n + j];
+            if (epilogue == Epilogue::Bias || epilogue == Epilogue::BiasRelu ||
+                epilogue == Epilogue::BiasGelu)
+                v += bias[j];
+            if (epilogue == Epilogue::BiasRelu) v = std::max(v, 0.0);
+            if (epilogue == Epilogue::BiasGelu) v = gelu_d(v);
+            ref[std::size_t(i) * n + j] = v;
+        }
+    }
+    // fp32 accumulation of k = 9 products of values in [-1, 1]: a few ulp of the sum of
+    // magnitudes (<= 9), so 1e-5 absolute covers it with margin; gelu adds fp32 tanh.
+    expect_close(download(be, bc), ref, 1e-5, 1e-5, "C");
+    if (epilogue == Epilogue::BiasGradA)
+        expect_close(download(be, bgrad), ref_grad, 1e-5, 1e-5, "bias_grad");
+}
+
+void TestCpuLayers::dense_layer_gradients_match_finite_differences()
+{
+    // A dense layer as the trainer runs it: z = x . W^T + b (trans_b), y = gelu(z);
+    // dz from the activation, dW = dz^T . x with the bias grad as an epilogue (trans_a),
+    // dx = dz . W (no transposes), checked against central differences of the loss
+    // L = sum(r * y) computed in double.
+    Backend& be = *m_be;
+    const int batch = 4, in = 6, out = 5;
+    const Vec x = random_vec(std::size_t(batch) * in, 11), w = random_vec(std::size_t(out) * in, 12);
+    const Vec bias = random_vec(out, 13), r = random_vec(std::size_t(batch) * out, 14);
+    Buffer bx = upload(be, x), bw = upload(be, w), bbias = upload(be, bias), br = upload(be, r);
+    Buffer z = poisoned(be, std::size_t(batch) * out), y = poisoned(be, z.count());
+    Buffer dz = poisoned(be, z.count()), dw = poisoned(be, w.size()), db = poisoned(be, out);
+    Buffer dx = poisoned(be, x.size());
+
+    GemmCall fwd;
+    fwd.trans_b = true;
+    fwd.m = batch, fwd.n = out, fwd.k = in;
+    fwd.a = &bx, fwd.b = &bw, fwd.c = &z;
+    fwd.epilogue = Epilogue::Bias;
+    fwd.bias = &bbias;
+    be.gemm(fwd);
+    be.bias_activation(Activation::Gelu, z, nullptr, out, y);
+    be.activation_backward(Activation::Gelu, z, y, br, out, dz);
+    GemmCall gw;
+    gw.trans_a = true;
+    gw.m = out, gw.n = in, gw.k = batch;
+    gw.a = &dz, gw.b = &bx, gw.c = &dw;
+    gw.epilogue = Epilogue::BiasGradA;
+    gw.bias_grad = &db;
+    be.gemm(gw);
+    GemmCall gx;
+    gx.m = batch, gx.n = in, gx.k = out;
+    gx.a = &dz, gx.b = &bw, gx.c = &dx;
+    be.gemm(gx);
+
+    // params packed as [x | W | b] so one numeric gradient covers all three.
+    auto loss = [&](const DVec& p) {
+        const double* px = p.data();
+        const double* pw = px + x.size();
+        const double* pb = pw + w.size();
+        double total = 0;
+        for (int i = 0; i < batch; ++i)
+            for (int o = 0; o < out; ++o) {
+                double s = pb[o];
+                for (int c = 0; c < in; ++c) s += px[i * in + c] * pw[o * in + c];
+                total += r[std::size_t(i) * out + o] * gelu_d(s);
+            }
+        return total;
+    };
+    DVec p = to_double(x);
+    p.insert(p.end(), w.begin(), w.end());
+    p.insert(p.end(), bias.begin(), bias.end());
+    // eps 1e-4 in double: truncation error ~eps^2 * |f'''| ~ 1e-8, cancellation ~1e-12.
+    const DVec num = numeric_grad(loss, p, 1e-4);
+    const DVec num_x(num.begin(), num.begin() + x.size());
+    const DVec num_w(num.begin() + x.size(), num.begin() + x.size() + w.size());
+    const DVec num_b(num.begin() + x.size() + w.size(), num.end());
+    // The backend runs in fp32 (gelu_grad's tanh, sums of <= 6 terms): 1e-5 absolute.
+    expect_close(download(be, dx), num_x, 1e-5, 1e-4, "dx");
+    expect_close(download(be, dw), num_w, 1e-5, 1e-4, "dW");
+    expect_close(download(be, db), num_b, 1e-5, 1e-4, "db");
+}
+
+void TestCpuLayers::tf32_changes_results_only_at_tf32_precision()
+{
+    Backend& be = *m_be;
+    const int m = 16, n = 12, k = 64;
+    const Vec a = random_vec(std::size_t(m) * k, 21), b = random_vec(std::size_t(k) * n, 22);
+    Buffer ba = upload(be, a), bb = upload(be, b);
+    Buffer c32 = poisoned(be, std::size_t(m) * n), ctf = poisoned(be, std::size_t(m) * n);
+    GemmCall g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = &ba, g.b = &bb, g.c = &c32;
+    be.gemm(g);
+    g.c = &ctf;
+    g.math = MathMode::TF32;
+    be.gemm(g);
+    const Vec r32 = download(be, c32), rtf = download(be, ctf);
+
+    // Reference from TF32-rounded operands in double: the TF32 result is that product.
+    DVec ref_tf(r32.size()), bound(r32.size(), 0.0);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+            double s = 0;
+            for (int p = 0; p < k; ++p) {
+                const double av = a[i * k + p], bv = b[p * n + j];
+                s += double(round_to_tf32(float(av))) * double(round_to_tf32(float(bv)));
+                // Each operand moves by at most half a TF32 ulp (2^-11 relative).
+                bound[i * n + j] += 2.0 * std::ldexp(1.0, -11) * std::abs(av * bv);
+            }
+            ref_tf[i * n + j] = s;
+        }
+    // fp32 accumulation of 64 products: 1e-5 absolute.
+    expect_close(rtf, ref_tf, 1e-5, 1e-5, "tf32 C");
+    double max_diff = 0;
+    for (std::size_t i = 0; i < r32.size(); ++i) {
+        const double d = std::abs(double(rtf[i]) - double(r32[i]));
+        QVERIFY2(d <= bound[i] + 1e-5, "TF32 moved a result by more than its operand rounding");
+        max_diff = std::max(max_diff, d);
+    }
+    // Random operands are not TF32-representable, so the modes must differ well above
+    // fp32 rounding (~1e-7 of sums of order 1).
+    QVERIFY2(max_diff > 1e-5, "TF32 mode did not change the product");
+}
+
+void TestCpuLayers::sixteen_bit_outputs_are_rounded_data()
+{
+    QTest::addColumn<DType>("dtype");
+    QTest::addColumn<bool>("overflows"); // 1e5 is beyond fp16's 65504, not bf16's range
+    QTest::newRow("float16") << DType::F16 << true;
+    QTest::newRow("bfloat16") << DType::BF16 << false;
+}
+
+void TestCpuLayers::sixteen_bit_outputs_are_rounded()
+{
+    QFETCH(DType, dtype);
+    QFETCH(bool, overflows);
+    Backend& be = *m_be;
+    const int m = 6, n = 4, k = 8;
+    Vec a = random_vec(std::size_t(m) * k, 31), b = random_vec(std::size_t(k) * n, 32);
+    for (float& v : a) v = round_to(dtype, v); // operands as a 16-bit layer holds them
+    for (float& v : b) v = round_to(dtype, v);
+    a[0] = 300.0f; // row 0 of A meets column 0 of B: make C[0, 0] huge
+    b[0] = 400.0f;
+    Buffer ba = upload(be, a, dtype), bb = upload(be, b, dtype), bc = poisoned(be, std::size_t(m) * n, dtype);
+    GemmCall g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = &ba, g.b = &bb, g.c = &bc;
+    g.math = MathMode::Reduced;
+    be.gemm(g);
+    const Vec c = download(be, bc);
+    for (std::size_t i = 1; i < c.size(); ++i) {
+        QVERIFY(std::isfinite(c[i]));
+        EXPECT_EXACT(round_to(dtype, c[i]), c[i]); // representable: rounding is idempotent
+        double s = 0;
+        for (int p = 0; p < k; ++p)
+            s += double(a[(i / n) * k + p]) * double(b[p * n + i % n]);
+        // One rounding to 8 (fp16: 11) significant bits: half an ulp of the value.
+        const double half_ulp = std::abs(s) * (dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
+        QVERIFY2(std::abs(c[i] - s) <= half_ulp + 1e-6, "16-bit C is not the rounded fp32 result");
+    }
+    QCOMPARE(std::isinf(c[0]), overflows);
+    if (!overflows)
+        QVERIFY(c[0] > 1e5f);
+
+    // Element-wise ops round too; cast and fill follow the same rule.
+    Buffer y = poisoned(be, 3, dtype);
+    Buffer x = upload(be, {0.1f, 1e5f, -3.14159f});
+    be.bias_activation(Activation::None, x, nullptr, 3, y);
+    const Vec yv = download(be, y);
+    EXPECT_EXACT(yv[0], round_to(dtype, 0.1f));
+    QCOMPARE(std::isinf(yv[1]), overflows);
+    EXPECT_EXACT(yv[2], round_to(dtype, -3.14159f));
+    Buffer cast_out = poisoned(be, 3, dtype);
+    be.cast(x, cast_out);
+    const Vec cv = download(be, cast_out);
+    EXPECT_EXACT(cv[0], yv[0]);
+    EXPECT_EXACT(cv[2], yv[2]);
+    be.fill(cast_out, 0.3f);
+    EXPECT_EXACT(download(be, cast_out)[1], round_to(dtype, 0.3f));
+}
+
+void TestCpuLayers::activation_forward_and_backward_data()
+{
+    QTest::addColumn<Activation>("act");
+    QTest::newRow("linear") << Activation::None;
+    QTest::newRow("relu") << Activation::Relu;
+    QTest::newRow("sigmoid") << Activation::Sigmoid;
+    QTest::newRow("tanh") << Activation::Tanh;
+    QTest::newRow("gelu") << Activation::Gelu;
+    QTest::newRow("softmax") << Activation::Softmax;
+}
+
+void TestCpuLayers::activation_forward_and_backward()
+{
+    QFETCH(Activation, act);
+    Backend& be = *m_be;
+    const int rows = 3, cols = 5;
+    Vec x = random_vec(std::size_t(rows) * cols, 41, -3.0f, 3.0f);
+    const Vec bias = random_vec(cols, 42, -0.5f, 0.5f);
+    // Keep relu's inputs away from its kink, where a central difference straddles it.
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (std::abs(x[i] + bias[i % cols]) < 0.05f)
+            x[i] += 0.2f;
+    const Vec dy = random_vec(x.size(), 43);
+    Buffer bx = upload(be, x), bb = upload(be, bias), bdy = upload(be, dy);
+    Buffer by = poisoned(be, x.size()), bdx = poisoned(be, x.size());
+    be.bias_activation(act, bx, &bb, cols, by);
+
+    // The layer's input is x + bias; the backward sees that pre-activation and y.
+    DVec pre(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+        pre[i] = double(x[i]) + double(bias[i % cols]);
+    // fp32 exp/tanh: a few ulp of values of order 1.
+    expect_close(download(be, by), activation_d(act, pre, cols), 1e-6, 1e-5, "y");
+
+    Vec pre_f(pre.begin(), pre.end());
+    Buffer bpre = upload(be, pre_f);
+    be.activation_backward(act, bpre, by, bdy, cols, bdx);
+    auto loss = [&](const DVec& p) {
+        const DVec y = activation_d(act, p, cols);
+        double s = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) s += dy[i] * y[i];
+        return s;
+    };
+    // Central differences in double with eps 1e-4: error ~1e-8. The backend derives the
+    // gradient from fp32 y (e.g. y*(1-y)), a few 1e-7 off: 1e-5 absolute.
+    expect_close(download(be, bdx), numeric_grad(loss, pre, 1e-4), 1e-5, 1e-4, "dx");
+}
+
+void TestCpuLayers::relu_backward_in_place_on_output()
+{
+    // The trainer keeps only relu's output; x and y are then the same buffer.
+    Backend& be = *m_be;
+    const Vec x = random_vec(40, 51);
+    const Vec dy = random_vec(40, 52);
+    Buffer y = upload(be, x);
+    be.bias_activation(Activation::Relu, y, nullptr, 8, y);
+    Buffer bdy = upload(be, dy), dx = poisoned(be, 40);
+    be.activation_backward(Activation::Relu, y, y, bdy, 8, dx);
+    const Vec got = download(be, dx);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        EXPECT_EXACT(got[i], x[i] > 0 ? dy[i] : 0.0f);
+}
+
+void TestCpuLayers::bias_grad_sums_columns()
+{
+    Backend& be = *m_be;
+    const int rows = 37, cols = 11;
+    const Vec dy = random_vec(std::size_t(rows) * cols, 61);
+    Buffer bdy = upload(be, dy), out = poisoned(be, cols), out16 = poisoned(be, cols, DType::F16);
+    be.bias_grad(bdy, rows, cols, out);
+    be.bias_grad(bdy, rows, cols, out16);
+    DVec ref(cols, 0.0);
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) ref[j] += dy[std::size_t(i) * cols + j];
+    // 37 fp32 additions of values in [-1, 1]: well under 1e-5.
+    expect_close(download(be, out), ref, 1e-5, 1e-6, "bias_grad");
+    // fp16 output: half an fp16 ulp (2^-11 relative) on top.
+    expect_close(download(be, out16), ref, 1e-5, std::ldexp(1.0, -11), "bias_grad f16");
+    const Vec o16 = download(be, out16);
+    for (float v : o16)
+        EXPECT_EXACT(round_to(DType::F16, v), v);
+}
+
+void TestCpuLayers::dropout_mask_scaling_and_rate_data()
+{
+    QTest::addColumn<float>("rate");
+    QTest::newRow("0.1") << 0.1f;
+    QTest::newRow("0.5") << 0.5f;
+    QTest::newRow("0.9") << 0.9f;
+}
+
+void TestCpuLayers::dropout_mask_scaling_and_rate()
+{
+    QFETCH(float, rate);
+    Backend& be = *m_be;
+    const std::size_t n = 100000;
+    const Vec x = random_vec(n, 71, 0.5f, 2.0f); // never zero: a zero output means dropped
+    const Vec dy = random_vec(n, 72, 0.5f, 2.0f);
+    Buffer bx = upload(be, x), bdy = upload(be, dy);
+    Buffer y = poisoned(be, n), dx = poisoned(be, n), y_next = poisoned(be, n);
+    be.dropout_forward(bx, rate, 1234, 7, y);
+    be.dropout_backward(bdy, rate, 1234, 7, dx);
+    be.dropout_forward(bx, rate, 1234, 8, y_next);
+    const Vec yv = download(be, y), dxv = download(be, dx), yn = download(be, y_next);
+    std::size_t dropped = 0, differ = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool kept = yv[i] != 0.0f;
+        QVERIFY2(kept == (dxv[i] != 0.0f), "backward used another mask");
+        QCOMPARE(kept, hd::dropout_keep(1234, 7, i, rate));
+        if (kept) {
+            EXPECT_EXACT(yv[i], x[i] / (1.0f - rate));
+            EXPECT_EXACT(dxv[i], dy[i] / (1.0f - rate));
+        }
+        dropped += kept ? 0 : 1;
+        differ += kept != (yn[i] != 0.0f) ? 1 : 0;
+    }
+    // Binomial(n, rate): 5 standard deviations, a false failure about once in 3.5 million.
+    const double sigma = std::sqrt(rate * (1.0 - rate) / double(n));
+    QVERIFY2(std::abs(double(dropped) / n - rate) < 5 * sigma,
+             qPrintable(QString("dropped fraction %1 for rate %2").arg(double(dropped) / n).arg(rate)));
+    QVERIFY2(differ > n / 100, "the next step drew the same mask");
+}
+
+void TestCpuLayers::cross_entropy_gradient_data()
+{
+    QTest::addColumn<OutputHead>("head");
+    QTest::addColumn<bool>("clipped"); // add Keras rows where p_t hits both clip bounds
+    QTest::newRow("logits") << OutputHead::Logits << false;
+    QTest::newRow("softmax_folded") << OutputHead::SoftmaxFolded << false;
+    QTest::newRow("sigmoid_keras") << OutputHead::SigmoidKeras << false;
+    QTest::newRow("sigmoid_keras_clipped") << OutputHead::SigmoidKeras << true;
+}
+
+void TestCpuLayers::cross_entropy_gradient()
+{
+    QFETCH(OutputHead, head);
+    QFETCH(bool, clipped);
+    Backend& be = *m_be;
+    const int batch = 5, classes = 6;
+    Vec z = random_vec(std::size_t(batch) * classes, 81, -3.0f, 3.0f);
+    std::vector<std::int32_t> labels = {0, 3, 5, 2, 1};
+    if (clipped) {
+        // Row 0: target far below the rest: p_t ~ 1e-13 clips up to eps.
+        for (int j = 0; j < classes; ++j) z[j] = j == labels[0] ? -30.0f : 2.0f;
+        // Row 1: target saturates while the others vanish: p_t > 1 - eps clips down.
+        for (int j = 0; j < classes; ++j) z[classes + j] = j == labels[1] ? 20.0f : -25.0f;
+    }
+    const float scale = 8.0f;
+    Buffer logits = upload(be, z), lab = upload_i32(be, labels);
+    Buffer scaler = upload(be, {scale, 0.0f, 0.0f, 0.0f});
+    Buffer dz = poisoned(be, z.size()), record = poisoned(be, k_record_fields);
+    be.cross_entropy(head, logits, lab, batch, classes, &scaler, &dz, record, 0);
+
+    auto loss = [&](const DVec& p) { return ce_loss_d(head, p, labels, classes); };
+    const DVec zd = to_double(z);
+    DVec num = numeric_grad(loss, zd, 1e-4); // double central differences: error ~1e-9
+    for (double& v : num) v *= scale;
+    // fp32 softmax/sigmoid of logits in [-3, 3] (and the scale of 8): 1e-6 absolute.
+    const Vec got = download(be, dz);
+    expect_close(got, num, 1e-6, 1e-4, "dlogits");
+    if (clipped)
+        for (int j = 0; j < 2 * classes; ++j)
+            EXPECT_EXACT(got[j], 0.0f); // tf.clip_by_value passes no gradient outside the range
+
+    const Vec rec = download(be, record);
+    // Loss sum of 5 rows of order 1 (up to 16 for a clipped row), fp32 logs: 1e-5 relative.
+    const double ref_sum = loss(zd) * batch;
+    QVERIFY2(std::abs(rec[k_rec_loss_sum] - ref_sum) <= 1e-5 + 1e-5 * ref_sum,
+             qPrintable(QString("loss sum %1, expected %2").arg(rec[k_rec_loss_sum]).arg(ref_sum)));
+    if (clipped)
+        QVERIFY(std::abs(rec[k_rec_loss_sum] - ref_sum) < 1e-3 && ref_sum > 16.0); // -log(1e-7)
+    int correct = 0;
+    for (int r = 0; r < batch; ++r) {
+        const float* row = z.data() + r * classes;
+        correct += int(std::max_element(row, row + classes) - row) == labels[r] ? 1 : 0;
+    }
+    EXPECT_EXACT(rec[k_rec_correct], float(correct));
+}
+
+void TestCpuLayers::cross_entropy_accuracy_and_evaluation_accumulate()
+{
+    Backend& be = *m_be;
+    // Ties: the first maximum wins, so row 0 (max at 1 and 2, label 2) is wrong and
+    // row 1 (same logits, label 1) is right.
+    const Vec z = {2.0f, 5.0f, 5.0f, 1.0f, 2.0f, 5.0f, 5.0f, 1.0f, 9.0f, 0.0f, 0.0f, 0.0f};
+    Buffer logits = upload(be, z), lab = upload_i32(be, {2, 1, 0});
+    Buffer record = upload(be, {0.5f, 1.0f, 0.0f, 0.0f, 0.0f, 7.0f, 7.0f, 0.0f, 0.0f, 0.0f});
+    // Evaluation (no dlogits) adds into the record at the offset; a second batch adds again.
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, 5);
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, 5);
+    const Vec rec = download(be, record);
+    const double row01 = 5.0 + std::log(std::exp(-3.0) + 2.0 + std::exp(-4.0)) - 5.0;
+    const double row2 = 9.0 + std::log(1.0 + 3.0 * std::exp(-9.0)) - 9.0;
+    const double batch_sum = 2 * row01 + row2;
+    EXPECT_EXACT(rec[0], 0.5f); // fields before the offset untouched
+    EXPECT_EXACT(rec[1], 1.0f);
+    QVERIFY(std::abs(rec[5] - (7.0 + 2 * batch_sum)) < 1e-5);
+    EXPECT_EXACT(rec[6], 7.0f + 2 * 2.0f);
+
+    // Training (dlogits set) overwrites instead.
+    Buffer dz = poisoned(be, z.size());
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, &dz, record, 5);
+    const Vec rec2 = download(be, record);
+    QVERIFY(std::abs(rec2[5] - batch_sum) < 1e-5);
+    EXPECT_EXACT(rec2[6], 2.0f);
+}
+
+void TestCpuLayers::gather_batch_normalises_and_gathers_labels_data()
+{
+    QTest::addColumn<DType>("dtype");
+    QTest::newRow("float32") << DType::F32;
+    QTest::newRow("float16") << DType::F16;
+    QTest::newRow("bfloat16") << DType::BF16;
+}
+
+void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
+{
+    QFETCH(DType, dtype);
+    Backend& be = *m_be;
+    const int n_samples = 10, sample = 2 * 2 * 3, batch = 4;
+    const std::int64_t offset = 3;
+    std::mt19937 rng(91);
+    std::vector<std::uint8_t> images(std::size_t(n_samples) * sample), labels(n_samples);
+    for (auto& p : images) p = std::uint8_t(rng() % 256);
+    for (auto& l : labels) l = std::uint8_t(rng() % 10);
+    std::vector<std::int32_t> order(n_samples);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    Normalization norm;
+    norm.channels = 3;
+    const float mean[3] = {0.49f, 0.48f, 0.45f}, std_[3] = {0.25f, 0.24f, 0.26f};
+    for (int c = 0; c < 3; ++c) {
+        norm.mean[c] = mean[c];
+        norm.inv_std[c] = 1.0f / std_[c];
+    }
+    Buffer bi = be.alloc(images.size(), DType::U8), bl = be.alloc(labels.size(), DType::U8);
+    be.upload_raw(bi, images.data(), images.size());
+    be.upload_raw(bl, labels.data(), labels.size());
+    Buffer bo = upload_i32(be, order);
+    Buffer out = poisoned(be, std::size_t(batch) * sample, dtype);
+    Buffer out_lab = be.alloc(batch, DType::I32);
+    be.fill(out_lab, -1.0f);
+    be.gather_batch(bi, bl, bo, offset, batch, sample, norm, out, out_lab);
+
+    const Vec got = download(be, out), got_lab = download(be, out_lab);
+    for (int b = 0; b < batch; ++b) {
+        const int idx = order[offset + b];
+        EXPECT_EXACT(got_lab[b], float(labels[idx]));
+        for (int i = 0; i < sample; ++i) {
+            const int c = i % 3;
+            const double ref = (images[std::size_t(idx) * sample + i] / 255.0 - mean[c]) / std_[c];
+            const float v = got[std::size_t(b) * sample + i];
+            EXPECT_EXACT(round_to(dtype, v), v);
+            // fp32 normalisation (~1e-6 for values of a few units) plus the storage
+            // rounding: half an ulp of the dtype.
+            const double rel = dtype == DType::F32 ? 1e-6
+                               : dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+            QVERIFY2(std::abs(v - ref) <= 2e-6 + rel * std::abs(ref),
+                     qPrintable(QString("out[%1,%2] = %3, expected %4").arg(b).arg(i).arg(v).arg(ref)));
+        }
+    }
+}
+
+QTEST_APPLESS_MAIN(TestCpuLayers)
+#include "tst_cpu_layers.moc"
