@@ -3,7 +3,9 @@
 // scaling, and a three-step end-to-end training loop; each compared with the reference.
 #include "backend_check.h"
 
+#include "backend_validate.h"
 #include "mixlab/error.h"
+#include "op_names.h"
 
 #include <algorithm>
 #include <cmath>
@@ -73,51 +75,10 @@ struct Tol {
 };
 constexpr Tol k_exact{0.0, 0.0};
 
-const char* short_name(DType t)
+// Check names say "none" where a model spec says "linear".
+std::string activation_text(Activation a)
 {
-    switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-    case DType::U8: return "u8";
-    }
-    return "?";
-}
-
-const char* activation_text(Activation a)
-{
-    switch (a) {
-    case Activation::None: return "none";
-    case Activation::Relu: return "relu";
-    case Activation::Sigmoid: return "sigmoid";
-    case Activation::Tanh: return "tanh";
-    case Activation::Gelu: return "gelu";
-    case Activation::Softmax: return "softmax";
-    }
-    return "?";
-}
-
-const char* epilogue_text(Epilogue e)
-{
-    switch (e) {
-    case Epilogue::None: return "none";
-    case Epilogue::Bias: return "bias";
-    case Epilogue::BiasRelu: return "bias_relu";
-    case Epilogue::BiasGelu: return "bias_gelu";
-    case Epilogue::BiasGradA: return "bias_grad_a";
-    }
-    return "?";
-}
-
-const char* math_text(MathMode m)
-{
-    switch (m) {
-    case MathMode::Pedantic: return "pedantic";
-    case MathMode::TF32: return "tf32";
-    case MathMode::Reduced: return "reduced";
-    }
-    return "?";
+    return a == Activation::None ? "none" : std::string(activation_name(a));
 }
 
 std::string num(double v)
@@ -156,6 +117,14 @@ public:
         std::vector<float> v(n);
         for (float& x : v)
             x = round_to(t, uniform(lo, hi));
+        return v;
+    }
+    // n integers in [0, hi_exclusive) as bytes: pixels, or labels of up to 256 classes.
+    std::vector<std::uint8_t> bytes(std::size_t n, int hi_exclusive)
+    {
+        std::vector<std::uint8_t> v(n);
+        for (auto& b : v)
+            b = std::uint8_t(integer(0, hi_exclusive));
         return v;
     }
 
@@ -266,6 +235,20 @@ private:
         m_results.push_back(v.result());
     }
 
+    // One backend's half of every Twin: on(w) is w.ref on the reference, w.cand on the
+    // candidate. Each op runs once per backend through on_both, with the same arguments.
+    struct Side {
+        bool ref;
+        Buffer& operator()(Twin& w) const { return ref ? w.ref : w.cand; }
+        Buffer* operator()(Twin* w) const { return w ? &(*this)(*w) : nullptr; }
+    };
+    template <class Op>
+    void on_both(const Op& op)
+    {
+        op(m_ref, Side{true});
+        op(m_cand, Side{false});
+    }
+
     Twin twin(std::size_t n, DType t)
     {
         Twin w;
@@ -277,8 +260,7 @@ private:
     }
     void set(Twin& w, const std::vector<float>& v, std::size_t offset = 0)
     {
-        m_ref.upload_f32(w.ref, v.data(), v.size(), offset);
-        m_cand.upload_f32(w.cand, v.data(), v.size(), offset);
+        on_both([&](Backend& b, Side on) { b.upload_f32(on(w), v.data(), v.size(), offset); });
     }
     Twin make(const std::vector<float>& v, DType t)
     {
@@ -288,8 +270,7 @@ private:
     }
     void fill(Twin& w, float value)
     {
-        m_ref.fill(w.ref, value);
-        m_cand.fill(w.cand, value);
+        on_both([&](Backend& b, Side on) { b.fill(on(w), value); });
     }
     // NaN in every floating element: anything an op fails to write stays NaN and fails.
     void poison(Twin& w) { fill(w, is_floating(w.dtype) ? k_nan : -1.0f); }
@@ -305,10 +286,62 @@ private:
         v.compare(what, get(m_ref, w.ref), get(m_cand, w.cand), tol, scale, scale_factor);
     }
 
+    // One trainable tensor on both backends; the Twins a slot does not use stay empty.
+    struct ParamTwin {
+        Twin master, grad, low, state1, state2;
+    };
+    // The parameter table each backend prepared for the same tensors.
+    struct TwinTables {
+        std::unique_ptr<ParamTable> ref, cand;
+        ParamTable& operator()(Side on) const { return on.ref ? *ref : *cand; }
+    };
+    TwinTables prepare_params(std::vector<ParamTwin>& params)
+    {
+        TwinTables tables;
+        on_both([&](Backend& b, Side on) {
+            auto used = [&](Twin& w) { return w.count ? &on(w) : nullptr; };
+            std::vector<ParamSlot> slots;
+            for (ParamTwin& p : params)
+                slots.push_back({&on(p.master), &on(p.grad), used(p.low), used(p.state1),
+                                 used(p.state2)});
+            (on.ref ? tables.ref : tables.cand) = b.prepare_params(slots);
+        });
+        return tables;
+    }
+
+    // A labelled uint8 data set and a sample order, on both backends.
+    struct DataTwins {
+        Twin images, labels, order;
+    };
+    DataTwins upload_data(const std::vector<std::uint8_t>& images,
+                          const std::vector<std::uint8_t>& labels,
+                          const std::vector<std::int32_t>& order)
+    {
+        DataTwins d{twin(images.size(), DType::U8), twin(labels.size(), DType::U8),
+                    twin(order.size(), DType::I32)};
+        on_both([&](Backend& b, Side on) {
+            b.upload_raw(on(d.images), images.data(), images.size());
+            b.upload_raw(on(d.labels), labels.data(), labels.size());
+            b.upload_raw(on(d.order), order.data(), order.size() * sizeof(std::int32_t));
+        });
+        return d;
+    }
+
     void fill_checks();
+    void cast_check(DType tx, DType ty, const std::function<std::vector<float>(Rng&)>& input);
     void cast_checks();
     void gather_checks();
     void gemm_checks();
+    // One bias_activation check: inputs uniform in [-range, range), bias (in `in`'s dtype)
+    // in [-1, 1); also in place when the output has the input's dtype.
+    struct ActivationCase {
+        Activation act;
+        DType in, out;
+        int rows, cols;
+        bool bias;
+        float range;
+    };
+    void bias_activation_check(const ActivationCase& c);
     void activation_checks();
     void bias_grad_checks();
     void dropout_checks();
@@ -340,7 +373,7 @@ private:
 void Checker::fill_checks()
 {
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8}) {
-        run(std::string("fill/") + short_name(t), [&](Verdict& v, Rng&) {
+        run(std::string("fill/") + dtype_short_name(t), [&](Verdict& v, Rng&) {
             Twin w = twin(1003, t);
             poison(w);
             // 3.14159 rounds differently in each float type; integers round to 3.
@@ -352,39 +385,42 @@ void Checker::fill_checks()
     }
 }
 
+void Checker::cast_check(DType tx, DType ty,
+                         const std::function<std::vector<float>(Rng&)>& input)
+{
+    run(std::string("cast/") + dtype_short_name(tx) + "->" + dtype_short_name(ty),
+        [&](Verdict& v, Rng& rng) {
+            Twin x = make(input(rng), tx);
+            Twin y = twin(x.count, ty);
+            poison(y);
+            on_both([&](Backend& b, Side on) { b.cast(on(x), on(y)); });
+            compare(v, "y", y, k_exact);
+        });
+}
+
 void Checker::cast_checks()
 {
     // Conversions are exact functions (round to nearest even) on both sides.
     for (DType tx : k_floats)
         for (DType ty : k_floats)
-            run(std::string("cast/") + short_name(tx) + "->" + short_name(ty), [&](Verdict& v, Rng& rng) {
+            cast_check(tx, ty, [tx](Rng& rng) {
                 std::vector<float> x = rng.values(4099, tx, -3.0f, 3.0f);
                 // Edges: beyond fp16's range (inf), fp16 subnormals, exact ties, zero signs.
                 const float edges[] = {70000.0f, -65520.0f, 65504.0f, 3e-6f, -6e-8f, 1e-9f,
                                        1.0009765625f, 0.0f, -0.0f, 1e30f};
                 for (std::size_t i = 0; i < std::size(edges); ++i)
                     x[i] = round_to(tx, edges[i]);
-                Twin a = make(x, tx);
-                Twin b = twin(x.size(), ty);
-                poison(b);
-                m_ref.cast(a.ref, b.ref);
-                m_cand.cast(a.cand, b.cand);
-                compare(v, "y", b, k_exact);
+                return x;
             });
     const std::pair<DType, DType> ints[] = {{DType::U8, DType::F32}, {DType::I32, DType::F32},
                                             {DType::U8, DType::F16}, {DType::F32, DType::I32}};
     for (auto [tx, ty] : ints)
-        run(std::string("cast/") + short_name(tx) + "->" + short_name(ty), [&](Verdict& v, Rng& rng) {
+        cast_check(tx, ty, [tx = tx](Rng& rng) {
             std::vector<float> x(1000);
             for (float& e : x)
                 e = tx == DType::F32 ? std::round(rng.uniform(-1000.0f, 1000.0f)) + 0.25f
                                      : float(rng.integer(0, 256));
-            Twin a = make(x, tx);
-            Twin b = twin(x.size(), ty);
-            poison(b);
-            m_ref.cast(a.ref, b.ref);
-            m_cand.cast(a.cand, b.cand);
-            compare(v, "y", b, k_exact);
+            return x;
         });
 }
 
@@ -399,14 +435,11 @@ void Checker::gather_checks()
     const Shape shapes[] = {{3, 48, 50, 20, 7}, {1, 784, 100, 32, 64}};
     for (const Shape& s : shapes)
         for (DType t : k_floats)
-            run(std::string("gather_batch/") + short_name(t) + "/c" + std::to_string(s.channels) +
+            run(std::string("gather_batch/") + dtype_short_name(t) + "/c" + std::to_string(s.channels) +
                     "/" + std::to_string(s.batch) + "x" + std::to_string(s.sample),
                 [&](Verdict& v, Rng& rng) {
-                    std::vector<std::uint8_t> images(std::size_t(s.n) * s.sample), labels(s.n);
-                    for (auto& p : images)
-                        p = std::uint8_t(rng.integer(0, 256));
-                    for (auto& l : labels)
-                        l = std::uint8_t(rng.integer(0, 10));
+                    const auto images = rng.bytes(std::size_t(s.n) * s.sample, 256);
+                    const auto labels = rng.bytes(std::size_t(s.n), 10);
                     std::vector<std::int32_t> order(s.n);
                     for (int i = 0; i < s.n; ++i)
                         order[i] = i;
@@ -418,22 +451,15 @@ void Checker::gather_checks()
                         norm.mean[c] = rng.uniform(0.2f, 0.6f);
                         norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
                     }
-                    Twin img = twin(images.size(), DType::U8), lab = twin(labels.size(), DType::U8);
-                    Twin ord = twin(order.size(), DType::I32);
-                    for (Backend* b : {&m_ref, &m_cand}) {
-                        const bool r = b == &m_ref;
-                        b->upload_raw(r ? img.ref : img.cand, images.data(), images.size());
-                        b->upload_raw(r ? lab.ref : lab.cand, labels.data(), labels.size());
-                        b->upload_raw(r ? ord.ref : ord.cand, order.data(), order.size() * 4);
-                    }
+                    DataTwins data = upload_data(images, labels, order);
                     Twin out = twin(std::size_t(s.batch) * s.sample, t);
                     Twin out_labels = twin(std::size_t(s.batch), DType::I32);
                     poison(out);
                     poison(out_labels);
-                    m_ref.gather_batch(img.ref, lab.ref, ord.ref, s.offset, s.batch, s.sample, norm,
-                                       out.ref, out_labels.ref);
-                    m_cand.gather_batch(img.cand, lab.cand, ord.cand, s.offset, s.batch, s.sample,
-                                        norm, out.cand, out_labels.cand);
+                    on_both([&](Backend& b, Side on) {
+                        b.gather_batch(on(data.images), on(data.labels), on(data.order), s.offset,
+                                       s.batch, s.sample, norm, on(out), on(out_labels));
+                    });
                     // Same expression in the same order: fp32 agrees to the last bit but for
                     // the GPU's fused multiply-adds; 16-bit values then round identically.
                     compare(v, "out", out, Tol{1e-6, t == DType::F32 ? 1e-6 : out_rtol(t)});
@@ -445,14 +471,14 @@ void Checker::gather_checks()
 
 std::string Checker::gemm_name(const GemmCase& g) const
 {
-    std::string s = std::string("gemm/") + short_name(g.ab);
+    std::string s = std::string("gemm/") + dtype_short_name(g.ab);
     if (g.c != g.ab)
-        s += std::string("->") + short_name(g.c);
-    s += std::string("/") + math_text(g.math) + "/" + (g.ta ? "T" : "N") + (g.tb ? "T" : "N") + "/" +
+        s += std::string("->") + dtype_short_name(g.c);
+    s += std::string("/") + math_mode_name(g.math) + "/" + (g.ta ? "T" : "N") + (g.tb ? "T" : "N") + "/" +
          std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + "/" +
-         epilogue_text(g.epi);
+         epilogue_name(g.epi);
     if (g.epi == Epilogue::BiasGradA)
-        s += std::string("_") + short_name(g.grad);
+        s += std::string("_") + dtype_short_name(g.grad);
     if (g.beta != 0.0f || g.alpha != 1.0f)
         s += "/alpha" + num(g.alpha) + "_beta" + num(g.beta);
     return s;
@@ -476,8 +502,7 @@ void Checker::gemm_check(const GemmCase& g)
         } else {
             poison(tc); // beta == 0: C is not read, NaN included
         }
-        const bool has_bias = g.epi == Epilogue::Bias || g.epi == Epilogue::BiasRelu ||
-                              g.epi == Epilogue::BiasGelu;
+        const bool has_bias = validate::epilogue_adds_bias(g.epi);
         std::vector<float> bias;
         Twin tbias, tgrad;
         if (has_bias) {
@@ -499,18 +524,14 @@ void Checker::gemm_check(const GemmCase& g)
         call.beta = g.beta;
         call.epilogue = g.epi;
         call.math = g.math;
-        call.a = &ta.ref;
-        call.b = &tb.ref;
-        call.c = &tc.ref;
-        call.bias = has_bias ? &tbias.ref : nullptr;
-        call.bias_grad = g.epi == Epilogue::BiasGradA ? &tgrad.ref : nullptr;
-        m_ref.gemm(call);
-        call.a = &ta.cand;
-        call.b = &tb.cand;
-        call.c = &tc.cand;
-        call.bias = has_bias ? &tbias.cand : nullptr;
-        call.bias_grad = g.epi == Epilogue::BiasGradA ? &tgrad.cand : nullptr;
-        m_cand.gemm(call);
+        on_both([&](Backend& be, Side on) {
+            call.a = &on(ta);
+            call.b = &on(tb);
+            call.c = &on(tc);
+            call.bias = on(has_bias ? &tbias : nullptr);
+            call.bias_grad = on(g.epi == Epilogue::BiasGradA ? &tgrad : nullptr);
+            be.gemm(call);
+        });
 
         // Magnitude scale per element (see accumulation_tol).
         std::vector<double> row_norm(m, 0.0), col_norm(n, 0.0), row_abs(m, 0.0);
@@ -574,12 +595,13 @@ void Checker::gemm_checks()
                     }
         }
     // The other math modes for the operand types where they mean something different.
-    gemm_check(GemmCase{37, 19, 53, false, false, DType::F16, DType::F16, MathMode::Pedantic,
-                        Epilogue::None});
-    gemm_check(GemmCase{37, 19, 53, false, false, DType::BF16, DType::F32, MathMode::Pedantic,
-                        Epilogue::Bias});
-    gemm_check(GemmCase{37, 19, 53, false, true, DType::F32, DType::F32, MathMode::Reduced,
-                        Epilogue::BiasRelu});
+    const GemmCase other_modes[] = {
+        {37, 19, 53, false, false, DType::F16, DType::F16, MathMode::Pedantic, Epilogue::None},
+        {37, 19, 53, false, false, DType::BF16, DType::F32, MathMode::Pedantic, Epilogue::Bias},
+        {37, 19, 53, false, true, DType::F32, DType::F32, MathMode::Reduced, Epilogue::BiasRelu},
+    };
+    for (const GemmCase& g : other_modes)
+        gemm_check(g);
     // alpha and beta: C read and scaled.
     for (Mode md : modes)
         for (Epilogue e : {Epilogue::None, Epilogue::BiasRelu}) {
@@ -596,18 +618,17 @@ void Checker::gemm_checks()
     // dW = dZ^T X with the bias gradient; and the 10-class head.
     for (Mode md : modes)
         gemm_check(GemmCase{256, 3000, 3072, false, true, md.ab, md.ab, md.math, Epilogue::BiasRelu});
-    gemm_check(GemmCase{256, 3072, 3000, false, false, DType::F16, DType::F16, MathMode::Reduced,
-                        Epilogue::None});
-    gemm_check(GemmCase{256, 3072, 3000, false, false, DType::F32, DType::F32, MathMode::Pedantic,
-                        Epilogue::None});
-    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::F16, DType::F32, MathMode::Reduced,
-                        Epilogue::BiasGradA});
-    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::BF16, DType::F32, MathMode::Reduced,
-                        Epilogue::BiasGradA});
-    gemm_check(GemmCase{3000, 3072, 256, true, false, DType::F32, DType::F32, MathMode::TF32,
-                        Epilogue::BiasGradA});
-    gemm_check(GemmCase{256, 10, 1000, false, true, DType::F16, DType::F16, MathMode::Reduced,
-                        Epilogue::Bias});
+    const Epilogue dw = Epilogue::BiasGradA;
+    const GemmCase seed_mlp[] = {
+        {256, 3072, 3000, false, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
+        {256, 3072, 3000, false, false, DType::F32, DType::F32, MathMode::Pedantic, Epilogue::None},
+        {3000, 3072, 256, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
+        {3000, 3072, 256, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
+        {3000, 3072, 256, true, false, DType::F32, DType::F32, MathMode::TF32, dw},
+        {256, 10, 1000, false, true, DType::F16, DType::F16, MathMode::Reduced, Epilogue::Bias},
+    };
+    for (const GemmCase& g : seed_mlp)
+        gemm_check(g);
 }
 
 // ---- activations -------------------------------------------------------------------------
@@ -618,6 +639,39 @@ void Checker::gemm_checks()
 Tol activation_tol(DType t)
 {
     return t == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-5, out_rtol(t)};
+}
+
+void Checker::bias_activation_check(const ActivationCase& c)
+{
+    std::string name = std::string("bias_activation/") + activation_text(c.act) + "/" +
+                       dtype_short_name(c.in);
+    if (c.out != c.in)
+        name += std::string("->") + dtype_short_name(c.out);
+    name += '/';
+    name += std::to_string(c.rows) + "x" + std::to_string(c.cols);
+    if (!c.bias)
+        name += "/no_bias";
+    run(name, [&](Verdict& v, Rng& rng) {
+        const std::size_t n = std::size_t(c.rows) * c.cols;
+        Twin x = make(rng.values(n, c.in, -c.range, c.range), c.in);
+        Twin bias;
+        if (c.bias)
+            bias = make(rng.values(std::size_t(c.cols), c.in, -1.0f, 1.0f), c.in);
+        auto forward = [&](Twin& y) {
+            on_both([&](Backend& b, Side on) {
+                b.bias_activation(c.act, on(x), on(c.bias ? &bias : nullptr), c.cols, on(y));
+            });
+        };
+        Twin y = twin(n, c.out);
+        poison(y);
+        forward(y);
+        compare(v, "y", y, activation_tol(c.out));
+        if (c.out == c.in) {
+            // In place (y aliases x), as the trainer runs activation layers.
+            forward(x);
+            compare(v, "y (in place)", x, activation_tol(c.out));
+        }
+    });
 }
 
 void Checker::activation_checks()
@@ -633,31 +687,12 @@ void Checker::activation_checks()
             std::vector<Shape> shapes = {{33, 77, true}, {16, 50, false}};
             if (act == Activation::Softmax)
                 shapes = {{33, 10, true}, {8, 1000, true}, {5, 3001, false}};
-            for (const Shape& s : shapes) {
-                const std::string base = std::string("bias_activation/") + activation_text(act) + "/" +
-                                         short_name(t) + "/" + std::to_string(s.rows) + "x" +
-                                         std::to_string(s.cols) + (s.bias ? "" : "/no_bias");
-                run(base, [&](Verdict& v, Rng& rng) {
-                    const std::size_t n = std::size_t(s.rows) * s.cols;
-                    Twin x = make(rng.values(n, t, -4.0f, 4.0f), t);
-                    Twin b;
-                    if (s.bias)
-                        b = make(rng.values(std::size_t(s.cols), t, -1.0f, 1.0f), t);
-                    Twin y = twin(n, t);
-                    poison(y);
-                    m_ref.bias_activation(act, x.ref, s.bias ? &b.ref : nullptr, s.cols, y.ref);
-                    m_cand.bias_activation(act, x.cand, s.bias ? &b.cand : nullptr, s.cols, y.cand);
-                    compare(v, "y", y, activation_tol(t));
-                    // In place (y aliases x), as the trainer runs activation layers.
-                    m_ref.bias_activation(act, x.ref, s.bias ? &b.ref : nullptr, s.cols, x.ref);
-                    m_cand.bias_activation(act, x.cand, s.bias ? &b.cand : nullptr, s.cols, x.cand);
-                    compare(v, "y (in place)", x, activation_tol(t));
-                });
-            }
+            for (const Shape& s : shapes)
+                bias_activation_check(ActivationCase{act, t, t, s.rows, s.cols, s.bias, 4.0f});
             // Backward: y = act(x) from the reference, given to both so they see the same y.
             const int rows = act == Activation::Softmax ? 8 : 33;
             const int cols = act == Activation::Softmax ? 1000 : 77;
-            run(std::string("activation_backward/") + activation_text(act) + "/" + short_name(t) +
+            run(std::string("activation_backward/") + activation_text(act) + "/" + dtype_short_name(t) +
                     "/" + std::to_string(rows) + "x" + std::to_string(cols),
                 [&](Verdict& v, Rng& rng) {
                     const std::size_t n = std::size_t(rows) * cols;
@@ -667,30 +702,25 @@ void Checker::activation_checks()
                     const std::vector<float> yv = get(m_ref, y.ref);
                     set(y, yv);
                     Twin dy = make(rng.values(n, t, -1.0f, 1.0f), t);
+                    auto backward = [&](Twin& dx) {
+                        poison(dx);
+                        on_both([&](Backend& b, Side on) {
+                            b.activation_backward(act, on(x), on(y), on(dy), cols, on(dx));
+                        });
+                    };
                     Twin dx = twin(n, t);
-                    poison(dx);
-                    m_ref.activation_backward(act, x.ref, y.ref, dy.ref, cols, dx.ref);
-                    m_cand.activation_backward(act, x.cand, y.cand, dy.cand, cols, dx.cand);
+                    backward(dx);
                     compare(v, "dx", dx, activation_tol(t));
                     // fp32 gradient from a 16-bit layer (a layer kept out of reduced precision
                     // hands its gradient back in fp32).
                     Twin dx32 = twin(n, DType::F32);
-                    poison(dx32);
-                    m_ref.activation_backward(act, x.ref, y.ref, dy.ref, cols, dx32.ref);
-                    m_cand.activation_backward(act, x.cand, y.cand, dy.cand, cols, dx32.cand);
+                    backward(dx32);
                     compare(v, "dx (f32)", dx32, activation_tol(DType::F32));
                 });
         }
     // A 16-bit input with an fp32 output (a softmax layer kept in float32).
-    run("bias_activation/softmax/f16->f32/64x10", [&](Verdict& v, Rng& rng) {
-        Twin x = make(rng.values(640, DType::F16, -6.0f, 6.0f), DType::F16);
-        Twin b = make(rng.values(10, DType::F16, -1.0f, 1.0f), DType::F16);
-        Twin y = twin(640, DType::F32);
-        poison(y);
-        m_ref.bias_activation(Activation::Softmax, x.ref, &b.ref, 10, y.ref);
-        m_cand.bias_activation(Activation::Softmax, x.cand, &b.cand, 10, y.cand);
-        compare(v, "y", y, activation_tol(DType::F32));
-    });
+    bias_activation_check(
+        ActivationCase{Activation::Softmax, DType::F16, DType::F32, 64, 10, true, 6.0f});
 }
 
 // ---- bias gradient -------------------------------------------------------------------------
@@ -706,7 +736,7 @@ void Checker::bias_grad_checks()
                           {300, 77, DType::BF16, DType::BF16}, {4096, 10, DType::F16, DType::F32},
                           {256, 3000, DType::F32, DType::F32}, {1, 5, DType::F32, DType::F32}};
     for (const Case& c : cases)
-        run(std::string("bias_grad/") + short_name(c.in) + "->" + short_name(c.out) + "/" +
+        run(std::string("bias_grad/") + dtype_short_name(c.in) + "->" + dtype_short_name(c.out) + "/" +
                 std::to_string(c.rows) + "x" + std::to_string(c.cols),
             [&](Verdict& v, Rng& rng) {
                 const std::vector<float> dy =
@@ -718,8 +748,9 @@ void Checker::bias_grad_checks()
                 Twin tdy = make(dy, c.in);
                 Twin out = twin(std::size_t(c.cols), c.out);
                 poison(out);
-                m_ref.bias_grad(tdy.ref, c.rows, c.cols, out.ref);
-                m_cand.bias_grad(tdy.cand, c.rows, c.cols, out.cand);
+                on_both([&](Backend& b, Side on) {
+                    b.bias_grad(on(tdy), c.rows, c.cols, on(out));
+                });
                 // fp32 sums in different orders: a few 2^-24 of sum |dy| each.
                 compare(v, "out", out, Tol{1e-30, out_rtol(c.out)}, &abs_sum,
                         1e-5 + unit_roundoff(c.out));
@@ -734,23 +765,28 @@ void Checker::dropout_checks()
     // same rounding.
     for (DType t : k_floats)
         for (float rate : {0.0f, 0.1f, 0.5f, 0.9f})
-            run(std::string("dropout/") + short_name(t) + "/rate" + num(rate), [&](Verdict& v, Rng& rng) {
+            run(std::string("dropout/") + dtype_short_name(t) + "/rate" + num(rate), [&](Verdict& v, Rng& rng) {
                 const std::size_t n = 10007;
                 const std::uint64_t seed = 0x5EED0000u + std::uint64_t(rng.integer(0, 1 << 30));
                 Twin x = make(rng.values(n, t, -2.0f, 2.0f), t);
-                Twin y = twin(n, t);
+                Twin y = twin(n, t), dx = twin(n, t);
                 poison(y);
-                m_ref.dropout_forward(x.ref, rate, seed, 17, y.ref);
-                m_cand.dropout_forward(x.cand, rate, seed, 17, y.cand);
-                compare(v, "y", y, k_exact);
-                Twin dx = twin(n, t);
                 poison(dx);
-                m_ref.dropout_backward(x.ref, rate, seed, 17, dx.ref);
-                m_cand.dropout_backward(x.cand, rate, seed, 17, dx.cand);
+                // The backward pass regenerates the forward mask from (seed, step).
+                auto pass = [&](bool forward, std::uint64_t step, Twin& out) {
+                    on_both([&](Backend& b, Side on) {
+                        if (forward)
+                            b.dropout_forward(on(x), rate, seed, step, on(out));
+                        else
+                            b.dropout_backward(on(x), rate, seed, step, on(out));
+                    });
+                };
+                pass(true, 17, y);
+                compare(v, "y", y, k_exact);
+                pass(false, 17, dx);
                 compare(v, "dx", dx, k_exact);
                 // Another step draws another mask.
-                m_ref.dropout_forward(x.ref, rate, seed, 18, y.ref);
-                m_cand.dropout_forward(x.cand, rate, seed, 18, y.cand);
+                pass(true, 18, y);
                 compare(v, "y (next step)", y, k_exact);
             });
 }
@@ -769,7 +805,7 @@ void Checker::cross_entropy_checks()
         for (DType t : k_floats)
             for (Shape s : {Shape{32, 10}, Shape{67, 1000}})
                 for (bool train : {true, false})
-                    run(std::string("cross_entropy/") + head_name + "/" + short_name(t) + "/" +
+                    run(std::string("cross_entropy/") + head_name + "/" + dtype_short_name(t) + "/" +
                             (train ? "train" : "eval") + "/" + std::to_string(s.batch) + "x" +
                             std::to_string(s.classes),
                         [&](Verdict& v, Rng& rng) {
@@ -796,14 +832,12 @@ void Checker::cross_entropy_checks()
                                 set(record, {2.5f, 3.0f}, off);
                             Twin dz = twin(n, t);
                             poison(dz);
-                            for (int rep = 0; rep < (train ? 1 : 2); ++rep) {
-                                m_ref.cross_entropy(head, tz.ref, tl.ref, s.batch, s.classes,
-                                                    train ? &scaler.ref : nullptr,
-                                                    train ? &dz.ref : nullptr, record.ref, off);
-                                m_cand.cross_entropy(head, tz.cand, tl.cand, s.batch, s.classes,
-                                                     train ? &scaler.cand : nullptr,
-                                                     train ? &dz.cand : nullptr, record.cand, off);
-                            }
+                            for (int rep = 0; rep < (train ? 1 : 2); ++rep)
+                                on_both([&](Backend& b, Side on) {
+                                    b.cross_entropy(head, on(tz), on(tl), s.batch, s.classes,
+                                                    on(train ? &scaler : nullptr),
+                                                    on(train ? &dz : nullptr), on(record), off);
+                                });
                             // Loss: per-row fp32 losses a few ulps apart, summed; correct counts
                             // exact (identical logits, first maximum wins on both).
                             const std::vector<float> rr = get(m_ref, record.ref);
@@ -880,13 +914,9 @@ void Checker::optimizer_checks()
                 const bool state1 = adam || o.cfg.momentum != 0.0f;
                 // Sizes: two chunks and an odd tail, a bias-like vector, a scalar.
                 const std::size_t sizes[] = {20003, 77, 1};
-                struct Param {
-                    Twin master, grad, low, s1, s2;
-                };
-                std::vector<Param> params(std::size(sizes));
-                std::vector<ParamSlot> slots_r, slots_c;
+                std::vector<ParamTwin> params(std::size(sizes));
                 for (std::size_t p = 0; p < params.size(); ++p) {
-                    Param& q = params[p];
+                    ParamTwin& q = params[p];
                     q.master = make(rng.values(sizes[p], l.master, -1.0f, 1.0f), l.master);
                     q.grad = twin(sizes[p], l.grad);
                     if (l.low) {
@@ -894,20 +924,15 @@ void Checker::optimizer_checks()
                         poison(q.low);
                     }
                     if (state1) {
-                        q.s1 = twin(sizes[p], l.master);
-                        fill(q.s1, 0.0f);
+                        q.state1 = twin(sizes[p], l.master);
+                        fill(q.state1, 0.0f);
                     }
                     if (adam) {
-                        q.s2 = twin(sizes[p], l.master);
-                        fill(q.s2, 0.0f);
+                        q.state2 = twin(sizes[p], l.master);
+                        fill(q.state2, 0.0f);
                     }
-                    slots_r.push_back({&q.master.ref, &q.grad.ref, l.low ? &q.low.ref : nullptr,
-                                       state1 ? &q.s1.ref : nullptr, adam ? &q.s2.ref : nullptr});
-                    slots_c.push_back({&q.master.cand, &q.grad.cand, l.low ? &q.low.cand : nullptr,
-                                       state1 ? &q.s1.cand : nullptr, adam ? &q.s2.cand : nullptr});
                 }
-                auto table_r = m_ref.prepare_params(slots_r);
-                auto table_c = m_cand.prepare_params(slots_c);
+                const TwinTables tables = prepare_params(params);
                 ScalerParams sp;
                 sp.mode = l.mode;
                 sp.growth_interval = 2; // growth after two clean steps
@@ -938,17 +963,18 @@ void Checker::optimizer_checks()
                         set(params[p].grad, g);
                     }
                     set(record, {k_nan, k_nan, k_nan}, off + k_rec_scale);
-                    m_ref.optimizer_step(*table_r, o.cfg, sp, scaler.ref, record.ref, off);
-                    m_cand.optimizer_step(*table_c, o.cfg, sp, scaler.cand, record.cand, off);
+                    on_both([&](Backend& b, Side on) {
+                        b.optimizer_step(tables(on), o.cfg, sp, on(scaler), on(record), off);
+                    });
                     compare(v, "scaler", scaler, k_exact);
                     compare(v, "record", record, k_exact);
                     for (std::size_t p = 0; p < params.size(); ++p) {
                         const std::string i = std::string(1, '[') + std::to_string(p) + ']';
                         compare(v, "master" + i, params[p].master, wtol);
                         if (state1)
-                            compare(v, "state1" + i, params[p].s1, wtol);
+                            compare(v, "state1" + i, params[p].state1, wtol);
                         if (adam)
-                            compare(v, "state2" + i, params[p].s2, wtol);
+                            compare(v, "state2" + i, params[p].state2, wtol);
                         if (l.low)
                             compare(v, "low" + i, params[p].low, ltol);
                     }
@@ -970,22 +996,12 @@ void Checker::end_to_end_checks()
             const int n_samples = 64, sample = 48, hidden = 32, classes = 10, batch = 16;
             const DType ct = mixed ? DType::F16 : DType::F32;
             const MathMode math = mixed ? MathMode::Reduced : MathMode::Pedantic;
-            std::vector<std::uint8_t> images(std::size_t(n_samples) * sample), labels(n_samples);
-            for (auto& p : images)
-                p = std::uint8_t(rng.integer(0, 256));
-            for (auto& l : labels)
-                l = std::uint8_t(rng.integer(0, classes));
+            const auto images = rng.bytes(std::size_t(n_samples) * sample, 256);
+            const auto labels = rng.bytes(std::size_t(n_samples), classes);
             std::vector<std::int32_t> order(n_samples);
             for (int i = 0; i < n_samples; ++i)
                 order[i] = (i * 37) % n_samples;
-            Twin img = twin(images.size(), DType::U8), lab = twin(labels.size(), DType::U8);
-            Twin ord = twin(order.size(), DType::I32);
-            for (Backend* b : {&m_ref, &m_cand}) {
-                const bool r = b == &m_ref;
-                b->upload_raw(r ? img.ref : img.cand, images.data(), images.size());
-                b->upload_raw(r ? lab.ref : lab.cand, labels.data(), labels.size());
-                b->upload_raw(r ? ord.ref : ord.cand, order.data(), order.size() * 4);
-            }
+            DataTwins data = upload_data(images, labels, order);
             Normalization norm;
             norm.channels = 3;
             for (int c = 0; c < 3; ++c) {
@@ -994,33 +1010,21 @@ void Checker::end_to_end_checks()
             }
 
             // Parameters: fp32 masters, fp32 grads, fp16 copies under mixed precision.
-            struct Param {
-                Twin master, grad, low, mom;
-                std::size_t n;
-            };
             const std::size_t shapes[] = {std::size_t(hidden) * sample, std::size_t(hidden),
                                           std::size_t(classes) * hidden, std::size_t(classes)};
-            std::vector<Param> P(4);
-            std::vector<ParamSlot> sr, sc;
+            std::vector<ParamTwin> P(4); // SGD momentum in state1
             for (int p = 0; p < 4; ++p) {
-                P[p].n = shapes[p];
                 const float lim = p % 2 == 0 ? 0.25f : 0.05f;
                 P[p].master = make(rng.values(shapes[p], DType::F32, -lim, lim), DType::F32);
                 P[p].grad = twin(shapes[p], DType::F32);
-                P[p].mom = twin(shapes[p], DType::F32);
-                fill(P[p].mom, 0.0f);
+                P[p].state1 = twin(shapes[p], DType::F32);
+                fill(P[p].state1, 0.0f);
                 if (mixed) {
                     P[p].low = twin(shapes[p], DType::F16);
-                    m_ref.cast(P[p].master.ref, P[p].low.ref);
-                    m_cand.cast(P[p].master.cand, P[p].low.cand);
+                    on_both([&](Backend& b, Side on) { b.cast(on(P[p].master), on(P[p].low)); });
                 }
-                sr.push_back({&P[p].master.ref, &P[p].grad.ref, mixed ? &P[p].low.ref : nullptr,
-                              &P[p].mom.ref, nullptr});
-                sc.push_back({&P[p].master.cand, &P[p].grad.cand, mixed ? &P[p].low.cand : nullptr,
-                              &P[p].mom.cand, nullptr});
             }
-            auto tr = m_ref.prepare_params(sr);
-            auto tc = m_cand.prepare_params(sc);
+            const TwinTables tables = prepare_params(P);
             OptimizerConfig opt;
             opt.lr = 0.1f;
             opt.momentum = 0.9f;
@@ -1036,46 +1040,44 @@ void Checker::end_to_end_checks()
             Twin h = twin(std::size_t(batch) * hidden, ct), z = twin(std::size_t(batch) * classes, ct);
             Twin dh = twin(std::size_t(batch) * hidden, ct);
             for (int s = 0; s < steps; ++s) {
-                for (Backend* b : {&m_ref, &m_cand}) {
-                    const bool r = b == &m_ref;
-                    auto B = [r](Twin& t) -> Buffer& { return r ? t.ref : t.cand; };
-                    auto W = [&](int p) -> Buffer& { return mixed ? B(P[p].low) : B(P[p].master); };
-                    b->gather_batch(B(img), B(lab), B(ord), std::int64_t(s) * batch, batch, sample,
-                                    norm, B(x), B(y));
+                on_both([&](Backend& b, Side on) {
+                    auto W = [&](int p) -> Buffer& { return mixed ? on(P[p].low) : on(P[p].master); };
+                    b.gather_batch(on(data.images), on(data.labels), on(data.order),
+                                   std::int64_t(s) * batch, batch, sample, norm, on(x), on(y));
                     GemmCall f1; // h = relu(x W1^T + b1)
                     f1.trans_b = true;
                     f1.m = batch; f1.n = hidden; f1.k = sample;
-                    f1.a = &B(x); f1.b = &W(0); f1.c = &B(h);
+                    f1.a = &on(x); f1.b = &W(0); f1.c = &on(h);
                     f1.epilogue = Epilogue::BiasRelu; f1.bias = &W(1); f1.math = math;
-                    b->gemm(f1);
+                    b.gemm(f1);
                     GemmCall f2 = f1; // z = h W2^T + b2
                     f2.n = classes; f2.k = hidden;
-                    f2.a = &B(h); f2.b = &W(2); f2.c = &B(z);
+                    f2.a = &on(h); f2.b = &W(2); f2.c = &on(z);
                     f2.epilogue = Epilogue::Bias; f2.bias = &W(3);
-                    b->gemm(f2);
+                    b.gemm(f2);
                     // dz overwrites z in place.
-                    b->cross_entropy(OutputHead::Logits, B(z), B(y), batch, classes, &B(scaler),
-                                     &B(z), B(record), std::size_t(s) * k_record_fields);
+                    b.cross_entropy(OutputHead::Logits, on(z), on(y), batch, classes, &on(scaler),
+                                    &on(z), on(record), std::size_t(s) * k_record_fields);
                     GemmCall g2; // dW2 = dz^T h, db2 = column sums of dz
                     g2.trans_a = true;
                     g2.m = classes; g2.n = hidden; g2.k = batch;
-                    g2.a = &B(z); g2.b = &B(h); g2.c = &B(P[2].grad);
-                    g2.epilogue = Epilogue::BiasGradA; g2.bias_grad = &B(P[3].grad); g2.math = math;
-                    b->gemm(g2);
+                    g2.a = &on(z); g2.b = &on(h); g2.c = &on(P[2].grad);
+                    g2.epilogue = Epilogue::BiasGradA; g2.bias_grad = &on(P[3].grad); g2.math = math;
+                    b.gemm(g2);
                     GemmCall d1; // dh = dz W2
                     d1.m = batch; d1.n = hidden; d1.k = classes;
-                    d1.a = &B(z); d1.b = &W(2); d1.c = &B(dh); d1.math = math;
-                    b->gemm(d1);
-                    b->activation_backward(Activation::Relu, B(h), B(h), B(dh), hidden, B(dh));
+                    d1.a = &on(z); d1.b = &W(2); d1.c = &on(dh); d1.math = math;
+                    b.gemm(d1);
+                    b.activation_backward(Activation::Relu, on(h), on(h), on(dh), hidden, on(dh));
                     GemmCall g1; // dW1 = dh^T x, db1
                     g1.trans_a = true;
                     g1.m = hidden; g1.n = sample; g1.k = batch;
-                    g1.a = &B(dh); g1.b = &B(x); g1.c = &B(P[0].grad);
-                    g1.epilogue = Epilogue::BiasGradA; g1.bias_grad = &B(P[1].grad); g1.math = math;
-                    b->gemm(g1);
-                    b->optimizer_step(r ? *tr : *tc, opt, sp, B(scaler), B(record),
-                                      std::size_t(s) * k_record_fields);
-                }
+                    g1.a = &on(dh); g1.b = &on(x); g1.c = &on(P[0].grad);
+                    g1.epilogue = Epilogue::BiasGradA; g1.bias_grad = &on(P[1].grad); g1.math = math;
+                    b.gemm(g1);
+                    b.optimizer_step(tables(on), opt, sp, on(scaler), on(record),
+                                     std::size_t(s) * k_record_fields);
+                });
             }
             // Differences start at fp32 ulps (fp32) or fp16 ulps of activations (mixed)
             // and grow a little through three steps.

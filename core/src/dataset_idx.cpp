@@ -146,28 +146,57 @@ std::uint64_t read_payload(GzReader& reader, std::vector<std::uint8_t>& out, std
     return out.size();
 }
 
+// What differs between the two IDX files this loader reads.
+struct IdxFormat {
+    std::uint32_t magic;
+    std::size_t header_bytes; // the magic, then one big-endian uint32 per dimension
+    const char* kind;         // "not an IDX image file"
+    const char* header_text;  // "expected 16 bytes (a 16-byte IDX image header)"
+    const char* items;        // "holds no images"
+};
+constexpr IdxFormat k_image_format{k_images_magic, 16, "image", "a 16-byte IDX image header",
+                                   "images"};
+constexpr IdxFormat k_label_format{k_labels_magic, 8, "label", "an 8-byte IDX label header",
+                                   "labels"};
+
+// Reads and checks the header (the right magic, complete, at least one item) and returns
+// its dimensions: the item count first. The magic is checked before completeness so a
+// short file of the wrong kind is reported as the wrong kind.
+std::vector<std::uint32_t> read_header(GzReader& reader, const path& file, const IdxFormat& f) {
+    std::uint8_t header[16];
+    const std::size_t got = reader.read(header, f.header_bytes);
+    if (got < 4) throw_truncated(file, reader, f.header_bytes, got, f.header_text);
+    check_magic(file, read_be32(header), f.magic, f.kind);
+    if (got < f.header_bytes) throw_truncated(file, reader, f.header_bytes, got, f.header_text);
+    std::vector<std::uint32_t> dims;
+    for (std::size_t at = 4; at < f.header_bytes; at += 4) dims.push_back(read_be32(header + at));
+    if (dims[0] == 0)
+        throw DataError("dataset file " + file.string() + " holds no " + f.items +
+                        " (its header says 0)");
+    return dims;
+}
+
+// Reads the `expected` bytes after the header into out; the file must hold exactly those.
+void read_body(GzReader& reader, const path& file, const IdxFormat& f, std::uint64_t expected,
+               const std::string& layout, std::vector<std::uint8_t>& out) {
+    const std::uint64_t found = read_payload(reader, out, expected);
+    if (found < expected)
+        throw_truncated(file, reader, f.header_bytes + expected, f.header_bytes + found, layout);
+    check_no_trailing_data(file, reader, layout);
+}
+
 IdxImages read_images(const path& file) {
     GzReader reader(file);
     IdxImages result;
     result.file = file;
-    std::uint8_t header[16];
-    const std::size_t got = reader.read(header, sizeof header);
-    if (got < 4) throw_truncated(file, reader, 16, got, "a 16-byte IDX image header");
-    check_magic(file, read_be32(header), k_images_magic, "image");
-    if (got < 16) throw_truncated(file, reader, 16, got, "a 16-byte IDX image header");
-    const std::uint32_t n = read_be32(header + 4);
-    const std::uint32_t rows = read_be32(header + 8);
-    const std::uint32_t cols = read_be32(header + 12);
-    if (n == 0) throw DataError("dataset file " + file.string() + " holds no images (its header says 0)");
+    const auto dims = read_header(reader, file, k_image_format);
+    const std::uint32_t n = dims[0], rows = dims[1], cols = dims[2];
     if (rows == 0 || cols == 0 || std::uint64_t(rows) * cols > k_max_image_pixels)
         throw DataError("dataset file " + file.string() + " has a damaged header: images of " +
                         std::to_string(rows) + "x" + std::to_string(cols) + " pixels");
-    const std::uint64_t expected = std::uint64_t(n) * rows * cols;
     const std::string layout = "16-byte header + " + std::to_string(n) + " images of " + std::to_string(rows) + "x" +
                                std::to_string(cols);
-    const std::uint64_t found = read_payload(reader, result.pixels, expected);
-    if (found < expected) throw_truncated(file, reader, 16 + expected, 16 + found, layout);
-    check_no_trailing_data(file, reader, layout);
+    read_body(reader, file, k_image_format, std::uint64_t(n) * rows * cols, layout, result.pixels);
     result.n = n;
     result.rows = int(rows);
     result.cols = int(cols);
@@ -178,17 +207,9 @@ IdxLabels read_labels(const path& file) {
     GzReader reader(file);
     IdxLabels result;
     result.file = file;
-    std::uint8_t header[8];
-    const std::size_t got = reader.read(header, sizeof header);
-    if (got < 4) throw_truncated(file, reader, 8, got, "an 8-byte IDX label header");
-    check_magic(file, read_be32(header), k_labels_magic, "label");
-    if (got < 8) throw_truncated(file, reader, 8, got, "an 8-byte IDX label header");
-    const std::uint32_t n = read_be32(header + 4);
-    if (n == 0) throw DataError("dataset file " + file.string() + " holds no labels (its header says 0)");
+    const std::uint32_t n = read_header(reader, file, k_label_format)[0];
     const std::string layout = "8-byte header + " + std::to_string(n) + " labels";
-    const std::uint64_t found = read_payload(reader, result.labels, n);
-    if (found < n) throw_truncated(file, reader, 8 + std::uint64_t(n), 8 + found, layout);
-    check_no_trailing_data(file, reader, layout);
+    read_body(reader, file, k_label_format, n, layout, result.labels);
     result.n = n;
     return result;
 }

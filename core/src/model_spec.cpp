@@ -2,19 +2,14 @@
 // the field; unknown fields are errors so typos never pass silently) and writing.
 #include "mixlab/model_spec.h"
 
+#include "json_util.h"
 #include "mixlab/error.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +17,9 @@ namespace mixlab {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
+using json_util::did_you_mean;
+using json_util::join;
+using json_util::shown;
 
 std::string_view layer_type_name(LayerType t) {
     switch (t) {
@@ -58,58 +56,8 @@ constexpr Activation k_activations[] = {Activation::Relu, Activation::Sigmoid, A
 constexpr const char* k_type_list = "flatten, dense, activation, dropout";
 constexpr const char* k_activation_list = "relu, sigmoid, tanh, gelu, softmax, linear";
 
-// A JSON value as the user wrote it, shortened so one message stays one line.
-std::string shown(const json& v) {
-    std::string s = v.dump();
-    if (s.size() > 48) s = s.substr(0, 45) + "...";
-    return s;
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diag = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
-// "; did you mean "units"?" when one known word is a small typo away.
-std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known) {
-    std::string_view best;
-    std::size_t best_d = 3;
-    for (auto k : known) {
-        const std::size_t d = edit_distance(word, k);
-        if (d < best_d) { best_d = d; best = k; }
-    }
-    return best.empty() ? std::string() : "; did you mean \"" + std::string(best) + "\"?";
-}
-
-std::string join(const std::vector<std::string_view>& words) {
-    std::string out;
-    for (auto w : words) {
-        if (!out.empty()) out += ", ";
-        out += w;
-    }
-    return out;
-}
-
-// nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest carries
-// the line and column the user needs.
-std::string json_error_text(const std::exception& e) {
-    std::string s = e.what();
-    if (!s.empty() && s.front() == '[') {
-        const auto close = s.find("] ");
-        if (close != std::string::npos) s = s.substr(close + 2);
-    }
-    return s;
-}
+const json_util::DocumentKind k_document{"model spec", "model file", k_model_format,
+                                         "\"layers\": [...]", "run config", "mixlab-run/", true};
 
 // A float as the shortest decimal that reads back to the same float, stored as a double
 // so the written file says 0.3 rather than 0.30000001192092896.
@@ -191,12 +139,9 @@ private:
         case LayerType::Activation: known.push_back("activation"); break;
         case LayerType::Dropout: known.push_back("rate"); break;
         }
-        for (const auto& item : m_j.items()) {
-            if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-            fail("unknown field \"" + item.key() + "\"" + did_you_mean(item.key(), known) +
-                 " (" + std::string(layer_type_name(m_type)) + " layers take: " + join(known) +
-                 ")");
-        }
+        if (const auto key = json_util::unknown_field(m_j, known))
+            fail("unknown field \"" + *key + "\"" + did_you_mean(*key, known) + " (" +
+                 std::string(layer_type_name(m_type)) + " layers take: " + join(known) + ")");
     }
 
     int read_units() const {
@@ -261,69 +206,14 @@ private:
     LayerType m_type = LayerType::Dense;
 };
 
-void check_format(const json& doc) {
-    const std::string expected(k_model_format);
-    if (!doc.contains("format"))
-        throw SpecError("the model spec has no \"format\"; start it with \"format\": \"" +
-                        expected + "\"");
-    const json& f = doc.at("format");
-    if (!f.is_string())
-        throw SpecError("\"format\" must be the string \"" + expected + "\", got " + shown(f));
-    const auto s = f.get<std::string>();
-    if (s == expected) return;
-    const std::string family = "mixlab-model/";
-    if (s.rfind(family, 0) == 0) {
-        int version = 0;
-        const char* first = s.data() + family.size();
-        auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), version);
-        if (ec == std::errc() && ptr == s.data() + s.size() && version > 1)
-            throw SpecError("the model spec is format \"" + s +
-                            "\", written by a newer MixLab; this version reads \"" + expected +
-                            "\"");
-    }
-    if (s.rfind("mixlab-run/", 0) == 0)
-        throw SpecError("this is a run config (\"" + s + "\"), not a model spec (\"" + expected +
-                        "\")");
-    throw SpecError("\"format\" must be \"" + expected + "\", got " + shown(f));
-}
-
-std::string read_text_file(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const auto status = fs::status(path, ec);
-    if (!fs::exists(status))
-        throw InputError("model file \"" + path + "\" does not exist");
-    if (fs::is_directory(status))
-        throw InputError("model file \"" + path + "\" is a directory, not a JSON file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw InputError("cannot open model file \"" + path + "\": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw InputError("cannot read model file \"" + path + "\"");
-    return text.str();
-}
-
 } // namespace
 
 ModelSpec parse_model_spec(std::string_view json_text) {
-    json doc;
-    try {
-        doc = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::parse_error& e) {
-        throw SpecError("the model spec is not valid JSON: " + json_error_text(e));
-    }
-    if (!doc.is_object())
-        throw SpecError("the model spec must be a JSON object like {\"format\": \"" +
-                        std::string(k_model_format) + "\", \"layers\": [...]}, got " + shown(doc));
-    check_format(doc);
-
+    const json doc = json_util::parse_document(json_text, k_document);
     const std::vector<std::string_view> known = {"format", "name", "layers"};
-    for (const auto& item : doc.items())
-        if (std::find(known.begin(), known.end(), item.key()) == known.end())
-            throw SpecError("unknown field \"" + item.key() + "\" in the model spec" +
-                            did_you_mean(item.key(), known) + " (known fields: " + join(known) +
-                            ")");
+    if (const auto key = json_util::unknown_field(doc, known))
+        throw SpecError("unknown field \"" + *key + "\" in the model spec" +
+                        did_you_mean(*key, known) + " (known fields: " + join(known) + ")");
 
     ModelSpec spec;
     if (doc.contains("name")) {
@@ -342,9 +232,7 @@ ModelSpec parse_model_spec(std::string_view json_text) {
 }
 
 ModelSpec load_model_spec(const std::string& path) {
-    const std::string text = read_text_file(path);
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw InputError("model file \"" + path + "\" is empty");
+    const std::string text = json_util::read_document_file(path, k_document);
     try {
         return parse_model_spec(text);
     } catch (const SpecError& e) {

@@ -2,21 +2,17 @@
 // validation of values no run can use, writing, and the small enum name tables.
 #include "mixlab/run_config.h"
 
+#include "json_util.h"
 #include "mixlab/error.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +20,9 @@ namespace mixlab {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
+using json_util::did_you_mean;
+using json_util::join;
+using json_util::shown;
 
 std::string_view loss_scale_mode_name(LossScaleMode m) {
     switch (m) {
@@ -60,17 +59,14 @@ constexpr int k_max_batch = 1048576;
 // from asking for terabytes.
 constexpr std::int64_t k_max_synthetic = 10000000;
 
+const json_util::DocumentKind k_document{"run config", "run config", k_run_format, "...",
+                                         "model spec", "mixlab-model/", false};
+
 std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
     return out;
-}
-
-std::string shown(const json& v) {
-    std::string s = v.dump();
-    if (s.size() > 48) s = s.substr(0, 45) + "...";
-    return s;
 }
 
 // Shortest text that reads back to the same float ("0.01", "nan", "inf").
@@ -89,49 +85,6 @@ json float_json(float f) {
     return std::strtod(num(f).c_str(), nullptr);
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diag = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
-std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known) {
-    std::string_view best;
-    std::size_t best_d = 3;
-    for (auto k : known) {
-        const std::size_t d = edit_distance(word, k);
-        if (d < best_d) { best_d = d; best = k; }
-    }
-    return best.empty() ? std::string() : "; did you mean \"" + std::string(best) + "\"?";
-}
-
-std::string join(const std::vector<std::string_view>& words) {
-    std::string out;
-    for (auto w : words) {
-        if (!out.empty()) out += ", ";
-        out += w;
-    }
-    return out;
-}
-
-std::string json_error_text(const std::exception& e) {
-    std::string s = e.what();
-    if (!s.empty() && s.front() == '[') {
-        const auto close = s.find("] ");
-        if (close != std::string::npos) s = s.substr(close + 2);
-    }
-    return s;
-}
-
 // Reads the fields of one JSON object; `prefix` ("optimizer.") makes every message name
 // the field the way the user would find it in the file.
 class ObjectReader {
@@ -139,15 +92,13 @@ public:
     ObjectReader(const json& j, std::string prefix) : m_j(j), m_prefix(std::move(prefix)) {}
 
     void check_fields(const std::vector<std::string_view>& known) const {
-        for (const auto& item : m_j.items()) {
-            if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-            std::string where = m_prefix.empty()
-                ? std::string("the run config")
-                : "\"" + m_prefix.substr(0, m_prefix.size() - 1) + "\"";
-            throw InputError("unknown field \"" + item.key() + "\" in " + where +
-                             did_you_mean(item.key(), known) + " (known fields: " + join(known) +
-                             ")");
-        }
+        const auto key = json_util::unknown_field(m_j, known);
+        if (!key) return;
+        std::string where = m_prefix.empty()
+            ? std::string("the run config")
+            : "\"" + m_prefix.substr(0, m_prefix.size() - 1) + "\"";
+        throw InputError("unknown field \"" + *key + "\" in " + where + did_you_mean(*key, known) +
+                         " (known fields: " + join(known) + ")");
     }
     bool has(const char* key) const { return m_j.contains(key); }
     const json& at(const char* key) const { return m_j.at(key); }
@@ -204,31 +155,6 @@ private:
     const json& m_j;
     std::string m_prefix;
 };
-
-void check_format(const json& doc) {
-    const std::string expected(k_run_format);
-    if (!doc.contains("format"))
-        throw InputError("the run config has no \"format\"; start it with \"format\": \"" +
-                         expected + "\"");
-    const json& f = doc.at("format");
-    if (!f.is_string())
-        throw InputError("\"format\" must be the string \"" + expected + "\", got " + shown(f));
-    const auto s = f.get<std::string>();
-    if (s == expected) return;
-    const std::string family = "mixlab-run/";
-    if (s.rfind(family, 0) == 0) {
-        int version = 0;
-        auto [ptr, ec] = std::from_chars(s.data() + family.size(), s.data() + s.size(), version);
-        if (ec == std::errc() && ptr == s.data() + s.size() && version > 1)
-            throw InputError("the run config is format \"" + s +
-                             "\", written by a newer MixLab; this version reads \"" + expected +
-                             "\"");
-    }
-    if (s.rfind("mixlab-model/", 0) == 0)
-        throw InputError("this is a model spec (\"" + s + "\"), not a run config (\"" + expected +
-                         "\")");
-    throw InputError("\"format\" must be \"" + expected + "\", got " + shown(f));
-}
 
 void read_dataset(const json& j, DatasetOptions& d) {
     if (j.is_string()) { // shorthand: "dataset": "fashion-mnist"
@@ -289,21 +215,6 @@ void read_optimizer(const json& j, OptimizerConfig& opt) {
     r.read("eps", opt.eps);
 }
 
-std::string read_text_file(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const auto status = fs::status(path, ec);
-    if (!fs::exists(status)) throw InputError("run config \"" + path + "\" does not exist");
-    if (fs::is_directory(status))
-        throw InputError("run config \"" + path + "\" is a directory, not a JSON file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError("cannot open run config \"" + path + "\": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw InputError("cannot read run config \"" + path + "\"");
-    return text.str();
-}
-
 void require(bool ok, const std::string& message) {
     if (!ok) throw InputError(message);
 }
@@ -319,17 +230,7 @@ DeviceChoice parse_device_choice(std::string_view s) {
 }
 
 RunConfig parse_run_config(std::string_view json_text) {
-    json doc;
-    try {
-        doc = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::parse_error& e) {
-        throw InputError("the run config is not valid JSON: " + json_error_text(e));
-    }
-    if (!doc.is_object())
-        throw InputError("the run config must be a JSON object like {\"format\": \"" +
-                         std::string(k_run_format) + "\", ...}, got " + shown(doc));
-    check_format(doc);
-
+    const json doc = json_util::parse_document(json_text, k_document);
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
                     "optimizer", "seed", "device"});
@@ -362,9 +263,7 @@ RunConfig parse_run_config(std::string_view json_text) {
 }
 
 RunConfig load_run_config(const std::string& path) {
-    const std::string text = read_text_file(path);
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw InputError("run config \"" + path + "\" is empty");
+    const std::string text = json_util::read_document_file(path, k_document);
     try {
         return parse_run_config(text);
     } catch (const InputError& e) {

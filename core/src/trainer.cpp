@@ -186,6 +186,7 @@ TrainingRun::~TrainingRun() = default;
 std::int64_t TrainingRun::total_steps() const { return m_impl->total_steps; }
 std::int64_t TrainingRun::steps_done() const { return m_impl->launched; }
 std::int64_t TrainingRun::steps_per_epoch() const { return m_impl->steps_per_epoch; }
+std::int64_t TrainingRun::device_bytes() const { return m_impl->net->device_bytes(); }
 bool TrainingRun::finished() const { return m_impl->launched >= m_impl->total_steps; }
 std::vector<std::string> TrainingRun::describe() const { return m_impl->net->describe(); }
 

@@ -8,27 +8,19 @@
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
+#include "test_util.h"
 
 #include <QtTest/QtTest>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
 using namespace mixlab;
-
-// Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const double a_ = double(actual), e_ = double(expected);                              \
-        if (!(a_ == e_)) /* formats the message only on failure */                           \
-            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                          \
-                                 .arg(#actual).arg(a_, 0, 'g', 9).arg(e_, 0, 'g', 9)));         \
-    } while (false)
+using namespace mixlab::test;
 
 Q_DECLARE_METATYPE(mixlab::Epilogue)
 Q_DECLARE_METATYPE(mixlab::Activation)
@@ -36,62 +28,6 @@ Q_DECLARE_METATYPE(mixlab::OutputHead)
 Q_DECLARE_METATYPE(mixlab::DType)
 
 namespace {
-
-using Vec = std::vector<float>;
-using DVec = std::vector<double>;
-const float k_nan = std::numeric_limits<float>::quiet_NaN();
-
-Vec random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f)
-{
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    Vec v(n);
-    for (float& x : v)
-        x = dist(rng);
-    return v;
-}
-
-Buffer upload(Backend& be, const Vec& v, DType t = DType::F32)
-{
-    Buffer b = be.alloc(v.size(), t);
-    be.upload_f32(b, v.data(), v.size());
-    return b;
-}
-
-Buffer upload_i32(Backend& be, const std::vector<std::int32_t>& v)
-{
-    Buffer b = be.alloc(v.size(), DType::I32);
-    be.upload_raw(b, v.data(), v.size() * sizeof(std::int32_t));
-    return b;
-}
-
-// A buffer full of NaN: an op that forgets to write an element leaves it visible.
-Buffer poisoned(Backend& be, std::size_t n, DType t = DType::F32)
-{
-    Buffer b = be.alloc(n, t);
-    be.fill(b, k_nan);
-    return b;
-}
-
-Vec download(Backend& be, const Buffer& b)
-{
-    Vec v(b.count());
-    be.download_f32(b, v.data(), v.size());
-    return v;
-}
-
-// Fails with the first element outside atol + rtol * |ref|.
-void expect_close(const Vec& got, const DVec& ref, double atol, double rtol, const char* what)
-{
-    QCOMPARE(got.size(), ref.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const double err = std::abs(double(got[i]) - ref[i]);
-        if (!(err <= atol + rtol * std::abs(ref[i])))
-            QFAIL(qPrintable(QString("%1[%2]: got %3, expected %4 (|err| %5 > %6 + %7*|ref|)")
-                                 .arg(what).arg(i).arg(double(got[i]), 0, 'g', 9)
-                                 .arg(ref[i], 0, 'g', 9).arg(err, 0, 'g', 3).arg(atol).arg(rtol)));
-    }
-}
 
 // Central difference of f at x along every coordinate, in double.
 DVec numeric_grad(const std::function<double(const DVec&)>& f, DVec x, double eps)

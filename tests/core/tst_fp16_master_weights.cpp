@@ -4,27 +4,20 @@
 #include "cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
+#include "test_util.h"
 
 #include <QtTest/QtTest>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 using namespace mixlab;
+using namespace mixlab::test;
 
 namespace {
 
-using Vec = std::vector<float>;
 constexpr std::size_t k_n = 16;
 constexpr int k_steps = 100;
-
-Vec get(Backend& be, const Buffer& b)
-{
-    Vec v(b.count());
-    be.download_f32(b, v.data(), v.size());
-    return v;
-}
 
 // Weights at 1.0, gradient ~1e-2, lr 1e-2: every update is ~1e-4, while fp16 values
 // just below 1.0 are 2^-11 apart, so a rounded update smaller than 2^-12 (2.4e-4) is lost.
@@ -42,10 +35,7 @@ struct Setup {
         opt.lr = 1e-2f;
         opt.momentum = 0.0f; // momentum would grow the update to 1e-3 and hide the effect
         be->fill(scaler, 0.0f);
-        std::mt19937 rng(7);
-        std::uniform_real_distribution<float> dist(0.9e-2f, 1.1e-2f); // all near 1e-2
-        grad_values.resize(k_n);
-        for (float& g : grad_values) g = dist(rng);
+        grad_values = random_vec(k_n, 7, 0.9e-2f, 1.1e-2f); // all near 1e-2
     }
     void run(ParamTable& table)
     {
@@ -73,10 +63,10 @@ void TestFp16MasterWeights::pure_fp16_updates_underflow()
     s.be->upload_f32(g, s.grad_values.data(), k_n);
     auto table = s.be->prepare_params({ParamSlot{&w, &g, nullptr, nullptr, nullptr}});
     s.run(*table);
-    const Vec wv = get(*s.be, w);
+    const Vec wv = download(*s.be, w);
     for (float v : wv)
         QVERIFY2(v == 1.0f, qPrintable(QString("fp16 weight moved to %1").arg(double(v), 0, 'g', 9)));
-    QCOMPARE(int(get(*s.be, s.scaler)[k_optimizer_steps]), k_steps); // the steps did run
+    QCOMPARE(int(download(*s.be, s.scaler)[k_optimizer_steps]), k_steps); // the steps did run
 }
 
 void TestFp16MasterWeights::fp32_master_weights_accumulate()
@@ -90,7 +80,7 @@ void TestFp16MasterWeights::fp32_master_weights_accumulate()
     s.be->upload_f32(g, s.grad_values.data(), k_n);
     auto table = s.be->prepare_params({ParamSlot{&master, &g, &low, nullptr, nullptr}});
     s.run(*table);
-    const Vec mv = get(*s.be, master), lv = get(*s.be, low);
+    const Vec mv = download(*s.be, master), lv = download(*s.be, low);
     for (std::size_t i = 0; i < k_n; ++i) {
         const double expected = 1.0 - k_steps * 1e-2 * double(s.grad_values[i]); // ~0.99
         // 100 fp32 subtractions near 1.0, each off by at most half an ulp (6e-8): 1e-5.

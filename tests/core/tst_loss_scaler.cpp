@@ -4,42 +4,21 @@
 #include "cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
+#include "test_util.h"
 
 #include <QtTest/QtTest>
 
 #include <cmath>
-#include <limits>
-#include <random>
 #include <vector>
 
 using namespace mixlab;
-
-// Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const double a_ = double(actual), e_ = double(expected);                              \
-        if (!(a_ == e_)) /* formats the message only on failure */                           \
-            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                          \
-                                 .arg(#actual).arg(a_, 0, 'g', 9).arg(e_, 0, 'g', 9)));         \
-    } while (false)
+using namespace mixlab::test;
 
 Q_DECLARE_METATYPE(mixlab::LossScaleMode)
 
 namespace {
 
-using Vec = std::vector<float>;
 constexpr std::size_t k_n = 10;
-const float k_inf = std::numeric_limits<float>::infinity();
-const float k_nan = std::numeric_limits<float>::quiet_NaN();
-
-Vec random_vec(std::size_t n, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    Vec v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
 
 // One parameter tensor under SGD with momentum, a scaler and a two-step record ring.
 struct Rig {
@@ -61,7 +40,7 @@ struct Rig {
         be->fill(momentum, 0.0f);
         const Vec s = {init_scale, 0.0f, 0.0f, 0.0f};
         be->upload_f32(scaler, s.data(), s.size());
-        be->fill(record, std::numeric_limits<float>::quiet_NaN()); // poison
+        be->fill(record, k_nan); // poison
         table = be->prepare_params({ParamSlot{&master, &grad, nullptr, &momentum, nullptr}});
         opt.type = OptimizerType::SGD;
         opt.lr = 0.1f;
@@ -69,12 +48,7 @@ struct Rig {
         scaling.mode = mode;
         scaling.growth_interval = 3;
     }
-    Vec get(const Buffer& b) const
-    {
-        Vec v(b.count());
-        be->download_f32(b, v.data(), v.size());
-        return v;
-    }
+    Vec get(const Buffer& b) const { return download(*be, b); }
     // A step on a fresh gradient (already multiplied by the current scale), with one
     // element replaced by `bad` when it is not finite. Record slot `slot`.
     void step(float bad = 0.0f, int slot = 0)

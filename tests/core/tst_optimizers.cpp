@@ -4,41 +4,20 @@
 #include "cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
+#include "test_util.h"
 
 #include <QtTest/QtTest>
 
 #include <cmath>
-#include <limits>
-#include <random>
 #include <vector>
 
 using namespace mixlab;
-
-// Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const double a_ = double(actual), e_ = double(expected);                              \
-        if (!(a_ == e_)) /* formats the message only on failure */                           \
-            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                          \
-                                 .arg(#actual).arg(a_, 0, 'g', 9).arg(e_, 0, 'g', 9)));         \
-    } while (false)
+using namespace mixlab::test;
 
 Q_DECLARE_METATYPE(mixlab::OptimizerType)
 Q_DECLARE_METATYPE(mixlab::DType)
 
 namespace {
-
-using Vec = std::vector<float>;
-using DVec = std::vector<double>;
-
-Vec random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f)
-{
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    Vec v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
 
 // PyTorch's torch.optim.SGD / Adam / AdamW for one tensor, in double.
 struct Reference {
@@ -74,17 +53,6 @@ struct Reference {
         ++steps;
     }
 };
-
-void expect_close(const Vec& got, const DVec& ref, double atol, double rtol, const char* what)
-{
-    QCOMPARE(got.size(), ref.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const double err = std::abs(double(got[i]) - ref[i]);
-        if (!(err <= atol + rtol * std::abs(ref[i])))
-            QFAIL(qPrintable(QString("%1[%2]: got %3, expected %4").arg(what).arg(i)
-                                 .arg(double(got[i]), 0, 'g', 9).arg(ref[i], 0, 'g', 9)));
-    }
-}
 
 } // namespace
 
@@ -147,19 +115,16 @@ void TestOptimizers::matches_pytorch_reference()
         Tensor& t = ts[p];
         const std::size_t n = sizes[p];
         const Vec w = random_vec(n, 10 + p);
-        t.master = be->alloc(n, DType::F32);
-        be->upload_f32(t.master, w.data(), n);
+        t.master = upload(*be, w);
         t.grad = be->alloc(n, DType::F32);
         t.s1 = be->alloc(n, DType::F32);
         t.s2 = be->alloc(n, DType::F32);
         // PyTorch starts Adam's m and v at zero; SGD's momentum buffer is not read on
         // the first step (it becomes g), so NaN there must not leak into the weights.
-        be->fill(t.s1, type == OptimizerType::SGD ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+        be->fill(t.s1, type == OptimizerType::SGD ? k_nan : 0.0f);
         be->fill(t.s2, 0.0f);
-        if (has_low) {
-            t.low = be->alloc(n, low);
-            be->fill(t.low, std::numeric_limits<float>::quiet_NaN()); // poison
-        }
+        if (has_low)
+            t.low = poisoned(*be, n, low);
         t.ref.w = DVec(w.begin(), w.end());
         t.ref.s1 = t.ref.s2 = DVec(n, 0.0);
         param_slots.push_back({&t.master, &t.grad, has_low ? &t.low : nullptr, &t.s1,
@@ -171,11 +136,7 @@ void TestOptimizers::matches_pytorch_reference()
     Buffer record = be->alloc(k_record_fields, DType::F32);
     ScalerParams none; // LossScaleMode::None: gradients used as they are
 
-    auto get = [&](const Buffer& b) {
-        Vec v(b.count());
-        be->download_f32(b, v.data(), v.size());
-        return v;
-    };
+    auto get = [&](const Buffer& b) { return download(*be, b); };
     for (int step = 0; step < 6; ++step) {
         for (int p = 0; p < 2; ++p) {
             const Vec g = random_vec(sizes[p], 100 * step + p, -2.0f, 2.0f);

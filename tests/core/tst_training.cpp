@@ -73,6 +73,27 @@ Graph graph_for(const ModelSpec& spec, const Dataset& data)
     return build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
 }
 
+// A synthetic data set on the CPU backend and the small MLP's graph for it: what every
+// run below trains on.
+struct SyntheticRig {
+    Dataset data;
+    std::unique_ptr<Backend> backend = make_backend(DeviceChoice::CPU);
+    DeviceDataset dev;
+    Graph graph;
+
+    SyntheticRig(std::int64_t n_train, std::int64_t n_test, std::uint64_t seed,
+                 Activation out = Activation::Softmax)
+        : data(make_synthetic(n_train, n_test, seed)), dev(data, *backend),
+          graph(graph_for(small_mlp(out), data))
+    {
+    }
+    // Returned as a prvalue, so the (immovable) run is built in place.
+    TrainingRun run(const RunConfig& config, int run_index = 0)
+    {
+        return TrainingRun(graph, config, dev, *backend, run_index);
+    }
+};
+
 } // namespace
 
 class TestTraining : public QObject {
@@ -114,13 +135,10 @@ void TestTraining::learnsFashionMnist()
 
 void TestTraining::policiesStartFromTheSameWeights()
 {
-    const Dataset data = make_synthetic(512, 128, 3);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(), data);
-    TrainingRun a(graph, cpu_config(Policy::FP32, 32, 4), dev, *backend);
-    TrainingRun b(graph, cpu_config(Policy::MixedFP16, 32, 4), dev, *backend, 1);
-    TrainingRun c(graph, cpu_config(Policy::MixedBF16, 32, 4), dev, *backend, 2);
+    SyntheticRig rig(512, 128, 3);
+    TrainingRun a = rig.run(cpu_config(Policy::FP32, 32, 4));
+    TrainingRun b = rig.run(cpu_config(Policy::MixedFP16, 32, 4), 1);
+    TrainingRun c = rig.run(cpu_config(Policy::MixedBF16, 32, 4), 2);
     const auto pa = a.read_parameters(), pb = b.read_parameters(), pc = c.read_parameters();
     QCOMPARE(pa.size(), pb.size());
     QVERIFY(pa == pb); // fp32 masters are bit-identical
@@ -135,12 +153,9 @@ void TestTraining::policiesStartFromTheSameWeights()
 
 void TestTraining::emulatedMixedTracksFp32()
 {
-    const Dataset data = make_synthetic(2048, 512, 5);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(), data);
-    TrainingRun a(graph, cpu_config(Policy::FP32, 64, 96), dev, *backend);
-    TrainingRun b(graph, cpu_config(Policy::MixedFP16, 64, 96), dev, *backend, 1);
+    SyntheticRig rig(2048, 512, 5);
+    TrainingRun a = rig.run(cpu_config(Policy::FP32, 64, 96));
+    TrainingRun b = rig.run(cpu_config(Policy::MixedFP16, 64, 96), 1);
     RecordingSink sink;
     const auto summaries = train_lockstep({&a, &b}, sink);
     QCOMPARE(summaries[0].steps, std::int64_t(96));
@@ -156,14 +171,11 @@ void TestTraining::emulatedMixedTracksFp32()
 
 void TestTraining::lockstepAdvancesEveryRun()
 {
-    const Dataset data = make_synthetic(256, 64, 7);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(), data);
+    SyntheticRig rig(256, 64, 7);
     RunConfig two_epochs = cpu_config(Policy::FP32, 32, 0);
     two_epochs.epochs = 2;
-    TrainingRun a(graph, two_epochs, dev, *backend);
-    TrainingRun b(graph, cpu_config(Policy::FP16, 32, 5), dev, *backend, 1);
+    TrainingRun a = rig.run(two_epochs);
+    TrainingRun b = rig.run(cpu_config(Policy::FP16, 32, 5), 1);
     RecordingSink sink;
     train_lockstep({&a, &b}, sink);
     QCOMPARE(int(sink.steps[0].size()), 16);
@@ -177,11 +189,8 @@ void TestTraining::lockstepAdvancesEveryRun()
 
 void TestTraining::stopTokenEndsTheRun()
 {
-    const Dataset data = make_synthetic(1024, 64, 9);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(), data);
-    TrainingRun run(graph, cpu_config(Policy::FP32, 16, 1000), dev, *backend);
+    SyntheticRig rig(1024, 64, 9);
+    TrainingRun run = rig.run(cpu_config(Policy::FP32, 16, 1000));
     RecordingSink sink;
     std::stop_source source;
     sink.stop = &source;
@@ -194,16 +203,13 @@ void TestTraining::stopTokenEndsTheRun()
 
 void TestTraining::hugeLossScaleBacksOffAndSkips()
 {
-    const Dataset data = make_synthetic(512, 64, 11);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(), data);
+    SyntheticRig rig(512, 64, 11);
     RunConfig config = cpu_config(Policy::MixedFP16, 32, 12);
     // 2^30 times a logit gradient of up to 1/32 is far past fp16's 65504: the first
     // steps must overflow, be skipped, and halve the scale each time.
     config.loss_scale.mode = LossScaleMode::Dynamic;
     config.loss_scale.init = 1073741824.0f;
-    TrainingRun run(graph, config, dev, *backend);
+    TrainingRun run = rig.run(config);
     const auto before = run.read_parameters();
     RecordingSink sink;
     const RunSummary s = train(run, sink);
@@ -219,12 +225,9 @@ void TestTraining::hugeLossScaleBacksOffAndSkips()
 
 void TestTraining::sigmoidHeadWarnsAndTrains()
 {
-    const Dataset data = make_synthetic(1024, 256, 13);
-    auto backend = make_backend(DeviceChoice::CPU);
-    DeviceDataset dev(data, *backend);
-    const Graph graph = graph_for(small_mlp(Activation::Sigmoid), data);
-    QCOMPARE(graph.head, OutputHead::SigmoidKeras);
-    TrainingRun run(graph, cpu_config(Policy::FP32, 32, 96), dev, *backend);
+    SyntheticRig rig(1024, 256, 13, Activation::Sigmoid);
+    QCOMPARE(rig.graph.head, OutputHead::SigmoidKeras);
+    TrainingRun run = rig.run(cpu_config(Policy::FP32, 32, 96));
     RecordingSink sink;
     const RunSummary s = train(run, sink);
     QVERIFY(sink.count(RunEvent::Kind::Warning) >= 1);

@@ -99,6 +99,8 @@ public:
     std::int64_t total_steps() const;     // planned
     std::int64_t steps_done() const;
     std::int64_t steps_per_epoch() const;
+    // Device memory this run allocated (parameters, activations, gradients, state).
+    std::int64_t device_bytes() const;
     const RunConfig& config() const { return m_config; }
     const Graph& graph() const { return m_graph; }
 

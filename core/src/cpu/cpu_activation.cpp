@@ -2,35 +2,22 @@
 // in fp32, one rounding to the output's dtype. Outputs may alias inputs (in place).
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
 #include "hd_math.h"
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 namespace mixlab::cpu {
-
-namespace {
-
-std::size_t rows_of(std::size_t count, int cols, const char* op)
-{
-    require(cols > 0 && count % std::size_t(cols) == 0, op,
-            std::to_string(count) + " elements are not whole rows of " + std::to_string(cols));
-    return count / std::size_t(cols);
-}
-
-} // namespace
 
 void CpuBackend::bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
                                  Buffer& y)
 {
-    const char* op = "bias_activation";
-    const std::size_t count = x.count();
-    const std::size_t rows = rows_of(count, cols, op);
+    const std::size_t rows = validate::bias_activation(k_name, x, bias, cols, y);
     const std::size_t nc = std::size_t(cols);
-    const float* px = floats(x, count, op, "x");
-    const float* pb = bias ? floats(*bias, nc, op, "bias") : nullptr;
-    float* py = floats(y, count, op, "y");
+    const float* px = x.as<float>();
+    const float* pb = bias ? bias->as<float>() : nullptr;
+    float* py = y.as<float>();
     auto in = [&](std::size_t i, std::size_t j) { return pb ? px[i * nc + j] + pb[j] : px[i * nc + j]; };
 
     for (std::size_t i = 0; i < rows; ++i) {
@@ -70,17 +57,12 @@ void CpuBackend::bias_activation(Activation act, const Buffer& x, const Buffer* 
 void CpuBackend::activation_backward(Activation act, const Buffer& x, const Buffer& y,
                                      const Buffer& dy, int cols, Buffer& dx)
 {
-    const char* op = "activation_backward";
-    const std::size_t count = dy.count();
-    const std::size_t rows = rows_of(count, cols, op);
+    const std::size_t rows = validate::activation_backward(k_name, act, x, y, dy, cols, dx);
     const std::size_t nc = std::size_t(cols);
-    const float* pdy = floats(dy, count, op, "dy");
-    float* pdx = floats(dx, count, op, "dx");
-    // Only GELU needs the input; the others are functions of the output, so x may be
-    // the output buffer itself (relu computed in place) or unused.
-    const float* px = act == Activation::Gelu ? floats(x, count, op, "x") : nullptr;
-    const float* py = (act == Activation::None || act == Activation::Gelu)
-                          ? nullptr : floats(y, count, op, "y");
+    const float* pdy = dy.as<float>();
+    float* pdx = dx.as<float>();
+    const float* px = validate::activation_backward_reads_x(act) ? x.as<float>() : nullptr;
+    const float* py = validate::activation_backward_reads_y(act) ? y.as<float>() : nullptr;
 
     for (std::size_t i = 0; i < rows; ++i) {
         const std::size_t o = i * nc;
@@ -115,11 +97,10 @@ void CpuBackend::activation_backward(Activation act, const Buffer& x, const Buff
 
 void CpuBackend::bias_grad(const Buffer& dy, int rows, int cols, Buffer& out)
 {
-    const char* op = "bias_grad";
-    require(rows >= 0 && cols >= 0, op, "negative shape");
+    validate::bias_grad(k_name, dy, rows, cols, out);
     const std::size_t nr = std::size_t(rows), nc = std::size_t(cols);
-    const float* p = floats(dy, nr * nc, op, "dy");
-    float* o = floats(out, nc, op, "out");
+    const float* p = dy.as<float>();
+    float* o = out.as<float>();
     // Accumulate whole rows into the output: a unit-stride loop the compiler vectorises.
     std::fill(o, o + nc, 0.0f);
     for (std::size_t i = 0; i < nr; ++i) {

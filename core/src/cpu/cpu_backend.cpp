@@ -1,6 +1,7 @@
 // CPU backend: memory, host transfers, events, fill/cast and the batch gather.
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
 #include "mixlab/error.h"
 
 #include <unistd.h>
@@ -83,17 +84,12 @@ std::unique_ptr<Backend> make_cpu_backend()
 
 void require(bool ok, const char* op, const std::string& what)
 {
-    if (!ok)
-        throw Error(std::string("cpu backend: ") + op + ": " + what);
+    validate::require(ok, k_name, op, what);
 }
 
 float* floats(Buffer& b, std::size_t need, const char* op, const char* name)
 {
-    require(is_floating(b.dtype()), op,
-            std::string(name) + " must be a floating buffer, got " + std::string(dtype_name(b.dtype())));
-    require(b.count() >= need, op,
-            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
-                std::to_string(need));
+    validate::floating(k_name, op, b, need, name);
     return b.as<float>();
 }
 
@@ -154,9 +150,7 @@ void CpuBackend::release(void* data) noexcept
 
 void CpuBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, std::size_t offset)
 {
-    require(offset + count <= dst.count(), "upload_f32",
-            "writing " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
-                " past the buffer's " + std::to_string(dst.count()));
+    validate::element_range(k_name, "upload_f32", dst, offset, count, true);
     if (dst.dtype() == DType::F32) {
         if (count)
             std::memcpy(dst.as<float>() + offset, src, count * sizeof(float));
@@ -168,21 +162,14 @@ void CpuBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, st
 
 void CpuBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 {
-    require(!is_floating(dst.dtype()), "upload_raw",
-            "raw bytes go to uint8/int32 buffers only; use upload_f32 for " +
-                std::string(dtype_name(dst.dtype())));
-    require(bytes <= dst.count() * stored_size(dst.dtype()), "upload_raw",
-            std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
-                " " + std::string(dtype_name(dst.dtype())));
+    validate::upload_raw(k_name, dst, bytes);
     if (bytes)
         std::memcpy(dst.data(), src, bytes);
 }
 
 void CpuBackend::download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset)
 {
-    require(offset + count <= src.count(), "download_f32",
-            "reading " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
-                " past the buffer's " + std::to_string(src.count()));
+    validate::element_range(k_name, "download_f32", src, offset, count, false);
     if (is_floating(src.dtype())) {
         if (count)
             std::memcpy(dst, src.as<float>() + offset, count * sizeof(float));
@@ -228,8 +215,7 @@ void CpuBackend::fill(Buffer& dst, float value)
 
 void CpuBackend::cast(const Buffer& x, Buffer& y)
 {
-    require(x.count() == y.count(), "cast",
-            "x has " + std::to_string(x.count()) + " elements, y " + std::to_string(y.count()));
+    validate::cast(k_name, x, y);
     for (std::size_t i = 0; i < x.count(); ++i)
         store(y, i, element(x, i));
 }
@@ -245,15 +231,9 @@ void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               Buffer& out_labels)
 {
     const char* op = "gather_batch";
-    require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, op,
-            "images and labels must be uint8");
-    require(order_i32.dtype() == DType::I32 && out_labels.dtype() == DType::I32, op,
-            "order and out_labels must be int32");
-    require(norm.channels >= 1 && norm.channels <= 4, op, "channels must be 1..4");
-    require(offset >= 0 && std::size_t(offset) + std::size_t(batch) <= order_i32.count(), op,
-            "batch runs past the end of the order");
-    require(out_labels.count() >= std::size_t(batch), op, "out_labels is too small");
-    float* o = floats(out, std::size_t(batch) * sample_size, op, "out");
+    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, sample_size,
+                           norm, out, out_labels);
+    float* o = out.as<float>();
 
     const auto* images = images_u8.as<std::uint8_t>();
     const auto* labels = labels_u8.as<std::uint8_t>();

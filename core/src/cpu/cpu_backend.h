@@ -66,6 +66,9 @@ private:
 
 // ---- helpers shared by the op files ------------------------------------------------
 
+// The backend's name in validation messages (backend_validate.h).
+inline constexpr const char* k_name = "cpu";
+
 // Throws mixlab::Error("cpu backend: <op>: <what>") when ok is false: these are
 // engine bugs (wrong sizes, wrong dtypes), not user errors.
 void require(bool ok, const char* op, const std::string& what);

@@ -3,9 +3,8 @@
 // backend draws the very same mask.
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
 #include "hd_math.h"
-
-#include <string>
 
 namespace mixlab::cpu {
 
@@ -14,10 +13,10 @@ namespace {
 void dropout(const Buffer& in, float rate, std::uint64_t seed, std::uint64_t step, Buffer& out,
              const char* op)
 {
-    require(rate >= 0.0f && rate <= 1.0f, op, "rate must be in [0, 1], got " + std::to_string(rate));
+    validate::dropout(k_name, op, in, rate, out);
     const std::size_t n = in.count();
-    const float* x = floats(in, n, op, "input");
-    float* y = floats(out, n, op, "output");
+    const float* x = in.as<float>();
+    float* y = out.as<float>();
     const float keep_scale = 1.0f - rate; // a kept element is never seen when rate == 1
     for (std::size_t i = 0; i < n; ++i)
         y[i] = hd::dropout_keep(seed, step, i, rate) ? x[i] / keep_scale : 0.0f;

@@ -2,6 +2,7 @@
 // applied in fp32 before C is rounded to its dtype; TF32 math rounds the operands first.
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
 #include "hd_math.h"
 
 #include <Eigen/Core>
@@ -44,24 +45,18 @@ void product(const OpA& a, const OpB& b, Map& c, float alpha, float beta)
 
 void CpuBackend::gemm(const GemmCall& g)
 {
-    const char* op = "gemm";
-    require(g.a && g.b && g.c, op, "a, b and c must be set");
-    require(g.m >= 0 && g.n >= 0 && g.k >= 0, op, "negative dimension");
+    validate::gemm(k_name, g);
     const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
-    const float* a = floats(*g.a, m * k, op, "a");
-    const float* b = floats(*g.b, k * n, op, "b");
-    float* c = floats(*g.c, m * n, op, "c");
-    const bool needs_bias = g.epilogue == Epilogue::Bias || g.epilogue == Epilogue::BiasRelu ||
-                            g.epilogue == Epilogue::BiasGelu;
-    if (needs_bias)
-        require(g.bias != nullptr, op, "this epilogue needs a bias");
-    const float* bias = needs_bias ? floats(*g.bias, n, op, "bias") : nullptr;
+    const float* a = g.a->as<float>();
+    const float* b = g.b->as<float>();
+    float* c = g.c->as<float>();
+    const bool needs_bias = validate::epilogue_adds_bias(g.epilogue);
+    const float* bias = needs_bias ? g.bias->as<float>() : nullptr;
 
     // The bias gradient is the exact fp32 row sum of op(A), read before any TF32 rounding
     // (it is an epilogue on the stored operand, not part of the tensor-core product).
     if (g.epilogue == Epilogue::BiasGradA) {
-        require(g.bias_grad != nullptr, op, "BiasGradA needs bias_grad");
-        float* bg = floats(*g.bias_grad, m, op, "bias_grad");
+        float* bg = g.bias_grad->as<float>();
         if (g.trans_a) { // A stored (k x m): sum its rows
             std::fill(bg, bg + m, 0.0f);
             for (std::size_t r = 0; r < k; ++r) {

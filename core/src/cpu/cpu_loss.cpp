@@ -2,6 +2,7 @@
 // (loss-scaled) gradient of the mean loss with respect to the logits, all in fp32.
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
 #include "hd_math.h"
 #include "mixlab/graph.h"
 
@@ -16,15 +17,14 @@ void CpuBackend::cross_entropy(OutputHead head, const Buffer& logits, const Buff
                                Buffer& record, std::size_t record_offset)
 {
     const char* op = "cross_entropy";
-    require(batch > 0 && classes > 0, op, "batch and classes must be positive");
+    validate::cross_entropy(k_name, logits, labels_i32, batch, classes, scaler, dlogits, record,
+                            record_offset);
     const std::size_t nb = std::size_t(batch), nc = std::size_t(classes);
-    const float* z_all = floats(logits, nb * nc, op, "logits");
-    require(labels_i32.dtype() == DType::I32 && labels_i32.count() >= nb, op,
-            "labels must be int32 with one per row");
+    const float* z_all = logits.as<float>();
     const auto* labels = labels_i32.as<std::int32_t>();
-    float* rec = floats(record, record_offset + k_record_fields, op, "record");
-    float* dz_all = dlogits ? floats(*dlogits, nb * nc, op, "dlogits") : nullptr;
-    const float scale = scaler ? floats(*scaler, k_scaler_fields, op, "scaler")[k_scale] : 1.0f;
+    float* rec = record.as<float>();
+    float* dz_all = dlogits ? dlogits->as<float>() : nullptr;
+    const float scale = scaler ? scaler->as<float>()[k_scale] : 1.0f;
 
     if (m_row.size() < nc)
         m_row.resize(nc);

@@ -2,8 +2,9 @@
 // master weights (PyTorch's formulas), the low-precision copy, then the loss scaler.
 #include "cpu/cpu_backend.h"
 
+#include "backend_validate.h"
+
 #include <cmath>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -13,11 +14,16 @@ namespace {
 
 class CpuParamTable final : public ParamTable {
 public:
-    explicit CpuParamTable(std::vector<ParamSlot> slots) : m_slots(std::move(slots)) {}
+    CpuParamTable(std::vector<ParamSlot> slots, const validate::SlotStates& states)
+        : m_slots(std::move(slots)), m_states(states)
+    {
+    }
     const std::vector<ParamSlot>& slots() const { return m_slots; }
+    const validate::SlotStates& states() const { return m_states; }
 
 private:
     std::vector<ParamSlot> m_slots;
+    validate::SlotStates m_states;
 };
 
 bool any_non_finite(const Buffer& grad)
@@ -94,41 +100,23 @@ void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext
     }
 }
 
-void check_slot(const ParamSlot& s, std::size_t index)
-{
-    const char* op = "prepare_params";
-    const std::string which = "slot " + std::to_string(index) + ": ";
-    require(s.master && s.grad, op, which + "master and grad must be set");
-    const std::size_t n = s.master->count();
-    floats(*s.master, n, op, "master");
-    floats(*s.grad, n, op, "grad");
-    if (s.low)
-        floats(*s.low, n, op, "low");
-    if (s.state1)
-        floats(*s.state1, n, op, "state1");
-    if (s.state2)
-        floats(*s.state2, n, op, "state2");
-}
-
 } // namespace
 
 std::unique_ptr<ParamTable> CpuBackend::prepare_params(const std::vector<ParamSlot>& slots)
 {
-    for (std::size_t i = 0; i < slots.size(); ++i)
-        check_slot(slots[i], i);
-    return std::make_unique<CpuParamTable>(slots);
+    const validate::SlotStates states = validate::param_slots(k_name, slots);
+    return std::make_unique<CpuParamTable>(slots, states);
 }
 
 void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler, Buffer& record,
                                 std::size_t record_offset)
 {
-    const char* op = "optimizer_step";
     auto* t = dynamic_cast<CpuParamTable*>(&table);
-    require(t != nullptr, op, "the parameter table was prepared by another backend");
-    require(scaling.mode != LossScaleMode::Default, op, "the loss-scale mode must be resolved");
-    float* sc = floats(scaler, k_scaler_fields, op, "scaler");
-    float* rec = floats(record, record_offset + k_record_fields, op, "record");
+    require(t != nullptr, "optimizer_step", "the parameter table was prepared by another backend");
+    validate::optimizer_step(k_name, opt, scaling, t->states(), scaler, record, record_offset);
+    float* sc = scaler.as<float>();
+    float* rec = record.as<float>();
 
     const bool scaling_on = scaling.mode != LossScaleMode::None;
     const float scale = scaling_on ? sc[k_scale] : 1.0f;
@@ -147,13 +135,10 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
         ctx.bias_correction1 = float(1.0 - std::pow(double(opt.beta1), step));
         ctx.bias_correction2 = float(1.0 - std::pow(double(opt.beta2), step));
         for (const ParamSlot& s : t->slots()) {
-            if (adam) {
-                require(s.state1 && s.state2, op, "Adam needs state1 (m) and state2 (v) per slot");
+            if (adam)
                 adam_slot(s, opt, ctx);
-            } else {
-                require(opt.momentum == 0.0f || s.state1, op, "SGD with momentum needs state1");
+            else
                 sgd_slot(s, opt, ctx);
-            }
         }
         sc[k_optimizer_steps] += 1.0f;
     }

@@ -1,6 +1,7 @@
 // CUDA backend: device, stream, memory, host transfers, fill/cast and events.
 #include "cuda/cuda_backend.h"
 
+#include "backend_validate.h"
 #include "cuda/cast_fill.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_event.h"
@@ -83,18 +84,7 @@ unsigned char* bytes_at(const Buffer& b, std::size_t offset)
 
 void require(bool ok, const char* op, const std::string& what)
 {
-    if (!ok)
-        throw Error(std::string("cuda backend: ") + op + ": " + what);
-}
-
-void require_floating(const Buffer& b, std::size_t need, const char* op, const char* name)
-{
-    require(is_floating(b.dtype()), op,
-            std::string(name) + " must be a floating buffer, got " + std::string(dtype_name(b.dtype())));
-    require(b.count() >= need, op,
-            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
-                std::to_string(need));
-    require(need == 0 || b.data() != nullptr, op, std::string(name) + " is not allocated");
+    validate::require(ok, k_name, op, what);
 }
 
 Stream::Stream()
@@ -129,7 +119,7 @@ CudaBackend::CudaBackend()
     const std::size_t lt = cublasLtGetVersion(); // major * 10000 + minor * 100 + patch
     m_info.cublas_version = std::to_string(lt / 10000) + "." + std::to_string((lt / 100) % 100) +
                             "." + std::to_string(lt % 100);
-    m_info.cudnn_version = ""; // cuDNN is not linked yet
+    m_info.cudnn_version = "not used"; // the MLP engine needs no cuDNN yet (convolutions: issue 4)
 
     GemmDevice gd;
     gd.tensor_cores = m_info.tensor_cores;
@@ -173,9 +163,7 @@ std::vector<unsigned char>& CudaBackend::staging(std::size_t bytes)
 
 void CudaBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, std::size_t offset)
 {
-    require(offset + count <= dst.count(), "upload_f32",
-            "writing " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
-                " past the buffer's " + std::to_string(dst.count()));
+    validate::element_range(k_name, "upload_f32", dst, offset, count, true);
     if (count == 0)
         return;
     const std::size_t bytes = count * dtype_size(dst.dtype());
@@ -193,12 +181,7 @@ void CudaBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, s
 
 void CudaBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 {
-    require(!is_floating(dst.dtype()), "upload_raw",
-            "raw bytes go to uint8/int32 buffers only; use upload_f32 for " +
-                std::string(dtype_name(dst.dtype())));
-    require(bytes <= dst.count() * dtype_size(dst.dtype()), "upload_raw",
-            std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
-                " " + std::string(dtype_name(dst.dtype())));
+    validate::upload_raw(k_name, dst, bytes);
     if (bytes == 0)
         return;
     MIXLAB_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, bytes, cudaMemcpyHostToDevice, stream()));
@@ -207,9 +190,7 @@ void CudaBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 
 void CudaBackend::download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset)
 {
-    require(offset + count <= src.count(), "download_f32",
-            "reading " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
-                " past the buffer's " + std::to_string(src.count()));
+    validate::element_range(k_name, "download_f32", src, offset, count, false);
     if (count == 0) {
         synchronize();
         return;
@@ -230,9 +211,7 @@ void CudaBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std:
 {
     require(src.dtype() == DType::F32, "copy_to_host_async",
             "copies float32 buffers only, got " + std::string(dtype_name(src.dtype())));
-    require(offset + count <= src.count(), "copy_to_host_async",
-            "reading " + std::to_string(count) + " elements at offset " + std::to_string(offset) +
-                " past the buffer's " + std::to_string(src.count()));
+    validate::element_range(k_name, "copy_to_host_async", src, offset, count, false);
     if (count == 0)
         return;
     MIXLAB_CUDA_CHECK(cudaMemcpyAsync(dst, src.as<float>() + offset, count * sizeof(float),
@@ -266,8 +245,7 @@ void CudaBackend::fill(Buffer& dst, float value)
 
 void CudaBackend::cast(const Buffer& x, Buffer& y)
 {
-    require(x.count() == y.count(), "cast",
-            "x has " + std::to_string(x.count()) + " elements, y " + std::to_string(y.count()));
+    validate::cast(k_name, x, y);
     launch_cast(x.data(), x.dtype(), y.data(), y.dtype(), x.count(), stream());
 }
 

@@ -13,11 +13,12 @@
 
 namespace mixlab::cuda {
 
+// The backend's name in validation messages (backend_validate.h).
+inline constexpr const char* k_name = "cuda";
+
 // Throws mixlab::Error("cuda backend: <op>: <what>") when ok is false: wrong sizes or
 // dtypes are engine bugs, reported before anything is enqueued.
 void require(bool ok, const char* op, const std::string& what);
-// Checks that b is a floating buffer of at least `need` elements.
-void require_floating(const Buffer& b, std::size_t need, const char* op, const char* name);
 
 // The backend's stream, created non-blocking so it never waits on the legacy default stream.
 class Stream {

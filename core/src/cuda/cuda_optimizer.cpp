@@ -3,6 +3,7 @@
 // then a memset and three kinds of launch, with no host sync.
 #include "cuda/cuda_backend.h"
 
+#include "backend_validate.h"
 #include "cuda/cuda_check.h"
 #include "cuda/optimizer.cuh"
 
@@ -23,8 +24,7 @@ struct TableGroup {
 class CudaParamTable final : public ParamTable {
 public:
     std::vector<TableGroup> groups;
-    bool all_state1 = true, all_state2 = true;
-    std::size_t slots = 0;
+    validate::SlotStates states;
 };
 
 std::string layout_text(const OptLayout& l)
@@ -40,7 +40,7 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
 {
     const char* op = "prepare_params";
     auto table = std::make_unique<CudaParamTable>();
-    table->slots = slots.size();
+    table->states = validate::param_slots(k_name, slots);
     struct HostGroup {
         OptLayout layout;
         std::vector<OptTensor> tensors;
@@ -50,31 +50,16 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
 
     for (std::size_t i = 0; i < slots.size(); ++i) {
         const ParamSlot& s = slots[i];
-        const std::string which = "slot " + std::to_string(i) + ": ";
-        require(s.master && s.grad, op, which + "master and grad must be set");
         const std::size_t n = s.master->count();
-        require_floating(*s.master, n, op, "master");
-        require_floating(*s.grad, n, op, "grad");
-        if (s.low)
-            require_floating(*s.low, n, op, "low");
-        for (const Buffer* st : {s.state1, s.state2})
-            if (st) {
-                require_floating(*st, n, op, "state");
-                require(st->dtype() == s.master->dtype(), op,
-                        which + "optimizer state must have the master's dtype");
-            }
         OptLayout l;
         l.master = s.master->dtype();
         l.grad = s.grad->dtype();
         l.has_low = s.low != nullptr;
         l.low = s.low ? s.low->dtype() : DType::F16;
         require(optimizer_layout_supported(l), op,
-                which + "no optimizer kernel for " + layout_text(l) +
+                "slot " + std::to_string(i) + ": no optimizer kernel for " + layout_text(l) +
                     " (supported: fp32 master and grads with an optional fp16/bf16 copy, or "
                     "16-bit weights and grads of one dtype with no copy)");
-        table->all_state1 = table->all_state1 && s.state1;
-        table->all_state2 = table->all_state2 && s.state2;
-
         HostGroup* g = nullptr;
         for (auto& h : host)
             if (h.layout == l)
@@ -116,22 +101,9 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                  const ScalerParams& scaling, Buffer& scaler, Buffer& record,
                                  std::size_t record_offset)
 {
-    const char* op = "optimizer_step";
     auto* t = dynamic_cast<CudaParamTable*>(&table);
-    require(t != nullptr, op, "the parameter table was prepared by another backend");
-    require(scaling.mode != LossScaleMode::Default, op, "the loss-scale mode must be resolved");
-    require(scaler.dtype() == DType::F32 && scaler.count() >= k_scaler_fields, op,
-            "scaler must be float32 x " + std::to_string(k_scaler_fields));
-    require(record.dtype() == DType::F32 && record.count() >= record_offset + k_record_fields, op,
-            "record must be float32 with room for the fields at offset " +
-                std::to_string(record_offset));
-    const bool adam = opt.type != OptimizerType::SGD;
-    if (t->slots > 0) {
-        if (adam)
-            require(t->all_state1 && t->all_state2, op, "Adam needs state1 (m) and state2 (v) per slot");
-        else
-            require(opt.momentum == 0.0f || t->all_state1, op, "SGD with momentum needs state1");
-    }
+    require(t != nullptr, "optimizer_step", "the parameter table was prepared by another backend");
+    validate::optimizer_step(k_name, opt, scaling, t->states, scaler, record, record_offset);
 
     float* sc = scaler.as<float>();
     MIXLAB_CUDA_CHECK(cudaMemsetAsync(sc + k_found_inf, 0, sizeof(float), stream()));

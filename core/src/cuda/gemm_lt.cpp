@@ -2,9 +2,11 @@
 // per-shape cache and the unfused fallback paths.
 #include "cuda/gemm_lt.h"
 
+#include "backend_validate.h"
 #include "cuda/activation.cuh"
 #include "cuda/bias_grad.cuh"
 #include "mixlab/error.h"
+#include "op_names.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -39,11 +41,6 @@ std::uint16_t alignment(const void* p)
     return a;
 }
 
-bool needs_bias(Epilogue e)
-{
-    return e == Epilogue::Bias || e == Epilogue::BiasRelu || e == Epilogue::BiasGelu;
-}
-
 cublasLtEpilogue_t lt_epilogue(Epilogue e)
 {
     switch (e) {
@@ -74,49 +71,6 @@ LtLayout make_layout(DType t, std::uint64_t rows, std::uint64_t cols, std::int64
     cublasLtMatrixLayout_t l = nullptr;
     MIXLAB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, lt_type(t), rows, cols, ld));
     return LtLayout(l);
-}
-
-const char* short_name(DType t)
-{
-    switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-    case DType::U8: return "u8";
-    }
-    return "?";
-}
-
-const char* epilogue_name(Epilogue e)
-{
-    switch (e) {
-    case Epilogue::None: return "none";
-    case Epilogue::Bias: return "bias";
-    case Epilogue::BiasRelu: return "bias_relu";
-    case Epilogue::BiasGelu: return "bias_gelu";
-    case Epilogue::BiasGradA: return "bias_grad_a";
-    }
-    return "?";
-}
-
-const char* math_name(MathMode m)
-{
-    switch (m) {
-    case MathMode::Pedantic: return "pedantic";
-    case MathMode::TF32: return "tf32";
-    case MathMode::Reduced: return "reduced";
-    }
-    return "?";
-}
-
-void check_count(const Buffer* b, std::size_t need, const char* name)
-{
-    if (!b || b->empty())
-        fail(std::string(name) + " is not set");
-    if (b->count() < need)
-        fail(std::string(name) + " holds " + std::to_string(b->count()) + " elements, needs " +
-             std::to_string(need));
 }
 
 } // namespace
@@ -252,8 +206,9 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const void* aux_ptr)
     if (!plan) {
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
-                 std::to_string(key.n) + "x" + std::to_string(key.k) + " " + short_name(key.ab) +
-                 "->" + short_name(key.c) + " (" + math_name(key.math) + " math)");
+                 std::to_string(key.n) + "x" + std::to_string(key.k) + " " +
+                 dtype_short_name(key.ab) + "->" + dtype_short_name(key.c) + " (" +
+                 math_mode_name(key.math) + " math)");
         // The plain plan supplies the shape info; its epilogue is ours.
         plan = std::make_unique<Plan>();
         plan->info = plain_plan(key).info;
@@ -306,30 +261,15 @@ void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stre
 
 void LtGemm::run(const GemmCall& g, cudaStream_t stream)
 {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    validate::gemm("cuda", g);
+    // cuBLASLt has no empty matrices (the CPU reference accepts them).
+    if (g.m == 0 || g.n == 0 || g.k == 0)
         fail("dimensions must be positive, got m=" + std::to_string(g.m) + " n=" +
              std::to_string(g.n) + " k=" + std::to_string(g.k));
-    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
-    check_count(g.a, m * k, "a");
-    check_count(g.b, k * n, "b");
-    check_count(g.c, m * n, "c");
-    if (g.a->dtype() != g.b->dtype())
-        fail("a and b must share a dtype, got " + std::string(dtype_name(g.a->dtype())) + " and " +
-             std::string(dtype_name(g.b->dtype())));
     const DType ab = g.a->dtype(), ct = g.c->dtype();
-    lt_type(ab);
-    if (!(ct == ab || ct == DType::F32))
-        fail("c must be float32 or the operands' dtype, got " + std::string(dtype_name(ct)));
-    const Buffer* aux = nullptr;
-    if (needs_bias(g.epilogue)) {
-        check_count(g.bias, n, "bias");
-        aux = g.bias;
-    } else if (g.epilogue == Epilogue::BiasGradA) {
-        check_count(g.bias_grad, m, "bias_grad");
-        aux = g.bias_grad;
-    }
-    if (aux)
-        lt_type(aux->dtype());
+    const Buffer* aux = validate::epilogue_adds_bias(g.epilogue) ? g.bias
+                        : g.epilogue == Epilogue::BiasGradA    ? g.bias_grad
+                                                               : nullptr;
 
     Key key{};
     key.trans_a = g.trans_a;
@@ -377,8 +317,8 @@ std::string describe(const GemmPlanInfo& p)
 {
     std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
                      std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
-                     " " + short_name(p.ab) + "->" + short_name(p.c) + " " +
-                     epilogue_name(p.epilogue) + " " + math_name(p.math) + ": " +
+                     " " + dtype_short_name(p.ab) + "->" + dtype_short_name(p.c) + " " +
+                     epilogue_name(p.epilogue) + " " + math_mode_name(p.math) + ": " +
                      (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
                      (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
                      (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +

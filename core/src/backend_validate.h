@@ -1,0 +1,82 @@
+// Argument checks every backend makes before an op computes or enqueues anything: the
+// shapes, dtypes and counts that mixlab/backend.h promises. One copy, so the CPU
+// reference and the CUDA backend reject exactly the same calls. Plain C++ (no CUDA).
+#pragma once
+#include "mixlab/backend.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+// A failed check is an engine bug (wrong sizes or dtypes), not a user error: each
+// throws mixlab::Error("<backend> backend: <op>: <what>"), `backend` being "cpu" or "cuda".
+namespace mixlab::validate {
+
+[[noreturn]] void fail(const char* backend, const char* op, const std::string& what);
+
+inline void require(bool ok, const char* backend, const char* op, const std::string& what)
+{
+    if (!ok)
+        fail(backend, op, what);
+}
+
+// b is a floating buffer holding at least `need` elements (allocated when need > 0).
+void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
+              const char* name);
+
+// count elements are whole rows of `cols`; returns the number of rows.
+std::size_t whole_rows(const char* backend, const char* op, std::size_t count, int cols);
+
+// [offset, offset + count) lies inside b; `writing` picks the message's verb.
+void element_range(const char* backend, const char* op, const Buffer& b, std::size_t offset,
+                   std::size_t count, bool writing);
+
+// ---- per op: the checks of the Backend method of the same name ------------------------
+void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes);
+void cast(const char* backend, const Buffer& x, const Buffer& y);
+void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
+                  const Buffer& order_i32, std::int64_t offset, int batch, int sample_size,
+                  const Normalization& norm, const Buffer& out, const Buffer& out_labels);
+void gemm(const char* backend, const GemmCall& call);
+// Both return the number of rows.
+std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* bias, int cols,
+                            const Buffer& y);
+std::size_t activation_backward(const char* backend, Activation act, const Buffer& x,
+                                const Buffer& y, const Buffer& dy, int cols, const Buffer& dx);
+void bias_grad(const char* backend, const Buffer& dy, int rows, int cols, const Buffer& out);
+// op: "dropout_forward" or "dropout_backward".
+void dropout(const char* backend, const char* op, const Buffer& in, float rate,
+             const Buffer& out);
+void cross_entropy(const char* backend, const Buffer& logits, const Buffer& labels_i32, int batch,
+                   int classes, const Buffer* scaler, const Buffer* dlogits, const Buffer& record,
+                   std::size_t record_offset);
+
+// Which buffers an activation's backward pass reads: only GELU needs its input; the
+// others are functions of the output, except the identity, which needs neither. The
+// unused buffer may be anything (relu computed in place passes its output twice).
+inline bool activation_backward_reads_x(Activation act) { return act == Activation::Gelu; }
+inline bool activation_backward_reads_y(Activation act)
+{
+    return act != Activation::Gelu && act != Activation::None;
+}
+
+// The epilogues that add a bias to C (and so need GemmCall::bias).
+inline bool epilogue_adds_bias(Epilogue e)
+{
+    return e == Epilogue::Bias || e == Epilogue::BiasRelu || e == Epilogue::BiasGelu;
+}
+
+// What a parameter table must remember of its slots for optimizer_step's checks.
+struct SlotStates {
+    std::size_t slots = 0;
+    bool all_state1 = true, all_state2 = true;
+};
+
+// Checks every slot as prepare_params receives it: master and grad set, every buffer
+// floating with the master's count, optimizer state in the master's dtype.
+SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots);
+void optimizer_step(const char* backend, const OptimizerConfig& opt, const ScalerParams& scaling,
+                    const SlotStates& states, const Buffer& scaler, const Buffer& record,
+                    std::size_t record_offset);
+
+} // namespace mixlab::validate
