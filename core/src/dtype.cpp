@@ -114,11 +114,50 @@ float round_to_tf32(float f) {
     return std::bit_cast<float>(rounded);
 }
 
+namespace {
+
+// fp16 rounding in the float domain, equal to half_bits_to_float(float_to_half_bits(f))
+// for every input but NaN payloads: normal halves keep 10 mantissa bits (the same
+// carry trick as tf32); below 2^-14 the quantum is 2^-24, which adding and removing
+// 0.5 (whose float ulp is 2^-24) rounds to, to nearest even, in the FPU.
+inline float round_half_value(float f) {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const std::uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x38800000u) {
+        if (ax > 0x7f800000u) return f; // NaN stays NaN
+        if (ax >= 0x477ff000u) return std::bit_cast<float>((x & 0x80000000u) | 0x7f800000u);
+        return std::bit_cast<float>((x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu);
+    }
+    volatile float shifted = std::fabs(f) + 0.5f; // volatile: the sum must be rounded
+    return std::copysign(shifted - 0.5f, f);
+}
+
+inline float round_bf16_value(float f) {
+    return bf16_bits_to_float(float_to_bf16_bits(f));
+}
+
+} // namespace
+
+void round_span(DType t, float* values, std::size_t n) {
+    switch (t) {
+    case DType::F32: return;
+    case DType::F16:
+        for (std::size_t i = 0; i < n; ++i) values[i] = round_half_value(values[i]);
+        return;
+    case DType::BF16:
+        for (std::size_t i = 0; i < n; ++i) values[i] = round_bf16_value(values[i]);
+        return;
+    default:
+        for (std::size_t i = 0; i < n; ++i) values[i] = round_to(t, values[i]);
+        return;
+    }
+}
+
 float round_to(DType t, float f) {
     switch (t) {
     case DType::F32: return f;
-    case DType::F16: return half_bits_to_float(float_to_half_bits(f));
-    case DType::BF16: return bf16_bits_to_float(float_to_bf16_bits(f));
+    case DType::F16: return round_half_value(f);
+    case DType::BF16: return round_bf16_value(f);
     case DType::I32: {
         // Integer storage: nearest integer (ties to even), saturated; NaN becomes 0.
         if (std::isnan(f)) return 0.0f;

@@ -22,6 +22,9 @@ float bf16_bits_to_float(std::uint16_t b);
 
 // The value a float becomes when stored as type t (identity for F32).
 float round_to(DType t, float f);
+// round_to over a whole array in place: the CPU backend's storage emulation, written
+// as tight per-dtype loops because it runs on every tensor of every emulated step.
+void round_span(DType t, float* values, std::size_t n);
 // TF32 operand rounding: 10 explicit mantissa bits, round to nearest (cuBLAS rounds
 // tf32 operands to nearest; the CPU backend emulates that).
 float round_to_tf32(float f);

@@ -98,13 +98,7 @@ const float* floats(const Buffer& b, std::size_t need, const char* op, const cha
     return floats(const_cast<Buffer&>(b), need, op, name);
 }
 
-void round_span(DType t, float* p, std::size_t n)
-{
-    if (t == DType::F32)
-        return;
-    for (std::size_t i = 0; i < n; ++i)
-        p[i] = round_to(t, p[i]);
-}
+
 
 DeviceInfo CpuBackend::info() const
 {

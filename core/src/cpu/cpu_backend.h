@@ -77,8 +77,8 @@ void require(bool ok, const char* op, const std::string& what);
 float* floats(Buffer& b, std::size_t need, const char* op, const char* name);
 const float* floats(const Buffer& b, std::size_t need, const char* op, const char* name);
 
-// Rounds n stored floats to dtype t in place (nothing to do for F32).
-void round_span(DType t, float* p, std::size_t n);
+// Rounds n stored floats to dtype t in place: mixlab::round_span (dtype.h).
+using mixlab::round_span;
 
 // The value v takes when stored in a buffer of dtype t (skips the call for F32).
 inline float stored(DType t, float v)
