@@ -1,0 +1,466 @@
+// The chart grid: store signals → coalesced redraw → curves per run → MetricCharts.
+#include "chartpanel.h"
+
+#include "metricchart.h"
+#include "runstore.h"
+#include "seriesdecimator.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QImage>
+#include <QLabel>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSvgGenerator>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+constexpr int k_redrawDelayMs = 40;
+
+// Steps per epoch of a run: exact from the planned totals when the run is epoch-bound,
+// else read off the data (the first step of a later epoch), else the synthetic
+// dataset's size. 0 when nothing tells yet.
+qint64 stepsPerEpoch(const RunRecord &r)
+{
+    const mixlab::RunConfig &c = r.config;
+    if (c.steps <= 0 && r.totalSteps > 0 && c.epochs > 0)
+        return std::max<qint64>(1, r.totalSteps / c.epochs);
+    const auto &steps = r.steps;
+    auto later = std::partition_point(steps.begin(), steps.end(),
+                                      [](const mixlab::StepMetrics &m) { return m.epoch < 2; });
+    if (later != steps.end() && later->epoch >= 2)
+        return std::max<qint64>(1, (later->step - 1) / (later->epoch - 1));
+    if (c.dataset.name == "synthetic" && c.batch_size > 0 && c.dataset.synthetic_train >= c.batch_size)
+        return c.dataset.synthetic_train / c.batch_size; // the last partial batch is dropped
+    return 0;
+}
+
+// The x coordinates of a run's steps and epochs under one axis mode.
+struct XMapper {
+    ChartPanel::XAxis mode;
+    const RunRecord &run;
+    double spe; // steps per epoch (a still-unknown one counts the steps seen as one epoch)
+
+    XMapper(ChartPanel::XAxis m, const RunRecord &r) : mode(m), run(r)
+    {
+        qint64 s = stepsPerEpoch(r);
+        if (s <= 0)
+            s = r.steps.empty() ? 1 : std::max<qint64>(1, r.steps.back().step);
+        spe = double(s);
+    }
+
+    double step(const mixlab::StepMetrics &m) const
+    {
+        switch (mode) {
+        case ChartPanel::XAxis::Step: return double(m.step);
+        case ChartPanel::XAxis::Epoch: return double(m.step) / spe;
+        case ChartPanel::XAxis::WallTime: return m.wall_ms / 1000.0;
+        }
+        return 0;
+    }
+
+    // Where epoch e ends: its last step, or the epoch count itself. NaN when unknown.
+    double epochEnd(const mixlab::EpochMetrics &e, double secondsBefore) const
+    {
+        if (mode == ChartPanel::XAxis::Epoch)
+            return double(e.epoch);
+        const auto &steps = run.steps;
+        auto after = std::partition_point(steps.begin(), steps.end(),
+                                          [&](const mixlab::StepMetrics &m) { return m.epoch <= e.epoch; });
+        const bool haveLast = after != steps.begin() && std::prev(after)->epoch == e.epoch;
+        if (mode == ChartPanel::XAxis::Step)
+            return haveLast ? double(std::prev(after)->step) : double(e.epoch) * spe;
+        return haveLast ? std::prev(after)->wall_ms / 1000.0 : secondsBefore + e.seconds;
+    }
+};
+
+std::vector<MetricChart::Curve> stepCurves(const QList<QPointF> &raw, double alpha, bool inLegend)
+{
+    std::vector<MetricChart::Curve> c(2);
+    c[0] = {QObject::tr("per step"), MetricChart::Style::Faint, false, raw};
+    c[1] = {QObject::tr("smoothed"), MetricChart::Style::Solid, inLegend, mixlab::smoothEma(raw, alpha)};
+    return c;
+}
+
+QString xTitle(ChartPanel::XAxis a)
+{
+    switch (a) {
+    case ChartPanel::XAxis::Step: return QObject::tr("step");
+    case ChartPanel::XAxis::Epoch: return QObject::tr("epoch");
+    case ChartPanel::XAxis::WallTime: return QObject::tr("wall time (s)");
+    }
+    return {};
+}
+
+} // namespace
+
+ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(store)
+{
+    auto *bar = new QHBoxLayout;
+    bar->setContentsMargins(4, 2, 4, 2);
+    bar->addWidget(new QLabel(tr("X axis:"), this));
+    m_xCombo = new QComboBox(this);
+    m_xCombo->setObjectName(QStringLiteral("xAxisCombo"));
+    m_xCombo->addItems({tr("Step"), tr("Epoch"), tr("Wall time (s)")});
+    bar->addWidget(m_xCombo);
+    bar->addSpacing(16);
+    bar->addWidget(new QLabel(tr("Smoothing:"), this));
+    m_smoothSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothSlider->setObjectName(QStringLiteral("smoothingSlider"));
+    m_smoothSlider->setRange(0, 99);
+    m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+    m_smoothSlider->setMaximumWidth(180);
+    m_smoothSlider->setToolTip(tr("Exponential moving average of per-step curves "
+                                  "(0 = raw values)"));
+    bar->addWidget(m_smoothSlider);
+    m_smoothLabel = new QLabel(this);
+    m_smoothLabel->setMinimumWidth(32);
+    bar->addWidget(m_smoothLabel);
+    bar->addSpacing(16);
+    m_logCheck = new QCheckBox(tr("Log scale (loss, step time)"), this);
+    m_logCheck->setObjectName(QStringLiteral("logScaleCheck"));
+    bar->addWidget(m_logCheck);
+    bar->addStretch(1);
+
+    auto *gridHost = new QWidget(this);
+    m_grid = new QGridLayout(gridHost);
+    m_grid->setContentsMargins(2, 2, 2, 2);
+    m_grid->setSpacing(4);
+    auto *scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true); // charts stretch with the panel, scroll below their minimum
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(gridHost);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addLayout(bar);
+    layout->addWidget(scroll, 1);
+
+    struct Spec { const char *name; QString title, yTitle, key; };
+    const QString perStep = tr("faint: per step, solid: smoothed");
+    const Spec specs[] = {
+        {"loss", tr("Loss"), tr("loss"), perStep + tr("; dashed ●: test, per epoch")},
+        {"accuracy", tr("Accuracy"), tr("accuracy (%)"),
+         tr("solid: train, smoothed; dotted ●: train, dashed ●: test, per epoch")},
+        {"step_time", tr("Step time"), tr("step time (ms)"), perStep + tr("; device time")},
+        {"throughput", tr("Throughput"), tr("throughput (samples/s)"), perStep},
+        {"loss_scale", tr("Loss scale"), tr("loss scale"), tr("▲: skipped step (inf/NaN gradients)")},
+        {"memory", tr("Device memory"), tr("memory (MB)"), tr("allocated by the run")},
+    };
+    for (const Spec &s : specs) {
+        auto *c = new MetricChart(QString::fromLatin1(s.name), s.title, s.yTitle, s.key, gridHost);
+        connect(c, &MetricChart::bucketsChanged, this, &ChartPanel::markAllDirty);
+        m_charts.append(c);
+    }
+    chart(QStringLiteral("loss_scale"))->setLogY(true, true);
+    chart(QStringLiteral("memory"))->setIncludeZero(true);
+    chart(QStringLiteral("throughput"))->setIncludeZero(true);
+    layoutCharts(3);
+    setSmoothing(m_smoothing);
+
+    m_redrawTimer.setSingleShot(true);
+    m_redrawTimer.setInterval(k_redrawDelayMs);
+    connect(&m_redrawTimer, &QTimer::timeout, this, &ChartPanel::redrawNow);
+
+    connect(m_xCombo, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setXAxis(XAxis(i)); });
+    connect(m_smoothSlider, &QSlider::valueChanged, this,
+            [this](int v) { setSmoothing(v / 100.0); });
+    connect(m_logCheck, &QCheckBox::toggled, this, &ChartPanel::setLogScale);
+
+    connect(m_store, &RunStore::runAdded, this, &ChartPanel::markDirty);
+    connect(m_store, &RunStore::runChanged, this, &ChartPanel::markDirty);
+    connect(m_store, &RunStore::runRemoved, this, &ChartPanel::markDirty);
+    connect(m_store, &RunStore::stepsAppended, this, [this](int id, int) { markDirty(id); });
+    connect(m_store, &RunStore::epochsAppended, this, [this](int id, int) { markDirty(id); });
+    markAllDirty();
+}
+
+// The setters keep the toolbar in step without its signals calling back in.
+void ChartPanel::setXAxis(XAxis axis)
+{
+    {
+        const QSignalBlocker block(m_xCombo);
+        m_xCombo->setCurrentIndex(int(axis));
+    }
+    if (axis == m_xAxis)
+        return;
+    m_xAxis = axis;
+    for (MetricChart *c : std::as_const(m_charts))
+        c->setXTitle(xTitle(axis));
+    markAllDirty();
+    emit xAxisChanged(axis);
+}
+
+void ChartPanel::setSmoothing(double alpha)
+{
+    alpha = std::isfinite(alpha) ? std::clamp(alpha, 0.0, 0.99) : 0.0;
+    {
+        const QSignalBlocker block(m_smoothSlider);
+        m_smoothSlider->setValue(int(std::lround(alpha * 100)));
+    }
+    m_smoothLabel->setText(QString::number(alpha, 'f', 2));
+    if (alpha == m_smoothing)
+        return;
+    m_smoothing = alpha;
+    markAllDirty();
+    emit smoothingChanged(alpha);
+}
+
+void ChartPanel::setLogScale(bool on)
+{
+    {
+        const QSignalBlocker block(m_logCheck);
+        m_logCheck->setChecked(on);
+    }
+    if (on == m_logScale)
+        return;
+    m_logScale = on;
+    chart(QStringLiteral("loss"))->setLogY(on);
+    chart(QStringLiteral("step_time"))->setLogY(on);
+    markAllDirty();
+    emit logScaleChanged(on);
+}
+
+QStringList ChartPanel::chartNames() const
+{
+    QStringList names;
+    for (const MetricChart *c : m_charts)
+        names << c->name();
+    return names;
+}
+
+MetricChart *ChartPanel::chart(const QString &name) const
+{
+    for (MetricChart *c : m_charts)
+        if (c->name() == name)
+            return c;
+    return nullptr;
+}
+
+void ChartPanel::markDirty(int runId)
+{
+    m_dirty.insert(runId);
+    if (!m_redrawTimer.isActive())
+        m_redrawTimer.start();
+}
+
+void ChartPanel::markAllDirty()
+{
+    m_allDirty = true;
+    if (!m_redrawTimer.isActive())
+        m_redrawTimer.start();
+}
+
+void ChartPanel::redrawNow()
+{
+    m_redrawTimer.stop();
+    std::set<int> ids;
+    if (m_allDirty) {
+        for (int id : m_store->runIds())
+            ids.insert(id);
+    } else {
+        ids.swap(m_dirty);
+    }
+    // Runs the charts still show but the store no longer has (removed, or cleared).
+    for (MetricChart *c : std::as_const(m_charts))
+        for (int id : c->runIds())
+            if (!m_store->run(id))
+                ids.insert(id);
+    m_dirty.clear();
+    m_allDirty = false;
+    for (int id : ids)
+        updateRun(id);
+    for (MetricChart *c : std::as_const(m_charts))
+        c->fitAxes();
+    ++m_redraws;
+}
+
+void ChartPanel::updateRun(int runId)
+{
+    const RunRecord *r = m_store->run(runId);
+    if (!r || !r->visible) {
+        for (MetricChart *c : std::as_const(m_charts))
+            c->removeRun(runId);
+        return;
+    }
+    const XMapper xm(m_xAxis, *r);
+    const auto &steps = r->steps;
+    const qsizetype n = qsizetype(steps.size());
+    QList<QPointF> loss, acc, stepMs, rate, scale, skipped;
+    loss.reserve(n);
+    acc.reserve(n);
+    stepMs.reserve(n);
+    rate.reserve(n);
+    scale.reserve(n);
+    for (const mixlab::StepMetrics &m : steps) {
+        const double x = xm.step(m);
+        loss.append(QPointF(x, m.loss));
+        acc.append(QPointF(x, 100.0 * m.accuracy));
+        stepMs.append(QPointF(x, m.step_ms));
+        rate.append(QPointF(x, m.samples_per_s));
+        scale.append(QPointF(x, m.loss_scale));
+        if (m.skipped)
+            skipped.append(QPointF(x, m.loss_scale));
+    }
+    QList<QPointF> testLoss, trainAcc, testAcc;
+    double seconds = 0;
+    for (const mixlab::EpochMetrics &e : r->epochs) {
+        const double x = xm.epochEnd(e, seconds);
+        seconds += e.seconds;
+        testLoss.append(QPointF(x, e.test_loss));
+        trainAcc.append(QPointF(x, 100.0 * e.train_accuracy));
+        testAcc.append(QPointF(x, 100.0 * e.test_accuracy));
+    }
+    QList<QPointF> memory;
+    if (n > 0 && r->deviceMemoryMB > 0) {
+        memory.append(QPointF(xm.step(steps.front()), r->deviceMemoryMB));
+        memory.append(QPointF(xm.step(steps.back()), r->deviceMemoryMB));
+    }
+
+    const QColor color = r->color.isValid() ? r->color : QColor(Qt::darkGray);
+    const double a = m_smoothing;
+    using Style = MetricChart::Style;
+
+    auto lossCurves = stepCurves(loss, a, true);
+    lossCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testLoss});
+    chart(QStringLiteral("loss"))->setRun(runId, r->name, color, lossCurves);
+
+    auto accCurves = stepCurves(acc, a, true);
+    accCurves.push_back({tr("train, per epoch"), Style::DottedMarkers, false, trainAcc});
+    accCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testAcc});
+    chart(QStringLiteral("accuracy"))->setRun(runId, r->name, color, accCurves);
+
+    chart(QStringLiteral("step_time"))->setRun(runId, r->name, color, stepCurves(stepMs, a, true));
+    chart(QStringLiteral("throughput"))->setRun(runId, r->name, color, stepCurves(rate, a, true));
+
+    chart(QStringLiteral("loss_scale"))
+        ->setRun(runId, r->name, color,
+                 {{tr("loss scale"), Style::Solid, true, scale},
+                  {tr("skipped step"), Style::Scatter, false, skipped}});
+    chart(QStringLiteral("memory"))
+        ->setRun(runId, r->name, color, {{tr("device memory"), Style::Solid, true, memory}});
+}
+
+void ChartPanel::layoutCharts(int columns)
+{
+    if (columns == m_columns)
+        return;
+    m_columns = columns;
+    for (MetricChart *c : std::as_const(m_charts))
+        m_grid->removeWidget(c);
+    for (qsizetype i = 0; i < m_charts.size(); ++i)
+        m_grid->addWidget(m_charts[i], int(i / columns), int(i % columns));
+    for (int col = 0; col < 3; ++col)
+        m_grid->setColumnStretch(col, col < columns ? 1 : 0);
+}
+
+void ChartPanel::resizeEvent(QResizeEvent *event)
+{
+    QWidget::resizeEvent(event);
+    // Three columns once each chart can be ~360 px wide, else two.
+    layoutCharts(width() >= 1100 ? 3 : 2);
+}
+
+void ChartPanel::renderGrid(QPainter *painter, const QList<MetricChart *> &charts,
+                            const QSize &size) const
+{
+    const int columns = charts.size() == 1 ? 1 : std::max(m_columns, 2);
+    const int rows = int((charts.size() + columns - 1) / columns);
+    const double w = double(size.width()) / columns, h = double(size.height()) / rows;
+    for (qsizetype i = 0; i < charts.size(); ++i) {
+        const QRectF cell(w * double(i % columns), h * double(i / columns), w, h);
+        charts[i]->renderInto(painter, cell);
+    }
+}
+
+bool ChartPanel::exportChart(const QString &chartName, const QString &path,
+                             const QSize &pngSize, QString *error) const
+{
+    auto fail = [error](const QString &message) {
+        if (error)
+            *error = message;
+        return false;
+    };
+    QList<MetricChart *> charts;
+    if (chartName == QLatin1String("all")) {
+        charts = m_charts;
+    } else if (MetricChart *c = chart(chartName)) {
+        charts = {c};
+    } else {
+        return fail(tr("Unknown chart \"%1\": use one of %2, or \"all\".")
+                        .arg(chartName, chartNames().join(QStringLiteral(", "))));
+    }
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QLatin1String("png") && suffix != QLatin1String("svg") &&
+        suffix != QLatin1String("pdf"))
+        return fail(tr("Cannot export to \"%1\": unknown file type \"%2\"; use .png, .svg "
+                       "or .pdf.").arg(path, suffix.isEmpty() ? tr("(none)") : "." + suffix));
+    if (pngSize.width() < 16 || pngSize.height() < 16 || pngSize.width() > 20000 ||
+        pngSize.height() > 20000)
+        return fail(tr("Export size %1x%2 is out of range (16 to 20000 pixels a side).")
+                        .arg(pngSize.width()).arg(pngSize.height()));
+
+    // The file shows what the store holds now, not what the next coalesced redraw
+    // would have shown: drawing state changes, the panel's data do not.
+    const_cast<ChartPanel *>(this)->redrawNow();
+
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
+
+    const QRectF area(QPointF(0, 0), QSizeF(pngSize));
+    if (suffix == QLatin1String("png")) {
+        QImage image(pngSize, QImage::Format_ARGB32_Premultiplied);
+        image.fill(Qt::white);
+        QPainter painter(&image);
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setRenderHint(QPainter::TextAntialiasing);
+        renderGrid(&painter, charts, pngSize);
+        painter.end();
+        if (!image.save(&file, "PNG"))
+            return fail(tr("Cannot write \"%1\": PNG encoding failed").arg(path));
+    } else if (suffix == QLatin1String("svg")) {
+        QSvgGenerator svg;
+        svg.setOutputDevice(&file);
+        svg.setSize(pngSize);
+        svg.setViewBox(area);
+        svg.setTitle(tr("MixLab charts"));
+        QPainter painter;
+        if (!painter.begin(&svg))
+            return fail(tr("Cannot write \"%1\": the SVG writer did not start").arg(path));
+        painter.fillRect(area, Qt::white);
+        renderGrid(&painter, charts, pngSize);
+        painter.end();
+    } else {
+        QPdfWriter pdf(&file);
+        pdf.setCreator(QStringLiteral("MixLab"));
+        pdf.setTitle(tr("MixLab charts"));
+        pdf.setResolution(96); // pngSize pixels map to the page at screen scale
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setPageSize(QPageSize(QSizeF(pngSize) * 72.0 / 96.0, QPageSize::Point,
+                                  QString(), QPageSize::ExactMatch));
+        QPainter painter;
+        if (!painter.begin(&pdf))
+            return fail(tr("Cannot write \"%1\": the PDF writer did not start").arg(path));
+        // The page's pixel size can differ from pngSize by rounding; scale onto it.
+        painter.scale(pdf.width() / area.width(), pdf.height() / area.height());
+        renderGrid(&painter, charts, pngSize);
+        painter.end();
+    }
+    if (!file.commit())
+        return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
+    return true;
+}

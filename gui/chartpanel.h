@@ -1,0 +1,84 @@
+// ChartPanel: the live charts of every visible run (loss, accuracy, step time,
+// throughput, loss scale, device memory) in a grid under a small toolbar (x axis,
+// smoothing, log scale), redrawn from the RunStore at most every ~40 ms; export.
+#pragma once
+#include <QSize>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+#include <QWidget>
+
+#include <set>
+#include <vector>
+
+class MetricChart;
+class QCheckBox;
+class QComboBox;
+class QGridLayout;
+class QLabel;
+class QSlider;
+class RunStore;
+struct RunRecord;
+
+class ChartPanel : public QWidget {
+    Q_OBJECT
+public:
+    enum class XAxis { Step, Epoch, WallTime };
+
+    explicit ChartPanel(RunStore *store, QWidget *parent = nullptr);
+
+    void setXAxis(XAxis axis);
+    XAxis xAxis() const { return m_xAxis; }
+    void setSmoothing(double alpha); // EMA weight of the past, 0 (raw) .. 0.99
+    double smoothing() const { return m_smoothing; }
+    void setLogScale(bool on);       // y axis of the loss and step-time charts
+    bool logScale() const { return m_logScale; }
+
+    // "loss", "accuracy", "step_time", "throughput", "loss_scale", "memory".
+    QStringList chartNames() const;
+    MetricChart *chart(const QString &name) const;
+
+    // Writes one chart, or "all" in a grid, as PNG, SVG or PDF (by the path's suffix),
+    // laid out at `pngSize` pixels (the page size in pixels at 96 dpi for SVG and PDF).
+    // On failure returns false and says why in *error.
+    bool exportChart(const QString &chartName, const QString &path, const QSize &pngSize,
+                     QString *error) const;
+
+    // Applies pending store changes now instead of at the next coalesced redraw.
+    void redrawNow();
+    int redrawCount() const { return m_redraws; }
+
+signals:
+    // From the toolbar or the setters, so menus elsewhere can follow.
+    void xAxisChanged(ChartPanel::XAxis axis);
+    void smoothingChanged(double alpha);
+    void logScaleChanged(bool on);
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
+private:
+    void markDirty(int runId);
+    void markAllDirty();
+    void updateRun(int runId);
+    void layoutCharts(int columns);
+    void renderGrid(QPainter *painter, const QList<MetricChart *> &charts, const QSize &size) const;
+
+    RunStore *m_store;
+    XAxis m_xAxis = XAxis::Step;
+    double m_smoothing = 0.6;
+    bool m_logScale = false;
+
+    QComboBox *m_xCombo = nullptr;
+    QSlider *m_smoothSlider = nullptr;
+    QLabel *m_smoothLabel = nullptr;
+    QCheckBox *m_logCheck = nullptr;
+    QGridLayout *m_grid = nullptr;
+    QList<MetricChart *> m_charts;
+    int m_columns = 0;
+
+    QTimer m_redrawTimer;    // single shot: bursts of appends become one redraw
+    std::set<int> m_dirty;   // runs whose curves must be rebuilt
+    bool m_allDirty = false; // axis mode, smoothing, log scale or width changed
+    int m_redraws = 0;
+};

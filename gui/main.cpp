@@ -1,0 +1,111 @@
+// mixlab: the desktop app. Options let a script run a job and keep a screenshot of the
+// result (README's picture is made this way), e.g.
+//   mixlab --dataset synthetic --epochs 2 --compare --screenshot shot.png
+#include "mainwindow.h"
+#include "runcontroller.h"
+#include "runpanel.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QMessageBox>
+#include <QTimer>
+
+#include <algorithm>
+#include <cstdio>
+
+int main(int argc, char *argv[])
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("MixLab"));
+    QApplication::setApplicationName(QStringLiteral("mixlab"));
+    QApplication::setApplicationDisplayName(QStringLiteral("MixLab"));
+    QApplication::setApplicationVersion(QStringLiteral(MIXLAB_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("MixLab: mixed-precision training experiments"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("experiment"), QStringLiteral("A .mixlab.json file to open."), QStringLiteral("[experiment]"));
+    const QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("fashion-mnist, synthetic or a MNIST/CIFAR folder."), QStringLiteral("name"));
+    const QCommandLineOption epochs(QStringLiteral("epochs"), QStringLiteral("Epochs per run."), QStringLiteral("n"));
+    const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."), QStringLiteral("n"));
+    const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop each run after this many steps."), QStringLiteral("n"));
+    const QCommandLineOption syntheticSize(QStringLiteral("synthetic-size"), QStringLiteral("Training samples of the synthetic dataset (test split: n/5)."), QStringLiteral("n"));
+    const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("auto, cpu or cuda."), QStringLiteral("choice"));
+    const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
+    const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
+    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends, save the window to this PNG and quit."), QStringLiteral("file"));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot})
+        parser.addOption(o);
+    parser.process(app);
+
+    MainWindow window;
+    if (parser.isSet(size)) {
+        const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+        if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0)
+            window.resize(wh[0].toInt(), wh[1].toInt());
+    }
+    window.show();
+
+    if (!parser.positionalArguments().isEmpty()) {
+        QString error;
+        const QString path = parser.positionalArguments().front();
+        if (!window.openExperiment(path, &error))
+            QMessageBox::warning(&window, QStringLiteral("Open experiment"), QStringLiteral("Could not open %1:\n%2").arg(path, error));
+    }
+    try {
+        mixlab::RunConfig config = window.runPanel()->config();
+        if (parser.isSet(dataset))
+            config.dataset.name = parser.value(dataset).toStdString();
+        if (parser.isSet(epochs))
+            config.epochs = parser.value(epochs).toInt();
+        if (parser.isSet(batch))
+            config.batch_size = parser.value(batch).toInt();
+        if (parser.isSet(steps))
+            config.steps = parser.value(steps).toLongLong();
+        if (parser.isSet(syntheticSize)) {
+            config.dataset.synthetic_train = parser.value(syntheticSize).toLongLong();
+            config.dataset.synthetic_test = std::max<qint64>(1, config.dataset.synthetic_train / 5);
+        }
+        if (parser.isSet(device))
+            config.device = mixlab::parse_device_choice(parser.value(device).toStdString());
+        window.runPanel()->setConfig(config);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "mixlab: %s\n", e.what());
+        return 2;
+    }
+
+    if (parser.isSet(start) || parser.isSet(compare)) {
+        const bool comparing = parser.isSet(compare);
+        const bool scripted = parser.isSet(screenshot);
+        // After the first event-loop turn, so the window is laid out and shown.
+        QTimer::singleShot(0, &window, [&window, comparing, scripted] {
+            if (comparing)
+                window.startCompare();
+            else
+                window.startRun();
+            if (!window.controller()->isRunning()) {
+                std::fprintf(stderr, "mixlab: the job did not start: %s\n",
+                             qPrintable(window.runPanel()->startBlockReason()));
+                if (scripted)
+                    QCoreApplication::exit(1);
+            }
+        });
+        if (parser.isSet(screenshot)) {
+            const QString file = parser.value(screenshot);
+            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
+                if (running)
+                    return;
+                // Let the charts take in the last batch before the picture is taken.
+                QTimer::singleShot(1500, &window, [&window, file] {
+                    if (!window.grab().save(file))
+                        std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+                    window.setConfirmCloseForTesting(false);
+                    window.close();
+                });
+            });
+        }
+    }
+    return app.exec();
+}

@@ -1,0 +1,653 @@
+// MainWindow: builds the window from its parts and wires them: RunPanel's buttons start
+// jobs on the RunController, the designer's validity blocks Start, RunStore changes feed
+// the status bar. Menus call the parts' own functions; nothing here touches the engine.
+#include "mainwindow.h"
+
+#include "aboutdialog.h"
+#include "chartpanel.h"
+#include "deviceprobe.h"
+#include "experiment.h"
+#include "logexport.h"
+#include "logview.h"
+#include "modeldesigner.h"
+#include "runcontroller.h"
+#include "runpanel.h"
+#include "runstable.h"
+#include "runstablemodel.h"
+#include "runstore.h"
+
+#include "mixlab/error.h"
+#include "mixlab/run_config.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QUndoStack>
+
+namespace {
+
+const QString k_seedPreset = QStringLiteral("seed-mlp");
+
+QSettings appSettings() { return QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")); }
+
+using Kind = mixlab::RunEvent::Kind;
+
+} // namespace
+
+MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
+{
+    setObjectName("mainWindow");
+    m_store = new RunStore(this);
+    m_controller = new RunController(m_store, this);
+    m_probe = new DeviceProbe(this);
+
+    buildParts();
+    buildMenus();
+    buildStatusBar();
+    applyFirstStartDefaults();
+    restoreSettings();
+    updateTitle();
+
+    connect(m_probe, &DeviceProbe::probed, this, &MainWindow::setDeviceInfo);
+    m_probe->start();
+}
+
+MainWindow::~MainWindow()
+{
+    // Join the worker before the widgets and the store it reports into go away.
+    m_controller->stopAndWait();
+}
+
+void MainWindow::buildParts()
+{
+    m_designer = new ModelDesigner(this);
+    m_designer->setObjectName("modelDesigner");
+    m_runPanel = new RunPanel(this);
+    m_runPanel->setObjectName("runPanel");
+    m_charts = new ChartPanel(m_store, this);
+    m_charts->setObjectName("chartPanel");
+    m_runsTable = new RunsTable(m_store, this);
+    m_runsTable->setObjectName("runsTable");
+    m_log = new LogView(m_store, this);
+    m_log->setObjectName("logView");
+
+    // The run panel is a tall form; on a small screen it scrolls instead of squeezing
+    // the designer.
+    auto *panelScroll = new QScrollArea(this);
+    panelScroll->setWidget(m_runPanel);
+    panelScroll->setWidgetResizable(true);
+    panelScroll->setFrameShape(QFrame::NoFrame);
+    panelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
+    m_leftSplitter = new QSplitter(Qt::Vertical, this);
+    m_leftSplitter->setObjectName("leftSplitter");
+    m_leftSplitter->addWidget(m_designer);
+    m_leftSplitter->addWidget(panelScroll);
+    m_leftSplitter->setStretchFactor(0, 1);
+
+    m_bottomSplitter = new QSplitter(Qt::Horizontal, this);
+    m_bottomSplitter->setObjectName("bottomSplitter");
+    m_bottomSplitter->addWidget(m_runsTable);
+    m_bottomSplitter->addWidget(m_log);
+    m_bottomSplitter->setStretchFactor(0, 3);
+    m_bottomSplitter->setStretchFactor(1, 1);
+
+    m_centreSplitter = new QSplitter(Qt::Vertical, this);
+    m_centreSplitter->setObjectName("centreSplitter");
+    m_centreSplitter->addWidget(m_charts);
+    m_centreSplitter->addWidget(m_bottomSplitter);
+    m_centreSplitter->setStretchFactor(0, 1);
+
+    m_mainSplitter = new QSplitter(Qt::Horizontal, this);
+    m_mainSplitter->setObjectName("mainSplitter");
+    m_mainSplitter->addWidget(m_leftSplitter);
+    m_mainSplitter->addWidget(m_centreSplitter);
+    m_mainSplitter->setStretchFactor(1, 1);
+    for (QSplitter *s : {m_leftSplitter, m_bottomSplitter, m_centreSplitter, m_mainSplitter})
+        s->setChildrenCollapsible(false);
+    setCentralWidget(m_mainSplitter);
+
+    m_mainSplitter->setSizes({430, 1170});
+    m_leftSplitter->setSizes({470, 500});
+    m_centreSplitter->setSizes({690, 210});
+    m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
+
+    connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
+    connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_runPanel, &RunPanel::message, this, [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
+    connect(m_designer, &ModelDesigner::validityChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_runPanel, &RunPanel::startRequested, this, &MainWindow::startRun);
+    connect(m_runPanel, &RunPanel::compareRequested, this, &MainWindow::startCompare);
+    connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRuns);
+
+    connect(m_controller, &RunController::runningChanged, this, &MainWindow::onRunningChanged);
+    connect(m_controller, &RunController::jobStarted, this, [this](int group) {
+        m_currentGroup = group;
+        updateStatusProgress();
+    });
+    connect(m_store, &RunStore::stepsAppended, this, [this](int id, int) {
+        if (const RunRecord *run = m_store->run(id); run && run->group == m_currentGroup)
+            updateStatusProgress();
+    });
+    connect(m_store, &RunStore::runChanged, this, [this](int id) {
+        if (const RunRecord *run = m_store->run(id); run && run->group == m_currentGroup)
+            updateStatusProgress();
+    });
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *newAction = file->addAction(tr("&New"), this, &MainWindow::newExperiment);
+    newAction->setShortcut(QKeySequence::New);
+    QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
+    open->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recentMenu->setObjectName("recentMenu");
+    rebuildRecentMenu();
+    file->addSeparator();
+    QAction *save = file->addAction(tr("&Save"), this, [this] { saveExperimentDialog(false); });
+    save->setShortcut(QKeySequence::Save);
+    QAction *saveAs = file->addAction(tr("Save &As..."), this, [this] { saveExperimentDialog(true); });
+    saveAs->setShortcut(QKeySequence::SaveAs);
+    file->addSeparator();
+    file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
+    file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
+    file->addSeparator();
+    QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    // The designer's own undo/redo actions (QUndoStack::createUndoAction, standard
+    // shortcuts): one action each, so the shortcut is never ambiguous.
+    edit->addAction(m_designer->undoAction());
+    edit->addAction(m_designer->redoAction());
+
+    QMenu *run = menuBar()->addMenu(tr("&Run"));
+    m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startRun);
+    m_startAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_compareAction = run->addAction(tr("&Compare precisions"), this, &MainWindow::startCompare);
+    m_compareAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRuns);
+    m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    m_stopAction->setEnabled(false);
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    QMenu *xAxis = view->addMenu(tr("&X axis"));
+    auto *axisGroup = new QActionGroup(this);
+    const std::pair<QString, ChartPanel::XAxis> axes[] = {{tr("&Step"), ChartPanel::XAxis::Step},
+                                                          {tr("&Epoch"), ChartPanel::XAxis::Epoch},
+                                                          {tr("&Wall time"), ChartPanel::XAxis::WallTime}};
+    for (const auto &[text, axis] : axes) {
+        QAction *a = xAxis->addAction(text);
+        a->setCheckable(true);
+        a->setData(int(axis));
+        axisGroup->addAction(a);
+        m_xAxisActions.append(a);
+        connect(a, &QAction::triggered, this, [this, axis = axis] { m_charts->setXAxis(axis); });
+    }
+    m_xAxisActions.front()->setChecked(true);
+    m_logScaleAction = view->addAction(tr("&Log scale"));
+    m_logScaleAction->setCheckable(true);
+    connect(m_logScaleAction, &QAction::toggled, m_charts, &ChartPanel::setLogScale);
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About MixLab"), this, &MainWindow::showAbout);
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+}
+
+void MainWindow::buildStatusBar()
+{
+    m_deviceLabel = new QLabel(tr("Probing the device..."), this);
+    m_deviceLabel->setObjectName("deviceStatus");
+    m_memoryLabel = new QLabel(this);
+    m_memoryLabel->setObjectName("memoryStatus");
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName("overallProgress");
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_progress->setMaximumWidth(220);
+    m_progress->setFormat(tr("idle"));
+    m_progress->setTextVisible(true);
+    statusBar()->addPermanentWidget(m_deviceLabel);
+    statusBar()->addPermanentWidget(m_memoryLabel);
+    statusBar()->addPermanentWidget(m_progress);
+}
+
+void MainWindow::applyFirstStartDefaults()
+{
+    // The seed MLP on a dataset that exists here, so Start works at once.
+    m_designer->loadPreset(k_seedPreset);
+    m_designer->setSpec(m_designer->spec()); // the preset is the starting point, not an undo step
+    mixlab::RunConfig config;
+    config.dataset.name = ""; // the run panel resolves it: Fashion-MNIST if installed, else synthetic
+    m_runPanel->setConfig(config);
+    m_designer->setInput(m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+    updateStartBlocked();
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings s = appSettings();
+    const QByteArray geometry = s.value("window/geometry").toByteArray();
+    if (geometry.isEmpty() || !restoreGeometry(geometry)) {
+        // First start: large enough for the charts, small enough for the screen.
+        QSize size(1600, 1000);
+        if (const QScreen *screen = QGuiApplication::primaryScreen()) {
+            const QSize available = screen->availableSize();
+            size = size.boundedTo(QSize(available.width() * 95 / 100, available.height() * 92 / 100));
+        }
+        resize(size);
+    }
+    restoreState(s.value("window/state").toByteArray());
+    const std::pair<const char *, QSplitter *> splitters[] = {{"splitters/main", m_mainSplitter},
+                                                              {"splitters/left", m_leftSplitter},
+                                                              {"splitters/centre", m_centreSplitter},
+                                                              {"splitters/bottom", m_bottomSplitter}};
+    for (const auto &[key, splitter] : splitters)
+        splitter->restoreState(s.value(key).toByteArray());
+    const int axis = s.value("view/xAxis", int(ChartPanel::XAxis::Step)).toInt();
+    for (QAction *a : m_xAxisActions)
+        if (a->data().toInt() == axis) {
+            a->setChecked(true);
+            m_charts->setXAxis(ChartPanel::XAxis(axis));
+        }
+    m_logScaleAction->setChecked(s.value("view/logScale", false).toBool());
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings s = appSettings();
+    s.setValue("window/geometry", saveGeometry());
+    s.setValue("window/state", saveState());
+    s.setValue("splitters/main", m_mainSplitter->saveState());
+    s.setValue("splitters/left", m_leftSplitter->saveState());
+    s.setValue("splitters/centre", m_centreSplitter->saveState());
+    s.setValue("splitters/bottom", m_bottomSplitter->saveState());
+    // The chart panel's own toolbar may have changed these since the menu did.
+    s.setValue("view/xAxis", int(m_charts->xAxis()));
+    s.setValue("view/logScale", m_charts->logScale());
+}
+
+void MainWindow::setDeviceInfo(const mixlab::DeviceInfo &info)
+{
+    m_device = info;
+    m_deviceKnown = true;
+    m_runPanel->setDeviceInfo(info);
+    const QString text = DeviceProbe::describe(info);
+    m_deviceLabel->setText(text);
+    m_deviceLabel->setToolTip(info.backend == "cuda"
+                                  ? tr("fp16 tensor cores: %1; bf16: %2; TF32: %3")
+                                        .arg(info.tensor_cores ? tr("yes") : tr("no"),
+                                             info.bf16 ? tr("yes") : tr("no"), info.tf32 ? tr("yes") : tr("no"))
+                                  : tr("Runs use the CPU reference backend (fp16/bf16 rounding emulated)"));
+    m_log->appendMessage(tr("Device: %1").arg(text), Kind::Info);
+    updateStartBlocked();
+}
+
+void MainWindow::updateStartBlocked()
+{
+    QString reason;
+    if (!m_designer->isValid()) {
+        reason = tr("The model is not valid: %1").arg(m_designer->validationMessage());
+    } else {
+        try {
+            mixlab::validate_run_config(m_runPanel->config());
+        } catch (const mixlab::Error &e) {
+            reason = tr("The run settings are not valid: %1").arg(QString::fromStdString(e.what()));
+        }
+    }
+    m_runPanel->setStartBlocked(reason);
+    const bool idle = !m_controller->isRunning();
+    m_startAction->setEnabled(idle && reason.isEmpty());
+    m_compareAction->setEnabled(idle && reason.isEmpty() && m_runPanel->comparePolicies().size() >= 2);
+    m_stopAction->setEnabled(!idle);
+}
+
+void MainWindow::startRun()
+{
+    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+        return;
+    m_controller->start(m_designer->spec(), {m_runPanel->config()});
+}
+
+void MainWindow::startCompare()
+{
+    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+        return;
+    const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
+    if (policies.size() < 2)
+        return;
+    const mixlab::RunConfig base = m_runPanel->config();
+    std::vector<mixlab::RunConfig> runs;
+    for (mixlab::Policy p : policies) {
+        mixlab::RunConfig c = base;
+        c.policy = p;
+        runs.push_back(c);
+    }
+    m_controller->start(m_designer->spec(), runs);
+}
+
+void MainWindow::stopRuns()
+{
+    if (m_controller->isRunning()) {
+        m_controller->stop();
+        statusBar()->showMessage(tr("Stopping after the step in flight..."), 3000);
+    }
+}
+
+void MainWindow::onRunningChanged(bool running)
+{
+    m_runPanel->setRunning(running);
+    updateStartBlocked();
+    updateStatusProgress();
+    if (!running)
+        statusBar()->showMessage(tr("Job finished"), 5000);
+}
+
+void MainWindow::updateStatusProgress()
+{
+    const std::vector<int> ids = m_store->groupRuns(m_currentGroup);
+    if (m_currentGroup == 0 || ids.empty()) {
+        m_memoryLabel->clear();
+        return;
+    }
+    qint64 done = 0, total = 0;
+    double memoryMB = 0;
+    for (int id : ids) {
+        const RunRecord *run = m_store->run(id);
+        if (!run)
+            continue;
+        const qint64 runDone = RunsTableModel::stepsDone(*run);
+        done += runDone;
+        total += std::max<qint64>(run->totalSteps, runDone);
+        memoryMB += run->deviceMemoryMB;
+    }
+    m_memoryLabel->setText(memoryMB > 0 ? tr("Run memory: %1 MB").arg(memoryMB, 0, 'f', 1) : QString());
+    m_memoryLabel->setToolTip(tr("Device memory the running job allocated (parameters, activations, "
+                                 "gradients, optimizer state)"));
+    const bool running = m_controller->isRunning();
+    m_progress->setValue(total > 0 ? int(1000 * done / total) : 0);
+    m_progress->setFormat(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total) : tr("idle"));
+}
+
+void MainWindow::updateTitle()
+{
+    const QString name = m_currentFile.isEmpty() ? tr("untitled") : QFileInfo(m_currentFile).fileName();
+    setWindowTitle(tr("%1 \u2014 MixLab").arg(name));
+}
+
+QStringList MainWindow::recentFiles() const
+{
+    return appSettings().value("recentFiles").toStringList();
+}
+
+void MainWindow::addRecentFile(const QString &path)
+{
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    QStringList files = recentFiles();
+    files.removeAll(absolute);
+    files.prepend(absolute);
+    while (files.size() > k_maxRecentFiles)
+        files.removeLast();
+    appSettings().setValue("recentFiles", files);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList files = recentFiles();
+    for (const QString &path : files) {
+        QAction *a = m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
+            QString error;
+            if (openExperiment(path, &error))
+                return;
+            if (!QFileInfo::exists(path)) { // moved or deleted: drop it from the list
+                QStringList files = recentFiles();
+                files.removeAll(path);
+                appSettings().setValue("recentFiles", files);
+                rebuildRecentMenu();
+            }
+            warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+        });
+        a->setToolTip(path);
+        a->setStatusTip(path);
+    }
+    if (files.isEmpty()) {
+        m_recentMenu->addAction(tr("(none)"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    m_recentMenu->addAction(tr("Clear list"), this, [this] {
+        appSettings().remove("recentFiles");
+        rebuildRecentMenu();
+    });
+}
+
+void MainWindow::newExperiment()
+{
+    if (m_controller->isRunning()) {
+        warn(tr("New experiment"), tr("A run is in progress. Stop it before starting a new experiment."));
+        return;
+    }
+    if (!m_store->runIds().empty() &&
+        QMessageBox::question(this, tr("New experiment"),
+                              tr("Discard the %1 runs shown? Save the experiment first to keep them.")
+                                  .arg(m_store->runIds().size())) != QMessageBox::Yes)
+        return;
+    m_store->clear();
+    m_currentGroup = 0;
+    m_currentFile.clear();
+    applyFirstStartDefaults();
+    m_runPanel->setDeviceInfo(m_device);
+    updateStatusProgress();
+    updateTitle();
+}
+
+bool MainWindow::openExperiment(const QString &path, QString *error)
+{
+    if (m_controller->isRunning()) {
+        if (error)
+            *error = tr("A run is in progress. Stop it before opening %1.").arg(path);
+        return false;
+    }
+    ExperimentFile file;
+    if (!loadExperiment(path, &file, m_store, error))
+        return false;
+    m_designer->setSpec(file.model);
+    m_runPanel->setConfig(file.config);
+    m_runPanel->setComparePolicies(file.comparePolicies);
+    m_currentGroup = 0;
+    m_currentFile = path;
+    addRecentFile(path);
+    updateStatusProgress();
+    updateTitle();
+    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
+    return true;
+}
+
+bool MainWindow::saveExperimentAs(const QString &path, QString *error)
+{
+    ExperimentFile file;
+    file.model = m_designer->spec();
+    file.config = m_runPanel->config();
+    file.comparePolicies = m_runPanel->comparePolicies();
+    if (!saveExperiment(path, file, *m_store, error))
+        return false;
+    m_currentFile = path;
+    addRecentFile(path);
+    updateTitle();
+    m_log->appendMessage(tr("Saved %1").arg(path), Kind::Info);
+    return true;
+}
+
+void MainWindow::openExperimentDialog()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), QString(),
+                                                      tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!openExperiment(path, &error))
+        warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+}
+
+bool MainWindow::saveExperimentDialog(bool askPath)
+{
+    QString path = m_currentFile;
+    if (askPath || path.isEmpty()) {
+        path = QFileDialog::getSaveFileName(this, tr("Save experiment"),
+                                            m_currentFile.isEmpty() ? tr("experiment.mixlab.json") : m_currentFile,
+                                            tr("MixLab experiments (*.mixlab.json)"));
+        if (path.isEmpty())
+            return false;
+        if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+            path += QStringLiteral(".mixlab.json");
+    }
+    QString error;
+    if (!saveExperimentAs(path, &error)) {
+        warn(tr("Save experiment"), tr("Could not save %1:\n%2").arg(path, error));
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::exportChartsDialog()
+{
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Export chart(s)"));
+    auto *chart = new QComboBox(&dialog);
+    chart->addItem(tr("All charts"), QStringLiteral("all"));
+    for (const QString &name : m_charts->chartNames())
+        chart->addItem(name, name);
+    auto *format = new QComboBox(&dialog);
+    format->addItem(tr("PNG image"), QStringLiteral("png"));
+    format->addItem(tr("SVG drawing"), QStringLiteral("svg"));
+    format->addItem(tr("PDF document"), QStringLiteral("pdf"));
+    auto *width = new QSpinBox(&dialog);
+    width->setRange(200, 10000);
+    width->setValue(1600);
+    width->setSuffix(tr(" px"));
+    auto *height = new QSpinBox(&dialog);
+    height->setRange(150, 10000);
+    height->setValue(1000);
+    height->setSuffix(tr(" px"));
+    connect(format, &QComboBox::currentIndexChanged, &dialog, [format, width, height] {
+        const bool png = format->currentData().toString() == QLatin1String("png");
+        width->setEnabled(png);
+        height->setEnabled(png);
+    });
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto *form = new QFormLayout(&dialog);
+    form->addRow(tr("Chart"), chart);
+    form->addRow(tr("Format"), format);
+    form->addRow(tr("PNG width"), width);
+    form->addRow(tr("PNG height"), height);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+
+    const QString suffix = format->currentData().toString();
+    const QString name = chart->currentData().toString();
+    QString path = QFileDialog::getSaveFileName(this, tr("Export chart(s)"),
+                                                QStringLiteral("mixlab-%1.%2").arg(name, suffix),
+                                                tr("%1 (*.%2)").arg(format->currentText(), suffix));
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0)
+        path += QLatin1Char('.') + suffix;
+    QString error;
+    if (!m_charts->exportChart(name, path, QSize(width->value(), height->value()), &error)) {
+        warn(tr("Export chart(s)"), tr("Could not export to %1:\n%2").arg(path, error));
+        return;
+    }
+    m_log->appendMessage(tr("Exported %1 to %2").arg(chart->currentText(), path), Kind::Info);
+}
+
+void MainWindow::exportLogsDialog()
+{
+    std::vector<int> ids = m_runsTable->selectedRunIds();
+    const std::vector<int> all = m_store->runIds();
+    if (all.empty()) {
+        warn(tr("Export logs"), tr("There are no runs to export yet."));
+        return;
+    }
+    if (!ids.empty() && ids.size() < all.size()) {
+        QMessageBox box(QMessageBox::Question, tr("Export logs"), tr("Which runs should the log hold?"),
+                        QMessageBox::Cancel, this);
+        QPushButton *selected = box.addButton(tr("Selected runs (%1)").arg(ids.size()), QMessageBox::AcceptRole);
+        QPushButton *everything = box.addButton(tr("All runs (%1)").arg(all.size()), QMessageBox::AcceptRole);
+        box.setDefaultButton(selected);
+        box.exec();
+        if (box.clickedButton() == everything)
+            ids = all;
+        else if (box.clickedButton() != selected)
+            return;
+    } else {
+        ids = all;
+    }
+    QString filter;
+    QString path = QFileDialog::getSaveFileName(this, tr("Export logs"), QStringLiteral("mixlab-log.json"),
+                                                tr("JSON log (*.json);;CSV, one row per step (*.csv)"), &filter);
+    if (path.isEmpty())
+        return;
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QLatin1String("json") && suffix != QLatin1String("csv"))
+        path += filter.contains(QLatin1String("csv")) ? QStringLiteral(".csv") : QStringLiteral(".json");
+    QString error;
+    if (!exportLogs(*m_store, ids, path, &error)) {
+        warn(tr("Export logs"), tr("Could not export to %1:\n%2").arg(path, error));
+        return;
+    }
+    m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path), Kind::Info);
+}
+
+void MainWindow::showAbout()
+{
+    AboutDialog dialog(m_deviceKnown ? m_device : DeviceProbe::probeNow(), this);
+    dialog.exec();
+}
+
+void MainWindow::warn(const QString &title, const QString &text)
+{
+    m_log->appendMessage(text, Kind::Error);
+    QMessageBox::warning(this, title, text);
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (m_controller->isRunning()) {
+        if (m_confirmClose &&
+            QMessageBox::question(this, tr("Quit MixLab"),
+                                  tr("A run is in progress. Stop it and quit?\n"
+                                     "Runs not saved in an experiment file are lost."),
+                                  QMessageBox::Yes | QMessageBox::No, QMessageBox::No) != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+        m_controller->stopAndWait();
+    }
+    saveSettings();
+    event->accept();
+}

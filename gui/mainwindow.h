@@ -1,0 +1,117 @@
+// MainWindow: arranges the parts (ModelDesigner, RunPanel, ChartPanel, RunsTable,
+// LogView), the menus and the status bar, persists the layout with QSettings, and asks
+// before closing mid-run. Training itself belongs to RunController.
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/trainer.h"
+
+#include <QMainWindow>
+#include <QString>
+#include <QStringList>
+
+class AboutDialog;
+class ChartPanel;
+class DeviceProbe;
+class LogView;
+class ModelDesigner;
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QSplitter;
+class RunController;
+class RunPanel;
+class RunStore;
+class RunsTable;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    RunStore *store() const { return m_store; }
+    RunController *controller() const { return m_controller; }
+    ModelDesigner *designer() const { return m_designer; }
+    RunPanel *runPanel() const { return m_runPanel; }
+    ChartPanel *chartPanel() const { return m_charts; }
+    RunsTable *runsTable() const { return m_runsTable; }
+    LogView *logView() const { return m_log; }
+
+    // Tests and scripted runs close mid-run without the question.
+    void setConfirmCloseForTesting(bool confirm) { m_confirmClose = confirm; }
+    // The probed device (the probe result arrives shortly after construction).
+    bool deviceKnown() const { return m_deviceKnown; }
+    const mixlab::DeviceInfo &deviceInfo() const { return m_device; }
+    void setDeviceInfo(const mixlab::DeviceInfo &info);
+
+    // Same as the menu entries, without dialogs; false with *error on failure.
+    bool openExperiment(const QString &path, QString *error);
+    bool saveExperimentAs(const QString &path, QString *error);
+    QString currentFile() const { return m_currentFile; }
+    QStringList recentFiles() const;
+
+    // Run menu actions.
+    void startRun();
+    void startCompare();
+    void stopRuns();
+
+    static constexpr int k_maxRecentFiles = 8;
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void buildParts();
+    void buildMenus();
+    void buildStatusBar();
+    void applyFirstStartDefaults();
+    void restoreSettings();
+    void saveSettings() const;
+
+    void updateStartBlocked();
+    void onRunningChanged(bool running);
+    void updateStatusProgress();
+    void updateTitle();
+    void addRecentFile(const QString &path);
+    void rebuildRecentMenu();
+
+    void newExperiment();
+    void openExperimentDialog();
+    bool saveExperimentDialog(bool askPath);
+    void exportChartsDialog();
+    void exportLogsDialog();
+    void showAbout();
+    void warn(const QString &title, const QString &text);
+
+    RunStore *m_store = nullptr;
+    RunController *m_controller = nullptr;
+    DeviceProbe *m_probe = nullptr;
+    ModelDesigner *m_designer = nullptr;
+    RunPanel *m_runPanel = nullptr;
+    ChartPanel *m_charts = nullptr;
+    RunsTable *m_runsTable = nullptr;
+    LogView *m_log = nullptr;
+
+    QSplitter *m_mainSplitter = nullptr;   // left column | centre
+    QSplitter *m_leftSplitter = nullptr;   // designer over run panel
+    QSplitter *m_centreSplitter = nullptr; // charts over the bottom row
+    QSplitter *m_bottomSplitter = nullptr; // runs table | log
+
+    QAction *m_startAction = nullptr;
+    QAction *m_compareAction = nullptr;
+    QAction *m_stopAction = nullptr;
+    QAction *m_logScaleAction = nullptr;
+    QList<QAction *> m_xAxisActions;
+    QMenu *m_recentMenu = nullptr;
+
+    QLabel *m_deviceLabel = nullptr;
+    QLabel *m_memoryLabel = nullptr;
+    QProgressBar *m_progress = nullptr;
+
+    mixlab::DeviceInfo m_device;
+    bool m_deviceKnown = false;
+    bool m_confirmClose = true;
+    int m_currentGroup = 0;
+    QString m_currentFile;
+};

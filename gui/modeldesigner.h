@@ -1,0 +1,116 @@
+// ModelDesigner: edits a model spec (presets, layer list with live shapes/params/FLOPs/
+// tensor-core fitness, property editor, undo/redo) and says whether the engine accepts it.
+#pragma once
+#include "layercommands.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
+
+#include <QStringList>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class LayerPropertyEditor;
+class LayerTree;
+class QAction;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QUndoStack;
+
+class ModelDesigner : public QWidget, private LayerEditTarget {
+    Q_OBJECT
+public:
+    explicit ModelDesigner(QWidget *parent = nullptr);
+    ~ModelDesigner() override;
+
+    mixlab::ModelSpec spec() const { return m_spec; }
+    // Replaces the model without an undo step and clears the undo history (opening a file).
+    void setSpec(const mixlab::ModelSpec &spec);
+    // The dataset's sample shape and class count; default 32x32x3 and 10.
+    void setInput(const mixlab::Shape &input, int classes);
+    mixlab::Shape input() const { return m_input; }
+    int classes() const { return m_classes; }
+
+    // Valid when the spec parses back from its JSON and build_graph accepts it for the
+    // current input. validityChanged fires only when this (or the message) changes, so a
+    // listener connected late reads isValid()/validationMessage() once.
+    bool isValid() const { return m_message.isEmpty(); }
+    QString validationMessage() const { return m_message; }
+    // The engine's advice about a valid model (e.g. the sigmoid-output warning).
+    QStringList warnings() const { return m_warnings; }
+    // The inferred graph, when valid.
+    const std::optional<mixlab::Graph> &graph() const { return m_graph; }
+
+    QUndoStack *undoStack() const { return m_undoStack; }
+    // Undo/redo with the standard shortcuts, for the main window's Edit menu too.
+    QAction *undoAction() const { return m_undoAction; }
+    QAction *redoAction() const { return m_redoAction; }
+    QMenu *presetsMenu() const { return m_presetsMenu; }
+
+    // Display names (each preset file's "name"), sorted.
+    QStringList presetNames() const;
+    // Loads a preset by display name or file name (with or without ".json") as one
+    // undoable step; false when there is no such preset.
+    bool loadPreset(const QString &name);
+
+    // The toolbar's edits, each one undoable. Add inserts after the selected layer (at
+    // the end when none is selected); the others act on the selected layer.
+    void addLayer(mixlab::LayerType type);
+    void removeSelectedLayer();
+    void moveSelectedLayer(int delta); // -1 up, +1 down
+    void duplicateSelectedLayer();
+    int selectedRow() const;
+    void selectRow(int row);
+
+    LayerTree *layerTree() const { return m_tree; }
+    LayerPropertyEditor *propertyEditor() const { return m_editor; }
+
+signals:
+    void specChanged();
+    void validityChanged(bool valid, const QString &message);
+
+private:
+    struct Preset {
+        QString name;     // the file's "name"
+        QString fileName; // e.g. "seed-mlp.json"
+        mixlab::ModelSpec spec;
+    };
+
+    const mixlab::ModelSpec &currentSpec() const override { return m_spec; }
+    void applySpec(const mixlab::ModelSpec &spec, int selectRow) override;
+
+    void readPresets();
+    QWidget *buildToolBar();
+    void revalidate();       // graph, rows, totals, messages; emits validityChanged
+    void showSelectedLayer(); // property editor and the enabled state of the actions
+    void onLayerEdited(int index, LayerField field, const mixlab::LayerSpec &before,
+                       const mixlab::LayerSpec &after);
+
+    mixlab::ModelSpec m_spec;
+    mixlab::Shape m_input{{32, 32, 3}};
+    int m_classes = 10;
+    std::optional<mixlab::Graph> m_graph;
+    QString m_message;
+    QStringList m_warnings;
+    bool m_emittedValid = true;
+    QString m_emittedMessage;
+    std::vector<Preset> m_presets;
+
+    QUndoStack *m_undoStack = nullptr;
+    QAction *m_undoAction = nullptr;
+    QAction *m_redoAction = nullptr;
+    QAction *m_removeAction = nullptr;
+    QAction *m_upAction = nullptr;
+    QAction *m_downAction = nullptr;
+    QAction *m_duplicateAction = nullptr;
+    QMenu *m_presetsMenu = nullptr;
+    QMenu *m_addMenu = nullptr;
+    QLineEdit *m_nameEdit = nullptr;
+    LayerTree *m_tree = nullptr;
+    LayerPropertyEditor *m_editor = nullptr;
+    QLabel *m_totals = nullptr;
+    QLabel *m_errorLabel = nullptr;
+    QLabel *m_warningLabel = nullptr;
+};

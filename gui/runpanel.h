@@ -1,0 +1,93 @@
+// RunPanel: the run settings (dataset, precision policy, batch, epochs, optimizer, seed,
+// loss scaling, device), the policies to compare, and the Start / Compare / Stop buttons.
+// It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/graph.h"
+#include "mixlab/run_config.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <map>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+class RunPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunPanel(QWidget *parent = nullptr);
+
+    mixlab::RunConfig config() const;
+    void setConfig(const mixlab::RunConfig &c);
+    std::vector<mixlab::Policy> comparePolicies() const;
+    void setComparePolicies(const std::vector<mixlab::Policy> &p);
+    void setDeviceInfo(const mixlab::DeviceInfo &info);
+    void setRunning(bool running);
+    void setStartBlocked(const QString &reason); // empty = allowed
+
+    // The chosen dataset's per-sample shape and classes (what datasetChanged last said).
+    mixlab::Shape datasetShape() const { return m_shape; }
+    int datasetClasses() const { return m_classes; }
+    // Selects a MNIST/CIFAR folder after loading it once to learn its shape. On failure
+    // returns false with the loader's message and keeps the current dataset.
+    bool selectDatasetFolder(const QString &folder, QString *error);
+    // Why a policy cannot run on the chosen device; empty when it can.
+    QString policyBlockReason(mixlab::Policy p) const;
+    bool isStartBlocked() const { return !m_blockReason.isEmpty(); }
+    QString startBlockReason() const { return m_blockReason; }
+
+signals:
+    void startRequested();
+    void compareRequested();
+    void stopRequested();
+    void datasetChanged(const mixlab::Shape &input, int classes);
+    void configChanged();
+    // Something the user should read in the log (a dataset folder that failed to load).
+    void message(const QString &text);
+
+private:
+    void onDatasetActivated(int index);
+    void selectDataset(const std::string &name);
+    void chooseFolder();
+    void updateDeviceDependent();
+    void updateButtons();
+    void updateOptimizerFields();
+    mixlab::DeviceInfo effectiveDevice() const;
+    int addFolderItem(const QString &folder);
+
+    QComboBox *m_dataset = nullptr;
+    QComboBox *m_policy = nullptr;
+    QSpinBox *m_batch = nullptr;
+    QSpinBox *m_epochs = nullptr;
+    QComboBox *m_optimizer = nullptr;
+    QLineEdit *m_lr = nullptr;
+    QDoubleSpinBox *m_momentum = nullptr;
+    QLineEdit *m_seed = nullptr;
+    QComboBox *m_lossScale = nullptr;
+    QComboBox *m_device = nullptr;
+    QLabel *m_deviceLabel = nullptr;
+    std::map<mixlab::Policy, QCheckBox *> m_compare;
+    QPushButton *m_start = nullptr;
+    QPushButton *m_compareButton = nullptr;
+    QPushButton *m_stop = nullptr;
+    QLabel *m_blockLabel = nullptr;
+
+    mixlab::RunConfig m_base;   // fields without a control, kept through setConfig
+    mixlab::DeviceInfo m_info;  // the probed device (backend "" until known)
+    bool m_infoKnown = false;
+    bool m_compareTouched = false; // the user chose compare policies: keep them
+    bool m_running = false;
+    QString m_blockReason;
+    mixlab::Shape m_shape;
+    int m_classes = 0;
+    int m_lastDatasetIndex = 0;
+    std::map<QString, std::pair<mixlab::Shape, int>> m_folderShapes;
+};

@@ -1,0 +1,53 @@
+// RunsTableModel: one row per run of a RunStore (in creation order) with its status,
+// progress, timing, speedup against its compare group's first run, and final accuracy.
+// Name and visibility are editable and write straight back into the store.
+#pragma once
+#include <QAbstractTableModel>
+
+#include <vector>
+
+class RunStore;
+struct RunRecord;
+
+class RunsTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    // Name also carries the colour swatch and the "shown in the charts" checkbox.
+    enum Column { Name, Status, Progress, Eta, Policy, Batch, StepMs, Speedup, TestAccuracy, Skipped, ColumnCount };
+    // Progress column: steps done / total as a double in [0, 1] under this role.
+    static constexpr int k_fractionRole = Qt::UserRole + 1;
+    // Every column: the row's run id under this role.
+    static constexpr int k_runIdRole = Qt::UserRole + 2;
+
+    explicit RunsTableModel(RunStore *store, QObject *parent = nullptr);
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    int columnCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    Qt::ItemFlags flags(const QModelIndex &index) const override;
+    bool setData(const QModelIndex &index, const QVariant &value, int role = Qt::EditRole) override;
+
+    int runIdAt(int row) const;
+    int rowOf(int runId) const; // -1 when absent
+
+    // Mean device step time without the warm-up steps: the summary's when the run ended,
+    // else computed over the steps recorded so far after the first k_warmup_steps. 0: none yet.
+    static double meanStepMs(const RunRecord &run);
+    static qint64 stepsDone(const RunRecord &run);
+    static qint64 skippedSteps(const RunRecord &run);
+    // Baseline mean step time / this run's, against the first run of the compare group;
+    // 0 when the run is alone in its group or a time is still missing.
+    double speedup(const RunRecord &run) const;
+
+private:
+    void onRunAdded(int id);
+    void onRunRemoved(int id);
+    void onRunChanged(int id);
+    void onStepsAppended(int id);
+    void refreshGroup(int id);
+    void resync();
+
+    RunStore *m_store;
+    std::vector<int> m_ids; // mirror of the store's order, so removals find their row
+};

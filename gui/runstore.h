@@ -1,0 +1,98 @@
+// RunStore: every run's data on the GUI side (per-run arrays of steps, epochs and
+// events, status, name, colour, visibility). Lives in the GUI thread; the worker's
+// batches are appended here and the views listen to its signals.
+#pragma once
+#include "mixlab/environment.h"
+#include "mixlab/graph.h"
+#include "mixlab/run_config.h"
+#include "mixlab/trainer.h"
+
+#include <QColor>
+#include <QDateTime>
+#include <QObject>
+#include <QString>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+struct TimedEvent {
+    QDateTime time;
+    mixlab::RunEvent event;
+};
+
+// What the worker learnt while preparing a run: the data's sample shape (which the
+// model was built for) and the machine it ran on. Log export needs both.
+struct RunContext {
+    mixlab::Shape input;        // (H, W, C) of the dataset's samples
+    int classes = 0;
+    QString datasetName, datasetSource;
+    mixlab::Environment environment;
+};
+
+struct RunRecord {
+    enum class Status { Queued, Running, Finished, Stopped, Failed };
+    int id = 0;
+    int group = 0;              // compare group; runs started together share it
+    QString name;               // user-editable, defaults to "<policy> b<batch> #<id>"
+    QColor color;               // stable per run
+    bool visible = true;        // shown in the charts
+    Status status = Status::Queued;
+    QString failure;            // reason when Failed
+    mixlab::RunConfig config;
+    QString modelJson;          // the model spec the run trained (mixlab-model/1)
+    qint64 totalSteps = 0;
+    QDateTime started, ended;
+    std::vector<mixlab::StepMetrics> steps;
+    std::vector<mixlab::EpochMetrics> epochs;
+    std::vector<TimedEvent> events;
+    std::optional<mixlab::RunSummary> summary;
+    double deviceMemoryMB = 0;  // allocated by the run on the device
+    std::optional<RunContext> context; // set once the worker has opened device and data
+};
+
+QString runStatusName(RunRecord::Status s);
+
+class RunStore : public QObject {
+    Q_OBJECT
+public:
+    explicit RunStore(QObject *parent = nullptr);
+
+    // Returns the new run's id (ids grow from 1 and are never reused).
+    int addRun(const mixlab::RunConfig &config, const QString &modelJson, int group);
+    int newGroup() { return ++m_lastGroup; }
+    // Adds a complete record (a loaded experiment's run): it gets a fresh id; its name,
+    // colour and data are kept. Emits runAdded once everything is in place.
+    int insertRecord(RunRecord record);
+    void removeRun(int id);
+    void clear();
+
+    const RunRecord *run(int id) const;
+    RunRecord *mutableRun(int id); // for loading experiments; emits nothing
+    std::vector<int> runIds() const; // in creation order
+    std::vector<int> groupRuns(int group) const;
+
+    void appendSteps(int id, const std::vector<mixlab::StepMetrics> &steps);
+    void appendEpochs(int id, const std::vector<mixlab::EpochMetrics> &epochs);
+    void appendEvents(int id, const std::vector<TimedEvent> &events);
+    void setStatus(int id, RunRecord::Status status, const QString &failure = {});
+    void setStarted(int id, qint64 totalSteps, double deviceMemoryMB);
+    void setSummary(int id, const mixlab::RunSummary &summary);
+    void setContext(int id, const RunContext &context);
+    void setVisible(int id, bool visible);
+    void rename(int id, const QString &name);
+
+signals:
+    void runAdded(int id);
+    void runChanged(int id);    // status, name, visibility, summary
+    void runRemoved(int id);
+    void stepsAppended(int id, int firstNewIndex);
+    void epochsAppended(int id, int firstNewIndex);
+    void eventsAppended(int id, int firstNewIndex);
+
+private:
+    std::map<int, RunRecord> m_runs;
+    std::vector<int> m_order;
+    int m_lastId = 0;
+    int m_lastGroup = 0;
+};

@@ -1,0 +1,213 @@
+// TrainingWorker: one job on the worker thread (backend, data, graph, one TrainingRun
+// per policy, train or lockstep), with metrics batched into at most k_maxEmitHz
+// queued emissions a second and every failure turned into runFailed.
+#include "trainingworker.h"
+
+#include "mixlab/backend.h"
+#include "mixlab/dataset.h"
+#include "mixlab/environment.h"
+#include "mixlab/error.h"
+#include "mixlab/graph.h"
+#include "mixlab/policy.h"
+
+#include <chrono>
+#include <exception>
+#include <memory>
+
+namespace {
+
+// Collects what the trainer reports, per run of the job, and hands it to the GUI in
+// batches: one queued signal per flush instead of one per step keeps the GUI thread's
+// event queue short however fast the steps are.
+class BatchingSink : public mixlab::MetricsSink {
+public:
+    BatchingSink(TrainingWorker &worker, const std::vector<int> &runIds)
+        : m_worker(worker), m_lastEmit(Clock::now())
+    {
+        m_pending.runs.resize(runIds.size());
+        for (std::size_t i = 0; i < runIds.size(); ++i) m_pending.runs[i].runId = runIds[i];
+    }
+
+    void on_step(int run, const mixlab::StepMetrics &m) override
+    {
+        if (MetricsBatch::PerRun *r = at(run)) r->steps.push_back(m);
+        flushIfDue();
+    }
+    void on_epoch(int run, const mixlab::EpochMetrics &m) override
+    {
+        if (MetricsBatch::PerRun *r = at(run)) r->epochs.push_back(m);
+        flushIfDue();
+    }
+    void on_event(int run, const mixlab::RunEvent &e) override
+    {
+        if (MetricsBatch::PerRun *r = at(run))
+            r->events.push_back(TimedEvent{QDateTime::currentDateTime(), e});
+        flushIfDue();
+    }
+
+    // Emits what is pending, if anything; called at the end whatever the timing.
+    void flush()
+    {
+        m_lastEmit = Clock::now();
+        MetricsBatch out;
+        for (MetricsBatch::PerRun &r : m_pending.runs) {
+            if (r.steps.empty() && r.epochs.empty() && r.events.empty()) continue;
+            MetricsBatch::PerRun moved;
+            moved.runId = r.runId;
+            moved.steps.swap(r.steps);
+            moved.epochs.swap(r.epochs);
+            moved.events.swap(r.events);
+            out.runs.push_back(std::move(moved));
+        }
+        if (!out.runs.empty()) emit m_worker.metrics(out);
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    static constexpr auto k_interval =
+        std::chrono::milliseconds(1000 / TrainingWorker::k_maxEmitHz);
+
+    MetricsBatch::PerRun *at(int run)
+    {
+        if (run < 0 || run >= int(m_pending.runs.size())) return nullptr;
+        return &m_pending.runs[std::size_t(run)];
+    }
+    void flushIfDue()
+    {
+        if (Clock::now() - m_lastEmit >= k_interval) flush();
+    }
+
+    TrainingWorker &m_worker;
+    MetricsBatch m_pending;
+    Clock::time_point m_lastEmit;
+};
+
+QString messageOf(const std::exception &e) { return QString::fromUtf8(e.what()); }
+
+} // namespace
+
+TrainingWorker::TrainingWorker(QObject *parent) : QObject(parent) {}
+
+void TrainingWorker::requestStop()
+{
+    std::lock_guard lock(m_stopMutex);
+    m_stop.request_stop();
+}
+
+void TrainingWorker::resetStop()
+{
+    std::lock_guard lock(m_stopMutex);
+    m_stop = std::stop_source();
+}
+
+void TrainingWorker::runJob(const TrainingJob &job)
+{
+    std::stop_token stop;
+    {
+        std::lock_guard lock(m_stopMutex);
+        stop = m_stop.get_token();
+    }
+    const std::size_t n = job.runIds.size();
+    BatchingSink sink(*this, job.runIds);
+    std::vector<bool> ended(n, false);
+
+    if (job.runs.size() != n || n == 0) {
+        for (std::size_t i = 0; i < n; ++i)
+            emit runFailed(job.runIds[i], QStringLiteral("internal error: the job has %1 run "
+                                                         "configs for %2 runs")
+                                              .arg(job.runs.size())
+                                              .arg(n));
+        emit jobFinished();
+        return;
+    }
+
+    // Stopped before it began (stop pressed at once, or the window closing): skip the
+    // device and data setup, which can take seconds for a large dataset.
+    if (stop.stop_requested()) {
+        mixlab::RunSummary none;
+        none.stopped = true;
+        for (int id : job.runIds) emit runFinished(id, none, true);
+        emit jobFinished();
+        return;
+    }
+
+    // Which run was being set up when an exception left, so the message says whose
+    // fault it was; -1 once training is under way (all runs share the failure then).
+    int settingUp = -1;
+    std::vector<std::int64_t> stepsDone(n, 0);
+    auto failAll = [&](const QString &message) {
+        std::vector<QString> texts(n, message);
+        if (settingUp >= 0) {
+            const QString culprit = QString::fromUtf8(
+                mixlab::policy_name(job.runs[std::size_t(settingUp)].policy));
+            for (std::size_t i = 0; i < n; ++i)
+                if (std::size_t(settingUp) != i)
+                    texts[i] = QStringLiteral("not run: the %1 run of this group could not "
+                                              "start: %2").arg(culprit, message);
+        }
+        // Recorded like the CLI records it, so an exported log carries the reason too.
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ended[i])
+                sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Error,
+                                                       stepsDone[i], texts[i].toStdString()});
+        sink.flush();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ended[i]) continue;
+            ended[i] = true;
+            emit runFailed(job.runIds[i], texts[i]);
+        }
+    };
+
+    try {
+        const mixlab::RunConfig &first = job.runs.front();
+        // Declared in this order so they are destroyed runs first, backend last.
+        std::unique_ptr<mixlab::Backend> backend = mixlab::make_backend(first.device);
+        const mixlab::Dataset data = mixlab::load_dataset(first.dataset, first.seed);
+        const mixlab::Shape input{{data.height, data.width, data.channels}};
+        const mixlab::Graph graph = mixlab::build_graph(job.model, input, data.classes);
+
+        RunContext context;
+        context.input = input;
+        context.classes = data.classes;
+        context.datasetName = QString::fromStdString(data.name);
+        context.datasetSource = QString::fromStdString(data.source);
+        context.environment = mixlab::describe_environment(backend->info());
+        for (int id : job.runIds) emit runPrepared(id, context);
+
+        mixlab::DeviceDataset deviceData(data, *backend);
+        std::vector<std::unique_ptr<mixlab::TrainingRun>> runs;
+        std::vector<mixlab::TrainingRun *> ptrs;
+        for (std::size_t i = 0; i < n; ++i) {
+            settingUp = int(i);
+            runs.push_back(std::make_unique<mixlab::TrainingRun>(graph, job.runs[i], deviceData,
+                                                                 *backend, int(i)));
+            ptrs.push_back(runs.back().get());
+        }
+        settingUp = -1;
+        for (std::size_t i = 0; i < n; ++i)
+            emit runStarted(job.runIds[i], runs[i]->total_steps(),
+                            double(runs[i]->device_bytes()) / 1e6);
+
+        std::vector<mixlab::RunSummary> summaries;
+        try {
+            if (n == 1)
+                summaries.push_back(mixlab::train(*runs.front(), sink, stop));
+            else
+                summaries = mixlab::train_lockstep(ptrs, sink, stop);
+        } catch (...) {
+            for (std::size_t i = 0; i < n; ++i) stepsDone[i] = runs[i]->steps_done();
+            throw;
+        }
+        sink.flush();
+        for (std::size_t i = 0; i < n && i < summaries.size(); ++i) {
+            ended[i] = true;
+            emit runFinished(job.runIds[i], summaries[i], summaries[i].stopped);
+        }
+        if (summaries.size() < n) throw mixlab::Error("the trainer returned fewer summaries than runs");
+    } catch (const std::exception &e) {
+        failAll(messageOf(e));
+    } catch (...) {
+        failAll(QStringLiteral("unknown error in the training thread"));
+    }
+    emit jobFinished();
+}

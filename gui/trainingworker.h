@@ -1,0 +1,70 @@
+// TrainingWorker: runs the engine on its own QThread. One job = one model and one run
+// config under one or several policies (a compare group, trained in lockstep). The
+// worker owns every engine object; the GUI only sees the batches it emits.
+#pragma once
+#include "mixlab/model_spec.h"
+#include "mixlab/run_config.h"
+#include "mixlab/trainer.h"
+
+#include <QDateTime>
+#include <QMetaType>
+#include <QObject>
+#include <QString>
+
+#include <mutex>
+#include <stop_token>
+#include <vector>
+
+#include "runstore.h"
+
+struct TrainingJob {
+    mixlab::ModelSpec model;
+    std::vector<mixlab::RunConfig> runs; // one per policy, all else equal
+    std::vector<int> runIds;             // RunStore ids, same order
+};
+
+// Metrics gathered in the worker between two emissions (at most 20 a second).
+struct MetricsBatch {
+    struct PerRun {
+        int runId = 0;
+        std::vector<mixlab::StepMetrics> steps;
+        std::vector<mixlab::EpochMetrics> epochs;
+        std::vector<TimedEvent> events;
+    };
+    std::vector<PerRun> runs;
+};
+
+Q_DECLARE_METATYPE(TrainingJob)
+Q_DECLARE_METATYPE(MetricsBatch)
+Q_DECLARE_METATYPE(mixlab::RunSummary)
+Q_DECLARE_METATYPE(RunContext)
+
+class TrainingWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit TrainingWorker(QObject *parent = nullptr);
+    // Thread-safe: asks the running job to stop after the step in flight.
+    void requestStop();
+    // Arms a fresh stop for the next job, so that an old request cannot stop it. Call
+    // before queueing a job (the controller does); thread-safe like requestStop().
+    void resetStop();
+    static constexpr int k_maxEmitHz = 20;
+
+public slots:
+    void runJob(const TrainingJob &job); // blocks the worker thread until the job ends
+
+signals:
+    // Device opened and data loaded (before runStarted): shape, classes, machine.
+    void runPrepared(int runId, const RunContext &context);
+    void runStarted(int runId, qint64 totalSteps, double deviceMemoryMB);
+    void metrics(const MetricsBatch &batch);
+    void runFinished(int runId, const mixlab::RunSummary &summary, bool stopped);
+    void runFailed(int runId, const QString &message);
+    void jobFinished();
+
+private:
+    // The job's token is copied out under the lock when the job starts; request_stop()
+    // itself is thread-safe, the lock only guards the swap in resetStop().
+    std::mutex m_stopMutex;
+    std::stop_source m_stop;
+};

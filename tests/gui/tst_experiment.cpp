@@ -1,0 +1,438 @@
+// Experiment files: save then load gives back every run (metrics, events, summaries,
+// names, colours, statuses); bad files (malformed, newer or foreign format, missing or
+// mistyped fields) are refused with a message and leave the store untouched.
+#include "experiment.h"
+#include "runstore.h"
+
+#include "mixlab/environment.h"
+#include "mixlab/model_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mixlab;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+ModelSpec tinyMlp()
+{
+    ModelSpec spec;
+    spec.name = "tiny";
+    LayerSpec flatten;
+    flatten.type = LayerType::Flatten;
+    LayerSpec hidden;
+    hidden.units = 24;
+    hidden.activation = Activation::Gelu;
+    LayerSpec drop;
+    drop.type = LayerType::Dropout;
+    drop.rate = 0.25f;
+    LayerSpec out;
+    out.units = 10;
+    out.force_fp32 = true;
+    spec.layers = {flatten, hidden, drop, out};
+    return spec;
+}
+
+// A run as the worker would have left it, with random (seeded) metrics: float fields
+// get values with full 24-bit mantissas so a lossy round trip would show.
+RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps, std::uint64_t seed)
+{
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    RunRecord r;
+    r.config.policy = policy;
+    r.config.batch_size = 64;
+    r.config.seed = seed;
+    r.config.dataset.name = "synthetic";
+    r.config.optimizer.type = OptimizerType::AdamW;
+    r.config.optimizer.lr = 3e-4f * (1 + u(rng));
+    r.modelJson = QString::fromStdString(model_spec_to_json(tinyMlp()));
+    r.status = RunRecord::Status::Finished;
+    r.totalSteps = nSteps;
+    r.deviceMemoryMB = 12.345678 * (1 + u(rng));
+    r.started = QDateTime::currentDateTime().addSecs(-60);
+    r.ended = QDateTime::currentDateTime();
+    for (int i = 0; i < nSteps; ++i) {
+        StepMetrics m;
+        m.step = i + 1;
+        m.epoch = 1 + i / 10;
+        m.loss = 2.3f * u(rng) + 0.01f;
+        m.accuracy = u(rng);
+        m.step_ms = 0.5f + u(rng);
+        m.wall_ms = 1000.0 * (i + double(u(rng)));
+        m.samples_per_s = 64000.0 / (0.5 + double(u(rng)));
+        m.loss_scale = std::ldexp(1.0f, 10 + i % 7);
+        m.next_loss_scale = m.loss_scale * (i % 5 == 0 ? 0.5f : 1.0f);
+        m.overflow = i % 5 == 0;
+        m.skipped = m.overflow;
+        r.steps.push_back(m);
+    }
+    for (int e = 1; e <= nSteps / 10; ++e) {
+        EpochMetrics m;
+        m.epoch = e;
+        m.train_loss = u(rng);
+        m.train_accuracy = u(rng);
+        m.test_loss = u(rng);
+        m.test_accuracy = u(rng);
+        m.seconds = 3.25 * double(u(rng));
+        m.skipped_steps = e;
+        r.epochs.push_back(m);
+    }
+    const QDateTime t0 = QDateTime::currentDateTime();
+    r.events.push_back({t0, RunEvent{RunEvent::Kind::Info, 0, "started \"quoted\" ünïcode"}});
+    r.events.push_back({t0.addMSecs(17), RunEvent{RunEvent::Kind::ScaleChange, 5, "scale 1024 -> 512"}});
+    r.events.push_back({t0.addMSecs(33), RunEvent{RunEvent::Kind::SkippedStep, 5, "skipped"}});
+    r.events.push_back({t0.addMSecs(40), RunEvent{RunEvent::Kind::Warning, 0, "sigmoid output"}});
+    RunSummary s;
+    s.steps = nSteps;
+    s.skipped_steps = nSteps / 5;
+    s.epochs_done = nSteps / 10;
+    s.mean_step_ms = 0.123456789;
+    s.median_step_ms = 0.1;
+    s.final_train_loss = u(rng);
+    s.final_test_loss = u(rng);
+    s.final_test_accuracy = u(rng);
+    s.final_loss_scale = 32768;
+    s.wall_seconds = 61.5;
+    r.summary = s;
+    RunContext c;
+    c.input = Shape{{32, 32, 3}};
+    c.classes = 10;
+    c.datasetName = QStringLiteral("synthetic");
+    c.datasetSource = QStringLiteral("built-in");
+    DeviceInfo d;
+    d.backend = "cpu";
+    d.name = "CPU (no CUDA device)";
+    c.environment = describe_environment(d);
+    r.context = c;
+    return r;
+}
+
+// Two compare runs (one failed mid-way, renamed, hidden), one stopped single run with a
+// diverged step, one queued run that never began.
+void fillStore(RunStore &store)
+{
+    std::mt19937 rng(1234);
+    const int g1 = store.newGroup();
+    RunRecord a = fabricate(rng, Policy::FP32, 40, 42);
+    a.group = g1;
+    RunRecord b = fabricate(rng, Policy::MixedFP16, 23, 42);
+    b.group = g1;
+    b.status = RunRecord::Status::Failed;
+    b.failure = QStringLiteral("out of memory: asked for 2 GiB, 1 GiB free");
+    b.summary.reset();
+    b.name = QStringLiteral("renamed run");
+    b.visible = false;
+    b.color = QColor(0x12, 0x34, 0x56);
+    const int g2 = store.newGroup();
+    RunRecord c = fabricate(rng, Policy::FP16, 12, (std::uint64_t(1) << 63) + 5);
+    c.group = g2;
+    c.status = RunRecord::Status::Stopped;
+    c.steps[3].loss = std::numeric_limits<float>::quiet_NaN();
+    c.steps[4].loss = std::numeric_limits<float>::infinity();
+    c.summary->stopped = true;
+    c.context.reset();
+    store.insertRecord(a);
+    store.insertRecord(b);
+    store.insertRecord(c);
+    store.addRun(RunConfig{}, QString(), store.newGroup()); // queued, never began
+}
+
+ExperimentFile someFile()
+{
+    ExperimentFile f;
+    f.model = tinyMlp();
+    f.config.batch_size = 128;
+    f.config.epochs = 3;
+    f.config.policy = Policy::MixedBF16;
+    f.config.loss_scale.mode = LossScaleMode::Static;
+    f.config.loss_scale.init = 1024;
+    f.comparePolicies = {Policy::FP32, Policy::MixedFP16, Policy::MixedBF16};
+    return f;
+}
+
+bool sameFloat(float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// Non-finite values come back as NaN (the file stores null for both NaN and inf).
+bool sameLoaded(float saved, float loaded)
+{
+    return std::isfinite(saved) ? saved == loaded : std::isnan(loaded);
+}
+
+QByteArray readAll(const QString &path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return f.readAll();
+}
+
+void writeAll(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    QCOMPARE(f.write(bytes), bytes.size());
+}
+
+} // namespace
+
+class TestExperiment : public QObject {
+    Q_OBJECT
+private slots:
+    void roundTrip();
+    void runningBecomesStopped();
+    void badFilesRefused_data();
+    void badFilesRefused();
+    void missingFileRefused();
+    void unwritablePathRefused();
+};
+
+void TestExperiment::roundTrip()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("exp.mixlab.json"));
+    RunStore store;
+    fillStore(store);
+    const ExperimentFile file = someFile();
+    QString error;
+    QVERIFY2(saveExperiment(path, file, store, &error), qPrintable(error));
+    QVERIFY(error.isEmpty());
+    QVERIFY(!QFile::exists(path + QStringLiteral(".tmp")));
+    const Json saved = Json::parse(readAll(path).toStdString());
+    QVERIFY(saved["format"] == "mixlab-experiment/1");
+    // The diverged run's NaN and inf losses are nulls (JSON has neither).
+    QVERIFY(saved["runs"][2]["steps"]["rows"][3][2].is_null());
+    QVERIFY(saved["runs"][2]["steps"]["rows"][4][2].is_null());
+    QVERIFY(saved["runs"][2]["steps"]["rows"][5][2].is_number());
+
+    RunStore loadedStore;
+    loadedStore.addRun(RunConfig{}, QString(), 1); // replaced by the file's runs
+    QSignalSpy added(&loadedStore, &RunStore::runAdded);
+    QSignalSpy removed(&loadedStore, &RunStore::runRemoved);
+    ExperimentFile loaded;
+    QVERIFY2(loadExperiment(path, &loaded, &loadedStore, &error), qPrintable(error));
+    QCOMPARE(removed.count(), 1);
+    QCOMPARE(added.count(), 3); // the queued run that never began is not saved
+
+    QCOMPARE(model_spec_to_json(loaded.model), model_spec_to_json(file.model));
+    QCOMPARE(run_config_to_json(loaded.config), run_config_to_json(file.config));
+    QVERIFY(loaded.comparePolicies == file.comparePolicies);
+
+    const std::vector<int> before = store.runIds(), after = loadedStore.runIds();
+    QCOMPARE(after.size(), std::size_t(3));
+    for (std::size_t k = 0; k < after.size(); ++k) {
+        const RunRecord &s = *store.run(before[k]);
+        const RunRecord &l = *loadedStore.run(after[k]);
+        QCOMPARE(l.name, s.name);
+        QCOMPARE(l.color, s.color);
+        QCOMPARE(l.visible, s.visible);
+        QCOMPARE(l.status, s.status);
+        QCOMPARE(l.failure, s.failure);
+        QCOMPARE(run_config_to_json(l.config), run_config_to_json(s.config));
+        QCOMPARE(l.config.seed, s.config.seed); // 2^63 + 5 survives (no double on the way)
+        QCOMPARE(l.modelJson, s.modelJson);
+        QCOMPARE(l.totalSteps, s.totalSteps);
+        QCOMPARE(l.deviceMemoryMB, s.deviceMemoryMB);
+        QCOMPARE(l.started, s.started);
+        QCOMPARE(l.ended, s.ended);
+        QCOMPARE(l.steps.size(), s.steps.size());
+        for (std::size_t i = 0; i < s.steps.size(); ++i) {
+            const StepMetrics &x = s.steps[i], &y = l.steps[i];
+            QCOMPARE(y.step, x.step);
+            QCOMPARE(y.epoch, x.epoch);
+            QVERIFY2(sameLoaded(x.loss, y.loss), qPrintable(QStringLiteral("step %1").arg(i)));
+            QCOMPARE(y.accuracy, x.accuracy);
+            QCOMPARE(y.step_ms, x.step_ms);
+            QCOMPARE(y.wall_ms, x.wall_ms);
+            QCOMPARE(y.samples_per_s, x.samples_per_s);
+            QCOMPARE(y.loss_scale, x.loss_scale);
+            QCOMPARE(y.next_loss_scale, x.next_loss_scale);
+            QCOMPARE(y.overflow, x.overflow);
+            QCOMPARE(y.skipped, x.skipped);
+        }
+        QCOMPARE(l.epochs.size(), s.epochs.size());
+        for (std::size_t i = 0; i < s.epochs.size(); ++i) {
+            const EpochMetrics &x = s.epochs[i], &y = l.epochs[i];
+            QCOMPARE(y.epoch, x.epoch);
+            QCOMPARE(y.train_loss, x.train_loss);
+            QCOMPARE(y.train_accuracy, x.train_accuracy);
+            QCOMPARE(y.test_loss, x.test_loss);
+            QCOMPARE(y.test_accuracy, x.test_accuracy);
+            QCOMPARE(y.seconds, x.seconds);
+            QCOMPARE(y.skipped_steps, x.skipped_steps);
+        }
+        QCOMPARE(l.events.size(), s.events.size());
+        for (std::size_t i = 0; i < s.events.size(); ++i) {
+            QCOMPARE(l.events[i].time, s.events[i].time);
+            QCOMPARE(l.events[i].event.kind, s.events[i].event.kind);
+            QCOMPARE(l.events[i].event.step, s.events[i].event.step);
+            QCOMPARE(l.events[i].event.message, s.events[i].event.message);
+        }
+        QCOMPARE(l.summary.has_value(), s.summary.has_value());
+        if (s.summary) {
+            const RunSummary &x = *s.summary, &y = *l.summary;
+            QCOMPARE(y.steps, x.steps);
+            QCOMPARE(y.skipped_steps, x.skipped_steps);
+            QCOMPARE(y.epochs_done, x.epochs_done);
+            QCOMPARE(y.mean_step_ms, x.mean_step_ms);
+            QCOMPARE(y.median_step_ms, x.median_step_ms);
+            QVERIFY(sameFloat(y.final_train_loss, x.final_train_loss));
+            QCOMPARE(y.final_test_loss, x.final_test_loss);
+            QCOMPARE(y.final_test_accuracy, x.final_test_accuracy);
+            QCOMPARE(y.final_loss_scale, x.final_loss_scale);
+            QCOMPARE(y.wall_seconds, x.wall_seconds);
+            QCOMPARE(y.stopped, x.stopped);
+        }
+        QCOMPARE(l.context.has_value(), s.context.has_value());
+        if (s.context) {
+            QCOMPARE(l.context->input, s.context->input);
+            QCOMPARE(l.context->classes, s.context->classes);
+            QCOMPARE(l.context->datasetName, s.context->datasetName);
+            QCOMPARE(l.context->datasetSource, s.context->datasetSource);
+            QCOMPARE(environment_to_json(l.context->environment),
+                     environment_to_json(s.context->environment));
+        }
+    }
+    // Compare groups stay together, apart from other groups.
+    const RunRecord &l0 = *loadedStore.run(after[0]), &l1 = *loadedStore.run(after[1]),
+                    &l2 = *loadedStore.run(after[2]);
+    QCOMPARE(l0.group, l1.group);
+    QVERIFY(l2.group != l0.group);
+    QCOMPARE(loadedStore.groupRuns(l0.group).size(), std::size_t(2));
+
+    // Saving what was loaded gives the same file (nothing drifts across generations).
+    const QString again = dir.filePath(QStringLiteral("again.mixlab.json"));
+    QVERIFY(saveExperiment(again, loaded, loadedStore, &error));
+    Json j1 = Json::parse(readAll(path).toStdString()), j2 = Json::parse(readAll(again).toStdString());
+    for (Json *j : {&j1, &j2})
+        for (Json &run : (*j)["runs"]) run.erase("group"); // renumbered on load
+    QCOMPARE(QString::fromStdString(j2.dump()), QString::fromStdString(j1.dump()));
+}
+
+void TestExperiment::runningBecomesStopped()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("running.mixlab.json"));
+    RunStore store;
+    std::mt19937 rng(5);
+    RunRecord r = fabricate(rng, Policy::FP32, 15, 1);
+    r.status = RunRecord::Status::Running;
+    r.summary.reset();
+    store.insertRecord(r);
+    QString error;
+    QVERIFY2(saveExperiment(path, someFile(), store, &error), qPrintable(error));
+    RunStore loadedStore;
+    ExperimentFile f;
+    QVERIFY2(loadExperiment(path, &f, &loadedStore, &error), qPrintable(error));
+    const RunRecord *l = loadedStore.run(loadedStore.runIds().at(0));
+    QCOMPARE(l->status, RunRecord::Status::Stopped);
+    QCOMPARE(l->steps.size(), std::size_t(15)); // what it had recorded is kept
+}
+
+void TestExperiment::badFilesRefused_data()
+{
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<QString>("expected"); // part of the message
+
+    // A good file to spoil one way at a time.
+    RunStore store;
+    fillStore(store);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("good.mixlab.json"));
+    QString error;
+    QVERIFY(saveExperiment(path, someFile(), store, &error));
+    const QByteArray good = readAll(path);
+    const Json base = Json::parse(good.toStdString());
+    auto spoilt = [&](auto &&edit) {
+        Json j = base;
+        edit(j);
+        return QByteArray::fromStdString(j.dump());
+    };
+
+    QTest::newRow("truncated") << good.left(good.size() / 2) << QStringLiteral("malformed JSON");
+    QTest::newRow("empty") << QByteArray() << QStringLiteral("malformed JSON");
+    QTest::newRow("not an object") << QByteArray("[1, 2]") << QStringLiteral("not a JSON object");
+    QTest::newRow("no format") << spoilt([](Json &j) { j.erase("format"); })
+                               << QStringLiteral("no \"format\"");
+    QTest::newRow("a log, not an experiment")
+        << spoilt([](Json &j) { j["format"] = "mixlab-log/1"; }) << QStringLiteral("mixlab-log/1");
+    QTest::newRow("newer format") << spoilt([](Json &j) { j["format"] = "mixlab-experiment/2"; })
+                                  << QStringLiteral("newer MixLab");
+    QTest::newRow("garbled version")
+        << spoilt([](Json &j) { j["format"] = "mixlab-experiment/x"; }) << QStringLiteral("unknown experiment format");
+    QTest::newRow("runs missing") << spoilt([](Json &j) { j.erase("runs"); })
+                                  << QStringLiteral("\"runs\" is missing");
+    QTest::newRow("steps missing") << spoilt([](Json &j) { j["runs"][1].erase("steps"); })
+                                   << QStringLiteral("run 2: \"steps\" is missing");
+    QTest::newRow("visible mistyped") << spoilt([](Json &j) { j["runs"][0]["visible"] = "yes"; })
+                                      << QStringLiteral("\"visible\" must be true or false");
+    QTest::newRow("step row short") << spoilt([](Json &j) { j["runs"][0]["steps"]["rows"][3] = Json::array({1, 2}); })
+                                    << QStringLiteral("run 1 steps row 4");
+    QTest::newRow("loss a string") << spoilt([](Json &j) { j["runs"][0]["steps"]["rows"][0][2] = "low"; })
+                                   << QStringLiteral("\"loss\" must be a number");
+    QTest::newRow("bad model") << spoilt([](Json &j) { j["model"]["layers"][1]["units"] = -5; })
+                               << QStringLiteral("layer 1");
+    QTest::newRow("bad status") << spoilt([](Json &j) { j["runs"][2]["status"] = "exploded"; })
+                                << QStringLiteral("unknown status");
+    QTest::newRow("bad policy") << spoilt([](Json &j) { j["compare_policies"][0] = "fp8"; })
+                                << QStringLiteral("fp8");
+    QTest::newRow("bad event kind") << spoilt([](Json &j) { j["runs"][0]["events"][1]["kind"] = "boom"; })
+                                    << QStringLiteral("unknown event kind");
+    QTest::newRow("bad colour") << spoilt([](Json &j) { j["runs"][0]["color"] = "not-a-colour"; })
+                                << QStringLiteral("\"color\"");
+}
+
+void TestExperiment::badFilesRefused()
+{
+    QFETCH(QByteArray, content);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("bad.mixlab.json"));
+    writeAll(path, content);
+
+    RunStore store;
+    const int kept = store.addRun(RunConfig{}, QStringLiteral("{}"), store.newGroup());
+    store.appendSteps(kept, {StepMetrics{}});
+    QSignalSpy added(&store, &RunStore::runAdded);
+    QSignalSpy removed(&store, &RunStore::runRemoved);
+    ExperimentFile file;
+    file.model.name = "untouched";
+    QString error;
+    QVERIFY(!loadExperiment(path, &file, &store, &error));
+    QVERIFY2(error.contains(expected), qPrintable(error));
+    QVERIFY2(error.contains(path), qPrintable(error));
+    QCOMPARE(added.count(), 0);
+    QCOMPARE(removed.count(), 0);
+    QCOMPARE(store.runIds(), std::vector<int>{kept});
+    QCOMPARE(store.run(kept)->steps.size(), std::size_t(1));
+    QCOMPARE(file.model.name, std::string("untouched"));
+}
+
+void TestExperiment::missingFileRefused()
+{
+    RunStore store;
+    ExperimentFile file;
+    QString error;
+    QVERIFY(!loadExperiment(QStringLiteral("/nonexistent/x.mixlab.json"), &file, &store, &error));
+    QVERIFY2(error.contains(QStringLiteral("/nonexistent/x.mixlab.json")), qPrintable(error));
+}
+
+void TestExperiment::unwritablePathRefused()
+{
+    RunStore store;
+    fillStore(store);
+    QString error;
+    QVERIFY(!saveExperiment(QStringLiteral("/nonexistent/folder/x.mixlab.json"), someFile(), store, &error));
+    QVERIFY2(error.contains(QStringLiteral("/nonexistent/folder/x.mixlab.json")), qPrintable(error));
+}
+
+QTEST_GUILESS_MAIN(TestExperiment)
+#include "tst_experiment.moc"

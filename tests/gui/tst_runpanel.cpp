@@ -1,0 +1,386 @@
+// RunPanel: config round trip through the widgets, policies a device cannot run
+// disabled with the reason, compare defaults per device, button states and datasets.
+#include "runpanel.h"
+
+#include "mixlab/dataset.h"
+#include "mixlab/run_config.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardItemModel>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <filesystem>
+
+Q_DECLARE_METATYPE(mixlab::DeviceInfo)
+Q_DECLARE_METATYPE(mixlab::Shape)
+Q_DECLARE_METATYPE(std::vector<mixlab::Policy>)
+
+namespace {
+
+mixlab::DeviceInfo fakeGpu(int major, int minor)
+{
+    mixlab::DeviceInfo info;
+    info.backend = "cuda";
+    info.name = major >= 8 ? "NVIDIA A100-SXM4-40GB" : "NVIDIA GeForce RTX 2060";
+    info.cc_major = major;
+    info.cc_minor = minor;
+    info.memory_bytes = std::int64_t(6) << 30;
+    info.tensor_cores = major >= 7;
+    info.bf16 = major >= 8;
+    info.tf32 = major >= 8;
+    return info;
+}
+
+mixlab::DeviceInfo cpuDevice()
+{
+    mixlab::DeviceInfo info;
+    info.backend = "cpu";
+    info.name = "CPU (no CUDA device)";
+    return info;
+}
+
+QStandardItem *policyItem(RunPanel &panel, mixlab::Policy p)
+{
+    auto *combo = panel.findChild<QComboBox *>("policyCombo");
+    auto *model = qobject_cast<QStandardItemModel *>(combo->model());
+    return model->item(combo->findData(int(p)));
+}
+
+QCheckBox *compareBox(RunPanel &panel, mixlab::Policy p)
+{
+    return panel.findChild<QCheckBox *>(QStringLiteral("compare_") + QString::fromUtf8(mixlab::policy_name(p).data()));
+}
+
+void writeBigEndian(QFile &f, quint32 v)
+{
+    const char bytes[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    f.write(bytes, 4);
+}
+
+// A tiny MNIST-layout folder: n images of rows x cols, labels 0..9 in turn.
+void writeIdx(const QString &dir, const QString &prefix, int n, int rows, int cols)
+{
+    QFile images(dir + "/" + prefix + "-images-idx3-ubyte");
+    QVERIFY(images.open(QIODevice::WriteOnly));
+    writeBigEndian(images, 0x00000803);
+    writeBigEndian(images, quint32(n));
+    writeBigEndian(images, quint32(rows));
+    writeBigEndian(images, quint32(cols));
+    QByteArray pixels(n * rows * cols, '\0');
+    for (int i = 0; i < pixels.size(); ++i)
+        pixels[i] = char((i * 37) % 251);
+    images.write(pixels);
+    QFile labels(dir + "/" + prefix + "-labels-idx1-ubyte");
+    QVERIFY(labels.open(QIODevice::WriteOnly));
+    writeBigEndian(labels, 0x00000801);
+    writeBigEndian(labels, quint32(n));
+    for (int i = 0; i < n; ++i)
+        labels.putChar(char(i % 10));
+}
+
+} // namespace
+
+class TestRunPanel : public QObject {
+    Q_OBJECT
+private slots:
+    void configRoundTrip_data();
+    void configRoundTrip();
+    void disabledPoliciesOnTuring();
+    void cpuChoiceEnablesEveryPolicy();
+    void compareDefaults_data();
+    void compareDefaults();
+    void setComparePoliciesSticks();
+    void startBlockedAndRunning();
+    void buttonsEmit();
+    void datasetShapes();
+    void datasetFolder();
+};
+
+void TestRunPanel::configRoundTrip_data()
+{
+    QTest::addColumn<QString>("json");
+    // Every control and the fields without one (steps, synthetic sizes, loss-scale
+    // parameters, Adam betas, weight decay) must come back unchanged.
+    QTest::newRow("defaults-synthetic") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        return c;
+    }()));
+    QTest::newRow("adam-static-cpu") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        c.dataset.synthetic_train = 512;
+        c.dataset.synthetic_test = 128;
+        c.policy = mixlab::Policy::MixedFP16;
+        c.loss_scale.mode = mixlab::LossScaleMode::Static;
+        c.loss_scale.init = 1024.0f;
+        c.loss_scale.growth_interval = 77;
+        c.batch_size = 96;
+        c.epochs = 3;
+        c.steps = 40;
+        c.optimizer.type = mixlab::OptimizerType::Adam;
+        c.optimizer.lr = 3e-4f;
+        c.optimizer.beta2 = 0.98f;
+        c.optimizer.weight_decay = 0.01f;
+        c.seed = (std::uint64_t(1) << 40) + 3;
+        c.device = mixlab::DeviceChoice::CPU;
+        return c;
+    }()));
+    QTest::newRow("adamw-none-fp16") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        c.policy = mixlab::Policy::FP16;
+        c.loss_scale.mode = mixlab::LossScaleMode::None;
+        c.optimizer.type = mixlab::OptimizerType::AdamW;
+        c.optimizer.lr = 0.00123f;
+        c.batch_size = 1;
+        c.seed = 0;
+        return c;
+    }()));
+    QTest::newRow("sgd-momentum-bf16") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        c.policy = mixlab::Policy::MixedBF16;
+        c.loss_scale.mode = mixlab::LossScaleMode::Dynamic;
+        c.optimizer.momentum = 0.5f;
+        c.optimizer.nesterov = true;
+        c.optimizer.lr = 0.1f;
+        c.batch_size = 32;
+        c.device = mixlab::DeviceChoice::Auto;
+        return c;
+    }()));
+    if (std::filesystem::exists(mixlab::k_debian_fashion_mnist_dir))
+        QTest::newRow("fashion-tf32") << QString::fromStdString(mixlab::run_config_to_json([] {
+            mixlab::RunConfig c;
+            c.dataset.name = "fashion-mnist";
+            c.policy = mixlab::Policy::TF32;
+            c.epochs = 5;
+            return c;
+        }()));
+}
+
+void TestRunPanel::configRoundTrip()
+{
+    QFETCH(QString, json);
+    const mixlab::RunConfig in = mixlab::parse_run_config(json.toStdString());
+    RunPanel panel;
+    // Start from a different config so that a control that does not take the value shows.
+    mixlab::RunConfig other;
+    other.dataset.name = "synthetic";
+    other.batch_size = 7;
+    other.policy = mixlab::Policy::FP32;
+    other.optimizer.lr = 0.5f;
+    panel.setConfig(other);
+    QSignalSpy changed(&panel, &RunPanel::configChanged);
+    panel.setConfig(in);
+    QVERIFY(changed.count() >= 1);
+    QCOMPARE(QString::fromStdString(mixlab::run_config_to_json(panel.config())), json);
+}
+
+void TestRunPanel::disabledPoliciesOnTuring()
+{
+    RunPanel panel;
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    c.policy = mixlab::Policy::MixedBF16; // chosen before the device is known
+    panel.setConfig(c);
+    QSignalSpy changed(&panel, &RunPanel::configChanged);
+    panel.setDeviceInfo(fakeGpu(7, 5));
+
+    for (mixlab::Policy p : {mixlab::Policy::TF32, mixlab::Policy::MixedBF16}) {
+        QStandardItem *item = policyItem(panel, p);
+        QVERIFY(item);
+        QVERIFY2(!item->isEnabled(), mixlab::policy_name(p).data());
+        QVERIFY2(item->toolTip().contains("compute capability 8.0"), qPrintable(item->toolTip()));
+        QVERIFY(item->toolTip().contains("7.5"));
+        QCheckBox *box = compareBox(panel, p);
+        QVERIFY(!box->isEnabled());
+        QVERIFY(!box->isChecked());
+        QVERIFY(box->toolTip().contains("compute capability 8.0"));
+        QVERIFY(!panel.policyBlockReason(p).isEmpty());
+    }
+    for (mixlab::Policy p : {mixlab::Policy::FP32, mixlab::Policy::MixedFP16, mixlab::Policy::FP16}) {
+        QVERIFY(policyItem(panel, p)->isEnabled());
+        QVERIFY(compareBox(panel, p)->isEnabled());
+        QVERIFY(panel.policyBlockReason(p).isEmpty());
+    }
+    // The bf16 choice could not run here: it moved to fp32 and said so.
+    QCOMPARE(panel.config().policy, mixlab::Policy::FP32);
+    QVERIFY(changed.count() >= 1);
+    QVERIFY(panel.findChild<QLabel *>("deviceLabel")->text().contains("RTX 2060"));
+    // A device that has no CUDA cannot be asked for CUDA.
+    RunPanel cpuPanel;
+    cpuPanel.setDeviceInfo(cpuDevice());
+    auto *device = cpuPanel.findChild<QComboBox *>("deviceCombo");
+    auto *model = qobject_cast<QStandardItemModel *>(device->model());
+    QVERIFY(!model->item(device->findData(int(mixlab::DeviceChoice::CUDA)))->isEnabled());
+    QVERIFY(model->item(device->findData(int(mixlab::DeviceChoice::CPU)))->isEnabled());
+}
+
+void TestRunPanel::cpuChoiceEnablesEveryPolicy()
+{
+    RunPanel panel;
+    panel.setDeviceInfo(fakeGpu(7, 5));
+    QVERIFY(!policyItem(panel, mixlab::Policy::MixedBF16)->isEnabled());
+    // The CPU backend emulates every format, so picking it lifts the restriction.
+    auto *device = panel.findChild<QComboBox *>("deviceCombo");
+    device->setCurrentIndex(device->findData(int(mixlab::DeviceChoice::CPU)));
+    QVERIFY(policyItem(panel, mixlab::Policy::MixedBF16)->isEnabled());
+    QVERIFY(policyItem(panel, mixlab::Policy::TF32)->isEnabled());
+    QVERIFY(compareBox(panel, mixlab::Policy::MixedBF16)->isEnabled());
+    device->setCurrentIndex(device->findData(int(mixlab::DeviceChoice::Auto)));
+    QVERIFY(!policyItem(panel, mixlab::Policy::MixedBF16)->isEnabled());
+}
+
+void TestRunPanel::compareDefaults_data()
+{
+    QTest::addColumn<mixlab::DeviceInfo>("device");
+    QTest::addColumn<std::vector<mixlab::Policy>>("expected");
+    using P = mixlab::Policy;
+    QTest::newRow("cpu") << cpuDevice() << std::vector<P>{P::FP32, P::MixedFP16};
+    QTest::newRow("turing") << fakeGpu(7, 5) << std::vector<P>{P::FP32, P::MixedFP16};
+    QTest::newRow("ampere") << fakeGpu(8, 0) << std::vector<P>{P::FP32, P::MixedFP16, P::MixedBF16};
+}
+
+void TestRunPanel::compareDefaults()
+{
+    QFETCH(mixlab::DeviceInfo, device);
+    QFETCH(std::vector<mixlab::Policy>, expected);
+    RunPanel panel;
+    QCOMPARE(panel.comparePolicies(), (std::vector<mixlab::Policy>{mixlab::Policy::FP32, mixlab::Policy::MixedFP16}));
+    panel.setDeviceInfo(device);
+    QCOMPARE(panel.comparePolicies(), expected);
+    QVERIFY(panel.findChild<QPushButton *>("compareButton")->isEnabled());
+}
+
+void TestRunPanel::setComparePoliciesSticks()
+{
+    RunPanel panel;
+    using P = mixlab::Policy;
+    panel.setComparePolicies({P::FP32, P::FP16});
+    QCOMPARE(panel.comparePolicies(), (std::vector<P>{P::FP32, P::FP16}));
+    // A device arriving later does not overwrite the user's choice with defaults.
+    panel.setDeviceInfo(fakeGpu(8, 0));
+    QCOMPARE(panel.comparePolicies(), (std::vector<P>{P::FP32, P::FP16}));
+    // One policy is not a comparison.
+    panel.setComparePolicies({P::FP32});
+    QVERIFY(!panel.findChild<QPushButton *>("compareButton")->isEnabled());
+    QVERIFY(panel.findChild<QPushButton *>("startButton")->isEnabled());
+}
+
+void TestRunPanel::startBlockedAndRunning()
+{
+    RunPanel panel;
+    auto *start = panel.findChild<QPushButton *>("startButton");
+    auto *compare = panel.findChild<QPushButton *>("compareButton");
+    auto *stop = panel.findChild<QPushButton *>("stopButton");
+    auto *label = panel.findChild<QLabel *>("blockLabel");
+    QVERIFY(start->isEnabled() && compare->isEnabled() && !stop->isEnabled());
+    QVERIFY(!label->isVisibleTo(&panel));
+
+    const QString reason = QStringLiteral("layer 3 (dense): output has 7 units, the dataset has 10 classes");
+    panel.setStartBlocked(reason);
+    QVERIFY(!start->isEnabled());
+    QVERIFY(!compare->isEnabled());
+    QVERIFY(label->isVisibleTo(&panel));
+    QCOMPARE(label->text(), reason);
+    QVERIFY(panel.isStartBlocked());
+    panel.setStartBlocked(QString());
+    QVERIFY(start->isEnabled());
+    QVERIFY(!label->isVisibleTo(&panel));
+
+    panel.setRunning(true);
+    QVERIFY(!start->isEnabled());
+    QVERIFY(!compare->isEnabled());
+    QVERIFY(stop->isEnabled());
+    panel.setRunning(false);
+    QVERIFY(start->isEnabled() && compare->isEnabled() && !stop->isEnabled());
+}
+
+void TestRunPanel::buttonsEmit()
+{
+    RunPanel panel;
+    QSignalSpy start(&panel, &RunPanel::startRequested);
+    QSignalSpy compare(&panel, &RunPanel::compareRequested);
+    QSignalSpy stop(&panel, &RunPanel::stopRequested);
+    QTest::mouseClick(panel.findChild<QPushButton *>("startButton"), Qt::LeftButton);
+    QTest::mouseClick(panel.findChild<QPushButton *>("compareButton"), Qt::LeftButton);
+    QTest::mouseClick(panel.findChild<QPushButton *>("stopButton"), Qt::LeftButton); // disabled: nothing
+    QCOMPARE(start.count(), 1);
+    QCOMPARE(compare.count(), 1);
+    QCOMPARE(stop.count(), 0);
+    panel.setRunning(true);
+    QTest::mouseClick(panel.findChild<QPushButton *>("stopButton"), Qt::LeftButton);
+    QCOMPARE(stop.count(), 1);
+}
+
+void TestRunPanel::datasetShapes()
+{
+    RunPanel panel;
+    QSignalSpy spy(&panel, &RunPanel::datasetChanged);
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    panel.setConfig(c);
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.last().at(0).value<mixlab::Shape>(), (mixlab::Shape{{32, 32, 3}}));
+    QCOMPARE(spy.last().at(1).toInt(), 10);
+    if (std::filesystem::exists(mixlab::k_debian_fashion_mnist_dir)) {
+        c.dataset.name = "fashion-mnist";
+        panel.setConfig(c);
+        QCOMPARE(spy.count(), 2);
+        QCOMPARE(panel.datasetShape(), (mixlab::Shape{{28, 28, 1}}));
+        QCOMPARE(panel.datasetClasses(), 10);
+        QCOMPARE(panel.config().dataset.name, std::string("fashion-mnist"));
+    }
+    // The first-start default is a dataset that exists here.
+    c.dataset.name = "";
+    panel.setConfig(c);
+    QCOMPARE(panel.config().dataset.name, mixlab::default_dataset_name());
+}
+
+void TestRunPanel::datasetFolder()
+{
+    RunPanel panel;
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    panel.setConfig(c);
+    QSignalSpy spy(&panel, &RunPanel::datasetChanged);
+
+    QTemporaryDir empty;
+    QVERIFY(empty.isValid());
+    QString error;
+    QVERIFY(!panel.selectDatasetFolder(empty.path(), &error));
+    QVERIFY2(error.contains(empty.path()) || error.contains("train-images"), qPrintable(error));
+    QCOMPARE(spy.count(), 0);
+    QCOMPARE(panel.config().dataset.name, std::string("synthetic"));
+
+    QTemporaryDir dir;
+    writeIdx(dir.path(), "train", 30, 12, 14);
+    writeIdx(dir.path(), "t10k", 10, 12, 14);
+    QVERIFY2(panel.selectDatasetFolder(dir.path(), &error), qPrintable(error));
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(panel.datasetShape(), (mixlab::Shape{{12, 14, 1}}));
+    QCOMPARE(panel.datasetClasses(), 10);
+    QCOMPARE(QString::fromStdString(panel.config().dataset.name), dir.path());
+    auto *combo = panel.findChild<QComboBox *>("datasetCombo");
+    QCOMPARE(combo->currentData().toString(), dir.path());
+
+    // A config naming that folder selects it again; one that names a missing folder
+    // falls back to a dataset that exists and says why.
+    QSignalSpy message(&panel, &RunPanel::message);
+    c.dataset.name = (dir.path() + "/missing").toStdString();
+    panel.setConfig(c);
+    QCOMPARE(message.count(), 1);
+    QCOMPARE(panel.config().dataset.name, std::string("synthetic"));
+}
+
+QTEST_MAIN(TestRunPanel)
+#include "tst_runpanel.moc"

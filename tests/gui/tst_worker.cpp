@@ -1,0 +1,316 @@
+// The worker thread through RunController: CPU runs on synthetic data reach the store,
+// metrics arrive in batches, compare runs in lockstep, stop and failures end jobs
+// cleanly and the next job still runs, destruction mid-run joins the thread.
+#include "runcontroller.h"
+#include "runstore.h"
+#include "trainingworker.h"
+
+#include "mixlab/backend.h"
+
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace mixlab;
+
+Q_DECLARE_METATYPE(mixlab::RunConfig)
+
+namespace {
+
+// Generous: a loaded 2-core CI machine; the runs themselves take well under a second.
+constexpr int k_timeoutMs = 60000;
+
+ModelSpec tinyMlp()
+{
+    ModelSpec spec;
+    spec.name = "tiny";
+    LayerSpec flatten;
+    flatten.type = LayerType::Flatten;
+    LayerSpec hidden;
+    hidden.units = 32;
+    hidden.activation = Activation::Relu;
+    LayerSpec out;
+    out.units = 10;
+    spec.layers = {flatten, hidden, out};
+    return spec;
+}
+
+RunConfig cpuConfig(Policy policy, std::int64_t steps)
+{
+    RunConfig c;
+    c.dataset.name = "synthetic";
+    c.dataset.synthetic_train = 512;
+    c.dataset.synthetic_test = 128;
+    c.policy = policy;
+    c.batch_size = 32;
+    c.steps = steps;
+    c.device = DeviceChoice::CPU;
+    c.seed = 7;
+    return c;
+}
+
+bool isOver(const RunRecord *r)
+{
+    return r && (r->status == RunRecord::Status::Finished ||
+                 r->status == RunRecord::Status::Stopped || r->status == RunRecord::Status::Failed);
+}
+
+} // namespace
+
+class TestWorker : public QObject {
+    Q_OBJECT
+private slots:
+    void singleRunReachesStore();
+    void metricsAreBatched();
+    void compareRunsInLockstep();
+    void stopMidRun();
+    void stopBeforeJobBegins();
+    void failingJobs_data();
+    void failingJobs();
+    void stopAndWaitThenStartAgain();
+    void destroyMidRunJoins();
+    void storeGoneBeforeController();
+};
+
+void TestWorker::singleRunReachesStore()
+{
+    RunStore store;
+    RunController controller(&store);
+    QSignalSpy running(&controller, &RunController::runningChanged);
+    QSignalSpy finished(&controller, &RunController::jobFinished);
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 40)});
+    QVERIFY(group > 0);
+    QVERIFY(controller.isRunning());
+    QCOMPARE(controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 40)}), 0); // one at a time
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).toInt(), group);
+    QCOMPARE(running.count(), 2);
+
+    const std::vector<int> ids = store.groupRuns(group);
+    QCOMPARE(ids.size(), std::size_t(1));
+    const RunRecord *r = store.run(ids[0]);
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->totalSteps, qint64(40));
+    QVERIFY(r->deviceMemoryMB > 0);
+    QCOMPARE(r->steps.size(), std::size_t(40));
+    for (std::size_t i = 0; i < r->steps.size(); ++i)
+        QCOMPARE(r->steps[i].step, std::int64_t(i + 1));
+    // 512 samples / batch 32 = 16 steps an epoch: two whole epochs, then the tail's.
+    QVERIFY(r->epochs.size() >= 2);
+    QVERIFY(r->epochs[0].test_accuracy >= 0 && r->epochs[0].test_accuracy <= 1);
+    QVERIFY(!r->events.empty());
+    QVERIFY(r->events.front().time.isValid());
+    QVERIFY(r->summary.has_value());
+    QCOMPARE(r->summary->steps, std::int64_t(40));
+    QVERIFY(!r->summary->stopped);
+    QVERIFY(r->context.has_value());
+    QCOMPARE(r->context->input, (Shape{{32, 32, 3}}));
+    QCOMPARE(r->context->classes, 10);
+    QCOMPARE(r->context->environment.backend, std::string("cpu"));
+    QVERIFY(r->started.isValid() && r->ended.isValid() && r->ended >= r->started);
+    QVERIFY(std::isfinite(r->steps.back().loss));
+}
+
+void TestWorker::metricsAreBatched()
+{
+    RunStore store;
+    RunController controller(&store);
+    QSignalSpy appended(&store, &RunStore::stepsAppended);
+    QElapsedTimer clock;
+    clock.start();
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 300)});
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    const double seconds = double(clock.elapsed()) / 1000.0;
+    const RunRecord *r = store.run(store.groupRuns(group).at(0));
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->steps.size(), std::size_t(300));
+    // Each appended batch is one queued emission: at most 20 a second plus the final
+    // flush (and one for rounding at the interval's edge).
+    const int batches = int(appended.count());
+    QVERIFY2(batches >= 1, "no metrics arrived");
+    QVERIFY2(batches <= int(seconds * TrainingWorker::k_maxEmitHz) + 2,
+             qPrintable(QStringLiteral("%1 batches in %2 s").arg(batches).arg(seconds)));
+    // On an idle machine the 300 steps take about a second: a handful of batches. (When
+    // the CPU is starved each step can take longer than the 50 ms interval, and then one
+    // batch a step is right; the rate bound above still holds.)
+    if (seconds < 3.0)
+        QVERIFY2(batches * 10 < 300, qPrintable(QStringLiteral("%1 batches for 300 steps").arg(batches)));
+}
+
+void TestWorker::compareRunsInLockstep()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(
+        tinyMlp(), {cpuConfig(Policy::FP32, 60), cpuConfig(Policy::MixedFP16, 60)});
+    const std::vector<int> ids = store.groupRuns(group);
+    QCOMPARE(ids.size(), std::size_t(2));
+    // Whenever the second run's steps arrive, the first run's part of the batch has just
+    // been applied too. In lockstep they stay within the trainer's reporting lag (4
+    // steps) plus one; one run after the other would leave them 60 apart.
+    int maxGap = 0;
+    connect(&store, &RunStore::stepsAppended, this, [&](int id, int) {
+        if (id != ids[1]) return;
+        const int gap = int(store.run(ids[0])->steps.size()) - int(store.run(ids[1])->steps.size());
+        maxGap = std::max(maxGap, std::abs(gap));
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    for (int id : ids) {
+        const RunRecord *r = store.run(id);
+        QCOMPARE(r->status, RunRecord::Status::Finished);
+        QCOMPARE(r->steps.size(), std::size_t(60));
+        QCOMPARE(r->group, group);
+        QCOMPARE(r->summary->steps, std::int64_t(60));
+    }
+    QCOMPARE(store.run(ids[0])->config.policy, Policy::FP32);
+    QCOMPARE(store.run(ids[1])->config.policy, Policy::MixedFP16);
+    QVERIFY2(maxGap <= 6, qPrintable(QStringLiteral("runs drifted %1 steps apart").arg(maxGap)));
+    // Same data order and initial weights: the first steps' losses agree to fp16's
+    // resolution (activations rounded to 11 significant bits: a few 1e-3 relative).
+    const float a = store.run(ids[0])->steps[0].loss, b = store.run(ids[1])->steps[0].loss;
+    QVERIFY2(std::abs(a - b) <= 1e-2f + 1e-2f * std::abs(a), qPrintable(QStringLiteral("%1 vs %2").arg(a).arg(b)));
+}
+
+void TestWorker::stopMidRun()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(
+        tinyMlp(), {cpuConfig(Policy::FP32, 100000), cpuConfig(Policy::MixedFP16, 100000)});
+    const std::vector<int> ids = store.groupRuns(group);
+    QTRY_VERIFY_WITH_TIMEOUT(store.run(ids[1])->steps.size() >= 10, k_timeoutMs);
+    controller.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    for (int id : ids) {
+        const RunRecord *r = store.run(id);
+        QCOMPARE(r->status, RunRecord::Status::Stopped);
+        QVERIFY(r->summary && r->summary->stopped);
+        QVERIFY(r->steps.size() >= 10 && r->steps.size() < 100000);
+        QCOMPARE(std::int64_t(r->steps.size()), r->summary->steps);
+    }
+    // The stop belonged to that job: the next one runs to its end.
+    const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 30)});
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    const RunRecord *r = store.run(store.groupRuns(next).at(0));
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->steps.size(), std::size_t(30));
+}
+
+void TestWorker::stopBeforeJobBegins()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 100000)});
+    controller.stop(); // most likely before the worker has picked the job up
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    const RunRecord *r = store.run(store.groupRuns(group).at(0));
+    QCOMPARE(r->status, RunRecord::Status::Stopped);
+    QVERIFY(r->steps.size() < 100000);
+}
+
+void TestWorker::failingJobs_data()
+{
+    QTest::addColumn<RunConfig>("config");
+    QTest::addColumn<QString>("expected"); // part of the message
+
+    RunConfig missing = cpuConfig(Policy::FP32, 10);
+    missing.dataset.name = "/nonexistent/mixlab-data-folder";
+    QTest::newRow("dataset folder missing") << missing << QStringLiteral("/nonexistent/mixlab-data-folder");
+
+    RunConfig device = cpuConfig(Policy::MixedBF16, 10);
+    if (!cuda_backend_available()) {
+        device.device = DeviceChoice::CUDA; // no CUDA here: opening it throws
+        QTest::newRow("device unavailable") << device << QStringLiteral("CUDA");
+    }
+    RunConfig batch = cpuConfig(Policy::FP32, 10);
+    batch.batch_size = 4096; // more than the 512 training samples
+    QTest::newRow("batch too large") << batch << QStringLiteral("4096");
+}
+
+void TestWorker::failingJobs()
+{
+    QFETCH(RunConfig, config);
+    QFETCH(QString, expected);
+    RunStore store;
+    RunController controller(&store);
+    RunConfig second = config;
+    second.policy = Policy::FP32;
+    const int group = controller.start(tinyMlp(), {config, second});
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    for (int id : store.groupRuns(group)) {
+        const RunRecord *r = store.run(id);
+        QCOMPARE(r->status, RunRecord::Status::Failed);
+        QVERIFY2(r->failure.contains(expected), qPrintable(r->failure));
+        // The reason is also an error event, as the CLI records it in its logs.
+        QVERIFY(!r->events.empty());
+        QCOMPARE(r->events.back().event.kind, RunEvent::Kind::Error);
+        QVERIFY(!r->summary.has_value());
+    }
+    // The worker thread survived: the next job trains.
+    const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 20)});
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    const RunRecord *r = store.run(store.groupRuns(next).at(0));
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->steps.size(), std::size_t(20));
+}
+
+void TestWorker::stopAndWaitThenStartAgain()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 100000)});
+    const int id = store.groupRuns(group).at(0);
+    QTRY_VERIFY_WITH_TIMEOUT(store.run(id)->steps.size() >= 5, k_timeoutMs);
+    QSignalSpy finished(&controller, &RunController::jobFinished);
+    controller.stopAndWait();
+    // Returned with everything delivered: no event loop turn needed.
+    QVERIFY(!controller.isRunning());
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(store.run(id)->status, RunRecord::Status::Stopped);
+    QVERIFY(store.run(id)->summary.has_value());
+
+    const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 20)});
+    QVERIFY(next > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    QCOMPARE(store.run(store.groupRuns(next).at(0))->status, RunRecord::Status::Finished);
+}
+
+void TestWorker::destroyMidRunJoins()
+{
+    RunStore store;
+    auto *controller = new RunController(&store);
+    const int group = controller->start(
+        tinyMlp(), {cpuConfig(Policy::FP32, 100000), cpuConfig(Policy::MixedFP16, 100000)});
+    const std::vector<int> ids = store.groupRuns(group);
+    QTRY_VERIFY_WITH_TIMEOUT(store.run(ids[0])->steps.size() >= 5, k_timeoutMs);
+    QElapsedTimer clock;
+    clock.start();
+    delete controller; // stops, joins the thread, delivers the last signals
+    QVERIFY(clock.elapsed() < k_timeoutMs);
+    for (int id : ids) {
+        QVERIFY(isOver(store.run(id)));
+        QCOMPARE(store.run(id)->status, RunRecord::Status::Stopped);
+    }
+    // Nothing is left queued for the dead controller or its worker.
+    QCoreApplication::processEvents();
+    QCOMPARE(store.run(ids[0])->status, RunRecord::Status::Stopped);
+}
+
+void TestWorker::storeGoneBeforeController()
+{
+    // A window may destroy its children in any order: the controller must not write
+    // into a store that is gone.
+    auto *store = new RunStore;
+    RunController controller(store);
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 100000)});
+    const int id = store->groupRuns(group).at(0);
+    QTRY_VERIFY_WITH_TIMEOUT(store->run(id)->steps.size() >= 5, k_timeoutMs);
+    delete store;
+    controller.stopAndWait();
+    QVERIFY(!controller.isRunning());
+    QCOMPARE(controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 10)}), 0); // no store: refused
+}
+
+QTEST_GUILESS_MAIN(TestWorker)
+#include "tst_worker.moc"
