@@ -154,10 +154,10 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
         {"loss", tr("Loss"), tr("loss"), perStep + tr("; dashed ●: test, per epoch")},
         {"accuracy", tr("Accuracy"), tr("accuracy (%)"),
          tr("solid: train, smoothed; dotted ●: train, dashed ●: test, per epoch")},
-        {"step_time", tr("Step time"), tr("step time (ms)"), perStep + tr("; device time")},
-        {"throughput", tr("Throughput"), tr("throughput (samples/s)"), perStep},
-        {"loss_scale", tr("Loss scale"), tr("loss scale"), tr("▲: skipped step (inf/NaN gradients)")},
-        {"memory", tr("Device memory"), tr("memory (MB)"), tr("allocated by the run")},
+        {"step_time", tr("Step time"), tr("ms"), perStep + tr("; device time")},
+        {"throughput", tr("Throughput"), tr("samples/s"), perStep},
+        {"loss_scale", tr("Loss scale"), tr("scale"), tr("▲: skipped step (inf/NaN gradients)")},
+        {"memory", tr("Device memory"), tr("MB"), tr("allocated by the run")},
     };
     for (const Spec &s : specs) {
         auto *c = new MetricChart(QString::fromLatin1(s.name), s.title, s.yTitle, s.key, gridHost);

@@ -1,9 +1,14 @@
 // mixlab: the desktop app. Options let a script run a job and keep a screenshot of the
 // result (README's picture is made this way), e.g.
 //   mixlab --dataset synthetic --epochs 2 --compare --screenshot shot.png
+#include "logexport.h"
 #include "mainwindow.h"
+#include "modeldesigner.h"
 #include "runcontroller.h"
 #include "runpanel.h"
+
+#include "mixlab/model_spec.h"
+#include "mixlab/policy.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -36,7 +41,10 @@ int main(int argc, char *argv[])
     const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends, save the window to this PNG and quit."), QStringLiteral("file"));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot})
+    const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
+    const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
+    const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson})
         parser.addOption(o);
     parser.process(app);
 
@@ -55,6 +63,14 @@ int main(int argc, char *argv[])
             QMessageBox::warning(&window, QStringLiteral("Open experiment"), QStringLiteral("Could not open %1:\n%2").arg(path, error));
     }
     try {
+        if (parser.isSet(model))
+            window.designer()->setSpec(mixlab::load_model_spec(parser.value(model).toStdString()));
+        if (parser.isSet(policies)) {
+            std::vector<mixlab::Policy> chosen;
+            for (const QString &name : parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
+                chosen.push_back(mixlab::parse_policy(name.trimmed().toStdString()));
+            window.runPanel()->setComparePolicies(chosen);
+        }
         mixlab::RunConfig config = window.runPanel()->config();
         if (parser.isSet(dataset))
             config.dataset.name = parser.value(dataset).toStdString();
@@ -92,6 +108,16 @@ int main(int argc, char *argv[])
                     QCoreApplication::exit(1);
             }
         });
+        if (parser.isSet(logJson)) {
+            const QString file = parser.value(logJson);
+            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
+                if (running)
+                    return;
+                QString error;
+                if (!exportLogs(*window.store(), window.store()->runIds(), file, &error))
+                    std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
+            });
+        }
         if (parser.isSet(screenshot)) {
             const QString file = parser.value(screenshot);
             QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {

@@ -425,7 +425,7 @@ void TestCharts::hoverShowsToolTip()
     QTest::mouseMove(c->viewport(), at);
     QTRY_VERIFY(QToolTip::isVisible());
     QVERIFY2(QToolTip::text().contains(m_store->run(m_fp32)->name), qPrintable(QToolTip::text()));
-    QVERIFY2(QToolTip::text().contains(QStringLiteral("memory (MB): 812.5")),
+    QVERIFY2(QToolTip::text().contains(QStringLiteral("MB: 812.5")),
              qPrintable(QToolTip::text()));
 }
 
