@@ -167,6 +167,7 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     chart(QStringLiteral("loss_scale"))->setLogY(true, true);
     chart(QStringLiteral("memory"))->setIncludeZero(true);
     chart(QStringLiteral("throughput"))->setIncludeZero(true);
+    chart(QStringLiteral("accuracy"))->setYCeiling(100.0);
     layoutCharts(3);
     setSmoothing(m_smoothing);
 

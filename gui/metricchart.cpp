@@ -359,9 +359,15 @@ void MetricChart::fitAxes()
             if (nonNegative)
                 lo = std::max(lo, 0.0);
         }
-        ystep = niceStep(hi - lo, 5);
+        // Qt Charts elides every y label once they would overlap, so a short chart
+        // gets fewer ticks: one per ~32 px of plot height, 2 to 5.
+        const double plotHeight = chart()->plotArea().height();
+        const int yTicks = plotHeight > 0 ? std::clamp(int(plotHeight / 32.0), 2, 5) : 5;
+        ystep = niceStep(hi - lo, yTicks);
         ylo = std::floor(lo / ystep + 1e-9) * ystep;
         yhi = std::ceil(hi / ystep - 1e-9) * ystep;
+        if (yhi > m_yCeiling && ymax <= m_yCeiling)
+            yhi = m_yCeiling;
     }
 
     auto *x = static_cast<QValueAxis *>(m_xAxis);
@@ -455,6 +461,8 @@ QString MetricChart::hoverText(const QXYSeries *series, const QPointF &at) const
 void MetricChart::resizeEvent(QResizeEvent *event)
 {
     QChartView::resizeEvent(event);
+    if (event->oldSize().height() != event->size().height())
+        fitAxes(); // the y tick count follows the plot's height
     const int buckets = pixelBuckets();
     // Small changes do not change what decimation keeps enough to be worth a redraw.
     if (std::abs(buckets - m_lastBuckets) * 10 > std::max(m_lastBuckets, 1)) {

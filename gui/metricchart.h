@@ -2,6 +2,7 @@
 // colour (raw, smoothed, per-epoch...), decimated to the plot's pixel width before they
 // reach Qt Charts; axes fit the data; hovering a curve shows run, x and y.
 #pragma once
+#include <limits>
 #include <QChartView>
 #include <QColor>
 #include <QList>
@@ -47,6 +48,8 @@ public:
     bool isLogY() const { return m_logY; }
     // Keep 0 on a linear y axis (amounts such as memory read wrong without it).
     void setIncludeZero(bool on) { m_includeZero = on; }
+    // A bound no value can pass (accuracy: 100 %), so padding never shows past it.
+    void setYCeiling(double ceiling) { m_yCeiling = ceiling; }
 
     // Replaces the run's curves (creating its series on first use); they show at the
     // next fitAxes(). Points are smoothed already; here they are decimated to at most
@@ -98,6 +101,7 @@ private:
     bool m_logY = false;
     bool m_powersOfTwo = false;
     bool m_includeZero = false;
+    double m_yCeiling = std::numeric_limits<double>::infinity();
     QAbstractAxis *m_xAxis = nullptr; // owned by the chart
     QAbstractAxis *m_yAxis = nullptr; // owned by the chart
     std::map<int, RunEntry> m_runs;
