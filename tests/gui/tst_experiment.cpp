@@ -14,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_models.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -25,21 +27,8 @@ namespace {
 
 ModelSpec tinyMlp()
 {
-    ModelSpec spec;
-    spec.name = "tiny";
-    LayerSpec flatten;
-    flatten.type = LayerType::Flatten;
-    LayerSpec hidden;
-    hidden.units = 24;
-    hidden.activation = Activation::Gelu;
-    LayerSpec drop;
-    drop.type = LayerType::Dropout;
-    drop.rate = 0.25f;
-    LayerSpec out;
-    out.units = 10;
-    out.force_fp32 = true;
-    spec.layers = {flatten, hidden, drop, out};
-    return spec;
+    return test::tiny_mlp({.hidden = 24, .activation = Activation::Gelu, .dropout = 0.25f,
+                           .fp32_output = true});
 }
 
 // A run as the worker would have left it, with random (seeded) metrics: float fields

@@ -15,6 +15,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_models.h"
+
 #include <random>
 #include <set>
 
@@ -23,20 +25,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-ModelSpec tinyMlp()
-{
-    ModelSpec spec;
-    spec.name = "tiny";
-    LayerSpec flatten;
-    flatten.type = LayerType::Flatten;
-    LayerSpec hidden;
-    hidden.units = 16;
-    hidden.activation = Activation::Relu;
-    LayerSpec out;
-    out.units = 10;
-    spec.layers = {flatten, hidden, out};
-    return spec;
-}
+ModelSpec tinyMlp() { return test::tiny_mlp({.hidden = 16}); }
 
 Environment cpuEnvironment()
 {

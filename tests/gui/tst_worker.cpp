@@ -11,6 +11,8 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include "test_models.h"
+
 using namespace mixlab;
 
 Q_DECLARE_METATYPE(mixlab::RunConfig)
@@ -20,20 +22,7 @@ namespace {
 // Generous: a loaded 2-core CI machine; the runs themselves take well under a second.
 constexpr int k_timeoutMs = 60000;
 
-ModelSpec tinyMlp()
-{
-    ModelSpec spec;
-    spec.name = "tiny";
-    LayerSpec flatten;
-    flatten.type = LayerType::Flatten;
-    LayerSpec hidden;
-    hidden.units = 32;
-    hidden.activation = Activation::Relu;
-    LayerSpec out;
-    out.units = 10;
-    spec.layers = {flatten, hidden, out};
-    return spec;
-}
+ModelSpec tinyMlp() { return test::tiny_mlp({.hidden = 32}); }
 
 RunConfig cpuConfig(Policy policy, std::int64_t steps)
 {
