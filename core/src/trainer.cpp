@@ -195,58 +195,58 @@ std::vector<float> TrainingRun::read_parameters() { return m_impl->net->read_par
 void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
 {
     Impl& s = *this;
-        const int slot = int(step_index % k_ring);
-        s.end_events[std::size_t(slot)]->synchronize();
-        const float* r = s.host_records + std::size_t(slot) * k_record_fields;
-        StepMetrics m;
-        m.step = step_index + 1;
-        m.epoch = int(step_index / s.steps_per_epoch) + 1;
-        m.loss = r[k_rec_loss_sum] / float(s.batch);
-        m.accuracy = r[k_rec_correct] / float(s.batch);
-        m.step_ms = s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
-        m.wall_ms = s.launch_wall_ms[std::size_t(slot)];
-        m.samples_per_s = m.step_ms > 0 ? s.batch / (double(m.step_ms) / 1000.0) : 0.0;
-        m.loss_scale = r[k_rec_scale];
-        m.next_loss_scale = r[k_rec_next_scale];
-        m.overflow = r[k_rec_overflow] != 0.0f;
-        m.skipped = m.overflow && s.scaling.mode != LossScaleMode::None;
-        s.step_ms.push_back(m.step_ms);
-        s.epoch_loss += m.loss;
-        s.epoch_correct += m.accuracy;
-        s.epoch_steps += 1;
-        s.last_train_loss = m.loss;
-        if (m.skipped) {
-            s.epoch_skipped += 1;
-            s.skipped_total += 1;
-            sink.on_event(s.run_index,
-                          {RunEvent::Kind::SkippedStep, m.step,
-                           "step " + std::to_string(m.step) +
-                               ": gradients overflowed (inf/NaN) at loss scale " +
-                               format_scale(m.loss_scale) + "; update skipped"});
-        }
-        if (m.next_loss_scale != m.loss_scale) {
-            const bool up = m.next_loss_scale > m.loss_scale;
-            sink.on_event(s.run_index,
-                          {RunEvent::Kind::ScaleChange, m.step,
-                           "loss scale " + format_scale(m.loss_scale) + " -> " +
-                               format_scale(m.next_loss_scale) +
-                               (up ? " after " + std::to_string(s.scaling.growth_interval) +
-                                         " clean steps"
-                                   : " after an overflow")});
-        }
-        if (!std::isfinite(m.loss) && !s.warned_nan) {
-            s.warned_nan = true;
-            sink.on_event(s.run_index,
-                          {RunEvent::Kind::Warning, m.step,
-                           "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") +
-                               " at step " + std::to_string(m.step) +
-                               (s.scaling.mode == LossScaleMode::None
-                                    ? " (no loss scaling: the weights may now be non-finite)"
-                                    : "")});
-        }
-        s.last_scale = m.next_loss_scale;
-        sink.on_step(s.run_index, m);
-        s.reported = step_index + 1;
+    const int slot = int(step_index % k_ring);
+    s.end_events[std::size_t(slot)]->synchronize();
+    const float* r = s.host_records + std::size_t(slot) * k_record_fields;
+    StepMetrics m;
+    m.step = step_index + 1;
+    m.epoch = int(step_index / s.steps_per_epoch) + 1;
+    m.loss = r[k_rec_loss_sum] / float(s.batch);
+    m.accuracy = r[k_rec_correct] / float(s.batch);
+    m.step_ms = s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
+    m.wall_ms = s.launch_wall_ms[std::size_t(slot)];
+    m.samples_per_s = m.step_ms > 0 ? s.batch / (double(m.step_ms) / 1000.0) : 0.0;
+    m.loss_scale = r[k_rec_scale];
+    m.next_loss_scale = r[k_rec_next_scale];
+    m.overflow = r[k_rec_overflow] != 0.0f;
+    m.skipped = m.overflow && s.scaling.mode != LossScaleMode::None;
+    s.step_ms.push_back(m.step_ms);
+    s.epoch_loss += m.loss;
+    s.epoch_correct += m.accuracy;
+    s.epoch_steps += 1;
+    s.last_train_loss = m.loss;
+    if (m.skipped) {
+        s.epoch_skipped += 1;
+        s.skipped_total += 1;
+        sink.on_event(s.run_index,
+                      {RunEvent::Kind::SkippedStep, m.step,
+                       "step " + std::to_string(m.step) +
+                           ": gradients overflowed (inf/NaN) at loss scale " +
+                           format_scale(m.loss_scale) + "; update skipped"});
+    }
+    if (m.next_loss_scale != m.loss_scale) {
+        const bool up = m.next_loss_scale > m.loss_scale;
+        sink.on_event(s.run_index,
+                      {RunEvent::Kind::ScaleChange, m.step,
+                       "loss scale " + format_scale(m.loss_scale) + " -> " +
+                           format_scale(m.next_loss_scale) +
+                           (up ? " after " + std::to_string(s.scaling.growth_interval) +
+                                     " clean steps"
+                               : " after an overflow")});
+    }
+    if (!std::isfinite(m.loss) && !s.warned_nan) {
+        s.warned_nan = true;
+        sink.on_event(s.run_index,
+                      {RunEvent::Kind::Warning, m.step,
+                       "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") +
+                           " at step " + std::to_string(m.step) +
+                           (s.scaling.mode == LossScaleMode::None
+                                ? " (no loss scaling: the weights may now be non-finite)"
+                                : "")});
+    }
+    s.last_scale = m.next_loss_scale;
+    sink.on_step(s.run_index, m);
+    s.reported = step_index + 1;
 }
 
 void TrainingRun::Impl::drain(MetricsSink& sink, std::int64_t up_to)
@@ -257,38 +257,38 @@ void TrainingRun::Impl::drain(MetricsSink& sink, std::int64_t up_to)
 void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
 {
     Impl& s = *this;
-        const Dataset& host = s.data.host;
-        const double seconds =
-            std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
-        EpochMetrics e;
-        e.epoch = epoch_number;
-        e.train_loss = s.epoch_steps ? float(s.epoch_loss / double(s.epoch_steps)) : 0.0f;
-        e.train_accuracy = s.epoch_steps ? float(s.epoch_correct / double(s.epoch_steps)) : 0.0f;
-        e.skipped_steps = s.epoch_skipped;
-        e.seconds = seconds;
-        if (host.test.n > 0) {
-            s.backend.fill(s.eval_record, 0.0f);
-            const int sample = int(host.sample_size());
-            for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
-                const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
-                s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
-                                       b, sample, s.data.norm, s.net->input(), s.net->labels());
-                s.net->forward(b, false, 0);
-                s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
-                                        s.classes, nullptr, nullptr, s.eval_record, 0);
-            }
-            float rec[k_record_fields];
-            s.backend.download_f32(s.eval_record, rec, k_record_fields);
-            e.test_loss = rec[k_rec_loss_sum] / float(host.test.n);
-            e.test_accuracy = rec[k_rec_correct] / float(host.test.n);
-            s.last_test_loss = e.test_loss;
-            s.last_test_accuracy = e.test_accuracy;
+    const Dataset& host = s.data.host;
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
+    EpochMetrics e;
+    e.epoch = epoch_number;
+    e.train_loss = s.epoch_steps ? float(s.epoch_loss / double(s.epoch_steps)) : 0.0f;
+    e.train_accuracy = s.epoch_steps ? float(s.epoch_correct / double(s.epoch_steps)) : 0.0f;
+    e.skipped_steps = s.epoch_skipped;
+    e.seconds = seconds;
+    if (host.test.n > 0) {
+        s.backend.fill(s.eval_record, 0.0f);
+        const int sample = int(host.sample_size());
+        for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
+            const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
+            s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
+                                   b, sample, s.data.norm, s.net->input(), s.net->labels());
+            s.net->forward(b, false, 0);
+            s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
+                                    s.classes, nullptr, nullptr, s.eval_record, 0);
         }
-        sink.on_epoch(s.run_index, e);
-        s.epoch_loss = s.epoch_correct = 0;
-        s.epoch_steps = s.epoch_skipped = 0;
-        s.epoch_started = Clock::now();
-        s.last_evaluated_step = s.reported;
+        float rec[k_record_fields];
+        s.backend.download_f32(s.eval_record, rec, k_record_fields);
+        e.test_loss = rec[k_rec_loss_sum] / float(host.test.n);
+        e.test_accuracy = rec[k_rec_correct] / float(host.test.n);
+        s.last_test_loss = e.test_loss;
+        s.last_test_accuracy = e.test_accuracy;
+    }
+    sink.on_epoch(s.run_index, e);
+    s.epoch_loss = s.epoch_correct = 0;
+    s.epoch_steps = s.epoch_skipped = 0;
+    s.epoch_started = Clock::now();
+    s.last_evaluated_step = s.reported;
 }
 
 void TrainingRun::step(MetricsSink& sink)
