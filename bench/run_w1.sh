@@ -14,4 +14,4 @@ for b in ${batches//,/ }; do
     --policies fp32,tf32,mixed_fp16,mixed_bf16 --log-json "$out/w1_mixlab_$b.json" \
     > "$out/w1_mixlab_$b.txt" 2> "$out/w1_mixlab_$b.err"
 done
-python3 "$here/w1_table.py" "$out"
+python3 "$here/w_table.py" w1 "$out"

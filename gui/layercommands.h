@@ -1,10 +1,15 @@
 // The designer's undoable edits: one QUndoCommand per kind of change to a model spec
 // (add, remove, move, duplicate, edit a layer field, rename, replace the whole model).
+// Layers are addressed by LayerPath, so the commands reach into residual blocks too.
 #pragma once
+#include "layerpath.h"
+#include "layertemplates.h"
 #include "mixlab/model_spec.h"
 
 #include <QString>
 #include <QUndoCommand>
+
+#include <optional>
 
 // What the commands edit. The designer implements it, so every change, done or undone,
 // goes through one door that refreshes the view and re-validates.
@@ -12,71 +17,76 @@ class LayerEditTarget {
 public:
     virtual ~LayerEditTarget() = default;
     virtual const mixlab::ModelSpec &currentSpec() const = 0;
-    static constexpr int k_noSelection = -1;
-    static constexpr int k_keepSelection = -2;
-    // Takes the edited spec; selectRow is the layer to select afterwards, or one of the
-    // two constants above.
-    virtual void applySpec(const mixlab::ModelSpec &spec, int selectRow) = 0;
+    // Takes the edited spec. `select` is the layer or group to select afterwards: an empty
+    // path selects nothing, std::nullopt keeps the current selection.
+    virtual void applySpec(const mixlab::ModelSpec &spec,
+                           const std::optional<LayerPath> &select) = 0;
 };
 
 // The fields of a layer the property editor can change.
-enum class LayerField { Units, Activation, UseBias, Rate, ForceFp32 };
+enum class LayerField {
+    Units, UnitsPerClass, Activation, UseBias, Rate, ForceFp32,
+    Filters, Kernel, Stride, Padding, PadSize, Momentum, Epsilon,
+};
 
-QString layerFieldName(LayerField field); // "units", "activation", ... as in the JSON
-// The one-line summary the layer list shows: "dense 3000 relu", "activation softmax (float32)".
-QString layerSummary(const mixlab::LayerSpec &layer);
-// A new layer of a type with settings that make sense on their own.
-mixlab::LayerSpec defaultLayer(mixlab::LayerType type);
+// "units", "kernel", ... as in the JSON; `type` tells a pooling window ("pool_size")
+// from a convolution's kernel.
+QString layerFieldName(LayerField field, mixlab::LayerType type = mixlab::LayerType::Dense);
+// Whether an edit of this field of `a` and `b` differ.
+bool sameField(LayerField field, const mixlab::LayerSpec &a, const mixlab::LayerSpec &b);
 
+// Inserts `layer` at `at` (a layer path read as "before this index of that list").
 class AddLayerCommand : public QUndoCommand {
 public:
-    AddLayerCommand(LayerEditTarget *target, int index, const mixlab::LayerSpec &layer,
-                    QUndoCommand *parent = nullptr);
+    AddLayerCommand(LayerEditTarget *target, const LayerPath &at, const mixlab::LayerSpec &layer,
+                    const QString &text = {}, QUndoCommand *parent = nullptr);
     void redo() override;
     void undo() override;
 
 private:
     LayerEditTarget *m_target;
-    int m_index;
+    LayerPath m_at;
     mixlab::LayerSpec m_layer;
 };
 
 class RemoveLayerCommand : public QUndoCommand {
 public:
-    RemoveLayerCommand(LayerEditTarget *target, int index, QUndoCommand *parent = nullptr);
+    RemoveLayerCommand(LayerEditTarget *target, const LayerPath &path,
+                       QUndoCommand *parent = nullptr);
     void redo() override;
     void undo() override;
 
 private:
     LayerEditTarget *m_target;
-    int m_index;
+    LayerPath m_path;
     mixlab::LayerSpec m_layer; // what was removed, for undo
 };
 
-// Swaps the layer at `from` with its neighbour at `from + delta` (delta is -1 or +1).
+// Swaps a layer with its neighbour (delta -1 or +1) in the same list.
 class MoveLayerCommand : public QUndoCommand {
 public:
-    MoveLayerCommand(LayerEditTarget *target, int from, int delta, QUndoCommand *parent = nullptr);
+    MoveLayerCommand(LayerEditTarget *target, const LayerPath &from, int delta,
+                     QUndoCommand *parent = nullptr);
     void redo() override;
     void undo() override;
 
 private:
-    void swapAndSelect(int select);
+    void swapAndSelect(const LayerPath &select);
     LayerEditTarget *m_target;
-    int m_from;
-    int m_to;
+    LayerPath m_from, m_to;
 };
 
-// Inserts a copy of the layer at `index` right after it.
+// Inserts a copy of a layer (a whole block, for a residual) right after it.
 class DuplicateLayerCommand : public QUndoCommand {
 public:
-    DuplicateLayerCommand(LayerEditTarget *target, int index, QUndoCommand *parent = nullptr);
+    DuplicateLayerCommand(LayerEditTarget *target, const LayerPath &path,
+                          QUndoCommand *parent = nullptr);
     void redo() override;
     void undo() override;
 
 private:
     LayerEditTarget *m_target;
-    int m_index;
+    LayerPath m_path;
 };
 
 // Changes one field of one layer. Consecutive edits of the same numeric field of the same
@@ -84,7 +94,7 @@ private:
 class EditLayerCommand : public QUndoCommand {
 public:
     static constexpr int k_id = 0x4d4c01;
-    EditLayerCommand(LayerEditTarget *target, int index, LayerField field,
+    EditLayerCommand(LayerEditTarget *target, const LayerPath &path, LayerField field,
                      const mixlab::LayerSpec &before, const mixlab::LayerSpec &after,
                      QUndoCommand *parent = nullptr);
     void redo() override;
@@ -96,7 +106,7 @@ private:
     void put(const mixlab::LayerSpec &layer);
     void updateText();
     LayerEditTarget *m_target;
-    int m_index;
+    LayerPath m_path;
     LayerField m_field;
     mixlab::LayerSpec m_before, m_after;
 };

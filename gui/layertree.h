@@ -1,7 +1,8 @@
-// LayerTree: the designer's list of layers with the engine's live figures beside each
-// (output shape, parameters, FLOPs, tensor-core fitness). A tree, so residual blocks can
-// nest their body and shortcut under one row; flat while the engine has none.
+// LayerTree: the designer's tree of layers with the engine's live figures beside each
+// (output shape, parameters, FLOPs, tensor-core fitness). A residual block is a row with
+// two child rows, "body" and "shortcut", holding their layers; blocks can be collapsed.
 #pragma once
+#include "layerpath.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 
@@ -16,25 +17,51 @@ public:
                   TensorCoreColumn, ColumnCount };
     // The exact number behind a numeric cell (parameters, FLOPs), for sorting and tests.
     static constexpr int k_valueRole = Qt::UserRole;
+    // On IndexColumn: what a row is (ItemKind as int).
+    static constexpr int k_kindRole = Qt::UserRole + 1;
+    enum class ItemKind { Layer, Body, Shortcut };
 
     explicit LayerTree(QWidget *parent = nullptr);
 
-    // One row per layer of `spec`. `inferred` holds the engine's figures for the first
-    // layers (all of them when the model is valid; fewer when an earlier layer stops
-    // inference); rows past it show dashes. errorRow (-1: none) is highlighted with
-    // `error` as its tooltip.
+    // One row per layer of `spec`, nested for residual blocks. `inferred` holds the
+    // engine's figures as far as it got (all of them when the model is valid); rows past
+    // that show dashes. The row at errorPath (empty: none) is highlighted with `error` as
+    // its tooltip, and the blocks around it are opened. Rows are updated in place: a row
+    // keeps its item (so its expansion and the selection) while its layer stays, and
+    // layers added or removed around it do not move that state to another block.
     void showLayers(const mixlab::ModelSpec &spec, const std::vector<mixlab::GraphLayer> &inferred,
-                    int errorRow, const QString &error);
+                    const LayerPath &errorPath, const QString &error);
 
-    int currentRow() const; // -1 when none
-    void selectRow(int row); // -1 clears the selection
+    // The selected layer or body/shortcut group (a group path); empty when none.
+    LayerPath currentPath() const;
+    void selectPath(const LayerPath &path); // empty clears the selection
+    QTreeWidgetItem *itemFor(const LayerPath &path) const;
+    LayerPath pathOf(const QTreeWidgetItem *item) const;
+
+    // Closes every residual block but leaves their body and shortcut rows open, so opening
+    // a block later shows its layers at once.
+    void collapseBlocks();
+
+    // Top-level shorthands: the selected top-level layer (-1 when none or a nested row).
+    int currentRow() const;
+    void selectRow(int row);
 
 signals:
-    void currentRowChanged(int row);
+    void currentPathChanged(const LayerPath &path);
 
 private:
-    void fillRow(QTreeWidgetItem *item, int index, const mixlab::LayerSpec &layer,
-                 const mixlab::GraphLayer *inferred);
+    void syncList(QTreeWidgetItem *parent, const std::vector<mixlab::LayerSpec> &shown,
+                  const std::vector<mixlab::LayerSpec> &layers,
+                  const std::vector<mixlab::GraphLayer> *inferred, const LayerPath &listPath);
+    void fillLayerRow(QTreeWidgetItem *item, const LayerPath &path, const mixlab::LayerSpec &layer,
+                      const mixlab::GraphLayer *inferred);
+    void fillGroupRow(QTreeWidgetItem *item, LayerGroup group, const mixlab::LayerSpec &block,
+                      const mixlab::GraphLayer *inferred);
+    void markError(QTreeWidgetItem *item, const LayerPath &path);
+
+    mixlab::ModelSpec m_shown; // what the items show now, to match rows to layers
+    LayerPath m_errorPath;
+    QString m_error;
 };
 
 // "18.4M", "950", "1.2G": a count short enough for a narrow column.

@@ -125,7 +125,7 @@ void MainWindow::buildParts()
     setCentralWidget(m_mainSplitter);
 
     m_mainSplitter->setSizes({430, 1170});
-    m_leftSplitter->setSizes({470, 500});
+    m_leftSplitter->setSizes({620, 350}); // room for a ResNet tree; the run panel scrolls
     m_centreSplitter->setSizes({690, 210});
     m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
 

@@ -3,6 +3,7 @@
 // the figures and the verdict shown are exactly what a run would get.
 #include "modeldesigner.h"
 
+#include "layerpalette.h"
 #include "layerpropertyeditor.h"
 #include "layertree.h"
 #include "mixlab/error.h"
@@ -16,8 +17,8 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QMenu>
-#include <QRegularExpression>
 #include <QSignalBlocker>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QToolBar>
 #include <QToolButton>
@@ -36,40 +37,57 @@ namespace {
 
 const QString k_defaultPreset = QStringLiteral("seed-mlp");
 
-// The engine's figures for as many leading layers as it can infer when the whole model
-// does not validate. build_graph stops at the first error, so it is asked again about
-// shorter prefixes, each closed with flatten + dense(classes) to meet the output check;
-// a layer's row depends only on its input, so the rows it returns are the real ones.
-std::vector<GraphLayer> inferPrefix(const ModelSpec &spec, const mixlab::Shape &input,
-                                    int classes) {
-    LayerSpec flatten;
-    flatten.type = LayerType::Flatten;
+LayerSpec headFor(int classes) {
     LayerSpec head;
     head.type = LayerType::Dense;
     head.units = std::max(classes, 1);
-    for (std::size_t k = spec.layers.size(); k > 0; --k) {
+    return head;
+}
+
+// The engine's figures for as much of `list` as it can infer when the whole model does
+// not validate. build_graph stops at the first error, so it is asked about shorter
+// prefixes, each put after `context` (the top-level layers that lead to the list's
+// input: a block's body and shortcut see what the layers before the block give) and
+// closed with flatten + dense(classes) to meet the output check. A layer's figures
+// depend only on its input, so the rows it returns are the real ones. When inference
+// stops at a residual block, its body and shortcut are inferred the same way, and the
+// block itself gets an entry with its input but no output.
+std::vector<GraphLayer> inferList(const std::vector<LayerSpec> &context,
+                                  const std::vector<LayerSpec> &list, const mixlab::Shape &input,
+                                  int classes) {
+    LayerSpec flatten;
+    flatten.type = LayerType::Flatten;
+    for (std::size_t k = list.size() + 1; k-- > 0;) {
         ModelSpec probe;
-        probe.layers.assign(spec.layers.begin(), spec.layers.begin() + std::ptrdiff_t(k));
+        probe.layers = context;
+        probe.layers.insert(probe.layers.end(), list.begin(), list.begin() + std::ptrdiff_t(k));
         probe.layers.push_back(flatten);
-        probe.layers.push_back(head);
+        probe.layers.push_back(headFor(classes));
+        mixlab::Graph g;
         try {
-            mixlab::Graph g = mixlab::build_graph(probe, input, classes);
-            g.layers.resize(k);
-            return g.layers;
-        } catch (const mixlab::Error &) {
+            g = mixlab::build_graph(probe, input, classes);
+        } catch (const std::exception &) {
+            continue;
         }
+        const auto first = g.layers.begin() + std::ptrdiff_t(context.size());
+        std::vector<GraphLayer> rows(first, first + std::ptrdiff_t(k));
+        if (k < list.size() && list[k].type == LayerType::Residual) {
+            GraphLayer block;
+            block.spec = list[k];
+            block.in = k > 0 ? rows.back().out
+                             : (context.empty() ? input : g.layers[context.size() - 1].out);
+            std::vector<LayerSpec> inner = context;
+            inner.insert(inner.end(), list.begin(), list.begin() + std::ptrdiff_t(k));
+            block.body = inferList(inner, list[k].body, input, classes);
+            block.shortcut = inferList(inner, list[k].shortcut, input, classes);
+            rows.push_back(std::move(block));
+        }
+        return rows;
     }
     return {};
 }
 
-// The layer a message names ("layer 3 (dense): ..."), or -1.
-int layerNamedIn(const QString &message, int layerCount) {
-    static const QRegularExpression re(QStringLiteral("\\blayer (\\d+)\\b"));
-    const QRegularExpressionMatch m = re.match(message);
-    if (!m.hasMatch()) return -1;
-    const int row = m.captured(1).toInt();
-    return row < layerCount ? row : -1;
-}
+int channelsOf(const mixlab::Shape &s) { return s.dims.size() == 3 ? s.dims[2] : 0; }
 
 } // namespace
 
@@ -84,6 +102,8 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
 
     m_tree = new LayerTree(this);
     m_editor = new LayerPropertyEditor(this);
+    m_palette = new LayerPalette(this);
+    m_palette->setObjectName(QStringLiteral("layerPalette"));
 
     auto *nameLabel = new QLabel(tr("&Model"), this);
     m_nameEdit = new QLineEdit(this);
@@ -102,6 +122,10 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     m_errorLabel->setStyleSheet(QStringLiteral(
         "QLabel { color: #b00020; background: rgba(220, 50, 47, 28); "
         "border: 1px solid rgba(220, 50, 47, 110); border-radius: 3px; padding: 4px; }"));
+    m_showErrorButton = new QToolButton(this);
+    m_showErrorButton->setObjectName(QStringLiteral("showErrorLayer"));
+    m_showErrorButton->setText(tr("Show"));
+    m_showErrorButton->setToolTip(tr("Select the layer the message names"));
 
     m_warningLabel = new QLabel(this);
     m_warningLabel->setObjectName(QStringLiteral("warnings"));
@@ -115,28 +139,44 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     nameRow->addWidget(nameLabel);
     nameRow->addWidget(m_nameEdit, 1);
 
+    auto *errorRow = new QHBoxLayout;
+    errorRow->addWidget(m_errorLabel, 1);
+    errorRow->addWidget(m_showErrorButton, 0, Qt::AlignTop);
+
     auto *listPart = new QWidget(this);
     auto *listLayout = new QVBoxLayout(listPart);
     listLayout->setContentsMargins(0, 0, 0, 0);
     listLayout->addWidget(m_tree, 1);
     listLayout->addWidget(m_totals);
-    listLayout->addWidget(m_errorLabel);
+    listLayout->addLayout(errorRow);
     listLayout->addWidget(m_warningLabel);
+
+    // The form scrolls rather than squeezing the tree: a convolution has seven fields.
+    auto *editorScroll = new QScrollArea(this);
+    editorScroll->setWidget(m_editor);
+    editorScroll->setWidgetResizable(true);
+    editorScroll->setFrameShape(QFrame::NoFrame);
+    editorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
 
     auto *splitter = new QSplitter(Qt::Vertical, this);
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(listPart);
-    splitter->addWidget(m_editor);
+    splitter->addWidget(editorScroll);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
+    splitter->setSizes({300, 120});
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(buildToolBar());
     layout->addLayout(nameRow);
+    layout->addWidget(m_palette);
     layout->addWidget(splitter, 1);
 
-    connect(m_tree, &LayerTree::currentRowChanged, this, [this](int) { showSelectedLayer(); });
+    connect(m_tree, &LayerTree::currentPathChanged, this, [this] { showSelectedLayer(); });
     connect(m_editor, &LayerPropertyEditor::layerEdited, this, &ModelDesigner::onLayerEdited);
+    connect(m_palette, &LayerPalette::layerRequested, this, &ModelDesigner::addLayer);
+    connect(m_palette, &LayerPalette::blockRequested, this, &ModelDesigner::addBlock);
+    connect(m_showErrorButton, &QToolButton::clicked, this, [this] { selectPath(m_errorPath); });
     connect(m_nameEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
         const QString current = QString::fromStdString(m_spec.name);
         if (text != current) m_undoStack->push(new RenameModelCommand(this, current, text));
@@ -195,22 +235,22 @@ QWidget *ModelDesigner::buildToolBar() {
     bar->addWidget(presetsButton);
     bar->addSeparator();
 
+    // The palette's entries, for the keyboard and for when the palette is hidden.
     m_addMenu = new QMenu(tr("&Add layer"), this);
-    for (LayerType t : {LayerType::Flatten, LayerType::Dense, LayerType::Activation,
-                        LayerType::Dropout}) {
-        const auto name = mixlab::layer_type_name(t);
-        QAction *a = m_addMenu->addAction(QString::fromUtf8(name.data(), qsizetype(name.size())));
-        connect(a, &QAction::triggered, this, [this, t] { addLayer(t); });
+    for (const QString &name : m_palette->entryNames()) {
+        QAction *a = m_addMenu->addAction(name);
+        connect(a, &QAction::triggered, this, [this, name] { m_palette->activate(name); });
     }
     auto *addButton = new QToolButton(bar);
     addButton->setObjectName(QStringLiteral("addButton"));
     addButton->setText(tr("Add"));
-    addButton->setToolTip(tr("Insert a layer after the selected one"));
+    addButton->setToolTip(tr("Insert a layer after the selected one, or into the selected "
+                             "body/shortcut"));
     addButton->setMenu(m_addMenu);
     addButton->setPopupMode(QToolButton::InstantPopup);
     bar->addWidget(addButton);
 
-    // The layer shortcuts act only while the layer list (or this bar) has focus, so
+    // The layer shortcuts act only while the layer tree (or this bar) has focus, so
     // Delete in the name field still deletes text.
     auto layerAction = [&](const QString &text, const QKeySequence &key, const QString &tip,
                            auto slot) {
@@ -223,11 +263,14 @@ QWidget *ModelDesigner::buildToolBar() {
         connect(a, &QAction::triggered, this, slot);
         return a;
     };
-    m_removeAction = layerAction(tr("Remove"), QKeySequence::Delete, tr("Remove the selected layer"),
+    m_removeAction = layerAction(tr("Remove"), QKeySequence::Delete,
+                                 tr("Remove the selected layer (a block with all it holds)"),
                                  [this] { removeSelectedLayer(); });
+    m_removeAction->setIconText(QStringLiteral("\u2715"));
     m_duplicateAction = layerAction(tr("Duplicate"), QKeySequence(Qt::CTRL | Qt::Key_D),
                                     tr("Insert a copy of the selected layer after it"),
                                     [this] { duplicateSelectedLayer(); });
+    m_duplicateAction->setIconText(tr("Dup"));
     m_upAction = layerAction(tr("Move up"), QKeySequence(Qt::CTRL | Qt::Key_Up),
                              tr("Move the selected layer up"), [this] { moveSelectedLayer(-1); });
     m_upAction->setIconText(QStringLiteral("\u2191")); // the bar shows arrows, menus words
@@ -253,6 +296,25 @@ QWidget *ModelDesigner::buildToolBar() {
     };
     historyButton(tr("Undo"), m_undoAction);
     historyButton(tr("Redo"), m_redoAction);
+    bar->addSeparator();
+
+    QAction *collapse = bar->addAction(tr("Collapse all"));
+    collapse->setObjectName(QStringLiteral("collapseAll"));
+    collapse->setIconText(QStringLiteral("\u25b8"));
+    collapse->setToolTip(tr("Close every residual block"));
+    connect(collapse, &QAction::triggered, m_tree, &LayerTree::collapseBlocks);
+    QAction *expand = bar->addAction(tr("Expand all"));
+    expand->setObjectName(QStringLiteral("expandAll"));
+    expand->setIconText(QStringLiteral("\u25be"));
+    expand->setToolTip(tr("Open every residual block"));
+    connect(expand, &QAction::triggered, m_tree, &QTreeView::expandAll);
+    QAction *showPalette = bar->addAction(tr("Palette"));
+    showPalette->setObjectName(QStringLiteral("showPalette"));
+    showPalette->setCheckable(true);
+    showPalette->setChecked(true);
+    showPalette->setToolTip(tr("Show the palette of layers and blocks"));
+    connect(showPalette, &QAction::toggled, m_palette, &QWidget::setVisible);
+
     // Not on a menu or bar here, so the designer's own widget carries the shortcuts.
     addAction(m_undoAction);
     addAction(m_redoAction);
@@ -271,6 +333,8 @@ bool ModelDesigner::loadPreset(const QString &name) {
             continue;
         m_undoStack->push(
             new ReplaceModelCommand(this, m_spec, p.spec, tr("Load preset %1").arg(p.name)));
+        // A deep ResNet reads as its stages only with every block closed.
+        m_tree->collapseBlocks();
         return true;
     }
     return false;
@@ -278,7 +342,8 @@ bool ModelDesigner::loadPreset(const QString &name) {
 
 void ModelDesigner::setSpec(const ModelSpec &spec) {
     m_undoStack->clear();
-    applySpec(spec, spec.layers.empty() ? k_noSelection : 0);
+    applySpec(spec, spec.layers.empty() ? LayerPath{} : LayerPath::top(0));
+    m_tree->collapseBlocks();
     m_undoStack->setClean();
 }
 
@@ -289,46 +354,91 @@ void ModelDesigner::setInput(const mixlab::Shape &input, int classes) {
     showSelectedLayer();
 }
 
+LayerPath ModelDesigner::selectedPath() const { return m_tree->currentPath(); }
+
+void ModelDesigner::selectPath(const LayerPath &path) { m_tree->selectPath(path); }
+
 int ModelDesigner::selectedRow() const { return m_tree->currentRow(); }
 
 void ModelDesigner::selectRow(int row) { m_tree->selectRow(row); }
 
+LayerPath ModelDesigner::insertionPoint() const {
+    const LayerPath sel = selectedPath();
+    if (sel.isEmpty()) return LayerPath::top(int(m_spec.layers.size()));
+    if (sel.isGroup()) {
+        const std::vector<LayerSpec> *list = layerList(m_spec, sel);
+        return sel.sibling(list ? int(list->size()) : 0);
+    }
+    return sel.sibling(sel.index() + 1);
+}
+
+std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const {
+    if (at.index() > 0) {
+        const GraphLayer *before = graphLayerAt(m_inferred, at.sibling(at.index() - 1));
+        if (before && !before->out.dims.empty()) return before->out;
+        return std::nullopt;
+    }
+    if (at.isTopLevel()) return m_input;
+    // The first layer of a body or shortcut sees the block's input.
+    const GraphLayer *block = graphLayerAt(m_inferred, at.owner());
+    if (block && !block->in.dims.empty()) return block->in;
+    return std::nullopt;
+}
+
 void ModelDesigner::addLayer(LayerType type) {
-    const int row = selectedRow();
-    const int at = row >= 0 ? row + 1 : int(m_spec.layers.size());
+    const LayerPath at = insertionPoint();
     m_undoStack->push(new AddLayerCommand(this, at, defaultLayer(type)));
+    // An empty block is filled next: aim the following adds at its body.
+    if (type == LayerType::Residual) selectPath(at.child(LayerGroup::Body, LayerPath::k_group));
+}
+
+void ModelDesigner::addBlock(BlockKind kind, int filters, int stride) {
+    const LayerPath at = insertionPoint();
+    const std::optional<mixlab::Shape> in = shapeAt(at);
+    const int channels = in ? channelsOf(*in) : 0;
+    if (filters <= 0) {
+        // Keep the channels: a bottleneck's inner width is a quarter of its output.
+        filters = kind == BlockKind::Bottleneck ? channels / 4 : channels;
+        if (filters <= 0) filters = 64;
+    }
+    const LayerSpec block = residualBlock(kind, filters, std::max(stride, 1), channels);
+    const QString text = kind == BlockKind::Basic ? tr("Add basic block (%1 filters)").arg(filters)
+                                                  : tr("Add bottleneck block (%1 filters)").arg(filters);
+    m_undoStack->push(new AddLayerCommand(this, at, block, text));
+    if (QTreeWidgetItem *item = m_tree->itemFor(at)) item->setExpanded(true);
 }
 
 void ModelDesigner::removeSelectedLayer() {
-    const int row = selectedRow();
-    if (row < 0) return;
-    m_undoStack->push(new RemoveLayerCommand(this, row));
+    const LayerPath path = selectedPath();
+    if (path.isEmpty() || path.isGroup() || !layerAt(m_spec, path)) return;
+    m_undoStack->push(new RemoveLayerCommand(this, path));
 }
 
 void ModelDesigner::moveSelectedLayer(int delta) {
-    const int row = selectedRow();
-    const int to = row + delta;
-    if (row < 0 || (delta != -1 && delta != 1) || to < 0 || to >= int(m_spec.layers.size()))
-        return;
-    m_undoStack->push(new MoveLayerCommand(this, row, delta));
+    const LayerPath path = selectedPath();
+    if (path.isEmpty() || path.isGroup() || (delta != -1 && delta != 1)) return;
+    const std::vector<LayerSpec> *list = layerList(m_spec, path);
+    const int to = path.index() + delta;
+    if (!list || to < 0 || to >= int(list->size())) return;
+    m_undoStack->push(new MoveLayerCommand(this, path, delta));
 }
 
 void ModelDesigner::duplicateSelectedLayer() {
-    const int row = selectedRow();
-    if (row < 0) return;
-    m_undoStack->push(new DuplicateLayerCommand(this, row));
+    const LayerPath path = selectedPath();
+    if (path.isEmpty() || path.isGroup() || !layerAt(m_spec, path)) return;
+    m_undoStack->push(new DuplicateLayerCommand(this, path));
 }
 
-void ModelDesigner::onLayerEdited(int index, LayerField field, const LayerSpec &,
+void ModelDesigner::onLayerEdited(const LayerPath &path, LayerField field, const LayerSpec &,
                                   const LayerSpec &after) {
-    if (index < 0 || index >= int(m_spec.layers.size())) return;
+    const LayerSpec *current = layerAt(m_spec, path);
+    if (!current) return;
     // The spec, not the editor's copy, is what undo must restore.
-    const LayerSpec before = m_spec.layers[std::size_t(index)];
-    m_undoStack->push(new EditLayerCommand(this, index, field, before, after));
+    m_undoStack->push(new EditLayerCommand(this, path, field, *current, after));
 }
 
-void ModelDesigner::applySpec(const ModelSpec &spec, int selectRow) {
-    const int kept = m_tree->currentRow();
+void ModelDesigner::applySpec(const ModelSpec &spec, const std::optional<LayerPath> &select) {
+    const LayerPath kept = m_tree->currentPath();
     m_spec = spec;
     const QString name = QString::fromStdString(m_spec.name);
     if (m_nameEdit->text() != name) {
@@ -336,9 +446,10 @@ void ModelDesigner::applySpec(const ModelSpec &spec, int selectRow) {
         m_nameEdit->setText(name);
     }
     revalidate();
-    int row = selectRow == k_keepSelection ? kept : selectRow;
-    row = std::min(row, int(m_spec.layers.size()) - 1);
-    m_tree->selectRow(row);
+    LayerPath target = select ? *select : kept;
+    if (!target.isEmpty() && !m_tree->itemFor(target) && target.isTopLevel() && !m_spec.layers.empty())
+        target = LayerPath::top(std::min(target.index(), int(m_spec.layers.size()) - 1));
+    m_tree->selectPath(target);
     showSelectedLayer();
     emit specChanged();
 }
@@ -347,23 +458,22 @@ void ModelDesigner::revalidate() {
     m_graph.reset();
     m_warnings.clear();
     QString message;
-    std::vector<GraphLayer> inferred;
     try {
         // The spec must also survive being written and read back: the parser holds
         // limits build_graph does not (e.g. at most 1,000,000 units), and a run, a
         // saved experiment or the CLI all go through that JSON.
         (void)mixlab::parse_model_spec(mixlab::model_spec_to_json(m_spec));
         m_graph = mixlab::build_graph(m_spec, m_input, m_classes);
-        inferred = m_graph->layers;
+        m_inferred = m_graph->layers;
         for (const std::string &w : m_graph->warnings) m_warnings << QString::fromStdString(w);
     } catch (const std::exception &e) {
         message = QString::fromStdString(e.what());
         if (message.isEmpty()) message = tr("the model is not valid");
-        inferred = inferPrefix(m_spec, m_input, m_classes);
+        m_inferred = inferList({}, m_spec.layers, m_input, m_classes);
     }
     m_message = message;
-    const int errorRow = message.isEmpty() ? -1 : layerNamedIn(message, int(m_spec.layers.size()));
-    m_tree->showLayers(m_spec, inferred, errorRow, message);
+    m_errorPath = message.isEmpty() ? LayerPath{} : pathNamedIn(message, m_spec);
+    m_tree->showLayers(m_spec, m_inferred, m_errorPath, message);
 
     const QLocale locale;
     const QString io = tr("input %1 \u2192 %2 classes")
@@ -381,6 +491,8 @@ void ModelDesigner::revalidate() {
     }
     m_errorLabel->setText(message);
     m_errorLabel->setVisible(!message.isEmpty());
+    m_showErrorButton->setVisible(!m_errorPath.isEmpty());
+    m_showErrorButton->setToolTip(tr("Select %1").arg(m_errorPath.toString()));
     m_warningLabel->setText(m_warnings.join(QLatin1Char('\n')));
     m_warningLabel->setVisible(!m_warnings.isEmpty());
 
@@ -393,14 +505,22 @@ void ModelDesigner::revalidate() {
 }
 
 void ModelDesigner::showSelectedLayer() {
-    const int row = selectedRow();
-    const int n = int(m_spec.layers.size());
-    if (row >= 0 && row < n)
-        m_editor->setLayer(row, m_spec.layers[std::size_t(row)]);
-    else
+    const LayerPath path = selectedPath();
+    const LayerSpec *layer = path.isGroup() ? nullptr : layerAt(m_spec, path);
+    if (layer) {
+        m_editor->setLayer(path, *layer);
+    } else if (path.isGroup()) {
+        if (const LayerSpec *block = layerAt(m_spec, path.owner()))
+            m_editor->showGroup(path, *block);
+        else
+            m_editor->clearLayer();
+    } else {
         m_editor->clearLayer();
-    m_removeAction->setEnabled(row >= 0);
-    m_duplicateAction->setEnabled(row >= 0);
-    m_upAction->setEnabled(row > 0);
-    m_downAction->setEnabled(row >= 0 && row < n - 1);
+    }
+    const std::vector<LayerSpec> *list = layer ? layerList(m_spec, path) : nullptr;
+    const int n = list ? int(list->size()) : 0;
+    m_removeAction->setEnabled(layer != nullptr);
+    m_duplicateAction->setEnabled(layer != nullptr);
+    m_upAction->setEnabled(layer && path.index() > 0);
+    m_downAction->setEnabled(layer && path.index() < n - 1);
 }

@@ -142,6 +142,27 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
         m_device->addItem(QString::fromUtf8(mixlab::device_choice_name(d).data()), int(d));
     form->addRow(tr("De&vice"), m_device);
 
+    // Image augmentation, done on the device during training only.
+    m_crop = new QCheckBox(tr("random crop, padding"), this);
+    m_crop->setObjectName("cropCheck");
+    m_crop->setToolTip(tr("Pad each training image with zeros and cut a random window of the "
+                          "original size (CIFAR ResNets: 4 pixels). Evaluation never augments."));
+    m_cropPadding = new QSpinBox(this);
+    m_cropPadding->setObjectName("cropPaddingSpin");
+    m_cropPadding->setRange(1, 64); // the run config's limit
+    m_cropPadding->setSuffix(tr(" px"));
+    m_cropPadding->setToolTip(m_crop->toolTip());
+    m_flip = new QCheckBox(tr("horizontal flip"), this);
+    m_flip->setObjectName("flipCheck");
+    m_flip->setToolTip(tr("Mirror half of the training images left to right, at random"));
+    auto *augmentRow = new QHBoxLayout;
+    augmentRow->addWidget(m_crop);
+    augmentRow->addWidget(m_cropPadding);
+    augmentRow->addWidget(m_flip);
+    augmentRow->addStretch(1);
+    form->addRow(tr("&Augment"), augmentRow);
+    static_cast<QLabel *>(form->labelForField(augmentRow))->setBuddy(m_crop);
+
     m_deviceLabel = new QLabel(tr("probing the device..."), this);
     m_deviceLabel->setObjectName("deviceLabel");
     m_deviceLabel->setWordWrap(true);
@@ -208,6 +229,12 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
         updateDeviceDependent();
         emit configChanged();
     });
+    connect(m_crop, &QCheckBox::toggled, this, [this](bool on) {
+        m_cropPadding->setEnabled(on);
+        emit configChanged();
+    });
+    connect(m_cropPadding, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
+    connect(m_flip, &QCheckBox::toggled, this, &RunPanel::configChanged);
     connect(m_start, &QPushButton::clicked, this, &RunPanel::startRequested);
     connect(m_compareButton, &QPushButton::clicked, this, &RunPanel::compareRequested);
     connect(m_stop, &QPushButton::clicked, this, &RunPanel::stopRequested);
@@ -231,6 +258,8 @@ mixlab::RunConfig RunPanel::config() const
         c.seed = seed;
     c.loss_scale.mode = mixlab::LossScaleMode(m_lossScale->currentData().toInt());
     c.device = mixlab::DeviceChoice(m_device->currentData().toInt());
+    c.dataset.crop_padding = m_crop->isChecked() ? m_cropPadding->value() : 0;
+    c.dataset.horizontal_flip = m_flip->isChecked();
     return c;
 }
 
@@ -249,6 +278,12 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
         m_seed->setText(QString::number(qulonglong(c.seed)));
         m_lossScale->setCurrentIndex(m_lossScale->findData(int(c.loss_scale.mode)));
         m_device->setCurrentIndex(m_device->findData(int(c.device)));
+        const QSignalBlocker b8(m_crop), b9(m_cropPadding), b10(m_flip);
+        // Without a crop the spin box keeps the usual 4 ready for when it is switched on.
+        m_crop->setChecked(c.dataset.crop_padding > 0);
+        m_cropPadding->setValue(c.dataset.crop_padding > 0 ? c.dataset.crop_padding : 4);
+        m_cropPadding->setEnabled(c.dataset.crop_padding > 0);
+        m_flip->setChecked(c.dataset.horizontal_flip);
     }
     updateOptimizerFields();
     selectDataset(c.dataset.name);

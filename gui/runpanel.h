@@ -1,5 +1,5 @@
 // RunPanel: the run settings (dataset, precision policy, batch, epochs, optimizer, seed,
-// loss scaling, device), the policies to compare, and the Start / Compare / Stop buttons.
+// loss scaling, device, training augmentation), the policies to compare, and the Start / Compare / Stop buttons.
 // It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
 #pragma once
 #include "mixlab/backend.h"
@@ -73,6 +73,9 @@ private:
     QLineEdit *m_seed = nullptr;
     QComboBox *m_lossScale = nullptr;
     QComboBox *m_device = nullptr;
+    QCheckBox *m_crop = nullptr;
+    QSpinBox *m_cropPadding = nullptr;
+    QCheckBox *m_flip = nullptr;
     QLabel *m_deviceLabel = nullptr;
     std::map<mixlab::Policy, QCheckBox *> m_compare;
     QPushButton *m_start = nullptr;

@@ -1,5 +1,6 @@
-// `mixlab-cli summary`: a model's layers for a given input: output shapes, parameters,
-// FLOPs, whether each GEMM fits tensor cores, what the loss absorbs; as a table or JSON.
+// `mixlab-cli summary`: a model's layers (residual blocks' layers indented under them) for a
+// given input: output shapes, parameters, FLOPs, whether each GEMM or convolution fits
+// tensor cores, what the loss absorbs; as a table or JSON.
 #include "commands.h"
 
 #include "args.h"
@@ -11,10 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mixlab::cli {
 namespace {
@@ -42,19 +46,49 @@ Shape parse_input(const std::string& text)
     return s;
 }
 
+// "3x3", or "3" when both sides match, for kernels, strides and padding.
+std::string size_text(int h, int w)
+{
+    return h == w ? std::to_string(h) : std::to_string(h) + "x" + std::to_string(w);
+}
+
 std::string layer_label(const GraphLayer& l)
 {
-    std::string s(layer_type_name(l.spec.type));
-    if (l.spec.type == LayerType::Dense && l.spec.activation != Activation::None)
-        ((s += '(') += activation_name(l.spec.activation)) += ')';
-    if (l.spec.type == LayerType::Activation)
-        ((s += '(') += activation_name(l.spec.activation)) += ')';
-    if (l.spec.type == LayerType::Dropout) {
+    const LayerSpec& s = l.spec;
+    std::string t(layer_type_name(s.type));
+    std::string args;
+    auto add = [&args](const std::string& a) {
+        if (!args.empty()) args += ", ";
+        args += a;
+    };
+    auto window = [&] {
+        add(std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w));
+        if (l.stride_h != 1 || l.stride_w != 1) add("stride " + size_text(l.stride_h, l.stride_w));
+        if (l.pad_h != 0 || l.pad_w != 0) add("pad " + size_text(l.pad_h, l.pad_w));
+    };
+    switch (s.type) {
+    case LayerType::Conv2D:
+        add(std::to_string(s.filters));
+        window();
+        if (!s.use_bias) add("no bias");
+        break;
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D: window(); break;
+    case LayerType::Dropout: {
         char buf[32];
-        std::snprintf(buf, sizeof buf, "(%g)", double(l.spec.rate));
-        s += buf;
+        std::snprintf(buf, sizeof buf, "%g", double(s.rate));
+        add(buf);
+        break;
     }
-    return s;
+    default: break;
+    }
+    const bool shows_activation = s.type == LayerType::Activation ||
+        ((s.type == LayerType::Dense || s.type == LayerType::Conv2D ||
+          s.type == LayerType::Residual) && s.activation != Activation::None);
+    if (shows_activation) add(std::string(activation_name(s.activation)));
+    if (!args.empty()) t += "(" + args + ")";
+    if (s.force_fp32) t += " fp32";
+    return t;
 }
 
 std::string head_text(OutputHead h)
@@ -74,25 +108,109 @@ std::string tensor_core_text(const GraphLayer& l)
     return l.tensor_core_note.empty() ? "no" : "no: " + l.tensor_core_note;
 }
 
+// One table row per layer, residual blocks followed by their body and shortcut layers
+// indented under them.
+struct Row {
+    std::string layer, type;
+    const GraphLayer* l;
+};
+
+void collect_rows(const std::vector<GraphLayer>& layers, int depth, std::vector<Row>& rows)
+{
+    // "layer 4 > body 2" shows as "4 > body 2": the column is already called layer.
+    constexpr std::string_view prefix = "layer ";
+    for (const GraphLayer& l : layers) {
+        std::string path = l.path.rfind(prefix, 0) == 0 ? l.path.substr(prefix.size()) : l.path;
+        rows.push_back({std::string(2 * std::size_t(depth), ' ') + path, layer_label(l), &l});
+        collect_rows(l.body, depth + 1, rows);
+        collect_rows(l.shortcut, depth + 1, rows);
+    }
+}
+
 void print_table(const Graph& g)
 {
     std::printf("model %s, input %s, %d classes\n", g.name.empty() ? "(unnamed)" : g.name.c_str(),
                 g.input.to_string().c_str(), g.classes);
-    std::printf("%-5s %-26s %-12s %12s %14s  %s\n", "layer", "type", "output", "params",
-                "FLOPs/sample", "tensor cores");
-    for (const GraphLayer& l : g.layers) {
-        std::string type = layer_label(l);
-        if (l.spec.force_fp32) type += " fp32";
+    std::vector<Row> rows;
+    collect_rows(g.layers, 0, rows);
+    int layer_w = 5, type_w = 26;
+    for (const Row& r : rows) {
+        layer_w = std::max(layer_w, int(r.layer.size()));
+        type_w = std::max(type_w, int(r.type.size()));
+    }
+    std::printf("%-*s %-*s %-12s %12s %14s  %s\n", layer_w, "layer", type_w, "type", "output",
+                "params", "FLOPs/sample", "tensor cores");
+    for (const Row& r : rows) {
+        const GraphLayer& l = *r.l;
         std::string tc = tensor_core_text(l);
         if (l.folded_into_loss) tc = (tc == "-" ? "" : tc + "; ") + "folded into the loss";
-        std::printf("%-5d %-26s %-12s %12lld %14lld  %s\n", l.index, type.c_str(),
-                    l.out.to_string().c_str(), static_cast<long long>(l.params),
+        std::printf("%-*s %-*s %-12s %12lld %14lld  %s\n", layer_w, r.layer.c_str(), type_w,
+                    r.type.c_str(), l.out.to_string().c_str(), static_cast<long long>(l.params),
                     static_cast<long long>(l.flops), tc.c_str());
     }
     std::printf("total: %lld parameters, %lld forward FLOPs per sample; output: %s\n",
                 static_cast<long long>(g.total_params), static_cast<long long>(g.total_flops),
                 head_text(g.head).c_str());
     for (const std::string& w : g.warnings) std::printf("warning: %s\n", w.c_str());
+}
+
+// Through its shortest decimal, so 0.2f prints 0.2 and not 0.20000000298.
+double short_double(float f)
+{
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, f);
+    return std::stod(std::string(buf, r.ptr));
+}
+
+nlohmann::ordered_json layer_json(const GraphLayer& l)
+{
+    using nlohmann::ordered_json;
+    const LayerSpec& s = l.spec;
+    ordered_json o;
+    o["index"] = l.index;
+    o["id"] = l.id;
+    o["path"] = l.path;
+    o["type"] = std::string(layer_type_name(s.type));
+    o["activation"] = std::string(activation_name(s.activation));
+    switch (s.type) {
+    case LayerType::Dense: o["units"] = s.units; break;
+    case LayerType::Dropout: o["rate"] = short_double(s.rate); break;
+    case LayerType::Conv2D:
+        o["filters"] = s.filters;
+        o["kernel"] = {s.kernel_h, s.kernel_w};
+        break;
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D: o["pool_size"] = {s.kernel_h, s.kernel_w}; break;
+    case LayerType::BatchNorm:
+        o["momentum"] = short_double(s.momentum);
+        o["epsilon"] = short_double(s.epsilon);
+        break;
+    default: break;
+    }
+    if (s.type == LayerType::Conv2D || s.type == LayerType::MaxPool2D ||
+        s.type == LayerType::AvgPool2D) {
+        o["stride"] = {l.stride_h, l.stride_w};
+        o["padding"] = {l.pad_h, l.pad_w}; // per side, "same" resolved
+    }
+    if (s.type == LayerType::Dense || s.type == LayerType::Conv2D) o["use_bias"] = s.use_bias;
+    o["force_fp32"] = s.force_fp32;
+    o["input_shape"] = l.in.to_string();
+    o["output_shape"] = l.out.to_string();
+    o["params"] = l.params;
+    o["flops"] = l.flops;
+    o["is_gemm"] = l.is_gemm;
+    o["tensor_core_friendly"] = l.tensor_core_friendly;
+    o["tensor_core_note"] = l.tensor_core_note;
+    o["folded_into_loss"] = l.folded_into_loss;
+    if (s.type == LayerType::Residual) {
+        for (const auto& [key, part] :
+             {std::pair{"body", &l.body}, std::pair{"shortcut", &l.shortcut}}) {
+            ordered_json list = ordered_json::array();
+            for (const GraphLayer& sub : *part) list.push_back(layer_json(sub));
+            o[key] = std::move(list);
+        }
+    }
+    return o;
 }
 
 void print_json(const Graph& g)
@@ -102,29 +220,7 @@ void print_json(const Graph& g)
     j["input"] = g.input.to_string();
     j["classes"] = g.classes;
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    for (const GraphLayer& l : g.layers) {
-        nlohmann::ordered_json o;
-        o["index"] = l.index;
-        o["type"] = std::string(layer_type_name(l.spec.type));
-        o["activation"] = std::string(activation_name(l.spec.activation));
-        if (l.spec.type == LayerType::Dense) o["units"] = l.spec.units;
-        if (l.spec.type == LayerType::Dropout) {
-            // Through its shortest decimal, so 0.2f prints 0.2 and not 0.20000000298.
-            char buf[32];
-            const auto r = std::to_chars(buf, buf + sizeof buf, l.spec.rate);
-            o["rate"] = std::stod(std::string(buf, r.ptr));
-        }
-        o["force_fp32"] = l.spec.force_fp32;
-        o["input_shape"] = l.in.to_string();
-        o["output_shape"] = l.out.to_string();
-        o["params"] = l.params;
-        o["flops"] = l.flops;
-        o["is_gemm"] = l.is_gemm;
-        o["tensor_core_friendly"] = l.tensor_core_friendly;
-        o["tensor_core_note"] = l.tensor_core_note;
-        o["folded_into_loss"] = l.folded_into_loss;
-        layers.push_back(std::move(o));
-    }
+    for (const GraphLayer& l : g.layers) layers.push_back(layer_json(l));
     j["layers"] = std::move(layers);
     j["total_params"] = g.total_params;
     j["total_flops"] = g.total_flops;
@@ -143,10 +239,11 @@ int cmd_summary(int argc, char** argv)
 {
     ArgParser parser("mixlab-cli summary --model FILE [--input HxWxC --classes N | --dataset "
                      "NAME|PATH] [--json]",
-                     "Per layer: type, output shape, parameters, forward FLOPs per sample, "
-                     "whether its GEMM fits\ntensor cores (and why not), and what the loss "
-                     "absorbs. The input shape and classes come from\n--input/--classes, else "
-                     "from the dataset named, else 32x32x3 and 10 classes.");
+                     "Per layer (residual blocks' layers indented under them): type, output "
+                     "shape, parameters,\nforward FLOPs per sample, whether its GEMM or "
+                     "convolution fits tensor cores (and why\nnot), and what the loss absorbs. "
+                     "The input shape and classes come from --input/--classes,\nelse from the "
+                     "dataset named, else 32x32x3 and 10 classes.");
     parser.add_option("--model", "FILE", "model spec (mixlab-model/1 JSON); required");
     parser.add_option("--input", "HxWxC", "per-sample input shape, e.g. 32x32x3");
     parser.add_option("--classes", "N", "number of classes");

@@ -69,6 +69,11 @@ void add_train_options(ArgParser& p, bool compare)
         for (Policy pol : k_all_policies) (names += names.empty() ? "" : "|") += policy_name(pol);
         p.add_option("--policy", "P", "precision policy: " + names + " (default fp32)");
     }
+    p.add_option("--cifar100-labels", "fine|coarse",
+                 "CIFAR-100 labels: 100 fine classes (default) or 20 coarse superclasses");
+    p.add_option("--augment", "crop,flip|crop|flip|none",
+                 "training augmentation on the device: random crop after 4-pixel zero "
+                 "padding, horizontal flip (default none)");
     p.add_option("--batch", "N", "batch size (default 256)");
     p.add_option("--epochs", "N", "epochs to train (default 1)");
     p.add_option("--steps", "N", "stop after N steps instead of whole epochs");
@@ -124,6 +129,12 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
                              c.dataset.name + "'");
         c.dataset.synthetic_train = *v;
         c.dataset.synthetic_test = std::max<std::int64_t>(1, (*v + 4) / 5);
+    }
+    if (auto v = p.choice("--cifar100-labels", {"fine", "coarse"}))
+        c.dataset.cifar100_coarse = *v == "coarse";
+    if (auto v = p.choice("--augment", {"none", "crop", "flip", "crop,flip", "flip,crop"})) {
+        c.dataset.crop_padding = v->find("crop") != std::string::npos ? 4 : 0;
+        c.dataset.horizontal_flip = v->find("flip") != std::string::npos;
     }
     if (auto v = p.integer("--progress-every", 1, k_max_steps)) in.progress_every = *v;
     validate_run_config(c);

@@ -26,6 +26,39 @@ void record_buffer(const char* backend, const char* op, const Buffer& record,
                 std::to_string(record_offset));
 }
 
+// Windows along one axis: floor((in + 2*pad - k) / stride) + 1 (k <= in + 2*pad).
+int window_count(int in, int pad, int k, int stride)
+{
+    return (in + 2 * pad - k) / stride + 1;
+}
+
+std::string shape_text(const ImageShape& s)
+{
+    return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
+           std::to_string(s.channels);
+}
+
+std::string geometry_text(const ConvGeometry& g)
+{
+    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
+           std::to_string(g.in_w) + "x" + std::to_string(g.in_c) + ", y " +
+           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "x" +
+           std::to_string(g.out_c) + ", kernel " + std::to_string(g.kernel_h) + "x" +
+           std::to_string(g.kernel_w) + ", stride " + std::to_string(g.stride_h) + "x" +
+           std::to_string(g.stride_w) + ", pad " + std::to_string(g.pad_h) + "x" +
+           std::to_string(g.pad_w);
+}
+
+std::string geometry_text(const PoolGeometry& g)
+{
+    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
+           std::to_string(g.in_w) + "x" + std::to_string(g.channels) + ", y " +
+           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + ", window " +
+           std::to_string(g.window_h) + "x" + std::to_string(g.window_w) + ", stride " +
+           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+}
+
 } // namespace
 
 void fail(const char* backend, const char* op, const std::string& what)
@@ -79,8 +112,9 @@ void cast(const char* backend, const Buffer& x, const Buffer& y)
 }
 
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
-                  const Buffer& order_i32, std::int64_t offset, int batch, int sample_size,
-                  const Normalization& norm, const Buffer& out, const Buffer& out_labels)
+                  const Buffer& order_i32, std::int64_t offset, int batch,
+                  const ImageShape& image, const Normalization& norm, const Augmentation& aug,
+                  const Buffer& out, const Buffer& out_labels)
 {
     const char* op = "gather_batch";
     require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, backend, op,
@@ -88,11 +122,130 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
     require(order_i32.dtype() == DType::I32 && out_labels.dtype() == DType::I32, backend, op,
             "order and out_labels must be int32");
     require(norm.channels >= 1 && norm.channels <= 4, backend, op, "channels must be 1..4");
-    require(batch >= 0 && sample_size > 0, backend, op, "batch and sample size must be positive");
+    require(image.height > 0 && image.width > 0 && image.channels > 0, backend, op,
+            "image shape must be positive, got " + shape_text(image));
+    require(image.channels == norm.channels, backend, op,
+            "the normalisation has " + std::to_string(norm.channels) + " channels, the image " +
+                std::to_string(image.channels));
+    require(!aug.random_crop || aug.crop_padding >= 0, backend, op,
+            "crop padding must not be negative, got " + std::to_string(aug.crop_padding));
+    require(batch >= 0, backend, op, "batch must not be negative");
     require(offset >= 0 && std::size_t(offset) + std::size_t(batch) <= order_i32.count(), backend,
             op, "batch runs past the end of the order");
     require(out_labels.count() >= std::size_t(batch), backend, op, "out_labels is too small");
-    floating(backend, op, out, std::size_t(batch) * std::size_t(sample_size), "out");
+    floating(backend, op, out, std::size_t(batch) * std::size_t(image.size()), "out");
+}
+
+void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,
+                    const Buffer& y)
+{
+    const char* op = "add_activation";
+    require(act == Activation::None || act == Activation::Relu, backend, op,
+            "the activation after a sum must be linear or relu, got " +
+                std::string(activation_name(act)));
+    const std::size_t n = y.count();
+    require(a.count() == n && b.count() == n, backend, op,
+            "a, b and y must have equal counts, got " + std::to_string(a.count()) + ", " +
+                std::to_string(b.count()) + " and " + std::to_string(n));
+    floating(backend, op, a, n, "a");
+    floating(backend, op, b, n, "b");
+    floating(backend, op, y, n, "y");
+}
+
+void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
+{
+    require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.in_c > 0 && g.out_c > 0, backend, op,
+            "sizes must be positive, got " + geometry_text(g));
+    require(g.kernel_h > 0 && g.kernel_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
+            "kernel and stride must be positive, got " + geometry_text(g));
+    require(g.pad_h >= 0 && g.pad_w >= 0, backend, op,
+            "padding must not be negative, got " + geometry_text(g));
+    require(g.in_h + 2 * g.pad_h >= g.kernel_h && g.in_w + 2 * g.pad_w >= g.kernel_w, backend, op,
+            "the kernel is larger than the padded input: " + geometry_text(g));
+    require(g.out_h == window_count(g.in_h, g.pad_h, g.kernel_h, g.stride_h) &&
+                g.out_w == window_count(g.in_w, g.pad_w, g.kernel_w, g.stride_w),
+            backend, op,
+            "output must be (in + 2*pad - kernel)/stride + 1 = " +
+                std::to_string(window_count(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
+                std::to_string(window_count(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) + ", got " +
+                geometry_text(g));
+}
+
+void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
+{
+    require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.channels > 0, backend, op,
+            "sizes must be positive, got " + geometry_text(g));
+    require(g.window_h > 0 && g.window_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
+            "window and stride must be positive, got " + geometry_text(g));
+    // pad < window keeps at least one real pixel in every window, so a max always has a
+    // candidate and an average never divides by zero.
+    require(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h < g.window_h && g.pad_w < g.window_w,
+            backend, op, "padding must be in [0, window), got " + geometry_text(g));
+    require(g.in_h + 2 * g.pad_h >= g.window_h && g.in_w + 2 * g.pad_w >= g.window_w, backend, op,
+            "the window is larger than the padded input: " + geometry_text(g));
+    require(g.out_h == window_count(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
+                g.out_w == window_count(g.in_w, g.pad_w, g.window_w, g.stride_w),
+            backend, op,
+            "output must be (in + 2*pad - window)/stride + 1 = " +
+                std::to_string(window_count(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
+                std::to_string(window_count(g.in_w, g.pad_w, g.window_w, g.stride_w)) + ", got " +
+                geometry_text(g));
+}
+
+void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Buffer& in,
+            const Buffer& w, const Buffer& out)
+{
+    conv_geometry(backend, op, g);
+    const std::string o(op);
+    const bool data = o == "conv2d_backward_data", filter = o == "conv2d_backward_filter";
+    const std::size_t n_x = std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
+    const std::size_t n_w = std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
+    const std::size_t n_y = std::size_t(g.batch) * g.out_h * g.out_w * g.out_c;
+    floating(backend, op, in, n_x, data ? "dx" : "x");
+    floating(backend, op, w, n_w, filter ? "dw" : "w");
+    floating(backend, op, out, n_y, data || filter ? "dy" : "y");
+    require(in.dtype() == w.dtype() && w.dtype() == out.dtype(), backend, op,
+            "activations and weights must share one dtype, got " +
+                std::string(dtype_name(in.dtype())) + ", " + std::string(dtype_name(w.dtype())) +
+                " and " + std::string(dtype_name(out.dtype())));
+}
+
+void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, int channels,
+               const std::vector<const Buffer*>& per_channel, const Buffer& y)
+{
+    require(rows > 0 && channels > 0, backend, op,
+            "rows and channels must be positive, got " + std::to_string(rows) + " x " +
+                std::to_string(channels));
+    // The running variance takes the unbiased estimate n/(n-1): undefined for one value.
+    require(std::string(op) != "batchnorm_forward_train" || rows > 1, backend, op,
+            "training needs more than one value per channel (batch*height*width > 1)");
+    const std::size_t n = std::size_t(rows) * std::size_t(channels);
+    floating(backend, op, x, n, "x");
+    floating(backend, op, y, n, "output");
+    require(x.dtype() == y.dtype(), backend, op,
+            "input and output must share a dtype, got " + std::string(dtype_name(x.dtype())) +
+                " and " + std::string(dtype_name(y.dtype())));
+    for (std::size_t i = 0; i < per_channel.size(); ++i) {
+        const Buffer* b = per_channel[i];
+        require(b != nullptr && b->dtype() == DType::F32 &&
+                    b->count() >= std::size_t(channels) && b->data() != nullptr,
+                backend, op,
+                "per-channel buffer " + std::to_string(i) + " must be float32 with " +
+                    std::to_string(channels) + " elements");
+    }
+}
+
+void pool(const char* backend, const char* op, const PoolGeometry& g, const Buffer& in,
+          const Buffer& out)
+{
+    pool_geometry(backend, op, g);
+    const std::size_t n_in = std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
+    const std::size_t n_out = std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
+    floating(backend, op, in, n_in, "x-sized buffer");
+    floating(backend, op, out, n_out, "y-sized buffer");
+    require(in.dtype() == out.dtype(), backend, op,
+            "input and output must share a dtype, got " + std::string(dtype_name(in.dtype())) +
+                " and " + std::string(dtype_name(out.dtype())));
 }
 
 void gemm(const char* backend, const GemmCall& g)

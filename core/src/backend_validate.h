@@ -35,8 +35,27 @@ void element_range(const char* backend, const char* op, const Buffer& b, std::si
 void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes);
 void cast(const char* backend, const Buffer& x, const Buffer& y);
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
-                  const Buffer& order_i32, std::int64_t offset, int batch, int sample_size,
-                  const Normalization& norm, const Buffer& out, const Buffer& out_labels);
+                  const Buffer& order_i32, std::int64_t offset, int batch,
+                  const ImageShape& image, const Normalization& norm, const Augmentation& aug,
+                  const Buffer& out, const Buffer& out_labels);
+// a, b, y floating with equal counts, act None or Relu.
+void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,
+                    const Buffer& y);
+// The geometry is consistent (positive sizes; out = (in + 2*pad - kernel)/stride + 1).
+void conv_geometry(const char* backend, const char* op, const ConvGeometry& g);
+void pool_geometry(const char* backend, const char* op, const PoolGeometry& g);
+// op: "conv2d_forward", "conv2d_backward_data" or "conv2d_backward_filter". `in` is
+// x-sized (x or dx), `w` weight-sized (w or dw), `out` y-sized (y or dy); one floating
+// dtype for all three.
+void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Buffer& in,
+            const Buffer& w, const Buffer& out);
+// x and y: rows*channels in one floating dtype; every per-channel buffer float32 with
+// at least `channels` elements.
+void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, int channels,
+               const std::vector<const Buffer*>& per_channel, const Buffer& y);
+// `in` x-sized, `out` y-sized, same floating dtype.
+void pool(const char* backend, const char* op, const PoolGeometry& g, const Buffer& in,
+          const Buffer& out);
 void gemm(const char* backend, const GemmCall& call);
 // Both return the number of rows.
 std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* bias, int cols,

@@ -31,6 +31,36 @@ MIXLAB_HD bool dropout_keep(std::uint64_t seed, std::uint64_t step, std::uint64_
     return uniform01(seed, step, index) >= rate;
 }
 
+// One sample's augmentation draw: a crop offset in [-pad, pad] per axis and a flip bit,
+// from (seed, step, sample index within the batch).
+struct AugmentDraw {
+    int dy = 0, dx = 0;
+    bool flip = false;
+};
+MIXLAB_HD AugmentDraw augment_draw(std::uint64_t seed, std::uint64_t step, std::uint64_t sample,
+                                   int pad, bool crop, bool flip) {
+    const std::uint64_t h =
+        mix64(seed ^ mix64(step * 0x100000001B3ull + 0xA06A06ull) ^ mix64(sample + 0xC0FFEEull));
+    AugmentDraw d;
+    if (crop && pad > 0) {
+        const std::uint64_t span = std::uint64_t(2 * pad + 1);
+        d.dy = int((h & 0xFFFFull) % span) - pad;
+        d.dx = int(((h >> 16) & 0xFFFFull) % span) - pad;
+    }
+    d.flip = flip && ((h >> 40) & 1ull) != 0;
+    return d;
+}
+// Where output pixel (r, c) of an augmented (height x width) image reads from: crop
+// then flip, as torchvision's RandomCrop(padding) followed by RandomHorizontalFlip.
+// Returns false when it falls in the zero padding.
+MIXLAB_HD bool augment_source(const AugmentDraw& d, int r, int c, int height, int width,
+                              int* src_r, int* src_c) {
+    const int cc = d.flip ? width - 1 - c : c;
+    *src_r = r + d.dy;
+    *src_c = cc + d.dx;
+    return *src_r >= 0 && *src_r < height && *src_c >= 0 && *src_c < width;
+}
+
 MIXLAB_HD float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // GELU, tanh approximation (Keras's approximate=True / PyTorch's approximate='tanh'),

@@ -1,42 +1,66 @@
 // Network: static allocation of every tensor a step needs, then forward and backward
-// as backend operations. Layers whose dtype differs from their input's get a cast
-// buffer (the per-layer "dtype": "float32" override and the boundaries it creates).
+// as backend operations. Layers form a tree (residual blocks hold a body and a
+// shortcut sequence); each node reads `in`, writes `out`, and on the way back reads
+// `out_grad` (which it may overwrite) and writes `in_grad`. Dtype boundaries (the
+// per-layer "dtype": "float32" override) become cast nodes.
 #include "network.h"
 
 #include "hd_math.h"
 #include "mixlab/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 namespace mixlab {
 
 struct Network::Node {
-    GraphLayer layer;
+    enum class Kind { Layer, Cast } kind = Kind::Layer;
+    GraphLayer layer;                  // Kind::Layer (sub-layers live in body/shortcut)
     DType dtype = DType::F32;
     MathMode math = MathMode::Pedantic;
     Activation act = Activation::None; // after folding into the loss
     bool fused_relu = false;           // dense + bias + relu in one GEMM epilogue
     bool passthrough = false;          // flatten: shares its input's buffers
-    int in_features = 0, out_features = 0;
+    int in_features = 0, out_features = 0; // per sample
+    int channels = 0;                  // last dimension of the output (NHWC channels)
 
-    Buffer* cast_src = nullptr;       // previous output, cast into `in` before the layer
-    Buffer* cast_src_grad = nullptr;  // where the cast's gradient goes back to
     Buffer* in = nullptr;
-    Buffer* in_grad = nullptr;        // null when nothing before needs a gradient
-    Buffer* pre = nullptr;            // dense pre-activation when the activation is separate
+    Buffer* in_grad = nullptr;         // null when nothing before needs a gradient
+    Buffer* pre = nullptr;             // pre-activation when the backward pass needs it
     Buffer* out = nullptr;
     Buffer* out_grad = nullptr;
 
-    // dense parameters
+    // dense / conv2d parameters (batch norm: w = scale, b = shift, both float32)
     Buffer* w_master = nullptr; Buffer* w_low = nullptr; Buffer* w_grad = nullptr;
+    Buffer* w_grad_low = nullptr;      // conv: dW in the layer's dtype before the fp32 cast
     Buffer* b_master = nullptr; Buffer* b_low = nullptr; Buffer* b_grad = nullptr;
+
+    // batch norm
+    Buffer* running_mean = nullptr; Buffer* running_var = nullptr;
+    Buffer* saved_mean = nullptr; Buffer* saved_inv_std = nullptr;
+    Buffer* scratch_dx = nullptr;      // dx nobody reads, when BN sees the raw input
+
+    ConvGeometry conv;                 // batch filled in per call
+    PoolGeometry pool;
+    ConvPlanInfo plan;
+
+    // residual
+    NodeList body, shortcut;
+    Buffer* body_value = nullptr;      // what the body (and shortcut) end with
+    Buffer* shortcut_value = nullptr;  // the block input itself for an identity shortcut
+    Buffer* shortcut_in_grad = nullptr;  // the shortcut's dX, added into in_grad
+    Buffer* body_grad_copy = nullptr;  // set when the body must not overwrite dS
+    Buffer* shortcut_grad_copy = nullptr;
 
     const Buffer& w_read() const { return w_low ? *w_low : *w_master; }
     const Buffer* b_read() const { return b_low ? b_low : b_master; }
+    LayerType type() const { return layer.spec.type; }
 };
 
 namespace {
+
+using Node = Network::Node;
 
 DType layer_dtype(const LayerSpec& spec, const PolicyTraits& traits)
 {
@@ -49,251 +73,564 @@ MathMode layer_math(DType dtype, Policy policy)
     return policy == Policy::TF32 ? MathMode::TF32 : MathMode::Pedantic;
 }
 
+// Layers that pick their own dtype; the rest (dropout, pooling, flatten) run in
+// whatever dtype reaches them.
+bool has_own_dtype(LayerType t)
+{
+    switch (t) {
+    case LayerType::Dense: case LayerType::Activation: case LayerType::Conv2D:
+    case LayerType::BatchNorm: case LayerType::Residual:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool has_params(LayerType t)
+{
+    return t == LayerType::Dense || t == LayerType::Conv2D || t == LayerType::BatchNorm;
+}
+
+// The dtype of the first layer, in execution order, that chooses one.
+bool first_own_dtype(const std::vector<GraphLayer>& layers, const PolicyTraits& traits,
+                     DType& out)
+{
+    for (const auto& l : layers) {
+        if (l.spec.type == LayerType::Residual) {
+            out = layer_dtype(l.spec, traits);
+            return true;
+        }
+        if (has_own_dtype(l.spec.type)) {
+            out = layer_dtype(l.spec, traits);
+            return true;
+        }
+    }
+    return false;
+}
+
+// Whether a node's backward pass overwrites the dY it reads (dense/conv with an
+// activation turn dY into dZ in place; so does a residual with an activation).
+bool overwrites_dy(const Node& n)
+{
+    if (n.kind != Node::Kind::Layer) return false;
+    const LayerType t = n.type();
+    return (t == LayerType::Dense || t == LayerType::Conv2D || t == LayerType::Residual) &&
+           n.act != Activation::None;
+}
+
+int last_dim(const Shape& s) { return s.dims.empty() ? 1 : s.dims.back(); }
+
 } // namespace
 
 Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
                  int max_batch, std::uint64_t seed)
     : m_backend(backend), m_policy(policy), m_traits(policy_traits(policy)), m_seed(seed),
-      m_graph(graph)
+      m_max_batch(max_batch), m_graph(graph)
 {
-    build(graph, opt, max_batch);
-    init_parameters(graph);
+    DType input_dtype = m_traits.compute;
+    first_own_dtype(graph.layers, m_traits, input_dtype);
+    const std::size_t input_count = std::size_t(max_batch) * std::size_t(graph.input.elements());
+    m_input = own(input_count, input_dtype);
+    m_labels = m_backend.alloc(std::size_t(max_batch), DType::I32);
+    m_device_bytes += std::int64_t(max_batch) * 4;
+
+    Flow flow{m_input, nullptr, input_dtype, graph.input};
+    flow = build_sequence(graph.layers, flow, m_nodes, opt);
+    if (m_nodes.empty()) throw SpecError("the model has no layers that compute anything");
+    m_logits = flow.value;
+    // The loss always writes a gradient, even for a model without parameters.
+    m_dlogits = flow.grad ? flow.grad : own(flow.value->count(), flow.dtype);
+    if (!flow.grad) m_nodes.back()->out_grad = m_dlogits;
+
+    init_parameters(m_nodes);
     m_param_table = m_backend.prepare_params(m_slots);
 }
 
 Network::~Network() = default;
 
-Buffer Network::make(std::size_t count, DType dtype)
+Buffer* Network::own(std::size_t count, DType dtype)
 {
+    m_owned.push_back(std::make_unique<Buffer>(m_backend.alloc(count, dtype)));
     m_device_bytes += std::int64_t(count * dtype_size(dtype));
-    return m_backend.alloc(count, dtype);
+    return m_owned.back().get();
 }
 
-void Network::build(const Graph& graph, const OptimizerConfig& opt, int max_batch)
+void Network::disown(Buffer* b)
 {
-    auto own = [this](std::size_t count, DType dtype) {
-        m_owned.push_back(std::make_unique<Buffer>(make(count, dtype)));
-        return m_owned.back().get();
-    };
-    const std::size_t batch = std::size_t(max_batch);
-
-    // The input takes the dtype of the first layer that has one of its own.
-    DType input_dtype = m_traits.compute;
-    for (const auto& l : graph.layers) {
-        if (l.spec.type == LayerType::Dense || l.spec.type == LayerType::Activation) {
-            input_dtype = layer_dtype(l.spec, m_traits);
-            break;
-        }
+    for (auto it = m_owned.begin(); it != m_owned.end(); ++it) {
+        if (it->get() != b) continue;
+        m_device_bytes -= std::int64_t(b->count() * dtype_size(b->dtype()));
+        m_owned.erase(it);
+        return;
     }
-    const int input_features = int(graph.input.elements());
-    m_input = own(batch * input_features, input_dtype);
-    m_labels = make(batch, DType::I32);
+}
 
-    Buffer* cur = m_input;
-    Buffer* cur_grad = nullptr; // no gradient flows into the input
-    DType cur_dtype = input_dtype;
-    int features = input_features;
+void Network::add_slot(Buffer* master, Buffer* grad, Buffer* low, const OptimizerConfig& opt)
+{
+    ParamSlot slot{master, grad, low, nullptr, nullptr};
+    const bool sgd = opt.type == OptimizerType::SGD;
+    if (!sgd || opt.momentum != 0.0f) slot.state1 = own(master->count(), master->dtype());
+    if (!sgd) slot.state2 = own(master->count(), master->dtype());
+    m_slots.push_back(slot);
+}
 
-    for (const auto& layer : graph.layers) {
-        const LayerSpec& spec = layer.spec;
-        if (spec.type == LayerType::Activation && layer.folded_into_loss) continue;
+Network::Flow Network::build_sequence(const std::vector<GraphLayer>& layers, Flow flow,
+                                      NodeList& out, const OptimizerConfig& opt)
+{
+    for (const auto& layer : layers) {
+        if (layer.spec.type == LayerType::Activation && layer.folded_into_loss) continue;
+        flow = layer.spec.type == LayerType::Residual ? build_residual(layer, flow, out, opt)
+                                                      : build_layer(layer, flow, out, opt);
+    }
+    return flow;
+}
 
+Network::Flow Network::cast_to(Flow flow, DType dtype, NodeList& out)
+{
+    if (flow.dtype == dtype) return flow;
+    auto node = std::make_unique<Node>();
+    node->kind = Node::Kind::Cast;
+    node->dtype = dtype;
+    node->in = flow.value;
+    node->in_grad = flow.grad;
+    node->out = own(flow.value->count(), dtype);
+    node->out_grad = flow.grad ? own(flow.value->count(), dtype) : nullptr;
+    Flow next{node->out, node->out_grad, dtype, flow.shape};
+    out.push_back(std::move(node));
+    return next;
+}
+
+Network::Flow Network::build_layer(const GraphLayer& layer, Flow flow, NodeList& out,
+                                   const OptimizerConfig& opt)
+{
+    const LayerSpec& spec = layer.spec;
+    const std::size_t batch = std::size_t(m_max_batch);
+    if (spec.type == LayerType::Flatten) {
         auto node = std::make_unique<Node>();
         node->layer = layer;
-        node->in_features = features;
-        if (spec.type == LayerType::Flatten) {
-            node->passthrough = true;
-            node->dtype = cur_dtype;
-            node->in = node->out = cur;
-            node->in_grad = node->out_grad = cur_grad;
-            node->out_features = features;
-            m_nodes.push_back(std::move(node));
-            continue;
-        }
-
-        const bool own_dtype = spec.type != LayerType::Dropout;
-        node->dtype = own_dtype ? layer_dtype(spec, m_traits) : cur_dtype;
-        node->math = layer_math(node->dtype, m_policy);
-        node->in = cur;
-        node->in_grad = cur_grad;
-        if (node->dtype != cur_dtype) {
-            node->cast_src = cur;
-            node->cast_src_grad = cur_grad;
-            node->in = own(batch * features, node->dtype);
-            node->in_grad = cur_grad ? own(batch * features, node->dtype) : nullptr;
-        }
-
-        int out_features = features;
-        if (spec.type == LayerType::Dense) {
-            out_features = spec.units;
-            node->act = layer.folded_into_loss ? Activation::None : spec.activation;
-            node->fused_relu = node->act == Activation::Relu && spec.use_bias;
-            const DType master = (m_traits.master_weights || node->dtype == DType::F32)
-                                     ? DType::F32 : node->dtype;
-            const std::size_t n_w = std::size_t(out_features) * features;
-            node->w_master = own(n_w, master);
-            node->w_grad = own(n_w, master);
-            if (master != node->dtype) node->w_low = own(n_w, node->dtype);
-            if (spec.use_bias) {
-                node->b_master = own(out_features, master);
-                node->b_grad = own(out_features, master);
-                if (master != node->dtype) node->b_low = own(out_features, node->dtype);
-            }
-            auto add_slot = [&](Buffer* m, Buffer* g, Buffer* low) {
-                ParamSlot slot{m, g, low, nullptr, nullptr};
-                const bool sgd = opt.type == OptimizerType::SGD;
-                if (!sgd || opt.momentum != 0.0f) slot.state1 = own(m->count(), master);
-                if (!sgd) slot.state2 = own(m->count(), master);
-                m_slots.push_back(slot);
-            };
-            add_slot(node->w_master, node->w_grad, node->w_low);
-            if (spec.use_bias) add_slot(node->b_master, node->b_grad, node->b_low);
-            if (node->act != Activation::None && !node->fused_relu)
-                node->pre = own(batch * out_features, node->dtype);
-        } else if (spec.type == LayerType::Activation) {
-            node->act = spec.activation;
-        }
-        node->out_features = out_features;
-        node->out = own(batch * out_features, node->dtype);
-        // Every layer from the first trainable one on passes a gradient back.
-        const bool trainable_so_far = cur_grad != nullptr || spec.type == LayerType::Dense;
-        node->out_grad = trainable_so_far ? own(batch * out_features, node->dtype) : nullptr;
-
-        cur = node->out;
-        cur_grad = node->out_grad;
-        cur_dtype = node->dtype;
-        features = out_features;
-        m_nodes.push_back(std::move(node));
+        node->passthrough = true;
+        node->dtype = flow.dtype;
+        node->in = node->out = flow.value;
+        node->in_grad = node->out_grad = flow.grad;
+        node->in_features = node->out_features = int(flow.shape.elements());
+        out.push_back(std::move(node));
+        flow.shape = layer.out;
+        return flow;
     }
-    if (m_nodes.empty() || m_nodes.back()->out_grad == nullptr) {
-        // The loss always writes a gradient, even for a model without parameters.
-        Node& last = *m_nodes.back();
-        last.out_grad = own(batch * last.out_features, last.dtype);
+
+    if (has_own_dtype(spec.type)) flow = cast_to(flow, layer_dtype(spec, m_traits), out);
+
+    auto node = std::make_unique<Node>();
+    Node& n = *node;
+    n.layer = layer;
+    n.dtype = flow.dtype;
+    n.math = layer_math(n.dtype, m_policy);
+    n.in = flow.value;
+    n.in_grad = flow.grad;
+    n.in_features = int(layer.in.elements());
+    n.out_features = int(layer.out.elements());
+    n.channels = last_dim(layer.out);
+    const DType master = (m_traits.master_weights || n.dtype == DType::F32) ? DType::F32 : n.dtype;
+
+    auto weights = [&](std::size_t n_w, std::size_t n_b, bool conv) {
+        n.w_master = own(n_w, master);
+        n.w_grad = own(n_w, master);
+        if (master != n.dtype) n.w_low = own(n_w, n.dtype);
+        // cuDNN computes dW in the data's dtype; it is cast into the fp32 gradient.
+        if (conv && master != n.dtype) n.w_grad_low = own(n_w, n.dtype);
+        add_slot(n.w_master, n.w_grad, n.w_low, opt);
+        if (n_b) {
+            n.b_master = own(n_b, master);
+            n.b_grad = own(n_b, master);
+            if (master != n.dtype) n.b_low = own(n_b, n.dtype);
+            add_slot(n.b_master, n.b_grad, n.b_low, opt);
+        }
+    };
+
+    switch (spec.type) {
+    case LayerType::Dense:
+        n.act = layer.folded_into_loss ? Activation::None : spec.activation;
+        n.fused_relu = n.act == Activation::Relu && spec.use_bias;
+        weights(std::size_t(n.out_features) * n.in_features, spec.use_bias ? n.out_features : 0,
+                false);
+        if (n.act != Activation::None && !n.fused_relu)
+            n.pre = own(batch * n.out_features, n.dtype);
+        break;
+    case LayerType::Conv2D: {
+        n.act = spec.activation;
+        ConvGeometry& g = n.conv;
+        g.batch = m_max_batch;
+        g.in_h = layer.in.dims[0]; g.in_w = layer.in.dims[1]; g.in_c = layer.in.dims[2];
+        g.out_h = layer.out.dims[0]; g.out_w = layer.out.dims[1]; g.out_c = layer.out.dims[2];
+        g.kernel_h = spec.kernel_h; g.kernel_w = spec.kernel_w;
+        g.stride_h = layer.stride_h; g.stride_w = layer.stride_w;
+        g.pad_h = layer.pad_h; g.pad_w = layer.pad_w;
+        weights(std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c,
+                spec.use_bias ? std::size_t(g.out_c) : 0, true);
+        // Only GELU's backward needs the pre-activation; the others use the output.
+        if (n.act == Activation::Gelu) n.pre = own(batch * n.out_features, n.dtype);
+        n.plan = m_backend.conv2d_prepare(g, n.dtype, n.math);
+        break;
     }
+    case LayerType::BatchNorm: {
+        const std::size_t c = std::size_t(n.channels);
+        n.w_master = own(c, DType::F32);
+        n.w_grad = own(c, DType::F32);
+        n.b_master = own(c, DType::F32);
+        n.b_grad = own(c, DType::F32);
+        add_slot(n.w_master, n.w_grad, nullptr, opt);
+        add_slot(n.b_master, n.b_grad, nullptr, opt);
+        n.running_mean = own(c, DType::F32);
+        n.running_var = own(c, DType::F32);
+        n.saved_mean = own(c, DType::F32);
+        n.saved_inv_std = own(c, DType::F32);
+        if (!n.in_grad) n.scratch_dx = own(batch * n.in_features, n.dtype);
+        break;
+    }
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D:
+    case LayerType::GlobalAvgPool: {
+        PoolGeometry& g = n.pool;
+        g.batch = m_max_batch;
+        g.in_h = layer.in.dims[0]; g.in_w = layer.in.dims[1]; g.channels = layer.in.dims[2];
+        if (spec.type == LayerType::GlobalAvgPool) {
+            g.out_h = g.out_w = 1;
+            g.window_h = g.stride_h = g.in_h;
+            g.window_w = g.stride_w = g.in_w;
+        } else {
+            g.out_h = layer.out.dims[0]; g.out_w = layer.out.dims[1];
+            g.window_h = spec.kernel_h; g.window_w = spec.kernel_w;
+            g.stride_h = layer.stride_h; g.stride_w = layer.stride_w;
+            g.pad_h = layer.pad_h; g.pad_w = layer.pad_w;
+        }
+        break;
+    }
+    case LayerType::Activation:
+        n.act = spec.activation;
+        break;
+    default:
+        break;
+    }
+
+    n.out = own(batch * n.out_features, n.dtype);
+    const bool needs_grad = flow.grad != nullptr || has_params(spec.type);
+    n.out_grad = needs_grad ? own(batch * n.out_features, n.dtype) : nullptr;
+    Flow next{n.out, n.out_grad, n.dtype, layer.out};
+    out.push_back(std::move(node));
+    return next;
 }
 
-void Network::init_parameters(const Graph& graph)
+Network::Flow Network::build_residual(const GraphLayer& layer, Flow flow, NodeList& out,
+                                      const OptimizerConfig& opt)
 {
-    (void)graph;
-    // Glorot-uniform weights (Keras's default) and zero biases, from a counter-based
-    // generator so every backend and policy starts from the same values.
+    const DType dtype = layer_dtype(layer.spec, m_traits);
+    const std::size_t count = std::size_t(m_max_batch) * std::size_t(layer.out.elements());
+    auto node = std::make_unique<Node>();
+    Node& n = *node;
+    n.layer = layer;
+    n.dtype = dtype;
+    n.math = layer_math(dtype, m_policy);
+    n.act = layer.spec.activation;
+    n.in = flow.value;
+    n.in_grad = flow.grad;
+    n.in_features = int(layer.in.elements());
+    n.out_features = int(layer.out.elements());
+    n.channels = last_dim(layer.out);
+
+    // The body writes its dX straight into the block's input gradient; the shortcut
+    // into its own buffer, added afterwards.
+    Flow body = build_sequence(layer.body, flow, n.body, opt);
+    body = cast_to(body, dtype, n.body);
+    Flow sc_in = flow;
+    if (flow.grad && (!layer.shortcut.empty() || flow.dtype != dtype))
+        sc_in.grad = n.shortcut_in_grad = own(flow.value->count(), flow.dtype);
+    Flow sc = build_sequence(layer.shortcut, sc_in, n.shortcut, opt);
+    sc = cast_to(sc, dtype, n.shortcut);
+    n.body_value = body.value;
+    n.shortcut_value = sc.value;
+
+    n.out = own(count, dtype);
+    const bool needs_grad = flow.grad != nullptr || layer.params > 0;
+    n.out_grad = needs_grad ? own(count, dtype) : nullptr;
+
+    // Both branches read dS = the block's out_grad (after its activation's backward).
+    // Point their last nodes at it instead of giving them buffers of their own, unless
+    // a branch overwrites its dY while the other still needs dS.
+    auto share = [&](NodeList& list, Buffer** copy, bool must_copy) {
+        if (list.empty() || !n.out_grad) return;
+        Node& last = *list.back();
+        if (last.passthrough)
+            throw SpecError(layer.path + " (residual): a branch cannot end with flatten");
+        // A nested residual's branches already point at its own out_grad: copy into it.
+        if (must_copy || (last.kind == Node::Kind::Layer && last.type() == LayerType::Residual)) {
+            *copy = last.out_grad ? last.out_grad : own(count, dtype);
+            last.out_grad = *copy;
+        } else {
+            if (last.out_grad) disown(last.out_grad);
+            last.out_grad = n.out_grad;
+        }
+    };
+    const bool identity = n.shortcut.empty();
+    // Backward runs the shortcut first, then the body, then adds: the shortcut must not
+    // spoil dS for the body, and with an identity shortcut the body must not spoil it
+    // for the add.
+    share(n.shortcut, &n.shortcut_grad_copy, !n.shortcut.empty() && overwrites_dy(*n.shortcut.back()));
+    share(n.body, &n.body_grad_copy, identity && !n.body.empty() && overwrites_dy(*n.body.back()));
+    if (n.body.empty())
+        throw SpecError(layer.path + " (residual): \"body\" must hold at least one layer");
+
+    Flow next{n.out, n.out_grad, dtype, layer.out};
+    out.push_back(std::move(node));
+    return next;
+}
+
+void Network::init_parameters(const NodeList& nodes)
+{
+    // Glorot-uniform weights (Keras's default; for a convolution the fans count the
+    // kernel window) and zero biases, from a counter-based generator so every backend
+    // and policy starts from the same values. Batch norm: scale 1, shift 0, running
+    // mean 0, running variance 1.
     std::vector<float> host;
-    for (const auto& node : m_nodes) {
-        if (!node->w_master) continue;
-        const int fan_in = node->in_features, fan_out = node->out_features;
+    for (const auto& np : nodes) {
+        const Node& n = *np;
+        if (n.kind != Node::Kind::Layer) continue;
+        if (n.type() == LayerType::Residual) {
+            init_parameters(n.body);
+            init_parameters(n.shortcut);
+            continue;
+        }
+        if (n.type() == LayerType::BatchNorm) {
+            m_backend.fill(*n.w_master, 1.0f);
+            m_backend.fill(*n.b_master, 0.0f);
+            m_backend.fill(*n.running_mean, 0.0f);
+            m_backend.fill(*n.running_var, 1.0f);
+            m_backend.fill(*n.saved_mean, 0.0f);
+            m_backend.fill(*n.saved_inv_std, 1.0f);
+            continue;
+        }
+        if (!n.w_master) continue;
+        int fan_in = n.in_features, fan_out = n.out_features;
+        if (n.type() == LayerType::Conv2D) {
+            const int window = n.conv.kernel_h * n.conv.kernel_w;
+            fan_in = window * n.conv.in_c;
+            fan_out = window * n.conv.out_c;
+        }
         const float limit = std::sqrt(6.0f / float(fan_in + fan_out));
-        host.resize(node->w_master->count());
-        const std::uint64_t stream = 0x5EED0000ull + std::uint64_t(node->layer.index);
+        host.resize(n.w_master->count());
+        const std::uint64_t stream = 0x5EED0000ull + std::uint64_t(n.layer.id);
         for (std::size_t i = 0; i < host.size(); ++i)
             host[i] = (2.0f * hd::uniform01(m_seed, stream, i) - 1.0f) * limit;
-        m_backend.upload_f32(*node->w_master, host.data(), host.size());
-        if (node->w_low) m_backend.cast(*node->w_master, *node->w_low);
-        if (node->b_master) {
-            m_backend.fill(*node->b_master, 0.0f);
-            if (node->b_low) m_backend.fill(*node->b_low, 0.0f);
+        m_backend.upload_f32(*n.w_master, host.data(), host.size());
+        if (n.w_low) m_backend.cast(*n.w_master, *n.w_low);
+        if (n.b_master) {
+            m_backend.fill(*n.b_master, 0.0f);
+            if (n.b_low) m_backend.fill(*n.b_low, 0.0f);
         }
     }
+    if (&nodes != &m_nodes) return;
     for (const auto& slot : m_slots) {
         if (slot.state1) m_backend.fill(*slot.state1, 0.0f);
         if (slot.state2) m_backend.fill(*slot.state2, 0.0f);
     }
 }
 
-const Buffer& Network::logits() const { return *m_nodes.back()->out; }
-Buffer& Network::dlogits() { return *m_nodes.back()->out_grad; }
+const Buffer& Network::logits() const { return *m_logits; }
+Buffer& Network::dlogits() { return *m_dlogits; }
 
 void Network::forward(int batch, bool training, std::uint64_t step)
 {
-    for (const auto& np : m_nodes) {
-        Node& n = *np;
-        if (n.passthrough) continue;
-        if (n.cast_src) m_backend.cast(*n.cast_src, *n.in);
-        switch (n.layer.spec.type) {
-        case LayerType::Dense: {
-            GemmCall g;
-            g.trans_b = true; // Y (batch x out) = X (batch x in) . W^T, W stored (out x in)
-            g.m = batch;
-            g.n = n.out_features;
-            g.k = n.in_features;
-            g.a = n.in;
-            g.b = &n.w_read();
-            g.c = n.pre ? n.pre : n.out;
-            g.bias = n.b_read();
-            g.epilogue = !g.bias ? Epilogue::None
-                                 : (n.fused_relu ? Epilogue::BiasRelu : Epilogue::Bias);
-            g.math = n.math;
-            m_backend.gemm(g);
-            if (n.pre) m_backend.bias_activation(n.act, *n.pre, nullptr, n.out_features, *n.out);
-            break;
-        }
-        case LayerType::Activation:
-            m_backend.bias_activation(n.act, *n.in, nullptr, n.out_features, *n.out);
-            break;
-        case LayerType::Dropout:
-            // Evaluation is a plain copy (rate 0 keeps everything, scale 1).
-            m_backend.dropout_forward(*n.in, training ? n.layer.spec.rate : 0.0f,
-                                      m_seed ^ hd::mix64(std::uint64_t(n.layer.index)), step,
-                                      *n.out);
-            break;
-        case LayerType::Flatten:
-            break;
-        }
-    }
+    forward_nodes(m_nodes, batch, training, step);
 }
 
 void Network::backward(int batch, std::uint64_t step)
 {
-    for (auto it = m_nodes.rbegin(); it != m_nodes.rend(); ++it) {
-        Node& n = **it;
-        if (n.passthrough || !n.out_grad) continue;
-        switch (n.layer.spec.type) {
-        case LayerType::Dense: {
-            // dZ overwrites dY in place: every activation here is element-wise.
-            if (n.act != Activation::None) {
-                const Buffer& x = n.pre ? *n.pre : *n.out;
-                m_backend.activation_backward(n.act, x, *n.out, *n.out_grad, n.out_features,
-                                              *n.out_grad);
-            }
-            GemmCall dw; // dW (out x in) = dZ^T . X, and dB = column sums of dZ
-            dw.trans_a = true;
-            dw.m = n.out_features;
-            dw.n = n.in_features;
-            dw.k = batch;
-            dw.a = n.out_grad;
-            dw.b = n.in;
-            dw.c = n.w_grad;
-            dw.epilogue = n.b_grad ? Epilogue::BiasGradA : Epilogue::None;
-            dw.bias_grad = n.b_grad;
-            dw.math = n.math;
-            m_backend.gemm(dw);
-            if (n.in_grad) {
-                GemmCall dx; // dX (batch x in) = dZ . W
-                dx.m = batch;
-                dx.n = n.in_features;
-                dx.k = n.out_features;
-                dx.a = n.out_grad;
-                dx.b = &n.w_read();
-                dx.c = n.in_grad;
-                dx.math = n.math;
-                m_backend.gemm(dx);
-            }
-            break;
+    backward_nodes(m_nodes, batch, step);
+}
+
+void Network::forward_nodes(NodeList& nodes, int batch, bool training, std::uint64_t step)
+{
+    for (auto& np : nodes) forward_node(*np, batch, training, step);
+}
+
+void Network::backward_nodes(NodeList& nodes, int batch, std::uint64_t step)
+{
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) backward_node(**it, batch, step);
+}
+
+void Network::forward_node(Node& n, int batch, bool training, std::uint64_t step)
+{
+    if (n.passthrough) return;
+    if (n.kind == Node::Kind::Cast) {
+        m_backend.cast(*n.in, *n.out);
+        return;
+    }
+    const LayerSpec& spec = n.layer.spec;
+    switch (spec.type) {
+    case LayerType::Dense: {
+        GemmCall g;
+        g.trans_b = true; // Y (batch x out) = X (batch x in) . W^T, W stored (out x in)
+        g.m = batch;
+        g.n = n.out_features;
+        g.k = n.in_features;
+        g.a = n.in;
+        g.b = &n.w_read();
+        g.c = n.pre ? n.pre : n.out;
+        g.bias = n.b_read();
+        g.epilogue = !g.bias ? Epilogue::None : (n.fused_relu ? Epilogue::BiasRelu : Epilogue::Bias);
+        g.math = n.math;
+        m_backend.gemm(g);
+        if (n.pre) m_backend.bias_activation(n.act, *n.pre, nullptr, n.out_features, *n.out);
+        break;
+    }
+    case LayerType::Conv2D: {
+        ConvGeometry g = n.conv;
+        g.batch = batch;
+        Buffer& y = n.pre ? *n.pre : *n.out;
+        m_backend.conv2d_forward(g, *n.in, n.w_read(), n.math, y);
+        if (n.b_master || n.act != Activation::None)
+            m_backend.bias_activation(n.act, y, n.b_read(), n.channels, *n.out);
+        break;
+    }
+    case LayerType::BatchNorm: {
+        const int rows = batch * (n.in_features / n.channels);
+        if (training)
+            m_backend.batchnorm_forward_train(*n.in, rows, n.channels, *n.w_master, *n.b_master,
+                                              spec.momentum, spec.epsilon, *n.running_mean,
+                                              *n.running_var, *n.saved_mean, *n.saved_inv_std,
+                                              *n.out);
+        else
+            m_backend.batchnorm_forward_eval(*n.in, rows, n.channels, *n.w_master, *n.b_master,
+                                             *n.running_mean, *n.running_var, spec.epsilon,
+                                             *n.out);
+        break;
+    }
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D:
+    case LayerType::GlobalAvgPool: {
+        PoolGeometry g = n.pool;
+        g.batch = batch;
+        m_backend.pool_forward(spec.type == LayerType::MaxPool2D ? PoolMode::Max : PoolMode::Average,
+                               g, *n.in, *n.out);
+        break;
+    }
+    case LayerType::Activation:
+        m_backend.bias_activation(n.act, *n.in, nullptr, n.channels, *n.out);
+        break;
+    case LayerType::Dropout:
+        // Evaluation is a plain copy (rate 0 keeps everything, scale 1).
+        m_backend.dropout_forward(*n.in, training ? spec.rate : 0.0f,
+                                  m_seed ^ hd::mix64(std::uint64_t(n.layer.id)), step, *n.out);
+        break;
+    case LayerType::Residual: {
+        forward_nodes(n.body, batch, training, step);
+        forward_nodes(n.shortcut, batch, training, step);
+        m_backend.add_activation(n.act, *n.body_value, *n.shortcut_value, *n.out);
+        break;
+    }
+    case LayerType::Flatten:
+        break;
+    }
+}
+
+void Network::backward_node(Node& n, int batch, std::uint64_t step)
+{
+    if (n.passthrough || !n.out_grad) return;
+    if (n.kind == Node::Kind::Cast) {
+        if (n.in_grad) m_backend.cast(*n.out_grad, *n.in_grad);
+        return;
+    }
+    const LayerSpec& spec = n.layer.spec;
+    switch (spec.type) {
+    case LayerType::Dense: {
+        // dZ overwrites dY in place: every activation here is element-wise.
+        if (n.act != Activation::None) {
+            const Buffer& x = n.pre ? *n.pre : *n.out;
+            m_backend.activation_backward(n.act, x, *n.out, *n.out_grad, n.out_features,
+                                          *n.out_grad);
         }
-        case LayerType::Activation:
-            if (n.in_grad)
-                m_backend.activation_backward(n.act, *n.in, *n.out, *n.out_grad, n.out_features,
-                                              *n.in_grad);
-            break;
-        case LayerType::Dropout:
-            if (n.in_grad)
-                m_backend.dropout_backward(*n.out_grad, n.layer.spec.rate,
-                                           m_seed ^ hd::mix64(std::uint64_t(n.layer.index)), step,
-                                           *n.in_grad);
-            break;
-        case LayerType::Flatten:
-            break;
+        GemmCall dw; // dW (out x in) = dZ^T . X, and dB = column sums of dZ
+        dw.trans_a = true;
+        dw.m = n.out_features;
+        dw.n = n.in_features;
+        dw.k = batch;
+        dw.a = n.out_grad;
+        dw.b = n.in;
+        dw.c = n.w_grad;
+        dw.epilogue = n.b_grad ? Epilogue::BiasGradA : Epilogue::None;
+        dw.bias_grad = n.b_grad;
+        dw.math = n.math;
+        m_backend.gemm(dw);
+        if (n.in_grad) {
+            GemmCall dx; // dX (batch x in) = dZ . W
+            dx.m = batch;
+            dx.n = n.in_features;
+            dx.k = n.out_features;
+            dx.a = n.out_grad;
+            dx.b = &n.w_read();
+            dx.c = n.in_grad;
+            dx.math = n.math;
+            m_backend.gemm(dx);
         }
-        if (n.cast_src && n.cast_src_grad && n.in_grad) m_backend.cast(*n.in_grad, *n.cast_src_grad);
+        break;
+    }
+    case LayerType::Conv2D: {
+        ConvGeometry g = n.conv;
+        g.batch = batch;
+        if (n.act != Activation::None) {
+            const Buffer& x = n.pre ? *n.pre : *n.out;
+            m_backend.activation_backward(n.act, x, *n.out, *n.out_grad, n.channels, *n.out_grad);
+        }
+        if (n.b_grad) m_backend.bias_grad(*n.out_grad, batch * g.out_h * g.out_w, g.out_c, *n.b_grad);
+        Buffer& dw = n.w_grad_low ? *n.w_grad_low : *n.w_grad;
+        m_backend.conv2d_backward_filter(g, *n.in, *n.out_grad, n.math, dw);
+        if (n.w_grad_low) m_backend.cast(*n.w_grad_low, *n.w_grad);
+        if (n.in_grad) m_backend.conv2d_backward_data(g, *n.out_grad, n.w_read(), n.math, *n.in_grad);
+        break;
+    }
+    case LayerType::BatchNorm: {
+        const int rows = batch * (n.in_features / n.channels);
+        m_backend.batchnorm_backward(*n.in, *n.out_grad, rows, n.channels, *n.w_master,
+                                     *n.saved_mean, *n.saved_inv_std,
+                                     n.in_grad ? *n.in_grad : *n.scratch_dx, *n.w_grad, *n.b_grad);
+        break;
+    }
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D:
+    case LayerType::GlobalAvgPool: {
+        if (!n.in_grad) break;
+        PoolGeometry g = n.pool;
+        g.batch = batch;
+        m_backend.pool_backward(spec.type == LayerType::MaxPool2D ? PoolMode::Max : PoolMode::Average,
+                                g, *n.in, *n.out, *n.out_grad, *n.in_grad);
+        break;
+    }
+    case LayerType::Activation:
+        if (n.in_grad)
+            m_backend.activation_backward(n.act, *n.in, *n.out, *n.out_grad, n.channels, *n.in_grad);
+        break;
+    case LayerType::Dropout:
+        if (n.in_grad)
+            m_backend.dropout_backward(*n.out_grad, spec.rate,
+                                       m_seed ^ hd::mix64(std::uint64_t(n.layer.id)), step,
+                                       *n.in_grad);
+        break;
+    case LayerType::Residual: {
+        // dS = d(body + shortcut); relu(out) > 0 exactly where its input was.
+        if (n.act != Activation::None)
+            m_backend.activation_backward(n.act, *n.out, *n.out, *n.out_grad, n.channels,
+                                          *n.out_grad);
+        if (n.shortcut_grad_copy) m_backend.cast(*n.out_grad, *n.shortcut_grad_copy);
+        if (n.body_grad_copy) m_backend.cast(*n.out_grad, *n.body_grad_copy);
+        backward_nodes(n.shortcut, batch, step);
+        backward_nodes(n.body, batch, step);
+        if (n.in_grad) {
+            const Buffer& sc = n.shortcut.empty() ? *n.out_grad : *n.shortcut_in_grad;
+            m_backend.add_activation(Activation::None, *n.in_grad, sc, *n.in_grad);
+        }
+        break;
+    }
+    case LayerType::Flatten:
+        break;
     }
 }
 
@@ -308,26 +645,98 @@ std::vector<float> Network::read_parameters()
     return out;
 }
 
+void Network::write_parameters(const std::vector<float>& values)
+{
+    std::size_t at = 0;
+    for (const auto& slot : m_slots) {
+        const std::size_t n = slot.master->count();
+        if (at + n > values.size())
+            throw Error("write_parameters: " + std::to_string(values.size()) +
+                        " values for more parameters than that");
+        m_backend.upload_f32(*slot.master, values.data() + at, n);
+        if (slot.low) m_backend.cast(*slot.master, *slot.low);
+        at += n;
+    }
+}
+
+std::vector<float> Network::read_gradients()
+{
+    std::vector<float> out;
+    for (const auto& slot : m_slots) {
+        const std::size_t at = out.size();
+        out.resize(at + slot.grad->count());
+        m_backend.download_f32(*slot.grad, out.data() + at, slot.grad->count());
+    }
+    return out;
+}
+
+namespace {
+
+void collect_kernels(const std::vector<std::unique_ptr<Node>>& nodes,
+                     std::vector<LayerKernelInfo>& out)
+{
+    for (const auto& np : nodes) {
+        const Node& n = *np;
+        if (n.kind != Node::Kind::Layer) continue;
+        if (n.type() == LayerType::Residual) {
+            collect_kernels(n.body, out);
+            collect_kernels(n.shortcut, out);
+            continue;
+        }
+        if (n.type() != LayerType::Dense && n.type() != LayerType::Conv2D) continue;
+        LayerKernelInfo k;
+        k.path = n.layer.path.empty() ? "layer " + std::to_string(n.layer.index) : n.layer.path;
+        k.type = std::string(layer_type_name(n.type()));
+        k.dtype = n.dtype;
+        k.math = n.math;
+        std::ostringstream s;
+        if (n.type() == LayerType::Dense) {
+            s << n.in_features << "->" << n.out_features;
+            k.tensor_cores = n.math != MathMode::Pedantic && n.layer.tensor_core_friendly;
+            if (n.math == MathMode::Reduced && !n.layer.tensor_core_friendly)
+                s << "; " << n.layer.tensor_core_note;
+        } else {
+            const ConvGeometry& g = n.conv;
+            s << g.kernel_h << "x" << g.kernel_w << " " << g.in_c << "->" << g.out_c;
+            if (g.stride_h != 1 || g.stride_w != 1) s << " stride " << g.stride_h;
+            s << " on " << g.in_h << "x" << g.in_w;
+            k.tensor_cores = n.plan.tensor_cores;
+            if (!n.plan.forward_algo.empty())
+                s << "; algorithms fwd " << n.plan.forward_algo << ", bwd data "
+                  << n.plan.backward_data_algo << ", bwd filter " << n.plan.backward_filter_algo;
+            if (n.math == MathMode::Reduced && !n.layer.tensor_core_friendly)
+                s << "; " << n.layer.tensor_core_note;
+        }
+        if (n.w_low) s << "; fp32 master weights";
+        k.detail = s.str();
+        out.push_back(std::move(k));
+    }
+}
+
+} // namespace
+
+std::vector<LayerKernelInfo> Network::kernels() const
+{
+    std::vector<LayerKernelInfo> kernels;
+    collect_kernels(m_nodes, kernels);
+    return kernels;
+}
+
 std::vector<std::string> Network::describe() const
 {
     std::vector<std::string> lines;
-    for (const auto& np : m_nodes) {
-        const Node& n = *np;
-        if (n.layer.spec.type != LayerType::Dense) continue;
+    for (const auto& k : kernels()) {
         std::ostringstream s;
-        s << "layer " << n.layer.index << " dense " << n.in_features << "->" << n.out_features
-          << ": " << dtype_name(n.dtype) << " GEMM";
-        switch (n.math) {
+        s << k.path << " " << k.type << " " << dtype_name(k.dtype)
+          << (k.type == "conv2d" ? " conv" : " GEMM");
+        switch (k.math) {
         case MathMode::Pedantic: s << ", fp32 math (no tensor cores)"; break;
-        case MathMode::TF32: s << ", TF32 tensor-core math"; break;
-        case MathMode::Reduced:
-            s << ", fp32 accumulate"
-              << (n.layer.tensor_core_friendly ? ", tensor-core friendly"
-                                               : ", " + n.layer.tensor_core_note);
-            break;
+        case MathMode::TF32: s << ", TF32 math"; break;
+        case MathMode::Reduced: s << ", fp32 accumulate"; break;
         }
-        if (n.w_low) s << "; fp32 master weights";
-        if (n.cast_src) s << "; input cast to " << dtype_name(n.dtype);
+        if (k.math != MathMode::Pedantic)
+            s << (k.tensor_cores ? ", tensor cores" : ", no tensor cores");
+        s << ": " << k.detail;
         lines.push_back(s.str());
     }
     return lines;

@@ -14,6 +14,16 @@
 
 namespace mixlab {
 
+// What a layer that multiplies (dense, conv2d) runs as: the facts a run records.
+struct LayerKernelInfo {
+    std::string path;          // "layer 4 > body 0"
+    std::string type;          // "dense", "conv2d"
+    DType dtype = DType::F32;
+    MathMode math = MathMode::Pedantic;
+    bool tensor_cores = false; // what the backend chose (conv) or the math allows (dense)
+    std::string detail;        // algorithms, notes
+};
+
 class Network {
 public:
     Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
@@ -27,32 +37,63 @@ public:
     const Buffer& logits() const;            // (max_batch, classes)
     Buffer& dlogits();
 
-    // `step` seeds dropout masks (the same in forward and backward).
+    // `step` seeds dropout masks (the same in forward and backward). `training` picks
+    // dropout on/off and batch statistics (training) or running statistics (evaluation).
     void forward(int batch, bool training, std::uint64_t step);
     void backward(int batch, std::uint64_t step);
 
     ParamTable& param_table() { return *m_param_table; }
-    // fp32 values of every parameter tensor, in graph order (weights then bias).
+    // fp32 values of every parameter tensor, in graph order (weights then bias; batch
+    // norm scale then shift).
     std::vector<float> read_parameters();
-    // Human-readable facts about what runs: one line per layer (dtype, GEMM math).
+    // Test helpers: the same order. write_parameters also refreshes the low copies;
+    // read_gradients gives the float32 gradients of the last backward pass.
+    void write_parameters(const std::vector<float>& values);
+    std::vector<float> read_gradients();
+    // Human-readable facts about what runs: one line per dense or conv layer.
     std::vector<std::string> describe() const;
+    std::vector<LayerKernelInfo> kernels() const;
     std::int64_t device_bytes() const { return m_device_bytes; }
 
-private:
     struct Node;
-    Buffer make(std::size_t count, DType dtype);
-    void build(const Graph& graph, const OptimizerConfig& opt, int max_batch);
-    void init_parameters(const Graph& graph);
+
+private:
+    using NodeList = std::vector<std::unique_ptr<Node>>;
+    // Where a sequence of layers starts and what it ends with.
+    struct Flow {
+        Buffer* value = nullptr;
+        Buffer* grad = nullptr; // null when nothing before needs a gradient
+        DType dtype = DType::F32;
+        Shape shape;
+    };
+    Buffer* own(std::size_t count, DType dtype);
+    void disown(Buffer* b); // frees a buffer own() returned that turned out unneeded
+    Flow build_sequence(const std::vector<GraphLayer>& layers, Flow flow, NodeList& out,
+                        const OptimizerConfig& opt);
+    Flow build_layer(const GraphLayer& layer, Flow flow, NodeList& out,
+                     const OptimizerConfig& opt);
+    Flow build_residual(const GraphLayer& layer, Flow flow, NodeList& out,
+                        const OptimizerConfig& opt);
+    Flow cast_to(Flow flow, DType dtype, NodeList& out);
+    void add_slot(Buffer* master, Buffer* grad, Buffer* low, const OptimizerConfig& opt);
+    void init_parameters(const NodeList& nodes);
+    void forward_nodes(NodeList& nodes, int batch, bool training, std::uint64_t step);
+    void backward_nodes(NodeList& nodes, int batch, std::uint64_t step);
+    void forward_node(Node& n, int batch, bool training, std::uint64_t step);
+    void backward_node(Node& n, int batch, std::uint64_t step);
 
     Backend& m_backend;
     Policy m_policy;
     PolicyTraits m_traits;
     std::uint64_t m_seed;
+    int m_max_batch;
     Graph m_graph;
-    std::vector<std::unique_ptr<Node>> m_nodes;
+    NodeList m_nodes;
     std::vector<std::unique_ptr<Buffer>> m_owned; // every buffer this network allocated
     Buffer* m_input = nullptr;
     Buffer m_labels;
+    Buffer* m_logits = nullptr;
+    Buffer* m_dlogits = nullptr;
     std::vector<ParamSlot> m_slots;
     std::unique_ptr<ParamTable> m_param_table;
     std::int64_t m_device_bytes = 0;

@@ -165,7 +165,7 @@ void read_dataset(const json& j, DatasetOptions& d) {
         throw InputError("\"dataset\" must be an object like {\"name\": \"fashion-mnist\"}, got " +
                          shown(j));
     ObjectReader r(j, "dataset.");
-    r.check_fields({"name", "cifar100_labels", "synthetic_train", "synthetic_test"});
+    r.check_fields({"name", "cifar100_labels", "synthetic_train", "synthetic_test", "augment"});
     if (r.has("name")) d.name = r.string("name", "a dataset name or folder (a string)");
     if (r.has("cifar100_labels")) {
         const auto labels = r.string("cifar100_labels", "\"fine\" or \"coarse\"");
@@ -175,6 +175,15 @@ void read_dataset(const json& j, DatasetOptions& d) {
     }
     r.read("synthetic_train", d.synthetic_train);
     r.read("synthetic_test", d.synthetic_test);
+    if (r.has("augment")) {
+        ObjectReader a(r.object("augment"), "dataset.augment.");
+        a.check_fields({"crop_padding", "horizontal_flip"});
+        a.read("crop_padding", d.crop_padding);
+        a.read("horizontal_flip", d.horizontal_flip);
+        // Beyond half an image's side a crop is mostly padding; 64 covers any sane image.
+        if (d.crop_padding < 0 || d.crop_padding > 64)
+            a.fail("crop_padding", "pixels of zero padding for the random crop, 0 (off) to 64");
+    }
 }
 
 void read_loss_scale(const json& j, LossScaleConfig& ls) {
@@ -282,6 +291,12 @@ std::string run_config_to_json(const RunConfig& c) {
         d["synthetic_train"] = c.dataset.synthetic_train;
     if (c.dataset.synthetic_test != defaults.synthetic_test)
         d["synthetic_test"] = c.dataset.synthetic_test;
+    if (c.dataset.crop_padding != 0 || c.dataset.horizontal_flip) {
+        ordered_json a;
+        a["crop_padding"] = c.dataset.crop_padding;
+        a["horizontal_flip"] = c.dataset.horizontal_flip;
+        d["augment"] = a;
+    }
     j["dataset"] = d;
     j["policy"] = std::string(policy_name(c.policy));
     ordered_json ls;

@@ -117,6 +117,8 @@ struct TrainingRun::Impl {
     bool warned_nan = false;
     OutputHead graph_head = OutputHead::Logits;
     int classes = 0;
+    ImageShape image;        // one sample's (H, W, C)
+    Augmentation augment;    // training batches only; step filled in per step
 
     void report(MetricsSink& sink, std::int64_t step_index);
     void drain(MetricsSink& sink, std::int64_t up_to);
@@ -150,6 +152,11 @@ TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceData
                          " training samples");
 
     s.batch = config.batch_size;
+    s.image = ImageShape{host.height, host.width, host.channels};
+    s.augment.random_crop = config.dataset.crop_padding > 0;
+    s.augment.crop_padding = config.dataset.crop_padding;
+    s.augment.horizontal_flip = config.dataset.horizontal_flip;
+    s.augment.seed = config.seed ^ 0xA06A0000ull;
     s.graph_head = graph.head;
     s.classes = graph.classes;
     s.steps_per_epoch = host.train.n / config.batch_size; // the last partial batch is dropped
@@ -268,11 +275,12 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     e.seconds = seconds;
     if (host.test.n > 0) {
         s.backend.fill(s.eval_record, 0.0f);
-        const int sample = int(host.sample_size());
+        const Augmentation none; // evaluation sees the images as they are
         for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
             const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
             s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
-                                   b, sample, s.data.norm, s.net->input(), s.net->labels());
+                                   b, s.image, s.data.norm, none, s.net->input(),
+                                   s.net->labels());
             s.net->forward(b, false, 0);
             s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
                                     s.classes, nullptr, nullptr, s.eval_record, 0);
@@ -325,9 +333,10 @@ void TrainingRun::step(MetricsSink& sink)
     s.launch_wall_ms[std::size_t(slot)] =
         std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
     s.start_events[std::size_t(slot)]->record();
+    Augmentation aug = s.augment;
+    aug.step = std::uint64_t(index);
     s.backend.gather_batch(s.data.train_images, s.data.train_labels, s.order, in_epoch * s.batch,
-                           s.batch, int(host.sample_size()), s.data.norm, s.net->input(),
-                           s.net->labels());
+                           s.batch, s.image, s.data.norm, aug, s.net->input(), s.net->labels());
     s.net->forward(s.batch, true, std::uint64_t(index));
     const bool scaled = s.scaling.mode != LossScaleMode::None;
     s.backend.cross_entropy(m_graph.head, s.net->logits(), s.net->labels(), s.batch,

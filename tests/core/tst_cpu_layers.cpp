@@ -1,7 +1,7 @@
 // The CPU reference backend's layer ops against double-precision references and
 // central finite differences: GEMM (every transpose, epilogue, beta), activations,
-// bias grad, dropout, cross-entropy, 16-bit rounding, TF32 mode, batch gather, and
-// the backend factory.
+// the residual add, bias grad, dropout, cross-entropy, 16-bit rounding, TF32 mode,
+// batch gather with its crop/flip augmentation, and the backend factory.
 #include "cpu/cpu_backend.h"
 
 #include "hd_math.h"
@@ -117,6 +117,59 @@ double ce_loss_d(OutputHead head, const DVec& z, const std::vector<std::int32_t>
     return total / batch;
 }
 
+// A uint8 image set uploaded to a backend, with labels and the identity order. Pixels
+// are 1..255, so a zero-padded pixel (raw 0) differs from every real one.
+struct ImageSet {
+    ImageShape shape;
+    std::vector<std::uint8_t> pixels, labels;
+    Buffer images_u8, labels_u8, order_i32;
+};
+
+ImageSet make_images(Backend& be, int n, ImageShape shape, unsigned seed)
+{
+    ImageSet set;
+    set.shape = shape;
+    std::mt19937 rng(seed);
+    set.pixels.resize(std::size_t(n) * shape.size());
+    set.labels.resize(n);
+    for (auto& p : set.pixels) p = std::uint8_t(1 + rng() % 255);
+    for (auto& l : set.labels) l = std::uint8_t(rng() % 10);
+    std::vector<std::int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    set.images_u8 = be.alloc(set.pixels.size(), DType::U8);
+    set.labels_u8 = be.alloc(set.labels.size(), DType::U8);
+    be.upload_raw(set.images_u8, set.pixels.data(), set.pixels.size());
+    be.upload_raw(set.labels_u8, set.labels.data(), set.labels.size());
+    set.order_i32 = upload_i32(be, order);
+    return set;
+}
+
+Normalization three_channel_norm()
+{
+    Normalization norm;
+    norm.channels = 3;
+    const float mean[3] = {0.5f, 0.4f, 0.3f}, inv_std[3] = {4.0f, 3.0f, 2.0f};
+    for (int c = 0; c < 3; ++c) {
+        norm.mean[c] = mean[c];
+        norm.inv_std[c] = inv_std[c];
+    }
+    return norm;
+}
+
+// The first `batch` images of the set, gathered (and augmented) as float32.
+Vec gather(Backend& be, const ImageSet& set, int batch, const Augmentation& aug,
+           Vec* labels = nullptr)
+{
+    Buffer out = poisoned(be, std::size_t(batch) * set.shape.size());
+    Buffer out_labels = be.alloc(batch, DType::I32);
+    be.fill(out_labels, -1.0f);
+    be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, 0, batch, set.shape,
+                    three_channel_norm(), aug, out, out_labels);
+    if (labels)
+        *labels = download(be, out_labels);
+    return download(be, out);
+}
+
 } // namespace
 
 class TestCpuLayers : public QObject {
@@ -145,6 +198,9 @@ private slots:
     void activation_forward_and_backward();
     void relu_backward_in_place_on_output();
     void bias_grad_sums_columns();
+    void add_activation_forward_and_backward_data();
+    void add_activation_forward_and_backward();
+    void add_activation_in_place_and_checks();
 
     // ---- dropout ---------------------------------------------------------------------
     void dropout_mask_scaling_and_rate_data();
@@ -158,6 +214,11 @@ private slots:
     // ---- data ------------------------------------------------------------------------
     void gather_batch_normalises_and_gathers_labels_data();
     void gather_batch_normalises_and_gathers_labels();
+    void augmentation_without_crop_or_flip_changes_nothing();
+    void augmentation_flip_mirrors_rows();
+    void augmentation_crop_shifts_and_zero_fills_data();
+    void augmentation_crop_shifts_and_zero_fills();
+    void augmentation_is_deterministic_per_seed_and_step();
 };
 
 void TestCpuLayers::upload_download_with_offsets()
@@ -566,6 +627,96 @@ void TestCpuLayers::bias_grad_sums_columns()
         EXPECT_EXACT(round_to(DType::F16, v), v);
 }
 
+void TestCpuLayers::add_activation_forward_and_backward_data()
+{
+    QTest::addColumn<Activation>("act");
+    QTest::addColumn<DType>("dtype");
+    QTest::newRow("linear_f32") << Activation::None << DType::F32;
+    QTest::newRow("relu_f32") << Activation::Relu << DType::F32;
+    QTest::newRow("relu_f16") << Activation::Relu << DType::F16;
+    QTest::newRow("linear_bf16") << Activation::None << DType::BF16;
+}
+
+void TestCpuLayers::add_activation_forward_and_backward()
+{
+    QFETCH(Activation, act);
+    QFETCH(DType, dtype);
+    Backend& be = *m_be;
+    const std::size_t n = 77;
+    Vec a = random_vec(n, 101, -2.0f, 2.0f), b = random_vec(n, 102, -2.0f, 2.0f);
+    // Keep a + b away from relu's kink by more than the finite-difference step.
+    for (std::size_t i = 0; i < n; ++i)
+        if (std::abs(a[i] + b[i]) < 0.05f)
+            a[i] += 0.2f;
+    for (float& v : a) v = round_to(dtype, v);
+    for (float& v : b) v = round_to(dtype, v);
+    Buffer ba = upload(be, a, dtype), bb = upload(be, b, dtype), y = poisoned(be, n, dtype);
+    be.add_activation(act, ba, bb, y);
+    const Vec yv = download(be, y);
+    DVec ref(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double s = double(a[i]) + double(b[i]);
+        ref[i] = act == Activation::Relu ? std::max(s, 0.0) : s;
+    }
+    // One fp32 addition, then the storage rounding: half an ulp of the dtype.
+    const double half_ulp = dtype == DType::F32 ? std::ldexp(1.0, -24)
+                            : dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    expect_close(yv, ref, 0.0, half_ulp, "y");
+    if (dtype != DType::F32)
+        return;
+
+    // The backward of the residual sum is relu's backward on y, passed to both inputs:
+    // checked against central differences of L = sum(y * r) through the forward itself.
+    // L is piecewise linear and a step of 1e-2 never crosses the kink (|a + b| >= 0.05),
+    // so only fp32 rounding of one output remains: 1e-7 / 2e-2, under 1e-5.
+    const Vec r = random_vec(n, 103);
+    Buffer br = upload(be, r), dsum = poisoned(be, n);
+    be.activation_backward(act, y, y, br, int(n), dsum);
+    auto loss = [&](const Vec& pa) {
+        Buffer bpa = upload(be, pa), out = poisoned(be, n);
+        be.add_activation(act, bpa, bb, out);
+        const Vec o = download(be, out);
+        double total = 0;
+        for (std::size_t i = 0; i < n; ++i) total += double(o[i]) * double(r[i]);
+        return total;
+    };
+    DVec num(n);
+    Vec ap = a;
+    for (std::size_t i = 0; i < n; ++i) {
+        ap[i] = a[i] + 1e-2f;
+        const double up = loss(ap), hi = ap[i];
+        ap[i] = a[i] - 1e-2f;
+        const double down = loss(ap), lo = ap[i];
+        ap[i] = a[i];
+        num[i] = (up - down) / (hi - lo);
+    }
+    expect_close(download(be, dsum), num, 1e-5, 1e-5, "d(a + b)");
+}
+
+void TestCpuLayers::add_activation_in_place_and_checks()
+{
+    // The residual block writes the sum over one of its inputs.
+    Backend& be = *m_be;
+    const Vec a = random_vec(40, 111), b = random_vec(40, 112);
+    Buffer ya = upload(be, a), bb = upload(be, b);
+    be.add_activation(Activation::Relu, ya, bb, ya);
+    Buffer ba = upload(be, a), yb = upload(be, b);
+    be.add_activation(Activation::None, ba, yb, yb);
+    const Vec got_a = download(be, ya), got_b = download(be, yb);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EXACT(got_a[i], std::max(a[i] + b[i], 0.0f));
+        EXPECT_EXACT(got_b[i], a[i] + b[i]);
+    }
+    Buffer y = poisoned(be, 40), short_b = upload(be, Vec(39, 1.0f));
+    QVERIFY_THROWS_EXCEPTION(Error, be.add_activation(Activation::Sigmoid, ba, bb, y));
+    try {
+        be.add_activation(Activation::None, ba, short_b, y);
+        QFAIL("unequal counts must throw");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).startsWith("cpu backend: add_activation: "), e.what());
+    }
+}
+
 void TestCpuLayers::dropout_mask_scaling_and_rate_data()
 {
     QTest::addColumn<float>("rate");
@@ -725,7 +876,8 @@ void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
     Buffer out = poisoned(be, std::size_t(batch) * sample, dtype);
     Buffer out_lab = be.alloc(batch, DType::I32);
     be.fill(out_lab, -1.0f);
-    be.gather_batch(bi, bl, bo, offset, batch, sample, norm, out, out_lab);
+    be.gather_batch(bi, bl, bo, offset, batch, ImageShape{2, 2, 3}, norm, Augmentation{}, out,
+                    out_lab);
 
     const Vec got = download(be, out), got_lab = download(be, out_lab);
     for (int b = 0; b < batch; ++b) {
@@ -744,6 +896,122 @@ void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
                      qPrintable(QString("out[%1,%2] = %3, expected %4").arg(b).arg(i).arg(v).arg(ref)));
         }
     }
+}
+
+void TestCpuLayers::augmentation_without_crop_or_flip_changes_nothing()
+{
+    Backend& be = *m_be;
+    const ImageSet set = make_images(be, 12, ImageShape{5, 4, 3}, 121);
+    const Vec plain = gather(be, set, 12, Augmentation{});
+    // A crop of padding 0 draws no offset; and with both off, the seed and step are unused.
+    Augmentation crop0;
+    crop0.random_crop = true;
+    crop0.crop_padding = 0;
+    crop0.seed = 7, crop0.step = 3;
+    QCOMPARE(gather(be, set, 12, crop0), plain);
+    Augmentation off;
+    off.seed = 9, off.step = 4;
+    QVERIFY(!off.enabled());
+    QCOMPARE(gather(be, set, 12, off), plain);
+}
+
+void TestCpuLayers::augmentation_flip_mirrors_rows()
+{
+    Backend& be = *m_be;
+    const ImageShape s{3, 5, 3};
+    const int batch = 16;
+    const ImageSet set = make_images(be, batch, s, 131);
+    const Vec plain = gather(be, set, batch, Augmentation{});
+    Augmentation flip;
+    flip.horizontal_flip = true;
+    flip.seed = 1234, flip.step = 5;
+    Vec labels;
+    const Vec got = gather(be, set, batch, flip, &labels);
+    int flipped = 0;
+    for (int b = 0; b < batch; ++b) {
+        EXPECT_EXACT(labels[b], float(set.labels[b])); // labels never move
+        const hd::AugmentDraw d = hd::augment_draw(flip.seed, flip.step, b, flip.crop_padding,
+                                                   false, true);
+        QCOMPARE(d.dy, 0);
+        QCOMPARE(d.dx, 0);
+        flipped += d.flip ? 1 : 0;
+        for (int r = 0; r < s.height; ++r)
+            for (int c = 0; c < s.width; ++c)
+                for (int ch = 0; ch < s.channels; ++ch) {
+                    const int src_c = d.flip ? s.width - 1 - c : c;
+                    const std::size_t base = std::size_t(b) * s.size();
+                    EXPECT_EXACT(got[base + (std::size_t(r) * s.width + c) * s.channels + ch],
+                                 plain[base + (std::size_t(r) * s.width + src_c) * s.channels + ch]);
+                }
+    }
+    // Both outcomes occur in this batch (fixed seed), so both paths were checked.
+    QVERIFY2(flipped > 0 && flipped < batch, qPrintable(QString("%1 of 16 flipped").arg(flipped)));
+}
+
+void TestCpuLayers::augmentation_crop_shifts_and_zero_fills_data()
+{
+    QTest::addColumn<bool>("flip");
+    QTest::newRow("crop") << false;
+    QTest::newRow("crop_and_flip") << true;
+}
+
+void TestCpuLayers::augmentation_crop_shifts_and_zero_fills()
+{
+    QFETCH(bool, flip);
+    Backend& be = *m_be;
+    const ImageShape s{5, 6, 3};
+    const int batch = 16;
+    const ImageSet set = make_images(be, batch, s, 141);
+    const Vec plain = gather(be, set, batch, Augmentation{});
+    Augmentation aug;
+    aug.random_crop = true;
+    aug.crop_padding = 2;
+    aug.horizontal_flip = flip;
+    aug.seed = 99, aug.step = 17;
+    const Vec got = gather(be, set, batch, aug);
+    const Normalization norm = three_channel_norm();
+    int shifted = 0, filled = 0;
+    for (int b = 0; b < batch; ++b) {
+        const hd::AugmentDraw d = hd::augment_draw(aug.seed, aug.step, b, 2, true, flip);
+        QVERIFY(std::abs(d.dy) <= 2 && std::abs(d.dx) <= 2);
+        shifted += d.dy != 0 || d.dx != 0 ? 1 : 0;
+        const std::size_t base = std::size_t(b) * s.size();
+        for (int r = 0; r < s.height; ++r)
+            for (int c = 0; c < s.width; ++c) {
+                // torchvision order: crop the zero-padded image at (pad + dy, pad + dx),
+                // then mirror the crop: output column c reads cropped column W-1-c.
+                const int cc = flip && d.flip ? s.width - 1 - c : c;
+                const int sr = r + d.dy, sc = cc + d.dx;
+                const bool inside = sr >= 0 && sr < s.height && sc >= 0 && sc < s.width;
+                filled += inside ? 0 : 1;
+                for (int ch = 0; ch < s.channels; ++ch) {
+                    const float v = got[base + (std::size_t(r) * s.width + c) * s.channels + ch];
+                    if (inside)
+                        EXPECT_EXACT(v, plain[base + (std::size_t(sr) * s.width + sc) * s.channels + ch]);
+                    else // a raw 0 pixel, normalised
+                        EXPECT_EXACT(v, (0.0f / 255.0f - norm.mean[ch]) * norm.inv_std[ch]);
+                }
+            }
+    }
+    QVERIFY2(shifted > batch / 2, "almost no sample was shifted");
+    QVERIFY(filled > 0);
+}
+
+void TestCpuLayers::augmentation_is_deterministic_per_seed_and_step()
+{
+    Backend& be = *m_be;
+    const ImageSet set = make_images(be, 8, ImageShape{6, 6, 3}, 151);
+    Augmentation aug;
+    aug.random_crop = true;
+    aug.horizontal_flip = true;
+    aug.seed = 5, aug.step = 11;
+    const Vec first = gather(be, set, 8, aug);
+    QCOMPARE(gather(be, set, 8, aug), first);
+    Augmentation next_step = aug, other_seed = aug;
+    next_step.step = 12;
+    other_seed.seed = 6;
+    QVERIFY(gather(be, set, 8, next_step) != first);
+    QVERIFY(gather(be, set, 8, other_seed) != first);
 }
 
 QTEST_APPLESS_MAIN(TestCpuLayers)

@@ -1,12 +1,17 @@
 // The CUDA backend against the CPU reference, op by op: one test row per check of
-// run_backend_checks (skipped where no CUDA device is present).
+// run_backend_checks (skipped where no CUDA device is present), and the convolution
+// plans cuDNN chose.
 #include "backend_check.h"
 
 #include "mixlab/backend.h"
+#ifdef MIXLAB_WITH_CUDA
+#include "cuda/conv_report.h"
+#endif
 
 #include <QtTest>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 using namespace mixlab;
@@ -19,6 +24,7 @@ private slots:
     void check_data();
     void check();
     void unknownFilterRunsNothing();
+    void convPlansMatchTheMath();
 
 private:
     std::unique_ptr<Backend> m_cpu, m_cuda;
@@ -33,7 +39,7 @@ void TestCudaBackend::initTestCase()
     m_cuda = make_backend(DeviceChoice::CUDA);
     // A fixed seed so a failure reproduces with `mixlab-cli check --seed 7 --filter NAME`.
     m_results = run_backend_checks(*m_cpu, *m_cuda, 7);
-    QVERIFY2(m_results.size() > 300, "the checker ran far fewer checks than it defines");
+    QVERIFY2(m_results.size() > 500, "the checker ran far fewer checks than it defines");
 }
 
 void TestCudaBackend::check_data()
@@ -53,6 +59,33 @@ void TestCudaBackend::check()
 void TestCudaBackend::unknownFilterRunsNothing()
 {
     QVERIFY(run_backend_checks(*m_cpu, *m_cuda, 7, "no-such-check").empty());
+}
+
+// Every convolution the checks planned, printed; exact fp32 never on tensor cores, and
+// 16-bit forward convolutions on them wherever the device has them.
+void TestCudaBackend::convPlansMatchTheMath()
+{
+#ifdef MIXLAB_WITH_CUDA
+    const std::vector<cuda::ConvPlanRecord> plans = cuda::conv_plans(*m_cuda);
+    QVERIFY2(plans.size() >= 8 * 4, "the checks should have planned every case in every mode");
+    const bool has_tc = m_cuda->info().tensor_cores;
+    for (const cuda::ConvPlanRecord& p : plans) {
+        qInfo("%s", cuda::describe(p).c_str());
+        QVERIFY(!p.info.forward_algo.empty() && !p.info.backward_data_algo.empty() &&
+                !p.info.backward_filter_algo.empty());
+        const std::string all =
+            p.info.forward_algo + p.info.backward_data_algo + p.info.backward_filter_algo;
+        if (p.dtype == DType::F32 && p.math == MathMode::Pedantic)
+            QVERIFY2(all.find("tensor cores") == std::string::npos && !p.info.tensor_cores,
+                     cuda::describe(p).c_str());
+        const bool resnet = p.geometry.batch == 128 && p.geometry.in_c == 64;
+        if (resnet && p.dtype != DType::F32 && has_tc)
+            QVERIFY2(p.info.forward_algo.find("tensor cores") != std::string::npos,
+                     cuda::describe(p).c_str());
+    }
+#else
+    QSKIP("built without CUDA");
+#endif
 }
 
 QTEST_APPLESS_MAIN(TestCudaBackend)

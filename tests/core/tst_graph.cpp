@@ -1,5 +1,5 @@
 // Tests for build_graph: inferred shapes, parameter and FLOP counts, tensor-core notes,
-// output heads and warnings, shape errors, and every shipped preset.
+// output heads and warnings, shape errors (inside residual blocks too), and every preset.
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -9,6 +9,7 @@
 #include <QDir>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -321,6 +322,396 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, build_graph(spec, Shape{{0}}, 2));
         QVERIFY_THROWS_EXCEPTION(InputError, build_graph(spec, Shape{{4}}, 0));
         QCOMPARE(build_graph(spec, Shape{{4}}, 2).total_params, std::int64_t(10));
+    }
+
+    // One convolution, pooling, batch norm or global pooling layer, followed by flatten and
+    // dense(2) so the model is complete; the checks are on the first layer. FLOPs by
+    // hand: conv 2*kh*kw*cin*filters per output position (+1 per output for the bias, +1
+    // for a pointwise activation); pooling kh*kw per output; batch norm 4 per element;
+    // global pooling 1 per input element.
+    void windows_data() {
+        QTest::addColumn<QByteArray>("layer");
+        QTest::addColumn<std::vector<int>>("input");
+        QTest::addColumn<QString>("out");
+        QTest::addColumn<std::vector<int>>("stride_pad"); // resolved stride h, w, pad h, w
+        QTest::addColumn<qint64>("params");
+        QTest::addColumn<qint64>("flops");
+        QTest::addRow("conv 3x3 same") << QByteArray(R"({"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"})")
+            << std::vector<int>{5, 5, 3} << "5x5x8" << std::vector<int>{1, 1, 1, 1}
+            << qint64(9 * 3 * 8 + 8) << qint64(2 * 27 * 8 * 25 + 8 * 25);
+        QTest::addRow("conv 3x3 same, stride 2, odd size")
+            << QByteArray(R"({"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same", "use_bias": false, "activation": "relu"})")
+            << std::vector<int>{7, 7, 4} << "4x4x16" << std::vector<int>{2, 2, 1, 1}
+            << qint64(9 * 4 * 16) << qint64(2 * 36 * 16 * 16 + 256);
+        QTest::addRow("conv 3x3 valid, stride 2")
+            << QByteArray(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": 2})")
+            << std::vector<int>{8, 8, 2} << "3x3x4" << std::vector<int>{2, 2, 0, 0}
+            << qint64(9 * 2 * 4 + 4) << qint64(2 * 18 * 4 * 9 + 4 * 9);
+        QTest::addRow("conv 1x3, explicit padding, stride 1x2")
+            << QByteArray(R"({"type": "conv2d", "filters": 3, "kernel": [1, 3], "stride": [1, 2], "padding": [0, 1]})")
+            << std::vector<int>{4, 6, 2} << "4x3x3" << std::vector<int>{1, 2, 0, 1}
+            << qint64(3 * 2 * 3 + 3) << qint64(2 * 6 * 3 * 12 + 3 * 12);
+        QTest::addRow("conv 5x5 same, stride 2, odd size, tanh")
+            << QByteArray(R"({"type": "conv2d", "filters": 6, "kernel": 5, "stride": 2, "padding": "same", "activation": "tanh"})")
+            << std::vector<int>{9, 9, 1} << "5x5x6" << std::vector<int>{2, 2, 2, 2}
+            << qint64(25 * 6 + 6) << qint64(2 * 25 * 6 * 25 + 150 + 150);
+        QTest::addRow("conv 1x1, stride 2, odd size")
+            << QByteArray(R"({"type": "conv2d", "filters": 16, "kernel": 1, "stride": 2, "use_bias": false})")
+            << std::vector<int>{9, 9, 8} << "5x5x16" << std::vector<int>{2, 2, 0, 0}
+            << qint64(8 * 16) << qint64(2 * 8 * 16 * 25);
+        QTest::addRow("maxpool 2, stride defaults to the size, odd size")
+            << QByteArray(R"({"type": "maxpool2d", "pool_size": 2})")
+            << std::vector<int>{7, 7, 3} << "3x3x3" << std::vector<int>{2, 2, 0, 0}
+            << qint64(0) << qint64(4 * 27);
+        QTest::addRow("avgpool 3 same, stride 2, odd size")
+            << QByteArray(R"({"type": "avgpool2d", "pool_size": 3, "stride": 2, "padding": "same"})")
+            << std::vector<int>{5, 5, 2} << "3x3x2" << std::vector<int>{2, 2, 1, 1}
+            << qint64(0) << qint64(9 * 18);
+        QTest::addRow("maxpool 3, stride 1")
+            << QByteArray(R"({"type": "maxpool2d", "pool_size": 3, "stride": 1})")
+            << std::vector<int>{4, 4, 1} << "2x2x1" << std::vector<int>{1, 1, 0, 0}
+            << qint64(0) << qint64(9 * 4);
+        QTest::addRow("avgpool 2x1") << QByteArray(R"({"type": "avgpool2d", "pool_size": [2, 1]})")
+            << std::vector<int>{4, 3, 5} << "2x3x5" << std::vector<int>{2, 1, 0, 0}
+            << qint64(0) << qint64(2 * 30);
+        QTest::addRow("batchnorm on an image") << QByteArray(R"({"type": "batchnorm"})")
+            << std::vector<int>{3, 3, 5} << "3x3x5" << std::vector<int>{1, 1, 0, 0}
+            << qint64(10) << qint64(4 * 45);
+        QTest::addRow("batchnorm on a vector") << QByteArray(R"({"type": "batchnorm", "momentum": 0.5})")
+            << std::vector<int>{7} << "7" << std::vector<int>{1, 1, 0, 0}
+            << qint64(14) << qint64(4 * 7);
+        QTest::addRow("global_avgpool") << QByteArray(R"({"type": "global_avgpool"})")
+            << std::vector<int>{4, 4, 6} << "6" << std::vector<int>{1, 1, 0, 0}
+            << qint64(0) << qint64(96);
+    }
+    void windows() {
+        QFETCH(QByteArray, layer);
+        QFETCH(std::vector<int>, input);
+        QFETCH(QString, out);
+        QFETCH(std::vector<int>, stride_pad);
+        QFETCH(qint64, params);
+        QFETCH(qint64, flops);
+        const Graph g = build_graph(
+            spec_of(("[" + layer + R"(, {"type": "flatten"}, {"type": "dense", "units": 2}])").constData()),
+            Shape{input}, 2);
+        const GraphLayer& l = g.layers[0];
+        QCOMPARE(QString::fromStdString(l.out.to_string()), out);
+        QCOMPARE(l.in, Shape{input});
+        QCOMPARE(g.layers[1].in, l.out);
+        QCOMPARE((std::vector<int>{l.stride_h, l.stride_w, l.pad_h, l.pad_w}), stride_pad);
+        QCOMPARE(qint64(l.params), params);
+        QCOMPARE(qint64(l.flops), flops);
+        QCOMPARE(l.is_gemm, l.spec.type == LayerType::Conv2D);
+        QCOMPARE(g.total_params, l.params + g.layers[2].params);
+    }
+
+    void conv_tensor_cores_data() {
+        QTest::addColumn<int>("channels");
+        QTest::addColumn<int>("filters");
+        QTest::addColumn<QString>("note"); // empty: friendly
+        QTest::addRow("rgb stem") << 3 << 64 << "input channels 3 is not a multiple of 8 (8 would be)";
+        QTest::addRow("grey stem, 6 filters") << 1 << 6
+            << "input channels 1 is not a multiple of 8 (8 would be); filters 6 is not a multiple of 8 (8 would be)";
+        QTest::addRow("filters off") << 16 << 12 << "filters 12 is not a multiple of 8 (16 would be)";
+        QTest::addRow("both multiples") << 64 << 128 << "";
+    }
+    void conv_tensor_cores() {
+        QFETCH(int, channels);
+        QFETCH(int, filters);
+        QFETCH(QString, note);
+        const std::string conv = R"([{"type": "conv2d", "kernel": 3, "filters": )" +
+                                 std::to_string(filters) + R"(}, {"type": "global_avgpool"}])";
+        const Graph g = build_graph(spec_of(conv.c_str()), image(5, 5, channels), filters);
+        QVERIFY(g.layers[0].is_gemm);
+        QCOMPARE(g.layers[0].tensor_core_friendly, note.isEmpty());
+        QCOMPARE(QString::fromStdString(g.layers[0].tensor_core_note), note);
+        QVERIFY(!g.layers[1].is_gemm && !g.layers[1].tensor_core_friendly);
+    }
+
+    // A basic block with the identity shortcut: shapes, params and FLOPs summed over the
+    // body, plus the add and the relu after it.
+    void residual_identity() {
+        const Graph g = build_graph(spec_of(R"([{"type": "residual", "activation": "relu", "body": [
+            {"type": "conv2d", "filters": 16, "kernel": 3, "padding": "same", "use_bias": false},
+            {"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+            {"type": "conv2d", "filters": 16, "kernel": 3, "padding": "same", "use_bias": false},
+            {"type": "batchnorm"}]}, {"type": "global_avgpool"}, {"type": "dense", "units": 3}])"),
+                                    image(8, 8, 16), 3);
+        const GraphLayer& r = g.layers[0];
+        QCOMPARE(r.out, image(8, 8, 16));
+        QCOMPARE(r.body.size(), std::size_t(5));
+        QVERIFY(r.shortcut.empty());
+        const std::int64_t conv_flops = 2LL * 9 * 16 * 16 * 64, bn_flops = 4 * 1024;
+        QCOMPARE(r.body[0].flops, conv_flops);
+        QCOMPARE(r.body[1].flops, bn_flops);
+        QCOMPARE(r.params, std::int64_t(2 * 9 * 16 * 16 + 2 * 32));
+        QCOMPARE(r.flops, 2 * conv_flops + 2 * bn_flops + 1024 /* relu */ + 1024 /* add */ +
+                              1024 /* relu after the add */);
+        QVERIFY(!r.is_gemm);
+        for (const GraphLayer& b : r.body) QCOMPARE(b.in, image(8, 8, 16));
+        QCOMPARE(g.total_params, r.params + 16 * 3 + 3);
+        QCOMPARE(g.total_flops, r.flops + 1024 + 2 * 16 * 3 + 3);
+    }
+
+    // Downsampling block: "same" 3x3 stride 2 at an odd size against a 1x1 stride-2
+    // projection: both give ceil(9/2) = 5.
+    void residual_projection() {
+        const Graph g = build_graph(spec_of(R"([{"type": "residual", "body": [
+            {"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same", "use_bias": false},
+            {"type": "batchnorm"}], "shortcut": [
+            {"type": "conv2d", "filters": 16, "kernel": 1, "stride": 2, "use_bias": false},
+            {"type": "batchnorm"}]}, {"type": "flatten"}, {"type": "dense", "units": 2}])"),
+                                    image(9, 9, 8), 2);
+        const GraphLayer& r = g.layers[0];
+        QCOMPARE(r.out, image(5, 5, 16));
+        QCOMPARE(r.body[0].out, image(5, 5, 16));
+        QCOMPARE(r.shortcut[0].out, image(5, 5, 16));
+        QCOMPARE(r.shortcut[0].in, image(9, 9, 8));
+        QCOMPARE(r.body[0].pad_h, 1);
+        QCOMPARE(r.shortcut[0].pad_h, 0);
+        QCOMPARE(r.params, std::int64_t(9 * 8 * 16 + 32 + 8 * 16 + 32));
+        QCOMPARE(r.flops, std::int64_t(2 * 72 * 16 * 25 + 1600 + 2 * 8 * 16 * 25 + 1600 + 400));
+        QCOMPARE(g.layers[1].out, Shape{{400}});
+    }
+
+    // Ids number every layer of the tree in pre-order (block, its body, its shortcut);
+    // paths name where each sits.
+    void ids_and_paths() {
+        const Graph g = build_graph(spec_of(R"([{"type": "conv2d", "filters": 8, "kernel": 1},
+            {"type": "residual", "body": [{"type": "batchnorm"},
+                {"type": "residual", "body": [{"type": "activation", "activation": "relu"}]}],
+             "shortcut": [{"type": "conv2d", "filters": 8, "kernel": 1}]},
+            {"type": "global_avgpool"}, {"type": "dense", "units": 4}])"),
+                                    image(3, 3, 2), 4);
+        QStringList seen;
+        std::vector<int> ids;
+        std::function<void(const std::vector<GraphLayer>&)> walk = [&](const auto& layers) {
+            for (const GraphLayer& l : layers) {
+                seen << QString("%1=%2").arg(QString::fromStdString(l.path)).arg(l.id);
+                ids.push_back(l.id);
+                walk(l.body);
+                walk(l.shortcut);
+            }
+        };
+        walk(g.layers);
+        QCOMPARE(seen.join(", "),
+                 QString("layer 0=0, layer 1=1, layer 1 > body 0=2, layer 1 > body 1=3, "
+                         "layer 1 > body 1 > body 0=4, layer 1 > shortcut 0=5, layer 2=6, layer 3=7"));
+        QCOMPARE(g.layers[1].body[1].body[0].index, 0);
+        QCOMPARE(g.layers[1].body[1].index, 1);
+        QCOMPARE(g.layers[1].shortcut[0].index, 0);
+        QCOMPARE(g.layers[2].index, 2);
+        // The block's totals include its nested block; the graph's count each layer once.
+        QCOMPARE(g.layers[1].params, std::int64_t(2 * 8 /* batchnorm */ + 8 * 8 + 8 /* shortcut */));
+        QCOMPARE(g.total_params, std::int64_t((2 * 8 + 8) + (2 * 8 + 8 * 8 + 8) + (8 * 4 + 4)));
+    }
+
+    // "units": "classes" becomes the dataset's class count, in the graph's copy of the spec.
+    void units_classes() {
+        const ModelSpec spec = spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"}])");
+        for (int classes : {7, 100}) {
+            const Graph g = build_graph(spec, image(4, 4, 1), classes);
+            QCOMPARE(g.layers[1].spec.units, classes);
+            QCOMPARE(g.layers[1].out, Shape{{classes}});
+            QCOMPARE(g.total_params, std::int64_t(16 * classes + classes));
+        }
+        QCOMPARE(spec.layers[1].units, k_units_classes);
+        // Inside a residual block too.
+        const Graph g = build_graph(spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"},
+            {"type": "residual", "body": [{"type": "dense", "units": "classes", "activation": "relu"}]}])"),
+                                    image(2, 2, 1), 5);
+        QCOMPARE(g.layers[2].body[0].spec.units, 5);
+        QCOMPARE(g.layers[2].params, std::int64_t(30));
+    }
+
+    void conv_errors_data() {
+        QTest::addColumn<QByteArray>("layers");
+        QTest::addColumn<std::vector<int>>("input");
+        QTest::addColumn<int>("classes");
+        QTest::addColumn<QStringList>("fragments");
+        QTest::addRow("conv after flatten")
+            << QByteArray(R"([{"type": "flatten"}, {"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{10, 10, 30} << 2
+            << QStringList{"layer 1 (conv2d): needs an image input (H, W, C) but receives 3000",
+                           "before the flatten"};
+        QTest::addRow("pool on a flat dataset")
+            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{3000} << 2
+            << QStringList{"layer 0 (maxpool2d): needs an image input (H, W, C) but receives 3000",
+                           "the dataset gives flat samples"};
+        QTest::addRow("global pool on a vector")
+            << QByteArray(R"([{"type": "flatten"}, {"type": "global_avgpool"}])")
+            << std::vector<int>{2, 2, 2} << 2
+            << QStringList{"layer 1 (global_avgpool): needs an image input (H, W, C) but receives 8"};
+        QTest::addRow("dense after conv")
+            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{8, 8, 1} << 2
+            << QStringList{"layer 1 (dense): needs a flat input but receives 6x6x4",
+                           "add a {\"type\": \"flatten\"} layer before it"};
+        QTest::addRow("kernel larger than the input")
+            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 5}, {"type": "global_avgpool"}])")
+            << std::vector<int>{3, 4, 1} << 4
+            << QStringList{"layer 0 (conv2d): its 5x5 window is larger than its input 3x4",
+                           "use a smaller \"kernel\""};
+        QTest::addRow("pool larger than the padded input")
+            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 5, "padding": 1}, {"type": "global_avgpool"}])")
+            << std::vector<int>{2, 2, 3} << 3
+            << QStringList{"layer 0 (maxpool2d): its 5x5 window is larger than its input 2x2 padded to 4x4",
+                           "\"pool_size\""};
+        QTest::addRow("too much downsampling")
+            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "maxpool2d", "pool_size": 2},
+                              {"type": "maxpool2d", "pool_size": 2}, {"type": "global_avgpool"}])")
+            << std::vector<int>{5, 5, 3} << 3
+            << QStringList{"layer 2 (maxpool2d): its 2x2 window is larger than its input 1x1",
+                           "less downsampling"};
+        QTest::addRow("pool padding over half the window")
+            << QByteArray(R"([{"type": "avgpool2d", "pool_size": 3, "padding": 2}, {"type": "global_avgpool"}])")
+            << std::vector<int>{6, 6, 3} << 3
+            << QStringList{"layer 0 (avgpool2d): padding 2 is more than half the 3x3 window"};
+        QTest::addRow("image output")
+            << QByteArray(R"([{"type": "conv2d", "filters": 10, "kernel": 3}])")
+            << std::vector<int>{8, 8, 1} << 10
+            << QStringList{"the model outputs a 6x6x10 tensor but the dataset has 10 classes",
+                           "flatten (or global_avgpool)"};
+        QTest::addRow("global pool as the output")
+            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "global_avgpool"}])")
+            << std::vector<int>{8, 8, 1} << 10
+            << QStringList{"layer 1 (global_avgpool): the model outputs 4 values but the dataset has 10 classes",
+                           "end the model with a dense layer of 10 units"};
+        // Residual blocks.
+        QTest::addRow("identity shortcut after a stride-2 body")
+            << QByteArray(R"([{"type": "batchnorm"}, {"type": "residual", "body": [
+                   {"type": "conv2d", "filters": 32, "kernel": 3, "stride": 2, "padding": "same"}]},
+                   {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{8, 8, 16} << 2
+            << QStringList{"layer 1 (residual): body gives 4x4x32 but shortcut gives 8x8x16 (the identity: the block's input)",
+                           "same shape",
+                           "\"shortcut\": [{\"type\": \"conv2d\", \"filters\": 32, \"kernel\": 1, \"stride\": 2, \"use_bias\": false}, {\"type\": \"batchnorm\"}] would match"};
+        QTest::addRow("shortcut with the wrong stride, odd size")
+            << QByteArray(R"([{"type": "residual", "body": [
+                   {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
+                   "shortcut": [{"type": "conv2d", "filters": 8, "kernel": 1}]},
+                   {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{7, 7, 8} << 2
+            << QStringList{"layer 0 (residual): body gives 4x4x8 but shortcut gives 7x7x8;",
+                           "\"filters\": 8, \"kernel\": 1, \"stride\": 2"};
+        QTest::addRow("channel change only")
+            << QByteArray(R"([{"type": "residual", "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"}]},
+                   {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{5, 5, 4} << 2
+            << QStringList{"body gives 5x5x8 but shortcut gives 5x5x4",
+                           "[{\"type\": \"conv2d\", \"filters\": 8, \"kernel\": 1, \"use_bias\": false}"};
+        QTest::addRow("mismatch in a nested block")
+            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "residual", "body": [
+                   {"type": "maxpool2d", "pool_size": 2}]}]}, {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{6, 6, 2} << 2
+            << QStringList{"layer 0 > body 1 (residual): body gives 3x3x2 but shortcut gives 6x6x2"};
+        QTest::addRow("flat mismatch")
+            << QByteArray(R"([{"type": "flatten"}, {"type": "residual", "body": [{"type": "dense", "units": 4}]}, {"type": "dense", "units": 2}])")
+            << std::vector<int>{3, 3, 1} << 2
+            << QStringList{"layer 1 (residual): body gives 4 but shortcut gives 9",
+                           "[{\"type\": \"dense\", \"units\": 4}] would match"};
+        QTest::addRow("shape error inside a body")
+            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "dense", "units": 2}]}])")
+            << std::vector<int>{4, 4, 2} << 2
+            << QStringList{"layer 0 > body 1 (dense): needs a flat input but receives 4x4x2"};
+        QTest::addRow("window error inside a shortcut")
+            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}], "shortcut": [{"type": "conv2d", "filters": 2, "kernel": 9}]}])")
+            << std::vector<int>{4, 4, 2} << 2
+            << QStringList{"layer 0 > shortcut 0 (conv2d): its 9x9 window is larger than its input 4x4"};
+    }
+    void conv_errors() {
+        QFETCH(QByteArray, layers);
+        QFETCH(std::vector<int>, input);
+        QFETCH(int, classes);
+        QFETCH(QStringList, fragments);
+        const ModelSpec spec = spec_of(layers.constData());
+        try {
+            build_graph(spec, Shape{input}, classes);
+            QFAIL("built without an error");
+        } catch (const SpecError& e) {
+            const QString msg = QString::fromUtf8(e.what());
+            for (const QString& f : fragments)
+                QVERIFY2(msg.contains(f), qPrintable("message: " + msg + "\nmissing: " + f));
+        }
+    }
+
+    // Values only code can make (the parser refuses them) are checked by build_graph too.
+    void conv_errors_from_code() {
+        auto message = [](const std::vector<LayerSpec>& layers, const Shape& in, int classes) {
+            ModelSpec spec;
+            spec.layers = layers;
+            try {
+                build_graph(spec, in, classes);
+            } catch (const SpecError& e) {
+                return QString::fromUtf8(e.what());
+            }
+            return QString();
+        };
+        LayerSpec gap;
+        gap.type = LayerType::GlobalAvgPool;
+        LayerSpec conv;
+        conv.type = LayerType::Conv2D;
+        conv.filters = 4;
+        conv.kernel_h = conv.kernel_w = 4;
+        conv.padding = Padding::Same;
+        QString msg = message({conv, gap}, image(8, 8, 1), 4);
+        QVERIFY2(msg.contains("layer 0 (conv2d): \"padding\": \"same\" needs an odd \"kernel\"") &&
+                     msg.contains("4x4"), qPrintable(msg));
+        conv.padding = Padding::Valid;
+        conv.filters = 0;
+        msg = message({conv, gap}, image(8, 8, 1), 4);
+        QVERIFY2(msg.contains("\"filters\" must be a positive integer, got 0"), qPrintable(msg));
+        conv.filters = 4;
+        conv.kernel_w = 0;
+        msg = message({conv, gap}, image(8, 8, 1), 4);
+        QVERIFY2(msg.contains("\"kernel\" must be positive"), qPrintable(msg));
+        conv.kernel_w = 4;
+        conv.activation = Activation::Softmax;
+        msg = message({conv, gap}, image(8, 8, 1), 4);
+        QVERIFY2(msg.contains("softmax"), qPrintable(msg));
+        conv.activation = Activation::None;
+        conv.filters = 65536;
+        conv.kernel_h = conv.kernel_w = 64;
+        msg = message({conv, gap}, image(64, 64, 4096), 65536);
+        QVERIFY2(msg.contains("more weights than one layer may hold"), qPrintable(msg));
+
+        LayerSpec bn;
+        bn.type = LayerType::BatchNorm;
+        bn.epsilon = 0.0f;
+        msg = message({bn, gap}, image(2, 2, 3), 3);
+        QVERIFY2(msg.contains("\"epsilon\" must be a positive number"), qPrintable(msg));
+        bn.epsilon = 1e-5f;
+        bn.momentum = 2.0f;
+        msg = message({bn, gap}, image(2, 2, 3), 3);
+        QVERIFY2(msg.contains("\"momentum\" must be a number in [0, 1]"), qPrintable(msg));
+
+        LayerSpec block;
+        block.type = LayerType::Residual;
+        msg = message({block, gap}, image(2, 2, 3), 3);
+        QVERIFY2(msg.contains("layer 0 (residual): \"body\" is empty"), qPrintable(msg));
+        bn.momentum = 0.1f;
+        block.body = {bn};
+        block.activation = Activation::Tanh;
+        msg = message({block, gap}, image(2, 2, 3), 3);
+        QVERIFY2(msg.contains("\"relu\" or \"linear\""), qPrintable(msg));
+        block.activation = Activation::Relu;
+        QCOMPARE(message({block, gap}, image(2, 2, 3), 3), QString());
+
+        LayerSpec dense;
+        dense.units = k_units_classes - 1;
+        msg = message({dense}, Shape{{3}}, 3);
+        QVERIFY2(msg.contains("\"units\" must be a positive integer, got -2"), qPrintable(msg));
+    }
+
+    // A softmax inside a block is warned about like one before the output.
+    void softmax_inside_a_block_warns() {
+        const Graph g = build_graph(spec_of(R"([{"type": "flatten"}, {"type": "residual", "body": [
+            {"type": "dense", "units": 4, "activation": "softmax"}]}, {"type": "dense", "units": 2}])"),
+                                    Shape{{4}}, 2);
+        QCOMPARE(g.warnings.size(), std::size_t(1));
+        QVERIFY2(QString::fromStdString(g.warnings[0]).startsWith("layer 1 > body 0 (dense): softmax before"),
+                 g.warnings[0].c_str());
     }
 };
 

@@ -9,7 +9,9 @@
 #include <QFile>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -19,18 +21,49 @@ using namespace mixlab;
 
 namespace {
 
-// One line per layer, every field: two specs are equal exactly when these match.
+std::string describe(const LayerSpec& l);
+
+std::string describe_list(const std::vector<LayerSpec>& layers) {
+    std::string out;
+    for (const auto& l : layers) out += (out.empty() ? "" : "; ") + describe(l);
+    return out;
+}
+
+// One line per layer, every field its type uses: two specs are equal exactly when these
+// match.
 std::string describe(const LayerSpec& l) {
     std::ostringstream s;
     s << layer_type_name(l.type);
+    auto window = [&](const char* size) {
+        s << " " << size << "=" << l.kernel_h << "x" << l.kernel_w << " stride=" << l.stride_h
+          << "x" << l.stride_w << " pad=";
+        if (l.padding == Padding::Explicit)
+            s << l.pad_h << "x" << l.pad_w;
+        else
+            s << padding_name(l.padding);
+    };
     switch (l.type) {
     case LayerType::Flatten: break;
     case LayerType::Dense:
-        s << " units=" << l.units << " act=" << activation_name(l.activation)
-          << " bias=" << l.use_bias;
+        s << " units=";
+        if (l.units == k_units_classes) s << "classes"; else s << l.units;
+        s << " act=" << activation_name(l.activation) << " bias=" << l.use_bias;
         break;
     case LayerType::Activation: s << " act=" << activation_name(l.activation); break;
     case LayerType::Dropout: s << " rate=" << l.rate; break;
+    case LayerType::Conv2D:
+        s << " filters=" << l.filters;
+        window("kernel");
+        s << " act=" << activation_name(l.activation) << " bias=" << l.use_bias;
+        break;
+    case LayerType::BatchNorm: s << " momentum=" << l.momentum << " eps=" << l.epsilon; break;
+    case LayerType::MaxPool2D:
+    case LayerType::AvgPool2D: window("pool"); break;
+    case LayerType::GlobalAvgPool: break;
+    case LayerType::Residual:
+        s << " act=" << activation_name(l.activation) << " body{" << describe_list(l.body)
+          << "} shortcut{" << describe_list(l.shortcut) << "}";
+        break;
     }
     if (l.force_fp32) s << " fp32";
     return s.str();
@@ -42,19 +75,104 @@ std::string describe(const ModelSpec& spec) {
     return out;
 }
 
-// Field-by-field equality, including fields the layer type does not use, and the
-// rate's exact bits.
+bool same_bits(float a, float b) {
+    return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+bool same(const LayerSpec& a, const LayerSpec& b);
+
+bool same(const std::vector<LayerSpec>& a, const std::vector<LayerSpec>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same(a[i], b[i])) return false;
+    return true;
+}
+
+// Field-by-field equality (LayerSpec's operator==, which covers every field, including
+// those the layer type does not use), plus the floats' exact bits.
 bool same(const LayerSpec& a, const LayerSpec& b) {
-    return a.type == b.type && a.units == b.units && a.activation == b.activation &&
-           a.use_bias == b.use_bias && std::bit_cast<std::uint32_t>(a.rate) ==
-           std::bit_cast<std::uint32_t>(b.rate) && a.force_fp32 == b.force_fp32;
+    return a == b && same_bits(a.rate, b.rate) && same_bits(a.momentum, b.momentum) &&
+           same_bits(a.epsilon, b.epsilon) && same(a.body, b.body) &&
+           same(a.shortcut, b.shortcut);
 }
 
 bool same(const ModelSpec& a, const ModelSpec& b) {
-    if (a.name != b.name || a.layers.size() != b.layers.size()) return false;
-    for (std::size_t i = 0; i < a.layers.size(); ++i)
-        if (!same(a.layers[i], b.layers[i])) return false;
-    return true;
+    return a.name == b.name && same(a.layers, b.layers);
+}
+
+int uniform(std::mt19937& rng, int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
+
+bool coin(std::mt19937& rng) { return uniform(rng, 0, 1) == 1; }
+
+// A window as the parser can produce it: each side 1..64 (often square), stride absent or
+// 1..64, padding valid, same (odd sizes only) or explicit 0..64.
+void random_window(std::mt19937& rng, LayerSpec& l) {
+    l.kernel_h = uniform(rng, 1, 64);
+    l.kernel_w = coin(rng) ? l.kernel_h : uniform(rng, 1, 64);
+    if (coin(rng)) {
+        l.stride_h = uniform(rng, 1, 64);
+        l.stride_w = coin(rng) ? l.stride_h : uniform(rng, 1, 64);
+    }
+    switch (uniform(rng, 0, 2)) {
+    case 0: break;
+    case 1:
+        l.padding = Padding::Same;
+        l.kernel_h |= 1;
+        l.kernel_w = std::min(l.kernel_w | 1, 63);
+        l.kernel_h = std::min(l.kernel_h, 63);
+        break;
+    default:
+        l.padding = Padding::Explicit;
+        l.pad_h = uniform(rng, 0, 64);
+        l.pad_w = coin(rng) ? l.pad_h : uniform(rng, 0, 64);
+        break;
+    }
+}
+
+std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, int depth) {
+    const Activation acts[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
+                               Activation::Tanh, Activation::Gelu, Activation::Softmax};
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::vector<LayerSpec> layers;
+    const int n = uniform(rng, min_n, max_n);
+    for (int i = 0; i < n; ++i) {
+        LayerSpec l;
+        // No residual blocks below depth 2, so the specs stay small.
+        l.type = LayerType(uniform(rng, 0, depth < 2 ? 9 : 8));
+        switch (l.type) {
+        case LayerType::Flatten:
+        case LayerType::GlobalAvgPool: break;
+        case LayerType::Dense:
+            l.units = coin(rng) ? uniform(rng, 1, 1000000) : k_units_classes;
+            l.activation = acts[uniform(rng, 0, 5)];
+            l.use_bias = coin(rng);
+            break;
+        case LayerType::Activation: l.activation = acts[uniform(rng, 0, 5)]; break;
+        case LayerType::Dropout: l.rate = std::min(unit(rng), std::nextafter(1.0f, 0.0f)); break;
+        case LayerType::Conv2D:
+            l.filters = uniform(rng, 1, 65536);
+            random_window(rng, l);
+            l.activation = acts[uniform(rng, 0, 4)]; // no softmax on a convolution
+            l.use_bias = coin(rng);
+            break;
+        case LayerType::BatchNorm:
+            if (coin(rng)) l.momentum = coin(rng) ? unit(rng) : float(uniform(rng, 0, 1));
+            if (coin(rng)) l.epsilon = std::pow(10.0f, -8.0f * unit(rng)) * (0.5f + unit(rng));
+            break;
+        case LayerType::MaxPool2D:
+        case LayerType::AvgPool2D: random_window(rng, l); break;
+        case LayerType::Residual:
+            l.activation = coin(rng) ? Activation::Relu : Activation::None;
+            l.body = random_layers(rng, 1, 3, depth + 1);
+            l.shortcut = random_layers(rng, 0, 2, depth + 1);
+            break;
+        }
+        l.force_fp32 = coin(rng);
+        layers.push_back(l);
+    }
+    return layers;
 }
 
 std::string read_file(const QString& path) {
@@ -99,6 +217,15 @@ private slots:
         QCOMPARE(activation_name(Activation::Tanh), std::string_view("tanh"));
         QCOMPARE(activation_name(Activation::Gelu), std::string_view("gelu"));
         QCOMPARE(activation_name(Activation::Softmax), std::string_view("softmax"));
+        QCOMPARE(layer_type_name(LayerType::Conv2D), std::string_view("conv2d"));
+        QCOMPARE(layer_type_name(LayerType::BatchNorm), std::string_view("batchnorm"));
+        QCOMPARE(layer_type_name(LayerType::MaxPool2D), std::string_view("maxpool2d"));
+        QCOMPARE(layer_type_name(LayerType::AvgPool2D), std::string_view("avgpool2d"));
+        QCOMPARE(layer_type_name(LayerType::GlobalAvgPool), std::string_view("global_avgpool"));
+        QCOMPARE(layer_type_name(LayerType::Residual), std::string_view("residual"));
+        QCOMPARE(padding_name(Padding::Valid), std::string_view("valid"));
+        QCOMPARE(padding_name(Padding::Same), std::string_view("same"));
+        QCOMPARE(padding_name(Padding::Explicit), std::string_view("explicit"));
     }
 
     void valid_data() {
@@ -142,6 +269,54 @@ private slots:
         QTest::addRow("unicode name") << QByteArray(R"({"format": "mixlab-model/1", "name": "r\u00e9seau", "layers": []})")
             << "r\u00e9seau:";
         QTest::addRow("empty layer list parses (build_graph rejects it)") << with_layers("[]") << "t:";
+        QTest::addRow("dense with units classes")
+            << with_layers(R"([{"type": "dense", "units": "classes", "activation": "softmax"}])")
+            << "t: [dense units=classes act=softmax bias=1]";
+        // Convolution and pooling windows.
+        QTest::addRow("conv2d defaults") << with_layers(R"([{"type": "conv2d", "filters": 8, "kernel": 3}])")
+            << "t: [conv2d filters=8 kernel=3x3 stride=0x0 pad=valid act=linear bias=1]";
+        QTest::addRow("conv2d, every field")
+            << with_layers(R"([{"type": "conv2d", "filters": 16, "kernel": [3, 5], "stride": [1, 2], "padding": [1, 2],
+                "activation": "relu", "use_bias": false, "dtype": "float32", "name": "c"}])")
+            << "t: [conv2d filters=16 kernel=3x5 stride=1x2 pad=1x2 act=relu bias=0 fp32]";
+        QTest::addRow("conv2d at the upper bounds")
+            << with_layers(R"([{"type": "conv2d", "filters": 65536, "kernel": [63, 1], "stride": 64, "padding": "same"},
+                {"type": "conv2d", "filters": 1, "kernel": 64, "padding": [64, 0]}])")
+            << "t: [conv2d filters=65536 kernel=63x1 stride=64x64 pad=same act=linear bias=1] "
+               "[conv2d filters=1 kernel=64x64 stride=0x0 pad=64x0 act=linear bias=1]";
+        QTest::addRow("conv2d paddings valid and 0")
+            << with_layers(R"([{"type": "conv2d", "filters": 1, "kernel": 2, "padding": "valid", "activation": "gelu"},
+                {"type": "conv2d", "filters": 1, "kernel": 2, "padding": 0, "activation": "linear"}])")
+            << "t: [conv2d filters=1 kernel=2x2 stride=0x0 pad=valid act=gelu bias=1] "
+               "[conv2d filters=1 kernel=2x2 stride=0x0 pad=0x0 act=linear bias=1]";
+        QTest::addRow("pooling")
+            << with_layers(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "avgpool2d", "pool_size": [3, 1], "stride": 1, "padding": [1, 0]},
+                {"type": "maxpool2d", "pool_size": 3, "stride": [2, 1], "padding": "same", "dtype": "float32"}, {"type": "global_avgpool"}])")
+            << "t: [maxpool2d pool=2x2 stride=0x0 pad=valid] [avgpool2d pool=3x1 stride=1x1 pad=1x0] "
+               "[maxpool2d pool=3x3 stride=2x1 pad=same fp32] [global_avgpool]";
+        // Batch norm.
+        QTest::addRow("batchnorm") << with_layers(R"([{"type": "batchnorm"}, {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
+                {"type": "batchnorm", "momentum": 0, "epsilon": 1e-30}, {"type": "batchnorm", "momentum": 1}])")
+            << "t: [batchnorm momentum=0.1 eps=1e-05] [batchnorm momentum=0.01 eps=0.001] "
+               "[batchnorm momentum=0 eps=1e-30] [batchnorm momentum=1 eps=1e-05]";
+        // Residual blocks.
+        QTest::addRow("residual, identity shortcut")
+            << with_layers(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"}]},
+                {"type": "residual", "body": [{"type": "flatten"}], "shortcut": [], "activation": "linear"}])")
+            << "t: [residual act=linear body{batchnorm momentum=0.1 eps=1e-05; activation act=relu} shortcut{}] "
+               "[residual act=linear body{flatten} shortcut{}]";
+        QTest::addRow("residual, projection and relu")
+            << with_layers(R"([{"type": "residual", "activation": "relu", "dtype": "float32",
+                "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
+                "shortcut": [{"type": "conv2d", "filters": 8, "kernel": 1, "stride": 2, "use_bias": false}, {"type": "batchnorm"}]}])")
+            << "t: [residual act=relu body{conv2d filters=8 kernel=3x3 stride=2x2 pad=same act=linear bias=1} "
+               "shortcut{conv2d filters=8 kernel=1x1 stride=2x2 pad=valid act=linear bias=0; "
+               "batchnorm momentum=0.1 eps=1e-05} fp32]";
+        QTest::addRow("nested residual")
+            << with_layers(R"([{"type": "residual", "body": [{"type": "residual", "body": [{"type": "global_avgpool"}],
+                "shortcut": [{"type": "dense", "units": "classes"}]}]}])")
+            << "t: [residual act=linear body{residual act=linear body{global_avgpool} "
+               "shortcut{dense units=classes act=linear bias=1}} shortcut{}]";
     }
     void valid() {
         QFETCH(QByteArray, json);
@@ -200,11 +375,15 @@ private slots:
         QTest::addRow("zero units") << at_layer_5(R"({"type": "dense", "units": 0})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got 0"};
         QTest::addRow("units as a string") << at_layer_5(R"({"type": "dense", "units": "3000"})")
-            << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got \"3000\""};
+            << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
+                           "got \"3000\""};
+        QTest::addRow("units class") << at_layer_5(R"({"type": "dense", "units": "class"})")
+            << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
+                           "got \"class\""};
         QTest::addRow("fractional units") << at_layer_5(R"({"type": "dense", "units": 30.5})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got 30.5"};
         QTest::addRow("units true") << at_layer_5(R"({"type": "dense", "units": true})")
-            << QStringList{"\"units\" must be a positive integer, got true"};
+            << QStringList{"\"units\" must be a positive integer or \"classes\"", "got true"};
         QTest::addRow("missing units") << at_layer_5(R"({"type": "dense", "activation": "relu"})")
             << QStringList{"layer 5 (dense): missing \"units\""};
         QTest::addRow("a billion units") << at_layer_5(R"({"type": "dense", "units": 1000000000})")
@@ -249,6 +428,115 @@ private slots:
             << QStringList{"layer 5 (dense): \"dtype\" can only be \"float32\""};
         QTest::addRow("layer name not a string") << at_layer_5(R"({"type": "flatten", "name": 5})")
             << QStringList{"layer 5 (flatten): \"name\" must be a string, got 5"};
+        // Conv2d.
+        QTest::addRow("conv2d without filters") << at_layer_5(R"({"type": "conv2d", "kernel": 3})")
+            << QStringList{"layer 5 (conv2d): missing \"filters\""};
+        QTest::addRow("zero filters") << at_layer_5(R"({"type": "conv2d", "filters": 0, "kernel": 3})")
+            << QStringList{"layer 5 (conv2d): \"filters\" must be a positive integer, got 0"};
+        QTest::addRow("fractional filters") << at_layer_5(R"({"type": "conv2d", "filters": 2.5, "kernel": 3})")
+            << QStringList{"layer 5 (conv2d): \"filters\" must be a positive integer, got 2.5"};
+        QTest::addRow("too many filters") << at_layer_5(R"({"type": "conv2d", "filters": 65537, "kernel": 3})")
+            << QStringList{"layer 5 (conv2d): \"filters\" must be at most 65536, got 65537"};
+        QTest::addRow("conv2d without kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4})")
+            << QStringList{"layer 5 (conv2d): missing \"kernel\"", "[height, width]"};
+        QTest::addRow("zero kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 0})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list [height, width] of them, got 0"};
+        QTest::addRow("kernel list of one") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3]})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list", "got [3]"};
+        QTest::addRow("kernel list of three") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 3, 3]})")
+            << QStringList{"\"kernel\" must be a positive integer or a list", "got [3,3,3]"};
+        QTest::addRow("kernel with a string") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, "3"]})")
+            << QStringList{"\"kernel\" must be a positive integer or a list", "got [3,\"3\"]"};
+        QTest::addRow("kernel too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 65})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be at most 64, got 65"};
+        QTest::addRow("kernel too large in a pair") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 100]})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be at most 64, got [3,100]"};
+        QTest::addRow("zero stride") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": 0})")
+            << QStringList{"layer 5 (conv2d): \"stride\" must be a positive integer or a list", "got 0"};
+        QTest::addRow("stride too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": [1, 65]})")
+            << QStringList{"\"stride\" must be at most 64, got [1,65]"};
+        QTest::addRow("padding typo") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": "smae"})")
+            << QStringList{"layer 5 (conv2d): unknown padding \"smae\"", "did you mean \"same\"?"};
+        QTest::addRow("negative padding") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": -1})")
+            << QStringList{"layer 5 (conv2d): \"padding\" must be \"same\", \"valid\", a non-negative integer or a list [height, width] of them, got -1"};
+        QTest::addRow("padding true") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": true})")
+            << QStringList{"\"padding\" must be \"same\", \"valid\"", "got true"};
+        QTest::addRow("padding too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": 65})")
+            << QStringList{"\"padding\" must be at most 64, got 65"};
+        QTest::addRow("same with an even kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 4], "padding": "same"})")
+            << QStringList{"layer 5 (conv2d): \"padding\": \"same\" needs an odd \"kernel\"", "got 3x4",
+                           "2 makes the output one larger, 1 one smaller"};
+        QTest::addRow("softmax on conv2d") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "activation": "softmax"})")
+            << QStringList{"layer 5 (conv2d): \"activation\": \"softmax\" is not available on conv2d"};
+        QTest::addRow("strides, Keras's spelling") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "strides": 2})")
+            << QStringList{"layer 5 (conv2d): unknown field \"strides\"", "did you mean \"stride\"?",
+                           "conv2d layers take: type, name, dtype, filters, kernel, stride, padding, activation, use_bias"};
+        QTest::addRow("units on conv2d") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "units": 4})")
+            << QStringList{"layer 5 (conv2d): unknown field \"units\""};
+        // Pooling.
+        QTest::addRow("pool without size") << at_layer_5(R"({"type": "maxpool2d"})")
+            << QStringList{"layer 5 (maxpool2d): missing \"pool_size\"", "e.g. 2"};
+        QTest::addRow("pool with a kernel") << at_layer_5(R"({"type": "avgpool2d", "kernel": 2})")
+            << QStringList{"layer 5 (avgpool2d): unknown field \"kernel\"", "avgpool2d layers take:", "pool_size"};
+        QTest::addRow("pool size zero") << at_layer_5(R"({"type": "avgpool2d", "pool_size": [2, 0]})")
+            << QStringList{"layer 5 (avgpool2d): \"pool_size\" must be a positive integer or a list", "got [2,0]"};
+        QTest::addRow("same with an even pool") << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "padding": "same"})")
+            << QStringList{"layer 5 (maxpool2d): \"padding\": \"same\" needs an odd \"pool_size\"", "got 2x2"};
+        QTest::addRow("filters on a pool") << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "filters": 3})")
+            << QStringList{"layer 5 (maxpool2d): unknown field \"filters\""};
+        QTest::addRow("global pool with a size") << at_layer_5(R"({"type": "global_avgpool", "pool_size": 2})")
+            << QStringList{"layer 5 (global_avgpool): unknown field \"pool_size\""};
+        // Batch norm.
+        QTest::addRow("momentum above 1") << at_layer_5(R"({"type": "batchnorm", "momentum": 1.5})")
+            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]", "got 1.5"};
+        QTest::addRow("negative momentum") << at_layer_5(R"({"type": "batchnorm", "momentum": -0.1})")
+            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]", "got -0.1"};
+        QTest::addRow("momentum as a string") << at_layer_5(R"({"type": "batchnorm", "momentum": "0.1"})")
+            << QStringList{"\"momentum\" must be a number in [0, 1]"};
+        QTest::addRow("zero epsilon") << at_layer_5(R"({"type": "batchnorm", "epsilon": 0})")
+            << QStringList{"layer 5 (batchnorm): \"epsilon\" must be a positive number", "got 0"};
+        QTest::addRow("negative epsilon") << at_layer_5(R"({"type": "batchnorm", "epsilon": -1e-5})")
+            << QStringList{"\"epsilon\" must be a positive number", "got -1e-05"};
+        QTest::addRow("epsilon that is 0 as a float") << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e-50})")
+            << QStringList{"\"epsilon\" must be a positive number"};
+        QTest::addRow("epsilon that overflows a float") << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e300})")
+            << QStringList{"\"epsilon\" must be a positive number"};
+        QTest::addRow("eps, a near miss") << at_layer_5(R"({"type": "batchnorm", "eps": 0.001})")
+            << QStringList{"layer 5 (batchnorm): unknown field \"eps\"", "momentum, epsilon"};
+        // Residual blocks, and errors inside them named by their path.
+        QTest::addRow("residual without body") << at_layer_5(R"({"type": "residual"})")
+            << QStringList{"layer 5 (residual): missing \"body\""};
+        QTest::addRow("empty body") << at_layer_5(R"({"type": "residual", "body": []})")
+            << QStringList{"layer 5 (residual): \"body\" must be a non-empty list of layers, got []"};
+        QTest::addRow("body an object") << at_layer_5(R"({"type": "residual", "body": {"type": "flatten"}})")
+            << QStringList{"layer 5 (residual): \"body\" must be a non-empty list of layers"};
+        QTest::addRow("shortcut a number") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": 5})")
+            << QStringList{"layer 5 (residual): \"shortcut\" must be a list of layers ([] is the identity), got 5"};
+        QTest::addRow("residual tanh") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "activation": "tanh"})")
+            << QStringList{"layer 5 (residual): \"activation\" of a residual block", "\"relu\" or \"linear\"", "got \"tanh\""};
+        QTest::addRow("residual typo") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcuts": []})")
+            << QStringList{"layer 5 (residual): unknown field \"shortcuts\"", "did you mean \"shortcut\"?"};
+        QTest::addRow("error in a body")
+            << at_layer_5(R"({"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+                {"type": "conv2d", "filters": 0, "kernel": 3}]})")
+            << QStringList{"layer 5 > body 2 (conv2d): \"filters\" must be a positive integer, got 0"};
+        QTest::addRow("error in a nested shortcut")
+            << at_layer_5(R"({"type": "residual", "body": [{"type": "batchnorm"},
+                {"type": "residual", "body": [{"type": "flatten"}], "shortcut": [{"type": "dense", "units": -1}]}]})")
+            << QStringList{"layer 5 > body 1 > shortcut 0 (dense): \"units\" must be a positive integer, got -1"};
+        QTest::addRow("unknown type in a shortcut")
+            << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": [{"type": "conv", "filters": 2}]})")
+            << QStringList{"layer 5 > shortcut 0: unknown layer type \"conv\"", "did you mean \"conv2d\"?"};
+        QTest::addRow("body holding a number")
+            << at_layer_5(R"({"type": "residual", "body": [3]})")
+            << QStringList{"layer 5 > body 0: must be an object", "got 3"};
+        {
+            std::string nested = R"({"type": "batchnorm"})";
+            for (int i = 0; i < 20; ++i) nested = R"({"type": "residual", "body": [)" + nested + "]}";
+            QTest::addRow("residual blocks nested 20 deep")
+                << with_layers(("[" + nested + "]").c_str())
+                << QStringList{"layer 0 > body 0 > body 0", "(residual): residual blocks nest more than 16 deep"};
+        }
     }
     void invalid() {
         QFETCH(QByteArray, json);
@@ -283,33 +571,92 @@ private slots:
         QVERIFY(same(parse_model_spec(text), spec));
     }
 
-    // Random specs over every field: write, read back, compare; writing again gives the
-    // same text. Rates are random floats, so the shortest-decimal writing is checked.
+    // The new layer types, each field written only when it differs from its default, and
+    // a residual block written as a tree: its layers two spaces deeper, one per line.
+    void writes_convolutional_layers() {
+        ModelSpec spec;
+        spec.name = "cnn";
+        LayerSpec conv;
+        conv.type = LayerType::Conv2D;
+        conv.filters = 8;
+        conv.kernel_h = conv.kernel_w = 3;
+        LayerSpec conv_all = conv;
+        conv_all.filters = 16;
+        conv_all.kernel_w = 5;
+        conv_all.stride_h = 1;
+        conv_all.stride_w = 2;
+        conv_all.padding = Padding::Explicit;
+        conv_all.pad_h = 1;
+        conv_all.pad_w = 2;
+        conv_all.activation = Activation::Relu;
+        conv_all.use_bias = false;
+        conv_all.force_fp32 = true;
+        LayerSpec bn;
+        bn.type = LayerType::BatchNorm;
+        LayerSpec bn_set = bn;
+        bn_set.momentum = 0.01f;
+        bn_set.epsilon = 1e-3f;
+        LayerSpec pool;
+        pool.type = LayerType::MaxPool2D;
+        pool.kernel_h = pool.kernel_w = 3;
+        pool.stride_h = pool.stride_w = 2;
+        pool.padding = Padding::Same;
+        LayerSpec avg;
+        avg.type = LayerType::AvgPool2D;
+        avg.kernel_h = avg.kernel_w = 2;
+        LayerSpec gap;
+        gap.type = LayerType::GlobalAvgPool;
+        LayerSpec shortcut_conv = conv;
+        shortcut_conv.kernel_h = shortcut_conv.kernel_w = 1;
+        LayerSpec inner;
+        inner.type = LayerType::Residual;
+        inner.body = {bn};
+        LayerSpec block;
+        block.type = LayerType::Residual;
+        block.activation = Activation::Relu;
+        block.body = {bn, inner};
+        block.shortcut = {shortcut_conv};
+        LayerSpec head;
+        head.units = k_units_classes;
+        spec.layers = {conv, conv_all, bn, bn_set, pool, avg, block, gap, head};
+        const std::string expected = R"({
+  "format": "mixlab-model/1",
+  "name": "cnn",
+  "layers": [
+    {"type": "conv2d", "filters": 8, "kernel": 3},
+    {"type": "conv2d", "filters": 16, "kernel": [3, 5], "stride": [1, 2], "padding": [1, 2], "activation": "relu", "use_bias": false, "dtype": "float32"},
+    {"type": "batchnorm"},
+    {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
+    {"type": "maxpool2d", "pool_size": 3, "stride": 2, "padding": "same"},
+    {"type": "avgpool2d", "pool_size": 2},
+    {"type": "residual", "activation": "relu", "body": [
+      {"type": "batchnorm"},
+      {"type": "residual", "body": [
+        {"type": "batchnorm"}
+      ]}
+    ], "shortcut": [
+      {"type": "conv2d", "filters": 8, "kernel": 1}
+    ]},
+    {"type": "global_avgpool"},
+    {"type": "dense", "units": "classes"}
+  ]
+}
+)";
+        const std::string text = model_spec_to_json(spec);
+        QCOMPARE(QString::fromStdString(text), QString::fromStdString(expected));
+        QVERIFY(same(parse_model_spec(text), spec));
+        QVERIFY(parse_model_spec(text) == spec);
+    }
+
+    // Random specs over every field and layer type, residual blocks nested two deep:
+    // write, read back, compare; writing again gives the same text. Rates, momenta and
+    // epsilons are random floats, so the shortest-decimal writing is checked.
     void random_round_trip() {
         std::mt19937 rng(2024);
-        std::uniform_int_distribution<int> type(0, 3), act(0, 5), units(1, 1000000), n_layers(0, 8), coin(0, 1);
-        std::uniform_real_distribution<float> rate(0.0f, 1.0f);
-        const Activation acts[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
-                                   Activation::Tanh, Activation::Gelu, Activation::Softmax};
         for (int trial = 0; trial < 2000; ++trial) {
             ModelSpec spec;
             spec.name = coin(rng) ? "model \"" + std::to_string(trial) + "\"\n" : "";
-            const int n = n_layers(rng);
-            for (int i = 0; i < n; ++i) {
-                LayerSpec l;
-                l.type = LayerType(type(rng));
-                if (l.type == LayerType::Dense) {
-                    l.units = units(rng);
-                    l.activation = acts[act(rng)];
-                    l.use_bias = coin(rng);
-                } else if (l.type == LayerType::Activation) {
-                    l.activation = acts[act(rng)];
-                } else if (l.type == LayerType::Dropout) {
-                    l.rate = std::min(rate(rng), std::nextafter(1.0f, 0.0f));
-                }
-                l.force_fp32 = coin(rng);
-                spec.layers.push_back(l);
-            }
+            spec.layers = random_layers(rng, 0, 8, 0);
             const std::string text = model_spec_to_json(spec);
             const ModelSpec back = parse_model_spec(text);
             if (!same(back, spec))

@@ -1,5 +1,6 @@
-// ModelDesigner: presets, the live shape/params/tensor-core columns, every edit and its
-// undo/redo (compared as written JSON), merged spin edits, validation and setInput.
+// ModelDesigner on flat models: presets, the live shape/params/tensor-core columns, every
+// edit and its undo/redo (compared as written JSON), merged spin edits, validation and
+// setInput. Residual blocks and the convolutional presets: tst_designer_resnet.
 #include "layerpropertyeditor.h"
 #include "layertree.h"
 #include "modeldesigner.h"
@@ -247,7 +248,7 @@ void TestDesigner::edits() {
     const QString original = json(d.spec());
     d.selectRow(row);
     QCOMPARE(d.selectedRow(), row);
-    if (row >= 0) QCOMPARE(d.propertyEditor()->layerIndex(), row);
+    if (row >= 0) QCOMPARE(d.propertyEditor()->layerPath(), LayerPath::top(row));
     QSignalSpy changed(&d, &ModelDesigner::specChanged);
 
     switch (op) {
@@ -438,7 +439,7 @@ void TestDesigner::invalidStructure() {
     QVERIFY(!d.isValid());
     QVERIFY(d.validationMessage().contains(QLatin1String("no layers")));
     QCOMPARE(d.layerTree()->topLevelItemCount(), 0);
-    QCOMPARE(d.propertyEditor()->layerIndex(), -1);
+    QVERIFY(d.propertyEditor()->layerPath().isEmpty());
 }
 
 void TestDesigner::setInputUpdatesShapes() {

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTest>
@@ -102,6 +103,7 @@ private slots:
     void buttonsEmit();
     void datasetShapes();
     void datasetFolder();
+    void augmentation();
 };
 
 void TestRunPanel::configRoundTrip_data()
@@ -155,6 +157,19 @@ void TestRunPanel::configRoundTrip_data()
         c.optimizer.lr = 0.1f;
         c.batch_size = 32;
         c.device = mixlab::DeviceChoice::Auto;
+        return c;
+    }()));
+    QTest::newRow("augmented") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        c.dataset.crop_padding = 4;
+        c.dataset.horizontal_flip = true;
+        return c;
+    }()));
+    QTest::newRow("flip-only") << QString::fromStdString(mixlab::run_config_to_json([] {
+        mixlab::RunConfig c;
+        c.dataset.name = "synthetic";
+        c.dataset.horizontal_flip = true;
         return c;
     }()));
     if (std::filesystem::exists(mixlab::k_debian_fashion_mnist_dir))
@@ -380,6 +395,49 @@ void TestRunPanel::datasetFolder()
     panel.setConfig(c);
     QCOMPARE(message.count(), 1);
     QCOMPARE(panel.config().dataset.name, std::string("synthetic"));
+}
+
+// Random crop (with its padding) and horizontal flip map to DatasetOptions both ways;
+// a crop switched off writes 0 and keeps the spin box's number for next time.
+void TestRunPanel::augmentation()
+{
+    RunPanel panel;
+    auto *crop = panel.findChild<QCheckBox *>("cropCheck");
+    auto *padding = panel.findChild<QSpinBox *>("cropPaddingSpin");
+    auto *flip = panel.findChild<QCheckBox *>("flipCheck");
+    QVERIFY(crop && padding && flip);
+
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    panel.setConfig(c);
+    QVERIFY(!crop->isChecked());
+    QVERIFY(!padding->isEnabled());
+    QVERIFY(!flip->isChecked());
+    QCOMPARE(panel.config().dataset.crop_padding, 0);
+    QCOMPARE(panel.config().dataset.horizontal_flip, false);
+
+    c.dataset.crop_padding = 6;
+    c.dataset.horizontal_flip = true;
+    panel.setConfig(c);
+    QVERIFY(crop->isChecked());
+    QVERIFY(padding->isEnabled());
+    QCOMPARE(padding->value(), 6);
+    QVERIFY(flip->isChecked());
+    QCOMPARE(panel.config().dataset.crop_padding, 6);
+    QCOMPARE(panel.config().dataset.horizontal_flip, true);
+
+    QSignalSpy changed(&panel, &RunPanel::configChanged);
+    crop->setChecked(false);
+    QCOMPARE(panel.config().dataset.crop_padding, 0);
+    QVERIFY(!padding->isEnabled());
+    crop->setChecked(true);
+    padding->setValue(4);
+    flip->setChecked(false);
+    QCOMPARE(changed.count(), 4);
+    const mixlab::RunConfig out = panel.config();
+    QCOMPARE(out.dataset.crop_padding, 4);
+    QCOMPARE(out.dataset.horizontal_flip, false);
+    QCOMPARE(out.dataset.name, std::string("synthetic"));
 }
 
 QTEST_MAIN(TestRunPanel)

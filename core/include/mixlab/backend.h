@@ -101,6 +101,50 @@ struct Normalization {
     float inv_std[4] = {1, 1, 1, 1};
 };
 
+// Random crop after zero padding (torchvision's RandomCrop(size, padding=pad): padded
+// pixels are raw 0 before normalisation) and horizontal flip, drawn per sample from
+// hd::augment_draw(seed, step, sample index in the batch): the same on every backend.
+struct Augmentation {
+    bool random_crop = false;
+    int crop_padding = 4;
+    bool horizontal_flip = false;
+    std::uint64_t seed = 0, step = 0;
+    bool enabled() const { return random_crop || horizontal_flip; }
+};
+
+// One sample's image layout (NHWC per batch).
+struct ImageShape {
+    int height = 1, width = 1, channels = 1;
+    int size() const { return height * width * channels; }
+};
+
+// A 2-D convolution over NHWC tensors: x (batch, in_h, in_w, in_c), weights KRSC
+// (out_c, kernel_h, kernel_w, in_c), y (batch, out_h, out_w, out_c). Cross-correlation
+// (no kernel flip), symmetric zero padding, no dilation, no groups.
+struct ConvGeometry {
+    int batch = 0, in_h = 0, in_w = 0, in_c = 0;
+    int out_h = 0, out_w = 0, out_c = 0;
+    int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    bool operator==(const ConvGeometry&) const = default;
+};
+
+// What the backend chose for a convolution (once per run, cached): reported per layer.
+struct ConvPlanInfo {
+    std::string forward_algo, backward_data_algo, backward_filter_algo;
+    bool tensor_cores = false;        // the chosen algorithms use tensor-core math
+    std::int64_t workspace_bytes = 0; // the largest of the three
+};
+
+// Max or average pooling over NHWC windows with symmetric padding; padded positions
+// never win a max and are not counted in an average (Keras's semantics). Max pooling's
+// gradient goes to the first maximum of the window in row-major order.
+enum class PoolMode { Max, Average };
+struct PoolGeometry {
+    int batch = 0, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
+    int window_h = 1, window_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    bool operator==(const PoolGeometry&) const = default;
+};
+
 // Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
 // are stored as floats, exact up to 2^24).
 enum ScalerSlot : int { k_scale = 0, k_growth_count = 1, k_found_inf = 2, k_optimizer_steps = 3, k_scaler_fields = 4 };
@@ -166,12 +210,12 @@ public:
     virtual void synchronize() = 0;
 
     // ---- data ---------------------------------------------------------------------
-    // out (batch, sample) = normalize(images[order[offset + b]]) in out's dtype, and
-    // out_labels[b] = labels[order[offset + b]] (int32).
+    // out (batch, sample) = normalize(augment(images[order[offset + b]])) in out's dtype,
+    // and out_labels[b] = labels[order[offset + b]] (int32). One pass, no host work.
     virtual void gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
-                              int sample_size, const Normalization& norm, Buffer& out,
-                              Buffer& out_labels) = 0;
+                              const ImageShape& image, const Normalization& norm,
+                              const Augmentation& aug, Buffer& out, Buffer& out_labels) = 0;
 
     // ---- layers -------------------------------------------------------------------
     virtual void gemm(const GemmCall& call) = 0;
@@ -189,6 +233,53 @@ public:
                                  std::uint64_t step, Buffer& y) = 0;
     virtual void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
                                   std::uint64_t step, Buffer& dx) = 0;
+
+    // y = act(a + b), element-wise over equal counts (the residual sum); y may alias a
+    // or b. act is None or Relu.
+    virtual void add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y) = 0;
+
+    // ---- convolution, batch norm, pooling (NHWC) ------------------------------------
+    // Chooses and caches the algorithms and workspace for this geometry, dtype and
+    // math; called at run start so that no step allocates. Later conv calls with the
+    // same key reuse the plan (and prepare it themselves if it was never prepared).
+    virtual ConvPlanInfo conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math) = 0;
+    // x, w, y (and dy, dx, dw) share one floating dtype; accumulation is float32.
+    // conv bias and activation are separate ops: bias_activation with cols = out_c.
+    virtual void conv2d_forward(const ConvGeometry& g, const Buffer& x, const Buffer& w,
+                                MathMode math, Buffer& y) = 0;
+    virtual void conv2d_backward_data(const ConvGeometry& g, const Buffer& dy, const Buffer& w,
+                                      MathMode math, Buffer& dx) = 0;
+    // dw is overwritten (not accumulated).
+    virtual void conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, const Buffer& dy,
+                                        MathMode math, Buffer& dw) = 0;
+
+    // Batch normalisation over `rows` = batch*H*W rows of `channels` (NHWC). x, y, dy,
+    // dx share a dtype; scale, shift, running statistics, saved statistics and the
+    // parameter gradients are float32 (channels each). Statistics in float32.
+    // Training: y = (x - mean) * inv_std * scale + shift with the batch's mean and biased
+    // variance; saved_mean/saved_inv_std keep them for backward; running statistics
+    // updated with `momentum` (PyTorch's convention, unbiased variance).
+    virtual void batchnorm_forward_train(const Buffer& x, int rows, int channels,
+                                         const Buffer& scale, const Buffer& shift,
+                                         float momentum, float epsilon, Buffer& running_mean,
+                                         Buffer& running_var, Buffer& saved_mean,
+                                         Buffer& saved_inv_std, Buffer& y) = 0;
+    // Evaluation: the running statistics.
+    virtual void batchnorm_forward_eval(const Buffer& x, int rows, int channels,
+                                        const Buffer& scale, const Buffer& shift,
+                                        const Buffer& running_mean, const Buffer& running_var,
+                                        float epsilon, Buffer& y) = 0;
+    // dx, and dscale/dshift overwritten (not accumulated), from the saved statistics.
+    virtual void batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
+                                    const Buffer& scale, const Buffer& saved_mean,
+                                    const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
+                                    Buffer& dshift) = 0;
+
+    virtual void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
+                              Buffer& y) = 0;
+    // dx overwritten; max pooling reads x and y to find the winners.
+    virtual void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
+                               const Buffer& y, const Buffer& dy, Buffer& dx) = 0;
 
     // ---- loss ---------------------------------------------------------------------
     // Cross-entropy over (batch, classes) logits computed in float32. head: Logits and

@@ -26,15 +26,23 @@ enum class OutputHead {
 };
 
 struct GraphLayer {
-    int index = 0;          // position in the spec
-    LayerSpec spec;
+    int index = 0;          // position in its own list (top level, body or shortcut)
+    int id = 0;             // unique over the whole tree, pre-order: seeds init and dropout
+    std::string path;       // "layer 4", "layer 4 > body 2", "layer 4 > shortcut 0"
+    LayerSpec spec;         // for residual: body/shortcut as written (see below)
     Shape in, out;
-    std::int64_t params = 0;
-    std::int64_t flops = 0; // forward FLOPs per sample (multiply-add = 2)
-    bool is_gemm = false;
-    bool tensor_core_friendly = false; // 16-bit GEMM dims all multiples of 8
+    std::int64_t params = 0; // residual: the sum over body and shortcut
+    std::int64_t flops = 0; // forward FLOPs per sample (multiply-add = 2); residual: sum
+    bool is_gemm = false;   // dense and conv2d (a convolution is an implicit GEMM)
+    bool tensor_core_friendly = false; // 16-bit GEMM dims / conv channels multiples of 8
     std::string tensor_core_note;      // why not, when not
     bool folded_into_loss = false;     // the final softmax/sigmoid handled by the loss
+
+    // conv2d and pooling, resolved: stride defaults filled in and "same" turned into
+    // symmetric padding per side.
+    int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    // residual: the inferred sub-layers (shapes relative to the block's input)
+    std::vector<GraphLayer> body, shortcut;
 };
 
 struct Graph {
@@ -48,8 +56,14 @@ struct Graph {
     std::vector<std::string> warnings; // e.g. the sigmoid-output advice
 };
 
-// Throws SpecError naming the layer when shapes do not fit (e.g. the output width is
-// not the number of classes).
+// Throws SpecError naming the layer (by its path) when shapes do not fit: the output
+// width is not the number of classes, a residual's body and shortcut disagree
+// ("layer 4 (residual): body gives 16x16x128 but shortcut gives 32x32x64 ..."), a window
+// larger than its input, ...
+//
+// Parameter counts: dense in*units (+units); conv2d kh*kw*cin*filters (+filters);
+// batchnorm 2*channels trainable (scale, shift; the running statistics are not counted,
+// as in PyTorch's parameters()).
 Graph build_graph(const ModelSpec& spec, const Shape& input, int classes);
 
 } // namespace mixlab

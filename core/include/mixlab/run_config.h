@@ -35,6 +35,10 @@ struct DatasetOptions {
     std::string name = "";  // "fashion-mnist", "synthetic", or a folder; empty: default
     bool cifar100_coarse = false;
     std::int64_t synthetic_train = 10000, synthetic_test = 2000;
+    // Training-time augmentation on the device ("augment": {"crop_padding": 4,
+    // "horizontal_flip": true}); evaluation never augments. crop_padding 0: no crop.
+    int crop_padding = 0;
+    bool horizontal_flip = false;
 };
 
 struct RunConfig {

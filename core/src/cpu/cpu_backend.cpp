@@ -1,7 +1,9 @@
-// CPU backend: memory, host transfers, events, fill/cast and the batch gather.
+// CPU backend: memory, host transfers, events, fill/cast and the batch gather (with
+// the crop/flip augmentation of hd_math.h).
 #include "cpu/cpu_backend.h"
 
 #include "backend_validate.h"
+#include "hd_math.h"
 #include "mixlab/error.h"
 
 #include <unistd.h>
@@ -221,13 +223,15 @@ std::unique_ptr<Event> CpuBackend::create_event()
 
 void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
-                              int sample_size, const Normalization& norm, Buffer& out,
-                              Buffer& out_labels)
+                              const ImageShape& image, const Normalization& norm,
+                              const Augmentation& aug, Buffer& out, Buffer& out_labels)
 {
     const char* op = "gather_batch";
-    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, sample_size,
-                           norm, out, out_labels);
+    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
+                           aug, out, out_labels);
     float* o = out.as<float>();
+    const int height = image.height, width = image.width, channels = image.channels;
+    const std::size_t sample_size = std::size_t(image.size());
 
     const auto* images = images_u8.as<std::uint8_t>();
     const auto* labels = labels_u8.as<std::uint8_t>();
@@ -241,9 +245,30 @@ void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                 op, "sample index " + std::to_string(idx) + " is out of range");
         const std::uint8_t* src = images + std::size_t(idx) * sample_size;
         float* dst = o + std::size_t(b) * sample_size;
-        for (int i = 0; i < sample_size; ++i) {
-            const int c = i % norm.channels;
-            dst[i] = (float(src[i]) / 255.0f - norm.mean[c]) * norm.inv_std[c];
+        if (!aug.enabled()) {
+            for (std::size_t i = 0; i < sample_size; ++i) {
+                const std::size_t c = i % std::size_t(channels);
+                dst[i] = (float(src[i]) / 255.0f - norm.mean[c]) * norm.inv_std[c];
+            }
+        } else {
+            // The draw depends on the position in the batch, not on the sample's index,
+            // exactly as the CUDA kernel's thread for output sample b draws it.
+            const hd::AugmentDraw d = hd::augment_draw(aug.seed, aug.step, std::uint64_t(b),
+                                                       aug.crop_padding, aug.random_crop,
+                                                       aug.horizontal_flip);
+            for (int r = 0; r < height; ++r)
+                for (int col = 0; col < width; ++col) {
+                    int sr = 0, sc = 0;
+                    const bool inside = hd::augment_source(d, r, col, height, width, &sr, &sc);
+                    const std::uint8_t* px =
+                        inside ? src + (std::size_t(sr) * width + sc) * channels : nullptr;
+                    float* out_px = dst + (std::size_t(r) * width + col) * channels;
+                    for (int c = 0; c < channels; ++c) {
+                        // Zero padding is a raw 0 pixel, normalised like any other.
+                        const float raw = px ? float(px[c]) : 0.0f;
+                        out_px[c] = (raw / 255.0f - norm.mean[c]) * norm.inv_std[c];
+                    }
+                }
         }
         round_span(out.dtype(), dst, sample_size);
         out_lab[b] = labels[idx];

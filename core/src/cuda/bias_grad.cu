@@ -1,8 +1,9 @@
-// Column and row sums in fp32. Column sums: a block owns 32 adjacent columns (coalesced
-// reads) and 8 row lanes, then adds its 8 partials in a fixed order: deterministic,
-// no atomics, no scratch memory.
+// Column and row sums in fp32. Column sums go through the shared column-reduction
+// kernel (column_reduce.cuh): 16-byte loads, row slices across blocks, partials added
+// in slice order by a second launch. Deterministic: no atomics, a fixed order.
 #include "cuda/bias_grad.cuh"
 
+#include "cuda/column_reduce.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/device_types.cuh"
 #include "cuda/reduce.cuh"
@@ -11,25 +12,16 @@ namespace mixlab::cuda {
 
 namespace {
 
-constexpr int k_tile_cols = 32, k_row_lanes = 8;
-
-// block (32, 8); grid.x: column tiles
-template <class T>
-__global__ void column_sums_kernel(const T* x, std::size_t rows, std::size_t cols, AnyMut out)
+// One thread per column: the slices' partials in slice order.
+__global__ void column_finish_kernel(const float* partial, unsigned splits, std::size_t ld,
+                                     std::size_t cols, AnyMut out)
 {
-    __shared__ float partial[k_row_lanes][k_tile_cols + 1];
-    const std::size_t col = std::size_t(blockIdx.x) * k_tile_cols + threadIdx.x;
-    float acc = 0.0f;
-    if (col < cols)
-        for (std::size_t r = threadIdx.y; r < rows; r += k_row_lanes)
-            acc += to_f32(x[r * cols + col]);
-    partial[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && col < cols) {
-        float s = partial[0][threadIdx.x];
-        for (int l = 1; l < k_row_lanes; ++l)
-            s += partial[l][threadIdx.x];
-        out.store(col, s);
+    for (std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; c < cols;
+         c += std::size_t(gridDim.x) * blockDim.x) {
+        float s = 0.0f;
+        for (unsigned k = 0; k < splits; ++k)
+            s += partial[k * ld + c];
+        out.store(c, s);
     }
 }
 
@@ -53,18 +45,27 @@ __global__ void row_sums_kernel(const T* x, std::size_t rows, std::size_t cols, 
 } // namespace
 
 void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
-                        DType tout, cudaStream_t stream)
+                        DType tout, ReduceScratch& scratch, cudaStream_t stream)
 {
     if (cols == 0)
         return;
     const AnyMut o{out, tout};
-    const unsigned tiles = unsigned((cols + k_tile_cols - 1) / k_tile_cols);
     dispatch_floating(tx, "bias_grad", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        column_sums_kernel<T><<<tiles, dim3(k_tile_cols, k_row_lanes), 0, stream>>>(
-            static_cast<const T*>(x), rows, cols, o);
+        const T* px = static_cast<const T*>(x);
+        const ColumnSplit s = column_split_for<T>(px, nullptr, rows, cols);
+        // One slice: the blocks store the finished sums themselves.
+        float* partial = s.splits > 1 ? scratch.get(s.partials()) : nullptr;
+        launch_column_partials<Sums::Plain, T>(px, nullptr, rows, int(cols), nullptr, nullptr,
+                                               partial, nullptr, o, s, stream);
+        MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
+        if (partial) {
+            constexpr unsigned threads = 256;
+            column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(
+                partial, s.splits, s.ld, cols, o);
+            MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
+        }
     });
-    MIXLAB_CUDA_CHECK_LAUNCH("column_sums_kernel");
 }
 
 void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,

@@ -3,7 +3,9 @@
 
 #include "backend_validate.h"
 #include "cuda/cast_fill.cuh"
+#include "cuda/conv_cudnn.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cudnn_check.h"
 #include "cuda/cuda_event.h"
 #include "cuda/loss.cuh"
 #include "mixlab/error.h"
@@ -98,7 +100,7 @@ Stream::~Stream()
         MIXLAB_CUDA_LOG(cudaStreamDestroy(m_s));
 }
 
-CudaBackend::CudaBackend()
+CudaBackend::CudaBackend() : m_reduce(m_stream.get())
 {
     MIXLAB_CUDA_CHECK(cudaGetDevice(&m_device));
     cudaDeviceProp prop{};
@@ -119,13 +121,14 @@ CudaBackend::CudaBackend()
     const std::size_t lt = cublasLtGetVersion(); // major * 10000 + minor * 100 + patch
     m_info.cublas_version = std::to_string(lt / 10000) + "." + std::to_string((lt / 100) % 100) +
                             "." + std::to_string(lt % 100);
-    m_info.cudnn_version = "not used"; // the MLP engine needs no cuDNN yet (convolutions: issue 4)
+    m_info.cudnn_version = cudnn_runtime_version(); // the library loaded, not the header
 
     GemmDevice gd;
     gd.tensor_cores = m_info.tensor_cores;
     gd.bf16 = m_info.bf16;
     gd.tf32 = m_info.tf32;
-    m_gemm = std::make_unique<LtGemm>(gd);
+    m_gemm = std::make_unique<LtGemm>(gd, m_reduce);
+    m_conv = std::make_unique<CudnnConv>(stream());
 
     m_loss_scratch = DeviceMemory(sizeof(LossScratch), "the loss reduction scratch");
     MIXLAB_CUDA_CHECK(cudaMemsetAsync(m_loss_scratch.get(), 0, sizeof(LossScratch), stream()));

@@ -1,8 +1,11 @@
-// The CUDA backend: one stream, cuBLASLt GEMMs with fused epilogues, custom kernels for
-// everything else, and no host synchronisation inside any operation of a step.
+// The CUDA backend: one stream, cuBLASLt GEMMs with fused epilogues, cuDNN convolutions,
+// custom kernels for everything else, and no host synchronisation inside any operation
+// of a step.
 #pragma once
+#include "cuda/conv_report.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemm_lt.h"
+#include "cuda/reduce_scratch.h"
 #include "mixlab/backend.h"
 
 #include <cuda_runtime.h>
@@ -12,6 +15,8 @@
 #include <vector>
 
 namespace mixlab::cuda {
+
+class CudnnConv;
 
 // The backend's name in validation messages (backend_validate.h).
 inline constexpr const char* k_name = "cuda";
@@ -55,8 +60,9 @@ public:
     void synchronize() override;
 
     void gather_batch(const Buffer& images_u8, const Buffer& labels_u8, const Buffer& order_i32,
-                      std::int64_t offset, int batch, int sample_size, const Normalization& norm,
-                      Buffer& out, Buffer& out_labels) override;
+                      std::int64_t offset, int batch, const ImageShape& image,
+                      const Normalization& norm, const Augmentation& aug, Buffer& out,
+                      Buffer& out_labels) override;
 
     void gemm(const GemmCall& call) override;
     void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
@@ -68,6 +74,31 @@ public:
                          Buffer& y) override;
     void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed, std::uint64_t step,
                           Buffer& dx) override;
+    void add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y) override;
+
+    ConvPlanInfo conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math) override;
+    void conv2d_forward(const ConvGeometry& g, const Buffer& x, const Buffer& w, MathMode math,
+                        Buffer& y) override;
+    void conv2d_backward_data(const ConvGeometry& g, const Buffer& dy, const Buffer& w,
+                              MathMode math, Buffer& dx) override;
+    void conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, const Buffer& dy,
+                                MathMode math, Buffer& dw) override;
+
+    void batchnorm_forward_train(const Buffer& x, int rows, int channels, const Buffer& scale,
+                                 const Buffer& shift, float momentum, float epsilon,
+                                 Buffer& running_mean, Buffer& running_var, Buffer& saved_mean,
+                                 Buffer& saved_inv_std, Buffer& y) override;
+    void batchnorm_forward_eval(const Buffer& x, int rows, int channels, const Buffer& scale,
+                                const Buffer& shift, const Buffer& running_mean,
+                                const Buffer& running_var, float epsilon, Buffer& y) override;
+    void batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
+                            const Buffer& scale, const Buffer& saved_mean,
+                            const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
+                            Buffer& dshift) override;
+
+    void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) override;
+    void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
+                       const Buffer& dy, Buffer& dx) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,
@@ -80,6 +111,8 @@ public:
     cudaStream_t stream() const { return m_stream.get(); }
     // One entry per distinct GEMM shape run so far: fused or not, tensor cores or not.
     std::vector<GemmPlanInfo> gemm_plans() const { return m_gemm->plans(); }
+    // One entry per convolution plan built so far.
+    std::vector<ConvPlanRecord> conv_plans() const;
 
 protected:
     void release(void* data) noexcept override;
@@ -93,7 +126,9 @@ private:
     int m_device = 0;
     Stream m_stream;
     DeviceInfo m_info;
+    ReduceScratch m_reduce; // before m_gemm, which borrows it
     std::unique_ptr<LtGemm> m_gemm;
+    std::unique_ptr<CudnnConv> m_conv; // owns the cuDNN handle, created on first use
     DeviceMemory m_loss_scratch;
     std::vector<unsigned char> m_staging;
 };

@@ -4,6 +4,7 @@
 
 #include "backend_validate.h"
 #include "cuda/activation.cuh"
+#include "cuda/add.cuh"
 #include "cuda/bias_grad.cuh"
 #include "cuda/dropout.cuh"
 #include "cuda/gather.cuh"
@@ -13,15 +14,15 @@ namespace mixlab::cuda {
 
 void CudaBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                                const Buffer& order_i32, std::int64_t offset, int batch,
-                               int sample_size, const Normalization& norm, Buffer& out,
-                               Buffer& out_labels)
+                               const ImageShape& image, const Normalization& norm,
+                               const Augmentation& aug, Buffer& out, Buffer& out_labels)
 {
-    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, sample_size,
-                           norm, out, out_labels);
+    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
+                           aug, out, out_labels);
     // Sample indices live on the device; the kernel trusts them (the order is built by
     // the trainer from the split's size).
     launch_gather_batch(images_u8.as<std::uint8_t>(), labels_u8.as<std::uint8_t>(),
-                        order_i32.as<std::int32_t>(), offset, batch, sample_size, norm, out.data(),
+                        order_i32.as<std::int32_t>(), offset, batch, image, norm, aug, out.data(),
                         out.dtype(), out_labels.as<std::int32_t>(), stream());
 }
 
@@ -54,7 +55,13 @@ void CudaBackend::bias_grad(const Buffer& dy, int rows, int cols, Buffer& out)
 {
     validate::bias_grad(k_name, dy, rows, cols, out);
     launch_column_sums(dy.data(), dy.dtype(), std::size_t(rows), std::size_t(cols), out.data(),
-                       out.dtype(), stream());
+                       out.dtype(), m_reduce, stream());
+}
+
+void CudaBackend::add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y)
+{
+    validate::add_activation(k_name, act, a, b, y);
+    launch_add_activation(act, a.data(), b.data(), y.dtype(), y.count(), y.data(), stream());
 }
 
 void CudaBackend::dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,

@@ -88,8 +88,9 @@ std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
     return h;
 }
 
-LtGemm::LtGemm(const GemmDevice& device)
-    : m_device(device), m_workspace(k_workspace_bytes, "the cuBLASLt workspace"),
+LtGemm::LtGemm(const GemmDevice& device, ReduceScratch& scratch)
+    : m_device(device), m_scratch(scratch),
+      m_workspace(k_workspace_bytes, "the cuBLASLt workspace"),
       // For checking and timing the unfused paths on a GPU where cuBLASLt fuses everything.
       m_fuse_epilogues(std::getenv("MIXLAB_GEMM_UNFUSED") == nullptr)
 {
@@ -248,7 +249,7 @@ void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stre
     }
     case Fallback::BiasGradColumns: // A stored (k x m): sum over its rows
         launch_column_sums(g.a->data(), g.a->dtype(), k, m, g.bias_grad->data(),
-                           g.bias_grad->dtype(), stream);
+                           g.bias_grad->dtype(), m_scratch, stream);
         break;
     case Fallback::BiasGradRows: // A stored (m x k)
         launch_row_sums(g.a->data(), g.a->dtype(), m, k, g.bias_grad->data(),

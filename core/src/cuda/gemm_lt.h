@@ -7,6 +7,7 @@
 #include "cuda/device_memory.h"
 #include "cuda/gemm_report.h"
 #include "cuda/lt_handles.h"
+#include "cuda/reduce_scratch.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +26,8 @@ struct GemmDevice {
 
 class LtGemm {
 public:
-    explicit LtGemm(const GemmDevice& device);
+    // scratch: for the unfused bias-gradient column sums (owned by the backend).
+    LtGemm(const GemmDevice& device, ReduceScratch& scratch);
     LtGemm(const LtGemm&) = delete;
     LtGemm& operator=(const LtGemm&) = delete;
 
@@ -70,6 +72,7 @@ private:
     void make_unfused(Plan& plan, const Key& key, const char* why);
 
     GemmDevice m_device;
+    ReduceScratch& m_scratch;
     LtHandle m_handle;
     DeviceMemory m_workspace;
     bool m_fuse_epilogues = true; // MIXLAB_GEMM_UNFUSED=1 runs every epilogue as our kernel

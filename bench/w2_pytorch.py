@@ -1,0 +1,101 @@
+"""W2 (shared WORKLOADS.md) in PyTorch, to its reference settings: ResNet-18 in the CIFAR
+form (3x3 stem, no max-pool), 100 classes, 32x32x3 inputs already on the GPU, eager mode,
+SGD(lr=0.01, momentum=0.9), cross-entropy; channels_last variants for the amp policies.
+Written here (no torchvision needed). Prints one JSON object: ms/step per policy and
+batch (median over timed windows, CUDA events)."""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.shortcut(x))
+
+
+def resnet18(classes=100):
+    layers = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True)]
+    cin = 64
+    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+def time_policy(policy, batch, windows, steps_per_window, warmup):
+    base = policy.replace("_cl", "")
+    channels_last = policy.endswith("_cl")
+    torch.backends.cuda.matmul.allow_tf32 = base == "tf32"
+    torch.backends.cudnn.allow_tf32 = base == "tf32"
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(0)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    model = resnet18().cuda().to(memory_format=fmt)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(batch, 3, 32, 32, device="cuda").to(memory_format=fmt)
+    y = torch.randint(0, 100, (batch,), device="cuda")
+    scaler = torch.amp.GradScaler("cuda") if base == "amp_fp16" else None
+    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(base)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if dtype is not None:
+            with torch.autocast("cuda", dtype=dtype):
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(windows):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps_per_window):
+            step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / steps_per_window)
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batches", default="128,512")
+    p.add_argument("--policies", default="fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl")
+    p.add_argument("--windows", type=int, default=5)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=10)
+    a = p.parse_args()
+    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "ms_per_step": {}}
+    for b in [int(v) for v in a.batches.split(",")]:
+        for pol in a.policies.split(","):
+            out["ms_per_step"][f"{pol}@{b}"] = time_policy(pol, b, a.windows, a.steps, a.warmup)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

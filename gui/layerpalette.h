@@ -1,0 +1,60 @@
+// LayerPalette: a button per layer type, plus the ResNet basic and bottleneck blocks with
+// their width and stride, for the designer to insert at the selection. The controls flow
+// into as many rows as the width needs.
+#pragma once
+#include "layertemplates.h"
+#include "mixlab/model_spec.h"
+
+#include <QStringList>
+#include <QWidget>
+
+#include <vector>
+
+class QSpinBox;
+class QVBoxLayout;
+class QToolButton;
+
+class LayerPalette : public QWidget {
+    Q_OBJECT
+public:
+    explicit LayerPalette(QWidget *parent = nullptr);
+
+    // "conv2d", ..., "residual", "basic block", "bottleneck block", in palette order.
+    QStringList entryNames() const;
+    // As a click on that entry; false for an unknown name.
+    bool activate(const QString &name);
+
+    // Filters of the next block (for a bottleneck: its inner width, the output being four
+    // times that); 0: keep the channels the block receives.
+    int blockFilters() const;
+    void setBlockFilters(int filters);
+    int blockStride() const;
+    void setBlockStride(int stride);
+
+    QSize minimumSizeHint() const override;
+
+signals:
+    void layerRequested(mixlab::LayerType type);
+    void blockRequested(BlockKind kind, int filters, int stride);
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
+private:
+    struct Entry {
+        QString name;
+        bool block = false;
+        mixlab::LayerType type = mixlab::LayerType::Dense;
+        BlockKind kind = BlockKind::Basic;
+        QToolButton *button = nullptr;
+    };
+    void trigger(const Entry &entry);
+    void reflow();
+
+    std::vector<Entry> m_entries;
+    std::vector<QWidget *> m_chips; // every control, in flow order
+    QVBoxLayout *m_rows = nullptr;
+    std::vector<int> m_rowStarts; // the chip each row starts with, as laid out now
+    QSpinBox *m_filters = nullptr;
+    QSpinBox *m_stride = nullptr;
+};

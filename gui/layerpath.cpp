@@ -1,0 +1,146 @@
+// LayerPath: navigation is by value through the spec each time, so a path stays
+// meaningful after the spec it came from has been replaced by an edited copy.
+#include "layerpath.h"
+
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <type_traits>
+
+using mixlab::GraphLayer;
+using mixlab::LayerSpec;
+using mixlab::LayerType;
+using mixlab::ModelSpec;
+
+LayerPath LayerPath::owner() const {
+    LayerPath p = *this;
+    if (!p.steps.empty()) p.steps.pop_back();
+    return p;
+}
+
+LayerPath LayerPath::sibling(int index) const {
+    LayerPath p = *this;
+    if (!p.steps.empty()) p.steps.back().index = index;
+    return p;
+}
+
+LayerPath LayerPath::child(LayerGroup group, int index) const {
+    LayerPath p = *this;
+    p.steps.push_back({group, index});
+    return p;
+}
+
+bool LayerPath::contains(const LayerPath &other) const {
+    if (other.steps.size() < steps.size()) return false;
+    return std::equal(steps.begin(), steps.end(), other.steps.begin());
+}
+
+QString layerGroupName(LayerGroup group) {
+    switch (group) {
+    case LayerGroup::Top: return {};
+    case LayerGroup::Body: return QStringLiteral("body");
+    case LayerGroup::Shortcut: return QStringLiteral("shortcut");
+    }
+    return {};
+}
+
+QString LayerPath::toString() const {
+    QString s;
+    for (const LayerStep &step : steps) {
+        if (step.group == LayerGroup::Top) {
+            s = QStringLiteral("layer ") + QString::number(step.index);
+            continue;
+        }
+        s += QStringLiteral(" > ") + layerGroupName(step.group);
+        if (step.index != k_group) s += QLatin1Char(' ') + QString::number(step.index);
+    }
+    return s;
+}
+
+namespace {
+
+// The list `step` indexes, inside `owner` (nullptr: the model's own list).
+template <typename Spec, typename Layer>
+auto *listIn(Spec &spec, Layer *owner, LayerGroup group) {
+    using List = std::remove_reference_t<decltype((spec.layers))>;
+    List *list = nullptr;
+    if (group == LayerGroup::Top) {
+        if (!owner) list = &spec.layers;
+    } else if (owner && owner->type == LayerType::Residual) {
+        list = group == LayerGroup::Body ? &owner->body : &owner->shortcut;
+    }
+    return list;
+}
+
+template <typename Spec>
+auto *listFor(Spec &spec, const LayerPath &path) {
+    using Layer = std::remove_reference_t<decltype(spec.layers.front())>;
+    using List = std::remove_reference_t<decltype((spec.layers))>;
+    if (path.steps.empty()) return static_cast<List *>(nullptr);
+    Layer *owner = nullptr;
+    for (std::size_t i = 0; i + 1 < path.steps.size(); ++i) {
+        List *list = listIn(spec, owner, path.steps[i].group);
+        const int index = path.steps[i].index;
+        if (!list || index < 0 || index >= int(list->size())) return static_cast<List *>(nullptr);
+        owner = &(*list)[std::size_t(index)];
+    }
+    return listIn(spec, owner, path.steps.back().group);
+}
+
+template <typename Spec>
+auto *layerFor(Spec &spec, const LayerPath &path) {
+    using Layer = std::remove_reference_t<decltype(spec.layers.front())>;
+    auto *list = listFor(spec, path);
+    const int index = path.index();
+    if (!list || index < 0 || index >= int(list->size())) return static_cast<Layer *>(nullptr);
+    return &(*list)[std::size_t(index)];
+}
+
+} // namespace
+
+const LayerSpec *layerAt(const ModelSpec &spec, const LayerPath &path) {
+    return layerFor(spec, path);
+}
+LayerSpec *layerAt(ModelSpec &spec, const LayerPath &path) { return layerFor(spec, path); }
+
+const std::vector<LayerSpec> *layerList(const ModelSpec &spec, const LayerPath &path) {
+    return listFor(spec, path);
+}
+std::vector<LayerSpec> *layerList(ModelSpec &spec, const LayerPath &path) {
+    return listFor(spec, path);
+}
+
+const GraphLayer *graphLayerAt(const std::vector<GraphLayer> &layers, const LayerPath &path) {
+    const std::vector<GraphLayer> *list = &layers;
+    const GraphLayer *layer = nullptr;
+    for (const LayerStep &step : path.steps) {
+        if (step.group != LayerGroup::Top) {
+            if (!layer) return nullptr;
+            list = step.group == LayerGroup::Body ? &layer->body : &layer->shortcut;
+        }
+        if (step.index < 0 || step.index >= int(list->size())) return nullptr;
+        layer = &(*list)[std::size_t(step.index)];
+    }
+    return layer;
+}
+
+LayerPath pathNamedIn(const QString &message, const ModelSpec &spec) {
+    static const QRegularExpression re(
+        QStringLiteral("\\blayer (\\d+)((?: > (?:body|shortcut) \\d+)*)"));
+    static const QRegularExpression stepRe(QStringLiteral(" > (body|shortcut) (\\d+)"));
+    const QRegularExpressionMatch m = re.match(message);
+    if (!m.hasMatch()) return {};
+    LayerPath path = LayerPath::top(m.captured(1).toInt());
+    if (!layerAt(spec, path)) return {};
+    auto steps = stepRe.globalMatch(m.captured(2));
+    while (steps.hasNext()) {
+        const QRegularExpressionMatch s = steps.next();
+        const LayerPath next = path.child(s.captured(1) == QLatin1String("body")
+                                              ? LayerGroup::Body
+                                              : LayerGroup::Shortcut,
+                                          s.captured(2).toInt());
+        if (!layerAt(spec, next)) break; // keep the deepest layer that exists
+        path = next;
+    }
+    return path;
+}
