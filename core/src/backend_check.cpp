@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -189,17 +191,22 @@ public:
     }
     // A prefix for failures from here on ("step 3").
     void context(std::string c) { m_context = std::move(c); }
+    // Extra facts for the detail of a passing check (a plan the backend chose).
+    void note(std::string n) { m_note = std::move(n); }
 
     CheckResult result()
     {
-        if (m_result.passed)
+        if (m_result.passed) {
             m_result.detail = std::to_string(m_compared) + " outputs compared";
+            if (!m_note.empty())
+                m_result.detail += "; " + m_note;
+        }
         return m_result;
     }
 
 private:
     CheckResult m_result;
-    std::string m_context;
+    std::string m_context, m_note;
     int m_compared = 0;
 };
 
@@ -347,6 +354,13 @@ private:
     void dropout_checks();
     void cross_entropy_checks();
     void optimizer_checks();
+    void optimizer_mixed_dtype_checks();
+    void add_activation_checks();
+    void conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_fwd);
+    void conv_checks();
+    void conv_plan_checks();
+    void batchnorm_checks();
+    void pool_checks();
     void end_to_end_checks();
 
     struct GemmCase {
@@ -429,42 +443,70 @@ void Checker::cast_checks()
 void Checker::gather_checks()
 {
     struct Shape {
-        int channels, sample, n, batch;
+        ImageShape image;
+        int n, batch;
         std::int64_t offset;
     };
-    const Shape shapes[] = {{3, 48, 50, 20, 7}, {1, 784, 100, 32, 64}};
+    const Shape shapes[] = {{{4, 4, 3}, 50, 20, 7}, {{28, 28, 1}, 100, 32, 64}, {{9, 7, 3}, 40, 17, 3}};
+    struct Aug {
+        const char* name;
+        bool crop;
+        int pad;
+        bool flip;
+    };
+    const Aug augs[] = {{"plain", false, 0, false},
+                        {"crop4_flip", true, 4, true},
+                        {"crop2", true, 2, false},
+                        {"flip", false, 0, true}};
     for (const Shape& s : shapes)
-        for (DType t : k_floats)
-            run(std::string("gather_batch/") + dtype_short_name(t) + "/c" + std::to_string(s.channels) +
-                    "/" + std::to_string(s.batch) + "x" + std::to_string(s.sample),
-                [&](Verdict& v, Rng& rng) {
-                    const auto images = rng.bytes(std::size_t(s.n) * s.sample, 256);
-                    const auto labels = rng.bytes(std::size_t(s.n), 10);
-                    std::vector<std::int32_t> order(s.n);
-                    for (int i = 0; i < s.n; ++i)
-                        order[i] = i;
-                    for (int i = s.n - 1; i > 0; --i)
-                        std::swap(order[i], order[rng.integer(0, i + 1)]);
-                    Normalization norm;
-                    norm.channels = s.channels;
-                    for (int c = 0; c < s.channels; ++c) {
-                        norm.mean[c] = rng.uniform(0.2f, 0.6f);
-                        norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
-                    }
-                    DataTwins data = upload_data(images, labels, order);
-                    Twin out = twin(std::size_t(s.batch) * s.sample, t);
-                    Twin out_labels = twin(std::size_t(s.batch), DType::I32);
-                    poison(out);
-                    poison(out_labels);
-                    on_both([&](Backend& b, Side on) {
-                        b.gather_batch(on(data.images), on(data.labels), on(data.order), s.offset,
-                                       s.batch, s.sample, norm, on(out), on(out_labels));
+        for (const Aug& a : augs)
+            for (DType t : k_floats)
+                run(std::string("gather_batch/") + dtype_short_name(t) + "/" +
+                        std::to_string(s.batch) + "x" + std::to_string(s.image.height) + "x" +
+                        std::to_string(s.image.width) + "x" + std::to_string(s.image.channels) +
+                        "/" + a.name,
+                    [&](Verdict& v, Rng& rng) {
+                        const std::size_t sample = std::size_t(s.image.size());
+                        const auto images = rng.bytes(std::size_t(s.n) * sample, 256);
+                        const auto labels = rng.bytes(std::size_t(s.n), 10);
+                        std::vector<std::int32_t> order(s.n);
+                        for (int i = 0; i < s.n; ++i)
+                            order[i] = i;
+                        for (int i = s.n - 1; i > 0; --i)
+                            std::swap(order[i], order[rng.integer(0, i + 1)]);
+                        Normalization norm;
+                        norm.channels = s.image.channels;
+                        for (int c = 0; c < s.image.channels; ++c) {
+                            norm.mean[c] = rng.uniform(0.2f, 0.6f);
+                            norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
+                        }
+                        Augmentation aug;
+                        aug.random_crop = a.crop;
+                        aug.crop_padding = a.pad;
+                        aug.horizontal_flip = a.flip;
+                        aug.seed = 0xA5A5u + std::uint64_t(rng.integer(0, 1 << 30));
+                        DataTwins data = upload_data(images, labels, order);
+                        Twin out = twin(std::size_t(s.batch) * sample, t);
+                        Twin out_labels = twin(std::size_t(s.batch), DType::I32);
+                        // Two steps: each draws its own crops and flips.
+                        for (std::uint64_t step : {0u, 1234567u}) {
+                            v.context("step " + std::to_string(step));
+                            poison(out);
+                            poison(out_labels);
+                            aug.step = step;
+                            on_both([&](Backend& b, Side on) {
+                                b.gather_batch(on(data.images), on(data.labels), on(data.order),
+                                               s.offset, s.batch, s.image, norm, aug, on(out),
+                                               on(out_labels));
+                            });
+                            // The same draw, source pixel and expression in the same order
+                            // (a division, a subtraction, a product: nothing to fuse), so
+                            // fp32 agrees bit for bit and 16-bit values round identically.
+                            compare(v, "out", out, k_exact);
+                            compare(v, "labels", out_labels, k_exact);
+                        }
+                        v.context("");
                     });
-                    // Same expression in the same order: fp32 agrees to the last bit but for
-                    // the GPU's fused multiply-adds; 16-bit values then round identically.
-                    compare(v, "out", out, Tol{1e-6, t == DType::F32 ? 1e-6 : out_rtol(t)});
-                    compare(v, "labels", out_labels, k_exact);
-                });
 }
 
 // ---- GEMM ------------------------------------------------------------------------------
@@ -734,7 +776,11 @@ void Checker::bias_grad_checks()
     const Case cases[] = {{300, 77, DType::F32, DType::F32},  {300, 77, DType::F16, DType::F32},
                           {300, 77, DType::F16, DType::F16},  {300, 77, DType::BF16, DType::F32},
                           {300, 77, DType::BF16, DType::BF16}, {4096, 10, DType::F16, DType::F32},
-                          {256, 3000, DType::F32, DType::F32}, {1, 5, DType::F32, DType::F32}};
+                          {256, 3000, DType::F32, DType::F32}, {1, 5, DType::F32, DType::F32},
+                          // A conv bias gradient: batch*H*W rows (128 x 32 x 32) of few
+                          // channels, which the GPU splits across blocks.
+                          {131072, 32, DType::F16, DType::F32}, {131072, 32, DType::F32, DType::F32},
+                          {20000, 64, DType::BF16, DType::BF16}, {5000, 3, DType::F32, DType::F32}};
     for (const Case& c : cases)
         run(std::string("bias_grad/") + dtype_short_name(c.in) + "->" + dtype_short_name(c.out) + "/" +
                 std::to_string(c.rows) + "x" + std::to_string(c.cols),
@@ -984,6 +1030,566 @@ void Checker::optimizer_checks()
         }
 }
 
+// ---- optimizer: float16 and float32 slots in one table ----------------------------------
+
+// Under the pure `fp16` policy the weights are float16 while batch-norm parameters stay
+// float32, so one parameter table holds both layouts; an overflow in either kind of
+// slot must skip the whole step.
+void Checker::optimizer_mixed_dtype_checks()
+{
+    OptimizerConfig sgd;
+    sgd.type = OptimizerType::SGD;
+    sgd.lr = 0.05f;
+    sgd.momentum = 0.9f;
+    OptimizerConfig adam;
+    adam.type = OptimizerType::Adam;
+    adam.lr = 0.01f;
+    const std::pair<const char*, OptimizerConfig> opts[] = {{"sgd_momentum", sgd}, {"adam", adam}};
+    for (const auto& [opt_name, cfg] : opts)
+        for (int bad_slot : {0, 1})
+            run(std::string("optimizer/") + opt_name + "/mixed_f16_f32_slots/overflow_in_" +
+                    (bad_slot == 0 ? "f16" : "f32"),
+                [&, cfg = cfg](Verdict& v, Rng& rng) {
+                    struct Slot {
+                        DType t;
+                        std::size_t n;
+                    };
+                    const Slot slots[] = {{DType::F16, 20003}, {DType::F32, 64}, {DType::F16, 64},
+                                          {DType::F32, 1}};
+                    const bool adam_like = cfg.type != OptimizerType::SGD;
+                    std::vector<ParamTwin> params(std::size(slots));
+                    for (std::size_t p = 0; p < params.size(); ++p) {
+                        const Slot& sl = slots[p];
+                        params[p].master = make(rng.values(sl.n, sl.t, -1.0f, 1.0f), sl.t);
+                        params[p].grad = twin(sl.n, sl.t);
+                        params[p].state1 = twin(sl.n, sl.t);
+                        fill(params[p].state1, 0.0f);
+                        if (adam_like) {
+                            params[p].state2 = twin(sl.n, sl.t);
+                            fill(params[p].state2, 0.0f);
+                        }
+                    }
+                    const TwinTables tables = prepare_params(params);
+                    ScalerParams sp;
+                    sp.mode = LossScaleMode::Dynamic;
+                    sp.growth_interval = 2;
+                    Twin scaler = make({1024.0f, 0.0f, 0.0f, 0.0f}, DType::F32);
+                    const std::size_t off = k_record_fields;
+                    Twin record = twin(2 * k_record_fields, DType::F32);
+                    fill(record, k_sentinel);
+                    for (int step = 1; step <= 4; ++step) {
+                        v.context("step " + std::to_string(step));
+                        for (std::size_t p = 0; p < params.size(); ++p) {
+                            std::vector<float> g =
+                                rng.values(slots[p].n, slots[p].t, -512.0f, 512.0f);
+                            // Step 3 overflows in one slot: every slot's update is skipped.
+                            if (step == 3 && int(p) == bad_slot) {
+                                g[3] = k_inf;
+                                g[5] = k_nan;
+                            }
+                            set(params[p].grad, g);
+                        }
+                        set(record, {k_nan, k_nan, k_nan}, off + k_rec_scale);
+                        on_both([&](Backend& b, Side on) {
+                            b.optimizer_step(tables(on), cfg, sp, on(scaler), on(record), off);
+                        });
+                        compare(v, "scaler", scaler, k_exact);
+                        compare(v, "record", record, k_exact);
+                        for (std::size_t p = 0; p < params.size(); ++p) {
+                            // As in the optimizer checks: fp32 a few ulps (fused multiply-
+                            // adds), fp16 one ulp where a value lands on a rounding boundary.
+                            const Tol wtol = slots[p].t == DType::F32
+                                                 ? Tol{1e-6, 1e-5}
+                                                 : Tol{1e-3, out_rtol(slots[p].t)};
+                            const std::string i = std::string(1, '[') + std::to_string(p) + ']';
+                            compare(v, "master" + i, params[p].master, wtol);
+                            compare(v, "state1" + i, params[p].state1, wtol);
+                            if (adam_like)
+                                compare(v, "state2" + i, params[p].state2, wtol);
+                        }
+                    }
+                    v.context("");
+                });
+}
+
+// ---- residual sum ------------------------------------------------------------------------------
+
+void Checker::add_activation_checks()
+{
+    // One IEEE addition, then the same rounding: exact in every dtype.
+    for (Activation act : {Activation::None, Activation::Relu})
+        for (DType t : k_floats)
+            for (std::size_t n : {std::size_t(10007), std::size_t(4096), std::size_t(3)})
+                run(std::string("add_activation/") + activation_text(act) + "/" +
+                        dtype_short_name(t) + "/" + std::to_string(n),
+                    [&](Verdict& v, Rng& rng) {
+                        Twin a = make(rng.values(n, t, -2.0f, 2.0f), t);
+                        Twin b = make(rng.values(n, t, -2.0f, 2.0f), t);
+                        Twin y = twin(n, t);
+                        poison(y);
+                        on_both([&](Backend& be, Side on) {
+                            be.add_activation(act, on(a), on(b), on(y));
+                        });
+                        compare(v, "y", y, k_exact);
+                        // In place, as a residual block adds its shortcut into the body's output.
+                        on_both([&](Backend& be, Side on) {
+                            be.add_activation(act, on(a), on(b), on(a));
+                        });
+                        compare(v, "y (in place)", a, k_exact);
+                    });
+}
+
+// ---- convolution -------------------------------------------------------------------------------
+
+ConvGeometry make_conv(int batch, int h, int w, int c, int k, int kh, int kw, int sh, int sw,
+                       int ph, int pw)
+{
+    ConvGeometry g;
+    g.batch = batch;
+    g.in_h = h;
+    g.in_w = w;
+    g.in_c = c;
+    g.out_c = k;
+    g.kernel_h = kh;
+    g.kernel_w = kw;
+    g.stride_h = sh;
+    g.stride_w = sw;
+    g.pad_h = ph;
+    g.pad_w = pw;
+    g.out_h = (h + 2 * ph - kh) / sh + 1;
+    g.out_w = (w + 2 * pw - kw) / sw + 1;
+    return g;
+}
+
+std::size_t conv_x_count(const ConvGeometry& g)
+{
+    return std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
+}
+std::size_t conv_w_count(const ConvGeometry& g)
+{
+    return std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
+}
+std::size_t conv_y_count(const ConvGeometry& g)
+{
+    return std::size_t(g.batch) * g.out_h * g.out_w * g.out_c;
+}
+
+// sum |a * b| over the terms of every output of the three convolutions: the magnitude
+// their accumulation errors scale with (each is at most a few roundings per term).
+struct ConvScales {
+    std::vector<double> y, dx, dw;
+};
+ConvScales conv_abs_sums(const ConvGeometry& g, const std::vector<float>& x,
+                         const std::vector<float>& w, const std::vector<float>& dy)
+{
+    ConvScales s;
+    s.y.assign(conv_y_count(g), 0.0);
+    s.dx.assign(conv_x_count(g), 0.0);
+    s.dw.assign(conv_w_count(g), 0.0);
+    for (int n = 0; n < g.batch; ++n)
+        for (int p = 0; p < g.out_h; ++p)
+            for (int q = 0; q < g.out_w; ++q)
+                for (int r = 0; r < g.kernel_h; ++r) {
+                    const int ih = p * g.stride_h - g.pad_h + r;
+                    if (ih < 0 || ih >= g.in_h)
+                        continue;
+                    for (int t = 0; t < g.kernel_w; ++t) {
+                        const int iw = q * g.stride_w - g.pad_w + t;
+                        if (iw < 0 || iw >= g.in_w)
+                            continue;
+                        const std::size_t xo = ((std::size_t(n) * g.in_h + ih) * g.in_w + iw) * g.in_c;
+                        for (int k = 0; k < g.out_c; ++k) {
+                            const std::size_t yi =
+                                ((std::size_t(n) * g.out_h + p) * g.out_w + q) * g.out_c + k;
+                            const std::size_t wo =
+                                ((std::size_t(k) * g.kernel_h + r) * g.kernel_w + t) * g.in_c;
+                            const double d = std::fabs(dy[yi]);
+                            double acc = 0.0;
+                            for (int c = 0; c < g.in_c; ++c) {
+                                const double xv = std::fabs(x[xo + c]), wv = std::fabs(w[wo + c]);
+                                acc += xv * wv;
+                                s.dx[xo + c] += d * wv;
+                                s.dw[wo + c] += d * xv;
+                            }
+                            s.y[yi] += acc;
+                        }
+                    }
+                }
+    return s;
+}
+
+// Accumulation error relative to sum |a * b|. fp32: both sides sum in fp32 in different
+// orders, and cuDNN may choose FFT or Winograd, whose transforms add a few more fp32
+// roundings: 3e-5. TF32: the reference rounds each operand to nearest, cuDNN may
+// truncate (or not use TF32 at all): a product moves by at most 2^-10 + 2^-9 of its size,
+// so 3e-3 bounds the difference. 16-bit: exact products and fp32 accumulation, but some
+// cuDNN algorithms keep transformed operands in the storage type: four units of its
+// roundoff.
+double conv_accumulation_tol(DType t, MathMode m)
+{
+    if (t == DType::F32)
+        return m == MathMode::TF32 ? 3e-3 : 3e-5;
+    return 4.0 * unit_roundoff(t);
+}
+
+std::string conv_text(const ConvGeometry& g)
+{
+    return std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
+           "x" + std::to_string(g.in_c) + "->" + std::to_string(g.out_c) + "/k" +
+           std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) + "_s" +
+           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + "_p" +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+}
+
+struct ConvMode {
+    DType t;
+    MathMode math;
+};
+const ConvMode k_conv_modes[] = {{DType::F32, MathMode::Pedantic},
+                                 {DType::F32, MathMode::TF32},
+                                 {DType::F16, MathMode::Reduced},
+                                 {DType::BF16, MathMode::Reduced}};
+
+// Sets an environment variable for one scope and puts back what was there: the CUDA
+// backend reads MIXLAB_CONV_BWD_AS_FWD at each convolution plan lookup.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : m_name(name)
+    {
+        if (const char* old = std::getenv(name)) {
+            m_had = true;
+            m_old = old;
+        }
+        set(value);
+    }
+    ~ScopedEnv() { set(m_had ? m_old.c_str() : nullptr); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    void set(const char* value)
+    {
+#ifdef _WIN32
+        _putenv_s(m_name.c_str(), value ? value : "");
+#else
+        if (value)
+            setenv(m_name.c_str(), value, 1);
+        else
+            unsetenv(m_name.c_str());
+#endif
+    }
+    std::string m_name, m_old;
+    bool m_had = false;
+};
+
+// as_fwd: backward data forced onto the forward convolution of dy with flipped weights
+// (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries only), compared with the same reference.
+void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_fwd)
+{
+    run(std::string(as_fwd ? "conv2d_bwd_as_fwd/" : "conv2d/") + dtype_short_name(t) + "/" +
+            math_mode_name(math) + "/" + conv_text(g),
+        [&](Verdict& v, Rng& rng) {
+            std::unique_ptr<ScopedEnv> force;
+            if (as_fwd)
+                force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
+            const std::vector<float> x = rng.values(conv_x_count(g), t, -1.0f, 1.0f);
+            const std::vector<float> w = rng.values(conv_w_count(g), t, -1.0f, 1.0f);
+            const std::vector<float> dy = rng.values(conv_y_count(g), t, -1.0f, 1.0f);
+            Twin tx = make(x, t), tw = make(w, t), tdy = make(dy, t);
+            Twin y = twin(conv_y_count(g), t), dx = twin(conv_x_count(g), t),
+                 dw = twin(conv_w_count(g), t);
+            poison(y);
+            poison(dx);
+            poison(dw);
+            ConvPlanInfo plan;
+            on_both([&](Backend& b, Side on) {
+                const ConvPlanInfo info = b.conv2d_prepare(g, t, math);
+                if (!on.ref)
+                    plan = info;
+                b.conv2d_forward(g, on(tx), on(tw), math, on(y));
+                b.conv2d_backward_data(g, on(tdy), on(tw), math, on(dx));
+                b.conv2d_backward_filter(g, on(tx), on(tdy), math, on(dw));
+            });
+            const ConvScales s = conv_abs_sums(g, x, w, dy);
+            // Outputs round once to t: one unit of roundoff of the scale on top.
+            const double f = conv_accumulation_tol(t, math) + unit_roundoff(t);
+            const Tol tol{1e-30, out_rtol(t)};
+            compare(v, "y", y, tol, &s.y, f);
+            compare(v, "dx", dx, tol, &s.dx, f);
+            compare(v, "dw", dw, tol, &s.dw, f);
+            if (as_fwd) {
+                // The forced path must really have run (unless MIXLAB_CONV_DIRECT put every
+                // direction on the direct kernels): else this would only repeat conv2d/.
+                const std::string& algo = plan.backward_data_algo;
+                const bool flipped = algo.find("flipped weights") != std::string::npos;
+                const bool direct = algo.find("MIXLAB_CONV_DIRECT") != std::string::npos;
+                if (m_cand.info().backend == "cuda" && !flipped && !direct)
+                    v.fail("MIXLAB_CONV_BWD_AS_FWD=1 but backward data ran " + algo);
+                v.note("backward data " + algo);
+            }
+        });
+}
+
+void Checker::conv_checks()
+{
+    const ConvGeometry cases[] = {
+        make_conv(3, 9, 11, 5, 7, 3, 3, 1, 1, 1, 1),   // odd sizes, "same" padding
+        make_conv(2, 15, 13, 3, 16, 3, 3, 2, 2, 1, 1), // stride 2 on 3 channels
+        make_conv(2, 20, 19, 3, 16, 7, 7, 2, 2, 3, 3), // an ImageNet-style stem
+        make_conv(4, 8, 8, 64, 32, 1, 1, 1, 1, 0, 0),  // 1x1 over 64 channels
+        make_conv(2, 10, 9, 16, 32, 1, 1, 2, 2, 0, 0), // a residual shortcut projection
+        make_conv(2, 8, 8, 64, 64, 3, 3, 1, 1, 1, 1),  // ResNet's 64 -> 64 block conv
+        make_conv(2, 12, 12, 8, 8, 5, 5, 1, 1, 0, 0),  // 5x5, no padding (LeNet)
+        make_conv(2, 9, 7, 4, 6, 3, 1, 2, 1, 1, 0),    // non-square kernel, stride, pad
+    };
+    for (const ConvGeometry& g : cases)
+        for (const ConvMode& md : k_conv_modes)
+            conv_check(g, md.t, md.math, false);
+    // The backward-data-as-forward path where it applies (stride 1, pad <= kernel - 1),
+    // in every mode: the planner takes it only where it wins, so force it here.
+    for (const ConvGeometry& g : cases)
+        if (g.stride_h == 1 && g.stride_w == 1 && g.pad_h < g.kernel_h && g.pad_w < g.kernel_w)
+            for (const ConvMode& md : k_conv_modes)
+                conv_check(g, md.t, md.math, true);
+}
+
+// ResNet-18's 3x3 64 -> 64 convolution on 32x32 images at batch 128, per policy: the plan
+// the candidate chooses (in the check's detail), that a second prepare reuses it, and
+// that all three directions write every output with finite values. On the candidate
+// alone: the CPU reference would need minutes for it.
+void Checker::conv_plan_checks()
+{
+    const ConvGeometry g = make_conv(128, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1);
+    for (const ConvMode& md : k_conv_modes)
+        run(std::string("conv2d_plan/") + dtype_short_name(md.t) + "/" + math_mode_name(md.math) +
+                "/resnet18_3x3_64_b128",
+            [&](Verdict& v, Rng& rng) {
+                const DType t = md.t;
+                const ConvPlanInfo first = m_cand.conv2d_prepare(g, t, md.math);
+                const ConvPlanInfo again = m_cand.conv2d_prepare(g, t, md.math);
+                if (again.forward_algo != first.forward_algo ||
+                    again.backward_data_algo != first.backward_data_algo ||
+                    again.backward_filter_algo != first.backward_filter_algo ||
+                    again.workspace_bytes != first.workspace_bytes)
+                    v.fail("a second conv2d_prepare chose another plan: plans are not cached");
+                Buffer x = m_cand.alloc(conv_x_count(g), t), w = m_cand.alloc(conv_w_count(g), t);
+                Buffer dy = m_cand.alloc(conv_y_count(g), t);
+                // Small values: fp16 sums over 128*32*32 terms (the filter gradient) stay
+                // far from its range.
+                const std::vector<float> hx = rng.values(x.count(), t, -0.5f, 0.5f);
+                const std::vector<float> hw = rng.values(w.count(), t, -0.5f, 0.5f);
+                const std::vector<float> hdy = rng.values(dy.count(), t, -0.05f, 0.05f);
+                m_cand.upload_f32(x, hx.data(), hx.size());
+                m_cand.upload_f32(w, hw.data(), hw.size());
+                m_cand.upload_f32(dy, hdy.data(), hdy.size());
+                Buffer y = m_cand.alloc(conv_y_count(g), t), dx = m_cand.alloc(conv_x_count(g), t);
+                Buffer dw = m_cand.alloc(conv_w_count(g), t);
+                for (Buffer* b : {&y, &dx, &dw})
+                    m_cand.fill(*b, k_nan);
+                m_cand.conv2d_forward(g, x, w, md.math, y);
+                m_cand.conv2d_backward_data(g, dy, w, md.math, dx);
+                m_cand.conv2d_backward_filter(g, x, dy, md.math, dw);
+                const std::pair<const char*, Buffer*> outs[] = {{"y", &y}, {"dx", &dx}, {"dw", &dw}};
+                for (const auto& [what, b] : outs) {
+                    const std::vector<float> got = get(m_cand, *b);
+                    const auto bad = std::count_if(got.begin(), got.end(),
+                                                   [](float e) { return !std::isfinite(e); });
+                    if (bad)
+                        v.fail(std::string(what) + ": " + std::to_string(bad) + " of " +
+                               std::to_string(got.size()) + " elements not written or not finite");
+                }
+                v.note("forward " + first.forward_algo + ", backward data " +
+                       first.backward_data_algo + ", backward filter " +
+                       first.backward_filter_algo + ", tensor cores " +
+                       (first.tensor_cores ? "yes" : "no") + ", workspace " +
+                       std::to_string(first.workspace_bytes) + " bytes");
+            });
+}
+
+// ---- batch normalisation --------------------------------------------------------------------
+
+void Checker::batchnorm_checks()
+{
+    struct Case {
+        int rows, channels;
+    };
+    // Few rows and channels; a full tile of 64 channels; many rows (the GPU splits them
+    // across blocks) over a channel count that is not a multiple of 32; two rows.
+    const Case cases[] = {{70, 3}, {256, 64}, {20000, 40}, {2, 5}};
+    for (const Case& c : cases)
+        for (DType t : k_floats)
+            run(std::string("batchnorm/") + dtype_short_name(t) + "/" + std::to_string(c.rows) +
+                    "x" + std::to_string(c.channels),
+                [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = std::size_t(c.rows) * c.channels, nc = c.channels;
+                    // Off-centre inputs: the mean is not small against the spread.
+                    const std::vector<float> x = rng.values(n, t, -0.5f, 3.5f);
+                    Twin tx = make(x, t);
+                    Twin scale = make(rng.values(nc, DType::F32, 0.5f, 1.5f), DType::F32);
+                    Twin shift = make(rng.values(nc, DType::F32, -0.5f, 0.5f), DType::F32);
+                    const std::vector<float> rm0 = rng.values(nc, DType::F32, -0.2f, 0.2f);
+                    const std::vector<float> rv0 = rng.values(nc, DType::F32, 0.5f, 1.5f);
+                    Twin rm = make(rm0, DType::F32), rv = make(rv0, DType::F32);
+                    Twin mean = twin(nc, DType::F32), inv_std = twin(nc, DType::F32);
+                    Twin y = twin(n, t);
+                    poison(mean);
+                    poison(inv_std);
+                    poison(y);
+                    const float momentum = 0.1f, eps = 1e-5f;
+                    v.context("train");
+                    on_both([&](Backend& b, Side on) {
+                        b.batchnorm_forward_train(on(tx), c.rows, c.channels, on(scale),
+                                                  on(shift), momentum, eps, on(rm), on(rv),
+                                                  on(mean), on(inv_std), on(y));
+                    });
+                    // Statistics: the reference sums in double, the GPU in fp32 over short
+                    // runs (about 32 values per thread) combined in double: a few 2^-24 of
+                    // the values' size (up to 3.5).
+                    compare(v, "saved_mean", mean, Tol{2e-6, 2e-6});
+                    compare(v, "saved_inv_std", inv_std, Tol{0.0, 1e-5});
+                    compare(v, "running_mean", rm, Tol{1e-6, 2e-6});
+                    compare(v, "running_var", rv, Tol{1e-6, 1e-5});
+                    // y = (x - mean) * inv_std * scale + shift: statistics a few 1e-7 apart
+                    // (relative) move y by that fraction of scale * inv_std * (|x - mean| +
+                    // |mean|) + |shift|. Per element, because two rows can give a tiny
+                    // variance and so a large inv_std. 16-bit outputs round once more.
+                    const std::vector<float> hm_train = get(m_ref, mean.ref);
+                    const std::vector<float> hs_train = get(m_ref, inv_std.ref);
+                    const std::vector<float> hg = get(m_ref, scale.ref);
+                    const std::vector<float> hb = get(m_ref, shift.ref);
+                    std::vector<double> y_scale(n);
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const std::size_t ch = i % nc;
+                        y_scale[i] = double(hg[ch]) * hs_train[ch] *
+                                         (std::fabs(x[i] - hm_train[ch]) + std::fabs(hm_train[ch])) +
+                                     std::fabs(hb[ch]);
+                    }
+                    const Tol out_tol{1e-30, t == DType::F32 ? 1e-6 : out_rtol(t)};
+                    compare(v, "y", y, out_tol, &y_scale, 1e-5);
+
+                    v.context("eval");
+                    set(rm, rm0);
+                    set(rv, rv0);
+                    poison(y);
+                    on_both([&](Backend& b, Side on) {
+                        b.batchnorm_forward_eval(on(tx), c.rows, c.channels, on(scale), on(shift),
+                                                 on(rm), on(rv), eps, on(y));
+                    });
+                    // The same fp32 expression in the same order on both: exact.
+                    compare(v, "y", y, k_exact);
+
+                    v.context("backward");
+                    // Both sides get the reference's saved statistics.
+                    const std::vector<float> hm = get(m_ref, mean.ref);
+                    const std::vector<float> hs = get(m_ref, inv_std.ref);
+                    set(mean, hm);
+                    set(inv_std, hs);
+                    const std::vector<float> dy = rng.values(n, t, -1.0f, 1.0f);
+                    Twin tdy = make(dy, t);
+                    Twin dx = twin(n, t), dscale = twin(nc, DType::F32), dshift = twin(nc, DType::F32);
+                    poison(dx);
+                    poison(dscale);
+                    poison(dshift);
+                    on_both([&](Backend& b, Side on) {
+                        b.batchnorm_backward(on(tx), on(tdy), c.rows, c.channels, on(scale),
+                                             on(mean), on(inv_std), on(dx), on(dscale),
+                                             on(dshift));
+                    });
+                    std::vector<double> abs_dy(nc, 0.0), abs_dy_xhat(nc, 0.0), sum_dy(nc, 0.0),
+                        sum_dy_xhat(nc, 0.0);
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const std::size_t ch = i % nc;
+                        const double xhat = (double(x[i]) - hm[ch]) * hs[ch];
+                        abs_dy[ch] += std::fabs(dy[i]);
+                        abs_dy_xhat[ch] += std::fabs(dy[i] * xhat);
+                        sum_dy[ch] += dy[i];
+                        sum_dy_xhat[ch] += dy[i] * xhat;
+                    }
+                    // Column sums in different orders and precisions (fp32 runs of ~32
+                    // terms on the GPU, double on the CPU): 1e-5 of sum |terms|.
+                    compare(v, "dshift", dshift, Tol{1e-30, 1e-6}, &abs_dy, 1e-5);
+                    compare(v, "dscale", dscale, Tol{1e-30, 1e-6}, &abs_dy_xhat, 1e-5);
+                    // dx = gain * (dy - mean(dy) - xhat * mean(dy * xhat)): the two means
+                    // agree to ~1e-6 of their terms' size, the fp32 arithmetic to a few
+                    // ulps: 2e-5 of gain * (|dy| + |mean(dy)| + |xhat * mean(dy * xhat)|).
+                    std::vector<double> dx_scale(n);
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const std::size_t ch = i % nc;
+                        const double xhat = (double(x[i]) - hm[ch]) * hs[ch];
+                        dx_scale[i] = double(hg[ch]) * hs[ch] *
+                                      (std::fabs(dy[i]) + std::fabs(sum_dy[ch]) / c.rows +
+                                       std::fabs(xhat * sum_dy_xhat[ch]) / c.rows);
+                    }
+                    compare(v, "dx", dx, out_tol, &dx_scale, 2e-5);
+                    v.context("");
+                });
+}
+
+// ---- pooling ------------------------------------------------------------------------------------
+
+PoolGeometry make_pool(int batch, int h, int w, int c, int wh, int ww, int sh, int sw, int ph,
+                       int pw)
+{
+    PoolGeometry g;
+    g.batch = batch;
+    g.in_h = h;
+    g.in_w = w;
+    g.channels = c;
+    g.window_h = wh;
+    g.window_w = ww;
+    g.stride_h = sh;
+    g.stride_w = sw;
+    g.pad_h = ph;
+    g.pad_w = pw;
+    g.out_h = (h + 2 * ph - wh) / sh + 1;
+    g.out_w = (w + 2 * pw - ww) / sw + 1;
+    return g;
+}
+
+void Checker::pool_checks()
+{
+    struct Case {
+        const char* name;
+        PoolGeometry g;
+        bool ties; // values from {0, 1, 2} (a ReLU's output in miniature): many equal maxima
+    };
+    const Case cases[] = {
+        {"2x2_s2", make_pool(3, 9, 9, 5, 2, 2, 2, 2, 0, 0), false},
+        {"3x3_s2_p1", make_pool(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), false},
+        {"3x3_s2_p1_ties", make_pool(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), true},
+        {"3x3_s1_p1", make_pool(2, 6, 6, 4, 3, 3, 1, 1, 1, 1), false},
+        {"2x3_s2x1_p1x0", make_pool(2, 7, 5, 3, 2, 3, 2, 1, 1, 0), false},
+        {"2x2_s2_ties", make_pool(2, 8, 8, 16, 2, 2, 2, 2, 0, 0), true},
+        {"global_4x4", make_pool(3, 4, 4, 64, 4, 4, 4, 4, 0, 0), false},
+    };
+    for (const Case& c : cases)
+        for (PoolMode mode : {PoolMode::Max, PoolMode::Average})
+            for (DType t : k_floats)
+                run(std::string("pool/") + (mode == PoolMode::Max ? "max" : "avg") + "/" +
+                        dtype_short_name(t) + "/" + c.name,
+                    [&](Verdict& v, Rng& rng) {
+                        const PoolGeometry& g = c.g;
+                        const std::size_t nx = std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
+                        const std::size_t ny = std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
+                        std::vector<float> x = rng.values(nx, t, -2.0f, 2.0f);
+                        if (c.ties)
+                            for (float& e : x)
+                                e = float(std::max(0, rng.integer(-3, 3)));
+                        Twin tx = make(x, t), y = twin(ny, t), dx = twin(nx, t);
+                        Twin dy = make(rng.values(ny, t, -1.0f, 1.0f), t);
+                        poison(y);
+                        poison(dx);
+                        on_both([&](Backend& b, Side on) {
+                            b.pool_forward(mode, g, on(tx), on(y));
+                            b.pool_backward(mode, g, on(tx), on(y), on(dy), on(dx));
+                        });
+                        // The same windows, comparisons and fp32 sums in the same order (the
+                        // gradient to the first maximum in row-major order): exact.
+                        compare(v, "y", y, k_exact);
+                        compare(v, "dx", dx, k_exact);
+                    });
+}
+
 // ---- end to end -------------------------------------------------------------------------------
 
 // Three training steps of a small MLP built from the ops alone (gather, dense + relu,
@@ -994,6 +1600,7 @@ void Checker::end_to_end_checks()
     for (const bool mixed : {false, true})
         run(std::string("end_to_end/mlp/") + (mixed ? "mixed_fp16" : "fp32"), [&](Verdict& v, Rng& rng) {
             const int n_samples = 64, sample = 48, hidden = 32, classes = 10, batch = 16;
+            const ImageShape image{4, 4, 3}; // sample = 48 values
             const DType ct = mixed ? DType::F16 : DType::F32;
             const MathMode math = mixed ? MathMode::Reduced : MathMode::Pedantic;
             const auto images = rng.bytes(std::size_t(n_samples) * sample, 256);
@@ -1043,7 +1650,8 @@ void Checker::end_to_end_checks()
                 on_both([&](Backend& b, Side on) {
                     auto W = [&](int p) -> Buffer& { return mixed ? on(P[p].low) : on(P[p].master); };
                     b.gather_batch(on(data.images), on(data.labels), on(data.order),
-                                   std::int64_t(s) * batch, batch, sample, norm, on(x), on(y));
+                                   std::int64_t(s) * batch, batch, image, norm, Augmentation{},
+                                   on(x), on(y));
                     GemmCall f1; // h = relu(x W1^T + b1)
                     f1.trans_b = true;
                     f1.m = batch; f1.n = hidden; f1.k = sample;
@@ -1099,6 +1707,12 @@ std::vector<CheckResult> Checker::run_all()
     dropout_checks();
     cross_entropy_checks();
     optimizer_checks();
+    optimizer_mixed_dtype_checks();
+    add_activation_checks();
+    batchnorm_checks();
+    pool_checks();
+    conv_checks();
+    conv_plan_checks();
     gemm_checks();
     end_to_end_checks();
     return std::move(m_results);
