@@ -8,6 +8,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
 #ifdef MIXLAB_WITH_CUDA
+#include "../src/cuda/conv_report.h"
 #include "../src/cuda/gemm_report.h"
 #endif
 
@@ -40,7 +41,7 @@ int cmd_check(int argc, char** argv)
     parser.add_option("--filter", "SUBSTR", "run only the checks whose name contains SUBSTR");
     parser.add_option("--seed", "N", "seed of the random inputs (default 1)");
     parser.add_option("--json", "FILE", "also write every result as JSON to FILE");
-    parser.add_flag("--plans", "list the GEMM plans the CUDA backend built (fused or not)");
+    parser.add_flag("--plans", "list the GEMM plans (fused or not) and convolution plans (algorithms, tensor cores) the CUDA backend built");
     parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
@@ -79,6 +80,7 @@ int cmd_check(int argc, char** argv)
     }
 
     nlohmann::json plans = nlohmann::json::array();
+    nlohmann::json conv_plans = nlohmann::json::array();
 #ifdef MIXLAB_WITH_CUDA
     for (const cuda::GemmPlanInfo& p : cuda::gemm_plans(*candidate)) {
         if (parser.flag("--plans"))
@@ -89,13 +91,25 @@ int cmd_check(int argc, char** argv)
                          {"tensor_cores", p.tensor_cores}, {"calls", p.calls},
                          {"description", cuda::describe(p)}});
     }
+    for (const cuda::ConvPlanRecord& p : cuda::conv_plans(*candidate)) {
+        if (parser.flag("--plans"))
+            std::printf("plan %s\n", cuda::describe(p).c_str());
+        conv_plans.push_back({{"dtype", std::string(dtype_name(p.dtype))},
+                              {"forward", p.info.forward_algo},
+                              {"backward_data", p.info.backward_data_algo},
+                              {"backward_filter", p.info.backward_filter_algo},
+                              {"tensor_cores", p.info.tensor_cores},
+                              {"workspace_bytes", p.info.workspace_bytes},
+                              {"calls", p.calls},
+                              {"description", cuda::describe(p)}});
+    }
 #endif
 
     if (const auto path = parser.value("--json")) {
         const nlohmann::json doc = {{"seed", seed},          {"filter", filter},
                                     {"device", device_json(info)}, {"results", items},
                                     {"passed", passed},      {"failed", failed},
-                                    {"gemm_plans", plans}};
+                                    {"gemm_plans", plans}, {"conv_plans", conv_plans}};
         std::ofstream out(*path);
         if (!out)
             throw InputError("--json: cannot write '" + *path + "'");
