@@ -1,16 +1,20 @@
 // Batch-norm kernels. Why our own and not cuDNN's legacy batch norm: cuDNN rejects an
 // epsilon below CUDNN_BN_MIN_EPSILON (1e-5) while a model spec may ask for any positive
 // one, its bf16 support in the legacy API varies by version, and its reductions are not
-// promised to be deterministic. These follow the reference's formulas: per-channel
-// statistics through the shared column reduction (column_reduce.cuh: 16-byte loads, row
-// slices across blocks, partials added in slice order in double), and element-wise
-// passes in which every thread keeps one group of adjacent channels, so the
-// per-channel factors sit in registers and loads and stores are 16 bytes wide.
+// promised to be deterministic. These follow the reference's formulas. Statistics take
+// two launches: a partials kernel over row slices (grid of about k_bn_blocks blocks, a
+// few waves on any current GPU; each thread sums a short run of rows in fp32, the block
+// adds its lanes in double), then a finishing kernel spread over channel groups whose
+// blocks add the slices' partials in a fixed tree. The split depends on the shape alone,
+// so the sums are the same bits on every run and every GPU. The element-wise passes give
+// every thread several 16-byte groups of one channel group: the per-channel factors sit
+// in registers and the group loads are issued together.
 #include "cuda/batchnorm.cuh"
 
 #include "cuda/column_reduce.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/device_types.cuh"
+#include "cuda/resident_grid.cuh"
 
 #include <initializer_list>
 
@@ -18,22 +22,158 @@ namespace mixlab::cuda {
 
 namespace {
 
-// One thread per channel, in double as the reference: statistics, running averages.
-template <class T>
-__global__ void bn_train_finish_kernel(const float* p1, const float* p2, unsigned splits,
-                                       std::size_t ld, const T* x, std::size_t rows,
-                                       int channels, float momentum, float epsilon,
-                                       float* running_mean, float* running_var,
-                                       float* saved_mean, float* saved_inv_std)
+constexpr unsigned k_threads = 256;
+// Partials-kernel blocks to aim for: about four per multiprocessor on a 132-SM H200,
+// enough loads in flight to keep HBM busy; more would only lengthen the finishing sums.
+constexpr std::size_t k_bn_blocks = 256;
+// Row groups each thread of a partials or element-wise kernel loads before using them.
+constexpr int k_batch = 4;
+// The finishing kernels: channels per block (eight doubles: two 32-byte sectors per
+// partial row) and the threads that share one channel's partials.
+constexpr int k_finish_channels = 8;
+constexpr int k_finish_parts = int(k_threads) / k_finish_channels;
+
+template <class T, int V>
+__device__ __forceinline__ VecT<T, V> load_raw(const T* p)
 {
-    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (c >= channels)
-        return;
-    double s1 = 0.0, s2 = 0.0;
-    for (unsigned k = 0; k < splits; ++k) {
-        s1 += double(p1[k * ld + c]);
-        s2 += double(p2[k * ld + c]);
+    return *reinterpret_cast<const VecT<T, V>*>(p);
+}
+
+// Statistics (Grad false): x - K and (x - K)^2, K = x[row 0] (a shift that keeps
+// E[x^2] - mean^2 free of cancellation). Gradients: dy and dy * xhat, xhat = (x - mean) *
+// inv_std. Block: k_reduce_threads threads as tile_vcols vector columns times `lanes`
+// rows; grid (tiles, splits). p1/p2: (splits, ld) partials in double.
+template <class T, int V, bool Grad>
+__global__ void __launch_bounds__(k_reduce_threads)
+bn_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile_vcols,
+                   int lanes, std::size_t rows_per_split, std::size_t ld, const float* mean,
+                   const float* inv_std, double* p1, double* p2)
+{
+    __shared__ double s1[k_reduce_threads * V];
+    __shared__ double s2[k_reduce_threads * V];
+    const int t = int(threadIdx.x);
+    const int vc = t % tile_vcols, lane = t / tile_vcols;
+    const int gvc = int(blockIdx.x) * tile_vcols + vc;
+    const bool in_block = lane < lanes;
+    const bool active = in_block && gvc * V < cols;
+    float a1[V], a2[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        a1[j] = a2[j] = 0.0f;
+    if (active) {
+        const int c0 = gvc * V;
+        float k[V], m[V], s[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            k[j] = Grad ? 0.0f : to_f32(x[c0 + j]);
+            m[j] = Grad ? mean[c0 + j] : 0.0f;
+            s[j] = Grad ? inv_std[c0 + j] : 0.0f;
+        }
+        const std::size_t begin = std::size_t(blockIdx.y) * rows_per_split;
+        const std::size_t end = begin + rows_per_split < rows ? begin + rows_per_split : rows;
+        const std::size_t step = std::size_t(lanes);
+        for (std::size_t r0 = begin + std::size_t(lane); r0 < end; r0 += k_batch * step) {
+            VecT<T, V> xv[k_batch], gv[k_batch];
+#pragma unroll
+            for (int u = 0; u < k_batch; ++u) {
+                const std::size_t r = r0 + std::size_t(u) * step;
+                if (r < end) {
+                    xv[u] = load_raw<T, V>(x + r * std::size_t(cols) + c0);
+                    if constexpr (Grad)
+                        gv[u] = load_raw<T, V>(dy + r * std::size_t(cols) + c0);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < k_batch; ++u) {
+                if (r0 + std::size_t(u) * step >= end)
+                    break;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const float v = to_f32(xv[u].v[j]);
+                    if constexpr (Grad) {
+                        const float g = to_f32(gv[u].v[j]);
+                        const float xhat = (v - m[j]) * s[j];
+                        a1[j] += g;
+                        a2[j] += g * xhat;
+                    } else {
+                        const float d = v - k[j];
+                        a1[j] += d;
+                        a2[j] += d * d;
+                    }
+                }
+            }
+        }
     }
+    // The lanes' sums per column, added in lane order in double (deterministic).
+    const int tile_cols = tile_vcols * V;
+    if (in_block) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            s1[lane * tile_cols + vc * V + j] = double(a1[j]);
+            s2[lane * tile_cols + vc * V + j] = double(a2[j]);
+        }
+    }
+    __syncthreads();
+    for (int col = t; col < tile_cols; col += int(blockDim.x)) {
+        double r1 = 0.0, r2 = 0.0;
+        for (int l = 0; l < lanes; ++l) {
+            r1 += s1[l * tile_cols + col];
+            r2 += s2[l * tile_cols + col];
+        }
+        const std::size_t at = std::size_t(blockIdx.y) * ld + std::size_t(blockIdx.x) * tile_cols + col;
+        p1[at] = r1;
+        p2[at] = r2;
+    }
+}
+
+// The slices' partials of channel c = blockIdx.x * k_finish_channels + threadIdx.x %
+// k_finish_channels: thread part p adds slices p, p + k_finish_parts, ... in order, then
+// the part sums are added in part order. True (with the totals) for the one thread per
+// channel that finishes it.
+__device__ __forceinline__ bool combine_partials(const double* p1, const double* p2,
+                                                 unsigned splits, std::size_t ld, int channels,
+                                                 int* channel, double* sum1, double* sum2)
+{
+    __shared__ double sh1[k_threads], sh2[k_threads];
+    const int j = int(threadIdx.x) % k_finish_channels, part = int(threadIdx.x) / k_finish_channels;
+    const int c = int(blockIdx.x) * k_finish_channels + j;
+    double a1 = 0.0, a2 = 0.0;
+    if (c < channels) {
+#pragma unroll 8
+        for (unsigned k = unsigned(part); k < splits; k += unsigned(k_finish_parts)) {
+            a1 += p1[k * ld + std::size_t(c)];
+            a2 += p2[k * ld + std::size_t(c)];
+        }
+    }
+    sh1[threadIdx.x] = a1;
+    sh2[threadIdx.x] = a2;
+    __syncthreads();
+    if (part != 0 || c >= channels)
+        return false;
+    double s1 = 0.0, s2 = 0.0;
+#pragma unroll 8
+    for (int q = 0; q < k_finish_parts; ++q) {
+        s1 += sh1[q * k_finish_channels + j];
+        s2 += sh2[q * k_finish_channels + j];
+    }
+    *channel = c;
+    *sum1 = s1;
+    *sum2 = s2;
+    return true;
+}
+
+// Statistics and running averages, in double as the reference.
+template <class T>
+__global__ void __launch_bounds__(k_threads)
+bn_train_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
+                       const T* x, std::size_t rows, int channels, float momentum,
+                       float epsilon, float* running_mean, float* running_var, float* saved_mean,
+                       float* saved_inv_std)
+{
+    int c = 0;
+    double s1 = 0.0, s2 = 0.0;
+    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2))
+        return;
     const double n = double(rows);
     const double d = s1 / n; // mean - K, K = x[row 0] (the reduction's shift)
     const double mean = double(to_f32(x[c])) + d;
@@ -50,18 +190,15 @@ __global__ void bn_train_finish_kernel(const float* p1, const float* p2, unsigne
 }
 
 // Gradients: dscale, dshift, and the two means dx needs (coef[c], coef[channels + c]).
-__global__ void bn_backward_finish_kernel(const float* p1, const float* p2, unsigned splits,
-                                          std::size_t ld, std::size_t rows, int channels,
-                                          float* dscale, float* dshift, float* coef)
+__global__ void __launch_bounds__(k_threads)
+bn_backward_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
+                          std::size_t rows, int channels, float* dscale, float* dshift,
+                          float* coef)
 {
-    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (c >= channels)
-        return;
+    int c = 0;
     double s1 = 0.0, s2 = 0.0;
-    for (unsigned k = 0; k < splits; ++k) {
-        s1 += double(p1[k * ld + c]);
-        s2 += double(p2[k * ld + c]);
-    }
+    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2))
+        return;
     dshift[c] = float(s1);
     dscale[c] = float(s2);
     coef[c] = float(s1 / double(rows));
@@ -98,11 +235,12 @@ __device__ __forceinline__ float normalise(float x, float mean, float inv_std, f
 }
 
 // Training (inv_std given) or evaluation (var given: inv_std = 1 / sqrt(var + eps), as the
-// reference rounds it in fp32).
+// reference rounds it in fp32). Each round loads k_batch groups, then normalises them.
 template <class T, int V, bool Eval>
-__global__ void bn_normalise_kernel(const T* x, std::size_t groups, int channels,
-                                    const float* mean, const float* inv_std_or_var,
-                                    float epsilon, const float* scale, const float* shift, T* y)
+__global__ void __launch_bounds__(k_threads)
+bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* mean,
+                    const float* inv_std_or_var, float epsilon, const float* scale,
+                    const float* shift, T* y)
 {
     const GroupWalk w = group_walk<V>(channels);
     if (!w.active())
@@ -116,22 +254,34 @@ __global__ void bn_normalise_kernel(const T* x, std::size_t groups, int channels
         g[j] = scale[c];
         b[j] = shift[c];
     }
-#pragma unroll 4
-    for (std::size_t k = w.start; k < groups; k += w.stride) {
-        float v[V];
-        load_vec<T, V>(x + k * V, v);
+    for (std::size_t k0 = w.start; k0 < groups; k0 += k_batch * w.stride) {
+        VecT<T, V> in[k_batch];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            v[j] = normalise(v[j], m[j], s[j], g[j], b[j]);
-        store_vec<T, V>(y + k * V, v);
+        for (int u = 0; u < k_batch; ++u) {
+            const std::size_t k = k0 + std::size_t(u) * w.stride;
+            if (k < groups)
+                in[u] = load_raw<T, V>(x + k * V);
+        }
+#pragma unroll
+        for (int u = 0; u < k_batch; ++u) {
+            const std::size_t k = k0 + std::size_t(u) * w.stride;
+            if (k >= groups)
+                break;
+            float v[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                v[j] = normalise(to_f32(in[u].v[j]), m[j], s[j], g[j], b[j]);
+            store_vec<T, V>(y + k * V, v);
+        }
     }
 }
 
 // dx = scale * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), each step rounded.
 template <class T, int V>
-__global__ void bn_backward_dx_kernel(const T* x, const T* dy, std::size_t groups, int channels,
-                                      const float* mean, const float* inv_std, const float* scale,
-                                      const float* coef, T* dx)
+__global__ void __launch_bounds__(k_threads)
+bn_backward_dx_kernel(const T* x, const T* dy, std::size_t groups, int channels,
+                      const float* mean, const float* inv_std, const float* scale,
+                      const float* coef, T* dx)
 {
     const GroupWalk w = group_walk<V>(channels);
     if (!w.active())
@@ -146,34 +296,46 @@ __global__ void bn_backward_dx_kernel(const T* x, const T* dy, std::size_t group
         mdy[j] = coef[c];
         mdyx[j] = coef[channels + c];
     }
-#pragma unroll 4
-    for (std::size_t k = w.start; k < groups; k += w.stride) {
-        float xv[V], g[V];
-        load_vec<T, V>(x + k * V, xv);
-        load_vec<T, V>(dy + k * V, g);
+    for (std::size_t k0 = w.start; k0 < groups; k0 += k_batch * w.stride) {
+        VecT<T, V> xin[k_batch], gin[k_batch];
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-            const float xhat = __fmul_rn(__fsub_rn(xv[j], m[j]), s[j]);
-            const float centred = __fsub_rn(__fsub_rn(g[j], mdy[j]), __fmul_rn(xhat, mdyx[j]));
-            g[j] = __fmul_rn(gain[j], centred);
+        for (int u = 0; u < k_batch; ++u) {
+            const std::size_t k = k0 + std::size_t(u) * w.stride;
+            if (k < groups) {
+                xin[u] = load_raw<T, V>(x + k * V);
+                gin[u] = load_raw<T, V>(dy + k * V);
+            }
         }
-        store_vec<T, V>(dx + k * V, g);
+#pragma unroll
+        for (int u = 0; u < k_batch; ++u) {
+            const std::size_t k = k0 + std::size_t(u) * w.stride;
+            if (k >= groups)
+                break;
+            float out[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                const float xhat = __fmul_rn(__fsub_rn(to_f32(xin[u].v[j]), m[j]), s[j]);
+                const float centred = __fsub_rn(__fsub_rn(to_f32(gin[u].v[j]), mdy[j]),
+                                                __fmul_rn(xhat, mdyx[j]));
+                out[j] = __fmul_rn(gain[j], centred);
+            }
+            store_vec<T, V>(dx + k * V, out);
+        }
     }
 }
 
-constexpr unsigned k_threads = 256;
-
-// Enough threads for the element groups, never fewer than one per group of a row.
-unsigned walk_blocks(std::size_t groups, std::size_t groups_per_row)
+// One resident wave of Kernel (fewer blocks when the groups need fewer), and never
+// fewer threads than one per group of a row.
+template <auto Kernel> unsigned walk_blocks(std::size_t groups, std::size_t groups_per_row)
 {
-    const unsigned by_n = grid_for(groups, k_threads, 4096);
+    const unsigned by_n = wave_blocks<Kernel>(groups, std::size_t(k_threads) * k_batch, k_threads);
     const unsigned by_c = unsigned((groups_per_row + k_threads - 1) / k_threads);
     return by_n > by_c ? by_n : by_c;
 }
 
-unsigned channel_blocks(int channels)
+unsigned finish_blocks(int channels)
 {
-    return unsigned((channels + int(k_threads) - 1) / int(k_threads));
+    return unsigned((channels + k_finish_channels - 1) / k_finish_channels);
 }
 
 // 16-byte groups when the channel count and every pointer allow, else single elements.
@@ -188,22 +350,65 @@ int element_group(int channels, std::initializer_list<const void*> ptrs)
     return vec16<T>();
 }
 
+// The slices for the statistics of (rows, channels): partials in double, so a scratch
+// array of floats holds half as many.
+template <class T>
+ColumnSplit statistics_split(const T* x, const T* dy, std::size_t rows, int channels)
+{
+    const int v = element_group<T>(channels, {x, dy ? dy : x});
+    return plan_column_split(rows, std::size_t(channels), v, k_bn_blocks,
+                             k_max_partials_per_array / 2);
+}
+
+template <class T, bool Grad>
+void launch_partials(const T* x, const T* dy, std::size_t rows, int channels, const float* mean,
+                     const float* inv_std, double* p1, double* p2, const ColumnSplit& s,
+                     cudaStream_t stream)
+{
+    const dim3 grid(s.tiles, s.splits);
+    if (s.v == vec16<T>())
+        bn_partials_kernel<T, vec16<T>(), Grad><<<grid, k_reduce_threads, 0, stream>>>(
+            x, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std,
+            p1, p2);
+    else
+        bn_partials_kernel<T, 1, Grad><<<grid, k_reduce_threads, 0, stream>>>(
+            x, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std,
+            p1, p2);
+    MIXLAB_CUDA_CHECK_LAUNCH("bn_partials_kernel");
+}
+
+template <class T, int V, bool Eval>
+void normalise_pass_v(const BatchNormParams& p, const T* x, const float* mean,
+                      const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
+{
+    const std::size_t groups = p.rows * std::size_t(p.channels) / V;
+    const unsigned blocks =
+        walk_blocks<bn_normalise_kernel<T, V, Eval>>(groups, std::size_t(p.channels / V));
+    bn_normalise_kernel<T, V, Eval><<<blocks, k_threads, 0, stream>>>(
+        x, groups, p.channels, mean, inv_std_or_var, epsilon, p.scale, p.shift, y);
+    MIXLAB_CUDA_CHECK_LAUNCH("bn_normalise_kernel");
+}
+
 template <class T, bool Eval>
 void normalise_pass(const BatchNormParams& p, const T* x, const float* mean,
                     const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
 {
-    const std::size_t n = p.rows * std::size_t(p.channels);
-    if (element_group<T>(p.channels, {x, y}) == vec16<T>()) {
-        constexpr int V = vec16<T>();
-        bn_normalise_kernel<T, V, Eval>
-            <<<walk_blocks(n / V, std::size_t(p.channels / V)), k_threads, 0, stream>>>(
-                x, n / V, p.channels, mean, inv_std_or_var, epsilon, p.scale, p.shift, y);
-    } else {
-        bn_normalise_kernel<T, 1, Eval>
-            <<<walk_blocks(n, std::size_t(p.channels)), k_threads, 0, stream>>>(
-                x, n, p.channels, mean, inv_std_or_var, epsilon, p.scale, p.shift, y);
-    }
-    MIXLAB_CUDA_CHECK_LAUNCH("bn_normalise_kernel");
+    if (element_group<T>(p.channels, {x, y}) == vec16<T>())
+        normalise_pass_v<T, vec16<T>(), Eval>(p, x, mean, inv_std_or_var, epsilon, y, stream);
+    else
+        normalise_pass_v<T, 1, Eval>(p, x, mean, inv_std_or_var, epsilon, y, stream);
+}
+
+template <class T, int V>
+void dx_pass_v(const BatchNormParams& p, const T* x, const T* dy, const float* mean,
+               const float* inv_std, const float* coef, T* dx, cudaStream_t stream)
+{
+    const std::size_t groups = p.rows * std::size_t(p.channels) / V;
+    const unsigned blocks =
+        walk_blocks<bn_backward_dx_kernel<T, V>>(groups, std::size_t(p.channels / V));
+    bn_backward_dx_kernel<T, V><<<blocks, k_threads, 0, stream>>>(
+        x, dy, groups, p.channels, mean, inv_std, p.scale, coef, dx);
+    MIXLAB_CUDA_CHECK_LAUNCH("bn_backward_dx_kernel");
 }
 
 } // namespace
@@ -216,13 +421,12 @@ void launch_batchnorm_train(const BatchNormParams& p, const void* x, DType t, fl
     dispatch_floating(t, "batchnorm_forward_train", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* px = static_cast<const T*>(x);
-        const ColumnSplit s = column_split_for<T>(px, nullptr, p.rows, std::size_t(p.channels));
-        float* p1 = scratch.get(2 * s.partials());
-        float* p2 = p1 + s.partials();
-        launch_column_partials<Sums::Statistics, T>(px, nullptr, p.rows, p.channels, nullptr,
-                                                    nullptr, p1, p2, AnyMut{}, s, stream);
-        MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
-        bn_train_finish_kernel<T><<<channel_blocks(p.channels), k_threads, 0, stream>>>(
+        const ColumnSplit s = statistics_split<T>(px, nullptr, p.rows, p.channels);
+        double* p1 = reinterpret_cast<double*>(scratch.get(4 * s.partials()));
+        double* p2 = p1 + s.partials();
+        launch_partials<T, false>(px, nullptr, p.rows, p.channels, nullptr, nullptr, p1, p2, s,
+                                  stream);
+        bn_train_finish_kernel<T><<<finish_blocks(p.channels), k_threads, 0, stream>>>(
             p1, p2, s.splits, s.ld, px, p.rows, p.channels, momentum, epsilon, running_mean,
             running_var, saved_mean, saved_inv_std);
         MIXLAB_CUDA_CHECK_LAUNCH("bn_train_finish_kernel");
@@ -252,28 +456,21 @@ void launch_batchnorm_backward(const BatchNormParams& p, const void* x, const vo
         const T* px = static_cast<const T*>(x);
         const T* pdy = static_cast<const T*>(dy);
         T* pdx = static_cast<T*>(dx);
-        const ColumnSplit s = column_split_for<T>(px, pdy, p.rows, std::size_t(p.channels));
-        float* p1 = scratch.get(2 * s.partials() + 2 * std::size_t(p.channels));
-        float* p2 = p1 + s.partials();
-        float* coef = p2 + s.partials();
-        launch_column_partials<Sums::Gradients, T>(px, pdy, p.rows, p.channels, saved_mean,
-                                                   saved_inv_std, p1, p2, AnyMut{}, s, stream);
-        MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
-        bn_backward_finish_kernel<<<channel_blocks(p.channels), k_threads, 0, stream>>>(
+        const ColumnSplit s = statistics_split<T>(px, pdy, p.rows, p.channels);
+        // Two arrays of double partials (four floats per partial), then the two means.
+        float* base = scratch.get(4 * s.partials() + 2 * std::size_t(p.channels));
+        double* p1 = reinterpret_cast<double*>(base);
+        double* p2 = p1 + s.partials();
+        float* coef = base + 4 * s.partials();
+        launch_partials<T, true>(px, pdy, p.rows, p.channels, saved_mean, saved_inv_std, p1, p2,
+                                 s, stream);
+        bn_backward_finish_kernel<<<finish_blocks(p.channels), k_threads, 0, stream>>>(
             p1, p2, s.splits, s.ld, p.rows, p.channels, dscale, dshift, coef);
         MIXLAB_CUDA_CHECK_LAUNCH("bn_backward_finish_kernel");
-        const std::size_t n = p.rows * std::size_t(p.channels);
-        if (element_group<T>(p.channels, {px, pdy, pdx}) == vec16<T>()) {
-            constexpr int V = vec16<T>();
-            bn_backward_dx_kernel<T, V>
-                <<<walk_blocks(n / V, std::size_t(p.channels / V)), k_threads, 0, stream>>>(
-                    px, pdy, n / V, p.channels, saved_mean, saved_inv_std, p.scale, coef, pdx);
-        } else {
-            bn_backward_dx_kernel<T, 1>
-                <<<walk_blocks(n, std::size_t(p.channels)), k_threads, 0, stream>>>(
-                    px, pdy, n, p.channels, saved_mean, saved_inv_std, p.scale, coef, pdx);
-        }
-        MIXLAB_CUDA_CHECK_LAUNCH("bn_backward_dx_kernel");
+        if (element_group<T>(p.channels, {px, pdy, pdx}) == vec16<T>())
+            dx_pass_v<T, vec16<T>()>(p, px, pdy, saved_mean, saved_inv_std, coef, pdx, stream);
+        else
+            dx_pass_v<T, 1>(p, px, pdy, saved_mean, saved_inv_std, coef, pdx, stream);
     });
 }
 

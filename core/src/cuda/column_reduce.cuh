@@ -1,5 +1,5 @@
-// The column-reduction kernel shared by the bias gradient and batch norm (see
-// column_split.h for how the work is cut), and 16-byte vector loads and stores.
+// The column-reduction kernel of the bias gradient (see column_split.h for how the work
+// is cut), and the 16-byte vector loads and stores that batch norm and pooling share.
 #pragma once
 #include "cuda/column_split.h"
 #include "cuda/device_types.cuh"

@@ -4,7 +4,7 @@
 // columns and stacks "lanes" of rows for the rest; the rows are cut into slices, one
 // per block row of the grid, so a tall, narrow matrix (a conv bias gradient or batch
 // norm over 131072 rows x 64 channels) still fills the GPU. Each slice writes one
-// partial sum per column; a second launch adds them in slice order (deterministic).
+// partial sum per column; a second launch adds them in a fixed order (deterministic).
 #pragma once
 #include <cstddef>
 
@@ -31,8 +31,11 @@ struct ColumnSplit {
     std::size_t partials() const { return std::size_t(splits) * ld; }
 };
 
-// cols must be a multiple of v.
-inline ColumnSplit plan_column_split(std::size_t rows, std::size_t cols, int v)
+// cols must be a multiple of v. target_blocks: blocks to aim for; max_partials: partial
+// sums one array of the scratch holds (fewer when they are wider than a float).
+inline ColumnSplit plan_column_split(std::size_t rows, std::size_t cols, int v,
+                                     std::size_t target_blocks = k_target_blocks,
+                                     std::size_t max_partials = k_max_partials_per_array)
 {
     ColumnSplit s;
     s.v = v;
@@ -47,8 +50,8 @@ inline ColumnSplit plan_column_split(std::size_t rows, std::size_t cols, int v)
     s.ld = std::size_t(s.tiles) * std::size_t(s.tile_vcols) * std::size_t(v);
     const std::size_t min_rows = std::size_t(s.lanes) * k_min_rows_per_lane;
     std::size_t splits = (rows + min_rows - 1) / min_rows;
-    const std::size_t by_blocks = s.tiles >= k_target_blocks ? 1 : k_target_blocks / s.tiles;
-    const std::size_t by_scratch = s.ld >= k_max_partials_per_array ? 1 : k_max_partials_per_array / s.ld;
+    const std::size_t by_blocks = s.tiles >= target_blocks ? 1 : target_blocks / s.tiles;
+    const std::size_t by_scratch = s.ld >= max_partials ? 1 : max_partials / s.ld;
     if (splits > by_blocks)
         splits = by_blocks;
     if (splits > by_scratch)
