@@ -4,10 +4,11 @@ momentum=0.9), cross-entropy on logits. Prints one JSON object: ms/step per poli
 and batch (median over timed windows, CUDA events)."""
 import argparse
 import json
-import statistics
 
 import torch
 import torch.nn as nn
+
+from torch_timing import median_step_ms, set_math
 
 
 def make_model():
@@ -16,46 +17,12 @@ def make_model():
 
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):
-    torch.backends.cuda.matmul.allow_tf32 = policy == "tf32"
-    torch.backends.cudnn.allow_tf32 = policy == "tf32"
-    torch.backends.cudnn.benchmark = True
+    set_math(policy)
     torch.manual_seed(0)
     model = make_model()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(batch, 32, 32, 3, device="cuda")
     y = torch.randint(0, 10, (batch,), device="cuda")
-    scaler = torch.amp.GradScaler("cuda") if policy == "amp_fp16" else None
-    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(policy)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        if dtype is not None:
-            with torch.autocast("cuda", dtype=dtype):
-                loss = loss_fn(model(x), y)
-        else:
-            loss = loss_fn(model(x), y)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(windows):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(steps_per_window):
-            step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / steps_per_window)
-    return statistics.median(times)
+    return median_step_ms(model, x, y, policy, windows, steps_per_window, warmup)
 
 
 def main():

@@ -5,10 +5,11 @@ Written here (no torchvision needed). Prints one JSON object: ms/step per policy
 batch (median over timed windows, CUDA events)."""
 import argparse
 import json
-import statistics
 
 import torch
 import torch.nn as nn
+
+from torch_timing import median_step_ms, set_math
 
 
 class Block(nn.Module):
@@ -38,48 +39,13 @@ def resnet18(classes=100):
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):
     base = policy.replace("_cl", "")
-    channels_last = policy.endswith("_cl")
-    torch.backends.cuda.matmul.allow_tf32 = base == "tf32"
-    torch.backends.cudnn.allow_tf32 = base == "tf32"
-    torch.backends.cudnn.benchmark = True
+    set_math(base)
     torch.manual_seed(0)
-    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    fmt = torch.channels_last if policy.endswith("_cl") else torch.contiguous_format
     model = resnet18().cuda().to(memory_format=fmt)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(batch, 3, 32, 32, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 100, (batch,), device="cuda")
-    scaler = torch.amp.GradScaler("cuda") if base == "amp_fp16" else None
-    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(base)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        if dtype is not None:
-            with torch.autocast("cuda", dtype=dtype):
-                loss = loss_fn(model(x), y)
-        else:
-            loss = loss_fn(model(x), y)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(windows):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(steps_per_window):
-            step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / steps_per_window)
-    return statistics.median(times)
+    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup)
 
 
 def main():

@@ -18,6 +18,7 @@ void print_usage(std::FILE* out)
         "commands:\n"
         "  train     train a model under one precision policy\n"
         "  compare   train under several policies in lockstep and compare them\n"
+        "  explain   compare policies, then say why precision helped or not\n"
         "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
         "  check     compare the CUDA backend with the CPU reference, op by op\n"
         "\n"
@@ -45,6 +46,7 @@ int main(int argc, char** argv)
     try {
         if (command == "train") return mixlab::cli::cmd_train(argc - 1, argv + 1);
         if (command == "compare") return mixlab::cli::cmd_compare(argc - 1, argv + 1);
+        if (command == "explain") return mixlab::cli::cmd_explain(argc - 1, argv + 1);
         if (command == "summary") return mixlab::cli::cmd_summary(argc - 1, argv + 1);
         if (command == "check") return mixlab::cli::cmd_check(argc - 1, argv + 1);
     } catch (const mixlab::InputError& e) {

@@ -1,0 +1,76 @@
+// Explain: rules that turn the facts of a compare group's runs into plain sentences
+// with the runs' own numbers, each with a suggestion and, where it is a model or config
+// edit, a machine-readable fix the GUI can apply.
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/graph.h"
+#include "mixlab/policy.h"
+#include "mixlab/run_config.h"
+#include "mixlab/trainer.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mixlab {
+
+// What one run of a group did; filled from a finished run (the CLI's recorder) or by
+// hand in tests.
+struct RunFacts {
+    Policy policy = Policy::FP32;
+    int batch = 0;
+    Graph graph;
+    DeviceInfo device;
+    RunSummary summary;
+    float final_train_accuracy = 0;
+    // (step, scale): the scale the run started with at its first step, then one entry
+    // at each step whose scale differs from the one before.
+    std::vector<std::pair<std::int64_t, float>> scale_history;
+    std::vector<float> train_loss;                  // per step, in step order
+    LossScaleMode loss_scale_mode = LossScaleMode::None; // resolved (never Default)
+    // Share of the step's wall time the GPU was busy, from a profiling pass; none is
+    // measured yet, so the launch-bound rule stays silent unless this is set.
+    std::optional<double> gpu_busy_fraction;
+    // Index in the group of the run to compare speed against; -1: the group's fp32 run
+    // (or the first run when none is fp32).
+    int baseline = -1;
+};
+
+struct Explanation {
+    enum class Severity { Info, Advice, Warning };
+    std::string id;          // the rule: "speed", "dims_multiple_of_8", ...
+    Severity severity = Severity::Info;
+    int run = -1;            // index of the run it is about; -1: the whole group
+    std::string sentence;    // with this run's numbers
+    std::string suggestion;  // what to change; may be empty
+    // Optional machine-readable fix: "set_units", "set_dtype_float32", "set_activation",
+    // "set_policy", "set_batch", or "" for none. apply_path names a layer by its graph
+    // path ("layer 3"), empty for run-config fixes.
+    std::string apply_kind;
+    std::string apply_path;
+    std::string apply_value;
+};
+
+std::string_view severity_name(Explanation::Severity s); // "info", "advice", "warning"
+
+// All rules over one group (one run alone is a group of one). Group-wide facts (the
+// model's shapes, its output head) are said once; per-run facts once per run.
+std::vector<Explanation> explain(const std::vector<RunFacts>& group);
+
+// Thresholds the rules use, named so tests and the help text can cite them.
+namespace explain_limits {
+inline constexpr int k_tensor_core_multiple = 8;
+inline constexpr double k_padding_pays_flops_share = 0.05; // below: padding would not pay
+inline constexpr double k_tf32_close_ratio = 1.3;          // tf32 within this of mixed
+inline constexpr double k_scale_collapse_factor = 256.0;   // 2^8
+inline constexpr double k_skipped_share = 0.01;
+inline constexpr double k_stall_ratio = 0.98;              // last-10% loss / first-10% loss
+inline constexpr double k_min_flops_per_step = 1e9;        // batch x forward FLOPs
+inline constexpr double k_min_step_ms = 0.5;
+inline constexpr double k_min_gpu_busy = 0.6;
+} // namespace explain_limits
+
+} // namespace mixlab

@@ -1,0 +1,343 @@
+// The explain rules, one by one: for each, a group built by hand where it must fire
+// (with the run's numbers in its sentence) and one where it must stay silent; then
+// `mixlab-cli explain` end to end on the CPU.
+#include "mixlab/explain.h"
+#include "test_models.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace mixlab;
+
+namespace {
+
+// The synthetic dataset's sample is 32x32x3 of 10 classes; the rules only read shapes.
+const Shape k_input{{32, 32, 3}};
+
+DeviceInfo cpu_device()
+{
+    DeviceInfo d;
+    d.backend = "cpu";
+    d.name = "CPU (no CUDA device)";
+    return d;
+}
+
+DeviceInfo gpu_device(int cc_major, int cc_minor)
+{
+    DeviceInfo d;
+    d.backend = "cuda";
+    d.name = "Test GPU";
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    d.tensor_cores = cc_major >= 7;
+    d.bf16 = d.tf32 = cc_major >= 8;
+    return d;
+}
+
+RunFacts facts(Policy policy, const ModelSpec& spec, double median_ms,
+               const DeviceInfo& device = cpu_device(), int classes = 10,
+               const Shape& input = k_input)
+{
+    RunFacts f;
+    f.policy = policy;
+    f.batch = 64;
+    f.graph = build_graph(spec, input, classes);
+    f.device = device;
+    f.summary.steps = 200;
+    f.summary.median_step_ms = median_ms;
+    f.summary.mean_step_ms = median_ms;
+    f.loss_scale_mode = policy_traits(policy).default_loss_scaling ? LossScaleMode::Dynamic
+                                                                   : LossScaleMode::None;
+    return f;
+}
+
+std::vector<Explanation> with_id(const std::vector<Explanation>& all, const std::string& id)
+{
+    std::vector<Explanation> out;
+    for (const Explanation& e : all)
+        if (e.id == id) out.push_back(e);
+    return out;
+}
+
+// A loss curve of `n` steps from `start` to `end`, with seeded noise so no two steps
+// are equal (a flat constant curve would test the rule on a curve no run produces).
+std::vector<float> loss_curve(int n, float start, float end, unsigned seed)
+{
+    QRandomGenerator rng(seed);
+    std::vector<float> out;
+    for (int i = 0; i < n; ++i) {
+        const float t = float(i) / float(n - 1);
+        out.push_back(start + (end - start) * t + 0.01f * float(rng.generateDouble() - 0.5));
+    }
+    return out;
+}
+
+const test::TinyMlpOptions k_small{.hidden = 16};
+
+} // namespace
+
+class TestExplain : public QObject {
+    Q_OBJECT
+
+private slots:
+    void speedVerdict()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        const auto ex = with_id(explain({facts(Policy::FP32, spec, 0.532),
+                                         facts(Policy::MixedFP16, spec, 0.227)}),
+                                "speed");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1);
+        QVERIFY2(ex[0].sentence.find("mixed_fp16 ran 0.227 ms per step against fp32's "
+                                     "0.532 ms: 2.34x faster") != std::string::npos,
+                 ex[0].sentence.c_str());
+
+        const auto slower = with_id(explain({facts(Policy::FP32, spec, 0.2),
+                                             facts(Policy::MixedFP16, spec, 0.5)}),
+                                    "speed");
+        QCOMPARE(slower.size(), std::size_t(1));
+        QVERIFY2(slower[0].sentence.find("2.50x slower") != std::string::npos,
+                 slower[0].sentence.c_str());
+
+        // A run alone has nothing to be compared with.
+        QVERIFY(with_id(explain({facts(Policy::MixedFP16, spec, 0.2)}), "speed").empty());
+    }
+
+    void dimsNotMultipleOf8()
+    {
+        // 3072 inputs -> 1001 -> 10: the hidden layer is almost all the work.
+        const ModelSpec odd = test::tiny_mlp({.hidden = 1001});
+        const auto ex = with_id(explain({facts(Policy::FP32, odd, 1.0),
+                                         facts(Policy::MixedFP16, odd, 0.5)}),
+                                "dims_multiple_of_8");
+        const Graph g = build_graph(odd, k_input, 10);
+        const std::string hidden = g.layers[1].path, output = g.layers[2].path;
+        QCOMPARE(ex.size(), std::size_t(2));
+        QCOMPARE(ex[0].apply_kind, std::string("set_units"));
+        QCOMPARE(ex[0].apply_path, hidden);
+        QCOMPARE(ex[0].apply_value, std::string("1008"));
+        QCOMPARE(ex[0].severity, Explanation::Severity::Advice);
+        // The 10-class output here is ~0.3% of the FLOPs: padding it would not pay.
+        QCOMPARE(ex[1].apply_path, std::string());
+        QCOMPARE(ex[1].severity, Explanation::Severity::Info);
+        QVERIFY2(ex[1].sentence.find(output) == 0, ex[1].sentence.c_str());
+        QVERIFY2(ex[1].sentence.find("would not pay") != std::string::npos,
+                 ex[1].sentence.c_str());
+
+        // 4x4x2 inputs -> 16 -> 10: the output is a third of the work, so pad and mask.
+        const Shape small_in{{4, 4, 2}};
+        const auto pays = with_id(explain({facts(Policy::MixedFP16, test::tiny_mlp(k_small),
+                                                 0.5, cpu_device(), 10, small_in)}),
+                                  "dims_multiple_of_8");
+        QCOMPARE(pays.size(), std::size_t(1));
+        QVERIFY2(pays[0].suggestion.find("16 logits") != std::string::npos &&
+                     pays[0].suggestion.find("mask the extra 6") != std::string::npos,
+                 pays[0].suggestion.c_str());
+
+        // fp32 alone does not use 16-bit tensor cores; multiples of 8 need nothing.
+        QVERIFY(with_id(explain({facts(Policy::FP32, odd, 1.0)}), "dims_multiple_of_8").empty());
+        const ModelSpec even = test::tiny_mlp({.hidden = 64, .classes = 16});
+        QVERIFY(with_id(explain({facts(Policy::MixedFP16, even, 0.5, cpu_device(), 16)}),
+                        "dims_multiple_of_8")
+                    .empty());
+    }
+
+    void device()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        QCOMPARE(with_id(explain({facts(Policy::MixedFP16, spec, 0.5)}), "cpu_backend").size(),
+                 std::size_t(1));
+
+        // Pascal (6.1): no tensor cores for mixed_fp16; Turing (7.5): none for bf16.
+        const auto pascal = with_id(
+            explain({facts(Policy::MixedFP16, spec, 0.5, gpu_device(6, 1))}), "device_lacks");
+        QCOMPARE(pascal.size(), std::size_t(1));
+        QVERIFY2(pascal[0].sentence.find("6.1") != std::string::npos, pascal[0].sentence.c_str());
+        QCOMPARE(with_id(explain({facts(Policy::MixedBF16, spec, 0.5, gpu_device(7, 5))}),
+                         "device_lacks")
+                     .size(),
+                 std::size_t(1));
+
+        const auto hopper = explain({facts(Policy::MixedBF16, spec, 0.5, gpu_device(9, 0)),
+                                     facts(Policy::TF32, spec, 0.5, gpu_device(9, 0))});
+        QVERIFY(with_id(hopper, "device_lacks").empty());
+        QVERIFY(with_id(hopper, "cpu_backend").empty());
+    }
+
+    void tf32Close()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        const auto close = with_id(explain({facts(Policy::FP32, spec, 3.0),
+                                            facts(Policy::TF32, spec, 1.2),
+                                            facts(Policy::MixedFP16, spec, 1.0)}),
+                                   "tf32_close");
+        QCOMPARE(close.size(), std::size_t(1));
+        QVERIFY2(close[0].sentence.find("1.20x") != std::string::npos, close[0].sentence.c_str());
+
+        QVERIFY(with_id(explain({facts(Policy::TF32, spec, 2.0),
+                                 facts(Policy::MixedFP16, spec, 1.0)}),
+                        "tf32_close")
+                    .empty());
+    }
+
+    void lossScale()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts collapsed = facts(Policy::MixedFP16, spec, 0.5);
+        collapsed.scale_history = {{1, 65536.f}, {5, 32768.f}, {40, 128.f}}; // fell 2^9
+        const auto ex = with_id(explain({collapsed}), "loss_scale");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("from 65536 to 128") != std::string::npos,
+                 ex[0].sentence.c_str());
+
+        RunFacts skipping = facts(Policy::MixedFP16, spec, 0.5);
+        skipping.summary.skipped_steps = 5; // 2.5% of 200
+        QCOMPARE(with_id(explain({skipping}), "loss_scale").size(), std::size_t(1));
+
+        // The usual start: a few halvings (2^6) and one skipped step in 200.
+        RunFacts healthy = facts(Policy::MixedFP16, spec, 0.5);
+        healthy.scale_history = {{1, 65536.f}, {2, 32768.f}, {9, 1024.f}};
+        healthy.summary.skipped_steps = 2;
+        QVERIFY(with_id(explain({healthy}), "loss_scale").empty());
+    }
+
+    void fp16Stall()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts stalled = facts(Policy::FP16, spec, 0.5);
+        stalled.train_loss = loss_curve(200, 2.30f, 2.29f, 1);
+        const auto ex = with_id(explain({stalled}), "fp16_stall");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].apply_kind, std::string("set_policy"));
+        QCOMPARE(ex[0].apply_value, std::string("mixed_fp16"));
+
+        RunFacts learning = facts(Policy::FP16, spec, 0.5);
+        learning.train_loss = loss_curve(200, 2.30f, 1.20f, 2);
+        QVERIFY(with_id(explain({learning}), "fp16_stall").empty());
+        // Master weights: a flat loss under mixed_fp16 is not this rule's business.
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.train_loss = stalled.train_loss;
+        QVERIFY(with_id(explain({mixed}), "fp16_stall").empty());
+    }
+
+    void sigmoidOutput()
+    {
+        ModelSpec spec = test::tiny_mlp(k_small);
+        spec.layers.back().activation = Activation::Sigmoid;
+        const Graph g = build_graph(spec, k_input, 10);
+        const auto ex = with_id(explain({facts(Policy::FP32, spec, 1.0)}), "sigmoid_output");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].apply_kind, std::string("set_activation"));
+        QCOMPARE(ex[0].apply_path, g.layers.back().path);
+        QCOMPARE(ex[0].apply_value, std::string("softmax"));
+
+        spec.layers.back().activation = Activation::Softmax;
+        QVERIFY(with_id(explain({facts(Policy::FP32, spec, 1.0)}), "sigmoid_output").empty());
+    }
+
+    void outputFloat32()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        const Graph g = build_graph(spec, k_input, 10);
+        const auto ex = with_id(explain({facts(Policy::FP32, spec, 1.0),
+                                         facts(Policy::MixedFP16, spec, 0.5)}),
+                                "output_float32");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].apply_kind, std::string("set_dtype_float32"));
+        QCOMPARE(ex[0].apply_path, g.layers.back().path);
+
+        const ModelSpec kept = test::tiny_mlp({.hidden = 16, .fp32_output = true});
+        QVERIFY(with_id(explain({facts(Policy::MixedFP16, kept, 0.5)}), "output_float32").empty());
+        QVERIFY(with_id(explain({facts(Policy::FP32, spec, 0.5)}), "output_float32").empty());
+    }
+
+    void smallBatch()
+    {
+        const ModelSpec tiny = test::tiny_mlp(k_small); // ~1e5 FLOPs per sample
+        const auto ex = with_id(explain({facts(Policy::FP32, tiny, 0.3, gpu_device(9, 0)),
+                                         facts(Policy::MixedFP16, tiny, 0.2, gpu_device(9, 0))}),
+                                "small_batch");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1); // the fastest run
+        QCOMPARE(ex[0].apply_kind, std::string("set_batch"));
+        const double per_sample = double(build_graph(tiny, k_input, 10).total_flops);
+        const double suggested = std::stod(ex[0].apply_value);
+        QVERIFY(suggested * per_sample >= 1e9);
+        QVERIFY(suggested / 2 * per_sample < 1e9 || suggested == 128);
+
+        // 3072 -> 1024 -> 10 at batch 4096 is ~2.6e10 FLOPs and 2 ms a step.
+        RunFacts big = facts(Policy::MixedFP16, test::tiny_mlp({.hidden = 1024}), 2.0,
+                             gpu_device(9, 0));
+        big.batch = 4096;
+        QVERIFY(with_id(explain({big}), "small_batch").empty());
+        // The CPU backend's timings are no evidence about a GPU.
+        QVERIFY(with_id(explain({facts(Policy::FP32, tiny, 0.1)}), "small_batch").empty());
+    }
+
+    void launchBound()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts idle = facts(Policy::MixedFP16, spec, 0.5, gpu_device(9, 0));
+        idle.gpu_busy_fraction = 0.4;
+        const auto ex = with_id(explain({idle}), "launch_bound");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("40%") != std::string::npos, ex[0].sentence.c_str());
+
+        RunFacts busy = idle;
+        busy.gpu_busy_fraction = 0.9;
+        QVERIFY(with_id(explain({busy}), "launch_bound").empty());
+        RunFacts unknown = idle;
+        unknown.gpu_busy_fraction.reset();
+        QVERIFY(with_id(explain({unknown}), "launch_bound").empty());
+    }
+
+    // The real binary on the CPU: a sigmoid output left in fp16 under mixed_fp16.
+    void cliEndToEnd()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString model = dir.filePath("sigmoid.json");
+        const QString out = dir.filePath("out.json");
+        {
+            QFile f(model);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"format": "mixlab-model/1", "name": "sig", "layers": [
+                {"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
+                {"type": "dense", "units": 10, "activation": "sigmoid"}]})");
+        }
+        QProcess p;
+        p.start(QStringLiteral(MIXLAB_CLI_PATH),
+                {"explain", "--model", model, "--dataset", "synthetic", "--synthetic-size", "256",
+                 "--steps", "20", "--batch", "32", "--device", "cpu", "--json", out});
+        QVERIFY(p.waitForStarted(10000));
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        const QString stdout_text = QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, qPrintable(err));
+        QVERIFY2(stdout_text.contains("mixed_fp16") && stdout_text.contains("[advice]"),
+                 qPrintable(stdout_text));
+
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+        const QJsonArray runs = doc["runs"].toArray();
+        QCOMPARE(runs.size(), 2);
+        QCOMPARE(runs[0].toObject()["policy"].toString(), QString("fp32"));
+        QCOMPARE(runs[1].toObject()["steps"].toInt(), 20);
+        QStringList ids;
+        for (const auto& e : doc["explanations"].toArray()) ids << e.toObject()["id"].toString();
+        QVERIFY2(ids.contains("sigmoid_output"), qPrintable(ids.join(",")));
+        QVERIFY2(ids.contains("output_float32"), qPrintable(ids.join(",")));
+        QVERIFY2(ids.contains("cpu_backend"), qPrintable(ids.join(",")));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestExplain)
+#include "tst_explain.moc"
