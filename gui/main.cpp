@@ -44,7 +44,8 @@ int main(int argc, char *argv[])
     const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
     const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson})
+    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why})
         parser.addOption(o);
     parser.process(app);
 
@@ -116,6 +117,13 @@ int main(int argc, char *argv[])
                 QString error;
                 if (!exportLogs(*window.store(), window.store()->runIds(), file, &error))
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
+            });
+        }
+        if (parser.isSet(why)) {
+            // Connected before the screenshot's handler, so the panel is open when it fires.
+            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window](bool running) {
+                if (!running)
+                    window.showWhy();
             });
         }
         if (parser.isSet(screenshot)) {

@@ -15,6 +15,8 @@
 #include "runstable.h"
 #include "runstablemodel.h"
 #include "runstore.h"
+#include "runfacts_from_store.h"
+#include "whypanel.h"
 
 #include "mixlab/error.h"
 #include "mixlab/run_config.h"
@@ -25,9 +27,11 @@
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -129,6 +133,22 @@ void MainWindow::buildParts()
     m_centreSplitter->setSizes({690, 210});
     m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
 
+    // The Why? panel docks on the right, hidden until asked for: it needs the width of a
+    // sentence, which the bottom row next to the log does not have.
+    m_why = new WhyPanel(m_store, this);
+    m_why->setObjectName("whyPanel");
+    m_why->setDesigner(m_designer);
+    m_why->setRunPanel(m_runPanel);
+    m_whyDock = new QDockWidget(tr("Why?"), this);
+    m_whyDock->setObjectName("whyDock");
+    m_whyDock->setWidget(m_why);
+    m_whyDock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea | Qt::BottomDockWidgetArea);
+    addDockWidget(Qt::RightDockWidgetArea, m_whyDock);
+    m_whyDock->hide();
+    connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
+        m_log->appendMessage(tr("Why? applied %1").arg(what), Kind::Info);
+    });
+
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
     connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateStartBlocked);
     connect(m_runPanel, &RunPanel::message, this, [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
@@ -150,7 +170,11 @@ void MainWindow::buildParts()
     connect(m_store, &RunStore::runChanged, this, [this](int id) {
         if (const RunRecord *run = m_store->run(id); run && run->group == m_currentGroup)
             updateStatusProgress();
+        updateWhyEnabled();
     });
+    connect(m_store, &RunStore::runRemoved, this, &MainWindow::updateWhyEnabled);
+    if (QItemSelectionModel *selection = m_runsTable->selectionModel())
+        connect(selection, &QItemSelectionModel::selectionChanged, this, &MainWindow::updateWhyEnabled);
 }
 
 void MainWindow::buildMenus()
@@ -189,6 +213,11 @@ void MainWindow::buildMenus()
     m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRuns);
     m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
     m_stopAction->setEnabled(false);
+    run->addSeparator();
+    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this, [this] { showWhy(selectedFinishedGroup()); });
+    m_whyAction->setObjectName("whyAction");
+    m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
+    m_whyAction->setEnabled(false);
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     QMenu *xAxis = view->addMenu(tr("&X axis"));
@@ -208,6 +237,8 @@ void MainWindow::buildMenus()
     m_logScaleAction = view->addAction(tr("&Log scale"));
     m_logScaleAction->setCheckable(true);
     connect(m_logScaleAction, &QAction::toggled, m_charts, &ChartPanel::setLogScale);
+    view->addSeparator();
+    view->addAction(m_whyDock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About MixLab"), this, &MainWindow::showAbout);
@@ -361,6 +392,35 @@ void MainWindow::onRunningChanged(bool running)
     updateStatusProgress();
     if (!running)
         statusBar()->showMessage(tr("Job finished"), 5000);
+}
+
+int MainWindow::selectedFinishedGroup() const
+{
+    int group = 0;
+    for (int id : m_runsTable->selectedRunIds()) {
+        const RunRecord *run = m_store->run(id);
+        if (!run || (group != 0 && run->group != group))
+            return 0;
+        group = run->group;
+    }
+    return groupFinished(*m_store, group) ? group : 0;
+}
+
+void MainWindow::updateWhyEnabled()
+{
+    if (m_whyAction)
+        m_whyAction->setEnabled(selectedFinishedGroup() != 0);
+}
+
+void MainWindow::showWhy(int group)
+{
+    m_why->showGroup(group);
+    if (!m_whyDock->isVisible()) {
+        m_whyDock->show();
+        // Wide enough for a sentence per few lines; the charts keep the rest.
+        resizeDocks({m_whyDock}, {qMax(480, width() * 34 / 100)}, Qt::Horizontal);
+    }
+    m_whyDock->raise();
 }
 
 void MainWindow::updateStatusProgress()

@@ -15,6 +15,7 @@ class DeviceProbe;
 class LogView;
 class ModelDesigner;
 class QAction;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -23,6 +24,7 @@ class RunController;
 class RunPanel;
 class RunStore;
 class RunsTable;
+class WhyPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -37,6 +39,12 @@ public:
     ChartPanel *chartPanel() const { return m_charts; }
     RunsTable *runsTable() const { return m_runsTable; }
     LogView *logView() const { return m_log; }
+    WhyPanel *whyPanel() const { return m_why; }
+    QAction *whyAction() const { return m_whyAction; }
+    // Shows the Why? panel for a finished compare group (0: the latest finished one).
+    void showWhy(int group = 0);
+    // The group whose runs are selected in the runs table, when it is one finished group.
+    int selectedFinishedGroup() const;
 
     // Tests and scripted runs close mid-run without the question.
     void setConfirmCloseForTesting(bool confirm) { m_confirmClose = confirm; }
@@ -71,6 +79,7 @@ private:
 
     void updateStartBlocked();
     void onRunningChanged(bool running);
+    void updateWhyEnabled();
     void updateStatusProgress();
     void updateTitle();
     void addRecentFile(const QString &path);
@@ -92,6 +101,8 @@ private:
     ChartPanel *m_charts = nullptr;
     RunsTable *m_runsTable = nullptr;
     LogView *m_log = nullptr;
+    WhyPanel *m_why = nullptr;
+    QDockWidget *m_whyDock = nullptr;
 
     QSplitter *m_mainSplitter = nullptr;   // left column | centre
     QSplitter *m_leftSplitter = nullptr;   // designer over run panel
@@ -101,6 +112,7 @@ private:
     QAction *m_startAction = nullptr;
     QAction *m_compareAction = nullptr;
     QAction *m_stopAction = nullptr;
+    QAction *m_whyAction = nullptr;
     QAction *m_logScaleAction = nullptr;
     QList<QAction *> m_xAxisActions;
     QMenu *m_recentMenu = nullptr;
