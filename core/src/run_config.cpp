@@ -55,6 +55,7 @@ std::string_view device_choice_name(DeviceChoice d) {
 namespace {
 
 constexpr int k_max_batch = 1048576;
+constexpr int k_max_crop_padding = 64; // pixels of zero padding around a random crop
 // A synthetic set is generated in host memory at 3 KiB per image; this cap keeps a typo
 // from asking for terabytes.
 constexpr std::int64_t k_max_synthetic = 10000000;
@@ -180,9 +181,9 @@ void read_dataset(const json& j, DatasetOptions& d) {
         a.check_fields({"crop_padding", "horizontal_flip"});
         a.read("crop_padding", d.crop_padding);
         a.read("horizontal_flip", d.horizontal_flip);
-        // Beyond half an image's side a crop is mostly padding; 64 covers any sane image.
-        if (d.crop_padding < 0 || d.crop_padding > 64)
-            a.fail("crop_padding", "pixels of zero padding for the random crop, 0 (off) to 64");
+        if (d.crop_padding < 0 || d.crop_padding > k_max_crop_padding)
+            a.fail("crop_padding", "pixels of zero padding for the random crop, 0 (off) to " +
+                                       std::to_string(k_max_crop_padding));
     }
 }
 
@@ -332,6 +333,11 @@ void validate_run_config(const RunConfig& c) {
     require(c.batch_size >= 1 && c.batch_size <= k_max_batch,
             "\"batch_size\" must be between 1 and " + std::to_string(k_max_batch) + ", got " +
                 std::to_string(c.batch_size));
+    // Beyond half an image's side a crop is mostly padding; 64 covers any sane image.
+    require(d.crop_padding >= 0 && d.crop_padding <= k_max_crop_padding,
+            "\"dataset.augment.crop_padding\" must be between 0 (off) and " +
+                std::to_string(k_max_crop_padding) + " pixels, got " +
+                std::to_string(d.crop_padding));
     require(c.steps >= 0, "\"steps\" must be 0 (train for \"epochs\") or a positive number of "
                           "steps, got " + std::to_string(c.steps));
     require(c.steps > 0 || c.epochs >= 1,

@@ -34,6 +34,8 @@ QString differences(const RunConfig& a, const RunConfig& b) {
     check(a.dataset.cifar100_coarse == b.dataset.cifar100_coarse, "dataset.cifar100_labels");
     check(a.dataset.synthetic_train == b.dataset.synthetic_train, "dataset.synthetic_train");
     check(a.dataset.synthetic_test == b.dataset.synthetic_test, "dataset.synthetic_test");
+    check(a.dataset.crop_padding == b.dataset.crop_padding, "dataset.augment.crop_padding");
+    check(a.dataset.horizontal_flip == b.dataset.horizontal_flip, "dataset.augment.horizontal_flip");
     check(a.policy == b.policy, "policy");
     check(a.loss_scale.mode == b.loss_scale.mode, "loss_scale.mode");
     check(fbits(a.loss_scale.init) == fbits(b.loss_scale.init), "loss_scale.init");
@@ -330,6 +332,15 @@ private slots:
             << QStringList{"\"loss_scale.growth_interval\" must be at least 1, got 0"};
         QTest::addRow("no synthetic test images") << run(R"("dataset": {"synthetic_test": 0})")
             << QStringList{"\"dataset.synthetic_test\" must be between 1 and"};
+        // Augmentation.
+        QTest::addRow("negative crop padding") << run(R"("dataset": {"augment": {"crop_padding": -1}})")
+            << QStringList{"dataset.augment.", "crop_padding", "0 (off) to 64"};
+        QTest::addRow("crop padding too large") << run(R"("dataset": {"augment": {"crop_padding": 65}})")
+            << QStringList{"dataset.augment.", "crop_padding", "0 (off) to 64"};
+        QTest::addRow("augment typo") << run(R"("dataset": {"augment": {"flip": true}})")
+            << QStringList{"unknown field \"flip\"", "horizontal_flip"};
+        QTest::addRow("augment not an object") << run(R"("dataset": {"augment": true})")
+            << QStringList{"augment", "object"};
     }
     void invalid() {
         QFETCH(QByteArray, json);
@@ -378,6 +389,10 @@ private slots:
         QTest::addRow("epochs 0 without steps") << "epochs0_steps" << 0.0 << "\"epochs\" must be at least 1";
         QTest::addRow("steps negative") << "steps" << -5.0 << "\"steps\" must be 0";
         QTest::addRow("synthetic train huge") << "synthetic_train" << 1e12 << "\"dataset.synthetic_train\" must be between 1 and 10000000";
+        QTest::addRow("crop padding 4") << "crop_padding" << 4.0 << "";
+        QTest::addRow("crop padding 64") << "crop_padding" << 64.0 << "";
+        QTest::addRow("crop padding 65") << "crop_padding" << 65.0 << "\"dataset.augment.crop_padding\" must be between 0 (off) and 64 pixels, got 65";
+        QTest::addRow("crop padding negative") << "crop_padding" << -4.0 << "got -4";
     }
     void validate() {
         QFETCH(QString, field);
@@ -399,6 +414,7 @@ private slots:
         else if (field == "batch_size") c.batch_size = int(value);
         else if (field == "steps") c.steps = std::int64_t(value);
         else if (field == "synthetic_train") c.dataset.synthetic_train = std::int64_t(value);
+        else if (field == "crop_padding") c.dataset.crop_padding = int(value);
         else if (field == "epochs0_steps") { c.epochs = 0; c.steps = std::int64_t(value); }
         else QFAIL(qPrintable("unknown field in the test table: " + field));
         try {
@@ -466,6 +482,8 @@ private slots:
             c.dataset.cifar100_coarse = pick(2);
             c.dataset.synthetic_train = 1 + pick(10000000);
             c.dataset.synthetic_test = 1 + pick(100000);
+            c.dataset.crop_padding = pick(2) ? 0 : pick(65);
+            c.dataset.horizontal_flip = pick(2);
             c.policy = policies[pick(5)];
             c.loss_scale.mode = modes[pick(4)];
             c.loss_scale.init = float(std::exp2(uni(-10, 30)));
