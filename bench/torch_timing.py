@@ -1,6 +1,8 @@
-"""What w1_pytorch.py and w2_pytorch.py share: PyTorch's math settings per policy and the
+"""What w1_pytorch.py and w2_pytorch.py share: PyTorch's math settings per policy, the
 timed training loop (SGD lr 0.01 momentum 0.9, cross-entropy; amp_fp16 with a GradScaler,
-amp_bf16 without), median ms/step over timed windows measured with CUDA events."""
+amp_bf16 without), median ms/step over timed windows measured with CUDA events, and the command line."""
+import argparse
+import json
 import statistics
 
 import torch
@@ -49,3 +51,20 @@ def median_step_ms(model, x, y, policy, windows, steps_per_window, warmup):
         end.synchronize()
         times.append(start.elapsed_time(end) / steps_per_window)
     return statistics.median(times)
+
+
+def main(time_policy, batches, policies, windows, steps, warmup):
+    """The command line both workload scripts share: times every policy at every batch
+    with time_policy(policy, batch, windows, steps, warmup) and prints one JSON object."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--batches", default=batches)
+    p.add_argument("--policies", default=policies)
+    p.add_argument("--windows", type=int, default=windows)
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--warmup", type=int, default=warmup)
+    a = p.parse_args()
+    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "ms_per_step": {}}
+    for b in [int(v) for v in a.batches.split(",")]:
+        for pol in a.policies.split(","):
+            out["ms_per_step"][f"{pol}@{b}"] = time_policy(pol, b, a.windows, a.steps, a.warmup)
+    print(json.dumps(out))

@@ -2,13 +2,10 @@
 CIFAR-10-shaped synthetic data already on the GPU, eager mode, SGD(lr=0.01,
 momentum=0.9), cross-entropy on logits. Prints one JSON object: ms/step per policy
 and batch (median over timed windows, CUDA events)."""
-import argparse
-import json
-
 import torch
 import torch.nn as nn
 
-from torch_timing import median_step_ms, set_math
+from torch_timing import main, median_step_ms, set_math
 
 
 def make_model():
@@ -25,20 +22,5 @@ def time_policy(policy, batch, windows, steps_per_window, warmup):
     return median_step_ms(model, x, y, policy, windows, steps_per_window, warmup)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--batches", default="32,256,1024,4096")
-    p.add_argument("--policies", default="fp32,tf32,amp_fp16,amp_bf16")
-    p.add_argument("--windows", type=int, default=7)
-    p.add_argument("--steps", type=int, default=50)
-    p.add_argument("--warmup", type=int, default=30)
-    a = p.parse_args()
-    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "ms_per_step": {}}
-    for b in [int(v) for v in a.batches.split(",")]:
-        for pol in a.policies.split(","):
-            out["ms_per_step"][f"{pol}@{b}"] = time_policy(pol, b, a.windows, a.steps, a.warmup)
-    print(json.dumps(out))
-
-
 if __name__ == "__main__":
-    main()
+    main(time_policy, "32,256,1024,4096", "fp32,tf32,amp_fp16,amp_bf16", 7, 50, 30)

@@ -3,13 +3,10 @@ form (3x3 stem, no max-pool), 100 classes, 32x32x3 inputs already on the GPU, ea
 SGD(lr=0.01, momentum=0.9), cross-entropy; channels_last variants for the amp policies.
 Written here (no torchvision needed). Prints one JSON object: ms/step per policy and
 batch (median over timed windows, CUDA events)."""
-import argparse
-import json
-
 import torch
 import torch.nn as nn
 
-from torch_timing import median_step_ms, set_math
+from torch_timing import main, median_step_ms, set_math
 
 
 class Block(nn.Module):
@@ -48,20 +45,5 @@ def time_policy(policy, batch, windows, steps_per_window, warmup):
     return median_step_ms(model, x, y, base, windows, steps_per_window, warmup)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--batches", default="128,512")
-    p.add_argument("--policies", default="fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl")
-    p.add_argument("--windows", type=int, default=5)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=10)
-    a = p.parse_args()
-    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "ms_per_step": {}}
-    for b in [int(v) for v in a.batches.split(",")]:
-        for pol in a.policies.split(","):
-            out["ms_per_step"][f"{pol}@{b}"] = time_policy(pol, b, a.windows, a.steps, a.warmup)
-    print(json.dumps(out))
-
-
 if __name__ == "__main__":
-    main()
+    main(time_policy, "128,512", "fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl", 5, 10, 10)

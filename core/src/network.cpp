@@ -96,11 +96,7 @@ bool first_own_dtype(const std::vector<GraphLayer>& layers, const PolicyTraits& 
                      DType& out)
 {
     for (const auto& l : layers) {
-        if (l.spec.type == LayerType::Residual) {
-            out = layer_dtype(l.spec, traits);
-            return true;
-        }
-        if (has_own_dtype(l.spec.type)) {
+        if (has_own_dtype(l.spec.type)) { // a residual block decides for its branches
             out = layer_dtype(l.spec, traits);
             return true;
         }

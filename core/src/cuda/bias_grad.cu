@@ -56,8 +56,7 @@ void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t c
         const ColumnSplit s = column_split_for<T>(px, nullptr, rows, cols);
         // One slice: the blocks store the finished sums themselves.
         float* partial = s.splits > 1 ? scratch.get(s.partials()) : nullptr;
-        launch_column_partials<Sums::Plain, T>(px, nullptr, rows, int(cols), nullptr, nullptr,
-                                               partial, nullptr, o, s, stream);
+        launch_column_partials<T>(px, rows, int(cols), partial, o, s, stream);
         MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
         if (partial) {
             constexpr unsigned threads = 256;

@@ -40,116 +40,70 @@ inline bool aligned16(const void* p)
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-// What the reduction sums per column. Plain: x. Statistics: x - K and (x - K)^2 with
-// K = x[row 0] (a shift that keeps E[x^2] - mean^2 free of cancellation). Gradients:
-// dy and dy * xhat, xhat = (x - mean) * inv_std.
-enum class Sums { Plain, Statistics, Gradients };
-
-// block: k_reduce_threads; grid (tiles, splits). p1/p2: (splits, ld) partials; with
-// Plain and p1 null, the block stores its finished sums into out (one slice only).
-template <class T, int V, Sums S>
+// block: k_reduce_threads; grid (tiles, splits). Sums x per column: into p1 (splits, ld)
+// partials, or with p1 null (one slice only) the block stores its finished sums into out.
+// Batch norm's two-sum statistics live in batchnorm.cu (double partials).
+template <class T, int V>
 __global__ void __launch_bounds__(k_reduce_threads)
-column_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile_vcols,
-                       int lanes, std::size_t rows_per_split, std::size_t ld, const float* mean,
-                       const float* inv_std, float* p1, float* p2, AnyMut out)
+column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, int lanes,
+                       std::size_t rows_per_split, std::size_t ld, float* p1, AnyMut out)
 {
-    constexpr bool two = S != Sums::Plain;
     __shared__ float s1[k_reduce_threads * V];
-    __shared__ float s2[two ? k_reduce_threads * V : 1];
     const int t = int(threadIdx.x);
     const int vc = t % tile_vcols, lane = t / tile_vcols;
     const int gvc = int(blockIdx.x) * tile_vcols + vc;
     const bool in_block = lane < lanes;
     const bool active = in_block && gvc * V < cols;
-    float a1[V], a2[V];
+    float a1[V];
 #pragma unroll
     for (int j = 0; j < V; ++j)
-        a1[j] = a2[j] = 0.0f;
+        a1[j] = 0.0f;
     if (active) {
         const int c0 = gvc * V;
-        float k[V], m[V], s[V];
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-            k[j] = S == Sums::Statistics ? to_f32(x[c0 + j]) : 0.0f;
-            m[j] = S == Sums::Gradients ? mean[c0 + j] : 0.0f;
-            s[j] = S == Sums::Gradients ? inv_std[c0 + j] : 0.0f;
-        }
         const std::size_t begin = std::size_t(blockIdx.y) * rows_per_split;
         const std::size_t end = begin + rows_per_split < rows ? begin + rows_per_split : rows;
 #pragma unroll 4
         for (std::size_t r = begin + std::size_t(lane); r < end; r += std::size_t(lanes)) {
             float v[V];
             load_vec<T, V>(x + r * std::size_t(cols) + c0, v);
-            if constexpr (S == Sums::Plain) {
 #pragma unroll
-                for (int j = 0; j < V; ++j)
-                    a1[j] += v[j];
-            } else if constexpr (S == Sums::Statistics) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    const float d = v[j] - k[j];
-                    a1[j] += d;
-                    a2[j] += d * d;
-                }
-            } else {
-                float g[V];
-                load_vec<T, V>(dy + r * std::size_t(cols) + c0, g);
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    const float xhat = (v[j] - m[j]) * s[j];
-                    a1[j] += g[j];
-                    a2[j] += g[j] * xhat;
-                }
-            }
+            for (int j = 0; j < V; ++j)
+                a1[j] += v[j];
         }
     }
     // The lanes' sums per column, added in lane order (deterministic).
     const int tile_cols = tile_vcols * V;
     if (in_block) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
+        for (int j = 0; j < V; ++j)
             s1[lane * tile_cols + vc * V + j] = a1[j];
-            if constexpr (two)
-                s2[lane * tile_cols + vc * V + j] = a2[j];
-        }
     }
     __syncthreads();
     for (int col = t; col < tile_cols; col += int(blockDim.x)) {
-        float r1 = 0.0f, r2 = 0.0f;
-        for (int l = 0; l < lanes; ++l) {
+        float r1 = 0.0f;
+        for (int l = 0; l < lanes; ++l)
             r1 += s1[l * tile_cols + col];
-            if constexpr (two)
-                r2 += s2[l * tile_cols + col];
-        }
         const std::size_t gcol = std::size_t(blockIdx.x) * tile_cols + col;
-        if (p1) {
+        if (p1)
             p1[std::size_t(blockIdx.y) * ld + gcol] = r1;
-            if constexpr (two)
-                p2[std::size_t(blockIdx.y) * ld + gcol] = r2;
-        } else if (gcol < std::size_t(cols)) {
+        else if (gcol < std::size_t(cols))
             out.store(gcol, r1);
-        }
     }
 }
 
 // Launches the partials kernel with 16-byte loads when the row length and pointers
-// allow, else one column per thread. Returns the split used (for the finishing pass).
-template <Sums S, class T>
-ColumnSplit launch_column_partials(const T* x, const T* dy, std::size_t rows, int cols,
-                                   const float* mean, const float* inv_std, float* p1,
-                                   float* p2, AnyMut out, const ColumnSplit& s,
-                                   cudaStream_t stream)
+// allow, else one column per thread.
+template <class T>
+void launch_column_partials(const T* x, std::size_t rows, int cols, float* p1, AnyMut out,
+                            const ColumnSplit& s, cudaStream_t stream)
 {
     const dim3 grid(s.tiles, s.splits);
     if (s.v == vec16<T>())
-        column_partials_kernel<T, vec16<T>(), S><<<grid, k_reduce_threads, 0, stream>>>(
-            x, dy, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std, p1,
-            p2, out);
+        column_partials_kernel<T, vec16<T>()><<<grid, k_reduce_threads, 0, stream>>>(
+            x, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, p1, out);
     else
-        column_partials_kernel<T, 1, S><<<grid, k_reduce_threads, 0, stream>>>(
-            x, dy, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std, p1,
-            p2, out);
-    return s;
+        column_partials_kernel<T, 1><<<grid, k_reduce_threads, 0, stream>>>(
+            x, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, p1, out);
 }
 
 // The split for a reduction over x (and dy), vectorised where possible.
