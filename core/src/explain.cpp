@@ -208,23 +208,33 @@ void rule_scale(const std::vector<RunFacts>& group, Out& out)
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];
         const RunSummary& s = f.summary;
-        const double skipped_share = s.steps > 0 ? double(s.skipped_steps) / double(s.steps) : 0;
+        // The dynamic scaler starts high on purpose and halves on every overflow until
+        // the gradients fit: an unbroken run of lower scales from step 1 on is that
+        // search (ResNets at 65536 skip their first 4-8 steps), not trouble.
+        const auto& h = f.scale_history;
+        std::size_t settle = 0;
+        while (!h.empty() && h.front().first == 1 && settle + 1 < h.size() &&
+               h[settle + 1].first == h[settle].first + 1 && h[settle + 1].second < h[settle].second)
+            ++settle;
+        const std::int64_t skipped = std::max<std::int64_t>(0, s.skipped_steps - std::int64_t(settle));
+        const double skipped_share = s.steps > 0 ? double(skipped) / double(s.steps) : 0;
         float start = 0, low = 0;
-        if (!f.scale_history.empty()) {
-            start = f.scale_history.front().second;
-            low = start;
-            for (const auto& [step, scale] : f.scale_history) low = std::min(low, scale);
+        if (!h.empty()) {
+            start = low = h[settle].second;
+            for (std::size_t k = settle; k < h.size(); ++k) low = std::min(low, h[k].second);
         }
         const bool collapsed = low > 0 && double(start) / double(low) >= k_scale_collapse_factor;
         const bool skipping = skipped_share > k_skipped_share;
         if (!collapsed && !skipping) continue;
         std::string sentence = fmt("%s skipped %lld of %lld steps (%.1f%%)",
-                                   name(f.policy).c_str(), (long long)s.skipped_steps,
+                                   name(f.policy).c_str(), (long long)skipped,
                                    (long long)s.steps, 100.0 * skipped_share);
+        if (settle > 0)
+            sentence += fmt(" after the %zu skipped while the scale came down to its level", settle);
         if (collapsed)
             sentence += fmt(" and its loss scale fell from %g to %g", double(start), double(low));
-        sentence += ": its gradients overflowed again and again, and every skipped step is "
-                    "a step that did not learn.";
+        sentence += ": its gradients kept overflowing, and every skipped step is a step that "
+                    "did not learn.";
         out.push_back(make("loss_scale", Severity::Warning, int(i), sentence,
                            f.policy == Policy::MixedBF16
                                ? "lower the learning rate; bf16 itself does not overflow"

@@ -206,6 +206,28 @@ private slots:
         healthy.scale_history = {{1, 65536.f}, {2, 32768.f}, {9, 1024.f}};
         healthy.summary.skipped_steps = 2;
         QVERIFY(with_id(explain({healthy}), "loss_scale").empty());
+
+        // The scaler's search at the start (one halving per step from step 1) is not
+        // trouble even in a short run: 1 skip in 12 steps is 8%.
+        RunFacts searching = facts(Policy::MixedFP16, spec, 0.5);
+        searching.summary.steps = 12;
+        searching.summary.skipped_steps = 1;
+        searching.scale_history = {{1, 65536.f}, {2, 32768.f}};
+        QVERIFY(with_id(explain({searching}), "loss_scale").empty());
+        // ResNet-152's start: 8 halvings in a row, then one more overflow later on.
+        RunFacts deep = facts(Policy::MixedFP16, spec, 0.5);
+        deep.summary.steps = 100;
+        deep.summary.skipped_steps = 9;
+        deep.scale_history = {{1, 65536.f}, {2, 32768.f}, {3, 16384.f}, {4, 8192.f}, {5, 4096.f},
+                              {6, 2048.f}, {7, 1024.f}, {8, 512.f}, {9, 256.f}, {60, 128.f}};
+        const auto late = with_id(explain({deep}), "loss_scale");
+        QCOMPARE(late.size(), std::size_t(0)); // 1 of 100 after the search: within 1%
+        deep.summary.skipped_steps = 11;       // 3 of 100 after the search: a warning
+        const auto warn = with_id(explain({deep}), "loss_scale");
+        QCOMPARE(warn.size(), std::size_t(1));
+        QVERIFY2(warn[0].sentence.find("skipped 3 of 100") != std::string::npos &&
+                     warn[0].sentence.find("after the 8 skipped") != std::string::npos,
+                 warn[0].sentence.c_str());
     }
 
     void fp16Stall()
