@@ -58,6 +58,95 @@ std::string speedup_text(const RunFacts& run, const RunFacts& base)
     return buf;
 }
 
+// Phases side by side per policy, then how they add up against the measured step.
+void print_phases(const std::vector<RunFacts>& facts)
+{
+    if (facts.empty() || !facts.front().profile) return;
+    const StepProfile& first = *facts.front().profile;
+    std::printf("Where the time goes: device ms per step, mean of a %d-step profiling pass "
+                "run %s\n",
+                first.steps, first.replayed ? "as the timed steps ran (one CUDA graph)"
+                                            : "op by op, as the timed steps ran");
+    std::printf("%-22s", "phase");
+    for (const RunFacts& f : facts) std::printf(" %18s", std::string(policy_name(f.policy)).c_str());
+    std::printf("\n");
+    auto row = [&](const char* label, auto value, bool share) {
+        std::printf("%-22s", label);
+        for (const RunFacts& f : facts) {
+            const StepProfile& p = *f.profile;
+            const double v = value(p);
+            if (share && p.device_ms > 0)
+                std::printf(" %11.3f (%3.0f%%)", v, 100.0 * v / p.device_ms);
+            else
+                std::printf(" %18.3f", v);
+        }
+        std::printf("\n");
+    };
+    for (int ph = 0; ph < k_step_phases; ++ph)
+        row(std::string(step_phase_name(StepPhase(ph))).c_str(),
+            [ph](const StepProfile& p) { return p.phase_ms[std::size_t(ph)]; }, true);
+    row("sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
+    row("measured step", [](const StepProfile& p) { return p.step_ms; }, false);
+    row("wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
+    row("host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
+    std::printf("%-22s", "GPU busy");
+    for (const RunFacts& f : facts) std::printf(" %17.0f%%", 100.0 * f.profile->gpu_busy_fraction);
+    std::printf("\nsum of phases: the profiled step's device span; measured step: median device "
+                "time of %d unmarked steps run back to back,\nwhose host wall time gives the "
+                "overhead (wall minus device time) and the GPU's busy share.\n\n",
+                first.steps);
+}
+
+std::string fixed(double v, int decimals)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string tensor_core_text(const LayerTime& l)
+{
+    if (!l.is_gemm) return "-";
+    if (l.tensor_cores) return "yes";
+    return l.tensor_core_note.empty() ? "no" : "no: " + l.tensor_core_note;
+}
+
+// The top-level layers of each run by device time (forward + backward).
+void print_layers(const std::vector<RunFacts>& facts, int top)
+{
+    for (const RunFacts& f : facts) {
+        if (!f.profile) continue;
+        const StepProfile& p = *f.profile;
+        std::vector<const LayerTime*> order;
+        double total = 0;
+        for (const LayerTime& l : p.layers) {
+            order.push_back(&l);
+            total += l.forward_ms + l.backward_ms;
+        }
+        std::sort(order.begin(), order.end(), [](const LayerTime* a, const LayerTime* b) {
+            return a->forward_ms + a->backward_ms > b->forward_ms + b->backward_ms;
+        });
+        std::printf("Layers of %s by device time (top-level; a residual block counts once):\n",
+                    std::string(policy_name(f.policy)).c_str());
+        std::printf("  %-28s %-10s %9s %9s %6s %9s %9s  %s\n", "layer", "type", "fwd ms",
+                    "bwd ms", "share", "TFLOP/s", "GB/s", "tensor cores");
+        int shown = 0;
+        for (const LayerTime* l : order) {
+            if (shown++ == top) break;
+            const double ms = l->forward_ms + l->backward_ms;
+            // Rates over a few microseconds are event granularity, not throughput.
+            const bool timed = ms >= 0.005;
+            const std::string tflops = timed && l->flops > 0 ? fixed(l->flops / (ms * 1e9), 2) : "-";
+            const std::string gbs = timed ? fixed(l->bytes / (ms * 1e6), 0) : "-";
+            std::printf("  %-28s %-10s %9.3f %9.3f %5.0f%% %9s %9s  %s\n", l->path.c_str(),
+                        l->type.c_str(), l->forward_ms, l->backward_ms,
+                        total > 0 ? 100.0 * ms / total : 0.0, tflops.c_str(), gbs.c_str(),
+                        tensor_core_text(*l).c_str());
+        }
+        std::printf("\n");
+    }
+}
+
 void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanation>& ex)
 {
     std::printf("%-12s %12s %10s %10s %12s\n", "policy", "median ms", "speedup", "skipped",
@@ -70,8 +159,10 @@ void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanat
                     double(f.summary.final_loss_scale));
     }
     std::printf("median ms: median device time per step, first %d steps left out; speedup "
-                "against %s. Per-phase breakdown: not measured yet.\n\n",
+                "against %s.\n\n",
                 k_warmup_steps, std::string(policy_name(facts.front().policy)).c_str());
+    print_phases(facts);
+    print_layers(facts, 12);
     if (ex.empty()) std::printf("Nothing to explain: no rule fired.\n");
     for (const Explanation& e : ex) {
         std::printf("[%s] %s\n", std::string(severity_name(e.severity)).c_str(),
@@ -114,8 +205,36 @@ nlohmann::json to_json(const std::vector<RunFacts>& facts, const std::vector<Exp
                           {"value", e.apply_value}};
         exs.push_back(std::move(j));
     }
+    nlohmann::json phases = nlohmann::json::array();
+    for (const RunFacts& f : facts) {
+        if (!f.profile) {
+            phases.push_back(nullptr);
+            continue;
+        }
+        const StepProfile& p = *f.profile;
+        nlohmann::json ph = nlohmann::json::object();
+        for (int i = 0; i < k_step_phases; ++i)
+            ph[std::string(step_phase_name(StepPhase(i)))] = p.phase_ms[std::size_t(i)];
+        nlohmann::json layers = nlohmann::json::array();
+        for (const LayerTime& l : p.layers)
+            layers.push_back({{"path", l.path}, {"type", l.type}, {"forward_ms", l.forward_ms},
+                              {"backward_ms", l.backward_ms}, {"flops", l.flops},
+                              {"bytes_estimate", l.bytes}, {"gemm", l.is_gemm},
+                              {"tensor_cores", l.tensor_cores},
+                              {"tensor_core_note", l.tensor_core_note}});
+        phases.push_back({{"policy", std::string(policy_name(f.policy))},
+                          {"profiled_steps", p.steps},
+                          {"replayed", p.replayed},
+                          {"phases_ms", ph},
+                          {"sum_of_phases_ms", p.device_ms},
+                          {"measured_step_ms", p.step_ms},
+                          {"wall_ms_per_step", p.wall_ms},
+                          {"overhead_ms", p.overhead_ms},
+                          {"gpu_busy_fraction", p.gpu_busy_fraction},
+                          {"layers", layers}});
+    }
     return {{"format", "mixlab-explain/1"}, {"runs", runs}, {"explanations", exs},
-            {"phase_breakdown", nullptr}};
+            {"phase_breakdown", phases}};
 }
 
 } // namespace
@@ -124,14 +243,16 @@ int cmd_explain(int argc, char** argv)
 {
     ArgParser parser("mixlab-cli explain --model FILE [--policies P1,P2,...] [options]",
                      "Trains the model under several policies in lockstep, as compare does "
-                     "(default --policies fp32,mixed_fp16,\n--steps 200), then says with the "
-                     "runs' own numbers why precision helped or not, and what to change.\n"
-                     "Not measured yet: the per-phase breakdown (forward, backward, "
-                     "optimizer, overhead)\nand per-layer times; the launch-bound rule waits "
-                     "for them.\nExit status: 0 done, 2 bad input, 1 a run failed, 130 "
-                     "stopped by Ctrl-C.");
+                     "(default --policies fp32,mixed_fp16,\n--steps 200), profiles each run "
+                     "(device time per phase and per layer, host overhead), then says\nwith "
+                     "the runs' own numbers why precision helped or not, and what to change.\n"
+                     "Exit status: 0 done, 2 bad input, 1 a run failed, 130 stopped by Ctrl-C.");
     add_train_options(parser, true);
-    parser.add_option("--json", "FILE", "also write {runs, explanations} as JSON here");
+    parser.add_option("--json", "FILE",
+                      "also write {runs, explanations, phase_breakdown} as JSON here");
+    parser.add_option("--profile-steps", "N",
+                      "steps in each run's profiling pass after the timed steps (default 10; "
+                      "0: no profile)");
     parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::fputs(parser.help_text().c_str(), stdout);
@@ -159,9 +280,15 @@ int cmd_explain(int argc, char** argv)
         facts[i].baseline = 0; // --help says the first policy is the baseline, as in compare
     }
     FactsRecorder recorder(facts, group->log);
+    group->profile_steps = 10;
+    if (auto v = parser.integer("--profile-steps", 0, 1000)) group->profile_steps = int(*v);
     run_compare_group(*group, in, &recorder, "explain");
     const std::vector<RunSummary>& summaries = group->summaries;
     for (std::size_t i = 0; i < summaries.size(); ++i) facts[i].summary = summaries[i];
+    for (std::size_t i = 0; i < group->profiles.size() && i < facts.size(); ++i) {
+        facts[i].profile = group->profiles[i];
+        facts[i].gpu_busy_fraction = group->profiles[i].gpu_busy_fraction;
+    }
 
     const std::vector<Explanation> ex = explain(facts);
     std::printf("device: %s (%s); dataset %s; batch %d; %lld steps\n",

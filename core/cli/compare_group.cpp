@@ -88,6 +88,18 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
         throw;
     }
     g.log.forward_to(nullptr); // the printer ends with this scope
+    if (g.profile_steps > 0 && !interrupt.interrupted()) {
+        // Each run alone (not in lockstep), so its wall time per step is its own.
+        struct Discard : MetricsSink {
+            void on_step(int, const StepMetrics&) override {}
+            void on_epoch(int, const EpochMetrics&) override {}
+            void on_event(int, const RunEvent&) override {}
+        } discard;
+        std::fprintf(stderr, "profiling: %d steps per run with events between phases and "
+                             "layers, then %d unmarked for the wall time\n",
+                     g.profile_steps, g.profile_steps);
+        for (auto& run : runs) g.profiles.push_back(run->profile(discard, g.profile_steps));
+    }
     for (std::size_t i = 0; i < g.summaries.size(); ++i) g.log.set_summary(int(i), g.summaries[i]);
     write_logs();
     g.interrupted = interrupt.interrupted();

@@ -7,6 +7,7 @@
 
 #include "mixlab/environment.h"
 #include "mixlab/run_log.h"
+#include "mixlab/step_profile.h"
 
 #include <memory>
 #include <vector>
@@ -23,6 +24,10 @@ struct CompareGroup {
     Environment env;
     RunLog log{RunLog::Kind::Compare};
     std::vector<RunSummary> summaries; // filled by run_compare_group
+    // > 0: after training, each run's profiling pass with this many steps (explain);
+    // its extra steps are not logged (the log and summaries hold the timed steps).
+    int profile_steps = 0;
+    std::vector<StepProfile> profiles; // one per run when profile_steps > 0
     bool interrupted = false;          // Ctrl-C ended it early
 };
 

@@ -2,6 +2,7 @@
 // mode, transpose combination and epilogue, the loss heads, the optimizer with loss
 // scaling, and a three-step end-to-end training loop; each compared with the reference.
 #include "backend_check.h"
+#include "step_graph_check.h"
 
 #include "backend_validate.h"
 #include "mixlab/error.h"
@@ -496,12 +497,41 @@ void Checker::gather_checks()
                             aug.step = step;
                             on_both([&](Backend& b, Side on) {
                                 b.gather_batch(on(data.images), on(data.labels), on(data.order),
-                                               s.offset, s.batch, s.image, norm, aug, on(out),
-                                               on(out_labels));
+                                               s.offset, s.batch, s.image, norm, aug,
+                                               StepCounter{}, on(out), on(out_labels));
                             });
                             // The same draw, source pixel and expression in the same order
                             // (a division, a subtraction, a product: nothing to fuse), so
                             // fp32 agrees bit for bit and 16-bit values round identically.
+                            compare(v, "out", out, k_exact);
+                            compare(v, "labels", out_labels, k_exact);
+
+                            // The candidate reads the step from a device counter (what a
+                            // replayed CUDA graph does) and places the batch by it; the
+                            // reference gets the same step and position as host numbers.
+                            v.context("step " + std::to_string(step) + " from a step counter");
+                            const std::int64_t per_epoch = (s.n - s.offset) / s.batch;
+                            Twin counter = make({float(step), 0.0f}, DType::I32);
+                            poison(out);
+                            poison(out_labels);
+                            on_both([&](Backend& b, Side on) {
+                                Augmentation host = aug;
+                                if (on.ref) {
+                                    const std::int64_t at =
+                                        s.offset +
+                                        std::int64_t(step % std::uint64_t(per_epoch)) * s.batch;
+                                    b.gather_batch(on(data.images), on(data.labels),
+                                                   on(data.order), at, s.batch, s.image, norm,
+                                                   host, StepCounter{}, on(out), on(out_labels));
+                                } else {
+                                    host.step = 99; // ignored: the counter wins
+                                    b.gather_batch(on(data.images), on(data.labels),
+                                                   on(data.order), s.offset, s.batch, s.image,
+                                                   norm, host,
+                                                   StepCounter{&on(counter), per_epoch},
+                                                   on(out), on(out_labels));
+                                }
+                            });
                             compare(v, "out", out, k_exact);
                             compare(v, "labels", out_labels, k_exact);
                         }
@@ -668,6 +698,15 @@ void Checker::gemm_checks()
         {3000, 3072, 256, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {3000, 3072, 256, true, false, DType::F32, DType::F32, MathMode::TF32, dw},
         {256, 10, 1000, false, true, DType::F16, DType::F16, MathMode::Reduced, Epilogue::Bias},
+        // The 10-class head's weight gradient: 16-bit rows not a multiple of 8 run our
+        // split-k kernel (skinny_gemm.cuh), at the seed's batches, with and without the
+        // bias gradient, accumulating (beta 1), in a 16-bit C and with a ragged last slice.
+        {10, 1000, 4096, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
+        {10, 1000, 32, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
+        {10, 1000, 300, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None,
+         DType::F32, 0.5f, 1.0f},
+        {3, 777, 1000, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
+        {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
     };
     for (const GemmCase& g : seed_mlp)
         gemm_check(g);
@@ -822,9 +861,9 @@ void Checker::dropout_checks()
                 auto pass = [&](bool forward, std::uint64_t step, Twin& out) {
                     on_both([&](Backend& b, Side on) {
                         if (forward)
-                            b.dropout_forward(on(x), rate, seed, step, on(out));
+                            b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(out));
                         else
-                            b.dropout_backward(on(x), rate, seed, step, on(out));
+                            b.dropout_backward(on(x), rate, seed, step, StepCounter{}, on(out));
                     });
                 };
                 pass(true, 17, y);
@@ -834,6 +873,23 @@ void Checker::dropout_checks()
                 // Another step draws another mask.
                 pass(true, 18, y);
                 compare(v, "y (next step)", y, k_exact);
+                // The candidate reads step 18 from a device counter (a replayed graph's
+                // way), then advances it to 19; the reference gets the numbers.
+                Twin counter = make({18.0f, 0.0f}, DType::I32);
+                for (std::uint64_t step : {18u, 19u}) {
+                    v.context("step " + std::to_string(step) + " from a step counter");
+                    poison(y);
+                    on_both([&](Backend& b, Side on) {
+                        if (on.ref)
+                            b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(y));
+                        else
+                            b.dropout_forward(on(x), rate, seed, 0, StepCounter{&on(counter), 1},
+                                              on(y));
+                    });
+                    compare(v, "y", y, k_exact);
+                    m_cand.advance_step(counter.cand);
+                }
+                v.context("");
             });
 }
 
@@ -1412,15 +1468,20 @@ void Checker::batchnorm_checks()
 {
     struct Case {
         int rows, channels;
+        Activation act;
     };
     // Few rows and channels; a full tile of 64 channels; many rows (the GPU splits them
-    // across blocks) over a channel count that is not a multiple of 32; two rows.
-    const Case cases[] = {{70, 3}, {256, 64}, {20000, 40}, {2, 5}};
+    // across blocks) over a channel count that is not a multiple of 32; two rows. Each
+    // also with the fused relu (act Relu), as the network runs a BN followed by a relu.
+    constexpr Activation none = Activation::None, relu = Activation::Relu;
+    const Case cases[] = {{70, 3, none},   {256, 64, none}, {20000, 40, none}, {2, 5, none},
+                          {70, 3, relu},   {256, 64, relu}, {20000, 40, relu}, {2, 5, relu}};
     for (const Case& c : cases)
         for (DType t : k_floats)
             run(std::string("batchnorm/") + dtype_short_name(t) + "/" + std::to_string(c.rows) +
-                    "x" + std::to_string(c.channels),
+                    "x" + std::to_string(c.channels) + (c.act == relu ? "/relu" : ""),
                 [&](Verdict& v, Rng& rng) {
+                    const Activation act = c.act;
                     const std::size_t n = std::size_t(c.rows) * c.channels, nc = c.channels;
                     // Off-centre inputs: the mean is not small against the spread.
                     const std::vector<float> x = rng.values(n, t, -0.5f, 3.5f);
@@ -1438,7 +1499,7 @@ void Checker::batchnorm_checks()
                     const float momentum = 0.1f, eps = 1e-5f;
                     v.context("train");
                     on_both([&](Backend& b, Side on) {
-                        b.batchnorm_forward_train(on(tx), c.rows, c.channels, on(scale),
+                        b.batchnorm_forward_train(act, on(tx), c.rows, c.channels, on(scale),
                                                   on(shift), momentum, eps, on(rm), on(rv),
                                                   on(mean), on(inv_std), on(y));
                     });
@@ -1452,7 +1513,8 @@ void Checker::batchnorm_checks()
                     // y = (x - mean) * inv_std * scale + shift: statistics a few 1e-7 apart
                     // (relative) move y by that fraction of scale * inv_std * (|x - mean| +
                     // |mean|) + |shift|. Per element, because two rows can give a tiny
-                    // variance and so a large inv_std. 16-bit outputs round once more.
+                    // variance and so a large inv_std. 16-bit outputs round once more. The
+                    // relu moves nothing further (it clamps both sides alike).
                     const std::vector<float> hm_train = get(m_ref, mean.ref);
                     const std::vector<float> hs_train = get(m_ref, inv_std.ref);
                     const std::vector<float> hg = get(m_ref, scale.ref);
@@ -1466,14 +1528,16 @@ void Checker::batchnorm_checks()
                     }
                     const Tol out_tol{1e-30, t == DType::F32 ? 1e-6 : out_rtol(t)};
                     compare(v, "y", y, out_tol, &y_scale, 1e-5);
+                    // Backward's relu mask: the reference's output, on both sides.
+                    const std::vector<float> y_train = get(m_ref, y.ref);
 
                     v.context("eval");
                     set(rm, rm0);
                     set(rv, rv0);
                     poison(y);
                     on_both([&](Backend& b, Side on) {
-                        b.batchnorm_forward_eval(on(tx), c.rows, c.channels, on(scale), on(shift),
-                                                 on(rm), on(rv), eps, on(y));
+                        b.batchnorm_forward_eval(act, on(tx), c.rows, c.channels, on(scale),
+                                                 on(shift), on(rm), on(rv), eps, on(y));
                     });
                     // The same fp32 expression in the same order on both: exact.
                     compare(v, "y", y, k_exact);
@@ -1484,16 +1548,21 @@ void Checker::batchnorm_checks()
                     const std::vector<float> hs = get(m_ref, inv_std.ref);
                     set(mean, hm);
                     set(inv_std, hs);
-                    const std::vector<float> dy = rng.values(n, t, -1.0f, 1.0f);
+                    set(y, y_train);
+                    std::vector<float> dy = rng.values(n, t, -1.0f, 1.0f);
                     Twin tdy = make(dy, t);
+                    // What the passes see of dy with the relu fused: 0 where y <= 0.
+                    if (act == Activation::Relu)
+                        for (std::size_t i = 0; i < n; ++i)
+                            if (!(y_train[i] > 0.0f)) dy[i] = 0.0f;
                     Twin dx = twin(n, t), dscale = twin(nc, DType::F32), dshift = twin(nc, DType::F32);
                     poison(dx);
                     poison(dscale);
                     poison(dshift);
                     on_both([&](Backend& b, Side on) {
-                        b.batchnorm_backward(on(tx), on(tdy), c.rows, c.channels, on(scale),
-                                             on(mean), on(inv_std), on(dx), on(dscale),
-                                             on(dshift));
+                        b.batchnorm_backward(act, on(tx), on(y), on(tdy), c.rows, c.channels,
+                                             on(scale), on(mean), on(inv_std), on(dx),
+                                             on(dscale), on(dshift));
                     });
                     std::vector<double> abs_dy(nc, 0.0), abs_dy_xhat(nc, 0.0), sum_dy(nc, 0.0),
                         sum_dy_xhat(nc, 0.0);
@@ -1651,7 +1720,7 @@ void Checker::end_to_end_checks()
                     auto W = [&](int p) -> Buffer& { return mixed ? on(P[p].low) : on(P[p].master); };
                     b.gather_batch(on(data.images), on(data.labels), on(data.order),
                                    std::int64_t(s) * batch, batch, image, norm, Augmentation{},
-                                   on(x), on(y));
+                                   StepCounter{}, on(x), on(y));
                     GemmCall f1; // h = relu(x W1^T + b1)
                     f1.trans_b = true;
                     f1.m = batch; f1.n = hidden; f1.k = sample;
@@ -1724,7 +1793,10 @@ std::vector<CheckResult> run_backend_checks(Backend& reference, Backend& candida
                                             std::uint64_t seed, const std::string& filter)
 {
     Checker checker(reference, candidate, seed, filter);
-    return checker.run_all();
+    std::vector<CheckResult> results = checker.run_all();
+    for (CheckResult& r : run_step_graph_checks(candidate, seed, filter))
+        results.push_back(std::move(r));
+    return results;
 }
 
 } // namespace mixlab

@@ -114,7 +114,7 @@ void cast(const char* backend, const Buffer& x, const Buffer& y)
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
                   const Buffer& order_i32, std::int64_t offset, int batch,
                   const ImageShape& image, const Normalization& norm, const Augmentation& aug,
-                  const Buffer& out, const Buffer& out_labels)
+                  const StepCounter& counter, const Buffer& out, const Buffer& out_labels)
 {
     const char* op = "gather_batch";
     require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, backend, op,
@@ -130,10 +130,24 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
     require(!aug.random_crop || aug.crop_padding >= 0, backend, op,
             "crop padding must not be negative, got " + std::to_string(aug.crop_padding));
     require(batch >= 0, backend, op, "batch must not be negative");
-    require(offset >= 0 && std::size_t(offset) + std::size_t(batch) <= order_i32.count(), backend,
-            op, "batch runs past the end of the order");
+    step_counter(backend, op, counter);
+    // With a counter the batch may start as late as offset + (steps_per_epoch - 1) * batch.
+    const std::int64_t last_start =
+        offset + (counter.buffer ? (counter.steps_per_epoch - 1) * std::int64_t(batch) : 0);
+    require(offset >= 0 && std::size_t(last_start) + std::size_t(batch) <= order_i32.count(),
+            backend, op, "batch runs past the end of the order");
     require(out_labels.count() >= std::size_t(batch), backend, op, "out_labels is too small");
     floating(backend, op, out, std::size_t(batch) * std::size_t(image.size()), "out");
+}
+
+void step_counter(const char* backend, const char* op, const StepCounter& counter)
+{
+    if (!counter.buffer)
+        return;
+    require(counter.buffer->dtype() == DType::I32 && counter.buffer->count() >= 2, backend, op,
+            "the step counter must be two int32 words");
+    require(counter.steps_per_epoch >= 1, backend, op,
+            "steps per epoch must be positive, got " + std::to_string(counter.steps_per_epoch));
 }
 
 void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,

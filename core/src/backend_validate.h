@@ -37,7 +37,9 @@ void cast(const char* backend, const Buffer& x, const Buffer& y);
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
                   const Buffer& order_i32, std::int64_t offset, int batch,
                   const ImageShape& image, const Normalization& norm, const Augmentation& aug,
-                  const Buffer& out, const Buffer& out_labels);
+                  const StepCounter& counter, const Buffer& out, const Buffer& out_labels);
+// A set counter is an int32 buffer of at least two words, with steps_per_epoch >= 1.
+void step_counter(const char* backend, const char* op, const StepCounter& counter);
 // a, b, y floating with equal counts, act None or Relu.
 void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,
                     const Buffer& y);

@@ -100,6 +100,22 @@ void rule_speed(const std::vector<RunFacts>& group, Out& out)
 }
 
 // 2. GEMM dimensions that keep 16-bit tensor cores off their fast path.
+// The share of a profiled run's top-level layer time that `path` took; none when the
+// run has no profile or the layer is not top-level (nested layers are timed as their
+// block).
+std::optional<double> layer_time_share(const RunFacts& f, const std::string& path)
+{
+    if (!f.profile) return std::nullopt;
+    double total = 0, mine = -1;
+    for (const LayerTime& l : f.profile->layers) {
+        const double ms = l.forward_ms + l.backward_ms;
+        total += ms;
+        if (l.path == path) mine = ms;
+    }
+    if (mine < 0 || !(total > 0)) return std::nullopt;
+    return mine / total;
+}
+
 void rule_dims(const std::vector<RunFacts>& group, Out& out)
 {
     const auto it = std::find_if(group.begin(), group.end(),
@@ -118,16 +134,23 @@ void rule_dims(const std::vector<RunFacts>& group, Out& out)
         const std::string what =
             dense ? fmt("dense, %lld units", (long long)n_out) : fmt("conv2d, %lld filters", (long long)n_out);
         std::string sentence = fmt("%s (%s) under %s: %s; it is %.1f%% of the model's forward "
-                                   "FLOPs.",
+                                   "FLOPs",
                                    gl.path.c_str(), what.c_str(), pol.c_str(),
                                    gl.tensor_core_note.c_str(), 100.0 * share);
+        // A measured share of the layers' time, when the run was profiled, outranks the
+        // FLOP count: a misaligned layer can cost far more time than its FLOPs say.
+        const std::optional<double> time_share = layer_time_share(*it, gl.path);
+        if (time_share)
+            sentence += fmt(" and took %.1f%% of the layers' device time", 100.0 * *time_share);
+        sentence += ".";
+        const double weight = time_share ? *time_share : share;
         Explanation e = make("dims_multiple_of_8", Severity::Advice, -1, "");
         const bool out_off = n_out % k_tensor_core_multiple != 0;
         const std::int64_t padded = round_up(n_out, k_tensor_core_multiple);
-        if (share < k_padding_pays_flops_share) {
+        if (weight < k_padding_pays_flops_share) {
             e.severity = Severity::Info;
-            sentence += fmt(" Padding would not pay: the layer is under %.0f%% of the work.",
-                            100.0 * k_padding_pays_flops_share);
+            sentence += fmt(" Padding would not pay: the layer is under %.0f%% of the %s.",
+                            100.0 * k_padding_pays_flops_share, time_share ? "time" : "work");
         } else if (out_off && &gl == logits) {
             e.suggestion = fmt("pad the output to %lld logits and mask the extra %lld "
                                "(set to -inf before the loss)",
@@ -299,12 +322,17 @@ void rule_output_fp32(const std::vector<RunFacts>& group, Out& out)
     const GraphLayer* logits = output_dense(g);
     if (!logits || logits->spec.force_fp32) return;
     const double share = g.total_flops > 0 ? double(logits->flops) / double(g.total_flops) : 0;
+    // Under 0.1% a percentage with one decimal would read "0.0%": say it in words.
+    const std::string cost = share < 0.001
+                                 ? std::string("costs almost nothing: its FLOPs are under 0.1% "
+                                               "of the model's")
+                                 : fmt("runs %.1f%% of the model's FLOPs at fp32 speed",
+                                       100.0 * share);
     Explanation e = make("output_float32", Severity::Advice, -1,
                          fmt("%s (dense, %d units) computes the logits in float16 under "
                              "mixed_fp16: logits and their gradients lose precision and can "
-                             "overflow; keeping it in float32 costs %.1f%% of the model's "
-                             "FLOPs run at fp32 speed.",
-                             logits->path.c_str(), logits->spec.units, 100.0 * share),
+                             "overflow; keeping it in float32 %s.",
+                             logits->path.c_str(), logits->spec.units, cost.c_str()),
                          "set \"dtype\": \"float32\" on the output layer");
     e.apply_kind = "set_dtype_float32";
     e.apply_path = logits->path;
@@ -360,6 +388,66 @@ void rule_launch_bound(const std::vector<RunFacts>& group, Out& out)
     }
 }
 
+double phase(const StepProfile& p, StepPhase ph) { return p.phase_ms[std::size_t(ph)]; }
+
+// 11. The input pipeline dominating the step (needs a profile).
+void rule_input_bound(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (!f.profile || !(f.profile->device_ms > 0)) continue;
+        const double input = phase(*f.profile, StepPhase::Input);
+        const double share = input / f.profile->device_ms;
+        if (share < k_input_share) continue;
+        out.push_back(make("input_bound", Severity::Advice, int(i),
+                           fmt("%s spent %.3f ms of its %.3f ms step (%.0f%%) gathering, "
+                               "augmenting and normalising the batch: the input pipeline, "
+                               "not the layers, sets the pace, and precision does not "
+                               "change it.",
+                               name(f.policy).c_str(), input, f.profile->device_ms,
+                               100.0 * share),
+                           "turn off augmentation to measure the layers alone, or give the "
+                           "model more work per sample"));
+    }
+}
+
+// 12. Fixed costs: precision sped up the layers, but the phases it does not touch (the
+// input, the loss-scale check, the optimizer's pass over every parameter) are a large
+// share of the mixed step, so the whole step gains far less (needs two profiles).
+void rule_fixed_costs(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        const int b = baseline_of(group, i);
+        const RunFacts& base = group[std::size_t(b)];
+        if (int(i) == b || !is_16bit(f.policy) || !f.profile || !base.profile) continue;
+        const StepProfile& p = *f.profile;
+        const StepProfile& q = *base.profile;
+        const double layers = phase(p, StepPhase::Forward) + phase(p, StepPhase::Backward) +
+                              phase(p, StepPhase::Loss);
+        const double base_layers = phase(q, StepPhase::Forward) +
+                                   phase(q, StepPhase::Backward) + phase(q, StepPhase::Loss);
+        const double fixed = phase(p, StepPhase::Input) + phase(p, StepPhase::LossScaling) +
+                             phase(p, StepPhase::Optimizer);
+        if (!(layers > 0) || !(p.device_ms > 0) || !(q.device_ms > 0)) continue;
+        const double layer_speedup = base_layers / layers;
+        const double share = fixed / p.device_ms;
+        if (layer_speedup < k_layers_faster || share < k_fixed_share) continue;
+        const double bound = q.device_ms / fixed; // the step speedup if layers cost nothing
+        out.push_back(make(
+            "fixed_costs", Severity::Info, int(i),
+            fmt("%s ran the layers %.1fx faster than %s (%.3f -> %.3f ms), but the input, the "
+                "loss-scale check and the optimizer's pass over every parameter take %.3f ms "
+                "(%.0f%% of its step) whatever the precision, so the whole step is only %.2fx "
+                "faster (%.3f -> %.3f ms) and could be at most %.1fx faster.",
+                name(f.policy).c_str(), layer_speedup, name(base.policy).c_str(), base_layers,
+                layers, fixed, 100.0 * share, q.device_ms / p.device_ms, q.device_ms,
+                p.device_ms, bound),
+            "a larger batch gives the layers more of the step (the optimizer's cost is per "
+            "parameter, not per sample)"));
+    }
+}
+
 } // namespace
 
 std::string_view severity_name(Explanation::Severity s)
@@ -387,6 +475,8 @@ std::vector<Explanation> explain(const std::vector<RunFacts>& group)
     rule_dims(group, out);
     rule_small_batch(group, out);
     rule_launch_bound(group, out);
+    rule_input_bound(group, out);
+    rule_fixed_costs(group, out);
     return out;
 }
 

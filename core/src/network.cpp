@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace mixlab {
@@ -22,6 +24,7 @@ struct Network::Node {
     Activation act = Activation::None; // after folding into the loss
     bool fused_relu = false;           // dense + bias + relu in one GEMM epilogue
     bool passthrough = false;          // flatten: shares its input's buffers
+    bool absorbed = false;             // relu run by the batch norm before it: shares its buffers
     int in_features = 0, out_features = 0; // per sample
     int channels = 0;                  // last dimension of the output (NHWC channels)
 
@@ -115,6 +118,22 @@ bool overwrites_dy(const Node& n)
 }
 
 int last_dim(const Shape& s) { return s.dims.empty() ? 1 : s.dims.back(); }
+
+// MIXLAB_NO_BN_RELU_FUSION=1 keeps a relu after a batch norm as its own passes (A/B timing).
+bool bn_relu_fusion_enabled()
+{
+    const char* v = std::getenv("MIXLAB_NO_BN_RELU_FUSION");
+    return !v || !*v || std::strcmp(v, "0") == 0;
+}
+
+// Whether `prev` is a batch norm whose output, `value`, can take the following relu:
+// nothing else reads it (a sequence hands a node's output to the next node alone) and no
+// cast sits between them (the cast would be the previous node).
+bool can_absorb_relu(const Node& prev, const Buffer* value)
+{
+    return prev.kind == Node::Kind::Layer && prev.type() == LayerType::BatchNorm &&
+           prev.act == Activation::None && prev.out == value;
+}
 
 } // namespace
 
@@ -215,6 +234,26 @@ Network::Flow Network::build_layer(const GraphLayer& layer, Flow flow, NodeList&
     }
 
     if (has_own_dtype(spec.type)) flow = cast_to(flow, layer_dtype(spec, m_traits), out);
+
+    // A relu straight after a batch norm runs inside it, forward and backward (one pass
+    // over the activations each way instead of two). Its node stays, as a no-op sharing
+    // the batch norm's output and output gradient.
+    if (spec.type == LayerType::Activation && spec.activation == Activation::Relu &&
+        !out.empty() && can_absorb_relu(*out.back(), flow.value) && bn_relu_fusion_enabled()) {
+        out.back()->act = Activation::Relu;
+        auto node = std::make_unique<Node>();
+        node->layer = layer;
+        node->absorbed = true;
+        node->dtype = flow.dtype;
+        node->act = Activation::Relu;
+        node->in = node->out = flow.value;
+        node->in_grad = node->out_grad = flow.grad;
+        node->in_features = node->out_features = int(layer.out.elements());
+        node->channels = last_dim(layer.out);
+        out.push_back(std::move(node));
+        flow.shape = layer.out;
+        return flow;
+    }
 
     auto node = std::make_unique<Node>();
     Node& n = *node;
@@ -365,6 +404,8 @@ Network::Flow Network::build_residual(const GraphLayer& layer, Flow flow, NodeLi
             if (last.out_grad) disown(last.out_grad);
             last.out_grad = n.out_grad;
         }
+        // An absorbed relu shares its batch norm's gradient buffer: keep them one.
+        if (last.absorbed) list[list.size() - 2]->out_grad = last.out_grad;
     };
     const bool identity = n.shortcut.empty();
     // Backward runs the shortcut first, then the body, then adds: the shortcut must not
@@ -435,12 +476,29 @@ Buffer& Network::dlogits() { return *m_dlogits; }
 
 void Network::forward(int batch, bool training, std::uint64_t step)
 {
-    forward_nodes(m_nodes, batch, training, step);
+    if (!m_marks) {
+        forward_nodes(m_nodes, batch, training, step);
+        return;
+    }
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+        m_marks->forward[i]->record();
+        forward_node(*m_nodes[i], batch, training, step);
+    }
+    m_marks->forward[m_nodes.size()]->record();
 }
 
 void Network::backward(int batch, std::uint64_t step)
 {
-    backward_nodes(m_nodes, batch, step);
+    if (!m_marks) {
+        backward_nodes(m_nodes, batch, step);
+        return;
+    }
+    const std::size_t n = m_nodes.size();
+    for (std::size_t j = 0; j < n; ++j) {
+        m_marks->backward[j]->record();
+        backward_node(*m_nodes[n - 1 - j], batch, step);
+    }
+    m_marks->backward[n]->record();
 }
 
 void Network::forward_nodes(NodeList& nodes, int batch, bool training, std::uint64_t step)
@@ -490,14 +548,14 @@ void Network::forward_node(Node& n, int batch, bool training, std::uint64_t step
     case LayerType::BatchNorm: {
         const int rows = batch * (n.in_features / n.channels);
         if (training)
-            m_backend.batchnorm_forward_train(*n.in, rows, n.channels, *n.w_master, *n.b_master,
-                                              spec.momentum, spec.epsilon, *n.running_mean,
-                                              *n.running_var, *n.saved_mean, *n.saved_inv_std,
-                                              *n.out);
+            m_backend.batchnorm_forward_train(n.act, *n.in, rows, n.channels, *n.w_master,
+                                              *n.b_master, spec.momentum, spec.epsilon,
+                                              *n.running_mean, *n.running_var, *n.saved_mean,
+                                              *n.saved_inv_std, *n.out);
         else
-            m_backend.batchnorm_forward_eval(*n.in, rows, n.channels, *n.w_master, *n.b_master,
-                                             *n.running_mean, *n.running_var, spec.epsilon,
-                                             *n.out);
+            m_backend.batchnorm_forward_eval(n.act, *n.in, rows, n.channels, *n.w_master,
+                                             *n.b_master, *n.running_mean, *n.running_var,
+                                             spec.epsilon, *n.out);
         break;
     }
     case LayerType::MaxPool2D:
@@ -510,12 +568,13 @@ void Network::forward_node(Node& n, int batch, bool training, std::uint64_t step
         break;
     }
     case LayerType::Activation:
-        m_backend.bias_activation(n.act, *n.in, nullptr, n.channels, *n.out);
+        if (!n.absorbed) m_backend.bias_activation(n.act, *n.in, nullptr, n.channels, *n.out);
         break;
     case LayerType::Dropout:
         // Evaluation is a plain copy (rate 0 keeps everything, scale 1).
         m_backend.dropout_forward(*n.in, training ? spec.rate : 0.0f,
-                                  m_seed ^ hd::mix64(std::uint64_t(n.layer.id)), step, *n.out);
+                                  m_seed ^ hd::mix64(std::uint64_t(n.layer.id)), step,
+                                  training ? m_step_counter : StepCounter{}, *n.out);
         break;
     case LayerType::Residual: {
         forward_nodes(n.body, batch, training, step);
@@ -585,8 +644,9 @@ void Network::backward_node(Node& n, int batch, std::uint64_t step)
     }
     case LayerType::BatchNorm: {
         const int rows = batch * (n.in_features / n.channels);
-        m_backend.batchnorm_backward(*n.in, *n.out_grad, rows, n.channels, *n.w_master,
-                                     *n.saved_mean, *n.saved_inv_std,
+        // With an absorbed relu, out is the relu's output and out_grad its gradient.
+        m_backend.batchnorm_backward(n.act, *n.in, *n.out, *n.out_grad, rows, n.channels,
+                                     *n.w_master, *n.saved_mean, *n.saved_inv_std,
                                      n.in_grad ? *n.in_grad : *n.scratch_dx, *n.w_grad, *n.b_grad);
         break;
     }
@@ -601,14 +661,14 @@ void Network::backward_node(Node& n, int batch, std::uint64_t step)
         break;
     }
     case LayerType::Activation:
-        if (n.in_grad)
+        if (n.in_grad && !n.absorbed)
             m_backend.activation_backward(n.act, *n.in, *n.out, *n.out_grad, n.channels, *n.in_grad);
         break;
     case LayerType::Dropout:
         if (n.in_grad)
             m_backend.dropout_backward(*n.out_grad, spec.rate,
                                        m_seed ^ hd::mix64(std::uint64_t(n.layer.id)), step,
-                                       *n.in_grad);
+                                       m_step_counter, *n.in_grad);
         break;
     case LayerType::Residual: {
         // dS = d(body + shortcut); relu(out) > 0 exactly where its input was.
@@ -709,6 +769,25 @@ void collect_kernels(const std::vector<std::unique_ptr<Node>>& nodes,
     }
 }
 
+// One line per relu that runs inside the batch norm before it.
+void collect_fused_relus(const std::vector<std::unique_ptr<Node>>& nodes,
+                         std::vector<std::string>& out)
+{
+    for (const auto& np : nodes) {
+        const Node& n = *np;
+        if (n.kind != Node::Kind::Layer) continue;
+        if (n.type() == LayerType::Residual) {
+            collect_fused_relus(n.body, out);
+            collect_fused_relus(n.shortcut, out);
+        } else if (n.absorbed) {
+            const std::string path =
+                n.layer.path.empty() ? "layer " + std::to_string(n.layer.index) : n.layer.path;
+            out.push_back(path + " activation " + std::string(dtype_name(n.dtype)) +
+                          ": relu fused into the batch norm before it");
+        }
+    }
+}
+
 } // namespace
 
 std::vector<LayerKernelInfo> Network::kernels() const
@@ -716,6 +795,66 @@ std::vector<LayerKernelInfo> Network::kernels() const
     std::vector<LayerKernelInfo> kernels;
     collect_kernels(m_nodes, kernels);
     return kernels;
+}
+
+namespace {
+
+// Elements a shape holds per sample.
+double per_sample(const Shape& s)
+{
+    return double(s.elements());
+}
+
+} // namespace
+
+// FLOPs are the graph's counts (forward per sample; backward twice that where both the
+// data and the weight gradient are computed, once where only one is). Bytes are an
+// estimate of the compulsory traffic: forward reads the input and weights and writes the
+// output; backward reads the output gradient, the saved input/output and the weights,
+// writes the input gradient and the fp32 weight gradient. Caches and re-reads inside a
+// kernel are not counted, so achieved GB/s may exceed what the estimate says.
+std::vector<LayerTime> Network::top_level_layers(int batch) const
+{
+    const std::vector<LayerKernelInfo> ks = kernels();
+    std::vector<LayerTime> out;
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+        const Node& n = *m_nodes[i];
+        LayerTime t;
+        if (n.kind == Node::Kind::Cast) {
+            const std::string next =
+                i + 1 < m_nodes.size() && m_nodes[i + 1]->kind == Node::Kind::Layer
+                    ? m_nodes[i + 1]->layer.path
+                    : std::string("the loss");
+            t.path = "cast before " + next;
+            t.type = "cast";
+            const double elems = double(n.out->count()) * batch / std::max(m_max_batch, 1);
+            t.bytes = elems * double(dtype_size(n.in->dtype()) + dtype_size(n.out->dtype())) *
+                      (n.in_grad ? 2.0 : 1.0);
+            out.push_back(t);
+            continue;
+        }
+        const GraphLayer& L = n.layer;
+        t.path = L.path;
+        t.type = std::string(layer_type_name(L.spec.type));
+        t.is_gemm = L.is_gemm || L.spec.type == LayerType::Residual;
+        const double fwd = double(L.flops) * batch;
+        const bool needs_dx = n.in_grad != nullptr;
+        t.flops = fwd + (L.is_gemm ? fwd * (needs_dx ? 2.0 : 1.0) : fwd);
+        const double es = double(dtype_size(n.dtype));
+        const double act = (per_sample(L.in) + per_sample(L.out)) * batch * es;
+        const double weights = double(L.params) * (es + 4.0); // read low, write fp32 grad
+        t.bytes = act + double(L.params) * es + 2.0 * act + weights;
+        bool any = false, all_tc = true;
+        for (const LayerKernelInfo& k : ks)
+            if (k.path == L.path || k.path.rfind(L.path + " >", 0) == 0) {
+                any = true;
+                all_tc = all_tc && k.tensor_cores;
+            }
+        t.tensor_cores = any && all_tc;
+        t.tensor_core_note = L.tensor_core_note;
+        out.push_back(t);
+    }
+    return out;
 }
 
 std::vector<std::string> Network::describe() const
@@ -735,6 +874,7 @@ std::vector<std::string> Network::describe() const
         s << ": " << k.detail;
         lines.push_back(s.str());
     }
+    collect_fused_relus(m_nodes, lines);
     return lines;
 }
 

@@ -6,6 +6,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
+#include "mixlab/step_profile.h"
 
 #include <cstdint>
 #include <memory>
@@ -39,8 +40,23 @@ public:
 
     // `step` seeds dropout masks (the same in forward and backward). `training` picks
     // dropout on/off and batch statistics (training) or running statistics (evaluation).
+    // Training steps read their step from this counter on the device (dropout masks)
+    // when one is set, so that a recorded step replays correctly; `step` otherwise.
+    void set_step_counter(const StepCounter& counter) { m_step_counter = counter; }
     void forward(int batch, bool training, std::uint64_t step);
     void backward(int batch, std::uint64_t step);
+
+    // Profiling: with marks set, forward() records forward[i] before top-level node i
+    // and forward[n] after the last; backward() records backward[j] before the j-th
+    // node in backward order and backward[n] at the end. Null: no events (the usual).
+    struct LayerMarks {
+        std::vector<std::unique_ptr<Event>> forward, backward;
+    };
+    void set_layer_marks(LayerMarks* marks) { m_marks = marks; }
+    // The top-level nodes the marks separate, in forward order: path, type, FLOPs and
+    // estimated bytes for `batch` samples, tensor-core use (times left at zero).
+    std::vector<LayerTime> top_level_layers(int batch) const;
+    std::size_t top_level_count() const { return m_nodes.size(); }
 
     ParamTable& param_table() { return *m_param_table; }
     // fp32 values of every parameter tensor, in graph order (weights then bias; batch
@@ -86,6 +102,8 @@ private:
     Policy m_policy;
     PolicyTraits m_traits;
     std::uint64_t m_seed;
+    StepCounter m_step_counter;
+    LayerMarks* m_marks = nullptr;
     int m_max_batch;
     Graph m_graph;
     NodeList m_nodes;

@@ -1,15 +1,21 @@
 // TrainingRun: one training step at a time, all of it enqueued on the backend's stream
 // with no host sync; per-step records come back through a ring of pinned slots and
 // are reported a few steps behind, so the host never waits on the step it just queued.
+// Where the backend can, the step is recorded once (a CUDA graph) and replayed: what
+// changes from step to step (the batch's position, augmentation and dropout draws) is
+// read on the device from a step counter, and the record of each step is copied out
+// after the replay.
 #include "mixlab/trainer.h"
 
 #include "hd_math.h"
 #include "mixlab/error.h"
 #include "network.h"
+#include "trainer_impl.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <sstream>
 
@@ -51,13 +57,6 @@ DeviceDataset::DeviceDataset(const Dataset& data, Backend& backend) : host(data)
 
 namespace {
 
-// Ring of per-step records: long enough that the host reads a slot well after the
-// device wrote it, short enough that the numbers arrive while they still matter.
-constexpr int k_ring = 32;
-constexpr int k_lag = 4;
-
-using Clock = std::chrono::steady_clock;
-
 std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int epoch)
 {
     // Fisher-Yates driven by the counter-based hash: the same order on every backend,
@@ -81,55 +80,6 @@ std::string format_scale(float s)
 }
 
 } // namespace
-
-struct TrainingRun::Impl {
-    Backend& backend;
-    DeviceDataset& data;
-    int run_index;
-    int batch;
-    ScalerParams scaling;
-    std::unique_ptr<Network> net;
-    Buffer scaler;       // F32 x k_scaler_fields
-    Buffer records;      // F32 x k_ring x k_record_fields
-    Buffer eval_record;  // F32 x k_record_fields
-    Buffer order;        // I32 x n_train, this epoch's permutation
-    float* host_records = nullptr;
-    std::vector<std::unique_ptr<Event>> start_events, end_events;
-    std::vector<double> launch_wall_ms;
-
-    std::int64_t steps_per_epoch = 0, total_steps = 0;
-    std::int64_t launched = 0;  // steps enqueued
-    std::int64_t reported = 0;  // steps whose records were read
-    int epoch = 0;              // 1-based epoch of the last launched step
-    int last_evaluated_epoch = 0;
-    std::int64_t last_evaluated_step = -1;
-    Clock::time_point started = Clock::now();
-    Clock::time_point epoch_started = Clock::now();
-
-    // Running sums for the epoch being reported.
-    double epoch_loss = 0, epoch_correct = 0;
-    std::int64_t epoch_steps = 0, epoch_skipped = 0;
-    std::vector<float> step_ms;       // every reported step's device time
-    std::int64_t skipped_total = 0;
-    float last_scale = 0;
-    float last_train_loss = 0;
-    float last_test_loss = 0, last_test_accuracy = 0;
-    bool warned_nan = false;
-    OutputHead graph_head = OutputHead::Logits;
-    int classes = 0;
-    ImageShape image;        // one sample's (H, W, C)
-    Augmentation augment;    // training batches only; step filled in per step
-
-    void report(MetricsSink& sink, std::int64_t step_index);
-    void drain(MetricsSink& sink, std::int64_t up_to);
-    void evaluate(MetricsSink& sink, int epoch_number);
-
-    Impl(Backend& b, DeviceDataset& d, int index) : backend(b), data(d), run_index(index) {}
-    ~Impl()
-    {
-        if (host_records) backend.host_free(host_records);
-    }
-};
 
 TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
                          Backend& backend, int run_index)
@@ -175,8 +125,13 @@ TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceData
     const float scaler_init[k_scaler_fields] = {init_scale, 0, 0, 0};
     backend.upload_f32(s.scaler, scaler_init, k_scaler_fields);
     s.last_scale = init_scale;
-    s.records = backend.alloc(std::size_t(k_ring) * k_record_fields, DType::F32);
-    backend.fill(s.records, 0.0f);
+    s.record = backend.alloc(k_record_fields, DType::F32);
+    backend.fill(s.record, 0.0f);
+    s.step_counter = backend.alloc(2, DType::I32);
+    const std::int32_t zero_step[2] = {0, 0};
+    backend.upload_raw(s.step_counter, zero_step, sizeof zero_step);
+    s.net->set_step_counter(StepCounter{&s.step_counter, s.steps_per_epoch});
+    s.graph_wanted = config.cuda_graph;
     s.eval_record = backend.alloc(k_record_fields, DType::F32);
     s.order = backend.alloc(std::size_t(host.train.n), DType::I32);
     s.host_records = backend.host_alloc(std::size_t(k_ring) * k_record_fields);
@@ -185,6 +140,7 @@ TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceData
         s.end_events.push_back(backend.create_event());
     }
     s.launch_wall_ms.assign(k_ring, 0.0);
+    if (const char* p = std::getenv("MIXLAB_PROFILE_STEP")) s.profile_step = std::atoll(p);
     s.step_ms.reserve(std::size_t(std::min<std::int64_t>(s.total_steps, 1 << 20)));
 }
 
@@ -198,6 +154,100 @@ bool TrainingRun::finished() const { return m_impl->launched >= m_impl->total_st
 std::vector<std::string> TrainingRun::describe() const { return m_impl->net->describe(); }
 
 std::vector<float> TrainingRun::read_parameters() { return m_impl->net->read_parameters(); }
+
+// The step itself, with every step-dependent value read from the step counter on the
+// device (the host numbers passed along are the same values, for backends that run
+// each op at once): the same calls record once and replay for every step.
+void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, int classes)
+{
+    // With marks (profiling), an event at every phase boundary.
+    auto mark = [this](int at) {
+        if (marks && marks->phases_on) marks->at[std::size_t(at)]->record();
+    };
+    const StepCounter counter{&step_counter, steps_per_epoch};
+    Augmentation aug = augment;
+    aug.step = std::uint64_t(launched);
+    mark(0);
+    backend.gather_batch(data.train_images, data.train_labels, order, 0, batch, image, data.norm,
+                         aug, counter, net->input(), net->labels());
+    mark(int(StepPhase::Input) + 1);
+    net->forward(batch, true, std::uint64_t(launched));
+    mark(int(StepPhase::Forward) + 1);
+    const bool scaled = scaling.mode != LossScaleMode::None;
+    backend.cross_entropy(head, net->logits(), net->labels(), batch, classes,
+                          scaled ? &scaler : nullptr, &net->dlogits(), record, 0);
+    mark(int(StepPhase::Loss) + 1);
+    net->backward(batch, std::uint64_t(launched));
+    mark(int(StepPhase::Backward) + 1);
+    // optimizer_step records at[LossScaling + 1] itself, between its check and update.
+    backend.optimizer_step(net->param_table(), config.optimizer, scaling, scaler, record, 0);
+    backend.advance_step(step_counter);
+    mark(int(StepPhase::Optimizer) + 1);
+}
+
+// Records the step into `into`; false (with a warning, once) when it cannot be.
+bool TrainingRun::Impl::record_step(MetricsSink& sink, const RunConfig& config, OutputHead head,
+                                    int classes, std::unique_ptr<StepGraph>& into)
+{
+    if (!backend.begin_capture()) return false;
+    std::string why;
+    try {
+        enqueue_step(config, head, classes);
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    std::string end_why;
+    std::unique_ptr<StepGraph> recorded = backend.end_capture(&end_why);
+    if (recorded && why.empty()) {
+        into = std::move(recorded);
+        return true;
+    }
+    graph_wanted = false;
+    sink.on_event(run_index, {RunEvent::Kind::Warning, launched + 1,
+                              "training step not recorded as a CUDA graph (" +
+                                  (why.empty() ? end_why : why) +
+                                  "); running it operation by operation"});
+    return false;
+}
+
+// Replays the recorded step, or records it (from the second step on: the first builds
+// every GEMM and convolution plan, which may synchronise), or runs it op by op.
+void TrainingRun::Impl::run_step(MetricsSink& sink, const RunConfig& config, OutputHead head,
+                                 int classes)
+{
+    // A profiled step replays its own recording (with the events in it) when the timed
+    // steps replay theirs, so both are measured the same way.
+    const bool profiling = marks != nullptr;
+    // The layer events and the optimizer's split point exist only in profiled steps
+    // (evaluation passes in between stay unmarked).
+    struct Unmark {
+        Impl& s;
+        ~Unmark()
+        {
+            s.net->set_layer_marks(nullptr);
+            s.backend.set_inf_check_marker(nullptr);
+        }
+    } unmark{*this};
+    if (profiling && marks->layers_on) net->set_layer_marks(&marks->layers);
+    if (profiling && marks->phases_on)
+        backend.set_inf_check_marker(marks->at[std::size_t(StepPhase::LossScaling) + 1].get());
+    std::unique_ptr<StepGraph>& g = profiling ? profile_graph : graph;
+    if (g) {
+        if (g->replay()) return;
+        g.reset(); // memory it points at may have moved: record again
+    }
+    const bool replaying_run = graph_wanted && launched >= 1 && (!profiling || recordings > 0);
+    if (replaying_run && record_step(sink, config, head, classes, g)) {
+        if (!profiling && recordings++ == 0)
+            sink.on_event(run_index, {RunEvent::Kind::Info, launched + 1,
+                                      "training step recorded as one CUDA graph of " +
+                                          std::to_string(g->operations()) +
+                                          " operations, replayed every step (one launch per step)"});
+        g->replay(); // recording ran nothing: this runs the step
+        return;
+    }
+    enqueue_step(config, head, classes);
+}
 
 void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
 {
@@ -218,6 +268,7 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     m.overflow = r[k_rec_overflow] != 0.0f;
     m.skipped = m.overflow && s.scaling.mode != LossScaleMode::None;
     s.step_ms.push_back(m.step_ms);
+    s.wall_at_launch.push_back(m.wall_ms);
     s.epoch_loss += m.loss;
     s.epoch_correct += m.accuracy;
     s.epoch_steps += 1;
@@ -265,6 +316,7 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
 {
     Impl& s = *this;
     const Dataset& host = s.data.host;
+    const auto eval_started = Clock::now();
     const double seconds =
         std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
     EpochMetrics e;
@@ -279,8 +331,8 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
         for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
             const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
             s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
-                                   b, s.image, s.data.norm, none, s.net->input(),
-                                   s.net->labels());
+                                   b, s.image, s.data.norm, none, StepCounter{},
+                                   s.net->input(), s.net->labels());
             s.net->forward(b, false, 0);
             s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
                                     s.classes, nullptr, nullptr, s.eval_record, 0);
@@ -297,6 +349,7 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     s.epoch_steps = s.epoch_skipped = 0;
     s.epoch_started = Clock::now();
     s.last_evaluated_step = s.reported;
+    s.eval_wall_ms += std::chrono::duration<double, std::milli>(s.epoch_started - eval_started).count();
 }
 
 void TrainingRun::step(MetricsSink& sink)
@@ -332,22 +385,13 @@ void TrainingRun::step(MetricsSink& sink)
     const std::size_t rec = std::size_t(slot) * k_record_fields;
     s.launch_wall_ms[std::size_t(slot)] =
         std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+    const bool profiled = index == s.profile_step;
+    if (profiled) s.backend.profiler_window(true);
     s.start_events[std::size_t(slot)]->record();
-    Augmentation aug = s.augment;
-    aug.step = std::uint64_t(index);
-    s.backend.gather_batch(s.data.train_images, s.data.train_labels, s.order, in_epoch * s.batch,
-                           s.batch, s.image, s.data.norm, aug, s.net->input(), s.net->labels());
-    s.net->forward(s.batch, true, std::uint64_t(index));
-    const bool scaled = s.scaling.mode != LossScaleMode::None;
-    s.backend.cross_entropy(m_graph.head, s.net->logits(), s.net->labels(), s.batch,
-                            m_graph.classes, scaled ? &s.scaler : nullptr, &s.net->dlogits(),
-                            s.records, rec);
-    s.net->backward(s.batch, std::uint64_t(index));
-    s.backend.optimizer_step(s.net->param_table(), m_config.optimizer, s.scaling, s.scaler,
-                             s.records, rec);
-    s.backend.copy_to_host_async(s.records, rec, k_record_fields,
-                                 s.host_records + rec);
+    s.run_step(sink, m_config, m_graph.head, m_graph.classes);
+    s.backend.copy_to_host_async(s.record, 0, k_record_fields, s.host_records + rec);
     s.end_events[std::size_t(slot)]->record();
+    if (profiled) s.backend.profiler_window(false);
     s.launched = index + 1;
 
     // Report what is k_lag steps old: finished on the device by now in the common case.

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -158,13 +159,13 @@ Normalization three_channel_norm()
 
 // The first `batch` images of the set, gathered (and augmented) as float32.
 Vec gather(Backend& be, const ImageSet& set, int batch, const Augmentation& aug,
-           Vec* labels = nullptr)
+           Vec* labels = nullptr, std::int64_t offset = 0, const StepCounter& counter = {})
 {
     Buffer out = poisoned(be, std::size_t(batch) * set.shape.size());
     Buffer out_labels = be.alloc(batch, DType::I32);
     be.fill(out_labels, -1.0f);
-    be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, 0, batch, set.shape,
-                    three_channel_norm(), aug, out, out_labels);
+    be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, offset, batch, set.shape,
+                    three_channel_norm(), aug, counter, out, out_labels);
     if (labels)
         *labels = download(be, out_labels);
     return download(be, out);
@@ -214,6 +215,7 @@ private slots:
     // ---- data ------------------------------------------------------------------------
     void gather_batch_normalises_and_gathers_labels_data();
     void gather_batch_normalises_and_gathers_labels();
+    void step_counter_replaces_host_step();
     void augmentation_without_crop_or_flip_changes_nothing();
     void augmentation_flip_mirrors_rows();
     void augmentation_crop_shifts_and_zero_fills_data();
@@ -734,9 +736,9 @@ void TestCpuLayers::dropout_mask_scaling_and_rate()
     const Vec dy = random_vec(n, 72, 0.5f, 2.0f);
     Buffer bx = upload(be, x), bdy = upload(be, dy);
     Buffer y = poisoned(be, n), dx = poisoned(be, n), y_next = poisoned(be, n);
-    be.dropout_forward(bx, rate, 1234, 7, y);
-    be.dropout_backward(bdy, rate, 1234, 7, dx);
-    be.dropout_forward(bx, rate, 1234, 8, y_next);
+    be.dropout_forward(bx, rate, 1234, 7, StepCounter{}, y);
+    be.dropout_backward(bdy, rate, 1234, 7, StepCounter{}, dx);
+    be.dropout_forward(bx, rate, 1234, 8, StepCounter{}, y_next);
     const Vec yv = download(be, y), dxv = download(be, dx), yn = download(be, y_next);
     std::size_t dropped = 0, differ = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -876,7 +878,8 @@ void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
     Buffer out = poisoned(be, std::size_t(batch) * sample, dtype);
     Buffer out_lab = be.alloc(batch, DType::I32);
     be.fill(out_lab, -1.0f);
-    be.gather_batch(bi, bl, bo, offset, batch, ImageShape{2, 2, 3}, norm, Augmentation{}, out,
+    be.gather_batch(bi, bl, bo, offset, batch, ImageShape{2, 2, 3}, norm, Augmentation{},
+                    StepCounter{}, out,
                     out_lab);
 
     const Vec got = download(be, out), got_lab = download(be, out_lab);
@@ -1012,6 +1015,49 @@ void TestCpuLayers::augmentation_is_deterministic_per_seed_and_step()
     other_seed.seed = 6;
     QVERIFY(gather(be, set, 8, next_step) != first);
     QVERIFY(gather(be, set, 8, other_seed) != first);
+}
+
+// A replayed step reads its step from a device counter: the batch's position in the
+// epoch, its augmentation draw and dropout's mask must then be exactly those of the
+// same step given as host numbers, and advance_step must move to the next step.
+void TestCpuLayers::step_counter_replaces_host_step()
+{
+    Backend& be = *m_be;
+    const int batch = 4, per_epoch = 3;
+    const ImageSet set = make_images(be, batch * per_epoch, ImageShape{6, 5, 3}, 161);
+    Augmentation aug;
+    aug.random_crop = true;
+    aug.crop_padding = 2;
+    aug.horizontal_flip = true;
+    aug.seed = 21;
+    Buffer counter = be.alloc(2, DType::I32);
+    const std::int32_t start[2] = {7, 0}; // step 7: position 7 % 3 = 1 in its epoch
+    be.upload_raw(counter, start, sizeof start);
+    const StepCounter c{&counter, per_epoch};
+    for (std::uint64_t step : {7u, 8u, 9u}) {
+        Augmentation host = aug;
+        host.step = step;
+        Vec host_labels, counted_labels;
+        const Vec want = gather(be, set, batch, host, &host_labels,
+                                std::int64_t(step % per_epoch) * batch);
+        Augmentation ignored = aug;
+        ignored.step = 12345; // the counter's value wins
+        const Vec got = gather(be, set, batch, ignored, &counted_labels, 0, c);
+        QCOMPARE(got, want);
+        QCOMPARE(counted_labels, host_labels);
+
+        const std::size_t n = 999;
+        Buffer x = upload(be, random_vec(n, 163, 0.5f, 2.0f));
+        Buffer from_host = poisoned(be, n), from_counter = poisoned(be, n);
+        be.dropout_forward(x, 0.3f, 77, step, StepCounter{}, from_host);
+        be.dropout_forward(x, 0.3f, 77, 0, c, from_counter);
+        QCOMPARE(download(be, from_counter), download(be, from_host));
+        be.advance_step(counter);
+    }
+    std::int32_t words[2] = {0, 0};
+    std::memcpy(words, counter.data(), sizeof words);
+    QCOMPARE(words[0], 10);
+    QCOMPARE(words[1], 0);
 }
 
 QTEST_APPLESS_MAIN(TestCpuLayers)

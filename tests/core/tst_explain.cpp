@@ -141,6 +141,28 @@ private slots:
                      pays[0].suggestion.find("mask the extra 6") != std::string::npos,
                  pays[0].suggestion.c_str());
 
+        // Measured time outranks FLOPs: a profile where the 10-class output takes 19% of
+        // the layers' time (a misaligned weight gradient) makes padding worth it, and the
+        // sentence says both shares.
+        RunFacts timed = facts(Policy::MixedFP16, odd, 0.5);
+        StepProfile p;
+        for (const GraphLayer& gl : g.layers) {
+            LayerTime l;
+            l.path = gl.path;
+            l.forward_ms = gl.path == output ? 0.01 : 0.05;
+            l.backward_ms = gl.path == output ? 0.2 : 0.4;
+            p.layers.push_back(l);
+        }
+        timed.profile = p;
+        const auto measured = with_id(explain({timed}), "dims_multiple_of_8");
+        QCOMPARE(measured.size(), std::size_t(2));
+        QCOMPARE(measured[1].severity, Explanation::Severity::Advice);
+        QVERIFY2(measured[1].sentence.find("took 18.9% of the layers' device time") !=
+                     std::string::npos,
+                 measured[1].sentence.c_str());
+        QVERIFY2(measured[1].suggestion.find("16 logits") != std::string::npos,
+                 measured[1].suggestion.c_str());
+
         // fp32 alone does not use 16-bit tensor cores; multiples of 8 need nothing.
         QVERIFY(with_id(explain({facts(Policy::FP32, odd, 1.0)}), "dims_multiple_of_8").empty());
         const ModelSpec even = test::tiny_mlp({.hidden = 64, .classes = 16});
@@ -320,6 +342,71 @@ private slots:
         QVERIFY(with_id(explain({unknown}), "launch_bound").empty());
     }
 
+    static StepProfile profile_of(double input, double fwd, double loss, double bwd,
+                                  double scaling, double opt)
+    {
+        StepProfile p;
+        p.steps = 10;
+        const double v[] = {input, fwd, loss, bwd, scaling, opt};
+        for (int i = 0; i < k_step_phases; ++i) {
+            p.phase_ms[std::size_t(i)] = v[i];
+            p.device_ms += v[i];
+        }
+        p.step_ms = p.device_ms;
+        p.wall_ms = p.device_ms;
+        p.gpu_busy_fraction = 1.0;
+        return p;
+    }
+
+    void inputBound()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts slow_input = facts(Policy::MixedFP16, spec, 1.0, gpu_device(9, 0));
+        slow_input.profile = profile_of(0.40, 0.2, 0.01, 0.3, 0.04, 0.05); // input 40%
+        const auto ex = with_id(explain({slow_input}), "input_bound");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("0.400 ms") != std::string::npos, ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("40%") != std::string::npos, ex[0].sentence.c_str());
+
+        RunFacts fast_input = slow_input;
+        fast_input.profile = profile_of(0.05, 0.4, 0.01, 0.45, 0.04, 0.05); // input 5%
+        QVERIFY(with_id(explain({fast_input}), "input_bound").empty());
+        RunFacts unprofiled = slow_input;
+        unprofiled.profile.reset();
+        QVERIFY(with_id(explain({unprofiled}), "input_bound").empty());
+    }
+
+    // The seed's story: mixed precision makes the GEMMs 4x faster, but the optimizer's
+    // per-parameter pass is the same in both, so the step gains little.
+    void fixedCosts()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts fp32 = facts(Policy::FP32, spec, 0.50, gpu_device(9, 0));
+        fp32.profile = profile_of(0.01, 0.15, 0.01, 0.25, 0.02, 0.06); // layers 0.41
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.20, gpu_device(9, 0));
+        mixed.profile = profile_of(0.01, 0.04, 0.01, 0.06, 0.02, 0.06); // layers 0.11, fixed 0.09
+        const auto ex = with_id(explain({fp32, mixed}), "fixed_costs");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1);
+        QVERIFY2(ex[0].sentence.find("3.7x faster") != std::string::npos, ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("0.090 ms") != std::string::npos, ex[0].sentence.c_str());
+
+        // Layers dominating the mixed step: the fixed costs are no story.
+        RunFacts big = mixed;
+        big.profile = profile_of(0.01, 0.3, 0.01, 0.5, 0.02, 0.06);
+        RunFacts big_fp32 = fp32;
+        big_fp32.profile = profile_of(0.01, 1.2, 0.01, 2.0, 0.02, 0.06);
+        QVERIFY(with_id(explain({big_fp32, big}), "fixed_costs").empty());
+        // Precision did not speed the layers up: not this rule's story either.
+        RunFacts same = mixed;
+        same.profile = profile_of(0.01, 0.15, 0.01, 0.25, 0.02, 0.06);
+        QVERIFY(with_id(explain({fp32, same}), "fixed_costs").empty());
+        // No baseline profile: silent.
+        RunFacts no_base = fp32;
+        no_base.profile.reset();
+        QVERIFY(with_id(explain({no_base, mixed}), "fixed_costs").empty());
+    }
+
     // The real binary on the CPU: a sigmoid output left in fp16 under mixed_fp16.
     void cliEndToEnd()
     {
@@ -358,6 +445,27 @@ private slots:
         QVERIFY2(ids.contains("sigmoid_output"), qPrintable(ids.join(",")));
         QVERIFY2(ids.contains("output_float32"), qPrintable(ids.join(",")));
         QVERIFY2(ids.contains("cpu_backend"), qPrintable(ids.join(",")));
+        // The profiling pass: every phase per run, summing to the profiled step, and the
+        // top-level layers (flatten, dense, dense).
+        const QJsonArray phases = doc["phase_breakdown"].toArray();
+        QCOMPARE(phases.size(), 2);
+        for (const auto& v : phases) {
+            const QJsonObject p = v.toObject();
+            const QJsonObject ms = p["phases_ms"].toObject();
+            QCOMPARE(ms.size(), k_step_phases);
+            double sum = 0;
+            for (const auto& m : ms) {
+                QVERIFY(m.toDouble() >= 0);
+                sum += m.toDouble();
+            }
+            const double span = p["sum_of_phases_ms"].toDouble();
+            QVERIFY2(span > 0 && std::abs(sum - span) <= 1e-6 + 1e-3 * span,
+                     qPrintable(QString("phases %1 vs span %2").arg(sum).arg(span)));
+            QVERIFY(p["wall_ms_per_step"].toDouble() > 0);
+            const double busy = p["gpu_busy_fraction"].toDouble();
+            QVERIFY(busy > 0 && busy <= 1.0);
+            QCOMPARE(p["layers"].toArray().size(), 3);
+        }
     }
 };
 

@@ -106,7 +106,51 @@ private slots:
     void stopTokenEndsTheRun();
     void hugeLossScaleBacksOffAndSkips();
     void sigmoidHeadWarnsAndTrains();
+    void profilePassAddsUp();
 };
+
+// The profiling pass after a run: every phase and every top-level layer timed, the
+// phases adding up to the profiled step, the layers' forward and backward inside the
+// forward and backward phases, and its steps counted as extra steps of the run.
+void TestTraining::profilePassAddsUp()
+{
+    SyntheticRig rig(400, 64, 7);
+    TrainingRun run = rig.run(cpu_config(Policy::MixedFP16, 32, 12));
+    RecordingSink sink;
+    train(run, sink);
+    QCOMPARE(run.steps_done(), std::int64_t(12));
+    const StepProfile p = run.profile(sink, 3);
+    QCOMPARE(p.steps, 3);
+    QVERIFY(!p.replayed); // the CPU backend runs op by op
+    QCOMPARE(run.steps_done(), std::int64_t(12 + 3 * 3));
+    double sum = 0;
+    for (double ms : p.phase_ms) {
+        QVERIFY(ms >= 0);
+        sum += ms;
+    }
+    QVERIFY(p.device_ms > 0);
+    // Adjacent events: the phases tile the step (float rounding of each difference only).
+    QVERIFY2(std::abs(sum - p.device_ms) <= 1e-3 * p.device_ms + 1e-4,
+             qPrintable(QString("phases %1 ms, step %2 ms").arg(sum).arg(p.device_ms)));
+    // flatten, dense, dense; the softmax is folded into the loss (no node of its own)
+    QCOMPARE(p.layers.size(), std::size_t(3));
+    QCOMPARE(QString::fromStdString(p.layers[1].path), QString("layer 1"));
+    QCOMPARE(QString::fromStdString(p.layers[1].type), QString("dense"));
+    double fwd = 0, bwd = 0;
+    for (const LayerTime& l : p.layers) {
+        fwd += l.forward_ms;
+        bwd += l.backward_ms;
+    }
+    const double fwd_phase = p.phase_ms[std::size_t(StepPhase::Forward)];
+    const double bwd_phase = p.phase_ms[std::size_t(StepPhase::Backward)];
+    QVERIFY2(fwd <= fwd_phase * 1.001 + 1e-4 && bwd <= bwd_phase * 1.001 + 1e-4,
+             qPrintable(QString("layers %1/%2 ms in phases %3/%4 ms")
+                            .arg(fwd).arg(bwd).arg(fwd_phase).arg(bwd_phase)));
+    QVERIFY(p.layers[1].flops > 0 && p.layers[1].bytes > 0);
+    QVERIFY(p.layers[1].forward_ms > 0 && p.layers[1].backward_ms > 0);
+    QVERIFY(p.wall_ms > 0 && p.step_ms > 0);
+    QVERIFY(p.gpu_busy_fraction > 0 && p.gpu_busy_fraction <= 1.0);
+}
 
 void TestTraining::learnsFashionMnist()
 {

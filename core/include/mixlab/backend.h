@@ -112,6 +112,17 @@ struct Augmentation {
     bool enabled() const { return random_crop || horizontal_flip; }
 };
 
+// The training step's index as the device sees it: a buffer of two int32 words
+// holding a uint64 (low word first), advanced by Backend::advance_step at the end of
+// each step. Ops that depend on the step (the batch's position, augmentation, dropout
+// masks) read it when they run rather than taking it as an argument, so that one
+// recorded step (a CUDA graph, see StepGraph) replays correctly for every step.
+// `buffer` null: the ops use the host values they are given.
+struct StepCounter {
+    const Buffer* buffer = nullptr;
+    std::int64_t steps_per_epoch = 1; // gather: the batch's position is step % this
+};
+
 // One sample's image layout (NHWC per batch).
 struct ImageShape {
     int height = 1, width = 1, channels = 1;
@@ -180,6 +191,17 @@ struct ScalerParams {
     int growth_interval = 2000;
 };
 
+// A training step recorded once and replayed (a CUDA graph). Replay enqueues the
+// recorded operations, with the arguments they had, on the backend's stream.
+class StepGraph {
+public:
+    virtual ~StepGraph() = default;
+    // False (and nothing enqueued) when the backend moved memory the recording points
+    // at (a workspace grown since): record the step again.
+    virtual bool replay() = 0;
+    virtual int operations() const = 0; // recorded kernels and copies
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -208,14 +230,37 @@ public:
     // ---- time ---------------------------------------------------------------------
     virtual std::unique_ptr<Event> create_event() = 0;
     virtual void synchronize() = 0;
+    // ---- step recording -------------------------------------------------------------
+    // Between begin_capture() and end_capture() the backend records what is enqueued
+    // instead of running it. begin_capture returns false where recording is not
+    // possible (the CPU backend: its ops run at once); end_capture returns null with
+    // the reason in *why when an operation could not be recorded. The recorded
+    // operations have not run: replay() runs them.
+    virtual bool begin_capture() { return false; }
+    virtual std::unique_ptr<StepGraph> end_capture(std::string* why)
+    {
+        if (why) *why = "this backend runs each operation at once";
+        return nullptr;
+    }
+    // counter (I32 x 2, a uint64 step) += 1, in stream order.
+    virtual void advance_step(Buffer& counter) = 0;
+
+    // Opens/closes the window an external profiler records when started with capture
+    // off (ncu --profile-from-start off); TrainingRun opens it around the step named by
+    // MIXLAB_PROFILE_STEP. No-op where there is no such profiler.
+    virtual void profiler_window(bool open) { (void)open; }
 
     // ---- data ---------------------------------------------------------------------
     // out (batch, sample) = normalize(augment(images[order[offset + b]])) in out's dtype,
     // and out_labels[b] = labels[order[offset + b]] (int32). One pass, no host work.
+    // With a step counter (see StepCounter), the device reads the step s when the
+    // gather runs: aug.step is replaced by s and the batch starts at
+    // offset + (s % steps_per_epoch) * batch.
     virtual void gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,
-                              const Augmentation& aug, Buffer& out, Buffer& out_labels) = 0;
+                              const Augmentation& aug, const StepCounter& counter,
+                              Buffer& out, Buffer& out_labels) = 0;
 
     // ---- layers -------------------------------------------------------------------
     virtual void gemm(const GemmCall& call) = 0;
@@ -229,10 +274,12 @@ public:
     virtual void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) = 0;
     // Inverted dropout with a counter-based mask from (seed, step, index): the same on
     // every backend. keep = hash >= rate; y = keep ? x / (1 - rate) : 0.
+    // With a step counter, the device's step value replaces `step`.
     virtual void dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
-                                 std::uint64_t step, Buffer& y) = 0;
+                                 std::uint64_t step, const StepCounter& counter, Buffer& y) = 0;
     virtual void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
-                                  std::uint64_t step, Buffer& dx) = 0;
+                                  std::uint64_t step, const StepCounter& counter,
+                                  Buffer& dx) = 0;
 
     // y = act(a + b), element-wise over equal counts (the residual sum); y may alias a
     // or b. act is None or Relu.
@@ -256,21 +303,29 @@ public:
     // Batch normalisation over `rows` = batch*H*W rows of `channels` (NHWC). x, y, dy,
     // dx share a dtype; scale, shift, running statistics, saved statistics and the
     // parameter gradients are float32 (channels each). Statistics in float32.
-    // Training: y = (x - mean) * inv_std * scale + shift with the batch's mean and biased
-    // variance; saved_mean/saved_inv_std keep them for backward; running statistics
-    // updated with `momentum` (PyTorch's convention, unbiased variance).
-    virtual void batchnorm_forward_train(const Buffer& x, int rows, int channels,
+    // Training: y = act((x - mean) * inv_std * scale + shift) with the batch's mean and
+    // biased variance; saved_mean/saved_inv_std keep them for backward; running
+    // statistics updated with `momentum` (PyTorch's convention, unbiased variance).
+    // act is None or Relu (anything else is rejected): the ReLU that so often follows a
+    // batch norm runs inside the normalise pass, y = max(bn, 0) rounded once to y's
+    // dtype, bit for bit what a separate bias_activation(Relu) of the BN output gives.
+    virtual void batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
                                          const Buffer& scale, const Buffer& shift,
                                          float momentum, float epsilon, Buffer& running_mean,
                                          Buffer& running_var, Buffer& saved_mean,
                                          Buffer& saved_inv_std, Buffer& y) = 0;
-    // Evaluation: the running statistics.
-    virtual void batchnorm_forward_eval(const Buffer& x, int rows, int channels,
+    // Evaluation: the running statistics; act as in training.
+    virtual void batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
                                         const Buffer& scale, const Buffer& shift,
                                         const Buffer& running_mean, const Buffer& running_var,
                                         float epsilon, Buffer& y) = 0;
     // dx, and dscale/dshift overwritten (not accumulated), from the saved statistics.
-    virtual void batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
+    // y is the forward output (after act) and dy the gradient of that output. With act
+    // Relu the upstream gradient is taken as (y > 0 ? dy : 0) on the fly in every pass
+    // that reads dy, so no separate activation_backward pass runs and nothing extra is
+    // written; with None y is checked for shape but not read.
+    virtual void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
+                                    const Buffer& dy, int rows, int channels,
                                     const Buffer& scale, const Buffer& saved_mean,
                                     const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
                                     Buffer& dshift) = 0;
@@ -299,10 +354,14 @@ public:
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler,
                                 Buffer& record, std::size_t record_offset) = 0;
+    // Profiling: when set, optimizer_step records this event after its inf/NaN check
+    // and before the update, splitting loss-scale bookkeeping from the update.
+    void set_inf_check_marker(Event* e) { m_inf_check_marker = e; }
 
 protected:
     // Frees what alloc() returned; called by ~Buffer, so it must not throw.
     virtual void release(void* data) noexcept = 0;
+    Event* m_inf_check_marker = nullptr;
     friend class Buffer;
 };
 

@@ -6,6 +6,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
+#include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
 
 #include <cstdint>
@@ -31,9 +32,12 @@ struct RunFacts {
     std::vector<std::pair<std::int64_t, float>> scale_history;
     std::vector<float> train_loss;                  // per step, in step order
     LossScaleMode loss_scale_mode = LossScaleMode::None; // resolved (never Default)
-    // Share of the step's wall time the GPU was busy, from a profiling pass; none is
-    // measured yet, so the launch-bound rule stays silent unless this is set.
+    // Share of the step's wall time the GPU was busy, from a profiling pass; the
+    // launch-bound rule stays silent unless this is set.
     std::optional<double> gpu_busy_fraction;
+    // The profiling pass (TrainingRun::profile), when one ran: per-phase and per-layer
+    // device times. The input-bound and fixed-cost rules need it.
+    std::optional<StepProfile> profile;
     // Index in the group of the run to compare speed against; -1: the group's fp32 run
     // (or the first run when none is fp32).
     int baseline = -1;
@@ -71,6 +75,11 @@ inline constexpr double k_stall_ratio = 0.98;              // last-10% loss / fi
 inline constexpr double k_min_flops_per_step = 1e9;        // batch x forward FLOPs
 inline constexpr double k_min_step_ms = 0.5;
 inline constexpr double k_min_gpu_busy = 0.6;
+inline constexpr double k_input_share = 0.25;             // input phase above: it dominates
+// Fixed costs: phases precision does not shrink (input, loss-scale check, optimizer)
+// taking at least this share of a mixed run's step, while its layers got faster.
+inline constexpr double k_fixed_share = 0.3;
+inline constexpr double k_layers_faster = 1.2;
 } // namespace explain_limits
 
 } // namespace mixlab

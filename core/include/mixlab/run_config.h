@@ -51,6 +51,9 @@ struct RunConfig {
     OptimizerConfig optimizer;
     std::uint64_t seed = 42;
     DeviceChoice device = DeviceChoice::Auto;
+    // Record the training step once as a CUDA graph and replay it (CUDA backend); off
+    // runs it kernel by kernel, for comparing what the launches cost.
+    bool cuda_graph = true;
 };
 
 inline constexpr std::string_view k_run_format = "mixlab-run/1";

@@ -5,6 +5,7 @@
 #include "mixlab/dataset.h"
 #include "mixlab/graph.h"
 #include "mixlab/run_config.h"
+#include "mixlab/step_profile.h"
 
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,13 @@ public:
     std::int64_t device_bytes() const;
     const RunConfig& config() const { return m_config; }
     const Graph& graph() const { return m_graph; }
+
+    // The profiling pass: `steps` extra training steps with events between phases and
+    // top-level layers (run as the timed steps ran: replayed or op by op), then `steps`
+    // more unmarked, back to back, timed on the host clock for the wall time per step.
+    // Call after the timed steps (those stay unprofiled); the extra steps train the
+    // model and are reported to the sink like any other.
+    StepProfile profile(MetricsSink& sink, int steps = 10);
 
     // Test helpers: current fp32 master parameters in graph order (synchronizes).
     std::vector<float> read_parameters();

@@ -224,11 +224,17 @@ std::unique_ptr<Event> CpuBackend::create_event()
 void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,
-                              const Augmentation& aug, Buffer& out, Buffer& out_labels)
+                              const Augmentation& aug_in, const StepCounter& counter,
+                              Buffer& out, Buffer& out_labels)
 {
     const char* op = "gather_batch";
     validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
-                           aug, out, out_labels);
+                           aug_in, counter, out, out_labels);
+    Augmentation aug = aug_in;
+    if (counter.buffer) { // as the CUDA kernel does with the value it reads
+        aug.step = read_step(counter);
+        offset += std::int64_t(aug.step % std::uint64_t(counter.steps_per_epoch)) * batch;
+    }
     float* o = out.as<float>();
     const int height = image.height, width = image.width, channels = image.channels;
     const std::size_t sample_size = std::size_t(image.size());

@@ -6,6 +6,8 @@
 #include "mixlab/backend.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +36,8 @@ public:
 
     void gather_batch(const Buffer& images_u8, const Buffer& labels_u8, const Buffer& order_i32,
                       std::int64_t offset, int batch, const ImageShape& image,
-                      const Normalization& norm, const Augmentation& aug, Buffer& out,
-                      Buffer& out_labels) override;
+                      const Normalization& norm, const Augmentation& aug,
+                      const StepCounter& counter, Buffer& out, Buffer& out_labels) override;
 
     void gemm(const GemmCall& call) override;
     void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
@@ -44,9 +46,10 @@ public:
                              int cols, Buffer& dx) override;
     void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) override;
     void dropout_forward(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
-                         Buffer& y) override;
+                         const StepCounter& counter, Buffer& y) override;
     void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed, std::uint64_t step,
-                          Buffer& dx) override;
+                          const StepCounter& counter, Buffer& dx) override;
+    void advance_step(Buffer& counter) override;
     void add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y) override;
 
     ConvPlanInfo conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math) override;
@@ -57,17 +60,18 @@ public:
     void conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, const Buffer& dy,
                                 MathMode math, Buffer& dw) override;
 
-    void batchnorm_forward_train(const Buffer& x, int rows, int channels, const Buffer& scale,
-                                 const Buffer& shift, float momentum, float epsilon,
-                                 Buffer& running_mean, Buffer& running_var, Buffer& saved_mean,
-                                 Buffer& saved_inv_std, Buffer& y) override;
-    void batchnorm_forward_eval(const Buffer& x, int rows, int channels, const Buffer& scale,
-                                const Buffer& shift, const Buffer& running_mean,
-                                const Buffer& running_var, float epsilon, Buffer& y) override;
-    void batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
-                            const Buffer& scale, const Buffer& saved_mean,
-                            const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                            Buffer& dshift) override;
+    void batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
+                                 const Buffer& scale, const Buffer& shift, float momentum,
+                                 float epsilon, Buffer& running_mean, Buffer& running_var,
+                                 Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y) override;
+    void batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
+                                const Buffer& scale, const Buffer& shift,
+                                const Buffer& running_mean, const Buffer& running_var,
+                                float epsilon, Buffer& y) override;
+    void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y, const Buffer& dy,
+                            int rows, int channels, const Buffer& scale,
+                            const Buffer& saved_mean, const Buffer& saved_inv_std, Buffer& dx,
+                            Buffer& dscale, Buffer& dshift) override;
 
     void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) override;
     void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
@@ -129,6 +133,14 @@ void require(bool ok, const char* op, const std::string& what);
 // The float storage of a floating buffer holding at least `need` elements.
 float* floats(Buffer& b, std::size_t need, const char* op, const char* name);
 const float* floats(const Buffer& b, std::size_t need, const char* op, const char* name);
+
+// The step a set counter holds (its two int32 words as one uint64, low word first).
+inline std::uint64_t read_step(const StepCounter& c)
+{
+    std::uint64_t v = 0;
+    std::memcpy(&v, c.buffer->data(), sizeof v);
+    return v;
+}
 
 // Rounds n stored floats to dtype t in place: mixlab::round_span (dtype.h).
 using mixlab::round_span;

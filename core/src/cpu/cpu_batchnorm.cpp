@@ -1,16 +1,26 @@
 // CPU batch normalisation over NHWC rows of `channels`: batch statistics in double, summed
 // in row order on one thread (the same bits every run), y and dx in fp32 rounded once to
 // their dtype; parameters, running and saved statistics and their gradients are fp32.
+// An optional ReLU is fused: applied to y after its rounding, and masking dy in backward.
 #include "cpu/cpu_backend.h"
 
 #include "backend_validate.h"
 #include "cpu/cpu_parallel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace mixlab::cpu {
 
 namespace {
+
+void check_activation(const char* op, Activation act)
+{
+    validate::require(act == Activation::None || act == Activation::Relu, k_name, op,
+                      "the activation fused into a batch norm must be linear or relu, got " +
+                          std::string(activation_name(act)));
+}
 
 // sum[c] = sum over rows of x[r, c], in double. Rows are walked in order so the inner
 // loop runs over contiguous channels.
@@ -25,10 +35,11 @@ void channel_sums(const float* x, std::size_t rows, std::size_t channels, double
     }
 }
 
-// y = (x - mean) * inv_std * scale + shift per channel, in fp32 as the header states.
+// y = (x - mean) * inv_std * scale + shift per channel, in fp32 as the header states;
+// relu after the rounding, as bias_activation applied to the stored output would.
 void normalise(const float* x, std::size_t rows, std::size_t channels, const float* mean,
                const float* inv_std, const float* scale, const float* shift, DType out_t,
-               float* y)
+               bool relu, float* y)
 {
     MIXLAB_OMP_FOR_IF(rows * channels)
     for (std::ptrdiff_t r = 0; r < std::ptrdiff_t(rows); ++r) {
@@ -37,17 +48,21 @@ void normalise(const float* x, std::size_t rows, std::size_t channels, const flo
         for (std::size_t c = 0; c < channels; ++c)
             out[c] = (in[c] - mean[c]) * inv_std[c] * scale[c] + shift[c];
         round_span(out_t, out, channels);
+        if (relu)
+            for (std::size_t c = 0; c < channels; ++c)
+                out[c] = std::max(out[c], 0.0f);
     }
 }
 
 } // namespace
 
-void CpuBackend::batchnorm_forward_train(const Buffer& x, int rows, int channels,
-                                         const Buffer& scale, const Buffer& shift,
+void CpuBackend::batchnorm_forward_train(Activation act, const Buffer& x, int rows,
+                                         int channels, const Buffer& scale, const Buffer& shift,
                                          float momentum, float epsilon, Buffer& running_mean,
                                          Buffer& running_var, Buffer& saved_mean,
                                          Buffer& saved_inv_std, Buffer& y)
 {
+    check_activation("batchnorm_forward_train", act);
     validate::batchnorm(k_name, "batchnorm_forward_train", x, rows, channels,
                         {&scale, &shift, &running_mean, &running_var, &saved_mean, &saved_inv_std},
                         y);
@@ -84,14 +99,15 @@ void CpuBackend::batchnorm_forward_train(const Buffer& x, int rows, int channels
         run_var[c] = float((1.0 - m) * double(run_var[c]) + m * unbiased);
     }
     normalise(px, nr, nc, mean, inv_std, scale.as<float>(), shift.as<float>(), y.dtype(),
-              y.as<float>());
+              act == Activation::Relu, y.as<float>());
 }
 
-void CpuBackend::batchnorm_forward_eval(const Buffer& x, int rows, int channels,
-                                        const Buffer& scale, const Buffer& shift,
+void CpuBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int rows,
+                                        int channels, const Buffer& scale, const Buffer& shift,
                                         const Buffer& running_mean, const Buffer& running_var,
                                         float epsilon, Buffer& y)
 {
+    check_activation("batchnorm_forward_eval", act);
     validate::batchnorm(k_name, "batchnorm_forward_eval", x, rows, channels,
                         {&scale, &shift, &running_mean, &running_var}, y);
     const std::size_t nc = std::size_t(channels);
@@ -101,35 +117,45 @@ void CpuBackend::batchnorm_forward_eval(const Buffer& x, int rows, int channels,
     for (std::size_t c = 0; c < nc; ++c)
         inv[c] = 1.0f / std::sqrt(rv[c] + epsilon);
     normalise(x.as<float>(), std::size_t(rows), nc, running_mean.as<float>(), inv,
-              scale.as<float>(), shift.as<float>(), y.dtype(), y.as<float>());
+              scale.as<float>(), shift.as<float>(), y.dtype(), act == Activation::Relu,
+              y.as<float>());
 }
 
-void CpuBackend::batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
+void CpuBackend::batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
+                                    const Buffer& dy, int rows, int channels,
                                     const Buffer& scale, const Buffer& saved_mean,
                                     const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
                                     Buffer& dshift)
 {
     const char* op = "batchnorm_backward";
+    check_activation(op, act);
     validate::batchnorm(k_name, op, x, rows, channels,
                         {&scale, &saved_mean, &saved_inv_std, &dscale, &dshift}, dx);
     validate::batchnorm(k_name, op, x, rows, channels, {}, dy);
+    validate::batchnorm(k_name, op, x, rows, channels, {}, y);
     const std::size_t nr = std::size_t(rows), nc = std::size_t(channels);
     const float* px = x.as<float>();
     const float* pdy = dy.as<float>();
+    // The fused relu's backward: the gradient reaching the batch norm is dy where its
+    // output was positive (activation_backward's rule), read on the fly.
+    const float* py = act == Activation::Relu ? y.as<float>() : nullptr;
+    auto grad = [&](std::size_t i) { return !py || py[i] > 0.0f ? pdy[i] : 0.0f; };
     const float* mean = saved_mean.as<float>();
     const float* inv_std = saved_inv_std.as<float>();
     const float* gamma = scale.as<float>();
     m_bn_sum.resize(nc);
     m_bn_sq.resize(nc);
-    // dshift = sum(dy), dscale = sum(dy * xhat) with xhat = (x - mean) * inv_std.
-    channel_sums(pdy, nr, nc, m_bn_sum.data());
+    // dshift = sum(dy), dscale = sum(dy * xhat) with xhat = (x - mean) * inv_std, both
+    // in row order (the same order as channel_sums).
     for (std::size_t c = 0; c < nc; ++c)
-        m_bn_sq[c] = 0.0;
+        m_bn_sum[c] = m_bn_sq[c] = 0.0;
     for (std::size_t r = 0; r < nr; ++r) {
         const float* xr = px + r * nc;
-        const float* dr = pdy + r * nc;
-        for (std::size_t c = 0; c < nc; ++c)
-            m_bn_sq[c] += double(dr[c]) * (double(xr[c]) - double(mean[c])) * double(inv_std[c]);
+        for (std::size_t c = 0; c < nc; ++c) {
+            const double g = double(grad(r * nc + c));
+            m_bn_sum[c] += g;
+            m_bn_sq[c] += g * (double(xr[c]) - double(mean[c])) * double(inv_std[c]);
+        }
     }
     float* dg = dscale.as<float>();
     float* db = dshift.as<float>();
@@ -151,12 +177,12 @@ void CpuBackend::batchnorm_backward(const Buffer& x, const Buffer& dy, int rows,
     float* pdx = dx.as<float>();
     MIXLAB_OMP_FOR_IF(nr * nc)
     for (std::ptrdiff_t r = 0; r < std::ptrdiff_t(nr); ++r) {
-        const float* xr = px + std::size_t(r) * nc;
-        const float* dr = pdy + std::size_t(r) * nc;
-        float* out = pdx + std::size_t(r) * nc;
+        const std::size_t row = std::size_t(r) * nc;
+        const float* xr = px + row;
+        float* out = pdx + row;
         for (std::size_t c = 0; c < nc; ++c) {
             const float xhat = (xr[c] - mean[c]) * inv_std[c];
-            out[c] = gain[c] * (dr[c] - mean_dy[c] - xhat * mean_dy_xhat[c]);
+            out[c] = gain[c] * (grad(row + c) - mean_dy[c] - xhat * mean_dy_xhat[c]);
         }
         round_span(dx.dtype(), out, nc);
     }

@@ -26,15 +26,26 @@ void dropout(const Buffer& in, float rate, std::uint64_t seed, std::uint64_t ste
 } // namespace
 
 void CpuBackend::dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
-                                 std::uint64_t step, Buffer& y)
+                                 std::uint64_t step, const StepCounter& counter, Buffer& y)
 {
-    dropout(x, rate, seed, step, y, "dropout_forward");
+    validate::step_counter(k_name, "dropout_forward", counter);
+    dropout(x, rate, seed, counter.buffer ? read_step(counter) : step, y, "dropout_forward");
 }
 
 void CpuBackend::dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
-                                  std::uint64_t step, Buffer& dx)
+                                  std::uint64_t step, const StepCounter& counter, Buffer& dx)
 {
-    dropout(dy, rate, seed, step, dx, "dropout_backward");
+    validate::step_counter(k_name, "dropout_backward", counter);
+    dropout(dy, rate, seed, counter.buffer ? read_step(counter) : step, dx, "dropout_backward");
+}
+
+// The step counter lives beside dropout because dropout is its main reader.
+void CpuBackend::advance_step(Buffer& counter)
+{
+    const StepCounter c{&counter, 1};
+    validate::step_counter(k_name, "advance_step", c);
+    const std::uint64_t next = read_step(c) + 1;
+    std::memcpy(counter.data(), &next, sizeof next);
 }
 
 } // namespace mixlab::cpu

@@ -125,6 +125,7 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     bool found_inf = false;
     for (const ParamSlot& s : t->slots())
         found_inf = found_inf || any_non_finite(*s.grad);
+    if (m_inf_check_marker) m_inf_check_marker->record();
 
     if (!(found_inf && scaling_on)) {
         const bool adam = opt.type != OptimizerType::SGD;

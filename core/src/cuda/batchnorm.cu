@@ -8,7 +8,9 @@
 // blocks add the slices' partials in a fixed tree. The split depends on the shape alone,
 // so the sums are the same bits on every run and every GPU. The element-wise passes give
 // every thread several 16-byte groups of one channel group: the per-channel factors sit
-// in registers and the group loads are issued together.
+// in registers and the group loads are issued together. A fused ReLU costs no pass of
+// its own: forward it clamps y before the store; backward both passes that read dy also
+// read y and zero dy where y <= 0 (one more 16-byte load per group, no extra write).
 #include "cuda/batchnorm.cuh"
 
 #include "cuda/column_reduce.cuh"
@@ -41,13 +43,14 @@ __device__ __forceinline__ VecT<T, V> load_raw(const T* p)
 
 // Statistics (Grad false): x - K and (x - K)^2, K = x[row 0] (a shift that keeps
 // E[x^2] - mean^2 free of cancellation). Gradients: dy and dy * xhat, xhat = (x - mean) *
-// inv_std. Block: k_reduce_threads threads as tile_vcols vector columns times `lanes`
-// rows; grid (tiles, splits). p1/p2: (splits, ld) partials in double.
-template <class T, int V, bool Grad>
+// inv_std, with dy masked to y > 0 under Relu (y read only then). Block:
+// k_reduce_threads threads as tile_vcols vector columns times `lanes` rows; grid (tiles,
+// splits). p1/p2: (splits, ld) partials in double.
+template <class T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(k_reduce_threads)
-bn_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile_vcols,
-                   int lanes, std::size_t rows_per_split, std::size_t ld, const float* mean,
-                   const float* inv_std, double* p1, double* p2)
+bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int cols,
+                   int tile_vcols, int lanes, std::size_t rows_per_split, std::size_t ld,
+                   const float* mean, const float* inv_std, double* p1, double* p2)
 {
     __shared__ double s1[k_reduce_threads * V];
     __shared__ double s2[k_reduce_threads * V];
@@ -73,7 +76,7 @@ bn_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile
         const std::size_t end = begin + rows_per_split < rows ? begin + rows_per_split : rows;
         const std::size_t step = std::size_t(lanes);
         for (std::size_t r0 = begin + std::size_t(lane); r0 < end; r0 += k_batch * step) {
-            VecT<T, V> xv[k_batch], gv[k_batch];
+            VecT<T, V> xv[k_batch], gv[k_batch], yv[k_batch];
 #pragma unroll
             for (int u = 0; u < k_batch; ++u) {
                 const std::size_t r = r0 + std::size_t(u) * step;
@@ -81,6 +84,8 @@ bn_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile
                     xv[u] = load_raw<T, V>(x + r * std::size_t(cols) + c0);
                     if constexpr (Grad)
                         gv[u] = load_raw<T, V>(dy + r * std::size_t(cols) + c0);
+                    if constexpr (Relu)
+                        yv[u] = load_raw<T, V>(y + r * std::size_t(cols) + c0);
                 }
             }
 #pragma unroll
@@ -91,7 +96,9 @@ bn_partials_kernel(const T* x, const T* dy, std::size_t rows, int cols, int tile
                 for (int j = 0; j < V; ++j) {
                     const float v = to_f32(xv[u].v[j]);
                     if constexpr (Grad) {
-                        const float g = to_f32(gv[u].v[j]);
+                        float g = to_f32(gv[u].v[j]);
+                        if constexpr (Relu) // activation_backward's rule: dy where y > 0
+                            g = to_f32(yv[u].v[j]) > 0.0f ? g : 0.0f;
                         const float xhat = (v - m[j]) * s[j];
                         a1[j] += g;
                         a2[j] += g * xhat;
@@ -236,7 +243,9 @@ __device__ __forceinline__ float normalise(float x, float mean, float inv_std, f
 
 // Training (inv_std given) or evaluation (var given: inv_std = 1 / sqrt(var + eps), as the
 // reference rounds it in fp32). Each round loads k_batch groups, then normalises them.
-template <class T, int V, bool Eval>
+// Relu clamps the value rounded to T, as a separate pass over the stored y would (so a
+// value that rounds to -0 stays -0, bit for bit the unfused result).
+template <class T, int V, bool Eval, bool Relu>
 __global__ void __launch_bounds__(k_threads)
 bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* mean,
                     const float* inv_std_or_var, float epsilon, const float* scale,
@@ -269,17 +278,23 @@ bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* m
                 break;
             float v[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j)
+            for (int j = 0; j < V; ++j) {
                 v[j] = normalise(to_f32(in[u].v[j]), m[j], s[j], g[j], b[j]);
+                if constexpr (Relu) {
+                    const float r = to_f32(from_f32<T>(v[j]));
+                    v[j] = r < 0.0f ? 0.0f : r;
+                }
+            }
             store_vec<T, V>(y + k * V, v);
         }
     }
 }
 
-// dx = scale * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), each step rounded.
-template <class T, int V>
+// dx = scale * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), each step rounded;
+// dy masked to y > 0 under Relu.
+template <class T, int V, bool Relu>
 __global__ void __launch_bounds__(k_threads)
-bn_backward_dx_kernel(const T* x, const T* dy, std::size_t groups, int channels,
+bn_backward_dx_kernel(const T* x, const T* y, const T* dy, std::size_t groups, int channels,
                       const float* mean, const float* inv_std, const float* scale,
                       const float* coef, T* dx)
 {
@@ -297,13 +312,15 @@ bn_backward_dx_kernel(const T* x, const T* dy, std::size_t groups, int channels,
         mdyx[j] = coef[channels + c];
     }
     for (std::size_t k0 = w.start; k0 < groups; k0 += k_batch * w.stride) {
-        VecT<T, V> xin[k_batch], gin[k_batch];
+        VecT<T, V> xin[k_batch], gin[k_batch], yin[k_batch];
 #pragma unroll
         for (int u = 0; u < k_batch; ++u) {
             const std::size_t k = k0 + std::size_t(u) * w.stride;
             if (k < groups) {
                 xin[u] = load_raw<T, V>(x + k * V);
                 gin[u] = load_raw<T, V>(dy + k * V);
+                if constexpr (Relu)
+                    yin[u] = load_raw<T, V>(y + k * V);
             }
         }
 #pragma unroll
@@ -315,7 +332,10 @@ bn_backward_dx_kernel(const T* x, const T* dy, std::size_t groups, int channels,
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 const float xhat = __fmul_rn(__fsub_rn(to_f32(xin[u].v[j]), m[j]), s[j]);
-                const float centred = __fsub_rn(__fsub_rn(to_f32(gin[u].v[j]), mdy[j]),
+                float g = to_f32(gin[u].v[j]);
+                if constexpr (Relu)
+                    g = to_f32(yin[u].v[j]) > 0.0f ? g : 0.0f;
+                const float centred = __fsub_rn(__fsub_rn(g, mdy[j]),
                                                 __fmul_rn(xhat, mdyx[j]));
                 out[j] = __fmul_rn(gain[j], centred);
             }
@@ -353,61 +373,72 @@ int element_group(int channels, std::initializer_list<const void*> ptrs)
 // The slices for the statistics of (rows, channels): partials in double, so a scratch
 // array of floats holds half as many.
 template <class T>
-ColumnSplit statistics_split(const T* x, const T* dy, std::size_t rows, int channels)
+ColumnSplit statistics_split(const T* x, const T* dy, const T* y, std::size_t rows, int channels)
 {
-    const int v = element_group<T>(channels, {x, dy ? dy : x});
+    const int v = element_group<T>(channels, {x, dy ? dy : x, y ? y : x});
     return plan_column_split(rows, std::size_t(channels), v, k_bn_blocks,
                              k_max_partials_per_array / 2);
 }
 
-template <class T, bool Grad>
-void launch_partials(const T* x, const T* dy, std::size_t rows, int channels, const float* mean,
-                     const float* inv_std, double* p1, double* p2, const ColumnSplit& s,
-                     cudaStream_t stream)
+template <class T, bool Grad, bool Relu>
+void launch_partials(const T* x, const T* y, const T* dy, std::size_t rows, int channels,
+                     const float* mean, const float* inv_std, double* p1, double* p2,
+                     const ColumnSplit& s, cudaStream_t stream)
 {
     const dim3 grid(s.tiles, s.splits);
     if (s.v == vec16<T>())
-        bn_partials_kernel<T, vec16<T>(), Grad><<<grid, k_reduce_threads, 0, stream>>>(
-            x, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std,
-            p1, p2);
+        bn_partials_kernel<T, vec16<T>(), Grad, Relu><<<grid, k_reduce_threads, 0, stream>>>(
+            x, y, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean,
+            inv_std, p1, p2);
     else
-        bn_partials_kernel<T, 1, Grad><<<grid, k_reduce_threads, 0, stream>>>(
-            x, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean, inv_std,
-            p1, p2);
+        bn_partials_kernel<T, 1, Grad, Relu><<<grid, k_reduce_threads, 0, stream>>>(
+            x, y, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean,
+            inv_std, p1, p2);
     MIXLAB_CUDA_CHECK_LAUNCH("bn_partials_kernel");
 }
 
-template <class T, int V, bool Eval>
+template <class T, int V, bool Eval, bool Relu>
 void normalise_pass_v(const BatchNormParams& p, const T* x, const float* mean,
                       const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
 {
     const std::size_t groups = p.rows * std::size_t(p.channels) / V;
     const unsigned blocks =
-        walk_blocks<bn_normalise_kernel<T, V, Eval>>(groups, std::size_t(p.channels / V));
-    bn_normalise_kernel<T, V, Eval><<<blocks, k_threads, 0, stream>>>(
+        walk_blocks<bn_normalise_kernel<T, V, Eval, Relu>>(groups, std::size_t(p.channels / V));
+    bn_normalise_kernel<T, V, Eval, Relu><<<blocks, k_threads, 0, stream>>>(
         x, groups, p.channels, mean, inv_std_or_var, epsilon, p.scale, p.shift, y);
     MIXLAB_CUDA_CHECK_LAUNCH("bn_normalise_kernel");
+}
+
+template <class T, bool Eval, bool Relu>
+void normalise_pass_r(const BatchNormParams& p, const T* x, const float* mean,
+                      const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
+{
+    if (element_group<T>(p.channels, {x, y}) == vec16<T>())
+        normalise_pass_v<T, vec16<T>(), Eval, Relu>(p, x, mean, inv_std_or_var, epsilon, y,
+                                                     stream);
+    else
+        normalise_pass_v<T, 1, Eval, Relu>(p, x, mean, inv_std_or_var, epsilon, y, stream);
 }
 
 template <class T, bool Eval>
 void normalise_pass(const BatchNormParams& p, const T* x, const float* mean,
                     const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
 {
-    if (element_group<T>(p.channels, {x, y}) == vec16<T>())
-        normalise_pass_v<T, vec16<T>(), Eval>(p, x, mean, inv_std_or_var, epsilon, y, stream);
+    if (p.relu)
+        normalise_pass_r<T, Eval, true>(p, x, mean, inv_std_or_var, epsilon, y, stream);
     else
-        normalise_pass_v<T, 1, Eval>(p, x, mean, inv_std_or_var, epsilon, y, stream);
+        normalise_pass_r<T, Eval, false>(p, x, mean, inv_std_or_var, epsilon, y, stream);
 }
 
-template <class T, int V>
-void dx_pass_v(const BatchNormParams& p, const T* x, const T* dy, const float* mean,
+template <class T, int V, bool Relu>
+void dx_pass_v(const BatchNormParams& p, const T* x, const T* y, const T* dy, const float* mean,
                const float* inv_std, const float* coef, T* dx, cudaStream_t stream)
 {
     const std::size_t groups = p.rows * std::size_t(p.channels) / V;
     const unsigned blocks =
-        walk_blocks<bn_backward_dx_kernel<T, V>>(groups, std::size_t(p.channels / V));
-    bn_backward_dx_kernel<T, V><<<blocks, k_threads, 0, stream>>>(
-        x, dy, groups, p.channels, mean, inv_std, p.scale, coef, dx);
+        walk_blocks<bn_backward_dx_kernel<T, V, Relu>>(groups, std::size_t(p.channels / V));
+    bn_backward_dx_kernel<T, V, Relu><<<blocks, k_threads, 0, stream>>>(
+        x, y, dy, groups, p.channels, mean, inv_std, p.scale, coef, dx);
     MIXLAB_CUDA_CHECK_LAUNCH("bn_backward_dx_kernel");
 }
 
@@ -421,11 +452,11 @@ void launch_batchnorm_train(const BatchNormParams& p, const void* x, DType t, fl
     dispatch_floating(t, "batchnorm_forward_train", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* px = static_cast<const T*>(x);
-        const ColumnSplit s = statistics_split<T>(px, nullptr, p.rows, p.channels);
+        const ColumnSplit s = statistics_split<T>(px, nullptr, nullptr, p.rows, p.channels);
         double* p1 = reinterpret_cast<double*>(scratch.get(4 * s.partials()));
         double* p2 = p1 + s.partials();
-        launch_partials<T, false>(px, nullptr, p.rows, p.channels, nullptr, nullptr, p1, p2, s,
-                                  stream);
+        launch_partials<T, false, false>(px, nullptr, nullptr, p.rows, p.channels, nullptr,
+                                         nullptr, p1, p2, s, stream);
         bn_train_finish_kernel<T><<<finish_blocks(p.channels), k_threads, 0, stream>>>(
             p1, p2, s.splits, s.ld, px, p.rows, p.channels, momentum, epsilon, running_mean,
             running_var, saved_mean, saved_inv_std);
@@ -446,31 +477,44 @@ void launch_batchnorm_eval(const BatchNormParams& p, const void* x, DType t,
     });
 }
 
-void launch_batchnorm_backward(const BatchNormParams& p, const void* x, const void* dy, DType t,
-                               const float* saved_mean, const float* saved_inv_std, void* dx,
-                               float* dscale, float* dshift, ReduceScratch& scratch,
-                               cudaStream_t stream)
+void launch_batchnorm_backward(const BatchNormParams& p, const void* x, const void* y,
+                               const void* dy, DType t, const float* saved_mean,
+                               const float* saved_inv_std, void* dx, float* dscale,
+                               float* dshift, ReduceScratch& scratch, cudaStream_t stream)
 {
     dispatch_floating(t, "batchnorm_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* px = static_cast<const T*>(x);
+        const T* py = p.relu ? static_cast<const T*>(y) : nullptr;
         const T* pdy = static_cast<const T*>(dy);
         T* pdx = static_cast<T*>(dx);
-        const ColumnSplit s = statistics_split<T>(px, pdy, p.rows, p.channels);
+        const ColumnSplit s = statistics_split<T>(px, pdy, py, p.rows, p.channels);
         // Two arrays of double partials (four floats per partial), then the two means.
         float* base = scratch.get(4 * s.partials() + 2 * std::size_t(p.channels));
         double* p1 = reinterpret_cast<double*>(base);
         double* p2 = p1 + s.partials();
         float* coef = base + 4 * s.partials();
-        launch_partials<T, true>(px, pdy, p.rows, p.channels, saved_mean, saved_inv_std, p1, p2,
-                                 s, stream);
+        if (p.relu)
+            launch_partials<T, true, true>(px, py, pdy, p.rows, p.channels, saved_mean,
+                                           saved_inv_std, p1, p2, s, stream);
+        else
+            launch_partials<T, true, false>(px, nullptr, pdy, p.rows, p.channels, saved_mean,
+                                            saved_inv_std, p1, p2, s, stream);
         bn_backward_finish_kernel<<<finish_blocks(p.channels), k_threads, 0, stream>>>(
             p1, p2, s.splits, s.ld, p.rows, p.channels, dscale, dshift, coef);
         MIXLAB_CUDA_CHECK_LAUNCH("bn_backward_finish_kernel");
-        if (element_group<T>(p.channels, {px, pdy, pdx}) == vec16<T>())
-            dx_pass_v<T, vec16<T>()>(p, px, pdy, saved_mean, saved_inv_std, coef, pdx, stream);
+        const bool vec = element_group<T>(p.channels, {px, pdy, pdx, py ? py : px}) == vec16<T>();
+        if (vec && p.relu)
+            dx_pass_v<T, vec16<T>(), true>(p, px, py, pdy, saved_mean, saved_inv_std, coef, pdx,
+                                           stream);
+        else if (vec)
+            dx_pass_v<T, vec16<T>(), false>(p, px, nullptr, pdy, saved_mean, saved_inv_std, coef,
+                                            pdx, stream);
+        else if (p.relu)
+            dx_pass_v<T, 1, true>(p, px, py, pdy, saved_mean, saved_inv_std, coef, pdx, stream);
         else
-            dx_pass_v<T, 1>(p, px, pdy, saved_mean, saved_inv_std, coef, pdx, stream);
+            dx_pass_v<T, 1, false>(p, px, nullptr, pdy, saved_mean, saved_inv_std, coef, pdx,
+                                   stream);
     });
 }
 

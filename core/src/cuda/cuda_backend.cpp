@@ -8,7 +8,10 @@
 #include "cuda/cudnn_check.h"
 #include "cuda/cuda_event.h"
 #include "cuda/loss.cuh"
+#include "cuda/step_graph.h"
 #include "mixlab/error.h"
+
+#include <cuda_profiler_api.h>
 
 #include <cmath>
 #include <cstdint>
@@ -260,6 +263,22 @@ std::unique_ptr<Event> CudaBackend::create_event()
 void CudaBackend::synchronize()
 {
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+bool CudaBackend::begin_capture()
+{
+    begin_step_capture(stream());
+    return true;
+}
+
+std::unique_ptr<StepGraph> CudaBackend::end_capture(std::string* why)
+{
+    return end_step_capture(stream(), why);
+}
+
+void CudaBackend::profiler_window(bool open)
+{
+    MIXLAB_CUDA_CHECK(open ? cudaProfilerStart() : cudaProfilerStop());
 }
 
 std::vector<GemmPlanInfo> gemm_plans(const Backend& backend)

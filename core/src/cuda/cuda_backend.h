@@ -58,11 +58,14 @@ public:
 
     std::unique_ptr<Event> create_event() override;
     void synchronize() override;
+    void profiler_window(bool open) override;
+    bool begin_capture() override;
+    std::unique_ptr<StepGraph> end_capture(std::string* why) override;
 
     void gather_batch(const Buffer& images_u8, const Buffer& labels_u8, const Buffer& order_i32,
                       std::int64_t offset, int batch, const ImageShape& image,
-                      const Normalization& norm, const Augmentation& aug, Buffer& out,
-                      Buffer& out_labels) override;
+                      const Normalization& norm, const Augmentation& aug,
+                      const StepCounter& counter, Buffer& out, Buffer& out_labels) override;
 
     void gemm(const GemmCall& call) override;
     void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
@@ -71,9 +74,10 @@ public:
                              int cols, Buffer& dx) override;
     void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) override;
     void dropout_forward(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
-                         Buffer& y) override;
+                         const StepCounter& counter, Buffer& y) override;
     void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed, std::uint64_t step,
-                          Buffer& dx) override;
+                          const StepCounter& counter, Buffer& dx) override;
+    void advance_step(Buffer& counter) override;
     void add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y) override;
 
     ConvPlanInfo conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math) override;
@@ -84,17 +88,18 @@ public:
     void conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, const Buffer& dy,
                                 MathMode math, Buffer& dw) override;
 
-    void batchnorm_forward_train(const Buffer& x, int rows, int channels, const Buffer& scale,
-                                 const Buffer& shift, float momentum, float epsilon,
-                                 Buffer& running_mean, Buffer& running_var, Buffer& saved_mean,
-                                 Buffer& saved_inv_std, Buffer& y) override;
-    void batchnorm_forward_eval(const Buffer& x, int rows, int channels, const Buffer& scale,
-                                const Buffer& shift, const Buffer& running_mean,
-                                const Buffer& running_var, float epsilon, Buffer& y) override;
-    void batchnorm_backward(const Buffer& x, const Buffer& dy, int rows, int channels,
-                            const Buffer& scale, const Buffer& saved_mean,
-                            const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                            Buffer& dshift) override;
+    void batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
+                                 const Buffer& scale, const Buffer& shift, float momentum,
+                                 float epsilon, Buffer& running_mean, Buffer& running_var,
+                                 Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y) override;
+    void batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
+                                const Buffer& scale, const Buffer& shift,
+                                const Buffer& running_mean, const Buffer& running_var,
+                                float epsilon, Buffer& y) override;
+    void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y, const Buffer& dy,
+                            int rows, int channels, const Buffer& scale,
+                            const Buffer& saved_mean, const Buffer& saved_inv_std, Buffer& dx,
+                            Buffer& dscale, Buffer& dshift) override;
 
     void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) override;
     void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
@@ -118,8 +123,8 @@ protected:
     void release(void* data) noexcept override;
 
 private:
-    void dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step, Buffer& y,
-                 const char* op);
+    void dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
+                 const StepCounter& counter, Buffer& y, const char* op);
     // Host bytes for upload/download conversions, grown once (those calls sync anyway).
     std::vector<unsigned char>& staging(std::size_t bytes);
 

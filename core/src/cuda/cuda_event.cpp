@@ -19,7 +19,15 @@ CudaEvent::~CudaEvent()
 
 void CudaEvent::record()
 {
-    MIXLAB_CUDA_CHECK(cudaEventRecord(m_event, m_stream));
+    // While the step is being recorded into a graph, a plain record would only order
+    // work inside the graph; "external" makes it a node that records the event each
+    // time the graph replays, which is what the profiling pass times.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    MIXLAB_CUDA_CHECK(cudaStreamIsCapturing(m_stream, &status));
+    if (status == cudaStreamCaptureStatusActive)
+        MIXLAB_CUDA_CHECK(cudaEventRecordWithFlags(m_event, m_stream, cudaEventRecordExternal));
+    else
+        MIXLAB_CUDA_CHECK(cudaEventRecord(m_event, m_stream));
 }
 
 bool CudaEvent::query()

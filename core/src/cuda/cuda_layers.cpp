@@ -12,18 +12,30 @@
 
 namespace mixlab::cuda {
 
+namespace {
+
+// The counter's two int32 words as the uint64 the kernels read (null: no counter).
+const std::uint64_t* step_word(const StepCounter& c)
+{
+    return c.buffer ? static_cast<const std::uint64_t*>(c.buffer->data()) : nullptr;
+}
+
+} // namespace
+
 void CudaBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                                const Buffer& order_i32, std::int64_t offset, int batch,
                                const ImageShape& image, const Normalization& norm,
-                               const Augmentation& aug, Buffer& out, Buffer& out_labels)
+                               const Augmentation& aug, const StepCounter& counter,
+                               Buffer& out, Buffer& out_labels)
 {
     validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
-                           aug, out, out_labels);
+                           aug, counter, out, out_labels);
     // Sample indices live on the device; the kernel trusts them (the order is built by
     // the trainer from the split's size).
     launch_gather_batch(images_u8.as<std::uint8_t>(), labels_u8.as<std::uint8_t>(),
-                        order_i32.as<std::int32_t>(), offset, batch, image, norm, aug, out.data(),
-                        out.dtype(), out_labels.as<std::int32_t>(), stream());
+                        order_i32.as<std::int32_t>(), offset, batch, image, norm, aug,
+                        step_word(counter), counter.steps_per_epoch, out.data(), out.dtype(),
+                        out_labels.as<std::int32_t>(), stream());
 }
 
 void CudaBackend::gemm(const GemmCall& call)
@@ -65,22 +77,31 @@ void CudaBackend::add_activation(Activation act, const Buffer& a, const Buffer& 
 }
 
 void CudaBackend::dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
-                          Buffer& y, const char* op)
+                          const StepCounter& counter, Buffer& y, const char* op)
 {
     validate::dropout(k_name, op, x, rate, y);
-    launch_dropout(x.data(), x.dtype(), rate, seed, step, x.count(), y.data(), y.dtype(), stream());
+    validate::step_counter(k_name, op, counter);
+    launch_dropout(x.data(), x.dtype(), rate, seed, step, step_word(counter), x.count(), y.data(),
+                   y.dtype(), stream());
 }
 
 void CudaBackend::dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
-                                  std::uint64_t step, Buffer& y)
+                                  std::uint64_t step, const StepCounter& counter, Buffer& y)
 {
-    dropout(x, rate, seed, step, y, "dropout_forward");
+    dropout(x, rate, seed, step, counter, y, "dropout_forward");
 }
 
 void CudaBackend::dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
-                                   std::uint64_t step, Buffer& dx)
+                                   std::uint64_t step, const StepCounter& counter, Buffer& dx)
 {
-    dropout(dy, rate, seed, step, dx, "dropout_backward");
+    dropout(dy, rate, seed, step, counter, dx, "dropout_backward");
+}
+
+void CudaBackend::advance_step(Buffer& counter)
+{
+    const StepCounter c{&counter, 1};
+    validate::step_counter(k_name, "advance_step", c);
+    launch_advance_step(static_cast<std::uint64_t*>(counter.data()), stream());
 }
 
 void CudaBackend::cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32,

@@ -110,6 +110,7 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     for (const TableGroup& g : t->groups)
         launch_found_inf(g.layout.grad, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
                          g.n_chunks, sc, stream());
+    if (m_inf_check_marker) m_inf_check_marker->record();
 
     OptArgs args;
     args.type = opt.type;

@@ -3,6 +3,7 @@
 
 #include "cuda/cuda_check.h"
 
+#include <atomic>
 #include <utility>
 
 namespace mixlab::cuda {
@@ -18,10 +19,21 @@ void* device_malloc(std::size_t bytes, const char* what)
     return p;
 }
 
+namespace {
+std::atomic<std::uint64_t> g_frees{0};
+} // namespace
+
 void device_free(void* p) noexcept
 {
-    if (p)
-        MIXLAB_CUDA_LOG(cudaFree(p));
+    if (!p)
+        return;
+    MIXLAB_CUDA_LOG(cudaFree(p));
+    g_frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t device_frees() noexcept
+{
+    return g_frees.load(std::memory_order_relaxed);
 }
 
 DeviceMemory::DeviceMemory(std::size_t bytes, const char* what)

@@ -2,6 +2,7 @@
 // scratch, optimizer tables); user-visible tensors are mixlab::Buffer.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace mixlab::cuda {
 
@@ -29,5 +30,9 @@ private:
 void* device_malloc(std::size_t bytes, const char* what);
 // cudaFree that logs instead of throwing (for destructors).
 void device_free(void* p) noexcept;
+// How many allocations device_free has released so far in this process. A recorded
+// step (CUDA graph) holds raw pointers: when this moved since the recording, some
+// memory it may point at is gone, and the step is recorded again.
+std::uint64_t device_frees() noexcept;
 
 } // namespace mixlab::cuda

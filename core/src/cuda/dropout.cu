@@ -12,8 +12,10 @@ namespace {
 
 template <class TX, class TY>
 __global__ void dropout_kernel(const TX* x, float rate, std::uint64_t seed, std::uint64_t step,
-                               std::size_t n, TY* y)
+                               const std::uint64_t* step_counter, std::size_t n, TY* y)
 {
+    if (step_counter)
+        step = *step_counter;
     const float keep_scale = 1.0f - rate; // divided, not multiplied by its inverse: as the CPU
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * blockDim.x)
@@ -23,10 +25,20 @@ __global__ void dropout_kernel(const TX* x, float rate, std::uint64_t seed, std:
 
 constexpr unsigned k_threads = 256;
 
+// The step counter lives beside dropout because dropout is its main reader.
+__global__ void advance_step_kernel(std::uint64_t* counter) { *counter += 1; }
+
 } // namespace
 
+void launch_advance_step(std::uint64_t* counter, cudaStream_t stream)
+{
+    advance_step_kernel<<<1, 1, 0, stream>>>(counter);
+    MIXLAB_CUDA_CHECK_LAUNCH("advance_step_kernel");
+}
+
 void launch_dropout(const void* x, DType tx, float rate, std::uint64_t seed, std::uint64_t step,
-                    std::size_t n, void* y, DType ty, cudaStream_t stream)
+                    const std::uint64_t* step_counter, std::size_t n, void* y, DType ty,
+                    cudaStream_t stream)
 {
     if (n == 0)
         return;
@@ -35,7 +47,7 @@ void launch_dropout(const void* x, DType tx, float rate, std::uint64_t seed, std
         dispatch_floating(ty, "dropout", [&](auto tag_y) {
             using TY = typename decltype(tag_y)::type;
             dropout_kernel<TX, TY><<<grid_for(n, k_threads), k_threads, 0, stream>>>(
-                static_cast<const TX*>(x), rate, seed, step, n, static_cast<TY*>(y));
+                static_cast<const TX*>(x), rate, seed, step, step_counter, n, static_cast<TY*>(y));
         });
     });
     MIXLAB_CUDA_CHECK_LAUNCH("dropout_kernel");

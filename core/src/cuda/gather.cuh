@@ -15,7 +15,8 @@ namespace mixlab::cuda {
 void launch_gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
                          const std::int32_t* order, std::int64_t offset, int batch,
                          const ImageShape& image, const Normalization& norm,
-                         const Augmentation& aug, void* out, DType out_t,
+                         const Augmentation& aug, const std::uint64_t* step_counter,
+                         std::int64_t steps_per_epoch, void* out, DType out_t,
                          std::int32_t* out_labels, cudaStream_t stream);
 
 } // namespace mixlab::cuda

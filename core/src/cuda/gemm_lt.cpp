@@ -1,13 +1,16 @@
 // cuBLASLt GEMM plans: the row-major to column-major mapping, epilogue choice, the
-// per-shape cache and the unfused fallback paths.
+// per-shape cache with its candidate timing, and the unfused fallback paths.
 #include "cuda/gemm_lt.h"
 
 #include "backend_validate.h"
 #include "cuda/activation.cuh"
 #include "cuda/bias_grad.cuh"
+#include "cuda/gemm_tune.h"
+#include "cuda/skinny_gemm.cuh"
 #include "mixlab/error.h"
 #include "op_names.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -94,12 +97,18 @@ LtGemm::LtGemm(const GemmDevice& device, ReduceScratch& scratch)
       // For checking and timing the unfused paths on a GPU where cuBLASLt fuses everything.
       m_fuse_epilogues(std::getenv("MIXLAB_GEMM_UNFUSED") == nullptr)
 {
+    // For A/B timing of the tuning itself.
+    const char* tune = std::getenv("MIXLAB_GEMM_TUNE");
+    m_tune = !(tune && std::strcmp(tune, "0") == 0);
+    const char* skinny = std::getenv("MIXLAB_GEMM_SKINNY");
+    m_skinny = !(skinny && std::strcmp(skinny, "0") == 0);
     cublasLtHandle_t h = nullptr;
     MIXLAB_CUBLAS_CHECK(cublasLtCreate(&h));
     m_handle = LtHandle(h);
 }
 
-std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(const Key& key, const void* aux_ptr)
+std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
+    const Key& key, const void* aux_ptr, std::vector<cublasLtMatmulHeuristicResult_t>& candidates)
 {
     auto plan = std::make_unique<Plan>();
     // TF32 only for fp32 operands; 16-bit operands use the tensor cores with fp32
@@ -138,20 +147,33 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(const Key& key, const void* aux_p
     set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(key.align_a));
     set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(key.align_c));
     set_pref(p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(key.align_c));
+    // No reduction-scheme filter: every candidate is run-to-run deterministic. cuBLAS
+    // documents bit-wise identical results on every run (same toolkit, architecture and
+    // SM count) and that split-K partial results are "summed deterministically";
+    // cublasLt.h describes its reduction schemes as in place in the output with counters
+    // that "guarantee the sequentiality" (INPLACE) or a separate reduction kernel
+    // (COMPUTE_TYPE, OUTPUT_TYPE). No scheme adds with unordered atomics.
 
-    cublasLtMatmulHeuristicResult_t result{};
+    // Without tuning only the first result is ever used: ask for just that, as before.
+    std::vector<cublasLtMatmulHeuristicResult_t> results(std::size_t(m_tune ? k_max_candidates : 1));
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), p, 1,
-        &result, &found);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0))
+        m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), p,
+        int(results.size()), results.data(), &found);
+    candidates.clear();
+    if (st == CUBLAS_STATUS_SUCCESS)
+        for (int i = 0; i < found; ++i)
+            if (results[std::size_t(i)].state == CUBLAS_STATUS_SUCCESS &&
+                results[std::size_t(i)].workspaceSize <= m_workspace.bytes())
+                candidates.push_back(results[std::size_t(i)]);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && candidates.empty()))
         return nullptr;
     // An epilogue/type combination cuBLASLt rejects outright: our own kernel does it.
     if (st == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::None)
         return nullptr;
     MIXLAB_CUBLAS_CHECK(st);
-    plan->algo = result.algo;
-    plan->workspace = result.workspaceSize;
+    plan->algo = candidates.front().algo;
+    plan->workspace = candidates.front().workspaceSize;
 
     GemmPlanInfo& info = plan->info;
     info.trans_a = key.trans_a;
@@ -172,21 +194,61 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(const Key& key, const void* aux_p
     return plan;
 }
 
-LtGemm::Plan& LtGemm::plain_plan(const Key& key)
+void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g,
+                  const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                  cudaStream_t stream)
+{
+    GemmPlanInfo& info = plan.info;
+    if (!m_tune) {
+        info.tune_note = "tuning off (MIXLAB_GEMM_TUNE=0)";
+        return;
+    }
+    TuneProblem p;
+    p.handle = m_handle.get();
+    p.desc = plan.desc.get();
+    p.a = plan.a.get();
+    p.b = plan.b.get();
+    p.c = plan.c.get();
+    p.a_ptr = g.b->data(); // cuBLASLt's A is our B (see matmul)
+    p.b_ptr = g.a->data();
+    p.alpha = &g.alpha;
+    p.beta = &g.beta;
+    p.c_bytes = std::size_t(key.m) * std::size_t(key.n) * dtype_size(key.c);
+    p.aux_is_output = key.epilogue == Epilogue::BiasGradA;
+    p.aux_bytes = p.aux_is_output ? std::size_t(key.m) * dtype_size(key.aux) : 0;
+    p.workspace = m_workspace.get();
+    const TuneResult r = tune_gemm(p, candidates, stream);
+    plan.algo = candidates[std::size_t(r.chosen)].algo;
+    plan.workspace = candidates[std::size_t(r.chosen)].workspaceSize;
+    info.tune_timed = r.timed;
+    info.tune_choice = r.chosen + 1;
+    info.tune_chosen_us = r.chosen_us;
+    info.tune_first_us = r.first_us;
+    info.tune_note = r.skipped;
+}
+
+LtGemm::Plan& LtGemm::plain_plan(const Key& key, const GemmCall& g, cudaStream_t stream)
 {
     Key plain = key;
     plain.epilogue = Epilogue::None;
     plain.aux = DType::F32;
     plain.align_aux = 256;
-    return plan_for(plain, nullptr);
+    return plan_for(plain, g, nullptr, stream);
 }
 
-void LtGemm::make_unfused(Plan& plan, const Key& key, const char* why)
+void LtGemm::make_unfused(Plan& plan, const Key& key, const char* why, const GemmCall& g,
+                          cudaStream_t stream)
 {
-    plan.plain = &plain_plan(key);
+    plan.plain = &plain_plan(key, g, stream);
     plan.fused = false;
     plan.desc.reset();
     plan.info.fused = false;
+    // The GEMM that runs now is the plain plan's: report its tuning.
+    plan.info.tune_timed = plan.plain->info.tune_timed;
+    plan.info.tune_choice = plan.plain->info.tune_choice;
+    plan.info.tune_chosen_us = plan.plain->info.tune_chosen_us;
+    plan.info.tune_first_us = plan.plain->info.tune_first_us;
+    plan.info.tune_note = plan.plain->info.tune_note;
     if (key.epilogue == Epilogue::BiasGradA) {
         plan.fallback = key.trans_a ? Fallback::BiasGradColumns : Fallback::BiasGradRows;
         plan.info.note = std::string(why) + "; bias gradient by a separate sum kernel";
@@ -196,14 +258,18 @@ void LtGemm::make_unfused(Plan& plan, const Key& key, const char* why)
     }
 }
 
-LtGemm::Plan& LtGemm::plan_for(const Key& key, const void* aux_ptr)
+LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* aux_ptr,
+                               cudaStream_t stream)
 {
     auto it = m_plans.find(key);
     if (it != m_plans.end())
         return *it->second;
     std::unique_ptr<Plan> plan;
+    std::vector<cublasLtMatmulHeuristicResult_t> candidates;
     if (key.epilogue == Epilogue::None || m_fuse_epilogues)
-        plan = try_plan(key, aux_ptr);
+        plan = try_plan(key, aux_ptr, candidates);
+    if (plan)
+        tune(*plan, key, g, candidates, stream);
     if (!plan) {
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
@@ -212,11 +278,13 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const void* aux_ptr)
                  math_mode_name(key.math) + " math)");
         // The plain plan supplies the shape info; its epilogue is ours.
         plan = std::make_unique<Plan>();
-        plan->info = plain_plan(key).info;
+        plan->info = plain_plan(key, g, stream).info;
         plan->info.epilogue = key.epilogue;
         plan->info.calls = 0;
-        make_unfused(*plan, key, m_fuse_epilogues ? "cuBLASLt has no algorithm with this epilogue"
-                                                  : "fused epilogues off (MIXLAB_GEMM_UNFUSED)");
+        make_unfused(*plan, key,
+                     m_fuse_epilogues ? "cuBLASLt has no algorithm with this epilogue"
+                                      : "fused epilogues off (MIXLAB_GEMM_UNFUSED)",
+                     g, stream);
     }
     Plan& ref = *plan;
     m_plans.emplace(key, std::move(plan));
@@ -288,7 +356,17 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.align_c = alignment(g.c->data());
     key.align_aux = aux ? alignment(aux->data()) : 256;
 
-    Plan& plan = plan_for(key, aux ? aux->data() : nullptr);
+    if (skinny_applies(g)) {
+        Plan& plan = skinny_plan(key);
+        ++plan.info.calls;
+        const bool bias = g.epilogue == Epilogue::BiasGradA;
+        float* scratch = m_scratch.get(skinny_gemm_scratch_floats(g.m, g.n, g.k));
+        launch_skinny_gemm(g.m, g.n, g.k, g.a->data(), g.b->data(), ab, g.alpha, g.beta,
+                           g.c->data(), ct, bias ? g.bias_grad->data() : nullptr,
+                           bias ? g.bias_grad->dtype() : DType::F32, scratch, stream);
+        return;
+    }
+    Plan& plan = plan_for(key, g, aux ? aux->data() : nullptr, stream);
     ++plan.info.calls;
     if (plan.fused) {
         const cublasStatus_t st = matmul(plan, g, aux ? aux->data() : nullptr, stream);
@@ -299,10 +377,48 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
         const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
         if (!refused || plan.info.calls != 1 || g.epilogue == Epilogue::None)
             MIXLAB_CUBLAS_CHECK(st);
-        make_unfused(plan, key, "cuBLASLt refused this epilogue at run time");
+        make_unfused(plan, key, "cuBLASLt refused this epilogue at run time", g, stream);
     }
     MIXLAB_CUBLAS_CHECK(matmul(*plan.plain, g, nullptr, stream));
     run_fallback(plan, g, stream);
+}
+
+// A weight gradient (A^T B, A stored k x m) whose m is a handful of 16-bit rows that are
+// not a multiple of 8: no tensor-core kernel can read A, and cuBLASLt's fallback walks
+// k with a few blocks. Other shapes, fp32 and TF32 stay with cuBLASLt.
+bool LtGemm::skinny_applies(const GemmCall& g) const
+{
+    const DType ab = g.a->dtype();
+    return m_skinny && g.trans_a && !g.trans_b && (ab == DType::F16 || ab == DType::BF16) &&
+           g.m <= k_skinny_max_m && g.m % 8 != 0 &&
+           (g.epilogue == Epilogue::None || g.epilogue == Epilogue::BiasGradA);
+}
+
+LtGemm::Plan& LtGemm::skinny_plan(const Key& key)
+{
+    auto it = m_plans.find(key);
+    if (it != m_plans.end())
+        return *it->second;
+    auto plan = std::make_unique<Plan>();
+    plan->skinny = true;
+    GemmPlanInfo& info = plan->info;
+    info.trans_a = key.trans_a;
+    info.trans_b = key.trans_b;
+    info.m = key.m;
+    info.n = key.n;
+    info.k = key.k;
+    info.ab = key.ab;
+    info.c = key.c;
+    info.epilogue = key.epilogue;
+    info.math = key.math;
+    info.fused = true;
+    info.tensor_cores = false;
+    info.tensor_core_shapes = false;
+    info.note = "our split-k kernel: " + std::to_string(key.m) +
+                " rows are not a multiple of 8, so no tensor-core kernel can read them";
+    Plan& ref = *plan;
+    m_plans.emplace(key, std::move(plan));
+    return ref;
 }
 
 std::vector<GemmPlanInfo> LtGemm::plans() const
@@ -324,6 +440,14 @@ std::string describe(const GemmPlanInfo& p)
                      (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
                      (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
                      ", " + std::to_string(p.calls) + " calls";
+    if (p.tune_timed > 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, ", tuned %d candidates: #%d %.1f us vs #1 %.1f us",
+                      p.tune_timed, p.tune_choice, p.tune_chosen_us, p.tune_first_us);
+        s += buf;
+    } else if (!p.tune_note.empty()) {
+        s += ", heuristic #1 (" + p.tune_note + ")";
+    }
     if (!p.note.empty())
         s += " (" + p.note + ")";
     return s;

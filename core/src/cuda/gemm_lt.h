@@ -1,8 +1,9 @@
 // Row-major GEMMs with fused epilogues through cuBLASLt. One plan (descriptors, layouts,
-// the heuristic's algorithm) per distinct call shape, built on first use and reused, so
-// steady-state steps make no heuristic queries. When cuBLASLt has no algorithm for an
-// epilogue (or MIXLAB_GEMM_UNFUSED is set), the plan runs the plain GEMM plus our own
-// kernel and says so.
+// the algorithm) per distinct call shape, built on first use and reused, so steady-state
+// steps make no heuristic queries. Building a plan times the heuristic's candidates and
+// keeps a clearly faster one (gemm_tune.h; MIXLAB_GEMM_TUNE=0 keeps the heuristic's
+// first). When cuBLASLt has no algorithm for an epilogue (or MIXLAB_GEMM_UNFUSED is set),
+// the plan runs the plain GEMM plus our own kernel and says so.
 #pragma once
 #include "cuda/device_memory.h"
 #include "cuda/gemm_report.h"
@@ -36,6 +37,8 @@ public:
     std::vector<GemmPlanInfo> plans() const;
 
     static constexpr std::size_t k_workspace_bytes = 32u << 20;
+    // Heuristic results asked for per plan (all timed when tuning is on).
+    static constexpr int k_max_candidates = 8;
 
 private:
     struct Key {
@@ -59,23 +62,38 @@ private:
         bool fused = true;
         Fallback fallback = Fallback::None;
         const Plan* plain = nullptr; // the epilogue-free plan an unfused plan runs
+        bool skinny = false;         // runs our split-k kernel (skinny_gemm.cuh) instead
         GemmPlanInfo info;
     };
+    // Our split-k kernel serves this shape better than any cuBLASLt kernel can.
+    bool skinny_applies(const GemmCall& call) const;
+    Plan& skinny_plan(const Key& key);
 
-    Plan& plan_for(const Key& key, const void* aux_ptr);
-    Plan& plain_plan(const Key& key); // the same shape with no epilogue
-    // Null when the heuristic has no algorithm for this combination.
-    std::unique_ptr<Plan> try_plan(const Key& key, const void* aux_ptr);
+    // A new plan is built (and timed) with the operands of the call that first needs it.
+    Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr,
+                   cudaStream_t stream);
+    // The same shape with no epilogue.
+    Plan& plain_plan(const Key& key, const GemmCall& call, cudaStream_t stream);
+    // Null when the heuristic has no algorithm for this combination. The usable
+    // heuristic results, best first, land in `candidates`; the plan takes the first.
+    std::unique_ptr<Plan> try_plan(const Key& key, const void* aux_ptr,
+                                   std::vector<cublasLtMatmulHeuristicResult_t>& candidates);
+    void tune(Plan& plan, const Key& key, const GemmCall& call,
+              const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+              cudaStream_t stream);
     cublasStatus_t matmul(const Plan& plan, const GemmCall& call, const void* aux_ptr,
                           cudaStream_t stream);
     void run_fallback(const Plan& plan, const GemmCall& call, cudaStream_t stream);
-    void make_unfused(Plan& plan, const Key& key, const char* why);
+    void make_unfused(Plan& plan, const Key& key, const char* why, const GemmCall& call,
+                      cudaStream_t stream);
 
     GemmDevice m_device;
     ReduceScratch& m_scratch;
     LtHandle m_handle;
     DeviceMemory m_workspace;
     bool m_fuse_epilogues = true; // MIXLAB_GEMM_UNFUSED=1 runs every epilogue as our kernel
+    bool m_tune = true;           // MIXLAB_GEMM_TUNE=0 keeps the heuristic's first choice
+    bool m_skinny = true;         // MIXLAB_GEMM_SKINNY=0 leaves skinny shapes to cuBLASLt
     std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> m_plans;
 };
 
