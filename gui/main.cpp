@@ -1,6 +1,8 @@
 // mixlab: the desktop app. Options let a script run a job and keep a screenshot of the
 // result (README's picture is made this way), e.g.
 //   mixlab --dataset synthetic --epochs 2 --compare --screenshot shot.png
+#include "aboutdialog.h"
+#include "deviceprobe.h"
 #include "logexport.h"
 #include "mainwindow.h"
 #include "modeldesigner.h"
@@ -45,7 +47,8 @@ int main(int argc, char *argv[])
     const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
     const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why})
+    const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about})
         parser.addOption(o);
     parser.process(app);
 
@@ -91,6 +94,22 @@ int main(int argc, char *argv[])
     } catch (const std::exception &e) {
         std::fprintf(stderr, "mixlab: %s\n", e.what());
         return 2;
+    }
+
+    if (parser.isSet(about)) {
+        auto *dialog = new AboutDialog(window.deviceKnown() ? window.deviceInfo() : DeviceProbe::probeNow(), &window);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+        if (parser.isSet(screenshot) && !parser.isSet(start) && !parser.isSet(compare)) {
+            const QString file = parser.value(screenshot);
+            // Once the dialog is laid out and painted.
+            QTimer::singleShot(500, dialog, [dialog, file] {
+                const bool saved = dialog->grab().save(file);
+                if (!saved)
+                    std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+                QCoreApplication::exit(saved ? 0 : 1);
+            });
+        }
     }
 
     if (parser.isSet(start) || parser.isSet(compare)) {

@@ -9,5 +9,7 @@ int cmd_compare(int argc, char** argv);
 int cmd_summary(int argc, char** argv);
 int cmd_explain(int argc, char** argv);  // compare, then why precision helped or not
 int cmd_check(int argc, char** argv);    // CUDA backend against the CPU reference
+int cmd_maxbatch(int argc, char** argv); // largest batch per policy, throughput curve
+int cmd_ceilings(int argc, char** argv); // device facts and measured GEMM/copy ceilings
 
 } // namespace mixlab::cli

@@ -23,6 +23,8 @@ std::string_view step_phase_name(StepPhase p)
 
 namespace {
 
+constexpr int k_wall_warmup = 3;
+
 double median(std::vector<double> v)
 {
     if (v.empty()) return 0;
@@ -94,6 +96,11 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
 
     // 2. Unmarked steps back to back: host wall time against device time per step. In a
     // compare group this run runs alone here, so the wall time is its own.
+    // A few unmeasured steps first: the step may have to be recorded again (an
+    // evaluation in the passes above planned new shapes and freed scratch), and that
+    // one-off host work is not a step's cost.
+    s.total_steps += k_wall_warmup;
+    for (int k = 0; k < k_wall_warmup; ++k) step(sink);
     s.drain(sink, s.launched);
     const std::size_t first = s.step_ms.size();
     const double eval_before = s.eval_wall_ms;

@@ -122,7 +122,7 @@ void TestTraining::profilePassAddsUp()
     const StepProfile p = run.profile(sink, 3);
     QCOMPARE(p.steps, 3);
     QVERIFY(!p.replayed); // the CPU backend runs op by op
-    QCOMPARE(run.steps_done(), std::int64_t(12 + 3 * 3));
+    QCOMPARE(run.steps_done(), std::int64_t(12 + 3 * 3 + 3)); // 3 passes + wall warm-up
     double sum = 0;
     for (double ms : p.phase_ms) {
         QVERIFY(ms >= 0);
@@ -141,11 +141,10 @@ void TestTraining::profilePassAddsUp()
         fwd += l.forward_ms;
         bwd += l.backward_ms;
     }
-    const double fwd_phase = p.phase_ms[std::size_t(StepPhase::Forward)];
-    const double bwd_phase = p.phase_ms[std::size_t(StepPhase::Backward)];
-    QVERIFY2(fwd <= fwd_phase * 1.001 + 1e-4 && bwd <= bwd_phase * 1.001 + 1e-4,
-             qPrintable(QString("layers %1/%2 ms in phases %3/%4 ms")
-                            .arg(fwd).arg(bwd).arg(fwd_phase).arg(bwd_phase)));
+    // Layers and phases are timed in separate passes (events cost time inside a replayed
+    // graph), so on a busy CPU they are not comparable to each other: each pass is
+    // checked on its own (the phases above, the layers here).
+    QVERIFY(fwd > 0 && bwd > 0);
     QVERIFY(p.layers[1].flops > 0 && p.layers[1].bytes > 0);
     QVERIFY(p.layers[1].forward_ms > 0 && p.layers[1].backward_ms > 0);
     QVERIFY(p.wall_ms > 0 && p.step_ms > 0);

@@ -31,6 +31,13 @@ public:
 };
 
 // The device cannot do what was asked (no CUDA device, no bf16/TF32 support).
+// A size past what a library can address (cuDNN's legacy convolutions take tensors of
+// at most 2^31 - 1 elements): a smaller batch or input is the fix.
+class LimitError : public InputError {
+public:
+    using InputError::InputError;
+};
+
 class DeviceError : public Error {
 public:
     using Error::Error;

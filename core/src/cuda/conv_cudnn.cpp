@@ -11,6 +11,7 @@
 #include "op_names.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -261,6 +262,22 @@ DeviceMemory scratch_up_to(std::size_t bytes)
     return DeviceMemory();
 }
 
+// Replaces `mem` by a larger allocation, freeing the old one first to make room. When
+// the device cannot give `bytes`, the old size is taken back before OutOfMemoryError
+// goes on: the plans made so far still use it, and the backend outlives the failure (a
+// max-batch search carries on with smaller batches).
+void regrow(DeviceMemory& mem, std::size_t bytes, const char* what)
+{
+    const std::size_t old = mem.bytes();
+    mem = DeviceMemory();
+    try {
+        mem = DeviceMemory(bytes, what);
+    } catch (const OutOfMemoryError&) {
+        mem = DeviceMemory(old, what); // free a moment ago; if not, this OOM goes instead
+        throw;
+    }
+}
+
 ConvDesc make_conv_desc(const ConvGeometry& g, cudnnMathType_t math)
 {
     ConvDesc d = ConvDesc::create();
@@ -295,8 +312,7 @@ void CudnnConv::grow_workspace(std::size_t bytes)
         return;
     // Work already enqueued may still read the old workspace.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    m_workspace = DeviceMemory();
-    m_workspace = DeviceMemory(bytes, "the cuDNN convolution workspace");
+    regrow(m_workspace, bytes, "the cuDNN convolution workspace");
 }
 
 void CudnnConv::grow_flipped(std::size_t bytes)
@@ -304,13 +320,20 @@ void CudnnConv::grow_flipped(std::size_t bytes)
     if (bytes <= m_flipped.bytes())
         return;
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream)); // as for the workspace
-    m_flipped = DeviceMemory();
-    m_flipped = DeviceMemory(bytes, "the flipped convolution weights");
+    regrow(m_flipped, bytes, "the flipped convolution weights");
 }
 
 std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t,
                                                        MathMode math, BwdAsFwd as_fwd_mode)
 {
+    // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
+    // NOT_SUPPORTED, which says nothing to the user.
+    const std::size_t biggest = std::max(elements(g.batch, g.in_h, g.in_w, g.in_c),
+                                         elements(g.batch, g.out_h, g.out_w, g.out_c));
+    if (biggest > std::size_t(INT32_MAX))
+        throw LimitError("batch " + std::to_string(g.batch) + " makes a convolution tensor of " +
+                         std::to_string(biggest) + " elements (" + geometry_text(g) +
+                         "); cuDNN's convolutions take at most 2^31 - 1: use a smaller batch");
     auto p = std::make_unique<Plan>();
     p->as_fwd_mode = as_fwd_mode;
     const cudnnDataType_t dt = cudnn_type(t);

@@ -27,7 +27,10 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
                         std::to_string(line);
     if (reason[0])
         where += " (" + std::string(reason) + ")";
-    if (status == CUDNN_STATUS_ALLOC_FAILED)
+    // Host or device memory cuDNN could not get (a handle or workspace on a full GPU):
+    // out of memory, which a max-batch search or the user can act on.
+    if (status == CUDNN_STATUS_ALLOC_FAILED ||
+        status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
         throw OutOfMemoryError("cuDNN could not allocate memory" + where +
                                "; use a smaller batch size or model");
     throw CudaError(std::string("cuDNN error ") + cudnnGetErrorString(status) + where);

@@ -15,6 +15,7 @@
 namespace mixlab::cuda {
 
 inline constexpr int k_skinny_max_m = 16;
+inline constexpr int k_skinny_min_k = 1024;
 
 // Floats of scratch launch_skinny_gemm needs.
 std::size_t skinny_gemm_scratch_floats(int m, int n, int k);
