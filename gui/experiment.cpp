@@ -7,6 +7,7 @@
 #include "mixlab/environment.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
+#include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,40 @@ Json contextJson(const std::optional<RunContext> &c)
     return j;
 }
 
+// The profiling pass, keyed by name like `mixlab-cli explain --json`'s phase breakdown.
+// An optional field of a run: files without it (older ones) load as "not profiled".
+Json profileJson(const mixlab::StepProfile &p)
+{
+    Json j;
+    j["steps"] = p.steps;
+    j["replayed"] = p.replayed;
+    Json phases = Json::object();
+    for (int i = 0; i < mixlab::k_step_phases; ++i)
+        phases[std::string(mixlab::step_phase_name(mixlab::StepPhase(i)))] = doubleJson(p.phase_ms[std::size_t(i)]);
+    j["phases_ms"] = std::move(phases);
+    j["device_ms"] = doubleJson(p.device_ms);
+    j["step_ms"] = doubleJson(p.step_ms);
+    j["wall_ms"] = doubleJson(p.wall_ms);
+    j["overhead_ms"] = doubleJson(p.overhead_ms);
+    j["gpu_busy_fraction"] = doubleJson(p.gpu_busy_fraction);
+    Json layers = Json::array();
+    for (const mixlab::LayerTime &l : p.layers) {
+        Json lj;
+        lj["path"] = l.path;
+        lj["type"] = l.type;
+        lj["forward_ms"] = doubleJson(l.forward_ms);
+        lj["backward_ms"] = doubleJson(l.backward_ms);
+        lj["flops"] = doubleJson(l.flops);
+        lj["bytes"] = doubleJson(l.bytes);
+        lj["gemm"] = l.is_gemm;
+        lj["tensor_cores"] = l.tensor_cores;
+        lj["tensor_core_note"] = l.tensor_core_note;
+        layers.push_back(std::move(lj));
+    }
+    j["layers"] = std::move(layers);
+    return j;
+}
+
 Json runJson(const RunRecord &r)
 {
     Json j;
@@ -154,6 +189,7 @@ Json runJson(const RunRecord &r)
     }
     j["events"] = std::move(events);
     j["summary"] = summaryJson(r.summary);
+    if (r.profile) j["profile"] = profileJson(*r.profile);
     return j;
 }
 
@@ -325,6 +361,45 @@ std::optional<mixlab::RunSummary> summaryOf(const Json &j, const std::string &wh
     return s;
 }
 
+mixlab::StepProfile profileOf(const Json &j, const std::string &where)
+{
+    if (!j.is_object()) fail(where, "\"profile\" must be an object or null, got " + typeName(j));
+    const std::string w = where + " profile";
+    auto real = [](const Json &o, const char *k, const std::string &at) {
+        return realOf(field(o, k, at), std::string("\"") + k + "\"", at);
+    };
+    mixlab::StepProfile p;
+    p.steps = int(intOf(field(j, "steps", w), "\"steps\"", w));
+    p.replayed = boolOf(field(j, "replayed", w), "\"replayed\"", w);
+    const Json &phases = objectField(j, "phases_ms", w);
+    for (int i = 0; i < mixlab::k_step_phases; ++i)
+        p.phase_ms[std::size_t(i)] =
+            real(phases, std::string(mixlab::step_phase_name(mixlab::StepPhase(i))).c_str(), w + " phases_ms");
+    p.device_ms = real(j, "device_ms", w);
+    p.step_ms = real(j, "step_ms", w);
+    p.wall_ms = real(j, "wall_ms", w);
+    p.overhead_ms = real(j, "overhead_ms", w);
+    p.gpu_busy_fraction = real(j, "gpu_busy_fraction", w);
+    const Json &layers = arrayField(j, "layers", w);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const std::string wl = w + " layer " + std::to_string(i + 1);
+        const Json &lj = layers[i];
+        if (!lj.is_object()) fail(wl, "must be an object, got " + typeName(lj));
+        mixlab::LayerTime l;
+        l.path = stringField(lj, "path", wl);
+        l.type = stringField(lj, "type", wl);
+        l.forward_ms = real(lj, "forward_ms", wl);
+        l.backward_ms = real(lj, "backward_ms", wl);
+        l.flops = real(lj, "flops", wl);
+        l.bytes = real(lj, "bytes", wl);
+        l.is_gemm = boolOf(field(lj, "gemm", wl), "\"gemm\"", wl);
+        l.tensor_cores = boolOf(field(lj, "tensor_cores", wl), "\"tensor_cores\"", wl);
+        l.tensor_core_note = stringField(lj, "tensor_core_note", wl);
+        p.layers.push_back(std::move(l));
+    }
+    return p;
+}
+
 RunRecord runOf(const Json &j, const std::string &where)
 {
     if (!j.is_object()) fail(where, "must be an object, got " + typeName(j));
@@ -430,6 +505,9 @@ RunRecord runOf(const Json &j, const std::string &where)
         r.events.push_back(std::move(e));
     }
     r.summary = summaryOf(field(j, "summary", where), where);
+    // Optional (files from before the profiling pass have none).
+    if (const auto it = j.find("profile"); it != j.end() && !it->is_null())
+        r.profile = profileOf(*it, where);
     return r;
 }
 

@@ -17,6 +17,7 @@ RunController::RunController(RunStore *store, QObject *parent)
     qRegisterMetaType<MetricsBatch>();
     qRegisterMetaType<mixlab::RunSummary>();
     qRegisterMetaType<RunContext>();
+    qRegisterMetaType<mixlab::StepProfile>();
 
     // The worker has no parent because an object with one cannot change thread; it is
     // deleted in the destructor, after its thread has ended.
@@ -27,6 +28,7 @@ RunController::RunController(RunStore *store, QObject *parent)
     connect(m_worker, &TrainingWorker::metrics, this, &RunController::onMetrics);
     connect(m_worker, &TrainingWorker::runFinished, this, &RunController::onRunFinished);
     connect(m_worker, &TrainingWorker::runFailed, this, &RunController::onRunFailed);
+    connect(m_worker, &TrainingWorker::runProfiled, this, &RunController::onRunProfiled);
     connect(m_worker, &TrainingWorker::jobFinished, this, &RunController::onJobFinished);
     m_thread.setObjectName(QStringLiteral("mixlab-training"));
     m_thread.start();
@@ -126,6 +128,11 @@ void RunController::onRunFinished(int runId, const mixlab::RunSummary &summary, 
 void RunController::onRunFailed(int runId, const QString &message)
 {
     if (m_store) m_store->setStatus(runId, RunRecord::Status::Failed, message);
+}
+
+void RunController::onRunProfiled(int runId, const mixlab::StepProfile &profile)
+{
+    if (m_store) m_store->setProfile(runId, profile);
 }
 
 void RunController::onJobFinished()

@@ -35,6 +35,7 @@ private:
     void onMetrics(const MetricsBatch &batch);
     void onRunFinished(int runId, const mixlab::RunSummary &summary, bool stopped);
     void onRunFailed(int runId, const QString &message);
+    void onRunProfiled(int runId, const mixlab::StepProfile &profile);
     void onJobFinished();
 
     QPointer<RunStore> m_store; // may go first when both are children of one window

@@ -1,5 +1,6 @@
 // Fills RunFacts from stored runs the way the CLI's recorder does from its sink: each
-// step's loss, and the scale at the first step plus every step where it changed.
+// step's loss, the scale at the first step plus every step where it changed, and the
+// profiling pass (phases, layers, GPU busy share) where one ran.
 #include "runfacts_from_store.h"
 
 #include "runstore.h"
@@ -92,6 +93,10 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
                 setError(error, QObject::tr("%1: its model does not build: %2").arg(run.name, QString::fromUtf8(e.what())));
                 return {};
             }
+        }
+        if (run.profile) {
+            f.profile = run.profile;
+            f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
         }
         for (const mixlab::StepMetrics &m : run.steps) {
             f.train_loss.push_back(m.loss);

@@ -1,5 +1,5 @@
 // RunFacts from the GUI's RunStore: what mixlab::explain() needs about each run of a
-// compare group (policy, graph, device, summary, losses, loss-scale changes).
+// compare group (policy, graph, device, summary, losses, loss-scale changes, profile).
 #pragma once
 #include "mixlab/explain.h"
 

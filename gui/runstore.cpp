@@ -162,6 +162,14 @@ void RunStore::setContext(int id, const RunContext &context)
     emit runChanged(id);
 }
 
+void RunStore::setProfile(int id, const mixlab::StepProfile &profile)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r) return;
+    r->profile = profile;
+    emit runChanged(id);
+}
+
 void RunStore::setVisible(int id, bool visible)
 {
     RunRecord *r = mutableRun(id);

@@ -1,10 +1,11 @@
 // RunStore: every run's data on the GUI side (per-run arrays of steps, epochs and
-// events, status, name, colour, visibility). Lives in the GUI thread; the worker's
+// events, status, name, colour, visibility, profiling pass). Lives in the GUI thread; the worker's
 // batches are appended here and the views listen to its signals.
 #pragma once
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
 #include "mixlab/run_config.h"
+#include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
 
 #include <QColor>
@@ -49,6 +50,9 @@ struct RunRecord {
     std::optional<mixlab::RunSummary> summary;
     double deviceMemoryMB = 0;  // allocated by the run on the device
     std::optional<RunContext> context; // set once the worker has opened device and data
+    // The profiling pass after the timed steps (phases, layers, host overhead); its
+    // steps are not in `steps`. Absent for a stopped or failed group.
+    std::optional<mixlab::StepProfile> profile;
 };
 
 QString runStatusName(RunRecord::Status s);
@@ -79,6 +83,7 @@ public:
     void setStarted(int id, qint64 totalSteps, double deviceMemoryMB);
     void setSummary(int id, const mixlab::RunSummary &summary);
     void setContext(int id, const RunContext &context);
+    void setProfile(int id, const mixlab::StepProfile &profile); // emits runChanged
     void setVisible(int id, bool visible);
     void rename(int id, const QString &name);
 

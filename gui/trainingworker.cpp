@@ -1,6 +1,6 @@
 // TrainingWorker: one job on the worker thread (backend, data, graph, one TrainingRun
-// per policy, train or lockstep), with metrics batched into at most k_maxEmitHz
-// queued emissions a second and every failure turned into runFailed.
+// per policy, train or lockstep, then each run's profiling pass), with metrics batched
+// into at most k_maxEmitHz queued emissions a second and every failure turned into runFailed.
 #include "trainingworker.h"
 
 #include "mixlab/backend.h"
@@ -10,6 +10,9 @@
 #include "mixlab/graph.h"
 #include "mixlab/policy.h"
 
+#include <QStringList>
+
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -83,6 +86,56 @@ private:
 };
 
 QString messageOf(const std::exception &e) { return QString::fromUtf8(e.what()); }
+
+// The profiling pass's extra steps train the model further but are not the run's timed
+// steps: the run's logged steps and summary stay those of the training.
+class DiscardSink : public mixlab::MetricsSink {
+public:
+    void on_step(int, const mixlab::StepMetrics &) override {}
+    void on_epoch(int, const mixlab::EpochMetrics &) override {}
+    void on_event(int, const mixlab::RunEvent &) override {}
+};
+
+QString msText(double ms) { return QString::number(ms, 'f', ms < 10 ? 3 : 1); }
+
+// Each run alone, one after the other (not in lockstep), so its wall time per step is its
+// own. A stop ends the pass between runs (a run's pass is 2 x k_profileSteps steps, too
+// short to cut); the profiles already taken are kept. A pass that fails costs the run its
+// profile, not its finished status.
+void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixlab::TrainingRun>> &runs,
+                 const std::vector<int> &runIds, const std::stop_token &stop, BatchingSink &log)
+{
+    DiscardSink discard;
+    QStringList parts;
+    std::int64_t step = 0;
+    bool cut = false;
+    for (std::size_t i = 0; i < runs.size() && i < runIds.size(); ++i) {
+        mixlab::TrainingRun &run = *runs[i];
+        const QString policy = QString::fromUtf8(mixlab::policy_name(run.config().policy));
+        step = std::max<std::int64_t>(step, run.steps_done());
+        if (stop.stop_requested()) {
+            cut = true;
+            break;
+        }
+        try {
+            const mixlab::StepProfile p = run.profile(discard, TrainingWorker::k_profileSteps);
+            parts << QStringLiteral("%1 %2 ms device, %3 ms wall a step")
+                         .arg(policy, msText(p.step_ms), msText(p.wall_ms));
+            emit worker.runProfiled(runIds[i], p);
+        } catch (const std::exception &e) {
+            parts << QStringLiteral("%1 failed: %2").arg(policy, messageOf(e));
+        }
+    }
+    if (parts.isEmpty() && !cut) return;
+    // One line for the group, on its first run: the pass is the group's, not a run's.
+    QString text = QStringLiteral("profiling pass (%1 + %1 steps per run after the timed ones, "
+                                  "not logged): %2")
+                       .arg(TrainingWorker::k_profileSteps)
+                       .arg(parts.isEmpty() ? QStringLiteral("none") : parts.join(QStringLiteral("; ")));
+    if (cut) text += QStringLiteral("; stopped before the rest");
+    log.on_event(0, mixlab::RunEvent{mixlab::RunEvent::Kind::Info, step, text.toStdString()});
+    log.flush();
+}
 
 } // namespace
 
@@ -204,6 +257,9 @@ void TrainingWorker::runJob(const TrainingJob &job)
             emit runFinished(job.runIds[i], summaries[i], summaries[i].stopped);
         }
         if (summaries.size() < n) throw mixlab::Error("the trainer returned fewer summaries than runs");
+        const bool stopped = std::any_of(summaries.begin(), summaries.end(),
+                                         [](const mixlab::RunSummary &s) { return s.stopped; });
+        if (!stopped) profileRuns(*this, runs, job.runIds, stop, sink);
     } catch (const std::exception &e) {
         failAll(messageOf(e));
     } catch (...) {

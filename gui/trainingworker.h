@@ -38,6 +38,7 @@ Q_DECLARE_METATYPE(TrainingJob)
 Q_DECLARE_METATYPE(MetricsBatch)
 Q_DECLARE_METATYPE(mixlab::RunSummary)
 Q_DECLARE_METATYPE(RunContext)
+Q_DECLARE_METATYPE(mixlab::StepProfile)
 
 class TrainingWorker : public QObject {
     Q_OBJECT
@@ -49,6 +50,9 @@ public:
     // before queueing a job (the controller does); thread-safe like requestStop().
     void resetStop();
     static constexpr int k_maxEmitHz = 20;
+    // Steps of the profiling pass that follows a job's timed steps (as `mixlab-cli
+    // explain` runs it): this many marked, then as many unmarked for the wall time.
+    static constexpr int k_profileSteps = 10;
 
 public slots:
     void runJob(const TrainingJob &job); // blocks the worker thread until the job ends
@@ -59,6 +63,9 @@ signals:
     void runStarted(int runId, qint64 totalSteps, double deviceMemoryMB);
     void metrics(const MetricsBatch &batch);
     void runFinished(int runId, const mixlab::RunSummary &summary, bool stopped);
+    // After every run of the job finished unstopped: the run's profiling pass (its steps
+    // are not in the run's metrics). Emitted between the runFinished and jobFinished.
+    void runProfiled(int runId, const mixlab::StepProfile &profile);
     void runFailed(int runId, const QString &message);
     void jobFinished();
 

@@ -1,12 +1,15 @@
-// WhyPanel: rebuilds its table and explanation cards from RunStore whenever the group it
-// shows changes; Apply edits go through the designer's undo stack or RunPanel::setConfig,
-// so the user can take them back.
+// WhyPanel: rebuilds its table, profiling views and explanation cards from RunStore
+// whenever the group it shows changes; Apply edits go through the designer's undo stack
+// or RunPanel::setConfig, so the user can take them back.
 #include "whypanel.h"
 
 #include "layercommands.h"
+#include "layertablemodel.h"
 #include "layerpath.h"
 #include "layerpropertyeditor.h"
 #include "modeldesigner.h"
+#include "phasebars.h"
+#include "rooflinechart.h"
 #include "runfacts_from_store.h"
 #include "runpanel.h"
 #include "runstore.h"
@@ -15,13 +18,18 @@
 #include "mixlab/policy.h"
 #include "mixlab/trainer.h"
 
+#include <QComboBox>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSplitter>
+#include <QStackedWidget>
 #include <QStyle>
+#include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -97,10 +105,6 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     m_note = new QLabel(this);
     m_note->setObjectName("whyNote");
     m_note->setWordWrap(true);
-    m_note->setText(tr("<i>Median ms: time per step, the first %1 warm-up steps left out; speedup "
-                       "against the group's first run. Per-phase breakdown (forward, backward, "
-                       "optimizer, overhead) and per-layer times: not measured yet.</i>")
-                        .arg(mixlab::k_warmup_steps));
 
     m_appliedLabel = new QLabel(this);
     m_appliedLabel->setObjectName("whyApplied");
@@ -119,12 +123,90 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
 
+    // The profiling pass: phases of every run, then one run's layers and roofline.
+    m_phaseBars = new PhaseBars(this);
+    m_phaseBars->setObjectName("whyPhaseBars");
+    m_phaseLine = new QLabel(this);
+    m_phaseLine->setObjectName("whyPhaseSummary");
+    m_phaseLine->setWordWrap(true);
+    m_phaseLine->setTextFormat(Qt::RichText);
+    auto *timePage = new QWidget(this);
+    auto *timeLayout = new QVBoxLayout(timePage);
+    timeLayout->setContentsMargins(2, 2, 2, 2);
+    timeLayout->addWidget(m_phaseBars, 1);
+    timeLayout->addWidget(m_phaseLine);
+
+    m_layerModel = new LayerTableModel(this);
+    m_layerView = new QTableView(this);
+    m_layerView->setObjectName("whyLayerTable");
+    m_layerView->setModel(m_layerModel);
+    m_layerView->setSortingEnabled(true);
+    m_layerView->sortByColumn(-1, Qt::AscendingOrder); // graph order until a header is clicked
+    m_layerView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_layerView->verticalHeader()->hide();
+    m_layerView->horizontalHeader()->setStretchLastSection(true);
+    m_layerView->setWordWrap(false);
+    m_layerView->verticalHeader()->setDefaultSectionSize(m_layerView->fontMetrics().height() + 6);
+
+    m_roofline = new RooflineChart(this);
+    m_roofline->setObjectName("whyRoofline");
+    m_rooflineNote = new QLabel(this);
+    m_rooflineNote->setObjectName("whyRooflineNote");
+    m_rooflineNote->setWordWrap(true);
+    auto *roofPage = new QWidget(this);
+    auto *roofLayout = new QVBoxLayout(roofPage);
+    roofLayout->setContentsMargins(2, 2, 2, 2);
+    roofLayout->addWidget(m_roofline, 1);
+    roofLayout->addWidget(m_rooflineNote);
+
+    m_tabs = new QTabWidget(this);
+    m_tabs->setObjectName("whyTabs");
+    m_tabs->addTab(timePage, tr("Time"));
+    m_tabs->addTab(m_layerView, tr("Layers"));
+    m_tabs->addTab(roofPage, tr("Roofline"));
+    m_runCombo = new QComboBox(this);
+    m_runCombo->setObjectName("whyRunCombo");
+    m_runCombo->setToolTip(tr("The run whose layers and roofline are shown"));
+    m_runCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_tabs->setCornerWidget(m_runCombo, Qt::TopRightCorner);
+    connect(m_runCombo, &QComboBox::currentIndexChanged, this, &WhyPanel::showProfiledRun);
+    // The combo picks the run of the Layers and Roofline tabs; Time shows every run.
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) { m_runCombo->setEnabled(tab != 0); });
+    m_runCombo->setEnabled(false);
+
+    m_noProfile = new QLabel(this);
+    m_noProfile->setObjectName("whyNoProfile");
+    m_noProfile->setWordWrap(true);
+    m_noProfile->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    m_profileStack = new QStackedWidget(this);
+    m_profileStack->addWidget(m_tabs);
+    m_profileStack->addWidget(m_noProfile);
+
+    auto *explanation = new QWidget(this);
+    auto *explanationLayout = new QVBoxLayout(explanation);
+    explanationLayout->setContentsMargins(0, 0, 0, 0);
+    auto *explanationTitle = new QLabel(tr("<b>Explanation</b>"), this);
+    explanationLayout->addWidget(explanationTitle);
+    explanationLayout->addWidget(m_appliedLabel);
+    explanationLayout->addWidget(scroll, 1);
+
+    // Measurements above the sentences that cite them; the user moves the boundary.
+    auto *split = new QSplitter(Qt::Vertical, this);
+    split->setObjectName("whySplitter");
+    split->setChildrenCollapsible(false);
+    split->addWidget(m_profileStack);
+    split->addWidget(explanation);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    // The charts' size hints alone would take nearly all the height: the sentences keep
+    // room for a few cards (the user can drag the handle either way).
+    explanation->setMinimumHeight(230);
+
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_title);
     layout->addWidget(m_table);
     layout->addWidget(m_note);
-    layout->addWidget(m_appliedLabel);
-    layout->addWidget(scroll, 1);
+    layout->addWidget(split, 1);
 
     connect(m_store, &RunStore::runChanged, this, &WhyPanel::scheduleRefresh);
     connect(m_store, &RunStore::runRemoved, this, &WhyPanel::scheduleRefresh);
@@ -177,6 +259,116 @@ void WhyPanel::scheduleRefresh(int runId)
     });
 }
 
+void WhyPanel::setCeilings(const std::optional<mixlab::Ceilings> &ceilings)
+{
+    m_ceilingsSet = true;
+    m_ceilings = ceilings;
+    showProfiledRun(m_runCombo->currentIndex());
+}
+
+QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
+{
+    const mixlab::StepProfile &p = *f.profile;
+    const double off = p.step_ms > 0 ? 100.0 * (p.device_ms - p.step_ms) / p.step_ms : 0;
+    return tr("<b>%1</b>: sum of phases %2 ms vs measured step %3 ms (%4%5%) · wall %6 ms per "
+              "step, overhead %7 ms · GPU busy %8%")
+        .arg(qs(mixlab::policy_name(f.policy)), QString::number(p.device_ms, 'f', 3),
+             QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
+             QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
+             QString::number(p.overhead_ms, 'f', 3), QString::number(100.0 * p.gpu_busy_fraction, 'f', 0));
+}
+
+void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
+{
+    m_facts = facts;
+    std::vector<PhaseBars::Bar> bars;
+    QStringList lines;
+    const QSignalBlocker block(m_runCombo);
+    m_runCombo->clear();
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+        const mixlab::RunFacts &f = facts[i];
+        if (!f.profile) continue;
+        bars.push_back({qs(mixlab::policy_name(f.policy)), *f.profile});
+        lines << phaseLine(f);
+        const RunRecord *run = i < m_runIds.size() ? m_store->run(m_runIds[i]) : nullptr;
+        m_runCombo->addItem(run ? run->name : qs(mixlab::policy_name(f.policy)), int(i));
+        if (run) m_runCombo->setItemData(m_runCombo->count() - 1, run->color, Qt::DecorationRole);
+    }
+    m_phaseBars->setBars(bars);
+    if (bars.empty()) {
+        m_noProfile->setText(facts.empty() ? QString()
+                                           : tr("No profiling pass for this group: it runs after a "
+                                                "comparison that ends without Stop (and files saved "
+                                                "before it existed have none). Without it the "
+                                                "phase, layer and roofline views stay empty and "
+                                                "the input-bound, fixed-cost and launch-bound "
+                                                "rules stay silent."));
+        m_profileStack->setCurrentWidget(m_noProfile);
+        m_phaseLine->clear();
+        m_layerModel->clear();
+        m_roofline->clear();
+        return;
+    }
+    const mixlab::StepProfile &first = bars.front().profile;
+    m_phaseLine->setText(lines.join(QStringLiteral("<br>")));
+    // What the numbers are, for whoever asks (the line itself stays short).
+    m_phaseLine->setToolTip(tr("Device time per phase: mean of a %1-step profiling pass after the "
+                               "timed steps, run %2. Measured step: the median device time of %1 "
+                               "unmarked steps run back to back, whose host wall time gives the "
+                               "overhead (wall minus device time) and the GPU's busy share.")
+                                .arg(first.steps)
+                                .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
+                                                    : tr("op by op, as the timed steps ran")));
+    m_profileStack->setCurrentWidget(m_tabs);
+    m_runCombo->setCurrentIndex(0);
+    showProfiledRun(0);
+}
+
+void WhyPanel::showProfiledRun(int comboIndex)
+{
+    const int factIndex = comboIndex >= 0 ? m_runCombo->itemData(comboIndex).toInt() : -1;
+    if (factIndex < 0 || std::size_t(factIndex) >= m_facts.size() || !m_facts[std::size_t(factIndex)].profile) {
+        m_layerModel->clear();
+        m_roofline->clear();
+        m_rooflineNote->clear();
+        return;
+    }
+    const mixlab::RunFacts &f = m_facts[std::size_t(factIndex)];
+    m_layerModel->setProfile(*f.profile);
+    // Keep the order the user asked for when switching runs.
+    const int column = m_layerView->horizontalHeader()->sortIndicatorSection();
+    if (column >= 0 && column < LayerTableModel::ColumnCount)
+        m_layerModel->sort(column, m_layerView->horizontalHeader()->sortIndicatorOrder());
+    m_layerView->resizeColumnsToContents();
+
+    std::optional<mixlab::Ceilings> ceilings = m_ceilings;
+    if (!m_ceilingsSet) {
+        // The cache the About dialog measures into; reading it never throws.
+        ceilings = mixlab::cached_ceilings(f.device, mixlab::default_ceilings_cache_path());
+    }
+    m_roofline->setRun(*f.profile, f.policy, ceilings);
+    const int gemms = int(m_roofline->points().size());
+    QString note = tr("%n GEMM layer(s) of %1; intensity uses estimated bytes moved.", nullptr, gemms)
+                       .arg(qs(mixlab::policy_name(f.policy)));
+    if (!ceilings)
+        note += QLatin1Char(' ') + tr("No ceilings measured for this device yet (Help > About > "
+                                      "Measure now, or mixlab-cli ceilings): no roof lines.");
+    else {
+        note += QLatin1Char(' ') + tr("Ceilings measured %1 (%2).")
+                                       .arg(qs(ceilings->measured_at), qs(ceilings->device_name));
+        // A layer cannot beat a true roof: one above it means the probe ran slower than
+        // this layer's kernel (a busy machine, or a kernel the GEMM probe does not use).
+        const double roof = mixlab::policy_tflops(*ceilings, f.policy);
+        const int above = int(std::count_if(m_roofline->points().begin(), m_roofline->points().end(),
+                                            [roof](const RooflineChart::Point &p) { return roof > 0 && p.tflops > 1.1 * roof; }));
+        if (above > 0)
+            note += QLatin1Char(' ') + tr("%n layer(s) above the GEMM roof: the probe measured less than "
+                                          "these kernels reach (a busy machine, or kernels faster than "
+                                          "the probe's); measure again in Help > About.", nullptr, above);
+    }
+    m_rooflineNote->setText(note);
+}
+
 void WhyPanel::clearCards()
 {
     while (QLayoutItem *item = m_cardsLayout->takeAt(0)) {
@@ -192,6 +384,7 @@ void WhyPanel::rebuild()
     m_table->setRowCount(0);
     m_explanations.clear();
     m_runIds.clear();
+    m_facts.clear();
 
     QString error;
     const std::vector<mixlab::RunFacts> facts =
@@ -207,8 +400,11 @@ void WhyPanel::rebuild()
         m_cardsLayout->addWidget(empty);
         m_cardsLayout->addStretch(1);
         m_table->hide();
+        m_note->hide();
+        rebuildProfile({});
         return;
     }
+    m_note->show();
     m_table->show();
     m_runIds = m_store->groupRuns(m_group);
 
@@ -246,7 +442,11 @@ void WhyPanel::rebuild()
     for (int r = 0; r < m_table->rowCount(); ++r)
         height += m_table->rowHeight(r);
     m_table->setFixedHeight(height);
+    m_note->setText(tr("<i>Median ms: time per step, the first %1 warm-up steps left out; speedup "
+                       "against the group's first run.</i>")
+                        .arg(mixlab::k_warmup_steps));
 
+    rebuildProfile(facts);
     m_explanations = mixlab::explain(facts);
     if (m_explanations.empty()) {
         auto *none = new QLabel(tr("Nothing to explain: no rule fired."), m_cards);

@@ -1,19 +1,29 @@
 // WhyPanel: the "Why?" panel for one finished compare group: a table of the runs (policy,
-// median step time, speedup, skipped steps, final loss scale) and mixlab::explain()'s
+// median step time, speedup, skipped steps, final loss scale), the profiling pass (phases
+// as stacked bars per run, one run's layer table and roofline) and mixlab::explain()'s
 // sentences, each with its suggestion and, for a model or run-config fix, an Apply button.
 #pragma once
+#include "mixlab/ceilings.h"
 #include "mixlab/explain.h"
 
 #include <QString>
 #include <QWidget>
 
+#include <optional>
 #include <vector>
 
+class LayerTableModel;
 class ModelDesigner;
+class PhaseBars;
+class QComboBox;
 class QLabel;
 class QPushButton;
+class QStackedWidget;
+class QTabWidget;
+class QTableView;
 class QTableWidget;
 class QVBoxLayout;
+class RooflineChart;
 class RunPanel;
 class RunStore;
 
@@ -39,6 +49,17 @@ public:
     QString appliedText() const { return m_appliedText; }
     QTableWidget *runsTable() const { return m_table; }
 
+    // The profiling pass's views ("Time", "Layers", "Roofline" tabs).
+    QTabWidget *tabs() const { return m_tabs; }
+    PhaseBars *phaseBars() const { return m_phaseBars; }
+    QLabel *phaseSummary() const { return m_phaseLine; }
+    QComboBox *runCombo() const { return m_runCombo; } // whose layers and roofline
+    LayerTableModel *layerModel() const { return m_layerModel; }
+    QTableView *layerView() const { return m_layerView; }
+    RooflineChart *roofline() const { return m_roofline; }
+    // The roofline's ceilings; without a call, the device's cached ones (as About shows).
+    void setCeilings(const std::optional<mixlab::Ceilings> &ceilings);
+
     // Fixes the panel knows how to apply.
     static bool canApply(const mixlab::Explanation &e);
 
@@ -50,6 +71,9 @@ private:
     void clearCards();
     QWidget *makeCard(int index, const mixlab::Explanation &e);
     void scheduleRefresh(int runId);
+    void rebuildProfile(const std::vector<mixlab::RunFacts> &facts);
+    void showProfiledRun(int comboIndex);
+    static QString phaseLine(const mixlab::RunFacts &f);
 
     RunStore *m_store;
     ModelDesigner *m_designer = nullptr;
@@ -61,11 +85,24 @@ private:
     std::vector<mixlab::Explanation> m_explanations;
     std::vector<QPushButton *> m_applyButtons; // per explanation, nullptr where none
     QString m_appliedText;
+    std::vector<mixlab::RunFacts> m_facts; // of the group shown
+    bool m_ceilingsSet = false;
+    std::optional<mixlab::Ceilings> m_ceilings; // when set by setCeilings
 
     QLabel *m_title = nullptr;
     QTableWidget *m_table = nullptr;
     QLabel *m_note = nullptr;
     QLabel *m_appliedLabel = nullptr;
+    QStackedWidget *m_profileStack = nullptr; // the tabs, or why there are none
+    QLabel *m_noProfile = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    PhaseBars *m_phaseBars = nullptr;
+    QLabel *m_phaseLine = nullptr;
+    QComboBox *m_runCombo = nullptr;
+    LayerTableModel *m_layerModel = nullptr;
+    QTableView *m_layerView = nullptr;
+    RooflineChart *m_roofline = nullptr;
+    QLabel *m_rooflineNote = nullptr;
     QWidget *m_cards = nullptr;
     QVBoxLayout *m_cardsLayout = nullptr;
 };

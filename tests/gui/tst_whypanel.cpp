@@ -1,9 +1,14 @@
-// The Why? panel, offscreen: RunFacts built from a RunStore (losses, loss-scale changes),
-// the runs table, the explain() rows for a sigmoid-output model compared fp32 against
-// mixed_fp16, Apply as an undoable designer edit or a run-panel change, and the main
-// window's Why? action following the runs table's selection.
+// The Why? panel, offscreen: RunFacts built from a RunStore (losses, loss-scale changes,
+// profiles), the runs table, the profiling views (phase bars, sortable layer table,
+// roofline), the explain() rows for a sigmoid-output model compared fp32 against
+// mixed_fp16, Apply as an undoable designer edit or a run-panel change, profiles through
+// experiment files, and the main window's Why? action following the runs table's selection.
+#include "experiment.h"
+#include "layertablemodel.h"
 #include "mainwindow.h"
 #include "modeldesigner.h"
+#include "phasebars.h"
+#include "rooflinechart.h"
 #include "runfacts_from_store.h"
 #include "runpanel.h"
 #include "runstable.h"
@@ -12,14 +17,28 @@
 
 #include "mixlab/model_spec.h"
 
+#include <limits>
+
 #include <QAction>
+#include <QBarSet>
+#include <QChart>
+#include <QComboBox>
+#include <QFile>
+#include <QHeaderView>
+#include <QHorizontalStackedBarSeries>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QDockWidget>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -78,6 +97,44 @@ int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double med
     return id;
 }
 
+// A profiling pass by hand: random phase times (their sum is the span, as the engine
+// measures it), `gemms` dense layers with random times and sizes, and a cast and an
+// activation that are not GEMMs.
+mixlab::StepProfile makeProfile(QRandomGenerator &rng, int gemms)
+{
+    mixlab::StepProfile p;
+    p.steps = 10;
+    for (double &v : p.phase_ms) {
+        v = 0.05 + rng.generateDouble();
+        p.device_ms += v;
+    }
+    p.step_ms = p.device_ms * (0.95 + 0.1 * rng.generateDouble());
+    p.wall_ms = p.step_ms * 1.25;
+    p.overhead_ms = p.wall_ms - p.step_ms;
+    p.gpu_busy_fraction = p.step_ms / p.wall_ms;
+    for (int i = 0; i < gemms; ++i) {
+        mixlab::LayerTime l;
+        l.path = "layer " + std::to_string(2 * i + 1);
+        l.type = "dense";
+        l.forward_ms = 0.01 + 0.5 * rng.generateDouble();
+        l.backward_ms = 0.01 + rng.generateDouble();
+        l.flops = 1e6 * (1 + 100 * rng.generateDouble());
+        l.bytes = 1e4 * (1 + 100 * rng.generateDouble());
+        l.is_gemm = true;
+        l.tensor_cores = i % 2 == 0;
+        l.tensor_core_note = l.tensor_cores ? "" : "k = 10 is not a multiple of 8";
+        p.layers.push_back(l);
+        mixlab::LayerTime a;
+        a.path = "layer " + std::to_string(2 * i + 2);
+        a.type = i == 0 ? "cast" : "activation";
+        a.forward_ms = 0.001 + 0.1 * rng.generateDouble();
+        a.backward_ms = 0.001 + 0.1 * rng.generateDouble();
+        a.bytes = 1e4;
+        p.layers.push_back(a);
+    }
+    return p;
+}
+
 int indexOf(const WhyPanel &panel, const std::string &id)
 {
     const auto &ex = panel.explanations();
@@ -99,6 +156,13 @@ private slots:
     void applyFloat32IsUndoable();
     void applyActivation();
     void applyRunSetting();
+    void profileReachesFacts();
+    void phaseBarsPerPolicy();
+    void layerTableSorts();
+    void rooflineHasOnePointPerGemm();
+    void groupWithoutProfile();
+    void profileSurvivesExperimentFile();
+    void experimentWithoutProfileLoads();
     void mainWindowAction();
 
 private:
@@ -195,8 +259,9 @@ void TestWhyPanel::showsRunsAndExplanations()
         QWidget *card = panel.findChild<QWidget *>(QStringLiteral("whyCard_%1").arg(QString::fromStdString(e.id)));
         QVERIFY2(card, e.id.c_str());
     }
-    auto *note = panel.findChild<QLabel *>("whyNote");
-    QVERIFY(note && note->text().contains(QStringLiteral("not measured yet")));
+    // No profiling pass in this store: the panel says so instead of empty charts.
+    auto *noProfile = panel.findChild<QLabel *>("whyNoProfile");
+    QVERIFY(noProfile && noProfile->text().contains(QStringLiteral("No profiling pass")));
     // Without a designer the model fixes cannot be applied.
     QVERIFY(panel.applyButton(fp32));
     QVERIFY(!panel.applyButton(fp32)->isEnabled());
@@ -303,6 +368,312 @@ void TestWhyPanel::applyRunSetting()
     QVERIFY(!panel.apply(0, &error));
     QVERIFY(!error.isEmpty());
     QCOMPARE(runPanel.config().policy, mixlab::Policy::MixedFP16);
+}
+
+void TestWhyPanel::profileReachesFacts()
+{
+    RunStore store;
+    QRandomGenerator rng(21);
+    const int g = store.newGroup();
+    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    const mixlab::StepProfile p = makeProfile(rng, 2);
+    QSignalSpy changed(&store, &RunStore::runChanged);
+    store.setProfile(a, p);
+    QCOMPARE(changed.count(), 1);
+    const std::vector<mixlab::RunFacts> facts = runFactsFromStore(store, g);
+    QCOMPARE(facts.size(), std::size_t(2));
+    QVERIFY(facts[0].profile.has_value());
+    QCOMPARE(facts[0].profile->phase_ms, p.phase_ms);
+    QCOMPARE(facts[0].profile->layers.size(), p.layers.size());
+    QVERIFY(facts[0].gpu_busy_fraction.has_value());
+    QCOMPARE(*facts[0].gpu_busy_fraction, p.gpu_busy_fraction);
+    QVERIFY(!facts[1].profile.has_value());
+    QVERIFY(!facts[1].gpu_busy_fraction.has_value());
+}
+
+void TestWhyPanel::phaseBarsPerPolicy()
+{
+    RunStore store;
+    QRandomGenerator rng(22);
+    const int g = store.newGroup();
+    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    const mixlab::StepProfile pa = makeProfile(rng, 3), pb = makeProfile(rng, 3);
+    store.setProfile(a, pa);
+    store.setProfile(b, pb);
+    WhyPanel panel(&store);
+    panel.resize(700, 900);
+    panel.show();
+    panel.showGroup(g);
+    QVERIFY(panel.tabs()->isVisible());
+    QCOMPARE(panel.tabs()->count(), 3);
+
+    QHorizontalStackedBarSeries *series = panel.phaseBars()->series();
+    QVERIFY(series);
+    QCOMPARE(panel.phaseBars()->chart()->series().size(), 1);
+    // One set per phase, one value per run in group order, colours fixed by phase.
+    QCOMPARE(series->count(), mixlab::k_step_phases);
+    const QList<QBarSet *> sets = series->barSets();
+    for (int ph = 0; ph < mixlab::k_step_phases; ++ph) {
+        QBarSet *set = sets[ph];
+        QCOMPARE(set->label(), QString::fromUtf8(mixlab::step_phase_name(mixlab::StepPhase(ph)).data()));
+        QCOMPARE(set->count(), 2);
+        QCOMPARE(set->at(0), pa.phase_ms[std::size_t(ph)]);
+        QCOMPARE(set->at(1), pb.phase_ms[std::size_t(ph)]);
+        QCOMPARE(set->color(), PhaseBars::phaseColor(mixlab::StepPhase(ph)));
+    }
+    QVERIFY(series->isLabelsVisible());
+    // The line under the bars: sum of phases against the measured step, wall, GPU busy.
+    const QString line = panel.phaseSummary()->text();
+    QVERIFY2(line.contains(QStringLiteral("sum of phases %1 ms vs measured step %2 ms")
+                               .arg(pa.device_ms, 0, 'f', 3).arg(pa.step_ms, 0, 'f', 3)), qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), qPrintable(line));
+    QVERIFY(line.contains(QStringLiteral("mixed_fp16")));
+
+    // A new profile for a run of the group redraws the bars.
+    mixlab::StepProfile pc = makeProfile(rng, 1);
+    store.setProfile(b, pc);
+    QTRY_COMPARE(panel.phaseBars()->series()->barSets()[1]->at(1), pc.phase_ms[1]);
+}
+
+void TestWhyPanel::layerTableSorts()
+{
+    RunStore store;
+    QRandomGenerator rng(23);
+    const int g = store.newGroup();
+    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    const mixlab::StepProfile p = makeProfile(rng, 4);
+    store.setProfile(a, p);
+    WhyPanel panel(&store);
+    panel.show();
+    panel.showGroup(g);
+    LayerTableModel *model = panel.layerModel();
+    QCOMPARE(model->rowCount(), int(p.layers.size()));
+    QCOMPARE(model->columnCount(), 8);
+    // Graph order first.
+    for (int r = 0; r < model->rowCount(); ++r)
+        QCOMPARE(model->index(r, LayerTableModel::Layer).data().toString(), QString::fromStdString(p.layers[std::size_t(r)].path));
+
+    // Clicking the "Fwd ms" header sorts descending-then-ascending as Qt's views do; ask
+    // for descending explicitly and check every neighbour pair.
+    QTableView *view = panel.layerView();
+    QVERIFY(view->isSortingEnabled());
+    view->sortByColumn(LayerTableModel::ForwardMs, Qt::DescendingOrder);
+    double previous = std::numeric_limits<double>::infinity();
+    double largest = 0;
+    for (const mixlab::LayerTime &l : p.layers) largest = std::max(largest, l.forward_ms);
+    for (int r = 0; r < model->rowCount(); ++r) {
+        const double v = model->index(r, LayerTableModel::ForwardMs).data(LayerTableModel::SortRole).toDouble();
+        QVERIFY(v <= previous);
+        previous = v;
+    }
+    QCOMPARE(model->layer(0).forward_ms, largest);
+    QCOMPARE(model->index(0, LayerTableModel::ForwardMs).data().toString(), QString::number(largest, 'f', 3));
+    view->sortByColumn(LayerTableModel::ForwardMs, Qt::AscendingOrder);
+    QCOMPARE(model->layer(model->rowCount() - 1).forward_ms, largest);
+    // Clicking a header goes through the same path.
+    const int x = view->horizontalHeader()->sectionViewportPosition(LayerTableModel::BackwardMs) + 5;
+    QTest::mouseClick(view->horizontalHeader()->viewport(), Qt::LeftButton, {}, QPoint(x, 5));
+    QCOMPARE(view->horizontalHeader()->sortIndicatorSection(), int(LayerTableModel::BackwardMs));
+    for (int r = 1; r < model->rowCount(); ++r) {
+        const double a0 = model->layer(r - 1).backward_ms, a1 = model->layer(r).backward_ms;
+        QVERIFY(view->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder ? a0 <= a1 : a0 >= a1);
+    }
+
+    // Shares are of the step's device time; rates from FLOPs, bytes and time.
+    const mixlab::LayerTime &l0 = model->layer(0);
+    const double ms = l0.forward_ms + l0.backward_ms;
+    QCOMPARE(model->index(0, LayerTableModel::Share).data().toString(), QString::number(100 * ms / p.device_ms, 'f', 1));
+    // Three significant digits: the text reads back to the rate within half a unit of the third.
+    auto close = [](const QString &text, double v) { return std::abs(text.toDouble() - v) <= 0.005 * v; };
+    if (l0.flops > 0)
+        QVERIFY(close(model->index(0, LayerTableModel::Tflops).data().toString(), l0.flops / (ms * 1e9)));
+    QVERIFY(close(model->index(0, LayerTableModel::GBs).data().toString(), l0.bytes / (ms * 1e6)));
+    QVERIFY(model->index(0, LayerTableModel::GBs).data().toString().remove('.').remove('-').size() >= 3);
+    // Tensor-core column: "-" for non-GEMMs, the reason for GEMMs without.
+    bool sawNote = false, sawDash = false;
+    for (int r = 0; r < model->rowCount(); ++r) {
+        const QString t = model->index(r, LayerTableModel::TensorCores).data().toString();
+        sawNote |= t.startsWith(QStringLiteral("no: k = 10"));
+        sawDash |= t == QStringLiteral("-");
+    }
+    QVERIFY(sawNote && sawDash);
+}
+
+void TestWhyPanel::rooflineHasOnePointPerGemm()
+{
+    RunStore store;
+    QRandomGenerator rng(24);
+    const int g = store.newGroup();
+    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    const mixlab::StepProfile pa = makeProfile(rng, 3), pb = makeProfile(rng, 2);
+    store.setProfile(a, pa);
+    store.setProfile(b, pb);
+    WhyPanel panel(&store);
+    panel.setCeilings(std::nullopt); // no roofs known
+    panel.show();
+    panel.showGroup(g);
+    QCOMPARE(panel.runCombo()->count(), 2);
+    RooflineChart *roof = panel.roofline();
+    QCOMPARE(roof->points().size(), std::size_t(3));
+    QCOMPARE(roof->roofCount(), 0);
+    QVERIFY(panel.findChild<QLabel *>("whyRooflineNote")->text().contains(QStringLiteral("no roof lines")));
+    for (std::size_t i = 0; i < 3; ++i) {
+        const mixlab::LayerTime &l = pa.layers[2 * i];
+        QCOMPARE(roof->points()[i].layer, QString::fromStdString(l.path));
+        QCOMPARE(roof->points()[i].intensity, l.flops / l.bytes);
+        QCOMPARE(roof->points()[i].tflops, l.flops / ((l.forward_ms + l.backward_ms) * 1e9));
+    }
+    // The combo picks the run: the mixed run has two GEMM layers.
+    panel.runCombo()->setCurrentIndex(1);
+    QCOMPARE(roof->points().size(), std::size_t(2));
+    QCOMPARE(panel.layerModel()->rowCount(), int(pb.layers.size()));
+
+    // With ceilings: the policy's GEMM roof, fp32's, and the memory roof.
+    mixlab::Ceilings c;
+    c.device_name = "test device";
+    c.fp32_tflops = 1.5;
+    c.tf32_tflops = 3;
+    c.fp16_tflops = 6;
+    c.bf16_tflops = 6;
+    c.copy_gbs = 80;
+    panel.setCeilings(c);
+    QCOMPARE(roof->roofCount(), 3);
+    panel.runCombo()->setCurrentIndex(0); // fp32: its roof is fp32's, drawn once
+    QCOMPARE(roof->roofCount(), 2);
+    QCOMPARE(roof->points().size(), std::size_t(3));
+    // Log-log axes: one point series per layer plus the roofs.
+    QCOMPARE(roof->chart()->series().size(), 3 + 2);
+}
+
+void TestWhyPanel::groupWithoutProfile()
+{
+    RunStore store;
+    QRandomGenerator rng(25);
+    const int g = store.newGroup();
+    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    WhyPanel panel(&store);
+    panel.show();
+    panel.showGroup(g);
+    QVERIFY(!panel.tabs()->isVisible());
+    QVERIFY(panel.findChild<QLabel *>("whyNoProfile")->isVisible());
+    QVERIFY(!panel.phaseBars()->series());
+    QCOMPARE(panel.layerModel()->rowCount(), 0);
+    QVERIFY(panel.roofline()->points().empty());
+}
+
+void TestWhyPanel::profileSurvivesExperimentFile()
+{
+    RunStore store;
+    QRandomGenerator rng(26);
+    const int g = store.newGroup();
+    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    mixlab::StepProfile p = makeProfile(rng, 2);
+    p.replayed = true;
+    store.setProfile(a, p);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("e.mixlab.json"));
+    ExperimentFile file;
+    file.model = mixlab::parse_model_spec(k_model);
+    QString error;
+    QVERIFY2(saveExperiment(path, file, store, &error), qPrintable(error));
+
+    RunStore loaded;
+    ExperimentFile back;
+    QVERIFY2(loadExperiment(path, &back, &loaded, &error), qPrintable(error));
+    const std::vector<int> ids = loaded.runIds();
+    QCOMPARE(ids.size(), std::size_t(2));
+    const RunRecord *r = loaded.run(ids[0]);
+    QVERIFY(r->profile.has_value());
+    QVERIFY(!loaded.run(ids[1])->profile.has_value());
+    const mixlab::StepProfile &q = *r->profile;
+    QCOMPARE(q.steps, p.steps);
+    QCOMPARE(q.replayed, true);
+    QCOMPARE(q.phase_ms, p.phase_ms); // doubles are written with round-trip precision
+    QCOMPARE(q.device_ms, p.device_ms);
+    QCOMPARE(q.step_ms, p.step_ms);
+    QCOMPARE(q.wall_ms, p.wall_ms);
+    QCOMPARE(q.overhead_ms, p.overhead_ms);
+    QCOMPARE(q.gpu_busy_fraction, p.gpu_busy_fraction);
+    QCOMPARE(q.layers.size(), p.layers.size());
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        QCOMPARE(q.layers[i].path, p.layers[i].path);
+        QCOMPARE(q.layers[i].type, p.layers[i].type);
+        QCOMPARE(q.layers[i].forward_ms, p.layers[i].forward_ms);
+        QCOMPARE(q.layers[i].backward_ms, p.layers[i].backward_ms);
+        QCOMPARE(q.layers[i].flops, p.layers[i].flops);
+        QCOMPARE(q.layers[i].bytes, p.layers[i].bytes);
+        QCOMPARE(q.layers[i].is_gemm, p.layers[i].is_gemm);
+        QCOMPARE(q.layers[i].tensor_cores, p.layers[i].tensor_cores);
+        QCOMPARE(q.layers[i].tensor_core_note, p.layers[i].tensor_core_note);
+    }
+    // The format stays mixlab-experiment/1: the profile is an optional field.
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject root = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(root.value("format").toString(), QStringLiteral("mixlab-experiment/1"));
+    const QJsonArray runs = root.value("runs").toArray();
+    QVERIFY(runs[0].toObject().contains("profile"));
+    QVERIFY(!runs[1].toObject().contains("profile"));
+
+    // A mistyped profile is refused with where it is wrong, and the store is untouched.
+    QJsonObject run0 = runs[0].toObject();
+    QJsonObject prof = run0.value("profile").toObject();
+    prof.insert("layers", QStringLiteral("none"));
+    run0.insert("profile", prof);
+    QJsonArray badRuns = runs;
+    badRuns[0] = run0;
+    QJsonObject badRoot = root;
+    badRoot.insert("runs", badRuns);
+    const QString badPath = dir.filePath(QStringLiteral("bad.mixlab.json"));
+    QFile bad(badPath);
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write(QJsonDocument(badRoot).toJson());
+    bad.close();
+    QVERIFY(!loadExperiment(badPath, &back, &loaded, &error));
+    QVERIFY2(error.contains(QStringLiteral("profile")) && error.contains(QStringLiteral("\"layers\" must be an array")), qPrintable(error));
+    QCOMPARE(loaded.runIds(), ids);
+}
+
+void TestWhyPanel::experimentWithoutProfileLoads()
+{
+    // A file written before profiles existed: the same format, no "profile" field.
+    RunStore store;
+    QRandomGenerator rng(27);
+    const int g = store.newGroup();
+    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("old.mixlab.json"));
+    ExperimentFile file;
+    file.model = mixlab::parse_model_spec(k_model);
+    QString error;
+    QVERIFY2(saveExperiment(path, file, store, &error), qPrintable(error));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(!f.readAll().contains("\"profile\""));
+    f.close();
+    RunStore loaded;
+    ExperimentFile back;
+    QVERIFY2(loadExperiment(path, &back, &loaded, &error), qPrintable(error));
+    QCOMPARE(loaded.runIds().size(), std::size_t(1));
+    QVERIFY(!loaded.run(loaded.runIds()[0])->profile.has_value());
+    // Null reads as "not profiled" too.
+    QJsonObject root = QJsonDocument::fromJson([&] { QFile g2(path); g2.open(QIODevice::ReadOnly); return g2.readAll(); }()).object();
+    QJsonArray runs = root.value("runs").toArray();
+    QJsonObject run0 = runs[0].toObject();
+    run0.insert("profile", QJsonValue::Null);
+    runs[0] = run0;
+    root.insert("runs", runs);
+    QFile w(path);
+    QVERIFY(w.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    w.write(QJsonDocument(root).toJson());
+    w.close();
+    QVERIFY2(loadExperiment(path, &back, &loaded, &error), qPrintable(error));
+    QVERIFY(!loaded.run(loaded.runIds()[0])->profile.has_value());
 }
 
 void TestWhyPanel::mainWindowAction()

@@ -1,11 +1,14 @@
 // The worker thread through RunController: CPU runs on synthetic data reach the store,
-// metrics arrive in batches, compare runs in lockstep, stop and failures end jobs
-// cleanly and the next job still runs, destruction mid-run joins the thread.
+// metrics arrive in batches, compare runs in lockstep and are profiled after, stop and
+// failures end jobs cleanly and the next job still runs, destruction mid-run joins the thread.
 #include "runcontroller.h"
 #include "runstore.h"
 #include "trainingworker.h"
 
 #include "mixlab/backend.h"
+
+#include <algorithm>
+#include <cmath>
 
 #include <QElapsedTimer>
 #include <QSignalSpy>
@@ -52,6 +55,8 @@ private slots:
     void singleRunReachesStore();
     void metricsAreBatched();
     void compareRunsInLockstep();
+    void compareIsProfiled();
+    void stopDuringProfiling();
     void stopMidRun();
     void stopBeforeJobBegins();
     void failingJobs_data();
@@ -161,6 +166,76 @@ void TestWorker::compareRunsInLockstep()
     QVERIFY2(std::abs(a - b) <= 1e-2f + 1e-2f * std::abs(a), qPrintable(QStringLiteral("%1 vs %2").arg(a).arg(b)));
 }
 
+void TestWorker::compareIsProfiled()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(
+        tinyMlp(), {cpuConfig(Policy::FP32, 12), cpuConfig(Policy::MixedFP16, 12)});
+    const std::vector<int> ids = store.groupRuns(group);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    int profilingLines = 0;
+    for (int id : ids) {
+        const RunRecord *r = store.run(id);
+        QCOMPARE(r->status, RunRecord::Status::Finished);
+        QVERIFY2(r->profile.has_value(), qPrintable(r->name));
+        const mixlab::StepProfile &p = *r->profile;
+        QCOMPARE(p.steps, TrainingWorker::k_profileSteps);
+        // The span is the first to the last phase event; the phases are the consecutive
+        // gaps between them, so they add up to it but for rounding of the per-step means.
+        double sum = 0;
+        for (double v : p.phase_ms) {
+            QVERIFY(v >= 0);
+            sum += v;
+        }
+        QVERIFY(p.device_ms > 0);
+        QVERIFY2(std::abs(sum - p.device_ms) <= 1e-6 + 1e-6 * p.device_ms,
+                 qPrintable(QStringLiteral("phases %1 vs span %2").arg(sum).arg(p.device_ms)));
+        QVERIFY(p.step_ms > 0 && p.wall_ms > 0);
+        QVERIFY(p.gpu_busy_fraction > 0 && p.gpu_busy_fraction <= 1);
+        QVERIFY(!p.layers.empty());
+        QVERIFY(std::any_of(p.layers.begin(), p.layers.end(), [](const mixlab::LayerTime &l) { return l.is_gemm && l.flops > 0; }));
+        // The profiling pass's 2 x 10 extra steps stay out of the run's metrics and summary.
+        QCOMPARE(r->steps.size(), std::size_t(12));
+        QCOMPARE(r->steps.back().step, std::int64_t(12));
+        QCOMPARE(r->summary->steps, std::int64_t(12));
+        for (const TimedEvent &e : r->events)
+            if (QString::fromStdString(e.event.message).startsWith(QStringLiteral("profiling pass"))) {
+                ++profilingLines;
+                QVERIFY(QString::fromStdString(e.event.message).contains(QStringLiteral("mixed_fp16")));
+            }
+    }
+    QCOMPARE(profilingLines, 1); // one line for the group
+}
+
+void TestWorker::stopDuringProfiling()
+{
+    RunStore store;
+    RunController controller(&store);
+    const int group = controller.start(
+        // fp32 thrice: the CPU backend's emulated fp16 rounding would only make it slower.
+        tinyMlp(), {cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6)});
+    const std::vector<int> ids = store.groupRuns(group);
+    // Stop as soon as the first profile lands: the worker is profiling the next run.
+    connect(&store, &RunStore::runChanged, this, [&](int id) {
+        if (id == ids[0] && store.run(id)->profile) controller.stop();
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    QVERIFY(store.run(ids[0])->profile.has_value());
+    for (int id : ids) {
+        const RunRecord *r = store.run(id);
+        // Training had finished: a stop during the profiling pass does not undo that.
+        QCOMPARE(r->status, RunRecord::Status::Finished);
+        QCOMPARE(r->steps.size(), std::size_t(6));
+    }
+    // The next job still runs to its end.
+    const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 6)});
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    const RunRecord *r = store.run(store.groupRuns(next).at(0));
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QVERIFY(r->profile.has_value());
+}
+
 void TestWorker::stopMidRun()
 {
     RunStore store;
@@ -177,6 +252,7 @@ void TestWorker::stopMidRun()
         QVERIFY(r->summary && r->summary->stopped);
         QVERIFY(r->steps.size() >= 10 && r->steps.size() < 100000);
         QCOMPARE(std::int64_t(r->steps.size()), r->summary->steps);
+        QVERIFY(!r->profile.has_value()); // no profiling pass after a stop
     }
     // The stop belonged to that job: the next one runs to its end.
     const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 30)});
