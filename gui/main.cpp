@@ -5,6 +5,7 @@
 #include "deviceprobe.h"
 #include "logexport.h"
 #include "mainwindow.h"
+#include "maxbatchdialog.h"
 #include "modeldesigner.h"
 #include "runcontroller.h"
 #include "runpanel.h"
@@ -12,6 +13,7 @@
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
@@ -48,7 +50,8 @@ int main(int argc, char *argv[])
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
     const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
     const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about})
+    const QCommandLineOption maxBatch(QStringLiteral("max-batch"), QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save the dialog when it ends and quit."));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about, maxBatch})
         parser.addOption(o);
     parser.process(app);
 
@@ -110,6 +113,29 @@ int main(int argc, char *argv[])
                 QCoreApplication::exit(saved ? 0 : 1);
             });
         }
+    }
+
+    if (parser.isSet(maxBatch)) {
+        const QString file = parser.isSet(screenshot) ? parser.value(screenshot) : QString();
+        // After the first event-loop turn, so the window is laid out and shown.
+        QTimer::singleShot(0, &window, [&window, file] {
+            window.findChild<QAction *>(QStringLiteral("maxBatchAction"))->trigger();
+            auto *dialog = window.findChild<MaxBatchDialog *>();
+            if (!file.isEmpty()) {
+                QObject::connect(dialog, &MaxBatchDialog::searchFinished, dialog, [dialog, file] {
+                    // Once the last trial is drawn and the dialog repainted.
+                    QTimer::singleShot(500, dialog, [dialog, file] {
+                        const bool saved = dialog->grab().save(file);
+                        if (!saved)
+                            std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+                        QCoreApplication::exit(saved ? 0 : 1);
+                    });
+                });
+            }
+            dialog->start();
+            if (!dialog->isRunning())
+                std::fprintf(stderr, "mixlab: the search did not start: %s\n", qPrintable(dialog->errorText()));
+        });
     }
 
     if (parser.isSet(start) || parser.isSet(compare)) {

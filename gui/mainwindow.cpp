@@ -9,6 +9,7 @@
 #include "experiment.h"
 #include "logexport.h"
 #include "logview.h"
+#include "maxbatchdialog.h"
 #include "modeldesigner.h"
 #include "runcontroller.h"
 #include "runpanel.h"
@@ -16,6 +17,7 @@
 #include "runstablemodel.h"
 #include "runstore.h"
 #include "runfacts_from_store.h"
+#include "reportexport.h"
 #include "whypanel.h"
 
 #include "mixlab/error.h"
@@ -195,6 +197,30 @@ void MainWindow::buildMenus()
     file->addSeparator();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
+    // The explain report of the selected finished group, else of the newest one.
+    QAction *report = file->addAction(tr("Export &report..."), this, [this] {
+        const int group = selectedFinishedGroup() ? selectedFinishedGroup() : latestFinishedGroup(*m_store);
+        if (group == 0) {
+            warn(tr("Export report"), tr("There is no finished run or comparison to report on yet."));
+            return;
+        }
+        QString filter;
+        const QString htmlFilter = tr("HTML page (*.html)");
+        QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("mixlab-report.html"),
+                                                    htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
+        if (path.isEmpty())
+            return;
+        const QString suffix = QFileInfo(path).suffix().toLower();
+        if (suffix != QLatin1String("html") && suffix != QLatin1String("htm") && suffix != QLatin1String("pdf"))
+            path += filter == htmlFilter ? QStringLiteral(".html") : QStringLiteral(".pdf");
+        QString error;
+        if (!exportReport(*m_store, group, path, &error)) {
+            warn(tr("Export report"), tr("Could not export the report to %1:\n%2").arg(path, error));
+            return;
+        }
+        m_log->appendMessage(tr("Report written to %1").arg(path), Kind::Info);
+    });
+    report->setObjectName("exportReportAction");
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -218,6 +244,27 @@ void MainWindow::buildMenus()
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
     m_whyAction->setEnabled(false);
+    // One non-modal dialog, kept: it takes the designer's model and the compare settings
+    // each time it is shown and started, and its last curves stay until the next search.
+    QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, [this] {
+        auto *dialog = findChild<MaxBatchDialog *>();
+        if (!dialog) {
+            dialog = new MaxBatchDialog(this);
+            dialog->setJobSource([this] {
+                MaxBatchJob job;
+                job.model = m_designer->spec();
+                job.config = m_runPanel->config();
+                job.policies = m_runPanel->comparePolicies();
+                job.device = m_device;
+                job.blocked = m_runPanel->startBlockReason();
+                return job;
+            });
+        }
+        dialog->show();
+        dialog->raise();
+        dialog->activateWindow();
+    });
+    maxBatch->setObjectName("maxBatchAction");
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     QMenu *xAxis = view->addMenu(tr("&X axis"));

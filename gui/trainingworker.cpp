@@ -102,8 +102,20 @@ QString msText(double ms) { return QString::number(ms, 'f', ms < 10 ? 3 : 1); }
 // own. A stop ends the pass between runs (a run's pass is 2 x k_profileSteps steps, too
 // short to cut); the profiles already taken are kept. A pass that fails costs the run its
 // profile, not its finished status.
+// Profiled steps per run: k_profileSteps, fewer for slow steps so that a run's pass (about
+// 3 x steps + 3 steps) stays near a couple of seconds: a 300 ms CPU step would otherwise
+// keep the user waiting 10 s per run after every job.
+int profileStepsFor(const mixlab::RunSummary &s)
+{
+    const double ms = s.median_step_ms > 0 ? s.median_step_ms : s.mean_step_ms;
+    if (!(ms > 0)) return TrainingWorker::k_profileSteps;
+    const int fit = int(2000.0 / (3.0 * ms));
+    return std::clamp(fit, 2, TrainingWorker::k_profileSteps);
+}
+
 void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixlab::TrainingRun>> &runs,
-                 const std::vector<int> &runIds, const std::stop_token &stop, BatchingSink &log)
+                 const std::vector<mixlab::RunSummary> &summaries, const std::vector<int> &runIds,
+                 const std::stop_token &stop, BatchingSink &log)
 {
     DiscardSink discard;
     QStringList parts;
@@ -118,7 +130,9 @@ void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixla
             break;
         }
         try {
-            const mixlab::StepProfile p = run.profile(discard, TrainingWorker::k_profileSteps);
+            const mixlab::StepProfile p =
+                run.profile(discard, i < summaries.size() ? profileStepsFor(summaries[i])
+                                                          : TrainingWorker::k_profileSteps);
             parts << QStringLiteral("%1 %2 ms device, %3 ms wall a step")
                          .arg(policy, msText(p.step_ms), msText(p.wall_ms));
             emit worker.runProfiled(runIds[i], p);
@@ -128,8 +142,8 @@ void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixla
     }
     if (parts.isEmpty() && !cut) return;
     // One line for the group, on its first run: the pass is the group's, not a run's.
-    QString text = QStringLiteral("profiling pass (%1 + %1 steps per run after the timed ones, "
-                                  "not logged): %2")
+    QString text = QStringLiteral("profiling pass (up to %1 marked + %1 timed steps per run after "
+                                  "the timed ones, not logged): %2")
                        .arg(TrainingWorker::k_profileSteps)
                        .arg(parts.isEmpty() ? QStringLiteral("none") : parts.join(QStringLiteral("; ")));
     if (cut) text += QStringLiteral("; stopped before the rest");
@@ -259,7 +273,7 @@ void TrainingWorker::runJob(const TrainingJob &job)
         if (summaries.size() < n) throw mixlab::Error("the trainer returned fewer summaries than runs");
         const bool stopped = std::any_of(summaries.begin(), summaries.end(),
                                          [](const mixlab::RunSummary &s) { return s.stopped; });
-        if (!stopped) profileRuns(*this, runs, job.runIds, stop, sink);
+        if (!stopped) profileRuns(*this, runs, summaries, job.runIds, stop, sink);
     } catch (const std::exception &e) {
         failAll(messageOf(e));
     } catch (...) {

@@ -6,9 +6,11 @@
 #include "compare_group.h"
 #include "train_options.h"
 
+#include "mixlab/ceilings.h"
 #include "mixlab/environment.h"
 #include "mixlab/error.h"
 #include "mixlab/explain.h"
+#include "mixlab/report.h"
 #include "mixlab/run_log.h"
 
 #include <nlohmann/json.hpp>
@@ -112,11 +114,16 @@ std::string tensor_core_text(const LayerTime& l)
 }
 
 // The top-level layers of each run by device time (forward + backward).
-void print_layers(const std::vector<RunFacts>& facts, int top)
+// With the device's cached ceilings (mixlab-cli ceilings), each layer's roofline floor:
+// its FLOPs at the policy's GEMM ceiling or its estimated bytes at the copy ceiling.
+void print_layers(const std::vector<RunFacts>& facts, int top, const std::optional<Ceilings>& roof)
 {
     for (const RunFacts& f : facts) {
         if (!f.profile) continue;
         const StepProfile& p = *f.profile;
+        auto floor_ms = [&](const LayerTime& l) {
+            return roofline_floor_ms(l.flops, l.bytes, policy_tflops(*roof, f.policy), roof->copy_gbs);
+        };
         std::vector<const LayerTime*> order;
         double total = 0;
         for (const LayerTime& l : p.layers) {
@@ -128,8 +135,8 @@ void print_layers(const std::vector<RunFacts>& facts, int top)
         });
         std::printf("Layers of %s by device time (top-level; a residual block counts once):\n",
                     std::string(policy_name(f.policy)).c_str());
-        std::printf("  %-28s %-10s %9s %9s %6s %9s %9s  %s\n", "layer", "type", "fwd ms",
-                    "bwd ms", "share", "TFLOP/s", "GB/s", "tensor cores");
+        std::printf("  %-28s %-10s %9s %9s %6s %9s %9s %9s  %s\n", "layer", "type", "fwd ms",
+                    "bwd ms", "share", "TFLOP/s", "GB/s", "floor ms", "tensor cores");
         int shown = 0;
         for (const LayerTime* l : order) {
             if (shown++ == top) break;
@@ -138,16 +145,31 @@ void print_layers(const std::vector<RunFacts>& facts, int top)
             const bool timed = ms >= 0.005;
             const std::string tflops = timed && l->flops > 0 ? fixed(l->flops / (ms * 1e9), 2) : "-";
             const std::string gbs = timed ? fixed(l->bytes / (ms * 1e6), 0) : "-";
-            std::printf("  %-28s %-10s %9.3f %9.3f %5.0f%% %9s %9s  %s\n", l->path.c_str(),
+            const std::string floor = roof ? fixed(floor_ms(*l), 3) : "-";
+            std::printf("  %-28s %-10s %9.3f %9.3f %5.0f%% %9s %9s %9s  %s\n", l->path.c_str(),
                         l->type.c_str(), l->forward_ms, l->backward_ms,
                         total > 0 ? 100.0 * ms / total : 0.0, tflops.c_str(), gbs.c_str(),
-                        tensor_core_text(*l).c_str());
+                        floor.c_str(), tensor_core_text(*l).c_str());
+        }
+        if (roof) {
+            double step_floor = 0;
+            for (const LayerTime& l : p.layers) step_floor += floor_ms(l);
+            std::printf("  layers' roofline floor %.3f ms against %.3f ms of forward + backward "
+                        "(ceilings of %s, measured %s)\n",
+                        step_floor,
+                        p.phase_ms[std::size_t(StepPhase::Forward)] +
+                            p.phase_ms[std::size_t(StepPhase::Backward)],
+                        roof->device_name.c_str(), roof->measured_at.c_str());
+        } else {
+            std::printf("  (floor ms: run `mixlab-cli ceilings` once to measure this device's "
+                        "ceilings)\n");
         }
         std::printf("\n");
     }
 }
 
-void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanation>& ex)
+void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanation>& ex,
+                  const std::optional<Ceilings>& roof)
 {
     std::printf("%-12s %12s %10s %10s %12s\n", "policy", "median ms", "speedup", "skipped",
                 "loss scale");
@@ -162,7 +184,7 @@ void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanat
                 "against %s.\n\n",
                 k_warmup_steps, std::string(policy_name(facts.front().policy)).c_str());
     print_phases(facts);
-    print_layers(facts, 12);
+    print_layers(facts, 12, roof);
     if (ex.empty()) std::printf("Nothing to explain: no rule fired.\n");
     for (const Explanation& e : ex) {
         std::printf("[%s] %s\n", std::string(severity_name(e.severity)).c_str(),
@@ -250,6 +272,9 @@ int cmd_explain(int argc, char** argv)
     add_train_options(parser, true);
     parser.add_option("--json", "FILE",
                       "also write {runs, explanations, phase_breakdown} as JSON here");
+    parser.add_option("--report", "FILE",
+                      "also write a self-contained HTML report (config, environment, charts, "
+                      "breakdown, explanation) here");
     parser.add_option("--profile-steps", "N",
                       "steps in each run's profiling pass after the timed steps (default 10; "
                       "0: no profile)");
@@ -267,6 +292,8 @@ int cmd_explain(int argc, char** argv)
         in.config.steps = k_default_steps;
     const auto json_path = parser.value("--json");
     if (json_path) check_output_path(*json_path, "--json");
+    const auto report_path = parser.value("--report");
+    if (report_path) check_output_path(*report_path, "--report");
 
     const std::unique_ptr<CompareGroup> group = prepare_compare_group(in, policies);
     const std::vector<RunConfig>& configs = group->configs;
@@ -295,11 +322,26 @@ int cmd_explain(int argc, char** argv)
                 group->env.backend.c_str(), group->env.device_name.c_str(),
                 group->prepared.data.name.c_str(), in.config.batch_size,
                 static_cast<long long>(summaries.empty() ? 0 : summaries.front().steps));
-    print_report(facts, ex);
+    print_report(facts, ex, cached_ceilings(group->backend->info(), default_ceilings_cache_path()));
     if (json_path) {
         std::ofstream f(*json_path);
         f << to_json(facts, ex).dump(2) << '\n';
         if (!f) throw InputError("--json: could not write '" + *json_path + "'");
+    }
+    if (report_path) {
+        ReportInput report;
+        report.model_name = group->prepared.graph.name;
+        report.dataset = group->prepared.data.name;
+        report.runs = facts;
+        report.configs = configs;
+        report.explanations = ex;
+        report.environment = group->env;
+        // Roofline floors only when `mixlab-cli ceilings` measured this device already:
+        // explain never starts a probe of its own.
+        report.ceilings = cached_ceilings(group->backend->info(), default_ceilings_cache_path());
+        std::ofstream f(*report_path);
+        f << explain_report_html(report);
+        if (!f) throw InputError("--report: could not write '" + *report_path + "'");
     }
     return group->interrupted ? 130 : 0;
 }

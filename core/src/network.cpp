@@ -807,6 +807,24 @@ double per_sample(const Shape& s)
 
 } // namespace
 
+// Why a GEMM layer did not run on tensor cores, in the order a user would fix it: the
+// device has none for this dtype, the policy keeps fp32 math, a dimension is off, or the
+// library's fastest algorithm for this shape does not use them.
+std::string Network::no_tensor_core_reason(const LayerTime& t, const Node& n, const GraphLayer& L,
+                                           const DeviceInfo& dev) const
+{
+    if (!t.is_gemm || t.tensor_cores) return {};
+    if (dev.backend != "cuda") return "the CPU backend has no tensor cores";
+    if (n.dtype == DType::F32 && n.math == MathMode::Pedantic)
+        return "fp32 math (TF32 off under this policy)";
+    if (n.dtype == DType::F32 && n.math == MathMode::TF32 && !dev.tf32)
+        return "this GPU has no TF32 tensor cores (8.0+)";
+    if (n.dtype == DType::BF16 && !dev.bf16) return "this GPU has no bf16 tensor cores (8.0+)";
+    if (n.dtype == DType::F16 && !dev.tensor_cores) return "this GPU has no tensor cores (7.0+)";
+    if (!L.tensor_core_note.empty()) return L.tensor_core_note;
+    return "the fastest algorithm found for this shape does not use them";
+}
+
 // FLOPs are the graph's counts (forward per sample; backward twice that where both the
 // data and the weight gradient are computed, once where only one is). Bytes are an
 // estimate of the compulsory traffic: forward reads the input and weights and writes the
@@ -850,8 +868,10 @@ std::vector<LayerTime> Network::top_level_layers(int batch) const
                 any = true;
                 all_tc = all_tc && k.tensor_cores;
             }
-        t.tensor_cores = any && all_tc;
-        t.tensor_core_note = L.tensor_core_note;
+        const DeviceInfo dev = m_backend.info();
+        t.tensor_cores = any && all_tc && dev.backend == "cuda";
+        t.tensor_core_note = no_tensor_core_reason(t, n, L, dev);
+        if (n.passthrough || n.absorbed) t.bytes = 0; // shares its input's (or BN's) buffers
         out.push_back(t);
     }
     return out;

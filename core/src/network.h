@@ -91,6 +91,8 @@ private:
     Flow build_residual(const GraphLayer& layer, Flow flow, NodeList& out,
                         const OptimizerConfig& opt);
     Flow cast_to(Flow flow, DType dtype, NodeList& out);
+    std::string no_tensor_core_reason(const LayerTime& t, const Node& n, const GraphLayer& L,
+                                      const DeviceInfo& dev) const;
     void add_slot(Buffer* master, Buffer* grad, Buffer* low, const OptimizerConfig& opt);
     void init_parameters(const NodeList& nodes);
     void forward_nodes(NodeList& nodes, int batch, bool training, std::uint64_t step);

@@ -1,0 +1,319 @@
+// The explain report's HTML: every run and sentence in it, text escaped, one inline SVG
+// per chart (the phase chart only with profiles), balanced tags, the layer table cut at
+// 20, the loss decimation; and `mixlab-cli explain --report` end to end on the CPU.
+#include "mixlab/report.h"
+
+#include "report_svg.h"
+
+#include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mixlab;
+
+namespace {
+
+const char* k_odd_name = "net <v2> & \"fast\"";
+const char* k_odd_name_escaped = "net &lt;v2&gt; &amp; &quot;fast&quot;";
+
+// A profile with random phase and layer times (seeded): never all zeros, so a chart that
+// drops a value shows.
+StepProfile random_profile(std::mt19937& rng, int n_layers)
+{
+    std::uniform_real_distribution<double> ms(0.05, 3.0);
+    StepProfile p;
+    p.steps = 10;
+    for (double& v : p.phase_ms) v = ms(rng);
+    for (double v : p.phase_ms) p.device_ms += v;
+    p.step_ms = p.device_ms * 1.02;
+    p.overhead_ms = ms(rng);
+    p.wall_ms = p.device_ms + p.overhead_ms;
+    p.gpu_busy_fraction = p.device_ms / p.wall_ms;
+    for (int i = 0; i < n_layers; ++i) {
+        LayerTime l;
+        l.path = "layer " + std::to_string(i);
+        l.type = i % 2 ? "dense" : "activation";
+        // Distinct times, the largest first-but-one, so the ordering is visible.
+        l.forward_ms = 0.01 * double((i * 7) % n_layers + 1);
+        l.backward_ms = 2 * l.forward_ms;
+        l.flops = 1e6 * double(i + 1);
+        l.bytes = 1e5 * double(i + 1);
+        l.is_gemm = i % 2 == 1;
+        l.tensor_cores = i % 4 == 1;
+        l.tensor_core_note = l.is_gemm && !l.tensor_cores ? "units 1001 not a multiple of 8" : "";
+        p.layers.push_back(l);
+    }
+    return p;
+}
+
+ReportInput make_input(bool profiles, unsigned seed, int n_layers = 6)
+{
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> noise(0.0f, 0.2f);
+    ReportInput in;
+    in.created_at = "2026-11-30 00:00 UTC";
+    in.dataset = "synthetic";
+    in.environment.backend = "cpu";
+    in.environment.device_name = "CPU <test> device";
+    in.environment.mixlab_version = "0.1.0";
+    const Policy policies[] = {Policy::FP32, Policy::MixedFP16, Policy::MixedBF16};
+    for (int r = 0; r < 3; ++r) {
+        RunFacts f;
+        f.policy = policies[r];
+        f.batch = 64;
+        f.graph.name = k_odd_name;
+        f.graph.input = Shape{{8, 8, 3}};
+        f.graph.classes = 10;
+        f.graph.total_params = 123456;
+        f.graph.total_flops = 2500000;
+        f.summary.steps = 800;
+        f.summary.median_step_ms = 4.0 / (1 + r) + double(noise(rng));
+        f.summary.mean_step_ms = f.summary.median_step_ms * 1.05;
+        f.summary.skipped_steps = r;
+        f.summary.final_loss_scale = r == 1 ? 32768.0f : 1.0f;
+        f.loss_scale_mode = r == 1 ? LossScaleMode::Dynamic : LossScaleMode::None;
+        for (int s = 0; s < 800; ++s) f.train_loss.push_back(2.3f * std::exp(-0.003f * float(s)) + noise(rng));
+        f.summary.final_train_loss = f.train_loss.back();
+        if (profiles) f.profile = random_profile(rng, n_layers);
+        in.runs.push_back(f);
+        RunConfig c;
+        c.policy = f.policy;
+        c.batch_size = f.batch;
+        c.steps = 800;
+        in.configs.push_back(c);
+    }
+    in.run_names = {"fp32 <base>", "mixed_fp16", "mixed_bf16"};
+    Explanation e;
+    e.id = "speed";
+    e.run = 1;
+    e.sentence = "mixed_fp16 ran 1.8x faster & used < half the time";
+    e.suggestion = "keep \"mixed_fp16\"";
+    in.explanations.push_back(e);
+    e.id = "dims";
+    e.run = -1;
+    e.severity = Explanation::Severity::Advice;
+    e.sentence = "layer 3 has 1001 units";
+    e.suggestion = "";
+    in.explanations.push_back(e);
+    return in;
+}
+
+int count(const QString& text, const QString& what) { return int(text.count(what)); }
+
+// Element nesting as a stack: every start tag closed in order, void and self-closed
+// elements aside. Returns "" when the page is well formed, else what broke.
+QString nesting_error(const QString& html)
+{
+    static const QStringList k_void = {"meta", "br", "hr", "img", "link", "!doctype"};
+    static const QRegularExpression tag("<(/?)([A-Za-z!][A-Za-z0-9]*)[^>]*?(/?)>");
+    QStringList stack;
+    bool in_style = false;
+    auto it = tag.globalMatch(html);
+    while (it.hasNext()) {
+        const auto m = it.next();
+        const QString name = m.captured(2).toLower();
+        if (in_style && !(m.captured(1) == "/" && name == "style")) continue;
+        if (k_void.contains(name) || m.captured(3) == "/") continue;
+        if (m.captured(1).isEmpty()) {
+            stack.push_back(name);
+            in_style = name == "style";
+        } else {
+            if (stack.isEmpty() || stack.back() != name)
+                return QString("</%1> at %2 closes <%3>").arg(name).arg(m.capturedStart())
+                    .arg(stack.isEmpty() ? QString("nothing") : stack.back());
+            stack.pop_back();
+            in_style = false;
+        }
+    }
+    return stack.isEmpty() ? QString() : "unclosed: " + stack.join(",");
+}
+
+} // namespace
+
+class TestReport : public QObject {
+    Q_OBJECT
+
+private slots:
+    void holdsRunsSentencesAndEscapes()
+    {
+        const ReportInput in = make_input(true, 11);
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.startsWith("<!DOCTYPE html>"));
+        for (const char* policy : {"fp32", "mixed_fp16", "mixed_bf16"})
+            QVERIFY2(html.contains(policy), policy);
+        // Names, sentences and suggestions, escaped, never raw.
+        QVERIFY(html.contains(k_odd_name_escaped));
+        QVERIFY(!html.contains(k_odd_name));
+        QVERIFY(html.contains("fp32 &lt;base&gt;"));
+        QVERIFY(html.contains("CPU &lt;test&gt; device"));
+        QVERIFY(html.contains("mixed_fp16 ran 1.8x faster &amp; used &lt; half the time"));
+        QVERIFY(html.contains("keep &quot;mixed_fp16&quot;"));
+        QVERIFY(html.contains("layer 3 has 1001 units"));
+        QVERIFY(html.contains("123,456"));  // parameters
+        QVERIFY(html.contains("2.50 MFLOP")); // forward FLOPs per sample
+        QVERIFY(html.contains("2026-11-30 00:00 UTC"));
+        // The speedups against the fp32 baseline, from the runs' own medians.
+        const double s1 = in.runs[0].summary.median_step_ms / in.runs[1].summary.median_step_ms;
+        QVERIFY2(html.contains(QString::number(s1, 'f', 2) + "x"), qPrintable(QString::number(s1)));
+    }
+
+    void oneSvgPerChart_data()
+    {
+        QTest::addColumn<bool>("profiles");
+        QTest::addColumn<int>("charts");
+        QTest::newRow("profiled") << true << 3;     // loss, step time, phases
+        QTest::newRow("not profiled") << false << 2; // no phase chart without profiles
+    }
+
+    void oneSvgPerChart()
+    {
+        QFETCH(bool, profiles);
+        QFETCH(int, charts);
+        const QString html = QString::fromStdString(explain_report_html(make_input(profiles, 12)));
+        QCOMPARE(count(html, "<svg "), charts);
+        QCOMPARE(count(html, "</svg>"), charts);
+        QCOMPARE(count(html, "<figure class=\"chart\">"), charts);
+        QCOMPARE(count(html, "xmlns=\"http://www.w3.org/2000/svg\""), charts);
+        QCOMPARE(html.contains("Device time per phase and host overhead"), profiles);
+        QCOMPARE(html.contains("host/launch overhead"), profiles);
+        QCOMPARE(html.contains("Layers by device time"), profiles);
+        QCOMPARE(count(html, "<table"), count(html, "</table>"));
+        const QString broken = nesting_error(html);
+        QVERIFY2(broken.isEmpty(), qPrintable(broken));
+    }
+
+    // The per-layer table: top 20 by forward + backward time, the rest counted.
+    void layerTableTop20()
+    {
+        const ReportInput in = make_input(true, 13, 30);
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("10 more layers not shown"));
+        const StepProfile& p = *in.runs.front().profile;
+        auto total = [](const LayerTime& l) { return l.forward_ms + l.backward_ms; };
+        const auto slowest = std::max_element(p.layers.begin(), p.layers.end(),
+            [&](const LayerTime& a, const LayerTime& b) { return total(a) < total(b); });
+        const auto fastest = std::min_element(p.layers.begin(), p.layers.end(),
+            [&](const LayerTime& a, const LayerTime& b) { return total(a) < total(b); });
+        QVERIFY(html.contains(QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(slowest->path))));
+        QVERIFY(!html.contains(QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(fastest->path))));
+        QVERIFY(html.contains("units 1001 not a multiple of 8"));
+    }
+
+    // Roofline floors appear only with ceilings; fp16 GEMMs against the fp16 ceiling.
+    void ceilingsAddFloors()
+    {
+        ReportInput in = make_input(true, 14);
+        QVERIFY(!QString::fromStdString(explain_report_html(in)).contains("Roofline floor ms"));
+        Ceilings c;
+        c.fp32_tflops = 1.5;
+        c.fp16_tflops = 6.0;
+        c.copy_gbs = 50;
+        c.measured_at = "2026-11-29T23:59:01Z";
+        in.ceilings = c;
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("Roofline floor ms"));
+        QVERIFY(html.contains("fp16 6.0"));
+        QVERIFY(html.contains("2026-11-29T23:59:01Z"));
+    }
+
+    void emptyGroupStillAPage()
+    {
+        ReportInput in;
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("</html>"));
+        QVERIFY(nesting_error(html).isEmpty());
+        // The checker itself must catch what it is there for.
+        QVERIFY(!nesting_error("<table><tr><td>x</td></table>").isEmpty());
+        QVERIFY(!nesting_error("<svg><rect/>").isEmpty());
+    }
+
+    void decimation()
+    {
+        std::mt19937 rng(15);
+        std::uniform_real_distribution<float> u(1.0f, 2.0f);
+        std::vector<float> v(10000);
+        for (float& x : v) x = u(rng);
+        v[4321] = 50.0f; // a spike must survive
+        v[777] = std::numeric_limits<float>::quiet_NaN();
+        const auto pts = report::decimate_min_max(v, 500);
+        QVERIFY(pts.size() <= 500 && pts.size() >= 400);
+        bool spike = false;
+        for (std::size_t i = 0; i < pts.size(); ++i) {
+            QVERIFY(std::isfinite(pts[i].second));
+            if (i > 0) QVERIFY(pts[i].first > pts[i - 1].first); // step order
+            spike = spike || (pts[i].first == 4322 && pts[i].second == 50.0);
+        }
+        QVERIFY(spike);
+        // Short series pass through, non-finite values left out.
+        const auto few = report::decimate_min_max({1.0f, std::numeric_limits<float>::infinity(), 3.0f}, 500);
+        QCOMPARE(few.size(), std::size_t(2));
+        QCOMPARE(few[1].first, 3.0);
+        QCOMPARE(few[1].second, 3.0);
+    }
+
+    // A loss curve through NaN steps (a skipped fp16 step) draws no "nan" coordinates.
+    void lossChartSkipsNonFinite()
+    {
+        ReportInput in = make_input(false, 16);
+        in.runs[1].train_loss[5] = std::numeric_limits<float>::quiet_NaN();
+        in.runs[1].train_loss[6] = std::numeric_limits<float>::infinity();
+        const std::string svg = report::loss_curves_svg(in.runs, in.run_names);
+        QVERIFY(svg.find("nan") == std::string::npos);
+        QVERIFY(svg.find("inf") == std::string::npos);
+        QCOMPARE(int(QString::fromStdString(svg).count("<polyline")), 3);
+    }
+
+    void cliWritesReport()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString model = dir.filePath("tiny.json");
+        const QString out = dir.filePath("report.html");
+        {
+            QFile f(model);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"format": "mixlab-model/1", "name": "tiny<&>", "layers": [
+                {"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
+                {"type": "dense", "units": 10}]})");
+        }
+        QProcess p;
+        p.start(QStringLiteral(MIXLAB_CLI_PATH),
+                {"explain", "--model", model, "--dataset", "synthetic", "--synthetic-size", "256",
+                 "--steps", "12", "--batch", "32", "--device", "cpu", "--report", out});
+        QVERIFY(p.waitForStarted(10000));
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+                 qPrintable(QString::fromUtf8(p.readAllStandardError())));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString html = QString::fromUtf8(f.readAll());
+        QCOMPARE(count(html, "<svg "), 3); // the CPU run is profiled too: phases drawn
+        QVERIFY(html.contains("tiny&lt;&amp;&gt;"));
+        QVERIFY(html.contains("mixed_fp16"));
+        QVERIFY(nesting_error(html).isEmpty());
+    }
+
+    // An unwritable --report is bad input (exit 2), found before any training.
+    void cliRefusesUnwritableReport()
+    {
+        QProcess p;
+        p.start(QStringLiteral(MIXLAB_CLI_PATH),
+                {"explain", "--model", QStringLiteral(MIXLAB_SOURCE_DIR) + "/resources/models/mnist-mlp.json",
+                 "--dataset", "synthetic", "--steps", "5", "--device", "cpu",
+                 "--report", "/nonexistent-folder-mixlab/r.html"});
+        QVERIFY(p.waitForStarted(10000));
+        QVERIFY(p.waitForFinished(30000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains("--report"), qPrintable(err));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestReport)
+#include "tst_report.moc"

@@ -1,0 +1,458 @@
+// The "Find largest batch" dialog: a real CPU search draws one sorted curve per policy,
+// fills the table and names the largest batch; failures (a stand-in trial that runs out
+// of memory) are marked and summarised; errors show in the dialog; Stop, close and
+// destruction mid-search end the worker thread without hanging.
+#include "mainwindow.h"
+#include "maxbatchdialog.h"
+#include "runcolors.h"
+
+#include "mixlab/error.h"
+
+#include <QAction>
+#include <QChart>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QThread>
+#include <QtTest>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+
+#include "test_models.h"
+
+using namespace mixlab;
+
+namespace {
+
+// Generous: a loaded 2-core CI machine; the searches themselves take about a second.
+constexpr int k_timeoutMs = 60000;
+
+QString name(Policy p) { return QString::fromStdString(std::string(policy_name(p))); }
+
+MaxBatchJob cpuJob(std::vector<Policy> policies)
+{
+    MaxBatchJob job;
+    job.model = test::tiny_mlp({.hidden = 24});
+    job.config.dataset.name = "synthetic";
+    job.config.device = DeviceChoice::CPU;
+    job.config.seed = 11;
+    job.policies = std::move(policies);
+    job.device.backend = "cpu";
+    return job;
+}
+
+std::vector<QLineSeries *> curves(const MaxBatchDialog &d)
+{
+    std::vector<QLineSeries *> out;
+    for (QAbstractSeries *s : d.chart()->series())
+        if (s->type() == QAbstractSeries::SeriesTypeLine)
+            out.push_back(static_cast<QLineSeries *>(s));
+    return out;
+}
+
+std::vector<QScatterSeries *> failureMarks(const MaxBatchDialog &d)
+{
+    std::vector<QScatterSeries *> out;
+    for (QAbstractSeries *s : d.chart()->series())
+        if (s->type() == QAbstractSeries::SeriesTypeScatter)
+            out.push_back(static_cast<QScatterSeries *>(s));
+    return out;
+}
+
+// A stand-in device: a batch fits up to a per-policy capacity, above it the trial runs
+// out of memory; throughput grows with the batch so the curve has a shape.
+mixlab::BatchTrial fakeTrial(const std::map<Policy, int> &capacity, Policy p, int batch)
+{
+    BatchTrial t;
+    t.batch = batch;
+    t.fits = batch <= capacity.at(p);
+    if (t.fits) {
+        t.step_ms = 1.0 + batch / 100.0;
+        t.samples_per_s = batch / t.step_ms * 1000.0;
+        t.device_bytes = std::int64_t(batch) << 20;
+    } else {
+        t.out_of_memory = true;
+        t.why_not = "out of device memory allocating " + std::to_string(batch) + " MiB";
+    }
+    return t;
+}
+
+} // namespace
+
+class TestMaxBatchDialog : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void cpuSearchDrawsCurves();
+    void failuresAreMarkedAndSummarised();
+    void policyErrorShowsAndOthersRun();
+    void setupErrorShows();
+    void limitBelowStartIsRefused();
+    void blockedJobDoesNotStart();
+    void defaultLimitFollowsDevice_data();
+    void defaultLimitFollowsDevice();
+    void stopRightAwayEnds();
+    void stopBetweenTrials();
+    void closeMidSearch();
+    void destroyMidSearch();
+    void menuActionOpensDialog();
+};
+
+void TestMaxBatchDialog::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true); // MainWindow's QSettings stay out of $HOME
+}
+
+void TestMaxBatchDialog::cpuSearchDrawsCurves()
+{
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
+    d.setSearchRange(8, 64);
+    d.setTrialSteps(1, 2);
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    QSignalSpy added(&d, &MaxBatchDialog::trialAdded);
+    d.start();
+    QVERIFY(d.isRunning());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.front().front().toBool(), false); // not stopped
+    QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+    QVERIFY(!d.isRunning());
+
+    // Nothing fails on the CPU below the limit: 8, 16, 32, 64 under each policy.
+    const std::vector<int> batches = {8, 16, 32, 64};
+    QCOMPARE(added.count(), 8);
+    const auto lines = curves(d);
+    QCOMPARE(int(lines.size()), 2);
+    const Policy policies[] = {Policy::FP32, Policy::MixedFP16};
+    for (int i = 0; i < 2; ++i) {
+        QCOMPARE(lines[std::size_t(i)]->name(), name(policies[i]));
+        QCOMPARE(lines[std::size_t(i)]->pen().color(), policyColor(policies[i]));
+        const QList<QPointF> pts = lines[std::size_t(i)]->points();
+        QCOMPARE(pts.size(), int(batches.size()));
+        for (int k = 0; k < pts.size(); ++k) {
+            QCOMPARE(int(pts[k].x()), batches[std::size_t(k)]);
+            QVERIFY2(std::isfinite(pts[k].y()) && pts[k].y() > 0, "a fitting batch has a throughput");
+        }
+        const auto &state = d.policyStates()[std::size_t(i)];
+        QVERIFY(state.done);
+        QCOMPARE(state.result.largest_fit, 64);
+        QVERIFY(state.result.reached_limit);
+    }
+    for (QScatterSeries *s : failureMarks(d))
+        QCOMPARE(s->count(), 0);
+
+    QTableWidget *t = d.table();
+    QCOMPARE(t->rowCount(), 8);
+    for (int r = 0; r < 8; ++r) {
+        QCOMPARE(t->item(r, 0)->text(), name(policies[r / 4]));
+        QCOMPARE(t->item(r, 1)->text().toInt(), batches[std::size_t(r % 4)]);
+        QVERIFY(t->item(r, 3)->text().toDouble() > 0);
+        QCOMPARE(t->item(r, 5)->text(), QStringLiteral("fits"));
+    }
+    const QString summary = d.summaryText();
+    QVERIFY2(summary.contains("fp32: largest batch 64, the search limit"), qPrintable(summary));
+    QVERIFY2(summary.contains("mixed_fp16: largest batch 64, the search limit"), qPrintable(summary));
+    QVERIFY2(summary.contains("both fit the search limit 64"), qPrintable(summary));
+}
+
+void TestMaxBatchDialog::failuresAreMarkedAndSummarised()
+{
+    const std::map<Policy, int> capacity = {{Policy::FP32, 100}, {Policy::MixedFP16, 200}};
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
+    d.setSearchRange(32, 4096);
+    d.setTrialForTesting([capacity](Policy p, int batch) { return fakeTrial(capacity, p, batch); });
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    // Drawn at once and in order: after every trial the curve holds it, sorted by batch.
+    int unsortedDraws = 0, missingDraws = 0;
+    connect(&d, &MaxBatchDialog::trialAdded, &d, [&](int index, int batch) {
+        const auto lines = curves(d);
+        const auto marks = failureMarks(d);
+        const QList<QPointF> pts = lines[std::size_t(index)]->points() + marks[std::size_t(index)]->points();
+        if (std::none_of(pts.begin(), pts.end(), [batch](const QPointF &p) { return int(p.x()) == batch; }))
+            ++missingDraws;
+        const QList<QPointF> fit = lines[std::size_t(index)]->points();
+        for (int k = 1; k < fit.size(); ++k)
+            if (fit[k].x() <= fit[k - 1].x())
+                ++unsortedDraws;
+        // The bisection's failures arrive out of order (128, then 112, then 104): the
+        // table lists each policy's trials by batch all the same.
+        QTableWidget *t = d.table();
+        for (int r = 1; r < t->rowCount(); ++r)
+            if (t->item(r, 0)->text() == t->item(r - 1, 0)->text() &&
+                t->item(r, 1)->text().toInt() <= t->item(r - 1, 1)->text().toInt())
+                ++unsortedDraws;
+    });
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+    QCOMPARE(missingDraws, 0);
+    QCOMPARE(unsortedDraws, 0);
+
+    const auto lines = curves(d);
+    const auto marks = failureMarks(d);
+    QCOMPARE(int(lines.size()), 2);
+    QCOMPARE(int(marks.size()), 2);
+    int rows = 0;
+    for (int i = 0; i < 2; ++i) {
+        const auto &state = d.policyStates()[std::size_t(i)];
+        const int cap = capacity.at(state.policy);
+        QVERIFY(state.done);
+        // The answer is a batch seen to fit, within the search's 2% of the true capacity
+        // (bisection stops there) and on a multiple of 8.
+        QVERIFY(state.result.largest_fit <= cap && state.result.largest_fit >= cap * 0.9);
+        QVERIFY(state.result.first_failure > cap);
+        rows += int(state.trials.size());
+
+        // The bisection tries batches out of order; the curve is sorted all the same.
+        const QList<QPointF> pts = lines[std::size_t(i)]->points();
+        QVERIFY(pts.size() >= 3);
+        for (int k = 1; k < pts.size(); ++k)
+            QVERIFY(pts[k].x() > pts[k - 1].x());
+        for (const QPointF &p : pts)
+            QVERIFY(p.x() <= cap);
+        // Every failure is a mark on the batch axis at the batch that failed.
+        const QList<QPointF> fails = marks[std::size_t(i)]->points();
+        QVERIFY(!fails.isEmpty());
+        for (const QPointF &p : fails) {
+            QVERIFY(p.x() > cap);
+            QCOMPARE(p.y(), 0.0);
+        }
+        QCOMPARE(int(pts.size() + fails.size()), int(state.trials.size()));
+
+        const QString line = QStringLiteral("%1: largest batch %2 (%3: out of memory)")
+                                 .arg(name(state.policy))
+                                 .arg(state.result.largest_fit)
+                                 .arg(state.result.first_failure);
+        QVERIFY2(d.summaryText().contains(line), qPrintable(d.summaryText() + "\nwanted: " + line));
+    }
+    const auto &base = d.policyStates()[0].result, &mixed = d.policyStates()[1].result;
+    const QString ratio = QStringLiteral("mixed_fp16 fits %1x the batch of fp32 (%2 vs %3)")
+                              .arg(double(mixed.largest_fit) / base.largest_fit, 0, 'f', 2)
+                              .arg(mixed.largest_fit)
+                              .arg(base.largest_fit);
+    QVERIFY2(d.summaryText().contains(ratio), qPrintable(d.summaryText() + "\nwanted: " + ratio));
+
+    // The table holds every trial, a failure with its reason.
+    QTableWidget *t = d.table();
+    QCOMPARE(t->rowCount(), rows);
+    int failedRows = 0;
+    for (int r = 0; r < rows; ++r)
+        if (t->item(r, 5)->text() == QStringLiteral("does not fit: out of memory")) {
+            ++failedRows;
+            QVERIFY(t->item(r, 5)->toolTip().contains("out of device memory"));
+            QCOMPARE(t->item(r, 3)->text(), QStringLiteral("-"));
+        }
+    QCOMPARE(failedRows, int(marks[0]->count() + marks[1]->count()));
+}
+
+void TestMaxBatchDialog::policyErrorShowsAndOthersRun()
+{
+    const std::map<Policy, int> capacity = {{Policy::FP32, 64}, {Policy::MixedFP16, 128}};
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32, Policy::MixedBF16, Policy::MixedFP16}));
+    d.setSearchRange(8, 512);
+    d.setTrialForTesting([capacity](Policy p, int batch) {
+        if (p == Policy::MixedBF16)
+            throw mixlab::DeviceError("bfloat16 is not available here");
+        return fakeTrial(capacity, p, batch);
+    });
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.front().front().toBool(), false);
+    QVERIFY2(d.errorText().contains("bfloat16 is not available here"), qPrintable(d.errorText()));
+    QVERIFY(d.summaryText().contains("mixed_bf16: failed: bfloat16 is not available here"));
+    QVERIFY(d.policyStates()[0].done);
+    QVERIFY(!d.policyStates()[1].done);
+    QVERIFY(d.policyStates()[2].done);
+    QCOMPARE(d.policyStates()[2].result.largest_fit, 128);
+    QVERIFY(d.summaryText().contains("mixed_fp16 fits 2.00x the batch of fp32 (128 vs 64)"));
+}
+
+void TestMaxBatchDialog::setupErrorShows()
+{
+    MaxBatchJob job = cpuJob({Policy::FP32});
+    job.config.dataset.name = "/nonexistent/mixlab-dataset-folder";
+    MaxBatchDialog d;
+    d.setJob(job);
+    d.setSearchRange(8, 16);
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QVERIFY(!d.isRunning());
+    QVERIFY(!d.errorText().isEmpty());
+    QCOMPARE(d.table()->rowCount(), 0);
+    // The dialog is still usable: a good job runs next.
+    d.setJob(cpuJob({Policy::FP32}));
+    d.setTrialSteps(1, 1);
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, k_timeoutMs);
+    QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+    QCOMPARE(d.policyStates()[0].result.largest_fit, 16);
+}
+
+void TestMaxBatchDialog::limitBelowStartIsRefused()
+{
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32}));
+    d.setSearchRange(64, 32);
+    d.start();
+    QVERIFY(!d.isRunning());
+    QVERIFY2(d.errorText().contains("below the start"), qPrintable(d.errorText()));
+}
+
+void TestMaxBatchDialog::blockedJobDoesNotStart()
+{
+    MaxBatchJob job = cpuJob({Policy::FP32});
+    job.blocked = "The model is not valid: layer 2 has no units";
+    MaxBatchDialog d;
+    d.setJob(job);
+    d.start();
+    QVERIFY(!d.isRunning());
+    QVERIFY(d.errorText().contains("layer 2 has no units"));
+}
+
+void TestMaxBatchDialog::defaultLimitFollowsDevice_data()
+{
+    QTest::addColumn<int>("choice");
+    QTest::addColumn<QString>("probed");
+    QTest::addColumn<int>("limit");
+    QTest::newRow("cpu chosen") << int(DeviceChoice::CPU) << "cuda" << 1024;
+    QTest::newRow("auto on a cpu-only machine") << int(DeviceChoice::Auto) << "cpu" << 1024;
+    QTest::newRow("auto on a gpu") << int(DeviceChoice::Auto) << "cuda" << 65536;
+    QTest::newRow("cuda chosen") << int(DeviceChoice::CUDA) << "" << 65536;
+}
+
+void TestMaxBatchDialog::defaultLimitFollowsDevice()
+{
+    QFETCH(int, choice);
+    QFETCH(QString, probed);
+    QFETCH(int, limit);
+    MaxBatchJob job = cpuJob({Policy::FP32});
+    job.config.device = DeviceChoice(choice);
+    job.device.backend = probed.toStdString();
+    MaxBatchDialog d;
+    d.setJob(job);
+    QCOMPARE(d.searchStart(), 32);
+    QCOMPARE(d.searchLimit(), limit);
+    // A limit the user set stays, whatever the device.
+    d.setSearchRange(16, 333);
+    d.setJob(job);
+    QCOMPARE(d.searchLimit(), 333);
+}
+
+void TestMaxBatchDialog::stopRightAwayEnds()
+{
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
+    d.setSearchRange(8, 64);
+    d.setTrialSteps(1, 1);
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    // A second search, stopped at once: ends, marked stopped, without hanging.
+    d.start();
+    QVERIFY(d.isRunning());
+    d.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, k_timeoutMs);
+    QVERIFY(!d.isRunning());
+    QCOMPARE(finished.back().front().toBool(), true);
+    QVERIFY(d.table()->rowCount() <= 1); // at most the trial that was in flight
+    QVERIFY2(d.summaryText().contains("stopped"), qPrintable(d.summaryText()));
+}
+
+void TestMaxBatchDialog::stopBetweenTrials()
+{
+    // Trials that take a while, so Stop lands while one is in flight.
+    const std::map<Policy, int> capacity = {{Policy::FP32, 1 << 20}, {Policy::MixedFP16, 1 << 20}};
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
+    d.setSearchRange(1, 1 << 20);
+    d.setTrialForTesting([capacity](Policy p, int batch) {
+        QThread::msleep(100);
+        return fakeTrial(capacity, p, batch);
+    });
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    connect(&d, &MaxBatchDialog::trialAdded, &d, [&d](int, int batch) {
+        if (batch == 4)
+            d.stop();
+    });
+    d.start();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.front().front().toBool(), true);
+    // 1, 2, 4, the one in flight when Stop came, and one more should the GUI thread of
+    // a loaded machine take a whole trial to take in the Stop; mixed_fp16 never ran.
+    const auto &fp32 = d.policyStates()[0];
+    QVERIFY(fp32.trials.size() >= 3 && fp32.trials.size() <= 5);
+    QVERIFY(!fp32.done);
+    QVERIFY(d.policyStates()[1].trials.empty());
+    QVERIFY2(d.summaryText().contains("fp32: stopped, largest batch so far"), qPrintable(d.summaryText()));
+    QVERIFY2(d.summaryText().contains("mixed_fp16: not run (stopped)"), qPrintable(d.summaryText()));
+}
+
+void TestMaxBatchDialog::closeMidSearch()
+{
+    const std::map<Policy, int> capacity = {{Policy::FP32, 1 << 20}};
+    MaxBatchDialog d;
+    d.setJob(cpuJob({Policy::FP32}));
+    d.setSearchRange(1, 1 << 20);
+    d.setTrialForTesting([capacity](Policy p, int batch) {
+        QThread::msleep(20);
+        return fakeTrial(capacity, p, batch);
+    });
+    d.show();
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    QSignalSpy added(&d, &MaxBatchDialog::trialAdded);
+    d.start();
+    QTRY_VERIFY_WITH_TIMEOUT(added.count() >= 2, k_timeoutMs);
+    QVERIFY(d.close());
+    QVERIFY(!d.isVisible());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QVERIFY(!d.isRunning());
+    QVERIFY(d.findChildren<QThread *>().isEmpty() || d.findChild<QThread *>()->isFinished());
+}
+
+void TestMaxBatchDialog::destroyMidSearch()
+{
+    // A real CPU search, destroyed while its first trials run: the destructor joins the
+    // worker, and the calls it had posted are dropped with the dialog.
+    std::atomic<int> trials{0};
+    {
+        auto *d = new MaxBatchDialog;
+        d->setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
+        d->setSearchRange(8, 64);
+        d->setTrialSteps(1, 1);
+        connect(d, &MaxBatchDialog::trialAdded, this, [&trials] { ++trials; });
+        d->start();
+        QTRY_VERIFY_WITH_TIMEOUT(trials.load() >= 1, k_timeoutMs);
+        delete d;
+    }
+    QCoreApplication::processEvents(); // nothing posted by the gone worker may run
+    QVERIFY(trials.load() >= 1);
+}
+
+void TestMaxBatchDialog::menuActionOpensDialog()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    auto *action = w.findChild<QAction *>("maxBatchAction");
+    QVERIFY(action);
+    QVERIFY(action->text().contains("largest batch"));
+    action->trigger();
+    auto *dialog = w.findChild<MaxBatchDialog *>();
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    QVERIFY(!dialog->isModal());
+    action->trigger(); // the same dialog again, not a second one
+    QCOMPARE(w.findChildren<MaxBatchDialog *>().size(), 1);
+    dialog->close();
+}
+
+QTEST_MAIN(TestMaxBatchDialog)
+#include "tst_maxbatchdialog.moc"
