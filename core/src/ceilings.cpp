@@ -1,5 +1,6 @@
 // The ceilings probe (large GEMMs per precision and a device copy, timed with backend
 // events) and its per-device JSON cache.
+#include "utc_text.h"
 #include "mixlab/ceilings.h"
 
 #include "mixlab/environment.h"
@@ -29,15 +30,7 @@ constexpr const char* k_format = "mixlab-ceilings/1";
 
 bool is_cuda(const DeviceInfo& info) { return info.backend == "cuda"; }
 
-std::string utc_now_iso8601()
-{
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
-}
+std::string utc_now_iso8601() { return utc_now_text("%Y-%m-%dT%H:%M:%SZ"); }
 
 double median(std::vector<double> values)
 {

@@ -1,6 +1,7 @@
 // The explain report as one HTML5 page: tables for the environment, model, configs,
 // results, phases and layers; the charts from report_svg.cpp inline; the explanations.
 // Times are in ms throughout, throughput in samples/s, rates in TFLOP/s and GB/s.
+#include "utc_text.h"
 #include "mixlab/report.h"
 
 #include "report_svg.h"
@@ -18,15 +19,7 @@ using report::fixed;
 
 std::string esc(std::string_view s) { return escape_html(s); }
 
-std::string now_utc()
-{
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[64];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-    return buf;
-}
+std::string now_utc() { return utc_now_text("%Y-%m-%d %H:%M UTC"); }
 
 // 1234567 -> "1,234,567": parameter counts read at a glance.
 std::string grouped(std::int64_t v)

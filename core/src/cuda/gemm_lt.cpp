@@ -107,6 +107,21 @@ LtGemm::LtGemm(const GemmDevice& device, ReduceScratch& scratch)
     m_handle = LtHandle(h);
 }
 
+// The call shape a plan reports (fused until a fallback says otherwise).
+void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
+{
+    info.trans_a = key.trans_a;
+    info.trans_b = key.trans_b;
+    info.m = key.m;
+    info.n = key.n;
+    info.k = key.k;
+    info.ab = key.ab;
+    info.c = key.c;
+    info.epilogue = key.epilogue;
+    info.math = key.math;
+    info.fused = true;
+}
+
 std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
     const Key& key, const void* aux_ptr, std::vector<cublasLtMatmulHeuristicResult_t>& candidates)
 {
@@ -176,16 +191,7 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
     plan->workspace = candidates.front().workspaceSize;
 
     GemmPlanInfo& info = plan->info;
-    info.trans_a = key.trans_a;
-    info.trans_b = key.trans_b;
-    info.m = key.m;
-    info.n = key.n;
-    info.k = key.k;
-    info.ab = key.ab;
-    info.c = key.c;
-    info.epilogue = key.epilogue;
-    info.math = key.math;
-    info.fused = true;
+    set_shape(info, key);
     const bool half = key.ab == DType::F16 || key.ab == DType::BF16;
     info.tensor_cores = (key.ab == DType::F16 && m_device.tensor_cores) ||
                         (key.ab == DType::BF16 && m_device.bf16) || (tf32 && m_device.tf32);
@@ -404,16 +410,7 @@ LtGemm::Plan& LtGemm::skinny_plan(const Key& key)
     auto plan = std::make_unique<Plan>();
     plan->skinny = true;
     GemmPlanInfo& info = plan->info;
-    info.trans_a = key.trans_a;
-    info.trans_b = key.trans_b;
-    info.m = key.m;
-    info.n = key.n;
-    info.k = key.k;
-    info.ab = key.ab;
-    info.c = key.c;
-    info.epilogue = key.epilogue;
-    info.math = key.math;
-    info.fused = true;
+    set_shape(info, key);
     info.tensor_cores = false;
     info.tensor_core_shapes = false;
     info.note = "our split-k kernel: " + std::to_string(key.m) +

@@ -67,6 +67,7 @@ private:
     };
     // Our split-k kernel serves this shape better than any cuBLASLt kernel can.
     bool skinny_applies(const GemmCall& call) const;
+    static void set_shape(GemmPlanInfo& info, const Key& key);
     Plan& skinny_plan(const Key& key);
 
     // A new plan is built (and timed) with the operands of the call that first needs it.
