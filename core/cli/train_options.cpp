@@ -155,8 +155,14 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         std::filesystem::absolute(*in.log_json) == std::filesystem::absolute(*in.log_csv))
         throw InputError("--log-json and --log-csv name the same file '" + *in.log_json + "'");
 
-    if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name))
+    if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name)) {
+        // A file given where the folder belongs exists: "does not exist" would mislead.
+        std::error_code ec;
+        if (std::filesystem::exists(c.dataset.name, ec))
+            throw InputError("--dataset: '" + c.dataset.name +
+                             "' is a file, not a folder; give the folder that holds the dataset files");
         throw InputError("--dataset: the folder '" + c.dataset.name + "' does not exist");
+    }
     return in;
 }
 

@@ -157,7 +157,9 @@ json parse_document(std::string_view text, const DocumentKind& kind)
     json doc;
     try {
         doc = json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // Not only syntax errors: a number too large for a double (1e999) throws
+        // out_of_range while parsing, and is just as much a broken file.
         fail(kind, "the " + std::string(kind.noun) + " is not valid JSON: " + json_error_text(e));
     }
     if (!doc.is_object())

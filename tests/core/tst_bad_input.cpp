@@ -1,0 +1,361 @@
+// Bad input to mixlab-cli, one row each: broken model and run files, bad sizes and
+// options, damaged dataset files. Every row must end with its exit code, a short stderr
+// naming the problem, no crash, and every file already in the folder left as it was.
+#include <QCryptographicHash>
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QMap>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <functional>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace {
+
+struct CliResult {
+    int code = -1;
+    bool normal_exit = false;
+    QString out, err;
+};
+
+// Sizes of the IDX files written: small, so every row runs in a fraction of a second.
+constexpr int k_side = 8;
+constexpr int k_train = 64, k_test = 16;
+constexpr int k_cifar_record = 1 + 3072;
+
+// Text a crash or a sanitizer leaves on stderr; none may appear even on bad input.
+const QStringList k_crash_text = {"terminate called", "Segmentation fault", "Aborted",
+                                  "AddressSanitizer", "UndefinedBehaviorSanitizer",
+                                  "runtime error:", "core dumped", "what():"};
+
+QByteArray be32(quint32 v)
+{
+    QByteArray b(4, '\0');
+    for (int i = 0; i < 4; ++i) b[i] = char((v >> (24 - 8 * i)) & 0xff);
+    return b;
+}
+
+// Random bytes: all-zero images would hide a reader that skips them.
+QByteArray random_bytes(QRandomGenerator& rng, qsizetype n, int below = 256)
+{
+    QByteArray b(n, '\0');
+    for (qsizetype i = 0; i < n; ++i) b[i] = char(rng.bounded(below));
+    return b;
+}
+
+} // namespace
+
+class TestBadInput : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QRandomGenerator m_rng{20260711};
+
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+
+    void write(const QString& name, const QByteArray& bytes)
+    {
+        QDir().mkpath(QFileInfo(path(name)).absolutePath());
+        QFile f(path(name));
+        QVERIFY2(f.open(QIODevice::WriteOnly | QIODevice::Truncate), qPrintable(name));
+        QCOMPARE(f.write(bytes), bytes.size());
+    }
+
+    QByteArray model(const QByteArray& layers, const QByteArray& format = "mixlab-model/1")
+    {
+        return "{\"format\": \"" + format + "\", \"name\": \"m\", \"layers\": [" + layers + "]}";
+    }
+
+    // An IDX folder of k_side x k_side images; `damage` edits the train-images bytes.
+    void write_idx(const QString& folder, const std::function<void(QByteArray&)>& damage)
+    {
+        for (const auto& [prefix, n] : {std::pair{QString("train"), k_train}, {QString("t10k"), k_test}}) {
+            QByteArray images = be32(0x803) + be32(n) + be32(k_side) + be32(k_side) +
+                                random_bytes(m_rng, qsizetype(n) * k_side * k_side);
+            const QByteArray labels = be32(0x801) + be32(n) + random_bytes(m_rng, n, 10);
+            if (prefix == "train") damage(images);
+            write(folder + "/" + prefix + "-images-idx3-ubyte", images);
+            write(folder + "/" + prefix + "-labels-idx1-ubyte", labels);
+        }
+    }
+
+    // Path -> hash of every file under the test folder: what "nothing saved changed" means.
+    QMap<QString, QByteArray> snapshot() const
+    {
+        QMap<QString, QByteArray> files;
+        QDirIterator it(m_dir.path(), QDir::Files | QDir::Hidden | QDir::System,
+                        QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString p = it.next();
+            QFile f(p);
+            files[p] = f.open(QIODevice::ReadOnly)
+                           ? QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha1)
+                           : QByteArray("unreadable");
+        }
+        return files;
+    }
+
+    CliResult run(const QStringList& args, qint64 address_space_cap)
+    {
+        QProcess p;
+        if (address_space_cap > 0) {
+            // The row's model asks for more host memory than the cap: the engine must say
+            // so, where without the cap it would take gigabytes from the shared machine.
+            p.setChildProcessModifier([address_space_cap] {
+                const rlimit lim{rlim_t(address_space_cap), rlim_t(address_space_cap)};
+                setrlimit(RLIMIT_AS, &lim);
+            });
+        }
+        p.start(QStringLiteral(MIXLAB_CLI_PATH), args);
+        CliResult r;
+        if (!p.waitForStarted(10000) || !p.waitForFinished(30000)) {
+            p.kill();
+            p.waitForFinished();
+            r.err = "did not start or finish in 30 s: " + p.errorString();
+            return r;
+        }
+        r.normal_exit = p.exitStatus() == QProcess::NormalExit;
+        r.code = r.normal_exit ? p.exitCode() : -1;
+        r.out = QString::fromUtf8(p.readAllStandardOutput());
+        r.err = QString::fromUtf8(p.readAllStandardError());
+        return r;
+    }
+
+    QStringList expand(QStringList args) const
+    {
+        for (QString& a : args) a.replace("@", m_dir.path() + "/");
+        return args;
+    }
+
+    static QString details(const CliResult& r)
+    {
+        return QString("exit %1\nstdout:\n%2\nstderr:\n%3").arg(r.code).arg(r.out, r.err);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(MIXLAB_CLI_PATH), MIXLAB_CLI_PATH);
+        QVERIFY(m_dir.isValid());
+        const QByteArray head = R"({"type": "flatten"}, )";
+        write("tiny.json", model(head + R"({"type": "dense", "units": 16, "activation": "relu"},
+                                           {"type": "dense", "units": 10})"));
+        write("malformed.json", R"({"format": "mixlab-model/1", "layers": [{"type": "flatten"},)");
+        write("empty.json", "  \n");
+        write("array.json", "[1, 2, 3]");
+        write("unknown-layer.json", model(head + R"({"type": "bogus_layer", "units": 10})"));
+        write("units-zero.json", model(head + R"({"type": "dense", "units": 0})"));
+        write("units-negative.json", model(head + R"({"type": "dense", "units": -16})"));
+        write("units-1e9.json", model(head + R"({"type": "dense", "units": 1000000000},
+                                                {"type": "dense", "units": 10})"));
+        write("units-huge-number.json", model(head + R"({"type": "dense", "units": 1e999})"));
+        write("filters-zero.json", model(R"({"type": "conv2d", "filters": 0, "kernel": 3}, )" + head +
+                                         R"({"type": "dense", "units": 10})"));
+        write("kernel-negative.json", model(R"({"type": "conv2d", "filters": 4, "kernel": -3}, )" +
+                                            head + R"({"type": "dense", "units": 10})"));
+        write("no-layers.json", model(""));
+        write("future-model.json", model(head + R"({"type": "dense", "units": 10})", "mixlab-model/9"));
+        // 3072 inputs (synthetic is 32x32x3) x 600000 units: under the per-layer limit of
+        // 2^31 weights, but 7 GB of fp32 weights alone.
+        write("host-memory.json", model(head + R"({"type": "dense", "units": 600000},
+                                                  {"type": "dense", "units": 10})"));
+        write("unreadable.json", model(head + R"({"type": "dense", "units": 10})"));
+        QDir().mkpath(path("model-dir.json"));
+        if (::geteuid() != 0) QVERIFY(QFile::setPermissions(path("unreadable.json"), {}));
+
+        const QByteArray run_head = R"({"format": "mixlab-run/1", "device": "cpu", )";
+        write("run-malformed.json", run_head + R"("batch_size": 8,)");
+        write("run-future.json", R"({"format": "mixlab-run/9", "batch_size": 8})");
+        write("run-no-format.json", R"({"batch_size": 8})");
+        write("run-batch-zero.json", run_head + R"("batch_size": 0})");
+        write("run-batch-huge.json", run_head + R"("batch_size": 10000000})");
+        write("run-epochs-zero.json", run_head + R"("epochs": 0})");
+        write("run-lr-negative.json", run_head + R"("optimizer": {"type": "sgd", "lr": -0.1}})");
+        write("run-lr-string-nan.json", run_head + R"("optimizer": {"type": "sgd", "lr": "nan"}})");
+        write("run-lr-inf.json", run_head + R"("optimizer": {"type": "sgd", "lr": 1e999}})");
+        write("run-unknown-field.json", run_head + R"("batchsize": 8})");
+
+        write_idx("idx-magic", [](QByteArray& b) { b.replace(0, 4, be32(0x00001234)); });
+        write_idx("idx-swapped", [](QByteArray& b) { b.replace(0, 4, be32(0x801)); });
+        write_idx("idx-truncated", [](QByteArray& b) { b.chop(b.size() / 2); });
+        write_idx("idx-short-header", [](QByteArray& b) { b.truncate(10); });
+        write_idx("idx-file-is-dir", [](QByteArray&) {});
+        QVERIFY(QFile::remove(path("idx-file-is-dir/t10k-labels-idx1-ubyte")));
+        QVERIFY(QDir().mkpath(path("idx-file-is-dir/t10k-labels-idx1-ubyte")));
+
+        // CIFAR-10: five whole training batches, a test batch cut 100 bytes into a record.
+        auto cifar = [&](int records) {
+            QByteArray b = random_bytes(m_rng, qsizetype(records) * k_cifar_record);
+            for (int r = 0; r < records; ++r) b[qsizetype(r) * k_cifar_record] = char(m_rng.bounded(10));
+            return b;
+        };
+        for (int i = 1; i <= 5; ++i) write(QString("cifar-truncated/data_batch_%1.bin").arg(i), cifar(4));
+        write("cifar-truncated/test_batch.bin", cifar(2).left(k_cifar_record + 100));
+        write("not-a-folder", "a file where the dataset folder belongs\n");
+
+        // Already saved: a log from an earlier run that failing runs must not touch.
+        write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("fragment"); // stderr must name this
+        QTest::addColumn<qint64>("memory_cap"); // RLIMIT_AS in bytes, 0 for none
+
+        // Valid apart from each row's change, and writing over kept-log.json: were a check
+        // missing, it would train briefly, exit 0 and rewrite that log, failing the row.
+        const QStringList train = {"train", "--model", "@tiny.json", "--dataset", "synthetic",
+                                   "--synthetic-size", "256", "--steps", "3", "--device", "cpu",
+                                   "--batch", "16", "--log-json", "@kept-log.json"};
+        auto with = [&](QStringList base, const QStringList& extra) {
+            for (qsizetype i = 0; i < extra.size(); ++i) {
+                if (!extra[i].startsWith("--")) continue;
+                const qsizetype at = base.indexOf(extra[i].section('=', 0, 0));
+                if (at >= 0) base.remove(at, 2); // the row's value replaces the base's
+            }
+            return base + extra;
+        };
+        auto model = [&](const char* row, const char* file, const char* fragment) {
+            QTest::newRow(row) << with(train, {"--model", QString("@") + file}) << 2
+                               << QString(fragment) << qint64(0);
+        };
+        model("model: malformed JSON", "malformed.json", "malformed.json");
+        model("model: blank file", "empty.json", "is empty");
+        model("model: not an object", "array.json", "JSON object");
+        model("model: unknown layer type", "unknown-layer.json", "bogus_layer");
+        model("model: zero units", "units-zero.json", "\"units\"");
+        model("model: negative units", "units-negative.json", "\"units\"");
+        model("model: 10^9-unit dense layer", "units-1e9.json", "1000000000");
+        model("model: units 1e999", "units-huge-number.json", "units-huge-number.json");
+        model("model: zero filters", "filters-zero.json", "\"filters\"");
+        model("model: negative kernel", "kernel-negative.json", "kernel");
+        model("model: no layers", "no-layers.json", "no layers");
+        model("model: future format", "future-model.json", "mixlab-model/9");
+        model("model: a folder", "model-dir.json", "model-dir.json");
+        model("model: missing file", "none.json", "none.json");
+        model("model: unreadable file", "unreadable.json", "unreadable.json");
+        // Fits the per-layer limit but not the host: a run-time failure, exit 1, whose
+        // message names the memory. Capped at 3 GB so the test never takes 7 GB.
+        QTest::newRow("model: more host memory than there is")
+            << with(train, {"--model", "@host-memory.json"}) << 1 << QString("memory")
+            << qint64(3) * 1024 * 1024 * 1024;
+
+        auto run = [&](const char* row, const char* file, const char* fragment) {
+            QStringList args = with(train, {"--run", QString("@") + file});
+            args.remove(args.indexOf("--batch"), 2); // so the file's batch_size counts
+            QTest::newRow(row) << args << 2 << QString(fragment) << qint64(0);
+        };
+        run("run: malformed JSON", "run-malformed.json", "run-malformed.json");
+        run("run: future format", "run-future.json", "mixlab-run/9");
+        run("run: no format", "run-no-format.json", "\"format\"");
+        run("run: batch_size 0", "run-batch-zero.json", "batch_size");
+        run("run: batch_size 10^7", "run-batch-huge.json", "batch_size");
+        run("run: lr negative", "run-lr-negative.json", "lr");
+        run("run: lr a string", "run-lr-string-nan.json", "lr");
+        run("run: lr 1e999", "run-lr-inf.json", "run-lr-inf.json");
+        run("run: unknown field", "run-unknown-field.json", "batchsize");
+        run("run: missing file", "none-run.json", "none-run.json");
+        run("run: a folder", "model-dir.json", "model-dir.json");
+        {
+            QStringList args = with(train, {"--run", "@run-epochs-zero.json"});
+            args.remove(args.indexOf("--steps"), 2); // steps would stand in for epochs
+            QTest::newRow("run: epochs 0") << args << 2 << QString("epochs") << qint64(0);
+        }
+
+        auto option = [&](const char* row, const QStringList& extra, const char* fragment) {
+            QTest::newRow(row) << with(train, extra) << 2 << QString(fragment) << qint64(0);
+        };
+        option("--batch 0", {"--batch", "0"}, "--batch");
+        option("--batch 10^7", {"--batch", "10000000"}, "--batch");
+        option("--batch -1", {"--batch=-1"}, "--batch");
+        option("--lr nan", {"--lr", "nan"}, "--lr");
+        option("--lr inf", {"--lr", "inf"}, "--lr");
+        option("--lr 0", {"--lr", "0"}, "--lr");
+        option("--synthetic-size 0", {"--synthetic-size", "0"}, "--synthetic-size");
+        option("--log-json in a missing folder", {"--log-json", "@no-such-dir/log.json"},
+               "no-such-dir");
+        option("--log-json is a folder", {"--log-json", "@model-dir.json"}, "--log-json");
+        {
+            QStringList args = with(train, {"--epochs", "0"});
+            args.remove(args.indexOf("--steps"), 2);
+            QTest::newRow("--epochs 0") << args << 2 << QString("--epochs") << qint64(0);
+        }
+
+        auto data = [&](const char* row, const char* folder, const char* fragment) {
+            QStringList args = with(train, {"--dataset", QString("@") + folder});
+            args.remove(args.indexOf("--synthetic-size"), 2); // applies to synthetic only
+            QTest::newRow(row) << args << 2 << QString(fragment) << qint64(0);
+        };
+        data("IDX: wrong magic", "idx-magic", "idx-magic/train-images-idx3-ubyte is not an IDX image");
+        data("IDX: label magic in an image file", "idx-swapped", "swapped");
+        data("IDX: truncated images", "idx-truncated", "train-images-idx3-ubyte is truncated");
+        data("IDX: truncated header", "idx-short-header", "train-images-idx3-ubyte");
+        data("IDX: a folder where a file belongs", "idx-file-is-dir", "t10k-labels-idx1-ubyte");
+        data("CIFAR: truncated .bin", "cifar-truncated", "test_batch.bin");
+        data("dataset: missing folder", "no-such-dataset", "no-such-dataset' does not exist");
+        data("dataset: a file, not a folder", "not-a-folder", "not a folder");
+
+        QTest::newRow("summary: 10^9-unit dense layer")
+            << QStringList{"summary", "--model", "@units-1e9.json", "--input", "8x8x1"} << 2
+            << QString("1000000000") << qint64(0);
+        QTest::newRow("summary: future format")
+            << QStringList{"summary", "--model", "@future-model.json", "--input", "8x8x1"} << 2
+            << QString("mixlab-model/9") << qint64(0);
+    }
+
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, code);
+        QFETCH(QString, fragment);
+        QFETCH(qint64, memory_cap);
+        if (QTest::currentDataTag() == QLatin1String("model: unreadable file") && ::geteuid() == 0)
+            QSKIP("running as root, which reads a chmod 000 file anyway");
+        const QMap<QString, QByteArray> before = snapshot();
+
+        const CliResult r = run(expand(args), memory_cap);
+
+        QVERIFY2(r.normal_exit, qPrintable("crashed or hung: " + details(r)));
+        for (const QString& text : k_crash_text)
+            QVERIFY2(!r.err.contains(text), qPrintable(details(r)));
+        QVERIFY2(r.code == code, qPrintable(details(r)));
+        QVERIFY2(r.err.contains(fragment), qPrintable("stderr does not name '" + fragment +
+                                                      "'\n" + details(r)));
+        // One line naming the problem; a raw library message ("[json.exception...") is not one.
+        QVERIFY2(r.err.trimmed().count('\n') == 0, qPrintable("not one line: " + r.err));
+        QVERIFY2(r.err.startsWith("mixlab-cli " + args.front() + ": "), qPrintable(r.err));
+        QVERIFY2(!r.err.contains("exception"), qPrintable(r.err));
+        QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+
+        const QMap<QString, QByteArray> after = snapshot();
+        QCOMPARE(after.keys(), before.keys()); // nothing written, nothing left behind
+        for (auto it = before.begin(); it != before.end(); ++it)
+            QVERIFY2(after.value(it.key()) == it.value(), qPrintable(it.key() + " changed"));
+    }
+
+    // The rows above would pass for a CLI that refuses everything: this valid run, with
+    // the same files and options, must train and write the log the rows keep intact.
+    void validRunWritesTheLog()
+    {
+        const QString log = path("fresh-log.json");
+        const CliResult r = run(expand({"train", "--model", "@tiny.json", "--dataset", "synthetic",
+                                        "--synthetic-size", "256", "--steps", "3", "--device",
+                                        "cpu", "--batch", "16", "--log-json", log}),
+                                0);
+        QVERIFY2(r.normal_exit && r.code == 0, qPrintable(details(r)));
+        QVERIFY(QFile::exists(log));
+        QVERIFY(QFile::remove(log));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestBadInput)
+#include "tst_bad_input.moc"
