@@ -78,6 +78,7 @@ int cmd_train(int argc, char** argv)
                                                       in.config.steps > 0 ? 0 : in.config.epochs}},
                             in.progress_every);
     log.forward_to(&printer);
+    log.save_each_epoch(in.log_json, in.log_csv);
     // The run's own first event says what trains how; this says on what data.
     std::fprintf(stderr, "dataset %s (%s): %lld training, %lld test samples of %s\n",
                  prepared.data.name.c_str(), prepared.data.source.c_str(),

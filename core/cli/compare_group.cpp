@@ -62,6 +62,7 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
     }
     ProgressPrinter printer(stderr, infos, in.progress_every);
     g.log.forward_to(&printer);
+    g.log.save_each_epoch(in.log_json, in.log_csv);
     std::fprintf(stderr, "comparing %zu policies in lockstep on dataset %s (%s): %lld training, "
                          "%lld test samples of %s\n",
                  g.configs.size(), prepared.data.name.c_str(), prepared.data.source.c_str(),

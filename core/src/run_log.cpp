@@ -210,6 +210,17 @@ void RunLog::on_epoch(int run, const EpochMetrics& m)
 {
     run_at(run).epochs.push_back(m);
     if (m_next) m_next->on_epoch(run, m);
+    try {
+        if (m_epoch_json) write_json(*m_epoch_json);
+        if (m_epoch_csv) write_csv(*m_epoch_csv);
+    } catch (const std::exception& e) {
+        if (!m_warned_save) {
+            m_warned_save = true;
+            on_event(run, RunEvent{RunEvent::Kind::Warning, 0,
+                                   std::string("could not save the log at the end of epoch ") +
+                                       std::to_string(m.epoch) + ": " + e.what()});
+        }
+    }
 }
 
 void RunLog::on_event(int run, const RunEvent& e)

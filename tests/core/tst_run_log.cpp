@@ -154,6 +154,43 @@ private slots:
         m_env = describe_environment(cpu);
     }
 
+    // A process killed mid-run keeps every finished epoch: the files are rewritten at
+    // each epoch end, not before; a folder that vanished costs one warning, not the run.
+    void savesEachEpoch()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string json = dir.filePath("run.json").toStdString();
+        const std::string csv = dir.filePath("run.csv").toStdString();
+        RunLog log;
+        log.add_run(config_for(Policy::FP32));
+        log.save_each_epoch(json, csv);
+        const auto steps = fake_steps(20, 11, 10);
+        for (int i = 0; i < 10; ++i) log.on_step(0, steps[std::size_t(i)]);
+        QVERIFY(!QFile::exists(QString::fromStdString(json))); // nothing before an epoch ends
+        log.on_epoch(0, fake_epoch(1, 11));
+        for (int i = 10; i < 15; ++i) log.on_step(0, steps[std::size_t(i)]);
+        // As if killed now: the files hold epoch 1 and its 10 steps, not the 5 after.
+        std::ifstream f(json);
+        QVERIFY(f.good());
+        const nlohmann::json doc = nlohmann::json::parse(f); // a train log: one run, top level
+        QCOMPARE(doc["epochs"].size(), std::size_t(1));
+        QCOMPARE(doc["steps"].size(), std::size_t(10));
+        QFile c(QString::fromStdString(csv));
+        QVERIFY(c.open(QIODevice::ReadOnly));
+        QCOMPARE(c.readAll().count('\n'), 1 + 10); // header + one row per step
+
+        RunLog lost;
+        lost.add_run(config_for(Policy::FP32));
+        lost.save_each_epoch(dir.filePath("gone/run.json").toStdString(), std::nullopt);
+        lost.on_epoch(0, fake_epoch(1, 12));
+        lost.on_epoch(0, fake_epoch(2, 12));
+        QCOMPARE(lost.events(0).size(), std::size_t(1)); // warned once
+        QCOMPARE(lost.events(0).front().kind, RunEvent::Kind::Warning);
+        QVERIFY(lost.events(0).front().message.find("epoch 1") != std::string::npos);
+        QCOMPARE(lost.epochs(0).size(), std::size_t(2));
+    }
+
     void recordsAndForwards()
     {
         RunLog log;

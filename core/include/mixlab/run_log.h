@@ -60,6 +60,14 @@ public:
     void set_summary(int run, const RunSummary& summary);
     // Every call is recorded, then passed on to `next` (e.g. a progress printer).
     void forward_to(MetricsSink* next) { m_next = next; }
+    // At every epoch end the log so far is written to these files (atomically), so a
+    // killed process loses at most the epoch in progress. A failed write does not stop
+    // the run: it is recorded once as a warning event and tried again next epoch.
+    void save_each_epoch(std::optional<std::string> json_path, std::optional<std::string> csv_path)
+    {
+        m_epoch_json = std::move(json_path);
+        m_epoch_csv = std::move(csv_path);
+    }
 
     void on_step(int run, const StepMetrics& m) override;
     void on_epoch(int run, const EpochMetrics& m) override;
@@ -97,6 +105,8 @@ private:
     std::string m_graph_json = "null";
     std::string m_environment_json = "null";
     MetricsSink* m_next = nullptr;
+    std::optional<std::string> m_epoch_json, m_epoch_csv;
+    bool m_warned_save = false;
 };
 
 // Throws InputError naming `path` (and the option, when given, e.g. "--log-json") when
