@@ -61,6 +61,8 @@ int cmd_compare(int argc, char** argv)
                 group->env.device_name.c_str(), group->prepared.data.name.c_str(),
                 in.config.batch_size);
     print_table(group->configs, group->summaries);
+    for (const RunSummary& s : group->summaries)
+        if (!s.halted.empty()) return 1; // its Error event names the run and the step
     return group->interrupted ? 130 : 0;
 }
 

@@ -103,6 +103,10 @@ int cmd_train(int argc, char** argv)
     log.set_summary(0, summary);
     write_logs(log, in);
     print_summary(in.config, env, summary);
+    if (!summary.halted.empty()) {
+        std::fprintf(stderr, "mixlab-cli train: %s\n", summary.halted.c_str());
+        return 1;
+    }
     return interrupt.interrupted() ? 130 : 0;
 }
 

@@ -89,7 +89,9 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
         throw;
     }
     g.log.forward_to(nullptr); // the printer ends with this scope
-    if (g.profile_steps > 0 && !interrupt.interrupted()) {
+    const bool halted = std::any_of(g.summaries.begin(), g.summaries.end(),
+                                    [](const RunSummary& s) { return !s.halted.empty(); });
+    if (g.profile_steps > 0 && !interrupt.interrupted() && !halted) {
         // Each run alone (not in lockstep), so its wall time per step is its own.
         struct Discard : MetricsSink {
             void on_step(int, const StepMetrics&) override {}

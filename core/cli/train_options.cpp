@@ -84,6 +84,8 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_option("--loss-scale-init", "X", "initial (or static) loss scale (default 65536)");
     p.add_option("--seed", "N", "seed for weights, data order and synthetic data (default 42)");
     p.add_option("--device", "auto|cpu|cuda", "backend (default auto: cuda when present)");
+    p.add_flag("--stop-on-nan",
+               "end the run at the first NaN or infinite training loss (default: warn, go on)");
     p.add_flag("--no-cuda-graph",
                "run each step kernel by kernel instead of replaying it as one CUDA graph");
     p.add_option("--synthetic-size", "N",
@@ -125,6 +127,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     if (auto v = p.unsigned_integer("--seed")) c.seed = *v;
     if (auto v = p.value("--device")) c.device = parse_device_choice(*v);
     if (p.flag("--no-cuda-graph")) c.cuda_graph = false;
+    if (p.flag("--stop-on-nan")) c.stop_on_non_finite_loss = true;
     if (c.dataset.name.empty()) c.dataset.name = default_dataset_name();
     if (auto v = p.integer("--synthetic-size", 1, k_max_synthetic)) {
         if (c.dataset.name != "synthetic")

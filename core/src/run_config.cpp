@@ -243,7 +243,8 @@ RunConfig parse_run_config(std::string_view json_text) {
     const json doc = json_util::parse_document(json_text, k_document);
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
-                    "optimizer", "seed", "device", "cuda_graph"});
+                    "optimizer", "seed", "device", "cuda_graph",
+                    "stop_on_non_finite_loss"});
     RunConfig c;
     if (r.has("dataset")) read_dataset(r.at("dataset"), c.dataset);
     if (r.has("policy")) {
@@ -261,6 +262,7 @@ RunConfig parse_run_config(std::string_view json_text) {
     if (r.has("optimizer")) read_optimizer(r.object("optimizer"), c.optimizer);
     r.read("seed", c.seed);
     r.read("cuda_graph", c.cuda_graph);
+    r.read("stop_on_non_finite_loss", c.stop_on_non_finite_loss);
     if (r.has("device")) {
         const auto name = r.string("device", "\"auto\", \"cpu\" or \"cuda\"");
         try {
@@ -325,6 +327,7 @@ std::string run_config_to_json(const RunConfig& c) {
     j["seed"] = c.seed;
     j["device"] = std::string(device_choice_name(c.device));
     j["cuda_graph"] = c.cuda_graph;
+    j["stop_on_non_finite_loss"] = c.stop_on_non_finite_loss;
     return j.dump(2) + "\n";
 }
 

@@ -132,6 +132,7 @@ TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceData
     backend.upload_raw(s.step_counter, zero_step, sizeof zero_step);
     s.net->set_step_counter(StepCounter{&s.step_counter, s.steps_per_epoch});
     s.graph_wanted = config.cuda_graph;
+    s.stop_on_non_finite = config.stop_on_non_finite_loss;
     s.eval_record = backend.alloc(k_record_fields, DType::F32);
     s.order = backend.alloc(std::size_t(host.train.n), DType::I32);
     s.host_records = backend.host_alloc(std::size_t(k_ring) * k_record_fields);
@@ -150,7 +151,10 @@ std::int64_t TrainingRun::total_steps() const { return m_impl->total_steps; }
 std::int64_t TrainingRun::steps_done() const { return m_impl->launched; }
 std::int64_t TrainingRun::steps_per_epoch() const { return m_impl->steps_per_epoch; }
 std::int64_t TrainingRun::device_bytes() const { return m_impl->net->device_bytes(); }
-bool TrainingRun::finished() const { return m_impl->launched >= m_impl->total_steps; }
+bool TrainingRun::finished() const
+{
+    return m_impl->launched >= m_impl->total_steps || !m_impl->halted.empty();
+}
 std::vector<std::string> TrainingRun::describe() const { return m_impl->net->describe(); }
 
 std::vector<float> TrainingRun::read_parameters() { return m_impl->net->read_parameters(); }
@@ -292,7 +296,13 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
                                      " clean steps"
                                : " after an overflow")});
     }
-    if (!std::isfinite(m.loss) && !s.warned_nan) {
+    if (!std::isfinite(m.loss) && s.stop_on_non_finite && s.halted.empty()) {
+        // Reported a few steps behind: the steps already queued run, nothing after them.
+        s.halted = "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") +
+                   " at step " + std::to_string(m.step) + ": run stopped (stop on non-finite loss)";
+        sink.on_event(s.run_index, {RunEvent::Kind::Error, m.step, s.halted});
+    }
+    if (!std::isfinite(m.loss) && !s.warned_nan && !s.stop_on_non_finite) {
         s.warned_nan = true;
         sink.on_event(s.run_index,
                       {RunEvent::Kind::Warning, m.step,
@@ -425,7 +435,8 @@ RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
     r.final_test_accuracy = s.last_test_accuracy;
     r.final_loss_scale = s.last_scale;
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
-    r.stopped = stopped;
+    r.stopped = stopped || !s.halted.empty();
+    r.halted = s.halted;
     return r;
 }
 

@@ -64,6 +64,8 @@ struct TrainingRun::Impl {
     float last_train_loss = 0;
     float last_test_loss = 0, last_test_accuracy = 0;
     bool warned_nan = false;
+    bool stop_on_non_finite = false; // RunConfig::stop_on_non_finite_loss
+    std::string halted;              // set when the run ends itself (RunSummary::halted)
     OutputHead graph_head = OutputHead::Logits;
     int classes = 0;
     std::int64_t profile_step = -1; // MIXLAB_PROFILE_STEP: the 0-based step a profiler sees

@@ -2,6 +2,8 @@
 // and how much of the wall time per step the device was busy.
 #include "trainer_impl.h"
 
+#include "mixlab/error.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -44,6 +46,8 @@ std::vector<std::unique_ptr<Event>> events(Backend& backend, std::size_t n)
 StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
 {
     Impl& s = *m_impl;
+    if (!s.halted.empty())
+        throw Error("cannot profile a run that stopped itself: " + s.halted);
     steps = std::clamp(steps, 1, 1000);
     StepProfile p;
     p.steps = steps;

@@ -107,7 +107,43 @@ private slots:
     void hugeLossScaleBacksOffAndSkips();
     void sigmoidHeadWarnsAndTrains();
     void profilePassAddsUp();
+    void nonFiniteLossStopsWhenAsked();
 };
+
+// A learning rate that blows the weights up within a few steps: by default the run warns
+// once and trains to the end; with stop_on_non_finite_loss it ends with the step named.
+void TestTraining::nonFiniteLossStopsWhenAsked()
+{
+    SyntheticRig rig(640, 64, 9);
+    RunConfig c = cpu_config(Policy::FP32, 32, 40);
+    c.optimizer.lr = 1e30f;
+    {
+        TrainingRun run = rig.run(c);
+        RecordingSink sink;
+        const RunSummary s = train(run, sink);
+        QCOMPARE(s.steps, std::int64_t(40));
+        QVERIFY(s.halted.empty());
+        QCOMPARE(sink.count(RunEvent::Kind::Warning), 1);
+    }
+    c.stop_on_non_finite_loss = true;
+    TrainingRun run = rig.run(c);
+    RecordingSink sink;
+    const RunSummary s = train(run, sink);
+    QVERIFY2(!s.halted.empty(), "the run did not stop itself");
+    QVERIFY(s.stopped);
+    QVERIFY2(s.steps < 40, qPrintable(QString("ran %1 steps").arg(s.steps)));
+    QCOMPARE(sink.count(RunEvent::Kind::Error), 1);
+    const auto err = std::find_if(sink.events.begin(), sink.events.end(),
+                                  [](const RunEvent& e) { return e.kind == RunEvent::Kind::Error; });
+    // The first non-finite loss is the step the message names.
+    std::int64_t first_bad = 0;
+    for (const StepMetrics& m : sink.steps[0])
+        if (!std::isfinite(m.loss)) { first_bad = m.step; break; }
+    QVERIFY(first_bad > 0);
+    QCOMPARE(err->step, first_bad);
+    QVERIFY2(err->message.find("at step " + std::to_string(first_bad)) != std::string::npos,
+             err->message.c_str());
+}
 
 // The profiling pass after a run: every phase and every top-level layer timed, the
 // phases adding up to the profiled step, the layers' forward and backward inside the

@@ -54,6 +54,9 @@ struct RunConfig {
     // Record the training step once as a CUDA graph and replay it (CUDA backend); off
     // runs it kernel by kernel, for comparing what the launches cost.
     bool cuda_graph = true;
+    // A non-finite training loss ends the run (with the step named) instead of a warning
+    // and going on.
+    bool stop_on_non_finite_loss = false;
 };
 
 inline constexpr std::string_view k_run_format = "mixlab-run/1";

@@ -74,7 +74,8 @@ struct RunSummary {
     float final_test_loss = 0, final_test_accuracy = 0;
     float final_loss_scale = 1;
     double wall_seconds = 0;
-    bool stopped = false;      // by the stop token
+    bool stopped = false;      // by the stop token, or halted
+    std::string halted;        // why the run ended itself early (a non-finite loss); empty
 };
 
 class Network;
