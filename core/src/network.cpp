@@ -834,6 +834,7 @@ std::string Network::no_tensor_core_reason(const LayerTime& t, const Node& n, co
 std::vector<LayerTime> Network::top_level_layers(int batch) const
 {
     const std::vector<LayerKernelInfo> ks = kernels();
+    const DeviceInfo dev = m_backend.info();
     std::vector<LayerTime> out;
     for (std::size_t i = 0; i < m_nodes.size(); ++i) {
         const Node& n = *m_nodes[i];
@@ -868,7 +869,6 @@ std::vector<LayerTime> Network::top_level_layers(int batch) const
                 any = true;
                 all_tc = all_tc && k.tensor_cores;
             }
-        const DeviceInfo dev = m_backend.info();
         t.tensor_cores = any && all_tc && dev.backend == "cuda";
         t.tensor_core_note = no_tensor_core_reason(t, n, L, dev);
         if (n.passthrough || n.absorbed) t.bytes = 0; // shares its input's (or BN's) buffers

@@ -272,7 +272,6 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     m.overflow = r[k_rec_overflow] != 0.0f;
     m.skipped = m.overflow && s.scaling.mode != LossScaleMode::None;
     s.step_ms.push_back(m.step_ms);
-    s.wall_at_launch.push_back(m.wall_ms);
     s.epoch_loss += m.loss;
     s.epoch_correct += m.accuracy;
     s.epoch_steps += 1;

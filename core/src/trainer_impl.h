@@ -73,7 +73,6 @@ struct TrainingRun::Impl {
     // the step recorded with them (the timed steps' graph has none).
     PhaseMarks* marks = nullptr;
     std::unique_ptr<StepGraph> profile_graph;
-    std::vector<double> wall_at_launch; // every reported step's launch time, ms since start
     double eval_wall_ms = 0;            // host time spent evaluating, in total
     ImageShape image;        // one sample's (H, W, C)
     Augmentation augment;    // training batches only; step filled in per step
