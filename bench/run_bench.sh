@@ -44,9 +44,12 @@ part() {
   return 0
 }
 
-# mixlab-cli needs cuDNN and the CUDA libraries; PyTorch brings its own, so the library
-# path is set for mixlab-cli alone.
-if [ -z "${MIXLAB_LIB_PATH:-}" ] && ldd "$cli" 2>/dev/null | grep -q "not found"; then
+# mixlab-cli's CUDA module (libmixlab_cuda.so, beside it or in ../lib) needs cuDNN and the
+# CUDA libraries; PyTorch brings its own, so the library path is set for mixlab-cli alone.
+cli_dir="$(dirname "$cli")"
+if [ -z "${MIXLAB_LIB_PATH:-}" ] &&
+   ldd "$cli" "$cli_dir/libmixlab_cuda.so" "$cli_dir/../lib/libmixlab_cuda.so" 2>/dev/null |
+   grep -q "not found"; then
   MIXLAB_LIB_PATH=/usr/local/cuda/lib64
   for lib in libcudnn.so.9 libcublasLt.so.13; do
     [ -e "/usr/local/cuda/lib64/$lib" ] && continue

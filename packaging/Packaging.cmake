@@ -24,23 +24,47 @@ if(MIXLAB_GUI_BUILT)
           DESTINATION ${CMAKE_INSTALL_DATADIR}/mime/packages RENAME mixlab.xml)
 endif()
 
-# The man page is gzipped at build time (-n: no name or timestamp inside, so the
-# archive is reproducible; Debian policy wants man pages compressed); plain when gzip
-# is missing.
+# Man pages and the changelog are gzipped at build time (-n: no name or timestamp inside,
+# so the archive is reproducible; Debian policy wants them compressed); plain when gzip is
+# missing. mixlab.1 only when the app is built.
+set(_mixlab_man_pages mixlab-cli.1)
+if(MIXLAB_GUI_BUILT)
+  list(APPEND _mixlab_man_pages mixlab.1)
+endif()
+set(_mixlab_docdir ${CMAKE_INSTALL_DATADIR}/doc/mixlab)
 find_program(MIXLAB_GZIP gzip)
 if(MIXLAB_GZIP)
-  set(_mixlab_man_gz ${CMAKE_BINARY_DIR}/packaging/mixlab-cli.1.gz)
-  add_custom_command(OUTPUT ${_mixlab_man_gz}
+  set(_mixlab_gz_outputs)
+  foreach(page IN LISTS _mixlab_man_pages)
+    set(_gz ${CMAKE_BINARY_DIR}/packaging/${page}.gz)
+    add_custom_command(OUTPUT ${_gz}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging
+        COMMAND ${MIXLAB_GZIP} -9 -n -c ${_mixlab_pkg_dir}/${page} > ${_gz}
+        DEPENDS ${_mixlab_pkg_dir}/${page}
+        COMMENT "Compressing the ${page} man page"
+        VERBATIM)
+    list(APPEND _mixlab_gz_outputs ${_gz})
+    install(FILES ${_gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  endforeach()
+  # A native package's changelog is /usr/share/doc/<package>/changelog.gz.
+  set(_changelog_gz ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
+  add_custom_command(OUTPUT ${_changelog_gz}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging
-      COMMAND ${MIXLAB_GZIP} -9 -n -c ${_mixlab_pkg_dir}/mixlab-cli.1 > ${_mixlab_man_gz}
-      DEPENDS ${_mixlab_pkg_dir}/mixlab-cli.1
-      COMMENT "Compressing the mixlab-cli man page"
+      COMMAND ${MIXLAB_GZIP} -9 -n -c ${PROJECT_SOURCE_DIR}/CHANGELOG.md > ${_changelog_gz}
+      DEPENDS ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+      COMMENT "Compressing the changelog"
       VERBATIM)
-  add_custom_target(mixlab_manpage ALL DEPENDS ${_mixlab_man_gz})
-  install(FILES ${_mixlab_man_gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  list(APPEND _mixlab_gz_outputs ${_changelog_gz})
+  add_custom_target(mixlab_manpage ALL DEPENDS ${_mixlab_gz_outputs})
+  install(FILES ${_changelog_gz} DESTINATION ${_mixlab_docdir})
 else()
-  install(FILES ${_mixlab_pkg_dir}/mixlab-cli.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  foreach(page IN LISTS _mixlab_man_pages)
+    install(FILES ${_mixlab_pkg_dir}/${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  endforeach()
+  install(FILES ${PROJECT_SOURCE_DIR}/CHANGELOG.md DESTINATION ${_mixlab_docdir} RENAME changelog)
 endif()
+# Debian's machine-readable copyright file (the MIT licence of LICENSE).
+install(FILES ${_mixlab_pkg_dir}/copyright DESTINATION ${_mixlab_docdir})
 
 # ---- CPack: one .deb ----
 set(CPACK_GENERATOR DEB)
@@ -76,9 +100,19 @@ list(JOIN _mixlab_deps ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 # when the tools are present; nothing breaks without them.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "desktop-file-utils, shared-mime-info, hicolor-icon-theme, dataset-fashion-mnist")
 
+# NVIDIA's libraries are Recommends, never Depends: the CUDA backend is a module loaded at
+# run time (core/src/cuda_module.cpp), so without them both programs start and train on
+# the CPU, saying once what is missing. The names are those of NVIDIA's apt repository
+# for Debian 12 (developer.download.nvidia.com/compute/cuda/repos/debian12): cuBLAS and
+# cuBLASLt 13 come in one package per CUDA minor version (libcublas-13-0, -13-1, ...; all
+# give libcublas.so.13), cuDNN 9 built for CUDA 13 is libcudnn9-cuda-13. Debian itself
+# has neither, so on a plain Debian system apt skips them without complaint.
+if(MIXLAB_WITH_CUDA)
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
+      "libcublas-13-0 | libcublas-13-1 | libcublas-13-2 | libcublas-13-3, libcudnn9-cuda-13")
+endif()
+
 # CPack puts the summary above this text itself.
-# Debian 12 ships CUDA 11 and no cuDNN 9, so no Debian package can satisfy a CUDA 13
-# build: the CUDA runtime is named in the description only, never in Depends/Recommends.
 set(_mixlab_desc_common
 "MixLab designs a network, trains it under a precision policy (fp32, tf32,
 mixed_fp16 with dynamic loss scaling, mixed_bf16, fp16) and compares policies
@@ -88,12 +122,11 @@ Model presets are installed in /usr/share/mixlab/models.")
 if(MIXLAB_WITH_CUDA)
   set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${_mixlab_desc_common}
 .
-This build includes the CUDA backend and links NVIDIA's libraries dynamically:
-the binaries do not start unless NVIDIA's cuBLASLt 13 (libcublasLt.so.13) and
-cuDNN 9 (libcudnn.so.9) are installed, for instance from NVIDIA's apt
-repository (libcublas-13-0, libcudnn9-cuda-13), and an NVIDIA driver for CUDA
-13. Debian 12 does not package them. Without a GPU, --device auto uses the CPU
-backend.")
+The CUDA backend (/usr/lib/mixlab/libmixlab_cuda.so) is loaded at run time.
+It needs NVIDIA's cuBLAS 13 and cuDNN 9 for CUDA 13 (recommended: packages
+libcublas-13-0 and libcudnn9-cuda-13 from NVIDIA's CUDA repository) and an
+NVIDIA driver for CUDA 13. Without them, or without a GPU, both programs
+train on the CPU backend and say why.")
 else()
   set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${_mixlab_desc_common}
 .

@@ -59,6 +59,11 @@ while read -r name path; do
     [[ -e "$stage/lib/$name" ]] || cp -L "$path" "$stage/lib/$name"
 done < <(ldd "$app" "$plugin" | awk '/=>/ { p = $3; if ($3 == "not") p = "not found"; print $1, p }')
 [[ $missing -eq 0 ]] || exit 1
+# The CUDA backend is a module the engine loads at run time from beside
+# libmixlab_core.so (ldd cannot see it): without it the app would train on the CPU.
+for m in "$(dirname "$app")/../lib/libmixlab_cuda.so" "$(dirname "$app")/libmixlab_cuda.so"; do
+    [[ -f "$m" ]] && { cp -L "$m" "$stage/lib/"; break; }
+done
 # libgomp (Eigen's threads) is asked for explicitly: a build without OpenMP lacks it.
 [[ -e "$stage/lib/libgomp.so.1" ]] || echo "$0: note: $app does not use libgomp" >&2
 

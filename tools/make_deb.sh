@@ -5,6 +5,7 @@
 # Usage: tools/make_deb.sh [extra cmake options, e.g. -DMIXLAB_WITH_CUDA=OFF]
 # Environment: JOBS (parallel build jobs, default: the number of cores).
 # Install with:  sudo apt install ./dist/mixlab_<version>_<arch>.deb
+# Check it on a clean Debian 12:  sudo tools/test_deb_install.sh
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,4 +25,4 @@ mkdir -p "$root/dist"
 
 deb="$(ls -t "$root"/dist/mixlab_*.deb | head -n 1)"
 echo "built $deb"
-dpkg-deb -f "$deb" Package Version Architecture Depends
+dpkg-deb -f "$deb" Package Version Architecture Depends Recommends

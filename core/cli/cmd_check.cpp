@@ -7,10 +7,6 @@
 #include "../src/backend_check.h"
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
-#ifdef MIXLAB_WITH_CUDA
-#include "../src/cuda/conv_report.h"
-#include "../src/cuda/gemm_report.h"
-#endif
 
 #include <nlohmann/json.hpp>
 
@@ -51,7 +47,8 @@ int cmd_check(int argc, char** argv)
     const std::uint64_t seed = parser.unsigned_integer("--seed").value_or(1);
 
     if (!cuda_backend_available()) {
-        std::printf("no CUDA device: nothing to check\n");
+        std::printf("no CUDA device: nothing to check (%s)\n",
+                    cuda_backend_unavailable_reason().c_str());
         return 0;
     }
     auto reference = make_backend(DeviceChoice::CPU);
@@ -81,29 +78,12 @@ int cmd_check(int argc, char** argv)
 
     nlohmann::json plans = nlohmann::json::array();
     nlohmann::json conv_plans = nlohmann::json::array();
-#ifdef MIXLAB_WITH_CUDA
-    for (const cuda::GemmPlanInfo& p : cuda::gemm_plans(*candidate)) {
+    // The plans come from the CUDA module as text and JSON: this program never links it.
+    for (const PlanReport& p : backend_plan_reports(*candidate)) {
         if (parser.flag("--plans"))
-            std::printf("plan %s\n", cuda::describe(p).c_str());
-        plans.push_back({{"m", p.m}, {"n", p.n}, {"k", p.k}, {"trans_a", p.trans_a},
-                         {"trans_b", p.trans_b}, {"ab", std::string(dtype_name(p.ab))},
-                         {"c", std::string(dtype_name(p.c))}, {"fused", p.fused},
-                         {"tensor_cores", p.tensor_cores}, {"calls", p.calls},
-                         {"description", cuda::describe(p)}});
+            std::printf("plan %s\n", p.description.c_str());
+        (p.kind == "conv" ? conv_plans : plans).push_back(nlohmann::json::parse(p.json));
     }
-    for (const cuda::ConvPlanRecord& p : cuda::conv_plans(*candidate)) {
-        if (parser.flag("--plans"))
-            std::printf("plan %s\n", cuda::describe(p).c_str());
-        conv_plans.push_back({{"dtype", std::string(dtype_name(p.dtype))},
-                              {"forward", p.info.forward_algo},
-                              {"backward_data", p.info.backward_data_algo},
-                              {"backward_filter", p.info.backward_filter_algo},
-                              {"tensor_cores", p.info.tensor_cores},
-                              {"workspace_bytes", p.info.workspace_bytes},
-                              {"calls", p.calls},
-                              {"description", cuda::describe(p)}});
-    }
-#endif
 
     if (const auto path = parser.value("--json")) {
         const nlohmann::json doc = {{"seed", seed},          {"filter", filter},

@@ -1,6 +1,8 @@
 // The options train and compare share and the checks made before a run starts.
 #include "train_options.h"
 
+#include "device_notice.h"
+
 #include "mixlab/error.h"
 #include "mixlab/run_log.h"
 
@@ -172,7 +174,9 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
 std::unique_ptr<Backend> open_backend(const RunConfig& config)
 {
     try {
-        return make_backend(config.device);
+        std::unique_ptr<Backend> backend = make_backend(config.device);
+        note_cpu_fallback(config.device, *backend);
+        return backend;
     } catch (const DeviceError& e) {
         throw InputError("--device " + std::string(device_choice_name(config.device)) + ": " +
                          e.what());

@@ -366,9 +366,26 @@ protected:
 };
 
 // "cpu", "cuda" or auto (cuda when a device is present). Throws DeviceError when cuda
-// is asked for and not available.
+// is asked for and not available. The CUDA backend lives in libmixlab_cuda.so, loaded
+// on first use (MIXLAB_CUDA_MODULE, else beside libmixlab_core.so, else
+// <executable>/../lib/mixlab), so a machine without NVIDIA's libraries still runs on
+// the CPU.
 std::unique_ptr<Backend> make_backend(DeviceChoice choice);
-bool cuda_backend_available(); // built with CUDA and a device is present
+bool cuda_backend_available(); // built with CUDA, its module loads and a device is present
+// Why the CUDA backend cannot be used here, in one line for the user, or "" when it can:
+// built without it, its module or a library the module needs (cuDNN, cuBLAS) not found,
+// no NVIDIA driver, a driver too old, no device. DeviceChoice::Auto then uses the CPU.
+std::string cuda_backend_unavailable_reason();
+
+// One plan the CUDA backend built (a GEMM call shape or a convolution), for
+// `mixlab-cli check --plans` and its JSON report.
+struct PlanReport {
+    std::string kind;        // "gemm" or "conv"
+    std::string description; // one line
+    std::string json;        // the plan's fields as one JSON object
+};
+// GEMM plans, then convolution plans; empty for a backend that is not the CUDA one.
+std::vector<PlanReport> backend_plan_reports(const Backend& backend);
 // Throws DeviceError when the policy needs what the device lacks (bf16/TF32 < sm_80).
 void check_policy_supported(const DeviceInfo& info, Policy policy);
 
