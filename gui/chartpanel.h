@@ -1,7 +1,9 @@
 // ChartPanel: the live charts of every visible run (loss, accuracy, step time,
 // throughput, loss scale, device memory) in a grid under a small toolbar (x axis,
-// smoothing, log scale), redrawn from the RunStore at most every ~40 ms; export.
+// smoothing, log scale), redrawn from the RunStore at most every ~40 ms (one chart per
+// event-loop turn while runs stream in); export.
 #pragma once
+#include <QElapsedTimer>
 #include <QSize>
 #include <QString>
 #include <QStringList>
@@ -60,7 +62,9 @@ protected:
 private:
     void markDirty(int runId);
     void markAllDirty();
-    void updateRun(int runId);
+    void updateRun(int runId, MetricChart *only = nullptr);
+    void startLiveRedraw();
+    void liveStep();
     void layoutCharts(int columns);
     void renderGrid(QPainter *painter, const QList<MetricChart *> &charts, const QSize &size) const;
 
@@ -81,4 +85,9 @@ private:
     std::set<int> m_dirty;   // runs whose curves must be rebuilt
     bool m_allDirty = false; // axis mode, smoothing, log scale or width changed
     int m_redraws = 0;
+    // The live redraw in progress: the runs it updates and the next chart (-1: none).
+    QTimer m_liveStepTimer;
+    std::set<int> m_liveIds;
+    qsizetype m_liveNext = -1;
+    QElapsedTimer m_liveClock;
 };

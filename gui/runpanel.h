@@ -1,5 +1,6 @@
 // RunPanel: the run settings (dataset, precision policy, batch, epochs, optimizer, seed,
-// loss scaling, device, training augmentation), the policies to compare, and the Start / Compare / Stop buttons.
+// loss scaling, device, training augmentation, stop on a NaN/Inf loss), the policies to
+// compare, and the Start / Compare / Stop buttons.
 // It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
 #pragma once
 #include "mixlab/backend.h"
@@ -76,6 +77,7 @@ private:
     QCheckBox *m_crop = nullptr;
     QSpinBox *m_cropPadding = nullptr;
     QCheckBox *m_flip = nullptr;
+    QCheckBox *m_stopOnNan = nullptr; // RunConfig::stop_on_non_finite_loss
     QLabel *m_deviceLabel = nullptr;
     std::map<mixlab::Policy, QCheckBox *> m_compare;
     QPushButton *m_start = nullptr;

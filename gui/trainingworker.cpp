@@ -1,6 +1,7 @@
 // TrainingWorker: one job on the worker thread (backend, data, graph, one TrainingRun
-// per policy, train or lockstep, then each run's profiling pass), with metrics batched
-// into at most k_maxEmitHz queued emissions a second and every failure turned into runFailed.
+// per policy, trained in lockstep, then each run's profiling pass), with metrics batched
+// into at most k_maxEmitHz queued emissions a second, a failure mid-run ending only its own
+// run, and Stop honoured between every setup phase.
 #include "trainingworker.h"
 
 #include "mixlab/backend.h"
@@ -24,8 +25,9 @@ namespace {
 // event queue short however fast the steps are.
 class BatchingSink : public mixlab::MetricsSink {
 public:
-    BatchingSink(TrainingWorker &worker, const std::vector<int> &runIds)
-        : m_worker(worker), m_lastEmit(Clock::now())
+    BatchingSink(TrainingWorker &worker, const std::vector<int> &runIds,
+                 const TrainingWorker::SinkHook &hook)
+        : m_worker(worker), m_hook(hook), m_lastEmit(Clock::now())
     {
         m_pending.runs.resize(runIds.size());
         for (std::size_t i = 0; i < runIds.size(); ++i) m_pending.runs[i].runId = runIds[i];
@@ -33,16 +35,19 @@ public:
 
     void on_step(int run, const mixlab::StepMetrics &m) override
     {
+        if (m_hook) m_hook(run, "step", m.step);
         if (MetricsBatch::PerRun *r = at(run)) r->steps.push_back(m);
         flushIfDue();
     }
     void on_epoch(int run, const mixlab::EpochMetrics &m) override
     {
+        if (m_hook) m_hook(run, "epoch", m.epoch);
         if (MetricsBatch::PerRun *r = at(run)) r->epochs.push_back(m);
         flushIfDue();
     }
     void on_event(int run, const mixlab::RunEvent &e) override
     {
+        if (m_hook) m_hook(run, "event", e.step);
         if (MetricsBatch::PerRun *r = at(run))
             r->events.push_back(TimedEvent{QDateTime::currentDateTime(), e});
         flushIfDue();
@@ -81,6 +86,7 @@ private:
     }
 
     TrainingWorker &m_worker;
+    const TrainingWorker::SinkHook &m_hook;
     MetricsBatch m_pending;
     Clock::time_point m_lastEmit;
 };
@@ -122,6 +128,7 @@ void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixla
     std::int64_t step = 0;
     bool cut = false;
     for (std::size_t i = 0; i < runs.size() && i < runIds.size(); ++i) {
+        if (!runs[i]) continue; // failed during training: nothing left to profile
         mixlab::TrainingRun &run = *runs[i];
         const QString policy = QString::fromUtf8(mixlab::policy_name(run.config().policy));
         step = std::max<std::int64_t>(step, run.steps_done());
@@ -129,6 +136,7 @@ void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixla
             cut = true;
             break;
         }
+        emit worker.phaseStarted(TrainingWorker::Phase::Profiling, int(i));
         try {
             const mixlab::StepProfile p =
                 run.profile(discard, i < summaries.size() ? profileStepsFor(summaries[i])
@@ -175,7 +183,7 @@ void TrainingWorker::runJob(const TrainingJob &job)
         stop = m_stop.get_token();
     }
     const std::size_t n = job.runIds.size();
-    BatchingSink sink(*this, job.runIds);
+    BatchingSink sink(*this, job.runIds, m_sinkHook);
     std::vector<bool> ended(n, false);
 
     if (job.runs.size() != n || n == 0) {
@@ -188,20 +196,29 @@ void TrainingWorker::runJob(const TrainingJob &job)
         return;
     }
 
-    // Stopped before it began (stop pressed at once, or the window closing): skip the
-    // device and data setup, which can take seconds for a large dataset.
-    if (stop.stop_requested()) {
+    // Stopped before training began (stop pressed at once, during the data loading or
+    // planning, or the window closing): every run not yet ended is marked stopped with
+    // nothing done. Checked between the setup phases, each of which may take seconds
+    // (a large dataset, a large model's parameters).
+    auto endStoppedSetup = [&] {
+        sink.flush();
         mixlab::RunSummary none;
         none.stopped = true;
-        for (int id : job.runIds) emit runFinished(id, none, true);
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ended[i]) {
+                ended[i] = true;
+                emit runFinished(job.runIds[i], none, true);
+            }
+    };
+    if (stop.stop_requested()) {
+        endStoppedSetup();
         emit jobFinished();
         return;
     }
 
     // Which run was being set up when an exception left, so the message says whose
-    // fault it was; -1 once training is under way (all runs share the failure then).
+    // fault it was; -1 once training is under way (each run then fails on its own).
     int settingUp = -1;
-    std::vector<std::int64_t> stepsDone(n, 0);
     auto failAll = [&](const QString &message) {
         std::vector<QString> texts(n, message);
         if (settingUp >= 0) {
@@ -216,7 +233,7 @@ void TrainingWorker::runJob(const TrainingJob &job)
         for (std::size_t i = 0; i < n; ++i)
             if (!ended[i])
                 sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Error,
-                                                       stepsDone[i], texts[i].toStdString()});
+                                                       0, texts[i].toStdString()});
         sink.flush();
         for (std::size_t i = 0; i < n; ++i) {
             if (ended[i]) continue;
@@ -225,11 +242,20 @@ void TrainingWorker::runJob(const TrainingJob &job)
         }
     };
 
+    struct StoppedInSetup {};
+    auto checkStop = [&stop] {
+        if (stop.stop_requested()) throw StoppedInSetup{};
+    };
     try {
         const mixlab::RunConfig &first = job.runs.front();
+        emit phaseStarted(Phase::OpeningDevice, -1);
         // Declared in this order so they are destroyed runs first, backend last.
         std::unique_ptr<mixlab::Backend> backend = mixlab::make_backend(first.device);
+        checkStop();
+        emit phaseStarted(Phase::LoadingData, -1);
         const mixlab::Dataset data = mixlab::load_dataset(first.dataset, first.seed);
+        checkStop();
+        emit phaseStarted(Phase::BuildingGraph, -1);
         const mixlab::Shape input{{data.height, data.width, data.channels}};
         const mixlab::Graph graph = mixlab::build_graph(job.model, input, data.classes);
 
@@ -240,40 +266,84 @@ void TrainingWorker::runJob(const TrainingJob &job)
         context.datasetSource = QString::fromStdString(data.source);
         context.environment = mixlab::describe_environment(backend->info());
         for (int id : job.runIds) emit runPrepared(id, context);
+        checkStop();
 
         mixlab::DeviceDataset deviceData(data, *backend);
         std::vector<std::unique_ptr<mixlab::TrainingRun>> runs;
-        std::vector<mixlab::TrainingRun *> ptrs;
         for (std::size_t i = 0; i < n; ++i) {
+            // Between two runs' setups too: each allocates and plans its whole network.
+            checkStop();
             settingUp = int(i);
+            emit phaseStarted(Phase::Planning, int(i));
             runs.push_back(std::make_unique<mixlab::TrainingRun>(graph, job.runs[i], deviceData,
                                                                  *backend, int(i)));
-            ptrs.push_back(runs.back().get());
+            runs.back()->set_stop_token(stop);
         }
         settingUp = -1;
         for (std::size_t i = 0; i < n; ++i)
             emit runStarted(job.runIds[i], runs[i]->total_steps(),
                             double(runs[i]->device_bytes()) / 1e6);
+        emit phaseStarted(Phase::Training, -1);
 
-        std::vector<mixlab::RunSummary> summaries;
-        try {
-            if (n == 1)
-                summaries.push_back(mixlab::train(*runs.front(), sink, stop));
-            else
-                summaries = mixlab::train_lockstep(ptrs, sink, stop);
-        } catch (...) {
-            for (std::size_t i = 0; i < n; ++i) stepsDone[i] = runs[i]->steps_done();
-            throw;
+        // One step of each run in turn (mixlab::train_lockstep's order, and train()'s for
+        // a single run), but a run that throws ends alone: an out-of-memory error in one
+        // policy's step must not take the other runs of the compare with it. Its run is
+        // destroyed at once, giving its memory back to the runs that go on.
+        auto failRun = [&](std::size_t i, const QString &message) {
+            const std::int64_t step = runs[i] ? runs[i]->steps_done() + 1 : 0;
+            // The steps before the fault did train: report those still in flight so the
+            // curve reaches the fault. What failed may be the run's own state, so a second
+            // error here is dropped; the first one is the one the user needs.
+            try {
+                if (runs[i]) runs[i]->finish(sink, true);
+            } catch (...) {
+            }
+            runs[i].reset();
+            sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Error, step,
+                                                   message.toStdString()});
+            sink.flush(); // the steps before the failure reach the store before its status
+            ended[i] = true;
+            emit runFailed(job.runIds[i], message);
+        };
+        bool stopped = false;
+        for (;;) {
+            bool any = false;
+            for (std::size_t i = 0; i < n; ++i) {
+                if (ended[i] || runs[i]->finished()) continue;
+                if (stop.stop_requested()) {
+                    stopped = true;
+                    break;
+                }
+                try {
+                    runs[i]->step(sink);
+                } catch (const std::exception &e) {
+                    failRun(i, messageOf(e));
+                }
+                any = true;
+            }
+            if (stopped || !any) break;
+        }
+        std::vector<mixlab::RunSummary> summaries(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ended[i]) continue;
+            try {
+                summaries[i] = runs[i]->finish(sink, stopped);
+            } catch (const std::exception &e) {
+                failRun(i, messageOf(e));
+            }
         }
         sink.flush();
-        for (std::size_t i = 0; i < n && i < summaries.size(); ++i) {
+        bool anyStopped = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ended[i]) continue;
             ended[i] = true;
+            anyStopped = anyStopped || summaries[i].stopped;
             emit runFinished(job.runIds[i], summaries[i], summaries[i].stopped);
         }
-        if (summaries.size() < n) throw mixlab::Error("the trainer returned fewer summaries than runs");
-        const bool stopped = std::any_of(summaries.begin(), summaries.end(),
-                                         [](const mixlab::RunSummary &s) { return s.stopped; });
-        if (!stopped) profileRuns(*this, runs, summaries, job.runIds, stop, sink);
+        // A failed run leaves the others a group still worth profiling; a stop does not.
+        if (!anyStopped) profileRuns(*this, runs, summaries, job.runIds, stop, sink);
+    } catch (const StoppedInSetup &) {
+        endStoppedSetup(); // the runs set up so far are freed by now
     } catch (const std::exception &e) {
         failAll(messageOf(e));
     } catch (...) {

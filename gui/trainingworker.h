@@ -11,6 +11,8 @@
 #include <QObject>
 #include <QString>
 
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <vector>
@@ -44,6 +46,9 @@ class TrainingWorker : public QObject {
     Q_OBJECT
 public:
     explicit TrainingWorker(QObject *parent = nullptr);
+    // What a job is doing; phaseStarted announces each (a status line can show it).
+    enum class Phase { OpeningDevice, LoadingData, BuildingGraph, Planning, Training, Profiling };
+    Q_ENUM(Phase)
     // Thread-safe: asks the running job to stop after the step in flight.
     void requestStop();
     // Arms a fresh stop for the next job, so that an old request cannot stop it. Call
@@ -54,10 +59,19 @@ public:
     // explain` runs it): this many marked, then as many unmarked for the wall time.
     static constexpr int k_profileSteps = 10;
 
+    // Test hook, called on the worker thread for everything the trainer reports (what:
+    // "step", "epoch" or "event"; step: the step's number, or the event's) before it is
+    // batched, so a test can press Stop at an exact point of a run. Set it between jobs.
+    using SinkHook = std::function<void(int runIndex, const char *what, std::int64_t step)>;
+    void setSinkHookForTesting(SinkHook hook) { m_sinkHook = std::move(hook); }
+
 public slots:
     void runJob(const TrainingJob &job); // blocks the worker thread until the job ends
 
 signals:
+    // Emitted on the worker thread as the job enters each phase; runIndex is the run being
+    // planned (Planning, Profiling) or -1 for the whole job.
+    void phaseStarted(TrainingWorker::Phase phase, int runIndex);
     // Device opened and data loaded (before runStarted): shape, classes, machine.
     void runPrepared(int runId, const RunContext &context);
     void runStarted(int runId, qint64 totalSteps, double deviceMemoryMB);
@@ -74,4 +88,5 @@ private:
     // itself is thread-safe, the lock only guards the swap in resetStop().
     std::mutex m_stopMutex;
     std::stop_source m_stop;
+    SinkHook m_sinkHook;
 };

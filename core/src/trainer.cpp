@@ -72,6 +72,23 @@ std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int ep
     return order;
 }
 
+// An OutOfMemoryError from the backend, with what the user can change named: the run,
+// its batch, and (where the policy keeps activations in 32 bits) mixed precision.
+OutOfMemoryError out_of_memory_in(const OutOfMemoryError& e, const RunConfig& config,
+                                  const std::string& when)
+{
+    const bool wide = config.policy == Policy::FP32 || config.policy == Policy::TF32;
+    return OutOfMemoryError(
+        "out of memory " + when + " of the " + std::string(policy_name(config.policy)) +
+        " run at batch size " + std::to_string(config.batch_size) + ": " + e.what() +
+        ". Lower the batch size" +
+        (wide ? std::string(", or train under a mixed-precision policy (mixed_fp16 or "
+                            "mixed_bf16), which keeps activations in 16 bits and needs about "
+                            "half the memory for them")
+              : std::string()) +
+        ".");
+}
+
 std::string format_scale(float s)
 {
     std::ostringstream o;
@@ -81,9 +98,11 @@ std::string format_scale(float s)
 
 } // namespace
 
+// Everything the run allocates, it allocates here; a device too small for it fails here
+// (the function-try-block adds the run's batch and policy to the message).
 TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
                          Backend& backend, int run_index)
-    : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), m_config(config)
+try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), m_config(config)
 {
     validate_run_config(config);
     check_policy_supported(backend.info(), config.policy);
@@ -143,10 +162,13 @@ TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceData
     s.launch_wall_ms.assign(k_ring, 0.0);
     if (const char* p = std::getenv("MIXLAB_PROFILE_STEP")) s.profile_step = std::atoll(p);
     s.step_ms.reserve(std::size_t(std::min<std::int64_t>(s.total_steps, 1 << 20)));
+} catch (const OutOfMemoryError& e) {
+    throw out_of_memory_in(e, config, "setting up");
 }
 
 TrainingRun::~TrainingRun() = default;
 
+void TrainingRun::set_stop_token(std::stop_token stop) { m_impl->stop = std::move(stop); }
 std::int64_t TrainingRun::total_steps() const { return m_impl->total_steps; }
 std::int64_t TrainingRun::steps_done() const { return m_impl->launched; }
 std::int64_t TrainingRun::steps_per_epoch() const { return m_impl->steps_per_epoch; }
@@ -338,6 +360,8 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
         s.backend.fill(s.eval_record, 0.0f);
         const Augmentation none; // evaluation sees the images as they are
         for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
+            // A stopped run reports no half-evaluated epoch; finish() evaluates nothing.
+            if (s.stop.stop_requested()) return;
             const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
             s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
                                    b, s.image, s.data.norm, none, StepCounter{},
@@ -365,6 +389,21 @@ void TrainingRun::step(MetricsSink& sink)
 {
     Impl& s = *m_impl;
     if (finished()) return;
+    const std::int64_t number = s.launched + 1;
+    bool evaluating = false;
+    try {
+        step_unchecked(sink, evaluating);
+    } catch (const OutOfMemoryError& e) {
+        throw out_of_memory_in(e, m_config,
+                               (evaluating ? "evaluating the test split after step "
+                                           : "at step ") +
+                                   std::to_string(number));
+    }
+}
+
+void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
+{
+    Impl& s = *m_impl;
     const Dataset& host = s.data.host;
     const std::int64_t index = s.launched;
     const std::int64_t in_epoch = index % s.steps_per_epoch;
@@ -407,6 +446,7 @@ void TrainingRun::step(MetricsSink& sink)
     s.drain(sink, s.launched - k_lag);
     if (in_epoch + 1 == s.steps_per_epoch) {
         s.drain(sink, s.launched);
+        evaluating = true;
         s.evaluate(sink, s.epoch);
     }
 }
@@ -441,6 +481,7 @@ RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
 
 RunSummary train(TrainingRun& run, MetricsSink& sink, std::stop_token stop)
 {
+    run.set_stop_token(stop);
     while (!run.finished()) {
         if (stop.stop_requested()) return run.finish(sink, true);
         run.step(sink);
@@ -452,6 +493,7 @@ std::vector<RunSummary> train_lockstep(const std::vector<TrainingRun*>& runs, Me
                                        std::stop_token stop)
 {
     bool stopped = false;
+    for (TrainingRun* run : runs) run->set_stop_token(stop);
     for (;;) {
         bool any = false;
         for (TrainingRun* run : runs) {

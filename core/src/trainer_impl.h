@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <stop_token>
 #include <vector>
 
 namespace mixlab {
@@ -74,6 +75,7 @@ struct TrainingRun::Impl {
     PhaseMarks* marks = nullptr;
     std::unique_ptr<StepGraph> profile_graph;
     double eval_wall_ms = 0;            // host time spent evaluating, in total
+    std::stop_token stop;               // ends an evaluation pass early (set_stop_token)
     ImageShape image;        // one sample's (H, W, C)
     Augmentation augment;    // training batches only; step filled in per step
 

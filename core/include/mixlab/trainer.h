@@ -98,6 +98,12 @@ public:
     // Drains what is in flight and reports it; call once at the end (or after stop).
     RunSummary finish(MetricsSink& sink, bool stopped);
 
+    // An evaluation pass (the whole test split, after each epoch) checks this between
+    // batches and ends early, reporting no epoch metrics, once stop is requested: a
+    // large test split on the CPU would otherwise keep a Stop waiting for seconds.
+    // train() and train_lockstep() set it from their own token.
+    void set_stop_token(std::stop_token stop);
+
     std::int64_t total_steps() const;     // planned
     std::int64_t steps_done() const;
     std::int64_t steps_per_epoch() const;
@@ -119,6 +125,9 @@ public:
     std::vector<std::string> describe() const;
 
 private:
+    // step() without the out-of-memory context; `evaluating` is set once the epoch's
+    // evaluation begins, so the message can say which of the two ran out.
+    void step_unchecked(MetricsSink& sink, bool& evaluating);
     struct Impl;
     std::unique_ptr<Impl> m_impl;
     Graph m_graph;
