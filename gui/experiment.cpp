@@ -547,7 +547,10 @@ bool saveExperiment(const QString &path, const ExperimentFile &file, const RunSt
     }
 
     QSaveFile out(path);
-    if (!out.open(QIODevice::WriteOnly)) {
+    // Unbuffered: a write that fails (disk full) must fail here. Qt 6.4's QSaveFile does
+    // not notice a failed flush of its buffer at commit() and renames an empty file over
+    // the old one.
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Unbuffered)) {
         if (error) *error = QStringLiteral("cannot save '%1': %2").arg(path, out.errorString());
         return false;
     }

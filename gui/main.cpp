@@ -2,25 +2,29 @@
 // result (README's picture is made this way), e.g.
 //   mixlab --dataset synthetic --epochs 2 --compare --screenshot shot.png
 #include "aboutdialog.h"
+#include "autosave.h"
 #include "deviceprobe.h"
 #include "logexport.h"
+#include "logview.h"
 #include "mainwindow.h"
 #include "maxbatchdialog.h"
 #include "modeldesigner.h"
 #include "runcontroller.h"
 #include "runpanel.h"
+#include "usermessages.h"
 
+#include "mixlab/backend.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QMessageBox>
 #include <QTimer>
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 int main(int argc, char *argv[])
 {
@@ -51,7 +55,9 @@ int main(int argc, char *argv[])
     const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
     const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
     const QCommandLineOption maxBatch(QStringLiteral("max-batch"), QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save the dialog when it ends and quit."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about, maxBatch})
+    const QCommandLineOption noRecover(QStringLiteral("no-recover"), QStringLiteral("Do not offer to recover an experiment autosaved by a session that crashed (the autosave stays for a later start)."));
+    const QCommandLineOption noAutosave(QStringLiteral("no-autosave"), QStringLiteral("Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about, maxBatch, noRecover, noAutosave})
         parser.addOption(o);
     parser.process(app);
 
@@ -62,16 +68,33 @@ int main(int argc, char *argv[])
             window.resize(wh[0].toInt(), wh[1].toInt());
     }
     window.show();
-
-    if (!parser.positionalArguments().isEmpty()) {
-        QString error;
-        const QString path = parser.positionalArguments().front();
-        if (!window.openExperiment(path, &error))
-            QMessageBox::warning(&window, QStringLiteral("Open experiment"), QStringLiteral("Could not open %1:\n%2").arg(path, error));
+    // When the CUDA module could not be loaded (a library missing), say so once the device
+    // probe has run (it loads the module off the GUI thread): log pane and stderr.
+    if (auto *probe = window.findChild<DeviceProbe *>()) {
+        QObject::connect(probe, &DeviceProbe::probed, &window, [&window] {
+            const std::string why = mixlab::cuda_backend_unavailable_reason();
+            if (why.rfind("CUDA backend not loaded", 0) != 0)
+                return;
+            const std::string line = why + "; using the CPU backend";
+            window.logView()->appendMessage(QString::fromStdString(line), mixlab::RunEvent::Kind::Warning);
+            std::fprintf(stderr, "mixlab: %s\n", line.c_str());
+        });
     }
+
+    // A scripted run (a screenshot, a job started at once) must not stop at a question.
+    const bool scripted = parser.isSet(screenshot) || parser.isSet(start) || parser.isSet(compare) ||
+                          parser.isSet(about) || parser.isSet(maxBatch);
+    if (!parser.isSet(noAutosave)) {
+        QString error;
+        if (!window.startAutosave(Autosave::defaultDirectory(), &error))
+            std::fprintf(stderr, "mixlab: autosave is off: %s\n", qPrintable(error));
+    }
+    if (!scripted && !parser.isSet(noRecover))
+        window.offerRecovery(Autosave::defaultDirectory());
+
+    if (!parser.positionalArguments().isEmpty())
+        window.openFromCommandLine(parser.positionalArguments().front());
     try {
-        if (parser.isSet(model))
-            window.designer()->setSpec(mixlab::load_model_spec(parser.value(model).toStdString()));
         if (parser.isSet(policies)) {
             std::vector<mixlab::Policy> chosen;
             for (const QString &name : parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
@@ -97,6 +120,18 @@ int main(int argc, char *argv[])
     } catch (const std::exception &e) {
         std::fprintf(stderr, "mixlab: %s\n", e.what());
         return 2;
+    }
+    // After the dataset is set: the model is checked against the data it will train on.
+    if (parser.isSet(model)) {
+        QString error;
+        if (!window.importModel(parser.value(model), &error)) {
+            if (scripted) {
+                std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
+                return 2;
+            }
+            showUserError(&window, QStringLiteral("Import model"),
+                          QStringLiteral("Could not import the model %1:\n%2").arg(parser.value(model), error));
+        }
     }
 
     if (parser.isSet(about)) {
@@ -140,9 +175,9 @@ int main(int argc, char *argv[])
 
     if (parser.isSet(start) || parser.isSet(compare)) {
         const bool comparing = parser.isSet(compare);
-        const bool scripted = parser.isSet(screenshot);
+        const bool screenshotting = parser.isSet(screenshot);
         // After the first event-loop turn, so the window is laid out and shown.
-        QTimer::singleShot(0, &window, [&window, comparing, scripted] {
+        QTimer::singleShot(0, &window, [&window, comparing, screenshotting] {
             if (comparing)
                 window.startCompare();
             else
@@ -150,7 +185,7 @@ int main(int argc, char *argv[])
             if (!window.controller()->isRunning()) {
                 std::fprintf(stderr, "mixlab: the job did not start: %s\n",
                              qPrintable(window.runPanel()->startBlockReason()));
-                if (scripted)
+                if (screenshotting)
                     QCoreApplication::exit(1);
             }
         });

@@ -4,6 +4,7 @@
 #include "mainwindow.h"
 
 #include "aboutdialog.h"
+#include "autosave.h"
 #include "chartpanel.h"
 #include "deviceprobe.h"
 #include "experiment.h"
@@ -16,11 +17,14 @@
 #include "runstable.h"
 #include "runstablemodel.h"
 #include "runstore.h"
+#include "usermessages.h"
 #include "runfacts_from_store.h"
 #include "reportexport.h"
 #include "whypanel.h"
 
 #include "mixlab/error.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
 
 #include <QActionGroup>
@@ -34,6 +38,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QItemSelectionModel>
+#include <QLocale>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -49,6 +54,14 @@
 
 namespace {
 
+// A writer's message plus the system's reason when the message lacks it (QSaveFile says
+// "not writable", an image writer only that encoding failed).
+QString withWriteReason(const QString &path, const QString &error)
+{
+    const QString reason = describeWriteProblem(path);
+    return reason.isEmpty() || error.contains(reason) ? error : QStringLiteral("%1 (%2)").arg(error, reason);
+}
+
 const QString k_seedPreset = QStringLiteral("seed-mlp");
 
 QSettings appSettings() { return QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")); }
@@ -63,6 +76,13 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     m_store = new RunStore(this);
     m_controller = new RunController(m_store, this);
     m_probe = new DeviceProbe(this);
+    m_autosave = new Autosave(m_store, [this] {
+        ExperimentFile file;
+        file.model = m_designer->spec();
+        file.config = m_runPanel->config();
+        file.comparePolicies = m_runPanel->comparePolicies();
+        return file;
+    }, this);
 
     buildParts();
     buildMenus();
@@ -79,6 +99,8 @@ MainWindow::~MainWindow()
 {
     // Join the worker before the widgets and the store it reports into go away.
     m_controller->stopAndWait();
+    // Destroyed without a crash: this session's autosave has done its job.
+    m_autosave->finish();
 }
 
 void MainWindow::buildParts()
@@ -175,6 +197,21 @@ void MainWindow::buildParts()
         updateWhyEnabled();
     });
     connect(m_store, &RunStore::runRemoved, this, &MainWindow::updateWhyEnabled);
+
+    // Anything the experiment file holds marks the autosave as due; an epoch's end
+    // saves at once, so a crash loses at most the epoch in flight.
+    const auto changed = [this] { m_autosave->markChanged(); };
+    connect(m_store, &RunStore::runAdded, this, changed);
+    connect(m_store, &RunStore::runChanged, this, changed);
+    connect(m_store, &RunStore::runRemoved, this, changed);
+    connect(m_store, &RunStore::stepsAppended, this, changed);
+    connect(m_store, &RunStore::eventsAppended, this, changed);
+    connect(m_store, &RunStore::epochsAppended, this, [this] { m_autosave->epochEnded(); });
+    connect(m_designer, &ModelDesigner::specChanged, this, changed);
+    connect(m_runPanel, &RunPanel::configChanged, this, changed);
+    connect(m_autosave, &Autosave::saveFailed, this, [this](const QString &message) {
+        m_log->appendMessage(tr("Autosave failed: %1").arg(message), Kind::Warning);
+    });
     if (QItemSelectionModel *selection = m_runsTable->selectionModel())
         connect(selection, &QItemSelectionModel::selectionChanged, this, &MainWindow::updateWhyEnabled);
 }
@@ -186,6 +223,7 @@ void MainWindow::buildMenus()
     newAction->setShortcut(QKeySequence::New);
     QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
     open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)->setObjectName("importModelAction");
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName("recentMenu");
     rebuildRecentMenu();
@@ -215,7 +253,7 @@ void MainWindow::buildMenus()
             path += filter == htmlFilter ? QStringLiteral(".html") : QStringLiteral(".pdf");
         QString error;
         if (!exportReport(*m_store, group, path, &error)) {
-            warn(tr("Export report"), tr("Could not export the report to %1:\n%2").arg(path, error));
+            warn(tr("Export report"), tr("Could not export the report to %1:\n%2").arg(path, withWriteReason(path, error)));
             return;
         }
         m_log->appendMessage(tr("Report written to %1").arg(path), Kind::Info);
@@ -525,9 +563,12 @@ void MainWindow::rebuildRecentMenu()
     const QStringList files = recentFiles();
     for (const QString &path : files) {
         QAction *a = m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
-            QString error;
-            if (openExperiment(path, &error))
+            QString error, warning;
+            if (openExperiment(path, &error, &warning)) {
+                if (!warning.isEmpty())
+                    warn(tr("Open experiment"), warning);
                 return;
+            }
             if (!QFileInfo::exists(path)) { // moved or deleted: drop it from the list
                 QStringList files = recentFiles();
                 files.removeAll(path);
@@ -557,9 +598,9 @@ void MainWindow::newExperiment()
         return;
     }
     if (!m_store->runIds().empty() &&
-        QMessageBox::question(this, tr("New experiment"),
-                              tr("Discard the %1 runs shown? Save the experiment first to keep them.")
-                                  .arg(m_store->runIds().size())) != QMessageBox::Yes)
+        askUser(this, tr("New experiment"),
+                tr("Discard the %1 runs shown? Save the experiment first to keep them.").arg(m_store->runIds().size()),
+                {tr("Discard"), tr("Cancel")}) != 0)
         return;
     m_store->clear();
     m_currentGroup = 0;
@@ -570,26 +611,143 @@ void MainWindow::newExperiment()
     updateTitle();
 }
 
-bool MainWindow::openExperiment(const QString &path, QString *error)
+bool MainWindow::openExperiment(const QString &path, QString *error, QString *warning)
+{
+    if (!applyExperiment(path, error, warning))
+        return false;
+    m_currentFile = path;
+    addRecentFile(path);
+    updateTitle();
+    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
+    return true;
+}
+
+bool MainWindow::applyExperiment(const QString &path, QString *error, QString *warning)
 {
     if (m_controller->isRunning()) {
         if (error)
             *error = tr("A run is in progress. Stop it before opening %1.").arg(path);
         return false;
     }
+    if (QFileInfo(path).isDir()) {
+        // QFile opens a folder without complaint and reads nothing from it.
+        if (error)
+            *error = tr("'%1' is a folder, not an experiment file").arg(path);
+        return false;
+    }
     ExperimentFile file;
     if (!loadExperiment(path, &file, m_store, error))
         return false;
     m_designer->setSpec(file.model);
+    // The run panel says (through `message`) when the saved dataset cannot be used here.
+    QStringList notes;
+    const QMetaObject::Connection note =
+        connect(m_runPanel, &RunPanel::message, this, [&notes](const QString &text) { notes << text; });
     m_runPanel->setConfig(file.config);
+    disconnect(note);
     m_runPanel->setComparePolicies(file.comparePolicies);
     m_currentGroup = 0;
-    m_currentFile = path;
-    addRecentFile(path);
     updateStatusProgress();
-    updateTitle();
-    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
+    if (warning)
+        *warning = notes.isEmpty() ? QString()
+                                   : tr("%1 was opened, but:\n%2").arg(path, notes.join(QLatin1Char('\n')));
     return true;
+}
+
+bool MainWindow::importModel(const QString &path, QString *error)
+{
+    const auto failWith = [error](const QString &text) {
+        if (error)
+            *error = text;
+        return false;
+    };
+    if (QFileInfo(path).isDir())
+        return failWith(tr("'%1' is a folder, not a model file").arg(path));
+    mixlab::ModelSpec spec;
+    try {
+        spec = mixlab::load_model_spec(QFile::encodeName(path).toStdString());
+    } catch (const std::exception &e) {
+        return failWith(QString::fromUtf8(e.what()));
+    }
+    try {
+        // The designer would take it and only block Start; checking here keeps the
+        // current model when the file cannot train on the chosen data.
+        mixlab::build_graph(spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+    } catch (const std::exception &e) {
+        return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
+                            .arg(path, QString::fromUtf8(e.what())));
+    }
+    m_designer->setSpec(spec);
+    m_log->appendMessage(tr("Imported the model %1").arg(path), Kind::Info);
+    return true;
+}
+
+void MainWindow::importModelDialog()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import model"), QString(),
+                                                      tr("MixLab models (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!importModel(path, &error))
+        warn(tr("Import model"), tr("Could not import the model %1:\n%2").arg(path, error));
+}
+
+void MainWindow::openFromCommandLine(const QString &path)
+{
+    QString error, warning;
+    if (!openExperiment(path, &error, &warning))
+        warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+    else if (!warning.isEmpty())
+        warn(tr("Open experiment"), warning);
+}
+
+bool MainWindow::startAutosave(const QString &dir, QString *error)
+{
+    return m_autosave->start(dir, error);
+}
+
+bool MainWindow::offerRecovery(const QString &dir)
+{
+    for (const Autosave::Orphan &orphan : Autosave::findOrphans(dir)) {
+        // Read it whole first: a damaged file is reported, not offered.
+        RunStore probe;
+        ExperimentFile file;
+        QString error;
+        if (!loadExperiment(orphan.path, &file, &probe, &error)) {
+            const QString moved = Autosave::moveAside(orphan.path);
+            warn(tr("Recover experiment"),
+                 tr("An autosaved experiment could not be read and was not recovered:\n%1\n\n%2")
+                     .arg(error, moved.isEmpty() ? tr("It could not be moved aside either.")
+                                                 : tr("It was moved to %1.").arg(moved)));
+            continue;
+        }
+        const QString when = QLocale().toString(orphan.saved, QLocale::ShortFormat);
+        const int runs = int(probe.runIds().size());
+        const int choice = askUser(this, tr("Recover experiment"),
+                                   tr("Recover the experiment MixLab was working on when it stopped "
+                                      "unexpectedly (%1)?\n\nIt holds %n run(s).", nullptr, runs).arg(when),
+                                   {tr("Recover"), tr("Discard")});
+        if (choice != 0) {
+            Autosave::removeOrphan(orphan.path);
+            continue;
+        }
+        QString warning;
+        if (!applyExperiment(orphan.path, &error, &warning)) {
+            warn(tr("Recover experiment"), tr("Could not recover %1:\n%2").arg(orphan.path, error));
+            return false;
+        }
+        m_currentFile.clear(); // the user saves it where they choose
+        updateTitle();
+        m_log->appendMessage(tr("Recovered the experiment autosaved %1 (%2 runs)").arg(when).arg(runs), Kind::Info);
+        if (!warning.isEmpty())
+            warn(tr("Recover experiment"), warning);
+        // Ours before theirs is removed: a second crash now still leaves a copy.
+        if (!m_autosave->isActive() || m_autosave->saveNow())
+            Autosave::removeOrphan(orphan.path);
+        return true;
+    }
+    return false;
 }
 
 bool MainWindow::saveExperimentAs(const QString &path, QString *error)
@@ -613,9 +771,11 @@ void MainWindow::openExperimentDialog()
                                                       tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
     if (path.isEmpty())
         return;
-    QString error;
-    if (!openExperiment(path, &error))
+    QString error, warning;
+    if (!openExperiment(path, &error, &warning))
         warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+    else if (!warning.isEmpty())
+        warn(tr("Open experiment"), warning);
 }
 
 bool MainWindow::saveExperimentDialog(bool askPath)
@@ -632,7 +792,7 @@ bool MainWindow::saveExperimentDialog(bool askPath)
     }
     QString error;
     if (!saveExperimentAs(path, &error)) {
-        warn(tr("Save experiment"), tr("Could not save %1:\n%2").arg(path, error));
+        warn(tr("Save experiment"), tr("Could not save %1:\n%2").arg(path, withWriteReason(path, error)));
         return false;
     }
     return true;
@@ -686,7 +846,7 @@ void MainWindow::exportChartsDialog()
         path += QLatin1Char('.') + suffix;
     QString error;
     if (!m_charts->exportChart(name, path, QSize(width->value(), height->value()), &error)) {
-        warn(tr("Export chart(s)"), tr("Could not export to %1:\n%2").arg(path, error));
+        warn(tr("Export chart(s)"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
         return;
     }
     m_log->appendMessage(tr("Exported %1 to %2").arg(chart->currentText(), path), Kind::Info);
@@ -724,7 +884,7 @@ void MainWindow::exportLogsDialog()
         path += filter.contains(QLatin1String("csv")) ? QStringLiteral(".csv") : QStringLiteral(".json");
     QString error;
     if (!exportLogs(*m_store, ids, path, &error)) {
-        warn(tr("Export logs"), tr("Could not export to %1:\n%2").arg(path, error));
+        warn(tr("Export logs"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
         return;
     }
     m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path), Kind::Info);
@@ -739,22 +899,23 @@ void MainWindow::showAbout()
 void MainWindow::warn(const QString &title, const QString &text)
 {
     m_log->appendMessage(text, Kind::Error);
-    QMessageBox::warning(this, title, text);
+    showUserError(this, title, text);
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)
 {
     if (m_controller->isRunning()) {
         if (m_confirmClose &&
-            QMessageBox::question(this, tr("Quit MixLab"),
-                                  tr("A run is in progress. Stop it and quit?\n"
-                                     "Runs not saved in an experiment file are lost."),
-                                  QMessageBox::Yes | QMessageBox::No, QMessageBox::No) != QMessageBox::Yes) {
+            askUser(this, tr("Quit MixLab"),
+                    tr("A run is in progress. Stop it and quit?\n"
+                       "Runs not saved in an experiment file are lost."),
+                    {tr("Stop and quit"), tr("Cancel")}) != 0) {
             event->ignore();
             return;
         }
         m_controller->stopAndWait();
     }
     saveSettings();
+    m_autosave->finish(); // a clean exit: nothing to recover next time
     event->accept();
 }

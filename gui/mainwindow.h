@@ -1,6 +1,7 @@
 // MainWindow: arranges the parts (ModelDesigner, RunPanel, ChartPanel, RunsTable,
-// LogView), the menus and the status bar, persists the layout with QSettings, and asks
-// before closing mid-run. Training itself belongs to RunController.
+// LogView), the menus and the status bar, persists the layout with QSettings, asks
+// before closing mid-run, autosaves and offers to recover a crashed session's
+// experiment. Training itself belongs to RunController.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/trainer.h"
@@ -10,6 +11,7 @@
 #include <QStringList>
 
 class AboutDialog;
+class Autosave;
 class ChartPanel;
 class DeviceProbe;
 class LogView;
@@ -53,10 +55,26 @@ public:
     const mixlab::DeviceInfo &deviceInfo() const { return m_device; }
     void setDeviceInfo(const mixlab::DeviceInfo &info);
 
-    // Same as the menu entries, without dialogs; false with *error on failure.
-    bool openExperiment(const QString &path, QString *error);
+    // Same as the menu entries, without dialogs; false with *error on failure. An
+    // experiment that opens but cannot be used as saved (its dataset folder is gone)
+    // says why in *warning.
+    bool openExperiment(const QString &path, QString *error, QString *warning = nullptr);
     bool saveExperimentAs(const QString &path, QString *error);
+    // A model file (mixlab-model/1) into the designer, checked against the chosen
+    // dataset first; on failure nothing changes.
+    bool importModel(const QString &path, QString *error);
+    // `mixlab <file>`: opens the experiment, or says in a dialog why it cannot.
+    void openFromCommandLine(const QString &path);
     QString currentFile() const { return m_currentFile; }
+
+    // Autosave into `dir` (Autosave::defaultDirectory() in the app). False with *error
+    // when the folder cannot be used: the app goes on without it.
+    bool startAutosave(const QString &dir, QString *error);
+    Autosave *autosave() const { return m_autosave; }
+    // Offers each autosave in `dir` left by a session that ended without closing
+    // (newest first) until one is recovered; unreadable ones are reported and moved
+    // aside. Returns true when an experiment was recovered.
+    bool offerRecovery(const QString &dir);
     QStringList recentFiles() const;
 
     // Run menu actions.
@@ -85,7 +103,9 @@ private:
     void addRecentFile(const QString &path);
     void rebuildRecentMenu();
 
+    bool applyExperiment(const QString &path, QString *error, QString *warning);
     void newExperiment();
+    void importModelDialog();
     void openExperimentDialog();
     bool saveExperimentDialog(bool askPath);
     void exportChartsDialog();
@@ -94,6 +114,7 @@ private:
     void warn(const QString &title, const QString &text);
 
     RunStore *m_store = nullptr;
+    Autosave *m_autosave = nullptr;
     RunController *m_controller = nullptr;
     DeviceProbe *m_probe = nullptr;
     ModelDesigner *m_designer = nullptr;

@@ -249,12 +249,13 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
 bool writeReportHtml(const std::string &html, const QString &path, QString *error)
 {
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
+    // Unbuffered: Qt 6.4's QSaveFile misses a failed flush of its buffer at commit() (disk
+    // full) and would rename an empty file over the old one.
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Unbuffered)) {
         setError(error, QObject::tr("Cannot write %1: %2").arg(path, file.errorString()));
         return false;
     }
-    file.write(html.data(), qint64(html.size()));
-    if (!file.commit()) {
+    if (file.write(html.data(), qint64(html.size())) != qint64(html.size()) || !file.commit()) {
         setError(error, QObject::tr("Cannot write %1: %2").arg(path, file.errorString()));
         return false;
     }
@@ -264,7 +265,9 @@ bool writeReportHtml(const std::string &html, const QString &path, QString *erro
 bool writeReportPdf(const std::string &html, const QString &path, QString *error)
 {
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
+    // Unbuffered: Qt 6.4's QSaveFile misses a failed flush of its buffer at commit() (disk
+    // full) and would rename an empty file over the old one.
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Unbuffered)) {
         setError(error, QObject::tr("Cannot write %1: %2").arg(path, file.errorString()));
         return false;
     }

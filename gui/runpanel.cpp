@@ -3,6 +3,7 @@
 #include "runpanel.h"
 
 #include "deviceprobe.h"
+#include "usermessages.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
@@ -163,6 +164,13 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     form->addRow(tr("&Augment"), augmentRow);
     static_cast<QLabel *>(form->labelForField(augmentRow))->setBuddy(m_crop);
 
+    m_stopOnNan = new QCheckBox(tr("Stop at the first NaN/Inf loss"), this);
+    m_stopOnNan->setObjectName("stopOnNanCheck");
+    m_stopOnNan->setToolTip(tr("Checked: a non-finite training loss ends the run with an error "
+                               "naming the step. Unchecked: a warning is logged and the run "
+                               "goes on (loss scaling may recover from it)."));
+    form->addRow(tr("&Faults"), m_stopOnNan);
+
     m_deviceLabel = new QLabel(tr("probing the device..."), this);
     m_deviceLabel->setObjectName("deviceLabel");
     m_deviceLabel->setWordWrap(true);
@@ -235,6 +243,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     });
     connect(m_cropPadding, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_flip, &QCheckBox::toggled, this, &RunPanel::configChanged);
+    connect(m_stopOnNan, &QCheckBox::toggled, this, &RunPanel::configChanged);
     connect(m_start, &QPushButton::clicked, this, &RunPanel::startRequested);
     connect(m_compareButton, &QPushButton::clicked, this, &RunPanel::compareRequested);
     connect(m_stop, &QPushButton::clicked, this, &RunPanel::stopRequested);
@@ -260,6 +269,7 @@ mixlab::RunConfig RunPanel::config() const
     c.device = mixlab::DeviceChoice(m_device->currentData().toInt());
     c.dataset.crop_padding = m_crop->isChecked() ? m_cropPadding->value() : 0;
     c.dataset.horizontal_flip = m_flip->isChecked();
+    c.stop_on_non_finite_loss = m_stopOnNan->isChecked();
     return c;
 }
 
@@ -284,6 +294,8 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
         m_cropPadding->setValue(c.dataset.crop_padding > 0 ? c.dataset.crop_padding : 4);
         m_cropPadding->setEnabled(c.dataset.crop_padding > 0);
         m_flip->setChecked(c.dataset.horizontal_flip);
+        const QSignalBlocker b11(m_stopOnNan);
+        m_stopOnNan->setChecked(c.stop_on_non_finite_loss);
     }
     updateOptimizerFields();
     selectDataset(c.dataset.name);
@@ -501,7 +513,7 @@ void RunPanel::onDatasetActivated(int index)
     }
     QString error;
     if (!selectDatasetFolder(key, &error))
-        QMessageBox::warning(this, tr("Dataset"), tr("The dataset in %1 could not be loaded:\n%2").arg(key, error));
+        showUserError(this, tr("Dataset"), tr("The dataset in %1 could not be loaded:\n%2").arg(key, error));
 }
 
 void RunPanel::chooseFolder()
@@ -515,9 +527,9 @@ void RunPanel::chooseFolder()
     }
     QString error;
     if (!selectDatasetFolder(folder, &error))
-        QMessageBox::warning(this, tr("Dataset"),
-                             tr("The folder %1 holds no dataset MixLab can read:\n%2\n\n"
-                                "Expected MNIST-style IDX files (train-images-idx3-ubyte[.gz] ...), "
-                                "CIFAR-10 binaries (data_batch_1.bin ...) or CIFAR-100 (train.bin, test.bin).")
-                                 .arg(folder, error));
+        showUserError(this, tr("Dataset"),
+                      tr("The folder %1 holds no dataset MixLab can read:\n%2\n\n"
+                         "Expected MNIST-style IDX files (train-images-idx3-ubyte[.gz] ...), "
+                         "CIFAR-10 binaries (data_batch_1.bin ...) or CIFAR-100 (train.bin, test.bin).")
+                          .arg(folder, error));
 }
