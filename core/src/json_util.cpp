@@ -42,11 +42,43 @@ std::size_t edit_distance(std::string_view a, std::string_view b)
     return row[b.size()];
 }
 
+// Length of the well-formed UTF-8 sequence starting at text[i] (Unicode's table 3-7:
+// no overlong forms, no surrogates, nothing past U+10FFFF), or 0 when there is none.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
+{
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const unsigned char lead = byte(0);
+    if (lead < 0x80)
+        return 1;
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF; // the second byte's range
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        n = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        n = 3;
+        if (lead == 0xE0) lo = 0xA0;
+        if (lead == 0xED) hi = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        n = 4;
+        if (lead == 0xF0) lo = 0x90;
+        if (lead == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (i + n > text.size() || byte(1) < lo || byte(1) > hi)
+        return 0;
+    for (std::size_t k = 2; k < n; ++k)
+        if ((byte(k) & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
 // nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest carries
-// the line and column the user needs.
+// the line and column the user needs. It quotes the bytes it last read as they are,
+// broken UTF-8 included.
 std::string json_error_text(const std::exception& e)
 {
-    std::string s = e.what();
+    std::string s = printable_utf8(e.what());
     if (!s.empty() && s.front() == '[') {
         const auto close = s.find("] ");
         if (close != std::string::npos)
@@ -90,9 +122,34 @@ void check_format(const json& doc, const DocumentKind& kind)
 std::string shown(const json& v)
 {
     std::string s = v.dump();
-    if (s.size() > 48)
-        s = s.substr(0, 45) + "...";
+    if (s.size() > 48) {
+        // Cut at the start of a character: half of a multibyte one would leave the
+        // message (and any JSON log that quotes it) invalid UTF-8.
+        std::size_t cut = 45;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+            --cut;
+        s = s.substr(0, cut) + "...";
+    }
     return s;
+}
+
+std::string printable_utf8(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        if (const std::size_t n = utf8_sequence_length(text, i)) {
+            out.append(text.substr(i, n));
+            i += n;
+        } else {
+            static constexpr char k_hex[] = "0123456789ABCDEF";
+            const auto b = static_cast<unsigned char>(text[i++]);
+            out += "\\x";
+            out += k_hex[b >> 4];
+            out += k_hex[b & 0xF];
+        }
+    }
+    return out;
 }
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known)

@@ -24,6 +24,10 @@ struct DocumentKind {
 // A JSON value as the user wrote it, shortened so one message stays one line.
 std::string shown(const nlohmann::json& v);
 
+// `text` with every byte that is not part of well-formed UTF-8 written as \xNN, so a
+// message quoting a damaged file stays valid text (dialogs, JSON logs).
+std::string printable_utf8(std::string_view text);
+
 // "; did you mean "units"?" when one known word is a small typo away, else "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known);
 

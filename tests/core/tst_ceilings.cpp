@@ -105,7 +105,10 @@ void TestCeilings::defaultProbeIsQuickOnCpu()
     QCOMPARE(c.gemm_size, 512);
     QVERIFY(c.fp32_tflops > 0 && c.copy_gbs > 0);
     // Well under a second on an idle 2-core machine; the margin is for a busy CI host.
+    // AddressSanitizer builds (tools/sanitize.sh) run it several times slower: no bound.
+#if !defined(__SANITIZE_ADDRESS__)
     QVERIFY2(c.probe_seconds < 5.0, qPrintable(QString::number(c.probe_seconds)));
+#endif
 
     DeviceInfo gpu;
     gpu.backend = "cuda";

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<name>/): the model presets,
+a few run configs, and tiny valid IDX and CIFAR files framed as the targets expect
+(one flags byte, then the files split by the part marker; see fuzz_idx.cpp and
+fuzz_cifar.cpp). The experiment seeds are files the app saved, kept as they are.
+Run it again after changing a format; the output is deterministic."""
+import gzip
+import json
+import pathlib
+import random
+import shutil
+import struct
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+MARKER = b"%%MIXLAB-PART%%"
+rng = random.Random(7)
+
+
+def write(name, file, data):
+    folder = HERE / "corpus" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / file).write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def compact(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def model_specs():
+    # The presets, except the deepest ResNets: ResNet-18/34/50 already hold every
+    # layer kind those do, and each seed costs fuzzing time.
+    for preset in sorted((ROOT / "resources" / "models").glob("*.json")):
+        if preset.stem in ("resnet101", "resnet152"):
+            continue
+        write("model_spec", preset.name, compact(json.loads(preset.read_text())))
+    write("model_spec", "every-field.json", compact({
+        "format": "mixlab-model/1", "name": "every-field",
+        "layers": [
+            {"type": "conv2d", "filters": 8, "kernel": [3, 5], "stride": [1, 2],
+             "padding": [1, 2], "activation": "relu", "use_bias": False},
+            {"type": "batchnorm", "momentum": 0.2, "epsilon": 0.001, "dtype": "float32"},
+            {"type": "avgpool2d", "pool_size": 2, "stride": 1, "padding": "valid"},
+            {"type": "residual", "activation": "relu",
+             "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"},
+                      {"type": "residual", "body": [{"type": "activation", "activation": "tanh"}]}],
+             "shortcut": [{"type": "maxpool2d", "pool_size": 1}]},
+            {"type": "global_avgpool"},
+            {"type": "dropout", "rate": 0.25, "name": "drop"},
+            {"type": "dense", "units": "classes", "activation": "gelu"},
+            {"type": "activation", "activation": "softmax", "dtype": "float32"}]}))
+
+
+    # Non-ASCII text: messages quote it, and must not cut its characters in two.
+    write("model_spec", "unicode.json", json.dumps({
+        "format": "mixlab-model/1", "name": "réseau-ü-模型",
+        "layers": [{"type": "flatten", "name": "aplatir-é"}, {"type": "dense", "units": "classes"}]},
+        ensure_ascii=False))
+
+
+def run_configs():
+    write("run_config", "minimal.json", '{"format": "mixlab-run/1"}')
+    write("run_config", "design-example.json", compact({
+        "format": "mixlab-run/1", "dataset": {"name": "fashion-mnist"}, "policy": "mixed_fp16",
+        "loss_scale": {"mode": "dynamic", "init": 65536, "growth_factor": 2, "backoff_factor": 0.5,
+                       "growth_interval": 2000},
+        "batch_size": 256, "epochs": 5, "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9},
+        "seed": 42, "device": "auto"}))
+    write("run_config", "every-field.json", compact({
+        "format": "mixlab-run/1",
+        "dataset": {"name": "synthetic", "cifar100_labels": "coarse", "synthetic_train": 512,
+                    "synthetic_test": 128, "augment": {"crop_padding": 4, "horizontal_flip": True}},
+        "policy": "mixed_bf16", "loss_scale": {"mode": "static", "init": 1024},
+        "batch_size": 32, "epochs": 2, "steps": 100,
+        "optimizer": {"type": "adamw", "lr": 0.001, "nesterov": True, "weight_decay": 0.01,
+                      "beta1": 0.8, "beta2": 0.99, "eps": 1e-7},
+        "seed": 18446744073709551615, "device": "cpu", "cuda_graph": False,
+        "stop_on_non_finite_loss": True}))
+    write("run_config", "unicode.json", json.dumps({
+        "format": "mixlab-run/1", "dataset": {"name": "/données/mnist-ü"}}, ensure_ascii=False))
+    write("run_config", "shorthand-dataset.json",
+          '{"format": "mixlab-run/1", "dataset": "/data/cifar-100", "policy": "fp16", '
+          '"loss_scale": {"mode": "none"}, "optimizer": {"type": "adam"}, "device": "cuda"}')
+
+
+def idx_file(magic, dims, payload):
+    return struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + payload
+
+
+def idx_set(n_train, n_test, rows, cols, gz):
+    files = []
+    for n in (n_train, n_test):
+        pixels = bytes(rng.randrange(256) for _ in range(n * rows * cols))
+        labels = bytes(rng.randrange(10) for _ in range(n))
+        files += [idx_file(0x803, (n, rows, cols), pixels), idx_file(0x801, (n,), labels)]
+    if gz:
+        files = [gzip.compress(f, mtime=0) for f in files]
+    flags = 0x0F if gz else 0
+    return bytes([flags]) + MARKER.join(files)
+
+
+def cifar_set(hundred, subfolder, coarse):
+    label_ranges = (20, 100) if hundred else (10,)
+    n_files = 2 if hundred else 6
+    files = []
+    for f in range(n_files):
+        records = b""
+        for _ in range(1 + f % 2):
+            records += bytes(rng.randrange(r) for r in label_ranges)
+            records += bytes(rng.randrange(256) for _ in range(3072))
+        files.append(records)
+    flags = (1 if hundred else 0) | (2 if subfolder else 0) | (4 if coarse else 0)
+    return bytes([flags]) + MARKER.join(files)
+
+
+def main():
+    for name in ("model_spec", "run_config", "idx", "cifar"):
+        shutil.rmtree(HERE / "corpus" / name, ignore_errors=True)
+    model_specs()
+    run_configs()
+    write("idx", "mnist-2x3x4.bin", idx_set(2, 3, 3, 4, False))
+    write("idx", "mnist-gz-3x1x28.bin", idx_set(3, 1, 28, 1, True))
+    write("cifar", "cifar10.bin", cifar_set(False, False, False))
+    write("cifar", "cifar10-subfolder.bin", cifar_set(False, True, False))
+    write("cifar", "cifar100-fine.bin", cifar_set(True, False, False))
+    write("cifar", "cifar100-coarse-subfolder.bin", cifar_set(True, True, True))
+
+
+if __name__ == "__main__":
+    main()
