@@ -9,6 +9,8 @@
 #include "mixlab/model_spec.h"
 #include "mixlab/trainer.h"
 
+#include "one_omp_thread_main.h"
+
 #include <QtTest>
 
 #include <stop_token>
@@ -224,18 +226,5 @@ void TestFaults::stopDuringEvaluationEndsIt()
     QVERIFY2(sink.epochs.empty(), "the evaluation ran through a stop");
 }
 
-// OpenMP reads OMP_NUM_THREADS once, as its library loads, so the suite re-runs itself with
-// it set to 1 (unless the caller chose a value): its tiny model's GEMMs gain nothing from
-// more threads, and on a loaded 2-core machine OpenMP's waiting workers made the suite
-// take 5-11 s instead of 0.4 s.
-int main(int argc, char *argv[])
-{
-    if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS")) {
-        qputenv("OMP_NUM_THREADS", "1");
-        execv("/proc/self/exe", argv); // returns only on failure: then run as we are
-    }
-    TestFaults test;
-    QTEST_SET_MAIN_SOURCE_PATH
-    return QTest::qExec(&test, argc, argv);
-}
+MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestFaults, QCoreApplication)
 #include "tst_faults.moc"

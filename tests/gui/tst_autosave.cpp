@@ -14,6 +14,8 @@
 
 #include "mixlab/model_spec.h"
 
+#include "gui_fixtures.h"
+
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -30,27 +32,6 @@
 #include <cerrno>
 
 namespace {
-
-mixlab::ModelSpec smallModel()
-{
-    return mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "tiny",
-        "layers": [{"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
-                   {"type": "dense", "units": 10}]})");
-}
-
-mixlab::RunConfig quickConfig(int epochs)
-{
-    mixlab::RunConfig c;
-    c.dataset.name = "synthetic";
-    c.dataset.synthetic_train = 256;
-    c.dataset.synthetic_test = 64;
-    c.batch_size = 32;
-    c.epochs = epochs;
-    c.optimizer.lr = 0.05f;
-    c.device = mixlab::DeviceChoice::CPU;
-    c.seed = 7;
-    return c;
-}
 
 // Loads an experiment file into a fresh store; the run count, or -1 with the reason.
 int runsIn(const QString &path, QString *error = nullptr, RunStore *into = nullptr)
@@ -103,8 +84,8 @@ private:
     void writeExperiment(const QString &path, int runs)
     {
         RunStore store;
-        const mixlab::RunConfig config = quickConfig(1);
-        const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(smallModel()));
+        const mixlab::RunConfig config = quickCpuConfig(1);
+        const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel()));
         for (int r = 0; r < runs; ++r) {
             const int id = store.addRun(config, modelJson, store.newGroup());
             std::vector<mixlab::StepMetrics> steps(12);
@@ -119,7 +100,7 @@ private:
             store.setStatus(id, RunRecord::Status::Stopped);
         }
         ExperimentFile file;
-        file.model = smallModel();
+        file.model = tinyGuiModel();
         file.config = config;
         QString error;
         QVERIFY2(saveExperiment(path, file, store, &error), qPrintable(error));
@@ -184,7 +165,7 @@ private slots:
         QVERIFY(!w.autosave()->isChanged());
 
         // A run recorded: the next tick writes it, with its metrics.
-        const int id = w.store()->addRun(quickConfig(1), QString::fromStdString(mixlab::model_spec_to_json(smallModel())), w.store()->newGroup());
+        const int id = w.store()->addRun(quickCpuConfig(1), QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel())), w.store()->newGroup());
         std::vector<mixlab::StepMetrics> steps(5);
         for (int i = 0; i < 5; ++i) {
             steps[i].step = i + 1;
@@ -228,7 +209,7 @@ private slots:
         QVERIFY2(w.startAutosave(dir.path(), &error), qPrintable(error));
         const QString file = w.autosave()->filePath();
         QVERIFY(!QFile::exists(file));
-        const int id = w.store()->addRun(quickConfig(1), QString(), w.store()->newGroup());
+        const int id = w.store()->addRun(quickCpuConfig(1), QString(), w.store()->newGroup());
         w.store()->setStatus(id, RunRecord::Status::Running);
         mixlab::EpochMetrics e;
         e.epoch = 1;
@@ -370,8 +351,8 @@ private slots:
         w->setConfirmCloseForTesting(false);
         QString error;
         QVERIFY2(w->startAutosave(dir.path(), &error), qPrintable(error));
-        w->designer()->setSpec(smallModel());
-        mixlab::RunConfig config = quickConfig(10000);
+        w->designer()->setSpec(tinyGuiModel());
+        mixlab::RunConfig config = quickCpuConfig(10000);
         w->runPanel()->setConfig(config);
         w->runPanel()->setComparePolicies({mixlab::Policy::FP32, mixlab::Policy::MixedBF16});
         QTRY_VERIFY_WITH_TIMEOUT(!w->runPanel()->isStartBlocked(), 10000);

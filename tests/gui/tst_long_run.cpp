@@ -9,6 +9,8 @@
 #include "runstable.h"
 #include "runstore.h"
 
+#include "one_omp_thread_main.h"
+
 #include <QElapsedTimer>
 #include <QFile>
 #include <QSplitter>
@@ -199,20 +201,5 @@ void TestLongRun::longRunStaysFlatAndResponsive()
     QVERIFY2(double(end.rss.rssKb - warm.rss.rssKb) < allowedKb, qPrintable(report));
 }
 
-// OpenMP reads OMP_NUM_THREADS once, as its library loads, so the suite re-runs itself with
-// it set to 1 (unless the caller chose a value): its tiny model's GEMMs gain nothing from
-// more threads, and on a loaded 2-core machine OpenMP's workers waiting at every barrier
-// made each step ~30x slower (6.4 s against 0.2 s for a 22-step test) and starved the GUI
-// thread the suite measures.
-int main(int argc, char *argv[])
-{
-    if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS")) {
-        qputenv("OMP_NUM_THREADS", "1");
-        execv("/proc/self/exe", argv); // returns only on failure: then run as we are
-    }
-    QApplication app(argc, argv);
-    TestLongRun test;
-    QTEST_SET_MAIN_SOURCE_PATH
-    return QTest::qExec(&test, argc, argv);
-}
+MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestLongRun, QApplication)
 #include "tst_long_run.moc"

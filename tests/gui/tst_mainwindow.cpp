@@ -15,6 +15,8 @@
 #include "mixlab/dataset.h"
 #include "mixlab/model_spec.h"
 
+#include "gui_fixtures.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -45,28 +47,6 @@ int trainingThreads()
             ++n;
     }
     return n;
-}
-
-mixlab::ModelSpec smallModel()
-{
-    return mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "tiny",
-        "layers": [{"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
-                   {"type": "dense", "units": 10}]})");
-}
-
-// A few seconds of work at most on the CPU backend: 256 synthetic images, batch 32.
-mixlab::RunConfig quickConfig(int epochs)
-{
-    mixlab::RunConfig c;
-    c.dataset.name = "synthetic";
-    c.dataset.synthetic_train = 256;
-    c.dataset.synthetic_test = 64;
-    c.batch_size = 32;
-    c.epochs = epochs;
-    c.optimizer.lr = 0.05f;
-    c.device = mixlab::DeviceChoice::CPU;
-    c.seed = 7;
-    return c;
 }
 
 QPushButton *button(MainWindow &w, const char *name) { return w.runPanel()->findChild<QPushButton *>(name); }
@@ -193,8 +173,8 @@ void TestMainWindow::cpuRunThroughStart()
 {
     MainWindow w;
     w.show();
-    w.designer()->setSpec(smallModel());
-    w.runPanel()->setConfig(quickConfig(3)); // 8 steps an epoch, 24 in all
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(3)); // 8 steps an epoch, 24 in all
     QVERIFY(button(w, "startButton")->isEnabled());
     QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
     QVERIFY(w.controller()->isRunning());
@@ -227,8 +207,8 @@ void TestMainWindow::cpuRunThroughStart()
 void TestMainWindow::compareRunsTwoPolicies()
 {
     MainWindow w;
-    w.designer()->setSpec(smallModel());
-    w.runPanel()->setConfig(quickConfig(2));
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(2));
     w.runPanel()->setComparePolicies({mixlab::Policy::FP32, mixlab::Policy::MixedFP16});
     QTest::mouseClick(button(w, "compareButton"), Qt::LeftButton);
     QVERIFY(w.controller()->isRunning());
@@ -256,8 +236,8 @@ void TestMainWindow::compareRunsTwoPolicies()
 void TestMainWindow::failedRunKeepsTheAppWorking()
 {
     MainWindow w;
-    w.designer()->setSpec(smallModel());
-    mixlab::RunConfig bad = quickConfig(1);
+    w.designer()->setSpec(tinyGuiModel());
+    mixlab::RunConfig bad = quickCpuConfig(1);
     bad.dataset.synthetic_train = 16; // fewer samples than one batch of 32
     w.runPanel()->setConfig(bad);
     QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
@@ -270,7 +250,7 @@ void TestMainWindow::failedRunKeepsTheAppWorking()
     QTRY_VERIFY(w.logView()->plainText().contains(QStringLiteral("[%1] failed: %2").arg(run->name, run->failure)));
 
     // The next run works.
-    w.runPanel()->setConfig(quickConfig(1));
+    w.runPanel()->setConfig(quickCpuConfig(1));
     QVERIFY(button(w, "startButton")->isEnabled());
     QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
@@ -281,8 +261,8 @@ void TestMainWindow::stopMidRun()
 {
     {
         MainWindow w;
-        w.designer()->setSpec(smallModel());
-        w.runPanel()->setConfig(quickConfig(10000)); // far longer than the test waits
+        w.designer()->setSpec(tinyGuiModel());
+        w.runPanel()->setConfig(quickCpuConfig(10000)); // far longer than the test waits
         QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
         const int id = w.store()->runIds().front();
         QTRY_VERIFY_WITH_TIMEOUT(w.store()->run(id)->steps.size() >= 3, k_runTimeoutMs);
@@ -303,8 +283,8 @@ void TestMainWindow::closeMidRun()
     MainWindow w;
     w.show();
     w.setConfirmCloseForTesting(false);
-    w.designer()->setSpec(smallModel());
-    w.runPanel()->setConfig(quickConfig(10000));
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(10000));
     QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
     const int id = w.store()->runIds().front();
     QTRY_VERIFY_WITH_TIMEOUT(w.store()->run(id)->steps.size() >= 3, k_runTimeoutMs);
@@ -350,8 +330,8 @@ void TestMainWindow::experimentSaveOpenAndRecent()
     const QString path = dir.filePath(QStringLiteral("run.mixlab.json"));
     {
         MainWindow w;
-        w.designer()->setSpec(smallModel());
-        w.runPanel()->setConfig(quickConfig(1));
+        w.designer()->setSpec(tinyGuiModel());
+        w.runPanel()->setConfig(quickCpuConfig(1));
         QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
         QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
         QString error;

@@ -12,6 +12,8 @@
 
 #include "mixlab/backend.h"
 
+#include "one_omp_thread_main.h"
+
 #include <QCheckBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -396,20 +398,5 @@ void TestRunFaults::maxBatchSearchUnderLimitAndStop()
     QVERIFY2(sinceStop.elapsed() < k_promptMs, qPrintable(QString::number(sinceStop.elapsed())));
 }
 
-// OpenMP reads OMP_NUM_THREADS once, as its library loads, so the suite re-runs itself with
-// it set to 1 (unless the caller chose a value): its tiny model's GEMMs gain nothing from
-// more threads, and on a loaded 2-core machine OpenMP's workers waiting at every barrier
-// made each step ~30x slower (6.4 s against 0.2 s for a 22-step test) and starved the GUI
-// thread the suite measures.
-int main(int argc, char *argv[])
-{
-    if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS")) {
-        qputenv("OMP_NUM_THREADS", "1");
-        execv("/proc/self/exe", argv); // returns only on failure: then run as we are
-    }
-    QApplication app(argc, argv);
-    TestRunFaults test;
-    QTEST_SET_MAIN_SOURCE_PATH
-    return QTest::qExec(&test, argc, argv);
-}
+MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestRunFaults, QApplication)
 #include "tst_run_faults.moc"

@@ -15,6 +15,8 @@
 
 #include "mixlab/model_spec.h"
 
+#include "gui_fixtures.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
@@ -37,27 +39,6 @@
 namespace {
 
 constexpr int k_runTimeoutMs = 60000;
-
-mixlab::ModelSpec smallModel()
-{
-    return mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "tiny",
-        "layers": [{"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
-                   {"type": "dense", "units": 10}]})");
-}
-
-mixlab::RunConfig quickConfig(int epochs)
-{
-    mixlab::RunConfig c;
-    c.dataset.name = "synthetic";
-    c.dataset.synthetic_train = 256;
-    c.dataset.synthetic_test = 64;
-    c.batch_size = 32;
-    c.epochs = epochs;
-    c.optimizer.lr = 0.05f;
-    c.device = mixlab::DeviceChoice::CPU;
-    c.seed = 7;
-    return c;
-}
 
 QByteArray sha1(const QString &path)
 {
@@ -179,8 +160,8 @@ private slots:
         m_window = std::make_unique<MainWindow>();
         m_window->setConfirmCloseForTesting(false);
         m_window->show();
-        m_window->designer()->setSpec(smallModel());
-        m_window->runPanel()->setConfig(quickConfig(1));
+        m_window->designer()->setSpec(tinyGuiModel());
+        m_window->runPanel()->setConfig(quickCpuConfig(1));
         QTRY_VERIFY_WITH_TIMEOUT(!m_window->runPanel()->isStartBlocked(), 10000);
         m_window->startRun();
         QVERIFY(m_window->controller()->isRunning());
@@ -265,7 +246,7 @@ private slots:
         {
             DialogAnswerer answer(target, format);
             trigger(action);
-            QTest::qWaitFor([this] { return !m_messages.empty(); }, 20000);
+            (void)QTest::qWaitFor([this] { return !m_messages.empty(); }, 20000);
             QVERIFY2(!m_messages.empty(), qPrintable("no dialog; the folder holds: " +
                                                      QDir(dir).entryList(QDir::Files | QDir::Hidden).join(", ") +
                                                      "; size " + QString::number(QFileInfo(target).size()) + "; log: " + m_window->logView()->plainText().right(300) + "; modal: " + (QApplication::activeModalWidget() ? QApplication::activeModalWidget()->metaObject()->className() : "none")));
@@ -300,8 +281,8 @@ private slots:
     {
         MainWindow w;
         w.setConfirmCloseForTesting(false);
-        w.designer()->setSpec(smallModel());
-        w.runPanel()->setConfig(quickConfig(40)); // 320 steps: still going when saved, even under ASan
+        w.designer()->setSpec(tinyGuiModel());
+        w.runPanel()->setConfig(quickCpuConfig(40)); // 320 steps: still going when saved, even under ASan
         QTRY_VERIFY_WITH_TIMEOUT(!w.runPanel()->isStartBlocked(), 10000);
         w.startRun();
         QVERIFY(w.controller()->isRunning());
