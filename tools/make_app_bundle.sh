@@ -3,8 +3,10 @@
 # machine): the binary, every shared library it or Qt's "offscreen" platform plugin
 # needs except glibc, libstdc++/libgcc and the CUDA/cuDNN stack, and that plugin.
 #
-# Usage: tools/make_app_bundle.sh MIXLAB_BINARY OUT.tar.xz
-# Layout inside (no top folder):  mixlab  lib/*.so*  plugins/platforms/libqoffscreen.so
+# Usage: tools/make_app_bundle.sh MIXLAB_BINARY OUT.tar.xz [EXTRA_BINARY...]
+# Extra binaries (mixlab-cli, a test suite such as tst_cuda_backend) go beside mixlab,
+# with the libraries they need added to lib/.
+# Layout inside (no top folder):  mixlab  [extras]  lib/*.so*  plugins/platforms/libqoffscreen.so
 #   fonts/ (DejaVu Sans and a fonts.conf, when this machine has them)
 # Run there with:
 #   tar xJf OUT.tar.xz -C /tmp/app
@@ -14,12 +16,17 @@
 # FONTCONFIG_FILE=/tmp/app/fonts/fonts.conf for readable screenshots.
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
-    echo "usage: $0 MIXLAB_BINARY OUT.tar.xz" >&2
+if [[ $# -lt 2 ]]; then
+    echo "usage: $0 MIXLAB_BINARY OUT.tar.xz [EXTRA_BINARY...]" >&2
     exit 2
 fi
 app="$1"
 out="$2"
+shift 2
+extras=("$@")
+for x in "${extras[@]}"; do
+    [[ -x "$x" ]] || { echo "$0: '$x' is not an executable file" >&2; exit 2; }
+done
 [[ -x "$app" ]] || { echo "$0: '$app' is not an executable file (build the mixlab target first)" >&2; exit 2; }
 command -v ldd >/dev/null || { echo "$0: ldd is needed" >&2; exit 2; }
 
@@ -37,9 +44,11 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib" "$stage/plugins/platforms"
 cp "$app" "$stage/mixlab"
+for x in "${extras[@]}"; do cp "$x" "$stage/"; done
 cp "$plugin" "$stage/plugins/platforms/"
 # Symbols are not needed to run; stripping halves the binary.
 strip --strip-unneeded "$stage/mixlab" "$stage/plugins/platforms/libqoffscreen.so" 2>/dev/null || true
+for x in "${extras[@]}"; do strip --strip-unneeded "$stage/$(basename "$x")" 2>/dev/null || true; done
 
 # Left to the target machine: glibc and the loader, the compiler's runtime (the newer
 # system there is ABI-compatible with what built this), and the GPU stack, which must
@@ -57,7 +66,7 @@ while read -r name path; do
         continue
     fi
     [[ -e "$stage/lib/$name" ]] || cp -L "$path" "$stage/lib/$name"
-done < <(ldd "$app" "$plugin" | awk '/=>/ { p = $3; if ($3 == "not") p = "not found"; print $1, p }')
+done < <(ldd "$app" "$plugin" "${extras[@]}" | awk '/=>/ { p = $3; if ($3 == "not") p = "not found"; print $1, p }')
 [[ $missing -eq 0 ]] || exit 1
 # The CUDA backend is a module the engine loads at run time from beside
 # libmixlab_core.so (ldd cannot see it): without it the app would train on the CPU.
