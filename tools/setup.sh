@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
-          libeigen3-dev qt6-base-dev qt6-charts-dev qt6-svg-dev dataset-fashion-mnist)
+          libeigen3-dev qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
