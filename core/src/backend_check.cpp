@@ -1197,39 +1197,6 @@ void Checker::add_activation_checks()
 
 // ---- convolution -------------------------------------------------------------------------------
 
-ConvGeometry make_conv(int batch, int h, int w, int c, int k, int kh, int kw, int sh, int sw,
-                       int ph, int pw)
-{
-    ConvGeometry g;
-    g.batch = batch;
-    g.in_h = h;
-    g.in_w = w;
-    g.in_c = c;
-    g.out_c = k;
-    g.kernel_h = kh;
-    g.kernel_w = kw;
-    g.stride_h = sh;
-    g.stride_w = sw;
-    g.pad_h = ph;
-    g.pad_w = pw;
-    g.out_h = (h + 2 * ph - kh) / sh + 1;
-    g.out_w = (w + 2 * pw - kw) / sw + 1;
-    return g;
-}
-
-std::size_t conv_x_count(const ConvGeometry& g)
-{
-    return std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
-}
-std::size_t conv_w_count(const ConvGeometry& g)
-{
-    return std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
-}
-std::size_t conv_y_count(const ConvGeometry& g)
-{
-    return std::size_t(g.batch) * g.out_h * g.out_w * g.out_c;
-}
-
 // sum |a * b| over the terms of every output of the three convolutions: the magnitude
 // their accumulation errors scale with (each is at most a few roundings per term).
 struct ConvScales {
@@ -1239,9 +1206,9 @@ ConvScales conv_abs_sums(const ConvGeometry& g, const std::vector<float>& x,
                          const std::vector<float>& w, const std::vector<float>& dy)
 {
     ConvScales s;
-    s.y.assign(conv_y_count(g), 0.0);
-    s.dx.assign(conv_x_count(g), 0.0);
-    s.dw.assign(conv_w_count(g), 0.0);
+    s.y.assign(g.y_count(), 0.0);
+    s.dx.assign(g.x_count(), 0.0);
+    s.dw.assign(g.w_count(), 0.0);
     for (int n = 0; n < g.batch; ++n)
         for (int p = 0; p < g.out_h; ++p)
             for (int q = 0; q < g.out_w; ++q)
@@ -1348,12 +1315,12 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_
             std::unique_ptr<ScopedEnv> force;
             if (as_fwd)
                 force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
-            const std::vector<float> x = rng.values(conv_x_count(g), t, -1.0f, 1.0f);
-            const std::vector<float> w = rng.values(conv_w_count(g), t, -1.0f, 1.0f);
-            const std::vector<float> dy = rng.values(conv_y_count(g), t, -1.0f, 1.0f);
+            const std::vector<float> x = rng.values(g.x_count(), t, -1.0f, 1.0f);
+            const std::vector<float> w = rng.values(g.w_count(), t, -1.0f, 1.0f);
+            const std::vector<float> dy = rng.values(g.y_count(), t, -1.0f, 1.0f);
             Twin tx = make(x, t), tw = make(w, t), tdy = make(dy, t);
-            Twin y = twin(conv_y_count(g), t), dx = twin(conv_x_count(g), t),
-                 dw = twin(conv_w_count(g), t);
+            Twin y = twin(g.y_count(), t), dx = twin(g.x_count(), t),
+                 dw = twin(g.w_count(), t);
             poison(y);
             poison(dx);
             poison(dw);
@@ -1389,14 +1356,14 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_
 void Checker::conv_checks()
 {
     const ConvGeometry cases[] = {
-        make_conv(3, 9, 11, 5, 7, 3, 3, 1, 1, 1, 1),   // odd sizes, "same" padding
-        make_conv(2, 15, 13, 3, 16, 3, 3, 2, 2, 1, 1), // stride 2 on 3 channels
-        make_conv(2, 20, 19, 3, 16, 7, 7, 2, 2, 3, 3), // an ImageNet-style stem
-        make_conv(4, 8, 8, 64, 32, 1, 1, 1, 1, 0, 0),  // 1x1 over 64 channels
-        make_conv(2, 10, 9, 16, 32, 1, 1, 2, 2, 0, 0), // a residual shortcut projection
-        make_conv(2, 8, 8, 64, 64, 3, 3, 1, 1, 1, 1),  // ResNet's 64 -> 64 block conv
-        make_conv(2, 12, 12, 8, 8, 5, 5, 1, 1, 0, 0),  // 5x5, no padding (LeNet)
-        make_conv(2, 9, 7, 4, 6, 3, 1, 2, 1, 1, 0),    // non-square kernel, stride, pad
+        conv_geometry_of(3, 9, 11, 5, 7, 3, 3, 1, 1, 1, 1),   // odd sizes, "same" padding
+        conv_geometry_of(2, 15, 13, 3, 16, 3, 3, 2, 2, 1, 1), // stride 2 on 3 channels
+        conv_geometry_of(2, 20, 19, 3, 16, 7, 7, 2, 2, 3, 3), // an ImageNet-style stem
+        conv_geometry_of(4, 8, 8, 64, 32, 1, 1, 1, 1, 0, 0),  // 1x1 over 64 channels
+        conv_geometry_of(2, 10, 9, 16, 32, 1, 1, 2, 2, 0, 0), // a residual shortcut projection
+        conv_geometry_of(2, 8, 8, 64, 64, 3, 3, 1, 1, 1, 1),  // ResNet's 64 -> 64 block conv
+        conv_geometry_of(2, 12, 12, 8, 8, 5, 5, 1, 1, 0, 0),  // 5x5, no padding (LeNet)
+        conv_geometry_of(2, 9, 7, 4, 6, 3, 1, 2, 1, 1, 0),    // non-square kernel, stride, pad
     };
     for (const ConvGeometry& g : cases)
         for (const ConvMode& md : k_conv_modes)
@@ -1415,7 +1382,7 @@ void Checker::conv_checks()
 // alone: the CPU reference would need minutes for it.
 void Checker::conv_plan_checks()
 {
-    const ConvGeometry g = make_conv(128, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1);
+    const ConvGeometry g = conv_geometry_of(128, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1);
     for (const ConvMode& md : k_conv_modes)
         run(std::string("conv2d_plan/") + dtype_short_name(md.t) + "/" + math_mode_name(md.math) +
                 "/resnet18_3x3_64_b128",
@@ -1428,8 +1395,8 @@ void Checker::conv_plan_checks()
                     again.backward_filter_algo != first.backward_filter_algo ||
                     again.workspace_bytes != first.workspace_bytes)
                     v.fail("a second conv2d_prepare chose another plan: plans are not cached");
-                Buffer x = m_cand.alloc(conv_x_count(g), t), w = m_cand.alloc(conv_w_count(g), t);
-                Buffer dy = m_cand.alloc(conv_y_count(g), t);
+                Buffer x = m_cand.alloc(g.x_count(), t), w = m_cand.alloc(g.w_count(), t);
+                Buffer dy = m_cand.alloc(g.y_count(), t);
                 // Small values: fp16 sums over 128*32*32 terms (the filter gradient) stay
                 // far from its range.
                 const std::vector<float> hx = rng.values(x.count(), t, -0.5f, 0.5f);
@@ -1438,8 +1405,8 @@ void Checker::conv_plan_checks()
                 m_cand.upload_f32(x, hx.data(), hx.size());
                 m_cand.upload_f32(w, hw.data(), hw.size());
                 m_cand.upload_f32(dy, hdy.data(), hdy.size());
-                Buffer y = m_cand.alloc(conv_y_count(g), t), dx = m_cand.alloc(conv_x_count(g), t);
-                Buffer dw = m_cand.alloc(conv_w_count(g), t);
+                Buffer y = m_cand.alloc(g.y_count(), t), dx = m_cand.alloc(g.x_count(), t);
+                Buffer dw = m_cand.alloc(g.w_count(), t);
                 for (Buffer* b : {&y, &dx, &dw})
                     m_cand.fill(*b, k_nan);
                 m_cand.conv2d_forward(g, x, w, md.math, y);
@@ -1600,25 +1567,6 @@ void Checker::batchnorm_checks()
 
 // ---- pooling ------------------------------------------------------------------------------------
 
-PoolGeometry make_pool(int batch, int h, int w, int c, int wh, int ww, int sh, int sw, int ph,
-                       int pw)
-{
-    PoolGeometry g;
-    g.batch = batch;
-    g.in_h = h;
-    g.in_w = w;
-    g.channels = c;
-    g.window_h = wh;
-    g.window_w = ww;
-    g.stride_h = sh;
-    g.stride_w = sw;
-    g.pad_h = ph;
-    g.pad_w = pw;
-    g.out_h = (h + 2 * ph - wh) / sh + 1;
-    g.out_w = (w + 2 * pw - ww) / sw + 1;
-    return g;
-}
-
 void Checker::pool_checks()
 {
     struct Case {
@@ -1627,13 +1575,13 @@ void Checker::pool_checks()
         bool ties; // values from {0, 1, 2} (a ReLU's output in miniature): many equal maxima
     };
     const Case cases[] = {
-        {"2x2_s2", make_pool(3, 9, 9, 5, 2, 2, 2, 2, 0, 0), false},
-        {"3x3_s2_p1", make_pool(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), false},
-        {"3x3_s2_p1_ties", make_pool(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), true},
-        {"3x3_s1_p1", make_pool(2, 6, 6, 4, 3, 3, 1, 1, 1, 1), false},
-        {"2x3_s2x1_p1x0", make_pool(2, 7, 5, 3, 2, 3, 2, 1, 1, 0), false},
-        {"2x2_s2_ties", make_pool(2, 8, 8, 16, 2, 2, 2, 2, 0, 0), true},
-        {"global_4x4", make_pool(3, 4, 4, 64, 4, 4, 4, 4, 0, 0), false},
+        {"2x2_s2", pool_geometry_of(3, 9, 9, 5, 2, 2, 2, 2, 0, 0), false},
+        {"3x3_s2_p1", pool_geometry_of(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), false},
+        {"3x3_s2_p1_ties", pool_geometry_of(2, 11, 10, 7, 3, 3, 2, 2, 1, 1), true},
+        {"3x3_s1_p1", pool_geometry_of(2, 6, 6, 4, 3, 3, 1, 1, 1, 1), false},
+        {"2x3_s2x1_p1x0", pool_geometry_of(2, 7, 5, 3, 2, 3, 2, 1, 1, 0), false},
+        {"2x2_s2_ties", pool_geometry_of(2, 8, 8, 16, 2, 2, 2, 2, 0, 0), true},
+        {"global_4x4", pool_geometry_of(3, 4, 4, 64, 4, 4, 4, 4, 0, 0), false},
     };
     for (const Case& c : cases)
         for (PoolMode mode : {PoolMode::Max, PoolMode::Average})
@@ -1642,8 +1590,7 @@ void Checker::pool_checks()
                         dtype_short_name(t) + "/" + c.name,
                     [&](Verdict& v, Rng& rng) {
                         const PoolGeometry& g = c.g;
-                        const std::size_t nx = std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
-                        const std::size_t ny = std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
+                        const std::size_t nx = g.x_count(), ny = g.y_count();
                         std::vector<float> x = rng.values(nx, t, -2.0f, 2.0f);
                         if (c.ties)
                             for (float& e : x)

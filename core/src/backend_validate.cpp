@@ -26,12 +26,6 @@ void record_buffer(const char* backend, const char* op, const Buffer& record,
                 std::to_string(record_offset));
 }
 
-// Windows along one axis: floor((in + 2*pad - k) / stride) + 1 (k <= in + 2*pad).
-int window_count(int in, int pad, int k, int stride)
-{
-    return (in + 2 * pad - k) / stride + 1;
-}
-
 std::string shape_text(const ImageShape& s)
 {
     return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
@@ -176,12 +170,12 @@ void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
             "padding must not be negative, got " + geometry_text(g));
     require(g.in_h + 2 * g.pad_h >= g.kernel_h && g.in_w + 2 * g.pad_w >= g.kernel_w, backend, op,
             "the kernel is larger than the padded input: " + geometry_text(g));
-    require(g.out_h == window_count(g.in_h, g.pad_h, g.kernel_h, g.stride_h) &&
-                g.out_w == window_count(g.in_w, g.pad_w, g.kernel_w, g.stride_w),
+    require(g.out_h == window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h) &&
+                g.out_w == window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w),
             backend, op,
             "output must be (in + 2*pad - kernel)/stride + 1 = " +
-                std::to_string(window_count(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
-                std::to_string(window_count(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) + ", got " +
+                std::to_string(window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
+                std::to_string(window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) + ", got " +
                 geometry_text(g));
 }
 
@@ -197,12 +191,12 @@ void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
             backend, op, "padding must be in [0, window), got " + geometry_text(g));
     require(g.in_h + 2 * g.pad_h >= g.window_h && g.in_w + 2 * g.pad_w >= g.window_w, backend, op,
             "the window is larger than the padded input: " + geometry_text(g));
-    require(g.out_h == window_count(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
-                g.out_w == window_count(g.in_w, g.pad_w, g.window_w, g.stride_w),
+    require(g.out_h == window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
+                g.out_w == window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w),
             backend, op,
             "output must be (in + 2*pad - window)/stride + 1 = " +
-                std::to_string(window_count(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
-                std::to_string(window_count(g.in_w, g.pad_w, g.window_w, g.stride_w)) + ", got " +
+                std::to_string(window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
+                std::to_string(window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w)) + ", got " +
                 geometry_text(g));
 }
 
@@ -212,12 +206,9 @@ void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Bu
     conv_geometry(backend, op, g);
     const std::string o(op);
     const bool data = o == "conv2d_backward_data", filter = o == "conv2d_backward_filter";
-    const std::size_t n_x = std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
-    const std::size_t n_w = std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
-    const std::size_t n_y = std::size_t(g.batch) * g.out_h * g.out_w * g.out_c;
-    floating(backend, op, in, n_x, data ? "dx" : "x");
-    floating(backend, op, w, n_w, filter ? "dw" : "w");
-    floating(backend, op, out, n_y, data || filter ? "dy" : "y");
+    floating(backend, op, in, g.x_count(), data ? "dx" : "x");
+    floating(backend, op, w, g.w_count(), filter ? "dw" : "w");
+    floating(backend, op, out, g.y_count(), data || filter ? "dy" : "y");
     require(in.dtype() == w.dtype() && w.dtype() == out.dtype(), backend, op,
             "activations and weights must share one dtype, got " +
                 std::string(dtype_name(in.dtype())) + ", " + std::string(dtype_name(w.dtype())) +
@@ -253,10 +244,8 @@ void pool(const char* backend, const char* op, const PoolGeometry& g, const Buff
           const Buffer& out)
 {
     pool_geometry(backend, op, g);
-    const std::size_t n_in = std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
-    const std::size_t n_out = std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
-    floating(backend, op, in, n_in, "x-sized buffer");
-    floating(backend, op, out, n_out, "y-sized buffer");
+    floating(backend, op, in, g.x_count(), "x-sized buffer");
+    floating(backend, op, out, g.y_count(), "y-sized buffer");
     require(in.dtype() == out.dtype(), backend, op,
             "input and output must share a dtype, got " + std::string(dtype_name(in.dtype())) +
                 " and " + std::string(dtype_name(out.dtype())));

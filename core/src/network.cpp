@@ -300,8 +300,7 @@ Network::Flow Network::build_layer(const GraphLayer& layer, Flow flow, NodeList&
         g.kernel_h = spec.kernel_h; g.kernel_w = spec.kernel_w;
         g.stride_h = layer.stride_h; g.stride_w = layer.stride_w;
         g.pad_h = layer.pad_h; g.pad_w = layer.pad_w;
-        weights(std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c,
-                spec.use_bias ? std::size_t(g.out_c) : 0, true);
+        weights(g.w_count(), spec.use_bias ? std::size_t(g.out_c) : 0, true);
         // Only GELU's backward needs the pre-activation; the others use the output.
         if (n.act == Activation::Gelu) n.pre = own(batch * n.out_features, n.dtype);
         n.plan = m_backend.conv2d_prepare(g, n.dtype, n.math);

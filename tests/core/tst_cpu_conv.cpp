@@ -23,30 +23,6 @@ Q_DECLARE_METATYPE(mixlab::DType)
 
 namespace {
 
-ConvGeometry geometry(int batch, int h, int w, int c, int k, int kh, int kw, int sh, int sw,
-                      int ph, int pw)
-{
-    ConvGeometry g;
-    g.batch = batch, g.in_h = h, g.in_w = w, g.in_c = c, g.out_c = k;
-    g.kernel_h = kh, g.kernel_w = kw, g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw;
-    g.out_h = (h + 2 * ph - kh) / sh + 1;
-    g.out_w = (w + 2 * pw - kw) / sw + 1;
-    return g;
-}
-
-std::size_t x_count(const ConvGeometry& g)
-{
-    return std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
-}
-std::size_t w_count(const ConvGeometry& g)
-{
-    return std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
-}
-std::size_t y_count(const ConvGeometry& g)
-{
-    return std::size_t(g.batch) * g.out_h * g.out_w * g.out_c;
-}
-
 // Calls f(x index, w index, y index) for every product term of the convolution: the
 // definition, written once and used by the forward and both adjoint references.
 template <class F> void for_each_term(const ConvGeometry& g, F f)
@@ -70,7 +46,7 @@ template <class F> void for_each_term(const ConvGeometry& g, F f)
 
 DVec direct_forward(const ConvGeometry& g, const Vec& x, const Vec& w)
 {
-    DVec y(y_count(g), 0.0);
+    DVec y(g.y_count(), 0.0);
     for_each_term(g, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
         y[yi] += double(x[xi]) * double(w[wi]);
     });
@@ -79,7 +55,7 @@ DVec direct_forward(const ConvGeometry& g, const Vec& x, const Vec& w)
 
 DVec direct_backward_data(const ConvGeometry& g, const Vec& dy, const Vec& w)
 {
-    DVec dx(x_count(g), 0.0);
+    DVec dx(g.x_count(), 0.0);
     for_each_term(g, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
         dx[xi] += double(dy[yi]) * double(w[wi]);
     });
@@ -88,7 +64,7 @@ DVec direct_backward_data(const ConvGeometry& g, const Vec& dy, const Vec& w)
 
 DVec direct_backward_filter(const ConvGeometry& g, const Vec& x, const Vec& dy)
 {
-    DVec dw(w_count(g), 0.0);
+    DVec dw(g.w_count(), 0.0);
     for_each_term(g, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
         dw[wi] += double(dy[yi]) * double(x[xi]);
     });
@@ -117,15 +93,15 @@ Vec tf32(const Vec& v)
 void add_geometries()
 {
     QTest::addColumn<ConvGeometry>("g");
-    QTest::newRow("7x5_3x3_same") << geometry(2, 7, 5, 3, 4, 3, 3, 1, 1, 1, 1);
-    QTest::newRow("7x5_3x3_stride2_pad1") << geometry(2, 7, 5, 3, 5, 3, 3, 2, 2, 1, 1);
-    QTest::newRow("7x5_3x3_valid") << geometry(2, 7, 5, 2, 3, 3, 3, 1, 1, 0, 0);
-    QTest::newRow("6x7_5x5_same") << geometry(2, 6, 7, 5, 3, 5, 5, 1, 1, 2, 2);
-    QTest::newRow("1x1") << geometry(3, 5, 4, 6, 10, 1, 1, 1, 1, 0, 0);
-    QTest::newRow("1x1_stride2") << geometry(2, 7, 5, 6, 9, 1, 1, 2, 2, 0, 0);
-    QTest::newRow("1x3_stride1x2_pad0x1") << geometry(2, 5, 7, 3, 4, 1, 3, 1, 2, 0, 1);
-    QTest::newRow("7x7_stride2_pad3") << geometry(2, 9, 8, 3, 4, 7, 7, 2, 2, 3, 3);
-    QTest::newRow("3x3_stride2_even_input") << geometry(2, 8, 6, 7, 11, 3, 3, 2, 2, 1, 1);
+    QTest::newRow("7x5_3x3_same") << conv_geometry_of(2, 7, 5, 3, 4, 3, 3, 1, 1, 1, 1);
+    QTest::newRow("7x5_3x3_stride2_pad1") << conv_geometry_of(2, 7, 5, 3, 5, 3, 3, 2, 2, 1, 1);
+    QTest::newRow("7x5_3x3_valid") << conv_geometry_of(2, 7, 5, 2, 3, 3, 3, 1, 1, 0, 0);
+    QTest::newRow("6x7_5x5_same") << conv_geometry_of(2, 6, 7, 5, 3, 5, 5, 1, 1, 2, 2);
+    QTest::newRow("1x1") << conv_geometry_of(3, 5, 4, 6, 10, 1, 1, 1, 1, 0, 0);
+    QTest::newRow("1x1_stride2") << conv_geometry_of(2, 7, 5, 6, 9, 1, 1, 2, 2, 0, 0);
+    QTest::newRow("1x3_stride1x2_pad0x1") << conv_geometry_of(2, 5, 7, 3, 4, 1, 3, 1, 2, 0, 1);
+    QTest::newRow("7x7_stride2_pad3") << conv_geometry_of(2, 9, 8, 3, 4, 7, 7, 2, 2, 3, 3);
+    QTest::newRow("3x3_stride2_even_input") << conv_geometry_of(2, 8, 6, 7, 11, 3, 3, 2, 2, 1, 1);
 }
 
 } // namespace
@@ -139,7 +115,7 @@ private:
     // sum(y * r) in double for the backend's fp32 forward of (x, w).
     double loss(const ConvGeometry& g, const Vec& x, const Vec& w, const Vec& r)
     {
-        Buffer bx = upload(*m_be, x), bw = upload(*m_be, w), by = poisoned(*m_be, y_count(g));
+        Buffer bx = upload(*m_be, x), bw = upload(*m_be, w), by = poisoned(*m_be, g.y_count());
         m_be->conv2d_forward(g, bx, bw, MathMode::Pedantic, by);
         const Vec y = download(*m_be, by);
         double s = 0;
@@ -168,8 +144,8 @@ void TestCpuConv::forward_matches_direct()
 {
     QFETCH(ConvGeometry, g);
     Backend& be = *m_be;
-    const Vec x = random_vec(x_count(g), 1), w = random_vec(w_count(g), 2);
-    Buffer bx = upload(be, x), bw = upload(be, w), by = poisoned(be, y_count(g));
+    const Vec x = random_vec(g.x_count(), 1), w = random_vec(g.w_count(), 2);
+    Buffer bx = upload(be, x), bw = upload(be, w), by = poisoned(be, g.y_count());
     be.conv2d_prepare(g, DType::F32, MathMode::Pedantic);
     be.conv2d_forward(g, bx, bw, MathMode::Pedantic, by);
     // fp32 sums of at most 7*7*3 = 147 products of values in [-1, 1]: the accumulated
@@ -182,8 +158,8 @@ void TestCpuConv::backward_matches_finite_differences()
 {
     QFETCH(ConvGeometry, g);
     Backend& be = *m_be;
-    const Vec x = random_vec(x_count(g), 11), w = random_vec(w_count(g), 12);
-    const Vec r = random_vec(y_count(g), 13);
+    const Vec x = random_vec(g.x_count(), 11), w = random_vec(g.w_count(), 12);
+    const Vec r = random_vec(g.y_count(), 13);
     Buffer bx = upload(be, x), bw = upload(be, w), br = upload(be, r);
     Buffer dx = poisoned(be, x.size()), dw = poisoned(be, w.size());
     be.conv2d_backward_data(g, br, bw, MathMode::Pedantic, dx);
@@ -227,10 +203,10 @@ void TestCpuConv::chunked_batches_match_direct_data()
     QTest::addColumn<bool>("one_image_per_chunk");
     // Large enough to cross the GEMM's row, column and depth blocks (96 rows, 96 columns,
     // 256 deep): 405 rows, 180-wide patches, out_c 30.
-    const ConvGeometry big = geometry(5, 9, 9, 20, 30, 3, 3, 1, 1, 1, 1);
+    const ConvGeometry big = conv_geometry_of(5, 9, 9, 20, 30, 3, 3, 1, 1, 1, 1);
     QTest::newRow("one_chunk") << big << false;
     QTest::newRow("one_image_per_chunk") << big << true;
-    const ConvGeometry pointwise = geometry(4, 6, 5, 19, 13, 1, 1, 1, 1, 0, 0);
+    const ConvGeometry pointwise = conv_geometry_of(4, 6, 5, 19, 13, 1, 1, 1, 1, 0, 0);
     QTest::newRow("1x1_one_chunk") << pointwise << false;
     QTest::newRow("1x1_one_image_per_chunk") << pointwise << true;
 }
@@ -242,10 +218,10 @@ void TestCpuConv::chunked_batches_match_direct()
     cpu::CpuBackend be;
     if (one_image_per_chunk)
         be.set_conv_chunk_limit(1);
-    const Vec x = random_vec(x_count(g), 21), w = random_vec(w_count(g), 22);
-    const Vec dy = random_vec(y_count(g), 23);
+    const Vec x = random_vec(g.x_count(), 21), w = random_vec(g.w_count(), 22);
+    const Vec dy = random_vec(g.y_count(), 23);
     Buffer bx = upload(be, x), bw = upload(be, w), bdy = upload(be, dy);
-    Buffer y = poisoned(be, y_count(g)), dx = poisoned(be, x.size()), dw = poisoned(be, w.size());
+    Buffer y = poisoned(be, g.y_count()), dx = poisoned(be, x.size()), dw = poisoned(be, w.size());
     // dx and dw start poisoned: the chunks must overwrite, then accumulate, never read.
     be.conv2d_forward(g, bx, bw, MathMode::Pedantic, y);
     be.conv2d_backward_data(g, bdy, bw, MathMode::Pedantic, dx);
@@ -260,11 +236,11 @@ void TestCpuConv::chunked_batches_match_direct()
 void TestCpuConv::tf32_rounds_both_operands()
 {
     Backend& be = *m_be;
-    const ConvGeometry g = geometry(2, 7, 5, 6, 5, 3, 3, 1, 1, 1, 1);
-    const Vec x = random_vec(x_count(g), 31), w = random_vec(w_count(g), 32);
-    const Vec dy = random_vec(y_count(g), 33);
+    const ConvGeometry g = conv_geometry_of(2, 7, 5, 6, 5, 3, 3, 1, 1, 1, 1);
+    const Vec x = random_vec(g.x_count(), 31), w = random_vec(g.w_count(), 32);
+    const Vec dy = random_vec(g.y_count(), 33);
     Buffer bx = upload(be, x), bw = upload(be, w), bdy = upload(be, dy);
-    Buffer y = poisoned(be, y_count(g)), dx = poisoned(be, x.size()), dw = poisoned(be, w.size());
+    Buffer y = poisoned(be, g.y_count()), dx = poisoned(be, x.size()), dw = poisoned(be, w.size());
     be.conv2d_prepare(g, DType::F32, MathMode::TF32);
     be.conv2d_forward(g, bx, bw, MathMode::TF32, y);
     be.conv2d_backward_data(g, bdy, bw, MathMode::TF32, dx);
@@ -295,13 +271,13 @@ void TestCpuConv::sixteen_bit_storage()
 {
     QFETCH(DType, dtype);
     Backend& be = *m_be;
-    const ConvGeometry g = geometry(2, 7, 5, 3, 4, 3, 3, 2, 2, 1, 1);
+    const ConvGeometry g = conv_geometry_of(2, 7, 5, 3, 4, 3, 3, 2, 2, 1, 1);
     // The operands as a 16-bit layer holds them.
-    const Vec x = rounded(random_vec(x_count(g), 41), dtype);
-    const Vec w = rounded(random_vec(w_count(g), 42), dtype);
-    const Vec dy = rounded(random_vec(y_count(g), 43), dtype);
+    const Vec x = rounded(random_vec(g.x_count(), 41), dtype);
+    const Vec w = rounded(random_vec(g.w_count(), 42), dtype);
+    const Vec dy = rounded(random_vec(g.y_count(), 43), dtype);
     Buffer bx = upload(be, x, dtype), bw = upload(be, w, dtype), bdy = upload(be, dy, dtype);
-    Buffer y = poisoned(be, y_count(g), dtype), dx = poisoned(be, x.size(), dtype);
+    Buffer y = poisoned(be, g.y_count(), dtype), dx = poisoned(be, x.size(), dtype);
     Buffer dw = poisoned(be, w.size(), dtype);
     be.conv2d_forward(g, bx, bw, MathMode::Reduced, y);
     be.conv2d_backward_data(g, bdy, bw, MathMode::Reduced, dx);
@@ -326,7 +302,7 @@ void TestCpuConv::sixteen_bit_storage()
 void TestCpuConv::prepare_reports_the_plan()
 {
     const ConvPlanInfo info =
-        m_be->conv2d_prepare(geometry(4, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1), DType::F32,
+        m_be->conv2d_prepare(conv_geometry_of(4, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1), DType::F32,
                              MathMode::Pedantic);
     QVERIFY2(QString::fromStdString(info.forward_algo).startsWith("im2col + "),
              info.forward_algo.c_str());
@@ -337,7 +313,7 @@ void TestCpuConv::prepare_reports_the_plan()
     const std::int64_t image_col = 784 * 9 * sizeof(float);
     QVERIFY(info.workspace_bytes >= image_col && info.workspace_bytes % image_col == 0);
     const ConvPlanInfo pointwise =
-        m_be->conv2d_prepare(geometry(2, 5, 5, 8, 8, 1, 1, 1, 1, 0, 0), DType::F16,
+        m_be->conv2d_prepare(conv_geometry_of(2, 5, 5, 8, 8, 1, 1, 1, 1, 0, 0), DType::F16,
                              MathMode::Reduced);
     QVERIFY2(QString::fromStdString(pointwise.forward_algo).startsWith("1x1"),
              pointwise.forward_algo.c_str());
@@ -410,9 +386,9 @@ void TestCpuConv::sgemm_matches_reference()
 void TestCpuConv::rejects_bad_arguments()
 {
     Backend& be = *m_be;
-    const ConvGeometry g = geometry(2, 7, 5, 3, 4, 3, 3, 1, 1, 1, 1);
-    Buffer x = upload(be, random_vec(x_count(g), 61)), w = upload(be, random_vec(w_count(g), 62));
-    Buffer y = poisoned(be, y_count(g));
+    const ConvGeometry g = conv_geometry_of(2, 7, 5, 3, 4, 3, 3, 1, 1, 1, 1);
+    Buffer x = upload(be, random_vec(g.x_count(), 61)), w = upload(be, random_vec(g.w_count(), 62));
+    Buffer y = poisoned(be, g.y_count());
     auto expect_error = [&](auto&& call, const char* op, const char* needle) {
         try {
             call();
@@ -431,13 +407,13 @@ void TestCpuConv::rejects_bad_arguments()
     zero_stride.stride_w = 0;
     expect_error([&] { be.conv2d_prepare(zero_stride, DType::F32, MathMode::Pedantic); },
                  "conv2d_prepare", "stride");
-    Buffer short_w = poisoned(be, w_count(g) - 1);
+    Buffer short_w = poisoned(be, g.w_count() - 1);
     expect_error([&] { be.conv2d_backward_data(g, y, short_w, MathMode::Pedantic, x); },
                  "conv2d_backward_data", "w holds");
-    Buffer y16 = poisoned(be, y_count(g), DType::F16);
+    Buffer y16 = poisoned(be, g.y_count(), DType::F16);
     expect_error([&] { be.conv2d_backward_filter(g, x, y16, MathMode::Pedantic, w); },
                  "conv2d_backward_filter", "one dtype");
-    ConvGeometry too_small = geometry(1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0);
+    ConvGeometry too_small = conv_geometry_of(1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0);
     too_small.kernel_h = 5;
     expect_error([&] { be.conv2d_prepare(too_small, DType::F32, MathMode::Pedantic); },
                  "conv2d_prepare", "larger than the padded input");

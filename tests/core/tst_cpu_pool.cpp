@@ -27,31 +27,12 @@ Q_DECLARE_METATYPE(mixlab::DType)
 
 namespace {
 
-PoolGeometry geometry(int batch, int h, int w, int c, int wh, int ww, int sh, int sw, int ph, int pw)
-{
-    PoolGeometry g;
-    g.batch = batch, g.in_h = h, g.in_w = w, g.channels = c;
-    g.window_h = wh, g.window_w = ww, g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw;
-    g.out_h = (h + 2 * ph - wh) / sh + 1;
-    g.out_w = (w + 2 * pw - ww) / sw + 1;
-    return g;
-}
-
-std::size_t x_count(const PoolGeometry& g)
-{
-    return std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
-}
-std::size_t y_count(const PoolGeometry& g)
-{
-    return std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
-}
-
 // Pooling by definition in double; also returns, per output, the input index that
 // receives a max's gradient (the first maximum in row-major window order).
 DVec direct_pool(PoolMode mode, const PoolGeometry& g, const Vec& x,
                  std::vector<std::size_t>* winners = nullptr)
 {
-    DVec y(y_count(g));
+    DVec y(g.y_count());
     if (winners)
         winners->assign(y.size(), 0);
     for (int n = 0; n < g.batch; ++n)
@@ -106,12 +87,12 @@ void add_cases()
         const char* name;
         PoolGeometry g;
     } geometries[] = {
-        {"2x2_stride2_7x5_floor", geometry(2, 7, 5, 3, 2, 2, 2, 2, 0, 0)},
-        {"3x3_stride2_pad1_7x5", geometry(2, 7, 5, 5, 3, 3, 2, 2, 1, 1)},
-        {"3x3_stride1_pad1_overlapping", geometry(2, 5, 6, 3, 3, 3, 1, 1, 1, 1)},
-        {"2x3_stride1x2_pad1x1", geometry(1, 6, 7, 4, 2, 3, 1, 2, 1, 1)},
-        {"2x2_stride2_70ch", geometry(1, 4, 5, 70, 2, 2, 2, 2, 0, 0)},
-        {"global_7x5", geometry(3, 7, 5, 6, 7, 5, 1, 1, 0, 0)},
+        {"2x2_stride2_7x5_floor", pool_geometry_of(2, 7, 5, 3, 2, 2, 2, 2, 0, 0)},
+        {"3x3_stride2_pad1_7x5", pool_geometry_of(2, 7, 5, 5, 3, 3, 2, 2, 1, 1)},
+        {"3x3_stride1_pad1_overlapping", pool_geometry_of(2, 5, 6, 3, 3, 3, 1, 1, 1, 1)},
+        {"2x3_stride1x2_pad1x1", pool_geometry_of(1, 6, 7, 4, 2, 3, 1, 2, 1, 1)},
+        {"2x2_stride2_70ch", pool_geometry_of(1, 4, 5, 70, 2, 2, 2, 2, 0, 0)},
+        {"global_7x5", pool_geometry_of(3, 7, 5, 6, 7, 5, 1, 1, 0, 0)},
     };
     for (const auto& c : geometries) {
         QTest::addRow("max_%s", c.name) << PoolMode::Max << c.g;
@@ -129,14 +110,14 @@ private:
 
     Vec forward(PoolMode mode, const PoolGeometry& g, const Vec& x, DType t = DType::F32)
     {
-        Buffer bx = upload(*m_be, x, t), by = poisoned(*m_be, y_count(g), t);
+        Buffer bx = upload(*m_be, x, t), by = poisoned(*m_be, g.y_count(), t);
         m_be->pool_forward(mode, g, bx, by);
         return download(*m_be, by);
     }
 
     Vec backward(PoolMode mode, const PoolGeometry& g, const Vec& x, const Vec& dy)
     {
-        Buffer bx = upload(*m_be, x), by = poisoned(*m_be, y_count(g));
+        Buffer bx = upload(*m_be, x), by = poisoned(*m_be, g.y_count());
         m_be->pool_forward(mode, g, bx, by);
         Buffer bdy = upload(*m_be, dy), bdx = poisoned(*m_be, x.size());
         m_be->pool_backward(mode, g, bx, by, bdy, bdx);
@@ -159,7 +140,7 @@ void TestCpuPool::forward_matches_direct()
 {
     QFETCH(PoolMode, mode);
     QFETCH(PoolGeometry, g);
-    const Vec x = random_vec(x_count(g), 1, -2.0f, 2.0f);
+    const Vec x = random_vec(g.x_count(), 1, -2.0f, 2.0f);
     // A max is exact; an average is an fp32 sum of <= 35 values of |x| <= 2 and one
     // division: 1e-6 absolute.
     expect_close(forward(mode, g, x), direct_pool(mode, g, x), 1e-6, 1e-6, "y");
@@ -169,8 +150,8 @@ void TestCpuPool::backward_matches_finite_differences()
 {
     QFETCH(PoolMode, mode);
     QFETCH(PoolGeometry, g);
-    const Vec x = distinct_values(x_count(g), 11);
-    const Vec r = random_vec(y_count(g), 12);
+    const Vec x = distinct_values(g.x_count(), 11);
+    const Vec r = random_vec(g.y_count(), 12);
     const Vec dx = backward(mode, g, x, r);
 
     // L = sum(y * r) is piecewise linear in x (linear for an average): a step of 1e-2,
@@ -214,16 +195,16 @@ void TestCpuPool::padding_never_wins_and_is_not_averaged()
 {
     // All inputs negative with 1 pixel of padding: a zero pad must not win the corner
     // windows; an all-ones image must average to exactly 1 everywhere.
-    const PoolGeometry g = geometry(1, 4, 3, 2, 3, 3, 2, 2, 1, 1);
-    const Vec neg = random_vec(x_count(g), 21, -3.0f, -1.0f);
+    const PoolGeometry g = pool_geometry_of(1, 4, 3, 2, 3, 3, 2, 2, 1, 1);
+    const Vec neg = random_vec(g.x_count(), 21, -3.0f, -1.0f);
     const Vec y = forward(PoolMode::Max, g, neg);
     for (float v : y)
         QVERIFY2(v < 0.0f, "padding won a max");
     expect_close(y, direct_pool(PoolMode::Max, g, neg), 0.0, 0.0, "max y");
-    for (float v : forward(PoolMode::Average, g, Vec(x_count(g), 1.0f)))
+    for (float v : forward(PoolMode::Average, g, Vec(g.x_count(), 1.0f)))
         EXPECT_EXACT(v, 1.0f);
     // The corner window sees 2x2 real pixels of its 3x3: the average divides by 4.
-    Vec ramp(x_count(g));
+    Vec ramp(g.x_count());
     for (std::size_t i = 0; i < ramp.size(); ++i)
         ramp[i] = float(i);
     const Vec avg = forward(PoolMode::Average, g, ramp);
@@ -235,14 +216,14 @@ void TestCpuPool::first_maximum_gets_the_gradient()
 {
     // One channel, 2x4 input, 2x2 windows stride 2: window 0 is all 5s, window 1 has its
     // maximum 7 twice (positions (0,3) and (1,2) of the image; (0,1) and (1,0) of the window).
-    const PoolGeometry g = geometry(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
+    const PoolGeometry g = pool_geometry_of(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
     const Vec x = {5, 5, 1, 7,
                    5, 5, 7, 2};
     const Vec dx = backward(PoolMode::Max, g, x, {10.0f, 20.0f});
     QCOMPARE(dx, (Vec{10, 0, 0, 20,
                       0, 0, 0, 0}));
     // Overlapping windows (stride 1): one pixel that wins two windows gets both gradients.
-    const PoolGeometry o = geometry(1, 1, 3, 1, 1, 2, 1, 1, 0, 0);
+    const PoolGeometry o = pool_geometry_of(1, 1, 3, 1, 1, 2, 1, 1, 0, 0);
     QCOMPARE(backward(PoolMode::Max, o, {1, 9, 3}, {2.0f, 3.0f}), (Vec{0, 5, 0}));
 }
 
@@ -251,7 +232,7 @@ void TestCpuPool::nan_propagates_through_max()
     // A NaN activation must reach the loss (where the loss scaler sees the overflow),
     // not be dropped by a comparison that is always false.
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    const PoolGeometry g = geometry(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
+    const PoolGeometry g = pool_geometry_of(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
     const Vec x = {1, nan, 3, 4,
                    2, 8, 0, 1};
     const Vec y = forward(PoolMode::Max, g, x);
@@ -264,9 +245,9 @@ void TestCpuPool::nan_propagates_through_max()
 
 void TestCpuPool::sixteen_bit_storage()
 {
-    const PoolGeometry g = geometry(2, 5, 5, 3, 3, 3, 2, 2, 1, 1);
+    const PoolGeometry g = pool_geometry_of(2, 5, 5, 3, 3, 3, 2, 2, 1, 1);
     for (DType t : {DType::F16, DType::BF16}) {
-        Vec x = random_vec(x_count(g), 31);
+        Vec x = random_vec(g.x_count(), 31);
         for (float& v : x) v = round_to(t, v);
         const Vec avg = forward(PoolMode::Average, g, x, t);
         const Vec mx = forward(PoolMode::Max, g, x, t);
@@ -283,8 +264,8 @@ void TestCpuPool::sixteen_bit_storage()
 void TestCpuPool::rejects_bad_arguments()
 {
     Backend& be = *m_be;
-    const PoolGeometry g = geometry(1, 4, 4, 2, 2, 2, 2, 2, 0, 0);
-    Buffer x = upload(be, random_vec(x_count(g), 41)), y = poisoned(be, y_count(g));
+    const PoolGeometry g = pool_geometry_of(1, 4, 4, 2, 2, 2, 2, 2, 0, 0);
+    Buffer x = upload(be, random_vec(g.x_count(), 41)), y = poisoned(be, g.y_count());
     auto expect_error = [&](auto&& call, const char* op, const char* needle) {
         try {
             call();
@@ -296,17 +277,17 @@ void TestCpuPool::rejects_bad_arguments()
         }
     };
     // A window that is all padding would have no max and divide an average by zero.
-    const PoolGeometry all_pad = geometry(1, 4, 4, 2, 2, 2, 2, 2, 2, 2);
+    const PoolGeometry all_pad = pool_geometry_of(1, 4, 4, 2, 2, 2, 2, 2, 2, 2);
     expect_error([&] { be.pool_forward(PoolMode::Max, all_pad, x, y); }, "pool_forward",
                  "padding must be in [0, window)");
     PoolGeometry wrong_out = g;
     wrong_out.out_w = 3;
     expect_error([&] { be.pool_forward(PoolMode::Average, wrong_out, x, y); }, "pool_forward",
                  "(in + 2*pad - window)/stride + 1");
-    Buffer y16 = poisoned(be, y_count(g), DType::F16);
+    Buffer y16 = poisoned(be, g.y_count(), DType::F16);
     expect_error([&] { be.pool_forward(PoolMode::Max, g, x, y16); }, "pool_forward",
                  "share a dtype");
-    Buffer dx = poisoned(be, x_count(g) - 1);
+    Buffer dx = poisoned(be, g.x_count() - 1);
     expect_error([&] { be.pool_backward(PoolMode::Average, g, x, y, y, dx); }, "pool_backward",
                  "x-sized buffer holds");
 }

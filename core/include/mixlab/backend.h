@@ -137,7 +137,33 @@ struct ConvGeometry {
     int out_h = 0, out_w = 0, out_c = 0;
     int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
     bool operator==(const ConvGeometry&) const = default;
+
+    // Elements of x, of the weights and of y.
+    std::size_t x_count() const { return std::size_t(batch) * in_h * in_w * in_c; }
+    std::size_t w_count() const { return std::size_t(out_c) * kernel_h * kernel_w * in_c; }
+    std::size_t y_count() const { return std::size_t(batch) * out_h * out_w * out_c; }
 };
+
+// Window positions along one axis: floor((in + 2*pad - window) / stride) + 1, for
+// window <= in + 2*pad.
+constexpr int window_positions(int in, int pad, int window, int stride)
+{
+    return (in + 2 * pad - window) / stride + 1;
+}
+
+// A convolution's geometry with out_h and out_w derived from the rest.
+inline ConvGeometry conv_geometry_of(int batch, int in_h, int in_w, int in_c, int out_c,
+                                     int kernel_h, int kernel_w, int stride_h, int stride_w,
+                                     int pad_h, int pad_w)
+{
+    ConvGeometry g;
+    g.batch = batch, g.in_h = in_h, g.in_w = in_w, g.in_c = in_c, g.out_c = out_c;
+    g.kernel_h = kernel_h, g.kernel_w = kernel_w, g.stride_h = stride_h, g.stride_w = stride_w;
+    g.pad_h = pad_h, g.pad_w = pad_w;
+    g.out_h = window_positions(in_h, pad_h, kernel_h, stride_h);
+    g.out_w = window_positions(in_w, pad_w, kernel_w, stride_w);
+    return g;
+}
 
 // What the backend chose for a convolution (once per run, cached): reported per layer.
 struct ConvPlanInfo {
@@ -154,7 +180,24 @@ struct PoolGeometry {
     int batch = 0, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
     int window_h = 1, window_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
     bool operator==(const PoolGeometry&) const = default;
+
+    // Elements of x and of y.
+    std::size_t x_count() const { return std::size_t(batch) * in_h * in_w * channels; }
+    std::size_t y_count() const { return std::size_t(batch) * out_h * out_w * channels; }
 };
+
+// A pooling geometry with out_h and out_w derived from the rest.
+inline PoolGeometry pool_geometry_of(int batch, int in_h, int in_w, int channels, int window_h,
+                                     int window_w, int stride_h, int stride_w, int pad_h, int pad_w)
+{
+    PoolGeometry g;
+    g.batch = batch, g.in_h = in_h, g.in_w = in_w, g.channels = channels;
+    g.window_h = window_h, g.window_w = window_w, g.stride_h = stride_h, g.stride_w = stride_w;
+    g.pad_h = pad_h, g.pad_w = pad_w;
+    g.out_h = window_positions(in_h, pad_h, window_h, stride_h);
+    g.out_w = window_positions(in_w, pad_w, window_w, stride_w);
+    return g;
+}
 
 // Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
 // are stored as floats, exact up to 2^24).

@@ -244,11 +244,6 @@ std::string direct_text(bool forced)
                   : "mixlab direct kernel (cuDNN has no algorithm for this case)";
 }
 
-std::size_t elements(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d)
-{
-    return std::size_t(a * b * c * d);
-}
-
 // Scratch for timing: a device allocation of up to `bytes`, halved until it fits.
 DeviceMemory scratch_up_to(std::size_t bytes)
 {
@@ -328,8 +323,8 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
 {
     // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
     // NOT_SUPPORTED, which says nothing to the user.
-    const std::size_t biggest = std::max(elements(g.batch, g.in_h, g.in_w, g.in_c),
-                                         elements(g.batch, g.out_h, g.out_w, g.out_c));
+    const std::size_t biggest = std::max(g.x_count(),
+                                         g.y_count());
     if (biggest > std::size_t(INT32_MAX))
         throw LimitError("batch " + std::to_string(g.batch) + " makes a convolution tensor of " +
                          std::to_string(biggest) + " elements (" + geometry_text(g) +
@@ -372,7 +367,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
     if (p->bwd_data_as_fwd)
-        grow_flipped(elements(g.out_c, g.kernel_h, g.kernel_w, g.in_c) * dtype_size(t));
+        grow_flipped(g.w_count() * dtype_size(t));
     return p;
 }
 
@@ -385,9 +380,9 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
 
     // Timing runs the real kernels, so they write into scratch tensors of the real sizes
     // (filled with a small non-zero value: zeros can time faster than data).
-    const std::size_t nx = elements(g.batch, g.in_h, g.in_w, g.in_c);
-    const std::size_t ny = elements(g.batch, g.out_h, g.out_w, g.out_c);
-    const std::size_t nw = elements(g.out_c, g.kernel_h, g.kernel_w, g.in_c);
+    const std::size_t nx = g.x_count();
+    const std::size_t ny = g.y_count();
+    const std::size_t nw = g.w_count();
     const std::size_t es = dtype_size(t);
     bool can_time = !m_force_direct;
     DeviceMemory sx, sy, sw, ws;

@@ -150,7 +150,7 @@ void launch_conv_direct_backward_data(const ConvGeometry& g, DType t, const void
 void launch_conv_direct_backward_filter(const ConvGeometry& g, DType t, const void* x,
                                         const void* dy, void* dw, cudaStream_t stream)
 {
-    const std::size_t n = std::size_t(g.out_c) * g.kernel_h * g.kernel_w * g.in_c;
+    const std::size_t n = g.w_count();
     dispatch_floating(t, "conv2d_backward_filter", [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv_backward_filter_kernel<T><<<grid_for(n, k_threads), k_threads, 0, stream>>>(
