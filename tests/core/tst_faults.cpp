@@ -1,7 +1,8 @@
 // Faults during a run, on the CPU backend through its out-of-memory test hook
 // (core/src/fault_injection.h): out of memory while a run is set up and in the middle
 // of it, each with a message naming memory, the batch and what to change, the backend
-// usable afterwards; and a Stop that lands in the evaluation pass ends it there.
+// usable afterwards; a Stop that lands in the evaluation pass ends it there; and new
+// buffers poisoned with NaN bytes (core/src/buffer_poison.h) change no number a run gives.
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
@@ -13,6 +14,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <cstring>
 #include <stop_token>
 
 #include <unistd.h>
@@ -83,6 +86,8 @@ private slots:
     void outOfMemoryMidRun();
     void hookIsOffByDefault();
     void stopDuringEvaluationEndsIt();
+    void poisonedBuffersChangeNothing_data();
+    void poisonedBuffersChangeNothing();
 };
 
 void TestFaults::init()
@@ -224,6 +229,82 @@ void TestFaults::stopDuringEvaluationEndsIt()
     QVERIFY(s.stopped);
     QCOMPARE(s.steps, std::int64_t(8));
     QVERIFY2(sink.epochs.empty(), "the evaluation ran through a stop");
+}
+
+void TestFaults::poisonedBuffersChangeNothing_data()
+{
+    QTest::addColumn<Policy>("policy");
+    QTest::newRow("fp32") << Policy::FP32;
+    QTest::newRow("mixed_fp16") << Policy::MixedFP16;
+    QTest::newRow("mixed_bf16") << Policy::MixedBF16;
+    QTest::newRow("fp16") << Policy::FP16;
+}
+
+// Every layer type, augmentation, dropout and an epoch's evaluation, trained with new
+// buffers filled with NaN bytes and without: an op that read memory no op wrote (a
+// gradient accumulated into an unzeroed buffer, a padded tail, a statistic read before
+// its pass) would turn the losses NaN or different. They must match to the bit.
+void TestFaults::poisonedBuffersChangeNothing()
+{
+    QFETCH(Policy, policy);
+    const ModelSpec spec = parse_model_spec(R"({"format": "mixlab-model/1", "name": "every-layer",
+      "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same", "use_bias": false},
+        {"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+        {"type": "residual", "body": [
+           {"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same"},
+           {"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+           {"type": "conv2d", "filters": 16, "kernel": 3, "padding": "same"}],
+         "shortcut": [{"type": "conv2d", "filters": 16, "kernel": 1, "stride": 2}],
+         "activation": "relu"},
+        {"type": "maxpool2d", "pool_size": 2}, {"type": "avgpool2d", "pool_size": 2},
+        {"type": "conv2d", "filters": 8, "kernel": 1, "activation": "gelu"},
+        {"type": "global_avgpool"},
+        {"type": "dense", "units": 24, "use_bias": false}, {"type": "batchnorm"},
+        {"type": "activation", "activation": "tanh"}, {"type": "dropout", "rate": 0.25},
+        {"type": "dense", "units": "classes"},
+        {"type": "activation", "activation": "softmax", "dtype": "float32"}]})");
+    const Dataset data = make_synthetic(96, 32, 3);
+    const Graph graph = build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
+    RunConfig config = cpu_config(policy, 16, 8); // 6 steps an epoch: one evaluation
+    config.dataset.crop_padding = 2;
+    config.dataset.horizontal_flip = true;
+    auto losses = [&](bool poison) {
+        if (poison)
+            qputenv("MIXLAB_POISON_BUFFERS", "1");
+        auto backend = make_backend(DeviceChoice::CPU);
+        qunsetenv("MIXLAB_POISON_BUFFERS");
+        DeviceDataset dev(data, *backend);
+        TrainingRun run(graph, config, dev, *backend);
+        CountingSink sink;
+        train(run, sink);
+        std::vector<double> out;
+        for (const StepMetrics& m : sink.steps)
+            out.push_back(m.loss);
+        for (const EpochMetrics& e : sink.epochs)
+            out.push_back(e.test_loss);
+        return out;
+    };
+    {
+        // The hook is live: a new buffer reads back as NaN.
+        qputenv("MIXLAB_POISON_BUFFERS", "1");
+        auto backend = make_backend(DeviceChoice::CPU);
+        qunsetenv("MIXLAB_POISON_BUFFERS");
+        Buffer probe = backend->alloc(3, DType::F16);
+        float back[3] = {};
+        backend->download_f32(probe, back, 3, 0);
+        for (float v : back)
+            QVERIFY2(std::isnan(v), "MIXLAB_POISON_BUFFERS=1 left a new buffer readable as a number");
+    }
+    const std::vector<double> clean = losses(false), poisoned = losses(true);
+    QCOMPARE(poisoned.size(), clean.size());
+    QVERIFY(clean.size() >= std::size_t(8 + 1)); // every step and at least one evaluation
+    for (double l : clean)
+        QVERIFY2(std::isfinite(l), "the clean run's loss is not finite");
+    for (std::size_t i = 0; i < clean.size(); ++i)
+        QVERIFY2(std::memcmp(&clean[i], &poisoned[i], sizeof(double)) == 0,
+                 qPrintable(QString("loss %1: %2 clean, %3 with poisoned buffers")
+                                .arg(i).arg(clean[i], 0, 'g', 17).arg(poisoned[i], 0, 'g', 17)));
 }
 
 MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestFaults, QCoreApplication)

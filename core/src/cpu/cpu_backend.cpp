@@ -140,6 +140,8 @@ Buffer CpuBackend::alloc(std::size_t count, DType dtype)
                                " free; use a smaller batch size or model");
     }
     m_faults.allocated(p, count * elem);
+    if (m_poison)
+        std::memset(p, k_poison_byte, count * elem);
     return Buffer(this, p, count, dtype);
 }
 

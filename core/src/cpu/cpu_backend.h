@@ -3,6 +3,7 @@
 // store their own type. Operations run synchronously, so events are host timestamps.
 #pragma once
 #include "cpu/cpu_sgemm.h"
+#include "buffer_poison.h"
 #include "fault_injection.h"
 #include "mixlab/backend.h"
 
@@ -99,6 +100,8 @@ protected:
 private:
     // The out-of-memory test hook (fault_injection.h): off unless its variables are set.
     OomFaults m_faults = OomFaults::from_environment();
+    // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes.
+    bool m_poison = poison_buffers_requested();
     // TF32-rounded GEMM operands, grown once and reused so steady-state steps do not
     // allocate (the same rule the CUDA backend keeps).
     std::vector<float> m_tf32_a, m_tf32_b;

@@ -2,6 +2,7 @@
 #include "cuda/cuda_backend.h"
 
 #include "backend_validate.h"
+#include "buffer_poison.h"
 #include "cuda/cast_fill.cuh"
 #include "cuda/conv_cudnn.h"
 #include "cuda/cuda_check.h"
@@ -133,6 +134,7 @@ CudaBackend::CudaBackend() : m_reduce(m_stream.get())
     m_gemm = std::make_unique<LtGemm>(gd, m_reduce);
     m_conv = std::make_unique<CudnnConv>(stream());
 
+    m_poison = poison_buffers_requested();
     m_loss_scratch = DeviceMemory(sizeof(LossScratch), "the loss reduction scratch");
     MIXLAB_CUDA_CHECK(cudaMemsetAsync(m_loss_scratch.get(), 0, sizeof(LossScratch), stream()));
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -152,7 +154,14 @@ Buffer CudaBackend::alloc(std::size_t count, DType dtype)
     require(count <= SIZE_MAX / elem, "alloc", std::to_string(count) + " elements overflow size_t");
     const std::string what = "a buffer of " + std::to_string(count) + " " +
                              std::string(dtype_name(dtype));
-    return Buffer(this, device_malloc(count * elem, what.c_str()), count, dtype);
+    void* p = device_malloc(count * elem, what.c_str());
+    if (m_poison) {
+        // Synchronous: allocation is setup, and whatever fills the buffer next (an
+        // upload, a kernel) must come after the poison.
+        MIXLAB_CUDA_CHECK(cudaMemsetAsync(p, k_poison_byte, count * elem, stream()));
+        MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    }
+    return Buffer(this, p, count, dtype);
 }
 
 void CudaBackend::release(void* data) noexcept

@@ -135,6 +135,7 @@ private:
     std::unique_ptr<LtGemm> m_gemm;
     std::unique_ptr<CudnnConv> m_conv; // owns the cuDNN handle, created on first use
     DeviceMemory m_loss_scratch;
+    bool m_poison = false; // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes
     std::vector<unsigned char> m_staging;
 };
 
