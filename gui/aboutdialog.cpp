@@ -234,9 +234,13 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
         m_ceilingsText += tr("Measurement failed: ") + problem + QLatin1Char('\n');
     }
     m_ceilingsLabel->setText(html);
-    // A table of ceilings replaces a one-line note: make room for its rows.
-    if (isVisible())
+    // A table of ceilings replaces a one-line note: make room for its rows. The widgets
+    // around the label keep their old heights until the next layout pass; drop them now.
+    if (isVisible()) {
+        for (QWidget *w = m_ceilingsLabel->parentWidget(); w && w != m_scroll->widget(); w = w->parentWidget())
+            w->updateGeometry();
         fitToContents();
+    }
 }
 
 void AboutDialog::measureNow()

@@ -174,7 +174,7 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     splitter->addWidget(editorScroll);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({300, 200});
+    splitter->setSizes({270, 230});
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(buildToolBar());

@@ -10,6 +10,7 @@
 
 #include "mixlab/model_spec.h"
 
+#include <QApplication>
 #include <QMimeData>
 #include <QTest>
 #include <QUndoStack>
@@ -89,6 +90,7 @@ private slots:
     void rowsMove_data();
     void rowsMove();
     void refusedDrops();
+    void dropEventsReachTheDesigner();
     void movedLayerPaths();
 };
 
@@ -228,6 +230,33 @@ void TestDesignerDragDrop::refusedDrops()
 
     QCOMPARE(json(d.spec()), before);
     QCOMPARE(d.undoStack()->count(), 0);
+}
+
+// The events a real drop sends the tree's viewport, onto the middle of a row: the view
+// reports "onto that layer", and the entry lands after it.
+void TestDesignerDragDrop::dropEventsReachTheDesigner()
+{
+    ModelDesigner d;
+    d.setSpec(blockModel());
+    d.resize(520, 640);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    LayerTree *tree = d.layerTree();
+    const QPoint onto = tree->visualItemRect(tree->itemFor(top(2))).center();
+    const std::unique_ptr<QMimeData> data(layerdrag::forPaletteEntry(QStringLiteral("dropout")));
+    QDragEnterEvent enter(onto, Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(tree->viewport(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDragMoveEvent move(onto, Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(tree->viewport(), &move);
+    QVERIFY(move.isAccepted());
+    QDropEvent dropped(QPointF(onto), Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(tree->viewport(), &dropped);
+    QVERIFY(dropped.isAccepted());
+    const ModelSpec after = d.spec();
+    QCOMPARE(after.layers.size(), std::size_t(6));
+    QCOMPARE(after.layers[3].type, LayerType::Dropout);
+    QCOMPARE(d.undoStack()->count(), 1);
 }
 
 void TestDesignerDragDrop::movedLayerPaths()

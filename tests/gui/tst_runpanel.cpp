@@ -8,6 +8,8 @@
 #include "mixlab/dataset.h"
 #include "mixlab/run_config.h"
 
+#include "wheel_input.h"
+
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -548,24 +550,13 @@ void TestRunPanel::wheelNeedsFocus()
     QVERIFY(field && scroll);
     QCOMPARE(field->focusPolicy(), Qt::StrongFocus);
     scroll->ensureWidgetVisible(field);
-    const auto value = [field] {
-        if (auto *combo = qobject_cast<QComboBox *>(field))
-            return combo->currentText();
-        return qobject_cast<QAbstractSpinBox *>(field)->text();
-    };
-    const auto wheelDown = [field] {
-        const QPointF centre = QRectF(field->rect()).center();
-        QWheelEvent wheel(centre, field->mapToGlobal(centre), QPoint(), QPoint(0, -120), Qt::NoButton,
-                          Qt::NoModifier, Qt::NoScrollPhase, false);
-        QApplication::sendEvent(field, &wheel);
-    };
     scroll->verticalScrollBar()->setValue(0);
     scroll->ensureWidgetVisible(field);
     const int scrolledBefore = scroll->verticalScrollBar()->value();
-    const QString before = value();
+    const QString before = shownValue(field);
     QVERIFY(!field->hasFocus());
-    wheelDown();
-    QCOMPARE(value(), before);
+    wheelDownOver(field);
+    QCOMPARE(shownValue(field), before);
     QVERIFY2(scroll->verticalScrollBar()->value() > scrolledBefore,
              qPrintable(QStringLiteral("scrolled from %1 to %2").arg(scrolledBefore).arg(scroll->verticalScrollBar()->value())));
 
@@ -574,9 +565,9 @@ void TestRunPanel::wheelNeedsFocus()
     if (auto *combo = qobject_cast<QComboBox *>(field))
         combo->hidePopup(); // a click opens the list; the wheel goes to the closed box
     QTRY_VERIFY(field->hasFocus());
-    const QString focused = value();
-    wheelDown();
-    QVERIFY2(value() != focused, qPrintable(value()));
+    const QString focused = shownValue(field);
+    wheelDownOver(field);
+    QVERIFY2(shownValue(field) != focused, qPrintable(shownValue(field)));
 }
 
 QTEST_MAIN(TestRunPanel)
