@@ -224,7 +224,8 @@ void MainWindow::buildParts()
     // model or settings that differ from the saved ones (undoing back clears it).
     const auto runsChanged = [this] {
         m_runsChangedSinceSave = true;
-        setWindowModified(true);
+        if (!isWindowModified()) // each call retitles the window: not at every metrics batch
+            setWindowModified(true);
     };
     connect(m_store, &RunStore::runAdded, this, runsChanged);
     connect(m_store, &RunStore::runChanged, this, runsChanged);
@@ -598,7 +599,11 @@ void MainWindow::markSaved()
     updateModified();
 }
 
-void MainWindow::updateModified() { setWindowModified(isModified()); }
+void MainWindow::updateModified()
+{
+    if (const bool modified = isModified(); modified != isWindowModified())
+        setWindowModified(modified);
+}
 
 bool MainWindow::maybeSaveChanges(const QString &title)
 {

@@ -1,6 +1,7 @@
 // ModelDesigner: edits a model spec (presets, a palette of layers and ResNet blocks, the
-// layer tree with live shapes/params/FLOPs/tensor-core fitness, property editor,
-// undo/redo) and says whether the engine accepts it.
+// layer tree with live shapes/params/FLOPs/tensor-core fitness, drag and drop from the
+// palette and between rows, property editor, undo/redo) and says whether the engine
+// accepts it.
 #pragma once
 #include "layercommands.h"
 #include "layerpath.h"
