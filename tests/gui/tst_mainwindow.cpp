@@ -426,6 +426,8 @@ void TestMainWindow::settingsPersistLayout()
         mainSizes = mainSplitter->sizes();
         bottomSizes = bottom->sizes();
         QVERIFY2(mainSizes.front() >= 540 && mainSizes.front() <= 580, qPrintable(QString::number(mainSizes.front())));
+        // The designer dragged as small as it goes: its property editor keeps its rows.
+        w.findChild<QSplitter *>("leftSplitter")->setSizes({10, 2000});
         QVERIFY(w.close());
     }
     MainWindow w;
@@ -434,6 +436,8 @@ void TestMainWindow::settingsPersistLayout()
     QTRY_COMPARE(w.size(), QSize(1234, 789));
     QCOMPARE(w.findChild<QSplitter *>("mainSplitter")->sizes(), mainSizes);
     QCOMPARE(w.findChild<QSplitter *>("bottomSplitter")->sizes(), bottomSizes);
+    auto *editor = w.designer()->findChild<QWidget *>("propertyEditorScroll");
+    QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(), qPrintable(QString::number(editor->height())));
 }
 
 void TestMainWindow::experimentSaveOpenAndRecent()
