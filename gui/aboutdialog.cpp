@@ -14,9 +14,13 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QThread>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -143,11 +147,47 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(versionsText()); });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
+    // The facts scroll when the screen is too short for them; the buttons stay in view.
+    auto *content = new QWidget(this);
+    auto *contentLayout = new QVBoxLayout(content);
+    contentLayout->setContentsMargins(0, 0, 0, 0);
+    contentLayout->addWidget(label);
+    contentLayout->addWidget(capsBox);
+    contentLayout->addWidget(ceilingsBox);
+    contentLayout->addStretch(1);
+    m_scroll = new QScrollArea(this);
+    m_scroll->setObjectName("aboutScroll");
+    m_scroll->setWidget(content);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
     auto *layout = new QVBoxLayout(this);
-    layout->addWidget(label);
-    layout->addWidget(capsBox);
-    layout->addWidget(ceilingsBox);
+    layout->addWidget(m_scroll, 1);
     layout->addWidget(buttons);
+}
+
+void AboutDialog::showEvent(QShowEvent *event)
+{
+    QDialog::showEvent(event);
+    fitToContents();
+}
+
+void AboutDialog::fitToContents()
+{
+    // Word-wrapped rows are as tall as the width makes them, which a window's minimum size
+    // does not follow: measure at the width the facts have, grow up to most of the screen.
+    // The versions table does not wrap: its width, and a scroll bar's, is the least.
+    QWidget *content = m_scroll->widget();
+    const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
+    m_scroll->setMinimumWidth(content->minimumSizeHint().width() + bar);
+    const int width = std::max(m_scroll->width(), m_scroll->minimumWidth()) - bar;
+    const int contentHeight = content->hasHeightForWidth() ? content->heightForWidth(width) : content->sizeHint().height();
+    int wanted = height() - m_scroll->height() + contentHeight;
+    if (const QScreen *s = screen())
+        wanted = std::min(wanted, s->availableGeometry().height() * 9 / 10);
+    if (wanted > height() || this->width() < minimumSizeHint().width())
+        resize(std::max(this->width(), minimumSizeHint().width()), std::max(height(), wanted));
 }
 
 AboutDialog::~AboutDialog() = default;
@@ -194,6 +234,13 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
         m_ceilingsText += tr("Measurement failed: ") + problem + QLatin1Char('\n');
     }
     m_ceilingsLabel->setText(html);
+    // A table of ceilings replaces a one-line note: make room for its rows. The widgets
+    // around the label keep their old heights until the next layout pass; drop them now.
+    if (isVisible()) {
+        for (QWidget *w = m_ceilingsLabel->parentWidget(); w && w != m_scroll->widget(); w = w->parentWidget())
+            w->updateGeometry();
+        fitToContents();
+    }
 }
 
 void AboutDialog::measureNow()

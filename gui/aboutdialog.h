@@ -11,6 +11,7 @@
 
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QThread;
 
 class AboutDialog : public QDialog {
@@ -36,7 +37,12 @@ public slots:
 signals:
     void ceilingsMeasured();
 
+protected:
+    void showEvent(QShowEvent *event) override;
+
 private:
+    // Grows the dialog so every row shows (up to most of the screen; beyond, they scroll).
+    void fitToContents();
     struct ProbeResult;
     void showCeilings(const mixlab::Ceilings *ceilings, const QString &problem);
     void onProbeFinished();
@@ -44,6 +50,7 @@ private:
     mixlab::DeviceInfo m_device;
     QString m_cachePath;
     QString m_text, m_capabilitiesText, m_ceilingsText;
+    QScrollArea *m_scroll = nullptr; // the facts, above the buttons
     QLabel *m_ceilingsLabel = nullptr;
     QPushButton *m_measureButton = nullptr;
     QThread *m_probe = nullptr;

@@ -2,7 +2,12 @@
 // palette stays three rows high in the designer's narrow column.
 #include "layerpalette.h"
 
+#include "layerdrag.h"
+
+#include <QApplication>
+#include <QDrag>
 #include <QHBoxLayout>
+#include <QMouseEvent>
 #include <QResizeEvent>
 #include <QSpinBox>
 #include <QToolButton>
@@ -70,6 +75,7 @@ LayerPalette::LayerPalette(QWidget *parent) : QWidget(parent) {
             b->setToolTip(tipFor(e.type));
         const Entry entry = e;
         connect(b, &QToolButton::clicked, this, [this, entry] { trigger(entry); });
+        b->installEventFilter(this);
         e.button = b;
         m_chips.push_back(b);
     }
@@ -115,11 +121,38 @@ void LayerPalette::setBlockFilters(int filters) { m_filters->setValue(filters); 
 int LayerPalette::blockStride() const { return m_stride->value(); }
 void LayerPalette::setBlockStride(int stride) { m_stride->setValue(stride); }
 
+std::optional<LayerPalette::Request> LayerPalette::requestFor(const QString &name) const {
+    for (const Entry &e : m_entries)
+        if (e.name == name) return Request{e.block, e.type, e.kind, m_filters->value(), m_stride->value()};
+    return std::nullopt;
+}
+
 void LayerPalette::trigger(const Entry &entry) {
     if (entry.block)
         emit blockRequested(entry.kind, m_filters->value(), m_stride->value());
     else
         emit layerRequested(entry.type);
+}
+
+bool LayerPalette::eventFilter(QObject *watched, QEvent *event) {
+    auto *button = qobject_cast<QToolButton *>(watched);
+    if (!button) return false;
+    if (event->type() == QEvent::MouseButtonPress) {
+        m_pressAt = static_cast<QMouseEvent *>(event)->position().toPoint();
+        return false;
+    }
+    if (event->type() != QEvent::MouseMove) return false;
+    const auto *move = static_cast<QMouseEvent *>(event);
+    if (!(move->buttons() & Qt::LeftButton) ||
+        (move->position().toPoint() - m_pressAt).manhattanLength() < QApplication::startDragDistance())
+        return false;
+    auto *drag = new QDrag(this);
+    drag->setMimeData(layerdrag::forPaletteEntry(button->text()));
+    drag->setPixmap(button->grab());
+    drag->setHotSpot(m_pressAt);
+    drag->exec(Qt::CopyAction);
+    button->setDown(false); // the release went to the drop, not to the button: no click
+    return true;
 }
 
 void LayerPalette::resizeEvent(QResizeEvent *event) {
@@ -135,8 +168,16 @@ QSize LayerPalette::minimumSizeHint() const {
 }
 
 void LayerPalette::reflow() {
-    const int width = std::max(this->width(), minimumSizeHint().width());
     const int gap = m_rows->spacing();
+    int width = std::max(this->width(), minimumSizeHint().width());
+    if (!testAttribute(Qt::WA_Resized)) {
+        // Not laid out yet (a child's width is a placeholder 100): plan the three rows the
+        // designer's column usually gives, so the window's first minimum height is not
+        // that of one entry per row.
+        int total = 0;
+        for (const QWidget *chip : m_chips) total += chip->sizeHint().width() + gap;
+        width = std::max(width, total / 3);
+    }
     std::vector<int> starts;
     int x = 0;
     for (std::size_t i = 0; i < m_chips.size(); ++i) {

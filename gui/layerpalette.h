@@ -1,13 +1,16 @@
 // LayerPalette: a button per layer type, plus the ResNet basic and bottleneck blocks with
-// their width and stride, for the designer to insert at the selection. The controls flow
-// into as many rows as the width needs.
+// their width and stride, for the designer to insert at the selection (a click) or where
+// the entry is dropped in the layer tree (a drag). The controls flow into as many rows as
+// the width needs.
 #pragma once
 #include "layertemplates.h"
 #include "mixlab/model_spec.h"
 
 #include <QStringList>
+#include <QPoint>
 #include <QWidget>
 
+#include <optional>
 #include <vector>
 
 class QSpinBox;
@@ -24,6 +27,16 @@ public:
     // As a click on that entry; false for an unknown name.
     bool activate(const QString &name);
 
+    // What an entry asks for, with the block settings as they are now.
+    struct Request {
+        bool block = false;
+        mixlab::LayerType type = mixlab::LayerType::Dense; // a layer
+        BlockKind kind = BlockKind::Basic;                 // a block, with:
+        int filters = 0;
+        int stride = 1;
+    };
+    std::optional<Request> requestFor(const QString &name) const;
+
     // Filters of the next block (for a bottleneck: its inner width, the output being four
     // times that); 0: keep the channels the block receives.
     int blockFilters() const;
@@ -39,6 +52,8 @@ signals:
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
+    // A press and a move past the drag distance on an entry's button starts its drag.
+    bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
     struct Entry {
@@ -57,4 +72,5 @@ private:
     std::vector<int> m_rowStarts; // the chip each row starts with, as laid out now
     QSpinBox *m_filters = nullptr;
     QSpinBox *m_stride = nullptr;
+    QPoint m_pressAt; // where the left button went down on an entry
 };

@@ -57,6 +57,24 @@ QString LayerPath::toString() const {
     return s;
 }
 
+std::optional<LayerPath> LayerPath::fromString(const QString &text) {
+    static const QRegularExpression re(
+        QStringLiteral("^layer (\\d+)((?: > (?:body|shortcut)(?: \\d+)?)*)$"));
+    static const QRegularExpression stepRe(QStringLiteral(" > (body|shortcut)(?: (\\d+))?"));
+    const QRegularExpressionMatch m = re.match(text);
+    if (!m.hasMatch()) return std::nullopt;
+    LayerPath path = top(m.captured(1).toInt());
+    auto steps = stepRe.globalMatch(m.captured(2));
+    while (steps.hasNext()) {
+        if (path.isGroup()) return std::nullopt; // a group is always the last step
+        const QRegularExpressionMatch s = steps.next();
+        const LayerGroup group =
+            s.captured(1) == QLatin1String("body") ? LayerGroup::Body : LayerGroup::Shortcut;
+        path = path.child(group, s.captured(2).isEmpty() ? k_group : s.captured(2).toInt());
+    }
+    return path;
+}
+
 namespace {
 
 // The list `step` indexes, inside `owner` (nullptr: the model's own list).
@@ -122,6 +140,24 @@ const GraphLayer *graphLayerAt(const std::vector<GraphLayer> &layers, const Laye
         layer = &(*list)[std::size_t(step.index)];
     }
     return layer;
+}
+
+std::optional<LayerPath> movedLayerPath(const ModelSpec &spec, const LayerPath &from,
+                                        const LayerPath &to) {
+    if (from.isGroup() || !layerAt(spec, from) || to.isEmpty() || to.isGroup()) return std::nullopt;
+    const std::vector<LayerSpec> *target = layerList(spec, to);
+    if (!target || to.index() < 0 || to.index() > int(target->size())) return std::nullopt;
+    if (to.steps.size() > from.steps.size() && from.contains(to)) return std::nullopt;
+    // Leaving its list moves every later layer of that list, and all they hold, up by one.
+    LayerPath landed = to;
+    const std::size_t k = from.steps.size() - 1;
+    const bool sameList = to.steps.size() > k &&
+                          std::equal(from.steps.begin(), from.steps.begin() + std::ptrdiff_t(k),
+                                     to.steps.begin()) &&
+                          to.steps[k].group == from.steps[k].group;
+    if (sameList && to.steps[k].index > from.index()) --landed.steps[k].index;
+    if (landed == from) return std::nullopt;
+    return landed;
 }
 
 LayerPath pathNamedIn(const QString &message, const ModelSpec &spec) {

@@ -7,6 +7,7 @@
 #include <QMetaType>
 #include <QString>
 
+#include <optional>
 #include <vector>
 
 // Which list a step indexes: the model's own layers, or a residual block's body or shortcut.
@@ -47,6 +48,8 @@ struct LayerPath {
     // "layer 4 > body 2", as build_graph and the parser write it; a group path ends in
     // "> body" or "> shortcut".
     QString toString() const;
+    // The path toString wrote; nullopt for any other text.
+    static std::optional<LayerPath> fromString(const QString &text);
 
     bool operator==(const LayerPath &) const = default;
 };
@@ -66,6 +69,12 @@ std::vector<mixlab::LayerSpec> *layerList(mixlab::ModelSpec &spec, const LayerPa
 // The inferred figures for a layer, when the engine got that far.
 const mixlab::GraphLayer *graphLayerAt(const std::vector<mixlab::GraphLayer> &layers,
                                        const LayerPath &path);
+
+// Where the layer at `from` lands when moved to the insertion point `to`, read after it has
+// left its place (later indices of its list move up by one); nullopt when the move cannot
+// be made (no such layer or list, a block into its own body or shortcut) or changes nothing.
+std::optional<LayerPath> movedLayerPath(const mixlab::ModelSpec &spec, const LayerPath &from,
+                                        const LayerPath &to);
 
 // The deepest existing layer named in an engine message ("layer 4 > body 2 (conv2d):
 // ..."); empty when the message names none.

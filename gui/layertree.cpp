@@ -4,8 +4,11 @@
 // list, which covers every single edit the designer makes.
 #include "layertree.h"
 
+#include "layerdrag.h"
 #include "layertemplates.h"
 
+#include <QDrag>
+#include <QDropEvent>
 #include <QHeaderView>
 #include <QLocale>
 #include <QSignalBlocker>
@@ -116,6 +119,10 @@ LayerTree::LayerTree(QWidget *parent) : QTreeWidget(parent) {
     // nested; the # column stays a plain column of positions.
     setTreePosition(LayerColumn);
     setExpandsOnDoubleClick(true);
+    setDragEnabled(true);
+    setAcceptDrops(true);
+    setDropIndicatorShown(true);
+    setDragDropMode(QAbstractItemView::DragDrop);
 
     QHeaderView *hv = header();
     hv->setStretchLastSection(false);
@@ -185,6 +192,46 @@ void LayerTree::collapseBlocks() {
         if (item->childCount() > 0) item->setExpanded(group);
         for (int i = 0; i < item->childCount(); ++i) todo.push_back(item->child(i));
     }
+}
+
+LayerPath LayerTree::dropPoint(QTreeWidgetItem *parent, int index) const {
+    if (!parent) return LayerPath::top(index);
+    const LayerPath at = pathOf(parent);
+    if (at.isGroup()) return at.sibling(index);
+    const LayerSpec *layer = layerAt(m_shown, at);
+    if (layer && layer->type == LayerType::Residual)
+        return at.child(LayerGroup::Body, int(layer->body.size()));
+    return at.sibling(at.index() + 1);
+}
+
+QStringList LayerTree::mimeTypes() const { return layerdrag::mimeTypes(); }
+
+QMimeData *LayerTree::mimeData(const QList<QTreeWidgetItem *> &items) const {
+    const LayerPath path = items.size() == 1 ? pathOf(items.front()) : LayerPath{};
+    return path.isEmpty() || path.isGroup() ? nullptr : layerdrag::forLayer(path);
+}
+
+Qt::DropActions LayerTree::supportedDropActions() const { return Qt::CopyAction | Qt::MoveAction; }
+
+bool LayerTree::dropMimeData(QTreeWidgetItem *parent, int index, const QMimeData *data,
+                             Qt::DropAction) {
+    return data && m_dropHandler && m_dropHandler(*data, dropPoint(parent, index));
+}
+
+void LayerTree::startDrag(Qt::DropActions) {
+    // The base class would remove the dragged rows after a move; here the designer's
+    // command moves the layer and the rows follow the spec.
+    QMimeData *data = mimeData(selectedItems());
+    if (!data) return;
+    auto *drag = new QDrag(this);
+    drag->setMimeData(data);
+    drag->exec(Qt::MoveAction);
+}
+
+void LayerTree::dropEvent(QDropEvent *event) {
+    // QTreeWidget moves its own items on a drop from itself; skip that, so every drop
+    // goes through dropMimeData and the handler.
+    QTreeView::dropEvent(event);
 }
 
 int LayerTree::currentRow() const {
@@ -377,6 +424,7 @@ void LayerTree::fillGroupRow(QTreeWidgetItem *item, LayerGroup group, const Laye
     const bool body = group == LayerGroup::Body;
     const std::vector<LayerSpec> &layers = body ? block.body : block.shortcut;
     item->setData(IndexColumn, k_kindRole, int(body ? ItemKind::Body : ItemKind::Shortcut));
+    item->setFlags(item->flags() & ~Qt::ItemIsDragEnabled); // a place to drop into, not a layer
     item->setText(IndexColumn, QString());
     item->setIcon(IndexColumn, QIcon());
     for (int c = 0; c < ColumnCount; ++c) item->setData(c, Qt::BackgroundRole, QVariant());

@@ -1,6 +1,8 @@
 // LayerTree: the designer's tree of layers with the engine's live figures beside each
 // (output shape, parameters, FLOPs, tensor-core fitness). A residual block is a row with
 // two child rows, "body" and "shortcut", holding their layers; blocks can be collapsed.
+// Rows can be dragged, and palette entries dropped in; the tree only says where a drop
+// landed, and the drop handler (the designer) makes the edit.
 #pragma once
 #include "layerpath.h"
 #include "mixlab/graph.h"
@@ -8,6 +10,7 @@
 
 #include <QTreeWidget>
 
+#include <functional>
 #include <vector>
 
 class LayerTree : public QTreeWidget {
@@ -46,8 +49,25 @@ public:
     int currentRow() const;
     void selectRow(int row);
 
+    // Takes a drop (layerdrag's data) at an insertion point; false refuses it.
+    using DropHandler = std::function<bool(const QMimeData &data, const LayerPath &at)>;
+    void setDropHandler(DropHandler handler) { m_dropHandler = std::move(handler); }
+    // The insertion point of a drop onto `parent` (nullptr: the model's own list) at
+    // `index`, as the item model reports it: into a body/shortcut row's list; onto a
+    // block, at the end of its body; onto another layer, right after it.
+    LayerPath dropPoint(QTreeWidgetItem *parent, int index) const;
+
 signals:
     void currentPathChanged(const LayerPath &path);
+
+protected:
+    QStringList mimeTypes() const override;
+    QMimeData *mimeData(const QList<QTreeWidgetItem *> &items) const override;
+    Qt::DropActions supportedDropActions() const override;
+    bool dropMimeData(QTreeWidgetItem *parent, int index, const QMimeData *data,
+                      Qt::DropAction action) override;
+    void startDrag(Qt::DropActions supportedActions) override;
+    void dropEvent(QDropEvent *event) override;
 
 private:
     void syncList(QTreeWidgetItem *parent, const std::vector<mixlab::LayerSpec> &shown,
@@ -62,6 +82,7 @@ private:
     mixlab::ModelSpec m_shown; // what the items show now, to match rows to layers
     LayerPath m_errorPath;
     QString m_error;
+    DropHandler m_dropHandler;
 };
 
 // "18.4M", "950", "1.2G": a count short enough for a narrow column.

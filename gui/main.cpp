@@ -26,6 +26,18 @@
 #include <cstdio>
 #include <string>
 
+namespace {
+
+void saveScreenshotAndClose(MainWindow &window, const QString &file)
+{
+    if (!window.grab().save(file))
+        std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+    window.setConfirmCloseForTesting(false);
+    window.close();
+}
+
+} // namespace
+
 int main(int argc, char *argv[])
 {
     QApplication app(argc, argv);
@@ -48,7 +60,7 @@ int main(int argc, char *argv[])
     const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
     const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends, save the window to this PNG and quit."), QStringLiteral("file"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends (without a job: once the window is up), save the window to this PNG and quit."), QStringLiteral("file"));
     const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
     const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
@@ -212,14 +224,13 @@ int main(int argc, char *argv[])
                 if (running)
                     return;
                 // Let the charts take in the last batch before the picture is taken.
-                QTimer::singleShot(1500, &window, [&window, file] {
-                    if (!window.grab().save(file))
-                        std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
-                    window.setConfirmCloseForTesting(false);
-                    window.close();
-                });
+                QTimer::singleShot(1500, &window, [&window, file] { saveScreenshotAndClose(window, file); });
             });
         }
+    } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
+        const QString file = parser.value(screenshot);
+        // The window as a user first sees it, once laid out, painted and the device probed.
+        QTimer::singleShot(1000, &window, [&window, file] { saveScreenshotAndClose(window, file); });
     }
     return app.exec();
 }

@@ -4,10 +4,13 @@
 #include "mainwindow.h"
 
 #include "aboutdialog.h"
+#include "appsettings.h"
 #include "autosave.h"
 #include "chartpanel.h"
 #include "deviceprobe.h"
 #include "experiment.h"
+#include "filedialogs.h"
+#include "guidedialog.h"
 #include "logexport.h"
 #include "logview.h"
 #include "maxbatchdialog.h"
@@ -18,8 +21,11 @@
 #include "runstablemodel.h"
 #include "runstore.h"
 #include "usermessages.h"
+#include "wheelguard.h"
 #include "runfacts_from_store.h"
 #include "reportexport.h"
+#include "shortcutsdialog.h"
+#include "shortcuttext.h"
 #include "whypanel.h"
 
 #include "mixlab/error.h"
@@ -34,7 +40,6 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QItemSelectionModel>
@@ -45,7 +50,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
-#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -64,7 +68,10 @@ QString withWriteReason(const QString &path, const QString &error)
 
 const QString k_seedPreset = QStringLiteral("seed-mlp");
 
-QSettings appSettings() { return QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")); }
+// Designer over run panel. "splitters/left" held the split of the layout before the run
+// panel kept its buttons in view, which left the property editor a few rows tall: that
+// state is not restored.
+constexpr const char *k_leftSplitterKey = "splitters/left2";
 
 using Kind = mixlab::RunEvent::Kind;
 
@@ -73,6 +80,7 @@ using Kind = mixlab::RunEvent::Kind;
 MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
 {
     setObjectName("mainWindow");
+    WheelGuard::install();
     m_store = new RunStore(this);
     m_controller = new RunController(m_store, this);
     m_probe = new DeviceProbe(this);
@@ -86,9 +94,11 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
 
     buildParts();
     buildMenus();
+    m_runPanel->setShortcuts(m_startAction->shortcut(), m_compareAction->shortcut(), m_stopAction->shortcut());
     buildStatusBar();
     applyFirstStartDefaults();
     restoreSettings();
+    markSaved();
     updateTitle();
 
     connect(m_probe, &DeviceProbe::probed, this, &MainWindow::setDeviceInfo);
@@ -116,19 +126,16 @@ void MainWindow::buildParts()
     m_log = new LogView(m_store, this);
     m_log->setObjectName("logView");
 
-    // The run panel is a tall form; on a small screen it scrolls instead of squeezing
-    // the designer.
-    auto *panelScroll = new QScrollArea(this);
-    panelScroll->setWidget(m_runPanel);
-    panelScroll->setWidgetResizable(true);
-    panelScroll->setFrameShape(QFrame::NoFrame);
-    panelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-
+    // The run panel scrolls its own settings on a small screen, with Start / Compare /
+    // Stop and the reason they are blocked always in view below them.
     m_leftSplitter = new QSplitter(Qt::Vertical, this);
     m_leftSplitter->setObjectName("leftSplitter");
     m_leftSplitter->addWidget(m_designer);
-    m_leftSplitter->addWidget(panelScroll);
-    m_leftSplitter->setStretchFactor(0, 1);
+    m_leftSplitter->addWidget(m_runPanel);
+    // A smaller window takes height from both, two parts from the designer to one from
+    // the run panel, whose settings scroll.
+    m_leftSplitter->setStretchFactor(0, 2);
+    m_leftSplitter->setStretchFactor(1, 1);
 
     m_bottomSplitter = new QSplitter(Qt::Horizontal, this);
     m_bottomSplitter->setObjectName("bottomSplitter");
@@ -153,7 +160,7 @@ void MainWindow::buildParts()
     setCentralWidget(m_mainSplitter);
 
     m_mainSplitter->setSizes({430, 1170});
-    m_leftSplitter->setSizes({620, 350}); // room for a ResNet tree; the run panel scrolls
+    m_leftSplitter->setSizes({640, 300}); // room for a ResNet tree and its editor; the run settings scroll
     m_centreSplitter->setSizes({690, 210});
     m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
 
@@ -212,6 +219,20 @@ void MainWindow::buildParts()
     connect(m_autosave, &Autosave::saveFailed, this, [this](const QString &message) {
         m_log->appendMessage(tr("Autosave failed: %1").arg(message), Kind::Warning);
     });
+
+    // The title's modified mark: runs that changed since the last save or open, or a
+    // model or settings that differ from the saved ones (undoing back clears it).
+    const auto runsChanged = [this] {
+        m_runsChangedSinceSave = true;
+        if (!isWindowModified()) // each call retitles the window: not at every metrics batch
+            setWindowModified(true);
+    };
+    connect(m_store, &RunStore::runAdded, this, runsChanged);
+    connect(m_store, &RunStore::runChanged, this, runsChanged);
+    connect(m_store, &RunStore::runRemoved, this, runsChanged);
+    connect(m_store, &RunStore::stepsAppended, this, runsChanged);
+    connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateModified);
+    connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateModified);
     if (QItemSelectionModel *selection = m_runsTable->selectionModel())
         connect(selection, &QItemSelectionModel::selectionChanged, this, &MainWindow::updateWhyEnabled);
 }
@@ -231,7 +252,7 @@ void MainWindow::buildMenus()
     QAction *save = file->addAction(tr("&Save"), this, [this] { saveExperimentDialog(false); });
     save->setShortcut(QKeySequence::Save);
     QAction *saveAs = file->addAction(tr("Save &As..."), this, [this] { saveExperimentDialog(true); });
-    saveAs->setShortcut(QKeySequence::SaveAs);
+    saveAs->setShortcuts(standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
     file->addSeparator();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
@@ -244,8 +265,8 @@ void MainWindow::buildMenus()
         }
         QString filter;
         const QString htmlFilter = tr("HTML page (*.html)");
-        QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("mixlab-report.html"),
-                                                    htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
+        QString path = askSaveFile(this, FileKind::Report, tr("Export report"), suggestedName(QStringLiteral("-report.html")),
+                                   htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
         if (path.isEmpty())
             return;
         const QString suffix = QFileInfo(path).suffix().toLower();
@@ -261,7 +282,7 @@ void MainWindow::buildMenus()
     report->setObjectName("exportReportAction");
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-    quit->setShortcut(QKeySequence::Quit);
+    quit->setShortcuts(standardKeys(QKeySequence::Quit, QKeySequence(Qt::CTRL | Qt::Key_Q)));
 
     QMenu *edit = menuBar()->addMenu(tr("&Edit"));
     // The designer's own undo/redo actions (QUndoStack::createUndoAction, standard
@@ -326,6 +347,17 @@ void MainWindow::buildMenus()
     view->addAction(m_whyDock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
+    QAction *guide = help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal<GuideDialog>(); });
+    guide->setObjectName("guideAction");
+    guide->setShortcut(QKeySequence::HelpContents);
+    // Built when opened, from the actions as they are then.
+    QAction *keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] {
+        delete findChild<ShortcutsDialog *>();
+        showNonModal<ShortcutsDialog>(ShortcutsDialog::collect(
+            this, {{tr("Layer tree (while it has the focus)"), m_designer}}));
+    });
+    keys->setObjectName("shortcutsAction");
+    help->addSeparator();
     help->addAction(tr("&About MixLab"), this, &MainWindow::showAbout);
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
@@ -375,7 +407,7 @@ void MainWindow::restoreSettings()
     }
     restoreState(s.value("window/state").toByteArray());
     const std::pair<const char *, QSplitter *> splitters[] = {{"splitters/main", m_mainSplitter},
-                                                              {"splitters/left", m_leftSplitter},
+                                                              {k_leftSplitterKey, m_leftSplitter},
                                                               {"splitters/centre", m_centreSplitter},
                                                               {"splitters/bottom", m_bottomSplitter}};
     for (const auto &[key, splitter] : splitters)
@@ -395,7 +427,7 @@ void MainWindow::saveSettings() const
     s.setValue("window/geometry", saveGeometry());
     s.setValue("window/state", saveState());
     s.setValue("splitters/main", m_mainSplitter->saveState());
-    s.setValue("splitters/left", m_leftSplitter->saveState());
+    s.setValue(k_leftSplitterKey, m_leftSplitter->saveState());
     s.setValue("splitters/centre", m_centreSplitter->saveState());
     s.setValue("splitters/bottom", m_bottomSplitter->saveState());
     // The chart panel's own toolbar may have changed these since the menu did.
@@ -407,7 +439,11 @@ void MainWindow::setDeviceInfo(const mixlab::DeviceInfo &info)
 {
     m_device = info;
     m_deviceKnown = true;
+    // The device decides defaults (the policies compared): not an edit of the user's.
+    const bool wasSaved = !isModified();
     m_runPanel->setDeviceInfo(info);
+    if (wasSaved)
+        markSaved();
     const QString text = DeviceProbe::describe(info);
     m_deviceLabel->setText(text);
     m_deviceLabel->setToolTip(info.backend == "cuda"
@@ -537,7 +573,56 @@ void MainWindow::updateStatusProgress()
 void MainWindow::updateTitle()
 {
     const QString name = m_currentFile.isEmpty() ? tr("untitled") : QFileInfo(m_currentFile).fileName();
-    setWindowTitle(tr("%1 \u2014 MixLab").arg(name));
+    // "[*]" is where Qt shows the modified mark (setWindowModified).
+    setWindowTitle(tr("%1[*] \u2014 MixLab").arg(name));
+}
+
+std::string MainWindow::settingsSnapshot() const
+{
+    std::string text = mixlab::run_config_to_json(m_runPanel->config());
+    for (mixlab::Policy p : m_runPanel->comparePolicies())
+        text += ' ' + std::string(mixlab::policy_name(p));
+    return text;
+}
+
+bool MainWindow::isModified() const
+{
+    return m_runsChangedSinceSave || m_designer->spec() != m_savedModel || settingsSnapshot() != m_savedSettings;
+}
+
+void MainWindow::markSaved()
+{
+    m_savedModel = m_designer->spec();
+    m_savedSettings = settingsSnapshot();
+    m_runsChangedSinceSave = false;
+    m_designer->undoStack()->setClean();
+    updateModified();
+}
+
+void MainWindow::updateModified()
+{
+    if (const bool modified = isModified(); modified != isWindowModified())
+        setWindowModified(modified);
+}
+
+bool MainWindow::maybeSaveChanges(const QString &title)
+{
+    if (!isModified())
+        return true;
+    const QString name = m_currentFile.isEmpty() ? tr("the untitled experiment") : QFileInfo(m_currentFile).fileName();
+    const int choice = askUser(this, title,
+                               tr("Save the changes to %1?\n\nThe model, the settings or the runs changed "
+                                  "since it was last saved; without saving, the changes are lost.")
+                                   .arg(name),
+                               {tr("Save"), tr("Discard"), tr("Cancel")});
+    if (choice == 0)
+        return saveExperimentDialog(false); // a failed or cancelled save keeps everything
+    return choice == 1;
+}
+
+QString MainWindow::suggestedName(const QString &suffix) const
+{
+    return fileStem(QString::fromStdString(m_designer->spec().name)) + suffix;
 }
 
 QStringList MainWindow::recentFiles() const
@@ -563,6 +648,8 @@ void MainWindow::rebuildRecentMenu()
     const QStringList files = recentFiles();
     for (const QString &path : files) {
         QAction *a = m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
+            if (!maybeSaveChanges(tr("Open experiment")))
+                return;
             QString error, warning;
             if (openExperiment(path, &error, &warning)) {
                 if (!warning.isEmpty())
@@ -597,10 +684,7 @@ void MainWindow::newExperiment()
         warn(tr("New experiment"), tr("A run is in progress. Stop it before starting a new experiment."));
         return;
     }
-    if (!m_store->runIds().empty() &&
-        askUser(this, tr("New experiment"),
-                tr("Discard the %1 runs shown? Save the experiment first to keep them.").arg(m_store->runIds().size()),
-                {tr("Discard"), tr("Cancel")}) != 0)
+    if (!maybeSaveChanges(tr("New experiment")))
         return;
     m_store->clear();
     m_currentGroup = 0;
@@ -608,6 +692,7 @@ void MainWindow::newExperiment()
     applyFirstStartDefaults();
     m_runPanel->setDeviceInfo(m_device);
     updateStatusProgress();
+    markSaved();
     updateTitle();
 }
 
@@ -617,6 +702,7 @@ bool MainWindow::openExperiment(const QString &path, QString *error, QString *wa
         return false;
     m_currentFile = path;
     addRecentFile(path);
+    markSaved();
     updateTitle();
     m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
     return true;
@@ -684,8 +770,7 @@ bool MainWindow::importModel(const QString &path, QString *error)
 
 void MainWindow::importModelDialog()
 {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Import model"), QString(),
-                                                      tr("MixLab models (*.json);;All files (*)"));
+    const QString path = askOpenFile(this, FileKind::Model, tr("Import model"), tr("MixLab models (*.json);;All files (*)"));
     if (path.isEmpty())
         return;
     QString error;
@@ -760,6 +845,7 @@ bool MainWindow::saveExperimentAs(const QString &path, QString *error)
         return false;
     m_currentFile = path;
     addRecentFile(path);
+    markSaved();
     updateTitle();
     m_log->appendMessage(tr("Saved %1").arg(path), Kind::Info);
     return true;
@@ -767,8 +853,10 @@ bool MainWindow::saveExperimentAs(const QString &path, QString *error)
 
 void MainWindow::openExperimentDialog()
 {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), QString(),
-                                                      tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
+    if (!maybeSaveChanges(tr("Open experiment")))
+        return;
+    const QString path = askOpenFile(this, FileKind::Experiment, tr("Open experiment"),
+                                     tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
     if (path.isEmpty())
         return;
     QString error, warning;
@@ -782,9 +870,9 @@ bool MainWindow::saveExperimentDialog(bool askPath)
 {
     QString path = m_currentFile;
     if (askPath || path.isEmpty()) {
-        path = QFileDialog::getSaveFileName(this, tr("Save experiment"),
-                                            m_currentFile.isEmpty() ? tr("experiment.mixlab.json") : m_currentFile,
-                                            tr("MixLab experiments (*.mixlab.json)"));
+        path = askSaveFile(this, FileKind::Experiment, tr("Save experiment"),
+                           m_currentFile.isEmpty() ? suggestedName(QStringLiteral(".mixlab.json")) : m_currentFile,
+                           tr("MixLab experiments (*.mixlab.json)"));
         if (path.isEmpty())
             return false;
         if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
@@ -837,9 +925,9 @@ void MainWindow::exportChartsDialog()
 
     const QString suffix = format->currentData().toString();
     const QString name = chart->currentData().toString();
-    QString path = QFileDialog::getSaveFileName(this, tr("Export chart(s)"),
-                                                QStringLiteral("mixlab-%1.%2").arg(name, suffix),
-                                                tr("%1 (*.%2)").arg(format->currentText(), suffix));
+    QString path = askSaveFile(this, FileKind::Chart, tr("Export chart(s)"),
+                               suggestedName(QStringLiteral("-%1.%2").arg(fileStem(name), suffix)),
+                               tr("%1 (*.%2)").arg(format->currentText(), suffix));
     if (path.isEmpty())
         return;
     if (QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0)
@@ -875,8 +963,8 @@ void MainWindow::exportLogsDialog()
         ids = all;
     }
     QString filter;
-    QString path = QFileDialog::getSaveFileName(this, tr("Export logs"), QStringLiteral("mixlab-log.json"),
-                                                tr("JSON log (*.json);;CSV, one row per step (*.csv)"), &filter);
+    QString path = askSaveFile(this, FileKind::Log, tr("Export logs"), suggestedName(QStringLiteral("-log.json")),
+                               tr("JSON log (*.json);;CSV, one row per step (*.csv)"), &filter);
     if (path.isEmpty())
         return;
     const QString suffix = QFileInfo(path).suffix().toLower();
@@ -888,6 +976,17 @@ void MainWindow::exportLogsDialog()
         return;
     }
     m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path), Kind::Info);
+}
+
+template <typename Dialog, typename... Args>
+void MainWindow::showNonModal(Args &&...args)
+{
+    auto *dialog = findChild<Dialog *>();
+    if (!dialog)
+        dialog = new Dialog(std::forward<Args>(args)..., this);
+    dialog->show();
+    dialog->raise();
+    dialog->activateWindow();
 }
 
 void MainWindow::showAbout()
@@ -914,6 +1013,10 @@ void MainWindow::closeEvent(QCloseEvent *event)
             return;
         }
         m_controller->stopAndWait();
+    }
+    if (m_confirmClose && !maybeSaveChanges(tr("Quit MixLab"))) {
+        event->ignore();
+        return;
     }
     saveSettings();
     m_autosave->finish(); // a clean exit: nothing to recover next time

@@ -1,14 +1,18 @@
 // MainWindow: arranges the parts (ModelDesigner, RunPanel, ChartPanel, RunsTable,
-// LogView), the menus and the status bar, persists the layout with QSettings, asks
-// before closing mid-run, autosaves and offers to recover a crashed session's
-// experiment. Training itself belongs to RunController.
+// LogView), the menus and the status bar, persists the layout with QSettings, marks the
+// title when the experiment changed since it was saved and asks to save it before New,
+// Open or Quit, asks before closing mid-run, autosaves and offers to recover a crashed
+// session's experiment. Training itself belongs to RunController.
 #pragma once
 #include "mixlab/backend.h"
+#include "mixlab/model_spec.h"
 #include "mixlab/trainer.h"
 
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
+
+#include <string>
 
 class AboutDialog;
 class Autosave;
@@ -48,8 +52,10 @@ public:
     // The group whose runs are selected in the runs table, when it is one finished group.
     int selectedFinishedGroup() const;
 
-    // Tests and scripted runs close mid-run without the question.
+    // Tests and scripted runs close without the questions (mid-run, unsaved changes).
     void setConfirmCloseForTesting(bool confirm) { m_confirmClose = confirm; }
+    // The model, settings or runs changed since the last save or open (the title's mark).
+    bool isModified() const;
     // The probed device (the probe result arrives shortly after construction).
     bool deviceKnown() const { return m_deviceKnown; }
     const mixlab::DeviceInfo &deviceInfo() const { return m_device; }
@@ -100,6 +106,14 @@ private:
     void updateWhyEnabled();
     void updateStatusProgress();
     void updateTitle();
+    // What the experiment is now, against what was last saved or opened.
+    std::string settingsSnapshot() const;
+    void markSaved();
+    void updateModified();
+    // Asks to save unsaved changes; true when the caller may go on (saved, or discarded).
+    bool maybeSaveChanges(const QString &title);
+    // A save dialog's proposed file name: the model's name and `suffix` ("-log.json").
+    QString suggestedName(const QString &suffix) const;
     void addRecentFile(const QString &path);
     void rebuildRecentMenu();
 
@@ -111,6 +125,9 @@ private:
     void exportChartsDialog();
     void exportLogsDialog();
     void showAbout();
+    // A help window beside the main one, made once and raised when asked again.
+    template <typename Dialog, typename... Args>
+    void showNonModal(Args &&...args);
     void warn(const QString &title, const QString &text);
 
     RunStore *m_store = nullptr;
@@ -147,4 +164,8 @@ private:
     bool m_confirmClose = true;
     int m_currentGroup = 0;
     QString m_currentFile;
+    // As last saved or opened (or the first-start defaults).
+    mixlab::ModelSpec m_savedModel;
+    std::string m_savedSettings;
+    bool m_runsChangedSinceSave = false;
 };

@@ -3,9 +3,11 @@
 // the figures and the verdict shown are exactly what a run would get.
 #include "modeldesigner.h"
 
+#include "layerdrag.h"
 #include "layerpalette.h"
 #include "layerpropertyeditor.h"
 #include "layertree.h"
+#include "shortcuttext.h"
 #include "mixlab/error.h"
 
 #include <QAction>
@@ -36,6 +38,8 @@ using mixlab::ModelSpec;
 namespace {
 
 const QString k_defaultPreset = QStringLiteral("seed-mlp");
+// The property editor's least height, in form rows (its title counts as one).
+constexpr int k_editorMinRows = 5;
 
 LayerSpec headFor(int classes) {
     LayerSpec head;
@@ -152,19 +156,25 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     listLayout->addWidget(m_warningLabel);
 
     // The form scrolls rather than squeezing the tree: a convolution has seven fields.
+    // Never shorter than a title and four fields, so it stays usable beside a long tree.
     auto *editorScroll = new QScrollArea(this);
+    editorScroll->setObjectName(QStringLiteral("propertyEditorScroll"));
     editorScroll->setWidget(m_editor);
     editorScroll->setWidgetResizable(true);
     editorScroll->setFrameShape(QFrame::NoFrame);
     editorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    editorScroll->setMinimumHeight(k_editorMinRows * fontMetrics().lineSpacing() * 3 / 2);
 
+    // Tree and form share what the column has left, and give and take alike when the
+    // window changes height.
     auto *splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("designerSplitter"));
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(listPart);
     splitter->addWidget(editorScroll);
-    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({300, 120});
+    splitter->setSizes({270, 230});
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(buildToolBar());
@@ -176,6 +186,11 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     connect(m_editor, &LayerPropertyEditor::layerEdited, this, &ModelDesigner::onLayerEdited);
     connect(m_palette, &LayerPalette::layerRequested, this, &ModelDesigner::addLayer);
     connect(m_palette, &LayerPalette::blockRequested, this, &ModelDesigner::addBlock);
+    m_tree->setDropHandler([this](const QMimeData &data, const LayerPath &at) {
+        if (const std::optional<LayerPath> from = layerdrag::layerOf(data)) return moveLayer(*from, at);
+        if (const std::optional<QString> entry = layerdrag::paletteEntryOf(data)) return addPaletteEntry(*entry, at);
+        return false;
+    });
     connect(m_showErrorButton, &QToolButton::clicked, this, [this] { selectPath(m_errorPath); });
     connect(m_nameEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
         const QString current = QString::fromStdString(m_spec.name);
@@ -257,8 +272,7 @@ QWidget *ModelDesigner::buildToolBar() {
         QAction *a = bar->addAction(text);
         a->setShortcut(key);
         a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-        a->setToolTip(tip + QStringLiteral(" (") + key.toString(QKeySequence::NativeText) +
-                      QLatin1Char(')'));
+        a->setToolTip(withShortcut(tip, key));
         m_tree->addAction(a);
         connect(a, &QAction::triggered, this, slot);
         return a;
@@ -289,8 +303,7 @@ QWidget *ModelDesigner::buildToolBar() {
         connect(b, &QToolButton::clicked, action, &QAction::trigger);
         connect(action, &QAction::changed, b, [b, action] {
             b->setEnabled(action->isEnabled());
-            b->setToolTip(action->text() + QStringLiteral(" (") +
-                          action->shortcut().toString(QKeySequence::NativeText) + QLatin1Char(')'));
+            b->setToolTip(withShortcut(action->text(), action->shortcut()));
         });
         bar->addWidget(b);
     };
@@ -385,15 +398,19 @@ std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const {
     return std::nullopt;
 }
 
-void ModelDesigner::addLayer(LayerType type) {
-    const LayerPath at = insertionPoint();
+void ModelDesigner::addLayer(LayerType type) { addLayerAt(type, insertionPoint()); }
+
+void ModelDesigner::addLayerAt(LayerType type, const LayerPath &at) {
     m_undoStack->push(new AddLayerCommand(this, at, defaultLayer(type)));
     // An empty block is filled next: aim the following adds at its body.
     if (type == LayerType::Residual) selectPath(at.child(LayerGroup::Body, LayerPath::k_group));
 }
 
 void ModelDesigner::addBlock(BlockKind kind, int filters, int stride) {
-    const LayerPath at = insertionPoint();
+    addBlockAt(kind, filters, stride, insertionPoint());
+}
+
+void ModelDesigner::addBlockAt(BlockKind kind, int filters, int stride, const LayerPath &at) {
     const std::optional<mixlab::Shape> in = shapeAt(at);
     const int channels = in ? channelsOf(*in) : 0;
     if (filters <= 0) {
@@ -406,6 +423,29 @@ void ModelDesigner::addBlock(BlockKind kind, int filters, int stride) {
                                                   : tr("Add bottleneck block (%1 filters)").arg(filters);
     m_undoStack->push(new AddLayerCommand(this, at, block, text));
     if (QTreeWidgetItem *item = m_tree->itemFor(at)) item->setExpanded(true);
+}
+
+bool ModelDesigner::addPaletteEntry(const QString &entry, const LayerPath &at) {
+    const std::vector<LayerSpec> *list = at.isGroup() ? nullptr : layerList(m_spec, at);
+    const std::optional<LayerPalette::Request> r = m_palette->requestFor(entry);
+    if (!list || !r || at.index() < 0 || at.index() > int(list->size())) return false;
+    if (r->block)
+        addBlockAt(r->kind, r->filters, r->stride, at);
+    else
+        addLayerAt(r->type, at);
+    return true;
+}
+
+bool ModelDesigner::moveLayer(const LayerPath &from, const LayerPath &to) {
+    const std::optional<LayerPath> landed = movedLayerPath(m_spec, from, to);
+    if (!landed) return false;
+    // One undo step made of the two edits it is.
+    auto *move = new QUndoCommand(tr("Move %1 to %2").arg(from.toString(), landed->toString()));
+    const LayerSpec layer = *layerAt(m_spec, from);
+    new RemoveLayerCommand(this, from, move);
+    new AddLayerCommand(this, *landed, layer, {}, move);
+    m_undoStack->push(move);
+    return true;
 }
 
 void ModelDesigner::removeSelectedLayer() {

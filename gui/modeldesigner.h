@@ -1,6 +1,7 @@
 // ModelDesigner: edits a model spec (presets, a palette of layers and ResNet blocks, the
-// layer tree with live shapes/params/FLOPs/tensor-core fitness, property editor,
-// undo/redo) and says whether the engine accepts it.
+// layer tree with live shapes/params/FLOPs/tensor-core fitness, drag and drop from the
+// palette and between rows, property editor, undo/redo) and says whether the engine
+// accepts it.
 #pragma once
 #include "layercommands.h"
 #include "layerpath.h"
@@ -69,6 +70,12 @@ public:
     void addLayer(mixlab::LayerType type);
     // A ResNet block (see residualBlock); filters 0 keeps the channels it receives.
     void addBlock(BlockKind kind, int filters, int stride);
+    // Drag and drop, each one undoable step: a palette entry inserted at `at`, a layer
+    // moved to the insertion point `to` (into or out of residual blocks too). False, and
+    // nothing changes, when there is no such entry, layer or place, or a block would go
+    // into itself.
+    bool addPaletteEntry(const QString &entry, const LayerPath &at);
+    bool moveLayer(const LayerPath &from, const LayerPath &to);
     void removeSelectedLayer();
     void moveSelectedLayer(int delta); // -1 up, +1 down, within its own list
     void duplicateSelectedLayer();
@@ -101,6 +108,8 @@ private:
     void applySpec(const mixlab::ModelSpec &spec, const std::optional<LayerPath> &select) override;
 
     void readPresets();
+    void addLayerAt(mixlab::LayerType type, const LayerPath &at);
+    void addBlockAt(BlockKind kind, int filters, int stride, const LayerPath &at);
     QWidget *buildToolBar();
     void revalidate();       // graph, rows, totals, messages; emits validityChanged
     void showSelectedLayer(); // property editor and the enabled state of the actions

@@ -3,6 +3,8 @@
 #include "runpanel.h"
 
 #include "deviceprobe.h"
+#include "filedialogs.h"
+#include "shortcuttext.h"
 #include "usermessages.h"
 
 #include "mixlab/dataset.h"
@@ -11,7 +13,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -21,6 +22,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QRegularExpressionValidator>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -36,6 +38,8 @@ constexpr const char *k_keyFashion = "fashion-mnist";
 constexpr const char *k_keySynthetic = "synthetic";
 // The "Folder..." entry carries no key; picking it opens a folder dialog.
 const QString k_keyChooseFolder;
+// What the steps field shows before a run file or the user sets it.
+constexpr int k_defaultSteps = 1000;
 
 QString policyText(mixlab::Policy p) { return QString::fromUtf8(mixlab::policy_name(p).data()); }
 
@@ -100,10 +104,27 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     m_batch->setRange(1, 1048576);
     form->addRow(tr("&Batch size"), m_batch);
 
+    // "Train for N epochs" or "N steps" (RunConfig::steps > 0), one number shown at a time;
+    // the other keeps its value for when the unit is switched back.
     m_epochs = new QSpinBox(this);
     m_epochs->setObjectName("epochsSpin");
     m_epochs->setRange(1, 100000);
-    form->addRow(tr("&Epochs"), m_epochs);
+    m_steps = new QSpinBox(this);
+    m_steps->setObjectName("stepsSpin");
+    m_steps->setRange(1, 1000000000);
+    m_steps->setValue(k_defaultSteps);
+    m_lengthUnit = new QComboBox(this);
+    m_lengthUnit->setObjectName("lengthUnitCombo");
+    m_lengthUnit->addItem(tr("epochs"), int(LengthUnit::Epochs));
+    m_lengthUnit->addItem(tr("steps"), int(LengthUnit::Steps));
+    m_lengthUnit->setToolTip(tr("Epochs: passes over the training set, each ending with a test. "
+                                "Steps: stop after this many training steps (batches)."));
+    auto *lengthRow = new QHBoxLayout;
+    lengthRow->addWidget(m_epochs, 1);
+    lengthRow->addWidget(m_steps, 1);
+    lengthRow->addWidget(m_lengthUnit);
+    form->addRow(tr("Train &for"), lengthRow);
+    static_cast<QLabel *>(form->labelForField(lengthRow))->setBuddy(m_epochs);
 
     m_optimizer = new QComboBox(this);
     m_optimizer->setObjectName("optimizerCombo");
@@ -210,12 +231,28 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     m_blockLabel->setStyleSheet(QStringLiteral("color: #c62828;"));
     m_blockLabel->hide();
 
+    // The settings scroll on a small screen; the buttons and the reason Start is blocked
+    // stay below them, always in view.
+    auto *settings = new QWidget(this);
+    auto *settingsLayout = new QVBoxLayout(settings);
+    settingsLayout->addLayout(form);
+    settingsLayout->addWidget(compareBox);
+    settingsLayout->addStretch(1);
+    m_scroll = new QScrollArea(this);
+    m_scroll->setObjectName("runSettingsScroll");
+    m_scroll->setWidget(settings);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
     auto *layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addWidget(compareBox);
-    layout->addLayout(buttons);
-    layout->addWidget(m_blockLabel);
-    layout->addStretch(1);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_scroll, 1);
+    auto *actions = new QVBoxLayout;
+    actions->setContentsMargins(9, 0, 9, 6);
+    actions->addLayout(buttons);
+    actions->addWidget(m_blockLabel);
+    layout->addLayout(actions);
 
     setConfig(mixlab::RunConfig{});
     m_compareTouched = false;
@@ -225,6 +262,11 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     connect(m_policy, &QComboBox::currentIndexChanged, this, &RunPanel::configChanged);
     connect(m_batch, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_epochs, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
+    connect(m_steps, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
+    connect(m_lengthUnit, &QComboBox::currentIndexChanged, this, [this] {
+        showLengthUnit();
+        emit configChanged();
+    });
     connect(m_optimizer, &QComboBox::currentIndexChanged, this, [this] {
         updateOptimizerFields();
         emit configChanged();
@@ -256,6 +298,7 @@ mixlab::RunConfig RunPanel::config() const
     c.policy = mixlab::Policy(m_policy->currentData().toInt());
     c.batch_size = m_batch->value();
     c.epochs = m_epochs->value();
+    c.steps = lengthUnit() == LengthUnit::Steps ? m_steps->value() : 0;
     c.optimizer.type = mixlab::OptimizerType(m_optimizer->currentData().toInt());
     bool ok = false;
     const float lr = m_lr->text().toFloat(&ok);
@@ -278,10 +321,14 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
     m_base = c;
     {
         const QSignalBlocker b1(m_policy), b2(m_batch), b3(m_epochs), b4(m_optimizer),
-            b5(m_momentum), b6(m_lossScale), b7(m_device);
+            b5(m_momentum), b6(m_lossScale), b7(m_device), b12(m_steps), b13(m_lengthUnit);
         m_policy->setCurrentIndex(m_policy->findData(int(c.policy)));
         m_batch->setValue(c.batch_size);
         m_epochs->setValue(c.epochs);
+        if (c.steps > 0)
+            m_steps->setValue(int(std::min<std::int64_t>(c.steps, m_steps->maximum())));
+        m_lengthUnit->setCurrentIndex(m_lengthUnit->findData(int(c.steps > 0 ? LengthUnit::Steps : LengthUnit::Epochs)));
+        showLengthUnit();
         m_optimizer->setCurrentIndex(m_optimizer->findData(int(c.optimizer.type)));
         m_lr->setText(floatText(c.optimizer.lr));
         m_momentum->setValue(c.optimizer.momentum);
@@ -409,16 +456,36 @@ void RunPanel::updateDeviceDependent()
         emit configChanged();
 }
 
+void RunPanel::setShortcuts(const QKeySequence &start, const QKeySequence &compare, const QKeySequence &stop)
+{
+    m_startKey = start;
+    m_compareKey = compare;
+    m_stopKey = stop;
+    updateButtons();
+}
+
 void RunPanel::updateButtons()
 {
     const bool blocked = !m_blockReason.isEmpty();
     m_start->setEnabled(!m_running && !blocked);
+    m_start->setToolTip(withShortcut(tr("Train one run with these settings"), m_startKey));
     const bool enough = comparePolicies().size() >= 2;
     m_compareButton->setEnabled(!m_running && !blocked && enough);
-    m_compareButton->setToolTip(enough ? tr("Train the checked policies in lockstep: same seed, "
-                                            "weights and data order")
-                                       : tr("Check at least two policies to compare"));
+    m_compareButton->setToolTip(withShortcut(enough ? tr("Train the checked policies in lockstep: same seed, "
+                                                         "weights and data order")
+                                                    : tr("Check at least two policies to compare"),
+                                             m_compareKey));
     m_stop->setEnabled(m_running);
+    m_stop->setToolTip(withShortcut(tr("Stop after the step in flight"), m_stopKey));
+}
+
+RunPanel::LengthUnit RunPanel::lengthUnit() const { return LengthUnit(m_lengthUnit->currentData().toInt()); }
+
+void RunPanel::showLengthUnit()
+{
+    const bool steps = lengthUnit() == LengthUnit::Steps;
+    m_epochs->setVisible(!steps);
+    m_steps->setVisible(steps);
 }
 
 void RunPanel::updateOptimizerFields()
@@ -518,9 +585,7 @@ void RunPanel::onDatasetActivated(int index)
 
 void RunPanel::chooseFolder()
 {
-    const QString folder = QFileDialog::getExistingDirectory(
-        this, tr("Choose a MNIST, Fashion-MNIST or CIFAR folder"), QString(),
-        QFileDialog::ShowDirsOnly);
+    const QString folder = askFolder(this, FileKind::DatasetFolder, tr("Choose a MNIST, Fashion-MNIST or CIFAR folder"));
     if (folder.isEmpty()) {
         m_dataset->setCurrentIndex(m_lastDatasetIndex);
         return;

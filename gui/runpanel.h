@@ -1,12 +1,14 @@
-// RunPanel: the run settings (dataset, precision policy, batch, epochs, optimizer, seed,
-// loss scaling, device, training augmentation, stop on a NaN/Inf loss), the policies to
-// compare, and the Start / Compare / Stop buttons.
+// RunPanel: the run settings (dataset, precision policy, batch, epochs or steps, optimizer,
+// seed, loss scaling, device, training augmentation, stop on a NaN/Inf loss), the policies
+// to compare, and the Start / Compare / Stop buttons with the reason Start is blocked,
+// which stay in view below the settings when those scroll.
 // It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "mixlab/run_config.h"
 
+#include <QKeySequence>
 #include <QString>
 #include <QWidget>
 
@@ -19,6 +21,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 
 class RunPanel : public QWidget {
@@ -33,6 +36,8 @@ public:
     void setDeviceInfo(const mixlab::DeviceInfo &info);
     void setRunning(bool running);
     void setStartBlocked(const QString &reason); // empty = allowed
+    // The keys of the window's Start / Compare / Stop actions, named in the buttons' tooltips.
+    void setShortcuts(const QKeySequence &start, const QKeySequence &compare, const QKeySequence &stop);
 
     // The chosen dataset's per-sample shape and classes (what datasetChanged last said).
     mixlab::Shape datasetShape() const { return m_shape; }
@@ -55,6 +60,9 @@ signals:
     void message(const QString &text);
 
 private:
+    enum class LengthUnit { Epochs, Steps };
+    LengthUnit lengthUnit() const;
+    void showLengthUnit();
     void onDatasetActivated(int index);
     void selectDataset(const std::string &name);
     void chooseFolder();
@@ -68,6 +76,8 @@ private:
     QComboBox *m_policy = nullptr;
     QSpinBox *m_batch = nullptr;
     QSpinBox *m_epochs = nullptr;
+    QSpinBox *m_steps = nullptr;       // RunConfig::steps, shown instead of m_epochs
+    QComboBox *m_lengthUnit = nullptr; // epochs | steps
     QComboBox *m_optimizer = nullptr;
     QLineEdit *m_lr = nullptr;
     QDoubleSpinBox *m_momentum = nullptr;
@@ -84,6 +94,8 @@ private:
     QPushButton *m_compareButton = nullptr;
     QPushButton *m_stop = nullptr;
     QLabel *m_blockLabel = nullptr;
+    QScrollArea *m_scroll = nullptr; // the settings, above the buttons
+    QKeySequence m_startKey, m_compareKey, m_stopKey;
 
     mixlab::RunConfig m_base;   // fields without a control, kept through setConfig
     mixlab::DeviceInfo m_info;  // the probed device (backend "" until known)

@@ -1,6 +1,7 @@
 // AboutDialog's capability facts and ceilings: "not measured" with an empty cache, a
 // "Measure now" probe on its worker thread (the GUI keeps running), the cache it leaves
-// for the next dialog, and a dialog closed mid-probe.
+// for the next dialog, a dialog closed mid-probe, and the measured rows all readable in
+// the open dialog.
 #include "aboutdialog.h"
 
 #include "mixlab/backend.h"
@@ -9,6 +10,9 @@
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -22,6 +26,7 @@ private slots:
     void notMeasuredThenMeasured();
     void closedMidProbe();
     void gpuFacts();
+    void measuredRowsStayReadable();
 
 private:
     QTemporaryDir m_dir;
@@ -108,6 +113,36 @@ void TestAboutDialog::gpuFacts()
     QVERIFY2(text.contains("bf16 tensor cores (8.0+): no"), qPrintable(text));
     QVERIFY2(text.contains("TF32 tensor cores (8.0+): no"), qPrintable(text));
     QVERIFY2(dialog.ceilingsText().contains("not measured"), qPrintable(dialog.ceilingsText()));
+}
+
+// "Measure now" in an open dialog turns a one-line note into a table: the dialog grows
+// for it (up to most of the screen, then the facts scroll), no row squashed or cut.
+void TestAboutDialog::measuredRowsStayReadable()
+{
+    const mixlab::DeviceInfo cpu = mixlab::make_backend(mixlab::DeviceChoice::CPU)->info();
+    AboutDialog dialog(cpu);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    const int before = dialog.height();
+    QSignalSpy measured(&dialog, &AboutDialog::ceilingsMeasured);
+    dialog.measureNow();
+    QTRY_COMPARE_WITH_TIMEOUT(measured.count(), 1, 20000);
+
+    auto *scroll = dialog.findChild<QScrollArea *>("aboutScroll");
+    auto *label = dialog.findChild<QLabel *>("ceilingsLabel");
+    QVERIFY(scroll && label);
+    QWidget *content = scroll->widget();
+    QTRY_VERIFY2(label->height() >= label->heightForWidth(label->width()),
+                 qPrintable(QStringLiteral("%1 < %2").arg(label->height()).arg(label->heightForWidth(label->width()))));
+    const QRect inContent(label->mapTo(content, QPoint(0, 0)), label->size());
+    QVERIFY(content->rect().contains(inContent));
+    QVERIFY2(content->width() <= scroll->viewport()->width(),
+             qPrintable(QStringLiteral("%1 > %2").arg(content->width()).arg(scroll->viewport()->width())));
+    const int room = dialog.screen()->availableGeometry().height() * 9 / 10;
+    QVERIFY2(dialog.height() > before || dialog.height() >= room,
+             qPrintable(QStringLiteral("%1 -> %2 (room %3)").arg(before).arg(dialog.height()).arg(room)));
+    if (dialog.height() < room)
+        QCOMPARE(scroll->verticalScrollBar()->maximum(), 0); // all in view without scrolling
 }
 
 QTEST_MAIN(TestAboutDialog)

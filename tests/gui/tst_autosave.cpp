@@ -193,7 +193,9 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         QVERIFY(f.readAll().contains("\"edited\""));
 
-        // Clean close: file and lock gone.
+        // Clean close (the edited model unsaved, without the question to save): file and
+        // lock gone.
+        w.setConfirmCloseForTesting(false);
         QVERIFY(w.close());
         QVERIFY(!QFile::exists(file));
         QVERIFY(!QFile::exists(file + ".lock"));
@@ -270,6 +272,9 @@ private slots:
         QCOMPARE(runsIn(w.autosave()->filePath(), &error), 2);
         // Our own, live autosave is not an orphan.
         QVERIFY(Autosave::findOrphans(dir.path()).empty());
+        // Recovered, not saved to a file of the user's: Quit would offer to save it.
+        QVERIFY(w.isWindowModified());
+        w.setConfirmCloseForTesting(false);
         QVERIFY(w.close());
     }
 

@@ -1,11 +1,19 @@
 // MainWindow end to end, offscreen: the parts and first-start defaults, Start blocked by
 // an invalid model, real CPU runs and a compare through the Start path, Stop and close
-// mid-run leaving no training thread, a failed run, and layout persistence.
+// mid-run leaving no training thread, a failed run, and layout persistence; the primary
+// actions in view at every size, the wheel, the modified mark and the questions to save
+// before Quit and New, the file dialogs' folders and names, runs of N steps, the help.
 #include "aboutdialog.h"
 #include "chartpanel.h"
+#include "filedialogs.h"
+#include "guidedialog.h"
+#include "layerpropertyeditor.h"
+#include "layertree.h"
 #include "logview.h"
 #include "mainwindow.h"
 #include "modeldesigner.h"
+#include "shortcutsdialog.h"
+#include "usermessages.h"
 #include "runcontroller.h"
 #include "runpanel.h"
 #include "runstable.h"
@@ -16,20 +24,28 @@
 #include "mixlab/model_spec.h"
 
 #include "gui_fixtures.h"
+#include "wheel_input.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QLabel>
+#include <QMenu>
 #include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUndoStack>
+
+#include <deque>
 
 namespace {
 
@@ -67,12 +83,62 @@ QMenu *menu(MainWindow &w, const QString &title)
     return nullptr;
 }
 
+// A menu entry by its text without the mnemonic, as the user reads it.
+QAction *menuAction(MainWindow &w, const QString &menuTitle, const QString &text)
+{
+    for (QAction *a : menu(w, menuTitle)->actions())
+        if (a->text().remove(QLatin1Char('&')) == text)
+            return a;
+    return nullptr;
+}
+
+// Every action of the menus and submenus that has a key.
+void actionsWithKeys(const QMenu *m, QList<QAction *> &out)
+{
+    for (QAction *a : m->actions()) {
+        if (a->menu())
+            actionsWithKeys(a->menu(), out);
+        else if (!a->shortcut().isEmpty())
+            out << a;
+    }
+}
+
+// Whole inside every widget around it up to the window: nothing of it cut off by a
+// scroll area's viewport, a splitter or the window's edge.
+bool fullyShown(QWidget *w, QString *why)
+{
+    if (!w->isVisible()) {
+        *why = QStringLiteral("%1 is hidden").arg(w->objectName());
+        return false;
+    }
+    QRect r = w->rect();
+    for (QWidget *child = w; child->parentWidget() && !child->isWindow(); child = child->parentWidget()) {
+        r.translate(child->pos());
+        QWidget *parent = child->parentWidget();
+        if (!parent->rect().contains(r)) {
+            *why = QStringLiteral("%1 (%2,%3 %4x%5) is cut by %6 %7 (%8x%9)")
+                       .arg(w->objectName()).arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
+                       .arg(QString::fromLatin1(parent->metaObject()->className()), parent->objectName())
+                       .arg(parent->width()).arg(parent->height());
+            return false;
+        }
+    }
+    return true;
+}
+
+QByteArray fileText(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
 } // namespace
 
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase();
+    void cleanupTestCase();
     void init();
     void constructsWithPartsAndDefaults();
     void invalidModelBlocksStart();
@@ -84,10 +150,34 @@ private slots:
     void settingsPersistLayout();
     void experimentSaveOpenAndRecent();
     void aboutShowsVersions();
+    void primaryActionsInView_data();
+    void primaryActionsInView();
+    void wheelLeavesSettingsAlone_data();
+    void wheelLeavesSettingsAlone();
+    void titleMarksUnsavedChanges();
+    void quitAsksToSaveChanges_data();
+    void quitAsksToSaveChanges();
+    void noQuestionRightAfterSave();
+    void fileDialogsRememberFoldersAndNameFiles();
+    void trainForStepsRunsAndIsSaved();
+    void shortcutListHasEveryMenuKey();
+    void documentationIsBuiltIn();
 
 private:
+    // Answers the next question (-1: the dialog closed); errors are recorded too.
+    void answerNext(int choice) { m_answers.push_back(choice); }
     QTemporaryDir m_settingsDir;
+    std::vector<UserMessage> m_messages;
+    std::deque<int> m_answers;
+    std::vector<FileRequest> m_fileRequests;
+    std::deque<QString> m_fileAnswers;
 };
+
+void TestMainWindow::cleanupTestCase()
+{
+    setUserMessageRecorder({});
+    setFileDialogAnswerer({});
+}
 
 void TestMainWindow::initTestCase()
 {
@@ -102,6 +192,27 @@ void TestMainWindow::init()
 {
     QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")).clear();
     QTRY_COMPARE_WITH_TIMEOUT(trainingThreads(), 0, 2000);
+    m_messages.clear();
+    m_answers.clear();
+    m_fileRequests.clear();
+    m_fileAnswers.clear();
+    // No dialog ever blocks a test: messages and file dialogs are answered here.
+    setUserMessageRecorder([this](const UserMessage &m) {
+        m_messages.push_back(m);
+        if (m.kind != UserMessage::Kind::Question || m_answers.empty())
+            return -1;
+        const int choice = m_answers.front();
+        m_answers.pop_front();
+        return choice;
+    });
+    setFileDialogAnswerer([this](const FileRequest &request, QString *) {
+        m_fileRequests.push_back(request);
+        if (m_fileAnswers.empty())
+            return QString();
+        const QString path = m_fileAnswers.front();
+        m_fileAnswers.pop_front();
+        return path;
+    });
 }
 
 void TestMainWindow::constructsWithPartsAndDefaults()
@@ -273,6 +384,7 @@ void TestMainWindow::stopMidRun()
         QVERIFY(run->steps.size() < size_t(8 * 10000));
         QVERIFY(button(w, "startButton")->isEnabled());
         QVERIFY(!button(w, "stopButton")->isEnabled());
+        w.setConfirmCloseForTesting(false); // the stopped run is not saved: no question
         QVERIFY(w.close());
     }
     QTRY_COMPARE_WITH_TIMEOUT(trainingThreads(), 0, 2000);
@@ -314,6 +426,8 @@ void TestMainWindow::settingsPersistLayout()
         mainSizes = mainSplitter->sizes();
         bottomSizes = bottom->sizes();
         QVERIFY2(mainSizes.front() >= 540 && mainSizes.front() <= 580, qPrintable(QString::number(mainSizes.front())));
+        // The designer dragged as small as it goes: its property editor keeps its rows.
+        w.findChild<QSplitter *>("leftSplitter")->setSizes({10, 2000});
         QVERIFY(w.close());
     }
     MainWindow w;
@@ -322,6 +436,8 @@ void TestMainWindow::settingsPersistLayout()
     QTRY_COMPARE(w.size(), QSize(1234, 789));
     QCOMPARE(w.findChild<QSplitter *>("mainSplitter")->sizes(), mainSizes);
     QCOMPARE(w.findChild<QSplitter *>("bottomSplitter")->sizes(), bottomSizes);
+    auto *editor = w.designer()->findChild<QWidget *>("propertyEditorScroll");
+    QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(), qPrintable(QString::number(editor->height())));
 }
 
 void TestMainWindow::experimentSaveOpenAndRecent()
@@ -387,6 +503,341 @@ void TestMainWindow::aboutShowsVersions()
     QVERIFY(gpuText.contains(QStringLiteral("cuBLAS: 13.0.0")));
     QVERIFY(gpuText.contains(QStringLiteral("cuDNN: 9.1.0")));
     QVERIFY(!gpuText.contains(QStringLiteral("not available")));
+}
+
+void TestMainWindow::primaryActionsInView_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("why");
+    for (const QSize size : {QSize(1280, 800), QSize(1600, 1000)})
+        for (const bool why : {false, true})
+            QTest::addRow("%dx%d%s", size.width(), size.height(), why ? " with Why?" : "") << size << why;
+}
+
+// Start, Compare, Stop and the reason they are blocked are on the first screen: inside
+// the window and not inside anything that scrolls them away.
+void TestMainWindow::primaryActionsInView()
+{
+    QFETCH(QSize, size);
+    QFETCH(bool, why);
+    MainWindow w;
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTRY_COMPARE(w.size(), size);
+    if (why) {
+        w.showWhy();
+        QTRY_VERIFY(w.findChild<QDockWidget *>("whyDock")->isVisible());
+    }
+    mixlab::ModelSpec bad = w.designer()->spec();
+    bad.layers[3].units = 7; // the output no longer has one unit per class: a long reason
+    w.designer()->setSpec(bad);
+    auto *label = w.runPanel()->findChild<QLabel *>("blockLabel");
+    QVERIFY(label->text().startsWith(QStringLiteral("The model is not valid")));
+    for (const char *name : {"startButton", "compareButton", "stopButton", "blockLabel"}) {
+        QWidget *part = w.runPanel()->findChild<QWidget *>(name);
+        QString why;
+        QTRY_VERIFY2(fullyShown(part, &why), qPrintable(why));
+    }
+    QTRY_VERIFY2(label->height() >= label->heightForWidth(label->width()),
+                 qPrintable(QStringLiteral("%1 < %2").arg(label->height()).arg(label->heightForWidth(label->width()))));
+    // The property editor keeps room for its fields.
+    auto *editor = w.designer()->findChild<QWidget *>("propertyEditorScroll");
+    QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(), qPrintable(QString::number(editor->height())));
+}
+
+void TestMainWindow::wheelLeavesSettingsAlone_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::newRow("run panel: device") << "deviceCombo";
+    QTest::newRow("run panel: batch") << "batchSpin";
+    QTest::newRow("run panel: train for") << "lengthUnitCombo";
+    QTest::newRow("property editor: units") << "units";
+    QTest::newRow("palette: block filters") << "blockFilters";
+}
+
+// The app's own combo and spin boxes, wherever they are: the wheel over one that has not
+// been clicked into changes nothing.
+void TestMainWindow::wheelLeavesSettingsAlone()
+{
+    QFETCH(QString, name);
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    w.designer()->selectRow(1); // dense 3000: the editor shows units
+    w.designer()->layerTree()->setFocus();
+    auto *field = w.findChild<QWidget *>(name);
+    QVERIFY(field);
+    QTRY_VERIFY(field->isVisible());
+    QCOMPARE(field->focusPolicy(), Qt::StrongFocus);
+    const QString before = shownValue(field);
+    const QString spec = QString::fromStdString(mixlab::model_spec_to_json(w.designer()->spec()));
+    wheelDownOver(field);
+    wheelDownOver(field);
+    QCOMPARE(shownValue(field), before);
+    QCOMPARE(QString::fromStdString(mixlab::model_spec_to_json(w.designer()->spec())), spec);
+    QVERIFY(!w.isWindowModified());
+}
+
+// One notion of "changed since the last save or open" drives the title's mark: an edit
+// sets it, undoing back to the saved model or setting a field back clears it.
+void TestMainWindow::titleMarksUnsavedChanges()
+{
+    QTemporaryDir dir;
+    MainWindow w;
+    QVERIFY(w.windowTitle().contains(QStringLiteral("[*]")));
+    QVERIFY(!w.isWindowModified());
+    QTRY_VERIFY(w.deviceKnown()); // the probe's defaults are not the user's edits
+    QVERIFY(!w.isWindowModified());
+
+    w.designer()->selectRow(1);
+    w.designer()->addLayer(mixlab::LayerType::Dropout);
+    QVERIFY(w.isWindowModified());
+    w.designer()->undoStack()->undo();
+    QVERIFY(!w.isWindowModified());
+
+    auto *batch = w.runPanel()->findChild<QSpinBox *>("batchSpin");
+    const int size = batch->value();
+    batch->setValue(size + 1);
+    QVERIFY(w.isWindowModified());
+    batch->setValue(size);
+    QVERIFY(!w.isWindowModified());
+
+    w.designer()->addLayer(mixlab::LayerType::Dropout);
+    QString error;
+    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("marked.mixlab.json")), &error), qPrintable(error));
+    QVERIFY(!w.isWindowModified());
+    w.designer()->undoStack()->undo(); // now the model differs from the saved one
+    QVERIFY(w.isWindowModified());
+    w.designer()->undoStack()->redo();
+    QVERIFY(!w.isWindowModified());
+    QVERIFY(w.close());
+    QVERIFY(m_messages.empty());
+}
+
+void TestMainWindow::quitAsksToSaveChanges_data()
+{
+    QTest::addColumn<int>("answer");        // Save, Discard, Cancel; -1: the question closed
+    QTest::addColumn<QString>("file");      // "saved": the experiment has a file; "gone": its folder went away
+    QTest::addColumn<QString>("saveAs");    // the save dialog's answer for an untitled one
+    QTest::addColumn<bool>("closes");
+    QTest::addColumn<bool>("written");      // the edit is in the file afterwards
+    QTest::newRow("cancel") << 2 << "saved" << "" << false << false;
+    QTest::newRow("question closed") << -1 << "saved" << "" << false << false;
+    QTest::newRow("discard") << 1 << "saved" << "" << true << false;
+    QTest::newRow("save") << 0 << "saved" << "" << true << true;
+    QTest::newRow("save untitled") << 0 << "" << "new.mixlab.json" << true << true;
+    QTest::newRow("save untitled, dialog cancelled") << 0 << "" << "" << false << false;
+    QTest::newRow("save fails") << 0 << "gone" << "" << false << false;
+}
+
+// Quit with unsaved changes asks Save / Discard / Cancel; only a save that worked, or
+// Discard, lets the window close.
+void TestMainWindow::quitAsksToSaveChanges()
+{
+    QFETCH(int, answer);
+    QFETCH(QString, file);
+    QFETCH(QString, saveAs);
+    QFETCH(bool, closes);
+    QFETCH(bool, written);
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("experiments"));
+    QVERIFY(QDir().mkpath(folder));
+    QString path = folder + QStringLiteral("/quit.mixlab.json");
+    MainWindow w;
+    w.show();
+    QString error;
+    if (!file.isEmpty())
+        QVERIFY2(w.saveExperimentAs(path, &error), qPrintable(error));
+    if (file == QLatin1String("gone"))
+        QVERIFY(QDir(folder).removeRecursively());
+    if (!saveAs.isEmpty()) {
+        path = dir.filePath(saveAs);
+        m_fileAnswers.push_back(path);
+    }
+    w.designer()->selectRow(1);
+    w.designer()->addLayer(mixlab::LayerType::Dropout);
+    QVERIFY(w.isWindowModified());
+
+    answerNext(answer);
+    QCOMPARE(w.close(), closes);
+    QCOMPARE(w.isVisible(), !closes);
+    QVERIFY(!m_messages.empty());
+    const UserMessage &question = m_messages.front();
+    QCOMPARE(question.kind, UserMessage::Kind::Question);
+    QCOMPARE(question.title, QStringLiteral("Quit MixLab"));
+    QCOMPARE(question.choices, (QStringList{"Save", "Discard", "Cancel"}));
+    QCOMPARE(fileText(path).contains("\"dropout\""), written);
+    if (file == QLatin1String("gone")) { // the failure is said, naming the file
+        QCOMPARE(m_messages.size(), std::size_t(2));
+        QVERIFY2(m_messages.back().text.contains(path), qPrintable(m_messages.back().text));
+    }
+    if (!closes) {
+        QVERIFY(w.isWindowModified()); // nothing lost: the edit is still there, unsaved
+        w.setConfirmCloseForTesting(false);
+    }
+}
+
+// Right after a save nothing is unsaved: New and Quit do not ask. After another run, New
+// asks, and Cancel keeps the runs.
+void TestMainWindow::noQuestionRightAfterSave()
+{
+    QTemporaryDir dir;
+    MainWindow w;
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
+    QVERIFY(w.isWindowModified());
+    QString error;
+    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("after.mixlab.json")), &error), qPrintable(error));
+    QVERIFY(!w.isWindowModified());
+
+    menuAction(w, QStringLiteral("File"), QStringLiteral("New"))->trigger();
+    QVERIFY(m_messages.empty());
+    QVERIFY(w.store()->runIds().empty());
+    QCOMPARE(QString::fromStdString(w.designer()->spec().name), QStringLiteral("seed-mlp"));
+    QVERIFY(!w.isWindowModified());
+
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
+    answerNext(2); // Cancel
+    menuAction(w, QStringLiteral("File"), QStringLiteral("New"))->trigger();
+    QCOMPARE(m_messages.size(), std::size_t(1));
+    QCOMPARE(m_messages.front().title, QStringLiteral("New experiment"));
+    QCOMPARE(w.store()->runIds().size(), std::size_t(1));
+    QVERIFY(w.isWindowModified());
+    w.setConfirmCloseForTesting(false);
+}
+
+// Each kind of file dialog starts where the last one of its kind chose (remembered by
+// the next start too) and proposes a name made from the model's.
+void TestMainWindow::fileDialogsRememberFoldersAndNameFiles()
+{
+    QCOMPARE(fileStem(QStringLiteral("small-cnn")), QStringLiteral("small-cnn"));
+    QCOMPARE(fileStem(QStringLiteral("ResNet 18 (CIFAR)")), QStringLiteral("ResNet-18-CIFAR"));
+    QCOMPARE(fileStem(QString()), QStringLiteral("mixlab"));
+
+    QTemporaryDir experiments, logs;
+    const QString here = QDir::currentPath();
+    {
+        MainWindow w;
+        w.designer()->setSpec(tinyGuiModel()); // named "tiny"
+        m_fileAnswers.push_back(experiments.filePath(QStringLiteral("first.mixlab.json")));
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
+        QCOMPARE(m_fileRequests.back().start, QDir(here).filePath(QStringLiteral("tiny.mixlab.json")));
+        QCOMPARE(m_fileRequests.back().mode, FileRequest::Mode::Save);
+        QVERIFY(QFile::exists(experiments.filePath(QStringLiteral("first.mixlab.json"))));
+        // Saving again under another name starts at the file itself.
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
+        QCOMPARE(m_fileRequests.back().start, experiments.filePath(QStringLiteral("first.mixlab.json")));
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Open..."))->trigger();
+        QCOMPARE(m_fileRequests.back().start, experiments.path());
+        // Another kind of file has its own folder.
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Import model..."))->trigger();
+        QCOMPARE(m_fileRequests.back().kind, FileKind::Model);
+        QCOMPARE(m_fileRequests.back().start, here);
+
+        w.runPanel()->setConfig(quickCpuConfig(1));
+        w.startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
+        m_fileAnswers.push_back(logs.filePath(QStringLiteral("tiny-log.json")));
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Export logs..."))->trigger();
+        QCOMPARE(m_fileRequests.back().start, QDir(here).filePath(QStringLiteral("tiny-log.json")));
+        QVERIFY(QFile::exists(logs.filePath(QStringLiteral("tiny-log.json"))));
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Export logs..."))->trigger();
+        QCOMPARE(m_fileRequests.back().start, logs.filePath(QStringLiteral("tiny-log.json")));
+        menuAction(w, QStringLiteral("File"), QStringLiteral("Export report..."))->trigger();
+        QCOMPARE(QFileInfo(m_fileRequests.back().start).fileName(), QStringLiteral("tiny-report.html"));
+        w.setConfirmCloseForTesting(false);
+    }
+    // The next start remembers the folders.
+    MainWindow w;
+    menuAction(w, QStringLiteral("File"), QStringLiteral("Open..."))->trigger();
+    QCOMPARE(m_fileRequests.back().start, experiments.path());
+    QVERIFY2(m_messages.empty(), qPrintable(m_messages.front().text));
+}
+
+// "Train for N steps" trains that many steps, and the experiment file keeps the choice.
+void TestMainWindow::trainForStepsRunsAndIsSaved()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("steps.mixlab.json"));
+    {
+        MainWindow w;
+        w.designer()->setSpec(tinyGuiModel());
+        w.runPanel()->setConfig(quickCpuConfig(3)); // 24 steps as epochs
+        auto *unit = w.runPanel()->findChild<QComboBox *>("lengthUnitCombo");
+        unit->setCurrentIndex(unit->findText(QStringLiteral("steps")));
+        w.runPanel()->findChild<QSpinBox *>("stepsSpin")->setValue(5);
+        QTest::mouseClick(button(w, "startButton"), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
+        const RunRecord *run = w.store()->run(w.store()->runIds().front());
+        QCOMPARE(run->status, RunRecord::Status::Finished);
+        QCOMPARE(run->steps.size(), std::size_t(5));
+        QCOMPARE(run->config.steps, std::int64_t(5));
+        QString error;
+        QVERIFY2(w.saveExperimentAs(path, &error), qPrintable(error));
+        QVERIFY(w.close());
+    }
+    MainWindow w;
+    QString error;
+    QVERIFY2(w.openExperiment(path, &error), qPrintable(error));
+    QCOMPARE(w.runPanel()->findChild<QComboBox *>("lengthUnitCombo")->currentText(), QStringLiteral("steps"));
+    QCOMPARE(w.runPanel()->findChild<QSpinBox *>("stepsSpin")->value(), 5);
+    QCOMPARE(w.runPanel()->config().steps, std::int64_t(5));
+    QVERIFY(!w.isWindowModified());
+}
+
+// Help > Keyboard shortcuts is made from the actions: every menu entry with a key is
+// listed with it, and so are the layer tree's keys.
+void TestMainWindow::shortcutListHasEveryMenuKey()
+{
+    MainWindow w;
+    w.show();
+    QAction *open = menuAction(w, QStringLiteral("Help"), QStringLiteral("Keyboard shortcuts"));
+    QVERIFY(open);
+    open->trigger();
+    auto *dialog = w.findChild<ShortcutsDialog *>();
+    QVERIFY(dialog);
+    QTRY_VERIFY(dialog->isVisible());
+    const QStringList entries = dialog->entries();
+    QList<QAction *> keyed;
+    for (QAction *top : w.menuBar()->actions())
+        actionsWithKeys(top->menu(), keyed);
+    QVERIFY(keyed.size() >= 10);
+    for (QAction *a : keyed) {
+        const QString wanted = QStringLiteral("%1 = %2").arg(a->text().remove(QLatin1Char('&')),
+                                                             a->shortcut().toString(QKeySequence::NativeText));
+        QVERIFY2(std::any_of(entries.begin(), entries.end(), [&](const QString &e) { return e.endsWith(wanted); }),
+                 qPrintable(wanted + QStringLiteral(" not in:\n") + entries.join(QLatin1Char('\n'))));
+    }
+    QVERIFY(entries.contains(QStringLiteral("Run: Start = Ctrl+R")));
+    QVERIFY2(entries.contains(QStringLiteral("File: Quit = Ctrl+Q")), qPrintable(entries.join(QLatin1Char('\n'))));
+    QVERIFY(entries.contains(QStringLiteral("Layer tree (while it has the focus): Remove = Del")));
+    QVERIFY(entries.contains(QStringLiteral("Layer tree (while it has the focus): Duplicate = Ctrl+D")));
+}
+
+// Help > MixLab documentation: the quick guide, from the app's own resources.
+void TestMainWindow::documentationIsBuiltIn()
+{
+    QVERIFY(QFile::exists(QStringLiteral(":/docs/guide.html")));
+    MainWindow w;
+    QAction *open = menuAction(w, QStringLiteral("Help"), QStringLiteral("MixLab documentation"));
+    QVERIFY(open);
+    QCOMPARE(open->shortcut(), QKeySequence(QKeySequence::HelpContents));
+    open->trigger();
+    auto *guide = w.findChild<GuideDialog *>();
+    QVERIFY(guide);
+    const QString text = guide->text();
+    for (const char *part : {"The parts of the window", "Precision policies", "Comparing precisions",
+                             "What Why? shows", "mixed_fp16", "Keyboard shortcuts"})
+        QVERIFY2(text.contains(QLatin1String(part)), part);
+    open->trigger(); // shown again, not a second window
+    QCOMPARE(w.findChildren<GuideDialog *>().size(), 1);
 }
 
 QTEST_MAIN(TestMainWindow)

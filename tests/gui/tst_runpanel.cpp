@@ -1,9 +1,14 @@
 // RunPanel: config round trip through the widgets, policies a device cannot run
-// disabled with the reason, compare defaults per device, button states and datasets.
+// disabled with the reason, compare defaults per device, button states and datasets,
+// epochs or steps, buttons in view while the settings scroll, the wheel left to the
+// scroll area by unfocused fields.
 #include "runpanel.h"
+#include "wheelguard.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/run_config.h"
+
+#include "wheel_input.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -12,6 +17,8 @@
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -104,6 +111,10 @@ private slots:
     void datasetShapes();
     void datasetFolder();
     void augmentation();
+    void trainForEpochsOrSteps();
+    void buttonsStayInView();
+    void wheelNeedsFocus_data();
+    void wheelNeedsFocus();
 };
 
 void TestRunPanel::configRoundTrip_data()
@@ -438,6 +449,125 @@ void TestRunPanel::augmentation()
     QCOMPARE(out.dataset.crop_padding, 4);
     QCOMPARE(out.dataset.horizontal_flip, false);
     QCOMPARE(out.dataset.name, std::string("synthetic"));
+}
+
+// "Train for": N epochs, or N steps written to RunConfig::steps; each unit keeps its
+// number while the other is shown.
+void TestRunPanel::trainForEpochsOrSteps()
+{
+    RunPanel panel;
+    auto *epochs = panel.findChild<QSpinBox *>("epochsSpin");
+    auto *steps = panel.findChild<QSpinBox *>("stepsSpin");
+    auto *unit = panel.findChild<QComboBox *>("lengthUnitCombo");
+    QVERIFY(epochs && steps && unit);
+
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    c.epochs = 3;
+    panel.setConfig(c);
+    QCOMPARE(unit->currentText(), QStringLiteral("epochs"));
+    QVERIFY(epochs->isVisibleTo(&panel));
+    QVERIFY(!steps->isVisibleTo(&panel));
+    QCOMPARE(panel.config().steps, std::int64_t(0));
+
+    QSignalSpy changed(&panel, &RunPanel::configChanged);
+    unit->setCurrentIndex(unit->findText(QStringLiteral("steps")));
+    QVERIFY(steps->isVisibleTo(&panel));
+    QVERIFY(!epochs->isVisibleTo(&panel));
+    steps->setValue(250);
+    QCOMPARE(changed.count(), 2);
+    mixlab::RunConfig out = panel.config();
+    QCOMPARE(out.steps, std::int64_t(250));
+    QCOMPARE(out.epochs, 3); // kept for when epochs are chosen again
+    mixlab::validate_run_config(out);
+
+    unit->setCurrentIndex(unit->findText(QStringLiteral("epochs")));
+    QCOMPARE(panel.config().steps, std::int64_t(0));
+    QCOMPARE(panel.config().epochs, 3);
+    unit->setCurrentIndex(unit->findText(QStringLiteral("steps")));
+    QCOMPARE(panel.config().steps, std::int64_t(250));
+
+    // A run file with steps shows them.
+    c.steps = 40;
+    panel.setConfig(c);
+    QCOMPARE(unit->currentText(), QStringLiteral("steps"));
+    QCOMPARE(steps->value(), 40);
+    QCOMPARE(panel.config().steps, std::int64_t(40));
+}
+
+// A panel shorter than its settings scrolls them; Start, Compare, Stop and the reason
+// Start is blocked stay whole inside the panel.
+void TestRunPanel::buttonsStayInView()
+{
+    RunPanel panel;
+    panel.setShortcuts(QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
+                       QKeySequence(Qt::CTRL | Qt::Key_Period));
+    panel.setStartBlocked(QStringLiteral("The model is not valid: layer 3 (dense): output has 7 units, "
+                                         "the dataset has 10 classes"));
+    panel.resize(420, 260);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto *scroll = panel.findChild<QScrollArea *>("runSettingsScroll");
+    QVERIFY(scroll);
+    QVERIFY2(scroll->verticalScrollBar()->maximum() > 0, "the settings should need scrolling here");
+    for (const char *name : {"startButton", "compareButton", "stopButton", "blockLabel"}) {
+        auto *w = panel.findChild<QWidget *>(name);
+        QVERIFY2(w && w->isVisible(), name);
+        QVERIFY2(!scroll->isAncestorOf(w), name);
+        const QRect inPanel(w->mapTo(&panel, QPoint(0, 0)), w->size());
+        QVERIFY2(panel.rect().contains(inPanel), qPrintable(QStringLiteral("%1 at %2,%3 %4x%5").arg(name)
+                     .arg(inPanel.x()).arg(inPanel.y()).arg(inPanel.width()).arg(inPanel.height())));
+    }
+    auto *label = panel.findChild<QLabel *>("blockLabel");
+    QVERIFY(label->height() >= label->heightForWidth(label->width()));
+    // The buttons name their keys.
+    QVERIFY2(panel.findChild<QPushButton *>("startButton")->toolTip().endsWith(QStringLiteral("(Ctrl+R)")),
+             qPrintable(panel.findChild<QPushButton *>("startButton")->toolTip()));
+    QVERIFY(panel.findChild<QPushButton *>("compareButton")->toolTip().endsWith(QStringLiteral("(Ctrl+Shift+R)")));
+    QVERIFY(panel.findChild<QPushButton *>("stopButton")->toolTip().endsWith(QStringLiteral("(Ctrl+.)")));
+}
+
+void TestRunPanel::wheelNeedsFocus_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::newRow("device") << "deviceCombo";
+    QTest::newRow("batch") << "batchSpin";
+    QTest::newRow("momentum") << "momentumSpin";
+}
+
+// Unfocused, a combo or spin box leaves the wheel to the scroll area (the settings
+// scroll, the value stays); once clicked into, the wheel changes it.
+void TestRunPanel::wheelNeedsFocus()
+{
+    QFETCH(QString, name);
+    WheelGuard::install();
+    RunPanel panel;
+    panel.resize(420, 260);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowActive(&panel));
+    auto *field = panel.findChild<QWidget *>(name);
+    auto *scroll = panel.findChild<QScrollArea *>("runSettingsScroll");
+    QVERIFY(field && scroll);
+    QCOMPARE(field->focusPolicy(), Qt::StrongFocus);
+    scroll->ensureWidgetVisible(field);
+    scroll->verticalScrollBar()->setValue(0);
+    scroll->ensureWidgetVisible(field);
+    const int scrolledBefore = scroll->verticalScrollBar()->value();
+    const QString before = shownValue(field);
+    QVERIFY(!field->hasFocus());
+    wheelDownOver(field);
+    QCOMPARE(shownValue(field), before);
+    QVERIFY2(scroll->verticalScrollBar()->value() > scrolledBefore,
+             qPrintable(QStringLiteral("scrolled from %1 to %2").arg(scrolledBefore).arg(scroll->verticalScrollBar()->value())));
+
+    scroll->ensureWidgetVisible(field);
+    QTest::mouseClick(field, Qt::LeftButton, Qt::NoModifier, QPoint(4, field->height() / 2));
+    if (auto *combo = qobject_cast<QComboBox *>(field))
+        combo->hidePopup(); // a click opens the list; the wheel goes to the closed box
+    QTRY_VERIFY(field->hasFocus());
+    const QString focused = shownValue(field);
+    wheelDownOver(field);
+    QVERIFY2(shownValue(field) != focused, qPrintable(shownValue(field)));
 }
 
 QTEST_MAIN(TestRunPanel)
