@@ -48,16 +48,17 @@ int main(int argc, char *argv[])
     const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
     const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends, save the window to this PNG and quit."), QStringLiteral("file"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends (with no job: once the window is drawn, e.g. with an experiment opened), save the window to this PNG and quit."), QStringLiteral("file"));
     const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
     const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
-    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
+    const QCommandLineOption save(QStringLiteral("save"), QStringLiteral("When the started job ends, save the experiment (model, settings, every run) here."), QStringLiteral("file"));
+    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (with no job: on the newest finished group), before --screenshot."));
     const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
     const QCommandLineOption maxBatch(QStringLiteral("max-batch"), QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save the dialog when it ends and quit."));
     const QCommandLineOption noRecover(QStringLiteral("no-recover"), QStringLiteral("Do not offer to recover an experiment autosaved by a session that crashed (the autosave stays for a later start)."));
     const QCommandLineOption noAutosave(QStringLiteral("no-autosave"), QStringLiteral("Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about, maxBatch, noRecover, noAutosave})
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, save, why, about, maxBatch, noRecover, noAutosave})
         parser.addOption(o);
     parser.process(app);
 
@@ -199,6 +200,16 @@ int main(int argc, char *argv[])
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
         }
+        if (parser.isSet(save)) {
+            const QString file = parser.value(save);
+            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
+                if (running)
+                    return;
+                QString error;
+                if (!window.saveExperimentAs(file, &error))
+                    std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
+            });
+        }
         if (parser.isSet(why)) {
             // Connected before the screenshot's handler, so the panel is open when it fires.
             QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window](bool running) {
@@ -220,6 +231,21 @@ int main(int argc, char *argv[])
                 });
             });
         }
+    } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
+        // No job: the window as it opened (an experiment's runs, say), once it is drawn.
+        const QString file = parser.value(screenshot);
+        const bool openWhy = parser.isSet(why);
+        QTimer::singleShot(0, &window, [&window, file, openWhy] {
+            if (openWhy)
+                window.showWhy();
+            QTimer::singleShot(1500, &window, [&window, file] {
+                const bool saved = window.grab().save(file);
+                if (!saved)
+                    std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+                window.setConfirmCloseForTesting(false);
+                window.close();
+            });
+        });
     }
     return app.exec();
 }
