@@ -20,6 +20,7 @@
 #include "usermessages.h"
 #include "runfacts_from_store.h"
 #include "reportexport.h"
+#include "reportgroupdialog.h"
 #include "whypanel.h"
 
 #include "mixlab/error.h"
@@ -235,16 +236,20 @@ void MainWindow::buildMenus()
     file->addSeparator();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
-    // The explain report of the selected finished group, else of the newest one.
+    // The explain report of a group the user picks: the selected one, else the newest.
     QAction *report = file->addAction(tr("Export &report..."), this, [this] {
-        const int group = selectedFinishedGroup() ? selectedFinishedGroup() : latestFinishedGroup(*m_store);
-        if (group == 0) {
+        ReportGroupDialog choose(*m_store, selectedFinishedGroup(), this);
+        if (!choose.hasGroups()) {
             warn(tr("Export report"), tr("There is no finished run or comparison to report on yet."));
             return;
         }
+        if (choose.exec() != QDialog::Accepted || choose.group() == 0)
+            return;
+        const int group = choose.group();
         QString filter;
         const QString htmlFilter = tr("HTML page (*.html)");
-        QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("mixlab-report.html"),
+        QString path = QFileDialog::getSaveFileName(this, tr("Export report of group %1").arg(group),
+                                                    reportBaseName(*m_store, group) + QStringLiteral(".html"),
                                                     htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
         if (path.isEmpty())
             return;
