@@ -195,12 +195,13 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     m_xCombo->setObjectName(QStringLiteral("xAxisCombo"));
     m_xCombo->addItems({tr("Step"), tr("Epoch"), tr("Wall time (s)")});
     bar->addWidget(m_xCombo);
-    bar->addSpacing(16);
+    bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("Smoothing:"), this));
     m_smoothSlider = new QSlider(Qt::Horizontal, this);
     m_smoothSlider->setObjectName(QStringLiteral("smoothingSlider"));
     m_smoothSlider->setRange(0, 99);
     m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+    m_smoothSlider->setMinimumWidth(70); // a narrow panel (the Why? dock open) keeps it usable
     m_smoothSlider->setMaximumWidth(180);
     m_smoothSlider->setToolTip(tr("Exponential moving average of per-step curves "
                                   "(0 = raw values)"));
@@ -208,9 +209,10 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     m_smoothLabel = new QLabel(this);
     m_smoothLabel->setMinimumWidth(32);
     bar->addWidget(m_smoothLabel);
-    bar->addSpacing(16);
-    m_logCheck = new QCheckBox(tr("Log scale (loss, step time)"), this);
+    bar->addSpacing(12);
+    m_logCheck = new QCheckBox(tr("Log scale"), this);
     m_logCheck->setObjectName(QStringLiteral("logScaleCheck"));
+    m_logCheck->setToolTip(tr("Logarithmic y axis for loss and step time"));
     bar->addWidget(m_logCheck);
     bar->addStretch(1);
 
@@ -634,8 +636,10 @@ void ChartPanel::layoutCharts(int columns)
 void ChartPanel::resizeEvent(QResizeEvent *event)
 {
     QWidget::resizeEvent(event);
-    // Three columns once each chart can be ~360 px wide, else two.
-    layoutCharts(width() >= 1100 ? 3 : 2);
+    // Three columns once each chart can be ~360 px wide, else two while two fit side by
+    // side, else one: a narrow panel (the Why? dock open) scrolls down, never sideways.
+    const int twoColumns = 2 * m_charts.front()->minimumWidth() + 40; // spacing, scroll bar
+    layoutCharts(width() >= 1100 ? 3 : width() >= twoColumns ? 2 : 1);
 }
 
 void ChartPanel::renderGrid(QPainter *painter, const QList<MetricChart *> &charts,

@@ -777,6 +777,15 @@ void TestCharts::gridColumnsFollowWidth()
     QCOMPARE(stepTime->x(), loss->x());
     for (const QString &name : m_panel->chartNames())
         QVERIFY(m_panel->chart(name)->width() >= m_panel->chart(name)->minimumWidth());
+    // Too narrow for two (the Why? dock open): one column, the whole width, no sideways
+    // scrolling.
+    m_panel->resize(560, 900);
+    MetricChart *accuracy = m_panel->chart(QStringLiteral("accuracy"));
+    QTRY_VERIFY(accuracy->y() > loss->y());
+    for (const QString &name : m_panel->chartNames()) {
+        QCOMPARE(m_panel->chart(name)->x(), loss->x());
+        QVERIFY(m_panel->chart(name)->width() <= m_panel->width());
+    }
 }
 
 void TestCharts::liveAppendsCoalesce()
