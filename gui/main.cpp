@@ -26,6 +26,31 @@
 #include <cstdio>
 #include <string>
 
+namespace {
+
+// Calls `then` each time the window's job (a run or a compare) ends.
+template <typename Then>
+void whenJobEnds(MainWindow &window, Then then)
+{
+    QObject::connect(window.controller(), &RunController::runningChanged, &window, [then](bool running) {
+        if (!running)
+            then();
+    });
+}
+
+// Saves the window to `file` once the charts have taken in the last data, then quits.
+void screenshotAndQuit(MainWindow &window, const QString &file)
+{
+    QTimer::singleShot(1500, &window, [&window, file] {
+        if (!window.grab().save(file))
+            std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+        window.setConfirmCloseForTesting(false);
+        window.close();
+    });
+}
+
+} // namespace
+
 int main(int argc, char *argv[])
 {
     QApplication app(argc, argv);
@@ -190,61 +215,29 @@ int main(int argc, char *argv[])
                     QCoreApplication::exit(1);
             }
         });
-        if (parser.isSet(logJson)) {
-            const QString file = parser.value(logJson);
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
-                if (running)
-                    return;
+        if (parser.isSet(logJson))
+            whenJobEnds(window, [&window, file = parser.value(logJson)] {
                 QString error;
                 if (!exportLogs(*window.store(), window.store()->runIds(), file, &error))
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
-        }
-        if (parser.isSet(save)) {
-            const QString file = parser.value(save);
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
-                if (running)
-                    return;
+        if (parser.isSet(save))
+            whenJobEnds(window, [&window, file = parser.value(save)] {
                 QString error;
                 if (!window.saveExperimentAs(file, &error))
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
-        }
-        if (parser.isSet(why)) {
-            // Connected before the screenshot's handler, so the panel is open when it fires.
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window](bool running) {
-                if (!running)
-                    window.showWhy();
-            });
-        }
-        if (parser.isSet(screenshot)) {
-            const QString file = parser.value(screenshot);
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
-                if (running)
-                    return;
-                // Let the charts take in the last batch before the picture is taken.
-                QTimer::singleShot(1500, &window, [&window, file] {
-                    if (!window.grab().save(file))
-                        std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
-                    window.setConfirmCloseForTesting(false);
-                    window.close();
-                });
-            });
-        }
+        // Connected before the screenshot's handler, so the panel is open when it fires.
+        if (parser.isSet(why))
+            whenJobEnds(window, [&window] { window.showWhy(); });
+        if (parser.isSet(screenshot))
+            whenJobEnds(window, [&window, file = parser.value(screenshot)] { screenshotAndQuit(window, file); });
     } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
         // No job: the window as it opened (an experiment's runs, say), once it is drawn.
-        const QString file = parser.value(screenshot);
-        const bool openWhy = parser.isSet(why);
-        QTimer::singleShot(0, &window, [&window, file, openWhy] {
+        QTimer::singleShot(0, &window, [&window, file = parser.value(screenshot), openWhy = parser.isSet(why)] {
             if (openWhy)
                 window.showWhy();
-            QTimer::singleShot(1500, &window, [&window, file] {
-                const bool saved = window.grab().save(file);
-                if (!saved)
-                    std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
-                window.setConfirmCloseForTesting(false);
-                window.close();
-            });
+            screenshotAndQuit(window, file);
         });
     }
     return app.exec();

@@ -156,6 +156,24 @@ private slots:
     void exportDrawsWhatTheWindowShows();
 
 private:
+    // Runs 3 and 4: a second fp32 / mixed_fp16 compare of 500 steps.
+    void addSecondCompare()
+    {
+        const int g = m_store->newGroup();
+        m_store->appendSteps(m_store->addRun(config(Policy::FP32), QStringLiteral("{}"), g),
+                             makeSteps(1, 500, 12.5, false, 3));
+        m_store->appendSteps(m_store->addRun(config(Policy::MixedFP16), QStringLiteral("{}"), g),
+                             makeSteps(1, 500, 10.0, true, 4));
+    }
+    // Mouse events and grabs need a window that is really there.
+    bool showForReal()
+    {
+        m_panel->hide();
+        m_panel->setAttribute(Qt::WA_DontShowOnScreen, false);
+        m_panel->show();
+        return QTest::qWaitForWindowExposed(m_panel);
+    }
+
     RunStore *m_store = nullptr;
     ChartPanel *m_panel = nullptr;
     int m_fp32 = 0, m_mixed = 0;
@@ -456,11 +474,7 @@ void TestCharts::legendWrapsInsteadOfEliding()
 {
     // Four runs of two compares in charts at their narrowest: every name in full, the
     // entries in rows inside the chart, none over another.
-    const int g = m_store->newGroup();
-    m_store->appendSteps(m_store->addRun(config(Policy::FP32), QStringLiteral("{}"), g),
-                         makeSteps(1, 500, 12.5, false, 3));
-    m_store->appendSteps(m_store->addRun(config(Policy::MixedFP16), QStringLiteral("{}"), g),
-                         makeSteps(1, 500, 10.0, true, 4));
+    addSecondCompare();
     m_panel->resize(640, 500);
     m_panel->redrawNow();
     const QStringList expected{"fp32 #1", "mixed_fp16 #2", "fp32 #3", "mixed_fp16 #4"};
@@ -497,11 +511,7 @@ void TestCharts::axisTitlesNeverCut_data()
 void TestCharts::axisTitlesNeverCut()
 {
     QFETCH(QSize, panel);
-    const int g = m_store->newGroup();
-    m_store->appendSteps(m_store->addRun(config(Policy::FP32), QStringLiteral("{}"), g),
-                         makeSteps(1, 500, 12.5, false, 3));
-    m_store->appendSteps(m_store->addRun(config(Policy::MixedFP16), QStringLiteral("{}"), g),
-                         makeSteps(1, 500, 10.0, true, 4));
+    addSecondCompare();
     m_panel->resize(panel);
     m_panel->redrawNow();
     QCoreApplication::processEvents();
@@ -604,11 +614,7 @@ void TestCharts::readoutShowsLastEvaluation()
 
 void TestCharts::crosshairFollowsMouse()
 {
-    // Mouse events need a window that is really there.
-    m_panel->hide();
-    m_panel->setAttribute(Qt::WA_DontShowOnScreen, false);
-    m_panel->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_panel));
+    QVERIFY(showForReal());
     m_panel->redrawNow();
     MetricChart *c = m_panel->chart(QStringLiteral("step_time"));
     PlotOverlay *overlay = c->overlay();
@@ -635,10 +641,7 @@ void TestCharts::crosshairFollowsMouse()
 
 void TestCharts::legendToolTipNamesRun()
 {
-    m_panel->hide();
-    m_panel->setAttribute(Qt::WA_DontShowOnScreen, false);
-    m_panel->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_panel));
+    QVERIFY(showForReal());
     MetricChart *c = m_panel->chart(QStringLiteral("loss"));
     const ChartLegend *legend = c->legend();
     const QPoint at = c->mapFromScene(legend->mapToScene(legend->entryRect(1).center()));
@@ -915,10 +918,7 @@ void TestCharts::exportDrawsWhatTheWindowShows()
 {
     // One path for both: a chart exported at the size it has in the window is the
     // picture the window shows (axis labels, legend, markers alike).
-    m_panel->hide();
-    m_panel->setAttribute(Qt::WA_DontShowOnScreen, false);
-    m_panel->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_panel));
+    QVERIFY(showForReal());
     m_panel->redrawNow();
     for (const QString &name : {QStringLiteral("loss_scale"), QStringLiteral("step_time")}) {
         MetricChart *c = m_panel->chart(name);
