@@ -1,6 +1,8 @@
 // The chart grid: store signals → coalesced redraw → curves per run → MetricCharts.
 #include "chartpanel.h"
 
+#include "axisrange.h"
+#include "chartlegend.h"
 #include "metricchart.h"
 #include "runstore.h"
 #include "seriesdecimator.h"
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -91,12 +94,69 @@ struct XMapper {
     }
 };
 
-std::vector<MetricChart::Curve> stepCurves(const QList<QPointF> &raw, double alpha, bool inLegend)
+// The per-step quantity each chart draws, one definition for its curve and its readout.
+enum class Metric { Loss, Accuracy, StepMs, Throughput, LossScale };
+
+double metricValue(const mixlab::StepMetrics &m, Metric metric)
 {
+    switch (metric) {
+    case Metric::Loss: return m.loss;
+    case Metric::Accuracy: return 100.0 * m.accuracy;
+    case Metric::StepMs: return m.step_ms;
+    case Metric::Throughput: return m.samples_per_s;
+    case Metric::LossScale: return m.loss_scale;
+    }
+    return 0;
+}
+
+std::optional<Metric> metricOf(const QString &chart)
+{
+    if (chart == QLatin1String("loss")) return Metric::Loss;
+    if (chart == QLatin1String("accuracy")) return Metric::Accuracy;
+    if (chart == QLatin1String("step_time")) return Metric::StepMs;
+    if (chart == QLatin1String("throughput")) return Metric::Throughput;
+    if (chart == QLatin1String("loss_scale")) return Metric::LossScale;
+    return std::nullopt;
+}
+
+// Step time and throughput: the first steps of a GPU run (graph recording, plan timing)
+// are a thousand times slower than the rest and would flatten the curves onto zero.
+bool steadyScaled(Metric metric) { return metric == Metric::StepMs || metric == Metric::Throughput; }
+
+QList<QPointF> metricPoints(const RunRecord &r, Metric metric, const XMapper &xm)
+{
+    QList<QPointF> points;
+    points.reserve(qsizetype(r.steps.size()));
+    for (const mixlab::StepMetrics &m : r.steps)
+        points.append(QPointF(xm.step(m), metricValue(m, metric)));
+    return points;
+}
+
+// Where smoothing starts: after the warm-up of a steady-scaled curve, else at once.
+qsizetype smoothingStart(const std::optional<mixlab::SteadyRange> &steady)
+{
+    return steady ? steady->warmup : 0;
+}
+
+std::vector<MetricChart::Curve> stepCurves(const QList<QPointF> &raw, double alpha, bool inLegend,
+                                           bool steady)
+{
+    std::optional<mixlab::SteadyRange> range;
+    if (steady)
+        range = mixlab::steadyRange(raw);
     std::vector<MetricChart::Curve> c(2);
-    c[0] = {QObject::tr("per step"), MetricChart::Style::Faint, false, raw};
-    c[1] = {QObject::tr("smoothed"), MetricChart::Style::Solid, inLegend, mixlab::smoothEma(raw, alpha)};
+    c[0] = {QObject::tr("per step"), MetricChart::Style::Faint, false, raw, range};
+    c[1] = {QObject::tr("smoothed"), MetricChart::Style::Solid, inLegend,
+            mixlab::smoothEma(raw.mid(smoothingStart(range)), alpha), range};
     return c;
+}
+
+// A reading in the crosshair's box: four significant digits, large ones whole.
+QString readoutValue(double v)
+{
+    if (!std::isfinite(v))
+        return QObject::tr("n/a");
+    return std::abs(v) >= 1000 ? QString::number(std::llround(v)) : QString::number(v, 'g', 4);
 }
 
 QString xTitle(ChartPanel::XAxis a)
@@ -135,12 +195,13 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     m_xCombo->setObjectName(QStringLiteral("xAxisCombo"));
     m_xCombo->addItems({tr("Step"), tr("Epoch"), tr("Wall time (s)")});
     bar->addWidget(m_xCombo);
-    bar->addSpacing(16);
+    bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("Smoothing:"), this));
     m_smoothSlider = new QSlider(Qt::Horizontal, this);
     m_smoothSlider->setObjectName(QStringLiteral("smoothingSlider"));
     m_smoothSlider->setRange(0, 99);
     m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+    m_smoothSlider->setMinimumWidth(70); // a narrow panel (the Why? dock open) keeps it usable
     m_smoothSlider->setMaximumWidth(180);
     m_smoothSlider->setToolTip(tr("Exponential moving average of per-step curves "
                                   "(0 = raw values)"));
@@ -148,9 +209,10 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     m_smoothLabel = new QLabel(this);
     m_smoothLabel->setMinimumWidth(32);
     bar->addWidget(m_smoothLabel);
-    bar->addSpacing(16);
-    m_logCheck = new QCheckBox(tr("Log scale (loss, step time)"), this);
+    bar->addSpacing(12);
+    m_logCheck = new QCheckBox(tr("Log scale"), this);
     m_logCheck->setObjectName(QStringLiteral("logScaleCheck"));
+    m_logCheck->setToolTip(tr("Logarithmic y axis for loss and step time"));
     bar->addWidget(m_logCheck);
     bar->addStretch(1);
 
@@ -173,7 +235,7 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     const QString perStep = tr("faint: per step, solid: smoothed");
     const Spec specs[] = {
         {"loss", tr("Loss"), tr("loss"), perStep + tr("; dashed ●: test, per epoch")},
-        {"accuracy", tr("Accuracy"), tr("accuracy (%)"),
+        {"accuracy", tr("Accuracy"), tr("%"),
          tr("solid: train, smoothed; dotted ●: train, dashed ●: test, per epoch")},
         {"step_time", tr("Step time"), tr("ms"), perStep + tr("; device time")},
         {"throughput", tr("Throughput"), tr("samples/s"), perStep},
@@ -183,6 +245,8 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     for (const Spec &s : specs) {
         auto *c = new MetricChart(QString::fromLatin1(s.name), s.title, s.yTitle, s.key, gridHost);
         connect(c, &MetricChart::bucketsChanged, this, &ChartPanel::markAllDirty);
+        const QString chartName = c->name();
+        c->setReadoutSource([this, chartName](double x) { return readout(chartName, x); });
         m_charts.append(c);
     }
     chart(QStringLiteral("loss_scale"))->setLogY(true, true);
@@ -205,9 +269,11 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
             [this](int v) { setSmoothing(v / 100.0); });
     connect(m_logCheck, &QCheckBox::toggled, this, &ChartPanel::setLogScale);
 
-    connect(m_store, &RunStore::runAdded, this, &ChartPanel::markDirty);
-    connect(m_store, &RunStore::runChanged, this, &ChartPanel::markDirty);
-    connect(m_store, &RunStore::runRemoved, this, &ChartPanel::markDirty);
+    // A run added, renamed, hidden or removed can change the other runs' legend names
+    // (they tell the runs shown apart): every run is redrawn.
+    connect(m_store, &RunStore::runAdded, this, &ChartPanel::markAllDirty);
+    connect(m_store, &RunStore::runChanged, this, &ChartPanel::markAllDirty);
+    connect(m_store, &RunStore::runRemoved, this, &ChartPanel::markAllDirty);
     connect(m_store, &RunStore::stepsAppended, this, [this](int id, int) { markDirty(id); });
     connect(m_store, &RunStore::epochsAppended, this, [this](int id, int) { markDirty(id); });
     markAllDirty();
@@ -399,14 +465,14 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     if (wLoss || wAcc || wStep || wRate || wScale)
         for (const mixlab::StepMetrics &m : steps) {
             const double x = xm.step(m);
-            if (wLoss) loss.append(QPointF(x, m.loss));
-            if (wAcc) acc.append(QPointF(x, 100.0 * m.accuracy));
-            if (wStep) stepMs.append(QPointF(x, m.step_ms));
-            if (wRate) rate.append(QPointF(x, m.samples_per_s));
+            if (wLoss) loss.append(QPointF(x, metricValue(m, Metric::Loss)));
+            if (wAcc) acc.append(QPointF(x, metricValue(m, Metric::Accuracy)));
+            if (wStep) stepMs.append(QPointF(x, metricValue(m, Metric::StepMs)));
+            if (wRate) rate.append(QPointF(x, metricValue(m, Metric::Throughput)));
             if (wScale) {
-                scale.append(QPointF(x, m.loss_scale));
+                scale.append(QPointF(x, metricValue(m, Metric::LossScale)));
                 if (m.skipped)
-                    skipped.append(QPointF(x, m.loss_scale));
+                    skipped.append(scale.back());
             }
         }
     QList<QPointF> testLoss, trainAcc, testAcc;
@@ -426,32 +492,132 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     }
 
     const QColor color = r->color.isValid() ? r->color : QColor(Qt::darkGray);
+    const QString label = legendLabel(runId), tip = runToolTip(*r);
     const double a = m_smoothing;
     using Style = MetricChart::Style;
 
     if (wLoss) {
-        auto lossCurves = stepCurves(loss, a, true);
-        lossCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testLoss});
-        chart(QStringLiteral("loss"))->setRun(runId, r->name, color, lossCurves);
+        auto lossCurves = stepCurves(loss, a, true, false);
+        lossCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testLoss, {}});
+        chart(QStringLiteral("loss"))->setRun(runId, label, tip, color, lossCurves);
     }
     if (wAcc) {
-        auto accCurves = stepCurves(acc, a, true);
-        accCurves.push_back({tr("train, per epoch"), Style::DottedMarkers, false, trainAcc});
-        accCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testAcc});
-        chart(QStringLiteral("accuracy"))->setRun(runId, r->name, color, accCurves);
+        auto accCurves = stepCurves(acc, a, true, false);
+        accCurves.push_back({tr("train, per epoch"), Style::DottedMarkers, false, trainAcc, {}});
+        accCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testAcc, {}});
+        chart(QStringLiteral("accuracy"))->setRun(runId, label, tip, color, accCurves);
     }
     if (wStep)
-        chart(QStringLiteral("step_time"))->setRun(runId, r->name, color, stepCurves(stepMs, a, true));
+        chart(QStringLiteral("step_time"))->setRun(runId, label, tip, color, stepCurves(stepMs, a, true, true));
     if (wRate)
-        chart(QStringLiteral("throughput"))->setRun(runId, r->name, color, stepCurves(rate, a, true));
+        chart(QStringLiteral("throughput"))->setRun(runId, label, tip, color, stepCurves(rate, a, true, true));
     if (wScale)
         chart(QStringLiteral("loss_scale"))
-            ->setRun(runId, r->name, color,
-                     {{tr("loss scale"), Style::Solid, true, scale},
-                      {tr("skipped step"), Style::Scatter, false, skipped}});
+            ->setRun(runId, label, tip, color,
+                     {{tr("loss scale"), Style::Solid, true, scale, {}},
+                      {tr("skipped step"), Style::Scatter, false, skipped, {}}});
     if (wMem)
         chart(QStringLiteral("memory"))
-            ->setRun(runId, r->name, color, {{tr("device memory"), Style::Solid, true, memory}});
+            ->setRun(runId, label, tip, color, {{tr("device memory"), Style::Solid, true, memory, {}}});
+}
+
+QString ChartPanel::legendLabel(int runId) const
+{
+    std::vector<QString> names;
+    qsizetype at = -1;
+    for (int id : m_store->runIds())
+        if (const RunRecord *r = m_store->run(id); r && r->visible) {
+            if (id == runId)
+                at = qsizetype(names.size());
+            names.push_back(r->name);
+        }
+    if (at < 0)
+        return {};
+    return legendLabels(names)[std::size_t(at)];
+}
+
+QString ChartPanel::runToolTip(const RunRecord &r) const
+{
+    const qint64 steps = r.steps.empty() ? 0 : r.steps.back().step;
+    return tr("%1\ngroup %2 · %3 · batch %4 · %5 steps · %6")
+        .arg(r.name)
+        .arg(r.group)
+        .arg(QString::fromUtf8(mixlab::policy_name(r.config.policy)))
+        .arg(r.config.batch_size)
+        .arg(steps)
+        .arg(runStatusName(r.status).toLower());
+}
+
+MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) const
+{
+    MetricChart::Readout out;
+    switch (m_xAxis) {
+    case XAxis::Step: out.x = tr("step %1").arg(std::max<qint64>(1, std::llround(x))); break;
+    case XAxis::Epoch: out.x = tr("epoch %1").arg(x, 0, 'f', 2); break;
+    case XAxis::WallTime: out.x = tr("%1 s").arg(x, 0, 'f', 1); break;
+    }
+    const MetricChart *c = chart(chartName);
+    if (!c)
+        return out;
+    const std::optional<Metric> metric = metricOf(chartName);
+    const QString unit = c->yTitle() == QLatin1String("loss") || c->yTitle() == QLatin1String("scale")
+                             ? QString()
+                             : c->yTitle() == QLatin1String("%") ? c->yTitle() : QStringLiteral(" ") + c->yTitle();
+    for (int id : m_store->runIds()) {
+        const RunRecord *r = m_store->run(id);
+        if (!r || !r->visible || r->steps.empty())
+            continue;
+        const XMapper xm(m_xAxis, *r);
+        QString value;
+        qint64 step = 0;
+        if (!metric) { // device memory: one value for the whole run
+            if (r->deviceMemoryMB <= 0)
+                continue;
+            value = readoutValue(r->deviceMemoryMB) + unit;
+        } else {
+            const QList<QPointF> raw = metricPoints(*r, *metric, xm);
+            std::optional<mixlab::SteadyRange> steady;
+            if (steadyScaled(*metric))
+                steady = mixlab::steadyRange(raw);
+            const bool smoothed = *metric != Metric::LossScale;
+            const mixlab::CurveReading at =
+                mixlab::readCurveAt(raw, x, smoothed ? m_smoothing : 0.0, smoothingStart(steady));
+            if (at.index < 0)
+                continue;
+            const mixlab::StepMetrics &m = r->steps[std::size_t(at.index)];
+            step = m.step;
+            if (smoothed && m_smoothing > 0 && std::isfinite(at.smoothed))
+                value = tr("%1%2 (raw %3)").arg(readoutValue(at.smoothed), unit, readoutValue(at.point.y()));
+            else
+                value = readoutValue(at.point.y()) + unit;
+            if (at.index < smoothingStart(steady))
+                value += tr(", warm-up");
+            if (*metric == Metric::LossScale && m.skipped)
+                value += tr(", skipped");
+            // The latest per-epoch evaluation at or before x.
+            if (*metric == Metric::Loss || *metric == Metric::Accuracy) {
+                double seconds = 0;
+                const mixlab::EpochMetrics *last = nullptr;
+                for (const mixlab::EpochMetrics &e : r->epochs) {
+                    if (xm.epochEnd(e, seconds) > x + 1e-9)
+                        break;
+                    seconds += e.seconds;
+                    last = &e;
+                }
+                if (last)
+                    value += tr("; test %1%2 (epoch %3)")
+                                 .arg(readoutValue(*metric == Metric::Loss ? last->test_loss
+                                                                          : 100.0 * last->test_accuracy),
+                                      unit)
+                                 .arg(last->epoch);
+            }
+        }
+        if (m_xAxis != XAxis::Step && step > 0)
+            value = tr("step %1: %2").arg(step).arg(value);
+        const QColor color = r->color.isValid() ? r->color : QColor(Qt::darkGray);
+        out.rows.push_back({legendLabel(id), color, value});
+    }
+    return out;
 }
 
 void ChartPanel::layoutCharts(int columns)
@@ -470,8 +636,10 @@ void ChartPanel::layoutCharts(int columns)
 void ChartPanel::resizeEvent(QResizeEvent *event)
 {
     QWidget::resizeEvent(event);
-    // Three columns once each chart can be ~360 px wide, else two.
-    layoutCharts(width() >= 1100 ? 3 : 2);
+    // Three columns once each chart can be ~360 px wide, else two while two fit side by
+    // side, else one: a narrow panel (the Why? dock open) scrolls down, never sideways.
+    const int twoColumns = 2 * m_charts.front()->minimumWidth() + 40; // spacing, scroll bar
+    layoutCharts(width() >= 1100 ? 3 : width() >= twoColumns ? 2 : 1);
 }
 
 void ChartPanel::renderGrid(QPainter *painter, const QList<MetricChart *> &charts,

@@ -3,6 +3,8 @@
 // smoothing, log scale), redrawn from the RunStore at most every ~40 ms (one chart per
 // event-loop turn while runs stream in); export.
 #pragma once
+#include "metricchart.h"
+
 #include <QElapsedTimer>
 #include <QSize>
 #include <QString>
@@ -13,7 +15,6 @@
 #include <set>
 #include <vector>
 
-class MetricChart;
 class QCheckBox;
 class QComboBox;
 class QGridLayout;
@@ -46,6 +47,12 @@ public:
     bool exportChart(const QString &chartName, const QString &path, const QSize &pngSize,
                      QString *error) const;
 
+    // What the crosshair of chart `chartName` reads at x (in the current x mode): per
+    // visible run the stored step nearest to x, from the full data (not the decimated
+    // drawing), its smoothed and raw values as the curves draw them, a warm-up or
+    // skipped step said so, and for loss and accuracy the last evaluation before x.
+    MetricChart::Readout readout(const QString &chartName, double x) const;
+
     // Applies pending store changes now instead of at the next coalesced redraw.
     void redrawNow();
     int redrawCount() const { return m_redraws; }
@@ -63,6 +70,8 @@ private:
     void markDirty(int runId);
     void markAllDirty();
     void updateRun(int runId, MetricChart *only = nullptr);
+    QString legendLabel(int runId) const;
+    QString runToolTip(const RunRecord &run) const;
     void startLiveRedraw();
     void liveStep();
     void layoutCharts(int columns);

@@ -28,12 +28,25 @@
 
 namespace {
 
-void saveScreenshotAndClose(MainWindow &window, const QString &file)
+// Calls `then` each time the window's job (a run or a compare) ends.
+template <typename Then>
+void whenJobEnds(MainWindow &window, Then then)
 {
-    if (!window.grab().save(file))
-        std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
-    window.setConfirmCloseForTesting(false);
-    window.close();
+    QObject::connect(window.controller(), &RunController::runningChanged, &window, [then](bool running) {
+        if (!running)
+            then();
+    });
+}
+
+// Saves the window to `file` once the charts have taken in the last data, then quits.
+void screenshotAndQuit(MainWindow &window, const QString &file)
+{
+    QTimer::singleShot(1500, &window, [&window, file] {
+        if (!window.grab().save(file))
+            std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+        window.setConfirmCloseForTesting(false);
+        window.close();
+    });
 }
 
 } // namespace
@@ -60,16 +73,17 @@ int main(int argc, char *argv[])
     const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
     const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends (without a job: once the window is up), save the window to this PNG and quit."), QStringLiteral("file"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends (with no job: once the window is drawn, e.g. with an experiment opened), save the window to this PNG and quit."), QStringLiteral("file"));
     const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
     const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
     const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
-    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (before --screenshot)."));
+    const QCommandLineOption save(QStringLiteral("save"), QStringLiteral("When the started job ends, save the experiment (model, settings, every run) here."), QStringLiteral("file"));
+    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (with no job: on the newest finished group), before --screenshot."));
     const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
     const QCommandLineOption maxBatch(QStringLiteral("max-batch"), QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save the dialog when it ends and quit."));
     const QCommandLineOption noRecover(QStringLiteral("no-recover"), QStringLiteral("Do not offer to recover an experiment autosaved by a session that crashed (the autosave stays for a later start)."));
     const QCommandLineOption noAutosave(QStringLiteral("no-autosave"), QStringLiteral("Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, why, about, maxBatch, noRecover, noAutosave})
+    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, save, why, about, maxBatch, noRecover, noAutosave})
         parser.addOption(o);
     parser.process(app);
 
@@ -201,36 +215,30 @@ int main(int argc, char *argv[])
                     QCoreApplication::exit(1);
             }
         });
-        if (parser.isSet(logJson)) {
-            const QString file = parser.value(logJson);
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
-                if (running)
-                    return;
+        if (parser.isSet(logJson))
+            whenJobEnds(window, [&window, file = parser.value(logJson)] {
                 QString error;
                 if (!exportLogs(*window.store(), window.store()->runIds(), file, &error))
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
-        }
-        if (parser.isSet(why)) {
-            // Connected before the screenshot's handler, so the panel is open when it fires.
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window](bool running) {
-                if (!running)
-                    window.showWhy();
+        if (parser.isSet(save))
+            whenJobEnds(window, [&window, file = parser.value(save)] {
+                QString error;
+                if (!window.saveExperimentAs(file, &error))
+                    std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
-        }
-        if (parser.isSet(screenshot)) {
-            const QString file = parser.value(screenshot);
-            QObject::connect(window.controller(), &RunController::runningChanged, &window, [&window, file](bool running) {
-                if (running)
-                    return;
-                // Let the charts take in the last batch before the picture is taken.
-                QTimer::singleShot(1500, &window, [&window, file] { saveScreenshotAndClose(window, file); });
-            });
-        }
+        // Connected before the screenshot's handler, so the panel is open when it fires.
+        if (parser.isSet(why))
+            whenJobEnds(window, [&window] { window.showWhy(); });
+        if (parser.isSet(screenshot))
+            whenJobEnds(window, [&window, file = parser.value(screenshot)] { screenshotAndQuit(window, file); });
     } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
-        const QString file = parser.value(screenshot);
-        // The window as a user first sees it, once laid out, painted and the device probed.
-        QTimer::singleShot(1000, &window, [&window, file] { saveScreenshotAndClose(window, file); });
+        // No job: the window as it opened (an experiment's runs, say), once it is drawn.
+        QTimer::singleShot(0, &window, [&window, file = parser.value(screenshot), openWhy = parser.isSet(why)] {
+            if (openWhy)
+                window.showWhy();
+            screenshotAndQuit(window, file);
+        });
     }
     return app.exec();
 }

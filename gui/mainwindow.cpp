@@ -24,6 +24,7 @@
 #include "wheelguard.h"
 #include "runfacts_from_store.h"
 #include "reportexport.h"
+#include "reportgroupdialog.h"
 #include "shortcutsdialog.h"
 #include "shortcuttext.h"
 #include "whypanel.h"
@@ -256,16 +257,20 @@ void MainWindow::buildMenus()
     file->addSeparator();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
-    // The explain report of the selected finished group, else of the newest one.
+    // The explain report of a group the user picks: the selected one, else the newest.
     QAction *report = file->addAction(tr("Export &report..."), this, [this] {
-        const int group = selectedFinishedGroup() ? selectedFinishedGroup() : latestFinishedGroup(*m_store);
-        if (group == 0) {
+        ReportGroupDialog choose(*m_store, selectedFinishedGroup(), this);
+        if (!choose.hasGroups()) {
             warn(tr("Export report"), tr("There is no finished run or comparison to report on yet."));
             return;
         }
+        if (choose.exec() != QDialog::Accepted || choose.group() == 0)
+            return;
+        const int group = choose.group();
         QString filter;
         const QString htmlFilter = tr("HTML page (*.html)");
-        QString path = askSaveFile(this, FileKind::Report, tr("Export report"), suggestedName(QStringLiteral("-report.html")),
+        QString path = askSaveFile(this, FileKind::Report, tr("Export report of group %1").arg(group),
+                                   reportBaseName(*m_store, group) + QStringLiteral(".html"),
                                    htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
         if (path.isEmpty())
             return;

@@ -3,11 +3,13 @@
 // page, in one QPainter on a QPdfWriter.
 #include "reportexport.h"
 
+#include "durationtext.h"
 #include "runfacts_from_store.h"
 #include "runstore.h"
 
 #include "mixlab/ceilings.h"
 #include "mixlab/explain.h"
+#include "mixlab/model_spec.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QFileInfo>
@@ -26,6 +28,7 @@
 #include <QTextTable>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace {
@@ -86,8 +89,32 @@ std::vector<Part> splitAtCharts(const QString &html, QString *head)
     return parts;
 }
 
-// Document heights where a page may end: below every line of running text, and above
-// every table row and below every table, so a break never cuts a line or a row.
+// Text parts cut before every <h2>: a section too wide for the page is fitted alone,
+// the others keep their size.
+std::vector<Part> splitAtSections(std::vector<Part> parts)
+{
+    static const QRegularExpression section(QStringLiteral("<h2[ >]"));
+    std::vector<Part> out;
+    for (Part &p : parts) {
+        if (p.chart) {
+            out.push_back(std::move(p));
+            continue;
+        }
+        qsizetype from = 0;
+        for (auto it = section.globalMatch(p.text); it.hasNext();) {
+            const qsizetype at = it.next().capturedStart();
+            if (at > from)
+                out.push_back({false, p.text.mid(from, at - from), {}});
+            from = at;
+        }
+        out.push_back({false, p.text.mid(from), {}});
+    }
+    return out;
+}
+
+// Document heights where a page may end: below every line of running text but a
+// heading's, and above every table row and below every table, so a break never cuts a
+// line or a row, nor parts a heading from what it heads.
 std::vector<qreal> pageCuts(QTextDocument &doc)
 {
     // Above a cell's text: its padding and the row's border (the report's cellpadding 3).
@@ -105,6 +132,9 @@ std::vector<qreal> pageCuts(QTextDocument &doc)
             }
             continue;
         }
+        // Never right under a heading: it goes to the next page with its text.
+        if (b.blockFormat().headingLevel() > 0)
+            continue;
         const QTextLayout *lines = b.layout();
         if (!lines || lines->lineCount() == 0) {
             cuts.push_back(box.bottom());
@@ -118,15 +148,15 @@ std::vector<qreal> pageCuts(QTextDocument &doc)
     return cuts;
 }
 
-// Paints parts onto the writer's pages, top to bottom, in layout units (96 per inch).
+// Paints parts onto pages, top to bottom, in layout units (96 per inch). The painter
+// comes with the device's transform to layout units; nextPage() ends a page and readies
+// the painter for the next, whose transform the pager sets again.
 class PdfPager {
 public:
-    PdfPager(QPdfWriter &writer, QPainter &painter)
-        : m_writer(writer), m_painter(painter), m_scale(writer.resolution() / 96.0)
+    PdfPager(QPainter &painter, const QSizeF &page, std::function<void()> nextPage)
+        : m_painter(painter), m_base(painter.transform()), m_nextPage(std::move(nextPage)),
+          m_width(page.width()), m_height(page.height())
     {
-        m_painter.scale(m_scale, m_scale);
-        m_width = writer.width() / m_scale;
-        m_height = writer.height() / m_scale;
         // Text lays out at 96 dpi whatever the screen says, so pages match on every host.
         m_dpiDevice = QImage(1, 1, QImage::Format_RGB32);
         m_dpiDevice.setDotsPerMeterX(qRound(96 / 0.0254));
@@ -137,13 +167,25 @@ public:
     {
         QTextDocument doc;
         layOut(doc, head, body);
-        const qreal total = doc.size().height();
         if (doc.toPlainText().trimmed().isEmpty())
             return;
+        // Wider than the page (a table of long names, many columns): laid out at its own
+        // width and drawn smaller, so nothing runs off the page's edge.
+        qreal scale = 1;
+        const qreal natural = doc.documentLayout()->documentSize().width();
+        if (natural > m_width + 0.5) {
+            scale = m_width / natural;
+            doc.setTextWidth(natural);
+        }
+        // A document drops its first block's top margin; a section further down the page
+        // keeps the space its heading asks for.
+        if (m_y > 0)
+            m_y = std::min(m_height, m_y + doc.begin().blockFormat().topMargin() * scale);
+        const qreal total = doc.size().height();
         const std::vector<qreal> cuts = pageCuts(doc);
-        qreal offset = 0;
+        qreal offset = 0; // in the document's units
         while (total - offset > 0.5) {
-            const qreal room = m_height - m_y;
+            const qreal room = (m_height - m_y) / scale;
             qreal end = total;
             if (total - offset > room) {
                 // The last line bottom that still fits on this page.
@@ -158,10 +200,12 @@ public:
                 }
             }
             m_painter.save();
-            m_painter.translate(0, m_y - offset);
-            doc.drawContents(&m_painter, QRectF(0, offset, m_width, end - offset));
+            m_painter.translate(0, m_y);
+            m_painter.scale(scale, scale);
+            m_painter.translate(0, -offset);
+            doc.drawContents(&m_painter, QRectF(0, offset, natural > m_width ? natural : m_width, end - offset));
             m_painter.restore();
-            m_y += end - offset;
+            m_y += (end - offset) * scale;
             offset = end;
             if (total - offset > 0.5)
                 newPage();
@@ -188,7 +232,13 @@ public:
             newPage();
         if (!heading.isEmpty())
             addHtml(head, heading);
-        renderer.render(&m_painter, QRectF(0, m_y + gap / 2, w, h));
+        // Clipped to its box as a browser clips inline SVG: a long run name in a legend
+        // ends at the chart's edge, not in the page's margin.
+        const QRectF box(0, m_y + gap / 2, w, h);
+        m_painter.save();
+        m_painter.setClipRect(box);
+        renderer.render(&m_painter, box);
+        m_painter.restore();
         m_y += h + gap;
         return true;
     }
@@ -205,17 +255,134 @@ private:
 
     void newPage()
     {
-        m_writer.newPage();
+        m_nextPage();
+        m_painter.setTransform(m_base);
         m_y = 0;
     }
 
-    QPdfWriter &m_writer;
     QPainter &m_painter;
-    qreal m_scale = 1, m_width = 0, m_height = 0, m_y = 0;
+    QTransform m_base;
+    std::function<void()> m_nextPage;
+    qreal m_width = 0, m_height = 0, m_y = 0;
     QImage m_dpiDevice;
 };
 
+// A4 with 15 mm margins, as the PDF and its page images have it.
+const QPageLayout k_reportPage(QPageSize(QPageSize::A4), QPageLayout::Portrait,
+                               QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter);
+
+// The page's parts in order; false when a chart's SVG does not parse.
+bool paintReport(const std::string &html, PdfPager &pager)
+{
+    QString head;
+    const std::vector<Part> parts = splitAtSections(splitAtCharts(QString::fromStdString(html), &head));
+    for (const Part &part : parts) {
+        if (!part.chart)
+            pager.addHtml(head, part.text);
+        else if (!pager.addChart(head, part.heading, part.text))
+            return false;
+    }
+    return true;
+}
+
+// The text area of a report page in layout units (96 per inch).
+QSizeF reportTextArea()
+{
+    return k_reportPage.paintRect(QPageLayout::Inch).size() * 96.0;
+}
+
 } // namespace
+
+std::vector<int> reportableGroups(const RunStore &store)
+{
+    std::vector<int> groups;
+    for (int id : store.runIds())
+        if (const RunRecord *run = store.run(id);
+            run && std::find(groups.begin(), groups.end(), run->group) == groups.end() &&
+            groupFinished(store, run->group))
+            groups.push_back(run->group);
+    std::sort(groups.rbegin(), groups.rend());
+    return groups;
+}
+
+namespace {
+
+// "fp32 vs mixed_fp16", "300 steps" (or "52-300 steps" when runs stopped apart).
+struct GroupFacts {
+    QString policies, steps, model;
+    int batch = 0;
+    double seconds = 0;
+    QStringList endings; // "mixed_fp16 stopped at step 52"
+};
+
+// The name in the model the run trained; empty when it does not parse.
+QString modelName(const RunRecord &run)
+{
+    try {
+        return QString::fromStdString(mixlab::parse_model_spec(run.modelJson.toStdString()).name);
+    } catch (const std::exception &) {
+        return {};
+    }
+}
+
+GroupFacts groupFacts(const RunStore &store, int group)
+{
+    GroupFacts g;
+    QStringList policies;
+    qint64 fewest = -1, most = 0;
+    for (int id : store.groupRuns(group)) {
+        const RunRecord &r = *store.run(id);
+        const QString policy = QString::fromUtf8(mixlab::policy_name(r.config.policy));
+        policies << policy;
+        const qint64 steps = r.steps.empty() ? 0 : r.steps.back().step;
+        fewest = fewest < 0 ? steps : std::min(fewest, steps);
+        most = std::max(most, steps);
+        if (!r.steps.empty())
+            g.seconds = std::max(g.seconds, r.steps.back().wall_ms / 1000.0);
+        g.batch = r.config.batch_size;
+        if (g.model.isEmpty())
+            g.model = modelName(r);
+        if (r.status == RunRecord::Status::Stopped)
+            g.endings << QObject::tr("%1 stopped at step %2").arg(policy).arg(steps);
+        else if (r.status == RunRecord::Status::Failed)
+            g.endings << QObject::tr("%1 failed at step %2").arg(policy).arg(steps);
+    }
+    g.policies = policies.join(QObject::tr(" vs "));
+    g.steps = fewest == most ? QObject::tr("%1 steps").arg(most)
+                             : QObject::tr("%1-%2 steps").arg(fewest).arg(most);
+    return g;
+}
+
+} // namespace
+
+QString groupDescription(const RunStore &store, int group)
+{
+    const GroupFacts g = groupFacts(store, group);
+    QString text = QObject::tr("Group %1: %2 · batch %3 · %4 · %5")
+                       .arg(group)
+                       .arg(g.policies)
+                       .arg(g.batch)
+                       .arg(g.steps, durationText(g.seconds));
+    if (!g.endings.isEmpty())
+        text += QStringLiteral(" · ") + g.endings.join(QStringLiteral(", "));
+    return text;
+}
+
+QString reportTitle(const RunStore &store, int group)
+{
+    const GroupFacts g = groupFacts(store, group);
+    if (g.model.isEmpty())
+        return QObject::tr("MixLab report: group %1 (%2, %3)").arg(group).arg(g.policies, g.steps);
+    return QObject::tr("MixLab report: %1, group %2 (%3, %4)").arg(g.model).arg(group).arg(g.policies, g.steps);
+}
+
+QString reportBaseName(const RunStore &store, int group)
+{
+    QString model = groupFacts(store, group).model.toLower();
+    model.replace(QRegularExpression(QStringLiteral("[^a-z0-9._-]+")), QStringLiteral("-"));
+    model.remove(QRegularExpression(QStringLiteral("^-+|-+$")));
+    return QStringLiteral("%1-group-%2-report").arg(model.isEmpty() ? QStringLiteral("mixlab") : model).arg(group);
+}
 
 bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput *input,
                           QString *error)
@@ -239,6 +406,7 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
     }
     in.explanations = mixlab::explain(facts);
     in.model_name = facts.front().graph.name;
+    in.title = reportTitle(store, group).toStdString();
     if (!facts.front().device.backend.empty())
         in.ceilings = mixlab::cached_ceilings(facts.front().device, mixlab::default_ceilings_cache_path());
     in.runs = std::move(facts);
@@ -271,30 +439,25 @@ bool writeReportPdf(const std::string &html, const QString &path, QString *error
         setError(error, QObject::tr("Cannot write %1: %2").arg(path, file.errorString()));
         return false;
     }
-    QString head;
-    const std::vector<Part> parts = splitAtCharts(QString::fromStdString(html), &head);
     {
         QPdfWriter writer(&file);
         writer.setTitle(QStringLiteral("MixLab report"));
         writer.setCreator(QStringLiteral("MixLab"));
-        writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait,
-                                         QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter));
+        writer.setPageLayout(k_reportPage);
         QPainter painter;
         if (!painter.begin(&writer)) {
             file.cancelWriting();
             setError(error, QObject::tr("Cannot start a PDF in %1").arg(path));
             return false;
         }
-        PdfPager pager(writer, painter);
-        for (const Part &part : parts) {
-            if (!part.chart) {
-                pager.addHtml(head, part.text);
-            } else if (!pager.addChart(head, part.heading, part.text)) {
-                painter.end();
-                file.cancelWriting();
-                setError(error, QObject::tr("A chart of the report could not be drawn (invalid SVG)."));
-                return false;
-            }
+        const qreal scale = writer.resolution() / 96.0;
+        painter.scale(scale, scale);
+        PdfPager pager(painter, QSizeF(writer.width(), writer.height()) / scale, [&writer] { writer.newPage(); });
+        if (!paintReport(html, pager)) {
+            painter.end();
+            file.cancelWriting();
+            setError(error, QObject::tr("A chart of the report could not be drawn (invalid SVG)."));
+            return false;
         }
         painter.end();
     }
@@ -303,6 +466,35 @@ bool writeReportPdf(const std::string &html, const QString &path, QString *error
         return false;
     }
     return true;
+}
+
+std::vector<QImage> reportPageImages(const std::string &html, int dpi, QString *error)
+{
+    const QSizeF pageInches = k_reportPage.fullRect(QPageLayout::Inch).size();
+    const QPointF marginInches = k_reportPage.paintRect(QPageLayout::Inch).topLeft();
+    std::vector<QImage> pages;
+    QPainter painter;
+    auto begin = [&] {
+        pages.emplace_back((pageInches * dpi).toSize(), QImage::Format_RGB32);
+        pages.back().fill(Qt::white);
+        painter.begin(&pages.back());
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setRenderHint(QPainter::TextAntialiasing);
+        painter.translate(marginInches * dpi);
+        painter.scale(dpi / 96.0, dpi / 96.0);
+    };
+    begin();
+    PdfPager pager(painter, reportTextArea(), [&] {
+        painter.end();
+        begin();
+    });
+    const bool painted = paintReport(html, pager);
+    painter.end();
+    if (!painted) {
+        setError(error, QObject::tr("A chart of the report could not be drawn (invalid SVG)."));
+        return {};
+    }
+    return pages;
 }
 
 bool exportReport(const RunStore &store, int group, const QString &path, QString *error)

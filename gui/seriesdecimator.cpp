@@ -97,9 +97,15 @@ QList<QPointF> decimateMinMax(const QList<QPointF> &points, int buckets)
     return out;
 }
 
+namespace {
+
+double clampAlpha(double alpha) { return std::isfinite(alpha) ? std::clamp(alpha, 0.0, 0.999) : 0.0; }
+
+} // namespace
+
 QList<QPointF> smoothEma(const QList<QPointF> &points, double alpha)
 {
-    alpha = std::isfinite(alpha) ? std::clamp(alpha, 0.0, 0.999) : 0.0;
+    alpha = clampAlpha(alpha);
     QList<QPointF> out;
     out.reserve(points.size());
     double s = 0;
@@ -110,6 +116,41 @@ QList<QPointF> smoothEma(const QList<QPointF> &points, double alpha)
         out.append(QPointF(p.x(), s));
     }
     return out;
+}
+
+CurveReading readCurveAt(const QList<QPointF> &points, double x, double alpha, qsizetype from)
+{
+    CurveReading r;
+    auto it = std::lower_bound(points.begin(), points.end(), x,
+                               [](const QPointF &p, double v) { return p.x() < v; });
+    // The nearest finite point on either side of x.
+    qsizetype right = it - points.begin(), left = right - 1;
+    while (right < points.size() && !isFinitePoint(points[right]))
+        ++right;
+    while (left >= 0 && !isFinitePoint(points[left]))
+        --left;
+    if (left < 0 && right >= points.size())
+        return r;
+    if (left < 0)
+        r.index = right;
+    else if (right >= points.size())
+        r.index = left;
+    else
+        r.index = x - points[left].x() <= points[right].x() - x ? left : right;
+    r.point = points[r.index];
+    if (r.index < from)
+        return r;
+    alpha = clampAlpha(alpha);
+    bool started = false;
+    double s = 0;
+    for (qsizetype i = std::max<qsizetype>(from, 0); i <= r.index; ++i) {
+        if (!isFinitePoint(points[i]))
+            continue;
+        s = started ? alpha * s + (1.0 - alpha) * points[i].y() : points[i].y();
+        started = true;
+    }
+    r.smoothed = s;
+    return r;
 }
 
 } // namespace mixlab

@@ -1,4 +1,5 @@
-// Tests of the chart helpers: min/max-per-bucket decimation and EMA smoothing.
+// Tests of the chart helpers: min/max-per-bucket decimation, EMA smoothing, and reading a
+// curve at the crosshair's x.
 #include "seriesdecimator.h"
 
 #include <QRandomGenerator>
@@ -8,6 +9,7 @@
 #include <limits>
 
 using mixlab::decimateMinMax;
+using mixlab::readCurveAt;
 using mixlab::smoothEma;
 
 namespace {
@@ -41,6 +43,11 @@ private slots:
     void emaMatchesHandComputation();
     void emaAlphaZeroIsIdentity();
     void emaSkipsNonFinite();
+    void readingIsTheNearestPoint();
+    void readingMatchesSmoothedCurve_data();
+    void readingMatchesSmoothedCurve();
+    void readingBeforeSmoothingStarts();
+    void readingSkipsNonFinite();
 };
 
 void TestDecimator::keepsEverythingWhenSmall()
@@ -213,6 +220,63 @@ void TestDecimator::emaSkipsNonFinite()
     QCOMPARE(s.size(), 3);
     QCOMPARE(s[1], QPointF(2, 2.0));  // 0.5*1 + 0.5*3
     QCOMPARE(s[2], QPointF(4, 3.5));  // 0.5*2 + 0.5*5
+}
+
+void TestDecimator::readingIsTheNearestPoint()
+{
+    const QList<QPointF> pts{{1, 5.0}, {2, 7.0}, {4, 3.0}, {8, 9.0}};
+    QCOMPARE(readCurveAt(pts, 2.9, 0.0).index, qsizetype(1));
+    QCOMPARE(readCurveAt(pts, 3.1, 0.0).point, QPointF(4, 3.0));
+    QCOMPARE(readCurveAt(pts, 3.0, 0.0).index, qsizetype(1)); // a tie goes left
+    QCOMPARE(readCurveAt(pts, -10, 0.0).index, qsizetype(0));
+    QCOMPARE(readCurveAt(pts, 1e6, 0.0).index, qsizetype(3));
+    QCOMPARE(readCurveAt(pts, 8, 0.0).smoothed, 9.0); // alpha 0: the raw value
+    QCOMPARE(readCurveAt({}, 1.0, 0.5).index, qsizetype(-1));
+}
+
+void TestDecimator::readingMatchesSmoothedCurve_data()
+{
+    QTest::addColumn<double>("alpha");
+    QTest::addColumn<int>("from");
+    QTest::newRow("raw") << 0.0 << 0;
+    QTest::newRow("0.6") << 0.6 << 0;
+    QTest::newRow("0.95 after a 3-point warm-up") << 0.95 << 3;
+}
+
+void TestDecimator::readingMatchesSmoothedCurve()
+{
+    // What the crosshair reports is exactly what the smoothed curve draws at that step.
+    QFETCH(double, alpha);
+    QFETCH(int, from);
+    const QList<QPointF> pts = noisyCurve(5000, 21);
+    const QList<QPointF> smooth = smoothEma(pts.mid(from), alpha);
+    QRandomGenerator rng(22);
+    for (int k = 0; k < 50; ++k) {
+        const double x = from + rng.generateDouble() * (pts.size() - 1 - from);
+        const mixlab::CurveReading r = readCurveAt(pts, x, alpha, from);
+        QCOMPARE(r.index, qsizetype(std::lround(x)));
+        QCOMPARE(r.point, pts[r.index]);
+        QVERIFY(std::abs(r.smoothed - smooth[r.index - from].y()) <= 1e-12 * std::abs(smooth[r.index - from].y()));
+    }
+}
+
+void TestDecimator::readingBeforeSmoothingStarts()
+{
+    const QList<QPointF> pts{{1, 380.0}, {2, 24.0}, {3, 0.5}, {4, 0.52}};
+    const mixlab::CurveReading warm = readCurveAt(pts, 1.2, 0.6, 2);
+    QCOMPARE(warm.point.y(), 380.0); // the raw warm-up value is still read
+    QVERIFY(std::isnan(warm.smoothed));
+    QCOMPARE(readCurveAt(pts, 3, 0.6, 2).smoothed, 0.5); // the smoothed curve starts here
+}
+
+void TestDecimator::readingSkipsNonFinite()
+{
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const QList<QPointF> pts{{1, 1.0}, {2, nan}, {3, 3.0}, {4, 5.0}};
+    const mixlab::CurveReading r = readCurveAt(pts, 2.1, 0.5);
+    QCOMPARE(r.index, qsizetype(2));
+    QCOMPARE(r.smoothed, 0.5 * 1.0 + 0.5 * 3.0); // as smoothEma, which drops the NaN
+    QCOMPARE(readCurveAt({{1, nan}}, 1.0, 0.5).index, qsizetype(-1));
 }
 
 QTEST_APPLESS_MAIN(TestDecimator)
