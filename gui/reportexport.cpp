@@ -237,7 +237,7 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
             in.dataset = run.context->datasetName.toStdString();
         }
     }
-    in.explanations = mixlab::explain(facts);
+    in.explanations = mixlab::explain(facts, mixlab::Reader::App);
     in.model_name = facts.front().graph.name;
     if (!facts.front().device.backend.empty())
         in.ceilings = mixlab::cached_ceilings(facts.front().device, mixlab::default_ceilings_cache_path());

@@ -1,5 +1,6 @@
 // RunsTable: the table of runs under the charts (RunsTableModel in a QTableView with a
-// progress-bar column) and its context menu: rename, hide/show, delete.
+// progress-bar column) and its context menu: rename, hide/show, delete. The header's menu
+// shows or hides columns (Policy and Batch start hidden: the default run name says them).
 #pragma once
 #include <QTableView>
 
@@ -14,6 +15,9 @@ public:
     explicit RunsTable(RunStore *store, QWidget *parent = nullptr);
 
     std::vector<int> selectedRunIds() const; // in table order
+    // As wide as every shown column, the run's name at its shortest: the splitter beside
+    // the log gives way there rather than hide the numbers behind a scroll bar.
+    QSize minimumSizeHint() const override;
     RunsTableModel *tableModel() const { return m_model; }
 
     // The context menu's actions, callable directly. Runs still training are not
@@ -27,7 +31,10 @@ protected:
 
 private:
     void showContextMenu(const QPoint &pos);
+    void showColumnMenu(const QPoint &pos);
+    bool anyRunning() const;
 
     RunStore *m_store;
     RunsTableModel *m_model;
+    int m_nameMinimum = 0;
 };
