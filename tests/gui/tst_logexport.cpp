@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "gui_fixtures.h"
 #include "test_models.h"
 
 #include <random>
@@ -220,12 +221,7 @@ void TestLogExport::runsOfTwoGroupsKeepTheirModels()
         RunRecord r = fabricate(rng, p, 5);
         r.group = g2;
         r.modelJson = QString::fromStdString(model_spec_to_json(changed));
-        r.status = RunRecord::Status::Stopped;
-        r.epochs.clear();
-        r.summary->stopped = true;
-        r.summary->epochs_done = 0;
-        r.summary->final_test_loss.reset();
-        r.summary->final_test_accuracy.reset();
+        stopBeforeFirstEvaluation(r);
         ids.push_back(store.insertRecord(r));
     }
     const QString path = dir.filePath(QStringLiteral("two-groups.json"));

@@ -93,3 +93,17 @@ inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spe
     store.setStatus(id, RunRecord::Status::Finished);
     return id;
 }
+
+// A finished record turned into one stopped inside its first epoch: no epoch ended, so the
+// test split was never evaluated and the summary has no test loss or accuracy.
+inline void stopBeforeFirstEvaluation(RunRecord &r)
+{
+    r.status = RunRecord::Status::Stopped;
+    r.epochs.clear();
+    if (!r.summary)
+        r.summary.emplace();
+    r.summary->stopped = true;
+    r.summary->epochs_done = 0;
+    r.summary->final_test_loss.reset();
+    r.summary->final_test_accuracy.reset();
+}
