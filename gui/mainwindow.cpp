@@ -176,8 +176,11 @@ void MainWindow::buildParts()
     connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
         m_log->appendMessage(tr("Why? applied %1").arg(what), Kind::Info);
     });
+    // However it opens (Run > Why?, View > Why?, a layout restored from the last session).
     connect(m_whyDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        if (!visible && !m_whyDock->isVisible())
+        if (visible)
+            makeRoomForWhy();
+        else if (!m_whyDock->isVisible())
             restoreAfterWhy();
     });
 
@@ -513,10 +516,10 @@ void MainWindow::updateWhyEnabled()
 void MainWindow::showWhy(int group)
 {
     m_why->showGroup(group);
-    if (!m_whyDock->isVisible()) {
-        m_whyDock->show();
-        makeRoomForWhy();
-    }
+    // Before the dock shows: a window too narrow for the dock and the design column would
+    // otherwise grow past the screen to hold both.
+    makeRoomForWhy();
+    m_whyDock->show();
     m_whyDock->raise();
 }
 
@@ -527,11 +530,13 @@ void MainWindow::showWhy(int group)
 // sideways, and a squeezed log wraps a word a line).
 void MainWindow::makeRoomForWhy()
 {
+    if (m_designHiddenForWhy || m_leftSplitter->isHidden())
+        return;
     constexpr int k_readableLog = 240;
     const MetricChart *chart = m_charts->findChild<MetricChart *>();
     const int handle = m_mainSplitter->handleWidth();
     const int charts = 2 * (chart ? chart->minimumWidth() : 300) + 40; // grid spacing, scroll bar
-    const int bottom = m_runsTable->minimumSizeHint().width() + handle + k_readableLog;
+    const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
     const int centre = std::max(charts, bottom);
     const int design = m_leftSplitter->minimumSizeHint().width();
     int dock = std::min(width() - design - centre - 2 * handle, k_whyDockPreferred);

@@ -123,13 +123,13 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     connect(this, &QWidget::customContextMenuRequested, this, &RunsTable::showContextMenu);
 }
 
-QSize RunsTable::minimumSizeHint() const
+QSize RunsTable::sizeHint() const
 {
     int width = m_nameMinimum + 2 * frameWidth() + verticalScrollBar()->sizeHint().width();
     for (int c = 0; c < RunsTableModel::ColumnCount; ++c)
         if (c != RunsTableModel::Name && !isColumnHidden(c))
             width += columnWidth(c);
-    return QSize(width, QTableView::minimumSizeHint().height());
+    return QSize(width, QTableView::sizeHint().height());
 }
 
 bool RunsTable::anyRunning() const

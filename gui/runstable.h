@@ -15,9 +15,10 @@ public:
     explicit RunsTable(RunStore *store, QWidget *parent = nullptr);
 
     std::vector<int> selectedRunIds() const; // in table order
-    // As wide as every shown column, the run's name at its shortest: the splitter beside
-    // the log gives way there rather than hide the numbers behind a scroll bar.
-    QSize minimumSizeHint() const override;
+    // As wide as every shown column, the run's name at its shortest: what the table needs
+    // to show its numbers without a horizontal scroll bar (the main window makes room for
+    // it when the Why? dock opens).
+    QSize sizeHint() const override;
     RunsTableModel *tableModel() const { return m_model; }
 
     // The context menu's actions, callable directly. Runs still training are not

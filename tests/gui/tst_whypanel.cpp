@@ -39,7 +39,9 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QRandomGenerator>
+#include <QScrollBar>
 #include <QSettings>
+#include <QSplitter>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -170,6 +172,8 @@ private slots:
     void tableHeadersFitANarrowDock();
     void groupGoneClearsThePanel();
     void mainWindowAction();
+    void dockLeavesTheChartsTheirWidth_data();
+    void dockLeavesTheChartsTheirWidth();
 
 private:
     QTemporaryDir m_settingsDir;
@@ -805,6 +809,44 @@ void TestWhyPanel::mainWindowAction()
     QVERIFY(indexOf(*w.whyPanel(), "output_float32") >= 0);
     w.runsTable()->clearSelection();
     QVERIFY(!w.whyAction()->isEnabled());
+}
+
+void TestWhyPanel::dockLeavesTheChartsTheirWidth_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("designerKept");
+    QTest::newRow("1280x800") << QSize(1280, 800) << false;
+    QTest::newRow("1600x1000") << QSize(1600, 1000) << false;
+    QTest::newRow("2400x1300") << QSize(2400, 1300) << true;
+}
+
+// Opening Why? never squeezes the centre: its charts keep two columns and the runs table
+// every column. Where the window cannot hold the designer column too, the dock takes its
+// place until it closes.
+void TestWhyPanel::dockLeavesTheChartsTheirWidth()
+{
+    QFETCH(QSize, size);
+    QFETCH(bool, designerKept);
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QRandomGenerator rng(18);
+    const int g = w.store()->newGroup();
+    addFinishedRun(*w.store(), g, mixlab::Policy::FP32, 2.0, 0, rng);
+    addFinishedRun(*w.store(), g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    auto *design = w.findChild<QSplitter *>("leftSplitter");
+    auto *centre = w.findChild<QSplitter *>("centreSplitter");
+    auto *dock = w.findChild<QDockWidget *>("whyDock");
+    w.showWhy(g);
+    QTRY_VERIFY(dock->isVisible() && dock->width() >= 420);
+    QCOMPARE(w.width(), size.width()); // the window did not grow past its screen to hold it all
+    QCOMPARE(design->isVisible(), designerKept);
+    QVERIFY2(centre->width() >= 2 * 300, qPrintable(QString::number(centre->width())));
+    QTRY_COMPARE(w.runsTable()->horizontalScrollBar()->maximum(), 0);
+    dock->close();
+    QTRY_VERIFY(design->isVisible());
 }
 
 QTEST_MAIN(TestWhyPanel)
