@@ -15,10 +15,10 @@
 #include <QFile>
 #include <QSaveFile>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <string>
 
 namespace {
@@ -86,8 +86,10 @@ Json summaryJson(const std::optional<mixlab::RunSummary> &s)
     j["mean_step_ms"] = doubleJson(s->mean_step_ms);
     j["median_step_ms"] = doubleJson(s->median_step_ms);
     j["final_train_loss"] = floatJson(s->final_train_loss);
-    j["final_test_loss"] = floatJson(s->final_test_loss);
-    j["final_test_accuracy"] = floatJson(s->final_test_accuracy);
+    // Null when the run never evaluated (an evaluated accuracy is always finite; a loss may
+    // not be, and is null then too).
+    j["final_test_loss"] = s->final_test_loss ? floatJson(*s->final_test_loss) : Json(nullptr);
+    j["final_test_accuracy"] = s->final_test_accuracy ? floatJson(*s->final_test_accuracy) : Json(nullptr);
     j["final_loss_scale"] = floatJson(s->final_loss_scale);
     j["wall_seconds"] = doubleJson(s->wall_seconds);
     j["stopped"] = s->stopped;
@@ -353,8 +355,13 @@ std::optional<mixlab::RunSummary> summaryOf(const Json &j, const std::string &wh
     s.mean_step_ms = real("mean_step_ms");
     s.median_step_ms = real("median_step_ms");
     s.final_train_loss = float(real("final_train_loss"));
-    s.final_test_loss = float(real("final_test_loss"));
-    s.final_test_accuracy = float(real("final_test_accuracy"));
+    // An evaluation gives both; files written before runs could say "never evaluated" hold
+    // 0 and 0 for such a run, which no evaluation gives (a cross-entropy is never 0).
+    const double testLoss = real("final_test_loss"), testAccuracy = real("final_test_accuracy");
+    if (!std::isnan(testAccuracy) && !(testLoss == 0 && testAccuracy == 0)) {
+        s.final_test_loss = float(testLoss);
+        s.final_test_accuracy = float(testAccuracy);
+    }
     s.final_loss_scale = float(real("final_loss_scale"));
     s.wall_seconds = real("wall_seconds");
     s.stopped = boolOf(field(j, "stopped", w), "\"stopped\"", w);
@@ -630,13 +637,13 @@ bool loadExperiment(const QString &path, ExperimentFile *file, RunStore *store, 
         return false;
     }
 
-    // Everything checked: now replace. Groups get fresh numbers, kept together.
+    // Everything checked: now replace. Groups keep their numbers (the Why? panel and the
+    // report name them); a run without a valid one gets a group of its own above them.
     store->clear();
-    std::map<int, int> groups;
+    int lastGroup = 0;
+    for (const RunRecord &r : runs) lastGroup = std::max(lastGroup, r.group);
     for (RunRecord &r : runs) {
-        auto it = groups.find(r.group);
-        if (it == groups.end()) it = groups.emplace(r.group, store->newGroup()).first;
-        r.group = it->second;
+        if (r.group <= 0) r.group = ++lastGroup;
         store->insertRecord(std::move(r));
     }
     *file = std::move(loaded);

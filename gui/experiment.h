@@ -29,6 +29,6 @@ bool saveExperiment(const QString &path, const ExperimentFile &file, const RunSt
 // Reads the whole file and checks it before touching anything: on failure (unreadable,
 // malformed JSON, another or newer format, a missing or mistyped field) *file and
 // *store are left as they were and *error says what is wrong and where. On success the
-// store's runs are replaced by the file's (with fresh ids; names, colours, visibility,
-// statuses and data kept; a run saved while running or queued comes back Stopped).
+// store's runs are replaced by the file's (with fresh ids; group numbers, names, colours,
+// visibility, statuses and data kept; a run saved while running or queued comes back Stopped).
 bool loadExperiment(const QString &path, ExperimentFile *file, RunStore *store, QString *error);

@@ -38,21 +38,16 @@ bool exportLogs(const RunStore &store, const std::vector<int> &runIds, const QSt
         const RunRecord &first = *records.front();
         mixlab::RunLog log(records.size() == 1 ? mixlab::RunLog::Kind::Train
                                                : mixlab::RunLog::Kind::Compare);
-        // The model and its graph need the data's shape, known once the worker loaded
-        // the data; a run that failed before that leaves them null, as the CLI would.
-        if (first.context && !first.modelJson.isEmpty()) {
-            try {
-                const mixlab::ModelSpec spec = mixlab::parse_model_spec(first.modelJson.toStdString());
-                log.set_model(spec, mixlab::build_graph(spec, first.context->input,
-                                                        first.context->classes));
-            } catch (const mixlab::Error &) {
-                // A model that does not build never trained: its log has no graph.
-            }
-        }
         log.set_environment(first.context ? first.context->environment
                                           : mixlab::describe_environment(mixlab::DeviceInfo{}));
         for (const RunRecord *r : records) {
             const int index = log.add_run(r->config);
+            // Each run's own model: runs of several compare groups may have trained
+            // different ones (an Apply between them). The graph needs the data's shape,
+            // known once the worker loaded the data; a run that failed before that, or
+            // whose model does not build (it never trained), keeps the model null.
+            if (const std::optional<TrainedModel> trained = trainedModel(*r))
+                log.set_run_model(index, trained->spec, trained->graph);
             for (const mixlab::StepMetrics &m : r->steps) log.on_step(index, m);
             for (const mixlab::EpochMetrics &m : r->epochs) log.on_epoch(index, m);
             for (const TimedEvent &e : r->events) log.on_event(index, e.event);

@@ -124,12 +124,12 @@ void LogView::logTransition(int id, RunRecord::Status status)
         QString text = status == S::Finished ? tr("finished") : tr("stopped");
         if (run->summary) {
             const auto &s = *run->summary;
-            text += tr(" after %1 steps in %2 s; mean step %3 ms")
+            text += tr(" after %1 steps in %2 s; step time %3 ms (median after warm-up)")
                         .arg(s.steps)
                         .arg(s.wall_seconds, 0, 'f', 1)
-                        .arg(s.mean_step_ms, 0, 'f', 3);
-            if (s.epochs_done > 0)
-                text += tr("; test accuracy %1 %").arg(double(s.final_test_accuracy) * 100.0, 0, 'f', 2);
+                        .arg(s.median_step_ms, 0, 'f', 3);
+            if (s.final_test_accuracy)
+                text += tr("; test accuracy %1 %").arg(double(*s.final_test_accuracy) * 100.0, 0, 'f', 2);
             if (s.skipped_steps > 0)
                 text += tr("; %1 skipped steps").arg(s.skipped_steps);
         }

@@ -14,6 +14,7 @@
 #include "logexport.h"
 #include "logview.h"
 #include "maxbatchdialog.h"
+#include "metricchart.h"
 #include "modeldesigner.h"
 #include "runcontroller.h"
 #include "runpanel.h"
@@ -55,7 +56,10 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTimer>
 #include <QUndoStack>
+
+#include <algorithm>
 
 namespace {
 
@@ -179,6 +183,13 @@ void MainWindow::buildParts()
     m_whyDock->hide();
     connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
         m_log->appendMessage(tr("Why? applied %1").arg(what), Kind::Info);
+    });
+    // However it opens (Run > Why?, View > Why?, a layout restored from the last session).
+    connect(m_whyDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible)
+            makeRoomForWhy();
+        else if (!m_whyDock->isVisible())
+            restoreAfterWhy();
     });
 
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
@@ -373,15 +384,20 @@ void MainWindow::buildStatusBar()
     m_deviceLabel->setObjectName("deviceStatus");
     m_memoryLabel = new QLabel(this);
     m_memoryLabel->setObjectName("memoryStatus");
+    // The steps in words beside a slim bar, not on it: text on a fill is cut in two colours
+    // at the fill's edge, and unreadable in styles that draw it in one.
+    m_progressText = new QLabel(tr("idle"), this);
+    m_progressText->setObjectName("overallProgressText");
     m_progress = new QProgressBar(this);
     m_progress->setObjectName("overallProgress");
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
-    m_progress->setMaximumWidth(220);
-    m_progress->setFormat(tr("idle"));
-    m_progress->setTextVisible(true);
+    m_progress->setFixedWidth(160);
+    m_progress->setFixedHeight(8);
+    m_progress->setTextVisible(false);
     statusBar()->addPermanentWidget(m_deviceLabel);
     statusBar()->addPermanentWidget(m_memoryLabel);
+    statusBar()->addPermanentWidget(m_progressText);
     statusBar()->addPermanentWidget(m_progress);
 }
 
@@ -541,12 +557,47 @@ void MainWindow::updateWhyEnabled()
 void MainWindow::showWhy(int group)
 {
     m_why->showGroup(group);
-    if (!m_whyDock->isVisible()) {
-        m_whyDock->show();
-        // Wide enough for a sentence per few lines; the charts keep the rest.
-        resizeDocks({m_whyDock}, {qMax(480, width() * 34 / 100)}, Qt::Horizontal);
-    }
+    // Before the dock shows: a window too narrow for the dock and the design column would
+    // otherwise grow past the screen to hold both.
+    makeRoomForWhy();
+    m_whyDock->show();
     m_whyDock->raise();
+}
+
+// The dock's width comes out of the centre, whose charts need two columns and whose
+// bottom row needs the runs table's every column and a log wide enough to read. When the
+// window holds the design column, that centre and the dock, all three stay; otherwise the
+// dock takes the design column's place until it closes (a squeezed centre would scroll
+// sideways, and a squeezed log wraps a word a line).
+void MainWindow::makeRoomForWhy()
+{
+    if (m_designHiddenForWhy || m_leftSplitter->isHidden())
+        return;
+    constexpr int k_readableLog = 240;
+    const MetricChart *chart = m_charts->findChild<MetricChart *>();
+    const int handle = m_mainSplitter->handleWidth();
+    const int charts = 2 * (chart ? chart->minimumWidth() : 300) + 40; // grid spacing, scroll bar
+    const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
+    const int centre = std::max(charts, bottom);
+    const int design = m_leftSplitter->minimumSizeHint().width();
+    int dock = std::min(width() - design - centre - 2 * handle, k_whyDockPreferred);
+    if (dock < k_whyDockMinimum) {
+        m_leftSplitter->hide();
+        m_designHiddenForWhy = true;
+        dock = k_whyDockPreferred;
+        statusBar()->showMessage(tr("Why? has the designer's place while it is open; close it to bring the designer back"), 10000);
+    }
+    // Once the layout has taken in the hidden column: until then the centre's minimum
+    // still counts it and the dock would get what is left.
+    QTimer::singleShot(0, this, [this, dock] { resizeDocks({m_whyDock}, {dock}, Qt::Horizontal); });
+}
+
+void MainWindow::restoreAfterWhy()
+{
+    if (!m_designHiddenForWhy)
+        return;
+    m_designHiddenForWhy = false;
+    m_leftSplitter->show();
 }
 
 void MainWindow::updateStatusProgress()
@@ -572,7 +623,7 @@ void MainWindow::updateStatusProgress()
                                  "gradients, optimizer state)"));
     const bool running = m_controller->isRunning();
     m_progress->setValue(total > 0 ? int(1000 * done / total) : 0);
-    m_progress->setFormat(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total) : tr("idle"));
+    m_progressText->setText(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total) : tr("idle"));
 }
 
 void MainWindow::updateTitle()
@@ -1023,6 +1074,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
         event->ignore();
         return;
     }
+    restoreAfterWhy(); // the saved layout is the user's, not the one Why? borrowed
     saveSettings();
     m_autosave->finish(); // a clean exit: nothing to recover next time
     event->accept();

@@ -104,6 +104,8 @@ private:
     void updateStartBlocked();
     void onRunningChanged(bool running);
     void updateWhyEnabled();
+    void makeRoomForWhy();
+    void restoreAfterWhy();
     void updateStatusProgress();
     void updateTitle();
     // What the experiment is now, against what was last saved or opened.
@@ -158,10 +160,13 @@ private:
     QLabel *m_deviceLabel = nullptr;
     QLabel *m_memoryLabel = nullptr;
     QProgressBar *m_progress = nullptr;
+    QLabel *m_progressText = nullptr; // "done / total steps" beside the bar
 
     mixlab::DeviceInfo m_device;
     bool m_deviceKnown = false;
     bool m_confirmClose = true;
+    bool m_designHiddenForWhy = false; // the Why? dock has the design column's place
+    static constexpr int k_whyDockMinimum = 420, k_whyDockPreferred = 500;
     int m_currentGroup = 0;
     QString m_currentFile;
     // As last saved or opened (or the first-start defaults).

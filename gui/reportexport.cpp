@@ -404,7 +404,7 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
             in.dataset = run.context->datasetName.toStdString();
         }
     }
-    in.explanations = mixlab::explain(facts);
+    in.explanations = mixlab::explain(facts, mixlab::Reader::App);
     in.model_name = facts.front().graph.name;
     in.title = reportTitle(store, group).toStdString();
     if (!facts.front().device.backend.empty())

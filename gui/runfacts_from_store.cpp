@@ -5,8 +5,6 @@
 
 #include "runstore.h"
 
-#include "mixlab/model_spec.h"
-
 #include <QStringList>
 
 namespace {
@@ -86,17 +84,18 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
         f.baseline = 0;
         if (run.context) {
             f.device = deviceOf(run.context->environment);
-            try {
-                const mixlab::ModelSpec spec = mixlab::parse_model_spec(run.modelJson.toStdString());
-                f.graph = mixlab::build_graph(spec, run.context->input, run.context->classes);
-            } catch (const std::exception &e) {
-                setError(error, QObject::tr("%1: its model does not build: %2").arg(run.name, QString::fromUtf8(e.what())));
+            QString why;
+            const std::optional<TrainedModel> trained = trainedModel(run, &why);
+            if (!trained) {
+                setError(error, why);
                 return {};
             }
+            f.graph = trained->graph;
         }
         if (run.profile) {
             f.profile = run.profile;
-            f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
+            if (mixlab::ran_on_gpu(f))
+                f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
         }
         for (const mixlab::StepMetrics &m : run.steps) {
             f.train_loss.push_back(m.loss);

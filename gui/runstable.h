@@ -1,5 +1,6 @@
 // RunsTable: the table of runs under the charts (RunsTableModel in a QTableView with a
-// progress-bar column) and its context menu: rename, hide/show, delete.
+// progress-bar column) and its context menu: rename, hide/show, delete. The header's menu
+// shows or hides columns (Policy and Batch start hidden: the default run name says them).
 #pragma once
 #include <QTableView>
 
@@ -14,6 +15,10 @@ public:
     explicit RunsTable(RunStore *store, QWidget *parent = nullptr);
 
     std::vector<int> selectedRunIds() const; // in table order
+    // As wide as every shown column, the run's name at its shortest: what the table needs
+    // to show its numbers without a horizontal scroll bar (the main window makes room for
+    // it when the Why? dock opens).
+    QSize sizeHint() const override;
     RunsTableModel *tableModel() const { return m_model; }
 
     // The context menu's actions, callable directly. Runs still training are not
@@ -27,7 +32,10 @@ protected:
 
 private:
     void showContextMenu(const QPoint &pos);
+    void showColumnMenu(const QPoint &pos);
+    bool anyRunning() const;
 
     RunStore *m_store;
     RunsTableModel *m_model;
+    int m_nameMinimum = 0;
 };

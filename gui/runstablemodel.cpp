@@ -6,6 +6,7 @@
 #include "runstore.h"
 
 #include "mixlab/policy.h"
+#include "mixlab/step_time.h"
 
 #include <QColor>
 #include <QFont>
@@ -18,12 +19,21 @@ namespace {
 
 std::optional<float> finalTestAccuracy(const RunRecord &run)
 {
-    if (run.summary && run.summary->epochs_done > 0)
+    if (run.summary)
         return run.summary->final_test_accuracy;
     if (!run.epochs.empty())
         return run.epochs.back().test_accuracy;
     return std::nullopt;
 }
+
+bool ended(const RunRecord &run)
+{
+    return run.status == RunRecord::Status::Finished || run.status == RunRecord::Status::Stopped
+           || run.status == RunRecord::Status::Failed;
+}
+
+// Shown for a value an ended run does not have (it never evaluated, or never timed a step).
+const QString k_noValue = QStringLiteral("\u2014");
 
 } // namespace
 
@@ -73,20 +83,16 @@ qint64 RunsTableModel::skippedSteps(const RunRecord &run)
     return std::count_if(run.steps.begin(), run.steps.end(), [](const auto &s) { return s.skipped; });
 }
 
-double RunsTableModel::meanStepMs(const RunRecord &run)
+double RunsTableModel::stepMs(const RunRecord &run) const
 {
-    if (run.summary && run.summary->mean_step_ms > 0)
-        return run.summary->mean_step_ms;
-    // The first steps pay for allocation, autotuning and cold caches: leave them out, as
-    // the engine's summary does.
-    double sum = 0;
-    qint64 n = 0;
-    for (const auto &s : run.steps)
-        if (s.step > mixlab::k_warmup_steps) {
-            sum += s.step_ms;
-            ++n;
-        }
-    return n > 0 ? sum / double(n) : 0.0;
+    if (run.summary && run.summary->median_step_ms > 0)
+        return run.summary->median_step_ms;
+    LiveStepMs &live = m_liveStepMs[run.id];
+    if (live.steps != run.steps.size()) {
+        live.steps = run.steps.size();
+        live.ms = mixlab::headline_step_ms(run.steps);
+    }
+    return live.ms;
 }
 
 double RunsTableModel::speedup(const RunRecord &run) const
@@ -97,8 +103,7 @@ double RunsTableModel::speedup(const RunRecord &run) const
     const RunRecord *base = m_store->run(group.front());
     if (!base)
         return 0;
-    const double mine = meanStepMs(run), theirs = meanStepMs(*base);
-    return mine > 0 && theirs > 0 ? theirs / mine : 0.0;
+    return mixlab::speedup(stepMs(*base), stepMs(run));
 }
 
 QVariant RunsTableModel::data(const QModelIndex &index, int role) const
@@ -169,12 +174,13 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         break;
     case StepMs:
         if (role == Qt::DisplayRole) {
-            const double ms = meanStepMs(*run);
-            return ms > 0 ? QStringLiteral("%1").arg(ms, 0, 'f', ms < 10 ? 3 : 2) : QString();
+            const double ms = stepMs(*run);
+            if (!(ms > 0))
+                return ended(*run) ? k_noValue : QString();
+            return QStringLiteral("%1").arg(ms, 0, 'f', ms < 10 ? 3 : 2);
         }
         if (role == Qt::ToolTipRole)
-            return tr("Mean device time per step, the first %1 warm-up steps left out")
-                .arg(mixlab::k_warmup_steps);
+            return headerData(StepMs, Qt::Horizontal, Qt::ToolTipRole);
         break;
     case Speedup:
         if (role == Qt::DisplayRole) {
@@ -193,14 +199,18 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
     case TestAccuracy:
         if (role == Qt::DisplayRole) {
             const auto acc = finalTestAccuracy(*run);
-            return acc ? QStringLiteral("%1 %").arg(double(*acc) * 100.0, 0, 'f', 2) : QString();
+            if (!acc)
+                return ended(*run) ? k_noValue : QString();
+            return QStringLiteral("%1 %").arg(double(*acc) * 100.0, 0, 'f', 2);
         }
+        if (role == Qt::ToolTipRole && ended(*run) && !finalTestAccuracy(*run))
+            return tr("The run ended before it evaluated the test split");
         break;
     case Skipped:
         if (role == Qt::DisplayRole)
             return skippedSteps(*run);
         if (role == Qt::ToolTipRole)
-            return tr("Steps whose update was skipped because the gradients overflowed");
+            return headerData(Skipped, Qt::Horizontal, Qt::ToolTipRole);
         break;
     default:
         break;
@@ -210,6 +220,20 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
 
 QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole) {
+        switch (section) {
+        case Progress: return tr("Steps done of the steps planned");
+        case Eta: return tr("Time left at the pace so far (wall time)");
+        case StepMs:
+            return tr("Step time: the %1. A running run's is over its steps so far.")
+                .arg(QString::fromStdString(mixlab::step_time_definition()));
+        case Speedup:
+            return tr("Speedup: %1.").arg(QString::fromStdString(mixlab::speedup_definition()));
+        case TestAccuracy: return tr("Accuracy on the test split at the last evaluation (\u2014: never evaluated)");
+        case Skipped: return tr("Steps whose update was skipped because the gradients overflowed");
+        default: return {};
+        }
+    }
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
     switch (section) {
@@ -219,7 +243,7 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
     case Eta: return tr("ETA");
     case Policy: return tr("Policy");
     case Batch: return tr("Batch");
-    case StepMs: return tr("ms/step");
+    case StepMs: return tr("Step ms");
     case Speedup: return tr("Speedup");
     case TestAccuracy: return tr("Test acc");
     case Skipped: return tr("Skipped");
@@ -267,6 +291,7 @@ void RunsTableModel::onRunAdded(int id)
 
 void RunsTableModel::onRunRemoved(int id)
 {
+    m_liveStepMs.erase(id);
     const int row = rowOf(id);
     if (row < 0)
         return;

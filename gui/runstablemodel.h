@@ -1,9 +1,11 @@
 // RunsTableModel: one row per run of a RunStore (in creation order) with its status,
-// progress, timing, speedup against its compare group's first run, and final accuracy.
-// Name and visibility are editable and write straight back into the store.
+// progress, step time and speedup (the headline definition of step_time.h, against its
+// compare group's first run), and final accuracy. Name and visibility are editable and
+// write straight back into the store.
 #pragma once
 #include <QAbstractTableModel>
 
+#include <map>
 #include <vector>
 
 class RunStore;
@@ -31,13 +33,13 @@ public:
     int runIdAt(int row) const;
     int rowOf(int runId) const; // -1 when absent
 
-    // Mean device step time without the warm-up steps: the summary's when the run ended,
-    // else computed over the steps recorded so far after the first k_warmup_steps. 0: none yet.
-    static double meanStepMs(const RunRecord &run);
+    // The headline step time (mixlab::headline_step_ms): the summary's when the run ended,
+    // else over the steps recorded so far. 0: none yet.
+    double stepMs(const RunRecord &run) const;
     static qint64 stepsDone(const RunRecord &run);
     static qint64 skippedSteps(const RunRecord &run);
-    // Baseline mean step time / this run's, against the first run of the compare group;
-    // 0 when the run is alone in its group or a time is still missing.
+    // mixlab::speedup against the first run of the compare group; 0 when the run is alone
+    // in its group or a time is still missing.
     double speedup(const RunRecord &run) const;
 
 private:
@@ -50,4 +52,11 @@ private:
 
     RunStore *m_store;
     std::vector<int> m_ids; // mirror of the store's order, so removals find their row
+    // A running run's live step time by id, with the step count it was computed over: a
+    // median costs a pass over every step, and a repaint asks for it several times.
+    struct LiveStepMs {
+        std::size_t steps = 0;
+        double ms = 0;
+    };
+    mutable std::map<int, LiveStepMs> m_liveStepMs;
 };

@@ -20,6 +20,24 @@ QString runStatusName(RunRecord::Status s)
     return QStringLiteral("Unknown");
 }
 
+std::optional<TrainedModel> trainedModel(const RunRecord &run, QString *error)
+{
+    const auto fail = [&](const QString &why) {
+        if (error) *error = why;
+        return std::nullopt;
+    };
+    if (!run.context) return fail(QObject::tr("%1 never loaded its data").arg(run.name));
+    if (run.modelJson.isEmpty()) return fail(QObject::tr("%1 has no model").arg(run.name));
+    try {
+        TrainedModel m;
+        m.spec = mixlab::parse_model_spec(run.modelJson.toStdString());
+        m.graph = mixlab::build_graph(m.spec, run.context->input, run.context->classes);
+        return m;
+    } catch (const std::exception &e) {
+        return fail(QObject::tr("%1: its model does not build: %2").arg(run.name, QString::fromUtf8(e.what())));
+    }
+}
+
 RunStore::RunStore(QObject *parent) : QObject(parent) {}
 
 int RunStore::addRun(const mixlab::RunConfig &config, const QString &modelJson, int group)
@@ -69,6 +87,9 @@ void RunStore::clear()
     // One runRemoved per run, oldest first, so views can drop their rows and series.
     const std::vector<int> ids = m_order;
     for (int id : ids) removeRun(id);
+    // Group numbers start again (a new or opened experiment numbers its own); run ids go
+    // on, so that metrics still in flight for a removed run never reach a new one.
+    m_lastGroup = 0;
 }
 
 const RunRecord *RunStore::run(int id) const

@@ -4,6 +4,7 @@
 #pragma once
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
@@ -57,6 +58,15 @@ struct RunRecord {
 
 QString runStatusName(RunRecord::Status s);
 
+// The model a run trained, parsed back from its record, and its graph on the run's data.
+struct TrainedModel {
+    mixlab::ModelSpec spec;
+    mixlab::Graph graph;
+};
+// None, with the reason in *error, before the worker has loaded the run's data (no shape
+// to build the graph for) or when the model does not build (it never trained).
+std::optional<TrainedModel> trainedModel(const RunRecord &run, QString *error = nullptr);
+
 class RunStore : public QObject {
     Q_OBJECT
 public:
@@ -69,7 +79,7 @@ public:
     // colour and data are kept. Emits runAdded once everything is in place.
     int insertRecord(RunRecord record);
     void removeRun(int id);
-    void clear();
+    void clear(); // every run; group numbers start from 1 again
 
     const RunRecord *run(int id) const;
     RunRecord *mutableRun(int id); // for loading experiments; emits nothing

@@ -16,6 +16,7 @@
 
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
+#include "mixlab/step_time.h"
 #include "mixlab/trainer.h"
 
 #include <QComboBox>
@@ -25,8 +26,6 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
-#include <QSplitter>
-#include <QStackedWidget>
 #include <QStyle>
 #include <QTabWidget>
 #include <QTableView>
@@ -91,12 +90,18 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
 
     m_table = new QTableWidget(0, 5, this);
     m_table->setObjectName("whyRunsTable");
-    m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Median ms"), tr("Speedup"), tr("Skipped"), tr("Loss scale")});
-    m_table->horizontalHeaderItem(1)->setToolTip(tr("Median time per step, the first %1 warm-up steps left out").arg(mixlab::k_warmup_steps));
-    m_table->horizontalHeaderItem(2)->setToolTip(tr("Against the group's first run"));
-    m_table->horizontalHeaderItem(4)->setToolTip(tr("The loss scale at the end of the run"));
+    m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Step ms"), tr("Speedup"), tr("Skipped"), tr("Scale")});
+    m_table->horizontalHeaderItem(1)->setToolTip(tr("Step time: the %1").arg(qs(mixlab::step_time_definition())));
+    m_table->horizontalHeaderItem(2)->setToolTip(tr("Speedup: %1").arg(qs(mixlab::speedup_definition())));
+    m_table->horizontalHeaderItem(3)->setToolTip(tr("Steps whose update was skipped because the gradients overflowed"));
+    m_table->horizontalHeaderItem(4)->setToolTip(tr("The loss scale at the end of the run (1: no loss scaling)"));
     m_table->verticalHeader()->hide();
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Every header whole at any dock width: columns as wide as their text, the policy
+    // column taking what is left (a stretched header too narrow for its title is cut at
+    // both ends: "edian m").
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
     m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -131,6 +136,7 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     m_phaseLine->setWordWrap(true);
     m_phaseLine->setTextFormat(Qt::RichText);
     auto *timePage = new QWidget(this);
+    timePage->setObjectName("whyTimePage");
     auto *timeLayout = new QVBoxLayout(timePage);
     timeLayout->setContentsMargins(2, 2, 2, 2);
     timeLayout->addWidget(m_phaseBars, 1);
@@ -159,8 +165,23 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     roofLayout->addWidget(m_roofline, 1);
     roofLayout->addWidget(m_rooflineNote);
 
+    // The sentences first, with the panel's whole height (a dock beside the charts is
+    // narrow, and each card wraps to several lines); the measurements they cite one tab away.
+    m_noProfile = new QLabel(this);
+    m_noProfile->setObjectName("whyNoProfile");
+    m_noProfile->setWordWrap(true);
+    m_noProfile->setStyleSheet(QStringLiteral("QLabel { color: #555555; }"));
+    auto *explanation = new QWidget(this);
+    explanation->setObjectName("whyExplanationPage");
+    auto *explanationLayout = new QVBoxLayout(explanation);
+    explanationLayout->setContentsMargins(2, 2, 2, 2);
+    explanationLayout->addWidget(m_appliedLabel);
+    explanationLayout->addWidget(scroll, 1);
+    explanationLayout->addWidget(m_noProfile);
+
     m_tabs = new QTabWidget(this);
     m_tabs->setObjectName("whyTabs");
+    m_tabs->addTab(explanation, tr("Explanation"));
     m_tabs->addTab(timePage, tr("Time"));
     m_tabs->addTab(m_layerView, tr("Layers"));
     m_tabs->addTab(roofPage, tr("Roofline"));
@@ -171,42 +192,16 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     m_tabs->setCornerWidget(m_runCombo, Qt::TopRightCorner);
     connect(m_runCombo, &QComboBox::currentIndexChanged, this, &WhyPanel::showProfiledRun);
     // The combo picks the run of the Layers and Roofline tabs; Time shows every run.
-    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) { m_runCombo->setEnabled(tab != 0); });
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) {
+        m_runCombo->setEnabled(tab == k_layersTab || tab == k_rooflineTab);
+    });
     m_runCombo->setEnabled(false);
-
-    m_noProfile = new QLabel(this);
-    m_noProfile->setObjectName("whyNoProfile");
-    m_noProfile->setWordWrap(true);
-    m_noProfile->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-    m_profileStack = new QStackedWidget(this);
-    m_profileStack->addWidget(m_tabs);
-    m_profileStack->addWidget(m_noProfile);
-
-    auto *explanation = new QWidget(this);
-    auto *explanationLayout = new QVBoxLayout(explanation);
-    explanationLayout->setContentsMargins(0, 0, 0, 0);
-    auto *explanationTitle = new QLabel(tr("<b>Explanation</b>"), this);
-    explanationLayout->addWidget(explanationTitle);
-    explanationLayout->addWidget(m_appliedLabel);
-    explanationLayout->addWidget(scroll, 1);
-
-    // Measurements above the sentences that cite them; the user moves the boundary.
-    auto *split = new QSplitter(Qt::Vertical, this);
-    split->setObjectName("whySplitter");
-    split->setChildrenCollapsible(false);
-    split->addWidget(m_profileStack);
-    split->addWidget(explanation);
-    split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 1);
-    // The charts' size hints alone would take nearly all the height: the sentences keep
-    // room for a few cards (the user can drag the handle either way).
-    explanation->setMinimumHeight(230);
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_title);
     layout->addWidget(m_table);
     layout->addWidget(m_note);
-    layout->addWidget(split, 1);
+    layout->addWidget(m_tabs, 1);
 
     connect(m_store, &RunStore::runChanged, this, &WhyPanel::scheduleRefresh);
     connect(m_store, &RunStore::runRemoved, this, &WhyPanel::scheduleRefresh);
@@ -217,12 +212,17 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
 void WhyPanel::setDesigner(ModelDesigner *designer)
 {
     m_designer = designer;
+    // An undo (or any edit) can take an applied fix back out: its button comes back.
+    if (m_designer)
+        connect(m_designer, &ModelDesigner::specChanged, this, &WhyPanel::updateApplyButtons);
     rebuild();
 }
 
 void WhyPanel::setRunPanel(RunPanel *panel)
 {
     m_runPanel = panel;
+    if (m_runPanel)
+        connect(m_runPanel, &RunPanel::configChanged, this, &WhyPanel::updateApplyButtons);
     rebuild();
 }
 
@@ -240,6 +240,10 @@ void WhyPanel::showGroup(int group)
 
 void WhyPanel::refresh()
 {
+    // The group shown is gone (deleted, New, another experiment opened): follow the latest
+    // again rather than keep explaining runs that are no longer there.
+    if (!m_followLatest && m_store->groupRuns(m_group).empty())
+        m_followLatest = true;
     showGroup(m_followLatest ? 0 : m_group);
 }
 
@@ -270,12 +274,15 @@ QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
 {
     const mixlab::StepProfile &p = *f.profile;
     const double off = p.step_ms > 0 ? 100.0 * (p.device_ms - p.step_ms) / p.step_ms : 0;
-    return tr("<b>%1</b>: sum of phases %2 ms vs measured step %3 ms (%4%5%) · wall %6 ms per "
-              "step, overhead %7 ms · GPU busy %8%")
-        .arg(qs(mixlab::policy_name(f.policy)), QString::number(p.device_ms, 'f', 3),
-             QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
-             QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
-             QString::number(p.overhead_ms, 'f', 3), QString::number(100.0 * p.gpu_busy_fraction, 'f', 0));
+    QString line = tr("<b>%1</b>: sum of phases (each timed alone) %2 ms vs profiled step %3 ms "
+                      "(%4%5%) · wall %6 ms per step, overhead %7 ms")
+                       .arg(qs(mixlab::policy_name(f.policy)), QString::number(p.device_ms, 'f', 3),
+                            QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
+                            QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
+                            QString::number(p.overhead_ms, 'f', 3));
+    if (mixlab::ran_on_gpu(f))
+        line += tr(" · GPU busy %1%").arg(QString::number(100.0 * p.gpu_busy_fraction, 'f', 0));
+    return line;
 }
 
 void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
@@ -295,15 +302,16 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
         if (run) m_runCombo->setItemData(m_runCombo->count() - 1, run->color, Qt::DecorationRole);
     }
     m_phaseBars->setBars(bars);
-    if (bars.empty()) {
-        m_noProfile->setText(facts.empty() ? QString()
-                                           : tr("No profiling pass for this group: it runs after a "
-                                                "comparison that ends without Stop (and files saved "
-                                                "before it existed have none). Without it the "
-                                                "phase, layer and roofline views stay empty and "
-                                                "the input-bound, fixed-cost and launch-bound "
-                                                "rules stay silent."));
-        m_profileStack->setCurrentWidget(m_noProfile);
+    const bool profiled = !bars.empty();
+    for (int tab : {k_timeTab, k_layersTab, k_rooflineTab})
+        m_tabs->setTabEnabled(tab, profiled);
+    m_noProfile->setVisible(!profiled && !facts.empty());
+    if (!profiled) {
+        m_noProfile->setText(tr("No profiling pass for this group: it runs after a comparison "
+                                "that ends without Stop (and files saved before it existed have "
+                                "none). Without it the Time, Layers and Roofline tabs stay empty "
+                                "and the input-bound, fixed-cost and launch-bound rules stay silent."));
+        m_tabs->setCurrentIndex(k_explanationTab);
         m_phaseLine->clear();
         m_layerModel->clear();
         m_roofline->clear();
@@ -313,13 +321,14 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
     m_phaseLine->setText(lines.join(QStringLiteral("<br>")));
     // What the numbers are, for whoever asks (the line itself stays short).
     m_phaseLine->setToolTip(tr("Device time per phase: mean of a %1-step profiling pass after the "
-                               "timed steps, run %2. Measured step: the median device time of %1 "
-                               "unmarked steps run back to back, whose host wall time gives the "
-                               "overhead (wall minus device time) and the GPU's busy share.")
+                               "timed steps, run %2, each phase timed alone between events. "
+                               "Profiled step: the median device time of %1 unmarked steps run "
+                               "back to back, whose host wall time gives the overhead (wall minus "
+                               "device time). Neither is the step time in the table above (the %3).")
                                 .arg(first.steps)
                                 .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
-                                                    : tr("op by op, as the timed steps ran")));
-    m_profileStack->setCurrentWidget(m_tabs);
+                                                    : tr("op by op, as the timed steps ran"))
+                                .arg(qs(mixlab::step_time_definition())));
     m_runCombo->setCurrentIndex(0);
     showProfiledRun(0);
 }
@@ -420,7 +429,7 @@ void WhyPanel::rebuild()
                          .arg(facts.front().summary.steps));
 
     m_table->setRowCount(int(facts.size()));
-    const double baseMs = facts.front().summary.median_step_ms;
+    const double baseMs = facts[std::size_t(std::max(0, facts.front().baseline))].summary.median_step_ms;
     for (std::size_t i = 0; i < facts.size(); ++i) {
         const mixlab::RunFacts &f = facts[i];
         const int row = int(i);
@@ -433,7 +442,8 @@ void WhyPanel::rebuild()
         m_table->setItem(row, 0, policy);
         const double ms = f.summary.median_step_ms;
         m_table->setItem(row, 1, cell(ms > 0 ? QString::number(ms, 'f', 3) : tr("n/a"), true));
-        m_table->setItem(row, 2, cell(ms > 0 && baseMs > 0 ? QStringLiteral("%1x").arg(baseMs / ms, 0, 'f', 2) : tr("n/a"), true));
+        const double speedup = mixlab::speedup(baseMs, ms);
+        m_table->setItem(row, 2, cell(speedup > 0 ? QStringLiteral("%1x").arg(speedup, 0, 'f', 2) : tr("n/a"), true));
         m_table->setItem(row, 3, cell(QString::number(f.summary.skipped_steps), true));
         m_table->setItem(row, 4, cell(QString::number(double(f.summary.final_loss_scale), 'g', 6), true));
     }
@@ -442,12 +452,11 @@ void WhyPanel::rebuild()
     for (int r = 0; r < m_table->rowCount(); ++r)
         height += m_table->rowHeight(r);
     m_table->setFixedHeight(height);
-    m_note->setText(tr("<i>Median ms: time per step, the first %1 warm-up steps left out; speedup "
-                       "against the group's first run.</i>")
-                        .arg(mixlab::k_warmup_steps));
+    m_note->setText(tr("<i>Step ms: the %1; speedup: %2.</i>")
+                        .arg(qs(mixlab::step_time_definition()), qs(mixlab::speedup_definition())));
 
     rebuildProfile(facts);
-    m_explanations = mixlab::explain(facts);
+    m_explanations = mixlab::explain(facts, mixlab::Reader::App);
     if (m_explanations.empty()) {
         auto *none = new QLabel(tr("Nothing to explain: no rule fired."), m_cards);
         m_cardsLayout->addWidget(none);
@@ -455,6 +464,7 @@ void WhyPanel::rebuild()
     for (std::size_t i = 0; i < m_explanations.size(); ++i)
         m_cardsLayout->addWidget(makeCard(int(i), m_explanations[i]));
     m_cardsLayout->addStretch(1);
+    updateApplyButtons();
 }
 
 QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
@@ -495,10 +505,6 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     if (canApply(e)) {
         button = new QPushButton(tr("Apply"), card);
         button->setObjectName(QStringLiteral("whyApply_%1").arg(qs(e.id)));
-        const bool model = e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation";
-        button->setEnabled(model ? m_designer != nullptr : m_runPanel != nullptr);
-        button->setToolTip(model ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(qs(e.apply_path))
-                                 : tr("Change the run settings in the run panel"));
         connect(button, &QPushButton::clicked, this, [this, index] {
             QString error;
             if (!apply(index, &error)) {
@@ -510,6 +516,60 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     }
     m_applyButtons.push_back(button);
     return card;
+}
+
+bool WhyPanel::isModelFix(const mixlab::Explanation &e)
+{
+    return e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation";
+}
+
+std::optional<bool> WhyPanel::isApplied(const mixlab::Explanation &e) const
+{
+    if (isModelFix(e)) {
+        if (!m_designer)
+            return std::nullopt;
+        const mixlab::ModelSpec spec = m_designer->spec();
+        const LayerPath path = pathNamedIn(qs(e.apply_path), spec);
+        const mixlab::LayerSpec *layer = layerAt(spec, path);
+        if (!layer || path.toString() != qs(e.apply_path))
+            return false; // another model by now: apply() says why it cannot
+        if (e.apply_kind == "set_dtype_float32")
+            return layer->force_fp32;
+        const std::optional<mixlab::Activation> a = activationNamed(e.apply_value);
+        return a && layer->activation == *a;
+    }
+    if (!m_runPanel)
+        return std::nullopt;
+    const mixlab::RunConfig c = m_runPanel->config();
+    if (e.apply_kind == "set_policy")
+        return mixlab::policy_name(c.policy) == e.apply_value;
+    if (e.apply_kind == "set_batch")
+        return std::to_string(c.batch_size) == e.apply_value;
+    return std::nullopt;
+}
+
+// Each Apply says whether its change is in the model or settings now: disabled and
+// "Applied" once it is (a second click would add an edit that changes nothing), enabled
+// again when the user undoes it.
+void WhyPanel::updateApplyButtons()
+{
+    for (std::size_t i = 0; i < m_applyButtons.size() && i < m_explanations.size(); ++i) {
+        QPushButton *b = m_applyButtons[i];
+        if (!b)
+            continue;
+        const mixlab::Explanation &e = m_explanations[i];
+        const std::optional<bool> applied = isApplied(e);
+        b->setEnabled(applied.has_value() && !*applied);
+        b->setText(applied.value_or(false) ? tr("Applied") : tr("Apply"));
+        if (!applied)
+            b->setToolTip(isModelFix(e) ? tr("No model designer to edit") : tr("No run panel to change"));
+        else if (*applied)
+            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z").arg(qs(e.apply_path))
+                                        : tr("The run settings have this change already"));
+        else
+            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(qs(e.apply_path))
+                                        : tr("Change the run settings in the run panel"));
+    }
 }
 
 QPushButton *WhyPanel::applyButton(int index) const
@@ -530,6 +590,10 @@ bool WhyPanel::apply(int index, QString *error)
         return false;
     }
     const mixlab::Explanation e = m_explanations[std::size_t(index)];
+    if (isApplied(e).value_or(false)) {
+        setError(error, tr("the change is in the %1 already").arg(isModelFix(e) ? tr("model") : tr("run settings")));
+        return false;
+    }
     QString what;
     if (e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation") {
         if (!m_designer) {
@@ -590,10 +654,7 @@ bool WhyPanel::apply(int index, QString *error)
     m_appliedText = what;
     m_appliedLabel->setText(tr("Applied: %1").arg(what));
     m_appliedLabel->show();
-    if (QPushButton *b = applyButton(index)) {
-        b->setEnabled(false);
-        b->setText(tr("Applied"));
-    }
+    updateApplyButtons();
     emit applied(what);
     return true;
 }

@@ -1,7 +1,8 @@
 // WhyPanel: the "Why?" panel for one finished compare group: a table of the runs (policy,
-// median step time, speedup, skipped steps, final loss scale), the profiling pass (phases
-// as stacked bars per run, one run's layer table and roofline) and mixlab::explain()'s
-// sentences, each with its suggestion and, for a model or run-config fix, an Apply button.
+// step time, speedup, skipped steps, final loss scale), then tabs: mixlab::explain()'s
+// sentences worded for the app, each with its suggestion and, for a model or run-config
+// fix, an Apply button; and the profiling pass (phases as stacked bars per run, one run's
+// layer table and roofline).
 #pragma once
 #include "mixlab/ceilings.h"
 #include "mixlab/explain.h"
@@ -18,7 +19,6 @@ class PhaseBars;
 class QComboBox;
 class QLabel;
 class QPushButton;
-class QStackedWidget;
 class QTabWidget;
 class QTableView;
 class QTableWidget;
@@ -49,7 +49,8 @@ public:
     QString appliedText() const { return m_appliedText; }
     QTableWidget *runsTable() const { return m_table; }
 
-    // The profiling pass's views ("Time", "Layers", "Roofline" tabs).
+    // "Explanation", then the profiling pass's views: "Time", "Layers", "Roofline".
+    enum Tab { k_explanationTab, k_timeTab, k_layersTab, k_rooflineTab };
     QTabWidget *tabs() const { return m_tabs; }
     PhaseBars *phaseBars() const { return m_phaseBars; }
     QLabel *phaseSummary() const { return m_phaseLine; }
@@ -62,6 +63,9 @@ public:
 
     // Fixes the panel knows how to apply.
     static bool canApply(const mixlab::Explanation &e);
+    // Whether the fix's change is in the designer's model or the run settings now; none
+    // when there is no designer (model fixes) or run panel (run-config fixes) to look in.
+    std::optional<bool> isApplied(const mixlab::Explanation &e) const;
 
 signals:
     void applied(const QString &what);
@@ -69,6 +73,8 @@ signals:
 private:
     void rebuild();
     void clearCards();
+    void updateApplyButtons();
+    static bool isModelFix(const mixlab::Explanation &e);
     QWidget *makeCard(int index, const mixlab::Explanation &e);
     void scheduleRefresh(int runId);
     void rebuildProfile(const std::vector<mixlab::RunFacts> &facts);
@@ -93,8 +99,7 @@ private:
     QTableWidget *m_table = nullptr;
     QLabel *m_note = nullptr;
     QLabel *m_appliedLabel = nullptr;
-    QStackedWidget *m_profileStack = nullptr; // the tabs, or why there are none
-    QLabel *m_noProfile = nullptr;
+    QLabel *m_noProfile = nullptr; // why the profiling tabs are empty
     QTabWidget *m_tabs = nullptr;
     PhaseBars *m_phaseBars = nullptr;
     QLabel *m_phaseLine = nullptr;

@@ -6,6 +6,8 @@
 #include "compare_group.h"
 #include "progress_printer.h"
 
+#include "mixlab/step_time.h"
+
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -17,23 +19,25 @@ void print_table(const std::vector<RunConfig>& configs, const std::vector<RunSum
 {
     std::printf("%-12s %12s %10s %10s %10s %12s\n", "policy", "step ms", "speedup", "test acc",
                 "skipped", "loss scale");
-    const double base = s.empty() ? 0.0 : s.front().mean_step_ms;
+    const double base = s.empty() ? 0.0 : s.front().median_step_ms;
     for (std::size_t i = 0; i < s.size(); ++i) {
-        std::string speedup = "n/a";
-        if (base > 0 && s[i].mean_step_ms > 0) {
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%.2fx", base / s[i].mean_step_ms);
-            speedup = buf;
+        std::string speedup_text = "n/a", accuracy = "n/a";
+        char buf[32];
+        if (const double x = speedup(base, s[i].median_step_ms); x > 0) {
+            std::snprintf(buf, sizeof buf, "%.2fx", x);
+            speedup_text = buf;
         }
-        std::printf("%-12s %12s %10s %10.4f %10lld %12g\n",
+        if (s[i].final_test_accuracy) {
+            std::snprintf(buf, sizeof buf, "%.4f", double(*s[i].final_test_accuracy));
+            accuracy = buf;
+        }
+        std::printf("%-12s %12s %10s %10s %10lld %12g\n",
                     std::string(policy_name(configs[i].policy)).c_str(),
-                    format_ms(s[i].mean_step_ms).c_str(), speedup.c_str(),
-                    double(s[i].final_test_accuracy), static_cast<long long>(s[i].skipped_steps),
-                    double(s[i].final_loss_scale));
+                    format_ms(s[i].median_step_ms).c_str(), speedup_text.c_str(), accuracy.c_str(),
+                    static_cast<long long>(s[i].skipped_steps), double(s[i].final_loss_scale));
     }
-    std::printf("step ms: mean device time per step, first %d steps left out as warm-up; "
-                "speedup against %s\n",
-                k_warmup_steps,
+    std::printf("step ms: %s; speedup: %s (%s)\n", step_time_definition().c_str(),
+                speedup_definition().c_str(),
                 configs.empty() ? "-" : std::string(policy_name(configs.front().policy)).c_str());
 }
 

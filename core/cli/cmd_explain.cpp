@@ -12,6 +12,7 @@
 #include "mixlab/explain.h"
 #include "mixlab/report.h"
 #include "mixlab/run_log.h"
+#include "mixlab/step_time.h"
 
 #include <nlohmann/json.hpp>
 
@@ -53,10 +54,10 @@ private:
 
 std::string speedup_text(const RunFacts& run, const RunFacts& base)
 {
-    const double a = run.summary.median_step_ms, b = base.summary.median_step_ms;
-    if (!(a > 0) || !(b > 0)) return "n/a";
+    const double x = speedup(base.summary.median_step_ms, run.summary.median_step_ms);
+    if (!(x > 0)) return "n/a";
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2fx", b / a);
+    std::snprintf(buf, sizeof buf, "%.2fx", x);
     return buf;
 }
 
@@ -88,15 +89,20 @@ void print_phases(const std::vector<RunFacts>& facts)
         row(std::string(step_phase_name(StepPhase(ph))).c_str(),
             [ph](const StepProfile& p) { return p.phase_ms[std::size_t(ph)]; }, true);
     row("sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
-    row("measured step", [](const StepProfile& p) { return p.step_ms; }, false);
+    row("profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
     row("wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
     row("host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
-    std::printf("%-22s", "GPU busy");
-    for (const RunFacts& f : facts) std::printf(" %17.0f%%", 100.0 * f.profile->gpu_busy_fraction);
-    std::printf("\nsum of phases: the profiled step's device span; measured step: median device "
-                "time of %d unmarked steps run back to back,\nwhose host wall time gives the "
-                "overhead (wall minus device time) and the GPU's busy share.\n\n",
-                first.steps);
+    const bool gpu = std::all_of(facts.begin(), facts.end(), ran_on_gpu);
+    if (gpu) {
+        std::printf("%-22s", "GPU busy");
+        for (const RunFacts& f : facts) std::printf(" %17.0f%%", 100.0 * f.profile->gpu_busy_fraction);
+        std::printf("\n");
+    }
+    std::printf("sum of phases: each phase timed alone between events, added up; profiled step: "
+                "median device time of %d\nunmarked steps run back to back after them, whose "
+                "host wall time gives the overhead (wall minus device time)%s.\nNeither is the "
+                "step time above (%s).\n\n",
+                first.steps, gpu ? " and the GPU's busy share" : "", step_time_definition().c_str());
 }
 
 std::string fixed(double v, int decimals)
@@ -171,7 +177,7 @@ void print_layers(const std::vector<RunFacts>& facts, int top, const std::option
 void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanation>& ex,
                   const std::optional<Ceilings>& roof)
 {
-    std::printf("%-12s %12s %10s %10s %12s\n", "policy", "median ms", "speedup", "skipped",
+    std::printf("%-12s %12s %10s %10s %12s\n", "policy", "step ms", "speedup", "skipped",
                 "loss scale");
     for (const RunFacts& f : facts) {
         std::printf("%-12s %12s %10s %10lld %12g\n", std::string(policy_name(f.policy)).c_str(),
@@ -180,9 +186,8 @@ void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanat
                     static_cast<long long>(f.summary.skipped_steps),
                     double(f.summary.final_loss_scale));
     }
-    std::printf("median ms: median device time per step, first %d steps left out; speedup "
-                "against %s.\n\n",
-                k_warmup_steps, std::string(policy_name(facts.front().policy)).c_str());
+    std::printf("step ms: %s; speedup: %s (%s).\n\n", step_time_definition().c_str(),
+                speedup_definition().c_str(), std::string(policy_name(facts.front().policy)).c_str());
     print_phases(facts);
     print_layers(facts, 12, roof);
     if (ex.empty()) std::printf("Nothing to explain: no rule fired.\n");
@@ -205,11 +210,12 @@ nlohmann::json to_json(const std::vector<RunFacts>& facts, const std::vector<Exp
             {"steps", f.summary.steps},
             {"median_step_ms", ms},
             {"mean_step_ms", f.summary.mean_step_ms},
-            {"speedup", ms > 0 && base > 0 ? nlohmann::json(base / ms) : nlohmann::json()},
+            {"speedup", speedup(base, ms) > 0 ? nlohmann::json(speedup(base, ms)) : nlohmann::json()},
             {"skipped_steps", f.summary.skipped_steps},
             {"final_loss_scale", f.summary.final_loss_scale},
             {"final_train_loss", f.summary.final_train_loss},
-            {"final_test_accuracy", f.summary.final_test_accuracy},
+            {"final_test_accuracy", f.summary.final_test_accuracy ? nlohmann::json(*f.summary.final_test_accuracy)
+                                                                  : nlohmann::json()},
             {"loss_scaling", std::string(loss_scale_mode_name(f.loss_scale_mode))},
             {"device", f.device.name},
             {"backend", f.device.backend},
@@ -314,10 +320,10 @@ int cmd_explain(int argc, char** argv)
     for (std::size_t i = 0; i < summaries.size(); ++i) facts[i].summary = summaries[i];
     for (std::size_t i = 0; i < group->profiles.size() && i < facts.size(); ++i) {
         facts[i].profile = group->profiles[i];
-        facts[i].gpu_busy_fraction = group->profiles[i].gpu_busy_fraction;
+        if (ran_on_gpu(facts[i])) facts[i].gpu_busy_fraction = group->profiles[i].gpu_busy_fraction;
     }
 
-    const std::vector<Explanation> ex = explain(facts);
+    const std::vector<Explanation> ex = explain(facts, Reader::Cli);
     std::printf("device: %s (%s); dataset %s; batch %d; %lld steps\n",
                 group->env.backend.c_str(), group->env.device_name.c_str(),
                 group->prepared.data.name.c_str(), in.config.batch_size,

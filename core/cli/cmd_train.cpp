@@ -9,6 +9,7 @@
 #include "mixlab/environment.h"
 #include "mixlab/error.h"
 #include "mixlab/run_log.h"
+#include "mixlab/step_time.h"
 
 #include <cstdio>
 
@@ -31,15 +32,19 @@ void print_summary(const RunConfig& c, const Environment& env, const RunSummary&
     std::printf("steps             %lld (%lld skipped)%s\n", static_cast<long long>(s.steps),
                 static_cast<long long>(s.skipped_steps), s.stopped ? ", stopped early" : "");
     std::printf("epochs done       %d\n", s.epochs_done);
-    std::printf("mean step         %s ms (median %s ms; first %d steps left out as warm-up)\n",
-                format_ms(s.mean_step_ms).c_str(), format_ms(s.median_step_ms).c_str(),
-                k_warmup_steps);
+    std::printf("step time         %s ms (%s; mean %s ms)\n",
+                format_ms(s.median_step_ms).c_str(), step_time_definition().c_str(),
+                format_ms(s.mean_step_ms).c_str());
     std::printf("throughput        %s samples/s\n",
-                format_throughput(c.batch_size, s.mean_step_ms).c_str());
+                format_throughput(c.batch_size, s.median_step_ms).c_str());
     std::printf("wall time         %.2f s\n", s.wall_seconds);
     std::printf("final train loss  %.4f\n", double(s.final_train_loss));
-    std::printf("test loss         %.4f\n", double(s.final_test_loss));
-    std::printf("test accuracy     %.4f\n", double(s.final_test_accuracy));
+    if (s.final_test_loss && s.final_test_accuracy) {
+        std::printf("test loss         %.4f\n", double(*s.final_test_loss));
+        std::printf("test accuracy     %.4f\n", double(*s.final_test_accuracy));
+    } else {
+        std::printf("test accuracy     n/a (the test split was never evaluated)\n");
+    }
     std::printf("final loss scale  %g\n", double(s.final_loss_scale));
 }
 

@@ -240,11 +240,11 @@ std::string format_ms(double ms)
     return buf;
 }
 
-std::string format_throughput(int batch, double mean_step_ms)
+std::string format_throughput(int batch, double step_ms)
 {
-    if (!(mean_step_ms > 0) || !std::isfinite(mean_step_ms)) return "n/a";
+    if (!(step_ms > 0) || !std::isfinite(step_ms)) return "n/a";
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.0f", batch * 1000.0 / mean_step_ms);
+    std::snprintf(buf, sizeof buf, "%.0f", batch * 1000.0 / step_ms);
     return buf;
 }
 

@@ -67,7 +67,7 @@ private:
 
 // "1.234" with three decimals, or "n/a" for zero/non-finite (no steps past warm-up).
 std::string format_ms(double ms);
-// Samples per second from the mean device step time; "n/a" when unknown.
-std::string format_throughput(int batch, double mean_step_ms);
+// Samples per second from a device step time (the headline, step_time.h); "n/a" when unknown.
+std::string format_throughput(int batch, double step_ms);
 
 } // namespace mixlab::cli

@@ -116,7 +116,7 @@ std::optional<double> layer_time_share(const RunFacts& f, const std::string& pat
     return mine / total;
 }
 
-void rule_dims(const std::vector<RunFacts>& group, Out& out)
+void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     const auto it = std::find_if(group.begin(), group.end(),
                                  [](const RunFacts& f) { return is_16bit(f.policy); });
@@ -156,7 +156,10 @@ void rule_dims(const std::vector<RunFacts>& group, Out& out)
                                "(set to -inf before the loss)",
                                (long long)padded, (long long)(padded - n_out));
         } else if (out_off) {
-            e.suggestion = fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
+            e.suggestion = reader == Reader::App
+                               ? fmt("set %s of %s to %lld in the property editor",
+                                     dense ? "Units" : "Filters", gl.path.c_str(), (long long)padded)
+                               : fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
             e.apply_kind = "set_units";
             e.apply_path = gl.path;
             e.apply_value = std::to_string(padded);
@@ -172,7 +175,7 @@ void rule_dims(const std::vector<RunFacts>& group, Out& out)
 }
 
 // 3. The device lacks what the policy needs, or is the CPU reference.
-void rule_device(const std::vector<RunFacts>& group, Out& out)
+void rule_device(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     if (group.empty()) return;
     if (group.front().device.backend == "cpu") {
@@ -180,7 +183,10 @@ void rule_device(const std::vector<RunFacts>& group, Out& out)
                            "These runs used the CPU backend: it computes in float32 and only "
                            "emulates fp16/bf16 rounding, so its step times say nothing about "
                            "GPU speed.",
-                           "run on a CUDA device (--device cuda) to measure speed"));
+                           reader == Reader::App
+                               ? "on a machine with an NVIDIA GPU, choose Device: cuda (or auto) in "
+                                 "the run panel to measure speed"
+                               : "run on a CUDA device (--device cuda) to measure speed"));
         return;
     }
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -267,7 +273,7 @@ void rule_scale(const std::vector<RunFacts>& group, Out& out)
 }
 
 // 6. Pure fp16 updates that stall: without master weights small updates round away.
-void rule_fp16_stall(const std::vector<RunFacts>& group, Out& out)
+void rule_fp16_stall(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];
@@ -285,7 +291,10 @@ void rule_fp16_stall(const std::vector<RunFacts>& group, Out& out)
                                  "no fp32 master copy, updates smaller than half a unit in the "
                                  "last place of a weight round away.",
                                  last, first),
-                             "use mixed_fp16: fp32 master weights take the small updates");
+                             reader == Reader::App
+                                 ? "choose Precision: mixed_fp16 in the run panel: fp32 master "
+                                   "weights take the small updates"
+                                 : "use mixed_fp16: fp32 master weights take the small updates");
         e.apply_kind = "set_policy";
         e.apply_value = "mixed_fp16";
         out.push_back(std::move(e));
@@ -293,7 +302,7 @@ void rule_fp16_stall(const std::vector<RunFacts>& group, Out& out)
 }
 
 // 7. A sigmoid output trained with categorical cross-entropy.
-void rule_sigmoid(const std::vector<RunFacts>& group, Out& out)
+void rule_sigmoid(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     if (group.empty() || group.front().graph.head != OutputHead::SigmoidKeras) return;
     const Graph& g = group.front().graph;
@@ -304,7 +313,10 @@ void rule_sigmoid(const std::vector<RunFacts>& group, Out& out)
                              "its own and the loss divides them by their sum, which learns "
                              "slower than softmax for one-of-N labels.",
                              last.path.c_str(), g.classes),
-                         "use a softmax output (folded into the loss, in float32)");
+                         reader == Reader::App
+                             ? fmt("set Activation of %s to softmax in the property editor (folded "
+                                   "into the loss, in float32)", last.path.c_str())
+                             : std::string("use a softmax output (folded into the loss, in float32)"));
     e.apply_kind = "set_activation";
     e.apply_path = last.path;
     e.apply_value = "softmax";
@@ -312,7 +324,7 @@ void rule_sigmoid(const std::vector<RunFacts>& group, Out& out)
 }
 
 // 8. The output layer left in 16 bits under mixed_fp16.
-void rule_output_fp32(const std::vector<RunFacts>& group, Out& out)
+void rule_output_fp32(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     const auto it = std::find_if(group.begin(), group.end(), [](const RunFacts& f) {
         return f.policy == Policy::MixedFP16;
@@ -333,7 +345,10 @@ void rule_output_fp32(const std::vector<RunFacts>& group, Out& out)
                              "mixed_fp16: logits and their gradients lose precision and can "
                              "overflow; keeping it in float32 %s.",
                              logits->path.c_str(), logits->spec.units, cost.c_str()),
-                         "set \"dtype\": \"float32\" on the output layer");
+                         reader == Reader::App
+                             ? fmt("tick Precision: keep in float32 for %s in the property editor",
+                                   logits->path.c_str())
+                             : std::string("set \"dtype\": \"float32\" on the output layer"));
     e.apply_kind = "set_dtype_float32";
     e.apply_path = logits->path;
     out.push_back(std::move(e));
@@ -341,7 +356,7 @@ void rule_output_fp32(const std::vector<RunFacts>& group, Out& out)
 
 // 9. Too little work per step to fill a GPU. Said once for the group (its runs share
 // the batch), about its fastest run: the one where fixed costs weigh most.
-void rule_small_batch(const std::vector<RunFacts>& group, Out& out)
+void rule_small_batch(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     int fastest = -1;
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -367,7 +382,9 @@ void rule_small_batch(const std::vector<RunFacts>& group, Out& out)
     sentence += ": too little work to fill the GPU, so fixed per-step costs (kernel "
                 "launches, the loss-scale bookkeeping) hide what precision changes.";
     Explanation e = make("small_batch", Severity::Advice, fastest, sentence,
-                         fmt("try batch %lld", (long long)suggested));
+                         reader == Reader::App
+                             ? fmt("set Batch size to %lld in the run panel", (long long)suggested)
+                             : fmt("try batch %lld", (long long)suggested));
     e.apply_kind = "set_batch";
     e.apply_value = std::to_string(suggested);
     out.push_back(std::move(e));
@@ -378,7 +395,7 @@ void rule_launch_bound(const std::vector<RunFacts>& group, Out& out)
 {
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];
-        if (!f.gpu_busy_fraction || *f.gpu_busy_fraction >= k_min_gpu_busy) continue;
+        if (!ran_on_gpu(f) || !f.gpu_busy_fraction || *f.gpu_busy_fraction >= k_min_gpu_busy) continue;
         out.push_back(make("launch_bound", Severity::Advice, int(i),
                            fmt("%s kept the GPU busy only %.0f%% of each step: the rest is "
                                "kernel launches and host work, which precision does not "
@@ -460,20 +477,20 @@ std::string_view severity_name(Explanation::Severity s)
     return "info";
 }
 
-std::vector<Explanation> explain(const std::vector<RunFacts>& group)
+std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader)
 {
     Out out;
     if (group.empty()) return out;
     // The device first: on the CPU it says how little the speed verdict means.
-    rule_device(group, out);
+    rule_device(group, reader, out);
     rule_speed(group, out);
     rule_tf32_close(group, out);
     rule_scale(group, out);
-    rule_fp16_stall(group, out);
-    rule_output_fp32(group, out);
-    rule_sigmoid(group, out);
-    rule_dims(group, out);
-    rule_small_batch(group, out);
+    rule_fp16_stall(group, reader, out);
+    rule_output_fp32(group, reader, out);
+    rule_sigmoid(group, reader, out);
+    rule_dims(group, reader, out);
+    rule_small_batch(group, reader, out);
     rule_launch_bound(group, out);
     rule_input_bound(group, out);
     rule_fixed_costs(group, out);

@@ -6,6 +6,8 @@
 
 #include "report_svg.h"
 
+#include "mixlab/step_time.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -228,27 +230,25 @@ std::string config_section(const ReportInput& in, const std::vector<std::string>
 std::string results_section(const ReportInput& in, const std::vector<std::string>& names,
                             int baseline)
 {
-    Table t({"Run", "Median ms", "Speedup", "Samples/s", "Skipped", "Loss scale",
+    Table t({"Run", "Step ms", "Speedup", "Samples/s", "Skipped", "Loss scale",
              "Train loss", "Test acc."});
     const double base = baseline >= 0 ? in.runs[std::size_t(baseline)].summary.median_step_ms : 0;
     for (std::size_t i = 0; i < in.runs.size(); ++i) {
         const RunFacts& f = in.runs[i];
         const RunSummary& s = f.summary;
-        std::string speedup = "n/a";
-        if (int(i) == baseline) speedup = "baseline";
-        else if (s.median_step_ms > 0 && base > 0) speedup = fixed(base / s.median_step_ms, 2) + "x";
-        const bool tested = s.final_test_loss != 0 || s.final_test_accuracy != 0;
-        t.row({names[i], ms_text(s.median_step_ms), speedup,
-               s.mean_step_ms > 0 ? fixed(1000.0 * f.batch / s.mean_step_ms, 0) : "n/a",
+        std::string speedup_text = "n/a";
+        if (int(i) == baseline) speedup_text = "baseline";
+        else if (const double x = speedup(base, s.median_step_ms); x > 0) speedup_text = fixed(x, 2) + "x";
+        t.row({names[i], ms_text(s.median_step_ms), speedup_text,
+               s.median_step_ms > 0 ? fixed(1000.0 * f.batch / s.median_step_ms, 0) : "n/a",
                std::to_string(s.skipped_steps), fixed(s.final_loss_scale, 0),
                fixed(s.final_train_loss, 4),
-               tested ? fixed(100.0 * s.final_test_accuracy, 1) + "%" : "-"});
+               s.final_test_accuracy ? fixed(100.0 * *s.final_test_accuracy, 1) + "%" : "\u2014"});
     }
-    return "<h2>Results</h2>\n" + t.done() +
-           "<p class=\"note\">Median ms: device time per step, the first warm-up steps left "
-           "out. Speedup: the baseline's median over the run's. Samples/s: batch over the "
-           "mean device step time. Loss scale and train loss: at the last step; test "
-           "accuracy: at the last evaluation.</p>\n";
+    return "<h2>Results</h2>\n" + t.done() + "<p class=\"note\">Step ms: " +
+           esc(step_time_definition()) + ". Speedup: " + esc(speedup_definition()) +
+           ". Samples/s: batch over the step time. Loss scale and train loss: at the last step; "
+           "test accuracy: at the last evaluation (&mdash;: the run never evaluated).</p>\n";
 }
 
 std::string phases_section(const ReportInput& in, const std::vector<std::string>& names)
@@ -280,19 +280,24 @@ std::string phases_section(const ReportInput& in, const std::vector<std::string>
         row(std::string(step_phase_name(StepPhase(ph))),
             [ph](const StepProfile& p) { return p.phase_ms[std::size_t(ph)]; }, true);
     row("sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
-    row("measured step", [](const StepProfile& p) { return p.step_ms; }, false);
+    row("profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
     row("wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
     row("host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
-    std::vector<std::string> busy = {"GPU busy"};
-    for (const RunFacts& f : in.runs) busy.push_back(fixed(100.0 * f.profile->gpu_busy_fraction, 0) + "%");
-    t.row(busy);
+    const bool gpu = std::all_of(in.runs.begin(), in.runs.end(), ran_on_gpu);
+    if (gpu) {
+        std::vector<std::string> busy = {"GPU busy"};
+        for (const RunFacts& f : in.runs) busy.push_back(fixed(100.0 * f.profile->gpu_busy_fraction, 0) + "%");
+        t.row(busy);
+    }
     const StepProfile& first = *in.runs.front().profile;
     s += t.done();
     s += "<p class=\"note\">Device time per phase, mean of a " + std::to_string(first.steps) +
-         "-step profiling pass run " +
+         "-step profiling pass after the timed steps, run " +
          (first.replayed ? "as the timed steps ran (one CUDA graph)" : "op by op") +
-         ". Measured step: median device time of the unmarked timed steps; host/launch "
-         "overhead: their wall time minus device time.</p>\n";
+         "; sum of phases: each phase timed alone, added up. Profiled step: median device time "
+         "of as many unmarked steps run back to back; host/launch overhead: their wall time "
+         "minus device time. Neither is the step time of the results (" +
+         esc(step_time_definition()) + ").</p>\n";
     return s;
 }
 

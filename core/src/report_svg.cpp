@@ -3,6 +3,8 @@
 // same text onto PDF pages.
 #include "report_svg.h"
 
+#include "mixlab/step_time.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -242,7 +244,7 @@ std::string step_time_svg(const std::vector<RunFacts>& runs,
     constexpr double left = 150, right = k_width - 170, top = 34, bar = 20, gap = 10;
     const double bottom = top + double(runs.size()) * (bar + gap);
     const int height = int(bottom) + 44;
-    std::string s = svg_open(height, "Median device time per step");
+    std::string s = svg_open(height, "Step time (median device time per step after warm-up)");
     double most = 0;
     for (const RunFacts& f : runs) most = std::max(most, f.summary.median_step_ms);
     const double full = axis_max(most);
@@ -256,7 +258,7 @@ std::string step_time_svg(const std::vector<RunFacts>& runs,
         s += text(left - 8, y + bar / 2 + 4, r < labels.size() ? labels[r] : "run", "end");
         s += rect(left, y, ms > 0 ? ms / full * (right - left) : 0, bar, run_color(int(r)));
         std::string value = ms > 0 ? fixed(ms, 3) + " ms" : "n/a";
-        if (ms > 0 && base > 0 && int(r) != baseline) value += "  (" + fixed(base / ms, 2) + "x)";
+        if (speedup(base, ms) > 0 && int(r) != baseline) value += "  (" + fixed(speedup(base, ms), 2) + "x)";
         if (int(r) == baseline) value += "  (baseline)";
         const double end = left + (ms > 0 ? ms / full * (right - left) : 0);
         s += text(end + 6, y + bar / 2 + 4, value);

@@ -116,6 +116,22 @@ Json event_json(const RunEvent& e)
     return j;
 }
 
+Json tidy(const std::optional<float>& v)
+{
+    return v ? tidy(*v) : Json(nullptr);
+}
+
+std::string graph_json_of(const Graph& graph)
+{
+    Json g;
+    g["input"] = graph.input.to_string();
+    g["classes"] = graph.classes;
+    g["head"] = std::string(head_name(graph.head));
+    g["total_params"] = graph.total_params;
+    g["total_flops"] = graph.total_flops;
+    return g.dump();
+}
+
 Json summary_json(const std::optional<RunSummary>& s)
 {
     if (!s) return nullptr;
@@ -160,13 +176,24 @@ RunLog::RunLog(Kind kind) : m_kind(kind) {}
 void RunLog::set_model(const ModelSpec& spec, const Graph& graph)
 {
     m_model_json = model_spec_to_json(spec);
-    Json g;
-    g["input"] = graph.input.to_string();
-    g["classes"] = graph.classes;
-    g["head"] = std::string(head_name(graph.head));
-    g["total_params"] = graph.total_params;
-    g["total_flops"] = graph.total_flops;
-    m_graph_json = g.dump();
+    m_graph_json = graph_json_of(graph);
+}
+
+void RunLog::set_run_model(int run, const ModelSpec& spec, const Graph& graph)
+{
+    Run& r = run_at(run);
+    r.model_json = model_spec_to_json(spec);
+    r.graph_json = graph_json_of(graph);
+}
+
+const std::string& RunLog::model_json(const Run& r) const
+{
+    return r.model_json.empty() ? m_model_json : r.model_json;
+}
+
+const std::string& RunLog::graph_json(const Run& r) const
+{
+    return r.graph_json.empty() ? m_graph_json : r.graph_json;
 }
 
 void RunLog::set_environment(const Environment& env)
@@ -176,7 +203,7 @@ void RunLog::set_environment(const Environment& env)
 
 int RunLog::add_run(const RunConfig& config)
 {
-    m_runs.push_back(Run{config, {}, {}, {}, std::nullopt});
+    m_runs.push_back(Run{config, {}, {}, {}, {}, {}, std::nullopt});
     return int(m_runs.size()) - 1;
 }
 
@@ -237,11 +264,11 @@ const std::optional<RunSummary>& RunLog::summary(int run) const { return checked
 
 std::string RunLog::to_json() const
 {
-    const RunConfig first = m_runs.empty() ? RunConfig{} : m_runs.front().config;
-    const Json model = Json::parse(m_model_json);
-    auto config_json = [&](const RunConfig& c) {
-        Json j = Json::parse(run_config_to_json(c));
-        j["model"] = model;
+    static const Run empty{};
+    const Run& first = m_runs.empty() ? empty : m_runs.front();
+    auto config_json = [&](const Run& r) {
+        Json j = Json::parse(run_config_to_json(r.config));
+        j["model"] = Json::parse(model_json(r));
         return j;
     };
 
@@ -255,12 +282,11 @@ std::string RunLog::to_json() const
         config["policies"] = policies;
     }
     root["config"] = config;
-    root["graph"] = Json::parse(m_graph_json);
+    root["graph"] = Json::parse(graph_json(first));
     root["environment"] = Json::parse(m_environment_json);
 
     if (m_kind == Kind::Train) {
-        static const Run empty{};
-        const Run& r = m_runs.empty() ? empty : m_runs.front();
+        const Run& r = first;
         root["steps"] = array_of(r.steps, step_json);
         root["epochs"] = array_of(r.epochs, epoch_json);
         root["events"] = array_of(r.events, event_json);
@@ -272,7 +298,8 @@ std::string RunLog::to_json() const
             Json j;
             j["run"] = int(i);
             j["policy"] = std::string(policy_name(r.config.policy));
-            j["config"] = config_json(r.config);
+            j["config"] = config_json(r);
+            j["graph"] = Json::parse(graph_json(r));
             j["steps"] = array_of(r.steps, step_json);
             j["epochs"] = array_of(r.epochs, epoch_json);
             j["events"] = array_of(r.events, event_json);

@@ -9,6 +9,7 @@
 
 #include "hd_math.h"
 #include "mixlab/error.h"
+#include "mixlab/step_time.h"
 #include "network.h"
 #include "trainer_impl.h"
 
@@ -303,8 +304,7 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
         s.skipped_total += 1;
         sink.on_event(s.run_index,
                       {RunEvent::Kind::SkippedStep, m.step,
-                       "step " + std::to_string(m.step) +
-                           ": gradients overflowed (inf/NaN) at loss scale " +
+                       "gradients overflowed (inf/NaN) at loss scale " +
                            format_scale(m.loss_scale) + "; update skipped"});
     }
     if (m.next_loss_scale != m.loss_scale) {
@@ -464,10 +464,9 @@ RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
     r.epochs_done = int(s.reported / s.steps_per_epoch);
     if (!s.step_ms.empty()) {
         const std::size_t skip = s.step_ms.size() > std::size_t(k_warmup_steps) ? k_warmup_steps : 0;
-        std::vector<float> timed(s.step_ms.begin() + std::ptrdiff_t(skip), s.step_ms.end());
-        r.mean_step_ms = std::accumulate(timed.begin(), timed.end(), 0.0) / double(timed.size());
-        std::nth_element(timed.begin(), timed.begin() + std::ptrdiff_t(timed.size() / 2), timed.end());
-        r.median_step_ms = timed[timed.size() / 2];
+        r.mean_step_ms = std::accumulate(s.step_ms.begin() + std::ptrdiff_t(skip), s.step_ms.end(), 0.0) /
+                         double(s.step_ms.size() - skip);
+        r.median_step_ms = headline_step_ms(s.step_ms);
     }
     r.final_train_loss = s.last_train_loss;
     r.final_test_loss = s.last_test_loss;

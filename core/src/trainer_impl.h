@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <vector>
 
@@ -63,7 +64,7 @@ struct TrainingRun::Impl {
     std::int64_t skipped_total = 0;
     float last_scale = 0;
     float last_train_loss = 0;
-    float last_test_loss = 0, last_test_accuracy = 0;
+    std::optional<float> last_test_loss, last_test_accuracy; // none until a test split was evaluated
     bool warned_nan = false;
     bool stop_on_non_finite = false; // RunConfig::stop_on_non_finite_loss
     std::string halted;              // set when the run ends itself (RunSummary::halted)

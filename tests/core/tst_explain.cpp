@@ -302,6 +302,46 @@ private slots:
         QVERIFY(with_id(explain({facts(Policy::FP32, spec, 0.5)}), "output_float32").empty());
     }
 
+    // The same rules, ids and fixes for both readers; the suggestions name the CLI's
+    // options and file fields for the CLI and the app's controls for the app.
+    void suggestionsWordedForTheReader_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::addColumn<QString>("cli");
+        QTest::addColumn<QString>("app");
+        QTest::newRow("cpu backend") << "cpu_backend" << "--device cuda" << "Device: cuda";
+        QTest::newRow("output float32") << "output_float32" << "\"dtype\": \"float32\""
+                                        << "Precision: keep in float32";
+        QTest::newRow("sigmoid output") << "sigmoid_output" << "softmax output" << "Activation of layer";
+        QTest::newRow("small batch") << "small_batch" << "try batch" << "Batch size to";
+    }
+
+    void suggestionsWordedForTheReader()
+    {
+        QFETCH(QString, id);
+        QFETCH(QString, cli);
+        QFETCH(QString, app);
+        ModelSpec spec = test::tiny_mlp(k_small);
+        spec.layers.back().activation = Activation::Sigmoid;
+        const DeviceInfo device = id == "small_batch" ? gpu_device(9, 0) : cpu_device();
+        const std::vector<RunFacts> group = {facts(Policy::FP32, spec, 0.3, device),
+                                             facts(Policy::MixedFP16, spec, 0.2, device)};
+        const auto for_cli = with_id(explain(group, Reader::Cli), id.toStdString());
+        const auto for_app = with_id(explain(group, Reader::App), id.toStdString());
+        QCOMPARE(for_cli.size(), std::size_t(1));
+        QCOMPARE(for_app.size(), std::size_t(1));
+        const QString c = QString::fromStdString(for_cli[0].suggestion);
+        const QString a = QString::fromStdString(for_app[0].suggestion);
+        QVERIFY2(c.contains(cli), qPrintable(c));
+        QVERIFY2(a.contains(app), qPrintable(a));
+        // No CLI option or file field in the app's words.
+        QVERIFY2(!a.contains("--") && !a.contains("\"dtype\""), qPrintable(a));
+        QCOMPARE(for_app[0].sentence, for_cli[0].sentence);
+        QCOMPARE(for_app[0].apply_kind, for_cli[0].apply_kind);
+        QCOMPARE(for_app[0].apply_path, for_cli[0].apply_path);
+        QCOMPARE(for_app[0].apply_value, for_cli[0].apply_value);
+    }
+
     void smallBatch()
     {
         const ModelSpec tiny = test::tiny_mlp(k_small); // ~1e5 FLOPs per sample
@@ -340,6 +380,10 @@ private slots:
         RunFacts unknown = idle;
         unknown.gpu_busy_fraction.reset();
         QVERIFY(with_id(explain({unknown}), "launch_bound").empty());
+        // On the CPU backend device and host time are one clock's: no GPU to call idle.
+        RunFacts cpu = idle;
+        cpu.device = cpu_device();
+        QVERIFY(with_id(explain({cpu}), "launch_bound").empty());
     }
 
     static StepProfile profile_of(double input, double fwd, double loss, double bwd,

@@ -2,6 +2,7 @@
 // per chart (the phase chart only with profiles), balanced tags, the layer table cut at
 // 20, the loss decimation; and `mixlab-cli explain --report` end to end on the CPU.
 #include "mixlab/report.h"
+#include "mixlab/step_time.h"
 
 #include "report_svg.h"
 
@@ -161,6 +162,42 @@ private slots:
         // The speedups against the fp32 baseline, from the runs' own medians.
         const double s1 = in.runs[0].summary.median_step_ms / in.runs[1].summary.median_step_ms;
         QVERIFY2(html.contains(QString::number(s1, 'f', 2) + "x"), qPrintable(QString::number(s1)));
+    }
+
+    // One step time in the results (the headline, said in the note), the profiling
+    // pass's times under their own names, "GPU busy" only where a GPU ran, and no test
+    // accuracy for a run that never evaluated.
+    void stepTimeNamesAndGpuBusy_data()
+    {
+        QTest::addColumn<QString>("backend");
+        QTest::newRow("cpu") << "cpu";
+        QTest::newRow("cuda") << "cuda";
+    }
+
+    void stepTimeNamesAndGpuBusy()
+    {
+        QFETCH(QString, backend);
+        ReportInput in = make_input(true, 14);
+        for (RunFacts& f : in.runs) f.device.backend = backend.toStdString();
+        in.runs[1].summary.final_test_accuracy = 0.8125f;
+        in.runs[2].summary.final_test_accuracy.reset();
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("<th>Step ms</th>"));
+        QVERIFY(!html.contains("Median ms"));
+        QVERIFY(html.contains(QString::fromStdString("Step ms: " + report::escape_html(step_time_definition()))));
+        QVERIFY(html.contains(QString::fromStdString(report::escape_html(speedup_definition()))));
+        QVERIFY(html.contains("sum of phases"));
+        QVERIFY(html.contains("profiled step"));
+        QVERIFY(!html.contains("measured step"));
+        QCOMPARE(html.contains("GPU busy"), backend == "cuda");
+        QVERIFY(html.contains("81.2%"));
+        // Samples/s from the headline step time.
+        const RunFacts& f = in.runs[0];
+        QVERIFY(html.contains(QString::number(1000.0 * f.batch / f.summary.median_step_ms, 'f', 0)));
+        const QRegularExpression lastRow(QStringLiteral("<td class=\"name\">mixed_bf16</td>.*?</tr>"),
+                                         QRegularExpression::DotMatchesEverythingOption);
+        const QString row = lastRow.match(html, html.indexOf(QStringLiteral("<h2>Results</h2>"))).captured(0);
+        QVERIFY2(row.endsWith(QStringLiteral("\u2014</td></tr>")), qPrintable(row));
     }
 
     void oneSvgPerChart_data()

@@ -374,6 +374,46 @@ private slots:
         QCOMPARE(runs[1].at("summary").at("steps").get<std::int64_t>(), std::int64_t(12));
     }
 
+    // Runs of two compare groups in one log (the app's export) trained different models:
+    // each run's config and graph are its own, the top level the first run's.
+    void eachRunCarriesItsModel()
+    {
+        ModelSpec wider = m_spec;
+        wider.name = "log-mlp-wider";
+        wider.layers[1].units *= 2;
+        wider.layers.back().force_fp32 = true;
+        const Graph wider_graph = build_graph(wider, m_graph.input, m_graph.classes);
+        RunLog log(RunLog::Kind::Compare);
+        log.set_environment(m_env);
+        for (int r = 0; r < 4; ++r) {
+            const int index = log.add_run(config_for(r % 2 == 0 ? Policy::FP32 : Policy::MixedFP16));
+            if (r < 2) log.set_run_model(index, m_spec, m_graph);
+            else log.set_run_model(index, wider, wider_graph);
+        }
+        RunSummary stopped = fake_summary(5);
+        stopped.stopped = true;
+        stopped.final_test_loss.reset();
+        stopped.final_test_accuracy.reset();
+        log.set_summary(3, stopped);
+
+        const Json j = Json::parse(log.to_json());
+        const Json& runs = j.at("runs");
+        QCOMPARE(runs.size(), std::size_t(4));
+        for (int r = 0; r < 4; ++r) {
+            const ModelSpec& expected = r < 2 ? m_spec : wider;
+            const Graph& graph = r < 2 ? m_graph : wider_graph;
+            QVERIFY(parse_model_spec(runs[r].at("config").at("model").dump()) == expected);
+            QCOMPARE(runs[r].at("graph").at("total_params").get<std::int64_t>(), graph.total_params);
+        }
+        QVERIFY(parse_model_spec(j.at("config").at("model").dump()) == m_spec);
+        QCOMPARE(j.at("graph").at("total_params").get<std::int64_t>(), m_graph.total_params);
+        // A run stopped before it evaluated has no test numbers, not zeros.
+        const Json& sum = runs[3].at("summary");
+        QVERIFY(sum.at("final_test_accuracy").is_null());
+        QVERIFY(sum.at("final_test_loss").is_null());
+        QVERIFY(sum.at("stopped").get<bool>());
+    }
+
     void csvOneRowPerStep()
     {
         RunLog log(RunLog::Kind::Compare);

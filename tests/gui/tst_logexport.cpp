@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "gui_fixtures.h"
 #include "test_models.h"
 
 #include <random>
@@ -143,6 +144,7 @@ class TestLogExport : public QObject {
 private slots:
     void trainJson();
     void compareJson();
+    void runsOfTwoGroupsKeepTheirModels();
     void csvOneRowPerStep();
     void sameBytesAsTheCli_data();
     void sameBytesAsTheCli();
@@ -201,6 +203,41 @@ void TestLogExport::compareJson()
     QVERIFY(keys(j["runs"][1]["steps"][0]) == k_stepKeys);
     QVERIFY(keys(j["runs"][1]["summary"]) == k_summaryKeys);
     QCOMPARE(j["runs"][1]["config"]["policy"].get<std::string>(), std::string("mixed_fp16"));
+}
+
+// Two compares with a model change between them (an Apply), exported together: each run
+// carries the model it trained, and a run stopped before its first evaluation says it has
+// no test accuracy.
+void TestLogExport::runsOfTwoGroupsKeepTheirModels()
+{
+    QTemporaryDir dir;
+    RunStore store;
+    std::vector<int> ids = fillStore(store);
+    ModelSpec changed = tinyMlp();
+    changed.layers.back().force_fp32 = true;
+    std::mt19937 rng(7);
+    const int g2 = store.newGroup();
+    for (Policy p : {Policy::FP32, Policy::MixedFP16}) {
+        RunRecord r = fabricate(rng, p, 5);
+        r.group = g2;
+        r.modelJson = QString::fromStdString(model_spec_to_json(changed));
+        stopBeforeFirstEvaluation(r);
+        ids.push_back(store.insertRecord(r));
+    }
+    const QString path = dir.filePath(QStringLiteral("two-groups.json"));
+    QString error;
+    QVERIFY2(exportLogs(store, ids, path, &error), qPrintable(error));
+    const Json j = Json::parse(readAll(path).toStdString());
+    QCOMPARE(j["runs"].size(), std::size_t(4));
+    for (std::size_t r = 0; r < 4; ++r) {
+        const ModelSpec ran = parse_model_spec(store.run(ids[r])->modelJson.toStdString());
+        QVERIFY2(parse_model_spec(j["runs"][r]["config"]["model"].dump()) == ran, qPrintable(QString::number(r)));
+        QCOMPARE(j["runs"][r]["config"]["model"]["layers"].back().contains("dtype"), r >= 2);
+    }
+    QVERIFY(parse_model_spec(j["config"]["model"].dump()) == tinyMlp()); // the first run's
+    QVERIFY(j["runs"][3]["summary"]["final_test_accuracy"].is_null());
+    QVERIFY(j["runs"][3]["summary"]["final_test_loss"].is_null());
+    QVERIFY(j["runs"][0]["summary"]["final_test_accuracy"].is_number());
 }
 
 void TestLogExport::csvOneRowPerStep()

@@ -4,9 +4,13 @@
 #include "runstablemodel.h"
 #include "runstore.h"
 
+#include "mixlab/step_time.h"
 #include "mixlab/trainer.h"
 
 #include <QApplication>
+#include <QHeaderView>
+#include <QImage>
+#include <QScrollBar>
 #include <QItemSelectionModel>
 #include <QRandomGenerator>
 #include <QSignalSpy>
@@ -45,12 +49,11 @@ std::vector<mixlab::StepMetrics> steps(int first, int n, float ms, QRandomGenera
     return out;
 }
 
-double mean(const std::vector<float> &v)
+// The upper median, as mixlab::headline_step_ms takes it.
+double median(std::vector<float> v)
 {
-    double s = 0;
-    for (float x : v)
-        s += x;
-    return s / double(v.size());
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
 }
 
 QString cell(const RunsTableModel *model, int row, int column, int role = Qt::DisplayRole)
@@ -70,6 +73,10 @@ private slots:
     void progressAndStepTime();
     void speedupAgainstGroupBaseline();
     void failedRunShowsReason();
+    void headersSayWhatTheNumbersAre();
+    void everyShownColumnFits();
+    void progressTextReadsOnTheFill_data();
+    void progressTextReadsOnTheFill();
 };
 
 void TestRunsTable::rowsFollowTheStore()
@@ -182,19 +189,24 @@ void TestRunsTable::progressAndStepTime()
     const QModelIndex progress = model->index(0, RunsTableModel::Progress);
     QCOMPARE(model->data(progress).toString(), QStringLiteral("40 / 100"));
     QCOMPARE(model->data(progress, RunsTableModel::k_fractionRole).toDouble(), 0.4);
-    // Warm-up excluded: mean of steps 11..40 only.
-    const double expected = mean(times);
-    QVERIFY(std::abs(RunsTableModel::meanStepMs(*store.run(id)) - expected) < 1e-9 * expected);
+    // The headline step time, live: the median of steps 11..40 (the warm-up left out).
+    const double expected = median(times);
+    QCOMPARE(model->stepMs(*store.run(id)), expected);
     QCOMPARE(cell(model, 0, RunsTableModel::StepMs), QString::number(expected, 'f', 3));
     // 40 steps took 400 ms of wall time: 60 more take about 0.6 s.
     QCOMPARE(cell(model, 0, RunsTableModel::Eta), QStringLiteral("1s"));
     QCOMPARE(cell(model, 0, RunsTableModel::Skipped), QStringLiteral("5")); // steps 7, 14, ... 35
+    // More steps move it (the cached value follows the step count).
+    store.appendSteps(id, steps(41, 20, 2.0f, rng, &times));
+    QCOMPARE(model->stepMs(*store.run(id)), median(times));
+    QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy), QString()); // not evaluated yet, still running
 
     // When the run ends, the summary's figures win over the ones computed live.
     mixlab::RunSummary summary;
-    summary.steps = 40;
+    summary.steps = 60;
     summary.skipped_steps = 9;
-    summary.mean_step_ms = 3.25;
+    summary.mean_step_ms = 3.5;
+    summary.median_step_ms = 3.25;
     summary.epochs_done = 1;
     summary.final_test_accuracy = 0.8765f;
     store.setSummary(id, summary);
@@ -203,6 +215,13 @@ void TestRunsTable::progressAndStepTime()
     QCOMPARE(cell(model, 0, RunsTableModel::Skipped), QStringLiteral("9"));
     QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy), QStringLiteral("87.65 %"));
     QCOMPARE(cell(model, 0, RunsTableModel::Eta), QString());
+
+    // Stopped before it evaluated: no accuracy, and the table says so rather than 0 %.
+    summary.final_test_accuracy.reset();
+    summary.final_test_loss.reset();
+    store.setSummary(id, summary);
+    QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy), QStringLiteral("\u2014"));
+    QVERIFY(cell(model, 0, RunsTableModel::TestAccuracy, Qt::ToolTipRole).contains(QStringLiteral("before it evaluated")));
 }
 
 void TestRunsTable::speedupAgainstGroupBaseline()
@@ -220,18 +239,18 @@ void TestRunsTable::speedupAgainstGroupBaseline()
     store.appendSteps(fp32, steps(1, 30, 10.0f, rng, &t32));
     store.appendSteps(mixed, steps(1, 30, 8.0f, rng, &t16));
     store.appendSteps(alone, steps(1, 30, 5.0f, rng, nullptr));
-    const double live = mean(t32) / mean(t16);
+    const double live = median(t32) / median(t16);
     QCOMPARE(cell(model, 1, RunsTableModel::Speedup), QStringLiteral("%1\u00d7").arg(live, 0, 'f', 2));
     QCOMPARE(cell(model, 0, RunsTableModel::Speedup), QStringLiteral("1.00\u00d7"));
     QCOMPARE(cell(model, 2, RunsTableModel::Speedup), QString()); // alone in its group
 
     mixlab::RunSummary s32, s16;
-    s32.mean_step_ms = 10.0;
-    s16.mean_step_ms = 8.0;
+    s32.median_step_ms = 10.0;
+    s16.median_step_ms = 8.0;
     store.setSummary(fp32, s32);
     store.setSummary(mixed, s16);
     QCOMPARE(cell(model, 1, RunsTableModel::Speedup), QStringLiteral("1.25\u00d7"));
-    s16.mean_step_ms = 12.5; // slower than fp32, the seed user's story
+    s16.median_step_ms = 12.5; // slower than fp32, the seed user's story
     store.setSummary(mixed, s16);
     QCOMPARE(cell(model, 1, RunsTableModel::Speedup), QStringLiteral("0.80\u00d7"));
     QVERIFY(std::abs(model->speedup(*store.run(mixed)) - 0.8) < 1e-12);
@@ -247,6 +266,108 @@ void TestRunsTable::failedRunShowsReason()
     store.setStatus(model->runIdAt(0), RunRecord::Status::Failed, why);
     QVERIFY(cell(model, 0, RunsTableModel::Status).contains(why));
     QVERIFY(cell(model, 0, RunsTableModel::Policy, Qt::ToolTipRole).contains(why));
+}
+
+void TestRunsTable::headersSayWhatTheNumbersAre()
+{
+    RunStore store;
+    RunsTable table(&store);
+    const RunsTableModel *model = table.tableModel();
+    const auto tip = [&](int column) { return model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString(); };
+    QVERIFY(tip(RunsTableModel::StepMs).contains(QString::fromStdString(mixlab::step_time_definition())));
+    QVERIFY(tip(RunsTableModel::Speedup).contains(QString::fromStdString(mixlab::speedup_definition())));
+    for (int c = RunsTableModel::Progress; c < RunsTableModel::ColumnCount; ++c)
+        if (c != RunsTableModel::Policy && c != RunsTableModel::Batch)
+            QVERIFY2(!tip(c).isEmpty(), qPrintable(model->headerData(c, Qt::Horizontal).toString()));
+}
+
+// At the width it asks for (what the bottom row gives it at 1280 px) every shown column
+// is in view: no horizontal scroll bar. Policy and batch, which the default name says, start
+// hidden; ETA shows only while a run trains.
+void TestRunsTable::everyShownColumnFits()
+{
+    QRandomGenerator rng(5);
+    RunStore store;
+    RunsTable table(&store);
+    const int g = store.newGroup();
+    for (mixlab::Policy p : {mixlab::Policy::FP32, mixlab::Policy::MixedFP16}) {
+        const int id = store.addRun(configFor(p, 256), "{}", g);
+        store.setStarted(id, 60, 1);
+        store.setStatus(id, RunRecord::Status::Running);
+        store.appendSteps(id, steps(1, 30, 4.0f, rng, nullptr));
+    }
+    QVERIFY(table.isColumnHidden(RunsTableModel::Policy));
+    QVERIFY(table.isColumnHidden(RunsTableModel::Batch));
+    QVERIFY(!table.isColumnHidden(RunsTableModel::Eta));
+    table.resize(table.sizeHint().width(), 200);
+    table.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&table));
+    QCOMPARE(table.horizontalScrollBar()->maximum(), 0);
+    const int skipped = table.horizontalHeader()->sectionViewportPosition(RunsTableModel::Skipped);
+    QVERIFY(skipped + table.columnWidth(RunsTableModel::Skipped) <= table.viewport()->width());
+    QVERIFY(table.columnWidth(RunsTableModel::Name) >= table.fontMetrics().horizontalAdvance(QStringLiteral("fp32 b256")));
+    for (int id : store.runIds())
+        store.setStatus(id, RunRecord::Status::Finished);
+    QVERIFY(table.isColumnHidden(RunsTableModel::Eta));
+    QVERIFY(table.sizeHint().width() < 570); // beside the log at 1280 px
+}
+
+void TestRunsTable::progressTextReadsOnTheFill_data()
+{
+    QTest::addColumn<bool>("selected");
+    QTest::newRow("not selected") << false;
+    QTest::newRow("selected") << true;
+}
+
+// "30 / 60" of a half-done run: the text in the row's text colour with no fill under it,
+// the fill in a strip below it reaching half way, selected or not.
+void TestRunsTable::progressTextReadsOnTheFill()
+{
+    QFETCH(bool, selected);
+    QRandomGenerator rng(6);
+    RunStore store;
+    RunsTable table(&store);
+    const int id = store.addRun(configFor(mixlab::Policy::FP32, 32), "{}", store.newGroup());
+    store.setStarted(id, 60, 1);
+    store.setStatus(id, RunRecord::Status::Stopped);
+    store.appendSteps(id, steps(1, 30, 4.0f, rng, nullptr));
+    table.setColumnWidth(RunsTableModel::Progress, 160);
+    table.resize(900, 120);
+    if (selected)
+        table.selectRow(0);
+    else
+        table.clearSelection();
+    table.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&table));
+    QImage image = table.viewport()->grab().toImage();
+    image = image.scaled(table.viewport()->size()); // one pixel per logical pixel
+    const QRect cell = table.visualRect(table.tableModel()->index(0, RunsTableModel::Progress));
+    const QPalette palette = table.palette();
+    const QColor ink = palette.color(selected ? QPalette::HighlightedText : QPalette::Text);
+    const QColor fill = selected ? ink : palette.color(QPalette::Highlight);
+    const auto near = [](QColor a, QColor b) {
+        return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue()) < 40;
+    };
+    // The strip: the fill from the left edge to the middle, not beyond.
+    const int stripY = cell.bottom() - 4;
+    int filled = 0;
+    for (int x = cell.left() + 4; x <= cell.right() - 4; ++x)
+        if (near(image.pixelColor(x, stripY), fill))
+            ++filled;
+    QVERIFY2(std::abs(filled - (cell.width() - 8) / 2) <= 2, qPrintable(QString::number(filled)));
+    // Above it the text, in the ink colour, on the row's own background: no fill there.
+    int inked = 0;
+    const QColor background = image.pixelColor(cell.left() + 6, cell.top() + 3);
+    for (int y = cell.top() + 1; y < stripY - 2; ++y)
+        for (int x = cell.left() + 4; x <= cell.right() - 4; ++x) {
+            const QColor c = image.pixelColor(x, y);
+            if (near(c, ink))
+                ++inked;
+            QVERIFY2(near(c, ink) || near(c, background) || !near(c, fill) || selected,
+                     qPrintable(QStringLiteral("fill under the text at %1,%2").arg(x).arg(y)));
+        }
+    QVERIFY2(inked > 15, qPrintable(QString::number(inked)));
+    QVERIFY(!near(ink, background));
 }
 
 QTEST_MAIN(TestRunsTable)

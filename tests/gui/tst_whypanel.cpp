@@ -1,8 +1,9 @@
 // The Why? panel, offscreen: RunFacts built from a RunStore (losses, loss-scale changes,
 // profiles), the runs table, the profiling views (phase bars, sortable layer table,
 // roofline), the explain() rows for a sigmoid-output model compared fp32 against
-// mixed_fp16, Apply as an undoable designer edit or a run-panel change, profiles through
-// experiment files, and the main window's Why? action following the runs table's selection.
+// mixed_fp16 worded for the app, Apply as an undoable designer edit or a run-panel change
+// that stays "Applied" until undone, profiles through experiment files, a group that goes
+// away, and the main window's Why? action following the runs table's selection.
 #include "experiment.h"
 #include "layertablemodel.h"
 #include "mainwindow.h"
@@ -16,6 +17,9 @@
 #include "whypanel.h"
 
 #include "mixlab/model_spec.h"
+#include "mixlab/step_time.h"
+
+#include "gui_fixtures.h"
 
 #include <limits>
 
@@ -32,9 +36,12 @@
 #include <QDockWidget>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QPointer>
 #include <QPushButton>
 #include <QRandomGenerator>
+#include <QScrollBar>
 #include <QSettings>
+#include <QSplitter>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -55,47 +62,44 @@ const char *k_model = R"({"format": "mixlab-model/1", "name": "tiny-seed",
 const mixlab::Shape k_input{{4, 4, 1}};
 constexpr int k_classes = 10;
 
-// A finished run of `steps` steps with random losses; the scale halves at `halveAt`.
-int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double medianMs,
-                   int halveAt, QRandomGenerator &rng)
+int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double medianMs, int halveAt,
+                   QRandomGenerator &rng, const std::string &backend = "cpu")
 {
-    mixlab::RunConfig c;
-    c.policy = policy;
-    c.batch_size = 32;
-    c.steps = 20;
-    const int id = store.addRun(c, QString::fromUtf8(k_model), group);
-    RunContext ctx;
-    ctx.input = k_input;
-    ctx.classes = k_classes;
-    ctx.environment.backend = "cpu";
-    ctx.environment.device_name = "CPU (no CUDA device)";
-    ctx.environment.compute_capability = "cpu";
-    store.setContext(id, ctx);
-    store.setStatus(id, RunRecord::Status::Running);
-    std::vector<mixlab::StepMetrics> steps;
-    float scale = 65536;
-    for (int s = 1; s <= 20; ++s) {
-        mixlab::StepMetrics m;
-        m.step = s;
-        m.epoch = 1;
-        m.loss = 2.3f - 0.05f * float(s) + 0.1f * float(rng.generateDouble());
-        m.accuracy = float(rng.generateDouble());
-        if (s == halveAt)
-            scale /= 2;
-        m.loss_scale = scale;
-        steps.push_back(m);
-    }
-    store.appendSteps(id, steps);
-    mixlab::RunSummary sum;
-    sum.steps = 20;
-    sum.median_step_ms = medianMs;
-    sum.mean_step_ms = medianMs;
-    sum.final_loss_scale = scale;
-    sum.final_train_loss = steps.back().loss;
-    store.setSummary(id, sum);
-    store.setStatus(id, RunRecord::Status::Finished);
-    return id;
+    FinishedRunSpec spec;
+    spec.modelJson = QString::fromUtf8(k_model);
+    spec.input = k_input;
+    spec.policy = policy;
+    spec.medianMs = medianMs;
+    spec.halveAt = halveAt;
+    spec.backend = backend;
+    return addFinishedRun(store, group, spec, rng);
 }
+
+// Where most tests start: one finished group, fp32 (2 ms a step) against mixed_fp16.
+struct FinishedCompare {
+    RunStore store;
+    QRandomGenerator rng;
+    int group = 0, fp32 = 0, mixed = 0;
+
+    explicit FinishedCompare(quint32 seed, double mixedMs = 1.0, int mixedHalveAt = 0,
+                             const std::string &backend = "cpu")
+        : rng(seed)
+    {
+        group = store.newGroup();
+        fp32 = addFinishedRun(store, group, mixlab::Policy::FP32, 2.0, 0, rng, backend);
+        mixed = addFinishedRun(store, group, mixlab::Policy::MixedFP16, mixedMs, mixedHalveAt, rng, backend);
+    }
+};
+
+// A designer holding the model the runs trained.
+struct DesignerOnModel {
+    ModelDesigner designer;
+    DesignerOnModel()
+    {
+        designer.setInput(k_input, k_classes);
+        designer.setSpec(mixlab::parse_model_spec(k_model));
+    }
+};
 
 // A profiling pass by hand: random phase times (their sum is the span, as the engine
 // measures it), `gemms` dense layers with random times and sizes, and a cast and an
@@ -157,13 +161,19 @@ private slots:
     void applyActivation();
     void applyRunSetting();
     void profileReachesFacts();
+    void phaseBarsPerPolicy_data();
     void phaseBarsPerPolicy();
     void layerTableSorts();
     void rooflineHasOnePointPerGemm();
     void groupWithoutProfile();
     void profileSurvivesExperimentFile();
     void experimentWithoutProfileLoads();
+    void suggestionsNameTheAppsControls();
+    void tableHeadersFitANarrowDock();
+    void groupGoneClearsThePanel();
     void mainWindowAction();
+    void dockLeavesTheChartsTheirWidth_data();
+    void dockLeavesTheChartsTheirWidth();
 
 private:
     QTemporaryDir m_settingsDir;
@@ -178,11 +188,10 @@ void TestWhyPanel::initTestCase()
 
 void TestWhyPanel::factsFromStore()
 {
-    RunStore store;
-    QRandomGenerator rng(11);
-    const int g = store.newGroup();
-    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 7, rng);
+    FinishedCompare f(11, 1.0, 7);
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int b = f.mixed;
     QString error;
     const std::vector<mixlab::RunFacts> facts = runFactsFromStore(store, g, &error);
     QVERIFY2(facts.size() == 2, qPrintable(error));
@@ -202,16 +211,14 @@ void TestWhyPanel::factsFromStore()
     QCOMPARE(facts[0].graph.head, mixlab::OutputHead::SigmoidKeras);
     QCOMPARE(facts[0].graph.classes, k_classes);
     QCOMPARE(latestFinishedGroup(store), g);
-    Q_UNUSED(a);
 }
 
 void TestWhyPanel::unfinishedGroupIsNotExplained()
 {
-    RunStore store;
-    QRandomGenerator rng(12);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    FinishedCompare f(12);
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int b = f.mixed;
     store.setStatus(b, RunRecord::Status::Running);
     QVERIFY(!groupFinished(store, g));
     QCOMPARE(latestFinishedGroup(store), 0);
@@ -228,11 +235,9 @@ void TestWhyPanel::unfinishedGroupIsNotExplained()
 
 void TestWhyPanel::showsRunsAndExplanations()
 {
-    RunStore store;
-    QRandomGenerator rng(13);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 0.8, 7, rng);
+    FinishedCompare f(13, 0.8, 7);
+    RunStore &store = f.store;
+    const int g = f.group;
     WhyPanel panel(&store);
     panel.resize(600, 800);
     panel.show();
@@ -270,15 +275,10 @@ void TestWhyPanel::showsRunsAndExplanations()
 
 void TestWhyPanel::applyFloat32IsUndoable()
 {
-    RunStore store;
-    QRandomGenerator rng(14);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    ModelDesigner designer;
-    designer.setInput(k_input, k_classes);
-    designer.setSpec(mixlab::parse_model_spec(k_model));
-    WhyPanel panel(&store);
+    FinishedCompare f(14);
+    DesignerOnModel d;
+    ModelDesigner &designer = d.designer;
+    WhyPanel panel(&f.store);
     panel.setDesigner(&designer);
     panel.show();
     panel.showGroup(0);
@@ -293,29 +293,44 @@ void TestWhyPanel::applyFloat32IsUndoable()
     QCOMPARE(designer.undoStack()->count(), 1);
     QVERIFY(panel.appliedText().contains(QStringLiteral("layer 2: dtype float32; undo with Ctrl+Z")));
     QVERIFY(!apply->isEnabled());
+    QCOMPARE(apply->text(), QStringLiteral("Applied"));
     // Nothing else of the model moved.
     mixlab::ModelSpec expected = mixlab::parse_model_spec(k_model);
     expected.layers[2].force_fp32 = true;
     QVERIFY(designer.spec() == expected);
 
+    // The panel rebuilt (a run renamed, a new group, a reopened file): the fix is in the
+    // model, so its button stays "Applied", and applying it again adds no undo step.
+    const QPointer<QPushButton> before = apply;
+    f.store.rename(f.mixed, QStringLiteral("renamed"));
+    QTRY_VERIFY(!before); // the cards were built again
+    apply = panel.applyButton(fp32);
+    QCOMPARE(apply->text(), QStringLiteral("Applied"));
+    QVERIFY(!apply->isEnabled());
+    QString error;
+    QVERIFY(!panel.apply(fp32, &error));
+    QVERIFY2(error.contains(QStringLiteral("already")), qPrintable(error));
+    QCOMPARE(designer.undoStack()->count(), 1);
+
+    // Undone: the advice applies again.
     designer.undoStack()->undo();
     QVERIFY(!designer.spec().layers[2].force_fp32);
     QVERIFY(designer.spec() == mixlab::parse_model_spec(k_model));
+    QVERIFY(apply->isEnabled());
+    QCOMPARE(apply->text(), QStringLiteral("Apply"));
+    // Done by hand in the property editor rather than by Apply: "Applied" all the same.
+    designer.undoStack()->redo();
+    QVERIFY(!apply->isEnabled());
 }
 
 void TestWhyPanel::applyActivation()
 {
-    RunStore store;
-    QRandomGenerator rng(15);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    ModelDesigner designer;
-    designer.setInput(k_input, k_classes);
-    designer.setSpec(mixlab::parse_model_spec(k_model));
-    WhyPanel panel(&store);
+    FinishedCompare f(15);
+    DesignerOnModel d;
+    ModelDesigner &designer = d.designer;
+    WhyPanel panel(&f.store);
     panel.setDesigner(&designer);
-    panel.showGroup(g);
+    panel.showGroup(f.group);
     const int sigmoid = indexOf(panel, "sigmoid_output");
     QVERIFY(sigmoid >= 0);
     QVERIFY(panel.applyButton(sigmoid));
@@ -336,8 +351,8 @@ void TestWhyPanel::applyActivation()
 
 void TestWhyPanel::applyRunSetting()
 {
-    RunStore store;
-    WhyPanel panel(&store);
+    FinishedCompare f(16);
+    WhyPanel panel(&f.store);
     RunPanel runPanel;
     panel.setRunPanel(&runPanel);
     // explain() gives set_policy/set_batch only for GPU runs; fake one by hand through
@@ -346,11 +361,7 @@ void TestWhyPanel::applyRunSetting()
     c.batch_size = 32;
     c.policy = mixlab::Policy::FP16;
     runPanel.setConfig(c);
-    QRandomGenerator rng(16);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    panel.showGroup(g);
+    panel.showGroup(f.group);
     QVERIFY(!panel.explanations().empty());
     // The two run-config fixes go through RunPanel::setConfig.
     auto &ex = const_cast<std::vector<mixlab::Explanation> &>(panel.explanations());
@@ -363,8 +374,12 @@ void TestWhyPanel::applyRunSetting()
     ex[0].apply_value = "mixed_fp16";
     QVERIFY(panel.apply(0));
     QCOMPARE(runPanel.config().policy, mixlab::Policy::MixedFP16);
-    ex[0].apply_value = "fp12";
+    // In the settings already: nothing to do, and the panel says so.
     QString error;
+    QVERIFY(panel.isApplied(ex[0]).value_or(false));
+    QVERIFY(!panel.apply(0, &error));
+    QVERIFY2(error.contains(QStringLiteral("already")), qPrintable(error));
+    ex[0].apply_value = "fp12";
     QVERIFY(!panel.apply(0, &error));
     QVERIFY(!error.isEmpty());
     QCOMPARE(runPanel.config().policy, mixlab::Policy::MixedFP16);
@@ -372,12 +387,11 @@ void TestWhyPanel::applyRunSetting()
 
 void TestWhyPanel::profileReachesFacts()
 {
-    RunStore store;
-    QRandomGenerator rng(21);
-    const int g = store.newGroup();
-    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    const mixlab::StepProfile p = makeProfile(rng, 2);
+    FinishedCompare f(21, 1.0, 0, "cuda");
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int a = f.fp32;
+    const mixlab::StepProfile p = makeProfile(f.rng, 2);
     QSignalSpy changed(&store, &RunStore::runChanged);
     store.setProfile(a, p);
     QCOMPARE(changed.count(), 1);
@@ -390,16 +404,31 @@ void TestWhyPanel::profileReachesFacts()
     QCOMPARE(*facts[0].gpu_busy_fraction, p.gpu_busy_fraction);
     QVERIFY(!facts[1].profile.has_value());
     QVERIFY(!facts[1].gpu_busy_fraction.has_value());
+
+    // On the CPU backend the profile reaches the facts, but no GPU was busy or idle.
+    FinishedCompare cpu(28);
+    cpu.store.setProfile(cpu.fp32, p);
+    const std::vector<mixlab::RunFacts> cpuFacts = runFactsFromStore(cpu.store, cpu.group);
+    QVERIFY(cpuFacts[0].profile.has_value());
+    QVERIFY(!cpuFacts[0].gpu_busy_fraction.has_value());
+}
+
+void TestWhyPanel::phaseBarsPerPolicy_data()
+{
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("cpu") << "cpu";
+    QTest::newRow("cuda") << "cuda";
 }
 
 void TestWhyPanel::phaseBarsPerPolicy()
 {
-    RunStore store;
-    QRandomGenerator rng(22);
-    const int g = store.newGroup();
-    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    const mixlab::StepProfile pa = makeProfile(rng, 3), pb = makeProfile(rng, 3);
+    QFETCH(QString, backend);
+    FinishedCompare f(22, 1.0, 0, backend.toStdString());
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int a = f.fp32;
+    const int b = f.mixed;
+    const mixlab::StepProfile pa = makeProfile(f.rng, 3), pb = makeProfile(f.rng, 3);
     store.setProfile(a, pa);
     store.setProfile(b, pb);
     WhyPanel panel(&store);
@@ -407,7 +436,12 @@ void TestWhyPanel::phaseBarsPerPolicy()
     panel.show();
     panel.showGroup(g);
     QVERIFY(panel.tabs()->isVisible());
-    QCOMPARE(panel.tabs()->count(), 3);
+    QCOMPARE(panel.tabs()->count(), 4);
+    QCOMPARE(panel.tabs()->currentIndex(), int(WhyPanel::k_explanationTab)); // the sentences first
+    for (int tab : {WhyPanel::k_timeTab, WhyPanel::k_layersTab, WhyPanel::k_rooflineTab})
+        QVERIFY(panel.tabs()->isTabEnabled(tab));
+    panel.tabs()->setCurrentIndex(WhyPanel::k_timeTab);
+    QVERIFY(panel.phaseBars()->isVisible());
 
     QHorizontalStackedBarSeries *series = panel.phaseBars()->series();
     QVERIFY(series);
@@ -424,15 +458,19 @@ void TestWhyPanel::phaseBarsPerPolicy()
         QCOMPARE(set->color(), PhaseBars::phaseColor(mixlab::StepPhase(ph)));
     }
     QVERIFY(series->isLabelsVisible());
-    // The line under the bars: sum of phases against the measured step, wall, GPU busy.
+    // The line under the bars: the sum of separately timed phases against the profiled
+    // step, wall time; GPU busy only where a GPU ran.
     const QString line = panel.phaseSummary()->text();
-    QVERIFY2(line.contains(QStringLiteral("sum of phases %1 ms vs measured step %2 ms")
+    QVERIFY2(line.contains(QStringLiteral("sum of phases (each timed alone) %1 ms vs profiled step %2 ms")
                                .arg(pa.device_ms, 0, 'f', 3).arg(pa.step_ms, 0, 'f', 3)), qPrintable(line));
-    QVERIFY2(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), qPrintable(line));
+    QCOMPARE(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), backend == "cuda");
+    QCOMPARE(line.contains(QStringLiteral("GPU busy")), backend == "cuda");
     QVERIFY(line.contains(QStringLiteral("mixed_fp16")));
+    // The tooltip says that neither is the step time of the table.
+    QVERIFY(panel.phaseSummary()->toolTip().contains(QString::fromStdString(mixlab::step_time_definition())));
 
     // A new profile for a run of the group redraws the bars.
-    mixlab::StepProfile pc = makeProfile(rng, 1);
+    mixlab::StepProfile pc = makeProfile(f.rng, 1);
     store.setProfile(b, pc);
     QTRY_COMPARE(panel.phaseBars()->series()->barSets()[1]->at(1), pc.phase_ms[1]);
 }
@@ -443,7 +481,7 @@ void TestWhyPanel::layerTableSorts()
     QRandomGenerator rng(23);
     const int g = store.newGroup();
     const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    const mixlab::StepProfile p = makeProfile(rng, 4);
+    const mixlab::StepProfile p = makeProfile(rng, 4); // a group of one run
     store.setProfile(a, p);
     WhyPanel panel(&store);
     panel.show();
@@ -503,12 +541,12 @@ void TestWhyPanel::layerTableSorts()
 
 void TestWhyPanel::rooflineHasOnePointPerGemm()
 {
-    RunStore store;
-    QRandomGenerator rng(24);
-    const int g = store.newGroup();
-    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    const int b = addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    const mixlab::StepProfile pa = makeProfile(rng, 3), pb = makeProfile(rng, 2);
+    FinishedCompare f(24);
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int a = f.fp32;
+    const int b = f.mixed;
+    const mixlab::StepProfile pa = makeProfile(f.rng, 3), pb = makeProfile(f.rng, 2);
     store.setProfile(a, pa);
     store.setProfile(b, pb);
     WhyPanel panel(&store);
@@ -550,15 +588,14 @@ void TestWhyPanel::rooflineHasOnePointPerGemm()
 
 void TestWhyPanel::groupWithoutProfile()
 {
-    RunStore store;
-    QRandomGenerator rng(25);
-    const int g = store.newGroup();
-    addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    WhyPanel panel(&store);
+    FinishedCompare f(25);
+    WhyPanel panel(&f.store);
     panel.show();
-    panel.showGroup(g);
-    QVERIFY(!panel.tabs()->isVisible());
+    panel.showGroup(f.group);
+    // The explanations show; the profiling tabs are there but disabled, and why is said.
+    QCOMPARE(panel.tabs()->currentIndex(), int(WhyPanel::k_explanationTab));
+    for (int tab : {WhyPanel::k_timeTab, WhyPanel::k_layersTab, WhyPanel::k_rooflineTab})
+        QVERIFY(!panel.tabs()->isTabEnabled(tab));
     QVERIFY(panel.findChild<QLabel *>("whyNoProfile")->isVisible());
     QVERIFY(!panel.phaseBars()->series());
     QCOMPARE(panel.layerModel()->rowCount(), 0);
@@ -567,12 +604,11 @@ void TestWhyPanel::groupWithoutProfile()
 
 void TestWhyPanel::profileSurvivesExperimentFile()
 {
-    RunStore store;
-    QRandomGenerator rng(26);
-    const int g = store.newGroup();
-    const int a = addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
-    addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    mixlab::StepProfile p = makeProfile(rng, 2);
+    FinishedCompare f(26);
+    RunStore &store = f.store;
+    const int g = f.group;
+    const int a = f.fp32;
+    mixlab::StepProfile p = makeProfile(f.rng, 2);
     p.replayed = true;
     store.setProfile(a, p);
     QTemporaryDir dir;
@@ -612,9 +648,9 @@ void TestWhyPanel::profileSurvivesExperimentFile()
         QCOMPARE(q.layers[i].tensor_core_note, p.layers[i].tensor_core_note);
     }
     // The format stays mixlab-experiment/1: the profile is an optional field.
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonObject root = QJsonDocument::fromJson(f.readAll()).object();
+    QFile saved(path);
+    QVERIFY(saved.open(QIODevice::ReadOnly));
+    const QJsonObject root = QJsonDocument::fromJson(saved.readAll()).object();
     QCOMPARE(root.value("format").toString(), QStringLiteral("mixlab-experiment/1"));
     const QJsonArray runs = root.value("runs").toArray();
     QVERIFY(runs[0].toObject().contains("profile"));
@@ -676,6 +712,80 @@ void TestWhyPanel::experimentWithoutProfileLoads()
     QVERIFY(!loaded.run(loaded.runIds()[0])->profile.has_value());
 }
 
+// The suggestions name the app's controls, not the CLI's options or the model file's
+// fields; the runs are on the CPU, so the device advice is there too.
+void TestWhyPanel::suggestionsNameTheAppsControls()
+{
+    FinishedCompare f(29);
+    WhyPanel panel(&f.store);
+    panel.showGroup(f.group);
+    QVERIFY(indexOf(panel, "cpu_backend") >= 0);
+    for (const mixlab::Explanation &e : panel.explanations()) {
+        const QString suggestion = QString::fromStdString(e.suggestion);
+        QVERIFY2(!suggestion.contains(QStringLiteral("--")) && !suggestion.contains(QStringLiteral("\"dtype\"")),
+                 qPrintable(suggestion));
+    }
+    const auto suggestionOf = [&](const char *id) {
+        return QString::fromStdString(panel.explanations()[std::size_t(indexOf(panel, id))].suggestion);
+    };
+    QVERIFY(suggestionOf("cpu_backend").contains(QStringLiteral("Device: cuda")));
+    QVERIFY(suggestionOf("output_float32").contains(QStringLiteral("Precision: keep in float32")));
+    // And on screen, in the card.
+    auto *card = panel.findChild<QWidget *>(QStringLiteral("whyCard_output_float32"));
+    QVERIFY(card);
+    auto *label = card->findChild<QLabel *>("whySuggestion");
+    QVERIFY(label && label->text().contains(QStringLiteral("Precision: keep in float32")));
+}
+
+// At the dock's narrowest, every header of the runs table is whole (a stretched column
+// narrower than its title showed "edian m", "peedu").
+void TestWhyPanel::tableHeadersFitANarrowDock()
+{
+    FinishedCompare f(30);
+    WhyPanel panel(&f.store);
+    panel.resize(420, 800);
+    panel.show();
+    panel.showGroup(f.group);
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QTableWidget *t = panel.runsTable();
+    QHeaderView *header = t->horizontalHeader();
+    const QFontMetrics metrics(header->font());
+    for (int c = 0; c < t->columnCount(); ++c) {
+        const QString title = t->horizontalHeaderItem(c)->text();
+        QVERIFY2(header->sectionSize(c) >= metrics.horizontalAdvance(title), qPrintable(title));
+        QVERIFY2(header->sectionViewportPosition(c) + header->sectionSize(c) <= header->viewport()->width() + 1,
+                 qPrintable(title));
+    }
+}
+
+// The group shown goes away (New, another experiment opened, its runs deleted): the panel
+// follows the latest group again instead of explaining runs that are gone.
+void TestWhyPanel::groupGoneClearsThePanel()
+{
+    FinishedCompare f(31);
+    DesignerOnModel d;
+    WhyPanel panel(&f.store);
+    panel.setDesigner(&d.designer);
+    panel.show();
+    panel.showGroup(f.group);
+    QVERIFY(panel.apply(indexOf(panel, "output_float32")));
+    QVERIFY(panel.findChild<QLabel *>("whyApplied")->isVisible());
+
+    f.store.clear();
+    QTRY_COMPARE(panel.group(), 0);
+    QVERIFY(panel.explanations().empty());
+    QVERIFY(!panel.runsTable()->isVisible());
+    QVERIFY(!panel.findChild<QLabel *>("whyApplied")->isVisible());
+    QCOMPARE(panel.findChild<QLabel *>("whyTitle")->text(), QStringLiteral("Why?"));
+
+    // The next group to finish is shown, with the numbers the store gives it again.
+    const int g = f.store.newGroup();
+    QCOMPARE(g, 1);
+    addFinishedRun(f.store, g, mixlab::Policy::FP32, 2.0, 0, f.rng);
+    QTRY_COMPARE(panel.group(), g);
+    QVERIFY(panel.findChild<QLabel *>("whyTitle")->text().startsWith(QStringLiteral("Why? Group 1:")));
+}
+
 void TestWhyPanel::mainWindowAction()
 {
     MainWindow w;
@@ -699,6 +809,44 @@ void TestWhyPanel::mainWindowAction()
     QVERIFY(indexOf(*w.whyPanel(), "output_float32") >= 0);
     w.runsTable()->clearSelection();
     QVERIFY(!w.whyAction()->isEnabled());
+}
+
+void TestWhyPanel::dockLeavesTheChartsTheirWidth_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("designerKept");
+    QTest::newRow("1280x800") << QSize(1280, 800) << false;
+    QTest::newRow("1600x1000") << QSize(1600, 1000) << false;
+    QTest::newRow("2400x1300") << QSize(2400, 1300) << true;
+}
+
+// Opening Why? never squeezes the centre: its charts keep two columns and the runs table
+// every column. Where the window cannot hold the designer column too, the dock takes its
+// place until it closes.
+void TestWhyPanel::dockLeavesTheChartsTheirWidth()
+{
+    QFETCH(QSize, size);
+    QFETCH(bool, designerKept);
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QRandomGenerator rng(18);
+    const int g = w.store()->newGroup();
+    addFinishedRun(*w.store(), g, mixlab::Policy::FP32, 2.0, 0, rng);
+    addFinishedRun(*w.store(), g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+    auto *design = w.findChild<QSplitter *>("leftSplitter");
+    auto *centre = w.findChild<QSplitter *>("centreSplitter");
+    auto *dock = w.findChild<QDockWidget *>("whyDock");
+    w.showWhy(g);
+    QTRY_VERIFY(dock->isVisible() && dock->width() >= 420);
+    QCOMPARE(w.width(), size.width()); // the window did not grow past its screen to hold it all
+    QCOMPARE(design->isVisible(), designerKept);
+    QVERIFY2(centre->width() >= 2 * 300, qPrintable(QString::number(centre->width())));
+    QTRY_COMPARE(w.runsTable()->horizontalScrollBar()->maximum(), 0);
+    dock->close();
+    QTRY_VERIFY(design->isVisible());
 }
 
 QTEST_MAIN(TestWhyPanel)

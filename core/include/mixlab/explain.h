@@ -43,6 +43,10 @@ struct RunFacts {
     int baseline = -1;
 };
 
+// Whether the run's device was a GPU. "GPU busy" and the launch-bound rule mean something
+// only then: on the CPU backend device and host time are the same clock's.
+inline bool ran_on_gpu(const RunFacts& f) { return f.device.backend == "cuda"; }
+
 struct Explanation {
     enum class Severity { Info, Advice, Warning };
     std::string id;          // the rule: "speed", "dims_multiple_of_8", ...
@@ -60,9 +64,15 @@ struct Explanation {
 
 std::string_view severity_name(Explanation::Severity s); // "info", "advice", "warning"
 
+// Whom the suggestions are worded for: the CLI's user edits model files and passes
+// options (`"dtype": "float32"`, `--device cuda`); the app's user changes the designer's
+// and the run panel's controls (Precision: keep in float32, Device: cuda). The sentences,
+// ids and machine-readable fixes are the same for both.
+enum class Reader { Cli, App };
+
 // All rules over one group (one run alone is a group of one). Group-wide facts (the
 // model's shapes, its output head) are said once; per-run facts once per run.
-std::vector<Explanation> explain(const std::vector<RunFacts>& group);
+std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader = Reader::Cli);
 
 // Thresholds the rules use, named so tests and the help text can cite them.
 namespace explain_limits {

@@ -20,9 +20,15 @@
 //
 // JSON, a compare group (kind "compare"): "config" is the first run's config with
 // "policies": [names in run order] added; "graph" and "environment" as above; and
-//   "runs": [{"run": index, "policy": name, "config": {...this run's config...},
+//   "runs": [{"run": index, "policy": name, "config": {...this run's config and model...},
+//             "graph": {...this run's graph...},
 //             "steps": [...], "epochs": [...], "events": [...], "summary": {...}}]
-// with no top-level steps/epochs/events/summary.
+// with no top-level steps/epochs/events/summary. Runs of several groups (the app's
+// export) may have trained different models: each run's config and graph are its own,
+// the top-level ones the first run's.
+//
+// A summary's "final_test_loss" and "final_test_accuracy" are null when the run never
+// evaluated the test split.
 //
 // Non-finite metrics (a diverged fp16 loss) are written as null in JSON, "nan"/"inf"
 // in CSV. CSV (both kinds), one row per step in the order they arrived:
@@ -52,11 +58,14 @@ public:
 
     explicit RunLog(Kind kind = Kind::Train);
 
+    // The model every run trained, unless set_run_model says otherwise for a run.
     void set_model(const ModelSpec& spec, const Graph& graph);
     void set_environment(const Environment& env);
     // Registers a run; its index is what the trainer passes to the on_* calls
     // (0, 1, ... in the order added).
     int add_run(const RunConfig& config);
+    // The model this run trained, when it is not the log's (set_model) one.
+    void set_run_model(int run, const ModelSpec& spec, const Graph& graph);
     void set_summary(int run, const RunSummary& summary);
     // Every call is recorded, then passed on to `next` (e.g. a progress printer).
     void forward_to(MetricsSink* next) { m_next = next; }
@@ -91,6 +100,7 @@ public:
 private:
     struct Run {
         RunConfig config;
+        std::string model_json, graph_json; // empty: the log's
         std::vector<StepMetrics> steps;
         std::vector<EpochMetrics> epochs;
         std::vector<RunEvent> events;
@@ -98,6 +108,8 @@ private:
     };
     Run& run_at(int run); // grows the list for an index the trainer sends unannounced
     const Run& checked(int run) const;
+    const std::string& model_json(const Run& r) const;
+    const std::string& graph_json(const Run& r) const;
 
     Kind m_kind;
     std::vector<Run> m_runs;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -69,9 +70,11 @@ struct RunSummary {
     std::int64_t skipped_steps = 0;
     int epochs_done = 0;
     double mean_step_ms = 0;   // device time, warm-up steps excluded
-    double median_step_ms = 0;
+    double median_step_ms = 0; // the headline step time (step_time.h)
     float final_train_loss = 0;
-    float final_test_loss = 0, final_test_accuracy = 0;
+    // At the last evaluation of the test split; none when the run never evaluated (stopped
+    // in its first epoch, or a dataset without a test split).
+    std::optional<float> final_test_loss, final_test_accuracy;
     float final_loss_scale = 1;
     double wall_seconds = 0;
     bool stopped = false;      // by the stop token, or halted
