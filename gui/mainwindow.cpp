@@ -57,6 +57,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTimer>
+#include <QToolBar>
 #include <QUndoStack>
 
 #include <algorithm>
@@ -308,10 +309,13 @@ void MainWindow::buildMenus()
 
     QMenu *run = menuBar()->addMenu(tr("&Run"));
     m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startRun);
+    m_startAction->setObjectName(QStringLiteral("startAction"));
     m_startAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     m_compareAction = run->addAction(tr("&Compare precisions"), this, &MainWindow::startCompare);
+    m_compareAction->setObjectName(QStringLiteral("compareAction"));
     m_compareAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
     m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRuns);
+    m_stopAction->setObjectName(QStringLiteral("stopAction"));
     m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
     m_stopAction->setEnabled(false);
     run->addSeparator();
@@ -319,6 +323,7 @@ void MainWindow::buildMenus()
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
     m_whyAction->setEnabled(false);
+    buildRunToolBar();
     // One non-modal dialog, kept: it takes the designer's model and the compare settings
     // each time it is shown and started, and its last curves stay until the next search.
     QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, [this] {
@@ -493,6 +498,31 @@ void MainWindow::updateStartBlocked()
     m_startAction->setEnabled(idle && reason.isEmpty());
     m_compareAction->setEnabled(idle && reason.isEmpty() && m_runPanel->comparePolicies().size() >= 2);
     m_stopAction->setEnabled(!idle);
+    // The toolbar's buttons say why they are greyed out, as the run panel's line does
+    // (which Why? can cover when it takes the design column's place).
+    const QString startTip = reason.isEmpty() ? tr("Train one run with the run panel's settings") : reason;
+    const QString compareTip = reason.isEmpty() ? tr("Train the checked policies side by side, in lockstep") : reason;
+    m_startAction->setToolTip(withShortcut(startTip, m_startAction->shortcut()));
+    m_compareAction->setToolTip(withShortcut(compareTip, m_compareAction->shortcut()));
+    m_stopAction->setToolTip(withShortcut(tr("Stop the runs in progress"), m_stopAction->shortcut()));
+}
+
+// Start, Compare, Stop and Why? above everything else, so they stay in view whatever the
+// docks and splitters hide (the run panel's own buttons sit in its column).
+void MainWindow::buildRunToolBar()
+{
+    QToolBar *bar = addToolBar(tr("Run"));
+    bar->setObjectName(QStringLiteral("runToolBar"));
+    bar->setMovable(false);
+    bar->setFloatable(false);
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->addAction(m_startAction);
+    bar->addAction(m_compareAction);
+    bar->addAction(m_stopAction);
+    bar->addSeparator();
+    bar->addAction(m_whyAction);
+    m_whyAction->setIconText(tr("Why?"));
+    m_runToolBar = bar;
 }
 
 void MainWindow::startRun()

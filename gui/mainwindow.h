@@ -26,6 +26,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QSplitter;
+class QToolBar;
 class RunController;
 class RunPanel;
 class RunStore;
@@ -47,6 +48,7 @@ public:
     LogView *logView() const { return m_log; }
     WhyPanel *whyPanel() const { return m_why; }
     QAction *whyAction() const { return m_whyAction; }
+    QToolBar *runToolBar() const { return m_runToolBar; }
     // Shows the Why? panel for a finished compare group (0: the latest finished one).
     void showWhy(int group = 0);
     // The group whose runs are selected in the runs table, when it is one finished group.
@@ -97,6 +99,7 @@ private:
     void buildParts();
     void buildMenus();
     void buildStatusBar();
+    void buildRunToolBar();
     void applyFirstStartDefaults();
     void restoreSettings();
     void saveSettings() const;
@@ -153,6 +156,7 @@ private:
     QAction *m_compareAction = nullptr;
     QAction *m_stopAction = nullptr;
     QAction *m_whyAction = nullptr;
+    QToolBar *m_runToolBar = nullptr; // Start, Compare, Stop, Why?: always in view
     QAction *m_logScaleAction = nullptr;
     QList<QAction *> m_xAxisActions;
     QMenu *m_recentMenu = nullptr;

@@ -165,16 +165,17 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     editorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     editorScroll->setMinimumHeight(k_editorMinRows * fontMetrics().lineSpacing() * 3 / 2);
 
-    // Tree and form share what the column has left, and give and take alike when the
-    // window changes height.
+    // Tree and form share what the column has left, the tree (with the palette and the
+    // model's notes above it) the larger part, and give and take alike when the window
+    // changes height; the form keeps its minimum and scrolls.
     auto *splitter = new QSplitter(Qt::Vertical, this);
     splitter->setObjectName(QStringLiteral("designerSplitter"));
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(listPart);
     splitter->addWidget(editorScroll);
-    splitter->setStretchFactor(0, 1);
-    splitter->setStretchFactor(1, 1);
-    splitter->setSizes({270, 230});
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    splitter->setSizes({300, 200});
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(buildToolBar());
