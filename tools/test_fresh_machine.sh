@@ -3,8 +3,8 @@
 # minbase bookworm root (tools/lib/debian_root.sh; the base root cached), a fresh
 # `git clone` of this checkout's committed HEAD in it, then README's two quick-start
 # commands exactly as README writes them (read from README), as root in the clone:
-#   1. under an X server until the app's main window is mapped; a screenshot of the
-#      screen is saved, then the app is ended (TERM);
+#   1. under an X server until the app's main window is mapped; a screenshot of that
+#      window is saved, then the app is ended (TERM);
 #   2. to its end; the suites that ran are counted, and how many carry the label gui;
 # then tools/check_build_complete.sh over that build (every suite the tree defines,
 # the app and mixlab-cli run). The root has no CUDA toolkit: the build is CPU-only.
@@ -50,8 +50,7 @@ branch="$(git -C "$root_dir" rev-parse --abbrev-ref HEAD)"
 stop_app() {
     [ -n "${app_pid:-}" ] || return 0
     kill -TERM -- "-$app_pid" 2>/dev/null || true
-    local i
-    for i in $(seq 1 20); do
+    for _ in $(seq 1 20); do
         kill -0 -- "-$app_pid" 2>/dev/null || break
         sleep 0.5
     done
@@ -120,7 +119,7 @@ while [ -z "$window" ]; do
     done
     if [ -z "$window" ]; then
         if [ $((SECONDS - last_report)) -ge 300 ]; then
-            say "first command still running: $(grep -a -o '\[[0-9]*/[0-9]*\]' "$out/first-command.log" | tail -n 1) $(tail -c 300 "$out/first-command.log" | tr '\r' '\n' | tail -n 1 | cut -c1-100)"
+            say "first command still running: $(tail -c 300 "$out/first-command.log" | tr '\r' '\n' | tail -n 1 | cut -c1-100)"
             last_report=$SECONDS
         fi
         sleep 5
@@ -134,7 +133,7 @@ say "the app's window is up after $first_s s: \"$title\" ($(DISPLAY="$display" x
 previous=""
 for _ in $(seq 1 30); do
     sleep 2
-    DISPLAY="$display" import -window root "$work/shot.png"
+    DISPLAY="$display" import -window "$window" "$work/shot.png"
     now="$(identify -format '%#' "$work/shot.png")"
     [ "$now" = "$previous" ] && break
     previous="$now"
