@@ -109,9 +109,10 @@ debian_root_prepare() {
             cannot "no Debian mirror in this machine's apt sources (/etc/apt/sources.list*): set MIRROR"
     fi
     # debootstrap fetches with wget, which reads the proxy from the environment.
-    local proxy=""
-    eval "$(apt-config shell proxy Acquire::http::Proxy 2>/dev/null)"
+    local proxy="" https_proxy_conf=""
+    eval "$(apt-config shell proxy Acquire::http::Proxy https_proxy_conf Acquire::https::Proxy 2>/dev/null)"
     [ -n "$proxy" ] && [ -z "${http_proxy:-}" ] && export http_proxy="$proxy"
+    [ -n "$https_proxy_conf" ] && [ -z "${https_proxy:-}" ] && export https_proxy="$https_proxy_conf"
 
     work="$(mktemp -d /var/tmp/mixlab-$tag.XXXXXX)"
     chroot_dir="$work/root"
