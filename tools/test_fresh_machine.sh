@@ -11,8 +11,8 @@
 # The X server (Xvfb) and the screenshot tools run on this machine and reach the root
 # through the X socket, so the root holds only what setup.sh installs.
 #
-# Usage (as root; it builds MixLab from scratch: most of an hour on 2 cores; not part
-# of CI):  tools/test_fresh_machine.sh
+# Usage (as root; it builds MixLab from scratch, 7 minutes on an idle 2-core machine,
+# over 20 on a busy one; not part of CI):  tools/test_fresh_machine.sh
 # Needs here: debootstrap, git, Xvfb (xvfb), xwininfo (x11-utils), import and identify
 # (imagemagick).
 # Environment: MIRROR, BASE_CACHE, KEEP_ROOT (see tools/lib/debian_root.sh);
