@@ -11,7 +11,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/models/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/mixlab/models
         FILES_MATCHING PATTERN "*.json")
 
-if(MIXLAB_GUI_BUILT)
+if(MIXLAB_WITH_GUI)
   install(FILES ${_mixlab_pkg_dir}/mixlab.desktop
           DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
   install(FILES ${_mixlab_pkg_dir}/mixlab.svg
@@ -28,7 +28,7 @@ endif()
 # so the archive is reproducible; Debian policy wants them compressed); plain when gzip is
 # missing. mixlab.1 only when the app is built.
 set(_mixlab_man_pages mixlab-cli.1)
-if(MIXLAB_GUI_BUILT)
+if(MIXLAB_WITH_GUI)
   list(APPEND _mixlab_man_pages mixlab.1)
 endif()
 set(_mixlab_docdir ${CMAKE_INSTALL_DATADIR}/doc/mixlab)
@@ -90,7 +90,7 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://mixlab.invalid/")
 set(_mixlab_deps
     "libc6 (>= 2.36)" "libstdc++6 (>= 12)" "libgcc-s1 (>= 3.4)" "libgomp1 (>= 12)"
     "zlib1g (>= 1:1.2.13)")
-if(MIXLAB_GUI_BUILT)
+if(MIXLAB_WITH_GUI)
   list(APPEND _mixlab_deps
        "libqt6core6 (>= 6.4.2)" "libqt6gui6 (>= 6.4.2)" "libqt6widgets6 (>= 6.4.2)"
        "libqt6charts6 (>= 6.4.2)" "libqt6svg6 (>= 6.4.2)" "qt6-qpa-plugins (>= 6.4.2)")
@@ -102,8 +102,8 @@ set(CPACK_DEBIAN_PACKAGE_SUGGESTS "desktop-file-utils, shared-mime-info, hicolor
 
 # NVIDIA's libraries are Recommends, never Depends: the CUDA backend is a module loaded at
 # run time (core/src/cuda_module.cpp), so without them both programs start and train on
-# the CPU, saying once what is missing. The names are those of NVIDIA's apt repository
-# for Debian 12 (developer.download.nvidia.com/compute/cuda/repos/debian12): cuBLAS and
+# the CPU, saying once what is missing. The names are those of NVIDIA's CUDA apt
+# repository for Debian 12: cuBLAS and
 # cuBLASLt 13 come in one package per CUDA minor version (libcublas-13-0, -13-1, ...; all
 # give libcublas.so.13), cuDNN 9 built for CUDA 13 is libcudnn9-cuda-13. Debian itself
 # has neither, so on a plain Debian system apt skips them without complaint.

@@ -9,17 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang and its libFuzzer runtime: Debian packages, installed when missing (as setup.sh does).
-missing=()
-for p in clang libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz: installing ${missing[*]}" >&2
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=lib/apt_install.sh
+source tools/lib/apt_install.sh
+apt_install_missing fuzz clang libclang-rt-14-dev
 
 seconds="${1:-60}"
 shift || true
@@ -31,10 +23,12 @@ jobs="${MIXLAB_JOBS:-2}"
 # Every object carries the coverage hooks and both sanitizers; only the targets link
 # libFuzzer's main (tests/fuzz/CMakeLists.txt). -O1 keeps clang's compile time down.
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# The GUI is not built: the experiment target compiles the three app files it needs.
+# The GUI is not built (the experiment target compiles the three app files it needs);
+# the targets live under tests/, which need Qt 6 Test.
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-      -DCMAKE_CXX_FLAGS="$flags" -DMIXLAB_FUZZ=ON -DMIXLAB_WITH_CUDA=OFF -DMIXLAB_WITH_GUI=OFF >/dev/null
+      -DCMAKE_CXX_FLAGS="$flags" -DMIXLAB_FUZZ=ON -DMIXLAB_WITH_CUDA=OFF \
+      -DMIXLAB_WITH_GUI=OFF -DMIXLAB_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" --parallel "$jobs" --target "${targets[@]/#/fuzz_}"
 
 # Past these lengths an input only costs time: a CIFAR-10 set needs six 3073-byte files.

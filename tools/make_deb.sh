@@ -3,6 +3,8 @@
 # CPack's DEB generator; the package lands in dist/ (git-ignored).
 #
 # Usage: tools/make_deb.sh [extra cmake options, e.g. -DMIXLAB_WITH_CUDA=OFF]
+# The package holds the app: without Qt 6 configuring stops naming the packages to
+# install; -DMIXLAB_WITH_GUI=OFF builds a package of mixlab-cli alone.
 # Environment: JOBS (parallel build jobs, default: the number of cores).
 # Install with:  sudo apt install ./dist/mixlab_<version>_<arch>.deb
 # Check it on a clean Debian 12:  sudo tools/test_deb_install.sh

@@ -15,6 +15,7 @@ start=$(date +%s)
 # RelWithDebInfo rather than Debug: the training suites run several times faster with
 # optimisation, and -g keeps the sanitizers' stack traces readable.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIXLAB_WITH_CUDA=OFF \
+      -DMIXLAB_WITH_GUI=ON -DMIXLAB_BUILD_TESTS=ON \
       -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
       -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null
 cmake --build "$build" --parallel "$jobs"

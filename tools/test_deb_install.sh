@@ -1,28 +1,23 @@
 #!/usr/bin/env bash
 # Installs the MixLab .deb on a clean Debian 12 root and runs it there: a debootstrapped
-# bookworm (cached as a tarball), `apt-get install ./mixlab_*.deb` from the registry,
-# then mixlab-cli --version, a short CPU training run, the app offscreen, the docs.
+# bookworm (cached as a tarball), `apt-get install ./mixlab_*.deb` from this machine's
+# Debian mirror, then mixlab-cli --version, a short CPU training run, the app offscreen,
+# the docs.
 #
 # Usage (as root; not part of CI, it takes minutes):
 #   tools/test_deb_install.sh [path/to/mixlab_<version>_<arch>.deb]
 # Default package: the newest dist/mixlab_*.deb (tools/make_deb.sh builds it).
-# Environment: MIRROR (default http://deb.debian.org/debian), BASE_CACHE (the base root's
-# tarball, default build-deb/debian12-base.tar.gz), KEEP_ROOT=1 keeps the root folder.
+# Environment: MIRROR (default: the Debian mirror of this machine's apt sources; apt's
+# proxy there is used too), BASE_CACHE (the base root's tarball, default
+# build-deb/debian12-base.tar.gz), KEEP_ROOT=1 keeps the root folder (tools/lib/debian_root.sh).
 # Exit status: 0 when every check passed; 1 with a "FAIL: ..." line otherwise; 2 when it
 # cannot run (not root, no debootstrap, no package).
 set -euo pipefail
 
 root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mirror="${MIRROR:-http://deb.debian.org/debian}"
-cache="${BASE_CACHE:-$root_dir/build-deb/debian12-base.tar.gz}"
-t0=$SECONDS
-
-say() { echo "[deb-test $((SECONDS - t0))s] $*"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-cannot() { echo "$0: $*" >&2; exit 2; }
-
-[ "$(id -u)" -eq 0 ] || cannot "must run as root (debootstrap, chroot and mount need it)"
-command -v debootstrap >/dev/null || cannot "debootstrap is missing: apt-get install debootstrap"
+tag=deb-test
+# shellcheck source=lib/debian_root.sh
+source "$root_dir/tools/lib/debian_root.sh"
 
 deb="${1:-$(ls -t "$root_dir"/dist/mixlab_*.deb 2>/dev/null | head -n 1 || true)}"
 if [ -z "$deb" ] || [ ! -f "$deb" ]; then
@@ -30,50 +25,9 @@ if [ -z "$deb" ] || [ ! -f "$deb" ]; then
 fi
 deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
 
-work="$(mktemp -d /var/tmp/mixlab-deb-test.XXXXXX)"
-chroot_dir="$work/root"
-mounted=()
+debian_root_prepare
 
-cleanup() {
-    local rc=$?
-    # Unmount in reverse order; a busy mount is detached lazily rather than left behind.
-    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-        umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" 2>/dev/null || true
-    done
-    if [ "${KEEP_ROOT:-0}" = 1 ]; then
-        echo "root kept in $chroot_dir" >&2
-    elif ! grep -q " $work/" /proc/mounts; then
-        rm -rf "$work"
-    else
-        echo "$work still has mounts: not removed" >&2
-    fi
-    exit $rc
-}
-trap cleanup EXIT INT TERM
-
-in_root() { chroot "$chroot_dir" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
-
-# ---- a clean Debian 12 root, from the cache when there is one --------------------------
-mkdir -p "$chroot_dir"
-if [ -s "$cache" ]; then
-    say "base root from $cache"
-    tar -xzf "$cache" -C "$chroot_dir"
-else
-    say "debootstrap bookworm from $mirror (cached afterwards in $cache)"
-    debootstrap --variant=minbase bookworm "$chroot_dir" "$mirror" > "$work/debootstrap.log" 2>&1 ||
-        { tail -n 20 "$work/debootstrap.log" >&2; fail "debootstrap failed (log above)"; }
-    mkdir -p "$(dirname "$cache")"
-    tar -czf "$cache.tmp" -C "$chroot_dir" . && mv "$cache.tmp" "$cache"
-fi
-grep -q "bookworm" "$chroot_dir/etc/os-release" || fail "the root is not Debian 12 (bookworm)"
-
-mount -t proc proc "$chroot_dir/proc" && mounted+=("$chroot_dir/proc")
-mount --bind /dev "$chroot_dir/dev" && mounted+=("$chroot_dir/dev")
-mount -t tmpfs tmpfs "$chroot_dir/tmp" && mounted+=("$chroot_dir/tmp")
-cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
-echo "deb $mirror bookworm main" > "$chroot_dir/etc/apt/sources.list"
-
-# ---- install with apt, so the declared dependencies come from the registry -------------
+# ---- install with apt, so the declared dependencies come from the mirror ---------------
 cp "$deb" "$chroot_dir/tmp/"
 pkg="/tmp/$(basename "$deb")"
 say "apt-get update"
@@ -157,8 +111,8 @@ if [ $has_cuda_module = 1 ]; then
     grep -q "CUDA backend not loaded" "$chroot_dir/tmp/app.log" ||
         { cat "$chroot_dir/tmp/app.log" >&2; fail "the app did not say why the CUDA backend is not loaded"; }
 fi
-cp "$chroot_dir/tmp/app.png" "$(dirname "$cache")/test_deb_install-app.png"
-say "app offscreen: screenshot of $(stat -c %s "$chroot_dir/tmp/app.png") bytes (copy in $(dirname "$cache")/test_deb_install-app.png)"
+cp "$chroot_dir/tmp/app.png" "$(dirname "$base_cache")/test_deb_install-app.png"
+say "app offscreen: screenshot of $(stat -c %s "$chroot_dir/tmp/app.png") bytes (copy in $(dirname "$base_cache")/test_deb_install-app.png)"
 
 # ---- documentation and desktop files --------------------------------------------------
 for f in /usr/share/man/man1/mixlab.1.gz /usr/share/man/man1/mixlab-cli.1.gz \
