@@ -117,6 +117,9 @@ MainWindow::~MainWindow()
     m_controller->stopAndWait();
     // Destroyed without a crash: this session's autosave has done its job.
     m_autosave->finish();
+    // ~QWidget hides the children after this destructor has run, and the dock then says it
+    // was hidden: its handler must not reach a MainWindow that is no longer one.
+    m_whyDock->disconnect(this);
 }
 
 void MainWindow::buildParts()
