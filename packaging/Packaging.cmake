@@ -1,5 +1,5 @@
 # Install rules for the desktop integration files and presets, and the CPack settings
-# that turn an install into mixlab_<version>_<arch>.deb (tools/make_deb.sh drives it).
+# that turn an install into mixlab_<version>_<arch>.deb (packaging/make_deb.sh drives it).
 # Included once, at the end of the top-level CMakeLists.txt.
 include(GNUInstallDirs)
 
@@ -101,7 +101,7 @@ list(JOIN _mixlab_deps ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "desktop-file-utils, shared-mime-info, hicolor-icon-theme, dataset-fashion-mnist")
 
 # NVIDIA's libraries are Recommends, never Depends: the CUDA backend is a module loaded at
-# run time (core/src/cuda_module.cpp), so without them both programs start and train on
+# run time (core/src/backends/cuda_module.cpp), so without them both programs start and train on
 # the CPU, saying once what is missing. The names are those of NVIDIA's CUDA apt
 # repository for Debian 12: cuBLAS and
 # cuBLASLt 13 come in one package per CUDA minor version (libcublas-13-0, -13-1, ...; all

@@ -85,7 +85,7 @@ void TestCeilings::probeGivesPositiveNumbers()
     // A 2-core host does not reach a PFLOP/s or 10 TB/s: a unit slip would.
     QVERIFY(c.fp32_tflops < 100);
     QVERIFY(c.copy_gbs < 10000);
-    QCOMPARE(c.backend, std::string("cpu"));
+    QCOMPARE(c.backend, BackendKind::Cpu);
     QCOMPARE(c.device_key, ceilings_device_key(backend->info()));
     QCOMPARE(c.gemm_size, 96);
     QCOMPARE(c.copy_bytes, std::size_t(1) << 20);
@@ -111,7 +111,7 @@ void TestCeilings::defaultProbeIsQuickOnCpu()
 #endif
 
     DeviceInfo gpu;
-    gpu.backend = "cuda";
+    gpu.backend = BackendKind::Cuda;
     gpu.memory_bytes = std::int64_t(80) << 30;
     QCOMPARE(default_probe_sizes(gpu).gemm_size, 8192);
     QCOMPARE(default_probe_sizes(gpu).copy_bytes, std::size_t(1) << 30);
@@ -356,7 +356,7 @@ void TestCeilings::capabilityFacts()
         return std::string("<absent>");
     };
     DeviceInfo turing;
-    turing.backend = "cuda";
+    turing.backend = BackendKind::Cuda;
     turing.name = "NVIDIA GeForce RTX 2060";
     turing.cc_major = 7;
     turing.cc_minor = 5;

@@ -4,7 +4,7 @@
 // the backward pass against central differences, 16-bit activations, argument checks;
 // the fused relu: forward bit for bit a BN then a relu, backward bit for bit a relu's
 // backward then the BN's, and central differences through relu(BN(x)).
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
 #include "mixlab/error.h"

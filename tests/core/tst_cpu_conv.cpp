@@ -2,8 +2,8 @@
 // double, both backward passes against central differences of sum(y * r) and against
 // direct adjoint loops, batch chunking, TF32 operand rounding, 16-bit storage, the
 // packed GEMM underneath, the plan report and the argument checks.
-#include "cpu/cpu_backend.h"
-#include "cpu/cpu_sgemm.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_sgemm.h"
 
 #include "mixlab/backend.h"
 #include "mixlab/error.h"

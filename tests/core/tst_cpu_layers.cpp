@@ -2,9 +2,9 @@
 // central finite differences: GEMM (every transpose, epilogue, beta), activations,
 // the residual add, bias grad, dropout, cross-entropy, 16-bit rounding, TF32 mode,
 // batch gather with its crop/flip augmentation, and the backend factory.
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
-#include "hd_math.h"
+#include "base/hd_math.h"
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
@@ -283,7 +283,7 @@ void TestCpuLayers::events_measure_host_time()
 void TestCpuLayers::factory_and_policy_checks()
 {
     auto cpu = make_backend(DeviceChoice::CPU);
-    QCOMPARE(QString::fromStdString(cpu->info().backend), QString("cpu"));
+    QCOMPARE(cpu->info().backend, BackendKind::Cpu);
     if (!cuda_backend_available()) {
         try {
             make_backend(DeviceChoice::CUDA);
@@ -291,14 +291,13 @@ void TestCpuLayers::factory_and_policy_checks()
         } catch (const DeviceError& e) {
             QVERIFY2(QString(e.what()).contains("--device cpu"), e.what());
         }
-        QCOMPARE(QString::fromStdString(make_backend(DeviceChoice::Auto)->info().backend),
-                 QString("cpu"));
+        QCOMPARE(make_backend(DeviceChoice::Auto)->info().backend, BackendKind::Cpu);
     }
     // Every policy runs (emulated) on the CPU.
     for (Policy p : k_all_policies)
         check_policy_supported(cpu->info(), p);
     DeviceInfo turing;
-    turing.backend = "cuda";
+    turing.backend = BackendKind::Cuda;
     turing.name = "NVIDIA GeForce RTX 2060";
     turing.cc_major = 7;
     turing.cc_minor = 5;

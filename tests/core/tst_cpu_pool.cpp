@@ -2,7 +2,7 @@
 // loop, backward against central differences, the padding rules (never wins a max, not
 // counted in an average), the first-maximum tie rule, NaN propagation, 16-bit storage,
 // global average pooling and the argument checks.
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
 #include "mixlab/error.h"

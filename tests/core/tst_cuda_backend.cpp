@@ -1,11 +1,11 @@
 // The CUDA backend against the CPU reference, op by op: one test row per check of
 // run_backend_checks (skipped where no CUDA device is present), and the convolution
 // plans cuDNN chose.
-#include "backend_check.h"
+#include "mixlab/backend_check.h"
 
 #include "mixlab/backend.h"
 #ifdef MIXLAB_WITH_CUDA
-#include "cuda/conv_report.h"
+#include "backends/cuda/conv_report.h"
 #endif
 
 #include <QtTest>

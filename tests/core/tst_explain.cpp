@@ -24,7 +24,7 @@ const Shape k_input{{32, 32, 3}};
 DeviceInfo cpu_device()
 {
     DeviceInfo d;
-    d.backend = "cpu";
+    d.backend = BackendKind::Cpu;
     d.name = "CPU (no CUDA device)";
     return d;
 }
@@ -32,7 +32,7 @@ DeviceInfo cpu_device()
 DeviceInfo gpu_device(int cc_major, int cc_minor)
 {
     DeviceInfo d;
-    d.backend = "cuda";
+    d.backend = BackendKind::Cuda;
     d.name = "Test GPU";
     d.cc_major = cc_major;
     d.cc_minor = cc_minor;

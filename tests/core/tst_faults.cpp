@@ -1,8 +1,8 @@
 // Faults during a run, on the CPU backend through its out-of-memory test hook
-// (core/src/fault_injection.h): out of memory while a run is set up and in the middle
+// (core/src/backends/fault_injection.h): out of memory while a run is set up and in the middle
 // of it, each with a message naming memory, the batch and what to change, the backend
 // usable afterwards; a Stop that lands in the evaluation pass ends it there; and new
-// buffers poisoned with NaN bytes (core/src/buffer_poison.h) change no number a run gives.
+// buffers poisoned with NaN bytes (core/src/backends/buffer_poison.h) change no number a run gives.
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"

@@ -1,7 +1,7 @@
 // Why master weights matter: an SGD update below half an fp16 ulp vanishes when the
 // weights themselves are fp16 (the pure `fp16` policy) and accumulates in fp32 masters,
 // whose fp16 copy then moves too (the `mixed_fp16` layout).
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
 #include "test_util.h"

@@ -1,7 +1,7 @@
 // The loss-scaler state machine as optimizer_step runs it on the CPU backend: skip and
 // back off on inf/NaN, grow after growth_interval clean steps, static and no scaling,
 // and the scale/overflow/next-scale fields of the metrics record.
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
 #include "test_util.h"

@@ -8,7 +8,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/trainer.h"
-#include "network.h"
+#include "model/network.h"
 #include "test_util.h"
 
 #include <QtTest/QtTest>

@@ -1,7 +1,7 @@
 // SGD (momentum, nesterov, weight decay), Adam and AdamW on the CPU backend against
 // hand-written double-precision references of PyTorch's update rules over several
 // steps, with the low-precision weight copy written in the same pass.
-#include "cpu/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
 #include "test_util.h"

@@ -4,7 +4,7 @@
 #include "mixlab/report.h"
 #include "mixlab/step_time.h"
 
-#include "report_svg.h"
+#include "report/report_svg.h"
 
 #include <QFile>
 #include <QProcess>
@@ -60,7 +60,7 @@ ReportInput make_input(bool profiles, unsigned seed, int n_layers = 6)
     ReportInput in;
     in.created_at = "2026-11-30 00:00 UTC";
     in.dataset = "synthetic";
-    in.environment.backend = "cpu";
+    in.environment.backend = BackendKind::Cpu;
     in.environment.device_name = "CPU <test> device";
     in.environment.mixlab_version = "0.1.0";
     const Policy policies[] = {Policy::FP32, Policy::MixedFP16, Policy::MixedBF16};
@@ -178,7 +178,7 @@ private slots:
     {
         QFETCH(QString, backend);
         ReportInput in = make_input(true, 14);
-        for (RunFacts& f : in.runs) f.device.backend = backend.toStdString();
+        for (RunFacts& f : in.runs) f.device.backend = *mixlab::parse_backend_kind(backend.toStdString());
         in.runs[1].summary.final_test_accuracy = 0.8125f;
         in.runs[2].summary.final_test_accuracy.reset();
         const QString html = QString::fromStdString(explain_report_html(in));
@@ -189,7 +189,7 @@ private slots:
         QVERIFY(html.contains("sum of phases"));
         QVERIFY(html.contains("profiled step"));
         QVERIFY(!html.contains("measured step"));
-        QCOMPARE(html.contains("GPU busy"), backend == "cuda");
+        QCOMPARE(html.contains("GPU busy"), backend == QStringLiteral("cuda"));
         QVERIFY(html.contains("81.2%"));
         // Samples/s from the headline step time.
         const RunFacts& f = in.runs[0];

@@ -149,7 +149,7 @@ private slots:
         m_spec = parse_model_spec(k_model);
         m_graph = build_graph(m_spec, Shape{{8, 8, 3}}, 10);
         DeviceInfo cpu;
-        cpu.backend = "cpu";
+        cpu.backend = BackendKind::Cpu;
         cpu.name = "CPU (no CUDA device)";
         m_env = describe_environment(cpu);
     }
@@ -530,7 +530,7 @@ private slots:
 
     void environmentCpu()
     {
-        QCOMPARE(m_env.backend, std::string("cpu"));
+        QCOMPARE(m_env.backend, BackendKind::Cpu);
         QCOMPARE(m_env.compute_capability, std::string("cpu"));
         QCOMPARE(m_env.driver_version, std::string("cpu"));
         QCOMPARE(m_env.cudnn_version, std::string("cpu"));
@@ -548,7 +548,7 @@ private slots:
     void environmentCuda()
     {
         DeviceInfo gpu;
-        gpu.backend = "cuda";
+        gpu.backend = BackendKind::Cuda;
         gpu.name = "NVIDIA H200";
         gpu.cc_major = 9;
         gpu.cc_minor = 0;

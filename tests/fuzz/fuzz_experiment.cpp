@@ -1,10 +1,10 @@
-// Fuzz target: the experiment-file loader (mixlab-experiment/1, gui/experiment.cpp).
+// Fuzz target: the experiment-file loader (mixlab-experiment/1, gui/files/experiment.cpp).
 // The input is written to a file and loaded; a rejected file must leave the store as it
 // was, and an accepted one must save and load again with the same runs.
 #include "fuzz_util.h"
 
-#include "experiment.h"
-#include "runstore.h"
+#include "files/experiment.h"
+#include "runs/runstore.h"
 
 #include <QString>
 

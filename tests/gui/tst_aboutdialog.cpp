@@ -2,7 +2,7 @@
 // "Measure now" probe on its worker thread (the GUI keeps running), the cache it leaves
 // for the next dialog, a dialog closed mid-probe, and the measured rows all readable in
 // the open dialog.
-#include "aboutdialog.h"
+#include "app/aboutdialog.h"
 
 #include "mixlab/backend.h"
 #include "mixlab/ceilings.h"
@@ -99,7 +99,7 @@ void TestAboutDialog::closedMidProbe()
 void TestAboutDialog::gpuFacts()
 {
     mixlab::DeviceInfo gpu;
-    gpu.backend = "cuda";
+    gpu.backend = mixlab::BackendKind::Cuda;
     gpu.name = "NVIDIA GeForce RTX 2060";
     gpu.cc_major = 7;
     gpu.cc_minor = 5;

@@ -3,12 +3,12 @@
 // the run panel's dataset folder dialog and the settings fields. Every row must end in a
 // dialog naming the problem, with the experiment shown, its runs and every file on disk
 // left exactly as they were.
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "experiment.h"
-#include "runpanel.h"
-#include "runstore.h"
-#include "usermessages.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "files/experiment.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
+#include "common/usermessages.h"
 
 #include "mixlab/model_spec.h"
 

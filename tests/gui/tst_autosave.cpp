@@ -2,15 +2,15 @@
 // by a clean close, offered (and recovered with its runs) after a crash, left alone while
 // its session lives, reported and moved aside when it cannot be read; and closing the
 // window mid-compare stopping the worker with the autosave and logs consistent.
-#include "autosave.h"
-#include "experiment.h"
-#include "logexport.h"
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "runcontroller.h"
-#include "runpanel.h"
-#include "runstore.h"
-#include "usermessages.h"
+#include "files/autosave.h"
+#include "files/experiment.h"
+#include "files/logexport.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
+#include "common/usermessages.h"
 
 #include "mixlab/model_spec.h"
 

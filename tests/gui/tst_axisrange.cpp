@@ -1,6 +1,6 @@
 // The charts' range rules: a per-step series scaled on its steady state (warm-up of a GPU
 // run, CPU noise, spikes, slowdowns, bad values) and power-of-two ticks for loss scales.
-#include "axisrange.h"
+#include "charts/axisrange.h"
 #include "gpu_shaped_steps.h"
 
 #include <QRandomGenerator>

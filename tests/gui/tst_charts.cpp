@@ -2,14 +2,14 @@
 // x-axis modes, log scale, legends and axis titles never cut, the loss-scale axis, the
 // crosshair readout, a GPU run's step times scaled on their steady state, coalesced live
 // redraws, decimation of 100k steps, export.
-#include "chartlegend.h"
-#include "chartpanel.h"
-#include "experiment.h"
+#include "charts/chartlegend.h"
+#include "charts/chartpanel.h"
+#include "files/experiment.h"
 #include "gpu_shaped_steps.h"
-#include "metricchart.h"
-#include "plotoverlay.h"
-#include "runstore.h"
-#include "seriesdecimator.h"
+#include "charts/metricchart.h"
+#include "charts/plotoverlay.h"
+#include "runs/runstore.h"
+#include "charts/seriesdecimator.h"
 
 #include <QAbstractAxis>
 #include <QCategoryAxis>

@@ -1,6 +1,6 @@
 // Tests of the chart helpers: min/max-per-bucket decimation, EMA smoothing, and reading a
 // curve at the crosshair's x.
-#include "seriesdecimator.h"
+#include "charts/seriesdecimator.h"
 
 #include <QRandomGenerator>
 #include <QTest>

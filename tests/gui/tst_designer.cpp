@@ -1,9 +1,9 @@
 // ModelDesigner on flat models: presets, the live shape/params/tensor-core columns, every
 // edit and its undo/redo (compared as written JSON), merged spin edits, validation and
 // setInput. Residual blocks and the convolutional presets: tst_designer_resnet.
-#include "layerpropertyeditor.h"
-#include "layertree.h"
-#include "modeldesigner.h"
+#include "designer/layerpropertyeditor.h"
+#include "designer/layertree.h"
+#include "designer/modeldesigner.h"
 
 #include "mixlab/model_spec.h"
 

@@ -2,11 +2,11 @@
 // (mimeData for a dragged row, dropMimeData where it lands): palette entries inserted at
 // the drop, rows reordered, moved into and out of residual bodies, each one undo step;
 // drops that cannot be made are refused and change nothing.
-#include "layerdrag.h"
-#include "layerpalette.h"
-#include "layerpath.h"
-#include "layertree.h"
-#include "modeldesigner.h"
+#include "designer/layerdrag.h"
+#include "designer/layerpalette.h"
+#include "designer/layerpath.h"
+#include "designer/layertree.h"
+#include "designer/modeldesigner.h"
 
 #include "mixlab/model_spec.h"
 

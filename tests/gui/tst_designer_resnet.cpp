@@ -1,11 +1,11 @@
 // ModelDesigner with convolutional networks: ResNet-18 built by hand, every preset's shapes
 // and counts, the residual tree, nested edits/inserts/removes/moves with undo/redo by path,
 // the new property fields, and errors inside residual blocks.
-#include "layerpalette.h"
-#include "layerpath.h"
-#include "layerpropertyeditor.h"
-#include "layertree.h"
-#include "modeldesigner.h"
+#include "designer/layerpalette.h"
+#include "designer/layerpath.h"
+#include "designer/layerpropertyeditor.h"
+#include "designer/layertree.h"
+#include "designer/modeldesigner.h"
 
 #include "mixlab/model_spec.h"
 

@@ -1,8 +1,8 @@
 // Experiment files: save then load gives back every run (metrics, events, summaries,
 // names, colours, statuses); bad files (malformed, newer or foreign format, missing or
 // mistyped fields) are refused with a message and leave the store untouched.
-#include "experiment.h"
-#include "runstore.h"
+#include "files/experiment.h"
+#include "runs/runstore.h"
 
 #include "mixlab/environment.h"
 #include "mixlab/model_spec.h"
@@ -99,7 +99,7 @@ RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps, std::uint64_t 
     c.datasetName = QStringLiteral("synthetic");
     c.datasetSource = QStringLiteral("built-in");
     DeviceInfo d;
-    d.backend = "cpu";
+    d.backend = mixlab::BackendKind::Cpu;
     d.name = "CPU (no CUDA device)";
     c.environment = describe_environment(d);
     r.context = c;

@@ -4,18 +4,18 @@
 // exported, the experiment saved and opened in a fresh window. It checks what that user
 // checked: each exported run's config is the model that run trained (its own events say
 // which layers ran in float32), every run is in every file, and nothing is lost on reopen.
-#include "logexport.h"
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "layerpalette.h"
-#include "layerpropertyeditor.h"
-#include "reportexport.h"
-#include "runcontroller.h"
-#include "runpanel.h"
-#include "runstable.h"
-#include "runstablemodel.h"
-#include "runstore.h"
-#include "whypanel.h"
+#include "files/logexport.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "designer/layerpalette.h"
+#include "designer/layerpropertyeditor.h"
+#include "files/reportexport.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstable.h"
+#include "runs/runstablemodel.h"
+#include "runs/runstore.h"
+#include "analysis/whypanel.h"
 
 #include "mixlab/model_spec.h"
 

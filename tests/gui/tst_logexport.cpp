@@ -1,8 +1,8 @@
 // Log export: the store's runs written through RunLog read like the CLI's logs (JSON
 // fields of `mixlab-log/1` train and compare logs, CSV one row a step), and equal what
 // the CLI's own recording of the same metrics would write.
-#include "logexport.h"
-#include "runstore.h"
+#include "files/logexport.h"
+#include "runs/runstore.h"
 
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
@@ -31,7 +31,7 @@ ModelSpec tinyMlp() { return test::tiny_mlp({.hidden = 16}); }
 Environment cpuEnvironment()
 {
     DeviceInfo d;
-    d.backend = "cpu";
+    d.backend = mixlab::BackendKind::Cpu;
     d.name = "CPU (no CUDA device)";
     return describe_environment(d);
 }

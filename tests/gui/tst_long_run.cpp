@@ -3,12 +3,12 @@
 // 50 ms, none a quarter of a second late) and the process's memory grows after warm-up
 // by no more than what the store keeps per step.
 // MIXLAB_SOAK_STEPS (default 20000) sets the length; MIXLAB_SOAK_REPORT names a file
-// that gets RSS at every tenth of the run and the event-loop delays (tools/soak.sh).
-#include "chartpanel.h"
-#include "logview.h"
-#include "runcontroller.h"
-#include "runstable.h"
-#include "runstore.h"
+// that gets RSS at every tenth of the run and the event-loop delays (tests/acceptance/soak.sh).
+#include "charts/chartpanel.h"
+#include "runs/logview.h"
+#include "runs/runcontroller.h"
+#include "runs/runstable.h"
+#include "runs/runstore.h"
 
 #include "one_omp_thread_main.h"
 

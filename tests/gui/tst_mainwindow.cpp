@@ -3,23 +3,23 @@
 // mid-run leaving no training thread, a failed run, and layout persistence; the primary
 // actions in view at every size, the wheel, the modified mark and the questions to save
 // before Quit and New, the file dialogs' folders and names, runs of N steps, the help.
-#include "aboutdialog.h"
-#include "chartpanel.h"
-#include "filedialogs.h"
-#include "guidedialog.h"
-#include "layerpropertyeditor.h"
-#include "layertree.h"
-#include "logview.h"
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "shortcutsdialog.h"
-#include "usermessages.h"
-#include "runcontroller.h"
-#include "reportgroupdialog.h"
-#include "runpanel.h"
-#include "runstable.h"
-#include "runstablemodel.h"
-#include "runstore.h"
+#include "app/aboutdialog.h"
+#include "charts/chartpanel.h"
+#include "common/filedialogs.h"
+#include "app/guidedialog.h"
+#include "designer/layerpropertyeditor.h"
+#include "designer/layertree.h"
+#include "runs/logview.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "app/shortcutsdialog.h"
+#include "common/usermessages.h"
+#include "runs/runcontroller.h"
+#include "files/reportgroupdialog.h"
+#include "runs/runpanel.h"
+#include "runs/runstable.h"
+#include "runs/runstablemodel.h"
+#include "runs/runstore.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/model_spec.h"
@@ -249,7 +249,7 @@ void TestMainWindow::constructsWithPartsAndDefaults()
     QTRY_VERIFY(w.deviceKnown());
     auto *device = w.findChild<QLabel *>("deviceStatus");
     QVERIFY(device);
-    if (w.deviceInfo().backend == "cpu")
+    if (w.deviceInfo().backend == mixlab::BackendKind::Cpu)
         QCOMPARE(device->text(), QStringLiteral("CPU (no CUDA device)"));
     else
         QVERIFY(device->text().contains(QStringLiteral("compute capability")));
@@ -480,7 +480,7 @@ void TestMainWindow::experimentSaveOpenAndRecent()
 void TestMainWindow::aboutShowsVersions()
 {
     mixlab::DeviceInfo cpu;
-    cpu.backend = "cpu";
+    cpu.backend = mixlab::BackendKind::Cpu;
     cpu.name = "CPU (no CUDA device)";
     const QString cpuText = AboutDialog(cpu).versionsText();
     QVERIFY2(cpuText.contains(QStringLiteral("MixLab: " MIXLAB_VERSION)), qPrintable(cpuText));
@@ -489,7 +489,7 @@ void TestMainWindow::aboutShowsVersions()
         QVERIFY2(cpuText.contains(QStringLiteral("%1: not available").arg(QLatin1String(fact))), fact);
 
     mixlab::DeviceInfo gpu;
-    gpu.backend = "cuda";
+    gpu.backend = mixlab::BackendKind::Cuda;
     gpu.name = "NVIDIA GeForce RTX 2060";
     gpu.cc_major = 7;
     gpu.cc_minor = 5;

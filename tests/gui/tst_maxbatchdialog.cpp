@@ -2,9 +2,9 @@
 // fills the table and names the largest batch; failures (a stand-in trial that runs out
 // of memory) are marked and summarised; errors show in the dialog; Stop, close and
 // destruction mid-search end the worker thread without hanging.
-#include "mainwindow.h"
-#include "maxbatchdialog.h"
-#include "runcolors.h"
+#include "app/mainwindow.h"
+#include "runs/maxbatchdialog.h"
+#include "common/runcolors.h"
 
 #include "mixlab/error.h"
 
@@ -42,7 +42,7 @@ MaxBatchJob cpuJob(std::vector<Policy> policies)
     job.config.device = DeviceChoice::CPU;
     job.config.seed = 11;
     job.policies = std::move(policies);
-    job.device.backend = "cpu";
+    job.device.backend = mixlab::BackendKind::Cpu;
     return job;
 }
 
@@ -336,7 +336,7 @@ void TestMaxBatchDialog::defaultLimitFollowsDevice()
     QFETCH(int, limit);
     MaxBatchJob job = cpuJob({Policy::FP32});
     job.config.device = DeviceChoice(choice);
-    job.device.backend = probed.toStdString();
+    job.device.backend = *mixlab::parse_backend_kind(probed.toStdString());
     MaxBatchDialog d;
     d.setJob(job);
     QCOMPARE(d.searchStart(), 32);

@@ -3,10 +3,10 @@
 // whose tables stay inside the page; the group the report covers named and chosen in
 // File > Export report; and the clear errors for a read-only folder, a wrong suffix and
 // an unfinished group.
-#include "mainwindow.h"
-#include "reportexport.h"
-#include "reportgroupdialog.h"
-#include "runstore.h"
+#include "app/mainwindow.h"
+#include "files/reportexport.h"
+#include "files/reportgroupdialog.h"
+#include "runs/runstore.h"
 
 #include <QAction>
 #include <QApplication>
@@ -44,7 +44,7 @@ int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double med
     ctx.input = mixlab::Shape{{4, 4, 1}};
     ctx.classes = 10;
     ctx.datasetName = QStringLiteral("synthetic");
-    ctx.environment.backend = "cpu";
+    ctx.environment.backend = mixlab::BackendKind::Cpu;
     ctx.environment.device_name = "CPU (no CUDA device)";
     ctx.environment.compute_capability = "cpu";
     ctx.environment.mixlab_version = "0.1.0";

@@ -1,14 +1,14 @@
 // Faults during a run, seen from the app's worker: out of memory at setup and mid-run
-// (the CPU backend's test hook, core/src/fault_injection.h), NaN/Inf losses with the
+// (the CPU backend's test hook, core/src/backends/fault_injection.h), NaN/Inf losses with the
 // stop-or-continue setting, and Stop pressed at every phase of a job. Each ends the
 // affected run with a message naming what happened, leaves the other runs, the store and
 // the exported logs intact, and the worker runs the next job.
-#include "logexport.h"
-#include "maxbatchdialog.h"
-#include "runcontroller.h"
-#include "runpanel.h"
-#include "runstore.h"
-#include "trainingworker.h"
+#include "files/logexport.h"
+#include "runs/maxbatchdialog.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
+#include "runs/trainingworker.h"
 
 #include "mixlab/backend.h"
 
@@ -368,7 +368,7 @@ void TestRunFaults::maxBatchSearchUnderLimitAndStop()
     job.config.dataset.name = "synthetic";
     job.config.device = DeviceChoice::CPU;
     job.policies = {Policy::FP32};
-    job.device.backend = "cpu";
+    job.device.backend = mixlab::BackendKind::Cpu;
     MaxBatchDialog d;
     d.setJob(job);
     d.setSearchRange(32, 1024);

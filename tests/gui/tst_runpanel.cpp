@@ -2,8 +2,8 @@
 // disabled with the reason, compare defaults per device, button states and datasets,
 // epochs or steps, buttons in view while the settings scroll, the wheel left to the
 // scroll area by unfocused fields.
-#include "runpanel.h"
-#include "wheelguard.h"
+#include "runs/runpanel.h"
+#include "common/wheelguard.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/run_config.h"
@@ -36,7 +36,7 @@ namespace {
 mixlab::DeviceInfo fakeGpu(int major, int minor)
 {
     mixlab::DeviceInfo info;
-    info.backend = "cuda";
+    info.backend = mixlab::BackendKind::Cuda;
     info.name = major >= 8 ? "NVIDIA A100-SXM4-40GB" : "NVIDIA GeForce RTX 2060";
     info.cc_major = major;
     info.cc_minor = minor;
@@ -50,7 +50,7 @@ mixlab::DeviceInfo fakeGpu(int major, int minor)
 mixlab::DeviceInfo cpuDevice()
 {
     mixlab::DeviceInfo info;
-    info.backend = "cpu";
+    info.backend = mixlab::BackendKind::Cpu;
     info.name = "CPU (no CUDA device)";
     return info;
 }

@@ -1,8 +1,8 @@
 // RunsTable over a RunStore: one row per run, rename and hide write back to the store,
 // delete removes, progress/step time/speedup/accuracy columns computed from the data.
-#include "runstable.h"
-#include "runstablemodel.h"
-#include "runstore.h"
+#include "runs/runstable.h"
+#include "runs/runstablemodel.h"
+#include "runs/runstore.h"
 
 #include "mixlab/step_time.h"
 #include "mixlab/trainer.h"

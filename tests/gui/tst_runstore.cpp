@@ -1,7 +1,7 @@
 // RunStore bookkeeping and signals (ids, default names and colours, appends, statuses,
 // removal) and the run colour palette.
-#include "runcolors.h"
-#include "runstore.h"
+#include "common/runcolors.h"
+#include "runs/runstore.h"
 
 #include <QSignalSpy>
 #include <QtTest>

@@ -3,15 +3,15 @@
 // mounts: permissions mean nothing to root). The dialog must name the path and the
 // reason, the file already at that path must stay as it was, and the app goes on. Also:
 // an experiment saved while a run is going loads back, and the run is not disturbed.
-#include "chartpanel.h"
-#include "experiment.h"
-#include "logview.h"
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "runcontroller.h"
-#include "runpanel.h"
-#include "runstore.h"
-#include "usermessages.h"
+#include "charts/chartpanel.h"
+#include "files/experiment.h"
+#include "runs/logview.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
+#include "common/usermessages.h"
 
 #include "mixlab/model_spec.h"
 

@@ -4,17 +4,17 @@
 // mixed_fp16 worded for the app, Apply as an undoable designer edit or a run-panel change
 // that stays "Applied" until undone, profiles through experiment files, a group that goes
 // away, and the main window's Why? action following the runs table's selection.
-#include "experiment.h"
-#include "layertablemodel.h"
-#include "mainwindow.h"
-#include "modeldesigner.h"
-#include "phasebars.h"
-#include "rooflinechart.h"
-#include "runfacts_from_store.h"
-#include "runpanel.h"
-#include "runstable.h"
-#include "runstore.h"
-#include "whypanel.h"
+#include "files/experiment.h"
+#include "analysis/layertablemodel.h"
+#include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
+#include "analysis/phasebars.h"
+#include "analysis/rooflinechart.h"
+#include "analysis/runfacts_from_store.h"
+#include "runs/runpanel.h"
+#include "runs/runstable.h"
+#include "runs/runstore.h"
+#include "analysis/whypanel.h"
 
 #include "mixlab/model_spec.h"
 #include "mixlab/step_time.h"
@@ -63,7 +63,8 @@ const mixlab::Shape k_input{{4, 4, 1}};
 constexpr int k_classes = 10;
 
 int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double medianMs, int halveAt,
-                   QRandomGenerator &rng, const std::string &backend = "cpu")
+                   QRandomGenerator &rng,
+                   mixlab::BackendKind backend = mixlab::BackendKind::Cpu)
 {
     FinishedRunSpec spec;
     spec.modelJson = QString::fromUtf8(k_model);
@@ -82,7 +83,7 @@ struct FinishedCompare {
     int group = 0, fp32 = 0, mixed = 0;
 
     explicit FinishedCompare(quint32 seed, double mixedMs = 1.0, int mixedHalveAt = 0,
-                             const std::string &backend = "cpu")
+                             mixlab::BackendKind backend = mixlab::BackendKind::Cpu)
         : rng(seed)
     {
         group = store.newGroup();
@@ -207,7 +208,7 @@ void TestWhyPanel::factsFromStore()
     using Entry = std::pair<std::int64_t, float>;
     QCOMPARE(facts[0].scale_history, (std::vector<Entry>{{1, 65536.f}}));
     QCOMPARE(facts[1].scale_history, (std::vector<Entry>{{1, 65536.f}, {7, 32768.f}}));
-    QCOMPARE(facts[0].device.backend, std::string("cpu"));
+    QCOMPARE(facts[0].device.backend, mixlab::BackendKind::Cpu);
     QCOMPARE(facts[0].graph.head, mixlab::OutputHead::SigmoidKeras);
     QCOMPARE(facts[0].graph.classes, k_classes);
     QCOMPARE(latestFinishedGroup(store), g);
@@ -387,7 +388,7 @@ void TestWhyPanel::applyRunSetting()
 
 void TestWhyPanel::profileReachesFacts()
 {
-    FinishedCompare f(21, 1.0, 0, "cuda");
+    FinishedCompare f(21, 1.0, 0, mixlab::BackendKind::Cuda);
     RunStore &store = f.store;
     const int g = f.group;
     const int a = f.fp32;
@@ -423,7 +424,7 @@ void TestWhyPanel::phaseBarsPerPolicy_data()
 void TestWhyPanel::phaseBarsPerPolicy()
 {
     QFETCH(QString, backend);
-    FinishedCompare f(22, 1.0, 0, backend.toStdString());
+    FinishedCompare f(22, 1.0, 0, *mixlab::parse_backend_kind(backend.toStdString()));
     RunStore &store = f.store;
     const int g = f.group;
     const int a = f.fp32;
@@ -463,8 +464,8 @@ void TestWhyPanel::phaseBarsPerPolicy()
     const QString line = panel.phaseSummary()->text();
     QVERIFY2(line.contains(QStringLiteral("sum of phases (each timed alone) %1 ms vs profiled step %2 ms")
                                .arg(pa.device_ms, 0, 'f', 3).arg(pa.step_ms, 0, 'f', 3)), qPrintable(line));
-    QCOMPARE(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), backend == "cuda");
-    QCOMPARE(line.contains(QStringLiteral("GPU busy")), backend == "cuda");
+    QCOMPARE(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), backend == QStringLiteral("cuda"));
+    QCOMPARE(line.contains(QStringLiteral("GPU busy")), backend == QStringLiteral("cuda"));
     QVERIFY(line.contains(QStringLiteral("mixed_fp16")));
     // The tooltip says that neither is the step time of the table.
     QVERIFY(panel.phaseSummary()->toolTip().contains(QString::fromStdString(mixlab::step_time_definition())));

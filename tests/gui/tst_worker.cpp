@@ -1,9 +1,9 @@
 // The worker thread through RunController: CPU runs on synthetic data reach the store,
 // metrics arrive in batches, compare runs in lockstep and are profiled after, stop and
 // failures end jobs cleanly and the next job still runs, destruction mid-run joins the thread.
-#include "runcontroller.h"
-#include "runstore.h"
-#include "trainingworker.h"
+#include "runs/runcontroller.h"
+#include "runs/runstore.h"
+#include "runs/trainingworker.h"
 
 #include "mixlab/backend.h"
 
@@ -101,7 +101,7 @@ void TestWorker::singleRunReachesStore()
     QVERIFY(r->context.has_value());
     QCOMPARE(r->context->input, (Shape{{32, 32, 3}}));
     QCOMPARE(r->context->classes, 10);
-    QCOMPARE(r->context->environment.backend, std::string("cpu"));
+    QCOMPARE(r->context->environment.backend, mixlab::BackendKind::Cpu);
     QVERIFY(r->started.isValid() && r->ended.isValid() && r->ended >= r->started);
     QVERIFY(std::isfinite(r->steps.back().loss));
 }

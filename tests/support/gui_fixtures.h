@@ -4,7 +4,7 @@
 // or report on runs without training them.
 #pragma once
 
-#include "runstore.h"
+#include "runs/runstore.h"
 
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
@@ -45,7 +45,7 @@ struct FinishedRunSpec {
     double medianMs = 1.0;             // the summary's step time
     int steps = 20;
     int halveAt = 0;                   // the step the loss scale halves at; 0: never
-    std::string backend = "cpu";       // "cuda": a GPU run (device facts of an H100)
+    mixlab::BackendKind backend = mixlab::BackendKind::Cpu; // Cuda: a GPU run (an H100)
 };
 
 // A run of `spec` in `group`, finished: per-step losses falling with seeded noise, the
@@ -62,9 +62,9 @@ inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spe
     ctx.classes = 10;
     ctx.datasetName = QStringLiteral("synthetic");
     ctx.environment.backend = spec.backend;
-    ctx.environment.device_name = spec.backend == "cuda" ? "NVIDIA H100" : "CPU (no CUDA device)";
-    ctx.environment.compute_capability = spec.backend == "cuda" ? "9.0" : "cpu";
-    ctx.environment.tensor_cores = ctx.environment.bf16 = ctx.environment.tf32 = spec.backend == "cuda";
+    ctx.environment.device_name = spec.backend == mixlab::BackendKind::Cuda ? "NVIDIA H100" : "CPU (no CUDA device)";
+    ctx.environment.compute_capability = spec.backend == mixlab::BackendKind::Cuda ? "9.0" : "cpu";
+    ctx.environment.tensor_cores = ctx.environment.bf16 = ctx.environment.tf32 = spec.backend == mixlab::BackendKind::Cuda;
     ctx.environment.mixlab_version = "0.1.0";
     store.setContext(id, ctx);
     store.setStatus(id, RunRecord::Status::Running);

@@ -1,4 +1,4 @@
-# Sourced by tools/test_deb_install.sh and tools/test_fresh_machine.sh: a clean Debian 12
+# Sourced by packaging/test_deb_install.sh and tests/acceptance/test_fresh_machine.sh: a clean Debian 12
 # (bookworm, debootstrap minbase) root in a temporary folder under /var/tmp, with /proc,
 # /dev and a /tmp of its own mounted, apt pointed at this machine's own Debian mirror and
 # proxy, and a trap that unmounts and removes everything on exit. The base root is

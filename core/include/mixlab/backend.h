@@ -6,9 +6,10 @@
 // once on CUDA; nothing here synchronizes except the download_* calls, synchronize()
 // and Event::synchronize(). All shapes are row-major.
 #pragma once
+#include "mixlab/device.h"
 #include "mixlab/dtype.h"
-#include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/output_head.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
 
@@ -57,17 +58,6 @@ public:
     virtual bool query() = 0;        // true once the stream has passed it
     virtual void synchronize() = 0;
     virtual float elapsed_ms_since(const Event& start) = 0;
-};
-
-struct DeviceInfo {
-    std::string backend;        // "cpu" or "cuda"
-    std::string name;           // GPU name or "CPU (no CUDA device)"
-    int cc_major = 0, cc_minor = 0;
-    std::int64_t memory_bytes = 0;
-    bool tensor_cores = false;  // fp16 tensor cores (7.0+)
-    bool bf16 = false;          // bf16 tensor cores (8.0+)
-    bool tf32 = false;          // TF32 tensor cores (8.0+)
-    std::string driver_version, runtime_version, cublas_version, cudnn_version;
 };
 
 enum class Epilogue {
@@ -414,11 +404,6 @@ protected:
 // <executable>/../lib/mixlab), so a machine without NVIDIA's libraries still runs on
 // the CPU.
 std::unique_ptr<Backend> make_backend(DeviceChoice choice);
-bool cuda_backend_available(); // built with CUDA, its module loads and a device is present
-// Why the CUDA backend cannot be used here, in one line for the user, or "" when it can:
-// built without it, its module or a library the module needs (cuDNN, cuBLAS) not found,
-// no NVIDIA driver, a driver too old, no device. DeviceChoice::Auto then uses the CPU.
-std::string cuda_backend_unavailable_reason();
 
 // One plan the CUDA backend built (a GEMM call shape or a convolution), for
 // `mixlab-cli check --plans` and its JSON report.
@@ -429,7 +414,5 @@ struct PlanReport {
 };
 // GEMM plans, then convolution plans; empty for a backend that is not the CUDA one.
 std::vector<PlanReport> backend_plan_reports(const Backend& backend);
-// Throws DeviceError when the policy needs what the device lacks (bf16/TF32 < sm_80).
-void check_policy_supported(const DeviceInfo& info, Policy policy);
 
 } // namespace mixlab

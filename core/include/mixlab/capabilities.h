@@ -1,7 +1,7 @@
 // GPU capability facts in plain words: compute capability, memory, and which dtypes the
 // tensor cores take (fp16 from 7.0, bf16 and TF32 from 8.0), for About and the CLI.
 #pragma once
-#include "mixlab/backend.h"
+#include "mixlab/device.h"
 
 #include <string>
 #include <vector>

@@ -13,7 +13,7 @@ namespace mixlab {
 
 struct Ceilings {
     std::string device_key;  // what the cache is keyed by (see ceilings_device_key)
-    std::string backend;     // "cpu" or "cuda"
+    BackendKind backend = BackendKind::Cpu;
     std::string device_name;
     // Large-GEMM throughput (2*m*n*k per second, median over repetitions); 0 where the
     // device lacks the dtype or math (bf16 and TF32 below compute capability 8.0).

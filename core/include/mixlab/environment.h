@@ -1,7 +1,7 @@
 // What a run ran on: the device the backend reports plus host facts (OS, CPU, compiler,
 // MixLab version), so that a log or bug report says where its numbers come from.
 #pragma once
-#include "mixlab/backend.h"
+#include "mixlab/device.h"
 
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@ namespace mixlab {
 
 struct Environment {
     // Device, from the backend. Version fields read "cpu" on the CPU backend.
-    std::string backend;            // "cpu" or "cuda"
+    BackendKind backend = BackendKind::Cpu;
     std::string device_name;
     std::string compute_capability; // "8.9", or "cpu"
     std::int64_t device_memory_bytes = 0;

@@ -45,7 +45,7 @@ struct RunFacts {
 
 // Whether the run's device was a GPU. "GPU busy" and the launch-bound rule mean something
 // only then: on the CPU backend device and host time are the same clock's.
-inline bool ran_on_gpu(const RunFacts& f) { return f.device.backend == "cuda"; }
+inline bool ran_on_gpu(const RunFacts& f) { return f.device.backend == BackendKind::Cuda; }
 
 struct Explanation {
     enum class Severity { Info, Advice, Warning };

@@ -2,6 +2,7 @@
 // for a given input shape and number of classes.
 #pragma once
 #include "mixlab/model_spec.h"
+#include "mixlab/output_head.h"
 
 #include <cstdint>
 #include <string>
@@ -15,14 +16,6 @@ struct Shape {
     std::int64_t elements() const;
     std::string to_string() const; // "32x32x3", "3000"
     bool operator==(const Shape&) const = default;
-};
-
-// How the final layers turn into a loss.
-enum class OutputHead {
-    Logits,        // last layer gives logits: softmax cross-entropy
-    SoftmaxFolded, // last layer is a softmax activation folded into the loss
-    SigmoidKeras,  // last layer is a sigmoid: Keras categorical cross-entropy on
-                   // sigmoid outputs divided by their sum, clipped to [1e-7, 1-1e-7]
 };
 
 struct GraphLayer {

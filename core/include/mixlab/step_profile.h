@@ -2,7 +2,7 @@
 // from a profiling pass of a few extra steps run the way the timed steps ran (replayed
 // as one CUDA graph, or op by op), with events between phases and layers.
 #pragma once
-#include "mixlab/backend.h"
+#include "mixlab/device.h"
 
 #include <array>
 #include <cstdint>

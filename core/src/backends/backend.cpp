@@ -1,0 +1,124 @@
+// Buffer ownership and the backend factory (cpu / cuda / auto, the CUDA backend from its
+// run-time loaded module).
+#include "mixlab/backend.h"
+
+#include "mixlab/error.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cuda_module.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixlab {
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept
+{
+    if (this != &other) {
+        if (m_owner && m_data)
+            m_owner->release(m_data);
+        m_owner = std::exchange(other.m_owner, nullptr);
+        m_data = std::exchange(other.m_data, nullptr);
+        m_count = std::exchange(other.m_count, 0);
+        m_dtype = other.m_dtype;
+    }
+    return *this;
+}
+
+Buffer::~Buffer()
+{
+    if (m_owner && m_data)
+        m_owner->release(m_data);
+}
+
+#ifdef MIXLAB_WITH_CUDA
+namespace {
+
+// Whether the CUDA backend can be used, decided once per process: the module loads and
+// its probe finds a device. A GPU does not appear or vanish while MixLab runs.
+struct CudaState {
+    const cuda_module::Module* module = nullptr;
+    int devices = 0;
+    std::string reason; // "" when usable
+};
+
+const CudaState& cuda_state()
+{
+    static const CudaState state = [] {
+        CudaState s;
+        s.module = cuda_module::load();
+        if (!s.module) {
+            s.reason = cuda_module::load_error();
+            return s;
+        }
+        char why[512] = {};
+        s.devices = s.module->probe(why, sizeof why);
+        if (s.devices <= 0)
+            s.reason = why[0] ? why : "no CUDA device found";
+        return s;
+    }();
+    return state;
+}
+
+} // namespace
+#endif
+
+bool cuda_backend_available()
+{
+#ifdef MIXLAB_WITH_CUDA
+    return cuda_state().reason.empty();
+#else
+    return false;
+#endif
+}
+
+std::string cuda_backend_unavailable_reason()
+{
+#ifdef MIXLAB_WITH_CUDA
+    return cuda_state().reason;
+#else
+    return "this build of MixLab has no CUDA backend (it was configured with "
+           "MIXLAB_WITH_CUDA=OFF or without the CUDA toolkit); rebuild with "
+           "-DMIXLAB_WITH_CUDA=ON, or use --device cpu";
+#endif
+}
+
+std::vector<PlanReport> backend_plan_reports(const Backend& backend)
+{
+    std::vector<PlanReport> out;
+#ifdef MIXLAB_WITH_CUDA
+    // Only the module can make a CUDA backend, so without it there is nothing to report.
+    if (const cuda_module::Module* m = cuda_module::load())
+        m->plan_reports(&backend, &out);
+#else
+    (void)backend;
+#endif
+    return out;
+}
+
+std::unique_ptr<Backend> make_backend(DeviceChoice choice)
+{
+    switch (choice) {
+    case DeviceChoice::CPU:
+        return cpu::make_cpu_backend();
+    case DeviceChoice::CUDA:
+        if (!cuda_backend_available()) {
+            const std::string why = cuda_backend_unavailable_reason();
+            throw DeviceError(why.find("--device cpu") == std::string::npos
+                                  ? why + "; or use --device cpu to run on the CPU backend"
+                                  : why);
+        }
+        break;
+    case DeviceChoice::Auto:
+        if (!cuda_backend_available())
+            return cpu::make_cpu_backend();
+        break;
+    }
+#ifdef MIXLAB_WITH_CUDA
+    return std::unique_ptr<Backend>(cuda_state().module->make_backend());
+#else
+    return cpu::make_cpu_backend(); // unreachable: cuda_backend_available() is false
+#endif
+}
+
+} // namespace mixlab

@@ -1,0 +1,391 @@
+// The argument checks both backends share (see backend_validate.h): each op's contract
+// from mixlab/backend.h, with messages that name the buffer and the sizes involved.
+#include "backends/backend_validate.h"
+
+#include "mixlab/error.h"
+
+#include <string>
+
+namespace mixlab::validate {
+
+namespace {
+
+// The loss-scaler state and the metrics record are float32 on every backend.
+void scaler_buffer(const char* backend, const char* op, const Buffer& scaler)
+{
+    require(scaler.dtype() == DType::F32 && scaler.count() >= k_scaler_fields, backend, op,
+            "scaler must be float32 x " + std::to_string(k_scaler_fields));
+}
+
+void record_buffer(const char* backend, const char* op, const Buffer& record,
+                   std::size_t record_offset)
+{
+    require(record.dtype() == DType::F32 && record.count() >= record_offset + k_record_fields,
+            backend, op,
+            "record must be float32 with room for the fields at offset " +
+                std::to_string(record_offset));
+}
+
+std::string shape_text(const ImageShape& s)
+{
+    return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
+           std::to_string(s.channels);
+}
+
+std::string geometry_text(const ConvGeometry& g)
+{
+    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
+           std::to_string(g.in_w) + "x" + std::to_string(g.in_c) + ", y " +
+           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "x" +
+           std::to_string(g.out_c) + ", kernel " + std::to_string(g.kernel_h) + "x" +
+           std::to_string(g.kernel_w) + ", stride " + std::to_string(g.stride_h) + "x" +
+           std::to_string(g.stride_w) + ", pad " + std::to_string(g.pad_h) + "x" +
+           std::to_string(g.pad_w);
+}
+
+std::string geometry_text(const PoolGeometry& g)
+{
+    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
+           std::to_string(g.in_w) + "x" + std::to_string(g.channels) + ", y " +
+           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + ", window " +
+           std::to_string(g.window_h) + "x" + std::to_string(g.window_w) + ", stride " +
+           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+}
+
+} // namespace
+
+void fail(const char* backend, const char* op, const std::string& what)
+{
+    throw Error(std::string(backend) + " backend: " + op + ": " + what);
+}
+
+void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
+              const char* name)
+{
+    require(is_floating(b.dtype()), backend, op,
+            std::string(name) + " must be a floating buffer, got " +
+                std::string(dtype_name(b.dtype())));
+    require(b.count() >= need, backend, op,
+            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
+                std::to_string(need));
+    require(need == 0 || b.data() != nullptr, backend, op, std::string(name) + " is not allocated");
+}
+
+std::size_t whole_rows(const char* backend, const char* op, std::size_t count, int cols)
+{
+    require(cols > 0 && count % std::size_t(cols) == 0, backend, op,
+            std::to_string(count) + " elements are not whole rows of " + std::to_string(cols));
+    return count / std::size_t(cols);
+}
+
+void element_range(const char* backend, const char* op, const Buffer& b, std::size_t offset,
+                   std::size_t count, bool writing)
+{
+    require(offset + count <= b.count(), backend, op,
+            std::string(writing ? "writing " : "reading ") + std::to_string(count) +
+                " elements at offset " + std::to_string(offset) + " past the buffer's " +
+                std::to_string(b.count()));
+}
+
+void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes)
+{
+    const char* op = "upload_raw";
+    require(!is_floating(dst.dtype()), backend, op,
+            "raw bytes go to uint8/int32 buffers only; use upload_f32 for " +
+                std::string(dtype_name(dst.dtype())));
+    require(bytes <= dst.count() * dtype_size(dst.dtype()), backend, op,
+            std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
+                " " + std::string(dtype_name(dst.dtype())));
+}
+
+void cast(const char* backend, const Buffer& x, const Buffer& y)
+{
+    require(x.count() == y.count(), backend, "cast",
+            "x has " + std::to_string(x.count()) + " elements, y " + std::to_string(y.count()));
+}
+
+void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
+                  const Buffer& order_i32, std::int64_t offset, int batch,
+                  const ImageShape& image, const Normalization& norm, const Augmentation& aug,
+                  const StepCounter& counter, const Buffer& out, const Buffer& out_labels)
+{
+    const char* op = "gather_batch";
+    require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, backend, op,
+            "images and labels must be uint8");
+    require(order_i32.dtype() == DType::I32 && out_labels.dtype() == DType::I32, backend, op,
+            "order and out_labels must be int32");
+    require(norm.channels >= 1 && norm.channels <= 4, backend, op, "channels must be 1..4");
+    require(image.height > 0 && image.width > 0 && image.channels > 0, backend, op,
+            "image shape must be positive, got " + shape_text(image));
+    require(image.channels == norm.channels, backend, op,
+            "the normalisation has " + std::to_string(norm.channels) + " channels, the image " +
+                std::to_string(image.channels));
+    require(!aug.random_crop || aug.crop_padding >= 0, backend, op,
+            "crop padding must not be negative, got " + std::to_string(aug.crop_padding));
+    require(batch >= 0, backend, op, "batch must not be negative");
+    step_counter(backend, op, counter);
+    // With a counter the batch may start as late as offset + (steps_per_epoch - 1) * batch.
+    const std::int64_t last_start =
+        offset + (counter.buffer ? (counter.steps_per_epoch - 1) * std::int64_t(batch) : 0);
+    require(offset >= 0 && std::size_t(last_start) + std::size_t(batch) <= order_i32.count(),
+            backend, op, "batch runs past the end of the order");
+    require(out_labels.count() >= std::size_t(batch), backend, op, "out_labels is too small");
+    floating(backend, op, out, std::size_t(batch) * std::size_t(image.size()), "out");
+}
+
+void step_counter(const char* backend, const char* op, const StepCounter& counter)
+{
+    if (!counter.buffer)
+        return;
+    require(counter.buffer->dtype() == DType::I32 && counter.buffer->count() >= 2, backend, op,
+            "the step counter must be two int32 words");
+    require(counter.steps_per_epoch >= 1, backend, op,
+            "steps per epoch must be positive, got " + std::to_string(counter.steps_per_epoch));
+}
+
+void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,
+                    const Buffer& y)
+{
+    const char* op = "add_activation";
+    require(act == Activation::None || act == Activation::Relu, backend, op,
+            "the activation after a sum must be linear or relu, got " +
+                std::string(activation_name(act)));
+    const std::size_t n = y.count();
+    require(a.count() == n && b.count() == n, backend, op,
+            "a, b and y must have equal counts, got " + std::to_string(a.count()) + ", " +
+                std::to_string(b.count()) + " and " + std::to_string(n));
+    floating(backend, op, a, n, "a");
+    floating(backend, op, b, n, "b");
+    floating(backend, op, y, n, "y");
+}
+
+void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
+{
+    require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.in_c > 0 && g.out_c > 0, backend, op,
+            "sizes must be positive, got " + geometry_text(g));
+    require(g.kernel_h > 0 && g.kernel_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
+            "kernel and stride must be positive, got " + geometry_text(g));
+    require(g.pad_h >= 0 && g.pad_w >= 0, backend, op,
+            "padding must not be negative, got " + geometry_text(g));
+    require(g.in_h + 2 * g.pad_h >= g.kernel_h && g.in_w + 2 * g.pad_w >= g.kernel_w, backend, op,
+            "the kernel is larger than the padded input: " + geometry_text(g));
+    require(g.out_h == window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h) &&
+                g.out_w == window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w),
+            backend, op,
+            "output must be (in + 2*pad - kernel)/stride + 1 = " +
+                std::to_string(window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
+                std::to_string(window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) + ", got " +
+                geometry_text(g));
+}
+
+void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
+{
+    require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.channels > 0, backend, op,
+            "sizes must be positive, got " + geometry_text(g));
+    require(g.window_h > 0 && g.window_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
+            "window and stride must be positive, got " + geometry_text(g));
+    // pad < window keeps at least one real pixel in every window, so a max always has a
+    // candidate and an average never divides by zero.
+    require(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h < g.window_h && g.pad_w < g.window_w,
+            backend, op, "padding must be in [0, window), got " + geometry_text(g));
+    require(g.in_h + 2 * g.pad_h >= g.window_h && g.in_w + 2 * g.pad_w >= g.window_w, backend, op,
+            "the window is larger than the padded input: " + geometry_text(g));
+    require(g.out_h == window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
+                g.out_w == window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w),
+            backend, op,
+            "output must be (in + 2*pad - window)/stride + 1 = " +
+                std::to_string(window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
+                std::to_string(window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w)) + ", got " +
+                geometry_text(g));
+}
+
+void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Buffer& in,
+            const Buffer& w, const Buffer& out)
+{
+    conv_geometry(backend, op, g);
+    const std::string o(op);
+    const bool data = o == "conv2d_backward_data", filter = o == "conv2d_backward_filter";
+    floating(backend, op, in, g.x_count(), data ? "dx" : "x");
+    floating(backend, op, w, g.w_count(), filter ? "dw" : "w");
+    floating(backend, op, out, g.y_count(), data || filter ? "dy" : "y");
+    require(in.dtype() == w.dtype() && w.dtype() == out.dtype(), backend, op,
+            "activations and weights must share one dtype, got " +
+                std::string(dtype_name(in.dtype())) + ", " + std::string(dtype_name(w.dtype())) +
+                " and " + std::string(dtype_name(out.dtype())));
+}
+
+void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, int channels,
+               const std::vector<const Buffer*>& per_channel, const Buffer& y)
+{
+    require(rows > 0 && channels > 0, backend, op,
+            "rows and channels must be positive, got " + std::to_string(rows) + " x " +
+                std::to_string(channels));
+    // The running variance takes the unbiased estimate n/(n-1): undefined for one value.
+    require(std::string(op) != "batchnorm_forward_train" || rows > 1, backend, op,
+            "training needs more than one value per channel (batch*height*width > 1)");
+    const std::size_t n = std::size_t(rows) * std::size_t(channels);
+    floating(backend, op, x, n, "x");
+    floating(backend, op, y, n, "output");
+    require(x.dtype() == y.dtype(), backend, op,
+            "input and output must share a dtype, got " + std::string(dtype_name(x.dtype())) +
+                " and " + std::string(dtype_name(y.dtype())));
+    for (std::size_t i = 0; i < per_channel.size(); ++i) {
+        const Buffer* b = per_channel[i];
+        require(b != nullptr && b->dtype() == DType::F32 &&
+                    b->count() >= std::size_t(channels) && b->data() != nullptr,
+                backend, op,
+                "per-channel buffer " + std::to_string(i) + " must be float32 with " +
+                    std::to_string(channels) + " elements");
+    }
+}
+
+void pool(const char* backend, const char* op, const PoolGeometry& g, const Buffer& in,
+          const Buffer& out)
+{
+    pool_geometry(backend, op, g);
+    floating(backend, op, in, g.x_count(), "x-sized buffer");
+    floating(backend, op, out, g.y_count(), "y-sized buffer");
+    require(in.dtype() == out.dtype(), backend, op,
+            "input and output must share a dtype, got " + std::string(dtype_name(in.dtype())) +
+                " and " + std::string(dtype_name(out.dtype())));
+}
+
+void gemm(const char* backend, const GemmCall& g)
+{
+    const char* op = "gemm";
+    require(g.a && g.b && g.c, backend, op, "a, b and c must be set");
+    require(g.m >= 0 && g.n >= 0 && g.k >= 0, backend, op,
+            "dimensions must not be negative, got m=" + std::to_string(g.m) + " n=" +
+                std::to_string(g.n) + " k=" + std::to_string(g.k));
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    floating(backend, op, *g.a, m * k, "a");
+    floating(backend, op, *g.b, k * n, "b");
+    floating(backend, op, *g.c, m * n, "c");
+    const DType ab = g.a->dtype(), ct = g.c->dtype();
+    require(ab == g.b->dtype(), backend, op,
+            "a and b must share a dtype, got " + std::string(dtype_name(ab)) + " and " +
+                std::string(dtype_name(g.b->dtype())));
+    require(ct == ab || ct == DType::F32, backend, op,
+            "c must be float32 or the operands' dtype, got " + std::string(dtype_name(ct)));
+    if (epilogue_adds_bias(g.epilogue)) {
+        require(g.bias != nullptr, backend, op, "this epilogue needs a bias");
+        floating(backend, op, *g.bias, n, "bias");
+    } else if (g.epilogue == Epilogue::BiasGradA) {
+        require(g.bias_grad != nullptr, backend, op, "BiasGradA needs bias_grad");
+        floating(backend, op, *g.bias_grad, m, "bias_grad");
+    }
+}
+
+std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* bias, int cols,
+                            const Buffer& y)
+{
+    const char* op = "bias_activation";
+    const std::size_t n = x.count();
+    const std::size_t rows = whole_rows(backend, op, n, cols);
+    floating(backend, op, x, n, "x");
+    floating(backend, op, y, n, "y");
+    if (bias)
+        floating(backend, op, *bias, std::size_t(cols), "bias");
+    return rows;
+}
+
+std::size_t activation_backward(const char* backend, Activation act, const Buffer& x,
+                                const Buffer& y, const Buffer& dy, int cols, const Buffer& dx)
+{
+    const char* op = "activation_backward";
+    const std::size_t n = dy.count();
+    const std::size_t rows = whole_rows(backend, op, n, cols);
+    floating(backend, op, dy, n, "dy");
+    floating(backend, op, dx, n, "dx");
+    if (activation_backward_reads_x(act))
+        floating(backend, op, x, n, "x");
+    if (activation_backward_reads_y(act))
+        floating(backend, op, y, n, "y");
+    return rows;
+}
+
+void bias_grad(const char* backend, const Buffer& dy, int rows, int cols, const Buffer& out)
+{
+    const char* op = "bias_grad";
+    require(rows >= 0 && cols >= 0, backend, op, "negative shape");
+    floating(backend, op, dy, std::size_t(rows) * std::size_t(cols), "dy");
+    floating(backend, op, out, std::size_t(cols), "out");
+}
+
+void dropout(const char* backend, const char* op, const Buffer& in, float rate, const Buffer& out)
+{
+    require(rate >= 0.0f && rate <= 1.0f, backend, op,
+            "rate must be in [0, 1], got " + std::to_string(rate));
+    floating(backend, op, in, in.count(), "input");
+    floating(backend, op, out, in.count(), "output");
+}
+
+void cross_entropy(const char* backend, const Buffer& logits, const Buffer& labels_i32, int batch,
+                   int classes, const Buffer* scaler, const Buffer* dlogits, const Buffer& record,
+                   std::size_t record_offset)
+{
+    const char* op = "cross_entropy";
+    require(batch > 0 && classes > 0, backend, op, "batch and classes must be positive");
+    const std::size_t n = std::size_t(batch) * std::size_t(classes);
+    floating(backend, op, logits, n, "logits");
+    require(labels_i32.dtype() == DType::I32 && labels_i32.count() >= std::size_t(batch), backend,
+            op, "labels must be int32 with one per row");
+    record_buffer(backend, op, record, record_offset);
+    if (scaler)
+        scaler_buffer(backend, op, *scaler);
+    if (dlogits) {
+        floating(backend, op, *dlogits, n, "dlogits");
+        require(dlogits->dtype() == logits.dtype(), backend, op,
+                "dlogits must have the logits' dtype");
+    }
+}
+
+SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
+{
+    const char* op = "prepare_params";
+    SlotStates states;
+    states.slots = slots.size();
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const ParamSlot& s = slots[i];
+        const std::string which = "slot " + std::to_string(i) + ": ";
+        require(s.master && s.grad, backend, op, which + "master and grad must be set");
+        const std::size_t n = s.master->count();
+        floating(backend, op, *s.master, n, "master");
+        floating(backend, op, *s.grad, n, "grad");
+        if (s.low)
+            floating(backend, op, *s.low, n, "low");
+        if (s.state1)
+            floating(backend, op, *s.state1, n, "state1");
+        if (s.state2)
+            floating(backend, op, *s.state2, n, "state2");
+        // The optimizer stores its state in the master's dtype and reads it back as such.
+        for (const Buffer* st : {s.state1, s.state2})
+            require(!st || st->dtype() == s.master->dtype(), backend, op,
+                    which + "optimizer state must have the master's dtype");
+        states.all_state1 = states.all_state1 && s.state1;
+        states.all_state2 = states.all_state2 && s.state2;
+    }
+    return states;
+}
+
+void optimizer_step(const char* backend, const OptimizerConfig& opt, const ScalerParams& scaling,
+                    const SlotStates& states, const Buffer& scaler, const Buffer& record,
+                    std::size_t record_offset)
+{
+    const char* op = "optimizer_step";
+    require(scaling.mode != LossScaleMode::Default, backend, op,
+            "the loss-scale mode must be resolved");
+    scaler_buffer(backend, op, scaler);
+    record_buffer(backend, op, record, record_offset);
+    if (states.slots == 0)
+        return;
+    if (opt.type != OptimizerType::SGD)
+        require(states.all_state1 && states.all_state2, backend, op,
+                "Adam needs state1 (m) and state2 (v) per slot");
+    else
+        require(opt.momentum == 0.0f || states.all_state1, backend, op,
+                "SGD with momentum needs state1");
+}
+
+} // namespace mixlab::validate

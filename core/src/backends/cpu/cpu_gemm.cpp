@@ -1,0 +1,117 @@
+// CPU GEMM through Eigen with the dense layer's epilogues (bias, relu/gelu, bias grad)
+// applied in fp32 before C is rounded to its dtype; TF32 math rounds the operands first.
+#include "backends/cpu/cpu_backend.h"
+
+#include "backends/backend_validate.h"
+#include "base/hd_math.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <string>
+
+namespace mixlab::cpu {
+
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+
+// Copies n operand values rounded to TF32 into scratch (the tensor cores' input format).
+const float* tf32_copy(const float* src, std::size_t n, std::vector<float>& scratch)
+{
+    if (scratch.size() < n)
+        scratch.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+        scratch[i] = round_to_tf32(src[i]);
+    return scratch.data();
+}
+
+// C = beta * C + alpha * opA . opB, with beta == 0 ignoring whatever C held (even NaN).
+template <class OpA, class OpB>
+void product(const OpA& a, const OpB& b, Map& c, float alpha, float beta)
+{
+    if (beta == 0.0f) {
+        c.noalias() = (alpha * a) * b;
+    } else {
+        if (beta != 1.0f)
+            c *= beta;
+        c.noalias() += (alpha * a) * b;
+    }
+}
+
+} // namespace
+
+void CpuBackend::gemm(const GemmCall& g)
+{
+    validate::gemm(k_name, g);
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    const float* a = g.a->as<float>();
+    const float* b = g.b->as<float>();
+    float* c = g.c->as<float>();
+    const bool needs_bias = validate::epilogue_adds_bias(g.epilogue);
+    const float* bias = needs_bias ? g.bias->as<float>() : nullptr;
+
+    // The bias gradient is the exact fp32 row sum of op(A), read before any TF32 rounding
+    // (it is an epilogue on the stored operand, not part of the tensor-core product).
+    if (g.epilogue == Epilogue::BiasGradA) {
+        float* bg = g.bias_grad->as<float>();
+        if (g.trans_a) { // A stored (k x m): sum its rows
+            std::fill(bg, bg + m, 0.0f);
+            for (std::size_t r = 0; r < k; ++r) {
+                const float* row = a + r * m;
+                for (std::size_t i = 0; i < m; ++i)
+                    bg[i] += row[i];
+            }
+        } else { // A stored (m x k): each row's sum
+            for (std::size_t i = 0; i < m; ++i)
+                bg[i] = ConstMap(a + i * k, 1, Eigen::Index(k)).sum();
+        }
+        round_span(g.bias_grad->dtype(), bg, m);
+    }
+
+    if (g.math == MathMode::TF32) {
+        a = tf32_copy(a, m * k, m_tf32_a);
+        b = tf32_copy(b, k * n, m_tf32_b);
+    }
+    const Eigen::Index em = g.m, en = g.n, ek = g.k;
+    ConstMap ma(a, g.trans_a ? ek : em, g.trans_a ? em : ek);
+    ConstMap mb(b, g.trans_b ? en : ek, g.trans_b ? ek : en);
+    Map mc(c, em, en);
+    if (g.trans_a && g.trans_b)
+        product(ma.transpose(), mb.transpose(), mc, g.alpha, g.beta);
+    else if (g.trans_a)
+        product(ma.transpose(), mb, mc, g.alpha, g.beta);
+    else if (g.trans_b)
+        product(ma, mb.transpose(), mc, g.alpha, g.beta);
+    else
+        product(ma, mb, mc, g.alpha, g.beta);
+
+    // Epilogue in fp32, then one rounding to C's dtype (what the fused epilogue does).
+    const DType ct = g.c->dtype();
+    if (!needs_bias) {
+        round_span(ct, c, m * n);
+        return;
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+        float* row = c + i * n;
+        switch (g.epilogue) {
+        case Epilogue::BiasRelu:
+            for (std::size_t j = 0; j < n; ++j)
+                row[j] = std::max(row[j] + bias[j], 0.0f);
+            break;
+        case Epilogue::BiasGelu:
+            for (std::size_t j = 0; j < n; ++j)
+                row[j] = hd::gelu(row[j] + bias[j]);
+            break;
+        default:
+            for (std::size_t j = 0; j < n; ++j)
+                row[j] += bias[j];
+            break;
+        }
+        round_span(ct, row, n);
+    }
+}
+
+} // namespace mixlab::cpu

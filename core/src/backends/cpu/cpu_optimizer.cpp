@@ -1,0 +1,167 @@
+// CPU optimizer step: unscale, inf/NaN check over every gradient, SGD/Adam/AdamW on the
+// master weights (PyTorch's formulas), the low-precision copy, then the loss scaler.
+#include "backends/cpu/cpu_backend.h"
+
+#include "backends/backend_validate.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace mixlab::cpu {
+
+namespace {
+
+class CpuParamTable final : public ParamTable {
+public:
+    CpuParamTable(std::vector<ParamSlot> slots, const validate::SlotStates& states)
+        : m_slots(std::move(slots)), m_states(states)
+    {
+    }
+    const std::vector<ParamSlot>& slots() const { return m_slots; }
+    const validate::SlotStates& states() const { return m_states; }
+
+private:
+    std::vector<ParamSlot> m_slots;
+    validate::SlotStates m_states;
+};
+
+bool any_non_finite(const Buffer& grad)
+{
+    const float* g = grad.as<float>();
+    bool bad = false;
+    for (std::size_t i = 0; i < grad.count(); ++i)
+        bad |= !std::isfinite(g[i]); // no early exit: the loop vectorises
+    return bad;
+}
+
+struct StepContext {
+    float inv_scale;
+    bool first_step; // no update has been applied yet: SGD momentum buffers start as g
+    float bias_correction1, bias_correction2; // Adam: 1 - beta^t
+};
+
+void sgd_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext& ctx)
+{
+    const std::size_t n = s.master->count();
+    float* w = s.master->as<float>();
+    const float* grad = s.grad->as<float>();
+    float* buf = s.state1 ? s.state1->as<float>() : nullptr;
+    float* low = s.low ? s.low->as<float>() : nullptr;
+    const DType wt = s.master->dtype();
+    const DType lt = s.low ? s.low->dtype() : DType::F32;
+    const float lr = opt.lr, wd = opt.weight_decay, mom = opt.momentum;
+    for (std::size_t i = 0; i < n; ++i) {
+        float g = grad[i] * ctx.inv_scale;
+        if (wd != 0.0f)
+            g += wd * w[i];
+        if (mom != 0.0f) {
+            // The buffer is stored in the master's dtype and used as stored.
+            const float b = stored(wt, ctx.first_step ? g : mom * buf[i] + g);
+            buf[i] = b;
+            g = opt.nesterov ? g + mom * b : b;
+        }
+        w[i] = stored(wt, w[i] - lr * g);
+        if (low)
+            low[i] = stored(lt, w[i]);
+    }
+}
+
+void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext& ctx)
+{
+    const std::size_t n = s.master->count();
+    float* w = s.master->as<float>();
+    const float* grad = s.grad->as<float>();
+    float* m = s.state1->as<float>();
+    float* v = s.state2->as<float>();
+    float* low = s.low ? s.low->as<float>() : nullptr;
+    const DType wt = s.master->dtype();
+    const DType lt = s.low ? s.low->dtype() : DType::F32;
+    const float lr = opt.lr, wd = opt.weight_decay, b1 = opt.beta1, b2 = opt.beta2;
+    const bool decoupled = opt.type == OptimizerType::AdamW;
+    for (std::size_t i = 0; i < n; ++i) {
+        float g = grad[i] * ctx.inv_scale;
+        float wi = w[i];
+        if (wd != 0.0f) {
+            if (decoupled)
+                wi -= lr * wd * wi;
+            else
+                g += wd * wi;
+        }
+        const float mi = stored(wt, b1 * m[i] + (1.0f - b1) * g);
+        const float vi = stored(wt, b2 * v[i] + (1.0f - b2) * g * g);
+        m[i] = mi;
+        v[i] = vi;
+        wi -= lr * (mi / ctx.bias_correction1) /
+              (std::sqrt(vi / ctx.bias_correction2) + opt.eps);
+        w[i] = stored(wt, wi);
+        if (low)
+            low[i] = stored(lt, w[i]);
+    }
+}
+
+} // namespace
+
+std::unique_ptr<ParamTable> CpuBackend::prepare_params(const std::vector<ParamSlot>& slots)
+{
+    const validate::SlotStates states = validate::param_slots(k_name, slots);
+    return std::make_unique<CpuParamTable>(slots, states);
+}
+
+void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
+                                const ScalerParams& scaling, Buffer& scaler, Buffer& record,
+                                std::size_t record_offset)
+{
+    auto* t = dynamic_cast<CpuParamTable*>(&table);
+    require(t != nullptr, "optimizer_step", "the parameter table was prepared by another backend");
+    validate::optimizer_step(k_name, opt, scaling, t->states(), scaler, record, record_offset);
+    float* sc = scaler.as<float>();
+    float* rec = record.as<float>();
+
+    const bool scaling_on = scaling.mode != LossScaleMode::None;
+    const float scale = scaling_on ? sc[k_scale] : 1.0f;
+
+    // Checked even without scaling, so a run that overflows says so in its record.
+    bool found_inf = false;
+    for (const ParamSlot& s : t->slots())
+        found_inf = found_inf || any_non_finite(*s.grad);
+    if (m_inf_check_marker) m_inf_check_marker->record();
+
+    if (!(found_inf && scaling_on)) {
+        const bool adam = opt.type != OptimizerType::SGD;
+        const double step = double(sc[k_optimizer_steps]) + 1.0;
+        StepContext ctx;
+        ctx.inv_scale = 1.0f / scale;
+        ctx.first_step = sc[k_optimizer_steps] == 0.0f;
+        ctx.bias_correction1 = float(1.0 - std::pow(double(opt.beta1), step));
+        ctx.bias_correction2 = float(1.0 - std::pow(double(opt.beta2), step));
+        for (const ParamSlot& s : t->slots()) {
+            if (adam)
+                adam_slot(s, opt, ctx);
+            else
+                sgd_slot(s, opt, ctx);
+        }
+        sc[k_optimizer_steps] += 1.0f;
+    }
+
+    float next = scale;
+    if (scaling.mode == LossScaleMode::Dynamic) {
+        if (found_inf) {
+            next = scale * scaling.backoff_factor;
+            sc[k_growth_count] = 0.0f;
+        } else {
+            sc[k_growth_count] += 1.0f;
+            if (sc[k_growth_count] >= float(scaling.growth_interval)) {
+                next = scale * scaling.growth_factor;
+                sc[k_growth_count] = 0.0f;
+            }
+        }
+        sc[k_scale] = next;
+    }
+    sc[k_found_inf] = found_inf ? 1.0f : 0.0f;
+    rec[record_offset + k_rec_scale] = scale;
+    rec[record_offset + k_rec_overflow] = found_inf ? 1.0f : 0.0f;
+    rec[record_offset + k_rec_next_scale] = next;
+}
+
+} // namespace mixlab::cpu

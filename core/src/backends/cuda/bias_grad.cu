@@ -1,0 +1,85 @@
+// Column and row sums in fp32. Column sums go through the shared column-reduction
+// kernel (column_reduce.cuh): 16-byte loads, row slices across blocks, partials added
+// in slice order by a second launch. Deterministic: no atomics, a fixed order.
+#include "backends/cuda/bias_grad.cuh"
+
+#include "backends/cuda/column_reduce.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_types.cuh"
+#include "backends/cuda/reduce.cuh"
+
+namespace mixlab::cuda {
+
+namespace {
+
+// One thread per column: the slices' partials in slice order.
+__global__ void column_finish_kernel(const float* partial, unsigned splits, std::size_t ld,
+                                     std::size_t cols, AnyMut out)
+{
+    for (std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; c < cols;
+         c += std::size_t(gridDim.x) * blockDim.x) {
+        float s = 0.0f;
+        for (unsigned k = 0; k < splits; ++k)
+            s += partial[k * ld + c];
+        out.store(c, s);
+    }
+}
+
+// One warp per row.
+template <class T>
+__global__ void row_sums_kernel(const T* x, std::size_t rows, std::size_t cols, AnyMut out)
+{
+    const std::size_t warps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    for (std::size_t r = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) >> 5; r < rows;
+         r += warps) {
+        float acc = 0.0f;
+        for (std::size_t j = lane; j < cols; j += 32)
+            acc += to_f32(x[r * cols + j]);
+        acc = warp_sum(acc);
+        if (lane == 0)
+            out.store(r, acc);
+    }
+}
+
+} // namespace
+
+void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
+                        DType tout, ReduceScratch& scratch, cudaStream_t stream)
+{
+    if (cols == 0)
+        return;
+    const AnyMut o{out, tout};
+    dispatch_floating(tx, "bias_grad", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* px = static_cast<const T*>(x);
+        const ColumnSplit s = column_split_for<T>(px, nullptr, rows, cols);
+        // One slice: the blocks store the finished sums themselves.
+        float* partial = s.splits > 1 ? scratch.get(s.partials()) : nullptr;
+        launch_column_partials<T>(px, rows, int(cols), partial, o, s, stream);
+        MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
+        if (partial) {
+            constexpr unsigned threads = 256;
+            column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(
+                partial, s.splits, s.ld, cols, o);
+            MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
+        }
+    });
+}
+
+void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
+                     DType tout, cudaStream_t stream)
+{
+    if (rows == 0)
+        return;
+    const AnyMut o{out, tout};
+    constexpr unsigned threads = 256;
+    dispatch_floating(tx, "bias_grad", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        row_sums_kernel<T><<<grid_for(rows * 32, threads), threads, 0, stream>>>(
+            static_cast<const T*>(x), rows, cols, o);
+    });
+    MIXLAB_CUDA_CHECK_LAUNCH("row_sums_kernel");
+}
+
+} // namespace mixlab::cuda

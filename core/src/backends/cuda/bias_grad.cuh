@@ -1,0 +1,21 @@
+// Launchers for the bias gradient: fp32 column sums (and row sums, for a GEMM whose
+// bias-grad epilogue could not be fused) rounded once to the output's dtype.
+#pragma once
+#include "backends/cuda/reduce_scratch.h"
+#include "mixlab/dtype.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace mixlab::cuda {
+
+// out[j] = sum_i x[i, j] over a row-major (rows, cols) matrix. Tall matrices are cut
+// into row slices whose partial sums go through `scratch` (two launches).
+void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
+                        DType tout, ReduceScratch& scratch, cudaStream_t stream);
+// out[i] = sum_j x[i, j].
+void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
+                     DType tout, cudaStream_t stream);
+
+} // namespace mixlab::cuda

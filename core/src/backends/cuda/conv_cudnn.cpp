@@ -1,0 +1,640 @@
+// cuDNN convolution plans: descriptors, algorithm choice by timing (FindEx) with the
+// heuristics as fallback, the shared workspace, and the three convolution calls (backward
+// data possibly as a forward convolution on flipped weights).
+#include "backends/cuda/conv_cudnn.h"
+
+#include "backends/cuda/cast_fill.cuh"
+#include "backends/cuda/conv_direct.cuh"
+#include "backends/cuda/conv_flip.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "mixlab/error.h"
+#include "backends/op_names.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace mixlab::cuda {
+
+namespace {
+
+std::string geometry_text(const ConvGeometry& g)
+{
+    return std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
+           "x" + std::to_string(g.in_c) + " -> " + std::to_string(g.out_h) + "x" +
+           std::to_string(g.out_w) + "x" + std::to_string(g.out_c) + ", kernel " +
+           std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) + ", stride " +
+           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+}
+
+cudnnDataType_t cudnn_type(DType t)
+{
+    switch (t) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::F16: return CUDNN_DATA_HALF;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+    }
+    throw Error("cuda backend: conv2d: expected a floating dtype, got " +
+                std::string(dtype_name(t)));
+}
+
+// fp32 data: Pedantic (and Reduced, as for GEMMs) stays on FMA kernels; TF32 permits
+// tensor cores, which for fp32 data means TF32 (TENSOR_OP_MATH rather than DEFAULT_MATH,
+// which permits TF32 too, because cuDNN then says in each candidate's mathType whether
+// it runs on tensor cores). 16-bit data: tensor cores with fp32 accumulation (the
+// descriptor's compute type is float in every case).
+cudnnMathType_t requested_math(DType t, MathMode m)
+{
+    if (t != DType::F32)
+        return CUDNN_TENSOR_OP_MATH;
+    return m == MathMode::TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+bool fp32_exact(DType t, MathMode m) { return t == DType::F32 && m != MathMode::TF32; }
+
+// A candidate's math type is acceptable for the request: never a down-conversion of
+// fp32 data, never tensor cores for exact fp32.
+bool math_allowed(cudnnMathType_t got, DType t, MathMode m)
+{
+    if (got == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        return false;
+    if (fp32_exact(t, m))
+        return got != CUDNN_TENSOR_OP_MATH;
+    return true;
+}
+
+// The first acceptable candidate (cuDNN sorts them fastest first), preferring the
+// deterministic ones: the same seed then gives the same run, bit for bit.
+template <class Perf>
+const Perf* choose(const Perf* r, int n, std::size_t limit, DType t, MathMode m)
+{
+    const Perf* any = nullptr;
+    for (int i = 0; i < n; ++i) {
+        if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit ||
+            !math_allowed(r[i].mathType, t, m))
+            continue;
+        if (r[i].determinism == CUDNN_DETERMINISTIC)
+            return &r[i];
+        if (!any)
+            any = &r[i];
+    }
+    return any;
+}
+
+// What one direction's search may use, and what it found.
+struct Search {
+    bool can_time;     // scratch tensors and workspace exist: FindEx may run
+    bool force_direct; // MIXLAB_CONV_DIRECT: no search at all
+    std::size_t limit; // the most workspace an algorithm may ask for
+    DType t;
+    MathMode m;
+    std::string what;  // the plan, for MIXLAB_CONV_LOG
+};
+
+struct Choice {
+    bool direct = true; // no cuDNN algorithm: our direct kernel
+    int algo = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    std::size_t memory = 0;
+    float ms = 0;       // FindEx's time, when timed
+    bool timed = false;
+    bool deterministic = false;
+    bool tensor_cores() const { return !direct && math == CUDNN_TENSOR_OP_MATH; }
+};
+
+// Times the candidates (FindEx) when it can, falls back to cuDNN's heuristics, and
+// leaves the direction to the direct kernel when neither offers an acceptable one.
+template <class Perf, class Find, class Heuristic>
+Choice pick_algorithm(const Search& s, const char* direction, Find find, Heuristic heuristic)
+{
+    Choice c;
+    if (s.force_direct)
+        return c;
+    Perf r[8];
+    int n = 0;
+    const Perf* pick = nullptr;
+    if (s.can_time && find(r, &n) == CUDNN_STATUS_SUCCESS) {
+        pick = choose(r, n, s.limit, s.t, s.m);
+        c.timed = pick != nullptr;
+        // MIXLAB_CONV_LOG=1: every timed candidate on stderr, to see why one was picked.
+        if (std::getenv("MIXLAB_CONV_LOG")) {
+            std::fprintf(stderr, "conv search %s: %s\n", direction, s.what.c_str());
+            for (int i = 0; i < n; ++i)
+                std::fprintf(stderr, "conv candidate %d: algo %d status %d time %.3f ms memory %zu"
+                                     " deterministic %d math %d%s\n",
+                             i, int(r[i].algo), int(r[i].status), double(r[i].time),
+                             std::size_t(r[i].memory), int(r[i].determinism == CUDNN_DETERMINISTIC),
+                             int(r[i].mathType), &r[i] == pick ? " <- chosen" : "");
+        }
+    }
+    // A configuration cuDNN cannot describe at all also ends on the direct kernel.
+    if (!pick && heuristic(r, &n) == CUDNN_STATUS_SUCCESS)
+        pick = choose(r, n, s.limit, s.t, s.m);
+    if (!pick)
+        return c;
+    c.direct = false;
+    c.algo = int(pick->algo);
+    c.math = pick->mathType;
+    c.memory = pick->memory;
+    c.ms = c.timed ? pick->time : 0.0f;
+    c.deterministic = pick->determinism == CUDNN_DETERMINISTIC;
+    return c;
+}
+
+// Backward data of a stride-1 convolution is a forward convolution of dy with the
+// weights flipped in both kernel axes and their channel axes swapped, padded by
+// kernel-1-pad on each side: dx[h] = sum_r dy[h + pad - r] w[r] = sum_r' dy[h - (R-1-pad)
+// + r'] w[R-1-r']. Valid while that padding is not negative.
+bool as_fwd_valid(const ConvGeometry& g)
+{
+    return g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.kernel_h - 1 &&
+           g.pad_w <= g.kernel_w - 1;
+}
+
+// The forward convolution that computes g's backward data: dy in, dx out.
+ConvGeometry as_fwd_geometry(const ConvGeometry& g)
+{
+    ConvGeometry f = g;
+    f.in_h = g.out_h;
+    f.in_w = g.out_w;
+    f.in_c = g.out_c;
+    f.out_h = g.in_h;
+    f.out_w = g.in_w;
+    f.out_c = g.in_c;
+    f.pad_h = g.kernel_h - 1 - g.pad_h;
+    f.pad_w = g.kernel_w - 1 - g.pad_w;
+    return f;
+}
+
+// MIXLAB_CONV_BWD_AS_FWD=1 forces backward data onto the forward convolution wherever
+// that is valid (to check that path on every geometry), =0 keeps it off (to measure what
+// it gains). Read at each plan lookup, not once, so that `mixlab-cli check` can run its
+// convolution cases both ways in one process.
+BwdAsFwd as_fwd_requested()
+{
+    const char* v = std::getenv("MIXLAB_CONV_BWD_AS_FWD");
+    if (v == nullptr || *v == '\0')
+        return BwdAsFwd::Auto;
+    return std::string(v) == "0" ? BwdAsFwd::Off : BwdAsFwd::Force;
+}
+
+// Whether backward data runs as the forward convolution on flipped weights: never where
+// cuDNN has no forward algorithm for it, always where forced or where cuDNN has no
+// backward-data algorithm; else the deterministic one, and between equals the faster by
+// FindEx's times, by a margin that covers the flip kernel (a few microseconds) and noise.
+bool prefer_as_fwd(const Choice& d, const Choice& f, BwdAsFwd mode)
+{
+    if (f.direct || mode == BwdAsFwd::Off)
+        return false;
+    if (mode == BwdAsFwd::Force || d.direct)
+        return true;
+    if (f.deterministic != d.deterministic)
+        return f.deterministic;
+    return f.timed && d.timed && f.ms < 0.95f * d.ms && d.ms - f.ms > 0.005f;
+}
+
+const char* fwd_name(cudnnConvolutionFwdAlgo_t a)
+{
+    static const char* const names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm",
+                                        "direct", "fft", "fft_tiling", "winograd",
+                                        "winograd_nonfused"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+const char* bwd_data_name(cudnnConvolutionBwdDataAlgo_t a)
+{
+    static const char* const names[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
+                                        "winograd_nonfused"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+const char* bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a)
+{
+    static const char* const names[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd",
+                                        "winograd_nonfused", "fft_tiling"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+// "implicit_precomp_gemm (tensor cores)"; fp32 data on tensor cores is TF32. A
+// DEFAULT_MATH candidate for fp32 under TF32 may or may not use TF32 (cuDNN does not
+// say): the name says it was permitted.
+std::string algo_text(const char* name, cudnnMathType_t mt, DType t, MathMode m)
+{
+    std::string s = name;
+    if (mt == CUDNN_TENSOR_OP_MATH)
+        s += t == DType::F32 ? " (tf32 tensor cores)" : " (tensor cores)";
+    else if (t == DType::F32 && m == MathMode::TF32)
+        s += " (tf32 permitted)";
+    return s;
+}
+
+// "forward implicit_gemm on flipped weights", as the backward-data algorithm.
+std::string as_fwd_name(cudnnConvolutionFwdAlgo_t a)
+{
+    return std::string("forward ") + fwd_name(a) + " on flipped weights";
+}
+
+std::string direct_text(bool forced)
+{
+    return forced ? "mixlab direct kernel (MIXLAB_CONV_DIRECT)"
+                  : "mixlab direct kernel (cuDNN has no algorithm for this case)";
+}
+
+// Scratch for timing: a device allocation of up to `bytes`, halved until it fits.
+DeviceMemory scratch_up_to(std::size_t bytes)
+{
+    while (bytes >= (std::size_t(1) << 20)) {
+        try {
+            return DeviceMemory(bytes, "the convolution planning workspace");
+        } catch (const OutOfMemoryError&) {
+            bytes /= 2;
+        }
+    }
+    return DeviceMemory();
+}
+
+// Replaces `mem` by a larger allocation, freeing the old one first to make room. When
+// the device cannot give `bytes`, the old size is taken back before OutOfMemoryError
+// goes on: the plans made so far still use it, and the backend outlives the failure (a
+// max-batch search carries on with smaller batches).
+void regrow(DeviceMemory& mem, std::size_t bytes, const char* what)
+{
+    const std::size_t old = mem.bytes();
+    mem = DeviceMemory();
+    try {
+        mem = DeviceMemory(bytes, what);
+    } catch (const OutOfMemoryError&) {
+        mem = DeviceMemory(old, what); // free a moment ago; if not, this OOM goes instead
+        throw;
+    }
+}
+
+ConvDesc make_conv_desc(const ConvGeometry& g, cudnnMathType_t math)
+{
+    ConvDesc d = ConvDesc::create();
+    MIXLAB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.get(), g.pad_h, g.pad_w, g.stride_h,
+                                                       g.stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                       CUDNN_DATA_FLOAT));
+    MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(d.get(), math));
+    return d;
+}
+
+} // namespace
+
+CudnnConv::CudnnConv(cudaStream_t stream)
+    : m_stream(stream),
+      // For checking the fallback on a GPU where cuDNN has an algorithm for everything.
+      m_force_direct(std::getenv("MIXLAB_CONV_DIRECT") != nullptr)
+{
+}
+
+cudnnHandle_t CudnnConv::handle()
+{
+    if (!m_handle) {
+        m_handle = CudnnHandle::create();
+        MIXLAB_CUDNN_CHECK(cudnnSetStream(m_handle.get(), m_stream));
+    }
+    return m_handle.get();
+}
+
+void CudnnConv::grow_workspace(std::size_t bytes)
+{
+    if (bytes <= m_workspace.bytes())
+        return;
+    // Work already enqueued may still read the old workspace.
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    regrow(m_workspace, bytes, "the cuDNN convolution workspace");
+}
+
+void CudnnConv::grow_flipped(std::size_t bytes)
+{
+    if (bytes <= m_flipped.bytes())
+        return;
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream)); // as for the workspace
+    regrow(m_flipped, bytes, "the flipped convolution weights");
+}
+
+std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t,
+                                                       MathMode math, BwdAsFwd as_fwd_mode)
+{
+    // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
+    // NOT_SUPPORTED, which says nothing to the user.
+    const std::size_t biggest = std::max(g.x_count(),
+                                         g.y_count());
+    if (biggest > std::size_t(INT32_MAX))
+        throw LimitError("batch " + std::to_string(g.batch) + " makes a convolution tensor of " +
+                         std::to_string(biggest) + " elements (" + geometry_text(g) +
+                         "); cuDNN's convolutions take at most 2^31 - 1: use a smaller batch");
+    auto p = std::make_unique<Plan>();
+    p->as_fwd_mode = as_fwd_mode;
+    const cudnnDataType_t dt = cudnn_type(t);
+    p->x = TensorDesc::create();
+    MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
+                                                  g.in_c, g.in_h, g.in_w));
+    p->y = TensorDesc::create();
+    MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
+                                                  g.out_c, g.out_h, g.out_w));
+    // KRSC weights are cuDNN's NHWC filter layout: (k, r, s, c) with c fastest.
+    p->w = FilterDesc::create();
+    MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC, g.out_c,
+                                                  g.in_c, g.kernel_h, g.kernel_w));
+    const cudnnMathType_t mt = requested_math(t, math);
+    p->fwd = make_conv_desc(g, mt);
+    p->bwd_data = make_conv_desc(g, mt);
+    p->bwd_filter = make_conv_desc(g, mt);
+
+    int n = 0, c = 0, h = 0, w = 0;
+    MIXLAB_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->fwd.get(), p->x.get(),
+                                                             p->w.get(), &n, &c, &h, &w));
+    if (n != g.batch || c != g.out_c || h != g.out_h || w != g.out_w)
+        throw Error("cuda backend: conv2d: cuDNN computes an output of " + std::to_string(h) +
+                    "x" + std::to_string(w) + "x" + std::to_string(c) + " for " +
+                    geometry_text(g));
+
+    ConvPlanRecord& r = p->record;
+    r.geometry = g;
+    r.dtype = t;
+    r.math = math;
+
+    std::size_t free_b = 0, total_b = 0;
+    MIXLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    choose_algorithms(*p, std::min(k_max_workspace_bytes, free_b / 4));
+
+    r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
+    grow_workspace(std::size_t(r.info.workspace_bytes));
+    if (p->bwd_data_as_fwd)
+        grow_flipped(g.w_count() * dtype_size(t));
+    return p;
+}
+
+void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
+{
+    const ConvGeometry& g = p.record.geometry;
+    const DType t = p.record.dtype;
+    const MathMode m = p.record.math;
+    const cudnnHandle_t h = handle();
+
+    // Timing runs the real kernels, so they write into scratch tensors of the real sizes
+    // (filled with a small non-zero value: zeros can time faster than data).
+    const std::size_t nx = g.x_count();
+    const std::size_t ny = g.y_count();
+    const std::size_t nw = g.w_count();
+    const std::size_t es = dtype_size(t);
+    bool can_time = !m_force_direct;
+    DeviceMemory sx, sy, sw, ws;
+    if (can_time) {
+        try {
+            sx = DeviceMemory(nx * es, "convolution planning scratch");
+            sy = DeviceMemory(ny * es, "convolution planning scratch");
+            sw = DeviceMemory(nw * es, "convolution planning scratch");
+            launch_fill(sx.get(), t, nx, 0.25f, m_stream);
+            launch_fill(sy.get(), t, ny, 0.25f, m_stream);
+            launch_fill(sw.get(), t, nw, 0.125f, m_stream);
+            ws = scratch_up_to(limit);
+            limit = ws.bytes(); // FindEx only tries what fits in the scratch workspace
+        } catch (const OutOfMemoryError&) {
+            can_time = false; // no room to time: cuDNN's heuristics choose instead
+        }
+    }
+    const Search s{can_time, m_force_direct, limit, t, m,
+                   geometry_text(g) + " " + dtype_short_name(t) + " " + math_mode_name(m)};
+    void* const wsp = ws.get();
+    const std::size_t wsb = ws.bytes();
+
+    const Choice f = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+        s, "forward",
+        [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+            return cudnnFindConvolutionForwardAlgorithmEx(
+                h, p.x.get(), sx.get(), p.w.get(), sw.get(), p.fwd.get(), p.y.get(), sy.get(),
+                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, wsp, wsb);
+        },
+        [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(
+                h, p.x.get(), p.w.get(), p.fwd.get(), p.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                n, r);
+        });
+    p.direct_fwd = f.direct;
+    if (!f.direct) {
+        p.fwd_algo = cudnnConvolutionFwdAlgo_t(f.algo);
+        if (!fp32_exact(t, m))
+            MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.fwd.get(), f.math));
+        MIXLAB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            h, p.x.get(), p.w.get(), p.fwd.get(), p.y.get(), p.fwd_algo, &p.fwd_ws));
+        p.fwd_ws = std::max(p.fwd_ws, f.memory);
+    }
+
+    // Backward data: dy and w in, dx out.
+    const Choice d = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+        s, "backward data",
+        [&](cudnnConvolutionBwdDataAlgoPerf_t* r, int* n) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(
+                h, p.w.get(), sw.get(), p.y.get(), sy.get(), p.bwd_data.get(), p.x.get(), sx.get(),
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r, wsp, wsb);
+        },
+        [&](cudnnConvolutionBwdDataAlgoPerf_t* r, int* n) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(),
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r);
+        });
+    // Backward data as a forward convolution: dy (the y descriptor) in, dx (x) out,
+    // through the flipped weights (sw stands in for them: the same element count).
+    Choice a; // direct: not available
+    if (as_fwd_valid(g) && !m_force_direct && p.as_fwd_mode != BwdAsFwd::Off) {
+        const ConvGeometry fg = as_fwd_geometry(g);
+        p.w_flipped = FilterDesc::create();
+        MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p.w_flipped.get(), cudnn_type(t),
+                                                      CUDNN_TENSOR_NHWC, fg.out_c, fg.in_c,
+                                                      fg.kernel_h, fg.kernel_w));
+        p.bwd_as_fwd = make_conv_desc(fg, requested_math(t, m));
+        int on = 0, oc = 0, oh = 0, ow = 0;
+        const bool shape_ok =
+            cudnnGetConvolution2dForwardOutputDim(p.bwd_as_fwd.get(), p.y.get(),
+                                                  p.w_flipped.get(), &on, &oc, &oh, &ow) ==
+                CUDNN_STATUS_SUCCESS &&
+            on == g.batch && oc == g.in_c && oh == g.in_h && ow == g.in_w;
+        if (shape_ok)
+            a = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+                s, "backward data as forward on flipped weights",
+                [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+                    return cudnnFindConvolutionForwardAlgorithmEx(
+                        h, p.y.get(), sy.get(), p.w_flipped.get(), sw.get(), p.bwd_as_fwd.get(),
+                        p.x.get(), sx.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, wsp, wsb);
+                },
+                [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+                    return cudnnGetConvolutionForwardAlgorithm_v7(
+                        h, p.y.get(), p.w_flipped.get(), p.bwd_as_fwd.get(), p.x.get(),
+                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
+                });
+    }
+    p.bwd_data_as_fwd = prefer_as_fwd(d, a, p.as_fwd_mode);
+    if (p.bwd_data_as_fwd) {
+        p.bwd_as_fwd_algo = cudnnConvolutionFwdAlgo_t(a.algo);
+        if (!fp32_exact(t, m))
+            MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_as_fwd.get(), a.math));
+        MIXLAB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            h, p.y.get(), p.w_flipped.get(), p.bwd_as_fwd.get(), p.x.get(), p.bwd_as_fwd_algo,
+            &p.bwd_data_ws));
+        p.bwd_data_ws = std::max(p.bwd_data_ws, a.memory);
+    }
+
+    p.direct_bwd_data = d.direct && !p.bwd_data_as_fwd;
+    if (!d.direct && !p.bwd_data_as_fwd) {
+        p.bwd_data_algo = cudnnConvolutionBwdDataAlgo_t(d.algo);
+        if (!fp32_exact(t, m))
+            MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_data.get(), d.math));
+        MIXLAB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(), p.bwd_data_algo,
+            &p.bwd_data_ws));
+        p.bwd_data_ws = std::max(p.bwd_data_ws, d.memory);
+    }
+
+    // Backward filter: x and dy in, dw out.
+    const Choice w = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        s, "backward filter",
+        [&](cudnnConvolutionBwdFilterAlgoPerf_t* r, int* n) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                h, p.x.get(), sx.get(), p.y.get(), sy.get(), p.bwd_filter.get(), p.w.get(),
+                sw.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r, wsp, wsb);
+        },
+        [&](cudnnConvolutionBwdFilterAlgoPerf_t* r, int* n) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                h, p.x.get(), p.y.get(), p.bwd_filter.get(), p.w.get(),
+                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r);
+        });
+    p.direct_bwd_filter = w.direct;
+    if (!w.direct) {
+        p.bwd_filter_algo = cudnnConvolutionBwdFilterAlgo_t(w.algo);
+        if (!fp32_exact(t, m))
+            MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_filter.get(), w.math));
+        MIXLAB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            h, p.x.get(), p.y.get(), p.bwd_filter.get(), p.w.get(), p.bwd_filter_algo,
+            &p.bwd_filter_ws));
+        p.bwd_filter_ws = std::max(p.bwd_filter_ws, w.memory);
+    }
+
+    ConvPlanRecord& r = p.record;
+    const auto text = [&](const Choice& c, const char* name) {
+        return c.direct ? direct_text(m_force_direct) : algo_text(name, c.math, t, m);
+    };
+    r.info.forward_algo = text(f, fwd_name(p.fwd_algo));
+    // The direction as it runs: cuDNN's backward data, or the forward on flipped weights.
+    const Choice& dd = p.bwd_data_as_fwd ? a : d;
+    r.info.backward_data_algo =
+        p.bwd_data_as_fwd
+            ? algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
+                  (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : "")
+            : text(d, bwd_data_name(p.bwd_data_algo));
+    r.info.backward_filter_algo = text(w, bwd_filter_name(p.bwd_filter_algo));
+    r.info.tensor_cores = f.tensor_cores() && dd.tensor_cores() && w.tensor_cores();
+    r.backward_data_as_forward = p.bwd_data_as_fwd;
+    r.forward_ms = f.ms;
+    r.backward_data_ms = dd.ms;
+    r.backward_filter_ms = w.ms;
+    r.timed = f.timed && dd.timed && w.timed;
+    // The scratch is freed on return; FindEx has finished with it (it synchronises).
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+}
+
+CudnnConv::Plan& CudnnConv::plan_for(const ConvGeometry& g, DType t, MathMode math)
+{
+    // The variable changes only the plans it applies to: the others stay shared.
+    const BwdAsFwd mode = as_fwd_valid(g) ? as_fwd_requested() : BwdAsFwd::Auto;
+    for (auto& p : m_plans)
+        if (p->record.geometry == g && p->record.dtype == t && p->record.math == math &&
+            p->as_fwd_mode == mode)
+            return *p;
+    m_plans.push_back(make_plan(g, t, math, mode));
+    return *m_plans.back();
+}
+
+ConvPlanInfo CudnnConv::prepare(const ConvGeometry& g, DType t, MathMode math)
+{
+    return plan_for(g, t, math).record.info;
+}
+
+void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const void* x,
+                        const void* w, void* y)
+{
+    Plan& p = plan_for(g, t, math);
+    ++p.record.calls;
+    if (p.direct_fwd) {
+        launch_conv_direct_forward(g, t, x, w, y, m_stream);
+        return;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(handle(), &one, p.x.get(), x, p.w.get(), w,
+                                               p.fwd.get(), p.fwd_algo, m_workspace.get(),
+                                               m_workspace.bytes(), &zero, p.y.get(), y));
+}
+
+void CudnnConv::backward_data(const ConvGeometry& g, DType t, MathMode math, const void* dy,
+                              const void* w, void* dx)
+{
+    Plan& p = plan_for(g, t, math);
+    ++p.record.calls;
+    const float one = 1.0f, zero = 0.0f;
+    if (p.bwd_data_as_fwd) {
+        // The weights change every step: flip them again, ahead on the same stream.
+        launch_conv_flip_weights(g, t, w, m_flipped.get(), m_stream);
+        MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(
+            handle(), &one, p.y.get(), dy, p.w_flipped.get(), m_flipped.get(), p.bwd_as_fwd.get(),
+            p.bwd_as_fwd_algo, m_workspace.get(), m_workspace.bytes(), &zero, p.x.get(), dx));
+        return;
+    }
+    if (p.direct_bwd_data) {
+        launch_conv_direct_backward_data(g, t, dy, w, dx, m_stream);
+        return;
+    }
+    MIXLAB_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        handle(), &one, p.w.get(), w, p.y.get(), dy, p.bwd_data.get(), p.bwd_data_algo,
+        m_workspace.get(), m_workspace.bytes(), &zero, p.x.get(), dx));
+}
+
+void CudnnConv::backward_filter(const ConvGeometry& g, DType t, MathMode math, const void* x,
+                                const void* dy, void* dw)
+{
+    Plan& p = plan_for(g, t, math);
+    ++p.record.calls;
+    if (p.direct_bwd_filter) {
+        launch_conv_direct_backward_filter(g, t, x, dy, dw, m_stream);
+        return;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    MIXLAB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        handle(), &one, p.x.get(), x, p.y.get(), dy, p.bwd_filter.get(), p.bwd_filter_algo,
+        m_workspace.get(), m_workspace.bytes(), &zero, p.w.get(), dw));
+}
+
+std::vector<ConvPlanRecord> CudnnConv::plans() const
+{
+    std::vector<ConvPlanRecord> out;
+    out.reserve(m_plans.size());
+    for (const auto& p : m_plans)
+        out.push_back(p->record);
+    return out;
+}
+
+std::string describe(const ConvPlanRecord& p)
+{
+    auto ms = [&](float v) {
+        if (!p.timed)
+            return std::string();
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.3f ms", double(v));
+        return std::string(buf);
+    };
+    return "conv " + geometry_text(p.geometry) + " " + dtype_short_name(p.dtype) + " " +
+           math_mode_name(p.math) + ": forward " + p.info.forward_algo + ms(p.forward_ms) +
+           ", backward data " + p.info.backward_data_algo + ms(p.backward_data_ms) +
+           ", backward filter " + p.info.backward_filter_algo + ms(p.backward_filter_ms) +
+           (p.info.tensor_cores ? "; tensor cores" : "; not all on tensor cores") +
+           "; workspace " + std::to_string((p.info.workspace_bytes + (1 << 20) - 1) >> 20) +
+           " MiB; " + (p.timed ? "timed" : "heuristic") + "; " + std::to_string(p.calls) +
+           " calls";
+}
+
+} // namespace mixlab::cuda

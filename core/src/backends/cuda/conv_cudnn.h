@@ -1,0 +1,85 @@
+// Convolutions through cuDNN over NHWC tensors with KRSC (= cuDNN's NHWC) filters. One
+// plan per (geometry, dtype, math): descriptors plus the forward, backward-data and
+// backward-filter algorithms, chosen once by timing cuDNN's candidates on scratch
+// buffers. Every plan shares one workspace, grown only while planning, so a training
+// step never allocates. A direction cuDNN has no algorithm for runs a direct kernel.
+// Stride-1 backward data may run as a forward convolution on flipped weights when that
+// is faster or deterministic where cuDNN's own backward-data algorithms are not.
+#pragma once
+#include "backends/cuda/conv_report.h"
+#include "backends/cuda/cudnn_handles.h"
+#include "backends/cuda/device_memory.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace mixlab::cuda {
+
+// Backward data as a forward convolution on flipped weights, by MIXLAB_CONV_BWD_AS_FWD:
+// unset, where the plan's timings favour it; 1, wherever valid; 0, never (for A/B runs).
+enum class BwdAsFwd { Auto, Force, Off };
+
+class CudnnConv {
+public:
+    explicit CudnnConv(cudaStream_t stream);
+    CudnnConv(const CudnnConv&) = delete;
+    CudnnConv& operator=(const CudnnConv&) = delete;
+
+    // Plans (or finds the cached plan); may synchronise the stream and allocate.
+    ConvPlanInfo prepare(const ConvGeometry& g, DType t, MathMode math);
+    void forward(const ConvGeometry& g, DType t, MathMode math, const void* x, const void* w,
+                 void* y);
+    void backward_data(const ConvGeometry& g, DType t, MathMode math, const void* dy,
+                       const void* w, void* dx);
+    void backward_filter(const ConvGeometry& g, DType t, MathMode math, const void* x,
+                         const void* dy, void* dw);
+    std::vector<ConvPlanRecord> plans() const;
+
+    // The largest workspace one algorithm may ask for; candidates needing more are skipped.
+    // 512 MiB: fp32 implicit_precomp_gemm on 64 channels at batch 512 asks for 268 MB.
+    static constexpr std::size_t k_max_workspace_bytes = std::size_t(512) << 20;
+
+private:
+    struct Plan {
+        TensorDesc x, y;
+        FilterDesc w;
+        // One descriptor per direction: each carries the math type its algorithm needs.
+        ConvDesc fwd, bwd_data, bwd_filter;
+        // Backward data as a forward convolution of dy with the flipped weights (in_c
+        // outputs, out_c inputs, padding kernel-1-pad), when bwd_data_as_fwd.
+        FilterDesc w_flipped;
+        ConvDesc bwd_as_fwd;
+        cudnnConvolutionFwdAlgo_t bwd_as_fwd_algo{};
+        bool bwd_data_as_fwd = false;
+        BwdAsFwd as_fwd_mode = BwdAsFwd::Auto; // MIXLAB_CONV_BWD_AS_FWD when planned (in the key)
+        cudnnConvolutionFwdAlgo_t fwd_algo{};
+        cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
+        cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
+        std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+        // Directions cuDNN has no algorithm for run our direct kernels (conv_direct.cuh).
+        bool direct_fwd = false, direct_bwd_data = false, direct_bwd_filter = false;
+        ConvPlanRecord record;
+    };
+
+    cudnnHandle_t handle();
+    Plan& plan_for(const ConvGeometry& g, DType t, MathMode math);
+    std::unique_ptr<Plan> make_plan(const ConvGeometry& g, DType t, MathMode math,
+                                    BwdAsFwd as_fwd_mode);
+    void choose_algorithms(Plan& plan, std::size_t limit);
+    void grow_workspace(std::size_t bytes);
+    void grow_flipped(std::size_t bytes);
+
+    cudaStream_t m_stream;
+    bool m_force_direct = false; // MIXLAB_CONV_DIRECT=1: every direction on the fallback
+    CudnnHandle m_handle; // created on first use: MLP runs never load cuDNN
+    DeviceMemory m_workspace;
+    // The flipped weights of the backward-data-as-forward plans, refilled before each
+    // such call: one buffer for all of them (stream order keeps their uses apart).
+    DeviceMemory m_flipped;
+    std::vector<std::unique_ptr<Plan>> m_plans; // few per run: a linear search is enough
+};
+
+} // namespace mixlab::cuda

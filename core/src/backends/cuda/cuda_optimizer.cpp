@@ -1,0 +1,132 @@
+// CUDA parameter tables and the optimizer step. prepare_params groups the slots by dtype
+// layout and uploads, once, a tensor table and a chunk list per group; optimizer_step is
+// then a memset and three kinds of launch, with no host sync.
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/backend_validate.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/optimizer.cuh"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace mixlab::cuda {
+
+namespace {
+
+struct TableGroup {
+    OptLayout layout;
+    DeviceMemory tensors, chunks;
+    int n_chunks = 0;
+};
+
+class CudaParamTable final : public ParamTable {
+public:
+    std::vector<TableGroup> groups;
+    validate::SlotStates states;
+};
+
+std::string layout_text(const OptLayout& l)
+{
+    return "master " + std::string(dtype_name(l.master)) + ", grad " +
+           std::string(dtype_name(l.grad)) + ", low " +
+           (l.has_low ? std::string(dtype_name(l.low)) : std::string("none"));
+}
+
+} // namespace
+
+std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamSlot>& slots)
+{
+    const char* op = "prepare_params";
+    auto table = std::make_unique<CudaParamTable>();
+    table->states = validate::param_slots(k_name, slots);
+    struct HostGroup {
+        OptLayout layout;
+        std::vector<OptTensor> tensors;
+        std::vector<OptChunk> chunks;
+    };
+    std::vector<HostGroup> host;
+
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const ParamSlot& s = slots[i];
+        const std::size_t n = s.master->count();
+        OptLayout l;
+        l.master = s.master->dtype();
+        l.grad = s.grad->dtype();
+        l.has_low = s.low != nullptr;
+        l.low = s.low ? s.low->dtype() : DType::F16;
+        require(optimizer_layout_supported(l), op,
+                "slot " + std::to_string(i) + ": no optimizer kernel for " + layout_text(l) +
+                    " (supported: fp32 master and grads with an optional fp16/bf16 copy, or "
+                    "16-bit weights and grads of one dtype with no copy)");
+        HostGroup* g = nullptr;
+        for (auto& h : host)
+            if (h.layout == l)
+                g = &h;
+        if (!g) {
+            host.push_back(HostGroup{l, {}, {}});
+            g = &host.back();
+        }
+        const auto t = std::int32_t(g->tensors.size());
+        g->tensors.push_back(OptTensor{s.master->data(), s.grad->data(),
+                                       s.low ? s.low->data() : nullptr,
+                                       s.state1 ? s.state1->data() : nullptr,
+                                       s.state2 ? s.state2->data() : nullptr, std::int64_t(n)});
+        for (std::int64_t start = 0; start < std::int64_t(n); start += k_opt_chunk) {
+            const std::int64_t len = std::min<std::int64_t>(k_opt_chunk, std::int64_t(n) - start);
+            g->chunks.push_back(OptChunk{t, std::int32_t(len), start});
+        }
+    }
+
+    for (HostGroup& h : host) {
+        TableGroup g;
+        g.layout = h.layout;
+        g.n_chunks = int(h.chunks.size());
+        g.tensors = DeviceMemory(h.tensors.size() * sizeof(OptTensor), "the optimizer's tensor table");
+        g.chunks = DeviceMemory(h.chunks.size() * sizeof(OptChunk), "the optimizer's chunk list");
+        MIXLAB_CUDA_CHECK(cudaMemcpyAsync(g.tensors.get(), h.tensors.data(), g.tensors.bytes(),
+                                          cudaMemcpyHostToDevice, stream()));
+        if (g.chunks.bytes())
+            MIXLAB_CUDA_CHECK(cudaMemcpyAsync(g.chunks.get(), h.chunks.data(), g.chunks.bytes(),
+                                              cudaMemcpyHostToDevice, stream()));
+        table->groups.push_back(std::move(g));
+    }
+    // The host vectors die here; a one-off sync at setup keeps the copies valid.
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return table;
+}
+
+void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
+                                 const ScalerParams& scaling, Buffer& scaler, Buffer& record,
+                                 std::size_t record_offset)
+{
+    auto* t = dynamic_cast<CudaParamTable*>(&table);
+    require(t != nullptr, "optimizer_step", "the parameter table was prepared by another backend");
+    validate::optimizer_step(k_name, opt, scaling, t->states, scaler, record, record_offset);
+
+    float* sc = scaler.as<float>();
+    MIXLAB_CUDA_CHECK(cudaMemsetAsync(sc + k_found_inf, 0, sizeof(float), stream()));
+    for (const TableGroup& g : t->groups)
+        launch_found_inf(g.layout.grad, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
+                         g.n_chunks, sc, stream());
+    if (m_inf_check_marker) m_inf_check_marker->record();
+
+    OptArgs args;
+    args.type = opt.type;
+    args.lr = opt.lr;
+    args.momentum = opt.momentum;
+    args.weight_decay = opt.weight_decay;
+    args.beta1 = opt.beta1;
+    args.beta2 = opt.beta2;
+    args.eps = opt.eps;
+    args.nesterov = opt.nesterov;
+    args.scaling_on = scaling.mode != LossScaleMode::None;
+    for (const TableGroup& g : t->groups)
+        launch_optimizer_update(g.layout, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
+                                g.n_chunks, args, sc, stream());
+
+    launch_scaler_update(scaling, sc, record.as<float>() + record_offset, stream());
+}
+
+} // namespace mixlab::cuda

@@ -1,0 +1,101 @@
+// Row-major GEMMs with fused epilogues through cuBLASLt. One plan (descriptors, layouts,
+// the algorithm) per distinct call shape, built on first use and reused, so steady-state
+// steps make no heuristic queries. Building a plan times the heuristic's candidates and
+// keeps a clearly faster one (gemm_tune.h; MIXLAB_GEMM_TUNE=0 keeps the heuristic's
+// first). When cuBLASLt has no algorithm for an epilogue (or MIXLAB_GEMM_UNFUSED is set),
+// the plan runs the plain GEMM plus our own kernel and says so.
+#pragma once
+#include "backends/cuda/device_memory.h"
+#include "backends/cuda/gemm_report.h"
+#include "backends/cuda/lt_handles.h"
+#include "backends/cuda/reduce_scratch.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace mixlab::cuda {
+
+// What the device offers (for the tensor-core column of the report).
+struct GemmDevice {
+    bool tensor_cores = false; // fp16 (7.0+)
+    bool bf16 = false;         // bf16 (8.0+)
+    bool tf32 = false;         // tf32 (8.0+)
+};
+
+class LtGemm {
+public:
+    // scratch: for the unfused bias-gradient column sums (owned by the backend).
+    LtGemm(const GemmDevice& device, ReduceScratch& scratch);
+    LtGemm(const LtGemm&) = delete;
+    LtGemm& operator=(const LtGemm&) = delete;
+
+    // Enqueues call on stream; validates shapes and dtypes first (mixlab::Error).
+    void run(const GemmCall& call, cudaStream_t stream);
+    std::vector<GemmPlanInfo> plans() const;
+
+    static constexpr std::size_t k_workspace_bytes = 32u << 20;
+    // Heuristic results asked for per plan (all timed when tuning is on).
+    static constexpr int k_max_candidates = 8;
+
+private:
+    struct Key {
+        bool trans_a, trans_b;
+        int m, n, k;
+        DType ab, c, aux; // aux: bias or bias-grad dtype (F32 when neither)
+        Epilogue epilogue;
+        MathMode math;
+        std::uint16_t align_a, align_b, align_c, align_aux; // pointer alignment, capped at 256
+        bool operator==(const Key&) const = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const noexcept;
+    };
+    enum class Fallback { None, BiasActivation, BiasGradRows, BiasGradColumns };
+    struct Plan {
+        LtMatmulDesc desc;
+        LtLayout a, b, c; // cuBLASLt's A is our B: row-major C = op(A) op(B) is col-major C^T
+        cublasLtMatmulAlgo_t algo{};
+        std::size_t workspace = 0;
+        bool fused = true;
+        Fallback fallback = Fallback::None;
+        const Plan* plain = nullptr; // the epilogue-free plan an unfused plan runs
+        bool skinny = false;         // runs our split-k kernel (skinny_gemm.cuh) instead
+        GemmPlanInfo info;
+    };
+    // Our split-k kernel serves this shape better than any cuBLASLt kernel can.
+    bool skinny_applies(const GemmCall& call) const;
+    static void set_shape(GemmPlanInfo& info, const Key& key);
+    Plan& skinny_plan(const Key& key);
+
+    // A new plan is built (and timed) with the operands of the call that first needs it.
+    Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr,
+                   cudaStream_t stream);
+    // The same shape with no epilogue.
+    Plan& plain_plan(const Key& key, const GemmCall& call, cudaStream_t stream);
+    // Null when the heuristic has no algorithm for this combination. The usable
+    // heuristic results, best first, land in `candidates`; the plan takes the first.
+    std::unique_ptr<Plan> try_plan(const Key& key, const void* aux_ptr,
+                                   std::vector<cublasLtMatmulHeuristicResult_t>& candidates);
+    void tune(Plan& plan, const Key& key, const GemmCall& call,
+              const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+              cudaStream_t stream);
+    cublasStatus_t matmul(const Plan& plan, const GemmCall& call, const void* aux_ptr,
+                          cudaStream_t stream);
+    void run_fallback(const Plan& plan, const GemmCall& call, cudaStream_t stream);
+    void make_unfused(Plan& plan, const Key& key, const char* why, const GemmCall& call,
+                      cudaStream_t stream);
+
+    GemmDevice m_device;
+    ReduceScratch& m_scratch;
+    LtHandle m_handle;
+    DeviceMemory m_workspace;
+    bool m_fuse_epilogues = true; // MIXLAB_GEMM_UNFUSED=1 runs every epilogue as our kernel
+    bool m_tune = true;           // MIXLAB_GEMM_TUNE=0 keeps the heuristic's first choice
+    bool m_skinny = true;         // MIXLAB_GEMM_SKINNY=0 leaves skinny shapes to cuBLASLt
+    std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> m_plans;
+};
+
+} // namespace mixlab::cuda

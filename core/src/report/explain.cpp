@@ -1,0 +1,500 @@
+// The explain rules: each a small function that reads a group's RunFacts and says, with
+// the runs' own numbers, one thing about why precision helped or not.
+#include "mixlab/explain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+
+namespace mixlab {
+namespace {
+
+using namespace explain_limits;
+using Severity = Explanation::Severity;
+
+std::string fmt(const char* format, ...)
+{
+    char buf[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(buf, sizeof buf, format, args);
+    va_end(args);
+    return buf;
+}
+
+std::string name(Policy p) { return std::string(policy_name(p)); }
+
+bool is_16bit(Policy p)
+{
+    return p == Policy::MixedFP16 || p == Policy::MixedBF16 || p == Policy::FP16;
+}
+
+bool is_mixed(Policy p) { return p == Policy::MixedFP16 || p == Policy::MixedBF16; }
+
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+// Every layer of the tree, residual bodies and shortcuts included, in pre-order.
+void for_each_layer(const std::vector<GraphLayer>& layers,
+                    const std::function<void(const GraphLayer&)>& f)
+{
+    for (const GraphLayer& gl : layers) {
+        f(gl);
+        for_each_layer(gl.body, f);
+        for_each_layer(gl.shortcut, f);
+    }
+}
+
+// The top-level dense layer that produces the logits (the last one), or null.
+const GraphLayer* output_dense(const Graph& g)
+{
+    for (auto it = g.layers.rbegin(); it != g.layers.rend(); ++it)
+        if (it->spec.type == LayerType::Dense) return &*it;
+    return nullptr;
+}
+
+int baseline_of(const std::vector<RunFacts>& group, std::size_t i)
+{
+    const int b = group[i].baseline;
+    if (b >= 0 && std::size_t(b) < group.size()) return b;
+    for (std::size_t j = 0; j < group.size(); ++j)
+        if (group[j].policy == Policy::FP32) return int(j);
+    return 0;
+}
+
+Explanation make(std::string id, Severity sev, int run, std::string sentence,
+                 std::string suggestion = {})
+{
+    Explanation e;
+    e.id = std::move(id);
+    e.severity = sev;
+    e.run = run;
+    e.sentence = std::move(sentence);
+    e.suggestion = std::move(suggestion);
+    return e;
+}
+
+using Out = std::vector<Explanation>;
+
+// 1. Each run's speed against the baseline.
+void rule_speed(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const int b = baseline_of(group, i);
+        if (std::size_t(b) == i) continue;
+        const double run_ms = group[i].summary.median_step_ms;
+        const double base_ms = group[std::size_t(b)].summary.median_step_ms;
+        if (!(run_ms > 0) || !(base_ms > 0)) continue;
+        const double r = base_ms / run_ms;
+        const std::string head = fmt("%s ran %.3f ms per step against %s's %.3f ms: ",
+                                     name(group[i].policy).c_str(), run_ms,
+                                     name(group[std::size_t(b)].policy).c_str(), base_ms);
+        // Within 5% is run-to-run noise on a short run.
+        std::string verdict = r >= 1.05   ? fmt("%.2fx faster", r)
+                              : r <= 0.95 ? fmt("%.2fx slower", 1.0 / r)
+                                          : std::string("about the same speed");
+        out.push_back(make("speed", Severity::Info, int(i), head + verdict + "."));
+    }
+}
+
+// 2. GEMM dimensions that keep 16-bit tensor cores off their fast path.
+// The share of a profiled run's top-level layer time that `path` took; none when the
+// run has no profile or the layer is not top-level (nested layers are timed as their
+// block).
+std::optional<double> layer_time_share(const RunFacts& f, const std::string& path)
+{
+    if (!f.profile) return std::nullopt;
+    double total = 0, mine = -1;
+    for (const LayerTime& l : f.profile->layers) {
+        const double ms = l.forward_ms + l.backward_ms;
+        total += ms;
+        if (l.path == path) mine = ms;
+    }
+    if (mine < 0 || !(total > 0)) return std::nullopt;
+    return mine / total;
+}
+
+void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    const auto it = std::find_if(group.begin(), group.end(),
+                                 [](const RunFacts& f) { return is_16bit(f.policy); });
+    if (it == group.end()) return;
+    const Graph& g = it->graph;
+    const GraphLayer* logits = output_dense(g);
+    const std::string pol = name(it->policy);
+    for_each_layer(g.layers, [&](const GraphLayer& gl) {
+        if (!gl.is_gemm || gl.tensor_core_friendly || gl.spec.force_fp32) return;
+        const bool dense = gl.spec.type == LayerType::Dense;
+        const std::int64_t n_out = dense ? gl.spec.units : gl.spec.filters;
+        const std::int64_t n_in = gl.in.dims.empty() ? 0 : gl.in.dims.back();
+        const double share =
+            g.total_flops > 0 ? double(gl.flops) / double(g.total_flops) : 0.0;
+        const std::string what =
+            dense ? fmt("dense, %lld units", (long long)n_out) : fmt("conv2d, %lld filters", (long long)n_out);
+        std::string sentence = fmt("%s (%s) under %s: %s; it is %.1f%% of the model's forward "
+                                   "FLOPs",
+                                   gl.path.c_str(), what.c_str(), pol.c_str(),
+                                   gl.tensor_core_note.c_str(), 100.0 * share);
+        // A measured share of the layers' time, when the run was profiled, outranks the
+        // FLOP count: a misaligned layer can cost far more time than its FLOPs say.
+        const std::optional<double> time_share = layer_time_share(*it, gl.path);
+        if (time_share)
+            sentence += fmt(" and took %.1f%% of the layers' device time", 100.0 * *time_share);
+        sentence += ".";
+        const double weight = time_share ? *time_share : share;
+        Explanation e = make("dims_multiple_of_8", Severity::Advice, -1, "");
+        const bool out_off = n_out % k_tensor_core_multiple != 0;
+        const std::int64_t padded = round_up(n_out, k_tensor_core_multiple);
+        if (weight < k_padding_pays_flops_share) {
+            e.severity = Severity::Info;
+            sentence += fmt(" Padding would not pay: the layer is under %.0f%% of the %s.",
+                            100.0 * k_padding_pays_flops_share, time_share ? "time" : "work");
+        } else if (out_off && &gl == logits) {
+            e.suggestion = fmt("pad the output to %lld logits and mask the extra %lld "
+                               "(set to -inf before the loss)",
+                               (long long)padded, (long long)(padded - n_out));
+        } else if (out_off) {
+            e.suggestion = reader == Reader::App
+                               ? fmt("set %s of %s to %lld in the property editor",
+                                     dense ? "Units" : "Filters", gl.path.c_str(), (long long)padded)
+                               : fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
+            e.apply_kind = "set_units";
+            e.apply_path = gl.path;
+            e.apply_value = std::to_string(padded);
+        } else {
+            e.suggestion = fmt("its %lld inputs come from the layer before it (or the data); "
+                               "padding them to %lld fixes this layer",
+                               (long long)n_in,
+                               (long long)round_up(n_in, k_tensor_core_multiple));
+        }
+        e.sentence = sentence;
+        out.push_back(std::move(e));
+    });
+}
+
+// 3. The device lacks what the policy needs, or is the CPU reference.
+void rule_device(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    if (group.empty()) return;
+    if (group.front().device.backend == BackendKind::Cpu) {
+        out.push_back(make("cpu_backend", Severity::Info, -1,
+                           "These runs used the CPU backend: it computes in float32 and only "
+                           "emulates fp16/bf16 rounding, so its step times say nothing about "
+                           "GPU speed.",
+                           reader == Reader::App
+                               ? "on a machine with an NVIDIA GPU, choose Device: cuda (or auto) in "
+                                 "the run panel to measure speed"
+                               : "run on a CUDA device (--device cuda) to measure speed"));
+        return;
+    }
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const DeviceInfo& d = group[i].device;
+        const Policy p = group[i].policy;
+        const std::string gpu = fmt("%s (compute capability %d.%d)", d.name.c_str(),
+                                    d.cc_major, d.cc_minor);
+        std::string lack;
+        if ((p == Policy::MixedFP16 || p == Policy::FP16) && !d.tensor_cores)
+            lack = "fp16 tensor cores (compute capability 7.0+)";
+        else if (p == Policy::MixedBF16 && !d.bf16)
+            lack = "bf16 tensor cores (compute capability 8.0+)";
+        else if (p == Policy::TF32 && !d.tf32)
+            lack = "TF32 tensor cores (compute capability 8.0+)";
+        if (lack.empty()) continue;
+        Explanation e = make("device_lacks", Severity::Warning, int(i),
+                             fmt("%s has no %s: %s runs its GEMMs on ordinary cores, so it "
+                                 "gains little or nothing over fp32.",
+                                 gpu.c_str(), lack.c_str(), name(p).c_str()),
+                             "use fp32, or a GPU with the tensor cores this policy needs");
+        out.push_back(std::move(e));
+    }
+}
+
+// 4. TF32 already makes fp32 fast: a tf32 run within 1.3x of a mixed run.
+void rule_tf32_close(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t t = 0; t < group.size(); ++t) {
+        if (group[t].policy != Policy::TF32) continue;
+        for (std::size_t m = 0; m < group.size(); ++m) {
+            if (!is_mixed(group[m].policy)) continue;
+            const double tf = group[t].summary.median_step_ms;
+            const double mx = group[m].summary.median_step_ms;
+            if (!(tf > 0) || !(mx > 0) || tf > k_tf32_close_ratio * mx) continue;
+            out.push_back(make("tf32_close", Severity::Advice, int(t),
+                               fmt("tf32 ran %.3f ms per step, within %.2fx of %s's %.3f ms: "
+                                   "TF32 tensor cores already make fp32 storage fast here.",
+                                   tf, tf / mx, name(group[m].policy).c_str(), mx),
+                               "tf32 keeps fp32 range and needs no loss scaling; mixed "
+                               "precision pays mostly in memory for this model"));
+        }
+    }
+}
+
+// 5. Skipped steps or a loss scale that collapsed.
+void rule_scale(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        const RunSummary& s = f.summary;
+        // The dynamic scaler starts high on purpose and halves on every overflow until
+        // the gradients fit: an unbroken run of lower scales from step 1 on is that
+        // search (ResNets at 65536 skip their first 4-8 steps), not trouble.
+        const auto& h = f.scale_history;
+        std::size_t settle = 0;
+        while (!h.empty() && h.front().first == 1 && settle + 1 < h.size() &&
+               h[settle + 1].first == h[settle].first + 1 && h[settle + 1].second < h[settle].second)
+            ++settle;
+        const std::int64_t skipped = std::max<std::int64_t>(0, s.skipped_steps - std::int64_t(settle));
+        const double skipped_share = s.steps > 0 ? double(skipped) / double(s.steps) : 0;
+        float start = 0, low = 0;
+        if (!h.empty()) {
+            start = low = h[settle].second;
+            for (std::size_t k = settle; k < h.size(); ++k) low = std::min(low, h[k].second);
+        }
+        const bool collapsed = low > 0 && double(start) / double(low) >= k_scale_collapse_factor;
+        const bool skipping = skipped_share > k_skipped_share;
+        if (!collapsed && !skipping) continue;
+        std::string sentence = fmt("%s skipped %lld of %lld steps (%.1f%%)",
+                                   name(f.policy).c_str(), (long long)skipped,
+                                   (long long)s.steps, 100.0 * skipped_share);
+        if (settle > 0)
+            sentence += fmt(" after the %zu skipped while the scale came down to its level", settle);
+        if (collapsed)
+            sentence += fmt(" and its loss scale fell from %g to %g", double(start), double(low));
+        sentence += ": its gradients kept overflowing, and every skipped step is a step that "
+                    "did not learn.";
+        out.push_back(make("loss_scale", Severity::Warning, int(i), sentence,
+                           f.policy == Policy::MixedBF16
+                               ? "lower the learning rate; bf16 itself does not overflow"
+                               : "lower the learning rate or the initial loss scale, or use "
+                                 "mixed_bf16 (fp32's range, no loss scaling)"));
+    }
+}
+
+// 6. Pure fp16 updates that stall: without master weights small updates round away.
+void rule_fp16_stall(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (f.policy != Policy::FP16 || f.train_loss.size() < 10) continue;
+        const std::size_t n = f.train_loss.size() / 10;
+        const auto mean = [](auto b, auto e) {
+            return std::accumulate(b, e, 0.0) / double(std::distance(b, e));
+        };
+        const double first = mean(f.train_loss.begin(), f.train_loss.begin() + long(n));
+        const double last = mean(f.train_loss.end() - long(n), f.train_loss.end());
+        if (!(last >= k_stall_ratio * first)) continue;
+        Explanation e = make("fp16_stall", Severity::Warning, int(i),
+                             fmt("fp16's training loss did not fall: %.4f over the last 10%% "
+                                 "of steps against %.4f over the first. With fp16 weights and "
+                                 "no fp32 master copy, updates smaller than half a unit in the "
+                                 "last place of a weight round away.",
+                                 last, first),
+                             reader == Reader::App
+                                 ? "choose Precision: mixed_fp16 in the run panel: fp32 master "
+                                   "weights take the small updates"
+                                 : "use mixed_fp16: fp32 master weights take the small updates");
+        e.apply_kind = "set_policy";
+        e.apply_value = "mixed_fp16";
+        out.push_back(std::move(e));
+    }
+}
+
+// 7. A sigmoid output trained with categorical cross-entropy.
+void rule_sigmoid(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    if (group.empty() || group.front().graph.head != OutputHead::SigmoidKeras) return;
+    const Graph& g = group.front().graph;
+    const GraphLayer& last = g.layers.back();
+    Explanation e = make("sigmoid_output", Severity::Advice, -1,
+                         fmt("%s ends the model with a sigmoid trained with categorical "
+                             "cross-entropy over %d classes: each sigmoid scores its class on "
+                             "its own and the loss divides them by their sum, which learns "
+                             "slower than softmax for one-of-N labels.",
+                             last.path.c_str(), g.classes),
+                         reader == Reader::App
+                             ? fmt("set Activation of %s to softmax in the property editor (folded "
+                                   "into the loss, in float32)", last.path.c_str())
+                             : std::string("use a softmax output (folded into the loss, in float32)"));
+    e.apply_kind = "set_activation";
+    e.apply_path = last.path;
+    e.apply_value = "softmax";
+    out.push_back(std::move(e));
+}
+
+// 8. The output layer left in 16 bits under mixed_fp16.
+void rule_output_fp32(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    const auto it = std::find_if(group.begin(), group.end(), [](const RunFacts& f) {
+        return f.policy == Policy::MixedFP16;
+    });
+    if (it == group.end()) return;
+    const Graph& g = it->graph;
+    const GraphLayer* logits = output_dense(g);
+    if (!logits || logits->spec.force_fp32) return;
+    const double share = g.total_flops > 0 ? double(logits->flops) / double(g.total_flops) : 0;
+    // Under 0.1% a percentage with one decimal would read "0.0%": say it in words.
+    const std::string cost = share < 0.001
+                                 ? std::string("costs almost nothing: its FLOPs are under 0.1% "
+                                               "of the model's")
+                                 : fmt("runs %.1f%% of the model's FLOPs at fp32 speed",
+                                       100.0 * share);
+    Explanation e = make("output_float32", Severity::Advice, -1,
+                         fmt("%s (dense, %d units) computes the logits in float16 under "
+                             "mixed_fp16: logits and their gradients lose precision and can "
+                             "overflow; keeping it in float32 %s.",
+                             logits->path.c_str(), logits->spec.units, cost.c_str()),
+                         reader == Reader::App
+                             ? fmt("tick Precision: keep in float32 for %s in the property editor",
+                                   logits->path.c_str())
+                             : std::string("set \"dtype\": \"float32\" on the output layer"));
+    e.apply_kind = "set_dtype_float32";
+    e.apply_path = logits->path;
+    out.push_back(std::move(e));
+}
+
+// 9. Too little work per step to fill a GPU. Said once for the group (its runs share
+// the batch), about its fastest run: the one where fixed costs weigh most.
+void rule_small_batch(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    int fastest = -1;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        if (group[i].device.backend != BackendKind::Cuda || group[i].batch <= 0) continue;
+        const double ms = group[i].summary.median_step_ms;
+        if (fastest < 0 || (ms > 0 && ms < group[std::size_t(fastest)].summary.median_step_ms))
+            fastest = int(i);
+    }
+    if (fastest < 0) return;
+    const RunFacts& f = group[std::size_t(fastest)];
+    const double work = double(f.batch) * double(f.graph.total_flops);
+    const double ms = f.summary.median_step_ms;
+    const bool little_work = work < k_min_flops_per_step;
+    const bool short_step = ms > 0 && ms < k_min_step_ms;
+    if (!little_work && !short_step) return;
+    // The smallest doubling of the batch that gives the GPU 1 GFLOP of forward work.
+    std::int64_t suggested = std::int64_t(f.batch) * 2;
+    while (double(suggested) * double(f.graph.total_flops) < k_min_flops_per_step &&
+           suggested < (std::int64_t(1) << 20))
+        suggested *= 2;
+    std::string sentence = fmt("batch %d gives %.3g forward FLOPs per step", f.batch, work);
+    if (ms > 0) sentence += fmt(" and a %s step takes %.3f ms", name(f.policy).c_str(), ms);
+    sentence += ": too little work to fill the GPU, so fixed per-step costs (kernel "
+                "launches, the loss-scale bookkeeping) hide what precision changes.";
+    Explanation e = make("small_batch", Severity::Advice, fastest, sentence,
+                         reader == Reader::App
+                             ? fmt("set Batch size to %lld in the run panel", (long long)suggested)
+                             : fmt("try batch %lld", (long long)suggested));
+    e.apply_kind = "set_batch";
+    e.apply_value = std::to_string(suggested);
+    out.push_back(std::move(e));
+}
+
+// 10. Launch- or overhead-bound: the GPU idle much of the step (needs a profile).
+void rule_launch_bound(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (!ran_on_gpu(f) || !f.gpu_busy_fraction || *f.gpu_busy_fraction >= k_min_gpu_busy) continue;
+        out.push_back(make("launch_bound", Severity::Advice, int(i),
+                           fmt("%s kept the GPU busy only %.0f%% of each step: the rest is "
+                               "kernel launches and host work, which precision does not "
+                               "speed up.",
+                               name(f.policy).c_str(), 100.0 * *f.gpu_busy_fraction),
+                           "a larger batch or fewer, wider layers give each launch more work"));
+    }
+}
+
+double phase(const StepProfile& p, StepPhase ph) { return p.phase_ms[std::size_t(ph)]; }
+
+// 11. The input pipeline dominating the step (needs a profile).
+void rule_input_bound(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (!f.profile || !(f.profile->device_ms > 0)) continue;
+        const double input = phase(*f.profile, StepPhase::Input);
+        const double share = input / f.profile->device_ms;
+        if (share < k_input_share) continue;
+        out.push_back(make("input_bound", Severity::Advice, int(i),
+                           fmt("%s spent %.3f ms of its %.3f ms step (%.0f%%) gathering, "
+                               "augmenting and normalising the batch: the input pipeline, "
+                               "not the layers, sets the pace, and precision does not "
+                               "change it.",
+                               name(f.policy).c_str(), input, f.profile->device_ms,
+                               100.0 * share),
+                           "turn off augmentation to measure the layers alone, or give the "
+                           "model more work per sample"));
+    }
+}
+
+// 12. Fixed costs: precision sped up the layers, but the phases it does not touch (the
+// input, the loss-scale check, the optimizer's pass over every parameter) are a large
+// share of the mixed step, so the whole step gains far less (needs two profiles).
+void rule_fixed_costs(const std::vector<RunFacts>& group, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        const int b = baseline_of(group, i);
+        const RunFacts& base = group[std::size_t(b)];
+        if (int(i) == b || !is_16bit(f.policy) || !f.profile || !base.profile) continue;
+        const StepProfile& p = *f.profile;
+        const StepProfile& q = *base.profile;
+        const double layers = phase(p, StepPhase::Forward) + phase(p, StepPhase::Backward) +
+                              phase(p, StepPhase::Loss);
+        const double base_layers = phase(q, StepPhase::Forward) +
+                                   phase(q, StepPhase::Backward) + phase(q, StepPhase::Loss);
+        const double fixed = phase(p, StepPhase::Input) + phase(p, StepPhase::LossScaling) +
+                             phase(p, StepPhase::Optimizer);
+        if (!(layers > 0) || !(p.device_ms > 0) || !(q.device_ms > 0)) continue;
+        const double layer_speedup = base_layers / layers;
+        const double share = fixed / p.device_ms;
+        if (layer_speedup < k_layers_faster || share < k_fixed_share) continue;
+        const double bound = q.device_ms / fixed; // the step speedup if layers cost nothing
+        out.push_back(make(
+            "fixed_costs", Severity::Info, int(i),
+            fmt("%s ran the layers %.1fx faster than %s (%.3f -> %.3f ms), but the input, the "
+                "loss-scale check and the optimizer's pass over every parameter take %.3f ms "
+                "(%.0f%% of its step) whatever the precision, so the whole step is only %.2fx "
+                "faster (%.3f -> %.3f ms) and could be at most %.1fx faster.",
+                name(f.policy).c_str(), layer_speedup, name(base.policy).c_str(), base_layers,
+                layers, fixed, 100.0 * share, q.device_ms / p.device_ms, q.device_ms,
+                p.device_ms, bound),
+            "a larger batch gives the layers more of the step (the optimizer's cost is per "
+            "parameter, not per sample)"));
+    }
+}
+
+} // namespace
+
+std::string_view severity_name(Explanation::Severity s)
+{
+    switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Advice: return "advice";
+    case Severity::Warning: return "warning";
+    }
+    return "info";
+}
+
+std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader)
+{
+    Out out;
+    if (group.empty()) return out;
+    // The device first: on the CPU it says how little the speed verdict means.
+    rule_device(group, reader, out);
+    rule_speed(group, out);
+    rule_tf32_close(group, out);
+    rule_scale(group, out);
+    rule_fp16_stall(group, reader, out);
+    rule_output_fp32(group, reader, out);
+    rule_sigmoid(group, reader, out);
+    rule_dims(group, reader, out);
+    rule_small_batch(group, reader, out);
+    rule_launch_bound(group, out);
+    rule_input_bound(group, out);
+    rule_fixed_costs(group, out);
+    return out;
+}
+
+} // namespace mixlab

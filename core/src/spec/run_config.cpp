@@ -1,0 +1,386 @@
+// The `mixlab-run/1` format: strict parsing (unknown fields are errors naming the field),
+// validation of values no run can use, writing, and the small enum name tables.
+#include "mixlab/run_config.h"
+
+#include "base/json_util.h"
+#include "mixlab/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+using json_util::did_you_mean;
+using json_util::join;
+using json_util::shown;
+
+std::string_view loss_scale_mode_name(LossScaleMode m) {
+    switch (m) {
+    case LossScaleMode::Default: return "default";
+    case LossScaleMode::Dynamic: return "dynamic";
+    case LossScaleMode::Static: return "static";
+    case LossScaleMode::None: return "none";
+    }
+    return "unknown";
+}
+
+std::string_view optimizer_name(OptimizerType t) {
+    switch (t) {
+    case OptimizerType::SGD: return "sgd";
+    case OptimizerType::Adam: return "adam";
+    case OptimizerType::AdamW: return "adamw";
+    }
+    return "unknown";
+}
+
+std::string_view device_choice_name(DeviceChoice d) {
+    switch (d) {
+    case DeviceChoice::Auto: return "auto";
+    case DeviceChoice::CPU: return "cpu";
+    case DeviceChoice::CUDA: return "cuda";
+    }
+    return "unknown";
+}
+
+namespace {
+
+constexpr int k_max_batch = 1048576;
+constexpr int k_max_crop_padding = 64; // pixels of zero padding around a random crop
+// A synthetic set is generated in host memory at 3 KiB per image; this cap keeps a typo
+// from asking for terabytes.
+constexpr std::int64_t k_max_synthetic = 10000000;
+
+const json_util::DocumentKind k_document{"run config", "run config", k_run_format, "...",
+                                         "model spec", "mixlab-model/", false};
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return out;
+}
+
+// Shortest text that reads back to the same float ("0.01", "nan", "inf").
+std::string num(float f) {
+    if (std::isnan(f)) return "nan";
+    if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+    (void)ec;
+    return std::string(buf, end);
+}
+
+// Whole numbers are written as integers ("init": 65536, not 65536.0), like a user would.
+json float_json(float f) {
+    if (std::isfinite(f) && f == std::trunc(f) && std::fabs(f) < 1e15f) return std::int64_t(f);
+    return std::strtod(num(f).c_str(), nullptr);
+}
+
+// Reads the fields of one JSON object; `prefix` ("optimizer.") makes every message name
+// the field the way the user would find it in the file.
+class ObjectReader {
+public:
+    ObjectReader(const json& j, std::string prefix) : m_j(j), m_prefix(std::move(prefix)) {}
+
+    void check_fields(const std::vector<std::string_view>& known) const {
+        const auto key = json_util::unknown_field(m_j, known);
+        if (!key) return;
+        std::string where = m_prefix.empty()
+            ? std::string("the run config")
+            : "\"" + m_prefix.substr(0, m_prefix.size() - 1) + "\"";
+        throw InputError("unknown field \"" + *key + "\" in " + where + did_you_mean(*key, known) +
+                         " (known fields: " + join(known) + ")");
+    }
+    bool has(const char* key) const { return m_j.contains(key); }
+    const json& at(const char* key) const { return m_j.at(key); }
+    std::string field(const char* key) const { return "\"" + m_prefix + key + "\""; }
+
+    [[noreturn]] void fail(const char* key, const std::string& want) const {
+        throw InputError(field(key) + " must be " + want + ", got " + shown(at(key)));
+    }
+
+    void read(const char* key, float& out) const {
+        if (!has(key)) return;
+        if (!at(key).is_number()) fail(key, "a number");
+        out = float(at(key).get<double>());
+    }
+    void read(const char* key, std::int64_t& out) const {
+        if (!has(key)) return;
+        const json& v = at(key);
+        if (!v.is_number_integer()) fail(key, "an integer");
+        if (v.is_number_unsigned() &&
+            v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+            fail(key, "a smaller integer");
+        out = v.get<std::int64_t>();
+    }
+    void read(const char* key, int& out) const {
+        if (!has(key)) return;
+        std::int64_t wide = out;
+        read(key, wide);
+        if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
+            fail(key, "an integer between " + std::to_string(std::numeric_limits<int>::min()) +
+                          " and " + std::to_string(std::numeric_limits<int>::max()));
+        out = int(wide);
+    }
+    void read(const char* key, std::uint64_t& out) const {
+        if (!has(key)) return;
+        const json& v = at(key);
+        if (!v.is_number_unsigned()) fail(key, "a non-negative integer");
+        out = v.get<std::uint64_t>();
+    }
+    void read(const char* key, bool& out) const {
+        if (!has(key)) return;
+        if (!at(key).is_boolean()) fail(key, "true or false");
+        out = at(key).get<bool>();
+    }
+    std::string string(const char* key, const std::string& want) const {
+        if (!at(key).is_string()) fail(key, want);
+        return at(key).get<std::string>();
+    }
+    const json& object(const char* key) const {
+        if (!at(key).is_object()) fail(key, "an object {...}");
+        return at(key);
+    }
+
+private:
+    const json& m_j;
+    std::string m_prefix;
+};
+
+void read_dataset(const json& j, DatasetOptions& d) {
+    if (j.is_string()) { // shorthand: "dataset": "fashion-mnist"
+        d.name = j.get<std::string>();
+        return;
+    }
+    if (!j.is_object())
+        throw InputError("\"dataset\" must be an object like {\"name\": \"fashion-mnist\"}, got " +
+                         shown(j));
+    ObjectReader r(j, "dataset.");
+    r.check_fields({"name", "cifar100_labels", "synthetic_train", "synthetic_test", "augment"});
+    if (r.has("name")) d.name = r.string("name", "a dataset name or folder (a string)");
+    if (r.has("cifar100_labels")) {
+        const auto labels = r.string("cifar100_labels", "\"fine\" or \"coarse\"");
+        if (labels == "fine") d.cifar100_coarse = false;
+        else if (labels == "coarse") d.cifar100_coarse = true;
+        else r.fail("cifar100_labels", "\"fine\" (100 classes) or \"coarse\" (20 superclasses)");
+    }
+    r.read("synthetic_train", d.synthetic_train);
+    r.read("synthetic_test", d.synthetic_test);
+    if (r.has("augment")) {
+        ObjectReader a(r.object("augment"), "dataset.augment.");
+        a.check_fields({"crop_padding", "horizontal_flip"});
+        a.read("crop_padding", d.crop_padding);
+        a.read("horizontal_flip", d.horizontal_flip);
+        if (d.crop_padding < 0 || d.crop_padding > k_max_crop_padding)
+            a.fail("crop_padding", "pixels of zero padding for the random crop, 0 (off) to " +
+                                       std::to_string(k_max_crop_padding));
+    }
+}
+
+void read_loss_scale(const json& j, LossScaleConfig& ls) {
+    ObjectReader r(j, "loss_scale.");
+    r.check_fields({"mode", "init", "growth_factor", "backoff_factor", "growth_interval"});
+    if (r.has("mode")) {
+        const std::string want = "\"dynamic\", \"static\" or \"none\"";
+        const auto mode = lower(r.string("mode", want));
+        if (mode == "dynamic") ls.mode = LossScaleMode::Dynamic;
+        else if (mode == "static") ls.mode = LossScaleMode::Static;
+        else if (mode == "none") ls.mode = LossScaleMode::None;
+        else if (mode == "default") ls.mode = LossScaleMode::Default;
+        else r.fail("mode", want + " (leave it out for the policy's default)");
+    }
+    r.read("init", ls.init);
+    r.read("growth_factor", ls.growth_factor);
+    r.read("backoff_factor", ls.backoff_factor);
+    r.read("growth_interval", ls.growth_interval);
+}
+
+void read_optimizer(const json& j, OptimizerConfig& opt) {
+    ObjectReader r(j, "optimizer.");
+    r.check_fields({"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
+    if (r.has("type")) {
+        const std::string want = "\"sgd\", \"adam\" or \"adamw\"";
+        const auto type = lower(r.string("type", want));
+        if (type == "sgd") opt.type = OptimizerType::SGD;
+        else if (type == "adam") opt.type = OptimizerType::Adam;
+        else if (type == "adamw") opt.type = OptimizerType::AdamW;
+        else r.fail("type", want);
+    }
+    r.read("lr", opt.lr);
+    r.read("momentum", opt.momentum);
+    r.read("nesterov", opt.nesterov);
+    r.read("weight_decay", opt.weight_decay);
+    r.read("beta1", opt.beta1);
+    r.read("beta2", opt.beta2);
+    r.read("eps", opt.eps);
+}
+
+void require(bool ok, const std::string& message) {
+    if (!ok) throw InputError(message);
+}
+
+} // namespace
+
+DeviceChoice parse_device_choice(std::string_view s) {
+    const auto key = lower(s);
+    if (key == "auto") return DeviceChoice::Auto;
+    if (key == "cpu") return DeviceChoice::CPU;
+    if (key == "cuda") return DeviceChoice::CUDA;
+    throw InputError("unknown device \"" + std::string(s) + "\"; valid devices: auto, cpu, cuda");
+}
+
+RunConfig parse_run_config(std::string_view json_text) {
+    const json doc = json_util::parse_document(json_text, k_document);
+    ObjectReader r(doc, "");
+    r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
+                    "optimizer", "seed", "device", "cuda_graph",
+                    "stop_on_non_finite_loss"});
+    RunConfig c;
+    if (r.has("dataset")) read_dataset(r.at("dataset"), c.dataset);
+    if (r.has("policy")) {
+        const auto name = r.string("policy", "a policy name such as \"mixed_fp16\"");
+        try {
+            c.policy = parse_policy(name);
+        } catch (const InputError& e) {
+            throw InputError(std::string("\"policy\": ") + e.what());
+        }
+    }
+    if (r.has("loss_scale")) read_loss_scale(r.object("loss_scale"), c.loss_scale);
+    r.read("batch_size", c.batch_size);
+    r.read("epochs", c.epochs);
+    r.read("steps", c.steps);
+    if (r.has("optimizer")) read_optimizer(r.object("optimizer"), c.optimizer);
+    r.read("seed", c.seed);
+    r.read("cuda_graph", c.cuda_graph);
+    r.read("stop_on_non_finite_loss", c.stop_on_non_finite_loss);
+    if (r.has("device")) {
+        const auto name = r.string("device", "\"auto\", \"cpu\" or \"cuda\"");
+        try {
+            c.device = parse_device_choice(name);
+        } catch (const InputError& e) {
+            throw InputError(std::string("\"device\": ") + e.what());
+        }
+    }
+    validate_run_config(c);
+    return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+    const std::string text = json_util::read_document_file(path, k_document);
+    try {
+        return parse_run_config(text);
+    } catch (const InputError& e) {
+        throw InputError("run config \"" + path + "\": " + e.what());
+    }
+}
+
+std::string run_config_to_json(const RunConfig& c) {
+    const DatasetOptions defaults;
+    ordered_json j;
+    j["format"] = std::string(k_run_format);
+    ordered_json d;
+    d["name"] = c.dataset.name;
+    if (c.dataset.cifar100_coarse) d["cifar100_labels"] = "coarse";
+    if (c.dataset.synthetic_train != defaults.synthetic_train)
+        d["synthetic_train"] = c.dataset.synthetic_train;
+    if (c.dataset.synthetic_test != defaults.synthetic_test)
+        d["synthetic_test"] = c.dataset.synthetic_test;
+    if (c.dataset.crop_padding != 0 || c.dataset.horizontal_flip) {
+        ordered_json a;
+        a["crop_padding"] = c.dataset.crop_padding;
+        a["horizontal_flip"] = c.dataset.horizontal_flip;
+        d["augment"] = a;
+    }
+    j["dataset"] = d;
+    j["policy"] = std::string(policy_name(c.policy));
+    ordered_json ls;
+    if (c.loss_scale.mode != LossScaleMode::Default)
+        ls["mode"] = std::string(loss_scale_mode_name(c.loss_scale.mode));
+    ls["init"] = float_json(c.loss_scale.init);
+    ls["growth_factor"] = float_json(c.loss_scale.growth_factor);
+    ls["backoff_factor"] = float_json(c.loss_scale.backoff_factor);
+    ls["growth_interval"] = c.loss_scale.growth_interval;
+    j["loss_scale"] = ls;
+    j["batch_size"] = c.batch_size;
+    j["epochs"] = c.epochs;
+    if (c.steps != 0) j["steps"] = c.steps;
+    ordered_json o;
+    o["type"] = std::string(optimizer_name(c.optimizer.type));
+    o["lr"] = float_json(c.optimizer.lr);
+    o["momentum"] = float_json(c.optimizer.momentum);
+    o["nesterov"] = c.optimizer.nesterov;
+    o["weight_decay"] = float_json(c.optimizer.weight_decay);
+    o["beta1"] = float_json(c.optimizer.beta1);
+    o["beta2"] = float_json(c.optimizer.beta2);
+    o["eps"] = float_json(c.optimizer.eps);
+    j["optimizer"] = o;
+    j["seed"] = c.seed;
+    j["device"] = std::string(device_choice_name(c.device));
+    j["cuda_graph"] = c.cuda_graph;
+    j["stop_on_non_finite_loss"] = c.stop_on_non_finite_loss;
+    return j.dump(2) + "\n";
+}
+
+void validate_run_config(const RunConfig& c) {
+    const auto& o = c.optimizer;
+    const auto& ls = c.loss_scale;
+    const auto& d = c.dataset;
+    require(c.batch_size >= 1 && c.batch_size <= k_max_batch,
+            "\"batch_size\" must be between 1 and " + std::to_string(k_max_batch) + ", got " +
+                std::to_string(c.batch_size));
+    // Beyond half an image's side a crop is mostly padding; 64 covers any sane image.
+    require(d.crop_padding >= 0 && d.crop_padding <= k_max_crop_padding,
+            "\"dataset.augment.crop_padding\" must be between 0 (off) and " +
+                std::to_string(k_max_crop_padding) + " pixels, got " +
+                std::to_string(d.crop_padding));
+    require(c.steps >= 0, "\"steps\" must be 0 (train for \"epochs\") or a positive number of "
+                          "steps, got " + std::to_string(c.steps));
+    require(c.steps > 0 || c.epochs >= 1,
+            "\"epochs\" must be at least 1 (or set \"steps\"), got " + std::to_string(c.epochs));
+    require(std::isfinite(o.lr) && o.lr > 0,
+            "\"optimizer.lr\" must be a positive finite number, got " + num(o.lr));
+    require(o.momentum >= 0 && o.momentum < 1,
+            "\"optimizer.momentum\" must be in [0, 1), got " + num(o.momentum));
+    require(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
+            "\"optimizer.weight_decay\" must be a finite number >= 0, got " + num(o.weight_decay));
+    require(o.beta1 >= 0 && o.beta1 < 1,
+            "\"optimizer.beta1\" must be in [0, 1), got " + num(o.beta1));
+    require(o.beta2 >= 0 && o.beta2 < 1,
+            "\"optimizer.beta2\" must be in [0, 1), got " + num(o.beta2));
+    require(std::isfinite(o.eps) && o.eps > 0,
+            "\"optimizer.eps\" must be a positive finite number, got " + num(o.eps));
+    require(std::isfinite(ls.init) && ls.init > 0,
+            "\"loss_scale.init\" must be a positive finite number, got " + num(ls.init));
+    require(std::isfinite(ls.growth_factor) && ls.growth_factor > 1,
+            "\"loss_scale.growth_factor\" must be a finite number > 1, got " +
+                num(ls.growth_factor));
+    require(ls.backoff_factor > 0 && ls.backoff_factor < 1,
+            "\"loss_scale.backoff_factor\" must be in (0, 1), got " + num(ls.backoff_factor));
+    require(ls.growth_interval >= 1,
+            "\"loss_scale.growth_interval\" must be at least 1, got " +
+                std::to_string(ls.growth_interval));
+    require(d.synthetic_train >= 1 && d.synthetic_train <= k_max_synthetic,
+            "\"dataset.synthetic_train\" must be between 1 and " +
+                std::to_string(k_max_synthetic) + ", got " + std::to_string(d.synthetic_train));
+    require(d.synthetic_test >= 1 && d.synthetic_test <= k_max_synthetic,
+            "\"dataset.synthetic_test\" must be between 1 and " +
+                std::to_string(k_max_synthetic) + ", got " + std::to_string(d.synthetic_test));
+}
+
+LossScaleMode effective_loss_scale_mode(const RunConfig& config) {
+    if (config.loss_scale.mode != LossScaleMode::Default) return config.loss_scale.mode;
+    return policy_traits(config.policy).default_loss_scaling ? LossScaleMode::Dynamic
+                                                             : LossScaleMode::None;
+}
+
+} // namespace mixlab

@@ -1,0 +1,660 @@
+// WhyPanel: rebuilds its table, profiling views and explanation cards from RunStore
+// whenever the group it shows changes; Apply edits go through the designer's undo stack
+// or RunPanel::setConfig, so the user can take them back.
+#include "analysis/whypanel.h"
+
+#include "designer/layercommands.h"
+#include "analysis/layertablemodel.h"
+#include "designer/layerpath.h"
+#include "designer/layerpropertyeditor.h"
+#include "designer/modeldesigner.h"
+#include "analysis/phasebars.h"
+#include "analysis/rooflinechart.h"
+#include "analysis/runfacts_from_store.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
+
+#include "mixlab/model_spec.h"
+#include "mixlab/policy.h"
+#include "mixlab/step_time.h"
+#include "mixlab/trainer.h"
+
+#include <QComboBox>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QStyle>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <optional>
+
+namespace {
+
+using Severity = mixlab::Explanation::Severity;
+
+QString qs(const std::string &s) { return QString::fromStdString(s); }
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+QString severityColor(Severity s)
+{
+    switch (s) {
+    case Severity::Warning: return QStringLiteral("#b35900");
+    case Severity::Advice: return QStringLiteral("#1f5fa8");
+    case Severity::Info: break;
+    }
+    return QStringLiteral("#555555");
+}
+
+std::optional<mixlab::Activation> activationNamed(const std::string &name)
+{
+    for (auto a : {mixlab::Activation::None, mixlab::Activation::Relu, mixlab::Activation::Sigmoid,
+                   mixlab::Activation::Tanh, mixlab::Activation::Gelu, mixlab::Activation::Softmax})
+        if (mixlab::activation_name(a) == name)
+            return a;
+    return std::nullopt;
+}
+
+void setError(QString *error, const QString &text)
+{
+    if (error)
+        *error = text;
+}
+
+QTableWidgetItem *cell(const QString &text, bool number)
+{
+    auto *item = new QTableWidgetItem(text);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    if (number)
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return item;
+}
+
+} // namespace
+
+WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(store)
+{
+    m_title = new QLabel(this);
+    m_title->setObjectName("whyTitle");
+    m_title->setWordWrap(true);
+    QFont titleFont = m_title->font();
+    titleFont.setBold(true);
+    m_title->setFont(titleFont);
+
+    m_table = new QTableWidget(0, 5, this);
+    m_table->setObjectName("whyRunsTable");
+    m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Step ms"), tr("Speedup"), tr("Skipped"), tr("Scale")});
+    m_table->horizontalHeaderItem(1)->setToolTip(tr("Step time: the %1").arg(qs(mixlab::step_time_definition())));
+    m_table->horizontalHeaderItem(2)->setToolTip(tr("Speedup: %1").arg(qs(mixlab::speedup_definition())));
+    m_table->horizontalHeaderItem(3)->setToolTip(tr("Steps whose update was skipped because the gradients overflowed"));
+    m_table->horizontalHeaderItem(4)->setToolTip(tr("The loss scale at the end of the run (1: no loss scaling)"));
+    m_table->verticalHeader()->hide();
+    // Every header whole at any dock width: columns as wide as their text, the policy
+    // column taking what is left (a stretched header too narrow for its title is cut at
+    // both ends: "edian m").
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_table->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+
+    m_note = new QLabel(this);
+    m_note->setObjectName("whyNote");
+    m_note->setWordWrap(true);
+
+    m_appliedLabel = new QLabel(this);
+    m_appliedLabel->setObjectName("whyApplied");
+    m_appliedLabel->setWordWrap(true);
+    m_appliedLabel->setStyleSheet(QStringLiteral("QLabel { background: #e6f4e6; border: 1px solid #9c9; padding: 4px; }"));
+    m_appliedLabel->hide();
+
+    m_cards = new QWidget(this);
+    m_cardsLayout = new QVBoxLayout(m_cards);
+    m_cardsLayout->setContentsMargins(0, 0, 0, 0);
+    m_cardsLayout->setSpacing(6);
+    auto *scroll = new QScrollArea(this);
+    scroll->setObjectName("whyScroll");
+    scroll->setWidget(m_cards);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
+    // The profiling pass: phases of every run, then one run's layers and roofline.
+    m_phaseBars = new PhaseBars(this);
+    m_phaseBars->setObjectName("whyPhaseBars");
+    m_phaseLine = new QLabel(this);
+    m_phaseLine->setObjectName("whyPhaseSummary");
+    m_phaseLine->setWordWrap(true);
+    m_phaseLine->setTextFormat(Qt::RichText);
+    auto *timePage = new QWidget(this);
+    timePage->setObjectName("whyTimePage");
+    auto *timeLayout = new QVBoxLayout(timePage);
+    timeLayout->setContentsMargins(2, 2, 2, 2);
+    timeLayout->addWidget(m_phaseBars, 1);
+    timeLayout->addWidget(m_phaseLine);
+
+    m_layerModel = new LayerTableModel(this);
+    m_layerView = new QTableView(this);
+    m_layerView->setObjectName("whyLayerTable");
+    m_layerView->setModel(m_layerModel);
+    m_layerView->setSortingEnabled(true);
+    m_layerView->sortByColumn(-1, Qt::AscendingOrder); // graph order until a header is clicked
+    m_layerView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_layerView->verticalHeader()->hide();
+    m_layerView->horizontalHeader()->setStretchLastSection(true);
+    m_layerView->setWordWrap(false);
+    m_layerView->verticalHeader()->setDefaultSectionSize(m_layerView->fontMetrics().height() + 6);
+
+    m_roofline = new RooflineChart(this);
+    m_roofline->setObjectName("whyRoofline");
+    m_rooflineNote = new QLabel(this);
+    m_rooflineNote->setObjectName("whyRooflineNote");
+    m_rooflineNote->setWordWrap(true);
+    auto *roofPage = new QWidget(this);
+    auto *roofLayout = new QVBoxLayout(roofPage);
+    roofLayout->setContentsMargins(2, 2, 2, 2);
+    roofLayout->addWidget(m_roofline, 1);
+    roofLayout->addWidget(m_rooflineNote);
+
+    // The sentences first, with the panel's whole height (a dock beside the charts is
+    // narrow, and each card wraps to several lines); the measurements they cite one tab away.
+    m_noProfile = new QLabel(this);
+    m_noProfile->setObjectName("whyNoProfile");
+    m_noProfile->setWordWrap(true);
+    m_noProfile->setStyleSheet(QStringLiteral("QLabel { color: #555555; }"));
+    auto *explanation = new QWidget(this);
+    explanation->setObjectName("whyExplanationPage");
+    auto *explanationLayout = new QVBoxLayout(explanation);
+    explanationLayout->setContentsMargins(2, 2, 2, 2);
+    explanationLayout->addWidget(m_appliedLabel);
+    explanationLayout->addWidget(scroll, 1);
+    explanationLayout->addWidget(m_noProfile);
+
+    m_tabs = new QTabWidget(this);
+    m_tabs->setObjectName("whyTabs");
+    m_tabs->addTab(explanation, tr("Explanation"));
+    m_tabs->addTab(timePage, tr("Time"));
+    m_tabs->addTab(m_layerView, tr("Layers"));
+    m_tabs->addTab(roofPage, tr("Roofline"));
+    m_runCombo = new QComboBox(this);
+    m_runCombo->setObjectName("whyRunCombo");
+    m_runCombo->setToolTip(tr("The run whose layers and roofline are shown"));
+    m_runCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_tabs->setCornerWidget(m_runCombo, Qt::TopRightCorner);
+    connect(m_runCombo, &QComboBox::currentIndexChanged, this, &WhyPanel::showProfiledRun);
+    // The combo picks the run of the Layers and Roofline tabs; Time shows every run.
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) {
+        m_runCombo->setEnabled(tab == k_layersTab || tab == k_rooflineTab);
+    });
+    m_runCombo->setEnabled(false);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_title);
+    layout->addWidget(m_table);
+    layout->addWidget(m_note);
+    layout->addWidget(m_tabs, 1);
+
+    connect(m_store, &RunStore::runChanged, this, &WhyPanel::scheduleRefresh);
+    connect(m_store, &RunStore::runRemoved, this, &WhyPanel::scheduleRefresh);
+    connect(m_store, &RunStore::runAdded, this, &WhyPanel::scheduleRefresh);
+    rebuild();
+}
+
+void WhyPanel::setDesigner(ModelDesigner *designer)
+{
+    m_designer = designer;
+    // An undo (or any edit) can take an applied fix back out: its button comes back.
+    if (m_designer)
+        connect(m_designer, &ModelDesigner::specChanged, this, &WhyPanel::updateApplyButtons);
+    rebuild();
+}
+
+void WhyPanel::setRunPanel(RunPanel *panel)
+{
+    m_runPanel = panel;
+    if (m_runPanel)
+        connect(m_runPanel, &RunPanel::configChanged, this, &WhyPanel::updateApplyButtons);
+    rebuild();
+}
+
+void WhyPanel::showGroup(int group)
+{
+    m_followLatest = group <= 0;
+    const int shown = m_followLatest ? latestFinishedGroup(*m_store) : group;
+    if (shown != m_group) {
+        m_appliedText.clear();
+        m_appliedLabel->hide();
+    }
+    m_group = shown;
+    rebuild();
+}
+
+void WhyPanel::refresh()
+{
+    // The group shown is gone (deleted, New, another experiment opened): follow the latest
+    // again rather than keep explaining runs that are no longer there.
+    if (!m_followLatest && m_store->groupRuns(m_group).empty())
+        m_followLatest = true;
+    showGroup(m_followLatest ? 0 : m_group);
+}
+
+// Store signals come in bursts (a compare finishing changes every run); one rebuild
+// after the burst is enough.
+void WhyPanel::scheduleRefresh(int runId)
+{
+    const RunRecord *run = m_store->run(runId);
+    const bool concerns = m_followLatest || (run && run->group == m_group)
+                          || std::find(m_runIds.begin(), m_runIds.end(), runId) != m_runIds.end();
+    if (!concerns || m_refreshQueued)
+        return;
+    m_refreshQueued = true;
+    QTimer::singleShot(0, this, [this] {
+        m_refreshQueued = false;
+        refresh();
+    });
+}
+
+void WhyPanel::setCeilings(const std::optional<mixlab::Ceilings> &ceilings)
+{
+    m_ceilingsSet = true;
+    m_ceilings = ceilings;
+    showProfiledRun(m_runCombo->currentIndex());
+}
+
+QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
+{
+    const mixlab::StepProfile &p = *f.profile;
+    const double off = p.step_ms > 0 ? 100.0 * (p.device_ms - p.step_ms) / p.step_ms : 0;
+    QString line = tr("<b>%1</b>: sum of phases (each timed alone) %2 ms vs profiled step %3 ms "
+                      "(%4%5%) · wall %6 ms per step, overhead %7 ms")
+                       .arg(qs(mixlab::policy_name(f.policy)), QString::number(p.device_ms, 'f', 3),
+                            QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
+                            QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
+                            QString::number(p.overhead_ms, 'f', 3));
+    if (mixlab::ran_on_gpu(f))
+        line += tr(" · GPU busy %1%").arg(QString::number(100.0 * p.gpu_busy_fraction, 'f', 0));
+    return line;
+}
+
+void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
+{
+    m_facts = facts;
+    std::vector<PhaseBars::Bar> bars;
+    QStringList lines;
+    const QSignalBlocker block(m_runCombo);
+    m_runCombo->clear();
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+        const mixlab::RunFacts &f = facts[i];
+        if (!f.profile) continue;
+        bars.push_back({qs(mixlab::policy_name(f.policy)), *f.profile});
+        lines << phaseLine(f);
+        const RunRecord *run = i < m_runIds.size() ? m_store->run(m_runIds[i]) : nullptr;
+        m_runCombo->addItem(run ? run->name : qs(mixlab::policy_name(f.policy)), int(i));
+        if (run) m_runCombo->setItemData(m_runCombo->count() - 1, run->color, Qt::DecorationRole);
+    }
+    m_phaseBars->setBars(bars);
+    const bool profiled = !bars.empty();
+    for (int tab : {k_timeTab, k_layersTab, k_rooflineTab})
+        m_tabs->setTabEnabled(tab, profiled);
+    m_noProfile->setVisible(!profiled && !facts.empty());
+    if (!profiled) {
+        m_noProfile->setText(tr("No profiling pass for this group: it runs after a comparison "
+                                "that ends without Stop (and files saved before it existed have "
+                                "none). Without it the Time, Layers and Roofline tabs stay empty "
+                                "and the input-bound, fixed-cost and launch-bound rules stay silent."));
+        m_tabs->setCurrentIndex(k_explanationTab);
+        m_phaseLine->clear();
+        m_layerModel->clear();
+        m_roofline->clear();
+        return;
+    }
+    const mixlab::StepProfile &first = bars.front().profile;
+    m_phaseLine->setText(lines.join(QStringLiteral("<br>")));
+    // What the numbers are, for whoever asks (the line itself stays short).
+    m_phaseLine->setToolTip(tr("Device time per phase: mean of a %1-step profiling pass after the "
+                               "timed steps, run %2, each phase timed alone between events. "
+                               "Profiled step: the median device time of %1 unmarked steps run "
+                               "back to back, whose host wall time gives the overhead (wall minus "
+                               "device time). Neither is the step time in the table above (the %3).")
+                                .arg(first.steps)
+                                .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
+                                                    : tr("op by op, as the timed steps ran"))
+                                .arg(qs(mixlab::step_time_definition())));
+    m_runCombo->setCurrentIndex(0);
+    showProfiledRun(0);
+}
+
+void WhyPanel::showProfiledRun(int comboIndex)
+{
+    const int factIndex = comboIndex >= 0 ? m_runCombo->itemData(comboIndex).toInt() : -1;
+    if (factIndex < 0 || std::size_t(factIndex) >= m_facts.size() || !m_facts[std::size_t(factIndex)].profile) {
+        m_layerModel->clear();
+        m_roofline->clear();
+        m_rooflineNote->clear();
+        return;
+    }
+    const mixlab::RunFacts &f = m_facts[std::size_t(factIndex)];
+    m_layerModel->setProfile(*f.profile);
+    // Keep the order the user asked for when switching runs.
+    const int column = m_layerView->horizontalHeader()->sortIndicatorSection();
+    if (column >= 0 && column < LayerTableModel::ColumnCount)
+        m_layerModel->sort(column, m_layerView->horizontalHeader()->sortIndicatorOrder());
+    m_layerView->resizeColumnsToContents();
+
+    std::optional<mixlab::Ceilings> ceilings = m_ceilings;
+    if (!m_ceilingsSet) {
+        // The cache the About dialog measures into; reading it never throws.
+        ceilings = mixlab::cached_ceilings(f.device, mixlab::default_ceilings_cache_path());
+    }
+    m_roofline->setRun(*f.profile, f.policy, ceilings);
+    const int gemms = int(m_roofline->points().size());
+    QString note = tr("%n GEMM layer(s) of %1; intensity uses estimated bytes moved.", nullptr, gemms)
+                       .arg(qs(mixlab::policy_name(f.policy)));
+    if (!ceilings)
+        note += QLatin1Char(' ') + tr("No ceilings measured for this device yet (Help > About > "
+                                      "Measure now, or mixlab-cli ceilings): no roof lines.");
+    else {
+        note += QLatin1Char(' ') + tr("Ceilings measured %1 (%2).")
+                                       .arg(qs(ceilings->measured_at), qs(ceilings->device_name));
+        // A layer cannot beat a true roof: one above it means the probe ran slower than
+        // this layer's kernel (a busy machine, or a kernel the GEMM probe does not use).
+        const double roof = mixlab::policy_tflops(*ceilings, f.policy);
+        const int above = int(std::count_if(m_roofline->points().begin(), m_roofline->points().end(),
+                                            [roof](const RooflineChart::Point &p) { return roof > 0 && p.tflops > 1.1 * roof; }));
+        if (above > 0)
+            note += QLatin1Char(' ') + tr("%n layer(s) above the GEMM roof: the probe measured less than "
+                                          "these kernels reach (a busy machine, or kernels faster than "
+                                          "the probe's); measure again in Help > About.", nullptr, above);
+    }
+    m_rooflineNote->setText(note);
+}
+
+void WhyPanel::clearCards()
+{
+    while (QLayoutItem *item = m_cardsLayout->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+    m_applyButtons.clear();
+}
+
+void WhyPanel::rebuild()
+{
+    clearCards();
+    m_table->setRowCount(0);
+    m_explanations.clear();
+    m_runIds.clear();
+    m_facts.clear();
+
+    QString error;
+    const std::vector<mixlab::RunFacts> facts =
+        m_group > 0 ? runFactsFromStore(*m_store, m_group, &error) : std::vector<mixlab::RunFacts>{};
+    if (facts.empty()) {
+        m_title->setText(tr("Why?"));
+        auto *empty = new QLabel(m_group > 0 ? error
+                                             : tr("No finished compare group yet. Run a comparison "
+                                                  "(Run > Compare precisions), select its runs in the "
+                                                  "table and press Why?."),
+                                 m_cards);
+        empty->setWordWrap(true);
+        m_cardsLayout->addWidget(empty);
+        m_cardsLayout->addStretch(1);
+        m_table->hide();
+        m_note->hide();
+        rebuildProfile({});
+        return;
+    }
+    m_note->show();
+    m_table->show();
+    m_runIds = m_store->groupRuns(m_group);
+
+    const RunRecord *first = m_store->run(m_runIds.front());
+    QStringList policies;
+    for (const mixlab::RunFacts &f : facts)
+        policies << qs(mixlab::policy_name(f.policy));
+    const QString device = first->context ? qs(first->context->environment.device_name) : tr("unknown device");
+    m_title->setText(tr("Why? Group %1: %2 on %3, batch %4, %5 steps")
+                         .arg(m_group)
+                         .arg(policies.join(QStringLiteral(" vs ")), device)
+                         .arg(first->config.batch_size)
+                         .arg(facts.front().summary.steps));
+
+    m_table->setRowCount(int(facts.size()));
+    const double baseMs = facts[std::size_t(std::max(0, facts.front().baseline))].summary.median_step_ms;
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+        const mixlab::RunFacts &f = facts[i];
+        const int row = int(i);
+        const RunRecord *run = m_store->run(m_runIds[i]);
+        QTableWidgetItem *policy = cell(qs(mixlab::policy_name(f.policy)), false);
+        if (run) {
+            policy->setToolTip(run->name);
+            policy->setData(Qt::DecorationRole, run->color);
+        }
+        m_table->setItem(row, 0, policy);
+        const double ms = f.summary.median_step_ms;
+        m_table->setItem(row, 1, cell(ms > 0 ? QString::number(ms, 'f', 3) : tr("n/a"), true));
+        const double speedup = mixlab::speedup(baseMs, ms);
+        m_table->setItem(row, 2, cell(speedup > 0 ? QStringLiteral("%1x").arg(speedup, 0, 'f', 2) : tr("n/a"), true));
+        m_table->setItem(row, 3, cell(QString::number(f.summary.skipped_steps), true));
+        m_table->setItem(row, 4, cell(QString::number(double(f.summary.final_loss_scale), 'g', 6), true));
+    }
+    m_table->resizeRowsToContents();
+    int height = m_table->horizontalHeader()->height() + 2 * m_table->frameWidth();
+    for (int r = 0; r < m_table->rowCount(); ++r)
+        height += m_table->rowHeight(r);
+    m_table->setFixedHeight(height);
+    m_note->setText(tr("<i>Step ms: the %1; speedup: %2.</i>")
+                        .arg(qs(mixlab::step_time_definition()), qs(mixlab::speedup_definition())));
+
+    rebuildProfile(facts);
+    m_explanations = mixlab::explain(facts, mixlab::Reader::App);
+    if (m_explanations.empty()) {
+        auto *none = new QLabel(tr("Nothing to explain: no rule fired."), m_cards);
+        m_cardsLayout->addWidget(none);
+    }
+    for (std::size_t i = 0; i < m_explanations.size(); ++i)
+        m_cardsLayout->addWidget(makeCard(int(i), m_explanations[i]));
+    m_cardsLayout->addStretch(1);
+    updateApplyButtons();
+}
+
+QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
+{
+    auto *card = new QFrame(m_cards);
+    card->setObjectName(QStringLiteral("whyCard_%1").arg(qs(e.id)));
+    card->setFrameShape(QFrame::StyledPanel);
+    auto *row = new QHBoxLayout(card);
+    row->setContentsMargins(6, 6, 6, 6);
+
+    const QStyle::StandardPixmap pixmap = e.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
+                                                                          : QStyle::SP_MessageBoxInformation;
+    auto *icon = new QLabel(card);
+    icon->setPixmap(style()->standardIcon(pixmap).pixmap(20, 20));
+    icon->setAlignment(Qt::AlignTop);
+    row->addWidget(icon);
+
+    auto *text = new QVBoxLayout;
+    auto *head = new QLabel(card);
+    head->setObjectName("whySentence");
+    head->setWordWrap(true);
+    head->setTextFormat(Qt::RichText);
+    head->setText(QStringLiteral("<b style=\"color:%1\">%2</b> &nbsp;%3")
+                      .arg(severityColor(e.severity), qs(mixlab::severity_name(e.severity)).toUpper(),
+                           qs(e.sentence).toHtmlEscaped()));
+    text->addWidget(head);
+    if (!e.suggestion.empty()) {
+        auto *suggestion = new QLabel(card);
+        suggestion->setObjectName("whySuggestion");
+        suggestion->setWordWrap(true);
+        suggestion->setTextFormat(Qt::RichText);
+        suggestion->setText(tr("<i>Suggestion:</i> %1").arg(qs(e.suggestion).toHtmlEscaped()));
+        text->addWidget(suggestion);
+    }
+    row->addLayout(text, 1);
+
+    QPushButton *button = nullptr;
+    if (canApply(e)) {
+        button = new QPushButton(tr("Apply"), card);
+        button->setObjectName(QStringLiteral("whyApply_%1").arg(qs(e.id)));
+        connect(button, &QPushButton::clicked, this, [this, index] {
+            QString error;
+            if (!apply(index, &error)) {
+                m_appliedLabel->setText(tr("Could not apply: %1").arg(error));
+                m_appliedLabel->show();
+            }
+        });
+        row->addWidget(button, 0, Qt::AlignTop);
+    }
+    m_applyButtons.push_back(button);
+    return card;
+}
+
+bool WhyPanel::isModelFix(const mixlab::Explanation &e)
+{
+    return e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation";
+}
+
+std::optional<bool> WhyPanel::isApplied(const mixlab::Explanation &e) const
+{
+    if (isModelFix(e)) {
+        if (!m_designer)
+            return std::nullopt;
+        const mixlab::ModelSpec spec = m_designer->spec();
+        const LayerPath path = pathNamedIn(qs(e.apply_path), spec);
+        const mixlab::LayerSpec *layer = layerAt(spec, path);
+        if (!layer || path.toString() != qs(e.apply_path))
+            return false; // another model by now: apply() says why it cannot
+        if (e.apply_kind == "set_dtype_float32")
+            return layer->force_fp32;
+        const std::optional<mixlab::Activation> a = activationNamed(e.apply_value);
+        return a && layer->activation == *a;
+    }
+    if (!m_runPanel)
+        return std::nullopt;
+    const mixlab::RunConfig c = m_runPanel->config();
+    if (e.apply_kind == "set_policy")
+        return mixlab::policy_name(c.policy) == e.apply_value;
+    if (e.apply_kind == "set_batch")
+        return std::to_string(c.batch_size) == e.apply_value;
+    return std::nullopt;
+}
+
+// Each Apply says whether its change is in the model or settings now: disabled and
+// "Applied" once it is (a second click would add an edit that changes nothing), enabled
+// again when the user undoes it.
+void WhyPanel::updateApplyButtons()
+{
+    for (std::size_t i = 0; i < m_applyButtons.size() && i < m_explanations.size(); ++i) {
+        QPushButton *b = m_applyButtons[i];
+        if (!b)
+            continue;
+        const mixlab::Explanation &e = m_explanations[i];
+        const std::optional<bool> applied = isApplied(e);
+        b->setEnabled(applied.has_value() && !*applied);
+        b->setText(applied.value_or(false) ? tr("Applied") : tr("Apply"));
+        if (!applied)
+            b->setToolTip(isModelFix(e) ? tr("No model designer to edit") : tr("No run panel to change"));
+        else if (*applied)
+            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z").arg(qs(e.apply_path))
+                                        : tr("The run settings have this change already"));
+        else
+            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(qs(e.apply_path))
+                                        : tr("Change the run settings in the run panel"));
+    }
+}
+
+QPushButton *WhyPanel::applyButton(int index) const
+{
+    return index >= 0 && std::size_t(index) < m_applyButtons.size() ? m_applyButtons[std::size_t(index)] : nullptr;
+}
+
+bool WhyPanel::canApply(const mixlab::Explanation &e)
+{
+    return e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation"
+           || e.apply_kind == "set_policy" || e.apply_kind == "set_batch";
+}
+
+bool WhyPanel::apply(int index, QString *error)
+{
+    if (index < 0 || std::size_t(index) >= m_explanations.size()) {
+        setError(error, tr("no such explanation"));
+        return false;
+    }
+    const mixlab::Explanation e = m_explanations[std::size_t(index)];
+    if (isApplied(e).value_or(false)) {
+        setError(error, tr("the change is in the %1 already").arg(isModelFix(e) ? tr("model") : tr("run settings")));
+        return false;
+    }
+    QString what;
+    if (e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation") {
+        if (!m_designer) {
+            setError(error, tr("no model designer to edit"));
+            return false;
+        }
+        const mixlab::ModelSpec spec = m_designer->spec();
+        const QString pathText = qs(e.apply_path);
+        const LayerPath path = pathNamedIn(pathText, spec);
+        const mixlab::LayerSpec *layer = layerAt(spec, path);
+        // The designer may hold another model by now: edit only the very layer named.
+        if (!layer || path.toString() != pathText) {
+            setError(error, tr("the model in the designer has no %1 any more").arg(pathText));
+            return false;
+        }
+        mixlab::LayerSpec after = *layer;
+        LayerField field = LayerField::ForceFp32;
+        if (e.apply_kind == "set_dtype_float32") {
+            after.force_fp32 = true;
+            what = tr("%1: dtype float32").arg(pathText);
+        } else {
+            const std::optional<mixlab::Activation> a = activationNamed(e.apply_value);
+            if (!a) {
+                setError(error, tr("unknown activation '%1'").arg(qs(e.apply_value)));
+                return false;
+            }
+            after.activation = *a;
+            field = LayerField::Activation;
+            what = tr("%1: activation %2").arg(pathText, qs(e.apply_value));
+        }
+        // The property editor's edit signal is the designer's one door for a field edit:
+        // it pushes an EditLayerCommand onto the designer's undo stack.
+        emit m_designer->propertyEditor()->layerEdited(path, field, *layer, after);
+        what += tr("; undo with Ctrl+Z");
+    } else if (e.apply_kind == "set_policy" || e.apply_kind == "set_batch") {
+        if (!m_runPanel) {
+            setError(error, tr("no run panel to change"));
+            return false;
+        }
+        mixlab::RunConfig c = m_runPanel->config();
+        try {
+            if (e.apply_kind == "set_policy") {
+                c.policy = mixlab::parse_policy(e.apply_value);
+                what = tr("run settings: policy %1 (was %2)").arg(qs(e.apply_value), qs(mixlab::policy_name(m_runPanel->config().policy)));
+            } else {
+                c.batch_size = std::stoi(e.apply_value);
+                what = tr("run settings: batch %1 (was %2)").arg(qs(e.apply_value)).arg(m_runPanel->config().batch_size);
+            }
+        } catch (const std::exception &ex) {
+            setError(error, QString::fromUtf8(ex.what()));
+            return false;
+        }
+        m_runPanel->setConfig(c);
+    } else {
+        setError(error, tr("'%1' cannot be applied here").arg(qs(e.apply_kind)));
+        return false;
+    }
+    m_appliedText = what;
+    m_appliedLabel->setText(tr("Applied: %1").arg(what));
+    m_appliedLabel->show();
+    updateApplyButtons();
+    emit applied(what);
+    return true;
+}

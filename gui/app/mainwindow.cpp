@@ -1,0 +1,1114 @@
+// MainWindow: builds the window from its parts and wires them: RunPanel's buttons start
+// jobs on the RunController, the designer's validity blocks Start, RunStore changes feed
+// the status bar. Menus call the parts' own functions; nothing here touches the engine.
+#include "app/mainwindow.h"
+
+#include "app/aboutdialog.h"
+#include "common/appsettings.h"
+#include "files/autosave.h"
+#include "charts/chartpanel.h"
+#include "common/deviceprobe.h"
+#include "files/experiment.h"
+#include "common/filedialogs.h"
+#include "app/guidedialog.h"
+#include "files/logexport.h"
+#include "runs/logview.h"
+#include "runs/maxbatchdialog.h"
+#include "charts/metricchart.h"
+#include "designer/modeldesigner.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstable.h"
+#include "runs/runstablemodel.h"
+#include "runs/runstore.h"
+#include "common/usermessages.h"
+#include "common/wheelguard.h"
+#include "analysis/runfacts_from_store.h"
+#include "files/reportexport.h"
+#include "files/reportgroupdialog.h"
+#include "app/shortcutsdialog.h"
+#include "common/shortcuttext.h"
+#include "analysis/whypanel.h"
+
+#include "mixlab/error.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/run_config.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QItemSelectionModel>
+#include <QLocale>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScreen>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTimer>
+#include <QToolBar>
+#include <QUndoStack>
+
+#include <algorithm>
+
+namespace {
+
+// A writer's message plus the system's reason when the message lacks it (QSaveFile says
+// "not writable", an image writer only that encoding failed).
+QString withWriteReason(const QString &path, const QString &error)
+{
+    const QString reason = describeWriteProblem(path);
+    return reason.isEmpty() || error.contains(reason) ? error : QStringLiteral("%1 (%2)").arg(error, reason);
+}
+
+const QString k_seedPreset = QStringLiteral("seed-mlp");
+
+// Designer over run panel. "splitters/left" held the split of the layout before the run
+// panel kept its buttons in view, which left the property editor a few rows tall: that
+// state is not restored.
+constexpr const char *k_leftSplitterKey = "splitters/left2";
+
+using Kind = mixlab::RunEvent::Kind;
+
+} // namespace
+
+MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
+{
+    setObjectName("mainWindow");
+    WheelGuard::install();
+    m_store = new RunStore(this);
+    m_controller = new RunController(m_store, this);
+    m_probe = new DeviceProbe(this);
+    m_autosave = new Autosave(m_store, [this] {
+        ExperimentFile file;
+        file.model = m_designer->spec();
+        file.config = m_runPanel->config();
+        file.comparePolicies = m_runPanel->comparePolicies();
+        return file;
+    }, this);
+
+    buildParts();
+    buildMenus();
+    m_runPanel->setShortcuts(m_startAction->shortcut(), m_compareAction->shortcut(), m_stopAction->shortcut());
+    buildStatusBar();
+    applyFirstStartDefaults();
+    restoreSettings();
+    markSaved();
+    updateTitle();
+
+    connect(m_probe, &DeviceProbe::probed, this, &MainWindow::setDeviceInfo);
+    m_probe->start();
+}
+
+MainWindow::~MainWindow()
+{
+    // Join the worker before the widgets and the store it reports into go away.
+    m_controller->stopAndWait();
+    // Destroyed without a crash: this session's autosave has done its job.
+    m_autosave->finish();
+    // ~QWidget hides the children after this destructor has run, and the dock then says it
+    // was hidden: its handler must not reach a MainWindow that is no longer one.
+    m_whyDock->disconnect(this);
+}
+
+void MainWindow::buildParts()
+{
+    m_designer = new ModelDesigner(this);
+    m_designer->setObjectName("modelDesigner");
+    m_runPanel = new RunPanel(this);
+    m_runPanel->setObjectName("runPanel");
+    m_charts = new ChartPanel(m_store, this);
+    m_charts->setObjectName("chartPanel");
+    m_runsTable = new RunsTable(m_store, this);
+    m_runsTable->setObjectName("runsTable");
+    m_log = new LogView(m_store, this);
+    m_log->setObjectName("logView");
+
+    // The run panel scrolls its own settings on a small screen, with Start / Compare /
+    // Stop and the reason they are blocked always in view below them.
+    m_leftSplitter = new QSplitter(Qt::Vertical, this);
+    m_leftSplitter->setObjectName("leftSplitter");
+    m_leftSplitter->addWidget(m_designer);
+    m_leftSplitter->addWidget(m_runPanel);
+    // A smaller window takes height from both, two parts from the designer to one from
+    // the run panel, whose settings scroll.
+    m_leftSplitter->setStretchFactor(0, 2);
+    m_leftSplitter->setStretchFactor(1, 1);
+
+    m_bottomSplitter = new QSplitter(Qt::Horizontal, this);
+    m_bottomSplitter->setObjectName("bottomSplitter");
+    m_bottomSplitter->addWidget(m_runsTable);
+    m_bottomSplitter->addWidget(m_log);
+    m_bottomSplitter->setStretchFactor(0, 3);
+    m_bottomSplitter->setStretchFactor(1, 1);
+
+    m_centreSplitter = new QSplitter(Qt::Vertical, this);
+    m_centreSplitter->setObjectName("centreSplitter");
+    m_centreSplitter->addWidget(m_charts);
+    m_centreSplitter->addWidget(m_bottomSplitter);
+    m_centreSplitter->setStretchFactor(0, 1);
+
+    m_mainSplitter = new QSplitter(Qt::Horizontal, this);
+    m_mainSplitter->setObjectName("mainSplitter");
+    m_mainSplitter->addWidget(m_leftSplitter);
+    m_mainSplitter->addWidget(m_centreSplitter);
+    m_mainSplitter->setStretchFactor(1, 1);
+    for (QSplitter *s : {m_leftSplitter, m_bottomSplitter, m_centreSplitter, m_mainSplitter})
+        s->setChildrenCollapsible(false);
+    setCentralWidget(m_mainSplitter);
+
+    m_mainSplitter->setSizes({430, 1170});
+    m_leftSplitter->setSizes({640, 300}); // room for a ResNet tree and its editor; the run settings scroll
+    m_centreSplitter->setSizes({690, 210});
+    m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
+
+    // The Why? panel docks on the right, hidden until asked for: it needs the width of a
+    // sentence, which the bottom row next to the log does not have.
+    m_why = new WhyPanel(m_store, this);
+    m_why->setObjectName("whyPanel");
+    m_why->setDesigner(m_designer);
+    m_why->setRunPanel(m_runPanel);
+    m_whyDock = new QDockWidget(tr("Why?"), this);
+    m_whyDock->setObjectName("whyDock");
+    m_whyDock->setWidget(m_why);
+    m_whyDock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea | Qt::BottomDockWidgetArea);
+    addDockWidget(Qt::RightDockWidgetArea, m_whyDock);
+    m_whyDock->hide();
+    connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
+        m_log->appendMessage(tr("Why? applied %1").arg(what), Kind::Info);
+    });
+    // However it opens (Run > Why?, View > Why?, a layout restored from the last session).
+    connect(m_whyDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible)
+            makeRoomForWhy();
+        else if (!m_whyDock->isVisible())
+            restoreAfterWhy();
+    });
+
+    connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
+    connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_runPanel, &RunPanel::message, this, [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
+    connect(m_designer, &ModelDesigner::validityChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateStartBlocked);
+    connect(m_runPanel, &RunPanel::startRequested, this, &MainWindow::startRun);
+    connect(m_runPanel, &RunPanel::compareRequested, this, &MainWindow::startCompare);
+    connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRuns);
+
+    connect(m_controller, &RunController::runningChanged, this, &MainWindow::onRunningChanged);
+    connect(m_controller, &RunController::jobStarted, this, [this](int group) {
+        m_currentGroup = group;
+        updateStatusProgress();
+    });
+    connect(m_store, &RunStore::stepsAppended, this, [this](int id, int) {
+        if (const RunRecord *run = m_store->run(id); run && run->group == m_currentGroup)
+            updateStatusProgress();
+    });
+    connect(m_store, &RunStore::runChanged, this, [this](int id) {
+        if (const RunRecord *run = m_store->run(id); run && run->group == m_currentGroup)
+            updateStatusProgress();
+        updateWhyEnabled();
+    });
+    connect(m_store, &RunStore::runRemoved, this, &MainWindow::updateWhyEnabled);
+
+    // Anything the experiment file holds marks the autosave as due; an epoch's end
+    // saves at once, so a crash loses at most the epoch in flight.
+    const auto changed = [this] { m_autosave->markChanged(); };
+    connect(m_store, &RunStore::runAdded, this, changed);
+    connect(m_store, &RunStore::runChanged, this, changed);
+    connect(m_store, &RunStore::runRemoved, this, changed);
+    connect(m_store, &RunStore::stepsAppended, this, changed);
+    connect(m_store, &RunStore::eventsAppended, this, changed);
+    connect(m_store, &RunStore::epochsAppended, this, [this] { m_autosave->epochEnded(); });
+    connect(m_designer, &ModelDesigner::specChanged, this, changed);
+    connect(m_runPanel, &RunPanel::configChanged, this, changed);
+    connect(m_autosave, &Autosave::saveFailed, this, [this](const QString &message) {
+        m_log->appendMessage(tr("Autosave failed: %1").arg(message), Kind::Warning);
+    });
+
+    // The title's modified mark: runs that changed since the last save or open, or a
+    // model or settings that differ from the saved ones (undoing back clears it).
+    const auto runsChanged = [this] {
+        m_runsChangedSinceSave = true;
+        if (!isWindowModified()) // each call retitles the window: not at every metrics batch
+            setWindowModified(true);
+    };
+    connect(m_store, &RunStore::runAdded, this, runsChanged);
+    connect(m_store, &RunStore::runChanged, this, runsChanged);
+    connect(m_store, &RunStore::runRemoved, this, runsChanged);
+    connect(m_store, &RunStore::stepsAppended, this, runsChanged);
+    connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateModified);
+    connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateModified);
+    if (QItemSelectionModel *selection = m_runsTable->selectionModel())
+        connect(selection, &QItemSelectionModel::selectionChanged, this, &MainWindow::updateWhyEnabled);
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *newAction = file->addAction(tr("&New"), this, &MainWindow::newExperiment);
+    newAction->setShortcut(QKeySequence::New);
+    QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
+    open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)->setObjectName("importModelAction");
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recentMenu->setObjectName("recentMenu");
+    rebuildRecentMenu();
+    file->addSeparator();
+    QAction *save = file->addAction(tr("&Save"), this, [this] { saveExperimentDialog(false); });
+    save->setShortcut(QKeySequence::Save);
+    QAction *saveAs = file->addAction(tr("Save &As..."), this, [this] { saveExperimentDialog(true); });
+    saveAs->setShortcuts(standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
+    file->addSeparator();
+    file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
+    file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
+    // The explain report of a group the user picks: the selected one, else the newest.
+    QAction *report = file->addAction(tr("Export &report..."), this, [this] {
+        ReportGroupDialog choose(*m_store, selectedFinishedGroup(), this);
+        if (!choose.hasGroups()) {
+            warn(tr("Export report"), tr("There is no finished run or comparison to report on yet."));
+            return;
+        }
+        if (choose.exec() != QDialog::Accepted || choose.group() == 0)
+            return;
+        const int group = choose.group();
+        QString filter;
+        const QString htmlFilter = tr("HTML page (*.html)");
+        QString path = askSaveFile(this, FileKind::Report, tr("Export report of group %1").arg(group),
+                                   reportBaseName(*m_store, group) + QStringLiteral(".html"),
+                                   htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
+        if (path.isEmpty())
+            return;
+        const QString suffix = QFileInfo(path).suffix().toLower();
+        if (suffix != QLatin1String("html") && suffix != QLatin1String("htm") && suffix != QLatin1String("pdf"))
+            path += filter == htmlFilter ? QStringLiteral(".html") : QStringLiteral(".pdf");
+        QString error;
+        if (!exportReport(*m_store, group, path, &error)) {
+            warn(tr("Export report"), tr("Could not export the report to %1:\n%2").arg(path, withWriteReason(path, error)));
+            return;
+        }
+        m_log->appendMessage(tr("Report written to %1").arg(path), Kind::Info);
+    });
+    report->setObjectName("exportReportAction");
+    file->addSeparator();
+    QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcuts(standardKeys(QKeySequence::Quit, QKeySequence(Qt::CTRL | Qt::Key_Q)));
+
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    // The designer's own undo/redo actions (QUndoStack::createUndoAction, standard
+    // shortcuts): one action each, so the shortcut is never ambiguous.
+    edit->addAction(m_designer->undoAction());
+    edit->addAction(m_designer->redoAction());
+
+    QMenu *run = menuBar()->addMenu(tr("&Run"));
+    m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startRun);
+    m_startAction->setObjectName(QStringLiteral("startAction"));
+    m_startAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_compareAction = run->addAction(tr("&Compare precisions"), this, &MainWindow::startCompare);
+    m_compareAction->setObjectName(QStringLiteral("compareAction"));
+    m_compareAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRuns);
+    m_stopAction->setObjectName(QStringLiteral("stopAction"));
+    m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    m_stopAction->setEnabled(false);
+    run->addSeparator();
+    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this, [this] { showWhy(selectedFinishedGroup()); });
+    m_whyAction->setObjectName("whyAction");
+    m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
+    m_whyAction->setEnabled(false);
+    buildRunToolBar();
+    // One non-modal dialog, kept: it takes the designer's model and the compare settings
+    // each time it is shown and started, and its last curves stay until the next search.
+    QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, [this] {
+        auto *dialog = findChild<MaxBatchDialog *>();
+        if (!dialog) {
+            dialog = new MaxBatchDialog(this);
+            dialog->setJobSource([this] {
+                MaxBatchJob job;
+                job.model = m_designer->spec();
+                job.config = m_runPanel->config();
+                job.policies = m_runPanel->comparePolicies();
+                job.device = m_device;
+                job.blocked = m_runPanel->startBlockReason();
+                return job;
+            });
+        }
+        dialog->show();
+        dialog->raise();
+        dialog->activateWindow();
+    });
+    maxBatch->setObjectName("maxBatchAction");
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    QMenu *xAxis = view->addMenu(tr("&X axis"));
+    auto *axisGroup = new QActionGroup(this);
+    const std::pair<QString, ChartPanel::XAxis> axes[] = {{tr("&Step"), ChartPanel::XAxis::Step},
+                                                          {tr("&Epoch"), ChartPanel::XAxis::Epoch},
+                                                          {tr("&Wall time"), ChartPanel::XAxis::WallTime}};
+    for (const auto &[text, axis] : axes) {
+        QAction *a = xAxis->addAction(text);
+        a->setCheckable(true);
+        a->setData(int(axis));
+        axisGroup->addAction(a);
+        m_xAxisActions.append(a);
+        connect(a, &QAction::triggered, this, [this, axis = axis] { m_charts->setXAxis(axis); });
+    }
+    m_xAxisActions.front()->setChecked(true);
+    m_logScaleAction = view->addAction(tr("&Log scale"));
+    m_logScaleAction->setCheckable(true);
+    connect(m_logScaleAction, &QAction::toggled, m_charts, &ChartPanel::setLogScale);
+    view->addSeparator();
+    view->addAction(m_whyDock->toggleViewAction());
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    QAction *guide = help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal<GuideDialog>(); });
+    guide->setObjectName("guideAction");
+    guide->setShortcut(QKeySequence::HelpContents);
+    // Built when opened, from the actions as they are then.
+    QAction *keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] {
+        delete findChild<ShortcutsDialog *>();
+        showNonModal<ShortcutsDialog>(ShortcutsDialog::collect(
+            this, {{tr("Layer tree (while it has the focus)"), m_designer}}));
+    });
+    keys->setObjectName("shortcutsAction");
+    help->addSeparator();
+    help->addAction(tr("&About MixLab"), this, &MainWindow::showAbout);
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+}
+
+void MainWindow::buildStatusBar()
+{
+    m_deviceLabel = new QLabel(tr("Probing the device..."), this);
+    m_deviceLabel->setObjectName("deviceStatus");
+    m_memoryLabel = new QLabel(this);
+    m_memoryLabel->setObjectName("memoryStatus");
+    // The steps in words beside a slim bar, not on it: text on a fill is cut in two colours
+    // at the fill's edge, and unreadable in styles that draw it in one.
+    m_progressText = new QLabel(tr("idle"), this);
+    m_progressText->setObjectName("overallProgressText");
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName("overallProgress");
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_progress->setFixedWidth(160);
+    m_progress->setFixedHeight(8);
+    m_progress->setTextVisible(false);
+    statusBar()->addPermanentWidget(m_deviceLabel);
+    statusBar()->addPermanentWidget(m_memoryLabel);
+    statusBar()->addPermanentWidget(m_progressText);
+    statusBar()->addPermanentWidget(m_progress);
+}
+
+void MainWindow::applyFirstStartDefaults()
+{
+    // The seed MLP on a dataset that exists here, so Start works at once.
+    m_designer->loadPreset(k_seedPreset);
+    m_designer->setSpec(m_designer->spec()); // the preset is the starting point, not an undo step
+    mixlab::RunConfig config;
+    config.dataset.name = ""; // the run panel resolves it: Fashion-MNIST if installed, else synthetic
+    m_runPanel->setConfig(config);
+    m_designer->setInput(m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+    updateStartBlocked();
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings s = appSettings();
+    const QByteArray geometry = s.value("window/geometry").toByteArray();
+    if (geometry.isEmpty() || !restoreGeometry(geometry)) {
+        // First start: large enough for the charts, small enough for the screen.
+        QSize size(1600, 1000);
+        if (const QScreen *screen = QGuiApplication::primaryScreen()) {
+            const QSize available = screen->availableSize();
+            size = size.boundedTo(QSize(available.width() * 95 / 100, available.height() * 92 / 100));
+        }
+        resize(size);
+    }
+    restoreState(s.value("window/state").toByteArray());
+    const std::pair<const char *, QSplitter *> splitters[] = {{"splitters/main", m_mainSplitter},
+                                                              {k_leftSplitterKey, m_leftSplitter},
+                                                              {"splitters/centre", m_centreSplitter},
+                                                              {"splitters/bottom", m_bottomSplitter}};
+    for (const auto &[key, splitter] : splitters)
+        splitter->restoreState(s.value(key).toByteArray());
+    const int axis = s.value("view/xAxis", int(ChartPanel::XAxis::Step)).toInt();
+    for (QAction *a : m_xAxisActions)
+        if (a->data().toInt() == axis) {
+            a->setChecked(true);
+            m_charts->setXAxis(ChartPanel::XAxis(axis));
+        }
+    m_logScaleAction->setChecked(s.value("view/logScale", false).toBool());
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings s = appSettings();
+    s.setValue("window/geometry", saveGeometry());
+    s.setValue("window/state", saveState());
+    s.setValue("splitters/main", m_mainSplitter->saveState());
+    s.setValue(k_leftSplitterKey, m_leftSplitter->saveState());
+    s.setValue("splitters/centre", m_centreSplitter->saveState());
+    s.setValue("splitters/bottom", m_bottomSplitter->saveState());
+    // The chart panel's own toolbar may have changed these since the menu did.
+    s.setValue("view/xAxis", int(m_charts->xAxis()));
+    s.setValue("view/logScale", m_charts->logScale());
+}
+
+void MainWindow::setDeviceInfo(const mixlab::DeviceInfo &info)
+{
+    m_device = info;
+    m_deviceKnown = true;
+    // The device decides defaults (the policies compared): not an edit of the user's.
+    const bool wasSaved = !isModified();
+    m_runPanel->setDeviceInfo(info);
+    if (wasSaved)
+        markSaved();
+    const QString text = DeviceProbe::describe(info);
+    m_deviceLabel->setText(text);
+    m_deviceLabel->setToolTip(info.backend == mixlab::BackendKind::Cuda
+                                  ? tr("fp16 tensor cores: %1; bf16: %2; TF32: %3")
+                                        .arg(info.tensor_cores ? tr("yes") : tr("no"),
+                                             info.bf16 ? tr("yes") : tr("no"), info.tf32 ? tr("yes") : tr("no"))
+                                  : tr("Runs use the CPU reference backend (fp16/bf16 rounding emulated)"));
+    m_log->appendMessage(tr("Device: %1").arg(text), Kind::Info);
+    updateStartBlocked();
+}
+
+void MainWindow::updateStartBlocked()
+{
+    QString reason;
+    if (!m_designer->isValid()) {
+        reason = tr("The model is not valid: %1").arg(m_designer->validationMessage());
+    } else {
+        try {
+            mixlab::validate_run_config(m_runPanel->config());
+        } catch (const mixlab::Error &e) {
+            reason = tr("The run settings are not valid: %1").arg(QString::fromStdString(e.what()));
+        }
+    }
+    m_runPanel->setStartBlocked(reason);
+    const bool idle = !m_controller->isRunning();
+    m_startAction->setEnabled(idle && reason.isEmpty());
+    m_compareAction->setEnabled(idle && reason.isEmpty() && m_runPanel->comparePolicies().size() >= 2);
+    m_stopAction->setEnabled(!idle);
+    // The toolbar's buttons say why they are greyed out, as the run panel's line does
+    // (which Why? can cover when it takes the design column's place).
+    const QString startTip = reason.isEmpty() ? tr("Train one run with the run panel's settings") : reason;
+    const QString compareTip = reason.isEmpty() ? tr("Train the checked policies side by side, in lockstep") : reason;
+    m_startAction->setToolTip(withShortcut(startTip, m_startAction->shortcut()));
+    m_compareAction->setToolTip(withShortcut(compareTip, m_compareAction->shortcut()));
+    m_stopAction->setToolTip(withShortcut(tr("Stop the runs in progress"), m_stopAction->shortcut()));
+}
+
+// Start, Compare, Stop and Why? above everything else, so they stay in view whatever the
+// docks and splitters hide (the run panel's own buttons sit in its column).
+void MainWindow::buildRunToolBar()
+{
+    QToolBar *bar = addToolBar(tr("Run"));
+    bar->setObjectName(QStringLiteral("runToolBar"));
+    bar->setMovable(false);
+    bar->setFloatable(false);
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->addAction(m_startAction);
+    bar->addAction(m_compareAction);
+    bar->addAction(m_stopAction);
+    bar->addSeparator();
+    bar->addAction(m_whyAction);
+    m_whyAction->setIconText(tr("Why?"));
+    m_runToolBar = bar;
+}
+
+void MainWindow::startRun()
+{
+    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+        return;
+    m_controller->start(m_designer->spec(), {m_runPanel->config()});
+}
+
+void MainWindow::startCompare()
+{
+    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+        return;
+    const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
+    if (policies.size() < 2)
+        return;
+    const mixlab::RunConfig base = m_runPanel->config();
+    std::vector<mixlab::RunConfig> runs;
+    for (mixlab::Policy p : policies) {
+        mixlab::RunConfig c = base;
+        c.policy = p;
+        runs.push_back(c);
+    }
+    m_controller->start(m_designer->spec(), runs);
+}
+
+void MainWindow::stopRuns()
+{
+    if (m_controller->isRunning()) {
+        m_controller->stop();
+        statusBar()->showMessage(tr("Stopping after the step in flight..."), 3000);
+    }
+}
+
+void MainWindow::onRunningChanged(bool running)
+{
+    m_runPanel->setRunning(running);
+    updateStartBlocked();
+    updateStatusProgress();
+    if (!running)
+        statusBar()->showMessage(tr("Job finished"), 5000);
+}
+
+int MainWindow::selectedFinishedGroup() const
+{
+    int group = 0;
+    for (int id : m_runsTable->selectedRunIds()) {
+        const RunRecord *run = m_store->run(id);
+        if (!run || (group != 0 && run->group != group))
+            return 0;
+        group = run->group;
+    }
+    return groupFinished(*m_store, group) ? group : 0;
+}
+
+void MainWindow::updateWhyEnabled()
+{
+    if (m_whyAction)
+        m_whyAction->setEnabled(selectedFinishedGroup() != 0);
+}
+
+void MainWindow::showWhy(int group)
+{
+    m_why->showGroup(group);
+    // Before the dock shows: a window too narrow for the dock and the design column would
+    // otherwise grow past the screen to hold both.
+    makeRoomForWhy();
+    m_whyDock->show();
+    m_whyDock->raise();
+}
+
+// The dock's width comes out of the centre, whose charts need two columns and whose
+// bottom row needs the runs table's every column and a log wide enough to read. When the
+// window holds the design column, that centre and the dock, all three stay; otherwise the
+// dock takes the design column's place until it closes (a squeezed centre would scroll
+// sideways, and a squeezed log wraps a word a line).
+void MainWindow::makeRoomForWhy()
+{
+    if (m_designHiddenForWhy || m_leftSplitter->isHidden())
+        return;
+    constexpr int k_readableLog = 240;
+    const MetricChart *chart = m_charts->findChild<MetricChart *>();
+    const int handle = m_mainSplitter->handleWidth();
+    const int charts = 2 * (chart ? chart->minimumWidth() : 300) + 40; // grid spacing, scroll bar
+    const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
+    const int centre = std::max(charts, bottom);
+    const int design = m_leftSplitter->minimumSizeHint().width();
+    int dock = std::min(width() - design - centre - 2 * handle, k_whyDockPreferred);
+    if (dock < k_whyDockMinimum) {
+        m_leftSplitter->hide();
+        m_designHiddenForWhy = true;
+        dock = k_whyDockPreferred;
+        statusBar()->showMessage(tr("Why? has the designer's place while it is open; close it to bring the designer back"), 10000);
+    }
+    // Once the layout has taken in the hidden column: until then the centre's minimum
+    // still counts it and the dock would get what is left.
+    QTimer::singleShot(0, this, [this, dock] { resizeDocks({m_whyDock}, {dock}, Qt::Horizontal); });
+}
+
+void MainWindow::restoreAfterWhy()
+{
+    if (!m_designHiddenForWhy)
+        return;
+    m_designHiddenForWhy = false;
+    m_leftSplitter->show();
+}
+
+void MainWindow::updateStatusProgress()
+{
+    const std::vector<int> ids = m_store->groupRuns(m_currentGroup);
+    if (m_currentGroup == 0 || ids.empty()) {
+        m_memoryLabel->clear();
+        return;
+    }
+    qint64 done = 0, total = 0;
+    double memoryMB = 0;
+    for (int id : ids) {
+        const RunRecord *run = m_store->run(id);
+        if (!run)
+            continue;
+        const qint64 runDone = RunsTableModel::stepsDone(*run);
+        done += runDone;
+        total += std::max<qint64>(run->totalSteps, runDone);
+        memoryMB += run->deviceMemoryMB;
+    }
+    m_memoryLabel->setText(memoryMB > 0 ? tr("Run memory: %1 MB").arg(memoryMB, 0, 'f', 1) : QString());
+    m_memoryLabel->setToolTip(tr("Device memory the running job allocated (parameters, activations, "
+                                 "gradients, optimizer state)"));
+    const bool running = m_controller->isRunning();
+    m_progress->setValue(total > 0 ? int(1000 * done / total) : 0);
+    m_progressText->setText(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total) : tr("idle"));
+}
+
+void MainWindow::updateTitle()
+{
+    const QString name = m_currentFile.isEmpty() ? tr("untitled") : QFileInfo(m_currentFile).fileName();
+    // "[*]" is where Qt shows the modified mark (setWindowModified).
+    setWindowTitle(tr("%1[*] \u2014 MixLab").arg(name));
+}
+
+std::string MainWindow::settingsSnapshot() const
+{
+    std::string text = mixlab::run_config_to_json(m_runPanel->config());
+    for (mixlab::Policy p : m_runPanel->comparePolicies())
+        text += ' ' + std::string(mixlab::policy_name(p));
+    return text;
+}
+
+bool MainWindow::isModified() const
+{
+    return m_runsChangedSinceSave || m_designer->spec() != m_savedModel || settingsSnapshot() != m_savedSettings;
+}
+
+void MainWindow::markSaved()
+{
+    m_savedModel = m_designer->spec();
+    m_savedSettings = settingsSnapshot();
+    m_runsChangedSinceSave = false;
+    m_designer->undoStack()->setClean();
+    updateModified();
+}
+
+void MainWindow::updateModified()
+{
+    if (const bool modified = isModified(); modified != isWindowModified())
+        setWindowModified(modified);
+}
+
+bool MainWindow::maybeSaveChanges(const QString &title)
+{
+    if (!isModified())
+        return true;
+    const QString name = m_currentFile.isEmpty() ? tr("the untitled experiment") : QFileInfo(m_currentFile).fileName();
+    const int choice = askUser(this, title,
+                               tr("Save the changes to %1?\n\nThe model, the settings or the runs changed "
+                                  "since it was last saved; without saving, the changes are lost.")
+                                   .arg(name),
+                               {tr("Save"), tr("Discard"), tr("Cancel")});
+    if (choice == 0)
+        return saveExperimentDialog(false); // a failed or cancelled save keeps everything
+    return choice == 1;
+}
+
+QString MainWindow::suggestedName(const QString &suffix) const
+{
+    return fileStem(QString::fromStdString(m_designer->spec().name)) + suffix;
+}
+
+QStringList MainWindow::recentFiles() const
+{
+    return appSettings().value("recentFiles").toStringList();
+}
+
+void MainWindow::addRecentFile(const QString &path)
+{
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    QStringList files = recentFiles();
+    files.removeAll(absolute);
+    files.prepend(absolute);
+    while (files.size() > k_maxRecentFiles)
+        files.removeLast();
+    appSettings().setValue("recentFiles", files);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList files = recentFiles();
+    for (const QString &path : files) {
+        QAction *a = m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
+            if (!maybeSaveChanges(tr("Open experiment")))
+                return;
+            QString error, warning;
+            if (openExperiment(path, &error, &warning)) {
+                if (!warning.isEmpty())
+                    warn(tr("Open experiment"), warning);
+                return;
+            }
+            if (!QFileInfo::exists(path)) { // moved or deleted: drop it from the list
+                QStringList files = recentFiles();
+                files.removeAll(path);
+                appSettings().setValue("recentFiles", files);
+                rebuildRecentMenu();
+            }
+            warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+        });
+        a->setToolTip(path);
+        a->setStatusTip(path);
+    }
+    if (files.isEmpty()) {
+        m_recentMenu->addAction(tr("(none)"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    m_recentMenu->addAction(tr("Clear list"), this, [this] {
+        appSettings().remove("recentFiles");
+        rebuildRecentMenu();
+    });
+}
+
+void MainWindow::newExperiment()
+{
+    if (m_controller->isRunning()) {
+        warn(tr("New experiment"), tr("A run is in progress. Stop it before starting a new experiment."));
+        return;
+    }
+    if (!maybeSaveChanges(tr("New experiment")))
+        return;
+    m_store->clear();
+    m_currentGroup = 0;
+    m_currentFile.clear();
+    applyFirstStartDefaults();
+    m_runPanel->setDeviceInfo(m_device);
+    updateStatusProgress();
+    markSaved();
+    updateTitle();
+}
+
+bool MainWindow::openExperiment(const QString &path, QString *error, QString *warning)
+{
+    if (!applyExperiment(path, error, warning))
+        return false;
+    m_currentFile = path;
+    addRecentFile(path);
+    markSaved();
+    updateTitle();
+    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
+    return true;
+}
+
+bool MainWindow::applyExperiment(const QString &path, QString *error, QString *warning)
+{
+    if (m_controller->isRunning()) {
+        if (error)
+            *error = tr("A run is in progress. Stop it before opening %1.").arg(path);
+        return false;
+    }
+    if (QFileInfo(path).isDir()) {
+        // QFile opens a folder without complaint and reads nothing from it.
+        if (error)
+            *error = tr("'%1' is a folder, not an experiment file").arg(path);
+        return false;
+    }
+    ExperimentFile file;
+    if (!loadExperiment(path, &file, m_store, error))
+        return false;
+    m_designer->setSpec(file.model);
+    // The run panel says (through `message`) when the saved dataset cannot be used here.
+    QStringList notes;
+    const QMetaObject::Connection note =
+        connect(m_runPanel, &RunPanel::message, this, [&notes](const QString &text) { notes << text; });
+    m_runPanel->setConfig(file.config);
+    disconnect(note);
+    m_runPanel->setComparePolicies(file.comparePolicies);
+    m_currentGroup = 0;
+    updateStatusProgress();
+    if (warning)
+        *warning = notes.isEmpty() ? QString()
+                                   : tr("%1 was opened, but:\n%2").arg(path, notes.join(QLatin1Char('\n')));
+    return true;
+}
+
+bool MainWindow::importModel(const QString &path, QString *error)
+{
+    const auto failWith = [error](const QString &text) {
+        if (error)
+            *error = text;
+        return false;
+    };
+    if (QFileInfo(path).isDir())
+        return failWith(tr("'%1' is a folder, not a model file").arg(path));
+    mixlab::ModelSpec spec;
+    try {
+        spec = mixlab::load_model_spec(QFile::encodeName(path).toStdString());
+    } catch (const std::exception &e) {
+        return failWith(QString::fromUtf8(e.what()));
+    }
+    try {
+        // The designer would take it and only block Start; checking here keeps the
+        // current model when the file cannot train on the chosen data.
+        mixlab::build_graph(spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+    } catch (const std::exception &e) {
+        return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
+                            .arg(path, QString::fromUtf8(e.what())));
+    }
+    m_designer->setSpec(spec);
+    m_log->appendMessage(tr("Imported the model %1").arg(path), Kind::Info);
+    return true;
+}
+
+void MainWindow::importModelDialog()
+{
+    const QString path = askOpenFile(this, FileKind::Model, tr("Import model"), tr("MixLab models (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!importModel(path, &error))
+        warn(tr("Import model"), tr("Could not import the model %1:\n%2").arg(path, error));
+}
+
+void MainWindow::openFromCommandLine(const QString &path)
+{
+    QString error, warning;
+    if (!openExperiment(path, &error, &warning))
+        warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+    else if (!warning.isEmpty())
+        warn(tr("Open experiment"), warning);
+}
+
+bool MainWindow::startAutosave(const QString &dir, QString *error)
+{
+    return m_autosave->start(dir, error);
+}
+
+bool MainWindow::offerRecovery(const QString &dir)
+{
+    for (const Autosave::Orphan &orphan : Autosave::findOrphans(dir)) {
+        // Read it whole first: a damaged file is reported, not offered.
+        RunStore probe;
+        ExperimentFile file;
+        QString error;
+        if (!loadExperiment(orphan.path, &file, &probe, &error)) {
+            const QString moved = Autosave::moveAside(orphan.path);
+            warn(tr("Recover experiment"),
+                 tr("An autosaved experiment could not be read and was not recovered:\n%1\n\n%2")
+                     .arg(error, moved.isEmpty() ? tr("It could not be moved aside either.")
+                                                 : tr("It was moved to %1.").arg(moved)));
+            continue;
+        }
+        const QString when = QLocale().toString(orphan.saved, QLocale::ShortFormat);
+        const int runs = int(probe.runIds().size());
+        const int choice = askUser(this, tr("Recover experiment"),
+                                   tr("Recover the experiment MixLab was working on when it stopped "
+                                      "unexpectedly (%1)?\n\nIt holds %n run(s).", nullptr, runs).arg(when),
+                                   {tr("Recover"), tr("Discard")});
+        if (choice != 0) {
+            Autosave::removeOrphan(orphan.path);
+            continue;
+        }
+        QString warning;
+        if (!applyExperiment(orphan.path, &error, &warning)) {
+            warn(tr("Recover experiment"), tr("Could not recover %1:\n%2").arg(orphan.path, error));
+            return false;
+        }
+        m_currentFile.clear(); // the user saves it where they choose
+        updateTitle();
+        m_log->appendMessage(tr("Recovered the experiment autosaved %1 (%2 runs)").arg(when).arg(runs), Kind::Info);
+        if (!warning.isEmpty())
+            warn(tr("Recover experiment"), warning);
+        // Ours before theirs is removed: a second crash now still leaves a copy.
+        if (!m_autosave->isActive() || m_autosave->saveNow())
+            Autosave::removeOrphan(orphan.path);
+        return true;
+    }
+    return false;
+}
+
+bool MainWindow::saveExperimentAs(const QString &path, QString *error)
+{
+    ExperimentFile file;
+    file.model = m_designer->spec();
+    file.config = m_runPanel->config();
+    file.comparePolicies = m_runPanel->comparePolicies();
+    if (!saveExperiment(path, file, *m_store, error))
+        return false;
+    m_currentFile = path;
+    addRecentFile(path);
+    markSaved();
+    updateTitle();
+    m_log->appendMessage(tr("Saved %1").arg(path), Kind::Info);
+    return true;
+}
+
+void MainWindow::openExperimentDialog()
+{
+    if (!maybeSaveChanges(tr("Open experiment")))
+        return;
+    const QString path = askOpenFile(this, FileKind::Experiment, tr("Open experiment"),
+                                     tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error, warning;
+    if (!openExperiment(path, &error, &warning))
+        warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
+    else if (!warning.isEmpty())
+        warn(tr("Open experiment"), warning);
+}
+
+bool MainWindow::saveExperimentDialog(bool askPath)
+{
+    QString path = m_currentFile;
+    if (askPath || path.isEmpty()) {
+        path = askSaveFile(this, FileKind::Experiment, tr("Save experiment"),
+                           m_currentFile.isEmpty() ? suggestedName(QStringLiteral(".mixlab.json")) : m_currentFile,
+                           tr("MixLab experiments (*.mixlab.json)"));
+        if (path.isEmpty())
+            return false;
+        if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+            path += QStringLiteral(".mixlab.json");
+    }
+    QString error;
+    if (!saveExperimentAs(path, &error)) {
+        warn(tr("Save experiment"), tr("Could not save %1:\n%2").arg(path, withWriteReason(path, error)));
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::exportChartsDialog()
+{
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Export chart(s)"));
+    auto *chart = new QComboBox(&dialog);
+    chart->addItem(tr("All charts"), QStringLiteral("all"));
+    for (const QString &name : m_charts->chartNames())
+        chart->addItem(name, name);
+    auto *format = new QComboBox(&dialog);
+    format->addItem(tr("PNG image"), QStringLiteral("png"));
+    format->addItem(tr("SVG drawing"), QStringLiteral("svg"));
+    format->addItem(tr("PDF document"), QStringLiteral("pdf"));
+    auto *width = new QSpinBox(&dialog);
+    width->setRange(200, 10000);
+    width->setValue(1600);
+    width->setSuffix(tr(" px"));
+    auto *height = new QSpinBox(&dialog);
+    height->setRange(150, 10000);
+    height->setValue(1000);
+    height->setSuffix(tr(" px"));
+    connect(format, &QComboBox::currentIndexChanged, &dialog, [format, width, height] {
+        const bool png = format->currentData().toString() == QLatin1String("png");
+        width->setEnabled(png);
+        height->setEnabled(png);
+    });
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto *form = new QFormLayout(&dialog);
+    form->addRow(tr("Chart"), chart);
+    form->addRow(tr("Format"), format);
+    form->addRow(tr("PNG width"), width);
+    form->addRow(tr("PNG height"), height);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+
+    const QString suffix = format->currentData().toString();
+    const QString name = chart->currentData().toString();
+    QString path = askSaveFile(this, FileKind::Chart, tr("Export chart(s)"),
+                               suggestedName(QStringLiteral("-%1.%2").arg(fileStem(name), suffix)),
+                               tr("%1 (*.%2)").arg(format->currentText(), suffix));
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0)
+        path += QLatin1Char('.') + suffix;
+    QString error;
+    if (!m_charts->exportChart(name, path, QSize(width->value(), height->value()), &error)) {
+        warn(tr("Export chart(s)"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
+        return;
+    }
+    m_log->appendMessage(tr("Exported %1 to %2").arg(chart->currentText(), path), Kind::Info);
+}
+
+void MainWindow::exportLogsDialog()
+{
+    std::vector<int> ids = m_runsTable->selectedRunIds();
+    const std::vector<int> all = m_store->runIds();
+    if (all.empty()) {
+        warn(tr("Export logs"), tr("There are no runs to export yet."));
+        return;
+    }
+    if (!ids.empty() && ids.size() < all.size()) {
+        QMessageBox box(QMessageBox::Question, tr("Export logs"), tr("Which runs should the log hold?"),
+                        QMessageBox::Cancel, this);
+        QPushButton *selected = box.addButton(tr("Selected runs (%1)").arg(ids.size()), QMessageBox::AcceptRole);
+        QPushButton *everything = box.addButton(tr("All runs (%1)").arg(all.size()), QMessageBox::AcceptRole);
+        box.setDefaultButton(selected);
+        box.exec();
+        if (box.clickedButton() == everything)
+            ids = all;
+        else if (box.clickedButton() != selected)
+            return;
+    } else {
+        ids = all;
+    }
+    QString filter;
+    QString path = askSaveFile(this, FileKind::Log, tr("Export logs"), suggestedName(QStringLiteral("-log.json")),
+                               tr("JSON log (*.json);;CSV, one row per step (*.csv)"), &filter);
+    if (path.isEmpty())
+        return;
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QLatin1String("json") && suffix != QLatin1String("csv"))
+        path += filter.contains(QLatin1String("csv")) ? QStringLiteral(".csv") : QStringLiteral(".json");
+    QString error;
+    if (!exportLogs(*m_store, ids, path, &error)) {
+        warn(tr("Export logs"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
+        return;
+    }
+    m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path), Kind::Info);
+}
+
+template <typename Dialog, typename... Args>
+void MainWindow::showNonModal(Args &&...args)
+{
+    auto *dialog = findChild<Dialog *>();
+    if (!dialog)
+        dialog = new Dialog(std::forward<Args>(args)..., this);
+    dialog->show();
+    dialog->raise();
+    dialog->activateWindow();
+}
+
+void MainWindow::showAbout()
+{
+    AboutDialog dialog(m_deviceKnown ? m_device : DeviceProbe::probeNow(), this);
+    dialog.exec();
+}
+
+void MainWindow::warn(const QString &title, const QString &text)
+{
+    m_log->appendMessage(text, Kind::Error);
+    showUserError(this, title, text);
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (m_controller->isRunning()) {
+        if (m_confirmClose &&
+            askUser(this, tr("Quit MixLab"),
+                    tr("A run is in progress. Stop it and quit?\n"
+                       "Runs not saved in an experiment file are lost."),
+                    {tr("Stop and quit"), tr("Cancel")}) != 0) {
+            event->ignore();
+            return;
+        }
+        m_controller->stopAndWait();
+    }
+    if (m_confirmClose && !maybeSaveChanges(tr("Quit MixLab"))) {
+        event->ignore();
+        return;
+    }
+    restoreAfterWhy(); // the saved layout is the user's, not the one Why? borrowed
+    saveSettings();
+    m_autosave->finish(); // a clean exit: nothing to recover next time
+    event->accept();
+}

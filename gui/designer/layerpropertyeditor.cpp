@@ -1,0 +1,398 @@
+// LayerPropertyEditor: one form row per layer field, shown only for the layer types
+// that have the field; every user change becomes a layerEdited signal.
+#include "designer/layerpropertyeditor.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDoubleValidator>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+using mixlab::Activation;
+using mixlab::LayerSpec;
+using mixlab::LayerType;
+using mixlab::Padding;
+
+namespace {
+
+// The parser's limit on "units" (model_spec.cpp): larger is refused there too.
+constexpr int k_maxUnits = 1000000;
+constexpr int k_maxWindow = 64;
+
+constexpr Activation k_activations[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
+                                        Activation::Tanh, Activation::Gelu, Activation::Softmax};
+
+bool isPool(LayerType t) { return t == LayerType::MaxPool2D || t == LayerType::AvgPool2D; }
+bool isWindowed(LayerType t) { return t == LayerType::Conv2D || isPool(t); }
+
+QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+// The stride a layer runs with when it names none: 1 for a convolution, the window for
+// pooling (as in Keras and PyTorch).
+std::pair<int, int> defaultStride(const LayerSpec &l) {
+    if (isPool(l.type)) return {l.kernel_h, l.kernel_w};
+    return {1, 1};
+}
+
+QSpinBox *spin(QWidget *parent, const char *name, int lo, int hi) {
+    auto *s = new QSpinBox(parent);
+    s->setObjectName(QLatin1String(name));
+    s->setRange(lo, hi);
+    // A typed number commits on Enter or when focus leaves, so "3000" is one edit and
+    // not four half-typed models that fail validation on the way.
+    s->setKeyboardTracking(false);
+    return s;
+}
+
+// A row of widgets as one form field.
+QWidget *row(QWidget *parent, std::initializer_list<QWidget *> parts) {
+    auto *w = new QWidget(parent);
+    auto *l = new QHBoxLayout(w);
+    l->setContentsMargins(0, 0, 0, 0);
+    l->setSpacing(4);
+    for (QWidget *p : parts) {
+        p->setParent(w);
+        l->addWidget(p);
+    }
+    l->addStretch(1);
+    return w;
+}
+
+} // namespace
+
+LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent) {
+    auto *outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    m_title = new QLabel(this);
+    m_title->setObjectName(QStringLiteral("layerTitle"));
+    QFont bold = m_title->font();
+    bold.setBold(true);
+    m_title->setFont(bold);
+    outer->addWidget(m_title);
+    m_note = new QLabel(this);
+    m_note->setObjectName(QStringLiteral("layerNote"));
+    m_note->setWordWrap(true);
+    outer->addWidget(m_note);
+
+    m_form = new QFormLayout;
+    m_form->setFieldGrowthPolicy(QFormLayout::FieldsStayAtSizeHint);
+    outer->addLayout(m_form);
+    outer->addStretch(1);
+
+    m_units = spin(this, "units", 1, k_maxUnits);
+    m_units->setGroupSeparatorShown(true);
+    m_units->setMinimumWidth(110);
+    m_units->setToolTip(tr("Outputs of the layer. Multiples of 8 let its fp16/bf16 GEMM run "
+                           "on tensor cores."));
+    m_unitsPerClass = new QCheckBox(tr("one per class"), this);
+    m_unitsPerClass->setObjectName(QStringLiteral("unitsPerClass"));
+    m_unitsPerClass->setToolTip(tr("As many units as the dataset has classes (\"units\": "
+                                   "\"classes\"), so the model fits CIFAR-10 and CIFAR-100 alike"));
+    m_unitsRow = row(this, {m_units, m_unitsPerClass});
+    m_form->addRow(tr("Units"), m_unitsRow);
+
+    m_filters = spin(this, "filters", 1, 65536);
+    m_filters->setToolTip(tr("Output channels. Multiples of 8 let fp16/bf16 convolutions run on "
+                             "tensor cores."));
+    m_form->addRow(tr("Filters"), m_filters);
+
+    m_kernelH = spin(this, "kernelH", 1, k_maxWindow);
+    m_kernelW = spin(this, "kernelW", 1, k_maxWindow);
+    m_kernelH->setToolTip(tr("Height"));
+    m_kernelW->setToolTip(tr("Width"));
+    m_kernelRow = row(this, {m_kernelH, new QLabel(QStringLiteral("\u00d7"), this), m_kernelW});
+    m_form->addRow(tr("Kernel"), m_kernelRow);
+
+    m_strideH = spin(this, "strideH", 1, k_maxWindow);
+    m_strideW = spin(this, "strideW", 1, k_maxWindow);
+    m_strideRow = row(this, {m_strideH, new QLabel(QStringLiteral("\u00d7"), this), m_strideW});
+    m_strideRow->setToolTip(tr("Step between windows (height x width). Convolutions default to "
+                               "1, pooling to its window."));
+    m_form->addRow(tr("Stride"), m_strideRow);
+
+    m_padding = new QComboBox(this);
+    m_padding->setObjectName(QStringLiteral("padding"));
+    for (Padding p : {Padding::Valid, Padding::Same, Padding::Explicit})
+        m_padding->addItem(fromView(mixlab::padding_name(p)), int(p));
+    m_padding->setToolTip(tr("valid: none; same: (kernel-1)/2 zeros per side, odd kernels only "
+                             "(the output is input/stride, rounded up); explicit: your numbers"));
+    m_padH = spin(this, "padH", 0, k_maxWindow);
+    m_padW = spin(this, "padW", 0, k_maxWindow);
+    m_padH->setToolTip(tr("Zeros above and below"));
+    m_padW->setToolTip(tr("Zeros left and right"));
+    m_paddingRow = row(this, {m_padding, m_padH, m_padW});
+    m_form->addRow(tr("Padding"), m_paddingRow);
+
+    m_momentum = new QDoubleSpinBox(this);
+    m_momentum->setObjectName(QStringLiteral("momentum"));
+    m_momentum->setRange(0.0, 1.0);
+    m_momentum->setDecimals(4);
+    m_momentum->setSingleStep(0.01);
+    m_momentum->setKeyboardTracking(false);
+    m_momentum->setToolTip(tr("PyTorch's convention: running = (1 - momentum) x running + "
+                              "momentum x batch statistic"));
+    m_form->addRow(tr("Momentum"), m_momentum);
+
+    m_epsilon = new QLineEdit(this);
+    m_epsilon->setObjectName(QStringLiteral("epsilon"));
+    auto *epsValidator = new QDoubleValidator(1e-12, 1.0, 12, m_epsilon);
+    epsValidator->setNotation(QDoubleValidator::ScientificNotation);
+    epsValidator->setLocale(QLocale::c());
+    m_epsilon->setValidator(epsValidator);
+    m_epsilon->setMaximumWidth(110);
+    m_epsilon->setToolTip(tr("Added to the variance before the square root"));
+    m_form->addRow(tr("Epsilon"), m_epsilon);
+
+    m_activation = new QComboBox(this);
+    m_activation->setObjectName(QStringLiteral("activation"));
+    fillActivations(false);
+    m_form->addRow(tr("Activation"), m_activation);
+
+    m_useBias = new QCheckBox(tr("learned bias"), this);
+    m_useBias->setObjectName(QStringLiteral("useBias"));
+    m_form->addRow(tr("Bias"), m_useBias);
+
+    m_rate = new QDoubleSpinBox(this);
+    m_rate->setObjectName(QStringLiteral("rate"));
+    m_rate->setRange(0.0, 0.99);
+    m_rate->setDecimals(2);
+    m_rate->setSingleStep(0.05);
+    m_rate->setKeyboardTracking(false);
+    m_rate->setToolTip(tr("Fraction of the inputs zeroed in training."));
+    m_form->addRow(tr("Rate"), m_rate);
+
+    m_forceFp32 = new QCheckBox(tr("keep in float32"), this);
+    m_forceFp32->setObjectName(QStringLiteral("forceFp32"));
+    m_forceFp32->setToolTip(tr("Run this layer in float32 under mixed policies (Keras's "
+                               "dtype=\"float32\"): the usual choice for the output "
+                               "softmax or sigmoid."));
+    m_form->addRow(tr("Precision"), m_forceFp32);
+
+    connect(m_units, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.units = v;
+        edit(LayerField::Units, l);
+    });
+    connect(m_unitsPerClass, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.units = on ? mixlab::k_units_classes : m_units->value();
+        m_units->setEnabled(!on);
+        edit(LayerField::UnitsPerClass, l);
+    });
+    connect(m_filters, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.filters = v;
+        edit(LayerField::Filters, l);
+    });
+    auto kernelEdited = [this] {
+        LayerSpec l = m_layer;
+        l.kernel_h = m_kernelH->value();
+        l.kernel_w = m_kernelW->value();
+        edit(LayerField::Kernel, l);
+    };
+    connect(m_kernelH, &QSpinBox::valueChanged, this, kernelEdited);
+    connect(m_kernelW, &QSpinBox::valueChanged, this, kernelEdited);
+    connect(m_strideH, &QSpinBox::valueChanged, this, [this] { editStride(); });
+    connect(m_strideW, &QSpinBox::valueChanged, this, [this] { editStride(); });
+    connect(m_padding, &QComboBox::currentIndexChanged, this, [this](int i) {
+        LayerSpec l = m_layer;
+        l.padding = Padding(m_padding->itemData(i).toInt());
+        if (l.padding == Padding::Explicit) {
+            // Start from what "same" would give, the usual reason to go explicit.
+            l.pad_h = std::max(0, (l.kernel_h - 1) / 2);
+            l.pad_w = std::max(0, (l.kernel_w - 1) / 2);
+        } else {
+            l.pad_h = l.pad_w = 0; // numbers belong to explicit padding only
+        }
+        edit(LayerField::Padding, l);
+    });
+    auto padEdited = [this] {
+        LayerSpec l = m_layer;
+        l.pad_h = m_padH->value();
+        l.pad_w = m_padW->value();
+        edit(LayerField::PadSize, l);
+    };
+    connect(m_padH, &QSpinBox::valueChanged, this, padEdited);
+    connect(m_padW, &QSpinBox::valueChanged, this, padEdited);
+    connect(m_momentum, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        LayerSpec l = m_layer;
+        l.momentum = float(v);
+        edit(LayerField::Momentum, l);
+    });
+    connect(m_epsilon, &QLineEdit::editingFinished, this, [this] {
+        bool ok = false;
+        const double v = QLocale::c().toDouble(m_epsilon->text(), &ok);
+        if (!ok || !(v > 0.0)) return;
+        LayerSpec l = m_layer;
+        l.epsilon = float(v);
+        if (l.epsilon != m_layer.epsilon) edit(LayerField::Epsilon, l);
+    });
+    connect(m_activation, &QComboBox::currentIndexChanged, this, [this](int i) {
+        LayerSpec l = m_layer;
+        l.activation = Activation(m_activation->itemData(i).toInt());
+        edit(LayerField::Activation, l);
+    });
+    connect(m_useBias, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.use_bias = on;
+        edit(LayerField::UseBias, l);
+    });
+    connect(m_rate, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        LayerSpec l = m_layer;
+        l.rate = float(v);
+        edit(LayerField::Rate, l);
+    });
+    connect(m_forceFp32, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.force_fp32 = on;
+        edit(LayerField::ForceFp32, l);
+    });
+
+    clearLayer();
+}
+
+void LayerPropertyEditor::fillActivations(bool residual) {
+    m_activation->clear();
+    for (Activation a : k_activations) {
+        // A block adds its two paths and may rectify the sum; nothing else is offered.
+        if (residual && a != Activation::None && a != Activation::Relu) continue;
+        m_activation->addItem(fromView(mixlab::activation_name(a)), int(a));
+    }
+}
+
+void LayerPropertyEditor::editStride() {
+    LayerSpec l = m_layer;
+    l.stride_h = m_strideH->value();
+    l.stride_w = m_strideW->value();
+    // Back at the type's default: written as no stride at all, so the window and stride
+    // of a pooling layer keep moving together.
+    if (std::make_pair(l.stride_h, l.stride_w) == defaultStride(l)) l.stride_h = l.stride_w = 0;
+    edit(LayerField::Stride, l);
+}
+
+void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer) {
+    m_path = path;
+    m_layer = layer;
+    const QSignalBlocker b1(m_units), b2(m_activation), b3(m_useBias), b4(m_rate),
+        b5(m_forceFp32), b6(m_unitsPerClass), b7(m_filters), b8(m_kernelH), b9(m_kernelW),
+        b10(m_strideH), b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW),
+        b15(m_momentum), b16(m_epsilon);
+    QString title = path.toString();
+    if (!title.isEmpty()) title[0] = title[0].toUpper();
+    m_title->setText(tr("%1: %2").arg(title, fromView(mixlab::layer_type_name(layer.type))));
+
+    const LayerType t = layer.type;
+    if (t == LayerType::Dense) {
+        const bool perClass = layer.units == mixlab::k_units_classes;
+        m_unitsPerClass->setChecked(perClass);
+        m_units->setEnabled(!perClass);
+        if (!perClass) m_units->setValue(layer.units);
+    }
+    if (t == LayerType::Conv2D) m_filters->setValue(layer.filters);
+    if (isWindowed(t)) {
+        m_kernelH->setValue(layer.kernel_h);
+        m_kernelW->setValue(layer.kernel_w);
+        const auto [dh, dw] = defaultStride(layer);
+        m_strideH->setValue(layer.stride_h > 0 ? layer.stride_h : dh);
+        m_strideW->setValue(layer.stride_w > 0 ? layer.stride_w : dw);
+        m_padding->setCurrentIndex(m_padding->findData(int(layer.padding)));
+        m_padH->setValue(layer.pad_h);
+        m_padW->setValue(layer.pad_w);
+        if (QWidget *label = m_form->labelForField(m_kernelRow))
+            static_cast<QLabel *>(label)->setText(isPool(t) ? tr("Pool size") : tr("Kernel"));
+    }
+    m_momentum->setValue(double(layer.momentum));
+    m_epsilon->setText(QString::number(double(layer.epsilon), 'g', 6));
+    fillActivations(t == LayerType::Residual);
+    m_activation->setCurrentIndex(m_activation->findData(int(layer.activation)));
+    m_useBias->setChecked(layer.use_bias);
+    m_rate->setValue(double(layer.rate));
+    m_forceFp32->setChecked(layer.force_fp32);
+
+    QString note;
+    if (t == LayerType::Residual)
+        note = tr("Output = %1(body + shortcut). Body: %2 layers; shortcut: %3.")
+                   .arg(layer.activation == Activation::Relu ? QStringLiteral("relu") : QString())
+                   .arg(layer.body.size())
+                   .arg(layer.shortcut.empty() ? tr("identity")
+                                               : tr("%1 layers").arg(layer.shortcut.size()));
+    m_note->setText(note);
+    showRows();
+}
+
+void LayerPropertyEditor::showGroup(const LayerPath &groupPath, const LayerSpec &block) {
+    m_path = {};
+    m_layer = LayerSpec{};
+    QString owner = groupPath.owner().toString();
+    if (!owner.isEmpty()) owner[0] = owner[0].toUpper();
+    const bool body = groupPath.group() == LayerGroup::Body;
+    m_title->setText(tr("%1: %2").arg(owner, layerGroupName(groupPath.group())));
+    const std::size_t n = body ? block.body.size() : block.shortcut.size();
+    if (body)
+        m_note->setText(tr("%1 layers. Layers added from the palette now go at the end of the "
+                           "body.").arg(n));
+    else if (n == 0)
+        m_note->setText(tr("The identity: the block's input is added as it is. Add a 1x1 "
+                           "convolution and batch norm here when the body changes the "
+                           "stride or the channels."));
+    else
+        m_note->setText(tr("%1 layers. Layers added from the palette now go at the end of the "
+                           "shortcut.").arg(n));
+    showRows();
+}
+
+void LayerPropertyEditor::clearLayer() {
+    m_path = {};
+    m_layer = LayerSpec{};
+    m_title->setText(tr("No layer selected"));
+    m_note->clear();
+    showRows();
+}
+
+void LayerPropertyEditor::showRows() {
+    const bool any = !m_path.isEmpty();
+    const LayerType t = m_layer.type;
+    m_note->setVisible(!m_note->text().isEmpty());
+    m_form->setRowVisible(m_unitsRow, any && t == LayerType::Dense);
+    m_form->setRowVisible(m_filters, any && t == LayerType::Conv2D);
+    m_form->setRowVisible(m_kernelRow, any && isWindowed(t));
+    m_form->setRowVisible(m_strideRow, any && isWindowed(t));
+    m_form->setRowVisible(m_paddingRow, any && isWindowed(t));
+    const bool explicitPad = m_layer.padding == Padding::Explicit;
+    m_padH->setVisible(explicitPad);
+    m_padW->setVisible(explicitPad);
+    m_form->setRowVisible(m_momentum, any && t == LayerType::BatchNorm);
+    m_form->setRowVisible(m_epsilon, any && t == LayerType::BatchNorm);
+    m_form->setRowVisible(m_activation, any && (t == LayerType::Dense || t == LayerType::Conv2D ||
+                                                t == LayerType::Activation ||
+                                                t == LayerType::Residual));
+    m_form->setRowVisible(m_useBias, any && (t == LayerType::Dense || t == LayerType::Conv2D));
+    m_form->setRowVisible(m_rate, any && t == LayerType::Dropout);
+    m_form->setRowVisible(m_forceFp32, any && t != LayerType::Residual);
+    switch (t) {
+    case LayerType::Dense:
+    case LayerType::Conv2D:
+        m_activation->setToolTip(tr("Applied to the layer's output (fused into its GEMM where "
+                                    "the backend can)."));
+        break;
+    case LayerType::Residual:
+        m_activation->setToolTip(tr("Applied to body + shortcut (relu in the ResNets)."));
+        break;
+    default: m_activation->setToolTip(tr("The function applied element-wise.")); break;
+    }
+}
+
+void LayerPropertyEditor::edit(LayerField field, const LayerSpec &after) {
+    if (m_path.isEmpty()) return;
+    const LayerSpec before = m_layer;
+    m_layer = after;
+    // The padding numbers appear with "explicit" at once, before the designer answers.
+    if (field == LayerField::Padding) showRows();
+    emit layerEdited(m_path, field, before, after);
+}
