@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole benchmark of shared/WORKLOADS.md in one call on one GPU: measured ceilings, W1
+# The whole benchmark of bench/WORKLOADS.md in one call on one GPU: measured ceilings, W1
 # and W2 for MixLab (mixlab-cli compare) and PyTorch eager, then one table (table.py).
 # Usage: bench/run_bench.sh MIXLAB_CLI OUT_DIR
 # Environment: BENCH_PARTS (default "ceilings w1 w2"), W1_BATCHES (32,256,1024,4096),

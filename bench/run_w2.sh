@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W2 of shared/WORKLOADS.md alone (ResNet-18, CIFAR form, 100 classes; with the ceilings
+# W2 of bench/WORKLOADS.md alone (ResNet-18, CIFAR form, 100 classes; with the ceilings
 # for its floors), MixLab and PyTorch in one call: run_bench.sh restricted to that workload.
 # Usage: bench/run_w2.sh MIXLAB_CLI OUT_DIR [batches]
 here="$(cd "$(dirname "$0")" && pwd)"

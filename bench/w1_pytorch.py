@@ -1,4 +1,4 @@
-"""W1 (shared WORKLOADS.md) in PyTorch, to its reference settings: the seed MLP on
+"""W1 (bench/WORKLOADS.md) in PyTorch, to its reference settings: the seed MLP on
 CIFAR-10-shaped synthetic data already on the GPU, eager mode, SGD(lr=0.01,
 momentum=0.9), cross-entropy on logits. Prints one JSON object: ms/step per policy
 and batch (median over timed windows, CUDA events)."""

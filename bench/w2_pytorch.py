@@ -1,4 +1,4 @@
-"""W2 (shared WORKLOADS.md) in PyTorch, to its reference settings: ResNet-18 in the CIFAR
+"""W2 (bench/WORKLOADS.md) in PyTorch, to its reference settings: ResNet-18 in the CIFAR
 form (3x3 stem, no max-pool), 100 classes, 32x32x3 inputs already on the GPU, eager mode,
 SGD(lr=0.01, momentum=0.9), cross-entropy; channels_last variants for the amp policies.
 Written here (no torchvision needed). Prints one JSON object: ms/step per policy and
