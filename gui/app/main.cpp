@@ -17,7 +17,6 @@
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
 
-#include <QAction>
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -180,8 +179,7 @@ int main(int argc, char *argv[])
         const QString file = parser.isSet(screenshot) ? parser.value(screenshot) : QString();
         // After the first event-loop turn, so the window is laid out and shown.
         QTimer::singleShot(0, &window, [&window, file] {
-            window.findChild<QAction *>(QStringLiteral("maxBatchAction"))->trigger();
-            auto *dialog = window.findChild<MaxBatchDialog *>();
+            MaxBatchDialog *dialog = window.showMaxBatchDialog();
             if (!file.isEmpty()) {
                 QObject::connect(dialog, &MaxBatchDialog::searchFinished, dialog, [dialog, file] {
                     // Once the last trial is drawn and the dialog repainted.

@@ -206,6 +206,7 @@ void MainWindow::buildParts()
     connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRuns);
 
     connect(m_controller, &RunController::runningChanged, this, &MainWindow::onRunningChanged);
+    connect(m_controller, &RunController::searchingChanged, this, &MainWindow::onSearchingChanged);
     connect(m_controller, &RunController::jobStarted, this, [this](int group) {
         m_currentGroup = group;
         updateStatusProgress();
@@ -329,24 +330,7 @@ void MainWindow::buildMenus()
     buildRunToolBar();
     // One non-modal dialog, kept: it takes the designer's model and the compare settings
     // each time it is shown and started, and its last curves stay until the next search.
-    QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, [this] {
-        auto *dialog = findChild<MaxBatchDialog *>();
-        if (!dialog) {
-            dialog = new MaxBatchDialog(this);
-            dialog->setJobSource([this] {
-                MaxBatchJob job;
-                job.model = m_designer->spec();
-                job.config = m_runPanel->config();
-                job.policies = m_runPanel->comparePolicies();
-                job.device = m_device;
-                job.blocked = m_runPanel->startBlockReason();
-                return job;
-            });
-        }
-        dialog->show();
-        dialog->raise();
-        dialog->activateWindow();
-    });
+    QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, &MainWindow::showMaxBatchDialog);
     maxBatch->setObjectName("maxBatchAction");
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
@@ -497,17 +481,25 @@ void MainWindow::updateStartBlocked()
         }
     }
     m_runPanel->setStartBlocked(reason);
-    const bool idle = !m_controller->isRunning();
+    // One job at a time on the worker: a largest-batch search holds Start and Compare too.
+    const bool idle = !m_controller->isBusy();
+    const bool searching = m_controller->isSearching();
     m_startAction->setEnabled(idle && reason.isEmpty());
     m_compareAction->setEnabled(idle && reason.isEmpty() && m_runPanel->comparePolicies().size() >= 2);
     m_stopAction->setEnabled(!idle);
     // The toolbar's buttons say why they are greyed out, as the run panel's line does
     // (which Why? can cover when it takes the design column's place).
-    const QString startTip = reason.isEmpty() ? tr("Train one run with the run panel's settings") : reason;
-    const QString compareTip = reason.isEmpty() ? tr("Train the checked policies side by side, in lockstep") : reason;
+    const QString searchTip = tr("Find largest batch is searching: stop it or let it end first");
+    const QString startTip = !reason.isEmpty() ? reason
+                             : searching       ? searchTip
+                                               : tr("Train one run with the run panel's settings");
+    const QString compareTip = !reason.isEmpty() ? reason
+                               : searching       ? searchTip
+                                                 : tr("Train the checked policies side by side, in lockstep");
     m_startAction->setToolTip(withShortcut(startTip, m_startAction->shortcut()));
     m_compareAction->setToolTip(withShortcut(compareTip, m_compareAction->shortcut()));
-    m_stopAction->setToolTip(withShortcut(tr("Stop the runs in progress"), m_stopAction->shortcut()));
+    m_stopAction->setToolTip(withShortcut(searching ? tr("Stop the largest-batch search") : tr("Stop the runs in progress"),
+                                          m_stopAction->shortcut()));
 }
 
 // Start, Compare, Stop and Why? above everything else, so they stay in view whatever the
@@ -530,14 +522,14 @@ void MainWindow::buildRunToolBar()
 
 void MainWindow::startRun()
 {
-    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+    if (m_controller->isBusy() || m_runPanel->isStartBlocked())
         return;
     m_controller->start(m_designer->spec(), {m_runPanel->config()});
 }
 
 void MainWindow::startCompare()
 {
-    if (m_controller->isRunning() || m_runPanel->isStartBlocked())
+    if (m_controller->isBusy() || m_runPanel->isStartBlocked())
         return;
     const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
     if (policies.size() < 2)
@@ -557,7 +549,37 @@ void MainWindow::stopRuns()
     if (m_controller->isRunning()) {
         m_controller->stop();
         statusBar()->showMessage(tr("Stopping after the step in flight..."), 3000);
+    } else if (m_controller->isSearching() && m_maxBatchDialog) {
+        m_maxBatchDialog->stop(); // through the dialog, which shows that it is stopping
+        statusBar()->showMessage(tr("Stopping the search after the trial in flight..."), 3000);
     }
+}
+
+MaxBatchDialog *MainWindow::showMaxBatchDialog()
+{
+    if (!m_maxBatchDialog) {
+        m_maxBatchDialog = new MaxBatchDialog(m_controller, this);
+        m_maxBatchDialog->setJobSource([this] {
+            MaxBatchJob job;
+            job.model = m_designer->spec();
+            job.config = m_runPanel->config();
+            job.policies = m_runPanel->comparePolicies();
+            job.device = m_device;
+            job.blocked = m_runPanel->startBlockReason();
+            return job;
+        });
+    }
+    m_maxBatchDialog->show();
+    m_maxBatchDialog->raise();
+    m_maxBatchDialog->activateWindow();
+    return m_maxBatchDialog;
+}
+
+void MainWindow::onSearchingChanged(bool searching)
+{
+    // The run panel's Start and Compare wait for the search; its Stop stops it.
+    m_runPanel->setRunning(searching);
+    updateStartBlocked();
 }
 
 void MainWindow::onRunningChanged(bool running)
@@ -1102,6 +1124,8 @@ void MainWindow::closeEvent(QCloseEvent *event)
             return;
         }
         m_controller->stopAndWait();
+    } else if (m_controller->isSearching()) {
+        m_controller->stopAndWait(); // a search keeps nothing worth a question
     }
     if (m_confirmClose && !maybeSaveChanges(tr("Quit MixLab"))) {
         event->ignore();

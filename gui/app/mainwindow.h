@@ -2,7 +2,7 @@
 // LogView), the menus and the status bar, persists the layout with QSettings, marks the
 // title when the experiment changed since it was saved and asks to save it before New,
 // Open or Quit, asks before closing mid-run, autosaves and offers to recover a crashed
-// session's experiment. Training itself belongs to RunController.
+// session's experiment. Training and the largest-batch search belong to RunController.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/model_spec.h"
@@ -19,6 +19,7 @@ class Autosave;
 class ChartPanel;
 class DeviceProbe;
 class LogView;
+class MaxBatchDialog;
 class ModelDesigner;
 class QAction;
 class QDockWidget;
@@ -85,10 +86,15 @@ public:
     bool offerRecovery(const QString &dir);
     QStringList recentFiles() const;
 
-    // Run menu actions.
+    // Run menu actions. While a largest-batch search holds the worker, Start and Compare
+    // are disabled (the tooltips say why) and Stop stops the search.
     void startRun();
     void startCompare();
     void stopRuns();
+    // Run > Find largest batch: the one non-modal dialog, made on first use, shown and
+    // raised (the scripted --max-batch then starts its search).
+    MaxBatchDialog *showMaxBatchDialog();
+    MaxBatchDialog *maxBatchDialog() const { return m_maxBatchDialog; } // null until shown
 
     static constexpr int k_maxRecentFiles = 8;
 
@@ -106,6 +112,7 @@ private:
 
     void updateStartBlocked();
     void onRunningChanged(bool running);
+    void onSearchingChanged(bool searching);
     void updateWhyEnabled();
     void makeRoomForWhy();
     void restoreAfterWhy();
@@ -146,6 +153,7 @@ private:
     LogView *m_log = nullptr;
     WhyPanel *m_why = nullptr;
     QDockWidget *m_whyDock = nullptr;
+    MaxBatchDialog *m_maxBatchDialog = nullptr;
 
     QSplitter *m_mainSplitter = nullptr;   // left column | centre
     QSplitter *m_leftSplitter = nullptr;   // designer over run panel

@@ -1,14 +1,13 @@
-// MaxBatchDialog: the search runs on a QThread of its own, one policy after another, and
-// posts every finished trial to the GUI thread, which redraws the curves, the table and
-// the summary at once. The worker owns every engine object; the dialog sees plain values.
+// MaxBatchDialog: configures a search, hands it to RunController (MaxBatchWorker runs it on
+// the app's worker thread, one policy after another) and redraws the curves, the table
+// and the summary as each trial comes back. It sees plain values only, never the engine.
 #include "runs/maxbatchdialog.h"
 
 #include "common/runcolors.h"
+#include "runs/runcontroller.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
-#include "mixlab/graph.h"
-#include "mixlab/trainer.h"
 
 #include <QBrush>
 #include <QChart>
@@ -30,7 +29,6 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QThread>
 #include <QToolTip>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -40,20 +38,10 @@
 
 namespace {
 
-// The CLI's sizing (mixlab-cli maxbatch): synthetic data of 4x the limit, so that the
-// largest batches still draw different samples each step, capped so that the set stays
-// small next to the memory being probed (768 MiB of 32x32x3 images).
-constexpr std::int64_t k_syntheticCap = 262144;
-// Evaluation only runs when a trial's steps cross an epoch end; its accuracy is not the
-// point here, so a small test split keeps that pass short.
-constexpr std::int64_t k_syntheticTest = 256;
 // A CPU trial at batch 65536 of even a small model takes minutes; 1024 answers the
 // question there (the CPU backend has no device memory to run out of) in seconds.
 constexpr int k_cpuLimit = 1024;
 constexpr int k_gpuLimit = 1 << 16;
-
-// Thrown from the trial when Stop was pressed: ends find_max_batch between trials.
-struct StopRequested {};
 
 QString policyText(mixlab::Policy p) { return QString::fromUtf8(mixlab::policy_name(p).data(), int(mixlab::policy_name(p).size())); }
 
@@ -91,7 +79,8 @@ int largestSoFar(const std::vector<mixlab::BatchTrial> &trials)
 
 } // namespace
 
-MaxBatchDialog::MaxBatchDialog(QWidget *parent) : QDialog(parent)
+MaxBatchDialog::MaxBatchDialog(RunController *controller, QWidget *parent)
+    : QDialog(parent), m_controller(controller)
 {
     setObjectName("maxBatchDialog");
     setWindowTitle(tr("Find largest batch"));
@@ -199,18 +188,27 @@ MaxBatchDialog::MaxBatchDialog(QWidget *parent) : QDialog(parent)
     layout->addWidget(split, 1);
     layout->addWidget(m_summary);
     resize(820, 760);
+
+    connect(controller, &RunController::searchPrepared, this, &MaxBatchDialog::onPrepared);
+    connect(controller, &RunController::searchPolicyStarted, this, &MaxBatchDialog::onPolicyStarted);
+    connect(controller, &RunController::searchTrialStarted, this, &MaxBatchDialog::onTrialStarted);
+    connect(controller, &RunController::searchTrialDone, this, &MaxBatchDialog::onTrial);
+    connect(controller, &RunController::searchPolicyDone, this, &MaxBatchDialog::onPolicyDone);
+    connect(controller, &RunController::searchPolicyFailed, this, &MaxBatchDialog::onPolicyError);
+    connect(controller, &RunController::searchFailed, this, &MaxBatchDialog::onSearchError);
+    connect(controller, &RunController::searchFinished, this, &MaxBatchDialog::onSearchFinished);
+    // Training holds the worker: Start waits for it and says so.
+    connect(controller, &RunController::runningChanged, this, &MaxBatchDialog::updateControls);
     updateControls();
     updateSummary();
 }
 
 MaxBatchDialog::~MaxBatchDialog()
 {
-    // The worker posts to this object and reads nothing of it; join it before the
-    // posted calls it may still make would find the object gone.
-    if (m_thread) {
-        m_stop->store(true);
-        m_thread->wait();
-    }
+    // The search ends on the worker thread after its trial in flight; what it still sends
+    // goes to the controller, whose connections to this dialog go with it.
+    if (m_running && m_controller)
+        m_controller->stop();
 }
 
 void MaxBatchDialog::setJobSource(std::function<MaxBatchJob()> source)
@@ -242,8 +240,6 @@ void MaxBatchDialog::setTrialSteps(int warmup, int timed)
     m_timed = timed;
 }
 
-void MaxBatchDialog::setTrialForTesting(TrialFunction trial) { m_fakeTrial = std::move(trial); }
-
 void MaxBatchDialog::showEvent(QShowEvent *event)
 {
     QDialog::showEvent(event);
@@ -253,8 +249,8 @@ void MaxBatchDialog::showEvent(QShowEvent *event)
 
 void MaxBatchDialog::closeEvent(QCloseEvent *event)
 {
-    // The trial in flight finishes on the worker; onThreadFinished then joins the thread
-    // (the destructor joins it at the latest). The GUI never blocks on it here.
+    // The trial in flight finishes on the worker, then the search ends there; the GUI
+    // never blocks on it here.
     stop();
     QDialog::closeEvent(event);
 }
@@ -322,9 +318,11 @@ void MaxBatchDialog::onStartStop()
 
 void MaxBatchDialog::stop()
 {
-    if (!m_thread || m_stop->load())
+    if (!m_running || m_stopRequested)
         return;
-    m_stop->store(true);
+    m_stopRequested = true;
+    if (m_controller)
+        m_controller->stop();
     m_progress = tr("Stopping after the trial in flight...");
     m_status->setText(m_progress);
     updateControls();
@@ -337,7 +335,7 @@ void MaxBatchDialog::start()
     refreshJob();
     m_error.clear();
     if (!m_job.blocked.isEmpty()) {
-        onSearchError(m_job.blocked);
+        refuse(m_job.blocked);
         return;
     }
     mixlab::MaxBatchOptions options;
@@ -352,113 +350,65 @@ void MaxBatchDialog::start()
                                      "): raise the limit or lower the start");
         mixlab::validate_max_batch_options(options);
     } catch (const std::exception &e) {
-        onSearchError(QString::fromStdString(e.what()));
+        refuse(QString::fromStdString(e.what()));
         return;
     }
 
+    MaxBatchSearch search;
+    search.model = m_job.model;
+    search.config = m_job.config;
+    search.policies = m_job.policies;
+    search.options = options;
+    // One job at a time on the worker thread: refused while training (or a search) runs.
+    if (!m_controller) {
+        refuse(tr("the window that runs the search is closing"));
+        return;
+    }
+    if (!m_controller->startSearch(search)) {
+        refuse(m_controller->isRunning()
+                   ? tr("a training job is running: stop it or let it end, then start the search")
+                   : tr("another search is running: stop it or let it end first"));
+        return;
+    }
     m_states.clear();
     for (mixlab::Policy p : m_job.policies) {
         PolicyState s;
         s.policy = p;
         m_states.push_back(s);
     }
+    m_running = true;
+    m_stopRequested = false;
     m_stopped = false;
     m_errorLabel->hide();
     resetView();
     m_clock.start();
     m_progress = tr("Preparing the device and the data...");
     m_status->setText(m_progress);
-
-    m_stop = std::make_shared<std::atomic<bool>>(false);
-    m_thread = QThread::create([this, job = m_job, options, fake = m_fakeTrial, stop = m_stop] {
-        runSearch(job, options, fake, stop);
-    });
-    m_thread->setParent(this);
-    m_thread->setObjectName("maxBatchWorker");
-    connect(m_thread, &QThread::finished, this, &MaxBatchDialog::onThreadFinished);
-    m_thread->start();
     updateControls();
     updateSummary();
     emit runningChanged(true);
 }
 
-// Worker thread. Reads only its arguments; every result reaches the dialog as a queued
-// call, which Qt drops if the dialog is gone (it joins this thread before it goes).
-void MaxBatchDialog::runSearch(MaxBatchJob job, mixlab::MaxBatchOptions options, TrialFunction fake,
-                               std::shared_ptr<std::atomic<bool>> stop)
+void MaxBatchDialog::refuse(const QString &message)
 {
-    const auto post = [this](auto fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); };
-    try {
-        // Declared in this order so that they are destroyed data first, backend last.
-        std::unique_ptr<mixlab::Backend> backend;
-        std::unique_ptr<mixlab::Dataset> data;
-        std::unique_ptr<mixlab::Graph> graph;
-        std::unique_ptr<mixlab::DeviceDataset> deviceData;
-        if (!fake) {
-            mixlab::DatasetOptions &ds = job.config.dataset;
-            const std::string name = ds.name.empty() ? mixlab::default_dataset_name() : ds.name;
-            if (name == "synthetic") {
-                ds.synthetic_train = std::min<std::int64_t>(4 * std::int64_t(options.limit), k_syntheticCap);
-                ds.synthetic_test = std::min<std::int64_t>(k_syntheticTest, ds.synthetic_train);
-            }
-            backend = mixlab::make_backend(job.config.device);
-            data = std::make_unique<mixlab::Dataset>(mixlab::load_dataset(ds, job.config.seed));
-            const mixlab::Shape input{{data->height, data->width, data->channels}};
-            graph = std::make_unique<mixlab::Graph>(mixlab::build_graph(job.model, input, data->classes));
-            deviceData = std::make_unique<mixlab::DeviceDataset>(*data, *backend);
-            const QString where = QString::fromStdString(backend->info().name);
-            const QString what = tr("%1 training samples of %2").arg(data->train.n).arg(QString::fromStdString(data->name));
-            post([this, where, what] {
-                m_jobLabel->setText(m_jobLabel->text() + tr("\nDevice: %1; data: %2.").arg(where, what));
-            });
-        }
-        for (std::size_t i = 0; i < job.policies.size(); ++i) {
-            if (stop->load())
-                break;
-            const int index = int(i);
-            mixlab::RunConfig config = job.config;
-            config.policy = job.policies[i];
-            // The search sets each trial's batch; 1 passes the config's checks on any set.
-            config.batch_size = 1;
-            config.steps = 0;
-            try {
-                validate_run_config(config);
-                if (backend)
-                    mixlab::check_policy_supported(backend->info(), config.policy);
-            } catch (const std::exception &e) {
-                post([this, index, msg = QString::fromStdString(e.what())] { onPolicyError(index, msg); });
-                continue;
-            }
-            post([this, index] { onPolicyStarted(index); });
-            const auto trial = [&](int batch) {
-                if (stop->load())
-                    throw StopRequested{};
-                post([this, index, batch] { onTrialStarted(index, batch); });
-                mixlab::BatchTrial t = fake ? fake(config.policy, batch)
-                                            : mixlab::run_batch_trial(*graph, config, *deviceData, *backend, batch, options);
-                post([this, index, t] { onTrial(index, t); });
-                return t;
-            };
-            try {
-                const mixlab::MaxBatchResult result = mixlab::find_max_batch(trial, options);
-                post([this, index, result] { onPolicyDone(index, result); });
-            } catch (const StopRequested &) {
-                break;
-            } catch (const std::exception &e) {
-                // Not "does not fit" (run_batch_trial turns that into a trial): something
-                // this policy cannot run at all. The next policy may still run.
-                post([this, index, msg = QString::fromStdString(e.what())] { onPolicyError(index, msg); });
-            }
-        }
-    } catch (const std::exception &e) {
-        post([this, msg = QString::fromStdString(e.what())] { onSearchError(msg); });
-    } catch (...) {
-        post([this] { onSearchError(tr("the search failed with an unknown error")); });
-    }
+    m_error = message;
+    m_errorLabel->setText(tr("The search could not run: %1").arg(message));
+    m_errorLabel->show();
+    emit searchFinished(false);
+}
+
+void MaxBatchDialog::onPrepared(const MaxBatchContext &context)
+{
+    if (!m_running)
+        return;
+    const QString what = tr("%1 training samples of %2").arg(context.trainSamples).arg(context.datasetName);
+    m_jobLabel->setText(m_jobLabel->text() + tr("\nDevice: %1; data: %2.").arg(context.deviceName, what));
 }
 
 void MaxBatchDialog::onPolicyStarted(int index)
 {
+    if (!m_running)
+        return;
     m_progress = tr("Searching under %1...").arg(policyText(m_states[std::size_t(index)].policy));
     m_status->setText(m_progress);
     updateSummary();
@@ -466,9 +416,9 @@ void MaxBatchDialog::onPolicyStarted(int index)
 
 void MaxBatchDialog::onTrialStarted(int index, int batch)
 {
-    const PolicyState &s = m_states[std::size_t(index)];
-    if (m_stop && m_stop->load())
+    if (!m_running || m_stopRequested)
         return; // keep "Stopping..." visible
+    const PolicyState &s = m_states[std::size_t(index)];
     m_progress = tr("Trying batch %1 under %2 (policy %3 of %4, trial %5)...")
                      .arg(batch)
                      .arg(policyText(s.policy))
@@ -480,6 +430,8 @@ void MaxBatchDialog::onTrialStarted(int index, int batch)
 
 void MaxBatchDialog::onTrial(int index, const mixlab::BatchTrial &trial)
 {
+    if (!m_running)
+        return;
     auto &trials = m_states[std::size_t(index)].trials;
     const auto at = std::lower_bound(trials.begin(), trials.end(), trial.batch,
                                      [](const mixlab::BatchTrial &t, int b) { return t.batch < b; });
@@ -492,6 +444,8 @@ void MaxBatchDialog::onTrial(int index, const mixlab::BatchTrial &trial)
 
 void MaxBatchDialog::onPolicyDone(int index, const mixlab::MaxBatchResult &result)
 {
+    if (!m_running)
+        return;
     PolicyState &s = m_states[std::size_t(index)];
     s.result = result;
     s.trials = result.trials; // the engine's own list, already sorted
@@ -503,6 +457,8 @@ void MaxBatchDialog::onPolicyDone(int index, const mixlab::MaxBatchResult &resul
 
 void MaxBatchDialog::onPolicyError(int index, const QString &message)
 {
+    if (!m_running)
+        return;
     m_states[std::size_t(index)].error = message;
     m_error = tr("%1: %2").arg(policyText(m_states[std::size_t(index)].policy), message);
     m_errorLabel->setText(m_error);
@@ -512,25 +468,21 @@ void MaxBatchDialog::onPolicyError(int index, const QString &message)
 
 void MaxBatchDialog::onSearchError(const QString &message)
 {
+    if (!m_running)
+        return;
     m_error = message;
     m_errorLabel->setText(tr("The search could not run: %1").arg(message));
     m_errorLabel->show();
-    if (!isRunning())
-        emit searchFinished(false);
 }
 
-void MaxBatchDialog::onThreadFinished()
+void MaxBatchDialog::onSearchFinished(bool stopped)
 {
-    if (!m_thread)
+    if (!m_running)
         return;
-    m_thread->wait();
-    m_thread->deleteLater();
-    m_thread = nullptr;
-    // Stopped: Stop was pressed and it cut a policy's search short (a Stop after the
-    // last trial changed nothing).
-    m_stopped = m_stop->load() && std::any_of(m_states.begin(), m_states.end(), [](const PolicyState &s) {
-        return !s.done && s.error.isEmpty();
-    });
+    m_running = false;
+    // Stopped: Stop cut a policy's search short (a Stop after the last trial changed
+    // nothing); the worker knows which.
+    m_stopped = stopped;
     int trials = 0;
     for (const auto &s : m_states)
         trials += int(s.trials.size());
@@ -779,12 +731,20 @@ void MaxBatchDialog::updateSummary()
 void MaxBatchDialog::updateControls()
 {
     const bool running = isRunning();
-    const bool stopping = running && m_stop && m_stop->load();
+    const bool stopping = running && m_stopRequested;
+    // Training and the search take turns on the one worker thread.
+    const bool training = m_controller && m_controller->isRunning();
     m_start->setEnabled(!running);
     m_limit->setEnabled(!running);
     m_startStop->setText(stopping ? tr("Stopping...") : running ? tr("Stop") : tr("Start"));
-    m_startStop->setEnabled(!stopping);
-    if (!running && m_progress.isEmpty())
+    m_startStop->setEnabled(!stopping && (running || !training));
+    m_startStop->setToolTip(!running && training ? tr("A training job is running: the search can start once it ends")
+                                                 : QString());
+    if (!running && training)
+        m_status->setText(tr("A training job is running: the search can start once it has ended or been stopped."));
+    else if (!running && !m_progress.isEmpty())
+        m_status->setText(m_progress);
+    else if (!running)
         m_status->setText(tr("Each batch is a short training run (%1 warm-up + %2 timed steps); "
                              "running out of device memory means it does not fit.")
                               .arg(m_warmup)

@@ -1,8 +1,10 @@
 // MaxBatchDialog: "Find largest batch". Per policy, the largest batch the designer's model
-// trains at (mixlab::find_max_batch on a worker thread) and the throughput-versus-batch
-// curves, drawn trial by trial, with a table of the trials and a summary per policy.
+// trains at (the search runs on the app's worker thread, through RunController) and the
+// throughput-versus-batch curves, drawn trial by trial, with a table and a summary.
 #pragma once
-#include "mixlab/backend.h"
+#include "runs/workermessages.h"
+
+#include "mixlab/device.h"
 #include "mixlab/max_batch.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
@@ -10,11 +12,10 @@
 
 #include <QDialog>
 #include <QElapsedTimer>
+#include <QPointer>
 #include <QString>
 
-#include <atomic>
 #include <functional>
-#include <memory>
 #include <vector>
 
 class QChart;
@@ -26,11 +27,12 @@ class QPushButton;
 class QScatterSeries;
 class QSpinBox;
 class QTableWidget;
-class QThread;
 class QValueAxis;
+class RunController;
 
-// What one search runs: the model and run settings (dataset, device, seed, optimizer...;
-// batch and steps are the search's) under each policy in turn.
+// What the dialog is asked to search: the model and run settings (dataset, device, seed,
+// optimizer...; batch and steps are the search's) under each policy in turn, with what the
+// dialog needs besides (the probed device for the default limit, why it may not start).
 struct MaxBatchJob {
     mixlab::ModelSpec model;
     mixlab::RunConfig config;
@@ -42,8 +44,10 @@ struct MaxBatchJob {
 class MaxBatchDialog : public QDialog {
     Q_OBJECT
 public:
-    explicit MaxBatchDialog(QWidget *parent = nullptr);
-    ~MaxBatchDialog() override; // stops the search and joins its thread
+    // The search runs on the controller's worker thread, one job at a time: while a
+    // training job runs there, Start waits (disabled, and start() refuses with the reason).
+    explicit MaxBatchDialog(RunController *controller, QWidget *parent = nullptr);
+    ~MaxBatchDialog() override; // stops the search (the controller ends it on its thread)
 
     // Asked for the job when the dialog is shown and when Start is pressed, so the search
     // takes the designer's and run panel's settings as they are then.
@@ -56,13 +60,10 @@ public:
     int searchLimit() const;
     // Steps per trial (defaults: mixlab::MaxBatchOptions's); tests make trials short.
     void setTrialSteps(int warmup, int timed);
-    // Replaces the real trial (run_batch_trial) for tests; called on the worker thread.
-    using TrialFunction = std::function<mixlab::BatchTrial(mixlab::Policy, int batch)>;
-    void setTrialForTesting(TrialFunction trial);
 
     void start();
     void stop(); // the trial in flight finishes; the search ends after it
-    bool isRunning() const { return m_thread != nullptr; }
+    bool isRunning() const { return m_running; }
     void reject() override; // Escape: stops the search too
 
     // What is shown, for tests and scripts.
@@ -95,17 +96,17 @@ private:
     void refreshJob();
     void applyDefaultLimit();
     void onStartStop();
-    void runSearch(MaxBatchJob job, mixlab::MaxBatchOptions options, TrialFunction fake,
-                   std::shared_ptr<std::atomic<bool>> stop); // worker thread
+    void refuse(const QString &message); // Start refused: says why, ends "the search"
 
-    // GUI thread, queued from the worker.
+    // The controller's search signals; each does nothing unless this dialog's search runs.
+    void onPrepared(const MaxBatchContext &context);
     void onPolicyStarted(int index);
     void onTrialStarted(int index, int batch);
     void onTrial(int index, const mixlab::BatchTrial &trial);
     void onPolicyDone(int index, const mixlab::MaxBatchResult &result);
     void onPolicyError(int index, const QString &message);
     void onSearchError(const QString &message);
-    void onThreadFinished();
+    void onSearchFinished(bool stopped);
 
     void resetView();
     void updateChart(); // axes and every series from m_states
@@ -113,16 +114,16 @@ private:
     void updateSummary();
     void updateControls();
 
+    QPointer<RunController> m_controller; // may go first when both are a window's children
     std::function<MaxBatchJob()> m_source;
     MaxBatchJob m_job;
-    TrialFunction m_fakeTrial;
     int m_warmup;
     int m_timed;
     bool m_limitTouched = false;
 
-    QThread *m_thread = nullptr;
-    std::shared_ptr<std::atomic<bool>> m_stop;
-    bool m_stopped = false;
+    bool m_running = false;       // this dialog's search is on the worker
+    bool m_stopRequested = false; // Stop pressed for it
+    bool m_stopped = false;       // the last search was cut short by Stop
     std::vector<PolicyState> m_states;
     QString m_error;
     QString m_progress; // what the worker is doing now

@@ -1,5 +1,6 @@
-// RunController: starts jobs on the worker thread, turns the worker's queued signals
-// into RunStore updates, and stops and joins the thread when asked or destroyed.
+// RunController: starts jobs on the worker thread, one at a time, turns the training
+// worker's queued signals into RunStore updates, passes the search worker's on, and stops
+// and joins the thread when asked or destroyed.
 #include "runs/runcontroller.h"
 
 #include "runs/runstore.h"
@@ -19,12 +20,13 @@
 
 namespace {
 
-// Training saturates the CPU (the CPU backend, its OpenMP threads, or the host side of
-// a fast GPU run) while the window must answer within 100 ms: the training thread, and
-// the OpenMP threads it starts, run 4 nice levels below the GUI thread, so the kernel
-// gives the GUI thread ~3x the weight when both want a core. Linux keeps nice per thread.
+// Training and a search's trials saturate the CPU (the CPU backend, its OpenMP threads,
+// or the host side of a fast GPU run) while the window must answer within 100 ms: the
+// worker thread, and the OpenMP threads it starts, run 4 nice levels below the GUI thread,
+// so the kernel gives the GUI thread ~3x the weight when both want a core. Linux keeps
+// nice per thread.
 // Once per thread; a failure (a sandbox that forbids it) changes nothing else.
-void lowerTrainingThreadPriority()
+void lowerWorkerThreadPriority()
 {
 #ifdef __linux__
     thread_local bool lowered = false;
@@ -42,16 +44,14 @@ void lowerTrainingThreadPriority()
 RunController::RunController(RunStore *store, QObject *parent)
     : QObject(parent), m_store(store)
 {
-    qRegisterMetaType<TrainingJob>();
-    qRegisterMetaType<MetricsBatch>();
-    qRegisterMetaType<mixlab::RunSummary>();
-    qRegisterMetaType<RunContext>();
-    qRegisterMetaType<mixlab::StepProfile>();
+    registerWorkerMessages();
 
-    // The worker has no parent because an object with one cannot change thread; it is
-    // deleted in the destructor, after its thread has ended.
+    // The workers have no parent because an object with one cannot change thread; they
+    // are deleted in the destructor, after their thread has ended.
     m_worker = new TrainingWorker;
     m_worker->moveToThread(&m_thread);
+    m_searchWorker = new MaxBatchWorker;
+    m_searchWorker->moveToThread(&m_thread);
     connect(m_worker, &TrainingWorker::runPrepared, this, &RunController::onRunPrepared);
     connect(m_worker, &TrainingWorker::runStarted, this, &RunController::onRunStarted);
     connect(m_worker, &TrainingWorker::metrics, this, &RunController::onMetrics);
@@ -59,6 +59,15 @@ RunController::RunController(RunStore *store, QObject *parent)
     connect(m_worker, &TrainingWorker::runFailed, this, &RunController::onRunFailed);
     connect(m_worker, &TrainingWorker::runProfiled, this, &RunController::onRunProfiled);
     connect(m_worker, &TrainingWorker::jobFinished, this, &RunController::onJobFinished);
+    // Queued (the worker emits on its thread), then passed on from this thread.
+    connect(m_searchWorker, &MaxBatchWorker::searchPrepared, this, &RunController::searchPrepared);
+    connect(m_searchWorker, &MaxBatchWorker::policyStarted, this, &RunController::searchPolicyStarted);
+    connect(m_searchWorker, &MaxBatchWorker::trialStarted, this, &RunController::searchTrialStarted);
+    connect(m_searchWorker, &MaxBatchWorker::trialDone, this, &RunController::searchTrialDone);
+    connect(m_searchWorker, &MaxBatchWorker::policyDone, this, &RunController::searchPolicyDone);
+    connect(m_searchWorker, &MaxBatchWorker::policyFailed, this, &RunController::searchPolicyFailed);
+    connect(m_searchWorker, &MaxBatchWorker::searchFailed, this, &RunController::searchFailed);
+    connect(m_searchWorker, &MaxBatchWorker::searchFinished, this, &RunController::onSearchFinished);
     m_thread.setObjectName(QStringLiteral("mixlab-training"));
     m_thread.start();
 }
@@ -67,11 +76,12 @@ RunController::~RunController()
 {
     stopAndWait();
     delete m_worker;
+    delete m_searchWorker;
 }
 
 int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs)
 {
-    if (m_running || runs.empty() || !m_store) return 0;
+    if (isBusy() || runs.empty() || !m_store) return 0;
     if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
 
     const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(model));
@@ -85,11 +95,11 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     // No job is in flight, so the worker is not reading its stop source now; the
     // queued call below is ordered after this reset.
     m_worker->resetStop();
-    m_running = true;
+    m_job = Job::Training;
     TrainingWorker *worker = m_worker;
     QMetaObject::invokeMethod(m_worker,
                               [worker, job] {
-                                  lowerTrainingThreadPriority();
+                                  lowerWorkerThreadPriority();
                                   worker->runJob(job);
                               },
                               Qt::QueuedConnection);
@@ -98,14 +108,39 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     return m_group;
 }
 
+bool RunController::startSearch(const MaxBatchSearch &search)
+{
+    if (isBusy()) return false;
+    if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
+    // As for training: the reset is ordered before the queued search reads its token.
+    m_searchWorker->resetStop();
+    m_job = Job::Search;
+    MaxBatchWorker *worker = m_searchWorker;
+    QMetaObject::invokeMethod(m_searchWorker,
+                              [worker, search] {
+                                  lowerWorkerThreadPriority();
+                                  worker->runSearch(search);
+                              },
+                              Qt::QueuedConnection);
+    emit searchingChanged(true);
+    return true;
+}
+
+void RunController::setSearchTrialForTesting(MaxBatchWorker::TrialFunction trial)
+{
+    // The worker reads it when a search begins: set only while none is queued or running.
+    if (!isSearching()) m_searchWorker->setTrialForTesting(std::move(trial));
+}
+
 void RunController::stop()
 {
-    if (m_running) m_worker->requestStop();
+    if (m_job == Job::Training) m_worker->requestStop();
+    if (m_job == Job::Search) m_searchWorker->requestStop();
 }
 
 void RunController::stopAndWait()
 {
-    if (m_running) m_worker->requestStop();
+    stop();
     if (m_thread.isRunning()) {
         // Quit from inside the worker's queue, so a job queued but not begun still
         // runs (and, being stopped already, ends at once with its runs marked stopped).
@@ -113,11 +148,13 @@ void RunController::stopAndWait()
         QMetaObject::invokeMethod(m_worker, [thread] { thread->quit(); }, Qt::QueuedConnection);
         m_thread.wait();
     }
-    // Everything the worker emitted is queued for this object: deliver it now, so the
-    // store holds the final statuses and summaries before the window goes.
+    // Everything the workers emitted is queued for this object: deliver it now, so the
+    // store holds the final statuses and summaries, and the search's views its last
+    // trials, before the window goes.
     QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
-    if (m_running) {
-        // Only when the job never ran (its event was dropped): nothing will finish it.
+    // A job whose queued call never ran (its event was dropped): nothing else will end it.
+    if (m_job == Job::Search) onSearchFinished(true);
+    if (m_job == Job::Training) {
         if (m_store)
             for (int id : m_jobRuns) {
                 const RunRecord *r = m_store->run(id);
@@ -170,9 +207,17 @@ void RunController::onRunProfiled(int runId, const mixlab::StepProfile &profile)
 
 void RunController::onJobFinished()
 {
-    if (!m_running) return;
-    m_running = false;
+    if (m_job != Job::Training) return;
+    m_job = Job::None;
     m_jobRuns.clear();
     emit jobFinished(m_group);
     emit runningChanged(false);
+}
+
+void RunController::onSearchFinished(bool stopped)
+{
+    if (m_job != Job::Search) return;
+    m_job = Job::None;
+    emit searchFinished(stopped);
+    emit searchingChanged(false);
 }

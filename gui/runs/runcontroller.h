@@ -1,7 +1,11 @@
-// RunController: owns the worker thread and wires the worker's signals into the
-// RunStore. Start/stop come from the GUI; closing joins the thread.
+// RunController: owns the app's worker thread and its two workers (TrainingWorker,
+// MaxBatchWorker), runs one job at a time on it (a training job or a largest-batch search),
+// turns training's signals into RunStore updates and passes the search's on. Start and
+// stop come from the GUI; closing joins the thread.
 #pragma once
+#include "runs/maxbatchworker.h"
 #include "runs/trainingworker.h"
+#include "runs/workermessages.h"
 
 #include <QObject>
 #include <QPointer>
@@ -17,19 +21,46 @@ public:
     explicit RunController(RunStore *store, QObject *parent = nullptr);
     ~RunController() override; // stops and joins
 
-    bool isRunning() const { return m_running; }
+    // One job at a time on the one worker thread: a training job and a search never overlap,
+    // and a start while either runs is refused.
+    bool isRunning() const { return m_job == Job::Training; } // a training job
+    bool isSearching() const { return m_job == Job::Search; } // a largest-batch search
+    bool isBusy() const { return m_job != Job::None; }
     // Adds one run per config to the store (one compare group) and starts them.
-    // Returns the group id, or 0 when a job is already running.
+    // Returns the group id, or 0 when the worker is busy.
     int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs);
-    void stop();          // immediate: the worker stops after the step in flight
+    // Starts a largest-batch search; false (nothing started) when the worker is busy.
+    bool startSearch(const MaxBatchSearch &search);
+    // Immediate: the running job, training or search, stops after the step or trial in
+    // flight (the job's std::stop_token, not a queued call).
+    void stop();
     void stopAndWait();   // for closing the window
+
+    // Test hook: the search's trials come from this function (MaxBatchWorker's hook).
+    // Takes effect from the next search; ignored while one runs.
+    void setSearchTrialForTesting(MaxBatchWorker::TrialFunction trial);
 
 signals:
     void runningChanged(bool running);
     void jobStarted(int group);
     void jobFinished(int group);
 
+    // The search: MaxBatchWorker's signals, passed on (policyIndex: the policy's place in
+    // MaxBatchSearch::policies). searchFinished is the search's last signal; the controller
+    // is idle again when it comes.
+    void searchingChanged(bool searching);
+    void searchPrepared(const MaxBatchContext &context);
+    void searchPolicyStarted(int policyIndex);
+    void searchTrialStarted(int policyIndex, int batch);
+    void searchTrialDone(int policyIndex, const mixlab::BatchTrial &trial);
+    void searchPolicyDone(int policyIndex, const mixlab::MaxBatchResult &result);
+    void searchPolicyFailed(int policyIndex, const QString &message);
+    void searchFailed(const QString &message);
+    void searchFinished(bool stopped);
+
 private:
+    enum class Job { None, Training, Search };
+
     void onRunPrepared(int runId, const RunContext &context);
     void onRunStarted(int runId, qint64 totalSteps, double deviceMemoryMB);
     void onMetrics(const MetricsBatch &batch);
@@ -37,11 +68,14 @@ private:
     void onRunFailed(int runId, const QString &message);
     void onRunProfiled(int runId, const mixlab::StepProfile &profile);
     void onJobFinished();
+    void onSearchFinished(bool stopped);
 
     QPointer<RunStore> m_store; // may go first when both are children of one window
     QThread m_thread;
-    TrainingWorker *m_worker = nullptr; // lives in m_thread
-    bool m_running = false;
+    // Both live in m_thread; at most one of them has a job at a time (m_job).
+    TrainingWorker *m_worker = nullptr;
+    MaxBatchWorker *m_searchWorker = nullptr;
+    Job m_job = Job::None;
     int m_group = 0;
     std::vector<int> m_jobRuns; // the running job's run ids
 };

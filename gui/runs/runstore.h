@@ -2,6 +2,8 @@
 // events, status, name, colour, visibility, profiling pass). Lives in the GUI thread; the worker's
 // batches are appended here and the views listen to its signals.
 #pragma once
+#include "runs/workermessages.h"
+
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -17,20 +19,6 @@
 #include <map>
 #include <optional>
 #include <vector>
-
-struct TimedEvent {
-    QDateTime time;
-    mixlab::RunEvent event;
-};
-
-// What the worker learnt while preparing a run: the data's sample shape (which the
-// model was built for) and the machine it ran on. Log export needs both.
-struct RunContext {
-    mixlab::Shape input;        // (H, W, C) of the dataset's samples
-    int classes = 0;
-    QString datasetName, datasetSource;
-    mixlab::Environment environment;
-};
 
 struct RunRecord {
     enum class Status { Queued, Running, Finished, Stopped, Failed };

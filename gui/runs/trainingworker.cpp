@@ -163,25 +163,13 @@ void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixla
 
 TrainingWorker::TrainingWorker(QObject *parent) : QObject(parent) {}
 
-void TrainingWorker::requestStop()
-{
-    std::lock_guard lock(m_stopMutex);
-    m_stop.request_stop();
-}
+void TrainingWorker::requestStop() { m_stop.request(); }
 
-void TrainingWorker::resetStop()
-{
-    std::lock_guard lock(m_stopMutex);
-    m_stop = std::stop_source();
-}
+void TrainingWorker::resetStop() { m_stop.reset(); }
 
 void TrainingWorker::runJob(const TrainingJob &job)
 {
-    std::stop_token stop;
-    {
-        std::lock_guard lock(m_stopMutex);
-        stop = m_stop.get_token();
-    }
+    const std::stop_token stop = m_stop.token();
     const std::size_t n = job.runIds.size();
     BatchingSink sink(*this, job.runIds, m_sinkHook);
     std::vector<bool> ended(n, false);

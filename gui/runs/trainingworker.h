@@ -1,46 +1,15 @@
-// TrainingWorker: runs the engine on its own QThread. One job = one model and one run
-// config under one or several policies (a compare group, trained in lockstep). The
-// worker owns every engine object; the GUI only sees the batches it emits.
+// TrainingWorker: training on the app's worker thread (RunController's, shared with
+// MaxBatchWorker). One job = one model and one run config under one or several policies (a
+// compare group, trained in lockstep). It owns every engine object; the GUI sees values.
 #pragma once
-#include "mixlab/model_spec.h"
-#include "mixlab/run_config.h"
-#include "mixlab/trainer.h"
+#include "runs/jobstop.h"
+#include "runs/workermessages.h"
 
-#include <QDateTime>
-#include <QMetaType>
 #include <QObject>
 #include <QString>
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <stop_token>
-#include <vector>
-
-#include "runs/runstore.h"
-
-struct TrainingJob {
-    mixlab::ModelSpec model;
-    std::vector<mixlab::RunConfig> runs; // one per policy, all else equal
-    std::vector<int> runIds;             // RunStore ids, same order
-};
-
-// Metrics gathered in the worker between two emissions (at most 20 a second).
-struct MetricsBatch {
-    struct PerRun {
-        int runId = 0;
-        std::vector<mixlab::StepMetrics> steps;
-        std::vector<mixlab::EpochMetrics> epochs;
-        std::vector<TimedEvent> events;
-    };
-    std::vector<PerRun> runs;
-};
-
-Q_DECLARE_METATYPE(TrainingJob)
-Q_DECLARE_METATYPE(MetricsBatch)
-Q_DECLARE_METATYPE(mixlab::RunSummary)
-Q_DECLARE_METATYPE(RunContext)
-Q_DECLARE_METATYPE(mixlab::StepProfile)
 
 class TrainingWorker : public QObject {
     Q_OBJECT
@@ -84,9 +53,6 @@ signals:
     void jobFinished();
 
 private:
-    // The job's token is copied out under the lock when the job starts; request_stop()
-    // itself is thread-safe, the lock only guards the swap in resetStop().
-    std::mutex m_stopMutex;
-    std::stop_source m_stop;
+    JobStop m_stop;
     SinkHook m_sinkHook;
 };

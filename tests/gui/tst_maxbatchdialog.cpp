@@ -1,9 +1,14 @@
 // The "Find largest batch" dialog: a real CPU search draws one sorted curve per policy,
 // fills the table and names the largest batch; failures (a stand-in trial that runs out
 // of memory) are marked and summarised; errors show in the dialog; Stop, close and
-// destruction mid-search end the worker thread without hanging.
+// destruction mid-search end the search on the worker thread without hanging; training
+// and a search take turns on that thread, in the dialog and in the main window.
 #include "app/mainwindow.h"
+#include "designer/modeldesigner.h"
 #include "runs/maxbatchdialog.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstore.h"
 #include "common/runcolors.h"
 
 #include "mixlab/error.h"
@@ -11,6 +16,7 @@
 #include <QAction>
 #include <QChart>
 #include <QLineSeries>
+#include <QPushButton>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -23,6 +29,7 @@
 #include <cmath>
 #include <map>
 
+#include "gui_fixtures.h"
 #include "test_models.h"
 
 using namespace mixlab;
@@ -33,6 +40,12 @@ namespace {
 constexpr int k_timeoutMs = 60000;
 
 QString name(Policy p) { return QString::fromStdString(std::string(policy_name(p))); }
+
+// The app's worker thread as MainWindow has it: the dialog's searches run there.
+struct Worker {
+    RunStore store;
+    RunController controller{&store};
+};
 
 MaxBatchJob cpuJob(std::vector<Policy> policies)
 {
@@ -101,6 +114,9 @@ private slots:
     void closeMidSearch();
     void destroyMidSearch();
     void menuActionOpensDialog();
+    void startWaitsForTraining();
+    void windowWaitsForSearch();
+    void closingWindowMidSearchStopsAndJoins();
 };
 
 void TestMaxBatchDialog::initTestCase()
@@ -110,7 +126,8 @@ void TestMaxBatchDialog::initTestCase()
 
 void TestMaxBatchDialog::cpuSearchDrawsCurves()
 {
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
     d.setSearchRange(8, 64);
     d.setTrialSteps(1, 2);
@@ -163,10 +180,11 @@ void TestMaxBatchDialog::cpuSearchDrawsCurves()
 void TestMaxBatchDialog::failuresAreMarkedAndSummarised()
 {
     const std::map<Policy, int> capacity = {{Policy::FP32, 100}, {Policy::MixedFP16, 200}};
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
     d.setSearchRange(32, 4096);
-    d.setTrialForTesting([capacity](Policy p, int batch) { return fakeTrial(capacity, p, batch); });
+    w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) { return fakeTrial(capacity, p, batch); });
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
     // Drawn at once and in order: after every trial the curve holds it, sorted by batch.
     int unsortedDraws = 0, missingDraws = 0;
@@ -254,10 +272,11 @@ void TestMaxBatchDialog::failuresAreMarkedAndSummarised()
 void TestMaxBatchDialog::policyErrorShowsAndOthersRun()
 {
     const std::map<Policy, int> capacity = {{Policy::FP32, 64}, {Policy::MixedFP16, 128}};
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedBF16, Policy::MixedFP16}));
     d.setSearchRange(8, 512);
-    d.setTrialForTesting([capacity](Policy p, int batch) {
+    w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) {
         if (p == Policy::MixedBF16)
             throw mixlab::DeviceError("bfloat16 is not available here");
         return fakeTrial(capacity, p, batch);
@@ -279,7 +298,8 @@ void TestMaxBatchDialog::setupErrorShows()
 {
     MaxBatchJob job = cpuJob({Policy::FP32});
     job.config.dataset.name = "/nonexistent/mixlab-dataset-folder";
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(job);
     d.setSearchRange(8, 16);
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
@@ -299,7 +319,8 @@ void TestMaxBatchDialog::setupErrorShows()
 
 void TestMaxBatchDialog::limitBelowStartIsRefused()
 {
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32}));
     d.setSearchRange(64, 32);
     d.start();
@@ -311,7 +332,8 @@ void TestMaxBatchDialog::blockedJobDoesNotStart()
 {
     MaxBatchJob job = cpuJob({Policy::FP32});
     job.blocked = "The model is not valid: layer 2 has no units";
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(job);
     d.start();
     QVERIFY(!d.isRunning());
@@ -337,7 +359,8 @@ void TestMaxBatchDialog::defaultLimitFollowsDevice()
     MaxBatchJob job = cpuJob({Policy::FP32});
     job.config.device = DeviceChoice(choice);
     job.device.backend = *mixlab::parse_backend_kind(probed.toStdString());
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(job);
     QCOMPARE(d.searchStart(), 32);
     QCOMPARE(d.searchLimit(), limit);
@@ -349,7 +372,8 @@ void TestMaxBatchDialog::defaultLimitFollowsDevice()
 
 void TestMaxBatchDialog::stopRightAwayEnds()
 {
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
     d.setSearchRange(8, 64);
     d.setTrialSteps(1, 1);
@@ -371,10 +395,11 @@ void TestMaxBatchDialog::stopBetweenTrials()
 {
     // Trials that take a while, so Stop lands while one is in flight.
     const std::map<Policy, int> capacity = {{Policy::FP32, 1 << 20}, {Policy::MixedFP16, 1 << 20}};
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
     d.setSearchRange(1, 1 << 20);
-    d.setTrialForTesting([capacity](Policy p, int batch) {
+    w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) {
         QThread::msleep(100);
         return fakeTrial(capacity, p, batch);
     });
@@ -399,10 +424,11 @@ void TestMaxBatchDialog::stopBetweenTrials()
 void TestMaxBatchDialog::closeMidSearch()
 {
     const std::map<Policy, int> capacity = {{Policy::FP32, 1 << 20}};
-    MaxBatchDialog d;
+    Worker w;
+    MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32}));
     d.setSearchRange(1, 1 << 20);
-    d.setTrialForTesting([capacity](Policy p, int batch) {
+    w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) {
         QThread::msleep(20);
         return fakeTrial(capacity, p, batch);
     });
@@ -415,16 +441,18 @@ void TestMaxBatchDialog::closeMidSearch()
     QVERIFY(!d.isVisible());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
     QVERIFY(!d.isRunning());
-    QVERIFY(d.findChildren<QThread *>().isEmpty() || d.findChild<QThread *>()->isFinished());
+    QVERIFY(!w.controller.isBusy()); // the worker thread is free for the next job
 }
 
 void TestMaxBatchDialog::destroyMidSearch()
 {
-    // A real CPU search, destroyed while its first trials run: the destructor joins the
-    // worker, and the calls it had posted are dropped with the dialog.
+    // A real CPU search, destroyed while its first trials run: the destructor stops the
+    // search, which ends on the worker thread; what it still sends is dropped with the
+    // dialog, and the worker is free again soon after.
     std::atomic<int> trials{0};
+    Worker w;
     {
-        auto *d = new MaxBatchDialog;
+        auto *d = new MaxBatchDialog(&w.controller);
         d->setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
         d->setSearchRange(8, 64);
         d->setTrialSteps(1, 1);
@@ -433,7 +461,8 @@ void TestMaxBatchDialog::destroyMidSearch()
         QTRY_VERIFY_WITH_TIMEOUT(trials.load() >= 1, k_timeoutMs);
         delete d;
     }
-    QCoreApplication::processEvents(); // nothing posted by the gone worker may run
+    QVERIFY(w.controller.isSearching());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller.isBusy(), k_timeoutMs); // nothing reached the gone dialog
     QVERIFY(trials.load() >= 1);
 }
 
@@ -447,11 +476,125 @@ void TestMaxBatchDialog::menuActionOpensDialog()
     action->trigger();
     auto *dialog = w.findChild<MaxBatchDialog *>();
     QVERIFY(dialog);
+    QCOMPARE(w.maxBatchDialog(), dialog);
     QVERIFY(dialog->isVisible());
     QVERIFY(!dialog->isModal());
     action->trigger(); // the same dialog again, not a second one
     QCOMPARE(w.findChildren<MaxBatchDialog *>().size(), 1);
     dialog->close();
+}
+
+void TestMaxBatchDialog::startWaitsForTraining()
+{
+    // Training holds the one worker thread: the dialog's Start is disabled and says why,
+    // start() refuses with the reason and leaves the training alone, and once the training
+    // has ended (here: stopped) a search runs, during which training is refused in turn.
+    Worker w;
+    MaxBatchDialog d(&w.controller);
+    d.setJob(cpuJob({Policy::FP32}));
+    d.setSearchRange(8, 16);
+    w.controller.setSearchTrialForTesting([](Policy p, int batch) { return fakeTrial({{p, 1 << 20}}, p, batch); });
+    auto *startStop = d.findChild<QPushButton *>("maxBatchStartStop");
+    QVERIFY(startStop->isEnabled());
+    QVERIFY(w.controller.start(tinyGuiModel(), {quickCpuConfig(10000)}) > 0); // far longer than the test
+    QVERIFY(!startStop->isEnabled());
+    QVERIFY2(startStop->toolTip().contains("training job is running"), qPrintable(startStop->toolTip()));
+    QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
+    d.start();
+    QVERIFY(!d.isRunning());
+    QCOMPARE(finished.count(), 1);
+    QVERIFY2(d.errorText().contains("a training job is running"), qPrintable(d.errorText()));
+    QVERIFY(w.controller.isRunning());
+
+    w.controller.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller.isBusy(), k_timeoutMs);
+    QVERIFY(startStop->isEnabled());
+    d.start();
+    QVERIFY(d.isRunning());
+    QCOMPARE(w.controller.start(tinyGuiModel(), {quickCpuConfig(1)}), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, k_timeoutMs);
+    QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+    QCOMPARE(d.policyStates()[0].result.largest_fit, 16);
+    QCOMPARE(w.store.runIds().size(), std::size_t(1)); // the refused training left no run
+}
+
+void TestMaxBatchDialog::windowWaitsForSearch()
+{
+    // A search holds the one worker thread: the window's Start and Compare (actions and
+    // run panel buttons) are disabled, the actions' tooltips say why, startRun() does
+    // nothing, and Stop stops the search through the dialog. Then training starts again.
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    w.runPanel()->setComparePolicies({Policy::FP32, Policy::MixedFP16});
+    auto *start = w.findChild<QAction *>("startAction");
+    auto *compare = w.findChild<QAction *>("compareAction");
+    auto *stop = w.findChild<QAction *>("stopAction");
+    auto *startButton = w.runPanel()->findChild<QPushButton *>("startButton");
+    auto *compareButton = w.runPanel()->findChild<QPushButton *>("compareButton");
+    QVERIFY(start->isEnabled() && compare->isEnabled() && !stop->isEnabled());
+    QVERIFY(startButton->isEnabled() && compareButton->isEnabled());
+
+    w.controller()->setSearchTrialForTesting([](Policy p, int batch) {
+        QThread::msleep(20);
+        return fakeTrial({{p, 1 << 20}}, p, batch);
+    });
+    MaxBatchDialog *d = w.showMaxBatchDialog();
+    QCOMPARE(w.maxBatchDialog(), d);
+    d->setSearchRange(1, 1 << 20);
+    QSignalSpy finished(d, &MaxBatchDialog::searchFinished);
+    QSignalSpy added(d, &MaxBatchDialog::trialAdded);
+    d->start();
+    QVERIFY(d->isRunning());
+    QVERIFY(w.controller()->isSearching());
+    QVERIFY(!start->isEnabled() && !compare->isEnabled() && stop->isEnabled());
+    QVERIFY(!startButton->isEnabled() && !compareButton->isEnabled());
+    QVERIFY2(start->toolTip().contains("Find largest batch is searching"), qPrintable(start->toolTip()));
+    w.startRun();
+    w.startCompare();
+    QVERIFY(w.store()->runIds().empty());
+    QVERIFY(!w.controller()->isRunning());
+
+    QTRY_VERIFY_WITH_TIMEOUT(added.count() >= 2, k_timeoutMs);
+    stop->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.front().front().toBool(), true);
+    QVERIFY(start->isEnabled() && compare->isEnabled() && !stop->isEnabled());
+    QVERIFY(startButton->isEnabled() && compareButton->isEnabled());
+    w.startRun();
+    QVERIFY(w.controller()->isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_timeoutMs);
+    QCOMPARE(w.store()->run(w.store()->runIds().front())->status, RunRecord::Status::Finished);
+}
+
+void TestMaxBatchDialog::closingWindowMidSearchStopsAndJoins()
+{
+    // Closing the window mid-search asks nothing, stops the search and joins the worker
+    // thread before close() returns: the search has ended (stopped) and its last trials
+    // reached the dialog without an event-loop turn.
+    std::atomic<int> trialsRun{0};
+    MainWindow w;
+    w.show();
+    w.setConfirmCloseForTesting(false);
+    w.controller()->setSearchTrialForTesting([&trialsRun](Policy p, int batch) {
+        QThread::msleep(20);
+        ++trialsRun;
+        return fakeTrial({{p, 1 << 20}}, p, batch);
+    });
+    MaxBatchDialog *d = w.showMaxBatchDialog();
+    d->setJob(cpuJob({Policy::FP32}));
+    d->setSearchRange(1, 1 << 20);
+    QSignalSpy finished(d, &MaxBatchDialog::searchFinished);
+    QSignalSpy added(d, &MaxBatchDialog::trialAdded);
+    d->start();
+    QTRY_VERIFY_WITH_TIMEOUT(added.count() >= 2, k_timeoutMs);
+    QVERIFY(w.close());
+    QVERIFY(!w.controller()->isBusy());
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.front().front().toBool(), true);
+    QVERIFY(!d->isRunning());
+    QCOMPARE(int(d->policyStates()[0].trials.size()), trialsRun.load());
 }
 
 QTEST_MAIN(TestMaxBatchDialog)

@@ -369,7 +369,9 @@ void TestRunFaults::maxBatchSearchUnderLimitAndStop()
     job.config.device = DeviceChoice::CPU;
     job.policies = {Policy::FP32};
     job.device.backend = mixlab::BackendKind::Cpu;
-    MaxBatchDialog d;
+    RunStore store;
+    RunController controller(&store); // the app's worker thread, where the search runs
+    MaxBatchDialog d(&controller);
     d.setJob(job);
     d.setSearchRange(32, 1024);
     d.setTrialSteps(1, 1);

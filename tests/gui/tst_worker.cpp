@@ -1,14 +1,22 @@
 // The worker thread through RunController: CPU runs on synthetic data reach the store,
 // metrics arrive in batches, compare runs in lockstep and are profiled after, stop and
 // failures end jobs cleanly and the next job still runs, destruction mid-run joins the thread.
+// The largest-batch search runs on the same thread (never on the GUI's), one job at a time
+// with training, and stops between trials, at once or with the window.
+#include "runs/maxbatchworker.h"
 #include "runs/runcontroller.h"
 #include "runs/runstore.h"
 #include "runs/trainingworker.h"
 
 #include "mixlab/backend.h"
 
+#include <QThread>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <mutex>
+#include <set>
 
 #include <QElapsedTimer>
 #include <QSignalSpy>
@@ -41,6 +49,30 @@ RunConfig cpuConfig(Policy policy, std::int64_t steps)
     return c;
 }
 
+// A stand-in trial: every batch fits, in `ms` milliseconds.
+BatchTrial fittingTrial(int batch, int ms = 0)
+{
+    if (ms > 0)
+        QThread::msleep(ms);
+    BatchTrial t;
+    t.batch = batch;
+    t.fits = true;
+    t.step_ms = 1.0;
+    t.samples_per_s = batch * 1000.0;
+    return t;
+}
+
+MaxBatchSearch fakeSearch(std::vector<Policy> policies, int start, int limit)
+{
+    MaxBatchSearch s;
+    s.model = tinyMlp();
+    s.config = cpuConfig(Policy::FP32, 0);
+    s.policies = std::move(policies);
+    s.options.start = start;
+    s.options.limit = limit;
+    return s;
+}
+
 bool isOver(const RunRecord *r)
 {
     return r && (r->status == RunRecord::Status::Finished ||
@@ -64,6 +96,11 @@ private slots:
     void stopAndWaitThenStartAgain();
     void destroyMidRunJoins();
     void storeGoneBeforeController();
+    void searchRunsOnTheWorkerThread();
+    void searchStopsBetweenTrials();
+    void searchStoppedBeforeItBegins();
+    void trainingAndSearchTakeTurns();
+    void stopAndWaitMidSearch();
 };
 
 void TestWorker::singleRunReachesStore()
@@ -381,6 +418,182 @@ void TestWorker::storeGoneBeforeController()
     controller.stopAndWait();
     QVERIFY(!controller.isRunning());
     QCOMPARE(controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 10)}), 0); // no store: refused
+}
+
+void TestWorker::searchRunsOnTheWorkerThread()
+{
+    // Every trial runs on the controller's worker thread (the one training uses, named
+    // "mixlab-training"), never on the GUI thread; the results come back in order.
+    RunStore store;
+    RunController controller(&store);
+    std::mutex mutex;
+    std::set<QThread *> threads;
+    QStringList names;
+    controller.setSearchTrialForTesting([&](Policy, int batch) {
+        std::lock_guard lock(mutex);
+        threads.insert(QThread::currentThread());
+        names << QThread::currentThread()->objectName();
+        return fittingTrial(batch);
+    });
+    QSignalSpy searching(&controller, &RunController::searchingChanged);
+    QSignalSpy trials(&controller, &RunController::searchTrialDone);
+    QSignalSpy done(&controller, &RunController::searchPolicyDone);
+    QSignalSpy finished(&controller, &RunController::searchFinished);
+    QVERIFY(controller.startSearch(fakeSearch({Policy::FP32, Policy::MixedFP16}, 8, 64)));
+    QVERIFY(controller.isSearching() && controller.isBusy() && !controller.isRunning());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.at(0).at(0).toBool(), false);
+    QVERIFY(!controller.isBusy());
+    QCOMPARE(searching.count(), 2);
+    QCOMPARE(searching.at(1).at(0).toBool(), false);
+
+    QCOMPARE(trials.count(), 8); // 8, 16, 32, 64 under each policy
+    for (int i = 0; i < trials.count(); ++i) {
+        QCOMPARE(trials.at(i).at(0).toInt(), i / 4);
+        QCOMPARE(trials.at(i).at(1).value<BatchTrial>().batch, 8 << (i % 4));
+    }
+    QCOMPARE(done.count(), 2);
+    QCOMPARE(done.at(1).at(1).value<MaxBatchResult>().largest_fit, 64);
+    QCOMPARE(threads.size(), std::size_t(1));
+    QVERIFY(*threads.begin() != QThread::currentThread());
+    QCOMPARE(names.front(), QStringLiteral("mixlab-training"));
+}
+
+void TestWorker::searchStopsBetweenTrials()
+{
+    // The worker on this thread, so Stop lands at an exact point: pressed during the trial
+    // at batch 4, that trial finishes and is reported, no other trial starts, the second
+    // policy never runs, and the search ends stopped. The same worker then runs a search.
+    MaxBatchWorker worker;
+    worker.setTrialForTesting([&worker](Policy, int batch) {
+        if (batch == 4)
+            worker.requestStop();
+        return fittingTrial(batch);
+    });
+    QSignalSpy started(&worker, &MaxBatchWorker::trialStarted);
+    QSignalSpy trials(&worker, &MaxBatchWorker::trialDone);
+    QSignalSpy policies(&worker, &MaxBatchWorker::policyStarted);
+    QSignalSpy done(&worker, &MaxBatchWorker::policyDone);
+    QSignalSpy finished(&worker, &MaxBatchWorker::searchFinished);
+    worker.resetStop();
+    worker.runSearch(fakeSearch({Policy::FP32, Policy::MixedFP16}, 1, 1024));
+    QCOMPARE(started.count(), 3); // 1, 2, 4
+    QCOMPARE(trials.count(), 3);
+    QCOMPARE(trials.back().at(1).value<BatchTrial>().batch, 4);
+    QCOMPARE(policies.count(), 1);
+    QCOMPARE(done.count(), 0);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+
+    // A fresh stop for the next search: the old request does not stop it.
+    worker.setTrialForTesting([](Policy, int batch) { return fittingTrial(batch); });
+    finished.clear();
+    done.clear();
+    worker.resetStop();
+    worker.runSearch(fakeSearch({Policy::FP32}, 8, 32));
+    QCOMPARE(done.count(), 1);
+    QCOMPARE(done.at(0).at(1).value<MaxBatchResult>().largest_fit, 32);
+    QCOMPARE(finished.at(0).at(0).toBool(), false);
+}
+
+void TestWorker::searchStoppedBeforeItBegins()
+{
+    // A real CPU search stopped before it began: it opens the device, then ends stopped
+    // before loading the data or trying a batch.
+    MaxBatchWorker worker;
+    QSignalSpy prepared(&worker, &MaxBatchWorker::searchPrepared);
+    QSignalSpy started(&worker, &MaxBatchWorker::trialStarted);
+    QSignalSpy failed(&worker, &MaxBatchWorker::searchFailed);
+    QSignalSpy finished(&worker, &MaxBatchWorker::searchFinished);
+    worker.resetStop();
+    worker.requestStop();
+    worker.runSearch(fakeSearch({Policy::FP32}, 8, 64));
+    QCOMPARE(prepared.count(), 0);
+    QCOMPARE(started.count(), 0);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+
+    // Unstopped, the same real search opens the device and the data sized for it (4x the
+    // limit of synthetic samples) and finds the limit.
+    QSignalSpy done(&worker, &MaxBatchWorker::policyDone);
+    MaxBatchSearch search = fakeSearch({Policy::FP32}, 8, 64);
+    search.options.warmup_steps = 1;
+    search.options.timed_steps = 1;
+    worker.resetStop();
+    worker.runSearch(search);
+    QCOMPARE(prepared.count(), 1);
+    QCOMPARE(prepared.at(0).at(0).value<MaxBatchContext>().trainSamples, qint64(4 * 64));
+    QCOMPARE(done.count(), 1);
+    QCOMPARE(done.at(0).at(1).value<MaxBatchResult>().largest_fit, 64);
+}
+
+void TestWorker::trainingAndSearchTakeTurns()
+{
+    // One job at a time on the one worker thread: a search is refused while training runs
+    // and training while a search runs; each starts once the other has ended.
+    RunStore store;
+    RunController controller(&store);
+    controller.setSearchTrialForTesting([](Policy, int batch) { return fittingTrial(batch, 20); });
+    QSignalSpy searching(&controller, &RunController::searchingChanged);
+    const int group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 100000)});
+    QVERIFY(group > 0);
+    QVERIFY(!controller.startSearch(fakeSearch({Policy::FP32}, 1, 1 << 20)));
+    QVERIFY(controller.isRunning() && !controller.isSearching());
+    QCOMPARE(searching.count(), 0);
+    controller.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isBusy(), k_timeoutMs);
+    QCOMPARE(store.run(store.groupRuns(group).at(0))->status, RunRecord::Status::Stopped);
+
+    QSignalSpy trials(&controller, &RunController::searchTrialDone);
+    QSignalSpy finished(&controller, &RunController::searchFinished);
+    QVERIFY(controller.startSearch(fakeSearch({Policy::FP32}, 1, 1 << 20)));
+    QCOMPARE(controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 20)}), 0);
+    QCOMPARE(store.runIds().size(), std::size_t(1)); // the refused job left no run behind
+    QVERIFY(!controller.startSearch(fakeSearch({Policy::FP32}, 1, 8))); // nor a second search
+    QTRY_VERIFY_WITH_TIMEOUT(trials.count() >= 2, k_timeoutMs);
+    controller.stop(); // the search's stop, through its own token
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    QVERIFY(!controller.isBusy());
+
+    const int next = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 20)});
+    QVERIFY(next > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
+    QCOMPARE(store.run(store.groupRuns(next).at(0))->status, RunRecord::Status::Finished);
+}
+
+void TestWorker::stopAndWaitMidSearch()
+{
+    // What closing the window does mid-search: stopAndWait returns with the search ended
+    // and everything it sent delivered (no event-loop turn needed), and a later search
+    // starts the thread again.
+    RunStore store;
+    RunController controller(&store);
+    std::atomic<int> trialsRun{0};
+    controller.setSearchTrialForTesting([&trialsRun](Policy, int batch) {
+        ++trialsRun;
+        return fittingTrial(batch, 20);
+    });
+    QSignalSpy trials(&controller, &RunController::searchTrialDone);
+    QSignalSpy searching(&controller, &RunController::searchingChanged);
+    QSignalSpy finished(&controller, &RunController::searchFinished);
+    QVERIFY(controller.startSearch(fakeSearch({Policy::FP32}, 1, 1 << 20)));
+    QTRY_VERIFY_WITH_TIMEOUT(trials.count() >= 2, k_timeoutMs);
+    controller.stopAndWait();
+    QVERIFY(!controller.isBusy());
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    QCOMPARE(searching.back().at(0).toBool(), false);
+    QCOMPARE(trials.count(), trialsRun.load()); // every trial run was delivered
+    const int ran = trialsRun.load();
+    QCoreApplication::processEvents();
+    QCOMPARE(trialsRun.load(), ran); // and none runs after
+
+    controller.setSearchTrialForTesting([](Policy, int batch) { return fittingTrial(batch); });
+    QVERIFY(controller.startSearch(fakeSearch({Policy::FP32}, 8, 16)));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, k_timeoutMs);
+    QCOMPARE(finished.at(1).at(0).toBool(), false);
 }
 
 QTEST_GUILESS_MAIN(TestWorker)

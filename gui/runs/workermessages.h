@@ -1,0 +1,94 @@
+// What crosses between the app's worker thread and the GUI thread: the jobs RunController
+// queues (TrainingJob, MaxBatchSearch) and everything the workers send back. Plain values
+// only: no engine object, store, widget or controller is ever shared between the threads.
+#pragma once
+#include "mixlab/environment.h"
+#include "mixlab/graph.h"
+#include "mixlab/max_batch.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/policy.h"
+#include "mixlab/run_config.h"
+#include "mixlab/step_profile.h"
+#include "mixlab/trainer.h"
+
+#include <QDateTime>
+#include <QMetaType>
+#include <QString>
+
+#include <vector>
+
+// --- Training (TrainingWorker) ---
+
+struct TrainingJob {
+    mixlab::ModelSpec model;
+    std::vector<mixlab::RunConfig> runs; // one per policy, all else equal
+    std::vector<int> runIds;             // RunStore ids, same order
+};
+
+// A run's event with the wall-clock time the worker saw it (the log shows it).
+struct TimedEvent {
+    QDateTime time;
+    mixlab::RunEvent event;
+};
+
+// Metrics gathered in the worker between two emissions (at most 20 a second).
+struct MetricsBatch {
+    struct PerRun {
+        int runId = 0;
+        std::vector<mixlab::StepMetrics> steps;
+        std::vector<mixlab::EpochMetrics> epochs;
+        std::vector<TimedEvent> events;
+    };
+    std::vector<PerRun> runs;
+};
+
+// What the worker learnt while preparing a run: the data's sample shape (which the
+// model was built for) and the machine it ran on. Log export needs both.
+struct RunContext {
+    mixlab::Shape input;        // (H, W, C) of the dataset's samples
+    int classes = 0;
+    QString datasetName, datasetSource;
+    mixlab::Environment environment;
+};
+
+// --- Largest-batch search (MaxBatchWorker) ---
+
+// One search: the model and run settings (dataset, device, seed, optimizer...; batch and
+// steps are the search's) under each policy in turn, with the search's options.
+struct MaxBatchSearch {
+    mixlab::ModelSpec model;
+    mixlab::RunConfig config;
+    std::vector<mixlab::Policy> policies; // the first one is the base of the ratios
+    mixlab::MaxBatchOptions options;
+};
+
+// What the search opened before its first trial: the device and the training data.
+struct MaxBatchContext {
+    QString deviceName;
+    QString datasetName;
+    qint64 trainSamples = 0;
+};
+
+Q_DECLARE_METATYPE(TrainingJob)
+Q_DECLARE_METATYPE(MetricsBatch)
+Q_DECLARE_METATYPE(mixlab::RunSummary)
+Q_DECLARE_METATYPE(RunContext)
+Q_DECLARE_METATYPE(mixlab::StepProfile)
+Q_DECLARE_METATYPE(MaxBatchSearch)
+Q_DECLARE_METATYPE(MaxBatchContext)
+Q_DECLARE_METATYPE(mixlab::BatchTrial)
+Q_DECLARE_METATYPE(mixlab::MaxBatchResult)
+
+// Registers the types above for queued signals and QVariant (RunController does, once).
+inline void registerWorkerMessages()
+{
+    qRegisterMetaType<TrainingJob>();
+    qRegisterMetaType<MetricsBatch>();
+    qRegisterMetaType<mixlab::RunSummary>();
+    qRegisterMetaType<RunContext>();
+    qRegisterMetaType<mixlab::StepProfile>();
+    qRegisterMetaType<MaxBatchSearch>();
+    qRegisterMetaType<MaxBatchContext>();
+    qRegisterMetaType<mixlab::BatchTrial>();
+    qRegisterMetaType<mixlab::MaxBatchResult>();
+}
