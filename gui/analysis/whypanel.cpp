@@ -676,9 +676,10 @@ bool WhyPanel::apply(int index, QString *error)
         }
         const std::optional<LayerEdit> edit = layerEditFor(fix, *layer);
         if (!edit) {
-            setError(error, tr("%1 is a %2 layer now: it has no %3 to set")
-                                .arg(pathText, fromView(mixlab::layer_type_name(layer->type)),
-                                     fromView(mixlab::fix_kind_name(fix.kind))));
+            // Only set_units can miss: a model whose layer at that path is no longer dense
+            // or conv2d.
+            setError(error, tr("%1 is of type %2 now: it has no units or filters to set")
+                                .arg(pathText, fromView(mixlab::layer_type_name(layer->type))));
             return false;
         }
         // The designer's own door for an edit from outside its property editor: one

@@ -473,6 +473,19 @@ void TestWhyPanel::applyUnits()
     QCOMPARE(designer.undoStack()->count(), 2);
     designer.undoStack()->undo();
     QCOMPARE(width(designer.spec()), before + 1);
+
+    // A model whose layer at that path has no units or filters is refused, not edited.
+    mixlab::ModelSpec other = original;
+    mixlab::LayerSpec relu;
+    relu.type = mixlab::LayerType::Activation;
+    relu.activation = mixlab::Activation::Relu;
+    *layerAt(other, layerPath) = relu;
+    designer.setSpec(other);
+    QString error;
+    QVERIFY(!panel.apply(units, &error));
+    QVERIFY2(error.contains(QStringLiteral("no units or filters")), qPrintable(error));
+    QCOMPARE(designer.undoStack()->count(), 0);
+    QVERIFY(designer.spec() == other);
 }
 
 // set_batch, from explain() itself: a GPU group too small to fill the device.
