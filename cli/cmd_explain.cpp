@@ -228,9 +228,9 @@ nlohmann::json to_json(const std::vector<RunFacts>& facts, const std::vector<Exp
                             {"run", e.run},
                             {"sentence", e.sentence},
                             {"suggestion", e.suggestion}};
-        if (!e.apply_kind.empty())
-            j["apply"] = {{"kind", e.apply_kind}, {"path", e.apply_path},
-                          {"value", e.apply_value}};
+        if (e.fix)
+            j["apply"] = {{"kind", std::string(fix_kind_name(e.fix->kind))},
+                          {"path", e.fix->path}, {"value", fix_value_text(*e.fix)}};
         exs.push_back(std::move(j));
     }
     nlohmann::json phases = nlohmann::json::array();

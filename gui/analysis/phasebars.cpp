@@ -2,6 +2,8 @@
 // its colour and legend entry across the runs it is compared over.
 #include "analysis/phasebars.h"
 
+#include "common/enginetext.h"
+
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
@@ -66,7 +68,7 @@ void PhaseBars::setBars(const std::vector<Bar> &bars)
     }
     for (int ph = 0; ph < mixlab::k_step_phases; ++ph) {
         const auto phase = mixlab::StepPhase(ph);
-        auto *set = new QBarSet(QString::fromUtf8(mixlab::step_phase_name(phase).data()));
+        auto *set = new QBarSet(fromView(mixlab::step_phase_name(phase)));
         set->setColor(phaseColor(phase));
         set->setBorderColor(phaseColor(phase).darker(130));
         double widest = 0;

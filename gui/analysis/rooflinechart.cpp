@@ -4,6 +4,7 @@
 #include "analysis/rooflinechart.h"
 
 #include "analysis/layertablemodel.h"
+#include "common/enginetext.h"
 
 #include <QChart>
 #include <QLegendMarker>
@@ -111,7 +112,7 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
         s->attachAxis(yAxis);
         ++m_roofs;
     };
-    const QString policyName = QString::fromUtf8(mixlab::policy_name(policy).data());
+    const QString policyName = policyText(policy);
     // A compute roof starts where the memory roof meets it (or at the left edge).
     auto computeLine = [&](double roof, const QString &name, const QColor &color, Qt::PenStyle style) {
         auto *s = new QLineSeries;

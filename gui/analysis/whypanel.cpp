@@ -3,10 +3,10 @@
 // or RunPanel::setConfig, so the user can take them back.
 #include "analysis/whypanel.h"
 
+#include "common/enginetext.h"
 #include "designer/layercommands.h"
 #include "analysis/layertablemodel.h"
 #include "designer/layerpath.h"
-#include "designer/layerpropertyeditor.h"
 #include "designer/modeldesigner.h"
 #include "analysis/phasebars.h"
 #include "analysis/rooflinechart.h"
@@ -40,9 +40,6 @@ namespace {
 
 using Severity = mixlab::Explanation::Severity;
 
-QString qs(const std::string &s) { return QString::fromStdString(s); }
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
 QString severityColor(Severity s)
 {
     switch (s) {
@@ -53,12 +50,81 @@ QString severityColor(Severity s)
     return QStringLiteral("#555555");
 }
 
-std::optional<mixlab::Activation> activationNamed(const std::string &name)
+// The layer a model fix names, in `spec`; null when the model has no layer of that name
+// (the designer holds another model by now: edit only the very layer named).
+const mixlab::LayerSpec *namedLayer(const mixlab::ModelSpec &spec, const std::string &name, LayerPath *path)
 {
-    for (auto a : {mixlab::Activation::None, mixlab::Activation::Relu, mixlab::Activation::Sigmoid,
-                   mixlab::Activation::Tanh, mixlab::Activation::Gelu, mixlab::Activation::Softmax})
-        if (mixlab::activation_name(a) == name)
-            return a;
+    const QString text = QString::fromStdString(name);
+    *path = pathNamedIn(text, spec);
+    const mixlab::LayerSpec *layer = layerAt(spec, *path);
+    return layer && path->toString() == text ? layer : nullptr;
+}
+
+// What a model fix does to its layer: the field it sets and the layer as the fix leaves
+// it. None for a run-setting fix, and for set_units on a layer with no units or filters
+// (the model changed since the runs).
+struct LayerEdit {
+    LayerField field;
+    mixlab::LayerSpec after;
+};
+
+std::optional<LayerEdit> layerEditFor(const mixlab::Fix &fix, const mixlab::LayerSpec &layer)
+{
+    LayerEdit edit{LayerField::ForceFp32, layer};
+    switch (fix.kind) {
+    case mixlab::FixKind::SetUnits:
+        // The output width: a dense layer's units, a convolution's filters.
+        if (layer.type == mixlab::LayerType::Dense) {
+            edit.field = LayerField::Units;
+            edit.after.units = fix.units;
+        } else if (layer.type == mixlab::LayerType::Conv2D) {
+            edit.field = LayerField::Filters;
+            edit.after.filters = fix.units;
+        } else {
+            return std::nullopt;
+        }
+        return edit;
+    case mixlab::FixKind::SetDtypeFloat32:
+        edit.after.force_fp32 = true;
+        return edit;
+    case mixlab::FixKind::SetActivation:
+        edit.field = LayerField::Activation;
+        edit.after.activation = fix.activation;
+        return edit;
+    case mixlab::FixKind::SetPolicy:
+    case mixlab::FixKind::SetBatch:
+        break;
+    }
+    return std::nullopt;
+}
+
+// What a run-setting fix does to the run panel's settings `c`; none for a model fix.
+struct SettingsEdit {
+    mixlab::RunConfig after;
+    bool changes = false; // false: the settings have it already
+    QString what;         // "policy mixed_fp16 (was fp32)"
+};
+
+std::optional<SettingsEdit> settingsEditFor(const mixlab::Fix &fix, const mixlab::RunConfig &c)
+{
+    SettingsEdit edit;
+    edit.after = c;
+    switch (fix.kind) {
+    case mixlab::FixKind::SetPolicy:
+        edit.after.policy = fix.policy;
+        edit.changes = fix.policy != c.policy;
+        edit.what = WhyPanel::tr("policy %1 (was %2)").arg(policyText(fix.policy), policyText(c.policy));
+        return edit;
+    case mixlab::FixKind::SetBatch:
+        edit.after.batch_size = fix.batch;
+        edit.changes = fix.batch != c.batch_size;
+        edit.what = WhyPanel::tr("batch %1 (was %2)").arg(fix.batch).arg(c.batch_size);
+        return edit;
+    case mixlab::FixKind::SetUnits:
+    case mixlab::FixKind::SetDtypeFloat32:
+    case mixlab::FixKind::SetActivation:
+        break;
+    }
     return std::nullopt;
 }
 
@@ -91,8 +157,8 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     m_table = new QTableWidget(0, 5, this);
     m_table->setObjectName("whyRunsTable");
     m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Step ms"), tr("Speedup"), tr("Skipped"), tr("Scale")});
-    m_table->horizontalHeaderItem(1)->setToolTip(tr("Step time: the %1").arg(qs(mixlab::step_time_definition())));
-    m_table->horizontalHeaderItem(2)->setToolTip(tr("Speedup: %1").arg(qs(mixlab::speedup_definition())));
+    m_table->horizontalHeaderItem(1)->setToolTip(tr("Step time: the %1").arg(fromView(mixlab::step_time_definition())));
+    m_table->horizontalHeaderItem(2)->setToolTip(tr("Speedup: %1").arg(fromView(mixlab::speedup_definition())));
     m_table->horizontalHeaderItem(3)->setToolTip(tr("Steps whose update was skipped because the gradients overflowed"));
     m_table->horizontalHeaderItem(4)->setToolTip(tr("The loss scale at the end of the run (1: no loss scaling)"));
     m_table->verticalHeader()->hide();
@@ -276,7 +342,7 @@ QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
     const double off = p.step_ms > 0 ? 100.0 * (p.device_ms - p.step_ms) / p.step_ms : 0;
     QString line = tr("<b>%1</b>: sum of phases (each timed alone) %2 ms vs profiled step %3 ms "
                       "(%4%5%) · wall %6 ms per step, overhead %7 ms")
-                       .arg(qs(mixlab::policy_name(f.policy)), QString::number(p.device_ms, 'f', 3),
+                       .arg(policyText(f.policy), QString::number(p.device_ms, 'f', 3),
                             QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
                             QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
                             QString::number(p.overhead_ms, 'f', 3));
@@ -295,10 +361,10 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
     for (std::size_t i = 0; i < facts.size(); ++i) {
         const mixlab::RunFacts &f = facts[i];
         if (!f.profile) continue;
-        bars.push_back({qs(mixlab::policy_name(f.policy)), *f.profile});
+        bars.push_back({policyText(f.policy), *f.profile});
         lines << phaseLine(f);
         const RunRecord *run = i < m_runIds.size() ? m_store->run(m_runIds[i]) : nullptr;
-        m_runCombo->addItem(run ? run->name : qs(mixlab::policy_name(f.policy)), int(i));
+        m_runCombo->addItem(run ? run->name : policyText(f.policy), int(i));
         if (run) m_runCombo->setItemData(m_runCombo->count() - 1, run->color, Qt::DecorationRole);
     }
     m_phaseBars->setBars(bars);
@@ -328,7 +394,7 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
                                 .arg(first.steps)
                                 .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
                                                     : tr("op by op, as the timed steps ran"))
-                                .arg(qs(mixlab::step_time_definition())));
+                                .arg(fromView(mixlab::step_time_definition())));
     m_runCombo->setCurrentIndex(0);
     showProfiledRun(0);
 }
@@ -358,13 +424,13 @@ void WhyPanel::showProfiledRun(int comboIndex)
     m_roofline->setRun(*f.profile, f.policy, ceilings);
     const int gemms = int(m_roofline->points().size());
     QString note = tr("%n GEMM layer(s) of %1; intensity uses estimated bytes moved.", nullptr, gemms)
-                       .arg(qs(mixlab::policy_name(f.policy)));
+                       .arg(policyText(f.policy));
     if (!ceilings)
         note += QLatin1Char(' ') + tr("No ceilings measured for this device yet (Help > About > "
                                       "Measure now, or mixlab-cli ceilings): no roof lines.");
     else {
         note += QLatin1Char(' ') + tr("Ceilings measured %1 (%2).")
-                                       .arg(qs(ceilings->measured_at), qs(ceilings->device_name));
+                                       .arg(fromView(ceilings->measured_at), fromView(ceilings->device_name));
         // A layer cannot beat a true roof: one above it means the probe ran slower than
         // this layer's kernel (a busy machine, or a kernel the GEMM probe does not use).
         const double roof = mixlab::policy_tflops(*ceilings, f.policy);
@@ -420,8 +486,8 @@ void WhyPanel::rebuild()
     const RunRecord *first = m_store->run(m_runIds.front());
     QStringList policies;
     for (const mixlab::RunFacts &f : facts)
-        policies << qs(mixlab::policy_name(f.policy));
-    const QString device = first->context ? qs(first->context->environment.device_name) : tr("unknown device");
+        policies << policyText(f.policy);
+    const QString device = first->context ? fromView(first->context->environment.device_name) : tr("unknown device");
     m_title->setText(tr("Why? Group %1: %2 on %3, batch %4, %5 steps")
                          .arg(m_group)
                          .arg(policies.join(QStringLiteral(" vs ")), device)
@@ -434,7 +500,7 @@ void WhyPanel::rebuild()
         const mixlab::RunFacts &f = facts[i];
         const int row = int(i);
         const RunRecord *run = m_store->run(m_runIds[i]);
-        QTableWidgetItem *policy = cell(qs(mixlab::policy_name(f.policy)), false);
+        QTableWidgetItem *policy = cell(policyText(f.policy), false);
         if (run) {
             policy->setToolTip(run->name);
             policy->setData(Qt::DecorationRole, run->color);
@@ -453,7 +519,7 @@ void WhyPanel::rebuild()
         height += m_table->rowHeight(r);
     m_table->setFixedHeight(height);
     m_note->setText(tr("<i>Step ms: the %1; speedup: %2.</i>")
-                        .arg(qs(mixlab::step_time_definition()), qs(mixlab::speedup_definition())));
+                        .arg(fromView(mixlab::step_time_definition()), fromView(mixlab::speedup_definition())));
 
     rebuildProfile(facts);
     m_explanations = mixlab::explain(facts, mixlab::Reader::App);
@@ -470,7 +536,7 @@ void WhyPanel::rebuild()
 QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
 {
     auto *card = new QFrame(m_cards);
-    card->setObjectName(QStringLiteral("whyCard_%1").arg(qs(e.id)));
+    card->setObjectName(QStringLiteral("whyCard_%1").arg(fromView(e.id)));
     card->setFrameShape(QFrame::StyledPanel);
     auto *row = new QHBoxLayout(card);
     row->setContentsMargins(6, 6, 6, 6);
@@ -488,15 +554,15 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     head->setWordWrap(true);
     head->setTextFormat(Qt::RichText);
     head->setText(QStringLiteral("<b style=\"color:%1\">%2</b> &nbsp;%3")
-                      .arg(severityColor(e.severity), qs(mixlab::severity_name(e.severity)).toUpper(),
-                           qs(e.sentence).toHtmlEscaped()));
+                      .arg(severityColor(e.severity), fromView(mixlab::severity_name(e.severity)).toUpper(),
+                           fromView(e.sentence).toHtmlEscaped()));
     text->addWidget(head);
     if (!e.suggestion.empty()) {
         auto *suggestion = new QLabel(card);
         suggestion->setObjectName("whySuggestion");
         suggestion->setWordWrap(true);
         suggestion->setTextFormat(Qt::RichText);
-        suggestion->setText(tr("<i>Suggestion:</i> %1").arg(qs(e.suggestion).toHtmlEscaped()));
+        suggestion->setText(tr("<i>Suggestion:</i> %1").arg(fromView(e.suggestion).toHtmlEscaped()));
         text->addWidget(suggestion);
     }
     row->addLayout(text, 1);
@@ -504,7 +570,7 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     QPushButton *button = nullptr;
     if (canApply(e)) {
         button = new QPushButton(tr("Apply"), card);
-        button->setObjectName(QStringLiteral("whyApply_%1").arg(qs(e.id)));
+        button->setObjectName(QStringLiteral("whyApply_%1").arg(fromView(e.id)));
         connect(button, &QPushButton::clicked, this, [this, index] {
             QString error;
             if (!apply(index, &error)) {
@@ -520,32 +586,27 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
 
 bool WhyPanel::isModelFix(const mixlab::Explanation &e)
 {
-    return e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation";
+    return e.fix && mixlab::is_model_fix(e.fix->kind);
 }
 
 std::optional<bool> WhyPanel::isApplied(const mixlab::Explanation &e) const
 {
+    if (!e.fix)
+        return std::nullopt;
     if (isModelFix(e)) {
         if (!m_designer)
             return std::nullopt;
         const mixlab::ModelSpec spec = m_designer->spec();
-        const LayerPath path = pathNamedIn(qs(e.apply_path), spec);
-        const mixlab::LayerSpec *layer = layerAt(spec, path);
-        if (!layer || path.toString() != qs(e.apply_path))
-            return false; // another model by now: apply() says why it cannot
-        if (e.apply_kind == "set_dtype_float32")
-            return layer->force_fp32;
-        const std::optional<mixlab::Activation> a = activationNamed(e.apply_value);
-        return a && layer->activation == *a;
+        LayerPath path;
+        const mixlab::LayerSpec *layer = namedLayer(spec, e.fix->path, &path);
+        const std::optional<LayerEdit> edit = layer ? layerEditFor(*e.fix, *layer) : std::nullopt;
+        // Another model by now: not applied, and apply() says why it cannot be.
+        return edit && sameField(edit->field, *layer, edit->after);
     }
     if (!m_runPanel)
         return std::nullopt;
-    const mixlab::RunConfig c = m_runPanel->config();
-    if (e.apply_kind == "set_policy")
-        return mixlab::policy_name(c.policy) == e.apply_value;
-    if (e.apply_kind == "set_batch")
-        return std::to_string(c.batch_size) == e.apply_value;
-    return std::nullopt;
+    const std::optional<SettingsEdit> edit = settingsEditFor(*e.fix, m_runPanel->config());
+    return edit && !edit->changes;
 }
 
 // Each Apply says whether its change is in the model or settings now: disabled and
@@ -564,10 +625,10 @@ void WhyPanel::updateApplyButtons()
         if (!applied)
             b->setToolTip(isModelFix(e) ? tr("No model designer to edit") : tr("No run panel to change"));
         else if (*applied)
-            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z").arg(qs(e.apply_path))
+            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z").arg(QString::fromStdString(e.fix->path))
                                         : tr("The run settings have this change already"));
         else
-            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(qs(e.apply_path))
+            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(QString::fromStdString(e.fix->path))
                                         : tr("Change the run settings in the run panel"));
     }
 }
@@ -579,8 +640,8 @@ QPushButton *WhyPanel::applyButton(int index) const
 
 bool WhyPanel::canApply(const mixlab::Explanation &e)
 {
-    return e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation"
-           || e.apply_kind == "set_policy" || e.apply_kind == "set_batch";
+    // Every kind: layerEditFor and settingsEditFor switch over them all.
+    return e.fix.has_value();
 }
 
 bool WhyPanel::apply(int index, QString *error)
@@ -590,66 +651,54 @@ bool WhyPanel::apply(int index, QString *error)
         return false;
     }
     const mixlab::Explanation e = m_explanations[std::size_t(index)];
+    if (!e.fix) {
+        setError(error, tr("this explanation has no change to apply"));
+        return false;
+    }
+    const mixlab::Fix &fix = *e.fix;
     if (isApplied(e).value_or(false)) {
         setError(error, tr("the change is in the %1 already").arg(isModelFix(e) ? tr("model") : tr("run settings")));
         return false;
     }
     QString what;
-    if (e.apply_kind == "set_dtype_float32" || e.apply_kind == "set_activation") {
+    if (isModelFix(e)) {
         if (!m_designer) {
             setError(error, tr("no model designer to edit"));
             return false;
         }
         const mixlab::ModelSpec spec = m_designer->spec();
-        const QString pathText = qs(e.apply_path);
-        const LayerPath path = pathNamedIn(pathText, spec);
-        const mixlab::LayerSpec *layer = layerAt(spec, path);
-        // The designer may hold another model by now: edit only the very layer named.
-        if (!layer || path.toString() != pathText) {
+        const QString pathText = QString::fromStdString(fix.path);
+        LayerPath path;
+        const mixlab::LayerSpec *layer = namedLayer(spec, fix.path, &path);
+        if (!layer) {
             setError(error, tr("the model in the designer has no %1 any more").arg(pathText));
             return false;
         }
-        mixlab::LayerSpec after = *layer;
-        LayerField field = LayerField::ForceFp32;
-        if (e.apply_kind == "set_dtype_float32") {
-            after.force_fp32 = true;
-            what = tr("%1: dtype float32").arg(pathText);
-        } else {
-            const std::optional<mixlab::Activation> a = activationNamed(e.apply_value);
-            if (!a) {
-                setError(error, tr("unknown activation '%1'").arg(qs(e.apply_value)));
-                return false;
-            }
-            after.activation = *a;
-            field = LayerField::Activation;
-            what = tr("%1: activation %2").arg(pathText, qs(e.apply_value));
+        const std::optional<LayerEdit> edit = layerEditFor(fix, *layer);
+        if (!edit) {
+            // Only set_units can miss: a model whose layer at that path is no longer dense
+            // or conv2d.
+            setError(error, tr("%1 is of type %2 now: it has no units or filters to set")
+                                .arg(pathText, fromView(mixlab::layer_type_name(layer->type))));
+            return false;
         }
-        // The property editor's edit signal is the designer's one door for a field edit:
-        // it pushes an EditLayerCommand onto the designer's undo stack.
-        emit m_designer->propertyEditor()->layerEdited(path, field, *layer, after);
-        what += tr("; undo with Ctrl+Z");
-    } else if (e.apply_kind == "set_policy" || e.apply_kind == "set_batch") {
+        // The designer's own door for an edit from outside its property editor: one
+        // EditLayerCommand on its undo stack, a step of its own.
+        m_designer->editLayer(path, edit->field, edit->after);
+        what = tr("%1: %2 %3; undo with Ctrl+Z")
+                   .arg(pathText, layerFieldName(edit->field, layer->type), fieldValueText(edit->field, edit->after));
+    } else {
         if (!m_runPanel) {
             setError(error, tr("no run panel to change"));
             return false;
         }
-        mixlab::RunConfig c = m_runPanel->config();
-        try {
-            if (e.apply_kind == "set_policy") {
-                c.policy = mixlab::parse_policy(e.apply_value);
-                what = tr("run settings: policy %1 (was %2)").arg(qs(e.apply_value), qs(mixlab::policy_name(m_runPanel->config().policy)));
-            } else {
-                c.batch_size = std::stoi(e.apply_value);
-                what = tr("run settings: batch %1 (was %2)").arg(qs(e.apply_value)).arg(m_runPanel->config().batch_size);
-            }
-        } catch (const std::exception &ex) {
-            setError(error, QString::fromUtf8(ex.what()));
+        const std::optional<SettingsEdit> edit = settingsEditFor(fix, m_runPanel->config());
+        if (!edit) {
+            setError(error, tr("'%1' cannot be applied to the run settings").arg(fromView(mixlab::fix_kind_name(fix.kind))));
             return false;
         }
-        m_runPanel->setConfig(c);
-    } else {
-        setError(error, tr("'%1' cannot be applied here").arg(qs(e.apply_kind)));
-        return false;
+        m_runPanel->setConfig(edit->after);
+        what = tr("run settings: %1").arg(edit->what);
     }
     m_appliedText = what;
     m_appliedLabel->setText(tr("Applied: %1").arg(what));

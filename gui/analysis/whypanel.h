@@ -44,7 +44,8 @@ public:
     const std::vector<mixlab::Explanation> &explanations() const { return m_explanations; }
     // The Apply button of explanation `index`; nullptr when it has no fix we can apply.
     QPushButton *applyButton(int index) const;
-    // Applies explanation `index`'s fix as an undoable designer edit or a run-panel change.
+    // Applies explanation `index`'s fix as an undoable designer edit (ModelDesigner::
+    // editLayer) or a run-panel change (RunPanel::setConfig).
     bool apply(int index, QString *error = nullptr);
     QString appliedText() const { return m_appliedText; }
     QTableWidget *runsTable() const { return m_table; }
@@ -61,7 +62,7 @@ public:
     // The roofline's ceilings; without a call, the device's cached ones (as About shows).
     void setCeilings(const std::optional<mixlab::Ceilings> &ceilings);
 
-    // Fixes the panel knows how to apply.
+    // Whether the explanation has a fix; the panel applies every FixKind.
     static bool canApply(const mixlab::Explanation &e);
     // Whether the fix's change is in the designer's model or the run settings now; none
     // when there is no designer (model fixes) or run panel (run-config fixes) to look in.

@@ -2,6 +2,8 @@
 // capability facts, and its ceilings from the cache, re-measured on a worker thread.
 #include "app/aboutdialog.h"
 
+#include "common/enginetext.h"
+
 #include "mixlab/capabilities.h"
 #include "mixlab/environment.h"
 #include "mixlab/run_config.h"
@@ -80,7 +82,7 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
         {tr("CUDA driver"), deviceFact(env.driver_version)},
         {tr("cuBLAS"), deviceFact(env.cublas_version)},
         {tr("cuDNN"), deviceFact(env.cudnn_version)},
-        {tr("Backend"), QString::fromUtf8(mixlab::backend_kind_name(env.backend).data())},
+        {tr("Backend"), fromView(mixlab::backend_kind_name(env.backend))},
         {tr("CPU"), tr("%1, %2 threads").arg(QString::fromStdString(env.cpu_model)).arg(env.cpu_threads)},
         {tr("System"), QString::fromStdString(env.os_release.empty() ? env.os : env.os_release + ", " + env.os)},
         {tr("Compiler"), QString::fromStdString(env.compiler)},

@@ -95,16 +95,14 @@ int main(int argc, char *argv[])
     window.show();
     // When the CUDA module could not be loaded (a library missing), say so once the device
     // probe has run (it loads the module off the GUI thread): log pane and stderr.
-    if (auto *probe = window.findChild<DeviceProbe *>()) {
-        QObject::connect(probe, &DeviceProbe::probed, &window, [&window] {
-            const std::string why = mixlab::cuda_backend_unavailable_reason();
-            if (why.rfind("CUDA backend not loaded", 0) != 0)
-                return;
-            const std::string line = why + "; using the CPU backend";
-            window.logView()->appendMessage(QString::fromStdString(line), mixlab::RunEvent::Kind::Warning);
-            std::fprintf(stderr, "mixlab: %s\n", line.c_str());
-        });
-    }
+    QObject::connect(window.deviceProbe(), &DeviceProbe::probed, &window, [&window] {
+        const std::string why = mixlab::cuda_backend_unavailable_reason();
+        if (why.rfind("CUDA backend not loaded", 0) != 0)
+            return;
+        const std::string line = why + "; using the CPU backend";
+        window.logView()->appendMessage(QString::fromStdString(line), mixlab::RunEvent::Kind::Warning);
+        std::fprintf(stderr, "mixlab: %s\n", line.c_str());
+    });
 
     // A scripted run (a screenshot, a job started at once) must not stop at a question.
     const bool scripted = parser.isSet(screenshot) || parser.isSet(start) || parser.isSet(compare) ||

@@ -14,7 +14,6 @@
 #include "files/logexport.h"
 #include "runs/logview.h"
 #include "runs/maxbatchdialog.h"
-#include "charts/metricchart.h"
 #include "designer/modeldesigner.h"
 #include "runs/runcontroller.h"
 #include "runs/runpanel.h"
@@ -355,13 +354,13 @@ void MainWindow::buildMenus()
     view->addAction(m_whyDock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
-    QAction *guide = help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal<GuideDialog>(); });
+    QAction *guide = help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal(m_guide); });
     guide->setObjectName("guideAction");
     guide->setShortcut(QKeySequence::HelpContents);
     // Built when opened, from the actions as they are then.
     QAction *keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] {
-        delete findChild<ShortcutsDialog *>();
-        showNonModal<ShortcutsDialog>(ShortcutsDialog::collect(
+        delete m_shortcuts;
+        showNonModal(m_shortcuts, ShortcutsDialog::collect(
             this, {{tr("Layer tree (while it has the focus)"), m_designer}}));
     });
     keys->setObjectName("shortcutsAction");
@@ -629,9 +628,8 @@ void MainWindow::makeRoomForWhy()
     if (m_designHiddenForWhy || m_leftSplitter->isHidden())
         return;
     constexpr int k_readableLog = 240;
-    const MetricChart *chart = m_charts->findChild<MetricChart *>();
     const int handle = m_mainSplitter->handleWidth();
-    const int charts = 2 * (chart ? chart->minimumWidth() : 300) + 40; // grid spacing, scroll bar
+    const int charts = m_charts->twoColumnWidth();
     const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
     const int centre = std::max(charts, bottom);
     const int design = m_leftSplitter->minimumSizeHint().width();
@@ -1090,14 +1088,13 @@ void MainWindow::exportLogsDialog()
 }
 
 template <typename Dialog, typename... Args>
-void MainWindow::showNonModal(Args &&...args)
+void MainWindow::showNonModal(QPointer<Dialog> &kept, Args &&...args)
 {
-    auto *dialog = findChild<Dialog *>();
-    if (!dialog)
-        dialog = new Dialog(std::forward<Args>(args)..., this);
-    dialog->show();
-    dialog->raise();
-    dialog->activateWindow();
+    if (!kept)
+        kept = new Dialog(std::forward<Args>(args)..., this);
+    kept->show();
+    kept->raise();
+    kept->activateWindow();
 }
 
 void MainWindow::showAbout()

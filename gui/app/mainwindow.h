@@ -9,6 +9,7 @@
 #include "mixlab/trainer.h"
 
 #include <QMainWindow>
+#include <QPointer>
 #include <QString>
 #include <QStringList>
 
@@ -18,6 +19,7 @@ class AboutDialog;
 class Autosave;
 class ChartPanel;
 class DeviceProbe;
+class GuideDialog;
 class LogView;
 class MaxBatchDialog;
 class ModelDesigner;
@@ -32,6 +34,7 @@ class RunController;
 class RunPanel;
 class RunStore;
 class RunsTable;
+class ShortcutsDialog;
 class WhyPanel;
 
 class MainWindow : public QMainWindow {
@@ -61,6 +64,8 @@ public:
     bool isModified() const;
     // The probed device (the probe result arrives shortly after construction).
     bool deviceKnown() const { return m_deviceKnown; }
+    // The start-up probe: its probed() signal says when the device is known.
+    DeviceProbe *deviceProbe() const { return m_probe; }
     const mixlab::DeviceInfo &deviceInfo() const { return m_device; }
     void setDeviceInfo(const mixlab::DeviceInfo &info);
 
@@ -137,9 +142,9 @@ private:
     void exportChartsDialog();
     void exportLogsDialog();
     void showAbout();
-    // A help window beside the main one, made once and raised when asked again.
+    // A help window beside the main one, made into `kept` once and raised when asked again.
     template <typename Dialog, typename... Args>
-    void showNonModal(Args &&...args);
+    void showNonModal(QPointer<Dialog> &kept, Args &&...args);
     void warn(const QString &title, const QString &text);
 
     RunStore *m_store = nullptr;
@@ -168,6 +173,9 @@ private:
     QAction *m_logScaleAction = nullptr;
     QList<QAction *> m_xAxisActions;
     QMenu *m_recentMenu = nullptr;
+
+    QPointer<GuideDialog> m_guide;         // Help > documentation, once opened
+    QPointer<ShortcutsDialog> m_shortcuts; // Help > Keyboard shortcuts, once opened
 
     QLabel *m_deviceLabel = nullptr;
     QLabel *m_memoryLabel = nullptr;

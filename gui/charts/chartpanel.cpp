@@ -4,6 +4,7 @@
 #include "charts/axisrange.h"
 #include "charts/chartlegend.h"
 #include "charts/metricchart.h"
+#include "common/enginetext.h"
 #include "runs/runstore.h"
 #include "charts/seriesdecimator.h"
 
@@ -542,7 +543,7 @@ QString ChartPanel::runToolTip(const RunRecord &r) const
     return tr("%1\ngroup %2 · %3 · batch %4 · %5 steps · %6")
         .arg(r.name)
         .arg(r.group)
-        .arg(QString::fromUtf8(mixlab::policy_name(r.config.policy)))
+        .arg(policyText(r.config.policy))
         .arg(r.config.batch_size)
         .arg(steps)
         .arg(runStatusName(r.status).toLower());
@@ -638,8 +639,12 @@ void ChartPanel::resizeEvent(QResizeEvent *event)
     QWidget::resizeEvent(event);
     // Three columns once each chart can be ~360 px wide, else two while two fit side by
     // side, else one: a narrow panel (the Why? dock open) scrolls down, never sideways.
-    const int twoColumns = 2 * m_charts.front()->minimumWidth() + 40; // spacing, scroll bar
-    layoutCharts(width() >= 1100 ? 3 : width() >= twoColumns ? 2 : 1);
+    layoutCharts(width() >= 1100 ? 3 : width() >= twoColumnWidth() ? 2 : 1);
+}
+
+int ChartPanel::twoColumnWidth() const
+{
+    return 2 * m_charts.front()->minimumWidth() + 40; // grid spacing, scroll bar
 }
 
 void ChartPanel::renderGrid(QPainter *painter, const QList<MetricChart *> &charts,

@@ -53,6 +53,10 @@ public:
     // skipped step said so, and for loss and accuracy the last evaluation before x.
     MetricChart::Readout readout(const QString &chartName, double x) const;
 
+    // The narrowest width that keeps the charts two abreast: the main window leaves the
+    // centre this much when the Why? dock opens beside it.
+    int twoColumnWidth() const;
+
     // Applies pending store changes now instead of at the next coalesced redraw.
     void redrawNow();
     int redrawCount() const { return m_redraws; }

@@ -5,6 +5,7 @@
 #include <QAbstractSpinBox>
 #include <QApplication>
 #include <QComboBox>
+#include <QPointer>
 #include <QWheelEvent>
 
 namespace {
@@ -24,10 +25,14 @@ WheelGuard::WheelGuard(QObject *parent) : QObject(parent) {}
 
 void WheelGuard::install()
 {
+    // The one guard, a child of the application: it goes with the application, and the
+    // pointer with it.
+    static QPointer<WheelGuard> installed;
     QCoreApplication *app = QCoreApplication::instance();
-    if (!app || app->findChild<WheelGuard *>(QString(), Qt::FindDirectChildrenOnly))
+    if (!app || installed)
         return;
-    app->installEventFilter(new WheelGuard(app));
+    installed = new WheelGuard(app);
+    app->installEventFilter(installed);
     // Widgets made before the guard are polished already: they get no Polish event.
     for (QWidget *w : QApplication::allWidgets())
         if (guarded(w))

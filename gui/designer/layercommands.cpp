@@ -2,6 +2,8 @@
 // hands it back through LayerEditTarget::applySpec, so undo restores the spec exactly.
 #include "designer/layercommands.h"
 
+#include "common/enginetext.h"
+
 #include <QCoreApplication>
 
 #include <algorithm>
@@ -14,34 +16,6 @@ using mixlab::ModelSpec;
 namespace {
 
 QString tr(const char *text) { return QCoreApplication::translate("LayerCommands", text); }
-
-QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
-QString pairText(int h, int w) {
-    return h == w ? QString::number(h) : QStringLiteral("%1,%2").arg(h).arg(w);
-}
-
-QString fieldValueText(LayerField field, const LayerSpec &layer) {
-    switch (field) {
-    case LayerField::Units:
-    case LayerField::UnitsPerClass:
-        return layer.units == mixlab::k_units_classes ? tr("classes") : QString::number(layer.units);
-    case LayerField::Activation: return fromView(mixlab::activation_name(layer.activation));
-    case LayerField::UseBias: return layer.use_bias ? tr("on") : tr("off");
-    case LayerField::Rate: return QString::number(double(layer.rate), 'g', 6);
-    case LayerField::ForceFp32: return layer.force_fp32 ? tr("float32") : tr("policy dtype");
-    case LayerField::Filters: return QString::number(layer.filters);
-    case LayerField::Kernel: return QStringLiteral("%1x%2").arg(layer.kernel_h).arg(layer.kernel_w);
-    case LayerField::Stride:
-        return layer.stride_h == 0 && layer.stride_w == 0 ? tr("default")
-                                                          : pairText(layer.stride_h, layer.stride_w);
-    case LayerField::Padding: return fromView(mixlab::padding_name(layer.padding));
-    case LayerField::PadSize: return pairText(layer.pad_h, layer.pad_w);
-    case LayerField::Momentum: return QString::number(double(layer.momentum), 'g', 6);
-    case LayerField::Epsilon: return QString::number(double(layer.epsilon), 'g', 6);
-    }
-    return {};
-}
 
 // Where the selection goes when the layer at `path` has just left its list of `n` layers:
 // what took its place, else the new last one, else the (now empty) group, else nothing.
@@ -71,6 +45,28 @@ QString layerFieldName(LayerField field, LayerType type) {
     case LayerField::PadSize: return QStringLiteral("padding size");
     case LayerField::Momentum: return QStringLiteral("momentum");
     case LayerField::Epsilon: return QStringLiteral("epsilon");
+    }
+    return {};
+}
+
+QString fieldValueText(LayerField field, const LayerSpec &layer) {
+    switch (field) {
+    case LayerField::Units:
+    case LayerField::UnitsPerClass:
+        return layer.units == mixlab::k_units_classes ? tr("classes") : QString::number(layer.units);
+    case LayerField::Activation: return fromView(mixlab::activation_name(layer.activation));
+    case LayerField::UseBias: return layer.use_bias ? tr("on") : tr("off");
+    case LayerField::Rate: return QString::number(double(layer.rate), 'g', 6);
+    case LayerField::ForceFp32: return layer.force_fp32 ? tr("float32") : tr("policy dtype");
+    case LayerField::Filters: return QString::number(layer.filters);
+    case LayerField::Kernel: return QStringLiteral("%1x%2").arg(layer.kernel_h).arg(layer.kernel_w);
+    case LayerField::Stride:
+        return layer.stride_h == 0 && layer.stride_w == 0 ? tr("default")
+                                                          : pairText(layer.stride_h, layer.stride_w);
+    case LayerField::Padding: return fromView(mixlab::padding_name(layer.padding));
+    case LayerField::PadSize: return pairText(layer.pad_h, layer.pad_w);
+    case LayerField::Momentum: return QString::number(double(layer.momentum), 'g', 6);
+    case LayerField::Epsilon: return QString::number(double(layer.epsilon), 'g', 6);
     }
     return {};
 }
@@ -205,9 +201,9 @@ void DuplicateLayerCommand::undo() {
 
 EditLayerCommand::EditLayerCommand(LayerEditTarget *target, const LayerPath &path,
                                    LayerField field, const LayerSpec &before,
-                                   const LayerSpec &after, QUndoCommand *parent)
+                                   const LayerSpec &after, Merge merge, QUndoCommand *parent)
     : QUndoCommand(parent), m_target(target), m_path(path), m_field(field), m_before(before),
-      m_after(after) {
+      m_after(after), m_merge(merge) {
     updateText();
 }
 

@@ -32,6 +32,8 @@ enum class LayerField {
 // "units", "kernel", ... as in the JSON; `type` tells a pooling window ("pool_size")
 // from a convolution's kernel.
 QString layerFieldName(LayerField field, mixlab::LayerType type = mixlab::LayerType::Dense);
+// The field's value in `layer` as the undo history writes it: "64", "relu", "float32".
+QString fieldValueText(LayerField field, const mixlab::LayerSpec &layer);
 // Whether an edit of this field of `a` and `b` differ.
 bool sameField(LayerField field, const mixlab::LayerSpec &a, const mixlab::LayerSpec &b);
 
@@ -90,16 +92,20 @@ private:
 };
 
 // Changes one field of one layer. Consecutive edits of the same numeric field of the same
-// layer (spin-box steps) merge into one undo step.
+// layer (spin-box steps) merge into one undo step, unless the edit is made `Alone`: an edit
+// from outside the property editor (the Why? panel's Apply) is one step of its own, so
+// undo takes back that edit and no more, and the next spin-box step does not join it.
 class EditLayerCommand : public QUndoCommand {
 public:
     static constexpr int k_id = 0x4d4c01;
+    enum class Merge { SpinSteps, Alone };
     EditLayerCommand(LayerEditTarget *target, const LayerPath &path, LayerField field,
                      const mixlab::LayerSpec &before, const mixlab::LayerSpec &after,
-                     QUndoCommand *parent = nullptr);
+                     Merge merge = Merge::SpinSteps, QUndoCommand *parent = nullptr);
     void redo() override;
     void undo() override;
-    int id() const override { return k_id; }
+    // -1 (never compressed) for an edit made alone: QUndoStack merges only equal ids.
+    int id() const override { return m_merge == Merge::Alone ? -1 : k_id; }
     bool mergeWith(const QUndoCommand *other) override;
 
 private:
@@ -109,6 +115,7 @@ private:
     LayerPath m_path;
     LayerField m_field;
     mixlab::LayerSpec m_before, m_after;
+    Merge m_merge;
 };
 
 // Renames the model; typing merges into one undo step.

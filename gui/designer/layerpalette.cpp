@@ -2,6 +2,7 @@
 // palette stays three rows high in the designer's narrow column.
 #include "designer/layerpalette.h"
 
+#include "common/enginetext.h"
 #include "designer/layerdrag.h"
 
 #include <QApplication>
@@ -19,10 +20,7 @@ using mixlab::LayerType;
 
 namespace {
 
-QString typeName(LayerType t) {
-    const auto n = mixlab::layer_type_name(t);
-    return QString::fromUtf8(n.data(), qsizetype(n.size()));
-}
+QString typeName(LayerType t) { return fromView(mixlab::layer_type_name(t)); }
 
 QString tipFor(LayerType t) {
     switch (t) {

@@ -2,6 +2,8 @@
 // that have the field; every user change becomes a layerEdited signal.
 #include "designer/layerpropertyeditor.h"
 
+#include "common/enginetext.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -30,8 +32,6 @@ constexpr Activation k_activations[] = {Activation::None, Activation::Relu, Acti
 
 bool isPool(LayerType t) { return t == LayerType::MaxPool2D || t == LayerType::AvgPool2D; }
 bool isWindowed(LayerType t) { return t == LayerType::Conv2D || isPool(t); }
-
-QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 // The stride a layer runs with when it names none: 1 for a convolution, the window for
 // pooling (as in Keras and PyTorch).

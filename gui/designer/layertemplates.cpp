@@ -2,6 +2,8 @@
 // block the designer builds writes the same JSON as one written by hand without them.
 #include "designer/layertemplates.h"
 
+#include "common/enginetext.h"
+
 #include <QCoreApplication>
 #include <QStringList>
 
@@ -13,8 +15,6 @@ using mixlab::Padding;
 namespace {
 
 QString tr(const char *text) { return QCoreApplication::translate("LayerTemplates", text); }
-
-QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 LayerSpec conv(int filters, int kernel, int stride) {
     LayerSpec l;
@@ -38,10 +38,6 @@ LayerSpec relu() {
     l.type = LayerType::Activation;
     l.activation = Activation::Relu;
     return l;
-}
-
-QString pairText(int h, int w) {
-    return h == w ? QString::number(h) : QStringLiteral("%1,%2").arg(h).arg(w);
 }
 
 QString window(int h, int w) { return QStringLiteral("%1x%2").arg(h).arg(w); }
@@ -127,6 +123,10 @@ LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inChannels)
     }
     if (stride != 1 || inChannels != out) block.shortcut = {conv(out, 1, stride), batchNorm()};
     return block;
+}
+
+QString pairText(int h, int w) {
+    return h == w ? QString::number(h) : QStringLiteral("%1,%2").arg(h).arg(w);
 }
 
 QString layerSummary(const LayerSpec &layer) {

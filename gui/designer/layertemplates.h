@@ -22,6 +22,10 @@ int blockOutputChannels(BlockKind kind, int filters);
 // while the model above does not validate) gets the projection, which fits any input.
 mixlab::LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inChannels);
 
+// An (h, w) pair as the summaries and the undo history write it: "3" when both are 3,
+// "3,1" otherwise.
+QString pairText(int h, int w);
+
 // "dense 3000 relu", "conv2d 64 3x3 /2 same, no bias", "residual 3x3 128 /2 \u203a 3x3 128,
 // projection" (relu after the sum unless it says "linear"), "activation softmax (float32)".
 QString layerSummary(const mixlab::LayerSpec &layer);

@@ -478,6 +478,14 @@ void ModelDesigner::onLayerEdited(const LayerPath &path, LayerField field, const
     m_undoStack->push(new EditLayerCommand(this, path, field, *current, after));
 }
 
+bool ModelDesigner::editLayer(const LayerPath &path, LayerField field, const LayerSpec &after) {
+    const LayerSpec *current = layerAt(m_spec, path);
+    if (!current || sameField(field, *current, after)) return false;
+    m_undoStack->push(new EditLayerCommand(this, path, field, *current, after,
+                                           EditLayerCommand::Merge::Alone));
+    return true;
+}
+
 void ModelDesigner::applySpec(const ModelSpec &spec, const std::optional<LayerPath> &select) {
     const LayerPath kept = m_tree->currentPath();
     m_spec = spec;

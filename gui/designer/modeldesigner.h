@@ -81,6 +81,11 @@ public:
     void duplicateSelectedLayer();
     // Where addLayer would insert now.
     LayerPath insertionPoint() const;
+    // Replaces the layer at `path` with `after`, the layer as it is now with one field
+    // changed, as one undo step of its own (never merged with spin-box steps): how the
+    // rest of the app (the Why? panel's Apply) edits a layer. False, and nothing changes,
+    // when there is no such layer or the field has that value already.
+    bool editLayer(const LayerPath &path, LayerField field, const mixlab::LayerSpec &after);
 
     // The selected layer or body/shortcut row (a group path); empty when none.
     LayerPath selectedPath() const;

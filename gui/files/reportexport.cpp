@@ -5,6 +5,7 @@
 
 #include "common/durationtext.h"
 #include "analysis/runfacts_from_store.h"
+#include "common/enginetext.h"
 #include "runs/runstore.h"
 
 #include "mixlab/ceilings.h"
@@ -332,7 +333,7 @@ GroupFacts groupFacts(const RunStore &store, int group)
     qint64 fewest = -1, most = 0;
     for (int id : store.groupRuns(group)) {
         const RunRecord &r = *store.run(id);
-        const QString policy = QString::fromUtf8(mixlab::policy_name(r.config.policy));
+        const QString policy = policyText(r.config.policy);
         policies << policy;
         const qint64 steps = r.steps.empty() ? 0 : r.steps.back().step;
         fewest = fewest < 0 ? steps : std::min(fewest, steps);

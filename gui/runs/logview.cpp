@@ -1,6 +1,8 @@
 // LogView: formats RunStore events and status transitions as coloured HTML lines.
 #include "runs/logview.h"
 
+#include "common/enginetext.h"
+
 #include "mixlab/policy.h"
 
 #include <QFontDatabase>
@@ -113,7 +115,7 @@ void LogView::logTransition(int id, RunRecord::Status status)
     case S::Running:
         appendLine(now, run->name,
                    tr("started: %1, batch %2, %3 steps, seed %4")
-                       .arg(QString::fromUtf8(mixlab::policy_name(run->config.policy).data()))
+                       .arg(policyText(run->config.policy))
                        .arg(run->config.batch_size)
                        .arg(run->totalSteps)
                        .arg(qulonglong(run->config.seed)),

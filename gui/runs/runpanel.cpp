@@ -3,6 +3,7 @@
 #include "runs/runpanel.h"
 
 #include "common/deviceprobe.h"
+#include "common/enginetext.h"
 #include "common/filedialogs.h"
 #include "common/shortcuttext.h"
 #include "common/usermessages.h"
@@ -41,7 +42,6 @@ const QString k_keyChooseFolder;
 // What the steps field shows before a run file or the user sets it.
 constexpr int k_defaultSteps = 1000;
 
-QString policyText(mixlab::Policy p) { return QString::fromUtf8(mixlab::policy_name(p).data()); }
 
 // Shortest text that reads back to the same float, so a config survives the round trip.
 QString floatText(float f)
@@ -129,7 +129,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     m_optimizer = new QComboBox(this);
     m_optimizer->setObjectName("optimizerCombo");
     for (auto t : {mixlab::OptimizerType::SGD, mixlab::OptimizerType::Adam, mixlab::OptimizerType::AdamW})
-        m_optimizer->addItem(QString::fromUtf8(mixlab::optimizer_name(t).data()), int(t));
+        m_optimizer->addItem(fromView(mixlab::optimizer_name(t)), int(t));
     form->addRow(tr("&Optimizer"), m_optimizer);
 
     m_lr = new QLineEdit(this);
@@ -154,14 +154,14 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     m_lossScale->setObjectName("lossScaleCombo");
     for (auto m : {mixlab::LossScaleMode::Default, mixlab::LossScaleMode::Dynamic,
                    mixlab::LossScaleMode::Static, mixlab::LossScaleMode::None})
-        m_lossScale->addItem(QString::fromUtf8(mixlab::loss_scale_mode_name(m).data()), int(m));
+        m_lossScale->addItem(fromView(mixlab::loss_scale_mode_name(m)), int(m));
     m_lossScale->setToolTip(tr("default: dynamic for mixed_fp16, none otherwise"));
     form->addRow(tr("Loss &scaling"), m_lossScale);
 
     m_device = new QComboBox(this);
     m_device->setObjectName("deviceCombo");
     for (auto d : {mixlab::DeviceChoice::Auto, mixlab::DeviceChoice::CPU, mixlab::DeviceChoice::CUDA})
-        m_device->addItem(QString::fromUtf8(mixlab::device_choice_name(d).data()), int(d));
+        m_device->addItem(fromView(mixlab::device_choice_name(d)), int(d));
     form->addRow(tr("De&vice"), m_device);
 
     // Image augmentation, done on the device during training only.

@@ -3,6 +3,7 @@
 #include "runs/runstablemodel.h"
 
 #include "common/durationtext.h"
+#include "common/enginetext.h"
 #include "runs/runstore.h"
 
 #include "mixlab/policy.h"
@@ -132,7 +133,7 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
             return run->color;
         if (role == Qt::ToolTipRole)
             return tr("%1 on %2, batch %3, seed %4. Checkbox: show in the charts; double-click to rename")
-                .arg(QString::fromUtf8(mixlab::policy_name(run->config.policy).data()),
+                .arg(policyText(run->config.policy),
                      QString::fromStdString(run->config.dataset.name.empty() ? std::string("default dataset")
                                                                              : run->config.dataset.name))
                 .arg(run->config.batch_size)
@@ -166,7 +167,7 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         break;
     case Policy:
         if (role == Qt::DisplayRole)
-            return QString::fromUtf8(mixlab::policy_name(run->config.policy).data());
+            return policyText(run->config.policy);
         break;
     case Batch:
         if (role == Qt::DisplayRole)

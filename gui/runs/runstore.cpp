@@ -2,6 +2,7 @@
 // through a signal so that the table, charts and log view can follow.
 #include "runs/runstore.h"
 
+#include "common/enginetext.h"
 #include "common/runcolors.h"
 
 #include "mixlab/policy.h"
@@ -46,7 +47,7 @@ int RunStore::addRun(const mixlab::RunConfig &config, const QString &modelJson, 
     r.id = ++m_lastId;
     r.group = group;
     r.name = QStringLiteral("%1 b%2 #%3")
-                 .arg(QString::fromUtf8(mixlab::policy_name(config.policy)))
+                 .arg(policyText(config.policy))
                  .arg(config.batch_size)
                  .arg(r.id);
     r.color = runColor(r.id);
@@ -64,7 +65,7 @@ int RunStore::insertRecord(RunRecord record)
     record.id = ++m_lastId;
     if (record.name.isEmpty())
         record.name = QStringLiteral("%1 b%2 #%3")
-                          .arg(QString::fromUtf8(mixlab::policy_name(record.config.policy)))
+                          .arg(policyText(record.config.policy))
                           .arg(record.config.batch_size)
                           .arg(record.id);
     if (!record.color.isValid()) record.color = runColor(record.id);

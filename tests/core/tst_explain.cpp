@@ -120,12 +120,10 @@ private slots:
         const Graph g = build_graph(odd, k_input, 10);
         const std::string hidden = g.layers[1].path, output = g.layers[2].path;
         QCOMPARE(ex.size(), std::size_t(2));
-        QCOMPARE(ex[0].apply_kind, std::string("set_units"));
-        QCOMPARE(ex[0].apply_path, hidden);
-        QCOMPARE(ex[0].apply_value, std::string("1008"));
+        QCOMPARE(ex[0].fix, std::optional(Fix::set_units(hidden, 1008)));
         QCOMPARE(ex[0].severity, Explanation::Severity::Advice);
         // The 10-class output here is ~0.3% of the FLOPs: padding it would not pay.
-        QCOMPARE(ex[1].apply_path, std::string());
+        QVERIFY(!ex[1].fix);
         QCOMPARE(ex[1].severity, Explanation::Severity::Info);
         QVERIFY2(ex[1].sentence.find(output) == 0, ex[1].sentence.c_str());
         QVERIFY2(ex[1].sentence.find("would not pay") != std::string::npos,
@@ -259,8 +257,7 @@ private slots:
         stalled.train_loss = loss_curve(200, 2.30f, 2.29f, 1);
         const auto ex = with_id(explain({stalled}), "fp16_stall");
         QCOMPARE(ex.size(), std::size_t(1));
-        QCOMPARE(ex[0].apply_kind, std::string("set_policy"));
-        QCOMPARE(ex[0].apply_value, std::string("mixed_fp16"));
+        QCOMPARE(ex[0].fix, std::optional(Fix::set_policy(Policy::MixedFP16)));
 
         RunFacts learning = facts(Policy::FP16, spec, 0.5);
         learning.train_loss = loss_curve(200, 2.30f, 1.20f, 2);
@@ -278,9 +275,8 @@ private slots:
         const Graph g = build_graph(spec, k_input, 10);
         const auto ex = with_id(explain({facts(Policy::FP32, spec, 1.0)}), "sigmoid_output");
         QCOMPARE(ex.size(), std::size_t(1));
-        QCOMPARE(ex[0].apply_kind, std::string("set_activation"));
-        QCOMPARE(ex[0].apply_path, g.layers.back().path);
-        QCOMPARE(ex[0].apply_value, std::string("softmax"));
+        QCOMPARE(ex[0].fix,
+                 std::optional(Fix::set_activation(g.layers.back().path, Activation::Softmax)));
 
         spec.layers.back().activation = Activation::Softmax;
         QVERIFY(with_id(explain({facts(Policy::FP32, spec, 1.0)}), "sigmoid_output").empty());
@@ -294,8 +290,7 @@ private slots:
                                          facts(Policy::MixedFP16, spec, 0.5)}),
                                 "output_float32");
         QCOMPARE(ex.size(), std::size_t(1));
-        QCOMPARE(ex[0].apply_kind, std::string("set_dtype_float32"));
-        QCOMPARE(ex[0].apply_path, g.layers.back().path);
+        QCOMPARE(ex[0].fix, std::optional(Fix::set_dtype_float32(g.layers.back().path)));
 
         const ModelSpec kept = test::tiny_mlp({.hidden = 16, .fp32_output = true});
         QVERIFY(with_id(explain({facts(Policy::MixedFP16, kept, 0.5)}), "output_float32").empty());
@@ -337,9 +332,40 @@ private slots:
         // No CLI option or file field in the app's words.
         QVERIFY2(!a.contains("--") && !a.contains("\"dtype\""), qPrintable(a));
         QCOMPARE(for_app[0].sentence, for_cli[0].sentence);
-        QCOMPARE(for_app[0].apply_kind, for_cli[0].apply_kind);
-        QCOMPARE(for_app[0].apply_path, for_cli[0].apply_path);
-        QCOMPARE(for_app[0].apply_value, for_cli[0].apply_value);
+        QCOMPARE(for_app[0].fix, for_cli[0].fix);
+    }
+
+    // The fixes' string forms are explain --json's only: one name per kind, and the
+    // value as the JSON has always written it (a number, an activation, a policy, or
+    // nothing for set_dtype_float32).
+    void fixStringForms_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<bool>("model");
+        QTest::newRow("units") << int(FixKind::SetUnits) << "set_units" << "1008" << true;
+        QTest::newRow("dtype") << int(FixKind::SetDtypeFloat32) << "set_dtype_float32" << ""
+                               << true;
+        QTest::newRow("activation") << int(FixKind::SetActivation) << "set_activation"
+                                    << "softmax" << true;
+        QTest::newRow("policy") << int(FixKind::SetPolicy) << "set_policy" << "mixed_bf16"
+                                << false;
+        QTest::newRow("batch") << int(FixKind::SetBatch) << "set_batch" << "256" << false;
+    }
+
+    void fixStringForms()
+    {
+        QFETCH(int, kind);
+        QFETCH(QString, name);
+        QFETCH(QString, value);
+        QFETCH(bool, model);
+        // Every field set, so the value text shows it reads only its own kind's.
+        const Fix f{.kind = FixKind(kind), .path = "layer 1", .units = 1008,
+                    .activation = Activation::Softmax, .policy = Policy::MixedBF16, .batch = 256};
+        QCOMPARE(QString::fromUtf8(fix_kind_name(f.kind)), name);
+        QCOMPARE(QString::fromStdString(fix_value_text(f)), value);
+        QCOMPARE(is_model_fix(f.kind), model);
     }
 
     void smallBatch()
@@ -350,9 +376,10 @@ private slots:
                                 "small_batch");
         QCOMPARE(ex.size(), std::size_t(1));
         QCOMPARE(ex[0].run, 1); // the fastest run
-        QCOMPARE(ex[0].apply_kind, std::string("set_batch"));
+        QVERIFY(ex[0].fix && ex[0].fix->kind == FixKind::SetBatch);
+        QCOMPARE(ex[0].fix->path, std::string()); // a run setting, no layer
         const double per_sample = double(build_graph(tiny, k_input, 10).total_flops);
-        const double suggested = std::stod(ex[0].apply_value);
+        const double suggested = ex[0].fix->batch;
         QVERIFY(suggested * per_sample >= 1e9);
         QVERIFY(suggested / 2 * per_sample < 1e9 || suggested == 128);
 
@@ -489,6 +516,22 @@ private slots:
         QVERIFY2(ids.contains("sigmoid_output"), qPrintable(ids.join(",")));
         QVERIFY2(ids.contains("output_float32"), qPrintable(ids.join(",")));
         QVERIFY2(ids.contains("cpu_backend"), qPrintable(ids.join(",")));
+        // The fixes as the JSON has always written them: kind, the layer's path (empty for
+        // a run setting) and the value as a string.
+        for (const auto& v : doc["explanations"].toArray()) {
+            const QJsonObject e = v.toObject();
+            const QString id = e["id"].toString();
+            if (id == "sigmoid_output")
+                QCOMPARE(e["apply"].toObject(),
+                         QJsonObject({{"kind", "set_activation"}, {"path", "layer 2"},
+                                      {"value", "softmax"}}));
+            else if (id == "output_float32")
+                QCOMPARE(e["apply"].toObject(),
+                         QJsonObject({{"kind", "set_dtype_float32"}, {"path", "layer 2"},
+                                      {"value", ""}}));
+            else if (id == "cpu_backend")
+                QVERIFY(!e.contains("apply"));
+        }
         // The profiling pass: every phase per run, summing to the profiled step, and the
         // top-level layers (flatten, dense, dense).
         const QJsonArray phases = doc["phase_breakdown"].toArray();

@@ -171,7 +171,9 @@ void TestFirstHour::designCompareApplyCompareExportSaveReopen()
         if (why.explanations()[i].id == "output_float32")
             fix = int(i);
     QVERIFY(fix >= 0);
-    QCOMPARE(why.explanations()[std::size_t(fix)].apply_path, std::string("layer 2"));
+    const std::optional<mixlab::Fix> &float32 = why.explanations()[std::size_t(fix)].fix;
+    QVERIFY(float32 && float32->kind == mixlab::FixKind::SetDtypeFloat32);
+    QCOMPARE(float32->path, std::string("layer 2"));
     QPushButton *apply = why.applyButton(fix);
     QVERIFY(apply && apply->isEnabled());
     QTest::mouseClick(apply, Qt::LeftButton);

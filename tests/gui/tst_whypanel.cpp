@@ -1,12 +1,15 @@
 // The Why? panel, offscreen: RunFacts built from a RunStore (losses, loss-scale changes,
 // profiles), the runs table, the profiling views (phase bars, sortable layer table,
 // roofline), the explain() rows for a sigmoid-output model compared fp32 against
-// mixed_fp16 worded for the app, Apply as an undoable designer edit or a run-panel change
-// that stays "Applied" until undone, profiles through experiment files, a group that goes
-// away, and the main window's Why? action following the runs table's selection.
+// mixed_fp16 worded for the app, Apply for every kind of fix (units and filters, float32,
+// activation as undoable designer edits; policy and batch as run-panel changes) that stays
+// "Applied" until undone, profiles through experiment files, a group that goes away, and
+// the main window's Why? action following the runs table's selection.
 #include "files/experiment.h"
 #include "analysis/layertablemodel.h"
 #include "app/mainwindow.h"
+#include "designer/layerpath.h"
+#include "designer/layerpropertyeditor.h"
 #include "designer/modeldesigner.h"
 #include "analysis/phasebars.h"
 #include "analysis/rooflinechart.h"
@@ -43,6 +46,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -59,15 +63,31 @@ const char *k_model = R"({"format": "mixlab-model/1", "name": "tiny-seed",
                {"type": "dense", "units": 10},
                {"type": "activation", "activation": "sigmoid", "dtype": "float32"}]})";
 
+// Models whose hidden GEMM layer's output width (20 units, 12 filters) keeps tensor cores
+// off their fast path under mixed_fp16 and is most of the work: explain() fixes it with
+// set_units, to the next multiple of 8, in the layer the path names (nested ones too).
+const char *k_denseModel = R"({"format": "mixlab-model/1", "name": "dense-20",
+    "layers": [{"type": "flatten"}, {"type": "dense", "units": 20, "activation": "relu"},
+               {"type": "dense", "units": 10}]})";
+const char *k_convModel = R"({"format": "mixlab-model/1", "name": "conv-12",
+    "layers": [{"type": "conv2d", "filters": 12, "kernel": 3, "padding": "same", "activation": "relu"},
+               {"type": "flatten"}, {"type": "dense", "units": 10}]})";
+const char *k_blockModel = R"({"format": "mixlab-model/1", "name": "block-12",
+    "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same", "activation": "relu"},
+               {"type": "residual", "activation": "relu", "body": [
+                   {"type": "conv2d", "filters": 12, "kernel": 3, "padding": "same", "activation": "relu"},
+                   {"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"}]},
+               {"type": "flatten"}, {"type": "dense", "units": 10}]})";
+
 const mixlab::Shape k_input{{4, 4, 1}};
 constexpr int k_classes = 10;
 
 int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double medianMs, int halveAt,
                    QRandomGenerator &rng,
-                   mixlab::BackendKind backend = mixlab::BackendKind::Cpu)
+                   mixlab::BackendKind backend = mixlab::BackendKind::Cpu, const char *model = k_model)
 {
     FinishedRunSpec spec;
-    spec.modelJson = QString::fromUtf8(k_model);
+    spec.modelJson = QString::fromUtf8(model);
     spec.input = k_input;
     spec.policy = policy;
     spec.medianMs = medianMs;
@@ -83,22 +103,22 @@ struct FinishedCompare {
     int group = 0, fp32 = 0, mixed = 0;
 
     explicit FinishedCompare(quint32 seed, double mixedMs = 1.0, int mixedHalveAt = 0,
-                             mixlab::BackendKind backend = mixlab::BackendKind::Cpu)
+                             mixlab::BackendKind backend = mixlab::BackendKind::Cpu, const char *model = k_model)
         : rng(seed)
     {
         group = store.newGroup();
-        fp32 = addFinishedRun(store, group, mixlab::Policy::FP32, 2.0, 0, rng, backend);
-        mixed = addFinishedRun(store, group, mixlab::Policy::MixedFP16, mixedMs, mixedHalveAt, rng, backend);
+        fp32 = addFinishedRun(store, group, mixlab::Policy::FP32, 2.0, 0, rng, backend, model);
+        mixed = addFinishedRun(store, group, mixlab::Policy::MixedFP16, mixedMs, mixedHalveAt, rng, backend, model);
     }
 };
 
 // A designer holding the model the runs trained.
 struct DesignerOnModel {
     ModelDesigner designer;
-    DesignerOnModel()
+    explicit DesignerOnModel(const char *model = k_model)
     {
         designer.setInput(k_input, k_classes);
-        designer.setSpec(mixlab::parse_model_spec(k_model));
+        designer.setSpec(mixlab::parse_model_spec(model));
     }
 };
 
@@ -149,6 +169,16 @@ int indexOf(const WhyPanel &panel, const std::string &id)
     return -1;
 }
 
+// The first explanation with a fix of this kind; -1 when none.
+int indexOfFix(const WhyPanel &panel, mixlab::FixKind kind)
+{
+    const auto &ex = panel.explanations();
+    for (std::size_t i = 0; i < ex.size(); ++i)
+        if (ex[i].fix && ex[i].fix->kind == kind)
+            return int(i);
+    return -1;
+}
+
 } // namespace
 
 class TestWhyPanel : public QObject {
@@ -160,7 +190,10 @@ private slots:
     void showsRunsAndExplanations();
     void applyFloat32IsUndoable();
     void applyActivation();
-    void applyRunSetting();
+    void applyUnits_data();
+    void applyUnits();
+    void applyBatch();
+    void applyPolicy();
     void profileReachesFacts();
     void phaseBarsPerPolicy_data();
     void phaseBarsPerPolicy();
@@ -259,7 +292,7 @@ void TestWhyPanel::showsRunsAndExplanations()
     QVERIFY(sigmoid >= 0);
     QVERIFY(fp32 >= 0);
     // Paths count from 0, as build_graph names them: the 10-unit dense is "layer 2".
-    QCOMPARE(panel.explanations()[std::size_t(fp32)].apply_path, std::string("layer 2"));
+    QCOMPARE(panel.explanations()[std::size_t(fp32)].fix, std::optional(mixlab::Fix::set_dtype_float32("layer 2")));
     // Each explanation's sentence and suggestion are on screen.
     for (const mixlab::Explanation &e : panel.explanations()) {
         QWidget *card = panel.findChild<QWidget *>(QStringLiteral("whyCard_%1").arg(QString::fromStdString(e.id)));
@@ -334,12 +367,19 @@ void TestWhyPanel::applyActivation()
     panel.showGroup(f.group);
     const int sigmoid = indexOf(panel, "sigmoid_output");
     QVERIFY(sigmoid >= 0);
-    QVERIFY(panel.applyButton(sigmoid));
-    panel.applyButton(sigmoid)->click();
+    QPushButton *apply = panel.applyButton(sigmoid);
+    QVERIFY(apply && apply->isEnabled());
+    apply->click();
     QCOMPARE(designer.spec().layers[3].activation, mixlab::Activation::Softmax);
+    QCOMPARE(designer.undoStack()->count(), 1);
     QVERIFY(panel.appliedText().startsWith(QStringLiteral("layer 3: activation softmax")));
+    QCOMPARE(apply->text(), QStringLiteral("Applied"));
+    QVERIFY(!apply->isEnabled());
     designer.undoStack()->undo();
     QCOMPARE(designer.spec().layers[3].activation, mixlab::Activation::Sigmoid);
+    QVERIFY(designer.spec() == mixlab::parse_model_spec(k_model));
+    QCOMPARE(apply->text(), QStringLiteral("Apply"));
+    QVERIFY(apply->isEnabled());
 
     // A model that no longer has the layer is refused, not edited elsewhere.
     designer.setSpec(mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "short",
@@ -350,40 +390,175 @@ void TestWhyPanel::applyActivation()
     QCOMPARE(designer.undoStack()->count(), 0);
 }
 
-void TestWhyPanel::applyRunSetting()
+void TestWhyPanel::applyUnits_data()
 {
-    FinishedCompare f(16);
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("path");  // the graph's name of the layer
+    QTest::addColumn<QString>("field"); // the property editor's spin box
+    QTest::addColumn<int>("before");
+    QTest::addColumn<int>("after");
+    QTest::newRow("dense units") << k_denseModel << "layer 1" << "units" << 20 << 24;
+    QTest::newRow("conv2d filters") << k_convModel << "layer 0" << "filters" << 12 << 16;
+    QTest::newRow("nested conv2d") << k_blockModel << "layer 1 > body 0" << "filters" << 12 << 16;
+}
+
+// set_units: the layer's units (dense) or filters (conv2d) as one undo step of its own,
+// "Applied" until undone; a spin-box step in the property editor after it is a step of its
+// own too, so undo takes back exactly what Apply did.
+void TestWhyPanel::applyUnits()
+{
+    QFETCH(QString, model);
+    QFETCH(QString, path);
+    QFETCH(QString, field);
+    QFETCH(int, before);
+    QFETCH(int, after);
+    const QByteArray json = model.toUtf8();
+    FinishedCompare f(19, 1.0, 0, mixlab::BackendKind::Cpu, json.constData());
+    DesignerOnModel d(json.constData());
+    ModelDesigner &designer = d.designer;
+    QVERIFY2(designer.isValid(), qPrintable(designer.validationMessage()));
+    WhyPanel panel(&f.store);
+    panel.setDesigner(&designer);
+    panel.show();
+    panel.showGroup(f.group);
+    const int units = indexOfFix(panel, mixlab::FixKind::SetUnits);
+    QVERIFY(units >= 0);
+    const mixlab::Explanation e = panel.explanations()[std::size_t(units)];
+    QCOMPARE(e.id, std::string("dims_multiple_of_8"));
+    QCOMPARE(e.fix, std::optional(mixlab::Fix::set_units(path.toStdString(), after)));
+    const mixlab::ModelSpec original = designer.spec();
+    const LayerPath layerPath = pathNamedIn(path, original);
+    const auto width = [&](const mixlab::ModelSpec &spec) {
+        const mixlab::LayerSpec *l = layerAt(spec, layerPath);
+        return l->type == mixlab::LayerType::Dense ? l->units : l->filters;
+    };
+    QCOMPARE(width(original), before);
+
+    QPushButton *apply = panel.applyButton(units);
+    QVERIFY(apply && apply->isEnabled());
+    QCOMPARE(apply->text(), QStringLiteral("Apply"));
+    QTest::mouseClick(apply, Qt::LeftButton);
+    QCOMPARE(width(designer.spec()), after);
+    QCOMPARE(designer.undoStack()->count(), 1);
+    QCOMPARE(panel.appliedText(), QStringLiteral("%1: %2 %3; undo with Ctrl+Z").arg(path, field).arg(after));
+    QCOMPARE(apply->text(), QStringLiteral("Applied"));
+    QVERIFY(!apply->isEnabled());
+    // Nothing else of the model moved.
+    mixlab::ModelSpec expected = original;
+    mixlab::LayerSpec *edited = layerAt(expected, layerPath);
+    (edited->type == mixlab::LayerType::Dense ? edited->units : edited->filters) = after;
+    QVERIFY(designer.spec() == expected);
+
+    // The edited layer is selected: a step of its spin box is an undo step of its own.
+    auto *spin = designer.propertyEditor()->findChild<QSpinBox *>(field);
+    QVERIFY(spin);
+    QCOMPARE(designer.propertyEditor()->layerPath(), layerPath);
+    QCOMPARE(spin->value(), after);
+    spin->setValue(after + 1);
+    QCOMPARE(designer.undoStack()->count(), 2);
+    QVERIFY(apply->isEnabled()); // the fix's width is gone again
+    designer.undoStack()->undo();
+    QCOMPARE(width(designer.spec()), after);
+    QVERIFY(!apply->isEnabled());
+    designer.undoStack()->undo();
+    QVERIFY(designer.spec() == original);
+    QCOMPARE(apply->text(), QStringLiteral("Apply"));
+    QVERIFY(apply->isEnabled());
+
+    // Spin-box steps before Apply are not taken into its undo step either.
+    designer.selectPath(layerPath);
+    spin->setValue(before + 1);
+    QCOMPARE(designer.undoStack()->count(), 1);
+    QVERIFY(panel.apply(units));
+    QCOMPARE(designer.undoStack()->count(), 2);
+    designer.undoStack()->undo();
+    QCOMPARE(width(designer.spec()), before + 1);
+
+    // A model whose layer at that path has no units or filters is refused, not edited.
+    mixlab::ModelSpec other = original;
+    mixlab::LayerSpec relu;
+    relu.type = mixlab::LayerType::Activation;
+    relu.activation = mixlab::Activation::Relu;
+    *layerAt(other, layerPath) = relu;
+    designer.setSpec(other);
+    QString error;
+    QVERIFY(!panel.apply(units, &error));
+    QVERIFY2(error.contains(QStringLiteral("no units or filters")), qPrintable(error));
+    QCOMPARE(designer.undoStack()->count(), 0);
+    QVERIFY(designer.spec() == other);
+}
+
+// set_batch, from explain() itself: a GPU group too small to fill the device.
+void TestWhyPanel::applyBatch()
+{
+    FinishedCompare f(16, 1.0, 0, mixlab::BackendKind::Cuda);
+    WhyPanel panel(&f.store);
+    RunPanel runPanel;
+    mixlab::RunConfig c = runPanel.config();
+    c.batch_size = 32;
+    runPanel.setConfig(c);
+    panel.showGroup(f.group);
+    const int batch = indexOfFix(panel, mixlab::FixKind::SetBatch);
+    QVERIFY(batch >= 0);
+    QCOMPARE(panel.explanations()[std::size_t(batch)].id, std::string("small_batch"));
+    const int suggested = panel.explanations()[std::size_t(batch)].fix->batch;
+    QVERIFY(suggested > 32);
+    // No run panel: nothing to change, said on the button.
+    QPushButton *apply = panel.applyButton(batch);
+    QVERIFY(apply && !apply->isEnabled());
+    QString error;
+    QVERIFY(!panel.apply(batch, &error));
+    QVERIFY2(error.contains(QStringLiteral("no run panel")), qPrintable(error));
+
+    panel.setRunPanel(&runPanel);
+    apply = panel.applyButton(batch);
+    QVERIFY(apply && apply->isEnabled());
+    QTest::mouseClick(apply, Qt::LeftButton);
+    QCOMPARE(runPanel.config().batch_size, suggested);
+    QCOMPARE(panel.appliedText(), QStringLiteral("run settings: batch %1 (was 32)").arg(suggested));
+    QCOMPARE(apply->text(), QStringLiteral("Applied"));
+    QVERIFY(!apply->isEnabled());
+    // The run panel has no undo: setting the batch back is how it is undone, and the
+    // advice applies again.
+    c = runPanel.config();
+    c.batch_size = 32;
+    runPanel.setConfig(c);
+    QCOMPARE(apply->text(), QStringLiteral("Apply"));
+    QVERIFY(apply->isEnabled());
+}
+
+// set_policy goes through RunPanel::setConfig. explain() gives it only for a pure fp16 run
+// whose loss stalled; the fix is set by hand here through the entry point the buttons use.
+void TestWhyPanel::applyPolicy()
+{
+    FinishedCompare f(17);
     WhyPanel panel(&f.store);
     RunPanel runPanel;
     panel.setRunPanel(&runPanel);
-    // explain() gives set_policy/set_batch only for GPU runs; fake one by hand through
-    // the same entry point the buttons use.
     mixlab::RunConfig c = runPanel.config();
-    c.batch_size = 32;
     c.policy = mixlab::Policy::FP16;
     runPanel.setConfig(c);
     panel.showGroup(f.group);
     QVERIFY(!panel.explanations().empty());
-    // The two run-config fixes go through RunPanel::setConfig.
     auto &ex = const_cast<std::vector<mixlab::Explanation> &>(panel.explanations());
-    ex[0].apply_kind = "set_batch";
-    ex[0].apply_value = "256";
-    QVERIFY(panel.apply(0));
-    QCOMPARE(runPanel.config().batch_size, 256);
-    QVERIFY(panel.appliedText().contains(QStringLiteral("batch 256 (was 32)")));
-    ex[0].apply_kind = "set_policy";
-    ex[0].apply_value = "mixed_fp16";
+    ex[0].fix = mixlab::Fix::set_policy(mixlab::Policy::MixedFP16);
+    QCOMPARE(panel.isApplied(ex[0]), std::optional(false));
     QVERIFY(panel.apply(0));
     QCOMPARE(runPanel.config().policy, mixlab::Policy::MixedFP16);
+    QCOMPARE(panel.appliedText(), QStringLiteral("run settings: policy mixed_fp16 (was fp16)"));
     // In the settings already: nothing to do, and the panel says so.
     QString error;
-    QVERIFY(panel.isApplied(ex[0]).value_or(false));
+    QCOMPARE(panel.isApplied(ex[0]), std::optional(true));
     QVERIFY(!panel.apply(0, &error));
     QVERIFY2(error.contains(QStringLiteral("already")), qPrintable(error));
-    ex[0].apply_value = "fp12";
+    // Back to fp16 by hand: the fix applies again.
+    runPanel.setConfig(c);
+    QCOMPARE(panel.isApplied(ex[0]), std::optional(false));
+    // An explanation without a fix has nothing to apply.
+    ex[0].fix.reset();
+    QVERIFY(!WhyPanel::canApply(ex[0]));
     QVERIFY(!panel.apply(0, &error));
-    QVERIFY(!error.isEmpty());
-    QCOMPARE(runPanel.config().policy, mixlab::Policy::MixedFP16);
+    QVERIFY2(error.contains(QStringLiteral("no change to apply")), qPrintable(error));
 }
 
 void TestWhyPanel::profileReachesFacts()

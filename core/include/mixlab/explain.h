@@ -1,9 +1,10 @@
 // Explain: rules that turn the facts of a compare group's runs into plain sentences
 // with the runs' own numbers, each with a suggestion and, where it is a model or config
-// edit, a machine-readable fix the GUI can apply.
+// edit, a typed fix (FixKind) the GUI can apply.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
@@ -47,6 +48,43 @@ struct RunFacts {
 // only then: on the CPU backend device and host time are the same clock's.
 inline bool ran_on_gpu(const RunFacts& f) { return f.device.backend == BackendKind::Cuda; }
 
+// What a machine-readable fix changes. A front end that applies fixes switches over
+// every kind without a default, so a new kind is a compiler warning there, not a fix
+// silently left alone.
+enum class FixKind {
+    SetUnits,        // a layer's output width: a dense layer's units, a conv2d's filters
+    SetDtypeFloat32, // a layer computes in float32 whatever the policy
+    SetActivation,   // a layer's activation
+    SetPolicy,       // the run's precision policy
+    SetBatch,        // the run's batch size
+};
+
+// One fix: its kind and that kind's value; the other values stay at their defaults (the
+// named constructors below set exactly those).
+struct Fix {
+    FixKind kind = FixKind::SetPolicy;
+    std::string path;                         // layer fixes: the graph path ("layer 3")
+    int units = 0;                            // SetUnits
+    Activation activation = Activation::None; // SetActivation
+    Policy policy = Policy::FP32;             // SetPolicy
+    int batch = 0;                            // SetBatch
+    bool operator==(const Fix&) const = default;
+
+    static Fix set_units(std::string path, int units);
+    static Fix set_dtype_float32(std::string path);
+    static Fix set_activation(std::string path, Activation activation);
+    static Fix set_policy(Policy policy);
+    static Fix set_batch(int batch);
+};
+
+// Whether the fix edits a layer of the model (named by path) rather than the run settings.
+bool is_model_fix(FixKind k);
+// The string forms, for explain --json only: "set_units", "set_dtype_float32",
+// "set_activation", "set_policy", "set_batch"; and the value: "1008", "softmax",
+// "mixed_fp16", "256", "" for set_dtype_float32.
+std::string_view fix_kind_name(FixKind k);
+std::string fix_value_text(const Fix& f);
+
 struct Explanation {
     enum class Severity { Info, Advice, Warning };
     std::string id;          // the rule: "speed", "dims_multiple_of_8", ...
@@ -54,12 +92,7 @@ struct Explanation {
     int run = -1;            // index of the run it is about; -1: the whole group
     std::string sentence;    // with this run's numbers
     std::string suggestion;  // what to change; may be empty
-    // Optional machine-readable fix: "set_units", "set_dtype_float32", "set_activation",
-    // "set_policy", "set_batch", or "" for none. apply_path names a layer by its graph
-    // path ("layer 3"), empty for run-config fixes.
-    std::string apply_kind;
-    std::string apply_path;
-    std::string apply_value;
+    std::optional<Fix> fix;  // a model or run-config edit the app can apply; none for advice
 };
 
 std::string_view severity_name(Explanation::Severity s); // "info", "advice", "warning"

@@ -160,9 +160,7 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
                                ? fmt("set %s of %s to %lld in the property editor",
                                      dense ? "Units" : "Filters", gl.path.c_str(), (long long)padded)
                                : fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
-            e.apply_kind = "set_units";
-            e.apply_path = gl.path;
-            e.apply_value = std::to_string(padded);
+            e.fix = Fix::set_units(gl.path, int(padded));
         } else {
             e.suggestion = fmt("its %lld inputs come from the layer before it (or the data); "
                                "padding them to %lld fixes this layer",
@@ -295,8 +293,7 @@ void rule_fp16_stall(const std::vector<RunFacts>& group, Reader reader, Out& out
                                  ? "choose Precision: mixed_fp16 in the run panel: fp32 master "
                                    "weights take the small updates"
                                  : "use mixed_fp16: fp32 master weights take the small updates");
-        e.apply_kind = "set_policy";
-        e.apply_value = "mixed_fp16";
+        e.fix = Fix::set_policy(Policy::MixedFP16);
         out.push_back(std::move(e));
     }
 }
@@ -317,9 +314,7 @@ void rule_sigmoid(const std::vector<RunFacts>& group, Reader reader, Out& out)
                              ? fmt("set Activation of %s to softmax in the property editor (folded "
                                    "into the loss, in float32)", last.path.c_str())
                              : std::string("use a softmax output (folded into the loss, in float32)"));
-    e.apply_kind = "set_activation";
-    e.apply_path = last.path;
-    e.apply_value = "softmax";
+    e.fix = Fix::set_activation(last.path, Activation::Softmax);
     out.push_back(std::move(e));
 }
 
@@ -349,8 +344,7 @@ void rule_output_fp32(const std::vector<RunFacts>& group, Reader reader, Out& ou
                              ? fmt("tick Precision: keep in float32 for %s in the property editor",
                                    logits->path.c_str())
                              : std::string("set \"dtype\": \"float32\" on the output layer"));
-    e.apply_kind = "set_dtype_float32";
-    e.apply_path = logits->path;
+    e.fix = Fix::set_dtype_float32(logits->path);
     out.push_back(std::move(e));
 }
 
@@ -385,8 +379,7 @@ void rule_small_batch(const std::vector<RunFacts>& group, Reader reader, Out& ou
                          reader == Reader::App
                              ? fmt("set Batch size to %lld in the run panel", (long long)suggested)
                              : fmt("try batch %lld", (long long)suggested));
-    e.apply_kind = "set_batch";
-    e.apply_value = std::to_string(suggested);
+    e.fix = Fix::set_batch(int(suggested));
     out.push_back(std::move(e));
 }
 
@@ -466,6 +459,84 @@ void rule_fixed_costs(const std::vector<RunFacts>& group, Out& out)
 }
 
 } // namespace
+
+Fix Fix::set_units(std::string path, int units)
+{
+    Fix f;
+    f.kind = FixKind::SetUnits;
+    f.path = std::move(path);
+    f.units = units;
+    return f;
+}
+
+Fix Fix::set_dtype_float32(std::string path)
+{
+    Fix f;
+    f.kind = FixKind::SetDtypeFloat32;
+    f.path = std::move(path);
+    return f;
+}
+
+Fix Fix::set_activation(std::string path, Activation activation)
+{
+    Fix f;
+    f.kind = FixKind::SetActivation;
+    f.path = std::move(path);
+    f.activation = activation;
+    return f;
+}
+
+Fix Fix::set_policy(Policy policy)
+{
+    Fix f;
+    f.kind = FixKind::SetPolicy;
+    f.policy = policy;
+    return f;
+}
+
+Fix Fix::set_batch(int batch)
+{
+    Fix f;
+    f.kind = FixKind::SetBatch;
+    f.batch = batch;
+    return f;
+}
+
+bool is_model_fix(FixKind k)
+{
+    switch (k) {
+    case FixKind::SetUnits:
+    case FixKind::SetDtypeFloat32:
+    case FixKind::SetActivation: return true;
+    case FixKind::SetPolicy:
+    case FixKind::SetBatch: return false;
+    }
+    return false;
+}
+
+std::string_view fix_kind_name(FixKind k)
+{
+    switch (k) {
+    case FixKind::SetUnits: return "set_units";
+    case FixKind::SetDtypeFloat32: return "set_dtype_float32";
+    case FixKind::SetActivation: return "set_activation";
+    case FixKind::SetPolicy: return "set_policy";
+    case FixKind::SetBatch: return "set_batch";
+    }
+    return "";
+}
+
+std::string fix_value_text(const Fix& f)
+{
+    switch (f.kind) {
+    case FixKind::SetUnits: return std::to_string(f.units);
+    case FixKind::SetDtypeFloat32: return "";
+    case FixKind::SetActivation: return std::string(activation_name(f.activation));
+    case FixKind::SetPolicy: return std::string(policy_name(f.policy));
+    case FixKind::SetBatch: return std::to_string(f.batch);
+    }
+    return "";
+}
 
 std::string_view severity_name(Explanation::Severity s)
 {
