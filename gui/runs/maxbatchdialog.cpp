@@ -3,6 +3,7 @@
 // and the summary as each trial comes back. It sees plain values only, never the engine.
 #include "runs/maxbatchdialog.h"
 
+#include "common/enginetext.h"
 #include "common/runcolors.h"
 #include "runs/runcontroller.h"
 
@@ -43,8 +44,6 @@ namespace {
 constexpr int k_cpuLimit = 1024;
 constexpr int k_gpuLimit = 1 << 16;
 
-QString policyText(mixlab::Policy p) { return QString::fromUtf8(mixlab::policy_name(p).data(), int(mixlab::policy_name(p).size())); }
-
 bool onCpu(const MaxBatchJob &job)
 {
     switch (job.config.device) {
@@ -58,8 +57,6 @@ bool onCpu(const MaxBatchJob &job)
 qint64 mebibytes(std::int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
 
 QString throughputText(double samplesPerS) { return QString::number(samplesPerS, 'f', 0); }
-
-QString msText(double ms) { return QString::number(ms, 'f', ms < 10 ? 3 : ms < 100 ? 2 : 1); }
 
 // The short form for the table and the summary; the full message goes in a tooltip.
 QString failureShort(const mixlab::BatchTrial &t)

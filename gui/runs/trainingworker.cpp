@@ -4,6 +4,8 @@
 // run, and Stop honoured between every setup phase.
 #include "runs/trainingworker.h"
 
+#include "common/enginetext.h"
+
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/environment.h"
@@ -101,8 +103,6 @@ public:
     void on_epoch(int, const mixlab::EpochMetrics &) override {}
     void on_event(int, const mixlab::RunEvent &) override {}
 };
-
-QString msText(double ms) { return QString::number(ms, 'f', ms < 10 ? 3 : 1); }
 
 // Each run alone, one after the other (not in lockstep), so its wall time per step is its
 // own. A stop ends the pass between runs (a run's pass is 2 x k_profileSteps steps, too
