@@ -7,6 +7,7 @@
 // The expected hashes were computed by the network as it was before layers became units
 // (issue 14); a change that alters any of this fails here. To see what changed, run with
 // MIXLAB_TRACE_DUMP=<folder>, which writes each case's full text there, before and after.
+#include "analysis/layer_costs.h"
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -89,18 +90,15 @@ private:
 };
 
 // The CPU backend behind a log of every call made to it. Buffers are named by the order
-// of their allocation. info() says what `device` holds, so the network's facts can be
-// read as a GPU would give them; conv2d_prepare reports a made-up plan that depends on
-// the geometry, dtype and math only, so the plan's facts reach the reports.
+// of their allocation. conv2d_prepare reports a made-up plan that depends on the
+// geometry, dtype and math only, so the plan's facts reach the reports.
 class TracingBackend : public Backend {
 public:
     TracingBackend() : m_inner(make_backend(DeviceChoice::CPU)) {}
 
-    DeviceInfo device;
     std::ostringstream log;
-    Backend& inner() { return *m_inner; }
 
-    DeviceInfo info() const override { return device; }
+    DeviceInfo info() const override { return m_inner->info(); }
 
     Buffer alloc(std::size_t count, DType dtype) override
     {
@@ -520,9 +518,9 @@ struct Result {
     std::string trace, numbers, facts;
 };
 
-void profile_facts(Network& net, std::ostringstream& out, int batch)
+void profile_facts(Network& net, const DeviceInfo& device, std::ostringstream& out, int batch)
 {
-    for (const LayerTime& l : net.top_level_layers(batch))
+    for (const LayerTime& l : layer_costs(net.top_level_nodes(), net.kernels(), device, batch))
         out << l.path << "|" << l.type << "|" << exact(l.flops) << "|" << exact(l.bytes) << "|"
             << l.is_gemm
             << "|" << l.tensor_cores << "|" << l.tensor_core_note << "\n";
@@ -603,13 +601,13 @@ Result run_case(const Case& c)
     for (const std::string& line : net->describe()) facts << line << "\n";
     // What the profile reports on this CPU, on a Volta (fp16 tensor cores only) and on an
     // Ampere GPU.
-    be.device = DeviceInfo{};
-    profile_facts(*net, facts, batch);
-    be.device.backend = BackendKind::Cuda;
-    be.device.tensor_cores = true;
-    profile_facts(*net, facts, batch);
-    be.device.bf16 = be.device.tf32 = true;
-    profile_facts(*net, facts, batch - 1);
+    DeviceInfo device;
+    profile_facts(*net, device, facts, batch);
+    device.backend = BackendKind::Cuda;
+    device.tensor_cores = true;
+    profile_facts(*net, device, facts, batch);
+    device.bf16 = device.tf32 = true;
+    profile_facts(*net, device, facts, batch - 1);
     return {be.log.str(), numbers.str(), facts.str()};
 }
 
