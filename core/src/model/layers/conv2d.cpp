@@ -77,10 +77,7 @@ public:
         if (!m_plan.forward_algo.empty())
             s << "; algorithms fwd " << m_plan.forward_algo << ", bwd data "
               << m_plan.backward_data_algo << ", bwd filter " << m_plan.backward_filter_algo;
-        if (math == MathMode::Reduced && !layer->tensor_core_friendly)
-            s << "; " << layer->tensor_core_note;
-        if (m_w.w_low) s << "; fp32 master weights";
-        k.detail = s.str();
+        k.detail = s.str() + detail_tail(*layer, math, m_w);
         out.push_back(std::move(k));
     }
 
@@ -124,9 +121,7 @@ public:
         gl.params = taps * cout + (l.use_bias ? cout : 0);
         gl.flops = 2 * taps * cout * positions + (l.use_bias ? cout * positions : 0) +
                    activation_flops(l.activation, gl.out.elements());
-        gl.is_gemm = true;
-        gl.tensor_core_note = tensor_core_note({{"input channels", cin}, {"filters", cout}});
-        gl.tensor_core_friendly = gl.tensor_core_note.empty();
+        set_gemm_fitness(gl, {{"input channels", cin}, {"filters", cout}});
     }
     bool picks_dtype() const override { return true; }
     std::unique_ptr<Node> make_node() const override { return std::make_unique<Conv2DNode>(); }

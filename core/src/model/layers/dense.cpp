@@ -86,10 +86,7 @@ public:
         std::ostringstream s;
         s << in_features << "->" << out_features;
         k.tensor_cores = math != MathMode::Pedantic && layer->tensor_core_friendly;
-        if (math == MathMode::Reduced && !layer->tensor_core_friendly)
-            s << "; " << layer->tensor_core_note;
-        if (m_w.w_low) s << "; fp32 master weights";
-        k.detail = s.str();
+        k.detail = s.str() + detail_tail(*layer, math, m_w);
         out.push_back(std::move(k));
     }
 
@@ -124,9 +121,7 @@ public:
         gl.params = in * units + (l.use_bias ? units : 0);
         gl.flops =
             2 * in * units + (l.use_bias ? units : 0) + activation_flops(l.activation, units);
-        gl.is_gemm = true;
-        gl.tensor_core_note = tensor_core_note({{"inputs", in}, {"units", units}});
-        gl.tensor_core_friendly = gl.tensor_core_note.empty();
+        set_gemm_fitness(gl, {{"inputs", in}, {"units", units}});
     }
     bool sets_width() const override { return true; }
     const char* width_field() const override { return "units"; }

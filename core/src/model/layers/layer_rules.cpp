@@ -46,7 +46,8 @@ std::int64_t activation_flops(Activation a, std::int64_t elements)
     }
 }
 
-std::string tensor_core_note(std::initializer_list<std::pair<const char*, std::int64_t>> dims)
+void set_gemm_fitness(GraphLayer& gl,
+                      std::initializer_list<std::pair<const char*, std::int64_t>> dims)
 {
     std::string note;
     for (const auto& [what, n] : dims) {
@@ -57,7 +58,9 @@ std::string tensor_core_note(std::initializer_list<std::pair<const char*, std::i
                 std::to_string(k_tensor_core_multiple) + " (" + std::to_string(up) +
                 " would be)";
     }
-    return note;
+    gl.is_gemm = true;
+    gl.tensor_core_note = note;
+    gl.tensor_core_friendly = note.empty();
 }
 
 void need_image(const GraphLayer& gl, const GraphWalk& walk)

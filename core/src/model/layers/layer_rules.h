@@ -27,9 +27,11 @@ bool is_image(const Shape& s);
 // Forward FLOPs of an activation over `elements` values.
 std::int64_t activation_flops(Activation a, std::int64_t elements);
 
-// Empty when every dimension suits 16-bit tensor-core GEMMs; else which do not and what
-// would ("units 10 is not a multiple of 8 (16 would be)").
-std::string tensor_core_note(std::initializer_list<std::pair<const char*, std::int64_t>> dims);
+// Marks `gl` a GEMM (a convolution is an implicit one) and sets its tensor-core fitness
+// over the dimensions given: friendly when every one suits 16-bit tensor-core GEMMs, else
+// a note of which do not and what would ("units 10 is not a multiple of 8 (16 would be)").
+void set_gemm_fitness(GraphLayer& gl,
+                      std::initializer_list<std::pair<const char*, std::int64_t>> dims);
 
 // Throws SpecError unless the layer's input is an image (H, W, C), saying where the
 // model made it flat.

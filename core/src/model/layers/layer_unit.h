@@ -58,14 +58,18 @@ public:
     virtual MathMode layer_math(DType dtype) const = 0;
 
     // The usual way into the flow (LayerUnit::build's default), for a layer that reads
-    // the flow's value and writes an output of its own.
+    // the flow's value and writes an output of its own: a cast first when the layer
+    // picks a dtype the flow does not have; then either the node before it takes it over
+    // (LayerUnit::absorbable) or a node of its own: init_node, Node::allocate, its output
+    // and, when anything needs it, its output gradient.
     virtual Flow add_layer(const LayerUnit& unit, const GraphLayer& layer, Flow flow,
                            NodeList& out) = 0;
     // The fields every node has, for `layer` computing in `dtype` from `flow`.
     virtual void init_node(Node& n, const GraphLayer& layer, const Flow& flow,
                            DType dtype) const = 0;
 
-    // For blocks. A branch: its layers built from `flow`, and a cast to `dtype` after it.
+    // For blocks: a branch's layers built from `flow` into `out`; a flow cast to `dtype`
+    // (unchanged when it has that dtype already).
     virtual Flow build_sequence(const std::vector<GraphLayer>& layers, Flow flow,
                                 NodeList& out) = 0;
     virtual Flow cast_to(Flow flow, DType dtype, NodeList& out) = 0;
@@ -104,7 +108,8 @@ public:
     // says so; a cast goes before it when that differs), rather than in whatever reaches
     // it (dropout, pooling, flatten).
     virtual bool picks_dtype() const = 0;
-    // Whether the network may let the batch norm before it run it (a relu).
+    // Whether the node before it may run this layer too (a relu, taken over by a batch
+    // norm: Node::takes_relu).
     virtual bool absorbable(const LayerSpec&) const { return false; }
     // A new node of this type, for NodeBuilder::add_layer.
     virtual std::unique_ptr<Node> make_node() const = 0;

@@ -48,4 +48,13 @@ void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out,
     }
 }
 
+std::string detail_tail(const GraphLayer& layer, MathMode math, const Weights& w)
+{
+    std::string s;
+    if (math == MathMode::Reduced && !layer.tensor_core_friendly)
+        s += "; " + layer.tensor_core_note;
+    if (w.w_low) s += "; fp32 master weights";
+    return s;
+}
+
 } // namespace mixlab

@@ -1,11 +1,13 @@
 // The weights and bias of a layer that multiplies (dense, conv2d): allocated with their
-// masters, low-precision copies and optimizer slots, and initialised the same on every
-// backend and policy.
+// masters, low-precision copies and optimizer slots, initialised the same on every
+// backend and policy, and the end of the kernel facts they make.
 #pragma once
 #include "mixlab/backend.h"
+#include "mixlab/graph.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace mixlab {
 
@@ -30,5 +32,9 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
 // of the counter-based generator.
 void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out,
                   std::uint64_t seed, int layer_id);
+
+// How a kernel's detail line ends: why 16-bit math cannot use tensor cores, when the
+// graph found a dimension off, and whether fp32 master weights stand behind the copy.
+std::string detail_tail(const GraphLayer& layer, MathMode math, const Weights& w);
 
 } // namespace mixlab
