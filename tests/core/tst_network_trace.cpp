@@ -522,8 +522,7 @@ void profile_facts(Network& net, const DeviceInfo& device, std::ostringstream& o
 {
     for (const LayerTime& l : layer_costs(net.top_level_nodes(), net.kernels(), device, batch))
         out << l.path << "|" << l.type << "|" << exact(l.flops) << "|" << exact(l.bytes) << "|"
-            << l.is_gemm
-            << "|" << l.tensor_cores << "|" << l.tensor_core_note << "\n";
+            << l.is_gemm << "|" << l.tensor_cores << "|" << l.tensor_core_note << "\n";
 }
 
 // Four training steps of batch 4 (the last with profiling marks) and an evaluation pass
