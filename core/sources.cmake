@@ -39,16 +39,30 @@ set(MIXLAB_BACKENDS_SOURCES
     backends/cpu/cpu_optimizer.cpp
     backends/cpu/cpu_pool.cpp
     backends/cpu/cpu_sgemm.cpp)
-# model: a spec turned into a graph of shaped layers, and the executor of that graph.
+# model: a spec turned into a graph of shaped layers, and the executor of that graph; each
+# layer type is a unit of its own under model/layers, listed in model/layers/registry.cpp.
 set(MIXLAB_MODEL_SOURCES
     model/graph.cpp
-    model/network.cpp)
+    model/network.cpp
+    model/node.cpp
+    model/layers/activation.cpp
+    model/layers/batchnorm.cpp
+    model/layers/conv2d.cpp
+    model/layers/dense.cpp
+    model/layers/dropout.cpp
+    model/layers/flatten.cpp
+    model/layers/layer_rules.cpp
+    model/layers/pooling.cpp
+    model/layers/registry.cpp
+    model/layers/residual.cpp
+    model/layers/weights.cpp)
 # analysis: what the device and a model can do: capabilities, measured ceilings, host
-# and device facts.
+# and device facts, the profile's per-layer costs.
 set(MIXLAB_ANALYSIS_SOURCES
     analysis/capabilities.cpp
     analysis/ceilings.cpp
-    analysis/environment.cpp)
+    analysis/environment.cpp
+    analysis/layer_costs.cpp)
 # train: training runs, the step, its profile, the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
     train/max_batch.cpp

@@ -1,12 +1,13 @@
 // The executor of one Graph under one precision policy on one backend: owns the
 // parameters, activations and gradients (allocated once, static shapes) and runs the
-// forward and backward passes as backend operations on the backend's stream.
+// forward and backward passes of the layers' nodes (model/layers) on the backend's stream.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
-#include "mixlab/step_profile.h"
+#include "model/node.h"
+#include "model/node_facts.h"
 
 #include <cstdint>
 #include <memory>
@@ -14,16 +15,6 @@
 #include <vector>
 
 namespace mixlab {
-
-// What a layer that multiplies (dense, conv2d) runs as: the facts a run records.
-struct LayerKernelInfo {
-    std::string path;          // "layer 4 > body 0"
-    std::string type;          // "dense", "conv2d"
-    DType dtype = DType::F32;
-    MathMode math = MathMode::Pedantic;
-    bool tensor_cores = false; // what the backend chose (conv) or the math allows (dense)
-    std::string detail;        // algorithms, notes
-};
 
 class Network {
 public:
@@ -53,9 +44,9 @@ public:
         std::vector<std::unique_ptr<Event>> forward, backward;
     };
     void set_layer_marks(LayerMarks* marks) { m_marks = marks; }
-    // The top-level nodes the marks separate, in forward order: path, type, FLOPs and
-    // estimated bytes for `batch` samples, tensor-core use (times left at zero).
-    std::vector<LayerTime> top_level_layers(int batch) const;
+    // The top-level nodes the marks separate, in forward order (the profile's cost model,
+    // analysis/layer_costs.h, reads them); valid while the network lives.
+    std::vector<NodeFacts> top_level_nodes() const;
     std::size_t top_level_count() const { return m_nodes.size(); }
 
     ParamTable& param_table() { return *m_param_table; }
@@ -66,48 +57,22 @@ public:
     // read_gradients gives the float32 gradients of the last backward pass.
     void write_parameters(const std::vector<float>& values);
     std::vector<float> read_gradients();
-    // Human-readable facts about what runs: one line per dense or conv layer.
+    // Human-readable facts about what runs: one line per dense or conv layer, and one
+    // per relu run inside a batch norm.
     std::vector<std::string> describe() const;
     std::vector<LayerKernelInfo> kernels() const;
     std::int64_t device_bytes() const { return m_device_bytes; }
 
-    struct Node;
-
 private:
-    using NodeList = std::vector<std::unique_ptr<Node>>;
-    // Where a sequence of layers starts and what it ends with.
-    struct Flow {
-        Buffer* value = nullptr;
-        Buffer* grad = nullptr; // null when nothing before needs a gradient
-        DType dtype = DType::F32;
-        Shape shape;
-    };
-    Buffer* own(std::size_t count, DType dtype);
-    void disown(Buffer* b); // frees a buffer own() returned that turned out unneeded
-    Flow build_sequence(const std::vector<GraphLayer>& layers, Flow flow, NodeList& out,
-                        const OptimizerConfig& opt);
-    Flow build_layer(const GraphLayer& layer, Flow flow, NodeList& out,
-                     const OptimizerConfig& opt);
-    Flow build_residual(const GraphLayer& layer, Flow flow, NodeList& out,
-                        const OptimizerConfig& opt);
-    Flow cast_to(Flow flow, DType dtype, NodeList& out);
-    std::string no_tensor_core_reason(const LayerTime& t, const Node& n, const GraphLayer& L,
-                                      const DeviceInfo& dev) const;
-    void add_slot(Buffer* master, Buffer* grad, Buffer* low, const OptimizerConfig& opt);
-    void init_parameters(const NodeList& nodes);
-    void forward_nodes(NodeList& nodes, int batch, bool training, std::uint64_t step);
-    void backward_nodes(NodeList& nodes, int batch, std::uint64_t step);
-    void forward_node(Node& n, int batch, bool training, std::uint64_t step);
-    void backward_node(Node& n, int batch, std::uint64_t step);
+    class Builder;
+    void init_parameters();
 
     Backend& m_backend;
-    Policy m_policy;
-    PolicyTraits m_traits;
     std::uint64_t m_seed;
     StepCounter m_step_counter;
     LayerMarks* m_marks = nullptr;
     int m_max_batch;
-    Graph m_graph;
+    Graph m_graph;                                // the nodes point into it
     NodeList m_nodes;
     std::vector<std::unique_ptr<Buffer>> m_owned; // every buffer this network allocated
     Buffer* m_input = nullptr;

@@ -2,6 +2,7 @@
 // and how much of the wall time per step the device was busy.
 #include "train/trainer_impl.h"
 
+#include "analysis/layer_costs.h"
 #include "mixlab/error.h"
 
 #include <algorithm>
@@ -59,7 +60,7 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
     const std::size_t nodes = s.net->top_level_count();
     marks.layers.forward = events(s.backend, nodes + 1);
     marks.layers.backward = events(s.backend, nodes + 1);
-    p.layers = s.net->top_level_layers(s.batch);
+    p.layers = layer_costs(s.net->top_level_nodes(), s.net->kernels(), s.backend.info(), s.batch);
 
     // Each event recorded inside a replayed graph costs the device ~2 us, which at a
     // 0.15 ms step would add 20% if phases and layers were marked in the same steps. So

@@ -1,0 +1,124 @@
+// What one layer type provides, a LayerUnit (model/layers/<type>.cpp, listed in
+// registry.cpp), and what a unit may ask of the graph walk that infers shapes (GraphWalk,
+// graph.cpp) and of the network that builds the executed nodes (NodeBuilder, network.cpp).
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/graph.h"
+#include "model/node.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+// Where a sequence of layers stands while the network builds it: the buffer the next
+// layer reads, its gradient, dtype and per-sample shape.
+struct Flow {
+    Buffer* value = nullptr;
+    Buffer* grad = nullptr; // null when nothing before needs a gradient
+    DType dtype = DType::F32;
+    Shape shape;
+};
+
+class GraphWalk {
+public:
+    // The model's input as the dataset gives it (messages say how an image became flat).
+    virtual const Shape& model_input() const = 0;
+    virtual int classes() const = 0;
+    // Infers `specs` in order from `in` (a block's branch); `prefix` starts each path
+    // ("layer 4 > body "). Returns the layers and leaves the last output in `out`.
+    virtual std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs,
+                                               const Shape& in, const std::string& prefix,
+                                               Shape& out) = 0;
+
+protected:
+    ~GraphWalk() = default;
+};
+
+class LayerUnit;
+
+class NodeBuilder {
+public:
+    virtual Backend& backend() = 0;
+    virtual int max_batch() const = 0;
+    // A buffer the network owns (and counts in its device bytes); disown frees one that
+    // turned out unneeded.
+    virtual Buffer* own(std::size_t count, DType dtype) = 0;
+    virtual void disown(Buffer* b) = 0;
+    // A trainable tensor for the optimizer, with the state it needs; `low` is the copy in
+    // the layer's dtype the operations read, null when they read the master.
+    virtual void add_param(Buffer* master, Buffer* grad, Buffer* low) = 0;
+    // The dtype of the masters of a layer computing in `dtype` (float32, or the layer's
+    // own dtype under a policy without master weights).
+    virtual DType master_dtype(DType dtype) const = 0;
+    // The dtype a layer that picks its own computes in, and the math for a dtype.
+    virtual DType layer_dtype(const LayerSpec& spec) const = 0;
+    virtual MathMode layer_math(DType dtype) const = 0;
+
+    // The usual way into the flow (LayerUnit::build's default), for a layer that reads
+    // the flow's value and writes an output of its own: a cast first when the layer
+    // picks a dtype the flow does not have; then either the node before it takes it over
+    // (LayerUnit::absorbable) or a node of its own: init_node, Node::allocate, its output
+    // and, when anything needs it, its output gradient.
+    virtual Flow add_layer(const LayerUnit& unit, const GraphLayer& layer, Flow flow,
+                           NodeList& out) = 0;
+    // The fields every node has, for `layer` computing in `dtype` from `flow`.
+    virtual void init_node(Node& n, const GraphLayer& layer, const Flow& flow,
+                           DType dtype) const = 0;
+
+    // For blocks: a branch's layers built from `flow` into `out`; a flow cast to `dtype`
+    // (unchanged when it has that dtype already).
+    virtual Flow build_sequence(const std::vector<GraphLayer>& layers, Flow flow,
+                                NodeList& out) = 0;
+    virtual Flow cast_to(Flow flow, DType dtype, NodeList& out) = 0;
+    // Points the output gradient of a branch's last node at the block's, `grad`; where
+    // that must not be (`must_copy`, or the branch ends in a block of its own), gives it
+    // a buffer of its own instead, stored in *copy for the block to fill.
+    virtual void share_out_grad(NodeList& branch, const GraphLayer& block, Buffer* grad,
+                                Buffer** copy, bool must_copy) = 0;
+
+protected:
+    ~NodeBuilder() = default;
+};
+
+// One layer type: how the graph infers it and how the network runs it.
+class LayerUnit {
+public:
+    virtual ~LayerUnit() = default;
+
+    // ---- the graph (build_graph's walk)
+    // `gl` holds index, id, path, spec and in; fills out, params, flops (forward, per
+    // sample, multiply-add = 2), stride and padding as resolved and, for a GEMM, is_gemm
+    // and the tensor-core fitness with its note. Throws SpecError naming layer_label(gl).
+    virtual void infer(GraphLayer& gl, GraphWalk& walk) const = 0;
+    // Whether its output width is set by the layer itself (dense, flatten, global pooling):
+    // the layer a wrong number of outputs is blamed on.
+    virtual bool sets_width() const { return false; }
+    // The field of its spec that is that width, when there is one ("units"), for the
+    // advice to set it to the number of classes.
+    virtual const char* width_field() const { return nullptr; }
+    // Whether a softmax or sigmoid it ends with, as the model's last layer, is computed
+    // inside the loss (dense, activation).
+    virtual bool folds_output_activation() const { return false; }
+
+    // ---- the network
+    // Whether it computes in a dtype of its own (the policy's, or float32 when the spec
+    // says so; a cast goes before it when that differs), rather than in whatever reaches
+    // it (dropout, pooling, flatten).
+    virtual bool picks_dtype() const = 0;
+    // Whether the node before it may run this layer too (a relu, taken over by a batch
+    // norm: Node::takes_relu).
+    virtual bool absorbable(const LayerSpec&) const { return false; }
+    // A new node of this type, for NodeBuilder::add_layer.
+    virtual std::unique_ptr<Node> make_node() const = 0;
+    // Adds the layer's nodes to `out` and returns the flow after it. The default is the
+    // usual path (NodeBuilder::add_layer); a view (flatten) and a block (residual) differ.
+    virtual Flow build(const GraphLayer& layer, Flow flow, NodeBuilder& b, NodeList& out) const
+    {
+        return b.add_layer(*this, layer, flow, out);
+    }
+};
+
+} // namespace mixlab

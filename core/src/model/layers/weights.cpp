@@ -1,0 +1,60 @@
+// Allocation and initial values of a multiplying layer's weights and bias.
+#include "model/layers/weights.h"
+
+#include "base/hd_math.h"
+#include "model/layers/layer_unit.h"
+
+#include <cmath>
+#include <vector>
+
+namespace mixlab {
+
+Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
+                         bool grad_low)
+{
+    const DType master = b.master_dtype(dtype);
+    Weights w;
+    w.w_master = b.own(n_w, master);
+    w.w_grad = b.own(n_w, master);
+    if (master != dtype) w.w_low = b.own(n_w, dtype);
+    // cuDNN computes dW in the data's dtype; it is cast into the fp32 gradient.
+    if (grad_low && master != dtype) w.w_grad_low = b.own(n_w, dtype);
+    b.add_param(w.w_master, w.w_grad, w.w_low);
+    if (n_b) {
+        w.b_master = b.own(n_b, master);
+        w.b_grad = b.own(n_b, master);
+        if (master != dtype) w.b_low = b.own(n_b, dtype);
+        b.add_param(w.b_master, w.b_grad, w.b_low);
+    }
+    return w;
+}
+
+// Glorot-uniform weights (Keras's default; for a convolution the fans count the kernel
+// window) and zero biases, from a counter-based generator so every backend and policy
+// starts from the same values.
+void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out,
+                  std::uint64_t seed, int layer_id)
+{
+    const float limit = std::sqrt(6.0f / float(fan_in + fan_out));
+    std::vector<float> host(w.w_master->count());
+    const std::uint64_t stream = 0x5EED0000ull + std::uint64_t(layer_id);
+    for (std::size_t i = 0; i < host.size(); ++i)
+        host[i] = (2.0f * hd::uniform01(seed, stream, i) - 1.0f) * limit;
+    backend.upload_f32(*w.w_master, host.data(), host.size());
+    if (w.w_low) backend.cast(*w.w_master, *w.w_low);
+    if (w.b_master) {
+        backend.fill(*w.b_master, 0.0f);
+        if (w.b_low) backend.fill(*w.b_low, 0.0f);
+    }
+}
+
+std::string detail_tail(const GraphLayer& layer, MathMode math, const Weights& w)
+{
+    std::string s;
+    if (math == MathMode::Reduced && !layer.tensor_core_friendly)
+        s += "; " + layer.tensor_core_note;
+    if (w.w_low) s += "; fp32 master weights";
+    return s;
+}
+
+} // namespace mixlab

@@ -1,0 +1,80 @@
+// One node of the network's executed tree: a layer of the graph (each type's node is
+// defined by its unit, model/layers/<type>.cpp) or a cast the network puts at a dtype
+// boundary. A node reads `in`, writes `out`, and on the way back reads `out_grad` (which
+// it may overwrite) and writes `in_grad`; the network allocates and wires these.
+#pragma once
+#include "mixlab/backend.h"
+#include "mixlab/graph.h"
+#include "model/node_facts.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+class Node;
+using NodeList = std::vector<std::unique_ptr<Node>>;
+class NodeBuilder;
+
+// What a node's passes use besides its own buffers.
+struct PassContext {
+    Backend& backend;
+    std::uint64_t seed;              // the network's seed (dropout masks)
+    const StepCounter& step_counter; // the step as the device reads it, when set
+};
+
+class Node {
+public:
+    virtual ~Node() = default;
+
+    const GraphLayer* layer = nullptr; // null for a cast; points into the network's graph
+    DType dtype = DType::F32;
+    MathMode math = MathMode::Pedantic;
+    Activation act = Activation::None; // after folding into the loss, or a relu taken over
+    bool passthrough = false;          // flatten: shares its input's buffers
+    bool absorbed = false;             // relu run by the batch norm before it: shares its buffers
+    int in_features = 0, out_features = 0; // per sample
+    int channels = 0;                  // last dimension of the output (NHWC channels)
+
+    Buffer* in = nullptr;
+    Buffer* in_grad = nullptr;         // null when nothing before needs a gradient
+    Buffer* out = nullptr;
+    Buffer* out_grad = nullptr;
+
+    // The passes as the network runs them: a node that shares another's buffers (flatten,
+    // an absorbed relu) runs nothing, and nothing runs backward without an output gradient.
+    void run_forward(const PassContext& c, int batch, bool training, std::uint64_t step);
+    void run_backward(const PassContext& c, int batch, std::uint64_t step);
+
+    // What the network calls once the common fields above are set: the node allocates what
+    // its type needs (parameters, saved values) through `b`, before its output is.
+    virtual void allocate(NodeBuilder&) {}
+    // Initial values of what allocate() made; the same on every backend and policy.
+    virtual void init_parameters(Backend&, std::uint64_t /*seed*/) {}
+    // `step` seeds dropout masks (the same in forward and backward); `training` picks
+    // dropout on/off and batch statistics (training) or running statistics (evaluation).
+    virtual void forward(const PassContext& c, int batch, bool training, std::uint64_t step) = 0;
+    virtual void backward(const PassContext& c, int batch, std::uint64_t step) = 0;
+
+    // Appends the kernel facts of the multiplying layers at or under this node.
+    virtual void kernels(std::vector<LayerKernelInfo>&) const {}
+    // Whether backward overwrites the dY it reads (an activation turned into dZ in place).
+    virtual bool overwrites_out_grad() const { return false; }
+    // Whether forward and backward can also run a relu that follows (batch norm).
+    virtual bool takes_relu() const { return false; }
+    // A block's branches (a residual's body and shortcut), in that order; empty otherwise.
+    virtual std::vector<const NodeList*> branches() const { return {}; }
+
+    // "layer 4 > body 0"; the kernel facts' common part.
+    std::string path() const;
+    LayerKernelInfo kernel_facts() const;
+};
+
+// A sequence's passes: forward in order, backward in reverse.
+void forward_nodes(NodeList& nodes, const PassContext& c, int batch, bool training,
+                   std::uint64_t step);
+void backward_nodes(NodeList& nodes, const PassContext& c, int batch, std::uint64_t step);
+
+} // namespace mixlab
