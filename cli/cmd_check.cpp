@@ -16,18 +16,6 @@
 
 namespace mixlab::cli {
 
-namespace {
-
-nlohmann::json device_json(const DeviceInfo& d)
-{
-    return {{"backend", d.backend},           {"name", d.name},
-            {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-            {"memory_bytes", d.memory_bytes}, {"driver", d.driver_version},
-            {"runtime", d.runtime_version},   {"cublas", d.cublas_version}};
-}
-
-} // namespace
-
 int cmd_check(int argc, char** argv)
 {
     ArgParser parser("mixlab-cli check [--filter SUBSTR] [--seed N] [--json FILE] [--plans]",
@@ -87,7 +75,7 @@ int cmd_check(int argc, char** argv)
 
     if (const auto path = parser.value("--json")) {
         const nlohmann::json doc = {{"seed", seed},          {"filter", filter},
-                                    {"device", device_json(info)}, {"results", items},
+                                    {"device", device_info_to_json(info)}, {"results", items},
                                     {"passed", passed},      {"failed", failed},
                                     {"gemm_plans", plans}, {"conv_plans", conv_plans}};
         std::ofstream out(*path);

@@ -14,8 +14,6 @@
 #include "mixlab/run_log.h"
 #include "mixlab/step_time.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,13 +33,8 @@ public:
 
     void on_step(int run, const StepMetrics& m) override
     {
-        if (run >= 0 && std::size_t(run) < m_facts.size()) {
-            RunFacts& f = m_facts[std::size_t(run)];
-            f.train_loss.push_back(m.loss);
-            if (f.scale_history.empty() || f.scale_history.back().second != m.loss_scale)
-                f.scale_history.emplace_back(m.step, m.loss_scale);
-            f.final_train_accuracy = m.accuracy;
-        }
+        if (run >= 0 && std::size_t(run) < m_facts.size())
+            record_step(m_facts[std::size_t(run)], m);
         m_next.on_step(run, m);
     }
     void on_epoch(int run, const EpochMetrics& m) override { m_next.on_epoch(run, m); }
@@ -198,73 +191,6 @@ void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanat
     }
 }
 
-nlohmann::json to_json(const std::vector<RunFacts>& facts, const std::vector<Explanation>& ex)
-{
-    nlohmann::json runs = nlohmann::json::array();
-    for (const RunFacts& f : facts) {
-        const double base = facts.front().summary.median_step_ms;
-        const double ms = f.summary.median_step_ms;
-        runs.push_back({
-            {"policy", std::string(policy_name(f.policy))},
-            {"batch", f.batch},
-            {"steps", f.summary.steps},
-            {"median_step_ms", ms},
-            {"mean_step_ms", f.summary.mean_step_ms},
-            {"speedup", speedup(base, ms) > 0 ? nlohmann::json(speedup(base, ms)) : nlohmann::json()},
-            {"skipped_steps", f.summary.skipped_steps},
-            {"final_loss_scale", f.summary.final_loss_scale},
-            {"final_train_loss", f.summary.final_train_loss},
-            {"final_test_accuracy", f.summary.final_test_accuracy ? nlohmann::json(*f.summary.final_test_accuracy)
-                                                                  : nlohmann::json()},
-            {"loss_scaling", std::string(loss_scale_mode_name(f.loss_scale_mode))},
-            {"device", f.device.name},
-            {"backend", f.device.backend},
-        });
-    }
-    nlohmann::json exs = nlohmann::json::array();
-    for (const Explanation& e : ex) {
-        nlohmann::json j = {{"id", e.id},
-                            {"severity", std::string(severity_name(e.severity))},
-                            {"run", e.run},
-                            {"sentence", e.sentence},
-                            {"suggestion", e.suggestion}};
-        if (e.fix)
-            j["apply"] = {{"kind", std::string(fix_kind_name(e.fix->kind))},
-                          {"path", e.fix->path}, {"value", fix_value_text(*e.fix)}};
-        exs.push_back(std::move(j));
-    }
-    nlohmann::json phases = nlohmann::json::array();
-    for (const RunFacts& f : facts) {
-        if (!f.profile) {
-            phases.push_back(nullptr);
-            continue;
-        }
-        const StepProfile& p = *f.profile;
-        nlohmann::json ph = nlohmann::json::object();
-        for (int i = 0; i < k_step_phases; ++i)
-            ph[std::string(step_phase_name(StepPhase(i)))] = p.phase_ms[std::size_t(i)];
-        nlohmann::json layers = nlohmann::json::array();
-        for (const LayerTime& l : p.layers)
-            layers.push_back({{"path", l.path}, {"type", l.type}, {"forward_ms", l.forward_ms},
-                              {"backward_ms", l.backward_ms}, {"flops", l.flops},
-                              {"bytes_estimate", l.bytes}, {"gemm", l.is_gemm},
-                              {"tensor_cores", l.tensor_cores},
-                              {"tensor_core_note", l.tensor_core_note}});
-        phases.push_back({{"policy", std::string(policy_name(f.policy))},
-                          {"profiled_steps", p.steps},
-                          {"replayed", p.replayed},
-                          {"phases_ms", ph},
-                          {"sum_of_phases_ms", p.device_ms},
-                          {"measured_step_ms", p.step_ms},
-                          {"wall_ms_per_step", p.wall_ms},
-                          {"overhead_ms", p.overhead_ms},
-                          {"gpu_busy_fraction", p.gpu_busy_fraction},
-                          {"layers", layers}});
-    }
-    return {{"format", "mixlab-explain/1"}, {"runs", runs}, {"explanations", exs},
-            {"phase_breakdown", phases}};
-}
-
 } // namespace
 
 int cmd_explain(int argc, char** argv)
@@ -277,7 +203,8 @@ int cmd_explain(int argc, char** argv)
                      "Exit status: 0 done, 2 bad input, 1 a run failed, 130 stopped by Ctrl-C.");
     add_train_options(parser, true);
     parser.add_option("--json", "FILE",
-                      "also write {runs, explanations, phase_breakdown} as JSON here");
+                      "also write {runs (each with its profile), explanations} as JSON "
+                      "(mixlab-explain/2) here");
     parser.add_option("--report", "FILE",
                       "also write a self-contained HTML report (config, environment, charts, "
                       "breakdown, explanation) here");
@@ -331,7 +258,7 @@ int cmd_explain(int argc, char** argv)
     print_report(facts, ex, cached_ceilings(group->backend->info(), default_ceilings_cache_path()));
     if (json_path) {
         std::ofstream f(*json_path);
-        f << to_json(facts, ex).dump(2) << '\n';
+        f << explain_to_json(facts, ex);
         if (!f) throw InputError("--json: could not write '" + *json_path + "'");
     }
     if (report_path) {

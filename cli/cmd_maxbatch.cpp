@@ -219,7 +219,7 @@ int cmd_maxbatch(int argc, char** argv)
             {"model", in.model_path},
             {"dataset", prepared.data.name},
             {"training_samples", prepared.data.train.n},
-            {"environment", nlohmann::json::parse(environment_to_json(env))},
+            {"environment", environment_to_json(env)},
             {"search", options_json(opt)},
             {"complete", results.size() == policies.size()},
             {"policies", std::move(runs)}};

@@ -4,9 +4,10 @@
 # The folders, lowest first; a folder includes only those above it in this list (see
 # docs/ARCHITECTURE.md and tools/check_layering.sh).
 
-# base: element types and their rounding, JSON reading, host/device scalar math.
+# base: element types and their rounding, JSON reading and writing, host/device scalar math.
 set(MIXLAB_BASE_SOURCES
     base/dtype.cpp
+    base/json_io.cpp
     base/json_util.cpp)
 # spec: the documents a user writes: mixlab-model/1, mixlab-run/1, precision policies.
 set(MIXLAB_SPEC_SOURCES
@@ -62,20 +63,24 @@ set(MIXLAB_ANALYSIS_SOURCES
     analysis/capabilities.cpp
     analysis/ceilings.cpp
     analysis/environment.cpp
-    analysis/layer_costs.cpp)
+    analysis/layer_costs.cpp
+    analysis/step_profile.cpp)
 # train: training runs, the step, its profile, the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
     train/max_batch.cpp
     train/max_batch_trial.cpp
+    train/metrics_json.cpp
     train/step_time.cpp
     train/trainer.cpp
     train/trainer_profile.cpp)
 # report: finished runs turned into logs, explanations and the HTML report.
 set(MIXLAB_REPORT_SOURCES
     report/explain.cpp
+    report/explain_json.cpp
     report/report_html.cpp
     report/report_svg.cpp
-    report/run_log.cpp)
+    report/run_log.cpp
+    report/run_log_read.cpp)
 # check: one backend against another, op by op and whole runs (mixlab-cli check).
 set(MIXLAB_CHECK_SOURCES
     check/backend_check.cpp

@@ -1,11 +1,11 @@
-// Fills RunFacts from stored runs the way the CLI's recorder does from its sink: each
-// step's loss, the scale at the first step plus every step where it changed, and the
+// Fills RunFacts from stored runs as the CLI's recorder does from its sink (each step
+// through mixlab::record_step), with the device the run's environment describes and the
 // profiling pass (phases, layers, GPU busy share) where one ran.
 #include "analysis/runfacts_from_store.h"
 
 #include "runs/runstore.h"
 
-#include <QStringList>
+#include "mixlab/environment.h"
 
 namespace {
 
@@ -13,28 +13,6 @@ bool runDone(const RunRecord &run)
 {
     return (run.status == RunRecord::Status::Finished || run.status == RunRecord::Status::Stopped)
            && run.summary.has_value();
-}
-
-// The backend's facts back from the environment the worker recorded.
-mixlab::DeviceInfo deviceOf(const mixlab::Environment &env)
-{
-    mixlab::DeviceInfo d;
-    d.backend = env.backend;
-    d.name = env.device_name;
-    d.memory_bytes = env.device_memory_bytes;
-    d.tensor_cores = env.tensor_cores;
-    d.bf16 = env.bf16;
-    d.tf32 = env.tf32;
-    const QStringList cc = QString::fromStdString(env.compute_capability).split(QLatin1Char('.'));
-    if (cc.size() == 2) {
-        d.cc_major = cc[0].toInt();
-        d.cc_minor = cc[1].toInt();
-    }
-    d.driver_version = env.driver_version;
-    d.runtime_version = env.runtime_version;
-    d.cublas_version = env.cublas_version;
-    d.cudnn_version = env.cudnn_version;
-    return d;
 }
 
 void setError(QString *error, const QString &text)
@@ -83,7 +61,7 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
         f.loss_scale_mode = mixlab::effective_loss_scale_mode(run.config);
         f.baseline = 0;
         if (run.context) {
-            f.device = deviceOf(run.context->environment);
+            f.device = mixlab::device_info_of(run.context->environment);
             QString why;
             const std::optional<TrainedModel> trained = trainedModel(run, &why);
             if (!trained) {
@@ -97,12 +75,8 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
             if (mixlab::ran_on_gpu(f))
                 f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
         }
-        for (const mixlab::StepMetrics &m : run.steps) {
-            f.train_loss.push_back(m.loss);
-            if (f.scale_history.empty() || f.scale_history.back().second != m.loss_scale)
-                f.scale_history.emplace_back(m.step, m.loss_scale);
-            f.final_train_accuracy = m.accuracy;
-        }
+        for (const mixlab::StepMetrics &m : run.steps)
+            mixlab::record_step(f, m);
         facts.push_back(std::move(f));
     }
     return facts;

@@ -1,5 +1,6 @@
-// Experiment files (`mixlab-experiment/1`, usually *.mixlab.json): the designer's model,
+// Experiment files (`mixlab-experiment/2`, usually *.mixlab.json): the designer's model,
 // the run panel's config and compare policies, and every recorded run with its metrics.
+// Version 1 (before the profile took `mixlab-cli explain --json`'s keys) still opens.
 #pragma once
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
@@ -11,7 +12,7 @@
 
 class RunStore;
 
-inline constexpr const char *k_experimentFormat = "mixlab-experiment/1";
+inline constexpr const char *k_experimentFormat = "mixlab-experiment/2";
 
 struct ExperimentFile {
     mixlab::ModelSpec model;

@@ -2,7 +2,11 @@
 // (with the run's numbers in its sentence) and one where it must stay silent; then
 // `mixlab-cli explain` end to end on the CPU.
 #include "mixlab/explain.h"
+#include "mixlab/json_io.h"
+#include "format_v1.h"
 #include "test_models.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QFile>
 #include <QJsonArray>
@@ -510,7 +514,9 @@ private slots:
         const QJsonArray runs = doc["runs"].toArray();
         QCOMPARE(runs.size(), 2);
         QCOMPARE(runs[0].toObject()["policy"].toString(), QString("fp32"));
-        QCOMPARE(runs[1].toObject()["steps"].toInt(), 20);
+        QCOMPARE(doc["format"].toString(), QString::fromStdString(std::string(k_explain_format)));
+        QCOMPARE(runs[1].toObject()["summary"].toObject()["steps"].toInt(), 20);
+        QCOMPARE(runs[0].toObject()["device"].toObject()["backend"].toString(), QString("cpu"));
         QStringList ids;
         for (const auto& e : doc["explanations"].toArray()) ids << e.toObject()["id"].toString();
         QVERIFY2(ids.contains("sigmoid_output"), qPrintable(ids.join(",")));
@@ -534,10 +540,8 @@ private slots:
         }
         // The profiling pass: every phase per run, summing to the profiled step, and the
         // top-level layers (flatten, dense, dense).
-        const QJsonArray phases = doc["phase_breakdown"].toArray();
-        QCOMPARE(phases.size(), 2);
-        for (const auto& v : phases) {
-            const QJsonObject p = v.toObject();
+        for (const auto& v : runs) {
+            const QJsonObject p = v.toObject()["profile"].toObject();
             const QJsonObject ms = p["phases_ms"].toObject();
             QCOMPARE(ms.size(), k_step_phases);
             double sum = 0;
@@ -553,6 +557,72 @@ private slots:
             QVERIFY(busy > 0 && busy <= 1.0);
             QCOMPARE(p["layers"].toArray().size(), 3);
         }
+        // The file reads back through the engine's readers, and each run's profile is
+        // step_profile.h's form key for key, value for value.
+        f.seek(0);
+        const std::string text = f.readAll().toStdString();
+        const ExplainDocument read = parse_explain_json(text);
+        QCOMPARE(read.runs.size(), std::size_t(2));
+        QCOMPARE(read.runs[1].policy, Policy::MixedFP16);
+        QCOMPARE(read.runs[0].device.backend, BackendKind::Cpu);
+        QCOMPARE(read.explanations.size(), std::size_t(doc["explanations"].toArray().size()));
+        const nlohmann::json written = nlohmann::json::parse(text);
+        for (std::size_t i = 0; i < read.runs.size(); ++i) {
+            QVERIFY(read.runs[i].profile.has_value());
+            const nlohmann::json profile = nlohmann::json::parse(step_profile_to_json(*read.runs[i].profile).dump());
+            QVERIFY2(profile == written["runs"][i]["profile"],
+                     nlohmann::json::diff(written["runs"][i]["profile"], profile).dump().c_str());
+            // The scale history is the recorder's: the first step's scale at least.
+            QVERIFY(!read.runs[i].scale_history.empty());
+            QCOMPARE(read.runs[i].scale_history.front().first, std::int64_t(1));
+        }
+    }
+
+    // `mixlab-cli explain --json` as MixLab 0.1.0 wrote it (mixlab-explain/1: summary numbers
+    // flat in each run, profiles apart in phase_breakdown) reads into the same facts.
+    void oldExplainReads()
+    {
+        const std::string text = test::format_v1_text("cli-explain.json");
+        QVERIFY(!text.empty());
+        const nlohmann::json file = nlohmann::json::parse(text);
+        const ExplainDocument read = parse_explain_json(text);
+        QCOMPARE(read.runs.size(), std::size_t(2));
+        QCOMPARE(read.runs[0].policy, Policy::FP32);
+        QCOMPARE(read.runs[1].policy, Policy::MixedFP16);
+        QCOMPARE(read.runs[1].loss_scale_mode, LossScaleMode::Dynamic);
+        for (std::size_t i = 0; i < 2; ++i) {
+            const RunFacts& f = read.runs[i];
+            const nlohmann::json& run = file["runs"][i];
+            const nlohmann::json& phases = file["phase_breakdown"][i];
+            QCOMPARE(f.device.backend, BackendKind::Cpu); // written as the enum's number, 0
+            QCOMPARE(f.device.name, run["device"].get<std::string>());
+            QCOMPARE(f.batch, 32);
+            QCOMPARE(f.summary.steps, std::int64_t(10));
+            QCOMPARE(f.summary.median_step_ms, run["median_step_ms"].get<double>());
+            QCOMPARE(f.summary.final_loss_scale, float(run["final_loss_scale"].get<double>()));
+            QVERIFY(f.summary.final_test_accuracy.has_value());
+            QVERIFY(f.profile.has_value());
+            QCOMPARE(f.profile->steps, phases["profiled_steps"].get<int>());
+            QCOMPARE(f.profile->device_ms, phases["sum_of_phases_ms"].get<double>());
+            QCOMPARE(f.profile->layers.size(), phases["layers"].size());
+            QCOMPARE(f.profile->layers[1].bytes, phases["layers"][1]["bytes_estimate"].get<double>());
+            // The profile is the same keys now: what it wrote, less the run's policy.
+            nlohmann::json expected = phases;
+            expected.erase("policy");
+            const nlohmann::json now = nlohmann::json::parse(step_profile_to_json(*f.profile).dump());
+            QVERIFY2(now == expected, nlohmann::json::diff(expected, now).dump().c_str());
+        }
+        QCOMPARE(read.explanations.size(), file["explanations"].size());
+        for (std::size_t i = 0; i < read.explanations.size(); ++i) {
+            QCOMPARE(read.explanations[i].id, file["explanations"][i]["id"].get<std::string>());
+            QCOMPARE(read.explanations[i].sentence, file["explanations"][i]["sentence"].get<std::string>());
+        }
+        QVERIFY(read.explanations[2].fix);
+        QCOMPARE(read.explanations[2].fix->kind, FixKind::SetDtypeFloat32);
+        // Written again as version 2, it reads back the same.
+        const std::string again = explain_to_json(read.runs, read.explanations);
+        const ExplainDocument reread = parse_explain_json(again);
+        QCOMPARE(explain_to_json(reread.runs, reread.explanations), again);
     }
 };
 

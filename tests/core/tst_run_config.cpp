@@ -8,6 +8,10 @@
 
 #include <QTemporaryDir>
 
+#include <nlohmann/json.hpp>
+
+#include "format_v1.h"
+
 #include <bit>
 #include <cmath>
 #include <fstream>
@@ -539,6 +543,19 @@ private slots:
         const QString good = dir.filePath("good.json");
         write_file(good, k_design_example);
         QCOMPARE(load_run_config(good.toStdString()).batch_size, 256);
+    }
+
+    // A run file MixLab 0.1.0 wrote (tests/data/format-v1/run.json) loads, and writes back
+    // the same settings.
+    void old_run_file_loads() {
+        const RunConfig c = load_run_config(test::format_v1_path("run.json").toStdString());
+        QCOMPARE(c.policy, Policy::FP32);
+        QCOMPARE(c.batch_size, 32);
+        QCOMPARE(c.steps, std::int64_t(10));
+        QCOMPARE(c.dataset.synthetic_train, std::int64_t(256));
+        QCOMPARE(c.device, DeviceChoice::CPU);
+        const auto file = nlohmann::json::parse(test::format_v1_text("run.json"));
+        QVERIFY(nlohmann::json::parse(run_config_to_json(c)) == file);
     }
 };
 

@@ -14,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "format_v1.h"
+
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -286,7 +288,7 @@ private slots:
             QVERIFY(same_float(s.at("step_ms"), steps[i].step_ms));
             QVERIFY(same_float(s.at("loss_scale"), steps[i].loss_scale));
             QVERIFY(same_float(s.at("next_loss_scale"), steps[i].next_loss_scale));
-            // Host times are kept to the microsecond, rates to 0.1/s.
+            // Host times and rates as measured (to the microsecond and 0.1/s at least).
             QVERIFY(std::abs(s.at("wall_ms").get<double>() - steps[i].wall_ms) <= 0.5e-3 + 1e-9);
             QVERIFY(std::abs(s.at("samples_per_s").get<double>() - steps[i].samples_per_s) <= 0.05 + 1e-9);
             QCOMPARE(s.at("overflow").get<bool>(), steps[i].overflow);
@@ -528,6 +530,86 @@ private slots:
         QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot), before);
     }
 
+    // A log written now reads back into a RunLog that writes the same document again.
+    void readsBack()
+    {
+        RunLog log(RunLog::Kind::Compare);
+        log.set_model(m_spec, m_graph);
+        log.set_environment(m_env);
+        log.add_run(config_for(Policy::FP32));
+        log.add_run(config_for(Policy::MixedFP16));
+        auto a = fake_steps(12, 1, 5), b = fake_steps(12, 2, 5);
+        b[3].loss = std::numeric_limits<float>::quiet_NaN();
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            log.on_step(0, a[i]);
+            log.on_step(1, b[i]);
+        }
+        log.on_epoch(1, fake_epoch(1, 2));
+        log.on_event(1, RunEvent{RunEvent::Kind::ScaleChange, 4, "65536 -> 32768"});
+        RunSummary halted = fake_summary(12);
+        halted.halted = "loss is NaN at step 4";
+        log.set_summary(1, halted);
+
+        const RunLog back = RunLog::parse(log.to_json());
+        QCOMPARE(back.to_json(), log.to_json());
+        QCOMPARE(back.run_count(), 2);
+        QCOMPARE(back.steps(1).size(), b.size());
+        QVERIFY(std::isnan(back.steps(1)[3].loss));
+        QCOMPARE(back.steps(0)[7].loss, a[7].loss);
+        QCOMPARE(back.summary(1)->halted, halted.halted);
+        QVERIFY(!back.summary(0));
+        QCOMPARE(back.environment()->cpu_model, m_env.cpu_model);
+        QCOMPARE(back.config(1).policy, Policy::MixedFP16);
+
+        RunLog train;
+        train.add_run(config_for(Policy::FP32));
+        for (const auto& s : fake_steps(3, 4, 10)) train.on_step(0, s);
+        QCOMPARE(RunLog::parse(train.to_json()).to_json(), train.to_json());
+
+        Json bad = Json::parse(log.to_json());
+        bad["runs"][1]["steps"][2]["skipped"] = 1;
+        try {
+            RunLog::parse(bad.dump());
+            QFAIL("a mistyped step was read");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("run 2 step 3: \"skipped\" must be true or false") == 0, e.what());
+        }
+    }
+
+    // Logs MixLab 0.1.0 wrote (the CLI's train and compare logs, the app's export) read
+    // back, and write the same document again: nothing of them is lost or changed.
+    void oldLogsReadBack_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("runs");
+        QTest::newRow("mixlab-cli train") << "cli-train-log.json" << 1;
+        QTest::newRow("mixlab-cli compare") << "cli-compare-log.json" << 2;
+        QTest::newRow("the app's export") << "app-log.json" << 2;
+    }
+
+    void oldLogsReadBack()
+    {
+        QFETCH(QString, file);
+        QFETCH(int, runs);
+        const std::string text = test::format_v1_text(qPrintable(file));
+        QVERIFY(!text.empty());
+        const RunLog log = RunLog::parse(text);
+        QCOMPARE(log.run_count(), runs);
+        const Json original = Json::parse(text);
+        const Json again = Json::parse(log.to_json());
+        QVERIFY2(again == original, Json::diff(original, again).dump().substr(0, 2000).c_str());
+        for (int r = 0; r < runs; ++r) {
+            const Json& run = runs == 1 ? original : original["runs"][std::size_t(r)];
+            QCOMPARE(log.steps(r).size(), std::size_t(10));
+            QCOMPARE(log.steps(r).size(), run["steps"].size());
+            QCOMPARE(log.epochs(r).size(), run["epochs"].size());
+            QCOMPARE(log.events(r).size(), run["events"].size());
+            QCOMPARE(log.steps(r)[9].loss, float(run["steps"][9]["loss"].get<double>()));
+            QCOMPARE(log.summary(r)->median_step_ms, run["summary"]["median_step_ms"].get<double>());
+        }
+        QCOMPARE(log.environment()->backend, BackendKind::Cpu);
+    }
+
     void environmentCpu()
     {
         QCOMPARE(m_env.backend, BackendKind::Cpu);
@@ -540,7 +622,7 @@ private slots:
         QVERIFY(!m_env.compiler.empty());
         QVERIFY(m_env.cpu_threads >= 1);
         QVERIFY(m_env.host_memory_bytes > 0);
-        const Json j = Json::parse(environment_to_json(m_env));
+        const Json j = environment_to_json(m_env);
         QCOMPARE(j.at("os").get<std::string>(), m_env.os);
         QCOMPARE(j.at("cpu_threads").get<int>(), m_env.cpu_threads);
     }
@@ -564,7 +646,7 @@ private slots:
         QCOMPARE(e.cublas_version, std::string("13.1.0"));
         QCOMPARE(e.cudnn_version, std::string("unknown"));
         QVERIFY(e.bf16);
-        const Json j = Json::parse(environment_to_json(e));
+        const Json j = environment_to_json(e);
         QCOMPARE(j.at("device_memory_bytes").get<std::int64_t>(), gpu.memory_bytes);
         QCOMPARE(j.at("compute_capability").get<std::string>(), std::string("9.0"));
     }

@@ -1,4 +1,4 @@
-// Fuzz target: the experiment-file loader (mixlab-experiment/1, gui/files/experiment.cpp).
+// Fuzz target: the experiment-file loader (mixlab-experiment/1 and /2, gui/files/experiment.cpp).
 // The input is written to a file and loaded; a rejected file must leave the store as it
 // was, and an accepted one must save and load again with the same runs.
 #include "fuzz_util.h"

@@ -211,7 +211,7 @@ private slots:
         write("exp-malformed.mixlab.json", experiment(tiny, cfg + "}").left(80));
         write("exp-truncated.mixlab.json", experiment(tiny, cfg + "}").chopped(3));
         write("exp-not-object.mixlab.json", "[\"mixlab-experiment/1\"]");
-        write("exp-future.mixlab.json", experiment(tiny, cfg + "}", "mixlab-experiment/2"));
+        write("exp-future.mixlab.json", experiment(tiny, cfg + "}", "mixlab-experiment/3"));
         write("exp-other-format.mixlab.json", experiment(tiny, cfg + "}", "mixlab-run/1"));
         write("exp-unknown-layer.mixlab.json", experiment(model(head + R"({"type": "bogus_layer"})"), cfg + "}"));
         write("exp-units-1e9.mixlab.json", experiment(model(head + R"({"type": "dense", "units": 1000000000})"), cfg + "}"));

@@ -5,7 +5,10 @@
 #include "runs/runstore.h"
 
 #include "mixlab/environment.h"
+#include "mixlab/explain.h"
+#include "mixlab/json_io.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/step_profile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +17,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "format_v1.h"
 #include "gui_fixtures.h"
+#include "profile_checks.h"
 #include "test_models.h"
 
 #include <cmath>
@@ -23,6 +28,7 @@
 
 using namespace mixlab;
 using Json = nlohmann::ordered_json;
+using Plain = nlohmann::json; // compares objects whatever their keys' order
 
 namespace {
 
@@ -106,14 +112,44 @@ RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps, std::uint64_t 
     return r;
 }
 
-// Two compare runs (one failed mid-way, renamed, hidden), one stopped single run with a
-// diverged step, one queued run that never began.
+// A profiling pass with full-mantissa times, so that a lossy round trip would show.
+StepProfile someProfile(std::mt19937 &rng)
+{
+    std::uniform_real_distribution<double> u(0.001, 2.0);
+    StepProfile p;
+    p.steps = 10;
+    p.replayed = true;
+    for (double &ms : p.phase_ms) ms = u(rng);
+    p.device_ms = u(rng);
+    p.step_ms = u(rng);
+    p.wall_ms = u(rng);
+    p.overhead_ms = u(rng);
+    p.gpu_busy_fraction = 0.75;
+    for (const char *type : {"flatten", "dense", "dense"}) {
+        LayerTime l;
+        l.path = "layer " + std::to_string(p.layers.size());
+        l.type = type;
+        l.forward_ms = u(rng);
+        l.backward_ms = u(rng);
+        l.flops = 1e6 * u(rng);
+        l.bytes = 1e5 * u(rng);
+        l.is_gemm = l.type == "dense";
+        l.tensor_cores = p.layers.size() == 1;
+        l.tensor_core_note = p.layers.size() == 2 ? "units 10 is not a multiple of 8" : "";
+        p.layers.push_back(l);
+    }
+    return p;
+}
+
+// Two compare runs (one failed mid-way, renamed, hidden; one profiled), one stopped
+// single run with a diverged step that ended itself, one queued run that never began.
 void fillStore(RunStore &store)
 {
     std::mt19937 rng(1234);
     const int g1 = store.newGroup();
     RunRecord a = fabricate(rng, Policy::FP32, 40, 42);
     a.group = g1;
+    a.profile = someProfile(rng);
     RunRecord b = fabricate(rng, Policy::MixedFP16, 23, 42);
     b.group = g1;
     b.status = RunRecord::Status::Failed;
@@ -129,6 +165,7 @@ void fillStore(RunStore &store)
     c.steps[3].loss = std::numeric_limits<float>::quiet_NaN();
     c.steps[4].loss = std::numeric_limits<float>::infinity();
     c.summary->stopped = true;
+    c.summary->halted = "loss is infinite at step 5";
     c.context.reset();
     store.insertRecord(a);
     store.insertRecord(b);
@@ -171,6 +208,84 @@ void writeAll(const QString &path, const QByteArray &bytes)
     QCOMPARE(f.write(bytes), bytes.size());
 }
 
+// Every field of a loaded run `l` against the run `s` that was saved.
+void compareRuns(const RunRecord &l, const RunRecord &s)
+{
+    QCOMPARE(l.name, s.name);
+    QCOMPARE(l.color, s.color);
+    QCOMPARE(l.visible, s.visible);
+    QCOMPARE(l.status, s.status);
+    QCOMPARE(l.failure, s.failure);
+    QCOMPARE(run_config_to_json(l.config), run_config_to_json(s.config));
+    QCOMPARE(l.config.seed, s.config.seed); // 2^63 + 5 survives (no double on the way)
+    QCOMPARE(l.modelJson, s.modelJson);
+    QCOMPARE(l.group, s.group); // the Why? panel and the report name groups by number
+    QCOMPARE(l.totalSteps, s.totalSteps);
+    QCOMPARE(l.deviceMemoryMB, s.deviceMemoryMB);
+    QCOMPARE(l.started, s.started);
+    QCOMPARE(l.ended, s.ended);
+    QCOMPARE(l.steps.size(), s.steps.size());
+    for (std::size_t i = 0; i < s.steps.size(); ++i) {
+        const StepMetrics &x = s.steps[i], &y = l.steps[i];
+        QCOMPARE(y.step, x.step);
+        QCOMPARE(y.epoch, x.epoch);
+        QVERIFY2(sameLoaded(x.loss, y.loss), qPrintable(QStringLiteral("step %1").arg(i)));
+        QCOMPARE(y.accuracy, x.accuracy);
+        QCOMPARE(y.step_ms, x.step_ms);
+        QCOMPARE(y.wall_ms, x.wall_ms);
+        QCOMPARE(y.samples_per_s, x.samples_per_s);
+        QCOMPARE(y.loss_scale, x.loss_scale);
+        QCOMPARE(y.next_loss_scale, x.next_loss_scale);
+        QCOMPARE(y.overflow, x.overflow);
+        QCOMPARE(y.skipped, x.skipped);
+    }
+    QCOMPARE(l.epochs.size(), s.epochs.size());
+    for (std::size_t i = 0; i < s.epochs.size(); ++i) {
+        const EpochMetrics &x = s.epochs[i], &y = l.epochs[i];
+        QCOMPARE(y.epoch, x.epoch);
+        QCOMPARE(y.train_loss, x.train_loss);
+        QCOMPARE(y.train_accuracy, x.train_accuracy);
+        QCOMPARE(y.test_loss, x.test_loss);
+        QCOMPARE(y.test_accuracy, x.test_accuracy);
+        QCOMPARE(y.seconds, x.seconds);
+        QCOMPARE(y.skipped_steps, x.skipped_steps);
+    }
+    QCOMPARE(l.events.size(), s.events.size());
+    for (std::size_t i = 0; i < s.events.size(); ++i) {
+        QCOMPARE(l.events[i].time, s.events[i].time);
+        QCOMPARE(l.events[i].event.kind, s.events[i].event.kind);
+        QCOMPARE(l.events[i].event.step, s.events[i].event.step);
+        QCOMPARE(l.events[i].event.message, s.events[i].event.message);
+    }
+    QCOMPARE(l.summary.has_value(), s.summary.has_value());
+    if (s.summary) {
+        const RunSummary &x = *s.summary, &y = *l.summary;
+        QCOMPARE(y.steps, x.steps);
+        QCOMPARE(y.skipped_steps, x.skipped_steps);
+        QCOMPARE(y.epochs_done, x.epochs_done);
+        QCOMPARE(y.mean_step_ms, x.mean_step_ms);
+        QCOMPARE(y.median_step_ms, x.median_step_ms);
+        QVERIFY(sameFloat(y.final_train_loss, x.final_train_loss));
+        QVERIFY(y.final_test_loss == x.final_test_loss);
+        QVERIFY(y.final_test_accuracy == x.final_test_accuracy);
+        QCOMPARE(y.final_loss_scale, x.final_loss_scale);
+        QCOMPARE(y.wall_seconds, x.wall_seconds);
+        QCOMPARE(y.stopped, x.stopped);
+        QCOMPARE(y.halted, x.halted);
+    }
+    QCOMPARE(l.profile.has_value(), s.profile.has_value());
+    if (s.profile) mixlab::test::compare_profiles(*l.profile, *s.profile);
+    QCOMPARE(l.context.has_value(), s.context.has_value());
+    if (s.context) {
+        QCOMPARE(l.context->input, s.context->input);
+        QCOMPARE(l.context->classes, s.context->classes);
+        QCOMPARE(l.context->datasetName, s.context->datasetName);
+        QCOMPARE(l.context->datasetSource, s.context->datasetSource);
+        QVERIFY(environment_to_json(l.context->environment) ==
+                environment_to_json(s.context->environment));
+    }
+}
+
 } // namespace
 
 class TestExperiment : public QObject {
@@ -183,6 +298,8 @@ private slots:
     void badFilesRefused();
     void missingFileRefused();
     void unwritablePathRefused();
+    void oldFileOpens();
+    void profileSharedWithCli();
 };
 
 void TestExperiment::roundTrip()
@@ -198,7 +315,7 @@ void TestExperiment::roundTrip()
     QVERIFY(error.isEmpty());
     QVERIFY(!QFile::exists(path + QStringLiteral(".tmp")));
     const Json saved = Json::parse(readAll(path).toStdString());
-    QVERIFY(saved["format"] == "mixlab-experiment/1");
+    QVERIFY(saved["format"] == k_experimentFormat);
     // The diverged run's NaN and inf losses are nulls (JSON has neither).
     QVERIFY(saved["runs"][2]["steps"]["rows"][3][2].is_null());
     QVERIFY(saved["runs"][2]["steps"]["rows"][4][2].is_null());
@@ -222,76 +339,7 @@ void TestExperiment::roundTrip()
     for (std::size_t k = 0; k < after.size(); ++k) {
         const RunRecord &s = *store.run(before[k]);
         const RunRecord &l = *loadedStore.run(after[k]);
-        QCOMPARE(l.name, s.name);
-        QCOMPARE(l.color, s.color);
-        QCOMPARE(l.visible, s.visible);
-        QCOMPARE(l.status, s.status);
-        QCOMPARE(l.failure, s.failure);
-        QCOMPARE(run_config_to_json(l.config), run_config_to_json(s.config));
-        QCOMPARE(l.config.seed, s.config.seed); // 2^63 + 5 survives (no double on the way)
-        QCOMPARE(l.modelJson, s.modelJson);
-        QCOMPARE(l.group, s.group); // the Why? panel and the report name groups by number
-        QCOMPARE(l.totalSteps, s.totalSteps);
-        QCOMPARE(l.deviceMemoryMB, s.deviceMemoryMB);
-        QCOMPARE(l.started, s.started);
-        QCOMPARE(l.ended, s.ended);
-        QCOMPARE(l.steps.size(), s.steps.size());
-        for (std::size_t i = 0; i < s.steps.size(); ++i) {
-            const StepMetrics &x = s.steps[i], &y = l.steps[i];
-            QCOMPARE(y.step, x.step);
-            QCOMPARE(y.epoch, x.epoch);
-            QVERIFY2(sameLoaded(x.loss, y.loss), qPrintable(QStringLiteral("step %1").arg(i)));
-            QCOMPARE(y.accuracy, x.accuracy);
-            QCOMPARE(y.step_ms, x.step_ms);
-            QCOMPARE(y.wall_ms, x.wall_ms);
-            QCOMPARE(y.samples_per_s, x.samples_per_s);
-            QCOMPARE(y.loss_scale, x.loss_scale);
-            QCOMPARE(y.next_loss_scale, x.next_loss_scale);
-            QCOMPARE(y.overflow, x.overflow);
-            QCOMPARE(y.skipped, x.skipped);
-        }
-        QCOMPARE(l.epochs.size(), s.epochs.size());
-        for (std::size_t i = 0; i < s.epochs.size(); ++i) {
-            const EpochMetrics &x = s.epochs[i], &y = l.epochs[i];
-            QCOMPARE(y.epoch, x.epoch);
-            QCOMPARE(y.train_loss, x.train_loss);
-            QCOMPARE(y.train_accuracy, x.train_accuracy);
-            QCOMPARE(y.test_loss, x.test_loss);
-            QCOMPARE(y.test_accuracy, x.test_accuracy);
-            QCOMPARE(y.seconds, x.seconds);
-            QCOMPARE(y.skipped_steps, x.skipped_steps);
-        }
-        QCOMPARE(l.events.size(), s.events.size());
-        for (std::size_t i = 0; i < s.events.size(); ++i) {
-            QCOMPARE(l.events[i].time, s.events[i].time);
-            QCOMPARE(l.events[i].event.kind, s.events[i].event.kind);
-            QCOMPARE(l.events[i].event.step, s.events[i].event.step);
-            QCOMPARE(l.events[i].event.message, s.events[i].event.message);
-        }
-        QCOMPARE(l.summary.has_value(), s.summary.has_value());
-        if (s.summary) {
-            const RunSummary &x = *s.summary, &y = *l.summary;
-            QCOMPARE(y.steps, x.steps);
-            QCOMPARE(y.skipped_steps, x.skipped_steps);
-            QCOMPARE(y.epochs_done, x.epochs_done);
-            QCOMPARE(y.mean_step_ms, x.mean_step_ms);
-            QCOMPARE(y.median_step_ms, x.median_step_ms);
-            QVERIFY(sameFloat(y.final_train_loss, x.final_train_loss));
-            QVERIFY(y.final_test_loss == x.final_test_loss);
-            QVERIFY(y.final_test_accuracy == x.final_test_accuracy);
-            QCOMPARE(y.final_loss_scale, x.final_loss_scale);
-            QCOMPARE(y.wall_seconds, x.wall_seconds);
-            QCOMPARE(y.stopped, x.stopped);
-        }
-        QCOMPARE(l.context.has_value(), s.context.has_value());
-        if (s.context) {
-            QCOMPARE(l.context->input, s.context->input);
-            QCOMPARE(l.context->classes, s.context->classes);
-            QCOMPARE(l.context->datasetName, s.context->datasetName);
-            QCOMPARE(l.context->datasetSource, s.context->datasetSource);
-            QCOMPARE(environment_to_json(l.context->environment),
-                     environment_to_json(s.context->environment));
-        }
+        compareRuns(l, s);
     }
     // Compare groups stay together, apart from other groups.
     const RunRecord &l0 = *loadedStore.run(after[0]), &l1 = *loadedStore.run(after[1]),
@@ -393,7 +441,7 @@ void TestExperiment::badFilesRefused_data()
                                << QStringLiteral("no \"format\"");
     QTest::newRow("a log, not an experiment")
         << spoilt([](Json &j) { j["format"] = "mixlab-log/1"; }) << QStringLiteral("mixlab-log/1");
-    QTest::newRow("newer format") << spoilt([](Json &j) { j["format"] = "mixlab-experiment/2"; })
+    QTest::newRow("newer format") << spoilt([](Json &j) { j["format"] = "mixlab-experiment/3"; })
                                   << QStringLiteral("newer MixLab");
     QTest::newRow("garbled version")
         << spoilt([](Json &j) { j["format"] = "mixlab-experiment/x"; }) << QStringLiteral("unknown experiment format");
@@ -461,6 +509,135 @@ void TestExperiment::unwritablePathRefused()
     QString error;
     QVERIFY(!saveExperiment(QStringLiteral("/nonexistent/folder/x.mixlab.json"), someFile(), store, &error));
     QVERIFY2(error.contains(QStringLiteral("/nonexistent/folder/x.mixlab.json")), qPrintable(error));
+}
+
+// A file the app saved as mixlab-experiment/1 (tests/data/format-v1) opens with the same
+// runs, metrics and profiles, and saves as the current format without losing any.
+void TestExperiment::oldFileOpens()
+{
+    const QString path = mixlab::test::format_v1_path("app.mixlab.json");
+    const Plain file = Plain::parse(mixlab::test::format_v1_text("app.mixlab.json"));
+    QCOMPARE(file["format"].get<std::string>(), std::string("mixlab-experiment/1"));
+    RunStore store;
+    ExperimentFile loaded;
+    QString error;
+    QVERIFY2(loadExperiment(path, &loaded, &store, &error), qPrintable(error));
+    QCOMPARE(loaded.model.name, std::string("mnist-mlp"));
+    QVERIFY(loaded.comparePolicies == (std::vector<Policy>{Policy::FP32, Policy::MixedFP16}));
+    const std::vector<int> ids = store.runIds();
+    QCOMPARE(ids.size(), std::size_t(2));
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+        const RunRecord &r = *store.run(ids[k]);
+        const Plain &saved = file["runs"][k];
+        QCOMPARE(r.name.toStdString(), saved["name"].get<std::string>());
+        QCOMPARE(r.status, RunRecord::Status::Finished);
+        QCOMPARE(r.group, store.run(ids[0])->group);
+        QCOMPARE(r.config.policy, k == 0 ? Policy::FP32 : Policy::MixedFP16);
+        QCOMPARE(r.steps.size(), saved["steps"]["rows"].size());
+        QCOMPARE(r.steps.size(), std::size_t(10));
+        for (std::size_t i = 0; i < r.steps.size(); ++i) {
+            const Plain &row = saved["steps"]["rows"][i]; // step, epoch, loss, ... (columns)
+            QCOMPARE(r.steps[i].step, row[0].get<std::int64_t>());
+            QCOMPARE(r.steps[i].loss, float(row[2].get<double>()));
+            QCOMPARE(r.steps[i].wall_ms, row[5].get<double>());
+            QCOMPARE(r.steps[i].loss_scale, float(row[7].get<double>()));
+        }
+        QCOMPARE(r.epochs.size(), saved["epochs"]["rows"].size());
+        QCOMPARE(r.events.size(), saved["events"].size());
+        QCOMPARE(r.events.back().event.message, saved["events"].back()["message"].get<std::string>());
+        QVERIFY(r.summary.has_value());
+        QCOMPARE(r.summary->median_step_ms, saved["summary"]["median_step_ms"].get<double>());
+        QCOMPARE(r.summary->final_test_accuracy.value_or(-1), float(saved["summary"]["final_test_accuracy"].get<double>()));
+        QVERIFY(r.context.has_value());
+        QCOMPARE(r.context->environment.backend, BackendKind::Cpu);
+        QCOMPARE(r.context->environment.cpu_model, saved["context"]["environment"]["cpu_model"].get<std::string>());
+        // The profile under version 1's keys.
+        const Plain &profile = saved["profile"];
+        QVERIFY(r.profile.has_value());
+        QCOMPARE(r.profile->steps, profile["steps"].get<int>());
+        QCOMPARE(r.profile->replayed, profile["replayed"].get<bool>());
+        QCOMPARE(r.profile->phase_ms[std::size_t(StepPhase::Forward)], profile["phases_ms"]["forward"].get<double>());
+        QCOMPARE(r.profile->device_ms, profile["device_ms"].get<double>());
+        QCOMPARE(r.profile->step_ms, profile["step_ms"].get<double>());
+        QCOMPARE(r.profile->wall_ms, profile["wall_ms"].get<double>());
+        QCOMPARE(r.profile->gpu_busy_fraction, profile["gpu_busy_fraction"].get<double>());
+        QCOMPARE(r.profile->layers.size(), profile["layers"].size());
+        for (std::size_t i = 0; i < r.profile->layers.size(); ++i) {
+            QCOMPARE(r.profile->layers[i].bytes, profile["layers"][i]["bytes"].get<double>());
+            QCOMPARE(r.profile->layers[i].tensor_core_note, profile["layers"][i]["tensor_core_note"].get<std::string>());
+        }
+    }
+
+    // Saved again it is the current format, and opens with everything it had.
+    QTemporaryDir dir;
+    const QString again = dir.filePath(QStringLiteral("again.mixlab.json"));
+    QVERIFY2(saveExperiment(again, loaded, store, &error), qPrintable(error));
+    QCOMPARE(Plain::parse(readAll(again).toStdString())["format"].get<std::string>(), std::string(k_experimentFormat));
+    RunStore reloaded;
+    ExperimentFile file2;
+    QVERIFY2(loadExperiment(again, &file2, &reloaded, &error), qPrintable(error));
+    QCOMPARE(reloaded.runIds().size(), ids.size());
+    for (std::size_t k = 0; k < ids.size(); ++k)
+        compareRuns(*reloaded.run(reloaded.runIds()[k]), *store.run(ids[k]));
+}
+
+// The test of one serializer: a profile `mixlab-cli explain --json` wrote reads
+// into the app and is saved with the same keys and values; a profile the app saved reads
+// back from the CLI's form.
+void TestExperiment::profileSharedWithCli()
+{
+    QTemporaryDir dir;
+    QString error;
+    // mixlab-cli's form -> the app. The CLI's profiles (mixlab-explain/1's phase_breakdown,
+    // whose keys version 2 of both documents kept) into runs of the store.
+    const std::string cliText = mixlab::test::format_v1_text("cli-explain.json");
+    const Plain cli = Plain::parse(cliText);
+    const ExplainDocument explained = parse_explain_json(cliText);
+    RunStore store;
+    std::mt19937 rng(3);
+    for (const RunFacts &f : explained.runs) {
+        RunRecord r = fabricate(rng, f.policy, 10, 42);
+        r.profile = f.profile;
+        store.insertRecord(r);
+    }
+    const QString path = dir.filePath(QStringLiteral("from-cli.mixlab.json"));
+    QVERIFY2(saveExperiment(path, someFile(), store, &error), qPrintable(error));
+    const Plain saved = Plain::parse(readAll(path).toStdString());
+    for (std::size_t i = 0; i < explained.runs.size(); ++i) {
+        Plain expected = cli["phase_breakdown"][i];
+        expected.erase("policy"); // the entry's own: the run it belongs to
+        const Plain &appProfile = saved["runs"][i]["profile"];
+        QVERIFY2(appProfile == expected, Plain::diff(expected, appProfile).dump().c_str());
+    }
+    RunStore loaded;
+    ExperimentFile file;
+    QVERIFY2(loadExperiment(path, &file, &loaded, &error), qPrintable(error));
+    for (std::size_t i = 0; i < explained.runs.size(); ++i)
+        mixlab::test::compare_profiles(*loaded.run(loaded.runIds()[i])->profile, *explained.runs[i].profile);
+
+    // The app -> mixlab-cli's form: the profiles of a file the app saved, in an explain
+    // document as the CLI writes it, read back by the CLI's reader.
+    RunStore app;
+    ExperimentFile appFile;
+    QVERIFY2(loadExperiment(mixlab::test::format_v1_path("app.mixlab.json"), &appFile, &app, &error), qPrintable(error));
+    const QString appSaved = dir.filePath(QStringLiteral("app-now.mixlab.json"));
+    QVERIFY2(saveExperiment(appSaved, appFile, app, &error), qPrintable(error));
+    const Plain appPlain = Plain::parse(readAll(appSaved).toStdString());
+    std::vector<RunFacts> facts;
+    for (int id : app.runIds()) {
+        RunFacts f;
+        f.policy = app.run(id)->config.policy;
+        f.profile = app.run(id)->profile;
+        facts.push_back(f);
+    }
+    const std::string cliForm = explain_to_json(facts, {});
+    const Plain cliPlain = Plain::parse(cliForm);
+    const ExplainDocument back = parse_explain_json(cliForm);
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+        QVERIFY2(cliPlain["runs"][i]["profile"] == appPlain["runs"][i]["profile"],
+                 Plain::diff(appPlain["runs"][i]["profile"], cliPlain["runs"][i]["profile"]).dump().c_str());
+        mixlab::test::compare_profiles(*back.runs[i].profile, *app.run(app.runIds()[i])->profile);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestExperiment)

@@ -23,6 +23,7 @@
 #include "mixlab/step_time.h"
 
 #include "gui_fixtures.h"
+#include "profile_checks.h"
 
 #include <limits>
 
@@ -802,32 +803,12 @@ void TestWhyPanel::profileSurvivesExperimentFile()
     const RunRecord *r = loaded.run(ids[0]);
     QVERIFY(r->profile.has_value());
     QVERIFY(!loaded.run(ids[1])->profile.has_value());
-    const mixlab::StepProfile &q = *r->profile;
-    QCOMPARE(q.steps, p.steps);
-    QCOMPARE(q.replayed, true);
-    QCOMPARE(q.phase_ms, p.phase_ms); // doubles are written with round-trip precision
-    QCOMPARE(q.device_ms, p.device_ms);
-    QCOMPARE(q.step_ms, p.step_ms);
-    QCOMPARE(q.wall_ms, p.wall_ms);
-    QCOMPARE(q.overhead_ms, p.overhead_ms);
-    QCOMPARE(q.gpu_busy_fraction, p.gpu_busy_fraction);
-    QCOMPARE(q.layers.size(), p.layers.size());
-    for (std::size_t i = 0; i < p.layers.size(); ++i) {
-        QCOMPARE(q.layers[i].path, p.layers[i].path);
-        QCOMPARE(q.layers[i].type, p.layers[i].type);
-        QCOMPARE(q.layers[i].forward_ms, p.layers[i].forward_ms);
-        QCOMPARE(q.layers[i].backward_ms, p.layers[i].backward_ms);
-        QCOMPARE(q.layers[i].flops, p.layers[i].flops);
-        QCOMPARE(q.layers[i].bytes, p.layers[i].bytes);
-        QCOMPARE(q.layers[i].is_gemm, p.layers[i].is_gemm);
-        QCOMPARE(q.layers[i].tensor_cores, p.layers[i].tensor_cores);
-        QCOMPARE(q.layers[i].tensor_core_note, p.layers[i].tensor_core_note);
-    }
-    // The format stays mixlab-experiment/1: the profile is an optional field.
+    mixlab::test::compare_profiles(*r->profile, p);
+    // The profile is an optional field of the current format.
     QFile saved(path);
     QVERIFY(saved.open(QIODevice::ReadOnly));
     const QJsonObject root = QJsonDocument::fromJson(saved.readAll()).object();
-    QCOMPARE(root.value("format").toString(), QStringLiteral("mixlab-experiment/1"));
+    QCOMPARE(root.value("format").toString(), QString::fromLatin1(k_experimentFormat));
     const QJsonArray runs = root.value("runs").toArray();
     QVERIFY(runs[0].toObject().contains("profile"));
     QVERIFY(!runs[1].toObject().contains("profile"));

@@ -5,6 +5,8 @@
 #pragma once
 #include "mixlab/policy.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +33,20 @@ struct DeviceInfo {
 
     bool is_gpu() const { return backend == BackendKind::Cuda; }
 };
+
+class JsonReader;
+
+// The JSON form, wherever a document holds a device (`mixlab-cli explain --json`,
+// `mixlab-cli check --json`):
+//   {"backend": "cuda", "name", "compute_capability": "8.9", "memory_bytes",
+//    "tensor_cores", "bf16", "tf32", "driver_version", "runtime_version",
+//    "cublas_version", "cudnn_version"}
+// The compute capability is one "major.minor" string, as NVIDIA and users write it.
+nlohmann::ordered_json device_info_to_json(const DeviceInfo& device);
+// Every field required; InputError naming the field otherwise.
+DeviceInfo device_info_from_json(const JsonReader& json);
+// A backend kind's name ("cpu", "cuda") read from a document; InputError for another.
+BackendKind backend_kind_from_json(const JsonReader& json);
 
 bool cuda_backend_available(); // built with CUDA, its module loads and a device is present
 // Why the CUDA backend cannot be used here, in one line for the user, or "" when it can:

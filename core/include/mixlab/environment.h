@@ -3,6 +3,8 @@
 #pragma once
 #include "mixlab/device.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -29,7 +31,15 @@ struct Environment {
 };
 
 Environment describe_environment(const DeviceInfo& device);
-// A JSON object with the fields above under their own names.
-std::string environment_to_json(const Environment& env);
+// The device half of an Environment back as the DeviceInfo it was described from (what
+// a run's record keeps of its device): the compute capability parsed from "8.9" (0.0 for
+// "cpu"), version strings as they are.
+DeviceInfo device_info_of(const Environment& env);
+
+// The JSON form (logs' and experiment files' "environment"): the fields above under their
+// own names, "backend" by name ("cpu", "cuda").
+nlohmann::ordered_json environment_to_json(const Environment& env);
+// Every field required; InputError naming the field otherwise.
+Environment environment_from_json(const JsonReader& json);
 
 } // namespace mixlab

@@ -10,6 +10,8 @@
 #include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +45,11 @@ struct RunFacts {
     // (or the first run when none is fp32).
     int baseline = -1;
 };
+
+// What one reported step adds to its run's facts: its loss to train_loss, its loss scale
+// to scale_history when it differs from the last one there, its accuracy as the final
+// one. The CLI's recorder and the app's stored runs fill RunFacts through it alike.
+void record_step(RunFacts& facts, const StepMetrics& step);
 
 // Whether the run's device was a GPU. "GPU busy" and the launch-bound rule mean something
 // only then: on the CPU backend device and host time are the same clock's.
@@ -106,6 +113,40 @@ enum class Reader { Cli, App };
 // All rules over one group (one run alone is a group of one). Group-wide facts (the
 // model's shapes, its output head) are said once; per-run facts once per run.
 std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader = Reader::Cli);
+
+class JsonReader;
+
+// The JSON forms, as `mixlab-cli explain --json` writes them (mixlab-explain/2):
+// a run's facts
+//   {"policy", "batch", "loss_scaling" (resolved), "baseline", "device": {device.h's
+//    form}, "summary": {metrics_json.h's form}, "final_train_accuracy",
+//    "gpu_busy_fraction" (null: none), "scale_history": [{"step", "loss_scale"}],
+//    "profile": {step_profile.h's form} or null}
+// (the graph and the per-step losses stay out: the model and the log hold them), and an
+// explanation
+//   {"id", "severity", "run", "sentence", "suggestion",
+//    "apply": {"kind", "path", "value"} only when it carries a fix}.
+nlohmann::ordered_json run_facts_to_json(const RunFacts& facts);
+RunFacts run_facts_from_json(const JsonReader& json); // InputError naming the field
+nlohmann::ordered_json explanation_to_json(const Explanation& explanation);
+Explanation explanation_from_json(const JsonReader& json);
+
+inline constexpr std::string_view k_explain_format = "mixlab-explain/2";
+
+// The document: {"format", "runs": [run facts with "speedup" against the first run
+// (null when either time is unknown)], "explanations": [...]}.
+std::string explain_to_json(const std::vector<RunFacts>& group,
+                            const std::vector<Explanation>& explanations);
+
+struct ExplainDocument {
+    std::vector<RunFacts> runs;
+    std::vector<Explanation> explanations;
+};
+// Reads mixlab-explain/2 and /1. Version 1 kept a run's summary numbers flat in the run,
+// its device as a name and "backend", and the profiles apart in "phase_breakdown"; what
+// it did not write (epochs, wall time, the device's capabilities, the scale history)
+// stays at its default. InputError for anything else.
+ExplainDocument parse_explain_json(std::string_view json_text);
 
 // Thresholds the rules use, named so tests and the help text can cite them.
 namespace explain_limits {

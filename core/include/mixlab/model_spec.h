@@ -69,5 +69,9 @@ inline constexpr std::string_view k_model_format = "mixlab-model/1";
 ModelSpec parse_model_spec(std::string_view json_text);
 ModelSpec load_model_spec(const std::string& path); // also names the file on error
 std::string model_spec_to_json(const ModelSpec& spec); // parse(to_json(s)) == s
+class JsonReader;
+// A model spec held in another document (a log's, an experiment's): read as
+// parse_model_spec reads a file, the message placed where the reader is.
+ModelSpec model_spec_from_json(const JsonReader& json);
 
 } // namespace mixlab

@@ -64,6 +64,10 @@ inline constexpr std::string_view k_run_format = "mixlab-run/1";
 RunConfig parse_run_config(std::string_view json_text); // InputError naming the field
 RunConfig load_run_config(const std::string& path);
 std::string run_config_to_json(const RunConfig& config);
+class JsonReader;
+// A run config held in another document (a log's, an experiment's): read as
+// parse_run_config reads a file, the message placed where the reader is.
+RunConfig run_config_from_json(const JsonReader& json);
 // Throws InputError for values no run can use (batch 0, lr NaN, epochs 0 ...).
 void validate_run_config(const RunConfig& config);
 

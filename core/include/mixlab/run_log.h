@@ -15,7 +15,8 @@
 //    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name
 //    "summary": {"steps", "skipped_steps", "epochs_done", "mean_step_ms",
 //                "median_step_ms", "final_train_loss", "final_test_loss",
-//                "final_test_accuracy", "final_loss_scale", "wall_seconds", "stopped"}
+//                "final_test_accuracy", "final_loss_scale", "wall_seconds", "stopped",
+//                "halted" (only when the run ended itself: why)}
 //                or null when the run did not finish}
 //
 // JSON, a compare group (kind "compare"): "config" is the first run's config with
@@ -27,11 +28,14 @@
 // export) may have trained different models: each run's config and graph are its own,
 // the top-level ones the first run's.
 //
-// A summary's "final_test_loss" and "final_test_accuracy" are null when the run never
-// evaluated the test split.
+// Steps, epochs, events and summaries are in metrics_json.h's forms, the environment in
+// environment.h's. A summary's "final_test_loss" and "final_test_accuracy" are null when
+// the run never evaluated the test split.
 //
-// Non-finite metrics (a diverged fp16 loss) are written as null in JSON, "nan"/"inf"
-// in CSV. CSV (both kinds), one row per step in the order they arrived:
+// JSON numbers are the values measured (floats as their shortest decimal); the CSV
+// rounds host times to the microsecond and rates to 0.1/s. Non-finite metrics (a diverged
+// fp16 loss) are written as null in JSON, "nan"/"inf" in CSV. CSV (both kinds), one row
+// per step in the order they arrived:
 //   run,policy,step,epoch,loss,accuracy,step_ms,wall_ms,samples_per_s,loss_scale,
 //   next_loss_scale,overflow,skipped
 //
@@ -57,6 +61,11 @@ public:
     enum class Kind { Train, Compare };
 
     explicit RunLog(Kind kind = Kind::Train);
+
+    // A log as to_json wrote it, read back strictly: its runs' configs, models, graphs,
+    // environment, steps, epochs, events and summaries, so that to_json() gives the same
+    // document again. InputError naming the field otherwise.
+    static RunLog parse(std::string_view json_text);
 
     // The model every run trained, unless set_run_model says otherwise for a run.
     void set_model(const ModelSpec& spec, const Graph& graph);
@@ -89,6 +98,8 @@ public:
     const std::vector<EpochMetrics>& epochs(int run) const;
     const std::vector<RunEvent>& events(int run) const;
     const std::optional<RunSummary>& summary(int run) const;
+    // What set_environment was given; none when it was never called.
+    std::optional<Environment> environment() const;
 
     std::string to_json() const;
     std::string to_csv() const;
@@ -112,10 +123,10 @@ private:
     const std::string& graph_json(const Run& r) const;
 
     Kind m_kind;
+    std::optional<Environment> m_environment;
     std::vector<Run> m_runs;
     std::string m_model_json = "null";
     std::string m_graph_json = "null";
-    std::string m_environment_json = "null";
     MetricsSink* m_next = nullptr;
     std::optional<std::string> m_epoch_json, m_epoch_csv;
     bool m_warned_save = false;

@@ -4,6 +4,8 @@
 #pragma once
 #include "mixlab/device.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -49,5 +51,24 @@ struct StepProfile {
     double gpu_busy_fraction = 0;
     std::vector<LayerTime> layers;
 };
+
+class JsonReader;
+
+// The JSON form, one for the app's experiment files and `mixlab-cli explain --json`:
+//   {"profiled_steps", "replayed", "phases_ms": {"input": ms, ... one per step_phase_name},
+//    "sum_of_phases_ms" (device_ms), "measured_step_ms" (step_ms),
+//    "wall_ms_per_step" (wall_ms), "overhead_ms", "gpu_busy_fraction",
+//    "layers": [{"path", "type", "forward_ms", "backward_ms", "flops",
+//                "bytes_estimate" (bytes), "gemm" (is_gemm), "tensor_cores",
+//                "tensor_core_note"}]}
+// The keys say what each number is where the fields' names lean on this header: device_ms
+// is the phases added up, not the step's device time; step_ms beside a run's per-step
+// step_ms, wall_ms beside its cumulative wall_ms and steps beside its step count would
+// mislead; bytes are the byte model's estimate, not a measurement. Non-finite times null.
+nlohmann::ordered_json step_profile_to_json(const StepProfile& profile);
+nlohmann::ordered_json layer_time_to_json(const LayerTime& layer);
+// Every field required (null reads as NaN); InputError naming the field otherwise.
+StepProfile step_profile_from_json(const JsonReader& json);
+LayerTime layer_time_from_json(const JsonReader& json);
 
 } // namespace mixlab

@@ -1,9 +1,13 @@
 // describe_environment: device facts from the backend, host facts from uname, /proc and
 // the compiler's own macros. Nothing here fails: a fact that cannot be read is "unknown".
+// Also the way back to a DeviceInfo, and the JSON form.
 #include "mixlab/environment.h"
+
+#include "mixlab/json_io.h"
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -113,7 +117,33 @@ Environment describe_environment(const DeviceInfo& device)
     return e;
 }
 
-std::string environment_to_json(const Environment& e)
+DeviceInfo device_info_of(const Environment& env)
+{
+    DeviceInfo d;
+    d.backend = env.backend;
+    d.name = env.device_name;
+    d.memory_bytes = env.device_memory_bytes;
+    d.tensor_cores = env.tensor_cores;
+    d.bf16 = env.bf16;
+    d.tf32 = env.tf32;
+    // "8.9"; "cpu" (the CPU backend) leaves 0.0, as the CPU's DeviceInfo has.
+    const std::string& cc = env.compute_capability;
+    const std::size_t dot = cc.find('.');
+    int major = 0, minor = 0;
+    if (dot != std::string::npos &&
+        std::from_chars(cc.data(), cc.data() + dot, major).ec == std::errc() &&
+        std::from_chars(cc.data() + dot + 1, cc.data() + cc.size(), minor).ec == std::errc()) {
+        d.cc_major = major;
+        d.cc_minor = minor;
+    }
+    d.driver_version = env.driver_version;
+    d.runtime_version = env.runtime_version;
+    d.cublas_version = env.cublas_version;
+    d.cudnn_version = env.cudnn_version;
+    return d;
+}
+
+nlohmann::ordered_json environment_to_json(const Environment& e)
 {
     nlohmann::ordered_json j;
     j["backend"] = backend_kind_name(e.backend);
@@ -135,7 +165,33 @@ std::string environment_to_json(const Environment& e)
     j["compiler"] = e.compiler;
     j["mixlab_version"] = e.mixlab_version;
     j["built_with_cuda"] = e.built_with_cuda;
-    return j.dump();
+    return j;
+}
+
+Environment environment_from_json(const JsonReader& j)
+{
+    j.as_object();
+    Environment e;
+    e.backend = backend_kind_from_json(j.at("backend"));
+    e.device_name = j.at("device_name").string();
+    e.compute_capability = j.at("compute_capability").string();
+    e.device_memory_bytes = j.at("device_memory_bytes").int64();
+    e.tensor_cores = j.at("tensor_cores").boolean();
+    e.bf16 = j.at("bf16").boolean();
+    e.tf32 = j.at("tf32").boolean();
+    e.driver_version = j.at("driver_version").string();
+    e.runtime_version = j.at("runtime_version").string();
+    e.cublas_version = j.at("cublas_version").string();
+    e.cudnn_version = j.at("cudnn_version").string();
+    e.os = j.at("os").string();
+    e.os_release = j.at("os_release").string();
+    e.cpu_model = j.at("cpu_model").string();
+    e.cpu_threads = j.at("cpu_threads").int32();
+    e.host_memory_bytes = j.at("host_memory_bytes").int64();
+    e.compiler = j.at("compiler").string();
+    e.mixlab_version = j.at("mixlab_version").string();
+    e.built_with_cuda = j.at("built_with_cuda").boolean();
+    return e;
 }
 
 } // namespace mixlab

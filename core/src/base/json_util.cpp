@@ -3,6 +3,7 @@
 #include "base/json_util.h"
 
 #include "mixlab/error.h"
+#include "mixlab/json_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -87,7 +88,9 @@ std::string json_error_text(const std::exception& e)
     return s;
 }
 
-void check_format(const json& doc, const DocumentKind& kind)
+// Accepts kind.format; with `version`, also the family's older versions, whose number
+// it sets (kind.format's own when that is the one).
+void check_format(const json& doc, const DocumentKind& kind, int* version)
 {
     const std::string expected(kind.format);
     const std::string noun(kind.noun);
@@ -98,18 +101,18 @@ void check_format(const json& doc, const DocumentKind& kind)
     if (!f.is_string())
         fail(kind, "\"format\" must be the string \"" + expected + "\", got " + shown(f));
     const auto s = f.get<std::string>();
-    if (s == expected)
-        return;
     // "mixlab-model/1" -> family "mixlab-model/", version 1.
     const std::string family = expected.substr(0, expected.find('/') + 1);
-    if (s.rfind(family, 0) == 0) {
-        int ours = 0, version = 0;
-        std::from_chars(expected.data() + family.size(), expected.data() + expected.size(), ours);
-        auto [ptr, ec] = std::from_chars(s.data() + family.size(), s.data() + s.size(), version);
-        if (ec == std::errc() && ptr == s.data() + s.size() && version > ours)
+    const int ours = format_version(expected, family).value_or(1);
+    if (const auto theirs = format_version(s, family)) {
+        if (*theirs > ours)
             fail(kind, "the " + noun + " is format \"" + s +
                            "\", written by a newer MixLab; this version reads \"" + expected +
                            "\"");
+        if (*theirs == ours || version) {
+            if (version) *version = *theirs;
+            return;
+        }
     }
     if (s.rfind(kind.other_family, 0) == 0)
         fail(kind, "this is a " + std::string(kind.other_noun) + " (\"" + s + "\"), not a " + noun +
@@ -166,6 +169,15 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
     return best.empty() ? std::string() : "; did you mean \"" + std::string(best) + "\"?";
 }
 
+std::string quoted(std::string_view word)
+{
+    // Appended, not "\"" + ...: GCC 12 warns (-Wrestrict) falsely on a prepended literal.
+    std::string s(1, '"');
+    s += word;
+    s += '"';
+    return s;
+}
+
 std::string join(const std::vector<std::string_view>& words)
 {
     std::string out;
@@ -209,7 +221,7 @@ std::string read_document_file(const std::string& path, const DocumentKind& kind
     return s;
 }
 
-json parse_document(std::string_view text, const DocumentKind& kind)
+json parse_document(std::string_view text, const DocumentKind& kind, int* version)
 {
     json doc;
     try {
@@ -219,12 +231,17 @@ json parse_document(std::string_view text, const DocumentKind& kind)
         // out_of_range while parsing, and is just as much a broken file.
         fail(kind, "the " + std::string(kind.noun) + " is not valid JSON: " + json_error_text(e));
     }
+    check_document(doc, kind, version);
+    return doc;
+}
+
+void check_document(const json& doc, const DocumentKind& kind, int* version)
+{
     if (!doc.is_object())
         fail(kind, "the " + std::string(kind.noun) + " must be a JSON object like {\"format\": \"" +
                        std::string(kind.format) + "\", " + std::string(kind.example) + "}, got " +
                        shown(doc));
-    check_format(doc, kind);
-    return doc;
+    check_format(doc, kind, version);
 }
 
 } // namespace mixlab::json_util

@@ -31,6 +31,9 @@ std::string printable_utf8(std::string_view text);
 // "; did you mean "units"?" when one known word is a small typo away, else "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known);
 
+// The word in double quotes, as messages name a field: "units".
+std::string quoted(std::string_view word);
+
 // "a, b, c".
 std::string join(const std::vector<std::string_view>& words);
 
@@ -44,7 +47,11 @@ std::string read_document_file(const std::string& path, const DocumentKind& kind
 
 // Parses text into a JSON object whose "format" is kind.format; the error (SpecError or
 // InputError, per kind) says what is wrong: bad JSON with its line and column, not an
-// object, no or wrong format, a newer version, or the other kind of document.
-nlohmann::json parse_document(std::string_view text, const DocumentKind& kind);
+// object, no or wrong format, a newer version, or the other kind of document. With
+// `version`, older versions of the format are read too and *version says which it is.
+nlohmann::json parse_document(std::string_view text, const DocumentKind& kind,
+                              int* version = nullptr);
+// The same checks of a document already parsed (one held inside another).
+void check_document(const nlohmann::json& doc, const DocumentKind& kind, int* version = nullptr);
 
 } // namespace mixlab::json_util

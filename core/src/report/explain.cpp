@@ -548,6 +548,14 @@ std::string_view severity_name(Explanation::Severity s)
     return "info";
 }
 
+void record_step(RunFacts& facts, const StepMetrics& step)
+{
+    facts.train_loss.push_back(step.loss);
+    if (facts.scale_history.empty() || facts.scale_history.back().second != step.loss_scale)
+        facts.scale_history.emplace_back(step.step, step.loss_scale);
+    facts.final_train_accuracy = step.accuracy;
+}
+
 std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader)
 {
     Out out;

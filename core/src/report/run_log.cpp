@@ -1,8 +1,10 @@
-// RunLog: records runs' metrics and writes them as `mixlab-log/1` JSON and CSV; also the
-// atomic file writing and the up-front check that an output path can be written.
+// RunLog: records runs' metrics and writes them as `mixlab-log/1` JSON (each type in its
+// own JSON form) and CSV; also the atomic file writing and the up-front check that an
+// output path can be written. Reading a log back is run_log_read.cpp.
 #include "mixlab/run_log.h"
 
 #include "mixlab/error.h"
+#include "mixlab/metrics_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,31 +25,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-// A float as the shortest decimal that reads back to the same float, held as a double:
-// the JSON then says 0.3, not 0.30000001192092896 (the float widened to double).
-// Non-finite values become null; JSON has no NaN.
-Json tidy(float v)
-{
-    if (!std::isfinite(v)) return nullptr;
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    double d = 0;
-    std::from_chars(buf, r.ptr, d);
-    return d;
-}
-
-// Host times and rates rounded to 1/per_unit: microseconds are plenty for wall
-// clocks. Dividing by an integer scale (not multiplying by 0.001) gives the double
-// nearest the decimal, so it prints short.
+// CSV keeps host times to the microsecond and rates to 0.1/s: a spreadsheet's column
+// reads better so, and no host clock is finer. Dividing by an integer scale (not
+// multiplying by 0.001) gives the double nearest the decimal, so it prints short.
 double rounded(double v, double per_unit)
 {
     return std::isfinite(v) ? std::round(v * per_unit) / per_unit : v;
-}
-
-Json tidy(double v, double per_unit)
-{
-    if (!std::isfinite(v)) return nullptr;
-    return rounded(v, per_unit);
 }
 
 std::string csv_number(double v)
@@ -77,50 +60,6 @@ std::string_view head_name(OutputHead h)
     return "unknown";
 }
 
-Json step_json(const StepMetrics& m)
-{
-    Json j;
-    j["step"] = m.step;
-    j["epoch"] = m.epoch;
-    j["loss"] = tidy(m.loss);
-    j["accuracy"] = tidy(m.accuracy);
-    j["step_ms"] = tidy(m.step_ms);
-    j["wall_ms"] = tidy(m.wall_ms, 1e3);
-    j["samples_per_s"] = tidy(m.samples_per_s, 10);
-    j["loss_scale"] = tidy(m.loss_scale);
-    j["next_loss_scale"] = tidy(m.next_loss_scale);
-    j["overflow"] = m.overflow;
-    j["skipped"] = m.skipped;
-    return j;
-}
-
-Json epoch_json(const EpochMetrics& m)
-{
-    Json j;
-    j["epoch"] = m.epoch;
-    j["train_loss"] = tidy(m.train_loss);
-    j["train_accuracy"] = tidy(m.train_accuracy);
-    j["test_loss"] = tidy(m.test_loss);
-    j["test_accuracy"] = tidy(m.test_accuracy);
-    j["seconds"] = tidy(m.seconds, 1e6);
-    j["skipped_steps"] = m.skipped_steps;
-    return j;
-}
-
-Json event_json(const RunEvent& e)
-{
-    Json j;
-    j["step"] = e.step;
-    j["kind"] = std::string(run_event_kind_name(e.kind));
-    j["message"] = e.message;
-    return j;
-}
-
-Json tidy(const std::optional<float>& v)
-{
-    return v ? tidy(*v) : Json(nullptr);
-}
-
 std::string graph_json_of(const Graph& graph)
 {
     Json g;
@@ -134,20 +73,7 @@ std::string graph_json_of(const Graph& graph)
 
 Json summary_json(const std::optional<RunSummary>& s)
 {
-    if (!s) return nullptr;
-    Json j;
-    j["steps"] = s->steps;
-    j["skipped_steps"] = s->skipped_steps;
-    j["epochs_done"] = s->epochs_done;
-    j["mean_step_ms"] = tidy(s->mean_step_ms, 1e6);
-    j["median_step_ms"] = tidy(s->median_step_ms, 1e6);
-    j["final_train_loss"] = tidy(s->final_train_loss);
-    j["final_test_loss"] = tidy(s->final_test_loss);
-    j["final_test_accuracy"] = tidy(s->final_test_accuracy);
-    j["final_loss_scale"] = tidy(s->final_loss_scale);
-    j["wall_seconds"] = tidy(s->wall_seconds, 1e6);
-    j["stopped"] = s->stopped;
-    return j;
+    return s ? run_summary_to_json(*s) : Json(nullptr);
 }
 
 template <class T, class F>
@@ -198,8 +124,10 @@ const std::string& RunLog::graph_json(const Run& r) const
 
 void RunLog::set_environment(const Environment& env)
 {
-    m_environment_json = environment_to_json(env);
+    m_environment = env;
 }
+
+std::optional<Environment> RunLog::environment() const { return m_environment; }
 
 int RunLog::add_run(const RunConfig& config)
 {
@@ -283,13 +211,13 @@ std::string RunLog::to_json() const
     }
     root["config"] = config;
     root["graph"] = Json::parse(graph_json(first));
-    root["environment"] = Json::parse(m_environment_json);
+    root["environment"] = m_environment ? environment_to_json(*m_environment) : Json(nullptr);
 
     if (m_kind == Kind::Train) {
         const Run& r = first;
-        root["steps"] = array_of(r.steps, step_json);
-        root["epochs"] = array_of(r.epochs, epoch_json);
-        root["events"] = array_of(r.events, event_json);
+        root["steps"] = array_of(r.steps, step_metrics_to_json);
+        root["epochs"] = array_of(r.epochs, epoch_metrics_to_json);
+        root["events"] = array_of(r.events, run_event_to_json);
         root["summary"] = summary_json(r.summary);
     } else {
         Json runs = Json::array();
@@ -300,9 +228,9 @@ std::string RunLog::to_json() const
             j["policy"] = std::string(policy_name(r.config.policy));
             j["config"] = config_json(r);
             j["graph"] = Json::parse(graph_json(r));
-            j["steps"] = array_of(r.steps, step_json);
-            j["epochs"] = array_of(r.epochs, epoch_json);
-            j["events"] = array_of(r.events, event_json);
+            j["steps"] = array_of(r.steps, step_metrics_to_json);
+            j["epochs"] = array_of(r.epochs, epoch_metrics_to_json);
+            j["events"] = array_of(r.events, run_event_to_json);
             j["summary"] = summary_json(r.summary);
             runs.push_back(std::move(j));
         }

@@ -4,6 +4,7 @@
 
 #include "base/json_util.h"
 #include "mixlab/error.h"
+#include "mixlab/json_io.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@ namespace mixlab {
 using nlohmann::json;
 using json_util::did_you_mean;
 using json_util::join;
+using json_util::quoted;
 using json_util::shown;
 
 std::string_view layer_type_name(LayerType t) {
@@ -106,13 +108,6 @@ std::optional<std::int64_t> as_integer(const json& v) {
                    : std::int64_t(u);
     }
     return v.get<std::int64_t>();
-}
-
-std::string quoted(std::string_view field) {
-    std::string s(1, '"');
-    s += field;
-    s += '"';
-    return s;
 }
 
 bool is_pooling(LayerType t) { return t == LayerType::MaxPool2D || t == LayerType::AvgPool2D; }
@@ -495,8 +490,10 @@ std::string layer_text(const LayerSpec& l, const std::string& indent) {
 
 } // namespace
 
-ModelSpec parse_model_spec(std::string_view json_text) {
-    const json doc = json_util::parse_document(json_text, k_document);
+namespace {
+
+// A model spec document, its format checked.
+ModelSpec read_model_spec(const json& doc) {
     const std::vector<std::string_view> known = {"format", "name", "layers"};
     if (const auto key = json_util::unknown_field(doc, known))
         throw SpecError("unknown field \"" + *key + "\" in the model spec" +
@@ -516,6 +513,21 @@ ModelSpec parse_model_spec(std::string_view json_text) {
     for (std::size_t i = 0; i < layers.size(); ++i)
         spec.layers.push_back(LayerReader(layers[i], "layer " + std::to_string(i), 0).read());
     return spec;
+}
+
+} // namespace
+
+ModelSpec parse_model_spec(std::string_view json_text) {
+    return read_model_spec(json_util::parse_document(json_text, k_document));
+}
+
+ModelSpec model_spec_from_json(const JsonReader& j) {
+    try {
+        json_util::check_document(j.json(), k_document);
+        return read_model_spec(j.json());
+    } catch (const InputError& e) {
+        j.fail((j.name().empty() ? std::string() : j.name() + ": ") + e.what());
+    }
 }
 
 ModelSpec load_model_spec(const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include "base/json_util.h"
 #include "mixlab/error.h"
+#include "mixlab/json_io.h"
 
 #include <nlohmann/json.hpp>
 
@@ -239,8 +240,10 @@ DeviceChoice parse_device_choice(std::string_view s) {
     throw InputError("unknown device \"" + std::string(s) + "\"; valid devices: auto, cpu, cuda");
 }
 
-RunConfig parse_run_config(std::string_view json_text) {
-    const json doc = json_util::parse_document(json_text, k_document);
+namespace {
+
+// A run config document, its format checked.
+RunConfig read_run_config(const json& doc) {
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
                     "optimizer", "seed", "device", "cuda_graph",
@@ -273,6 +276,21 @@ RunConfig parse_run_config(std::string_view json_text) {
     }
     validate_run_config(c);
     return c;
+}
+
+} // namespace
+
+RunConfig parse_run_config(std::string_view json_text) {
+    return read_run_config(json_util::parse_document(json_text, k_document));
+}
+
+RunConfig run_config_from_json(const JsonReader& j) {
+    try {
+        json_util::check_document(j.json(), k_document);
+        return read_run_config(j.json());
+    } catch (const InputError& e) {
+        j.fail((j.name().empty() ? std::string() : j.name() + ": ") + e.what());
+    }
 }
 
 RunConfig load_run_config(const std::string& path) {

@@ -10,20 +10,6 @@
 
 namespace mixlab {
 
-std::string_view step_phase_name(StepPhase p)
-{
-    switch (p) {
-    case StepPhase::Input: return "input";
-    case StepPhase::Forward: return "forward";
-    case StepPhase::Loss: return "loss";
-    case StepPhase::Backward: return "backward";
-    case StepPhase::LossScaling: return "loss scaling";
-    case StepPhase::Optimizer: return "optimizer";
-    case StepPhase::Count: break;
-    }
-    return "?";
-}
-
 namespace {
 
 constexpr int k_wall_warmup = 3;

@@ -1,0 +1,245 @@
+// The JSON forms of a run's steps, epochs, events and summary: each metric's key, how it
+// is written and how it is read, in one table per type that the object and the table
+// forms share.
+#include "mixlab/metrics_json.h"
+
+#include "base/json_util.h"
+#include "mixlab/json_io.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace mixlab {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+template <class T>
+struct Field {
+    const char* key;
+    Json (*write)(const T&);
+    void (*read)(const JsonReader&, T&);
+};
+
+const Field<StepMetrics> k_step_fields[] = {
+    {"step", [](const StepMetrics& m) { return Json(m.step); },
+     [](const JsonReader& r, StepMetrics& m) { m.step = r.int64(); }},
+    {"epoch", [](const StepMetrics& m) { return Json(m.epoch); },
+     [](const JsonReader& r, StepMetrics& m) { m.epoch = r.int32(); }},
+    {"loss", [](const StepMetrics& m) { return json_number(m.loss); },
+     [](const JsonReader& r, StepMetrics& m) { m.loss = r.number_float(); }},
+    {"accuracy", [](const StepMetrics& m) { return json_number(m.accuracy); },
+     [](const JsonReader& r, StepMetrics& m) { m.accuracy = r.number_float(); }},
+    {"step_ms", [](const StepMetrics& m) { return json_number(m.step_ms); },
+     [](const JsonReader& r, StepMetrics& m) { m.step_ms = r.number_float(); }},
+    {"wall_ms", [](const StepMetrics& m) { return json_number(m.wall_ms); },
+     [](const JsonReader& r, StepMetrics& m) { m.wall_ms = r.number(); }},
+    {"samples_per_s", [](const StepMetrics& m) { return json_number(m.samples_per_s); },
+     [](const JsonReader& r, StepMetrics& m) { m.samples_per_s = r.number(); }},
+    {"loss_scale", [](const StepMetrics& m) { return json_number(m.loss_scale); },
+     [](const JsonReader& r, StepMetrics& m) { m.loss_scale = r.number_float(); }},
+    {"next_loss_scale", [](const StepMetrics& m) { return json_number(m.next_loss_scale); },
+     [](const JsonReader& r, StepMetrics& m) { m.next_loss_scale = r.number_float(); }},
+    {"overflow", [](const StepMetrics& m) { return Json(m.overflow); },
+     [](const JsonReader& r, StepMetrics& m) { m.overflow = r.boolean(); }},
+    {"skipped", [](const StepMetrics& m) { return Json(m.skipped); },
+     [](const JsonReader& r, StepMetrics& m) { m.skipped = r.boolean(); }},
+};
+
+const Field<EpochMetrics> k_epoch_fields[] = {
+    {"epoch", [](const EpochMetrics& m) { return Json(m.epoch); },
+     [](const JsonReader& r, EpochMetrics& m) { m.epoch = r.int32(); }},
+    {"train_loss", [](const EpochMetrics& m) { return json_number(m.train_loss); },
+     [](const JsonReader& r, EpochMetrics& m) { m.train_loss = r.number_float(); }},
+    {"train_accuracy", [](const EpochMetrics& m) { return json_number(m.train_accuracy); },
+     [](const JsonReader& r, EpochMetrics& m) { m.train_accuracy = r.number_float(); }},
+    {"test_loss", [](const EpochMetrics& m) { return json_number(m.test_loss); },
+     [](const JsonReader& r, EpochMetrics& m) { m.test_loss = r.number_float(); }},
+    {"test_accuracy", [](const EpochMetrics& m) { return json_number(m.test_accuracy); },
+     [](const JsonReader& r, EpochMetrics& m) { m.test_accuracy = r.number_float(); }},
+    {"seconds", [](const EpochMetrics& m) { return json_number(m.seconds); },
+     [](const JsonReader& r, EpochMetrics& m) { m.seconds = r.number(); }},
+    {"skipped_steps", [](const EpochMetrics& m) { return Json(m.skipped_steps); },
+     [](const JsonReader& r, EpochMetrics& m) { m.skipped_steps = r.int64(); }},
+};
+
+template <class T, std::size_t N>
+Json object_of(const T& value, const Field<T> (&fields)[N])
+{
+    Json j;
+    for (const Field<T>& f : fields) j[f.key] = f.write(value);
+    return j;
+}
+
+template <class T, std::size_t N>
+T object_from(const JsonReader& j, const Field<T> (&fields)[N])
+{
+    j.as_object();
+    T value;
+    for (const Field<T>& f : fields) f.read(j.at(f.key), value);
+    return value;
+}
+
+template <class T, std::size_t N>
+Json table_of(const std::vector<T>& values, const Field<T> (&fields)[N])
+{
+    Json columns = Json::array();
+    for (const Field<T>& f : fields) columns.push_back(f.key);
+    Json rows = Json::array();
+    for (const T& v : values) {
+        Json row = Json::array();
+        for (const Field<T>& f : fields) row.push_back(f.write(v));
+        rows.push_back(std::move(row));
+    }
+    Json j;
+    j["columns"] = std::move(columns);
+    j["rows"] = std::move(rows);
+    return j;
+}
+
+template <class T, std::size_t N>
+std::vector<T> table_from(const JsonReader& table, const Field<T> (&fields)[N])
+{
+    // Each field's position among the columns the file names.
+    const JsonReader columns = table.array("columns");
+    std::size_t position[N];
+    for (std::size_t k = 0; k < N; ++k) {
+        position[k] = columns.size();
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+            const nlohmann::json& name = columns.json()[i];
+            if (name.is_string() && name.get<std::string>() == fields[k].key) position[k] = i;
+        }
+        if (position[k] == columns.size())
+            table.fail("column " + json_util::quoted(fields[k].key) +
+                       " is missing from \"columns\"");
+    }
+    const JsonReader rows = table.array("rows");
+    std::vector<T> out;
+    out.reserve(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const JsonReader row = rows.element(i, "row");
+        if (!row.json().is_array() || row.json().size() < columns.size())
+            row.fail("must be an array of " + std::to_string(columns.size()) + " values");
+        T value;
+        for (std::size_t k = 0; k < N; ++k)
+            fields[k].read(row.cell(position[k], json_util::quoted(fields[k].key)), value);
+        out.push_back(value);
+    }
+    return out;
+}
+
+} // namespace
+
+nlohmann::ordered_json step_metrics_to_json(const StepMetrics& m)
+{
+    return object_of(m, k_step_fields);
+}
+
+StepMetrics step_metrics_from_json(const JsonReader& j) { return object_from(j, k_step_fields); }
+
+nlohmann::ordered_json epoch_metrics_to_json(const EpochMetrics& m)
+{
+    return object_of(m, k_epoch_fields);
+}
+
+EpochMetrics epoch_metrics_from_json(const JsonReader& j) { return object_from(j, k_epoch_fields); }
+
+nlohmann::ordered_json step_metrics_table(const std::vector<StepMetrics>& steps)
+{
+    return table_of(steps, k_step_fields);
+}
+
+std::vector<StepMetrics> step_metrics_from_table(const JsonReader& j)
+{
+    return table_from(j, k_step_fields);
+}
+
+nlohmann::ordered_json epoch_metrics_table(const std::vector<EpochMetrics>& epochs)
+{
+    return table_of(epochs, k_epoch_fields);
+}
+
+std::vector<EpochMetrics> epoch_metrics_from_table(const JsonReader& j)
+{
+    return table_from(j, k_epoch_fields);
+}
+
+std::optional<RunEvent::Kind> parse_run_event_kind(std::string_view name)
+{
+    using K = RunEvent::Kind;
+    for (K k : {K::Info, K::Warning, K::ScaleChange, K::SkippedStep, K::Error})
+        if (run_event_kind_name(k) == name) return k;
+    return std::nullopt;
+}
+
+nlohmann::ordered_json run_event_to_json(const RunEvent& e)
+{
+    Json j;
+    j["step"] = e.step;
+    j["kind"] = std::string(run_event_kind_name(e.kind));
+    j["message"] = e.message;
+    return j;
+}
+
+RunEvent run_event_from_json(const JsonReader& j)
+{
+    j.as_object();
+    RunEvent e;
+    e.step = j.at("step").int64();
+    const JsonReader kind = j.at("kind");
+    const std::optional<RunEvent::Kind> k = parse_run_event_kind(kind.string());
+    if (!k) j.fail("unknown event kind \"" + kind.string() + "\"");
+    e.kind = *k;
+    e.message = j.at("message").string();
+    return e;
+}
+
+nlohmann::ordered_json run_summary_to_json(const RunSummary& s)
+{
+    Json j;
+    j["steps"] = s.steps;
+    j["skipped_steps"] = s.skipped_steps;
+    j["epochs_done"] = s.epochs_done;
+    j["mean_step_ms"] = json_number(s.mean_step_ms);
+    j["median_step_ms"] = json_number(s.median_step_ms);
+    j["final_train_loss"] = json_number(s.final_train_loss);
+    // Null when the run never evaluated (an evaluated accuracy is always finite; a loss
+    // may not be, and is null then too).
+    j["final_test_loss"] = s.final_test_loss ? json_number(*s.final_test_loss) : Json(nullptr);
+    j["final_test_accuracy"] =
+        s.final_test_accuracy ? json_number(*s.final_test_accuracy) : Json(nullptr);
+    j["final_loss_scale"] = json_number(s.final_loss_scale);
+    j["wall_seconds"] = json_number(s.wall_seconds);
+    j["stopped"] = s.stopped;
+    if (!s.halted.empty()) j["halted"] = s.halted;
+    return j;
+}
+
+RunSummary run_summary_from_json(const JsonReader& j)
+{
+    j.as_object();
+    RunSummary s;
+    s.steps = j.at("steps").int64();
+    s.skipped_steps = j.at("skipped_steps").int64();
+    s.epochs_done = j.at("epochs_done").int32();
+    s.mean_step_ms = j.at("mean_step_ms").number();
+    s.median_step_ms = j.at("median_step_ms").number();
+    s.final_train_loss = j.at("final_train_loss").number_float();
+    // An evaluation gives both; files written before runs could say "never evaluated"
+    // hold 0 and 0 for such a run, which no evaluation gives (a cross-entropy is never 0).
+    const double test_loss = j.at("final_test_loss").number();
+    const double test_accuracy = j.at("final_test_accuracy").number();
+    if (!std::isnan(test_accuracy) && !(test_loss == 0 && test_accuracy == 0)) {
+        s.final_test_loss = float(test_loss);
+        s.final_test_accuracy = float(test_accuracy);
+    }
+    s.final_loss_scale = j.at("final_loss_scale").number_float();
+    s.wall_seconds = j.at("wall_seconds").number();
+    s.stopped = j.at("stopped").boolean();
+    if (const auto halted = j.find("halted")) s.halted = halted->string();
+    return s;
+}
+
+} // namespace mixlab
