@@ -49,10 +49,12 @@ set(MIXLAB_ANALYSIS_SOURCES
     analysis/capabilities.cpp
     analysis/ceilings.cpp
     analysis/environment.cpp)
-# train: training runs, the step, its profile, the max-batch search, step times.
+# train: training runs, the step, its profile, the group that sets up and steps runs in
+# lockstep (run_group), the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
     train/max_batch.cpp
     train/max_batch_trial.cpp
+    train/run_group.cpp
     train/step_time.cpp
     train/trainer.cpp
     train/trainer_profile.cpp)
