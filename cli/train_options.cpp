@@ -92,7 +92,7 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_flag("--no-cuda-graph",
                "run each step kernel by kernel instead of replaying it as one CUDA graph");
     p.add_option("--synthetic-size", "N",
-                 "training samples of the synthetic dataset (test split: N/5)");
+                 "training samples of the synthetic dataset (test split: N/5, rounded up)");
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "env_scope.h"
 #include "test_models.h"
 
 using namespace mixlab;
@@ -91,13 +92,6 @@ RunConfig cpu_config(Policy policy, int batch, std::int64_t steps)
 }
 
 ModelSpec tiny() { return test::tiny_mlp({.hidden = 16}); }
-
-// Sets one of the hook's variables for the lifetime of a backend made inside the scope.
-struct EnvScope {
-    QByteArray name;
-    EnvScope(const char* n, std::int64_t value) : name(n) { qputenv(n, QByteArray::number(qint64(value))); }
-    ~EnvScope() { qunsetenv(name.constData()); }
-};
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
@@ -183,7 +177,7 @@ void TestRunGroup::oneRunFailsAloneMidTraining()
     Recorder rec;
     GroupOutcome out;
     {
-        EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 3 * 9 + 2);
+        test::EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 3 * 9 + 2);
         RunGroup group(tiny(), configs);
         out = group.run(rec, rec);
         QVERIFY(group.training_run(1) == nullptr); // destroyed when it failed
@@ -287,7 +281,7 @@ void TestRunGroup::outOfMemoryWhilePlanning()
     const std::int64_t data = 640 * 3072 + 640 + 4 * 128;
     // Half of run 1 on top of both: far more than the few small buffers device_bytes()
     // leaves out (scaler, records, the epoch order: a few KB).
-    EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", data + bytes[0] + bytes[1] / 2);
+    test::EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", data + bytes[0] + bytes[1] / 2);
     RunGroup group(tiny(), configs);
     Recorder rec;
     const GroupOutcome out = group.run(rec, rec);
@@ -478,6 +472,8 @@ void TestRunGroup::maxBatchSearchOnTheGroup()
     QCOMPARE(QString::fromStdString(search.result.failure_reason), QString("only 200 training samples"));
     QVERIFY(started == ended);
     QCOMPARE(started.size(), search.result.trials.size());
+    // One group, one job: its device and data are not set up twice.
+    QVERIFY_THROWS_EXCEPTION(Error, group.run(rec, rec));
 }
 
 // Stop between trials: the search ends with what the trials so far found.

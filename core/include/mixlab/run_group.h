@@ -157,14 +157,14 @@ public:
     // on_run_failed), then profiles each (options.profile_steps). Stop is honoured before
     // and between the setup phases, between two runs' setups, between steps (and inside an
     // evaluation pass) and between two runs' profiling passes; runs stopped in setup end
-    // stopped with nothing done. Never throws: failures are reported per run (see above)
-    // and returned.
+    // stopped with nothing done. Failures are reported per run (see above) and returned,
+    // not thrown; run() throws only when the group was set up before (one group, one job).
     GroupOutcome run(MetricsSink& sink, RunGroupObserver& observer, std::stop_token stop = {});
 
     // Max batch: opens the device, loads the data, builds the graph and uploads the data
     // (phases and on_prepared announced), for trials to run on. Throws what fails (a
     // DeviceError from opening the device, InputError/DataError from the data or the
-    // model); false when stop came first. Call instead of run().
+    // model); false when stop came first. Call instead of run(), once.
     bool prepare(RunGroupObserver& observer, std::stop_token stop = {});
     // Throws InputError when run's config is invalid, DeviceError when the open device
     // cannot run its policy.
@@ -199,6 +199,7 @@ private:
                   RunGroupObserver& observer, GroupOutcome& out);
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
     void require_prepared(const char* what) const;
+    void require_fresh(const char* what) const;
 
     ModelSpec m_model;
     std::vector<RunConfig> m_configs;

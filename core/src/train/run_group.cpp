@@ -176,8 +176,16 @@ void RunGroup::set_up_runs(RunGroupObserver& observer, const std::stop_token& st
     observer.on_phase(state.phase, -1);
 }
 
+void RunGroup::require_fresh(const char* what) const
+{
+    // A second setup would replace the backend and data that the first one's device data
+    // and runs refer to: one group, one job.
+    if (m_backend) throw Error(std::string("run group: ") + what + " on a group already set up");
+}
+
 GroupOutcome RunGroup::run(MetricsSink& sink, RunGroupObserver& observer, std::stop_token stop)
 {
+    require_fresh("run()");
     GroupOutcome out;
     out.runs.resize(m_configs.size());
     SetupState state;
@@ -330,6 +338,7 @@ void RunGroup::profile_runs(RunGroupObserver& observer, const std::stop_token& s
 
 bool RunGroup::prepare(RunGroupObserver& observer, std::stop_token stop)
 {
+    require_fresh("prepare()");
     SetupState state;
     try {
         set_up_shared(observer, stop, false, state);
