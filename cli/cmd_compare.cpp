@@ -1,40 +1,48 @@
 // `mixlab-cli compare`: the same model, data, seed and initial weights under several
-// policies, one step of each in turn on one backend, then a table of what each cost.
+// policies, one step of each in turn on one backend, then a table of what each cost. A
+// run that fails ends alone; the others go on.
 #include "commands.h"
 
 #include "args.h"
 #include "compare_group.h"
-#include "progress_printer.h"
 
 #include "mixlab/step_time.h"
 
 #include <cstdio>
-#include <memory>
 #include <vector>
 
 namespace mixlab::cli {
 namespace {
 
-void print_table(const std::vector<RunConfig>& configs, const std::vector<RunSummary>& s)
+// A run that failed has a row that says so (its error is on stderr and in the log).
+void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOutcome>& runs)
 {
     std::printf("%-12s %12s %10s %10s %10s %12s\n", "policy", "step ms", "speedup", "test acc",
                 "skipped", "loss scale");
-    const double base = s.empty() ? 0.0 : s.front().median_step_ms;
-    for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto failed = [&](std::size_t i) {
+        return runs[i].status == RunOutcome::Status::Failed;
+    };
+    const double base = runs.empty() || failed(0) ? 0.0 : runs.front().summary.median_step_ms;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const std::string name(policy_name(configs[i].policy));
+        if (failed(i)) {
+            std::printf("%-12s %12s\n", name.c_str(), "failed");
+            continue;
+        }
+        const RunSummary& s = runs[i].summary;
         std::string speedup_text = "n/a", accuracy = "n/a";
         char buf[32];
-        if (const double x = speedup(base, s[i].median_step_ms); x > 0) {
+        if (const double x = speedup(base, s.median_step_ms); x > 0) {
             std::snprintf(buf, sizeof buf, "%.2fx", x);
             speedup_text = buf;
         }
-        if (s[i].final_test_accuracy) {
-            std::snprintf(buf, sizeof buf, "%.4f", double(*s[i].final_test_accuracy));
+        if (s.final_test_accuracy) {
+            std::snprintf(buf, sizeof buf, "%.4f", double(*s.final_test_accuracy));
             accuracy = buf;
         }
-        std::printf("%-12s %12s %10s %10s %10lld %12g\n",
-                    std::string(policy_name(configs[i].policy)).c_str(),
-                    format_ms(s[i].median_step_ms).c_str(), speedup_text.c_str(), accuracy.c_str(),
-                    static_cast<long long>(s[i].skipped_steps), double(s[i].final_loss_scale));
+        std::printf("%-12s %12s %10s %10s %10lld %12g\n", name.c_str(),
+                    format_ms(s.median_step_ms).c_str(), speedup_text.c_str(), accuracy.c_str(),
+                    static_cast<long long>(s.skipped_steps), double(s.final_loss_scale));
     }
     std::printf("step ms: %s; speedup: %s (%s)\n", step_time_definition().c_str(),
                 speedup_definition().c_str(),
@@ -59,15 +67,19 @@ int cmd_compare(int argc, char** argv)
 
     const std::vector<Policy> policies = parse_policies(parser);
     const TrainInputs in = read_train_inputs(parser, true);
-    const std::unique_ptr<CompareGroup> group = prepare_compare_group(in, policies);
-    run_compare_group(*group, in, nullptr, "compare");
-    std::printf("device: %s (%s); dataset %s; batch %d\n", std::string(backend_kind_name(group->env.backend)).c_str(),
-                group->env.device_name.c_str(), group->prepared.data.name.c_str(),
-                in.config.batch_size);
-    print_table(group->configs, group->summaries);
-    for (const RunSummary& s : group->summaries)
-        if (!s.halted.empty()) return 1; // its Error event names the run and the step
-    return group->interrupted ? 130 : 0;
+    CompareGroup group(RunLog::Kind::Compare);
+    group.configs = configs_for(in.config, policies);
+    run_compare_group(group, in, nullptr, "compare");
+    const Environment& env = group.facts.environment;
+    std::printf("device: %s (%s); dataset %s; batch %d\n",
+                std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
+                group.facts.dataset_name.c_str(), in.config.batch_size);
+    print_table(group.configs, group.outcome.runs);
+    // A run that failed ended alone: the others trained on, and the log holds them all.
+    if (report_failed_runs(group, "compare")) return 1;
+    for (const RunOutcome& r : group.outcome.runs)
+        if (!r.summary.halted.empty()) return 1; // its Error event names the run and the step
+    return group.interrupted ? 130 : 0;
 }
 
 } // namespace mixlab::cli

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <memory>
 #include <vector>
 
 namespace mixlab::cli {
@@ -228,34 +227,47 @@ int cmd_explain(int argc, char** argv)
     const auto report_path = parser.value("--report");
     if (report_path) check_output_path(*report_path, "--report");
 
-    const std::unique_ptr<CompareGroup> group = prepare_compare_group(in, policies);
-    const std::vector<RunConfig>& configs = group->configs;
+    CompareGroup group(RunLog::Kind::Compare);
+    group.configs = configs_for(in.config, policies);
+    const std::vector<RunConfig>& configs = group.configs;
     std::vector<RunFacts> facts(configs.size());
     for (std::size_t i = 0; i < configs.size(); ++i) {
         facts[i].policy = configs[i].policy;
         facts[i].batch = configs[i].batch_size;
-        facts[i].graph = group->prepared.graph;
-        facts[i].device = group->backend->info();
         facts[i].loss_scale_mode = effective_loss_scale_mode(configs[i]);
         facts[i].baseline = 0; // --help says the first policy is the baseline, as in compare
     }
-    FactsRecorder recorder(facts, group->log);
-    group->profile_steps = 10;
-    if (auto v = parser.integer("--profile-steps", 0, 1000)) group->profile_steps = int(*v);
-    run_compare_group(*group, in, &recorder, "explain");
-    const std::vector<RunSummary>& summaries = group->summaries;
-    for (std::size_t i = 0; i < summaries.size(); ++i) facts[i].summary = summaries[i];
-    for (std::size_t i = 0; i < group->profiles.size() && i < facts.size(); ++i) {
-        facts[i].profile = group->profiles[i];
-        if (ran_on_gpu(facts[i])) facts[i].gpu_busy_fraction = group->profiles[i].gpu_busy_fraction;
+    FactsRecorder recorder(facts, group.log);
+    group.profile_steps = 10;
+    if (auto v = parser.integer("--profile-steps", 0, 1000)) group.profile_steps = int(*v);
+    run_compare_group(group, in, &recorder, "explain");
+    // The explanation compares runs with the baseline: it needs every run. The log holds
+    // what they did up to the failure.
+    if (report_failed_runs(group, "explain")) return 1;
+    const std::vector<RunOutcome>& runs = group.outcome.runs;
+    // Profiles side by side or none: Ctrl-C during the profiling pass leaves some runs
+    // without one.
+    const bool profiled = std::all_of(runs.begin(), runs.end(),
+                                      [](const RunOutcome& r) { return r.profile.has_value(); });
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (!runs[i].profile_failure.empty())
+            throw Error("profiling the " + std::string(policy_name(configs[i].policy)) +
+                        " run failed: " + runs[i].profile_failure);
+        facts[i].graph = group.facts.graph;
+        facts[i].device = group.facts.device;
+        facts[i].summary = runs[i].summary;
+        if (profiled) facts[i].profile = runs[i].profile;
+        if (facts[i].profile && ran_on_gpu(facts[i]))
+            facts[i].gpu_busy_fraction = facts[i].profile->gpu_busy_fraction;
     }
 
     const std::vector<Explanation> ex = explain(facts, Reader::Cli);
+    const Environment& env = group.facts.environment;
     std::printf("device: %s (%s); dataset %s; batch %d; %lld steps\n",
-                std::string(backend_kind_name(group->env.backend)).c_str(), group->env.device_name.c_str(),
-                group->prepared.data.name.c_str(), in.config.batch_size,
-                static_cast<long long>(summaries.empty() ? 0 : summaries.front().steps));
-    print_report(facts, ex, cached_ceilings(group->backend->info(), default_ceilings_cache_path()));
+                std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
+                group.facts.dataset_name.c_str(), in.config.batch_size,
+                static_cast<long long>(runs.front().summary.steps));
+    print_report(facts, ex, cached_ceilings(group.facts.device, default_ceilings_cache_path()));
     if (json_path) {
         std::ofstream f(*json_path);
         f << explain_to_json(facts, ex);
@@ -263,20 +275,20 @@ int cmd_explain(int argc, char** argv)
     }
     if (report_path) {
         ReportInput report;
-        report.model_name = group->prepared.graph.name;
-        report.dataset = group->prepared.data.name;
+        report.model_name = group.facts.graph.name;
+        report.dataset = group.facts.dataset_name;
         report.runs = facts;
         report.configs = configs;
         report.explanations = ex;
-        report.environment = group->env;
+        report.environment = env;
         // Roofline floors only when `mixlab-cli ceilings` measured this device already:
         // explain never starts a probe of its own.
-        report.ceilings = cached_ceilings(group->backend->info(), default_ceilings_cache_path());
+        report.ceilings = cached_ceilings(group.facts.device, default_ceilings_cache_path());
         std::ofstream f(*report_path);
         f << explain_report_html(report);
         if (!f) throw InputError("--report: could not write '" + *report_path + "'");
     }
-    return group->interrupted ? 130 : 0;
+    return group.interrupted ? 130 : 0;
 }
 
 } // namespace mixlab::cli

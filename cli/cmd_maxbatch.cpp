@@ -9,29 +9,17 @@
 #include "mixlab/environment.h"
 #include "mixlab/error.h"
 #include "mixlab/max_batch.h"
+#include "mixlab/run_group.h"
 #include "mixlab/run_log.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace mixlab::cli {
 namespace {
-
-// Synthetic data is sized to the search: 4x --limit training samples, so that the
-// largest batches still draw different samples each step, capped so that the set stays
-// small next to the memory being probed (768 MiB of 32x32x3 images).
-constexpr std::int64_t k_synthetic_cap = 262144;
-// Synthetic test split: evaluation only runs when a trial's steps cross an epoch end
-// and its accuracy is not the point here; a small split keeps that pass short.
-constexpr std::int64_t k_synthetic_test = 256;
-
-// Ctrl-C between trials: the search stops and what was found so far is printed.
-struct Interrupted {};
 
 // Options of train/compare that make no sense here: the search picks the batch and the
 // step count, and writes no training log.
@@ -144,9 +132,11 @@ int cmd_maxbatch(int argc, char** argv)
         "want) to within --resolution. Each\nbatch is a short training run (--warmup steps, "
         "then --timed-steps timed ones); running out of device\nmemory means \"does not "
         "fit\". Prints the throughput at every batch tried and how the largest\nbatches "
-        "compare with the first policy's. Synthetic data is sized to 4x --limit samples "
-        "(at most\n262144) unless --synthetic-size says otherwise.\nExit status: 0 done, 2 "
-        "bad input, 1 a run failed, 130 stopped by Ctrl-C.");
+        "compare with the first policy's. Synthetic data is sized to " +
+            std::to_string(k_search_synthetic_per_batch) + "x --limit samples (at most\n" +
+            std::to_string(k_search_synthetic_cap) +
+            ") unless --synthetic-size says otherwise.\nExit status: 0 done, 2 bad input, 1 a "
+            "run failed, 130 stopped by Ctrl-C.");
     add_train_options(parser, true);
     parser.add_option("--start", "N", "first batch tried (default 32)");
     parser.add_option("--limit", "N", "largest batch tried (default 65536)");
@@ -169,32 +159,48 @@ int cmd_maxbatch(int argc, char** argv)
     const auto json_path = parser.value("--json");
     if (json_path) check_output_path(*json_path, "--json");
 
-    DatasetOptions& ds = in.config.dataset;
-    const bool sized = ds.name == "synthetic" && !parser.has("--synthetic-size");
-    if (sized) {
-        ds.synthetic_train = std::min<std::int64_t>(4 * std::int64_t(opt.limit), k_synthetic_cap);
-        ds.synthetic_test = std::min<std::int64_t>(k_synthetic_test, ds.synthetic_train);
-    }
-    // The search sets the batch of each trial; 1 passes prepare_data's check on any set.
+    // Synthetic data sized to the search (max_batch.h), unless --synthetic-size says.
+    const bool sized =
+        !parser.has("--synthetic-size") && size_synthetic_for_search(in.config.dataset, opt);
+    // The search sets the batch of each trial; 1 passes the config's checks on any set.
     in.config.batch_size = 1;
-    std::vector<RunConfig> configs;
-    for (Policy pol : policies) {
-        RunConfig c = in.config;
-        c.policy = pol;
-        validate_run_config(c);
-        configs.push_back(c);
+    const std::vector<RunConfig> configs = configs_for(in.config, policies);
+    RunGroup group(in.spec, configs);
+    struct Observer : RunGroupObserver {
+        const std::vector<RunConfig>* configs = nullptr;
+        void on_prepared(const GroupFacts& facts) override { note_device(configs->front(), facts); }
+        void on_trial(int run, const BatchTrial& t) override
+        {
+            std::fprintf(stderr, "maxbatch %s: batch %d %s%s [%.1f s]\n",
+                         std::string(policy_name((*configs)[std::size_t(run)].policy)).c_str(),
+                         t.batch, t.fits ? "fits, " : trial_text(t).c_str(),
+                         t.fits ? (format_ms(t.step_ms) + " ms/step").c_str() : "", t.seconds);
+        }
+    } observer;
+    observer.configs = &configs;
+    try {
+        group.prepare(observer);
+        for (int i = 0; i < group.size(); ++i) {
+            try {
+                group.check_run(i);
+            } catch (...) {
+                throw_setup_error(std::current_exception(), GroupPhase::OpeningDevice, i, configs);
+            }
+        }
+    } catch (const DeviceError&) {
+        throw_setup_error(std::current_exception(), GroupPhase::OpeningDevice, -1, configs);
     }
-    const std::unique_ptr<Backend> backend = open_backend(in.config);
-    for (Policy pol : policies) check_policy_on_device(*backend, pol);
-    const PreparedData prepared = prepare_data(in);
-    const Environment env = describe_environment(backend->info());
-    DeviceDataset device_data(prepared.data, *backend);
+    const GroupFacts& facts = group.facts();
+    const Environment& env = facts.environment;
 
     std::printf("device: %s (%s); model %s; dataset %s: %lld training samples%s\n",
                 std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
-                prepared.graph.name.empty() ? in.model_path.c_str() : prepared.graph.name.c_str(),
-                prepared.data.name.c_str(), static_cast<long long>(prepared.data.train.n),
-                sized ? " (sized to 4x --limit, at most 262144; --synthetic-size overrides)" : "");
+                facts.graph.name.empty() ? in.model_path.c_str() : facts.graph.name.c_str(),
+                facts.dataset_name.c_str(), static_cast<long long>(facts.train_samples),
+                sized ? (" (sized to " + std::to_string(k_search_synthetic_per_batch) +
+                         "x --limit, at most " + std::to_string(k_search_synthetic_cap) +
+                         "; --synthetic-size overrides)").c_str()
+                      : "");
     std::printf("search: from batch %d up to %d, bisecting on multiples of %d to within %g%%; "
                 "%d warm-up + %d timed steps per batch; ms/step is mean device time\n",
                 opt.start, opt.limit, opt.multiple, opt.resolution * 100.0, opt.warmup_steps,
@@ -217,39 +223,24 @@ int cmd_maxbatch(int argc, char** argv)
         const nlohmann::json out = {
             {"format", "mixlab-maxbatch/1"},
             {"model", in.model_path},
-            {"dataset", prepared.data.name},
-            {"training_samples", prepared.data.train.n},
+            {"dataset", facts.dataset_name},
+            {"training_samples", facts.train_samples},
             {"environment", environment_to_json(env)},
             {"search", options_json(opt)},
             {"complete", results.size() == policies.size()},
             {"policies", std::move(runs)}};
         write_file_atomically(*json_path, out.dump(2) + "\n");
     };
-    for (const RunConfig& c : configs) {
-        const std::string name(policy_name(c.policy));
-        MaxBatchResult partial;
-        const auto trial = [&](int batch) {
-            if (interrupt.interrupted()) throw Interrupted{};
-            BatchTrial t = run_batch_trial(prepared.graph, c, device_data, *backend, batch, opt);
-            std::fprintf(stderr, "maxbatch %s: batch %d %s%s [%.1f s]\n", name.c_str(), batch,
-                         t.fits ? "fits, " : trial_text(t).c_str(),
-                         t.fits ? (format_ms(t.step_ms) + " ms/step").c_str() : "", t.seconds);
-            partial.trials.push_back(t);
-            return t;
-        };
-        try {
-            results.push_back(find_max_batch(trial, opt));
-            print_curve(c.policy, results.back(), true);
-            write_json();
-        } catch (const Interrupted&) {
-            std::sort(partial.trials.begin(), partial.trials.end(),
-                      [](const BatchTrial& a, const BatchTrial& b) { return a.batch < b.batch; });
-            for (const BatchTrial& t : partial.trials)
-                if (t.fits) partial.largest_fit = std::max(partial.largest_fit, t.batch);
-            print_curve(c.policy, partial, false);
+    for (int i = 0; i < group.size(); ++i) {
+        // Ctrl-C between trials: the search stops and what was found so far is printed.
+        const MaxBatchSearch search = group.search_max_batch(i, opt, observer, interrupt.token());
+        print_curve(configs[std::size_t(i)].policy, search.result, search.complete);
+        if (!search.complete) {
             interrupted = true;
             break;
         }
+        results.push_back(search.result);
+        write_json();
         std::fflush(stdout);
     }
     if (!interrupted) print_ratios(policies, results);

@@ -3,24 +3,18 @@
 #include "commands.h"
 
 #include "args.h"
-#include "progress_printer.h"
+#include "compare_group.h"
 #include "train_options.h"
 
 #include "mixlab/environment.h"
-#include "mixlab/error.h"
 #include "mixlab/run_log.h"
 #include "mixlab/step_time.h"
 
 #include <cstdio>
+#include <exception>
 
 namespace mixlab::cli {
 namespace {
-
-void write_logs(const RunLog& log, const TrainInputs& in)
-{
-    if (in.log_json) log.write_json(*in.log_json);
-    if (in.log_csv) log.write_csv(*in.log_csv);
-}
 
 void print_summary(const RunConfig& c, const Environment& env, const RunSummary& s)
 {
@@ -65,54 +59,19 @@ int cmd_train(int argc, char** argv)
 
     // All checks first: a mistake should cost seconds, not a training run.
     const TrainInputs in = read_train_inputs(parser, false);
-    std::unique_ptr<Backend> backend = open_backend(in.config);
-    check_policy_on_device(*backend, in.config.policy);
-    PreparedData prepared = prepare_data(in);
-    const Environment env = describe_environment(backend->info());
-
-    RunLog log(RunLog::Kind::Train);
-    log.set_model(in.spec, prepared.graph);
-    log.set_environment(env);
-    log.add_run(in.config);
-
-    DeviceDataset device_data(prepared.data, *backend);
-    TrainingRun run(prepared.graph, in.config, device_data, *backend, 0);
-
-    ProgressPrinter printer(stderr,
-                            {ProgressPrinter::RunInfo{"", run.total_steps(), run.steps_per_epoch(),
-                                                      in.config.steps > 0 ? 0 : in.config.epochs}},
-                            in.progress_every);
-    log.forward_to(&printer);
-    log.save_each_epoch(in.log_json, in.log_csv);
-    // The run's own first event says what trains how; this says on what data.
-    std::fprintf(stderr, "dataset %s (%s): %lld training, %lld test samples of %s\n",
-                 prepared.data.name.c_str(), prepared.data.source.c_str(),
-                 static_cast<long long>(prepared.data.train.n),
-                 static_cast<long long>(prepared.data.test.n),
-                 prepared.graph.input.to_string().c_str());
-
-    InterruptStop interrupt;
-    RunSummary summary;
-    try {
-        summary = train(run, log, interrupt.token());
-    } catch (const std::exception& e) {
-        // Keep what the run recorded up to the failure: that is what a bug report needs.
-        log.on_event(0, RunEvent{RunEvent::Kind::Error, run.steps_done(), e.what()});
-        try {
-            write_logs(log, in);
-        } catch (const std::exception& w) {
-            std::fprintf(stderr, "mixlab-cli train: %s\n", w.what());
-        }
-        throw;
-    }
-    log.set_summary(0, summary);
-    write_logs(log, in);
-    print_summary(in.config, env, summary);
-    if (!summary.halted.empty()) {
-        std::fprintf(stderr, "mixlab-cli train: %s\n", summary.halted.c_str());
+    CompareGroup group(RunLog::Kind::Train);
+    group.configs = configs_for(in.config, {in.config.policy});
+    run_compare_group(group, in, nullptr, "train");
+    const RunOutcome& run = group.outcome.runs.front();
+    // The log, written, keeps what the run recorded up to the failure (what a bug report
+    // needs); the error leaves as it was thrown, for main's message and exit status.
+    if (run.status == RunOutcome::Status::Failed) std::rethrow_exception(run.error);
+    print_summary(in.config, group.facts.environment, run.summary);
+    if (!run.summary.halted.empty()) {
+        std::fprintf(stderr, "mixlab-cli train: %s\n", run.summary.halted.c_str());
         return 1;
     }
-    return interrupt.interrupted() ? 130 : 0;
+    return group.interrupted ? 130 : 0;
 }
 
 } // namespace mixlab::cli

@@ -1,4 +1,5 @@
-// The lockstep compare group behind `compare` and `explain`.
+// The group behind `train`, `compare` and `explain`: a RunGroup observed into the log,
+// the progress printer and stderr.
 #include "compare_group.h"
 
 #include "progress_printer.h"
@@ -7,8 +8,79 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace mixlab::cli {
+namespace {
+
+// Turns what the group reports into the log's setup, the progress printer and stderr
+// lines; the printer lives from the start of training to the end of the group.
+class CliObserver : public RunGroupObserver {
+public:
+    CliObserver(CompareGroup& group, const TrainInputs& in) : m_group(group), m_in(in) {}
+
+    void on_prepared(const GroupFacts& facts) override
+    {
+        note_device(m_in.config, facts);
+        m_group.facts = facts;
+        RunLog& log = m_group.log;
+        log.set_model(m_in.spec, facts.graph);
+        log.set_environment(facts.environment);
+        for (const RunConfig& c : m_group.configs) log.add_run(c);
+    }
+
+    void on_run_started(int run, const RunStart& start) override
+    {
+        const RunConfig& c = m_group.configs[std::size_t(run)];
+        // One run (train) prints no "[policy] " prefix.
+        const std::string label =
+            m_group.log.kind() == RunLog::Kind::Train ? "" : std::string(policy_name(c.policy));
+        m_infos.push_back({label, start.total_steps, start.steps_per_epoch,
+                           c.steps > 0 ? 0 : c.epochs});
+    }
+
+    void on_phase(GroupPhase phase, int run) override
+    {
+        if (phase == GroupPhase::Training) start_training();
+        if (phase == GroupPhase::Profiling && run == 0)
+            std::fprintf(stderr, "profiling: %d steps per run with events between phases and "
+                                 "layers, then %d unmarked for the wall time\n",
+                         m_group.profile_steps, m_group.profile_steps);
+    }
+
+    void on_run_finished(int run, const RunSummary& summary) override
+    {
+        m_group.log.set_summary(run, summary);
+    }
+
+private:
+    // Every run is set up: progress from here on, and the log saved at each epoch's end.
+    void start_training()
+    {
+        m_printer.emplace(stderr, m_infos, m_in.progress_every);
+        m_group.log.forward_to(&*m_printer);
+        m_group.log.save_each_epoch(m_in.log_json, m_in.log_csv);
+        const GroupFacts& f = m_group.facts;
+        // The runs' own first events say what trains how; this says on what data.
+        if (m_group.log.kind() == RunLog::Kind::Train)
+            std::fprintf(stderr, "dataset %s (%s): ", f.dataset_name.c_str(),
+                         f.dataset_source.c_str());
+        else
+            std::fprintf(stderr, "comparing %zu policies in lockstep on dataset %s (%s): ",
+                         m_group.configs.size(), f.dataset_name.c_str(),
+                         f.dataset_source.c_str());
+        std::fprintf(stderr, "%lld training, %lld test samples of %s\n",
+                     static_cast<long long>(f.train_samples),
+                     static_cast<long long>(f.test_samples), f.graph.input.to_string().c_str());
+    }
+
+    CompareGroup& m_group;
+    const TrainInputs& m_in;
+    std::vector<ProgressPrinter::RunInfo> m_infos;
+    std::optional<ProgressPrinter> m_printer;
+};
+
+} // namespace
 
 std::vector<Policy> parse_policies(const ArgParser& p)
 {
@@ -24,88 +96,41 @@ std::vector<Policy> parse_policies(const ArgParser& p)
     return out;
 }
 
-std::unique_ptr<CompareGroup> prepare_compare_group(const TrainInputs& in,
-                                                    const std::vector<Policy>& policies)
-{
-    auto g = std::make_unique<CompareGroup>();
-    for (Policy pol : policies) {
-        RunConfig c = in.config;
-        c.policy = pol;
-        validate_run_config(c);
-        g->configs.push_back(c);
-    }
-    g->backend = open_backend(in.config);
-    for (Policy pol : policies) check_policy_on_device(*g->backend, pol);
-    g->prepared = prepare_data(in);
-    g->env = describe_environment(g->backend->info());
-    g->log.set_model(in.spec, g->prepared.graph);
-    g->log.set_environment(g->env);
-    for (const RunConfig& c : g->configs) g->log.add_run(c);
-    return g;
-}
-
 void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink,
                        const char* command)
 {
-    const PreparedData& prepared = g.prepared;
-    DeviceDataset device_data(prepared.data, *g.backend);
-    std::vector<std::unique_ptr<TrainingRun>> runs;
-    std::vector<TrainingRun*> run_ptrs;
-    std::vector<ProgressPrinter::RunInfo> infos;
-    for (std::size_t i = 0; i < g.configs.size(); ++i) {
-        const RunConfig& c = g.configs[i];
-        runs.push_back(std::make_unique<TrainingRun>(prepared.graph, c, device_data, *g.backend,
-                                                     int(i)));
-        run_ptrs.push_back(runs.back().get());
-        infos.push_back({std::string(policy_name(c.policy)), runs.back()->total_steps(),
-                         runs.back()->steps_per_epoch(), c.steps > 0 ? 0 : c.epochs});
-    }
-    ProgressPrinter printer(stderr, infos, in.progress_every);
-    g.log.forward_to(&printer);
-    g.log.save_each_epoch(in.log_json, in.log_csv);
-    std::fprintf(stderr, "comparing %zu policies in lockstep on dataset %s (%s): %lld training, "
-                         "%lld test samples of %s\n",
-                 g.configs.size(), prepared.data.name.c_str(), prepared.data.source.c_str(),
-                 static_cast<long long>(prepared.data.train.n),
-                 static_cast<long long>(prepared.data.test.n),
-                 prepared.graph.input.to_string().c_str());
+    RunGroupOptions options;
+    options.profile_steps = g.profile_steps;
+    RunGroup group(in.spec, g.configs, options);
+    CliObserver observer(g, in);
+    InterruptStop interrupt;
+    g.outcome = group.run(sink ? *sink : g.log, observer, interrupt.token());
+    g.log.forward_to(nullptr); // the printer ends with the observer
+    g.interrupted = interrupt.interrupted();
+    if (const auto& failed = g.outcome.setup_failure)
+        throw_setup_error(failed->error, failed->phase, failed->run, g.configs);
 
-    auto write_logs = [&] {
+    try {
         if (in.log_json) g.log.write_json(*in.log_json);
         if (in.log_csv) g.log.write_csv(*in.log_csv);
-    };
-    InterruptStop interrupt;
-    try {
-        g.summaries = train_lockstep(run_ptrs, sink ? *sink : g.log, interrupt.token());
     } catch (const std::exception& e) {
-        for (std::size_t i = 0; i < runs.size(); ++i)
-            g.log.on_event(int(i),
-                           RunEvent{RunEvent::Kind::Error, runs[i]->steps_done(), e.what()});
-        try {
-            write_logs();
-        } catch (const std::exception& w) {
-            std::fprintf(stderr, "mixlab-cli %s: %s\n", command, w.what());
-        }
-        throw;
+        // A run's failure is the news; a log that could not be written is said beside it.
+        if (!g.outcome.any_failed()) throw;
+        std::fprintf(stderr, "mixlab-cli %s: %s\n", command, e.what());
     }
-    g.log.forward_to(nullptr); // the printer ends with this scope
-    const bool halted = std::any_of(g.summaries.begin(), g.summaries.end(),
-                                    [](const RunSummary& s) { return !s.halted.empty(); });
-    if (g.profile_steps > 0 && !interrupt.interrupted() && !halted) {
-        // Each run alone (not in lockstep), so its wall time per step is its own.
-        struct Discard : MetricsSink {
-            void on_step(int, const StepMetrics&) override {}
-            void on_epoch(int, const EpochMetrics&) override {}
-            void on_event(int, const RunEvent&) override {}
-        } discard;
-        std::fprintf(stderr, "profiling: %d steps per run with events between phases and "
-                             "layers, then %d unmarked for the wall time\n",
-                     g.profile_steps, g.profile_steps);
-        for (auto& run : runs) g.profiles.push_back(run->profile(discard, g.profile_steps));
+}
+
+bool report_failed_runs(const CompareGroup& g, const char* command)
+{
+    bool any = false;
+    for (std::size_t i = 0; i < g.outcome.runs.size(); ++i) {
+        const RunOutcome& r = g.outcome.runs[i];
+        if (r.status != RunOutcome::Status::Failed) continue;
+        std::fprintf(stderr, "mixlab-cli %s: the %s run failed: %s\n", command,
+                     std::string(policy_name(g.configs[i].policy)).c_str(), r.failure.c_str());
+        any = true;
     }
-    for (std::size_t i = 0; i < g.summaries.size(); ++i) g.log.set_summary(int(i), g.summaries[i]);
-    write_logs();
-    g.interrupted = interrupt.interrupted();
+    return any;
 }
 
 } // namespace mixlab::cli

@@ -1,15 +1,13 @@
-// What `compare` and `explain` share: one run per policy of the same model, data, seed
-// and initial weights, trained in lockstep on one backend, logged to one RunLog with
-// progress on stderr.
+// What `train`, `compare` and `explain` share: a RunGroup of one run per policy (train: a
+// group of one) of the same model, data, seed and initial weights, with progress on
+// stderr and one RunLog written to --log-json/--log-csv.
 #pragma once
 #include "args.h"
 #include "train_options.h"
 
-#include "mixlab/environment.h"
+#include "mixlab/run_group.h"
 #include "mixlab/run_log.h"
-#include "mixlab/step_profile.h"
 
-#include <memory>
 #include <vector>
 
 namespace mixlab::cli {
@@ -18,30 +16,29 @@ namespace mixlab::cli {
 std::vector<Policy> parse_policies(const ArgParser& parser);
 
 struct CompareGroup {
-    std::vector<RunConfig> configs;  // one per policy, in --policies order
-    std::unique_ptr<Backend> backend;
-    PreparedData prepared;
-    Environment env;
-    RunLog log{RunLog::Kind::Compare};
-    std::vector<RunSummary> summaries; // filled by run_compare_group
+    explicit CompareGroup(RunLog::Kind kind) : log(kind) {}
+    std::vector<RunConfig> configs; // one per policy, in --policies order (configs_for)
     // > 0: after training, each run's profiling pass with this many steps (explain);
     // its extra steps are not logged (the log and summaries hold the timed steps).
     int profile_steps = 0;
-    std::vector<StepProfile> profiles; // one per run when profile_steps > 0
-    bool interrupted = false;          // Ctrl-C ended it early
+    // Filled by run_compare_group:
+    GroupFacts facts;
+    RunLog log;
+    GroupOutcome outcome;     // per run: its summary or its failure, and its profile
+    bool interrupted = false; // Ctrl-C ended it early
 };
 
-// Validates a config per policy, opens the backend (every policy checked against the
-// device), loads the data and builds the graph, and starts the log. Throws InputError
-// for anything the user can fix.
-std::unique_ptr<CompareGroup> prepare_compare_group(const TrainInputs& in,
-                                                    const std::vector<Policy>& policies);
-
-// Trains the group in lockstep. Metrics go to `sink`, which must pass them on to
-// group.log (the log itself is the sink when null). Writes --log-json/--log-csv, also
-// when a run fails (the error is logged, then rethrown). `command` names the caller in
+// Sets the group up and trains it in lockstep. Metrics go to `sink`, which must pass them
+// on to group.log (the log itself is the sink when null). A group that cannot be set up
+// throws as throw_setup_error says and writes no log. Otherwise --log-json/--log-csv are
+// written, also when a run failed while training: that run ended alone (its error event
+// is in the log), the others trained to their end. `command` names the caller in
 // messages ("compare").
 void run_compare_group(CompareGroup& group, const TrainInputs& in, MetricsSink* sink,
                        const char* command);
+
+// One stderr line per run that failed while training ("mixlab-cli compare: the
+// mixed_fp16 run failed: ..."); true when there was one.
+bool report_failed_runs(const CompareGroup& group, const char* command);
 
 } // namespace mixlab::cli

@@ -8,9 +8,9 @@
 
 namespace mixlab::cli {
 
-void note_cpu_fallback(DeviceChoice choice, const Backend& chosen)
+void note_cpu_fallback(DeviceChoice choice, BackendKind chosen)
 {
-    if (choice != DeviceChoice::Auto || chosen.info().backend != BackendKind::Cpu)
+    if (choice != DeviceChoice::Auto || chosen != BackendKind::Cpu)
         return;
     const std::string why = cuda_backend_unavailable_reason();
     // A build without CUDA, or no GPU here, is a normal CPU run: the device line on

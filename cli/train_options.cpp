@@ -1,4 +1,5 @@
-// The options train and compare share and the checks made before a run starts.
+// The options train, compare, explain and maxbatch share, the checks made before a run
+// starts, and a group's setup failure turned into the CLI's errors.
 #include "train_options.h"
 
 #include "device_notice.h"
@@ -91,7 +92,7 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_flag("--no-cuda-graph",
                "run each step kernel by kernel instead of replaying it as one CUDA graph");
     p.add_option("--synthetic-size", "N",
-                 "training samples of the synthetic dataset (test split: N/5)");
+                 "training samples of the synthetic dataset (test split: N/5, rounded up)");
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
@@ -136,7 +137,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
             throw InputError("--synthetic-size applies to --dataset synthetic, not to '" +
                              c.dataset.name + "'");
         c.dataset.synthetic_train = *v;
-        c.dataset.synthetic_test = std::max<std::int64_t>(1, (*v + 4) / 5);
+        c.dataset.synthetic_test = synthetic_test_size(*v);
     }
     if (auto v = p.choice("--cifar100-labels", {"fine", "coarse"}))
         c.dataset.cifar100_coarse = *v == "coarse";
@@ -171,38 +172,37 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     return in;
 }
 
-std::unique_ptr<Backend> open_backend(const RunConfig& config)
+std::vector<RunConfig> configs_for(const RunConfig& base, const std::vector<Policy>& policies)
 {
-    try {
-        std::unique_ptr<Backend> backend = make_backend(config.device);
-        note_cpu_fallback(config.device, *backend);
-        return backend;
-    } catch (const DeviceError& e) {
-        throw InputError("--device " + std::string(device_choice_name(config.device)) + ": " +
-                         e.what());
+    std::vector<RunConfig> out;
+    for (Policy pol : policies) {
+        RunConfig c = base;
+        c.policy = pol;
+        validate_run_config(c);
+        out.push_back(c);
     }
-}
-
-void check_policy_on_device(const Backend& backend, Policy policy)
-{
-    try {
-        check_policy_supported(backend.info(), policy);
-    } catch (const DeviceError& e) {
-        throw InputError("policy " + std::string(policy_name(policy)) + ": " + e.what());
-    }
-}
-
-PreparedData prepare_data(const TrainInputs& in)
-{
-    PreparedData out;
-    out.data = load_dataset(in.config.dataset, in.config.seed);
-    const Dataset& d = out.data;
-    out.graph = build_graph(in.spec, Shape{{d.height, d.width, d.channels}}, d.classes);
-    if (in.config.batch_size > d.train.n)
-        throw InputError("batch size " + std::to_string(in.config.batch_size) +
-                         " is larger than the training split of " + d.name + " (" +
-                         std::to_string(d.train.n) + " samples)");
     return out;
+}
+
+void throw_setup_error(const std::exception_ptr& error, GroupPhase phase, int run,
+                       const std::vector<RunConfig>& configs)
+{
+    try {
+        std::rethrow_exception(error);
+    } catch (const DeviceError& e) {
+        // Only opening the device and checking the runs' policies on it throw DeviceError.
+        if (phase != GroupPhase::OpeningDevice) throw;
+        if (run < 0)
+            throw InputError("--device " + std::string(device_choice_name(configs.front().device)) +
+                             ": " + e.what());
+        throw InputError("policy " + std::string(policy_name(configs[std::size_t(run)].policy)) +
+                         ": " + e.what());
+    }
+}
+
+void note_device(const RunConfig& config, const GroupFacts& facts)
+{
+    note_cpu_fallback(config.device, facts.device.backend);
 }
 
 InterruptStop::InterruptStop()

@@ -1,22 +1,21 @@
-// What `train` and `compare` share: their options, the run config the options build,
-// the checks made before anything trains, Ctrl-C handling and the end-of-run report.
+// What `train`, `compare`, `explain` and `maxbatch` share: their options, the run configs
+// the options build, the checks made before anything trains, how a group that could not be
+// set up is reported, Ctrl-C handling and number formats.
 #pragma once
 #include "args.h"
 
-#include "mixlab/backend.h"
-#include "mixlab/dataset.h"
-#include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
-#include "mixlab/trainer.h"
+#include "mixlab/run_group.h"
 
 #include <atomic>
 #include <cstdio>
-#include <memory>
+#include <exception>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mixlab::cli {
 
@@ -35,18 +34,19 @@ struct TrainInputs {
 // config, the model file, the log paths. Throws InputError naming the option.
 TrainInputs read_train_inputs(const ArgParser& parser, bool compare);
 
-// The backend the config asks for; a device that cannot be used (no CUDA device, a
-// policy the GPU lacks) is bad input here, before the run, so it becomes InputError.
-std::unique_ptr<Backend> open_backend(const RunConfig& config);
-void check_policy_on_device(const Backend& backend, Policy policy);
+// One config per policy: `base` under each, validated (InputError naming the field).
+std::vector<RunConfig> configs_for(const RunConfig& base, const std::vector<Policy>& policies);
 
-// Loads the dataset the config names (InputError/DataError naming the folder or file),
-// builds the graph for its shape, and checks that a batch fits in the training split.
-struct PreparedData {
-    Dataset data;
-    Graph graph;
-};
-PreparedData prepare_data(const TrainInputs& inputs);
+// Rethrows what stopped a group from being set up (RunGroup) as the CLI reports it: a
+// device that cannot be used (no CUDA device, a policy the GPU lacks) is bad input, an
+// InputError naming the option (--device, the policy); anything else as it was thrown.
+// `run` is the run being set up, -1 for the group's device, data or graph.
+[[noreturn]] void throw_setup_error(const std::exception_ptr& error, GroupPhase phase, int run,
+                                    const std::vector<RunConfig>& configs);
+
+// Says on stderr, once, why --device auto runs on the CPU when that is something to
+// install (cli/device_notice.h); call when the device is open.
+void note_device(const RunConfig& config, const GroupFacts& facts);
 
 // Ctrl-C asks the runs to stop (the logs are still written); a second Ctrl-C ends the
 // program at once. Restores the previous handler when destroyed.

@@ -65,11 +65,13 @@ set(MIXLAB_ANALYSIS_SOURCES
     analysis/environment.cpp
     analysis/layer_costs.cpp
     analysis/step_profile.cpp)
-# train: training runs, the step, its profile, the max-batch search, step times.
+# train: training runs, the step, its profile, the group that sets up and steps runs in
+# lockstep (run_group), the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
     train/max_batch.cpp
     train/max_batch_trial.cpp
     train/metrics_json.cpp
+    train/run_group.cpp
     train/step_time.cpp
     train/trainer.cpp
     train/trainer_profile.cpp)

@@ -135,7 +135,7 @@ int main(int argc, char *argv[])
             config.steps = parser.value(steps).toLongLong();
         if (parser.isSet(syntheticSize)) {
             config.dataset.synthetic_train = parser.value(syntheticSize).toLongLong();
-            config.dataset.synthetic_test = std::max<qint64>(1, config.dataset.synthetic_train / 5);
+            config.dataset.synthetic_test = mixlab::synthetic_test_size(config.dataset.synthetic_train);
         }
         if (parser.isSet(device))
             config.device = mixlab::parse_device_choice(parser.value(device).toStdString());

@@ -1,12 +1,14 @@
 // mixlab-cli end to end: the real binary run with QProcess. Bad input exits 2 with one
-// line naming the problem; tiny train and compare runs on the CPU write logs that parse;
-// summary reports the seed MLP's parameter count.
+// line naming the problem; tiny train and compare runs on the CPU write logs that parse,
+// also when one run of a compare fails alone; maxbatch searches; summary reports the seed
+// MLP's parameter count.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -47,9 +49,11 @@ private:
     QTemporaryDir m_dir;
     QString m_tiny, m_bad, m_unknown;
 
-    CliResult run(const QStringList& args)
+    CliResult run(const QStringList& args,
+                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
     {
         QProcess p;
+        p.setProcessEnvironment(env);
         p.start(QStringLiteral(MIXLAB_CLI_PATH), args);
         CliResult r;
         if (!p.waitForStarted(10000) || !p.waitForFinished(60000)) {
@@ -316,6 +320,77 @@ private slots:
         const QStringList lines = read_lines(csv);
         QCOMPARE(lines.size(), 1 + 2 * 20);
         QCOMPARE(lines.filter(",mixed_fp16,").size(), 20);
+    }
+
+    // Out of memory at the CPU backend's 20th training step (its test hook,
+    // core/src/backends/fault_injection.h): in lockstep that is mixed_fp16's 10th. That run
+    // ends alone, as in the app (tests/gui/tst_run_faults.cpp): fp32 trains its 40 steps, the
+    // log holds both runs with the failed one's error, stderr names it, the exit status is 1.
+    void compareRunFailsAlone()
+    {
+        const QString json = m_dir.filePath("failing.json"), csv = m_dir.filePath("failing.csv");
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("MIXLAB_FAULT_OOM_AT_STEP", "20");
+        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
+                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
+                                 "40", "--device", "cpu", "--batch", "32", "--log-json", json,
+                                 "--log-csv", csv},
+                                env);
+        QVERIFY2(r.code == 1, qPrintable(details(r)));
+        QVERIFY2(r.err.contains("mixlab-cli compare: the mixed_fp16 run failed: out of memory at "
+                                "step 10"),
+                 qPrintable(r.err));
+        QVERIFY2(r.out.contains("speedup"), qPrintable(r.out)); // the table, with the survivor
+        QVERIFY2(r.out.contains("failed"), qPrintable(r.out));
+
+        const QJsonArray runs = read_json(json)["runs"].toArray();
+        QCOMPARE(runs.size(), 2);
+        const QJsonObject ok = runs[0].toObject(), failed = runs[1].toObject();
+        QCOMPARE(ok["steps"].toArray().size(), 40);
+        QCOMPARE(ok["summary"].toObject()["steps"].toInt(), 40);
+        QCOMPARE(failed["steps"].toArray().size(), 9); // every step before the fault
+        QVERIFY(failed["summary"].isNull());
+        const QJsonObject error = failed["events"].toArray().last().toObject();
+        QCOMPARE(error["kind"].toString(), QString("error"));
+        QCOMPARE(error["step"].toInt(), 10);
+        QVERIFY2(error["message"].toString().contains("batch size 32"),
+                 qPrintable(error["message"].toString()));
+        QCOMPARE(read_lines(csv).size(), 1 + 40 + 9);
+    }
+
+    // The synthetic test split is the engine's rule (synthetic_test_size: a fifth, rounded
+    // up): 512 training samples come with 103 test samples.
+    void syntheticSplitFollowsTheEngine()
+    {
+        const CliResult r = run({"train", "--model", m_tiny, "--dataset", "synthetic",
+                                 "--synthetic-size", "512", "--steps", "2", "--device", "cpu",
+                                 "--batch", "32"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.err.contains("512 training, 103 test samples"), qPrintable(r.err));
+    }
+
+    // maxbatch on a RunGroup: synthetic data sized by the engine to 4x --limit (max_batch.h),
+    // every batch up to the limit fits the CPU, and the JSON says so.
+    void maxbatchSearchesOnTheGroup()
+    {
+        const QString json = m_dir.filePath("maxbatch.json");
+        const CliResult r = run({"maxbatch", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
+                                 "--dataset", "synthetic", "--device", "cpu", "--start", "8",
+                                 "--limit", "32", "--warmup", "0", "--timed-steps", "1",
+                                 "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("128 training samples (sized to 4x --limit"), qPrintable(r.out));
+        QVERIFY2(r.err.contains("maxbatch mixed_fp16: batch 32 fits"), qPrintable(r.err));
+        const QJsonObject j = read_json(json);
+        QCOMPARE(j["format"].toString(), QString("mixlab-maxbatch/1"));
+        QCOMPARE(j["training_samples"].toInt(), 128);
+        QVERIFY(j["complete"].toBool());
+        const QJsonArray policies = j["policies"].toArray();
+        QCOMPARE(policies.size(), 2);
+        for (const QJsonValue& p : policies) {
+            QCOMPARE(p.toObject()["largest_fit"].toInt(), 32);
+            QVERIFY(p.toObject()["reached_limit"].toBool());
+        }
     }
 
     void summarySeedMlp()

@@ -8,6 +8,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
+#include "env_scope.h"
 #include "test_util.h"
 
 #include <QtTest/QtTest>
@@ -183,6 +184,7 @@ private slots:
     // ---- memory and factory ----------------------------------------------------------
     void upload_download_with_offsets();
     void alloc_reports_out_of_memory();
+    void buffers_outlive_their_backend();
     void events_measure_host_time();
     void factory_and_policy_checks();
 
@@ -264,6 +266,33 @@ void TestCpuLayers::alloc_reports_out_of_memory()
     } catch (const OutOfMemoryError& e) {
         QVERIFY2(QString(e.what()).contains("bytes"), e.what());
     }
+}
+
+// A Buffer keeps what frees it (BufferReleaser) alive, so destroying the backend first is
+// safe: the memory stays the buffer's until the buffer goes, and freeing it then (by its
+// destructor or a move over it) reaches no destroyed backend (AddressSanitizer builds,
+// tools/sanitize.sh, would flag it). With the fault hook counting, as in tst_faults.
+void TestCpuLayers::buffers_outlive_their_backend()
+{
+    std::unique_ptr<Backend> a, b;
+    {
+        const test::EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", 1000000);
+        a = cpu::make_cpu_backend();
+        b = cpu::make_cpu_backend();
+    }
+    Buffer kept = a->alloc(64, DType::F32);
+    Buffer replaced = a->alloc(16, DType::F32);
+    std::vector<float> values(64);
+    std::iota(values.begin(), values.end(), 1.0f);
+    a->upload_f32(kept, values.data(), values.size());
+    a.reset();
+    QCOMPARE(std::vector<float>(kept.as<float>(), kept.as<float>() + 64), values);
+    replaced = b->alloc(8, DType::F32); // frees a's buffer after a is gone
+    QCOMPARE(replaced.count(), std::size_t(8));
+    b.reset();
+    Buffer moved = std::move(kept);
+    QVERIFY(kept.empty());
+    QCOMPARE(moved.as<float>()[63], 64.0f);
 }
 
 void TestCpuLayers::events_measure_host_time()

@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include "env_scope.h"
 #include "test_models.h"
 
 using namespace mixlab;
@@ -62,13 +63,6 @@ std::int64_t dataset_bytes(const Dataset& d)
                         d.test.labels.size()) +
            4 * std::max<std::int64_t>(d.test.n, 1);
 }
-
-// Sets one of the hook's variables for the lifetime of a backend made inside the scope.
-struct EnvScope {
-    QByteArray name;
-    EnvScope(const char* n, std::int64_t value) : name(n) { qputenv(n, QByteArray::number(qint64(value))); }
-    ~EnvScope() { qunsetenv(name.constData()); }
-};
 
 bool contains(const std::string& text, const std::string& part)
 {
@@ -130,7 +124,7 @@ void TestFaults::outOfMemoryAtSetup()
              qPrintable(QString("%1 vs %2").arg(large_bytes).arg(small_bytes)));
     const std::int64_t limit = dataset_bytes(data) + (small_bytes + large_bytes) / 2;
 
-    EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", limit);
+    test::EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", limit);
     auto backend = make_backend(DeviceChoice::CPU);
     DeviceDataset dev(data, *backend);
     std::string message;
@@ -162,7 +156,7 @@ void TestFaults::outOfMemoryMidRun()
     const ModelSpec spec = test::tiny_mlp({.hidden = 16});
     const Dataset data = make_synthetic(512, 64, 3);
     const Graph graph = build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
-    EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 7);
+    test::EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 7);
     auto backend = make_backend(DeviceChoice::CPU);
     DeviceDataset dev(data, *backend);
     CountingSink sink;

@@ -323,9 +323,6 @@ public:
         m_inner->optimizer_step(table, opt, scaling, scaler, record, offset);
     }
 
-protected:
-    void release(void*) noexcept override {} // buffers belong to the inner backend
-
 private:
     std::string id(const Buffer* b) const
     {

@@ -1,9 +1,11 @@
 // Training runs end to end on the CPU backend: learning on real data, identical starts
-// across policies, lockstep compare, stop, and the loss scaler seen from the trainer.
+// across policies, lockstep compare (RunGroup), stop, and the loss scaler seen from the
+// trainer.
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/run_group.h"
 #include "mixlab/step_time.h"
 #include "mixlab/trainer.h"
 
@@ -94,6 +96,20 @@ struct SyntheticRig {
         return TrainingRun(graph, config, dev, *backend, run_index);
     }
 };
+
+// Runs of a group (RunGroup: the engine's one lockstep loop) of the small MLP on a
+// synthetic set of n_train + n_test samples drawn with `seed`, which also seeds the weights.
+std::vector<RunConfig> group_configs(std::vector<RunConfig> configs, std::int64_t n_train,
+                                     std::int64_t n_test, std::uint64_t seed)
+{
+    for (RunConfig& c : configs) {
+        c.dataset.name = "synthetic";
+        c.dataset.synthetic_train = n_train;
+        c.dataset.synthetic_test = n_test;
+        c.seed = seed;
+    }
+    return configs;
+}
 
 } // namespace
 
@@ -217,17 +233,30 @@ void TestTraining::learnsFashionMnist()
 
 void TestTraining::policiesStartFromTheSameWeights()
 {
-    SyntheticRig rig(512, 128, 3);
-    TrainingRun a = rig.run(cpu_config(Policy::FP32, 32, 4));
-    TrainingRun b = rig.run(cpu_config(Policy::MixedFP16, 32, 4), 1);
-    TrainingRun c = rig.run(cpu_config(Policy::MixedBF16, 32, 4), 2);
-    const auto pa = a.read_parameters(), pb = b.read_parameters(), pc = c.read_parameters();
+    RunGroup group(small_mlp(), group_configs({cpu_config(Policy::FP32, 32, 4),
+                                               cpu_config(Policy::MixedFP16, 32, 4),
+                                               cpu_config(Policy::MixedBF16, 32, 4)},
+                                              512, 128, 3));
+    // Read as training begins: every run set up, none stepped.
+    struct Weights : RunGroupObserver {
+        RunGroup* group = nullptr;
+        std::vector<std::vector<float>> params;
+        void on_phase(GroupPhase phase, int) override
+        {
+            if (phase != GroupPhase::Training) return;
+            for (int i = 0; i < group->size(); ++i)
+                params.push_back(group->training_run(i)->read_parameters());
+        }
+    } weights;
+    weights.group = &group;
+    RecordingSink sink;
+    group.run(sink, weights);
+    QCOMPARE(weights.params.size(), std::size_t(3));
+    const auto &pa = weights.params[0], &pb = weights.params[1], &pc = weights.params[2];
     QCOMPARE(pa.size(), pb.size());
     QVERIFY(pa == pb); // fp32 masters are bit-identical
     QVERIFY(pa == pc);
     // And the first step sees the same batch: losses agree to fp16 activation rounding.
-    RecordingSink sink;
-    train_lockstep({&a, &b, &c}, sink);
     const float la = sink.steps[0][0].loss, lb = sink.steps[1][0].loss, lc = sink.steps[2][0].loss;
     QVERIFY2(std::abs(la - lb) <= 1e-2f * la, qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
     QVERIFY2(std::abs(la - lc) <= 3e-2f * la, qPrintable(QString("%1 vs %2").arg(la).arg(lc)));
@@ -235,15 +264,17 @@ void TestTraining::policiesStartFromTheSameWeights()
 
 void TestTraining::emulatedMixedTracksFp32()
 {
-    SyntheticRig rig(2048, 512, 5);
-    TrainingRun a = rig.run(cpu_config(Policy::FP32, 64, 96));
-    TrainingRun b = rig.run(cpu_config(Policy::MixedFP16, 64, 96), 1);
+    RunGroup group(small_mlp(), group_configs({cpu_config(Policy::FP32, 64, 96),
+                                               cpu_config(Policy::MixedFP16, 64, 96)},
+                                              2048, 512, 5));
     RecordingSink sink;
-    const auto summaries = train_lockstep({&a, &b}, sink);
-    QCOMPARE(summaries[0].steps, std::int64_t(96));
-    QCOMPARE(summaries[1].steps, std::int64_t(96));
-    QVERIFY(summaries[0].final_test_accuracy && summaries[1].final_test_accuracy);
-    const float acc32 = *summaries[0].final_test_accuracy, acc16 = *summaries[1].final_test_accuracy;
+    RunGroupObserver quiet;
+    const GroupOutcome out = group.run(sink, quiet);
+    const RunSummary &s32 = out.runs[0].summary, &s16 = out.runs[1].summary;
+    QCOMPARE(s32.steps, std::int64_t(96));
+    QCOMPARE(s16.steps, std::int64_t(96));
+    QVERIFY(s32.final_test_accuracy && s16.final_test_accuracy);
+    const float acc32 = *s32.final_test_accuracy, acc16 = *s16.final_test_accuracy;
     QVERIFY(acc32 > 0.3f); // well above chance (0.1)
     QVERIFY2(std::abs(acc32 - acc16) < 0.05f, qPrintable(QString("fp32 %1 mixed %2").arg(acc32).arg(acc16)));
     // The dynamic scaler starts at 2^16 under mixed_fp16; no scaling under fp32.
@@ -253,13 +284,13 @@ void TestTraining::emulatedMixedTracksFp32()
 
 void TestTraining::lockstepAdvancesEveryRun()
 {
-    SyntheticRig rig(256, 64, 7);
     RunConfig two_epochs = cpu_config(Policy::FP32, 32, 0);
     two_epochs.epochs = 2;
-    TrainingRun a = rig.run(two_epochs);
-    TrainingRun b = rig.run(cpu_config(Policy::FP16, 32, 5), 1);
+    RunGroup group(small_mlp(),
+                   group_configs({two_epochs, cpu_config(Policy::FP16, 32, 5)}, 256, 64, 7));
     RecordingSink sink;
-    train_lockstep({&a, &b}, sink);
+    RunGroupObserver quiet;
+    group.run(sink, quiet);
     QCOMPARE(int(sink.steps[0].size()), 16);
     QCOMPARE(int(sink.steps[1].size()), 5);
     QCOMPARE(int(sink.epochs[0].size()), 2);

@@ -446,24 +446,33 @@ void TestMaxBatchDialog::closeMidSearch()
 
 void TestMaxBatchDialog::destroyMidSearch()
 {
-    // A real CPU search, destroyed while its first trials run: the destructor stops the
-    // search, which ends on the worker thread; what it still sends is dropped with the
-    // dialog, and the worker is free again soon after.
+    // The dialog destroyed while a trial runs on the worker thread: the destructor stops
+    // the search, which ends there; what it still sends is dropped with the dialog, and
+    // the worker is free again soon after. The second trial waits at a gate, so the search
+    // is surely mid-way when the dialog goes (a real CPU search of a tiny model may finish
+    // before a loaded machine's GUI thread sees its first trial).
+    const std::map<Policy, int> capacity = {{Policy::FP32, 1 << 20}, {Policy::MixedFP16, 1 << 20}};
     std::atomic<int> trials{0};
+    std::atomic<bool> open{false};
     Worker w;
+    w.controller.setSearchTrialForTesting([capacity, &trials, &open](Policy p, int batch) {
+        if (trials.fetch_add(1) == 1)
+            while (!open.load())
+                QThread::msleep(5);
+        return fakeTrial(capacity, p, batch);
+    });
     {
         auto *d = new MaxBatchDialog(&w.controller);
         d->setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
-        d->setSearchRange(8, 64);
-        d->setTrialSteps(1, 1);
-        connect(d, &MaxBatchDialog::trialAdded, this, [&trials] { ++trials; });
+        d->setSearchRange(8, 1 << 20);
         d->start();
-        QTRY_VERIFY_WITH_TIMEOUT(trials.load() >= 1, k_timeoutMs);
+        QTRY_VERIFY_WITH_TIMEOUT(trials.load() >= 2, k_timeoutMs); // the second trial waits
         delete d;
     }
     QVERIFY(w.controller.isSearching());
+    open.store(true);
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller.isBusy(), k_timeoutMs); // nothing reached the gone dialog
-    QVERIFY(trials.load() >= 1);
+    QCOMPARE(trials.load(), 2); // stopped: no trial after the one in flight
 }
 
 void TestMaxBatchDialog::menuActionOpensDialog()

@@ -17,20 +17,32 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mixlab {
 
-class Backend;
+// What frees the memory a backend allocates. The backend and every Buffer it made share
+// it (shared ownership), so a Buffer may outlive the Backend that allocated it: freeing
+// never reaches a destroyed backend, whatever order the owners of buffers and backend
+// are destroyed in.
+class BufferReleaser {
+public:
+    virtual ~BufferReleaser() = default;
+    // Returns what the backend's alloc() gave out; called by ~Buffer, so it must not throw.
+    virtual void release(void* data) noexcept = 0;
+};
 
-// A device allocation owned by a backend; move-only. On the CPU backend every floating
-// buffer holds floats whose values are already rounded to the buffer's dtype; on CUDA
-// the bytes are the dtype's own.
+// A device allocation, freed by what its backend gave it (BufferReleaser); move-only.
+// Copying the shared owner costs one atomic increment per alloc(), and moves none: steps
+// neither allocate nor move buffers. On the CPU backend every floating buffer holds
+// floats whose values are already rounded to the buffer's dtype; on CUDA the bytes are
+// the dtype's own.
 class Buffer {
 public:
     Buffer() = default;
-    Buffer(Backend* owner, void* data, std::size_t count, DType dtype)
-        : m_owner(owner), m_data(data), m_count(count), m_dtype(dtype) {}
+    Buffer(std::shared_ptr<BufferReleaser> owner, void* data, std::size_t count, DType dtype)
+        : m_owner(std::move(owner)), m_data(data), m_count(count), m_dtype(dtype) {}
     Buffer(Buffer&& other) noexcept { *this = std::move(other); }
     Buffer& operator=(Buffer&& other) noexcept;
     Buffer(const Buffer&) = delete;
@@ -44,7 +56,7 @@ public:
     template <class T> T* as() const { return static_cast<T*>(m_data); }
 
 private:
-    Backend* m_owner = nullptr;
+    std::shared_ptr<BufferReleaser> m_owner;
     void* m_data = nullptr;
     std::size_t m_count = 0;
     DType m_dtype = DType::F32;
@@ -392,10 +404,7 @@ public:
     void set_inf_check_marker(Event* e) { m_inf_check_marker = e; }
 
 protected:
-    // Frees what alloc() returned; called by ~Buffer, so it must not throw.
-    virtual void release(void* data) noexcept = 0;
     Event* m_inf_check_marker = nullptr;
-    friend class Buffer;
 };
 
 // "cpu", "cuda" or auto (cuda when a device is present). Throws DeviceError when cuda

@@ -59,6 +59,25 @@ struct MaxBatchResult {
 // below start, multiple < 1, resolution outside [0, 1), no timed steps ...).
 void validate_max_batch_options(const MaxBatchOptions& options);
 
+// Synthetic data sized to a search (the CLI's maxbatch and the app's search): this many
+// training samples per batch of options.limit, so that the largest batches still draw
+// different samples each step; at most k_search_synthetic_cap (768 MiB of 32x32x3 images),
+// so that the set stays small next to the memory being probed; and a test split of
+// k_search_synthetic_test: evaluation runs only when a trial crosses an epoch end, and its
+// accuracy is not the point of a search.
+inline constexpr std::int64_t k_search_synthetic_per_batch = 4;
+inline constexpr std::int64_t k_search_synthetic_cap = 262144;
+inline constexpr std::int64_t k_search_synthetic_test = 256;
+
+// Sizes `dataset` for a search up to options.limit when it is the synthetic set (named so,
+// or unnamed where the default dataset is synthetic); returns whether it did. Other data
+// are left as they are.
+bool size_synthetic_for_search(DatasetOptions& dataset, const MaxBatchOptions& options);
+
+// What find_max_batch would answer from the trials seen so far, for a search stopped
+// between trials: the trials sorted by batch and the largest batch that fitted.
+MaxBatchResult partial_max_batch_result(std::vector<BatchTrial> trials);
+
 // The search, independent of what a trial does: from options.start, doubling while the
 // trial fits (the last step clamped to options.limit), halving instead when start itself
 // does not fit, then bisecting between the largest fit and the smallest failure above it

@@ -34,7 +34,7 @@ enum class DeviceChoice { Auto, CPU, CUDA };
 struct DatasetOptions {
     std::string name = "";  // "fashion-mnist", "synthetic", or a folder; empty: default
     bool cifar100_coarse = false;
-    std::int64_t synthetic_train = 10000, synthetic_test = 2000;
+    std::int64_t synthetic_train = 10000, synthetic_test = 2000; // synthetic_test_size(train)
     // Training-time augmentation on the device ("augment": {"crop_padding": 4,
     // "horizontal_flip": true}); evaluation never augments. crop_padding 0: no crop.
     int crop_padding = 0;
@@ -70,6 +70,11 @@ class JsonReader;
 RunConfig run_config_from_json(const JsonReader& json);
 // Throws InputError for values no run can use (batch 0, lr NaN, epochs 0 ...).
 void validate_run_config(const RunConfig& config);
+
+// The synthetic test split that goes with `synthetic_train` training samples, wherever a
+// front end sizes the set (mixlab-cli --synthetic-size, the app's --synthetic-size): a
+// fifth, rounded up.
+std::int64_t synthetic_test_size(std::int64_t synthetic_train);
 
 // The loss-scaling mode a run really uses: Default resolved by the policy.
 LossScaleMode effective_loss_scale_mode(const RunConfig& config);

@@ -1,5 +1,6 @@
-// Training runs: one run trains one model under one config on one backend; several
-// runs can advance in lockstep (compare). Metrics leave through a MetricsSink.
+// Training runs: one run trains one model under one config on one backend; RunGroup
+// (run_group.h) sets up a group of them and steps them in lockstep (compare). Metrics
+// leave through a MetricsSink.
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
@@ -104,7 +105,7 @@ public:
     // An evaluation pass (the whole test split, after each epoch) checks this between
     // batches and ends early, reporting no epoch metrics, once stop is requested: a
     // large test split on the CPU would otherwise keep a Stop waiting for seconds.
-    // train() and train_lockstep() set it from their own token.
+    // train() and RunGroup set it from their own token.
     void set_stop_token(std::stop_token stop);
 
     std::int64_t total_steps() const;     // planned
@@ -137,11 +138,10 @@ private:
     RunConfig m_config;
 };
 
-// Runs to the end or until stop is requested.
+// Runs one run to the end or until stop is requested; an exception from a step leaves it.
+// Front ends train through RunGroup, which also sets the run up and ends a failing run
+// alone; this is the bare loop for a run built by hand (tests, the engine's own checks).
 RunSummary train(TrainingRun& run, MetricsSink& sink, std::stop_token stop = {});
-// One step of each run in turn until all are done.
-std::vector<RunSummary> train_lockstep(const std::vector<TrainingRun*>& runs, MetricsSink& sink,
-                                       std::stop_token stop = {});
 
 // Number of warm-up steps left out of mean step times.
 inline constexpr int k_warmup_steps = 10;

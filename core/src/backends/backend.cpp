@@ -1,5 +1,5 @@
-// Buffer ownership and the backend factory (cpu / cuda / auto, the CUDA backend from its
-// run-time loaded module).
+// Buffer ownership (freed through its backend's shared BufferReleaser) and the backend
+// factory (cpu / cuda / auto, the CUDA backend from its run-time loaded module).
 #include "mixlab/backend.h"
 
 #include "mixlab/error.h"
@@ -17,7 +17,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept
     if (this != &other) {
         if (m_owner && m_data)
             m_owner->release(m_data);
-        m_owner = std::exchange(other.m_owner, nullptr);
+        m_owner = std::move(other.m_owner); // leaves other's empty
         m_data = std::exchange(other.m_data, nullptr);
         m_count = std::exchange(other.m_count, 0);
         m_dtype = other.m_dtype;

@@ -395,6 +395,14 @@ void validate_run_config(const RunConfig& c) {
                 std::to_string(k_max_synthetic) + ", got " + std::to_string(d.synthetic_test));
 }
 
+// Rounded up rather than down: the split is never empty (validate_run_config asks for at
+// least one test sample, and n/5 is 0 below 5) and never under a fifth of the training
+// set, so the test accuracy of a small set still rests on its share of samples. The
+// default 10000/2000 and every multiple of 5 are exactly N/5 either way.
+std::int64_t synthetic_test_size(std::int64_t synthetic_train) {
+    return std::max<std::int64_t>(1, (synthetic_train + 4) / 5);
+}
+
 LossScaleMode effective_loss_scale_mode(const RunConfig& config) {
     if (config.loss_scale.mode != LossScaleMode::Default) return config.loss_scale.mode;
     return policy_traits(config.policy).default_loss_scaling ? LossScaleMode::Dynamic

@@ -1,7 +1,9 @@
-// The max-batch search (doubling, then bisection on a tensor-core-friendly grid) and
-// its JSON form; what one trial does is the caller's.
+// The max-batch search (doubling, then bisection on a tensor-core-friendly grid), what a
+// stopped search found so far, the synthetic data sized to a search, and the JSON form;
+// what one trial does is the caller's.
 #include "mixlab/max_batch.h"
 
+#include "mixlab/dataset.h"
 #include "mixlab/error.h"
 
 #include <nlohmann/json.hpp>
@@ -123,6 +125,29 @@ MaxBatchResult find_max_batch(const std::function<BatchTrial(int batch)>& trial,
                 r.failure_reason = t.why_not;
                 r.failure_out_of_memory = t.out_of_memory;
             }
+    return r;
+}
+
+bool size_synthetic_for_search(DatasetOptions& ds, const MaxBatchOptions& o)
+{
+    if ((ds.name.empty() ? default_dataset_name() : ds.name) != "synthetic")
+        return false;
+    ds.synthetic_train =
+        std::min<std::int64_t>(k_search_synthetic_per_batch * std::int64_t(o.limit),
+                               k_search_synthetic_cap);
+    ds.synthetic_test = std::min<std::int64_t>(k_search_synthetic_test, ds.synthetic_train);
+    return true;
+}
+
+MaxBatchResult partial_max_batch_result(std::vector<BatchTrial> trials)
+{
+    std::sort(trials.begin(), trials.end(),
+              [](const BatchTrial& a, const BatchTrial& b) { return a.batch < b.batch; });
+    MaxBatchResult r;
+    for (const BatchTrial& t : trials)
+        if (t.fits)
+            r.largest_fit = std::max(r.largest_fit, t.batch);
+    r.trials = std::move(trials);
     return r;
 }
 

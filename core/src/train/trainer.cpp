@@ -116,10 +116,12 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     if (graph.classes != host.classes)
         throw InputError("the model is built for " + std::to_string(graph.classes) +
                          " classes but the dataset has " + std::to_string(host.classes));
+    // The one check of a batch against the data, for every front end (a batch that does
+    // not fit once would leave an epoch of no steps).
     if (host.train.n < config.batch_size)
         throw InputError("batch size " + std::to_string(config.batch_size) +
-                         " is larger than the " + std::to_string(host.train.n) +
-                         " training samples");
+                         " is larger than the training split of " + host.name + " (" +
+                         std::to_string(host.train.n) + " samples)");
 
     s.batch = config.batch_size;
     s.image = ImageShape{host.height, host.width, host.channels};
@@ -486,26 +488,6 @@ RunSummary train(TrainingRun& run, MetricsSink& sink, std::stop_token stop)
         run.step(sink);
     }
     return run.finish(sink, false);
-}
-
-std::vector<RunSummary> train_lockstep(const std::vector<TrainingRun*>& runs, MetricsSink& sink,
-                                       std::stop_token stop)
-{
-    bool stopped = false;
-    for (TrainingRun* run : runs) run->set_stop_token(stop);
-    for (;;) {
-        bool any = false;
-        for (TrainingRun* run : runs) {
-            if (run->finished()) continue;
-            if (stop.stop_requested()) { stopped = true; break; }
-            run->step(sink);
-            any = true;
-        }
-        if (stopped || !any) break;
-    }
-    std::vector<RunSummary> out;
-    for (TrainingRun* run : runs) out.push_back(run->finish(sink, stopped));
-    return out;
 }
 
 } // namespace mixlab

@@ -114,13 +114,14 @@ DeviceInfo CpuBackend::info() const
 Buffer CpuBackend::alloc(std::size_t count, DType dtype)
 {
     if (count == 0)
-        return Buffer(this, nullptr, 0, dtype);
+        return Buffer(m_memory, nullptr, 0, dtype);
     const std::size_t elem = stored_size(dtype);
     const bool overflows = count > std::numeric_limits<std::size_t>::max() / elem;
     const double bytes = double(count) * double(elem);
-    if (m_faults.active() && !overflows)
-        m_faults.before_alloc(count * elem, std::to_string(count) + " x " +
-                                                std::string(dtype_name(dtype)));
+    OomFaults& faults = m_memory->faults;
+    if (faults.active() && !overflows)
+        faults.before_alloc(count * elem, std::to_string(count) + " x " +
+                                              std::string(dtype_name(dtype)));
     void* p = nullptr;
     if (!overflows) {
         try {
@@ -139,15 +140,15 @@ Buffer CpuBackend::alloc(std::size_t count, DType dtype)
                                mib(double(physical_bytes(_SC_AVPHYS_PAGES))) +
                                " free; use a smaller batch size or model");
     }
-    m_faults.allocated(p, count * elem);
+    faults.allocated(p, count * elem);
     if (m_poison)
         std::memset(p, k_poison_byte, count * elem);
-    return Buffer(this, p, count, dtype);
+    return Buffer(m_memory, p, count, dtype);
 }
 
-void CpuBackend::release(void* data) noexcept
+void CpuMemory::release(void* data) noexcept
 {
-    m_faults.released(data);
+    faults.released(data);
     ::operator delete(data, std::align_val_t(64));
 }
 
@@ -238,7 +239,7 @@ void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
     validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
                            aug_in, counter, out, out_labels);
     // A training step's gather (evaluation passes no counter) starts each step.
-    if (counter.buffer) m_faults.before_step();
+    if (counter.buffer) m_memory->faults.before_step();
     Augmentation aug = aug_in;
     if (counter.buffer) { // as the CUDA kernel does with the value it reads
         aug.step = read_step(counter);

@@ -18,6 +18,16 @@ namespace mixlab::cpu {
 
 std::unique_ptr<Backend> make_cpu_backend();
 
+// What frees the CPU backend's buffers, with the fault hook's count of the bytes they hold:
+// shared by the backend and its buffers (BufferReleaser), so a buffer that outlives the
+// backend still returns its memory and its bytes to the hook it was counted by.
+class CpuMemory final : public BufferReleaser {
+public:
+    // The out-of-memory test hook (fault_injection.h): off unless its variables are set.
+    OomFaults faults = OomFaults::from_environment();
+    void release(void* data) noexcept override;
+};
+
 class CpuBackend final : public Backend {
 public:
     DeviceInfo info() const override;
@@ -94,12 +104,8 @@ public:
     void optimizer_step(ParamTable& table, const OptimizerConfig& opt, const ScalerParams& scaling,
                         Buffer& scaler, Buffer& record, std::size_t record_offset) override;
 
-protected:
-    void release(void* data) noexcept override;
-
 private:
-    // The out-of-memory test hook (fault_injection.h): off unless its variables are set.
-    OomFaults m_faults = OomFaults::from_environment();
+    std::shared_ptr<CpuMemory> m_memory = std::make_shared<CpuMemory>();
     // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes.
     bool m_poison = poison_buffers_requested();
     // TF32-rounded GEMM operands, grown once and reused so steady-state steps do not

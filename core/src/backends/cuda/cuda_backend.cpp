@@ -149,7 +149,7 @@ CudaBackend::~CudaBackend()
 Buffer CudaBackend::alloc(std::size_t count, DType dtype)
 {
     if (count == 0)
-        return Buffer(this, nullptr, 0, dtype);
+        return Buffer(m_memory, nullptr, 0, dtype);
     const std::size_t elem = dtype_size(dtype);
     require(count <= SIZE_MAX / elem, "alloc", std::to_string(count) + " elements overflow size_t");
     const std::string what = "a buffer of " + std::to_string(count) + " " +
@@ -161,12 +161,7 @@ Buffer CudaBackend::alloc(std::size_t count, DType dtype)
         MIXLAB_CUDA_CHECK(cudaMemsetAsync(p, k_poison_byte, count * elem, stream()));
         MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
     }
-    return Buffer(this, p, count, dtype);
-}
-
-void CudaBackend::release(void* data) noexcept
-{
-    device_free(data);
+    return Buffer(m_memory, p, count, dtype);
 }
 
 std::vector<unsigned char>& CudaBackend::staging(std::size_t bytes)

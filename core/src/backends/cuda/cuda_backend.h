@@ -38,6 +38,13 @@ private:
     cudaStream_t m_s = nullptr;
 };
 
+// What frees the CUDA backend's buffers (cudaFree, which needs no backend: the device's
+// primary context outlives it), shared by the backend and its buffers (BufferReleaser).
+class CudaMemory final : public BufferReleaser {
+public:
+    void release(void* data) noexcept override { device_free(data); }
+};
+
 class CudaBackend final : public Backend {
 public:
     CudaBackend(); // the current device (0 unless the caller chose another)
@@ -119,9 +126,6 @@ public:
     // One entry per convolution plan built so far.
     std::vector<ConvPlanRecord> conv_plans() const;
 
-protected:
-    void release(void* data) noexcept override;
-
 private:
     void dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
                  const StepCounter& counter, Buffer& y, const char* op);
@@ -135,6 +139,7 @@ private:
     std::unique_ptr<LtGemm> m_gemm;
     std::unique_ptr<CudnnConv> m_conv; // owns the cuDNN handle, created on first use
     DeviceMemory m_loss_scratch;
+    std::shared_ptr<CudaMemory> m_memory = std::make_shared<CudaMemory>();
     bool m_poison = false; // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes
     std::vector<unsigned char> m_staging;
 };
