@@ -231,7 +231,7 @@ private slots:
     void valid_data() {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("DESIGN.md's seed MLP") << QByteArray(R"({
+        QTest::addRow("FORMATS.md's seed MLP") << QByteArray(R"({
             "format": "mixlab-model/1",
             "name": "seed-mlp",
             "layers": [

@@ -129,7 +129,7 @@ private slots:
         }
     }
 
-    // DESIGN.md's policy table.
+    // README's policy table.
     void policy_traits_table_data() {
         QTest::addColumn<Policy>("policy");
         QTest::addColumn<int>("compute");

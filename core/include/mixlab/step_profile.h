@@ -32,7 +32,7 @@ struct LayerTime {
     std::string type;     // "dense", "conv2d", "residual", "cast", ...
     double forward_ms = 0, backward_ms = 0;
     double flops = 0;     // forward + backward, this batch
-    double bytes = 0;     // estimated bytes moved, forward + backward (see step_profile.cpp)
+    double bytes = 0;     // estimated bytes moved, forward + backward (the byte model of analysis/layer_costs.cpp)
     bool is_gemm = false;
     bool tensor_cores = false;     // its GEMM or convolution ran on tensor cores
     std::string tensor_core_note;  // why not, when it could have

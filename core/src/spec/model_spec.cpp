@@ -540,7 +540,7 @@ ModelSpec load_model_spec(const std::string& path) {
 }
 
 std::string model_spec_to_json(const ModelSpec& spec) {
-    // Keys in a fixed order: the file reads like DESIGN.md's example and diffs cleanly.
+    // Keys in a fixed order: the file reads like docs/FORMATS.md's example and diffs cleanly.
     std::string out = "{\n  \"format\": " + string_text(k_model_format) + ",\n";
     if (!spec.name.empty()) out += "  \"name\": " + string_text(spec.name) + ",\n";
     out += "  \"layers\": [";

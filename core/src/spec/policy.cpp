@@ -1,5 +1,5 @@
 // Precision policies: names (with Keras's aliases) and what each one means for storage,
-// math mode, master weights and loss scaling (DESIGN.md's policy table).
+// math mode, master weights and loss scaling (README's policy table).
 #include "mixlab/policy.h"
 
 #include "mixlab/error.h"

@@ -1,4 +1,6 @@
-// The only door from plain C++ into the CUDA backend: no CUDA headers here.
+// How the module's entry points (module_entry.cpp, the C ABI that make_backend reaches with
+// dlopen and dlsym) make the CUDA backend, in plain C++: no CUDA headers here. Nothing
+// outside libmixlab_cuda.so includes this; the rest of MixLab knows only the ABI.
 #pragma once
 #include "mixlab/backend.h"
 
