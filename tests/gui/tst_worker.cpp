@@ -62,9 +62,9 @@ BatchTrial fittingTrial(int batch, int ms = 0)
     return t;
 }
 
-MaxBatchSearch fakeSearch(std::vector<Policy> policies, int start, int limit)
+SearchJob fakeSearch(std::vector<Policy> policies, int start, int limit)
 {
-    MaxBatchSearch s;
+    SearchJob s;
     s.model = tinyMlp();
     s.config = cpuConfig(Policy::FP32, 0);
     s.policies = std::move(policies);
@@ -517,7 +517,7 @@ void TestWorker::searchStoppedBeforeItBegins()
     // Unstopped, the same real search opens the device and the data sized for it (4x the
     // limit of synthetic samples) and finds the limit.
     QSignalSpy done(&worker, &MaxBatchWorker::policyDone);
-    MaxBatchSearch search = fakeSearch({Policy::FP32}, 8, 64);
+    SearchJob search = fakeSearch({Policy::FP32}, 8, 64);
     search.options.warmup_steps = 1;
     search.options.timed_steps = 1;
     worker.resetStop();
