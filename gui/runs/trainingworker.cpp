@@ -231,6 +231,8 @@ void TrainingWorker::runJob(const TrainingJob &job)
         logProfilingPass(job, group.run(sink, observer, m_stop.token()), sink);
     } catch (const std::exception &e) {
         observer.failRest(QString::fromUtf8(e.what()));
+    } catch (...) {
+        observer.failRest(QStringLiteral("unknown error in the training thread"));
     }
     emit jobFinished();
 }
