@@ -67,7 +67,7 @@ int main(int argc, char *argv[])
     const QCommandLineOption epochs(QStringLiteral("epochs"), QStringLiteral("Epochs per run."), QStringLiteral("n"));
     const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."), QStringLiteral("n"));
     const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop each run after this many steps."), QStringLiteral("n"));
-    const QCommandLineOption syntheticSize(QStringLiteral("synthetic-size"), QStringLiteral("Training samples of the synthetic dataset (test split: n/5)."), QStringLiteral("n"));
+    const QCommandLineOption syntheticSize(QStringLiteral("synthetic-size"), QStringLiteral("Training samples of the synthetic dataset (test split: n/5, rounded up)."), QStringLiteral("n"));
     const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("auto, cpu or cuda."), QStringLiteral("choice"));
     const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
     const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));

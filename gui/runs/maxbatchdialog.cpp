@@ -64,16 +64,6 @@ QString failureShort(const mixlab::BatchTrial &t)
     return t.out_of_memory ? QObject::tr("out of memory") : QString::fromStdString(t.why_not);
 }
 
-// What find_max_batch would answer from the trials seen so far (a stopped search).
-int largestSoFar(const std::vector<mixlab::BatchTrial> &trials)
-{
-    int best = 0;
-    for (const auto &t : trials)
-        if (t.fits)
-            best = std::max(best, t.batch);
-    return best;
-}
-
 } // namespace
 
 MaxBatchDialog::MaxBatchDialog(RunController *controller, QWidget *parent)
@@ -351,7 +341,7 @@ void MaxBatchDialog::start()
         return;
     }
 
-    MaxBatchSearch search;
+    SearchJob search;
     search.model = m_job.model;
     search.config = m_job.config;
     search.policies = m_job.policies;
@@ -667,12 +657,13 @@ void MaxBatchDialog::updateSummary()
     for (const auto &s : m_states) {
         const QString name = policyText(s.policy);
         const mixlab::MaxBatchResult &r = s.result;
+        // Before the policy's search ended (running, stopped, failed): what the engine
+        // answers for a search cut short.
+        const int best = mixlab::partial_max_batch_result(s.trials).largest_fit;
         if (!s.error.isEmpty()) {
-            const int best = largestSoFar(s.trials);
             lines << (best > 0 ? tr("%1: failed (%2); largest batch before that %3").arg(name, s.error).arg(best)
                                : tr("%1: failed: %2").arg(name, s.error));
         } else if (!s.done) {
-            const int best = largestSoFar(s.trials);
             if (s.trials.empty())
                 lines << (isRunning() ? tr("%1: waiting").arg(name)
                                       : m_stopped ? tr("%1: not run (stopped)").arg(name) : tr("%1: not run").arg(name));

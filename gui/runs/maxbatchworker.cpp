@@ -1,32 +1,34 @@
-// MaxBatchWorker: one search on the worker thread: the device, the data sized for the
-// search and the graph once, then each policy in turn through mixlab::find_max_batch, every
-// trial sent to the GUI as it lands, and Stop honoured before every trial.
+// MaxBatchWorker: one search on the worker thread, set up by the engine's mixlab::RunGroup
+// (the device, the data sized for the search and the graph once, every policy checked on
+// the device), then each policy in turn through the group's search_max_batch, every trial
+// sent to the GUI as it lands, and Stop honoured before every trial.
 #include "runs/maxbatchworker.h"
 
-#include "mixlab/backend.h"
-#include "mixlab/dataset.h"
-#include "mixlab/graph.h"
-#include "mixlab/trainer.h"
+#include "mixlab/run_group.h"
 
-#include <algorithm>
 #include <exception>
-#include <memory>
+#include <optional>
 #include <stop_token>
+#include <vector>
 
 namespace {
 
-// The CLI's sizing (mixlab-cli maxbatch): synthetic data of 4x the limit, so that the
-// largest batches still draw different samples each step, capped so that the set stays
-// small next to the memory being probed (768 MiB of 32x32x3 images).
-constexpr std::int64_t k_syntheticCap = 262144;
-// Evaluation only runs when a trial's steps cross an epoch end; its accuracy is not the
-// point here, so a small test split keeps that pass short.
-constexpr std::int64_t k_syntheticTest = 256;
-
-// Thrown when Stop was pressed: from a trial it ends find_max_batch between trials.
-struct StopRequested {};
-
 QString messageOf(const std::exception &e) { return QString::fromUtf8(e.what()); }
+
+// The group's trials as the worker's signals; the group's runs are the search's policies,
+// in order, so a run index is a policy index.
+class SearchObserver : public mixlab::RunGroupObserver {
+public:
+    explicit SearchObserver(MaxBatchWorker &worker) : m_worker(worker) {}
+    void on_trial_started(int run, int batch) override { emit m_worker.trialStarted(run, batch); }
+    void on_trial(int run, const mixlab::BatchTrial &trial) override
+    {
+        emit m_worker.trialDone(run, trial);
+    }
+
+private:
+    MaxBatchWorker &m_worker;
+};
 
 } // namespace
 
@@ -36,80 +38,73 @@ void MaxBatchWorker::requestStop() { m_stop.request(); }
 
 void MaxBatchWorker::resetStop() { m_stop.reset(); }
 
-void MaxBatchWorker::runSearch(const MaxBatchSearch &search)
+void MaxBatchWorker::runSearch(const SearchJob &search)
 {
-    const std::stop_token stop = m_stop.token();
-    const auto checkStop = [&stop] {
-        if (stop.stop_requested())
-            throw StopRequested{};
-    };
-    const TrialFunction &fake = m_fakeTrial;
     bool stopped = false;
     try {
-        // Declared in this order so that they are destroyed data first, backend last.
-        std::unique_ptr<mixlab::Backend> backend;
-        std::unique_ptr<mixlab::Dataset> data;
-        std::unique_ptr<mixlab::Graph> graph;
-        std::unique_ptr<mixlab::DeviceDataset> deviceData;
-        if (!fake) {
-            mixlab::DatasetOptions ds = search.config.dataset;
-            const std::string name = ds.name.empty() ? mixlab::default_dataset_name() : ds.name;
-            if (name == "synthetic") {
-                ds.synthetic_train = std::min<std::int64_t>(4 * std::int64_t(search.options.limit), k_syntheticCap);
-                ds.synthetic_test = std::min<std::int64_t>(k_syntheticTest, ds.synthetic_train);
-            }
-            backend = mixlab::make_backend(search.config.device);
-            checkStop();
-            data = std::make_unique<mixlab::Dataset>(mixlab::load_dataset(ds, search.config.seed));
-            checkStop();
-            const mixlab::Shape input{{data->height, data->width, data->channels}};
-            graph = std::make_unique<mixlab::Graph>(mixlab::build_graph(search.model, input, data->classes));
-            deviceData = std::make_unique<mixlab::DeviceDataset>(*data, *backend);
-            emit searchPrepared(MaxBatchContext{QString::fromStdString(backend->info().name),
-                                                QString::fromStdString(data->name), data->train.n});
-        }
-        for (std::size_t i = 0; i < search.policies.size(); ++i) {
-            checkStop();
-            const int index = int(i);
-            mixlab::RunConfig config = search.config;
-            config.policy = search.policies[i];
-            // The search sets each trial's batch; 1 passes the config's checks on any set.
-            config.batch_size = 1;
-            config.steps = 0;
-            try {
-                mixlab::validate_run_config(config);
-                if (backend)
-                    mixlab::check_policy_supported(backend->info(), config.policy);
-            } catch (const std::exception &e) {
-                emit policyFailed(index, messageOf(e));
-                continue;
-            }
-            emit policyStarted(index);
-            const auto trial = [&](int batch) {
-                checkStop();
-                emit trialStarted(index, batch);
-                const mixlab::BatchTrial t =
-                    fake ? fake(config.policy, batch)
-                         : mixlab::run_batch_trial(*graph, config, *deviceData, *backend, batch, search.options);
-                emit trialDone(index, t);
-                return t;
-            };
-            try {
-                emit policyDone(index, mixlab::find_max_batch(trial, search.options));
-            } catch (const StopRequested &) {
-                throw;
-            } catch (const std::exception &e) {
-                // Not "does not fit" (run_batch_trial turns that into a trial): something
-                // this policy cannot run at all. The next policy may still run.
-                emit policyFailed(index, messageOf(e));
-            }
-        }
-    } catch (const StopRequested &) {
-        stopped = true; // what was set up so far is freed by now
+        stopped = searchPolicies(search, m_stop.token());
     } catch (const std::exception &e) {
         emit searchFailed(messageOf(e));
     } catch (...) {
         emit searchFailed(tr("the search failed with an unknown error"));
     }
     emit searchFinished(stopped);
+}
+
+bool MaxBatchWorker::searchPolicies(const SearchJob &search, const std::stop_token &stop)
+{
+    // One run config per policy; the search sets each trial's batch and step count (1
+    // passes the config's checks on any data).
+    mixlab::RunConfig base = search.config;
+    base.batch_size = 1;
+    base.steps = 0;
+    std::vector<mixlab::RunConfig> configs(search.policies.size(), base);
+    for (std::size_t i = 0; i < configs.size(); ++i) configs[i].policy = search.policies[i];
+
+    SearchObserver observer(*this);
+    // The fake trials need no device and no data: only the real search sets them up.
+    std::optional<mixlab::RunGroup> group;
+    if (!m_fakeTrial) {
+        for (mixlab::RunConfig &c : configs) mixlab::size_synthetic_for_search(c.dataset, search.options);
+        group.emplace(search.model, configs);
+        if (!group->prepare(observer, stop)) return true;
+        const mixlab::GroupFacts &facts = group->facts();
+        emit searchPrepared(MaxBatchContext{QString::fromStdString(facts.device.name),
+                                            QString::fromStdString(facts.dataset_name),
+                                            facts.train_samples});
+    }
+    // The test hook's trials, announced as the group announces its own.
+    const auto fakeTrials = [&](int i) {
+        return [&, i](int batch) {
+            observer.on_trial_started(i, batch);
+            const mixlab::BatchTrial t = m_fakeTrial(search.policies[std::size_t(i)], batch);
+            observer.on_trial(i, t);
+            return t;
+        };
+    };
+    for (int i = 0; i < int(configs.size()); ++i) {
+        if (stop.stop_requested()) return true;
+        try {
+            if (group)
+                group->check_run(i);
+            else
+                mixlab::validate_run_config(configs[std::size_t(i)]);
+        } catch (const std::exception &e) {
+            emit policyFailed(i, messageOf(e));
+            continue;
+        }
+        emit policyStarted(i);
+        try {
+            const mixlab::MaxBatchSearch found =
+                group ? group->search_max_batch(i, search.options, observer, stop)
+                      : mixlab::search_max_batch(fakeTrials(i), search.options, stop);
+            if (!found.complete) return true;
+            emit policyDone(i, found.result);
+        } catch (const std::exception &e) {
+            // Not "does not fit" (a trial says that): something this policy cannot run at
+            // all. The next policy may still run.
+            emit policyFailed(i, messageOf(e));
+        }
+    }
+    return false;
 }

@@ -1,6 +1,7 @@
 // MaxBatchWorker: the largest-batch search on the app's worker thread (RunController's,
-// shared with TrainingWorker): per policy, mixlab::find_max_batch over real trials, each
-// reported as it lands. It owns every engine object of the search; the GUI sees values.
+// shared with TrainingWorker): a mixlab::RunGroup with one run per policy, searched policy
+// after policy (RunGroup::search_max_batch), each trial reported as it lands. It owns the
+// group for the search; the GUI sees values.
 #pragma once
 #include "runs/jobstop.h"
 #include "runs/workermessages.h"
@@ -9,6 +10,7 @@
 #include <QString>
 
 #include <functional>
+#include <stop_token>
 
 class MaxBatchWorker : public QObject {
     Q_OBJECT
@@ -19,16 +21,17 @@ public:
     // Arms a fresh stop for the next search; call before queueing it (the controller does).
     void resetStop();
 
-    // Test hook: replaces the real trial (mixlab::run_batch_trial, and the device and data
-    // it needs) with this function, called on the worker thread. Set it between searches.
+    // Test hook: replaces the real trial (mixlab::run_batch_trial, and the group's device
+    // and data it needs: none is set up) with this function, called on the worker thread
+    // through mixlab::search_max_batch. Set it between searches.
     using TrialFunction = std::function<mixlab::BatchTrial(mixlab::Policy, int batch)>;
     void setTrialForTesting(TrialFunction trial) { m_fakeTrial = std::move(trial); }
 
 public slots:
-    void runSearch(const MaxBatchSearch &search); // blocks the worker thread until it ends
+    void runSearch(const SearchJob &search); // blocks the worker thread until it ends
 
 signals:
-    // policyIndex: the policy's place in MaxBatchSearch::policies.
+    // policyIndex: the policy's place in SearchJob::policies.
     void searchPrepared(const MaxBatchContext &context); // device opened, data loaded
     void policyStarted(int policyIndex);
     void trialStarted(int policyIndex, int batch);
@@ -43,6 +46,9 @@ signals:
     void searchFinished(bool stopped);
 
 private:
+    // The search itself; true when a stop ended it. What it set up is freed when it returns.
+    bool searchPolicies(const SearchJob &search, const std::stop_token &stop);
+
     JobStop m_stop;
     TrialFunction m_fakeTrial;
 };

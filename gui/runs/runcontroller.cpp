@@ -108,7 +108,7 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     return m_group;
 }
 
-bool RunController::startSearch(const MaxBatchSearch &search)
+bool RunController::startSearch(const SearchJob &search)
 {
     if (isBusy()) return false;
     if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()

@@ -30,7 +30,7 @@ public:
     // Returns the group id, or 0 when the worker is busy.
     int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs);
     // Starts a largest-batch search; false (nothing started) when the worker is busy.
-    bool startSearch(const MaxBatchSearch &search);
+    bool startSearch(const SearchJob &search);
     // Immediate: the running job, training or search, stops after the step or trial in
     // flight (the job's std::stop_token, not a queued call).
     void stop();
@@ -46,7 +46,7 @@ signals:
     void jobFinished(int group);
 
     // The search: MaxBatchWorker's signals, passed on (policyIndex: the policy's place in
-    // MaxBatchSearch::policies). searchFinished is the search's last signal; the controller
+    // SearchJob::policies). searchFinished is the search's last signal; the controller
     // is idle again when it comes.
     void searchingChanged(bool searching);
     void searchPrepared(const MaxBatchContext &context);

@@ -1,24 +1,20 @@
-// TrainingWorker: one job on the worker thread (backend, data, graph, one TrainingRun
-// per policy, trained in lockstep, then each run's profiling pass), with metrics batched
-// into at most k_maxEmitHz queued emissions a second, a failure mid-run ending only its own
-// run, and Stop honoured between every setup phase.
+// TrainingWorker: one job on the worker thread, run by the engine's mixlab::RunGroup (the
+// device, data, graph and one run per policy, trained in lockstep, then each run's
+// profiling pass), with what the group reports turned into the worker's signals and its
+// metrics batched into at most k_maxEmitHz queued emissions a second.
 #include "runs/trainingworker.h"
 
 #include "common/enginetext.h"
 
-#include "mixlab/backend.h"
-#include "mixlab/dataset.h"
-#include "mixlab/environment.h"
-#include "mixlab/error.h"
-#include "mixlab/graph.h"
 #include "mixlab/policy.h"
+#include "mixlab/run_group.h"
 
 #include <QStringList>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <memory>
+#include <optional>
 
 namespace {
 
@@ -93,70 +89,115 @@ private:
     Clock::time_point m_lastEmit;
 };
 
-QString messageOf(const std::exception &e) { return QString::fromUtf8(e.what()); }
-
-// The profiling pass's extra steps train the model further but are not the run's timed
-// steps: the run's logged steps and summary stay those of the training.
-class DiscardSink : public mixlab::MetricsSink {
-public:
-    void on_step(int, const mixlab::StepMetrics &) override {}
-    void on_epoch(int, const mixlab::EpochMetrics &) override {}
-    void on_event(int, const mixlab::RunEvent &) override {}
-};
-
-// Each run alone, one after the other (not in lockstep), so its wall time per step is its
-// own. A stop ends the pass between runs (a run's pass is 2 x k_profileSteps steps, too
-// short to cut); the profiles already taken are kept. A pass that fails costs the run its
-// profile, not its finished status.
-// Profiled steps per run: k_profileSteps, fewer for slow steps so that a run's pass (about
-// 3 x steps + 3 steps) stays near a couple of seconds: a 300 ms CPU step would otherwise
-// keep the user waiting 10 s per run after every job.
-int profileStepsFor(const mixlab::RunSummary &s)
+std::optional<TrainingWorker::Phase> workerPhase(mixlab::GroupPhase phase)
 {
-    const double ms = s.median_step_ms > 0 ? s.median_step_ms : s.mean_step_ms;
-    if (!(ms > 0)) return TrainingWorker::k_profileSteps;
-    const int fit = int(2000.0 / (3.0 * ms));
-    return std::clamp(fit, 2, TrainingWorker::k_profileSteps);
+    using P = TrainingWorker::Phase;
+    switch (phase) {
+    case mixlab::GroupPhase::OpeningDevice: return P::OpeningDevice;
+    case mixlab::GroupPhase::LoadingData: return P::LoadingData;
+    case mixlab::GroupPhase::BuildingGraph: return P::BuildingGraph;
+    case mixlab::GroupPhase::Planning: return P::Planning;
+    case mixlab::GroupPhase::Training: return P::Training;
+    case mixlab::GroupPhase::Profiling: return P::Profiling;
+    case mixlab::GroupPhase::Searching: break; // a max-batch search's, never a job's
+    }
+    return std::nullopt;
 }
 
-void profileRuns(TrainingWorker &worker, const std::vector<std::unique_ptr<mixlab::TrainingRun>> &runs,
-                 const std::vector<mixlab::RunSummary> &summaries, const std::vector<int> &runIds,
-                 const std::stop_token &stop, BatchingSink &log)
+// Turns what the group reports (run indices, engine values) into the worker's signals
+// (store ids). A run's end is signalled after its metrics are flushed, so that the steps
+// before a failure reach the store before its status.
+class JobObserver : public mixlab::RunGroupObserver {
+public:
+    JobObserver(TrainingWorker &worker, const std::vector<int> &runIds, BatchingSink &sink)
+        : m_worker(worker), m_runIds(runIds), m_sink(sink), m_ended(runIds.size(), false)
+    {
+    }
+
+    void on_phase(mixlab::GroupPhase phase, int run) override
+    {
+        if (const auto p = workerPhase(phase)) emit m_worker.phaseStarted(*p, run);
+    }
+    void on_prepared(const mixlab::GroupFacts &facts) override
+    {
+        RunContext context;
+        context.input = facts.graph.input;
+        context.classes = facts.graph.classes;
+        context.datasetName = QString::fromStdString(facts.dataset_name);
+        context.datasetSource = QString::fromStdString(facts.dataset_source);
+        context.environment = facts.environment;
+        for (int id : m_runIds) emit m_worker.runPrepared(id, context);
+    }
+    void on_run_started(int run, const mixlab::RunStart &start) override
+    {
+        emit m_worker.runStarted(idOf(run), start.total_steps, double(start.device_bytes) / 1e6);
+    }
+    void on_run_finished(int run, const mixlab::RunSummary &summary) override
+    {
+        m_sink.flush();
+        m_ended[std::size_t(run)] = true;
+        emit m_worker.runFinished(idOf(run), summary, summary.stopped);
+    }
+    void on_run_failed(int run, const std::string &message) override
+    {
+        failed(run, QString::fromStdString(message));
+    }
+    void on_run_profiled(int run, const mixlab::StepProfile &profile) override
+    {
+        emit m_worker.runProfiled(idOf(run), profile);
+    }
+
+    // Ends every run the group did not end (it threw: nothing should, but a slot must not
+    // let an exception out, and a run left open would stay "running" in the window).
+    void failRest(const QString &message)
+    {
+        for (std::size_t i = 0; i < m_ended.size(); ++i)
+            if (!m_ended[i]) failed(int(i), message);
+    }
+
+private:
+    int idOf(int run) const { return m_runIds[std::size_t(run)]; }
+    void failed(int run, const QString &message)
+    {
+        m_sink.flush();
+        m_ended[std::size_t(run)] = true;
+        emit m_worker.runFailed(idOf(run), message);
+    }
+
+    TrainingWorker &m_worker;
+    const std::vector<int> &m_runIds;
+    BatchingSink &m_sink;
+    std::vector<bool> m_ended;
+};
+
+// One line for the group's profiling pass, on its first run (the pass is the group's, not
+// a run's): each run's profile or why it has none, and whether a stop cut the pass short.
+// Nothing when there was no pass (a run stopped, or the job failed before training).
+void logProfilingPass(const TrainingJob &job, const mixlab::GroupOutcome &outcome,
+                      BatchingSink &sink)
 {
-    DiscardSink discard;
     QStringList parts;
     std::int64_t step = 0;
-    bool cut = false;
-    for (std::size_t i = 0; i < runs.size() && i < runIds.size(); ++i) {
-        if (!runs[i]) continue; // failed during training: nothing left to profile
-        mixlab::TrainingRun &run = *runs[i];
-        const QString policy = QString::fromUtf8(mixlab::policy_name(run.config().policy));
-        step = std::max<std::int64_t>(step, run.steps_done());
-        if (stop.stop_requested()) {
-            cut = true;
-            break;
-        }
-        emit worker.phaseStarted(TrainingWorker::Phase::Profiling, int(i));
-        try {
-            const mixlab::StepProfile p =
-                run.profile(discard, i < summaries.size() ? profileStepsFor(summaries[i])
-                                                          : TrainingWorker::k_profileSteps);
+    for (std::size_t i = 0; i < outcome.runs.size(); ++i) {
+        const mixlab::RunOutcome &r = outcome.runs[i];
+        const QString policy = policyText(job.runs[i].policy);
+        if (r.status != mixlab::RunOutcome::Status::Failed)
+            step = std::max(step, r.summary.steps);
+        if (r.profile)
             parts << QStringLiteral("%1 %2 ms device, %3 ms wall a step")
-                         .arg(policy, msText(p.step_ms), msText(p.wall_ms));
-            emit worker.runProfiled(runIds[i], p);
-        } catch (const std::exception &e) {
-            parts << QStringLiteral("%1 failed: %2").arg(policy, messageOf(e));
-        }
+                         .arg(policy, msText(r.profile->step_ms), msText(r.profile->wall_ms));
+        else if (!r.profile_failure.empty())
+            parts << QStringLiteral("%1 failed: %2")
+                         .arg(policy, QString::fromStdString(r.profile_failure));
     }
-    if (parts.isEmpty() && !cut) return;
-    // One line for the group, on its first run: the pass is the group's, not a run's.
+    if (parts.isEmpty() && !outcome.profiling_cut) return;
     QString text = QStringLiteral("profiling pass (up to %1 marked + %1 timed steps per run after "
                                   "the timed ones, not logged): %2")
                        .arg(TrainingWorker::k_profileSteps)
                        .arg(parts.isEmpty() ? QStringLiteral("none") : parts.join(QStringLiteral("; ")));
-    if (cut) text += QStringLiteral("; stopped before the rest");
-    log.on_event(0, mixlab::RunEvent{mixlab::RunEvent::Kind::Info, step, text.toStdString()});
-    log.flush();
+    if (outcome.profiling_cut) text += QStringLiteral("; stopped before the rest");
+    sink.on_event(0, mixlab::RunEvent{mixlab::RunEvent::Kind::Info, step, text.toStdString()});
+    sink.flush();
 }
 
 } // namespace
@@ -169,11 +210,7 @@ void TrainingWorker::resetStop() { m_stop.reset(); }
 
 void TrainingWorker::runJob(const TrainingJob &job)
 {
-    const std::stop_token stop = m_stop.token();
     const std::size_t n = job.runIds.size();
-    BatchingSink sink(*this, job.runIds, m_sinkHook);
-    std::vector<bool> ended(n, false);
-
     if (job.runs.size() != n || n == 0) {
         for (std::size_t i = 0; i < n; ++i)
             emit runFailed(job.runIds[i], QStringLiteral("internal error: the job has %1 run "
@@ -184,158 +221,18 @@ void TrainingWorker::runJob(const TrainingJob &job)
         return;
     }
 
-    // Stopped before training began (stop pressed at once, during the data loading or
-    // planning, or the window closing): every run not yet ended is marked stopped with
-    // nothing done. Checked between the setup phases, each of which may take seconds
-    // (a large dataset, a large model's parameters).
-    auto endStoppedSetup = [&] {
-        sink.flush();
-        mixlab::RunSummary none;
-        none.stopped = true;
-        for (std::size_t i = 0; i < n; ++i)
-            if (!ended[i]) {
-                ended[i] = true;
-                emit runFinished(job.runIds[i], none, true);
-            }
-    };
-    if (stop.stop_requested()) {
-        endStoppedSetup();
-        emit jobFinished();
-        return;
-    }
-
-    // Which run was being set up when an exception left, so the message says whose
-    // fault it was; -1 once training is under way (each run then fails on its own).
-    int settingUp = -1;
-    auto failAll = [&](const QString &message) {
-        std::vector<QString> texts(n, message);
-        if (settingUp >= 0) {
-            const QString culprit = QString::fromUtf8(
-                mixlab::policy_name(job.runs[std::size_t(settingUp)].policy));
-            for (std::size_t i = 0; i < n; ++i)
-                if (std::size_t(settingUp) != i)
-                    texts[i] = QStringLiteral("not run: the %1 run of this group could not "
-                                              "start: %2").arg(culprit, message);
-        }
-        // Recorded like the CLI records it, so an exported log carries the reason too.
-        for (std::size_t i = 0; i < n; ++i)
-            if (!ended[i])
-                sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Error,
-                                                       0, texts[i].toStdString()});
-        sink.flush();
-        for (std::size_t i = 0; i < n; ++i) {
-            if (ended[i]) continue;
-            ended[i] = true;
-            emit runFailed(job.runIds[i], texts[i]);
-        }
-    };
-
-    struct StoppedInSetup {};
-    auto checkStop = [&stop] {
-        if (stop.stop_requested()) throw StoppedInSetup{};
-    };
+    BatchingSink sink(*this, job.runIds, m_sinkHook);
+    JobObserver observer(*this, job.runIds, sink);
     try {
-        const mixlab::RunConfig &first = job.runs.front();
-        emit phaseStarted(Phase::OpeningDevice, -1);
-        // Declared in this order so they are destroyed runs first, backend last.
-        std::unique_ptr<mixlab::Backend> backend = mixlab::make_backend(first.device);
-        checkStop();
-        emit phaseStarted(Phase::LoadingData, -1);
-        const mixlab::Dataset data = mixlab::load_dataset(first.dataset, first.seed);
-        checkStop();
-        emit phaseStarted(Phase::BuildingGraph, -1);
-        const mixlab::Shape input{{data.height, data.width, data.channels}};
-        const mixlab::Graph graph = mixlab::build_graph(job.model, input, data.classes);
-
-        RunContext context;
-        context.input = input;
-        context.classes = data.classes;
-        context.datasetName = QString::fromStdString(data.name);
-        context.datasetSource = QString::fromStdString(data.source);
-        context.environment = mixlab::describe_environment(backend->info());
-        for (int id : job.runIds) emit runPrepared(id, context);
-        checkStop();
-
-        mixlab::DeviceDataset deviceData(data, *backend);
-        std::vector<std::unique_ptr<mixlab::TrainingRun>> runs;
-        for (std::size_t i = 0; i < n; ++i) {
-            // Between two runs' setups too: each allocates and plans its whole network.
-            checkStop();
-            settingUp = int(i);
-            emit phaseStarted(Phase::Planning, int(i));
-            runs.push_back(std::make_unique<mixlab::TrainingRun>(graph, job.runs[i], deviceData,
-                                                                 *backend, int(i)));
-            runs.back()->set_stop_token(stop);
-        }
-        settingUp = -1;
-        for (std::size_t i = 0; i < n; ++i)
-            emit runStarted(job.runIds[i], runs[i]->total_steps(),
-                            double(runs[i]->device_bytes()) / 1e6);
-        emit phaseStarted(Phase::Training, -1);
-
-        // One step of each run in turn (mixlab::train_lockstep's order, and train()'s for
-        // a single run), but a run that throws ends alone: an out-of-memory error in one
-        // policy's step must not take the other runs of the compare with it. Its run is
-        // destroyed at once, giving its memory back to the runs that go on.
-        auto failRun = [&](std::size_t i, const QString &message) {
-            const std::int64_t step = runs[i] ? runs[i]->steps_done() + 1 : 0;
-            // The steps before the fault did train: report those still in flight so the
-            // curve reaches the fault. What failed may be the run's own state, so a second
-            // error here is dropped; the first one is the one the user needs.
-            try {
-                if (runs[i]) runs[i]->finish(sink, true);
-            } catch (...) {
-            }
-            runs[i].reset();
-            sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Error, step,
-                                                   message.toStdString()});
-            sink.flush(); // the steps before the failure reach the store before its status
-            ended[i] = true;
-            emit runFailed(job.runIds[i], message);
-        };
-        bool stopped = false;
-        for (;;) {
-            bool any = false;
-            for (std::size_t i = 0; i < n; ++i) {
-                if (ended[i] || runs[i]->finished()) continue;
-                if (stop.stop_requested()) {
-                    stopped = true;
-                    break;
-                }
-                try {
-                    runs[i]->step(sink);
-                } catch (const std::exception &e) {
-                    failRun(i, messageOf(e));
-                }
-                any = true;
-            }
-            if (stopped || !any) break;
-        }
-        std::vector<mixlab::RunSummary> summaries(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            if (ended[i]) continue;
-            try {
-                summaries[i] = runs[i]->finish(sink, stopped);
-            } catch (const std::exception &e) {
-                failRun(i, messageOf(e));
-            }
-        }
-        sink.flush();
-        bool anyStopped = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (ended[i]) continue;
-            ended[i] = true;
-            anyStopped = anyStopped || summaries[i].stopped;
-            emit runFinished(job.runIds[i], summaries[i], summaries[i].stopped);
-        }
-        // A failed run leaves the others a group still worth profiling; a stop does not.
-        if (!anyStopped) profileRuns(*this, runs, summaries, job.runIds, stop, sink);
-    } catch (const StoppedInSetup &) {
-        endStoppedSetup(); // the runs set up so far are freed by now
+        mixlab::RunGroupOptions options;
+        options.profile_steps = k_profileSteps;
+        options.profile_seconds = k_profileSeconds;
+        mixlab::RunGroup group(job.model, job.runs, options);
+        logProfilingPass(job, group.run(sink, observer, m_stop.token()), sink);
     } catch (const std::exception &e) {
-        failAll(messageOf(e));
+        observer.failRest(QString::fromUtf8(e.what()));
     } catch (...) {
-        failAll(QStringLiteral("unknown error in the training thread"));
+        observer.failRest(QStringLiteral("unknown error in the training thread"));
     }
     emit jobFinished();
 }

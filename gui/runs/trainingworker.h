@@ -1,6 +1,7 @@
 // TrainingWorker: training on the app's worker thread (RunController's, shared with
 // MaxBatchWorker). One job = one model and one run config under one or several policies (a
-// compare group, trained in lockstep). It owns every engine object; the GUI sees values.
+// compare group, trained in lockstep by the engine's mixlab::RunGroup, which the worker
+// owns for the job); the GUI sees values.
 #pragma once
 #include "runs/jobstop.h"
 #include "runs/workermessages.h"
@@ -27,6 +28,9 @@ public:
     // Steps of the profiling pass that follows a job's timed steps (as `mixlab-cli
     // explain` runs it): this many marked, then as many unmarked for the wall time.
     static constexpr int k_profileSteps = 10;
+    // Fewer for slow steps, so that a run's pass takes about this long (a 300 ms CPU step
+    // would otherwise keep the user waiting 10 s per run after every job).
+    static constexpr double k_profileSeconds = 2.0;
 
     // Test hook, called on the worker thread for everything the trainer reports (what:
     // "step", "epoch" or "event"; step: the step's number, or the event's) before it is
@@ -38,8 +42,8 @@ public slots:
     void runJob(const TrainingJob &job); // blocks the worker thread until the job ends
 
 signals:
-    // Emitted on the worker thread as the job enters each phase; runIndex is the run being
-    // planned (Planning, Profiling) or -1 for the whole job.
+    // Emitted on the worker thread as the job enters each phase (the group's GroupPhase);
+    // runIndex is the run being planned or profiled (Planning, Profiling), -1 otherwise.
     void phaseStarted(TrainingWorker::Phase phase, int runIndex);
     // Device opened and data loaded (before runStarted): shape, classes, machine.
     void runPrepared(int runId, const RunContext &context);

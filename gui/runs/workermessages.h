@@ -1,5 +1,5 @@
 // What crosses between the app's worker thread and the GUI thread: the jobs RunController
-// queues (TrainingJob, MaxBatchSearch) and everything the workers send back. Plain values
+// queues (TrainingJob, SearchJob) and everything the workers send back. Plain values
 // only: no engine object, store, widget or controller is ever shared between the threads.
 #pragma once
 #include "mixlab/environment.h"
@@ -55,7 +55,7 @@ struct RunContext {
 
 // One search: the model and run settings (dataset, device, seed, optimizer...; batch and
 // steps are the search's) under each policy in turn, with the search's options.
-struct MaxBatchSearch {
+struct SearchJob {
     mixlab::ModelSpec model;
     mixlab::RunConfig config;
     std::vector<mixlab::Policy> policies; // the first one is the base of the ratios
@@ -74,7 +74,7 @@ Q_DECLARE_METATYPE(MetricsBatch)
 Q_DECLARE_METATYPE(mixlab::RunSummary)
 Q_DECLARE_METATYPE(RunContext)
 Q_DECLARE_METATYPE(mixlab::StepProfile)
-Q_DECLARE_METATYPE(MaxBatchSearch)
+Q_DECLARE_METATYPE(SearchJob)
 Q_DECLARE_METATYPE(MaxBatchContext)
 Q_DECLARE_METATYPE(mixlab::BatchTrial)
 Q_DECLARE_METATYPE(mixlab::MaxBatchResult)
@@ -87,7 +87,7 @@ inline void registerWorkerMessages()
     qRegisterMetaType<mixlab::RunSummary>();
     qRegisterMetaType<RunContext>();
     qRegisterMetaType<mixlab::StepProfile>();
-    qRegisterMetaType<MaxBatchSearch>();
+    qRegisterMetaType<SearchJob>();
     qRegisterMetaType<MaxBatchContext>();
     qRegisterMetaType<mixlab::BatchTrial>();
     qRegisterMetaType<mixlab::MaxBatchResult>();

@@ -324,8 +324,9 @@ private slots:
 
     // Out of memory at the CPU backend's 20th training step (its test hook,
     // core/src/backends/fault_injection.h): in lockstep that is mixed_fp16's 10th. That run
-    // ends alone, as in the app (tests/gui/tst_run_faults.cpp): fp32 trains its 40 steps, the
-    // log holds both runs with the failed one's error, stderr names it, the exit status is 1.
+    // ends alone, as in the app (tests/gui/tst_run_faults.cpp; tst_cli_agreement compares
+    // the two logs): fp32 trains its 40 steps, the log holds both runs with the failed one's
+    // error, stderr names it, the exit status is 1.
     void compareRunFailsAlone()
     {
         const QString json = m_dir.filePath("failing.json"), csv = m_dir.filePath("failing.csv");
@@ -359,7 +360,8 @@ private slots:
     }
 
     // The synthetic test split is the engine's rule (synthetic_test_size: a fifth, rounded
-    // up): 512 training samples come with 103 test samples.
+    // up): 512 training samples come with 103 test samples (the app's too:
+    // tests/gui/tst_cli_agreement.cpp).
     void syntheticSplitFollowsTheEngine()
     {
         const CliResult r = run({"train", "--model", m_tiny, "--dataset", "synthetic",

@@ -1,5 +1,6 @@
 // The max-batch finder: the search against fake trials (where the largest batch is
-// known), its bounds and robustness, and real trials of a small MLP on the CPU backend.
+// known), its bounds and robustness, a stop between trials, and real trials of a small
+// MLP on the CPU backend.
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <stop_token>
 #include <stdexcept>
 
 using namespace mixlab;
@@ -101,6 +103,7 @@ private slots:
     void search_rejects_bad_options_data();
     void search_rejects_bad_options();
     void search_passes_other_errors_on();
+    void stopped_search_keeps_what_it_found();
     void json_holds_the_curve();
     void real_trial_on_cpu();
     void real_search_on_cpu_is_bounded_by_the_dataset();
@@ -258,6 +261,44 @@ void TestMaxBatch::search_passes_other_errors_on()
         return t;
     };
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, find_max_batch(trial, o));
+}
+
+// search_max_batch: unstopped it is find_max_batch; a stop requested during the trial at
+// batch 64 lets that trial finish and count, runs no other, and answers from the trials
+// seen (sorted by batch, the largest that fitted), as partial_max_batch_result does.
+void TestMaxBatch::stopped_search_keeps_what_it_found()
+{
+    MaxBatchOptions o;
+    o.start = 16;
+    o.limit = 4096;
+    FakeTrials whole{[](int b) { return b <= 1000; }, {}};
+    const MaxBatchSearch complete = search_max_batch(std::ref(whole), o, {});
+    QVERIFY(complete.complete);
+    FakeTrials again{[](int b) { return b <= 1000; }, {}};
+    const MaxBatchResult direct = find_max_batch(std::ref(again), o);
+    QCOMPARE(complete.result.largest_fit, direct.largest_fit);
+    QCOMPARE(complete.result.trials.size(), direct.trials.size());
+
+    std::stop_source stop;
+    FakeTrials fake{[](int b) { return b <= 1000; }, {}};
+    const auto trial = [&](int batch) {
+        if (batch == 64) stop.request_stop();
+        return fake(batch);
+    };
+    const MaxBatchSearch cut = search_max_batch(trial, o, stop.get_token());
+    QVERIFY(!cut.complete);
+    QCOMPARE(fake.calls, (std::vector<int>{16, 32, 64}));
+    QCOMPARE(cut.result.trials.size(), std::size_t(3));
+    QCOMPARE(cut.result.trials.back().batch, 64);
+    QCOMPARE(cut.result.largest_fit, 64);
+    QCOMPARE(cut.result.first_failure, 0);
+
+    // Stopped before it began: no trial at all.
+    FakeTrials none{[](int) { return true; }, {}};
+    const MaxBatchSearch early = search_max_batch(std::ref(none), o, stop.get_token());
+    QVERIFY(!early.complete);
+    QVERIFY(none.calls.empty());
+    QCOMPARE(early.result.largest_fit, 0);
 }
 
 void TestMaxBatch::json_holds_the_curve()

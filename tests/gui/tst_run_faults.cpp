@@ -12,6 +12,7 @@
 
 #include "mixlab/backend.h"
 
+#include "env_scope.h"
 #include "one_omp_thread_main.h"
 
 #include <QCheckBox>
@@ -30,6 +31,7 @@
 #include "test_models.h"
 
 using namespace mixlab;
+using mixlab::test::EnvScope;
 
 namespace {
 
@@ -56,12 +58,6 @@ RunConfig cpuConfig(Policy policy, std::int64_t steps, int batch = 32)
     c.seed = 11;
     return c;
 }
-
-struct EnvScope {
-    QByteArray name;
-    EnvScope(const char *n, qint64 value) : name(n) { qputenv(n, QByteArray::number(value)); }
-    ~EnvScope() { qunsetenv(name.constData()); }
-};
 
 bool hasEvent(const RunRecord &r, RunEvent::Kind kind, const QString &part, std::int64_t step = -1)
 {
@@ -140,7 +136,8 @@ void TestRunFaults::outOfMemoryAtSetup()
 // Out of memory at the 10th step of the second run of a compare (the hook counts the
 // backend's training steps: in lockstep the second run's k-th step is the 2k-th): that
 // run fails with the step named and keeps its first 9 steps; the first run trains to its
-// end and is profiled; both export as a compare log that carries the error.
+// end and is profiled; both export as a compare log that carries the error (the CLI's
+// log of the same compare is the same: tst_cli_agreement).
 void TestRunFaults::outOfMemoryMidCompare()
 {
     RunStore store;
@@ -358,10 +355,10 @@ void TestRunFaults::stopAtEveryPhase()
 // message; then a second search, stopped as its first trial lands, ends within k_promptMs.
 void TestRunFaults::maxBatchSearchUnderLimitAndStop()
 {
-    // The dialog makes synthetic data of 4x the search limit: 4096 + 256 samples of 3 KB
-    // (13.4 MB with labels and the test order); 7.5 MB more holds batch 256 (its input is
-    // 3.1 MB, 6.3 MB with its gradient, parameters and state 0.6 MB) but not batch 1024
-    // (12.6 MB of input alone).
+    // The search makes synthetic data of 4x the search limit (size_synthetic_for_search):
+    // 4096 + 256 samples of 3 KB (13.4 MB with labels and the test order); 7.5 MB more
+    // holds batch 256 (its input is 3.1 MB, 6.3 MB with its gradient, parameters and state
+    // 0.6 MB) but not batch 1024 (12.6 MB of input alone).
     EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", 13'374'720 + 7'500'000);
     MaxBatchJob job;
     job.model = test::tiny_mlp({.hidden = 16});

@@ -62,9 +62,9 @@ BatchTrial fittingTrial(int batch, int ms = 0)
     return t;
 }
 
-MaxBatchSearch fakeSearch(std::vector<Policy> policies, int start, int limit)
+SearchJob fakeSearch(std::vector<Policy> policies, int start, int limit)
 {
-    MaxBatchSearch s;
+    SearchJob s;
     s.model = tinyMlp();
     s.config = cpuConfig(Policy::FP32, 0);
     s.policies = std::move(policies);
@@ -498,8 +498,8 @@ void TestWorker::searchStopsBetweenTrials()
 
 void TestWorker::searchStoppedBeforeItBegins()
 {
-    // A real CPU search stopped before it began: it opens the device, then ends stopped
-    // before loading the data or trying a batch.
+    // A real CPU search stopped before it began: it ends stopped before opening the device
+    // (RunGroup::prepare checks first), loading the data or trying a batch.
     MaxBatchWorker worker;
     QSignalSpy prepared(&worker, &MaxBatchWorker::searchPrepared);
     QSignalSpy started(&worker, &MaxBatchWorker::trialStarted);
@@ -514,10 +514,11 @@ void TestWorker::searchStoppedBeforeItBegins()
     QCOMPARE(finished.count(), 1);
     QCOMPARE(finished.at(0).at(0).toBool(), true);
 
-    // Unstopped, the same real search opens the device and the data sized for it (4x the
-    // limit of synthetic samples) and finds the limit.
+    // Unstopped, the same real search opens the device and the data sized for it (the
+    // engine's size_synthetic_for_search: 4x the limit of synthetic samples) and finds the
+    // limit.
     QSignalSpy done(&worker, &MaxBatchWorker::policyDone);
-    MaxBatchSearch search = fakeSearch({Policy::FP32}, 8, 64);
+    SearchJob search = fakeSearch({Policy::FP32}, 8, 64);
     search.options.warmup_steps = 1;
     search.options.timed_steps = 1;
     worker.resetStop();

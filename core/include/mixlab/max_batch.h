@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,19 @@ MaxBatchResult partial_max_batch_result(std::vector<BatchTrial> trials);
 // below the smallest failure seen above it. Exceptions from `trial` propagate.
 MaxBatchResult find_max_batch(const std::function<BatchTrial(int batch)>& trial,
                               const MaxBatchOptions& options);
+
+// A search that a stop can end between trials: complete, or stopped with what the trials
+// so far found (partial_max_batch_result).
+struct MaxBatchSearch {
+    MaxBatchResult result;
+    bool complete = false;
+};
+
+// find_max_batch with `stop` checked before every trial: once it is requested no further
+// trial runs and the answer is the partial one. RunGroup::search_max_batch runs the real
+// trials through it; a front end's test double can run fake ones.
+MaxBatchSearch search_max_batch(const std::function<BatchTrial(int batch)>& trial,
+                                const MaxBatchOptions& options, std::stop_token stop);
 
 // The real trial: a TrainingRun of `graph` under `config` (its policy, optimizer, seed,
 // data; its batch size and step count replaced) at `batch` on `backend`, with

@@ -136,13 +136,6 @@ struct RunGroupOptions {
 // The profiling steps for a run that trained with `summary` under `options`.
 int profile_steps_for(const RunSummary& summary, const RunGroupOptions& options);
 
-// A max-batch search of one run's config: complete, or stopped between trials with what
-// the trials so far found (partial_max_batch_result).
-struct MaxBatchSearch {
-    MaxBatchResult result;
-    bool complete = false;
-};
-
 class RunGroup {
 public:
     // One run per config (at least one; InputError otherwise), all training `model`.

@@ -1,5 +1,5 @@
-// The max-batch search (doubling, then bisection on a tensor-core-friendly grid), what a
-// stopped search found so far, the synthetic data sized to a search, and the JSON form;
+// The max-batch search (doubling, then bisection on a tensor-core-friendly grid), the
+// same search ended by a stop between trials and what it found so far, the synthetic data sized to a search, and the JSON form;
 // what one trial does is the caller's.
 #include "mixlab/max_batch.h"
 
@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace mixlab {
 
@@ -137,6 +139,24 @@ bool size_synthetic_for_search(DatasetOptions& ds, const MaxBatchOptions& o)
                                k_search_synthetic_cap);
     ds.synthetic_test = std::min<std::int64_t>(k_search_synthetic_test, ds.synthetic_train);
     return true;
+}
+
+MaxBatchSearch search_max_batch(const std::function<BatchTrial(int batch)>& trial,
+                                const MaxBatchOptions& options, std::stop_token stop)
+{
+    struct Stopped {};
+    std::vector<BatchTrial> seen;
+    const auto stoppable = [&](int batch) {
+        if (stop.stop_requested()) throw Stopped{};
+        BatchTrial t = trial(batch);
+        seen.push_back(t);
+        return t;
+    };
+    try {
+        return MaxBatchSearch{find_max_batch(stoppable, options), true};
+    } catch (const Stopped&) {
+        return MaxBatchSearch{partial_max_batch_result(std::move(seen)), false};
+    }
 }
 
 MaxBatchResult partial_max_batch_result(std::vector<BatchTrial> trials)

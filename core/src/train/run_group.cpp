@@ -365,21 +365,13 @@ MaxBatchSearch RunGroup::search_max_batch(int run, const MaxBatchOptions& option
 {
     require_prepared("a max-batch search");
     observer.on_phase(GroupPhase::Searching, run);
-    struct Stopped {};
-    std::vector<BatchTrial> seen;
     const auto trial = [&](int batch) {
-        if (stop.stop_requested()) throw Stopped{};
         observer.on_trial_started(run, batch);
         BatchTrial t = try_batch(run, batch, options);
-        seen.push_back(t);
         observer.on_trial(run, t);
         return t;
     };
-    try {
-        return MaxBatchSearch{find_max_batch(trial, options), true};
-    } catch (const Stopped&) {
-        return MaxBatchSearch{partial_max_batch_result(std::move(seen)), false};
-    }
+    return mixlab::search_max_batch(trial, options, std::move(stop));
 }
 
 } // namespace mixlab
