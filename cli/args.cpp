@@ -28,8 +28,7 @@ std::string range_text(double min, double max)
 
 ArgParser::ArgParser(std::string usage, std::string description)
     : m_usage(std::move(usage)), m_description(std::move(description))
-{
-}
+{}
 
 void ArgParser::add_option(const std::string& name, const std::string& value_name,
                            const std::string& help)
@@ -86,10 +85,9 @@ void ArgParser::parse(const std::vector<std::string>& args)
         const std::string name = arg.substr(0, eq);
         const Spec* spec = find(name);
         if (!spec)
-            throw InputError("unknown option " + quoted(name) + "; valid options: " +
-                             valid_options());
-        if (m_values.count(name))
-            throw InputError("option " + name + " is given more than once");
+            throw InputError("unknown option " + quoted(name) +
+                             "; valid options: " + valid_options());
+        if (m_values.count(name)) throw InputError("option " + name + " is given more than once");
         std::string value;
         if (spec->takes_value) {
             if (eq != std::string::npos) {
@@ -125,7 +123,8 @@ std::string ArgParser::help_text() const
         left.resize(k_column, ' ');
         out += "  " + left + "  " + help + "\n";
     };
-    for (const Spec& s : m_specs) line(s.takes_value ? s.name + " " + s.value_name : s.name, s.help);
+    for (const Spec& s : m_specs)
+        line(s.takes_value ? s.name + " " + s.value_name : s.name, s.help);
     line("--help", "print this help and exit");
     return out;
 }
@@ -199,9 +198,10 @@ std::int64_t parse_integer(std::string_view what, std::string_view text, std::in
     std::int64_t out = 0;
     const char* end = text.data() + text.size();
     const auto r = std::from_chars(text.data(), end, out);
-    const std::string range = max == std::numeric_limits<std::int64_t>::max()
-                                  ? "at least " + std::to_string(min)
-                                  : "between " + std::to_string(min) + " and " + std::to_string(max);
+    const std::string range =
+        max == std::numeric_limits<std::int64_t>::max()
+            ? "at least " + std::to_string(min)
+            : "between " + std::to_string(min) + " and " + std::to_string(max);
     if (r.ec == std::errc::result_out_of_range)
         throw InputError(std::string(what) + " must be " + range + ", got " + std::string(text));
     if (r.ec != std::errc() || r.ptr != end)
@@ -217,7 +217,8 @@ double parse_real(std::string_view what, std::string_view text, double min, doub
     const char* end = text.data() + text.size();
     // from_chars accepts "nan" and "inf"; those are refused below as not finite.
     const auto r = std::from_chars(text.data(), end, out);
-    if (r.ec == std::errc::result_out_of_range || (r.ec == std::errc() && r.ptr == end && !std::isfinite(out)))
+    if (r.ec == std::errc::result_out_of_range ||
+        (r.ec == std::errc() && r.ptr == end && !std::isfinite(out)))
         throw InputError(std::string(what) + " must be a finite number, got " + quoted(text));
     if (r.ec != std::errc() || r.ptr != end)
         throw InputError(std::string(what) + " expects a number, got " + quoted(text));
@@ -233,9 +234,8 @@ std::vector<std::string> split_list(std::string_view what, std::string_view text
     std::size_t start = 0;
     while (true) {
         const auto comma = text.find(',', start);
-        const std::string_view item = text.substr(start, comma == std::string_view::npos
-                                                             ? std::string_view::npos
-                                                             : comma - start);
+        const std::string_view item = text.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
         if (item.empty())
             throw InputError(std::string(what) + ": empty item in " + quoted(text) +
                              " (expected a comma-separated list such as fp32,mixed_fp16)");

@@ -29,7 +29,7 @@ public:
     bool help_requested() const { return m_help; }
     std::string help_text() const;
 
-    bool has(const std::string& name) const;  // given on the command line
+    bool has(const std::string& name) const; // given on the command line
     bool flag(const std::string& name) const;
     std::optional<std::string> value(const std::string& name) const;
     std::string value_or(const std::string& name, const std::string& fallback) const;

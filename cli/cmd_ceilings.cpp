@@ -21,8 +21,7 @@ namespace {
 std::string tflops_text(double v)
 {
     char text[48];
-    if (v <= 0)
-        return "not supported";
+    if (v <= 0) return "not supported";
     if (v >= 1)
         std::snprintf(text, sizeof text, "%.1f TFLOP/s", v);
     else // the CPU backend: TFLOP/s would print as 0.0
@@ -41,14 +40,16 @@ std::string gbs_text(double v)
 
 int cmd_ceilings(int argc, char** argv)
 {
-    ArgParser parser("mixlab-cli ceilings [--device auto|cpu|cuda] [--refresh] [--json] [--cache FILE]",
-                     "The device's capability facts and its ceilings: large-GEMM TFLOP/s per "
-                     "precision and device copy GB/s, measured once per device (a few seconds) "
-                     "and cached; the roofline the explain command compares layers with.");
+    ArgParser parser(
+        "mixlab-cli ceilings [--device auto|cpu|cuda] [--refresh] [--json] [--cache FILE]",
+        "The device's capability facts and its ceilings: large-GEMM TFLOP/s per "
+        "precision and device copy GB/s, measured once per device (a few seconds) "
+        "and cached; the roofline the explain command compares layers with.");
     parser.add_option("--device", "CHOICE", "auto (default), cpu or cuda");
     parser.add_flag("--refresh", "measure again even when the cache holds this device");
     parser.add_flag("--json", "print one JSON object instead of text");
-    parser.add_option("--cache", "FILE", "the cache file (default " + default_ceilings_cache_path() + ")");
+    parser.add_option("--cache", "FILE",
+                      "the cache file (default " + default_ceilings_cache_path() + ")");
     parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
@@ -60,7 +61,8 @@ int cmd_ceilings(int argc, char** argv)
     const DeviceInfo info = backend->info();
 
     if (!parser.flag("--json") && (parser.flag("--refresh") || !cached_ceilings(info, cache))) {
-        std::fprintf(stderr, "measuring the ceilings of %s (a few seconds)...\n", info.name.c_str());
+        std::fprintf(stderr, "measuring the ceilings of %s (a few seconds)...\n",
+                     info.name.c_str());
         std::fflush(stderr);
     }
     CeilingsRequest request;
@@ -77,8 +79,8 @@ int cmd_ceilings(int argc, char** argv)
         std::printf("%s\n", doc.dump(2).c_str());
     } else {
         std::printf("%s", describe_capabilities(info).c_str());
-        std::printf("\nceilings (%s %s):\n",
-                    c.from_cache ? "cached, measured" : "measured now,", c.measured_at.c_str());
+        std::printf("\nceilings (%s %s):\n", c.from_cache ? "cached, measured" : "measured now,",
+                    c.measured_at.c_str());
         std::printf("  fp32 GEMM (no TF32)  %s\n", tflops_text(c.fp32_tflops).c_str());
         std::printf("  tf32 GEMM            %s\n", tflops_text(c.tf32_tflops).c_str());
         std::printf("  fp16 GEMM            %s\n", tflops_text(c.fp16_tflops).c_str());

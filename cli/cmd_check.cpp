@@ -25,7 +25,8 @@ int cmd_check(int argc, char** argv)
     parser.add_option("--filter", "SUBSTR", "run only the checks whose name contains SUBSTR");
     parser.add_option("--seed", "N", "seed of the random inputs (default 1)");
     parser.add_option("--json", "FILE", "also write every result as JSON to FILE");
-    parser.add_flag("--plans", "list the GEMM plans (fused or not) and convolution plans (algorithms, tensor cores) the CUDA backend built");
+    parser.add_flag("--plans", "list the GEMM plans (fused or not) and convolution plans "
+                               "(algorithms, tensor cores) the CUDA backend built");
     parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
@@ -49,7 +50,8 @@ int cmd_check(int argc, char** argv)
                 static_cast<unsigned long long>(seed));
     std::fflush(stdout);
 
-    const std::vector<CheckResult> results = run_backend_checks(*reference, *candidate, seed, filter);
+    const std::vector<CheckResult> results =
+        run_backend_checks(*reference, *candidate, seed, filter);
     int passed = 0, failed = 0;
     nlohmann::json items = nlohmann::json::array();
     for (const CheckResult& r : results) {
@@ -68,19 +70,17 @@ int cmd_check(int argc, char** argv)
     nlohmann::json conv_plans = nlohmann::json::array();
     // The plans come from the CUDA module as text and JSON: this program never links it.
     for (const PlanReport& p : backend_plan_reports(*candidate)) {
-        if (parser.flag("--plans"))
-            std::printf("plan %s\n", p.description.c_str());
+        if (parser.flag("--plans")) std::printf("plan %s\n", p.description.c_str());
         (p.kind == "conv" ? conv_plans : plans).push_back(nlohmann::json::parse(p.json));
     }
 
     if (const auto path = parser.value("--json")) {
-        const nlohmann::json doc = {{"seed", seed},          {"filter", filter},
-                                    {"device", device_info_to_json(info)}, {"results", items},
-                                    {"passed", passed},      {"failed", failed},
-                                    {"gemm_plans", plans}, {"conv_plans", conv_plans}};
+        const nlohmann::json doc = {
+            {"seed", seed},        {"filter", filter},        {"device", device_info_to_json(info)},
+            {"results", items},    {"passed", passed},        {"failed", failed},
+            {"gemm_plans", plans}, {"conv_plans", conv_plans}};
         std::ofstream out(*path);
-        if (!out)
-            throw InputError("--json: cannot write '" + *path + "'");
+        if (!out) throw InputError("--json: cannot write '" + *path + "'");
         out << doc.dump(2) << "\n";
     }
     std::printf("%d passed, %d failed\n", passed, failed);

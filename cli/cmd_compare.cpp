@@ -19,9 +19,7 @@ void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOut
 {
     std::printf("%-12s %12s %10s %10s %10s %12s\n", "policy", "step ms", "speedup", "test acc",
                 "skipped", "loss scale");
-    const auto failed = [&](std::size_t i) {
-        return runs[i].status == RunOutcome::Status::Failed;
-    };
+    const auto failed = [&](std::size_t i) { return runs[i].status == RunOutcome::Status::Failed; };
     const double base = runs.empty() || failed(0) ? 0.0 : runs.front().summary.median_step_ms;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const std::string name(policy_name(configs[i].policy));

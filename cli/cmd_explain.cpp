@@ -60,10 +60,12 @@ void print_phases(const std::vector<RunFacts>& facts)
     const StepProfile& first = *facts.front().profile;
     std::printf("Where the time goes: device ms per step, mean of a %d-step profiling pass "
                 "run %s\n",
-                first.steps, first.replayed ? "as the timed steps ran (one CUDA graph)"
-                                            : "op by op, as the timed steps ran");
+                first.steps,
+                first.replayed ? "as the timed steps ran (one CUDA graph)"
+                               : "op by op, as the timed steps ran");
     std::printf("%-22s", "phase");
-    for (const RunFacts& f : facts) std::printf(" %18s", std::string(policy_name(f.policy)).c_str());
+    for (const RunFacts& f : facts)
+        std::printf(" %18s", std::string(policy_name(f.policy)).c_str());
     std::printf("\n");
     auto row = [&](const char* label, auto value, bool share) {
         std::printf("%-22s", label);
@@ -78,23 +80,30 @@ void print_phases(const std::vector<RunFacts>& facts)
         std::printf("\n");
     };
     for (int ph = 0; ph < k_step_phases; ++ph)
-        row(std::string(step_phase_name(StepPhase(ph))).c_str(),
+        row(
+            std::string(step_phase_name(StepPhase(ph))).c_str(),
             [ph](const StepProfile& p) { return p.phase_ms[std::size_t(ph)]; }, true);
-    row("sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
-    row("profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
-    row("wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
-    row("host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
+    row(
+        "sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
+    row(
+        "profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
+    row(
+        "wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
+    row(
+        "host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
     const bool gpu = std::all_of(facts.begin(), facts.end(), ran_on_gpu);
     if (gpu) {
         std::printf("%-22s", "GPU busy");
-        for (const RunFacts& f : facts) std::printf(" %17.0f%%", 100.0 * f.profile->gpu_busy_fraction);
+        for (const RunFacts& f : facts)
+            std::printf(" %17.0f%%", 100.0 * f.profile->gpu_busy_fraction);
         std::printf("\n");
     }
     std::printf("sum of phases: each phase timed alone between events, added up; profiled step: "
                 "median device time of %d\nunmarked steps run back to back after them, whose "
                 "host wall time gives the overhead (wall minus device time)%s.\nNeither is the "
                 "step time above (%s).\n\n",
-                first.steps, gpu ? " and the GPU's busy share" : "", step_time_definition().c_str());
+                first.steps, gpu ? " and the GPU's busy share" : "",
+                step_time_definition().c_str());
 }
 
 std::string fixed(double v, int decimals)
@@ -120,7 +129,8 @@ void print_layers(const std::vector<RunFacts>& facts, int top, const std::option
         if (!f.profile) continue;
         const StepProfile& p = *f.profile;
         auto floor_ms = [&](const LayerTime& l) {
-            return roofline_floor_ms(l.flops, l.bytes, policy_tflops(*roof, f.policy), roof->copy_gbs);
+            return roofline_floor_ms(l.flops, l.bytes, policy_tflops(*roof, f.policy),
+                                     roof->copy_gbs);
         };
         std::vector<const LayerTime*> order;
         double total = 0;
@@ -141,7 +151,8 @@ void print_layers(const std::vector<RunFacts>& facts, int top, const std::option
             const double ms = l->forward_ms + l->backward_ms;
             // Rates over a few microseconds are event granularity, not throughput.
             const bool timed = ms >= 0.005;
-            const std::string tflops = timed && l->flops > 0 ? fixed(l->flops / (ms * 1e9), 2) : "-";
+            const std::string tflops =
+                timed && l->flops > 0 ? fixed(l->flops / (ms * 1e9), 2) : "-";
             const std::string gbs = timed ? fixed(l->bytes / (ms * 1e6), 0) : "-";
             const std::string floor = roof ? fixed(floor_ms(*l), 3) : "-";
             std::printf("  %-28s %-10s %9.3f %9.3f %5.0f%% %9s %9s %9s  %s\n", l->path.c_str(),
@@ -172,14 +183,14 @@ void print_report(const std::vector<RunFacts>& facts, const std::vector<Explanat
     std::printf("%-12s %12s %10s %10s %12s\n", "policy", "step ms", "speedup", "skipped",
                 "loss scale");
     for (const RunFacts& f : facts) {
-        std::printf("%-12s %12s %10s %10lld %12g\n", std::string(policy_name(f.policy)).c_str(),
-                    format_ms(f.summary.median_step_ms).c_str(),
-                    speedup_text(f, facts.front()).c_str(),
-                    static_cast<long long>(f.summary.skipped_steps),
-                    double(f.summary.final_loss_scale));
+        std::printf(
+            "%-12s %12s %10s %10lld %12g\n", std::string(policy_name(f.policy)).c_str(),
+            format_ms(f.summary.median_step_ms).c_str(), speedup_text(f, facts.front()).c_str(),
+            static_cast<long long>(f.summary.skipped_steps), double(f.summary.final_loss_scale));
     }
     std::printf("step ms: %s; speedup: %s (%s).\n\n", step_time_definition().c_str(),
-                speedup_definition().c_str(), std::string(policy_name(facts.front().policy)).c_str());
+                speedup_definition().c_str(),
+                std::string(policy_name(facts.front().policy)).c_str());
     print_phases(facts);
     print_layers(facts, 12, roof);
     if (ex.empty()) std::printf("Nothing to explain: no rule fired.\n");

@@ -67,11 +67,10 @@ void print_curve(Policy policy, const MaxBatchResult& r, bool complete)
     std::printf("\n%s%s\n", name.c_str(), complete ? "" : " (search interrupted)");
     std::printf("  %8s %12s %12s %10s  %s\n", "batch", "ms/step", "samples/s", "MiB", "result");
     for (const BatchTrial& t : r.trials)
-        std::printf("  %8d %12s %12s %10lld  %s\n", t.batch,
-                    t.fits ? format_ms(t.step_ms).c_str() : "-",
-                    t.fits ? format_throughput(t.batch, t.step_ms).c_str() : "-",
-                    static_cast<long long>((t.device_bytes + (1 << 20) - 1) >> 20),
-                    trial_text(t).c_str());
+        std::printf(
+            "  %8d %12s %12s %10lld  %s\n", t.batch, t.fits ? format_ms(t.step_ms).c_str() : "-",
+            t.fits ? format_throughput(t.batch, t.step_ms).c_str() : "-",
+            static_cast<long long>((t.device_bytes + (1 << 20) - 1) >> 20), trial_text(t).c_str());
     if (!complete) {
         std::printf("  largest batch so far: %d\n", r.largest_fit);
         return;
@@ -116,9 +115,12 @@ void print_ratios(const std::vector<Policy>& policies, const std::vector<MaxBatc
 
 nlohmann::json options_json(const MaxBatchOptions& o)
 {
-    return {{"start", o.start},           {"limit", o.limit},
-            {"multiple", o.multiple},     {"resolution", o.resolution},
-            {"warmup_steps", o.warmup_steps}, {"timed_steps", o.timed_steps}};
+    return {{"start", o.start},
+            {"limit", o.limit},
+            {"multiple", o.multiple},
+            {"resolution", o.resolution},
+            {"warmup_steps", o.warmup_steps},
+            {"timed_steps", o.timed_steps}};
 }
 
 } // namespace
@@ -199,7 +201,8 @@ int cmd_maxbatch(int argc, char** argv)
                 facts.dataset_name.c_str(), static_cast<long long>(facts.train_samples),
                 sized ? (" (sized to " + std::to_string(k_search_synthetic_per_batch) +
                          "x --limit, at most " + std::to_string(k_search_synthetic_cap) +
-                         "; --synthetic-size overrides)").c_str()
+                         "; --synthetic-size overrides)")
+                            .c_str()
                       : "");
     std::printf("search: from batch %d up to %d, bisecting on multiples of %d to within %g%%; "
                 "%d warm-up + %d timed steps per batch; ms/step is mean device time\n",
@@ -220,15 +223,14 @@ int cmd_maxbatch(int argc, char** argv)
             r["policy"] = std::string(policy_name(policies[i]));
             runs.push_back(std::move(r));
         }
-        const nlohmann::json out = {
-            {"format", "mixlab-maxbatch/1"},
-            {"model", in.model_path},
-            {"dataset", facts.dataset_name},
-            {"training_samples", facts.train_samples},
-            {"environment", environment_to_json(env)},
-            {"search", options_json(opt)},
-            {"complete", results.size() == policies.size()},
-            {"policies", std::move(runs)}};
+        const nlohmann::json out = {{"format", "mixlab-maxbatch/1"},
+                                    {"model", in.model_path},
+                                    {"dataset", facts.dataset_name},
+                                    {"training_samples", facts.train_samples},
+                                    {"environment", environment_to_json(env)},
+                                    {"search", options_json(opt)},
+                                    {"complete", results.size() == policies.size()},
+                                    {"policies", std::move(runs)}};
         write_file_atomically(*json_path, out.dump(2) + "\n");
     };
     for (int i = 0; i < group.size(); ++i) {

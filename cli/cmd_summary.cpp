@@ -83,8 +83,9 @@ std::string layer_label(const GraphLayer& l)
     default: break;
     }
     const bool shows_activation = s.type == LayerType::Activation ||
-        ((s.type == LayerType::Dense || s.type == LayerType::Conv2D ||
-          s.type == LayerType::Residual) && s.activation != Activation::None);
+                                  ((s.type == LayerType::Dense || s.type == LayerType::Conv2D ||
+                                    s.type == LayerType::Residual) &&
+                                   s.activation != Activation::None);
     if (shows_activation) add(std::string(activation_name(s.activation)));
     if (!args.empty()) t += "(" + args + ")";
     if (s.force_fp32) t += " fp32";
@@ -272,8 +273,8 @@ int cmd_summary(int argc, char** argv)
     }
     if (!input || !classes) {
         std::fprintf(stderr, "summary: %s%s%s (give --input/--classes or --dataset)\n",
-                     input ? "" : "input 32x32x3 assumed",
-                     !input && !classes ? ", " : "", classes ? "" : "10 classes assumed");
+                     input ? "" : "input 32x32x3 assumed", !input && !classes ? ", " : "",
+                     classes ? "" : "10 classes assumed");
         if (!input) input = k_default_input;
         if (!classes) classes = k_default_classes;
     }

@@ -21,14 +21,14 @@ void print_summary(const RunConfig& c, const Environment& env, const RunSummary&
     std::printf("policy            %s\n", std::string(policy_name(c.policy)).c_str());
     std::printf("loss scaling      %s\n",
                 std::string(loss_scale_mode_name(effective_loss_scale_mode(c))).c_str());
-    std::printf("device            %s (%s)\n", std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str());
+    std::printf("device            %s (%s)\n", std::string(backend_kind_name(env.backend)).c_str(),
+                env.device_name.c_str());
     std::printf("batch             %d\n", c.batch_size);
     std::printf("steps             %lld (%lld skipped)%s\n", static_cast<long long>(s.steps),
                 static_cast<long long>(s.skipped_steps), s.stopped ? ", stopped early" : "");
     std::printf("epochs done       %d\n", s.epochs_done);
-    std::printf("step time         %s ms (%s; mean %s ms)\n",
-                format_ms(s.median_step_ms).c_str(), step_time_definition().c_str(),
-                format_ms(s.mean_step_ms).c_str());
+    std::printf("step time         %s ms (%s; mean %s ms)\n", format_ms(s.median_step_ms).c_str(),
+                step_time_definition().c_str(), format_ms(s.mean_step_ms).c_str());
     std::printf("throughput        %s samples/s\n",
                 format_throughput(c.batch_size, s.median_step_ms).c_str());
     std::printf("wall time         %.2f s\n", s.wall_seconds);

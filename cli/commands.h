@@ -4,7 +4,7 @@
 
 namespace mixlab::cli {
 
-int cmd_train(int argc, char** argv);    // argv[0] is "train"
+int cmd_train(int argc, char** argv); // argv[0] is "train"
 int cmd_compare(int argc, char** argv);
 int cmd_summary(int argc, char** argv);
 int cmd_explain(int argc, char** argv);  // compare, then why precision helped or not

@@ -35,16 +35,17 @@ public:
         // One run (train) prints no "[policy] " prefix.
         const std::string label =
             m_group.log.kind() == RunLog::Kind::Train ? "" : std::string(policy_name(c.policy));
-        m_infos.push_back({label, start.total_steps, start.steps_per_epoch,
-                           c.steps > 0 ? 0 : c.epochs});
+        m_infos.push_back(
+            {label, start.total_steps, start.steps_per_epoch, c.steps > 0 ? 0 : c.epochs});
     }
 
     void on_phase(GroupPhase phase, int run) override
     {
         if (phase == GroupPhase::Training) start_training();
         if (phase == GroupPhase::Profiling && run == 0)
-            std::fprintf(stderr, "profiling: %d steps per run with events between phases and "
-                                 "layers, then %d unmarked for the wall time\n",
+            std::fprintf(stderr,
+                         "profiling: %d steps per run with events between phases and "
+                         "layers, then %d unmarked for the wall time\n",
                          m_group.profile_steps, m_group.profile_steps);
     }
 
@@ -67,8 +68,7 @@ private:
                          f.dataset_source.c_str());
         else
             std::fprintf(stderr, "comparing %zu policies in lockstep on dataset %s (%s): ",
-                         m_group.configs.size(), f.dataset_name.c_str(),
-                         f.dataset_source.c_str());
+                         m_group.configs.size(), f.dataset_name.c_str(), f.dataset_source.c_str());
         std::fprintf(stderr, "%lld training, %lld test samples of %s\n",
                      static_cast<long long>(f.train_samples),
                      static_cast<long long>(f.test_samples), f.graph.input.to_string().c_str());

@@ -13,19 +13,19 @@ namespace {
 void print_usage(std::FILE* out)
 {
     std::fprintf(out,
-        "usage: mixlab-cli <command> [options]\n"
-        "\n"
-        "commands:\n"
-        "  train     train a model under one precision policy\n"
-        "  compare   train under several policies in lockstep and compare them\n"
-        "  explain   compare policies, then say why precision helped or not\n"
-        "  maxbatch  largest batch per policy and throughput against batch size\n"
-        "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
-        "  check     compare the CUDA backend with the CPU reference, op by op\n"
-        "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
-        "\n"
-        "  mixlab-cli <command> --help   options of one command\n"
-        "  mixlab-cli --version\n");
+                 "usage: mixlab-cli <command> [options]\n"
+                 "\n"
+                 "commands:\n"
+                 "  train     train a model under one precision policy\n"
+                 "  compare   train under several policies in lockstep and compare them\n"
+                 "  explain   compare policies, then say why precision helped or not\n"
+                 "  maxbatch  largest batch per policy and throughput against batch size\n"
+                 "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
+                 "  check     compare the CUDA backend with the CPU reference, op by op\n"
+                 "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
+                 "\n"
+                 "  mixlab-cli <command> --help   options of one command\n"
+                 "  mixlab-cli --version\n");
 }
 
 } // namespace

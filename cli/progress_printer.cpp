@@ -58,8 +58,8 @@ void ProgressPrinter::on_step(int run, const StepMetrics& m)
     std::string step = "step " + std::to_string(m.step);
     if (s.info.total_steps > 0) (step += '/') += std::to_string(s.info.total_steps);
     std::fprintf(m_out, "%s%s %s  loss %.4f  acc %.3f  %.3f ms/step  %.0f samples/s  scale %g%s\n",
-                 prefix(s).c_str(), epoch.c_str(), step.c_str(), double(m.loss),
-                 double(m.accuracy), double(m.step_ms), m.samples_per_s, double(m.loss_scale),
+                 prefix(s).c_str(), epoch.c_str(), step.c_str(), double(m.loss), double(m.accuracy),
+                 double(m.step_ms), m.samples_per_s, double(m.loss_scale),
                  m.skipped ? "  (skipped)" : "");
     std::fflush(m_out);
 }
@@ -83,7 +83,8 @@ void ProgressPrinter::on_event(int run, const RunEvent& e)
     State& s = state(run);
     if (e.kind == RunEvent::Kind::SkippedStep) {
         if (s.skip_lines == k_max_skip_lines) {
-            std::fprintf(m_out, "%sfurther skipped steps are not printed; the summary counts them\n",
+            std::fprintf(m_out,
+                         "%sfurther skipped steps are not printed; the summary counts them\n",
                          prefix(s).c_str());
         }
         if (s.skip_lines++ >= k_max_skip_lines) {

@@ -14,7 +14,7 @@ namespace mixlab::cli {
 class ProgressPrinter : public MetricsSink {
 public:
     struct RunInfo {
-        std::string label;          // "[label] " prefixes its lines; empty: no prefix
+        std::string label; // "[label] " prefixes its lines; empty: no prefix
         std::int64_t total_steps = 0;
         std::int64_t steps_per_epoch = 0;
         int epochs = 0;

@@ -165,8 +165,9 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         // A file given where the folder belongs exists: "does not exist" would mislead.
         std::error_code ec;
         if (std::filesystem::exists(c.dataset.name, ec))
-            throw InputError("--dataset: '" + c.dataset.name +
-                             "' is a file, not a folder; give the folder that holds the dataset files");
+            throw InputError(
+                "--dataset: '" + c.dataset.name +
+                "' is a file, not a folder; give the folder that holds the dataset files");
         throw InputError("--dataset: the folder '" + c.dataset.name + "' does not exist");
     }
     return in;

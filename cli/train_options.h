@@ -23,11 +23,11 @@ namespace mixlab::cli {
 void add_train_options(ArgParser& parser, bool compare);
 
 struct TrainInputs {
-    RunConfig config;                   // --run file, then the command line over it; validated
+    RunConfig config; // --run file, then the command line over it; validated
     std::string model_path;
     ModelSpec spec;
     std::optional<std::string> log_json, log_csv;
-    std::int64_t progress_every = 0;    // 0: automatic
+    std::int64_t progress_every = 0; // 0: automatic
 };
 
 // Reads and validates everything the options name that is cheap to check: the run

@@ -25,8 +25,9 @@ QString tensorCoreText(const mixlab::LayerTime &l)
 {
     if (!l.is_gemm) return QStringLiteral("-");
     if (l.tensor_cores) return QObject::tr("yes");
-    return l.tensor_core_note.empty() ? QObject::tr("no")
-                                      : QObject::tr("no: %1").arg(QString::fromStdString(l.tensor_core_note));
+    return l.tensor_core_note.empty()
+               ? QObject::tr("no")
+               : QObject::tr("no: %1").arg(QString::fromStdString(l.tensor_core_note));
 }
 
 // Three significant digits without an exponent: a CPU's 0.0123 TFLOP/s and an H200's
@@ -105,7 +106,8 @@ QVariant LayerTableModel::data(const QModelIndex &index, int role) const
     if (role == SortRole) return sortKey(r, col);
     if (role == Qt::TextAlignmentRole) {
         const bool number = col != Layer && col != Type && col != TensorCores;
-        return QVariant::fromValue(Qt::Alignment((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter));
+        return QVariant::fromValue(
+            Qt::Alignment((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter));
     }
     if (role == Qt::ToolTipRole && col == TensorCores && !l.tensor_core_note.empty())
         return QString::fromStdString(l.tensor_core_note);
@@ -141,13 +143,25 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
     }
     if (role == Qt::ToolTipRole) {
         switch (section) {
-        case Layer: return tr("Top-level layer (a residual block counts once), or a dtype cast between layers");
+        case Layer:
+            return tr(
+                "Top-level layer (a residual block counts once), or a dtype cast between layers");
         case ForwardMs: return tr("Device time of the forward pass, mean over the profiling pass");
-        case BackwardMs: return tr("Device time of the backward pass, mean over the profiling pass");
-        case Share: return tr("Forward + backward time as a share of the profiled step's device time (sum of phases)");
-        case Tflops: return tr("Achieved: forward + backward FLOPs over forward + backward time ('-' below %1 ms)").arg(k_minTimedMs);
-        case GBs: return tr("Achieved: estimated bytes moved over forward + backward time ('-' below %1 ms)").arg(k_minTimedMs);
-        case TensorCores: return tr("Whether its GEMM or convolution ran on tensor cores, and why not");
+        case BackwardMs:
+            return tr("Device time of the backward pass, mean over the profiling pass");
+        case Share:
+            return tr("Forward + backward time as a share of the profiled step's device time (sum "
+                      "of phases)");
+        case Tflops:
+            return tr("Achieved: forward + backward FLOPs over forward + backward time ('-' below "
+                      "%1 ms)")
+                .arg(k_minTimedMs);
+        case GBs:
+            return tr("Achieved: estimated bytes moved over forward + backward time ('-' below %1 "
+                      "ms)")
+                .arg(k_minTimedMs);
+        case TensorCores:
+            return tr("Whether its GEMM or convolution ran on tensor cores, and why not");
         default: return {};
         }
     }
@@ -165,7 +179,8 @@ void LayerTableModel::sort(int column, Qt::SortOrder order)
         const QVariant ka = sortKey(a, column), kb = sortKey(b, column);
         const QPartialOrdering c = QVariant::compare(ka, kb);
         if (c == QPartialOrdering::Equivalent || c == QPartialOrdering::Unordered) return false;
-        return order == Qt::AscendingOrder ? c == QPartialOrdering::Less : c == QPartialOrdering::Greater;
+        return order == Qt::AscendingOrder ? c == QPartialOrdering::Less
+                                           : c == QPartialOrdering::Greater;
     });
     // Persistent indexes (the view's selection) follow their rows.
     QModelIndexList after;

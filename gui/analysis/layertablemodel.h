@@ -10,7 +10,17 @@
 class LayerTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Layer, Type, ForwardMs, BackwardMs, Share, Tflops, GBs, TensorCores, ColumnCount };
+    enum Column {
+        Layer,
+        Type,
+        ForwardMs,
+        BackwardMs,
+        Share,
+        Tflops,
+        GBs,
+        TensorCores,
+        ColumnCount
+    };
     // The value a column sorts by (numbers as numbers, "-" cells as -1).
     static constexpr int SortRole = Qt::UserRole;
 
@@ -24,7 +34,8 @@ public:
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
     void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
 
     // Rates over a few microseconds measure event granularity, not the layer: below this

@@ -79,7 +79,8 @@ void PhaseBars::setBars(const std::vector<Bar> &bars)
         }
         // A set's labels are all shown or all hidden: hide them where even its widest
         // segment is too narrow to hold one.
-        set->setLabelColor(widest >= k_labelShare * longest ? QColor(Qt::white) : QColor(Qt::transparent));
+        set->setLabelColor(widest >= k_labelShare * longest ? QColor(Qt::white)
+                                                            : QColor(Qt::transparent));
         m_series->append(set);
     }
     m_series->setLabelsVisible(true);

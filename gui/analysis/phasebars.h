@@ -14,7 +14,7 @@ class PhaseBars : public QChartView {
     Q_OBJECT
 public:
     struct Bar {
-        QString label;              // the run's policy, as the axis shows it
+        QString label; // the run's policy, as the axis shows it
         mixlab::StepProfile profile;
     };
 

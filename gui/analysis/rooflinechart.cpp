@@ -61,8 +61,10 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
     QChart *c = chart();
     for (const mixlab::LayerTime &l : profile.layers) {
         const double ms = l.forward_ms + l.backward_ms;
-        if (!l.is_gemm || !(l.flops > 0) || !(l.bytes > 0) || ms < LayerTableModel::k_minTimedMs) continue;
-        m_points.push_back(Point{QString::fromStdString(l.path), l.flops / l.bytes, l.flops / (ms * 1e9)});
+        if (!l.is_gemm || !(l.flops > 0) || !(l.bytes > 0) || ms < LayerTableModel::k_minTimedMs)
+            continue;
+        m_points.push_back(
+            Point{QString::fromStdString(l.path), l.flops / l.bytes, l.flops / (ms * 1e9)});
     }
 
     // Roofs: TFLOP/s = GB/s * FLOP/byte / 1000 under the memory roof.
@@ -84,8 +86,10 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
     };
     for (const Point &p : m_points) widen(p.intensity, p.tflops);
     for (double roof : {computeRoof, fp32Roof})
-        if (roof > 0 && gbs > 0) widen(roof * 1000 / gbs, roof); // the ridge point
-        else if (roof > 0) widen(any ? xMin : 1, roof);
+        if (roof > 0 && gbs > 0)
+            widen(roof * 1000 / gbs, roof); // the ridge point
+        else if (roof > 0)
+            widen(any ? xMin : 1, roof);
     xMin = decadeBelow(xMin / 2), xMax = decadeAbove(xMax * 2);
     yMin = decadeBelow(yMin / 2), yMax = decadeAbove(yMax * 2);
 
@@ -114,7 +118,8 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
     };
     const QString policyName = policyText(policy);
     // A compute roof starts where the memory roof meets it (or at the left edge).
-    auto computeLine = [&](double roof, const QString &name, const QColor &color, Qt::PenStyle style) {
+    auto computeLine = [&](double roof, const QString &name, const QColor &color,
+                           Qt::PenStyle style) {
         auto *s = new QLineSeries;
         s->setName(name);
         s->append(gbs > 0 ? std::max(xMin, roof * 1000 / gbs) : xMin, roof);
@@ -122,7 +127,8 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
         addRoof(s, color, style);
     };
     if (computeRoof > 0)
-        computeLine(computeRoof, tr("%1 GEMM roof %2 TFLOP/s").arg(policyName).arg(computeRoof, 0, 'g', 3),
+        computeLine(computeRoof,
+                    tr("%1 GEMM roof %2 TFLOP/s").arg(policyName).arg(computeRoof, 0, 'g', 3),
                     QColor(0xc0, 0x39, 0x2b), Qt::SolidLine);
     if (fp32Roof > 0 && std::abs(fp32Roof - computeRoof) > 1e-9 * fp32Roof)
         computeLine(fp32Roof, tr("fp32 GEMM roof %1 TFLOP/s").arg(fp32Roof, 0, 'g', 3),
@@ -130,7 +136,8 @@ void RooflineChart::setRun(const mixlab::StepProfile &profile, mixlab::Policy po
     if (gbs > 0) {
         auto *s = new QLineSeries;
         s->setName(tr("memory roof %1 GB/s").arg(gbs, 0, 'g', 3));
-        const double top = std::max(computeRoof, fp32Roof) > 0 ? std::max(computeRoof, fp32Roof) : yMax;
+        const double top =
+            std::max(computeRoof, fp32Roof) > 0 ? std::max(computeRoof, fp32Roof) : yMax;
         const double xTop = std::min(xMax, top * 1000 / gbs);
         const double xStart = std::max(xMin, yMin * 1000 / gbs); // where it enters the plot
         s->append(xStart, gbs * xStart / 1000);

@@ -11,14 +11,14 @@ namespace {
 
 bool runDone(const RunRecord &run)
 {
-    return (run.status == RunRecord::Status::Finished || run.status == RunRecord::Status::Stopped)
-           && run.summary.has_value();
+    return (run.status == RunRecord::Status::Finished ||
+            run.status == RunRecord::Status::Stopped) &&
+           run.summary.has_value();
 }
 
 void setError(QString *error, const QString &text)
 {
-    if (error)
-        *error = text;
+    if (error) *error = text;
 }
 
 } // namespace
@@ -26,12 +26,10 @@ void setError(QString *error, const QString &text)
 bool groupFinished(const RunStore &store, int group)
 {
     const std::vector<int> ids = store.groupRuns(group);
-    if (group <= 0 || ids.empty())
-        return false;
+    if (group <= 0 || ids.empty()) return false;
     for (int id : ids) {
         const RunRecord *run = store.run(id);
-        if (!run || !runDone(*run))
-            return false;
+        if (!run || !runDone(*run)) return false;
     }
     return true;
 }
@@ -40,7 +38,8 @@ int latestFinishedGroup(const RunStore &store)
 {
     int latest = 0;
     for (int id : store.runIds())
-        if (const RunRecord *run = store.run(id); run && run->group > latest && groupFinished(store, run->group))
+        if (const RunRecord *run = store.run(id);
+            run && run->group > latest && groupFinished(store, run->group))
             latest = run->group;
     return latest;
 }
@@ -72,11 +71,9 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
         }
         if (run.profile) {
             f.profile = run.profile;
-            if (mixlab::ran_on_gpu(f))
-                f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
+            if (mixlab::ran_on_gpu(f)) f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
         }
-        for (const mixlab::StepMetrics &m : run.steps)
-            mixlab::record_step(f, m);
+        for (const mixlab::StepMetrics &m : run.steps) mixlab::record_step(f, m);
         facts.push_back(std::move(f));
     }
     return facts;

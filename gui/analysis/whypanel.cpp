@@ -52,7 +52,8 @@ QString severityColor(Severity s)
 
 // The layer a model fix names, in `spec`; null when the model has no layer of that name
 // (the designer holds another model by now: edit only the very layer named).
-const mixlab::LayerSpec *namedLayer(const mixlab::ModelSpec &spec, const std::string &name, LayerPath *path)
+const mixlab::LayerSpec *namedLayer(const mixlab::ModelSpec &spec, const std::string &name,
+                                    LayerPath *path)
 {
     const QString text = QString::fromStdString(name);
     *path = pathNamedIn(text, spec);
@@ -84,16 +85,13 @@ std::optional<LayerEdit> layerEditFor(const mixlab::Fix &fix, const mixlab::Laye
             return std::nullopt;
         }
         return edit;
-    case mixlab::FixKind::SetDtypeFloat32:
-        edit.after.force_fp32 = true;
-        return edit;
+    case mixlab::FixKind::SetDtypeFloat32: edit.after.force_fp32 = true; return edit;
     case mixlab::FixKind::SetActivation:
         edit.field = LayerField::Activation;
         edit.after.activation = fix.activation;
         return edit;
     case mixlab::FixKind::SetPolicy:
-    case mixlab::FixKind::SetBatch:
-        break;
+    case mixlab::FixKind::SetBatch: break;
     }
     return std::nullopt;
 }
@@ -113,7 +111,8 @@ std::optional<SettingsEdit> settingsEditFor(const mixlab::Fix &fix, const mixlab
     case mixlab::FixKind::SetPolicy:
         edit.after.policy = fix.policy;
         edit.changes = fix.policy != c.policy;
-        edit.what = WhyPanel::tr("policy %1 (was %2)").arg(policyText(fix.policy), policyText(c.policy));
+        edit.what =
+            WhyPanel::tr("policy %1 (was %2)").arg(policyText(fix.policy), policyText(c.policy));
         return edit;
     case mixlab::FixKind::SetBatch:
         edit.after.batch_size = fix.batch;
@@ -122,24 +121,21 @@ std::optional<SettingsEdit> settingsEditFor(const mixlab::Fix &fix, const mixlab
         return edit;
     case mixlab::FixKind::SetUnits:
     case mixlab::FixKind::SetDtypeFloat32:
-    case mixlab::FixKind::SetActivation:
-        break;
+    case mixlab::FixKind::SetActivation: break;
     }
     return std::nullopt;
 }
 
 void setError(QString *error, const QString &text)
 {
-    if (error)
-        *error = text;
+    if (error) *error = text;
 }
 
 QTableWidgetItem *cell(const QString &text, bool number)
 {
     auto *item = new QTableWidgetItem(text);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-    if (number)
-        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     return item;
 }
 
@@ -156,11 +152,16 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
 
     m_table = new QTableWidget(0, 5, this);
     m_table->setObjectName("whyRunsTable");
-    m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Step ms"), tr("Speedup"), tr("Skipped"), tr("Scale")});
-    m_table->horizontalHeaderItem(1)->setToolTip(tr("Step time: the %1").arg(fromView(mixlab::step_time_definition())));
-    m_table->horizontalHeaderItem(2)->setToolTip(tr("Speedup: %1").arg(fromView(mixlab::speedup_definition())));
-    m_table->horizontalHeaderItem(3)->setToolTip(tr("Steps whose update was skipped because the gradients overflowed"));
-    m_table->horizontalHeaderItem(4)->setToolTip(tr("The loss scale at the end of the run (1: no loss scaling)"));
+    m_table->setHorizontalHeaderLabels(
+        {tr("Policy"), tr("Step ms"), tr("Speedup"), tr("Skipped"), tr("Scale")});
+    m_table->horizontalHeaderItem(1)->setToolTip(
+        tr("Step time: the %1").arg(fromView(mixlab::step_time_definition())));
+    m_table->horizontalHeaderItem(2)->setToolTip(
+        tr("Speedup: %1").arg(fromView(mixlab::speedup_definition())));
+    m_table->horizontalHeaderItem(3)->setToolTip(
+        tr("Steps whose update was skipped because the gradients overflowed"));
+    m_table->horizontalHeaderItem(4)->setToolTip(
+        tr("The loss scale at the end of the run (1: no loss scaling)"));
     m_table->verticalHeader()->hide();
     // Every header whole at any dock width: columns as wide as their text, the policy
     // column taking what is left (a stretched header too narrow for its title is cut at
@@ -180,7 +181,8 @@ WhyPanel::WhyPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_store(
     m_appliedLabel = new QLabel(this);
     m_appliedLabel->setObjectName("whyApplied");
     m_appliedLabel->setWordWrap(true);
-    m_appliedLabel->setStyleSheet(QStringLiteral("QLabel { background: #e6f4e6; border: 1px solid #9c9; padding: 4px; }"));
+    m_appliedLabel->setStyleSheet(
+        QStringLiteral("QLabel { background: #e6f4e6; border: 1px solid #9c9; padding: 4px; }"));
     m_appliedLabel->hide();
 
     m_cards = new QWidget(this);
@@ -308,8 +310,7 @@ void WhyPanel::refresh()
 {
     // The group shown is gone (deleted, New, another experiment opened): follow the latest
     // again rather than keep explaining runs that are no longer there.
-    if (!m_followLatest && m_store->groupRuns(m_group).empty())
-        m_followLatest = true;
+    if (!m_followLatest && m_store->groupRuns(m_group).empty()) m_followLatest = true;
     showGroup(m_followLatest ? 0 : m_group);
 }
 
@@ -318,10 +319,9 @@ void WhyPanel::refresh()
 void WhyPanel::scheduleRefresh(int runId)
 {
     const RunRecord *run = m_store->run(runId);
-    const bool concerns = m_followLatest || (run && run->group == m_group)
-                          || std::find(m_runIds.begin(), m_runIds.end(), runId) != m_runIds.end();
-    if (!concerns || m_refreshQueued)
-        return;
+    const bool concerns = m_followLatest || (run && run->group == m_group) ||
+                          std::find(m_runIds.begin(), m_runIds.end(), runId) != m_runIds.end();
+    if (!concerns || m_refreshQueued) return;
     m_refreshQueued = true;
     QTimer::singleShot(0, this, [this] {
         m_refreshQueued = false;
@@ -340,12 +340,13 @@ QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
 {
     const mixlab::StepProfile &p = *f.profile;
     const double off = p.step_ms > 0 ? 100.0 * (p.device_ms - p.step_ms) / p.step_ms : 0;
-    QString line = tr("<b>%1</b>: sum of phases (each timed alone) %2 ms vs profiled step %3 ms "
-                      "(%4%5%) · wall %6 ms per step, overhead %7 ms")
-                       .arg(policyText(f.policy), QString::number(p.device_ms, 'f', 3),
-                            QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
-                            QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
-                            QString::number(p.overhead_ms, 'f', 3));
+    QString line =
+        tr("<b>%1</b>: sum of phases (each timed alone) %2 ms vs profiled step %3 ms "
+           "(%4%5%) · wall %6 ms per step, overhead %7 ms")
+            .arg(policyText(f.policy), QString::number(p.device_ms, 'f', 3),
+                 QString::number(p.step_ms, 'f', 3), off >= 0 ? QStringLiteral("+") : QString(),
+                 QString::number(off, 'f', 0), QString::number(p.wall_ms, 'f', 3),
+                 QString::number(p.overhead_ms, 'f', 3));
     if (mixlab::ran_on_gpu(f))
         line += tr(" · GPU busy %1%").arg(QString::number(100.0 * p.gpu_busy_fraction, 'f', 0));
     return line;
@@ -369,14 +370,14 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
     }
     m_phaseBars->setBars(bars);
     const bool profiled = !bars.empty();
-    for (int tab : {k_timeTab, k_layersTab, k_rooflineTab})
-        m_tabs->setTabEnabled(tab, profiled);
+    for (int tab : {k_timeTab, k_layersTab, k_rooflineTab}) m_tabs->setTabEnabled(tab, profiled);
     m_noProfile->setVisible(!profiled && !facts.empty());
     if (!profiled) {
-        m_noProfile->setText(tr("No profiling pass for this group: it runs after a comparison "
-                                "that ends without Stop (and files saved before it existed have "
-                                "none). Without it the Time, Layers and Roofline tabs stay empty "
-                                "and the input-bound, fixed-cost and launch-bound rules stay silent."));
+        m_noProfile->setText(
+            tr("No profiling pass for this group: it runs after a comparison "
+               "that ends without Stop (and files saved before it existed have "
+               "none). Without it the Time, Layers and Roofline tabs stay empty "
+               "and the input-bound, fixed-cost and launch-bound rules stay silent."));
         m_tabs->setCurrentIndex(k_explanationTab);
         m_phaseLine->clear();
         m_layerModel->clear();
@@ -386,15 +387,16 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
     const mixlab::StepProfile &first = bars.front().profile;
     m_phaseLine->setText(lines.join(QStringLiteral("<br>")));
     // What the numbers are, for whoever asks (the line itself stays short).
-    m_phaseLine->setToolTip(tr("Device time per phase: mean of a %1-step profiling pass after the "
-                               "timed steps, run %2, each phase timed alone between events. "
-                               "Profiled step: the median device time of %1 unmarked steps run "
-                               "back to back, whose host wall time gives the overhead (wall minus "
-                               "device time). Neither is the step time in the table above (the %3).")
-                                .arg(first.steps)
-                                .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
-                                                    : tr("op by op, as the timed steps ran"))
-                                .arg(fromView(mixlab::step_time_definition())));
+    m_phaseLine->setToolTip(
+        tr("Device time per phase: mean of a %1-step profiling pass after the "
+           "timed steps, run %2, each phase timed alone between events. "
+           "Profiled step: the median device time of %1 unmarked steps run "
+           "back to back, whose host wall time gives the overhead (wall minus "
+           "device time). Neither is the step time in the table above (the %3).")
+            .arg(first.steps)
+            .arg(first.replayed ? tr("as the timed steps ran (one CUDA graph)")
+                                : tr("op by op, as the timed steps ran"))
+            .arg(fromView(mixlab::step_time_definition())));
     m_runCombo->setCurrentIndex(0);
     showProfiledRun(0);
 }
@@ -402,7 +404,8 @@ void WhyPanel::rebuildProfile(const std::vector<mixlab::RunFacts> &facts)
 void WhyPanel::showProfiledRun(int comboIndex)
 {
     const int factIndex = comboIndex >= 0 ? m_runCombo->itemData(comboIndex).toInt() : -1;
-    if (factIndex < 0 || std::size_t(factIndex) >= m_facts.size() || !m_facts[std::size_t(factIndex)].profile) {
+    if (factIndex < 0 || std::size_t(factIndex) >= m_facts.size() ||
+        !m_facts[std::size_t(factIndex)].profile) {
         m_layerModel->clear();
         m_roofline->clear();
         m_rooflineNote->clear();
@@ -423,23 +426,28 @@ void WhyPanel::showProfiledRun(int comboIndex)
     }
     m_roofline->setRun(*f.profile, f.policy, ceilings);
     const int gemms = int(m_roofline->points().size());
-    QString note = tr("%n GEMM layer(s) of %1; intensity uses estimated bytes moved.", nullptr, gemms)
-                       .arg(policyText(f.policy));
+    QString note =
+        tr("%n GEMM layer(s) of %1; intensity uses estimated bytes moved.", nullptr, gemms)
+            .arg(policyText(f.policy));
     if (!ceilings)
         note += QLatin1Char(' ') + tr("No ceilings measured for this device yet (Help > About > "
                                       "Measure now, or mixlab-cli ceilings): no roof lines.");
     else {
-        note += QLatin1Char(' ') + tr("Ceilings measured %1 (%2).")
-                                       .arg(fromView(ceilings->measured_at), fromView(ceilings->device_name));
+        note += QLatin1Char(' ') +
+                tr("Ceilings measured %1 (%2).")
+                    .arg(fromView(ceilings->measured_at), fromView(ceilings->device_name));
         // A layer cannot beat a true roof: one above it means the probe ran slower than
         // this layer's kernel (a busy machine, or a kernel the GEMM probe does not use).
         const double roof = mixlab::policy_tflops(*ceilings, f.policy);
-        const int above = int(std::count_if(m_roofline->points().begin(), m_roofline->points().end(),
-                                            [roof](const RooflineChart::Point &p) { return roof > 0 && p.tflops > 1.1 * roof; }));
+        const int above = int(std::count_if(
+            m_roofline->points().begin(), m_roofline->points().end(),
+            [roof](const RooflineChart::Point &p) { return roof > 0 && p.tflops > 1.1 * roof; }));
         if (above > 0)
-            note += QLatin1Char(' ') + tr("%n layer(s) above the GEMM roof: the probe measured less than "
-                                          "these kernels reach (a busy machine, or kernels faster than "
-                                          "the probe's); measure again in Help > About.", nullptr, above);
+            note += QLatin1Char(' ') +
+                    tr("%n layer(s) above the GEMM roof: the probe measured less than "
+                       "these kernels reach (a busy machine, or kernels faster than "
+                       "the probe's); measure again in Help > About.",
+                       nullptr, above);
     }
     m_rooflineNote->setText(note);
 }
@@ -462,15 +470,17 @@ void WhyPanel::rebuild()
     m_facts.clear();
 
     QString error;
-    const std::vector<mixlab::RunFacts> facts =
-        m_group > 0 ? runFactsFromStore(*m_store, m_group, &error) : std::vector<mixlab::RunFacts>{};
+    const std::vector<mixlab::RunFacts> facts = m_group > 0
+                                                    ? runFactsFromStore(*m_store, m_group, &error)
+                                                    : std::vector<mixlab::RunFacts>{};
     if (facts.empty()) {
         m_title->setText(tr("Why?"));
-        auto *empty = new QLabel(m_group > 0 ? error
-                                             : tr("No finished compare group yet. Run a comparison "
-                                                  "(Run > Compare precisions), select its runs in the "
-                                                  "table and press Why?."),
-                                 m_cards);
+        auto *empty =
+            new QLabel(m_group > 0 ? error
+                                   : tr("No finished compare group yet. Run a comparison "
+                                        "(Run > Compare precisions), select its runs in the "
+                                        "table and press Why?."),
+                       m_cards);
         empty->setWordWrap(true);
         m_cardsLayout->addWidget(empty);
         m_cardsLayout->addStretch(1);
@@ -485,9 +495,9 @@ void WhyPanel::rebuild()
 
     const RunRecord *first = m_store->run(m_runIds.front());
     QStringList policies;
-    for (const mixlab::RunFacts &f : facts)
-        policies << policyText(f.policy);
-    const QString device = first->context ? fromView(first->context->environment.device_name) : tr("unknown device");
+    for (const mixlab::RunFacts &f : facts) policies << policyText(f.policy);
+    const QString device =
+        first->context ? fromView(first->context->environment.device_name) : tr("unknown device");
     m_title->setText(tr("Why? Group %1: %2 on %3, batch %4, %5 steps")
                          .arg(m_group)
                          .arg(policies.join(QStringLiteral(" vs ")), device)
@@ -495,7 +505,8 @@ void WhyPanel::rebuild()
                          .arg(facts.front().summary.steps));
 
     m_table->setRowCount(int(facts.size()));
-    const double baseMs = facts[std::size_t(std::max(0, facts.front().baseline))].summary.median_step_ms;
+    const double baseMs =
+        facts[std::size_t(std::max(0, facts.front().baseline))].summary.median_step_ms;
     for (std::size_t i = 0; i < facts.size(); ++i) {
         const mixlab::RunFacts &f = facts[i];
         const int row = int(i);
@@ -509,17 +520,20 @@ void WhyPanel::rebuild()
         const double ms = f.summary.median_step_ms;
         m_table->setItem(row, 1, cell(ms > 0 ? QString::number(ms, 'f', 3) : tr("n/a"), true));
         const double speedup = mixlab::speedup(baseMs, ms);
-        m_table->setItem(row, 2, cell(speedup > 0 ? QStringLiteral("%1x").arg(speedup, 0, 'f', 2) : tr("n/a"), true));
+        m_table->setItem(
+            row, 2,
+            cell(speedup > 0 ? QStringLiteral("%1x").arg(speedup, 0, 'f', 2) : tr("n/a"), true));
         m_table->setItem(row, 3, cell(QString::number(f.summary.skipped_steps), true));
-        m_table->setItem(row, 4, cell(QString::number(double(f.summary.final_loss_scale), 'g', 6), true));
+        m_table->setItem(row, 4,
+                         cell(QString::number(double(f.summary.final_loss_scale), 'g', 6), true));
     }
     m_table->resizeRowsToContents();
     int height = m_table->horizontalHeader()->height() + 2 * m_table->frameWidth();
-    for (int r = 0; r < m_table->rowCount(); ++r)
-        height += m_table->rowHeight(r);
+    for (int r = 0; r < m_table->rowCount(); ++r) height += m_table->rowHeight(r);
     m_table->setFixedHeight(height);
-    m_note->setText(tr("<i>Step ms: the %1; speedup: %2.</i>")
-                        .arg(fromView(mixlab::step_time_definition()), fromView(mixlab::speedup_definition())));
+    m_note->setText(
+        tr("<i>Step ms: the %1; speedup: %2.</i>")
+            .arg(fromView(mixlab::step_time_definition()), fromView(mixlab::speedup_definition())));
 
     rebuildProfile(facts);
     m_explanations = mixlab::explain(facts, mixlab::Reader::App);
@@ -541,8 +555,9 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     auto *row = new QHBoxLayout(card);
     row->setContentsMargins(6, 6, 6, 6);
 
-    const QStyle::StandardPixmap pixmap = e.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
-                                                                          : QStyle::SP_MessageBoxInformation;
+    const QStyle::StandardPixmap pixmap = e.severity == Severity::Warning
+                                              ? QStyle::SP_MessageBoxWarning
+                                              : QStyle::SP_MessageBoxInformation;
     auto *icon = new QLabel(card);
     icon->setPixmap(style()->standardIcon(pixmap).pixmap(20, 20));
     icon->setAlignment(Qt::AlignTop);
@@ -554,7 +569,8 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
     head->setWordWrap(true);
     head->setTextFormat(Qt::RichText);
     head->setText(QStringLiteral("<b style=\"color:%1\">%2</b> &nbsp;%3")
-                      .arg(severityColor(e.severity), fromView(mixlab::severity_name(e.severity)).toUpper(),
+                      .arg(severityColor(e.severity),
+                           fromView(mixlab::severity_name(e.severity)).toUpper(),
                            fromView(e.sentence).toHtmlEscaped()));
     text->addWidget(head);
     if (!e.suggestion.empty()) {
@@ -562,7 +578,8 @@ QWidget *WhyPanel::makeCard(int index, const mixlab::Explanation &e)
         suggestion->setObjectName("whySuggestion");
         suggestion->setWordWrap(true);
         suggestion->setTextFormat(Qt::RichText);
-        suggestion->setText(tr("<i>Suggestion:</i> %1").arg(fromView(e.suggestion).toHtmlEscaped()));
+        suggestion->setText(
+            tr("<i>Suggestion:</i> %1").arg(fromView(e.suggestion).toHtmlEscaped()));
         text->addWidget(suggestion);
     }
     row->addLayout(text, 1);
@@ -591,11 +608,9 @@ bool WhyPanel::isModelFix(const mixlab::Explanation &e)
 
 std::optional<bool> WhyPanel::isApplied(const mixlab::Explanation &e) const
 {
-    if (!e.fix)
-        return std::nullopt;
+    if (!e.fix) return std::nullopt;
     if (isModelFix(e)) {
-        if (!m_designer)
-            return std::nullopt;
+        if (!m_designer) return std::nullopt;
         const mixlab::ModelSpec spec = m_designer->spec();
         LayerPath path;
         const mixlab::LayerSpec *layer = namedLayer(spec, e.fix->path, &path);
@@ -603,8 +618,7 @@ std::optional<bool> WhyPanel::isApplied(const mixlab::Explanation &e) const
         // Another model by now: not applied, and apply() says why it cannot be.
         return edit && sameField(edit->field, *layer, edit->after);
     }
-    if (!m_runPanel)
-        return std::nullopt;
+    if (!m_runPanel) return std::nullopt;
     const std::optional<SettingsEdit> edit = settingsEditFor(*e.fix, m_runPanel->config());
     return edit && !edit->changes;
 }
@@ -616,26 +630,30 @@ void WhyPanel::updateApplyButtons()
 {
     for (std::size_t i = 0; i < m_applyButtons.size() && i < m_explanations.size(); ++i) {
         QPushButton *b = m_applyButtons[i];
-        if (!b)
-            continue;
+        if (!b) continue;
         const mixlab::Explanation &e = m_explanations[i];
         const std::optional<bool> applied = isApplied(e);
         b->setEnabled(applied.has_value() && !*applied);
         b->setText(applied.value_or(false) ? tr("Applied") : tr("Apply"));
         if (!applied)
-            b->setToolTip(isModelFix(e) ? tr("No model designer to edit") : tr("No run panel to change"));
+            b->setToolTip(isModelFix(e) ? tr("No model designer to edit")
+                                        : tr("No run panel to change"));
         else if (*applied)
-            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z").arg(QString::fromStdString(e.fix->path))
+            b->setToolTip(isModelFix(e) ? tr("%1 has this change already; undo it with Ctrl+Z")
+                                              .arg(QString::fromStdString(e.fix->path))
                                         : tr("The run settings have this change already"));
         else
-            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)").arg(QString::fromStdString(e.fix->path))
+            b->setToolTip(isModelFix(e) ? tr("Edit %1 in the designer (undo with Ctrl+Z)")
+                                              .arg(QString::fromStdString(e.fix->path))
                                         : tr("Change the run settings in the run panel"));
     }
 }
 
 QPushButton *WhyPanel::applyButton(int index) const
 {
-    return index >= 0 && std::size_t(index) < m_applyButtons.size() ? m_applyButtons[std::size_t(index)] : nullptr;
+    return index >= 0 && std::size_t(index) < m_applyButtons.size()
+               ? m_applyButtons[std::size_t(index)]
+               : nullptr;
 }
 
 bool WhyPanel::canApply(const mixlab::Explanation &e)
@@ -657,7 +675,8 @@ bool WhyPanel::apply(int index, QString *error)
     }
     const mixlab::Fix &fix = *e.fix;
     if (isApplied(e).value_or(false)) {
-        setError(error, tr("the change is in the %1 already").arg(isModelFix(e) ? tr("model") : tr("run settings")));
+        setError(error, tr("the change is in the %1 already")
+                            .arg(isModelFix(e) ? tr("model") : tr("run settings")));
         return false;
     }
     QString what;
@@ -686,7 +705,8 @@ bool WhyPanel::apply(int index, QString *error)
         // EditLayerCommand on its undo stack, a step of its own.
         m_designer->editLayer(path, edit->field, edit->after);
         what = tr("%1: %2 %3; undo with Ctrl+Z")
-                   .arg(pathText, layerFieldName(edit->field, layer->type), fieldValueText(edit->field, edit->after));
+                   .arg(pathText, layerFieldName(edit->field, layer->type),
+                        fieldValueText(edit->field, edit->after));
     } else {
         if (!m_runPanel) {
             setError(error, tr("no run panel to change"));
@@ -694,7 +714,8 @@ bool WhyPanel::apply(int index, QString *error)
         }
         const std::optional<SettingsEdit> edit = settingsEditFor(fix, m_runPanel->config());
         if (!edit) {
-            setError(error, tr("'%1' cannot be applied to the run settings").arg(fromView(mixlab::fix_kind_name(fix.kind))));
+            setError(error, tr("'%1' cannot be applied to the run settings")
+                                .arg(fromView(mixlab::fix_kind_name(fix.kind))));
             return false;
         }
         m_runPanel->setConfig(edit->after);

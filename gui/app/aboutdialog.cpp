@@ -37,28 +37,31 @@ namespace {
 
 QString tableRow(const QString &label, const QString &value)
 {
-    return QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(label.toHtmlEscaped(), value.toHtmlEscaped());
+    return QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+        .arg(label.toHtmlEscaped(), value.toHtmlEscaped());
 }
 
 QString tflopsText(double v)
 {
-    if (v <= 0)
-        return QObject::tr("not supported on this device");
+    if (v <= 0) return QObject::tr("not supported on this device");
     // The CPU backend reaches GFLOP/s: TFLOP/s would read 0.0.
-    return v >= 1 ? QStringLiteral("%1 TFLOP/s").arg(v, 0, 'f', 1) : QStringLiteral("%1 GFLOP/s").arg(v * 1e3, 0, 'f', 1);
+    return v >= 1 ? QStringLiteral("%1 TFLOP/s").arg(v, 0, 'f', 1)
+                  : QStringLiteral("%1 GFLOP/s").arg(v * 1e3, 0, 'f', 1);
 }
 
 // "2026-11-29 23:59 UTC" from the cache's ISO 8601 stamp.
 QString whenText(const std::string &iso)
 {
     const QDateTime t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODate);
-    return t.isValid() ? t.toUTC().toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'")) : QString::fromStdString(iso);
+    return t.isValid() ? t.toUTC().toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'"))
+                       : QString::fromStdString(iso);
 }
 
 } // namespace
 
 AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
-    : QDialog(parent), m_device(device), m_cachePath(QString::fromStdString(mixlab::default_ceilings_cache_path()))
+    : QDialog(parent), m_device(device),
+      m_cachePath(QString::fromStdString(mixlab::default_ceilings_cache_path()))
 {
     setWindowTitle(tr("About MixLab"));
     const mixlab::Environment env = mixlab::describe_environment(device);
@@ -70,26 +73,33 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     QString gpu = na;
     if (cuda)
         gpu = tr("%1, compute capability %2, %3 GiB")
-                  .arg(QString::fromStdString(env.device_name), QString::fromStdString(env.compute_capability))
+                  .arg(QString::fromStdString(env.device_name),
+                       QString::fromStdString(env.compute_capability))
                   .arg(double(env.device_memory_bytes) / (1024.0 * 1024.0 * 1024.0), 0, 'f', 1);
 
     const std::vector<std::pair<QString, QString>> rows = {
-        {tr("MixLab"), QString::fromStdString(env.mixlab_version) +
-                           (env.built_with_cuda ? tr(" (with the CUDA backend)") : tr(" (CPU backend only)"))},
-        {tr("Qt"), tr("%1 (built with %2)").arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR))},
+        {tr("MixLab"),
+         QString::fromStdString(env.mixlab_version) +
+             (env.built_with_cuda ? tr(" (with the CUDA backend)") : tr(" (CPU backend only)"))},
+        {tr("Qt"), tr("%1 (built with %2)")
+                       .arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR))},
         {tr("GPU"), gpu},
         {tr("CUDA runtime"), deviceFact(env.runtime_version)},
         {tr("CUDA driver"), deviceFact(env.driver_version)},
         {tr("cuBLAS"), deviceFact(env.cublas_version)},
         {tr("cuDNN"), deviceFact(env.cudnn_version)},
         {tr("Backend"), fromView(mixlab::backend_kind_name(env.backend))},
-        {tr("CPU"), tr("%1, %2 threads").arg(QString::fromStdString(env.cpu_model)).arg(env.cpu_threads)},
-        {tr("System"), QString::fromStdString(env.os_release.empty() ? env.os : env.os_release + ", " + env.os)},
+        {tr("CPU"),
+         tr("%1, %2 threads").arg(QString::fromStdString(env.cpu_model)).arg(env.cpu_threads)},
+        {tr("System"),
+         QString::fromStdString(env.os_release.empty() ? env.os : env.os_release + ", " + env.os)},
         {tr("Compiler"), QString::fromStdString(env.compiler)},
     };
 
-    QString html = QStringLiteral("<h2>MixLab</h2><p>%1</p><table cellspacing=\"4\">")
-                       .arg(tr("Mixed-precision training experiments: fp32, TF32, fp16 and bf16 side by side."));
+    QString html =
+        QStringLiteral("<h2>MixLab</h2><p>%1</p><table cellspacing=\"4\">")
+            .arg(tr(
+                "Mixed-precision training experiments: fp32, TF32, fp16 and bf16 side by side."));
     for (const auto &[label, value] : rows) {
         html += tableRow(label, value);
         m_text += label + QStringLiteral(": ") + value + QLatin1Char('\n');
@@ -104,11 +114,14 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     // Capability facts: what the tensor cores take decides which policies can pay off.
     QString capsHtml = QStringLiteral("<table cellspacing=\"4\">");
     for (const mixlab::CapabilityFact &f : mixlab::capability_facts(device)) {
-        const QString name = QString::fromStdString(f.label), value = QString::fromStdString(f.value);
+        const QString name = QString::fromStdString(f.label),
+                      value = QString::fromStdString(f.value);
         QString shown = value.toHtmlEscaped();
         if (!f.note.empty())
-            shown += QStringLiteral("<br><small>%1</small>").arg(QString::fromStdString(f.note).toHtmlEscaped());
-        capsHtml += QStringLiteral("<tr><td valign=\"top\"><b>%1</b></td><td>%2</td></tr>").arg(name.toHtmlEscaped(), shown);
+            shown += QStringLiteral("<br><small>%1</small>")
+                         .arg(QString::fromStdString(f.note).toHtmlEscaped());
+        capsHtml += QStringLiteral("<tr><td valign=\"top\"><b>%1</b></td><td>%2</td></tr>")
+                        .arg(name.toHtmlEscaped(), shown);
         m_capabilitiesText += name + QStringLiteral(": ") + value + QLatin1Char('\n');
     }
     capsHtml += QStringLiteral("</table>");
@@ -120,7 +133,8 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     capsLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     (new QVBoxLayout(capsBox))->addWidget(capsLabel);
 
-    auto *ceilingsBox = new QGroupBox(tr("Measured ceilings (the roofline the Why? panel compares layers with)"), this);
+    auto *ceilingsBox = new QGroupBox(
+        tr("Measured ceilings (the roofline the Why? panel compares layers with)"), this);
     m_ceilingsLabel = new QLabel(ceilingsBox);
     m_ceilingsLabel->setObjectName("ceilingsLabel");
     m_ceilingsLabel->setTextFormat(Qt::RichText);
@@ -128,8 +142,9 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     m_ceilingsLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_measureButton = new QPushButton(tr("Measure now"), ceilingsBox);
     m_measureButton->setObjectName("measureButton");
-    m_measureButton->setToolTip(tr("Time large GEMMs in each precision and a large device copy (a few seconds).\n"
-                                   "A run training at the same time slows both and lowers the numbers."));
+    m_measureButton->setToolTip(
+        tr("Time large GEMMs in each precision and a large device copy (a few seconds).\n"
+           "A run training at the same time slows both and lowers the numbers."));
     connect(m_measureButton, &QPushButton::clicked, this, &AboutDialog::measureNow);
     auto *ceilingsLayout = new QVBoxLayout(ceilingsBox);
     ceilingsLayout->addWidget(m_ceilingsLabel);
@@ -146,7 +161,8 @@ AboutDialog::AboutDialog(const mixlab::DeviceInfo &device, QWidget *parent)
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     QPushButton *copy = buttons->addButton(tr("Copy"), QDialogButtonBox::ActionRole);
     copy->setToolTip(tr("Copy these versions, facts and ceilings for a bug report"));
-    connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(versionsText()); });
+    connect(copy, &QPushButton::clicked, this,
+            [this] { QApplication::clipboard()->setText(versionsText()); });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
     // The facts scroll when the screen is too short for them; the buttons stay in view.
@@ -184,7 +200,8 @@ void AboutDialog::fitToContents()
     const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
     m_scroll->setMinimumWidth(content->minimumSizeHint().width() + bar);
     const int width = std::max(m_scroll->width(), m_scroll->minimumWidth()) - bar;
-    const int contentHeight = content->hasHeightForWidth() ? content->heightForWidth(width) : content->sizeHint().height();
+    const int contentHeight = content->hasHeightForWidth() ? content->heightForWidth(width)
+                                                           : content->sizeHint().height();
     int wanted = height() - m_scroll->height() + contentHeight;
     if (const QScreen *s = screen())
         wanted = std::min(wanted, s->availableGeometry().height() * 9 / 10);
@@ -199,8 +216,10 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
     QString html;
     m_ceilingsText.clear();
     if (!c) {
-        html = tr("Not measured on this device yet. <b>Measure now</b> times large GEMMs in each precision and a "
-                  "device copy (a few seconds); the result is kept in %1 until the driver or cuBLAS changes.")
+        html = tr("Not measured on this device yet. <b>Measure now</b> times large GEMMs in each "
+                  "precision and a "
+                  "device copy (a few seconds); the result is kept in %1 until the driver or "
+                  "cuBLAS changes.")
                    .arg(m_cachePath.toHtmlEscaped());
         m_ceilingsText = tr("Ceilings: not measured on this device yet") + QLatin1Char('\n');
     } else {
@@ -209,7 +228,8 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
             {tr("TF32 GEMM"), tflopsText(c->tf32_tflops)},
             {tr("fp16 GEMM"), tflopsText(c->fp16_tflops)},
             {tr("bf16 GEMM"), tflopsText(c->bf16_tflops)},
-            {tr("Device copy"), tr("%1 GB/s (read + write)").arg(c->copy_gbs, 0, 'f', c->copy_gbs >= 10 ? 0 : 2)},
+            {tr("Device copy"),
+             tr("%1 GB/s (read + write)").arg(c->copy_gbs, 0, 'f', c->copy_gbs >= 10 ? 0 : 2)},
             // The cube sign is passed as an argument: QString::arg reads "%2\u00b3" as %23.
             {tr("Measured"), tr("%1, GEMM %2, copy %3 MiB, median of %4 (%5 s)")
                                  .arg(whenText(c->measured_at))
@@ -225,21 +245,25 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
         }
         html += QStringLiteral("</table>");
         html += QStringLiteral("<small>%1</small>")
-                    .arg((c->from_cache ? tr("From the cache %1.") : tr("Measured just now; kept in %1."))
+                    .arg((c->from_cache ? tr("From the cache %1.")
+                                        : tr("Measured just now; kept in %1."))
                              .arg(m_cachePath)
                              .toHtmlEscaped());
         if (!c->cache_error.empty())
-            html += QStringLiteral("<br><small>%1</small>").arg(QString::fromStdString(c->cache_error).toHtmlEscaped());
+            html += QStringLiteral("<br><small>%1</small>")
+                        .arg(QString::fromStdString(c->cache_error).toHtmlEscaped());
     }
     if (!problem.isEmpty()) {
-        html += QStringLiteral("<p><b>%1</b> %2</p>").arg(tr("The measurement failed:"), problem.toHtmlEscaped());
+        html += QStringLiteral("<p><b>%1</b> %2</p>")
+                    .arg(tr("The measurement failed:"), problem.toHtmlEscaped());
         m_ceilingsText += tr("Measurement failed: ") + problem + QLatin1Char('\n');
     }
     m_ceilingsLabel->setText(html);
     // A table of ceilings replaces a one-line note: make room for its rows. The widgets
     // around the label keep their old heights until the next layout pass; drop them now.
     if (isVisible()) {
-        for (QWidget *w = m_ceilingsLabel->parentWidget(); w && w != m_scroll->widget(); w = w->parentWidget())
+        for (QWidget *w = m_ceilingsLabel->parentWidget(); w && w != m_scroll->widget();
+             w = w->parentWidget())
             w->updateGeometry();
         fitToContents();
     }
@@ -247,11 +271,12 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
 
 void AboutDialog::measureNow()
 {
-    if (m_probe)
-        return;
+    if (m_probe) return;
     auto result = std::make_shared<ProbeResult>();
     m_result = result;
-    const mixlab::DeviceChoice choice = m_device.backend == mixlab::BackendKind::Cuda ? mixlab::DeviceChoice::CUDA : mixlab::DeviceChoice::CPU;
+    const mixlab::DeviceChoice choice = m_device.backend == mixlab::BackendKind::Cuda
+                                            ? mixlab::DeviceChoice::CUDA
+                                            : mixlab::DeviceChoice::CPU;
     const std::string cache = m_cachePath.toStdString();
     // The probe owns its own backend (a CUDA context and stream of its own), so nothing of
     // a training run is touched; only the result value comes back.

@@ -31,10 +31,10 @@ namespace {
 template <typename Then>
 void whenJobEnds(MainWindow &window, Then then)
 {
-    QObject::connect(window.controller(), &RunController::runningChanged, &window, [then](bool running) {
-        if (!running)
-            then();
-    });
+    QObject::connect(window.controller(), &RunController::runningChanged, &window,
+                     [then](bool running) {
+                         if (!running) then();
+                     });
 }
 
 // Saves the window to `file` once the charts have taken in the last data, then quits.
@@ -59,30 +59,81 @@ int main(int argc, char *argv[])
     QApplication::setApplicationVersion(QStringLiteral(MIXLAB_VERSION));
 
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("MixLab: mixed-precision training experiments"));
+    parser.setApplicationDescription(
+        QStringLiteral("MixLab: mixed-precision training experiments"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("experiment"), QStringLiteral("A .mixlab.json file to open."), QStringLiteral("[experiment]"));
-    const QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("fashion-mnist, synthetic or a MNIST/CIFAR folder."), QStringLiteral("name"));
-    const QCommandLineOption epochs(QStringLiteral("epochs"), QStringLiteral("Epochs per run."), QStringLiteral("n"));
-    const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."), QStringLiteral("n"));
-    const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop each run after this many steps."), QStringLiteral("n"));
-    const QCommandLineOption syntheticSize(QStringLiteral("synthetic-size"), QStringLiteral("Training samples of the synthetic dataset (test split: n/5, rounded up)."), QStringLiteral("n"));
-    const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("auto, cpu or cuda."), QStringLiteral("choice"));
+    parser.addPositionalArgument(QStringLiteral("experiment"),
+                                 QStringLiteral("A .mixlab.json file to open."),
+                                 QStringLiteral("[experiment]"));
+    const QCommandLineOption dataset(
+        QStringLiteral("dataset"),
+        QStringLiteral("fashion-mnist, synthetic or a MNIST/CIFAR folder."),
+        QStringLiteral("name"));
+    const QCommandLineOption epochs(QStringLiteral("epochs"), QStringLiteral("Epochs per run."),
+                                    QStringLiteral("n"));
+    const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."),
+                                   QStringLiteral("n"));
+    const QCommandLineOption steps(QStringLiteral("steps"),
+                                   QStringLiteral("Stop each run after this many steps."),
+                                   QStringLiteral("n"));
+    const QCommandLineOption syntheticSize(
+        QStringLiteral("synthetic-size"),
+        QStringLiteral("Training samples of the synthetic dataset (test split: n/5, rounded up)."),
+        QStringLiteral("n"));
+    const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("auto, cpu or cuda."),
+                                    QStringLiteral("choice"));
     const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at once."));
-    const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Start a precision comparison at once."));
-    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("When the started job ends (with no job: once the window is drawn, e.g. with an experiment opened), save the window to this PNG and quit."), QStringLiteral("file"));
-    const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Load this model file (mixlab-model/1) into the designer."), QStringLiteral("file"));
-    const QCommandLineOption policies(QStringLiteral("policies"), QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."), QStringLiteral("list"));
-    const QCommandLineOption logJson(QStringLiteral("log-json"), QStringLiteral("When the started job ends, write every run's log here (the CLI's JSON format)."), QStringLiteral("file"));
-    const QCommandLineOption save(QStringLiteral("save"), QStringLiteral("When the started job ends, save the experiment (model, settings, every run) here."), QStringLiteral("file"));
-    const QCommandLineOption why(QStringLiteral("why"), QStringLiteral("When the started job ends, open the Why? panel on it (with no job: on the newest finished group), before --screenshot."));
-    const QCommandLineOption about(QStringLiteral("about"), QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no job, save the dialog and quit."));
-    const QCommandLineOption maxBatch(QStringLiteral("max-batch"), QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save the dialog when it ends and quit."));
-    const QCommandLineOption noRecover(QStringLiteral("no-recover"), QStringLiteral("Do not offer to recover an experiment autosaved by a session that crashed (the autosave stays for a later start)."));
-    const QCommandLineOption noAutosave(QStringLiteral("no-autosave"), QStringLiteral("Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
-    for (const auto &o : {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot, model, policies, logJson, save, why, about, maxBatch, noRecover, noAutosave})
+    const QCommandLineOption compare(QStringLiteral("compare"),
+                                     QStringLiteral("Start a precision comparison at once."));
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QStringLiteral("Window size, e.g. 1600x1000."),
+                                  QStringLiteral("WxH"));
+    const QCommandLineOption screenshot(
+        QStringLiteral("screenshot"),
+        QStringLiteral("When the started job ends (with no job: once the window is drawn, e.g. "
+                       "with an experiment opened), save the window to this PNG and quit."),
+        QStringLiteral("file"));
+    const QCommandLineOption model(
+        QStringLiteral("model"),
+        QStringLiteral("Load this model file (mixlab-model/1) into the designer."),
+        QStringLiteral("file"));
+    const QCommandLineOption policies(QStringLiteral("policies"),
+                                      QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."),
+                                      QStringLiteral("list"));
+    const QCommandLineOption logJson(
+        QStringLiteral("log-json"),
+        QStringLiteral(
+            "When the started job ends, write every run's log here (the CLI's JSON format)."),
+        QStringLiteral("file"));
+    const QCommandLineOption save(
+        QStringLiteral("save"),
+        QStringLiteral(
+            "When the started job ends, save the experiment (model, settings, every run) here."),
+        QStringLiteral("file"));
+    const QCommandLineOption why(
+        QStringLiteral("why"),
+        QStringLiteral("When the started job ends, open the Why? panel on it (with no job: on the "
+                       "newest finished group), before --screenshot."));
+    const QCommandLineOption about(
+        QStringLiteral("about"),
+        QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no "
+                       "job, save the dialog and quit."));
+    const QCommandLineOption maxBatch(
+        QStringLiteral("max-batch"),
+        QStringLiteral("Open \"Find largest batch\" and start the search; with --screenshot, save "
+                       "the dialog when it ends and quit."));
+    const QCommandLineOption noRecover(
+        QStringLiteral("no-recover"),
+        QStringLiteral("Do not offer to recover an experiment autosaved by a session that crashed "
+                       "(the autosave stays for a later start)."));
+    const QCommandLineOption noAutosave(
+        QStringLiteral("no-autosave"),
+        QStringLiteral(
+            "Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
+    for (const auto &o :
+         {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot,
+          model, policies, logJson, save, why, about, maxBatch, noRecover, noAutosave})
         parser.addOption(o);
     parser.process(app);
 
@@ -97,45 +148,42 @@ int main(int argc, char *argv[])
     // probe has run (it loads the module off the GUI thread): log pane and stderr.
     QObject::connect(window.deviceProbe(), &DeviceProbe::probed, &window, [&window] {
         const std::string why = mixlab::cuda_backend_unavailable_reason();
-        if (why.rfind("CUDA backend not loaded", 0) != 0)
-            return;
+        if (why.rfind("CUDA backend not loaded", 0) != 0) return;
         const std::string line = why + "; using the CPU backend";
-        window.logView()->appendMessage(QString::fromStdString(line), mixlab::RunEvent::Kind::Warning);
+        window.logView()->appendMessage(QString::fromStdString(line),
+                                        mixlab::RunEvent::Kind::Warning);
         std::fprintf(stderr, "mixlab: %s\n", line.c_str());
     });
 
     // A scripted run (a screenshot, a job started at once) must not stop at a question.
-    const bool scripted = parser.isSet(screenshot) || parser.isSet(start) || parser.isSet(compare) ||
-                          parser.isSet(about) || parser.isSet(maxBatch);
+    const bool scripted = parser.isSet(screenshot) || parser.isSet(start) ||
+                          parser.isSet(compare) || parser.isSet(about) || parser.isSet(maxBatch);
     if (!parser.isSet(noAutosave)) {
         QString error;
         if (!window.startAutosave(Autosave::defaultDirectory(), &error))
             std::fprintf(stderr, "mixlab: autosave is off: %s\n", qPrintable(error));
     }
-    if (!scripted && !parser.isSet(noRecover))
-        window.offerRecovery(Autosave::defaultDirectory());
+    if (!scripted && !parser.isSet(noRecover)) window.offerRecovery(Autosave::defaultDirectory());
 
     if (!parser.positionalArguments().isEmpty())
         window.openFromCommandLine(parser.positionalArguments().front());
     try {
         if (parser.isSet(policies)) {
             std::vector<mixlab::Policy> chosen;
-            for (const QString &name : parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
+            for (const QString &name :
+                 parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
                 chosen.push_back(mixlab::parse_policy(name.trimmed().toStdString()));
             window.runPanel()->setComparePolicies(chosen);
         }
         mixlab::RunConfig config = window.runPanel()->config();
-        if (parser.isSet(dataset))
-            config.dataset.name = parser.value(dataset).toStdString();
-        if (parser.isSet(epochs))
-            config.epochs = parser.value(epochs).toInt();
-        if (parser.isSet(batch))
-            config.batch_size = parser.value(batch).toInt();
-        if (parser.isSet(steps))
-            config.steps = parser.value(steps).toLongLong();
+        if (parser.isSet(dataset)) config.dataset.name = parser.value(dataset).toStdString();
+        if (parser.isSet(epochs)) config.epochs = parser.value(epochs).toInt();
+        if (parser.isSet(batch)) config.batch_size = parser.value(batch).toInt();
+        if (parser.isSet(steps)) config.steps = parser.value(steps).toLongLong();
         if (parser.isSet(syntheticSize)) {
             config.dataset.synthetic_train = parser.value(syntheticSize).toLongLong();
-            config.dataset.synthetic_test = mixlab::synthetic_test_size(config.dataset.synthetic_train);
+            config.dataset.synthetic_test =
+                mixlab::synthetic_test_size(config.dataset.synthetic_train);
         }
         if (parser.isSet(device))
             config.device = mixlab::parse_device_choice(parser.value(device).toStdString());
@@ -153,12 +201,14 @@ int main(int argc, char *argv[])
                 return 2;
             }
             showUserError(&window, QStringLiteral("Import model"),
-                          QStringLiteral("Could not import the model %1:\n%2").arg(parser.value(model), error));
+                          QStringLiteral("Could not import the model %1:\n%2")
+                              .arg(parser.value(model), error));
         }
     }
 
     if (parser.isSet(about)) {
-        auto *dialog = new AboutDialog(window.deviceKnown() ? window.deviceInfo() : DeviceProbe::probeNow(), &window);
+        auto *dialog = new AboutDialog(
+            window.deviceKnown() ? window.deviceInfo() : DeviceProbe::probeNow(), &window);
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->show();
         if (parser.isSet(screenshot) && !parser.isSet(start) && !parser.isSet(compare)) {
@@ -166,8 +216,7 @@ int main(int argc, char *argv[])
             // Once the dialog is laid out and painted.
             QTimer::singleShot(500, dialog, [dialog, file] {
                 const bool saved = dialog->grab().save(file);
-                if (!saved)
-                    std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
+                if (!saved) std::fprintf(stderr, "mixlab: could not write %s\n", qPrintable(file));
                 QCoreApplication::exit(saved ? 0 : 1);
             });
         }
@@ -191,7 +240,8 @@ int main(int argc, char *argv[])
             }
             dialog->start();
             if (!dialog->isRunning())
-                std::fprintf(stderr, "mixlab: the search did not start: %s\n", qPrintable(dialog->errorText()));
+                std::fprintf(stderr, "mixlab: the search did not start: %s\n",
+                             qPrintable(dialog->errorText()));
         });
     }
 
@@ -207,8 +257,7 @@ int main(int argc, char *argv[])
             if (!window.controller()->isRunning()) {
                 std::fprintf(stderr, "mixlab: the job did not start: %s\n",
                              qPrintable(window.runPanel()->startBlockReason()));
-                if (screenshotting)
-                    QCoreApplication::exit(1);
+                if (screenshotting) QCoreApplication::exit(1);
             }
         });
         if (parser.isSet(logJson))
@@ -224,17 +273,18 @@ int main(int argc, char *argv[])
                     std::fprintf(stderr, "mixlab: %s\n", qPrintable(error));
             });
         // Connected before the screenshot's handler, so the panel is open when it fires.
-        if (parser.isSet(why))
-            whenJobEnds(window, [&window] { window.showWhy(); });
+        if (parser.isSet(why)) whenJobEnds(window, [&window] { window.showWhy(); });
         if (parser.isSet(screenshot))
-            whenJobEnds(window, [&window, file = parser.value(screenshot)] { screenshotAndQuit(window, file); });
+            whenJobEnds(window, [&window, file = parser.value(screenshot)] {
+                screenshotAndQuit(window, file);
+            });
     } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
         // No job: the window as it opened (an experiment's runs, say), once it is drawn.
-        QTimer::singleShot(0, &window, [&window, file = parser.value(screenshot), openWhy = parser.isSet(why)] {
-            if (openWhy)
-                window.showWhy();
-            screenshotAndQuit(window, file);
-        });
+        QTimer::singleShot(0, &window,
+                           [&window, file = parser.value(screenshot), openWhy = parser.isSet(why)] {
+                               if (openWhy) window.showWhy();
+                               screenshotAndQuit(window, file);
+                           });
     }
     return app.exec();
 }

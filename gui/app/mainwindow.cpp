@@ -68,7 +68,9 @@ namespace {
 QString withWriteReason(const QString &path, const QString &error)
 {
     const QString reason = describeWriteProblem(path);
-    return reason.isEmpty() || error.contains(reason) ? error : QStringLiteral("%1 (%2)").arg(error, reason);
+    return reason.isEmpty() || error.contains(reason)
+               ? error
+               : QStringLiteral("%1 (%2)").arg(error, reason);
 }
 
 const QString k_seedPreset = QStringLiteral("seed-mlp");
@@ -89,17 +91,21 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     m_store = new RunStore(this);
     m_controller = new RunController(m_store, this);
     m_probe = new DeviceProbe(this);
-    m_autosave = new Autosave(m_store, [this] {
-        ExperimentFile file;
-        file.model = m_designer->spec();
-        file.config = m_runPanel->config();
-        file.comparePolicies = m_runPanel->comparePolicies();
-        return file;
-    }, this);
+    m_autosave = new Autosave(
+        m_store,
+        [this] {
+            ExperimentFile file;
+            file.model = m_designer->spec();
+            file.config = m_runPanel->config();
+            file.comparePolicies = m_runPanel->comparePolicies();
+            return file;
+        },
+        this);
 
     buildParts();
     buildMenus();
-    m_runPanel->setShortcuts(m_startAction->shortcut(), m_compareAction->shortcut(), m_stopAction->shortcut());
+    m_runPanel->setShortcuts(m_startAction->shortcut(), m_compareAction->shortcut(),
+                             m_stopAction->shortcut());
     buildStatusBar();
     applyFirstStartDefaults();
     restoreSettings();
@@ -168,7 +174,8 @@ void MainWindow::buildParts()
     setCentralWidget(m_mainSplitter);
 
     m_mainSplitter->setSizes({430, 1170});
-    m_leftSplitter->setSizes({640, 300}); // room for a ResNet tree and its editor; the run settings scroll
+    m_leftSplitter->setSizes(
+        {640, 300}); // room for a ResNet tree and its editor; the run settings scroll
     m_centreSplitter->setSizes({690, 210});
     m_bottomSplitter->setSizes({740, 260}); // the table's ten columns need the room
 
@@ -181,7 +188,8 @@ void MainWindow::buildParts()
     m_whyDock = new QDockWidget(tr("Why?"), this);
     m_whyDock->setObjectName("whyDock");
     m_whyDock->setWidget(m_why);
-    m_whyDock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea | Qt::BottomDockWidgetArea);
+    m_whyDock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea |
+                               Qt::BottomDockWidgetArea);
     addDockWidget(Qt::RightDockWidgetArea, m_whyDock);
     m_whyDock->hide();
     connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
@@ -197,7 +205,8 @@ void MainWindow::buildParts()
 
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
     connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateStartBlocked);
-    connect(m_runPanel, &RunPanel::message, this, [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
+    connect(m_runPanel, &RunPanel::message, this,
+            [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
     connect(m_designer, &ModelDesigner::validityChanged, this, &MainWindow::updateStartBlocked);
     connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateStartBlocked);
     connect(m_runPanel, &RunPanel::startRequested, this, &MainWindow::startRun);
@@ -250,7 +259,8 @@ void MainWindow::buildParts()
     connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateModified);
     connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateModified);
     if (QItemSelectionModel *selection = m_runsTable->selectionModel())
-        connect(selection, &QItemSelectionModel::selectionChanged, this, &MainWindow::updateWhyEnabled);
+        connect(selection, &QItemSelectionModel::selectionChanged, this,
+                &MainWindow::updateWhyEnabled);
 }
 
 void MainWindow::buildMenus()
@@ -260,15 +270,18 @@ void MainWindow::buildMenus()
     newAction->setShortcut(QKeySequence::New);
     QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
     open->setShortcut(QKeySequence::Open);
-    file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)->setObjectName("importModelAction");
+    file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)
+        ->setObjectName("importModelAction");
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName("recentMenu");
     rebuildRecentMenu();
     file->addSeparator();
     QAction *save = file->addAction(tr("&Save"), this, [this] { saveExperimentDialog(false); });
     save->setShortcut(QKeySequence::Save);
-    QAction *saveAs = file->addAction(tr("Save &As..."), this, [this] { saveExperimentDialog(true); });
-    saveAs->setShortcuts(standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
+    QAction *saveAs =
+        file->addAction(tr("Save &As..."), this, [this] { saveExperimentDialog(true); });
+    saveAs->setShortcuts(
+        standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
     file->addSeparator();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
@@ -276,25 +289,27 @@ void MainWindow::buildMenus()
     QAction *report = file->addAction(tr("Export &report..."), this, [this] {
         ReportGroupDialog choose(*m_store, selectedFinishedGroup(), this);
         if (!choose.hasGroups()) {
-            warn(tr("Export report"), tr("There is no finished run or comparison to report on yet."));
+            warn(tr("Export report"),
+                 tr("There is no finished run or comparison to report on yet."));
             return;
         }
-        if (choose.exec() != QDialog::Accepted || choose.group() == 0)
-            return;
+        if (choose.exec() != QDialog::Accepted || choose.group() == 0) return;
         const int group = choose.group();
         QString filter;
         const QString htmlFilter = tr("HTML page (*.html)");
-        QString path = askSaveFile(this, FileKind::Report, tr("Export report of group %1").arg(group),
-                                   reportBaseName(*m_store, group) + QStringLiteral(".html"),
-                                   htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
-        if (path.isEmpty())
-            return;
+        QString path =
+            askSaveFile(this, FileKind::Report, tr("Export report of group %1").arg(group),
+                        reportBaseName(*m_store, group) + QStringLiteral(".html"),
+                        htmlFilter + QStringLiteral(";;") + tr("PDF document (*.pdf)"), &filter);
+        if (path.isEmpty()) return;
         const QString suffix = QFileInfo(path).suffix().toLower();
-        if (suffix != QLatin1String("html") && suffix != QLatin1String("htm") && suffix != QLatin1String("pdf"))
+        if (suffix != QLatin1String("html") && suffix != QLatin1String("htm") &&
+            suffix != QLatin1String("pdf"))
             path += filter == htmlFilter ? QStringLiteral(".html") : QStringLiteral(".pdf");
         QString error;
         if (!exportReport(*m_store, group, path, &error)) {
-            warn(tr("Export report"), tr("Could not export the report to %1:\n%2").arg(path, withWriteReason(path, error)));
+            warn(tr("Export report"), tr("Could not export the report to %1:\n%2")
+                                          .arg(path, withWriteReason(path, error)));
             return;
         }
         m_log->appendMessage(tr("Report written to %1").arg(path), Kind::Info);
@@ -322,22 +337,25 @@ void MainWindow::buildMenus()
     m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
     m_stopAction->setEnabled(false);
     run->addSeparator();
-    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this, [this] { showWhy(selectedFinishedGroup()); });
+    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this,
+                                 [this] { showWhy(selectedFinishedGroup()); });
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
     m_whyAction->setEnabled(false);
     buildRunToolBar();
     // One non-modal dialog, kept: it takes the designer's model and the compare settings
     // each time it is shown and started, and its last curves stay until the next search.
-    QAction *maxBatch = run->addAction(tr("Find &largest batch..."), this, &MainWindow::showMaxBatchDialog);
+    QAction *maxBatch =
+        run->addAction(tr("Find &largest batch..."), this, &MainWindow::showMaxBatchDialog);
     maxBatch->setObjectName("maxBatchAction");
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     QMenu *xAxis = view->addMenu(tr("&X axis"));
     auto *axisGroup = new QActionGroup(this);
-    const std::pair<QString, ChartPanel::XAxis> axes[] = {{tr("&Step"), ChartPanel::XAxis::Step},
-                                                          {tr("&Epoch"), ChartPanel::XAxis::Epoch},
-                                                          {tr("&Wall time"), ChartPanel::XAxis::WallTime}};
+    const std::pair<QString, ChartPanel::XAxis> axes[] = {
+        {tr("&Step"), ChartPanel::XAxis::Step},
+        {tr("&Epoch"), ChartPanel::XAxis::Epoch},
+        {tr("&Wall time"), ChartPanel::XAxis::WallTime}};
     for (const auto &[text, axis] : axes) {
         QAction *a = xAxis->addAction(text);
         a->setCheckable(true);
@@ -354,14 +372,16 @@ void MainWindow::buildMenus()
     view->addAction(m_whyDock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
-    QAction *guide = help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal(m_guide); });
+    QAction *guide =
+        help->addAction(tr("MixLab &documentation"), this, [this] { showNonModal(m_guide); });
     guide->setObjectName("guideAction");
     guide->setShortcut(QKeySequence::HelpContents);
     // Built when opened, from the actions as they are then.
     QAction *keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] {
         delete m_shortcuts;
-        showNonModal(m_shortcuts, ShortcutsDialog::collect(
-            this, {{tr("Layer tree (while it has the focus)"), m_designer}}));
+        showNonModal(m_shortcuts,
+                     ShortcutsDialog::collect(
+                         this, {{tr("Layer tree (while it has the focus)"), m_designer}}));
     });
     keys->setObjectName("shortcutsAction");
     help->addSeparator();
@@ -398,7 +418,8 @@ void MainWindow::applyFirstStartDefaults()
     m_designer->loadPreset(k_seedPreset);
     m_designer->setSpec(m_designer->spec()); // the preset is the starting point, not an undo step
     mixlab::RunConfig config;
-    config.dataset.name = ""; // the run panel resolves it: Fashion-MNIST if installed, else synthetic
+    config.dataset.name =
+        ""; // the run panel resolves it: Fashion-MNIST if installed, else synthetic
     m_runPanel->setConfig(config);
     m_designer->setInput(m_runPanel->datasetShape(), m_runPanel->datasetClasses());
     updateStartBlocked();
@@ -413,15 +434,17 @@ void MainWindow::restoreSettings()
         QSize size(1600, 1000);
         if (const QScreen *screen = QGuiApplication::primaryScreen()) {
             const QSize available = screen->availableSize();
-            size = size.boundedTo(QSize(available.width() * 95 / 100, available.height() * 92 / 100));
+            size =
+                size.boundedTo(QSize(available.width() * 95 / 100, available.height() * 92 / 100));
         }
         resize(size);
     }
     restoreState(s.value("window/state").toByteArray());
-    const std::pair<const char *, QSplitter *> splitters[] = {{"splitters/main", m_mainSplitter},
-                                                              {k_leftSplitterKey, m_leftSplitter},
-                                                              {"splitters/centre", m_centreSplitter},
-                                                              {"splitters/bottom", m_bottomSplitter}};
+    const std::pair<const char *, QSplitter *> splitters[] = {
+        {"splitters/main", m_mainSplitter},
+        {k_leftSplitterKey, m_leftSplitter},
+        {"splitters/centre", m_centreSplitter},
+        {"splitters/bottom", m_bottomSplitter}};
     for (const auto &[key, splitter] : splitters)
         splitter->restoreState(s.value(key).toByteArray());
     const int axis = s.value("view/xAxis", int(ChartPanel::XAxis::Step)).toInt();
@@ -454,15 +477,15 @@ void MainWindow::setDeviceInfo(const mixlab::DeviceInfo &info)
     // The device decides defaults (the policies compared): not an edit of the user's.
     const bool wasSaved = !isModified();
     m_runPanel->setDeviceInfo(info);
-    if (wasSaved)
-        markSaved();
+    if (wasSaved) markSaved();
     const QString text = DeviceProbe::describe(info);
     m_deviceLabel->setText(text);
-    m_deviceLabel->setToolTip(info.backend == mixlab::BackendKind::Cuda
-                                  ? tr("fp16 tensor cores: %1; bf16: %2; TF32: %3")
-                                        .arg(info.tensor_cores ? tr("yes") : tr("no"),
-                                             info.bf16 ? tr("yes") : tr("no"), info.tf32 ? tr("yes") : tr("no"))
-                                  : tr("Runs use the CPU reference backend (fp16/bf16 rounding emulated)"));
+    m_deviceLabel->setToolTip(
+        info.backend == mixlab::BackendKind::Cuda
+            ? tr("fp16 tensor cores: %1; bf16: %2; TF32: %3")
+                  .arg(info.tensor_cores ? tr("yes") : tr("no"), info.bf16 ? tr("yes") : tr("no"),
+                       info.tf32 ? tr("yes") : tr("no"))
+            : tr("Runs use the CPU reference backend (fp16/bf16 rounding emulated)"));
     m_log->appendMessage(tr("Device: %1").arg(text), Kind::Info);
     updateStartBlocked();
 }
@@ -484,7 +507,8 @@ void MainWindow::updateStartBlocked()
     const bool idle = !m_controller->isBusy();
     const bool searching = m_controller->isSearching();
     m_startAction->setEnabled(idle && reason.isEmpty());
-    m_compareAction->setEnabled(idle && reason.isEmpty() && m_runPanel->comparePolicies().size() >= 2);
+    m_compareAction->setEnabled(idle && reason.isEmpty() &&
+                                m_runPanel->comparePolicies().size() >= 2);
     m_stopAction->setEnabled(!idle);
     // The toolbar's buttons say why they are greyed out, as the run panel's line does
     // (which Why? can cover when it takes the design column's place).
@@ -493,11 +517,13 @@ void MainWindow::updateStartBlocked()
                              : searching       ? searchTip
                                                : tr("Train one run with the run panel's settings");
     const QString compareTip = !reason.isEmpty() ? reason
-                               : searching       ? searchTip
-                                                 : tr("Train the checked policies side by side, in lockstep");
+                               : searching
+                                   ? searchTip
+                                   : tr("Train the checked policies side by side, in lockstep");
     m_startAction->setToolTip(withShortcut(startTip, m_startAction->shortcut()));
     m_compareAction->setToolTip(withShortcut(compareTip, m_compareAction->shortcut()));
-    m_stopAction->setToolTip(withShortcut(searching ? tr("Stop the largest-batch search") : tr("Stop the runs in progress"),
+    m_stopAction->setToolTip(withShortcut(searching ? tr("Stop the largest-batch search")
+                                                    : tr("Stop the runs in progress"),
                                           m_stopAction->shortcut()));
 }
 
@@ -521,18 +547,15 @@ void MainWindow::buildRunToolBar()
 
 void MainWindow::startRun()
 {
-    if (m_controller->isBusy() || m_runPanel->isStartBlocked())
-        return;
+    if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
     m_controller->start(m_designer->spec(), {m_runPanel->config()});
 }
 
 void MainWindow::startCompare()
 {
-    if (m_controller->isBusy() || m_runPanel->isStartBlocked())
-        return;
+    if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
     const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
-    if (policies.size() < 2)
-        return;
+    if (policies.size() < 2) return;
     const mixlab::RunConfig base = m_runPanel->config();
     std::vector<mixlab::RunConfig> runs;
     for (mixlab::Policy p : policies) {
@@ -586,8 +609,7 @@ void MainWindow::onRunningChanged(bool running)
     m_runPanel->setRunning(running);
     updateStartBlocked();
     updateStatusProgress();
-    if (!running)
-        statusBar()->showMessage(tr("Job finished"), 5000);
+    if (!running) statusBar()->showMessage(tr("Job finished"), 5000);
 }
 
 int MainWindow::selectedFinishedGroup() const
@@ -595,8 +617,7 @@ int MainWindow::selectedFinishedGroup() const
     int group = 0;
     for (int id : m_runsTable->selectedRunIds()) {
         const RunRecord *run = m_store->run(id);
-        if (!run || (group != 0 && run->group != group))
-            return 0;
+        if (!run || (group != 0 && run->group != group)) return 0;
         group = run->group;
     }
     return groupFinished(*m_store, group) ? group : 0;
@@ -604,8 +625,7 @@ int MainWindow::selectedFinishedGroup() const
 
 void MainWindow::updateWhyEnabled()
 {
-    if (m_whyAction)
-        m_whyAction->setEnabled(selectedFinishedGroup() != 0);
+    if (m_whyAction) m_whyAction->setEnabled(selectedFinishedGroup() != 0);
 }
 
 void MainWindow::showWhy(int group)
@@ -625,8 +645,7 @@ void MainWindow::showWhy(int group)
 // sideways, and a squeezed log wraps a word a line).
 void MainWindow::makeRoomForWhy()
 {
-    if (m_designHiddenForWhy || m_leftSplitter->isHidden())
-        return;
+    if (m_designHiddenForWhy || m_leftSplitter->isHidden()) return;
     constexpr int k_readableLog = 240;
     const int handle = m_mainSplitter->handleWidth();
     const int charts = m_charts->twoColumnWidth();
@@ -638,7 +657,9 @@ void MainWindow::makeRoomForWhy()
         m_leftSplitter->hide();
         m_designHiddenForWhy = true;
         dock = k_whyDockPreferred;
-        statusBar()->showMessage(tr("Why? has the designer's place while it is open; close it to bring the designer back"), 10000);
+        statusBar()->showMessage(tr("Why? has the designer's place while it is open; close it to "
+                                    "bring the designer back"),
+                                 10000);
     }
     // Once the layout has taken in the hidden column: until then the centre's minimum
     // still counts it and the dock would get what is left.
@@ -647,8 +668,7 @@ void MainWindow::makeRoomForWhy()
 
 void MainWindow::restoreAfterWhy()
 {
-    if (!m_designHiddenForWhy)
-        return;
+    if (!m_designHiddenForWhy) return;
     m_designHiddenForWhy = false;
     m_leftSplitter->show();
 }
@@ -664,24 +684,27 @@ void MainWindow::updateStatusProgress()
     double memoryMB = 0;
     for (int id : ids) {
         const RunRecord *run = m_store->run(id);
-        if (!run)
-            continue;
+        if (!run) continue;
         const qint64 runDone = RunsTableModel::stepsDone(*run);
         done += runDone;
         total += std::max<qint64>(run->totalSteps, runDone);
         memoryMB += run->deviceMemoryMB;
     }
-    m_memoryLabel->setText(memoryMB > 0 ? tr("Run memory: %1 MB").arg(memoryMB, 0, 'f', 1) : QString());
-    m_memoryLabel->setToolTip(tr("Device memory the running job allocated (parameters, activations, "
-                                 "gradients, optimizer state)"));
+    m_memoryLabel->setText(memoryMB > 0 ? tr("Run memory: %1 MB").arg(memoryMB, 0, 'f', 1)
+                                        : QString());
+    m_memoryLabel->setToolTip(
+        tr("Device memory the running job allocated (parameters, activations, "
+           "gradients, optimizer state)"));
     const bool running = m_controller->isRunning();
     m_progress->setValue(total > 0 ? int(1000 * done / total) : 0);
-    m_progressText->setText(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total) : tr("idle"));
+    m_progressText->setText(running || total > 0 ? tr("%1 / %2 steps").arg(done).arg(total)
+                                                 : tr("idle"));
 }
 
 void MainWindow::updateTitle()
 {
-    const QString name = m_currentFile.isEmpty() ? tr("untitled") : QFileInfo(m_currentFile).fileName();
+    const QString name =
+        m_currentFile.isEmpty() ? tr("untitled") : QFileInfo(m_currentFile).fileName();
     // "[*]" is where Qt shows the modified mark (setWindowModified).
     setWindowTitle(tr("%1[*] \u2014 MixLab").arg(name));
 }
@@ -696,7 +719,8 @@ std::string MainWindow::settingsSnapshot() const
 
 bool MainWindow::isModified() const
 {
-    return m_runsChangedSinceSave || m_designer->spec() != m_savedModel || settingsSnapshot() != m_savedSettings;
+    return m_runsChangedSinceSave || m_designer->spec() != m_savedModel ||
+           settingsSnapshot() != m_savedSettings;
 }
 
 void MainWindow::markSaved()
@@ -716,14 +740,15 @@ void MainWindow::updateModified()
 
 bool MainWindow::maybeSaveChanges(const QString &title)
 {
-    if (!isModified())
-        return true;
-    const QString name = m_currentFile.isEmpty() ? tr("the untitled experiment") : QFileInfo(m_currentFile).fileName();
-    const int choice = askUser(this, title,
-                               tr("Save the changes to %1?\n\nThe model, the settings or the runs changed "
-                                  "since it was last saved; without saving, the changes are lost.")
-                                   .arg(name),
-                               {tr("Save"), tr("Discard"), tr("Cancel")});
+    if (!isModified()) return true;
+    const QString name = m_currentFile.isEmpty() ? tr("the untitled experiment")
+                                                 : QFileInfo(m_currentFile).fileName();
+    const int choice =
+        askUser(this, title,
+                tr("Save the changes to %1?\n\nThe model, the settings or the runs changed "
+                   "since it was last saved; without saving, the changes are lost.")
+                    .arg(name),
+                {tr("Save"), tr("Discard"), tr("Cancel")});
     if (choice == 0)
         return saveExperimentDialog(false); // a failed or cancelled save keeps everything
     return choice == 1;
@@ -745,8 +770,7 @@ void MainWindow::addRecentFile(const QString &path)
     QStringList files = recentFiles();
     files.removeAll(absolute);
     files.prepend(absolute);
-    while (files.size() > k_maxRecentFiles)
-        files.removeLast();
+    while (files.size() > k_maxRecentFiles) files.removeLast();
     appSettings().setValue("recentFiles", files);
     rebuildRecentMenu();
 }
@@ -757,12 +781,10 @@ void MainWindow::rebuildRecentMenu()
     const QStringList files = recentFiles();
     for (const QString &path : files) {
         QAction *a = m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
-            if (!maybeSaveChanges(tr("Open experiment")))
-                return;
+            if (!maybeSaveChanges(tr("Open experiment"))) return;
             QString error, warning;
             if (openExperiment(path, &error, &warning)) {
-                if (!warning.isEmpty())
-                    warn(tr("Open experiment"), warning);
+                if (!warning.isEmpty()) warn(tr("Open experiment"), warning);
                 return;
             }
             if (!QFileInfo::exists(path)) { // moved or deleted: drop it from the list
@@ -790,11 +812,11 @@ void MainWindow::rebuildRecentMenu()
 void MainWindow::newExperiment()
 {
     if (m_controller->isRunning()) {
-        warn(tr("New experiment"), tr("A run is in progress. Stop it before starting a new experiment."));
+        warn(tr("New experiment"),
+             tr("A run is in progress. Stop it before starting a new experiment."));
         return;
     }
-    if (!maybeSaveChanges(tr("New experiment")))
-        return;
+    if (!maybeSaveChanges(tr("New experiment"))) return;
     m_store->clear();
     m_currentGroup = 0;
     m_currentFile.clear();
@@ -807,53 +829,50 @@ void MainWindow::newExperiment()
 
 bool MainWindow::openExperiment(const QString &path, QString *error, QString *warning)
 {
-    if (!applyExperiment(path, error, warning))
-        return false;
+    if (!applyExperiment(path, error, warning)) return false;
     m_currentFile = path;
     addRecentFile(path);
     markSaved();
     updateTitle();
-    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()), Kind::Info);
+    m_log->appendMessage(tr("Opened %1 (%2 runs)").arg(path).arg(m_store->runIds().size()),
+                         Kind::Info);
     return true;
 }
 
 bool MainWindow::applyExperiment(const QString &path, QString *error, QString *warning)
 {
     if (m_controller->isRunning()) {
-        if (error)
-            *error = tr("A run is in progress. Stop it before opening %1.").arg(path);
+        if (error) *error = tr("A run is in progress. Stop it before opening %1.").arg(path);
         return false;
     }
     if (QFileInfo(path).isDir()) {
         // QFile opens a folder without complaint and reads nothing from it.
-        if (error)
-            *error = tr("'%1' is a folder, not an experiment file").arg(path);
+        if (error) *error = tr("'%1' is a folder, not an experiment file").arg(path);
         return false;
     }
     ExperimentFile file;
-    if (!loadExperiment(path, &file, m_store, error))
-        return false;
+    if (!loadExperiment(path, &file, m_store, error)) return false;
     m_designer->setSpec(file.model);
     // The run panel says (through `message`) when the saved dataset cannot be used here.
     QStringList notes;
-    const QMetaObject::Connection note =
-        connect(m_runPanel, &RunPanel::message, this, [&notes](const QString &text) { notes << text; });
+    const QMetaObject::Connection note = connect(m_runPanel, &RunPanel::message, this,
+                                                 [&notes](const QString &text) { notes << text; });
     m_runPanel->setConfig(file.config);
     disconnect(note);
     m_runPanel->setComparePolicies(file.comparePolicies);
     m_currentGroup = 0;
     updateStatusProgress();
     if (warning)
-        *warning = notes.isEmpty() ? QString()
-                                   : tr("%1 was opened, but:\n%2").arg(path, notes.join(QLatin1Char('\n')));
+        *warning = notes.isEmpty()
+                       ? QString()
+                       : tr("%1 was opened, but:\n%2").arg(path, notes.join(QLatin1Char('\n')));
     return true;
 }
 
 bool MainWindow::importModel(const QString &path, QString *error)
 {
     const auto failWith = [error](const QString &text) {
-        if (error)
-            *error = text;
+        if (error) *error = text;
         return false;
     };
     if (QFileInfo(path).isDir())
@@ -879,9 +898,9 @@ bool MainWindow::importModel(const QString &path, QString *error)
 
 void MainWindow::importModelDialog()
 {
-    const QString path = askOpenFile(this, FileKind::Model, tr("Import model"), tr("MixLab models (*.json);;All files (*)"));
-    if (path.isEmpty())
-        return;
+    const QString path = askOpenFile(this, FileKind::Model, tr("Import model"),
+                                     tr("MixLab models (*.json);;All files (*)"));
+    if (path.isEmpty()) return;
     QString error;
     if (!importModel(path, &error))
         warn(tr("Import model"), tr("Could not import the model %1:\n%2").arg(path, error));
@@ -918,10 +937,13 @@ bool MainWindow::offerRecovery(const QString &dir)
         }
         const QString when = QLocale().toString(orphan.saved, QLocale::ShortFormat);
         const int runs = int(probe.runIds().size());
-        const int choice = askUser(this, tr("Recover experiment"),
-                                   tr("Recover the experiment MixLab was working on when it stopped "
-                                      "unexpectedly (%1)?\n\nIt holds %n run(s).", nullptr, runs).arg(when),
-                                   {tr("Recover"), tr("Discard")});
+        const int choice =
+            askUser(this, tr("Recover experiment"),
+                    tr("Recover the experiment MixLab was working on when it stopped "
+                       "unexpectedly (%1)?\n\nIt holds %n run(s).",
+                       nullptr, runs)
+                        .arg(when),
+                    {tr("Recover"), tr("Discard")});
         if (choice != 0) {
             Autosave::removeOrphan(orphan.path);
             continue;
@@ -933,12 +955,11 @@ bool MainWindow::offerRecovery(const QString &dir)
         }
         m_currentFile.clear(); // the user saves it where they choose
         updateTitle();
-        m_log->appendMessage(tr("Recovered the experiment autosaved %1 (%2 runs)").arg(when).arg(runs), Kind::Info);
-        if (!warning.isEmpty())
-            warn(tr("Recover experiment"), warning);
+        m_log->appendMessage(
+            tr("Recovered the experiment autosaved %1 (%2 runs)").arg(when).arg(runs), Kind::Info);
+        if (!warning.isEmpty()) warn(tr("Recover experiment"), warning);
         // Ours before theirs is removed: a second crash now still leaves a copy.
-        if (!m_autosave->isActive() || m_autosave->saveNow())
-            Autosave::removeOrphan(orphan.path);
+        if (!m_autosave->isActive() || m_autosave->saveNow()) Autosave::removeOrphan(orphan.path);
         return true;
     }
     return false;
@@ -950,8 +971,7 @@ bool MainWindow::saveExperimentAs(const QString &path, QString *error)
     file.model = m_designer->spec();
     file.config = m_runPanel->config();
     file.comparePolicies = m_runPanel->comparePolicies();
-    if (!saveExperiment(path, file, *m_store, error))
-        return false;
+    if (!saveExperiment(path, file, *m_store, error)) return false;
     m_currentFile = path;
     addRecentFile(path);
     markSaved();
@@ -962,12 +982,11 @@ bool MainWindow::saveExperimentAs(const QString &path, QString *error)
 
 void MainWindow::openExperimentDialog()
 {
-    if (!maybeSaveChanges(tr("Open experiment")))
-        return;
-    const QString path = askOpenFile(this, FileKind::Experiment, tr("Open experiment"),
-                                     tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
-    if (path.isEmpty())
-        return;
+    if (!maybeSaveChanges(tr("Open experiment"))) return;
+    const QString path =
+        askOpenFile(this, FileKind::Experiment, tr("Open experiment"),
+                    tr("MixLab experiments (*.mixlab.json *.json);;All files (*)"));
+    if (path.isEmpty()) return;
     QString error, warning;
     if (!openExperiment(path, &error, &warning))
         warn(tr("Open experiment"), tr("Could not open %1:\n%2").arg(path, error));
@@ -980,16 +999,17 @@ bool MainWindow::saveExperimentDialog(bool askPath)
     QString path = m_currentFile;
     if (askPath || path.isEmpty()) {
         path = askSaveFile(this, FileKind::Experiment, tr("Save experiment"),
-                           m_currentFile.isEmpty() ? suggestedName(QStringLiteral(".mixlab.json")) : m_currentFile,
+                           m_currentFile.isEmpty() ? suggestedName(QStringLiteral(".mixlab.json"))
+                                                   : m_currentFile,
                            tr("MixLab experiments (*.mixlab.json)"));
-        if (path.isEmpty())
-            return false;
+        if (path.isEmpty()) return false;
         if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
             path += QStringLiteral(".mixlab.json");
     }
     QString error;
     if (!saveExperimentAs(path, &error)) {
-        warn(tr("Save experiment"), tr("Could not save %1:\n%2").arg(path, withWriteReason(path, error)));
+        warn(tr("Save experiment"),
+             tr("Could not save %1:\n%2").arg(path, withWriteReason(path, error)));
         return false;
     }
     return true;
@@ -1001,8 +1021,7 @@ void MainWindow::exportChartsDialog()
     dialog.setWindowTitle(tr("Export chart(s)"));
     auto *chart = new QComboBox(&dialog);
     chart->addItem(tr("All charts"), QStringLiteral("all"));
-    for (const QString &name : m_charts->chartNames())
-        chart->addItem(name, name);
+    for (const QString &name : m_charts->chartNames()) chart->addItem(name, name);
     auto *format = new QComboBox(&dialog);
     format->addItem(tr("PNG image"), QStringLiteral("png"));
     format->addItem(tr("SVG drawing"), QStringLiteral("svg"));
@@ -1029,21 +1048,20 @@ void MainWindow::exportChartsDialog()
     form->addRow(tr("PNG width"), width);
     form->addRow(tr("PNG height"), height);
     form->addRow(buttons);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
+    if (dialog.exec() != QDialog::Accepted) return;
 
     const QString suffix = format->currentData().toString();
     const QString name = chart->currentData().toString();
     QString path = askSaveFile(this, FileKind::Chart, tr("Export chart(s)"),
                                suggestedName(QStringLiteral("-%1.%2").arg(fileStem(name), suffix)),
                                tr("%1 (*.%2)").arg(format->currentText(), suffix));
-    if (path.isEmpty())
-        return;
+    if (path.isEmpty()) return;
     if (QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0)
         path += QLatin1Char('.') + suffix;
     QString error;
     if (!m_charts->exportChart(name, path, QSize(width->value(), height->value()), &error)) {
-        warn(tr("Export chart(s)"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
+        warn(tr("Export chart(s)"),
+             tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
         return;
     }
     m_log->appendMessage(tr("Exported %1 to %2").arg(chart->currentText(), path), Kind::Info);
@@ -1058,10 +1076,12 @@ void MainWindow::exportLogsDialog()
         return;
     }
     if (!ids.empty() && ids.size() < all.size()) {
-        QMessageBox box(QMessageBox::Question, tr("Export logs"), tr("Which runs should the log hold?"),
-                        QMessageBox::Cancel, this);
-        QPushButton *selected = box.addButton(tr("Selected runs (%1)").arg(ids.size()), QMessageBox::AcceptRole);
-        QPushButton *everything = box.addButton(tr("All runs (%1)").arg(all.size()), QMessageBox::AcceptRole);
+        QMessageBox box(QMessageBox::Question, tr("Export logs"),
+                        tr("Which runs should the log hold?"), QMessageBox::Cancel, this);
+        QPushButton *selected =
+            box.addButton(tr("Selected runs (%1)").arg(ids.size()), QMessageBox::AcceptRole);
+        QPushButton *everything =
+            box.addButton(tr("All runs (%1)").arg(all.size()), QMessageBox::AcceptRole);
         box.setDefaultButton(selected);
         box.exec();
         if (box.clickedButton() == everything)
@@ -1072,26 +1092,28 @@ void MainWindow::exportLogsDialog()
         ids = all;
     }
     QString filter;
-    QString path = askSaveFile(this, FileKind::Log, tr("Export logs"), suggestedName(QStringLiteral("-log.json")),
+    QString path = askSaveFile(this, FileKind::Log, tr("Export logs"),
+                               suggestedName(QStringLiteral("-log.json")),
                                tr("JSON log (*.json);;CSV, one row per step (*.csv)"), &filter);
-    if (path.isEmpty())
-        return;
+    if (path.isEmpty()) return;
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix != QLatin1String("json") && suffix != QLatin1String("csv"))
-        path += filter.contains(QLatin1String("csv")) ? QStringLiteral(".csv") : QStringLiteral(".json");
+        path += filter.contains(QLatin1String("csv")) ? QStringLiteral(".csv")
+                                                      : QStringLiteral(".json");
     QString error;
     if (!exportLogs(*m_store, ids, path, &error)) {
-        warn(tr("Export logs"), tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
+        warn(tr("Export logs"),
+             tr("Could not export to %1:\n%2").arg(path, withWriteReason(path, error)));
         return;
     }
-    m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path), Kind::Info);
+    m_log->appendMessage(tr("Exported the log of %1 run(s) to %2").arg(ids.size()).arg(path),
+                         Kind::Info);
 }
 
 template <typename Dialog, typename... Args>
 void MainWindow::showNonModal(QPointer<Dialog> &kept, Args &&...args)
 {
-    if (!kept)
-        kept = new Dialog(std::forward<Args>(args)..., this);
+    if (!kept) kept = new Dialog(std::forward<Args>(args)..., this);
     kept->show();
     kept->raise();
     kept->activateWindow();
@@ -1112,11 +1134,10 @@ void MainWindow::warn(const QString &title, const QString &text)
 void MainWindow::closeEvent(QCloseEvent *event)
 {
     if (m_controller->isRunning()) {
-        if (m_confirmClose &&
-            askUser(this, tr("Quit MixLab"),
-                    tr("A run is in progress. Stop it and quit?\n"
-                       "Runs not saved in an experiment file are lost."),
-                    {tr("Stop and quit"), tr("Cancel")}) != 0) {
+        if (m_confirmClose && askUser(this, tr("Quit MixLab"),
+                                      tr("A run is in progress. Stop it and quit?\n"
+                                         "Runs not saved in an experiment file are lost."),
+                                      {tr("Stop and quit"), tr("Cancel")}) != 0) {
             event->ignore();
             return;
         }

@@ -27,8 +27,7 @@ QString plainText(const QString &text)
 QString keysText(const QAction *a)
 {
     QStringList keys;
-    for (const QKeySequence &k : a->shortcuts())
-        keys << shortcutText(k);
+    for (const QKeySequence &k : a->shortcuts()) keys << shortcutText(k);
     return keys.join(QStringLiteral(", "));
 }
 
@@ -44,26 +43,23 @@ void addMenuActions(const QMenu *menu, QList<QAction *> &out)
 
 } // namespace
 
-QList<ShortcutsDialog::Group> ShortcutsDialog::collect(const QMainWindow *window, const QList<Part> &parts)
+QList<ShortcutsDialog::Group> ShortcutsDialog::collect(const QMainWindow *window,
+                                                       const QList<Part> &parts)
 {
     QList<Group> groups;
     QList<QAction *> listed;
     for (QAction *top : window->menuBar()->actions()) {
-        if (!top->menu())
-            continue;
+        if (!top->menu()) continue;
         Group g{plainText(top->text()), {}};
         addMenuActions(top->menu(), g.actions);
         listed += g.actions;
-        if (!g.actions.isEmpty())
-            groups << g;
+        if (!g.actions.isEmpty()) groups << g;
     }
     QList<Group> partGroups;
-    for (const Part &p : parts)
-        partGroups << Group{p.title, {}};
+    for (const Part &p : parts) partGroups << Group{p.title, {}};
     Group other{tr("Other"), {}};
     for (QAction *a : window->findChildren<QAction *>()) {
-        if (a->shortcuts().isEmpty() || listed.contains(a))
-            continue;
+        if (a->shortcuts().isEmpty() || listed.contains(a)) continue;
         Group *into = &other;
         for (int i = 0; i < parts.size(); ++i) {
             auto *owner = qobject_cast<QWidget *>(a->parent());
@@ -75,10 +71,8 @@ QList<ShortcutsDialog::Group> ShortcutsDialog::collect(const QMainWindow *window
         into->actions << a;
     }
     for (const Group &g : partGroups)
-        if (!g.actions.isEmpty())
-            groups << g;
-    if (!other.actions.isEmpty())
-        groups << other;
+        if (!g.actions.isEmpty()) groups << g;
+    if (!other.actions.isEmpty()) groups << other;
     return groups;
 }
 
@@ -121,7 +115,8 @@ QStringList ShortcutsDialog::entries() const
     for (int i = 0; i < m_list->topLevelItemCount(); ++i) {
         const QTreeWidgetItem *group = m_list->topLevelItem(i);
         for (int j = 0; j < group->childCount(); ++j)
-            out << QStringLiteral("%1: %2 = %3").arg(group->text(0), group->child(j)->text(0), group->child(j)->text(1));
+            out << QStringLiteral("%1: %2 = %3")
+                       .arg(group->text(0), group->child(j)->text(0), group->child(j)->text(1));
     }
     return out;
 }

@@ -53,8 +53,7 @@ SteadyRange steadyRange(const QList<QPointF> &points)
     const qsizetype head = std::min(n / 2, std::max(2 * k_referenceStart, n / 50));
     qsizetype warm = 0; // in finite points
     for (qsizetype i = 0; i < head; ++i)
-        if (!steady(ys[std::size_t(i)]))
-            warm = i + 1;
+        if (!steady(ys[std::size_t(i)])) warm = i + 1;
     r.warmup = warm > 0 ? index[std::size_t(warm - 1)] + 1 : 0;
     for (qsizetype i = warm; i < n; ++i) {
         const double y = ys[std::size_t(i)];
@@ -68,29 +67,25 @@ SteadyRange steadyRange(const QList<QPointF> &points)
 
 std::vector<int> powerOfTwoTicks(int lo, int hi, int maxLabels, std::vector<int> wanted)
 {
-    if (hi < lo)
-        std::swap(lo, hi);
+    if (hi < lo) std::swap(lo, hi);
     maxLabels = std::max(maxLabels, 2);
     std::vector<int> ticks;
     if (hi - lo + 1 <= maxLabels) {
-        for (int e = lo; e <= hi; ++e)
-            ticks.push_back(e);
+        for (int e = lo; e <= hi; ++e) ticks.push_back(e);
         return ticks;
     }
     int stride = 1;
-    while ((hi - lo) / stride + 1 > maxLabels)
-        ++stride;
+    while ((hi - lo) / stride + 1 > maxLabels) ++stride;
     auto fits = [&](int e) {
-        return std::all_of(ticks.begin(), ticks.end(), [&](int t) { return std::abs(t - e) >= stride; });
+        return std::all_of(ticks.begin(), ticks.end(),
+                           [&](int t) { return std::abs(t - e) >= stride; });
     };
     for (int e : wanted)
-        if (e >= lo && e <= hi && fits(e))
-            ticks.push_back(e);
+        if (e >= lo && e <= hi && fits(e)) ticks.push_back(e);
     // Multiples of the stride: round exponents, evenly spaced.
     const int first = int(std::ceil(double(lo) / stride)) * stride;
     for (int e = first; e <= hi; e += stride)
-        if (fits(e))
-            ticks.push_back(e);
+        if (fits(e)) ticks.push_back(e);
     std::sort(ticks.begin(), ticks.end());
     return ticks;
 }

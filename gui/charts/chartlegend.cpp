@@ -26,8 +26,7 @@ std::vector<QString> legendLabels(const std::vector<QString> &runNames)
     std::set<QString> batches;
     for (const QString &name : runNames) {
         parsed.push_back(defaultName.match(name));
-        if (parsed.back().hasMatch())
-            batches.insert(parsed.back().captured(2));
+        if (parsed.back().hasMatch()) batches.insert(parsed.back().captured(2));
     }
     const bool showBatch = batches.size() > 1;
     std::vector<QString> labels;
@@ -36,24 +35,22 @@ std::vector<QString> legendLabels(const std::vector<QString> &runNames)
         if (!m.hasMatch())
             labels.push_back(runNames[i]);
         else
-            labels.push_back(m.captured(1) + (showBatch ? QStringLiteral(" b") + m.captured(2) : QString()) +
+            labels.push_back(m.captured(1) +
+                             (showBatch ? QStringLiteral(" b") + m.captured(2) : QString()) +
                              QStringLiteral(" #") + m.captured(3));
     }
     auto counts = [&labels] {
         std::map<QString, int> n;
-        for (const QString &l : labels)
-            ++n[l];
+        for (const QString &l : labels) ++n[l];
         return n;
     };
     std::map<QString, int> n = counts();
     for (std::size_t i = 0; i < labels.size(); ++i)
-        if (n[labels[i]] > 1)
-            labels[i] = runNames[i];
+        if (n[labels[i]] > 1) labels[i] = runNames[i];
     n = counts();
     std::map<QString, int> seen;
     for (QString &l : labels)
-        if (n[l] > 1)
-            l += QStringLiteral(" (%1)").arg(++seen[l]);
+        if (n[l] > 1) l += QStringLiteral(" (%1)").arg(++seen[l]);
     return labels;
 }
 
@@ -69,8 +66,7 @@ std::vector<QRectF> flowLayout(const std::vector<QSizeF> &sizes, qreal width, qr
         qreal rowWidth = 0, rowHeight = 0;
         while (end < sizes.size()) {
             const qreal w = rowWidth + (end > rowStart ? gap : 0) + sizes[end].width();
-            if (end > rowStart && w > width)
-                break;
+            if (end > rowStart && w > width) break;
             rowWidth = w;
             rowHeight = std::max(rowHeight, sizes[end].height());
             ++end;
@@ -83,8 +79,7 @@ std::vector<QRectF> flowLayout(const std::vector<QSizeF> &sizes, qreal width, qr
         y += rowHeight;
         rowStart = end;
     }
-    if (height)
-        *height = y;
+    if (height) *height = y;
     return rects;
 }
 
@@ -127,10 +122,10 @@ qreal ChartLegend::layOut(qreal width)
     m_shown.clear();
     for (const Entry &e : m_entries) {
         // Elided only when one name is wider than the whole legend; the tooltip has it all.
-        const qreal room = std::max<qreal>(m_width - k_swatch - k_swatchGap, fm.averageCharWidth() * 4);
+        const qreal room =
+            std::max<qreal>(m_width - k_swatch - k_swatchGap, fm.averageCharWidth() * 4);
         QString text = e.label;
-        if (fm.horizontalAdvance(text) > room)
-            text = fm.elidedText(text, Qt::ElideMiddle, room);
+        if (fm.horizontalAdvance(text) > room) text = fm.elidedText(text, Qt::ElideMiddle, room);
         m_shown.push_back(text);
         sizes.push_back(QSizeF(k_swatch + k_swatchGap + fm.horizontalAdvance(text), fm.height()));
     }
@@ -139,8 +134,8 @@ qreal ChartLegend::layOut(qreal width)
     m_keyRect = QRectF();
     if (!m_key.isEmpty()) {
         const QFontMetricsF km(keyFont());
-        const QRectF text = km.boundingRect(QRectF(0, 0, m_width, 1e6),
-                                            Qt::AlignHCenter | Qt::TextWordWrap, m_key);
+        const QRectF text =
+            km.boundingRect(QRectF(0, 0, m_width, 1e6), Qt::AlignHCenter | Qt::TextWordWrap, m_key);
         const qreal top = entriesHeight > 0 ? entriesHeight + k_keyGap : 0;
         m_keyRect = QRectF(0, top, m_width, text.height());
     }
@@ -159,10 +154,7 @@ QString ChartLegend::shownText(std::size_t i) const
     return i < m_shown.size() ? m_shown[i] : QString();
 }
 
-QRectF ChartLegend::boundingRect() const
-{
-    return QRectF(0, 0, m_width, m_height);
-}
+QRectF ChartLegend::boundingRect() const { return QRectF(0, 0, m_width, m_height); }
 
 void ChartLegend::paint(QPainter *painter, const QStyleOptionGraphicsItem *, QWidget *)
 {
@@ -193,8 +185,7 @@ void ChartLegend::hoverMoveEvent(QGraphicsSceneHoverEvent *event)
 {
     QString tip;
     for (std::size_t i = 0; i < m_rects.size() && i < m_entries.size(); ++i)
-        if (m_rects[i].contains(event->pos()))
-            tip = m_entries[i].toolTip;
+        if (m_rects[i].contains(event->pos())) tip = m_entries[i].toolTip;
     setToolTip(tip);
     QGraphicsItem::hoverMoveEvent(event);
 }

@@ -51,7 +51,8 @@ qint64 stepsPerEpoch(const RunRecord &r)
                                       [](const mixlab::StepMetrics &m) { return m.epoch < 2; });
     if (later != steps.end() && later->epoch >= 2)
         return std::max<qint64>(1, (later->step - 1) / (later->epoch - 1));
-    if (c.dataset.name == "synthetic" && c.batch_size > 0 && c.dataset.synthetic_train >= c.batch_size)
+    if (c.dataset.name == "synthetic" && c.batch_size > 0 &&
+        c.dataset.synthetic_train >= c.batch_size)
         return c.dataset.synthetic_train / c.batch_size; // the last partial batch is dropped
     return 0;
 }
@@ -65,8 +66,7 @@ struct XMapper {
     XMapper(ChartPanel::XAxis m, const RunRecord &r) : mode(m), run(r)
     {
         qint64 s = stepsPerEpoch(r);
-        if (s <= 0)
-            s = r.steps.empty() ? 1 : std::max<qint64>(1, r.steps.back().step);
+        if (s <= 0) s = r.steps.empty() ? 1 : std::max<qint64>(1, r.steps.back().step);
         spe = double(s);
     }
 
@@ -83,11 +83,11 @@ struct XMapper {
     // Where epoch e ends: its last step, or the epoch count itself. NaN when unknown.
     double epochEnd(const mixlab::EpochMetrics &e, double secondsBefore) const
     {
-        if (mode == ChartPanel::XAxis::Epoch)
-            return double(e.epoch);
+        if (mode == ChartPanel::XAxis::Epoch) return double(e.epoch);
         const auto &steps = run.steps;
-        auto after = std::partition_point(steps.begin(), steps.end(),
-                                          [&](const mixlab::StepMetrics &m) { return m.epoch <= e.epoch; });
+        auto after =
+            std::partition_point(steps.begin(), steps.end(),
+                                 [&](const mixlab::StepMetrics &m) { return m.epoch <= e.epoch; });
         const bool haveLast = after != steps.begin() && std::prev(after)->epoch == e.epoch;
         if (mode == ChartPanel::XAxis::Step)
             return haveLast ? double(std::prev(after)->step) : double(e.epoch) * spe;
@@ -122,7 +122,10 @@ std::optional<Metric> metricOf(const QString &chart)
 
 // Step time and throughput: the first steps of a GPU run (graph recording, plan timing)
 // are a thousand times slower than the rest and would flatten the curves onto zero.
-bool steadyScaled(Metric metric) { return metric == Metric::StepMs || metric == Metric::Throughput; }
+bool steadyScaled(Metric metric)
+{
+    return metric == Metric::StepMs || metric == Metric::Throughput;
+}
 
 QList<QPointF> metricPoints(const RunRecord &r, Metric metric, const XMapper &xm)
 {
@@ -143,8 +146,7 @@ std::vector<MetricChart::Curve> stepCurves(const QList<QPointF> &raw, double alp
                                            bool steady)
 {
     std::optional<mixlab::SteadyRange> range;
-    if (steady)
-        range = mixlab::steadyRange(raw);
+    if (steady) range = mixlab::steadyRange(raw);
     std::vector<MetricChart::Curve> c(2);
     c[0] = {QObject::tr("per step"), MetricChart::Style::Faint, false, raw, range};
     c[1] = {QObject::tr("smoothed"), MetricChart::Style::Solid, inLegend,
@@ -155,8 +157,7 @@ std::vector<MetricChart::Curve> stepCurves(const QList<QPointF> &raw, double alp
 // A reading in the crosshair's box: four significant digits, large ones whole.
 QString readoutValue(double v)
 {
-    if (!std::isfinite(v))
-        return QObject::tr("n/a");
+    if (!std::isfinite(v)) return QObject::tr("n/a");
     return std::abs(v) >= 1000 ? QString::number(std::llround(v)) : QString::number(v, 'g', 4);
 }
 
@@ -232,7 +233,10 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     layout->addLayout(bar);
     layout->addWidget(scroll, 1);
 
-    struct Spec { const char *name; QString title, yTitle, key; };
+    struct Spec {
+        const char *name;
+        QString title, yTitle, key;
+    };
     const QString perStep = tr("faint: per step, solid: smoothed");
     const Spec specs[] = {
         {"loss", tr("Loss"), tr("loss"), perStep + tr("; dashed ●: test, per epoch")},
@@ -264,8 +268,7 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     m_liveStepTimer.setInterval(0);
     connect(&m_liveStepTimer, &QTimer::timeout, this, &ChartPanel::liveStep);
 
-    connect(m_xCombo, &QComboBox::currentIndexChanged, this,
-            [this](int i) { setXAxis(XAxis(i)); });
+    connect(m_xCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setXAxis(XAxis(i)); });
     connect(m_smoothSlider, &QSlider::valueChanged, this,
             [this](int v) { setSmoothing(v / 100.0); });
     connect(m_logCheck, &QCheckBox::toggled, this, &ChartPanel::setLogScale);
@@ -287,11 +290,9 @@ void ChartPanel::setXAxis(XAxis axis)
         const QSignalBlocker block(m_xCombo);
         m_xCombo->setCurrentIndex(int(axis));
     }
-    if (axis == m_xAxis)
-        return;
+    if (axis == m_xAxis) return;
     m_xAxis = axis;
-    for (MetricChart *c : std::as_const(m_charts))
-        c->setXTitle(xTitle(axis));
+    for (MetricChart *c : std::as_const(m_charts)) c->setXTitle(xTitle(axis));
     markAllDirty();
     emit xAxisChanged(axis);
 }
@@ -304,8 +305,7 @@ void ChartPanel::setSmoothing(double alpha)
         m_smoothSlider->setValue(int(std::lround(alpha * 100)));
     }
     m_smoothLabel->setText(QString::number(alpha, 'f', 2));
-    if (alpha == m_smoothing)
-        return;
+    if (alpha == m_smoothing) return;
     m_smoothing = alpha;
     markAllDirty();
     emit smoothingChanged(alpha);
@@ -317,8 +317,7 @@ void ChartPanel::setLogScale(bool on)
         const QSignalBlocker block(m_logCheck);
         m_logCheck->setChecked(on);
     }
-    if (on == m_logScale)
-        return;
+    if (on == m_logScale) return;
     m_logScale = on;
     chart(QStringLiteral("loss"))->setLogY(on);
     chart(QStringLiteral("step_time"))->setLogY(on);
@@ -329,16 +328,14 @@ void ChartPanel::setLogScale(bool on)
 QStringList ChartPanel::chartNames() const
 {
     QStringList names;
-    for (const MetricChart *c : m_charts)
-        names << c->name();
+    for (const MetricChart *c : m_charts) names << c->name();
     return names;
 }
 
 MetricChart *ChartPanel::chart(const QString &name) const
 {
     for (MetricChart *c : m_charts)
-        if (c->name() == name)
-            return c;
+        if (c->name() == name) return c;
     return nullptr;
 }
 
@@ -346,15 +343,13 @@ void ChartPanel::markDirty(int runId)
 {
     m_dirty.insert(runId);
     // During a live cycle the change waits for its end (liveStep restarts the timer).
-    if (!m_redrawTimer.isActive() && m_liveNext < 0)
-        m_redrawTimer.start();
+    if (!m_redrawTimer.isActive() && m_liveNext < 0) m_redrawTimer.start();
 }
 
 void ChartPanel::markAllDirty()
 {
     m_allDirty = true;
-    if (!m_redrawTimer.isActive() && m_liveNext < 0)
-        m_redrawTimer.start();
+    if (!m_redrawTimer.isActive() && m_liveNext < 0) m_redrawTimer.start();
 }
 
 // The coalesced redraw while runs stream in: one chart per event-loop turn (its curves,
@@ -371,13 +366,11 @@ void ChartPanel::startLiveRedraw()
     m_liveIds.clear();
     m_liveIds.swap(m_dirty);
     if (m_allDirty) // a new axis mode, smoothing, scale or plot width: every run
-        for (int id : m_store->runIds())
-            m_liveIds.insert(id);
+        for (int id : m_store->runIds()) m_liveIds.insert(id);
     m_allDirty = false;
     for (MetricChart *c : std::as_const(m_charts))
         for (int id : c->runIds())
-            if (!m_store->run(id))
-                m_liveIds.insert(id);
+            if (!m_store->run(id)) m_liveIds.insert(id);
     // Last chart first: the loss chart, the one users (and tests) watch, is updated last,
     // so once it shows a change every chart does.
     m_liveNext = m_charts.size() - 1;
@@ -387,11 +380,9 @@ void ChartPanel::startLiveRedraw()
 
 void ChartPanel::liveStep()
 {
-    if (m_liveNext < 0 || m_liveNext >= m_charts.size())
-        return;
+    if (m_liveNext < 0 || m_liveNext >= m_charts.size()) return;
     MetricChart *c = m_charts[m_liveNext];
-    for (int id : m_liveIds)
-        updateRun(id, c);
+    for (int id : m_liveIds) updateRun(id, c);
     c->fitAxes();
     if (--m_liveNext >= 0) {
         m_liveStepTimer.start(); // the next chart after this one has painted
@@ -403,9 +394,9 @@ void ChartPanel::liveStep()
     // k_liveIntervalMs after this one, and later when a busy machine made this one slow,
     // so the GUI thread idles most of the time (a 20k-step CPU run at 25 cycles a second
     // spent 38% of a core painting charts, and the training thread lost that time).
-    m_redrawTimer.setInterval(int(std::clamp<qint64>(2 * m_liveClock.elapsed(), k_liveIntervalMs, 1000)));
-    if (!m_dirty.empty() || m_allDirty)
-        m_redrawTimer.start();
+    m_redrawTimer.setInterval(
+        int(std::clamp<qint64>(2 * m_liveClock.elapsed(), k_liveIntervalMs, 1000)));
+    if (!m_dirty.empty() || m_allDirty) m_redrawTimer.start();
 }
 
 void ChartPanel::redrawNow()
@@ -418,22 +409,18 @@ void ChartPanel::redrawNow()
     m_liveNext = -1;
     std::set<int> ids;
     if (m_allDirty) {
-        for (int id : m_store->runIds())
-            ids.insert(id);
+        for (int id : m_store->runIds()) ids.insert(id);
     } else {
         ids.swap(m_dirty);
     }
     // Runs the charts still show but the store no longer has (removed, or cleared).
     for (MetricChart *c : std::as_const(m_charts))
         for (int id : c->runIds())
-            if (!m_store->run(id))
-                ids.insert(id);
+            if (!m_store->run(id)) ids.insert(id);
     m_dirty.clear();
     m_allDirty = false;
-    for (int id : ids)
-        updateRun(id);
-    for (MetricChart *c : std::as_const(m_charts))
-        c->fitAxes();
+    for (int id : ids) updateRun(id);
+    for (MetricChart *c : std::as_const(m_charts)) c->fitAxes();
     ++m_redraws;
 }
 
@@ -444,8 +431,7 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     const RunRecord *r = m_store->run(runId);
     if (!r || !r->visible) {
         for (MetricChart *c : std::as_const(m_charts))
-            if (!only || c == only)
-                c->removeRun(runId);
+            if (!only || c == only) c->removeRun(runId);
         return;
     }
     auto wants = [&](const char *name) {
@@ -472,8 +458,7 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
             if (wRate) rate.append(QPointF(x, metricValue(m, Metric::Throughput)));
             if (wScale) {
                 scale.append(QPointF(x, metricValue(m, Metric::LossScale)));
-                if (m.skipped)
-                    skipped.append(scale.back());
+                if (m.skipped) skipped.append(scale.back());
             }
         }
     QList<QPointF> testLoss, trainAcc, testAcc;
@@ -509,9 +494,11 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
         chart(QStringLiteral("accuracy"))->setRun(runId, label, tip, color, accCurves);
     }
     if (wStep)
-        chart(QStringLiteral("step_time"))->setRun(runId, label, tip, color, stepCurves(stepMs, a, true, true));
+        chart(QStringLiteral("step_time"))
+            ->setRun(runId, label, tip, color, stepCurves(stepMs, a, true, true));
     if (wRate)
-        chart(QStringLiteral("throughput"))->setRun(runId, label, tip, color, stepCurves(rate, a, true, true));
+        chart(QStringLiteral("throughput"))
+            ->setRun(runId, label, tip, color, stepCurves(rate, a, true, true));
     if (wScale)
         chart(QStringLiteral("loss_scale"))
             ->setRun(runId, label, tip, color,
@@ -519,7 +506,8 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
                       {tr("skipped step"), Style::Scatter, false, skipped, {}}});
     if (wMem)
         chart(QStringLiteral("memory"))
-            ->setRun(runId, label, tip, color, {{tr("device memory"), Style::Solid, true, memory, {}}});
+            ->setRun(runId, label, tip, color,
+                     {{tr("device memory"), Style::Solid, true, memory, {}}});
 }
 
 QString ChartPanel::legendLabel(int runId) const
@@ -528,12 +516,10 @@ QString ChartPanel::legendLabel(int runId) const
     qsizetype at = -1;
     for (int id : m_store->runIds())
         if (const RunRecord *r = m_store->run(id); r && r->visible) {
-            if (id == runId)
-                at = qsizetype(names.size());
+            if (id == runId) at = qsizetype(names.size());
             names.push_back(r->name);
         }
-    if (at < 0)
-        return {};
+    if (at < 0) return {};
     return legendLabels(names)[std::size_t(at)];
 }
 
@@ -558,63 +544,57 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
     case XAxis::WallTime: out.x = tr("%1 s").arg(x, 0, 'f', 1); break;
     }
     const MetricChart *c = chart(chartName);
-    if (!c)
-        return out;
+    if (!c) return out;
     const std::optional<Metric> metric = metricOf(chartName);
-    const QString unit = c->yTitle() == QLatin1String("loss") || c->yTitle() == QLatin1String("scale")
-                             ? QString()
-                             : c->yTitle() == QLatin1String("%") ? c->yTitle() : QStringLiteral(" ") + c->yTitle();
+    const QString unit =
+        c->yTitle() == QLatin1String("loss") || c->yTitle() == QLatin1String("scale") ? QString()
+        : c->yTitle() == QLatin1String("%")                                           ? c->yTitle()
+                                            : QStringLiteral(" ") + c->yTitle();
     for (int id : m_store->runIds()) {
         const RunRecord *r = m_store->run(id);
-        if (!r || !r->visible || r->steps.empty())
-            continue;
+        if (!r || !r->visible || r->steps.empty()) continue;
         const XMapper xm(m_xAxis, *r);
         QString value;
         qint64 step = 0;
         if (!metric) { // device memory: one value for the whole run
-            if (r->deviceMemoryMB <= 0)
-                continue;
+            if (r->deviceMemoryMB <= 0) continue;
             value = readoutValue(r->deviceMemoryMB) + unit;
         } else {
             const QList<QPointF> raw = metricPoints(*r, *metric, xm);
             std::optional<mixlab::SteadyRange> steady;
-            if (steadyScaled(*metric))
-                steady = mixlab::steadyRange(raw);
+            if (steadyScaled(*metric)) steady = mixlab::steadyRange(raw);
             const bool smoothed = *metric != Metric::LossScale;
             const mixlab::CurveReading at =
                 mixlab::readCurveAt(raw, x, smoothed ? m_smoothing : 0.0, smoothingStart(steady));
-            if (at.index < 0)
-                continue;
+            if (at.index < 0) continue;
             const mixlab::StepMetrics &m = r->steps[std::size_t(at.index)];
             step = m.step;
             if (smoothed && m_smoothing > 0 && std::isfinite(at.smoothed))
-                value = tr("%1%2 (raw %3)").arg(readoutValue(at.smoothed), unit, readoutValue(at.point.y()));
+                value = tr("%1%2 (raw %3)")
+                            .arg(readoutValue(at.smoothed), unit, readoutValue(at.point.y()));
             else
                 value = readoutValue(at.point.y()) + unit;
-            if (at.index < smoothingStart(steady))
-                value += tr(", warm-up");
-            if (*metric == Metric::LossScale && m.skipped)
-                value += tr(", skipped");
+            if (at.index < smoothingStart(steady)) value += tr(", warm-up");
+            if (*metric == Metric::LossScale && m.skipped) value += tr(", skipped");
             // The latest per-epoch evaluation at or before x.
             if (*metric == Metric::Loss || *metric == Metric::Accuracy) {
                 double seconds = 0;
                 const mixlab::EpochMetrics *last = nullptr;
                 for (const mixlab::EpochMetrics &e : r->epochs) {
-                    if (xm.epochEnd(e, seconds) > x + 1e-9)
-                        break;
+                    if (xm.epochEnd(e, seconds) > x + 1e-9) break;
                     seconds += e.seconds;
                     last = &e;
                 }
                 if (last)
                     value += tr("; test %1%2 (epoch %3)")
-                                 .arg(readoutValue(*metric == Metric::Loss ? last->test_loss
-                                                                          : 100.0 * last->test_accuracy),
+                                 .arg(readoutValue(*metric == Metric::Loss
+                                                       ? last->test_loss
+                                                       : 100.0 * last->test_accuracy),
                                       unit)
                                  .arg(last->epoch);
             }
         }
-        if (m_xAxis != XAxis::Step && step > 0)
-            value = tr("step %1: %2").arg(step).arg(value);
+        if (m_xAxis != XAxis::Step && step > 0) value = tr("step %1: %2").arg(step).arg(value);
         const QColor color = r->color.isValid() ? r->color : QColor(Qt::darkGray);
         out.rows.push_back({legendLabel(id), color, value});
     }
@@ -623,15 +603,12 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
 
 void ChartPanel::layoutCharts(int columns)
 {
-    if (columns == m_columns)
-        return;
+    if (columns == m_columns) return;
     m_columns = columns;
-    for (MetricChart *c : std::as_const(m_charts))
-        m_grid->removeWidget(c);
+    for (MetricChart *c : std::as_const(m_charts)) m_grid->removeWidget(c);
     for (qsizetype i = 0; i < m_charts.size(); ++i)
         m_grid->addWidget(m_charts[i], int(i / columns), int(i % columns));
-    for (int col = 0; col < 3; ++col)
-        m_grid->setColumnStretch(col, col < columns ? 1 : 0);
+    for (int col = 0; col < 3; ++col) m_grid->setColumnStretch(col, col < columns ? 1 : 0);
 }
 
 void ChartPanel::resizeEvent(QResizeEvent *event)
@@ -659,12 +636,11 @@ void ChartPanel::renderGrid(QPainter *painter, const QList<MetricChart *> &chart
     }
 }
 
-bool ChartPanel::exportChart(const QString &chartName, const QString &path,
-                             const QSize &pngSize, QString *error) const
+bool ChartPanel::exportChart(const QString &chartName, const QString &path, const QSize &pngSize,
+                             QString *error) const
 {
     auto fail = [error](const QString &message) {
-        if (error)
-            *error = message;
+        if (error) *error = message;
         return false;
     };
     QList<MetricChart *> charts;
@@ -680,11 +656,13 @@ bool ChartPanel::exportChart(const QString &chartName, const QString &path,
     if (suffix != QLatin1String("png") && suffix != QLatin1String("svg") &&
         suffix != QLatin1String("pdf"))
         return fail(tr("Cannot export to \"%1\": unknown file type \"%2\"; use .png, .svg "
-                       "or .pdf.").arg(path, suffix.isEmpty() ? tr("(none)") : "." + suffix));
+                       "or .pdf.")
+                        .arg(path, suffix.isEmpty() ? tr("(none)") : "." + suffix));
     if (pngSize.width() < 16 || pngSize.height() < 16 || pngSize.width() > 20000 ||
         pngSize.height() > 20000)
         return fail(tr("Export size %1x%2 is out of range (16 to 20000 pixels a side).")
-                        .arg(pngSize.width()).arg(pngSize.height()));
+                        .arg(pngSize.width())
+                        .arg(pngSize.height()));
 
     // The file shows what the store holds now, not what the next coalesced redraw
     // would have shown: drawing state changes, the panel's data do not.
@@ -733,8 +711,8 @@ bool ChartPanel::exportChart(const QString &chartName, const QString &path,
         pdf.setTitle(tr("MixLab charts"));
         pdf.setResolution(96); // pngSize pixels map to the page at screen scale
         pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        pdf.setPageSize(QPageSize(QSizeF(pngSize) * 72.0 / 96.0, QPageSize::Point,
-                                  QString(), QPageSize::ExactMatch));
+        pdf.setPageSize(QPageSize(QSizeF(pngSize) * 72.0 / 96.0, QPageSize::Point, QString(),
+                                  QPageSize::ExactMatch));
         QPainter painter;
         if (!painter.begin(&pdf))
             return fail(tr("Cannot write \"%1\": the PDF writer did not start").arg(path));
@@ -743,7 +721,6 @@ bool ChartPanel::exportChart(const QString &chartName, const QString &path,
         renderGrid(&painter, charts, pngSize);
         painter.end();
     }
-    if (!file.commit())
-        return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
+    if (!file.commit()) return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
     return true;
 }

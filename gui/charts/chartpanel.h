@@ -34,7 +34,7 @@ public:
     XAxis xAxis() const { return m_xAxis; }
     void setSmoothing(double alpha); // EMA weight of the past, 0 (raw) .. 0.99
     double smoothing() const { return m_smoothing; }
-    void setLogScale(bool on);       // y axis of the loss and step-time charts
+    void setLogScale(bool on); // y axis of the loss and step-time charts
     bool logScale() const { return m_logScale; }
 
     // "loss", "accuracy", "step_time", "throughput", "loss_scale", "memory".

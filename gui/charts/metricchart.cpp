@@ -36,8 +36,7 @@ constexpr double k_edgePixels = 6.0;
 // 1, 2 or 5 times a power of ten near range/ticks, so tick labels read as round numbers.
 double niceStep(double range, int ticks)
 {
-    if (!(range > 0) || !std::isfinite(range))
-        return 1.0;
+    if (!(range > 0) || !std::isfinite(range)) return 1.0;
     const double raw = range / ticks;
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
     const double norm = raw / mag;
@@ -71,17 +70,16 @@ double xTickStep(double lo, double hi, double plotWidth, const QFontMetricsF &fm
 {
     constexpr double k_labelGap = 16; // Qt's label padding on both sides, and air
     double step = niceStep(hi - lo, 5);
-    if (!(plotWidth > 0))
-        return step;
+    if (!(plotWidth > 0)) return step;
     for (int ticks = 5; ticks >= 1; --ticks) {
         step = niceStep(hi - lo, ticks);
         const double labels = std::floor((hi - lo) / step + 1e-9) + 1;
         const QString format = labelFormat(step);
         double widest = 0;
         for (double v : {lo, hi, std::floor(hi / step) * step})
-            widest = std::max(widest, fm.horizontalAdvance(QString::asprintf(qPrintable(format), v)));
-        if (labels * (widest + k_labelGap) <= plotWidth)
-            break;
+            widest =
+                std::max(widest, fm.horizontalAdvance(QString::asprintf(qPrintable(format), v)));
+        if (labels * (widest + k_labelGap) <= plotWidth) break;
     }
     return step;
 }
@@ -92,16 +90,14 @@ QList<QPointF> positiveOnly(const QList<QPointF> &points)
     QList<QPointF> out;
     out.reserve(points.size());
     for (const QPointF &p : points)
-        if (p.y() > 0)
-            out.append(p);
+        if (p.y() > 0) out.append(p);
     return out;
 }
 
 // 2^e as a loss scale is written: 32768, 0.25; past 2^24 or under 2^-4 as 2^e.
 QString powerOfTwoLabel(int e)
 {
-    if (e >= -4 && e <= 24)
-        return QString::number(std::ldexp(1.0, e), 'g', 10);
+    if (e >= -4 && e <= 24) return QString::number(std::ldexp(1.0, e), 'g', 10);
     return QStringLiteral("2^%1").arg(e);
 }
 
@@ -162,8 +158,7 @@ void MetricChart::setXTitle(const QString &title)
 
 void MetricChart::setLogY(bool log, bool powersOfTwo)
 {
-    if (log == m_logY && powersOfTwo == m_powersOfTwo)
-        return;
+    if (log == m_logY && powersOfTwo == m_powersOfTwo) return;
     m_logY = log;
     m_powersOfTwo = powersOfTwo;
     QAbstractAxis *axis = nullptr;
@@ -186,8 +181,7 @@ void MetricChart::setLogY(bool log, bool powersOfTwo)
         const auto all = chart()->series();
         for (QAbstractSeries *as : all) {
             auto *xy = static_cast<QXYSeries *>(as);
-            if (m_pending.find(xy) == m_pending.end())
-                m_pending[xy] = positiveOnly(xy->points());
+            if (m_pending.find(xy) == m_pending.end()) m_pending[xy] = positiveOnly(xy->points());
         }
     }
     fitAxes();
@@ -197,14 +191,12 @@ void MetricChart::replaceYAxis(QAbstractAxis *axis)
 {
     QChart *c = chart();
     const auto all = c->series();
-    for (QAbstractSeries *s : all)
-        s->detachAxis(m_yAxis);
+    for (QAbstractSeries *s : all) s->detachAxis(m_yAxis);
     c->removeAxis(m_yAxis);
     delete m_yAxis;
     m_yAxis = axis;
     c->addAxis(axis, Qt::AlignLeft);
-    for (QAbstractSeries *s : all)
-        s->attachAxis(axis);
+    for (QAbstractSeries *s : all) s->attachAxis(axis);
 }
 
 double MetricChart::toAxisY(double value) const
@@ -214,12 +206,10 @@ double MetricChart::toAxisY(double value) const
 
 QList<QPointF> MetricChart::forAxis(const QList<QPointF> &points) const
 {
-    if (!m_logY)
-        return points;
+    if (!m_logY) return points;
     QList<QPointF> out = positiveOnly(points);
     if (m_powersOfTwo)
-        for (QPointF &p : out)
-            p.setY(std::log2(p.y()));
+        for (QPointF &p : out) p.setY(std::log2(p.y()));
     return out;
 }
 
@@ -235,9 +225,7 @@ void MetricChart::styleSeries(QXYSeries *series, Style style, const QColor &colo
         pen.setWidthF(1.0);
         break;
     }
-    case Style::Solid:
-        pen.setWidthF(2.0);
-        break;
+    case Style::Solid: pen.setWidthF(2.0); break;
     case Style::DashedMarkers:
     case Style::DottedMarkers:
         pen.setColor(color.darker(130));
@@ -255,8 +243,7 @@ void MetricChart::styleSeries(QXYSeries *series, Style style, const QColor &colo
         break;
     }
     }
-    if (style != Style::Scatter)
-        series->setPen(pen);
+    if (style != Style::Scatter) series->setPen(pen);
 }
 
 QXYSeries *MetricChart::makeSeries(const RunEntry &entry, std::size_t curve)
@@ -302,11 +289,9 @@ void MetricChart::setRun(int runId, const QString &label, const QString &toolTip
     entry.toolTip = toolTip;
     entry.color = color;
     entry.steady.clear();
-    for (const Curve &c : curves)
-        entry.steady.push_back(c.steady);
+    for (const Curve &c : curves) entry.steady.push_back(c.steady);
     if (!sameShape)
-        for (std::size_t i = 0; i < curves.size(); ++i)
-            entry.series.append(makeSeries(entry, i));
+        for (std::size_t i = 0; i < curves.size(); ++i) entry.series.append(makeSeries(entry, i));
 
     const int buckets = pixelBuckets();
     for (std::size_t i = 0; i < curves.size(); ++i) {
@@ -318,23 +303,21 @@ void MetricChart::setRun(int runId, const QString &label, const QString &toolTip
         }
         m_pending[s] = mixlab::decimateMinMax(forAxis(c.points), buckets);
         m_offScale.erase(s);
-        if (!c.steady || c.style != Style::Faint || c.steady->empty())
-            continue;
+        if (!c.steady || c.style != Style::Faint || c.steady->empty()) continue;
         // What lies outside the steady range, from the full data: decimation keeps
         // extremes but not their count.
         OffScale o;
         o.warmup = c.steady->warmup;
         auto farther = [&](double &extreme, double y) {
             const double d = y > c.steady->hi ? y - c.steady->hi : c.steady->lo - y;
-            const double e = std::isnan(extreme) ? -k_inf
-                             : extreme > c.steady->hi ? extreme - c.steady->hi : c.steady->lo - extreme;
-            if (d > e)
-                extreme = y;
+            const double e = std::isnan(extreme)      ? -k_inf
+                             : extreme > c.steady->hi ? extreme - c.steady->hi
+                                                      : c.steady->lo - extreme;
+            if (d > e) extreme = y;
         };
         for (qsizetype k = 0; k < c.points.size(); ++k) {
             const QPointF &p = c.points[k];
-            if (!std::isfinite(p.y()))
-                continue;
+            if (!std::isfinite(p.y())) continue;
             if (k < o.warmup) {
                 o.warmupX = p.x();
                 farther(o.warmupExtreme, p.y());
@@ -346,18 +329,15 @@ void MetricChart::setRun(int runId, const QString &label, const QString &toolTip
             }
         }
         o.points = mixlab::decimateMinMax(o.points, buckets);
-        if (o.warmup > 0 || o.spikes > 0)
-            m_offScale[s] = std::move(o);
+        if (o.warmup > 0 || o.spikes > 0) m_offScale[s] = std::move(o);
     }
-    if (!sameShape || relabel)
-        updateLegendEntries();
+    if (!sameShape || relabel) updateLegendEntries();
 }
 
 void MetricChart::removeRun(int runId)
 {
     auto it = m_runs.find(runId);
-    if (it == m_runs.end())
-        return;
+    if (it == m_runs.end()) return;
     for (QXYSeries *s : std::as_const(it->second.series)) {
         m_pending.erase(s);
         m_offScale.erase(s);
@@ -371,8 +351,7 @@ void MetricChart::removeRun(int runId)
 std::vector<int> MetricChart::runIds() const
 {
     std::vector<int> ids;
-    for (const auto &[id, entry] : m_runs)
-        ids.push_back(id);
+    for (const auto &[id, entry] : m_runs) ids.push_back(id);
     return ids;
 }
 
@@ -394,8 +373,7 @@ void MetricChart::updateLegendEntries()
 
 QString MetricChart::keyText() const
 {
-    if (m_note.isEmpty())
-        return m_key;
+    if (m_note.isEmpty()) return m_key;
     return m_key.isEmpty() ? m_note : m_key + QStringLiteral("; ") + m_note;
 }
 
@@ -450,8 +428,7 @@ void MetricChart::fitAxes()
     // x: from 0 (or the data's minimum when below) to the last point, round ticks.
     double xlo = xmin <= xmax ? std::min(0.0, xmin) : 0.0;
     double xhi = xmin <= xmax ? xmax : 1.0;
-    if (!(xhi > xlo))
-        xhi = xlo + 1.0;
+    if (!(xhi > xlo)) xhi = xlo + 1.0;
     auto *x = static_cast<QValueAxis *>(m_xAxis);
     const double plotWidth = chart()->plotArea().width();
     const double xstep = xTickStep(xlo, xhi, plotWidth, QFontMetricsF(x->labelsFont()));
@@ -481,8 +458,7 @@ void MetricChart::fitAxes()
             for (qsizetype i = 0; i < entry.series.size(); ++i)
                 if (entry.styles[std::size_t(i)] == Style::Solid) {
                     const QList<QPointF> &pts = next[std::size_t(all.indexOf(entry.series[i]))];
-                    if (!pts.isEmpty())
-                        wanted.push_back(int(std::lround(pts.back().y())));
+                    if (!pts.isEmpty()) wanted.push_back(int(std::lround(pts.back().y())));
                 }
         if (any) {
             wanted.push_back(int(std::lround(ymax)));
@@ -495,8 +471,7 @@ void MetricChart::fitAxes()
         ystep = 10.0;
         const double elo = std::floor(std::log10(lo) + 1e-9);
         double ehi = std::ceil(std::log10(hi) - 1e-9);
-        if (ehi <= elo)
-            ehi = elo + 1;
+        if (ehi <= elo) ehi = elo + 1;
         // Just outside the powers, so rounding in the axis cannot drop their labels.
         ylo = std::pow(10.0, elo) * (1 - 1e-9);
         yhi = std::pow(10.0, ehi) * (1 + 1e-9);
@@ -520,8 +495,7 @@ void MetricChart::fitAxes()
             const bool nonNegative = lo >= 0;
             lo -= pad;
             hi += pad;
-            if (nonNegative)
-                lo = std::max(lo, 0.0);
+            if (nonNegative) lo = std::max(lo, 0.0);
         }
         // Qt Charts elides every y label once they would overlap, so a short chart
         // gets fewer ticks: one per ~32 px of plot height, 2 to 5.
@@ -529,8 +503,7 @@ void MetricChart::fitAxes()
         ystep = niceStep(hi - lo, ticks);
         ylo = std::floor(lo / ystep + 1e-9) * ystep;
         yhi = std::ceil(hi / ystep - 1e-9) * ystep;
-        if (yhi > m_yCeiling && ymax <= m_yCeiling)
-            yhi = m_yCeiling;
+        if (yhi > m_yCeiling && ymax <= m_yCeiling) yhi = m_yCeiling;
     }
 
     bool same = x->min() == xlo && x->max() == xhi && x->tickInterval() == xstep;
@@ -546,8 +519,7 @@ void MetricChart::fitAxes()
     }
     updateMarksAndNote(ylo, yhi);
     if (same) {
-        for (auto &[s, points] : m_pending)
-            s->replace(points);
+        for (auto &[s, points] : m_pending) s->replace(points);
         m_pending.clear();
         return;
     }
@@ -557,17 +529,14 @@ void MetricChart::fitAxes()
     // times per redraw.
     for (QAbstractSeries *as : all) {
         auto *s = static_cast<QXYSeries *>(as);
-        if (s->count() > 0)
-            s->clear();
+        if (s->count() > 0) s->clear();
     }
     setLinearTicks(x, xlo, xhi, xstep);
     if (m_logY && m_powersOfTwo) {
         auto *y = static_cast<QCategoryAxis *>(m_yAxis);
-        for (const QString &label : y->categoriesLabels())
-            y->remove(label);
+        for (const QString &label : y->categoriesLabels()) y->remove(label);
         y->setStartValue(ylo);
-        for (int e : yTicks)
-            y->append(powerOfTwoLabel(e), e);
+        for (int e : yTicks) y->append(powerOfTwoLabel(e), e);
         y->setRange(ylo, yhi);
         m_yTicks = yTicks;
     } else if (m_logY) {
@@ -593,8 +562,7 @@ void MetricChart::updateMarksAndNote(double ylo, double yhi)
     for (const auto &[id, entry] : m_runs)
         for (QXYSeries *s : entry.series) {
             auto o = m_offScale.find(s);
-            if (o == m_offScale.end())
-                continue;
+            if (o == m_offScale.end()) continue;
             const OffScale &off = o->second;
             for (const QPointF &pt : off.points)
                 if (pt.x() <= off.warmupX || pt.y() < ylo || pt.y() > yhi)
@@ -619,7 +587,7 @@ void MetricChart::updateMarksAndNote(double ylo, double yhi)
         const double shown = above ? warmMax : below ? warmMin : warmMax;
         const QString steps = warmup == 1 ? tr("first step") : tr("first %1 steps").arg(warmup);
         const QString what = tr("warm-up (%1): %2%3").arg(steps, noteValue(shown), unit);
-        notes << (above ? QStringLiteral("▲ ") + tr("%1, off scale").arg(what)
+        notes << (above   ? QStringLiteral("▲ ") + tr("%1, off scale").arg(what)
                   : below ? QStringLiteral("▼ ") + tr("%1, off scale").arg(what)
                           : QStringLiteral("○ ") + tr("%1, not smoothed").arg(what));
     }
@@ -671,8 +639,7 @@ void MetricChart::renderInto(QPainter *painter, const QRectF &target)
     layOutAt(QRectF(old.topLeft(), target.size()));
     scene()->render(painter, target, QRectF(old.topLeft(), target.size()), Qt::IgnoreAspectRatio);
     layOutAt(old);
-    if (crosshair)
-        m_overlay->setCrosshair(*crosshair, readout);
+    if (crosshair) m_overlay->setCrosshair(*crosshair, readout);
 }
 
 void MetricChart::resizeEvent(QResizeEvent *event)

@@ -35,10 +35,10 @@ public:
         Scatter        // isolated events (skipped steps)
     };
     struct Curve {
-        QString role;           // "smoothed", "test, per epoch"...
+        QString role; // "smoothed", "test, per epoch"...
         Style style = Style::Solid;
-        bool inLegend = false;  // the one curve per run that names the run in the legend
-        QList<QPointF> points;  // full resolution, sorted by x
+        bool inLegend = false; // the one curve per run that names the run in the legend
+        QList<QPointF> points; // full resolution, sorted by x
         // Set for a per-step curve scaled on its steady state (step time, throughput):
         // the y axis spans this range instead of every point; points outside it are
         // clipped at the plot's edge and marked, warm-up points are marked.

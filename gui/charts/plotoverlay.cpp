@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr qreal k_mark = 5;        // half the size of a mark
+constexpr qreal k_mark = 5; // half the size of a mark
 constexpr qreal k_boxPadding = 5;
 constexpr qreal k_boxSwatch = 12;
 
@@ -38,22 +38,15 @@ void PlotOverlay::setCrosshair(double x, Readout readout)
 
 void PlotOverlay::clearCrosshair()
 {
-    if (!m_crosshairX)
-        return;
+    if (!m_crosshairX) return;
     m_crosshairX.reset();
     m_readout = {};
     update();
 }
 
-void PlotOverlay::chartResized()
-{
-    prepareGeometryChange();
-}
+void PlotOverlay::chartResized() { prepareGeometryChange(); }
 
-QRectF PlotOverlay::boundingRect() const
-{
-    return QRectF(QPointF(0, 0), m_chart->size());
-}
+QRectF PlotOverlay::boundingRect() const { return QRectF(QPointF(0, 0), m_chart->size()); }
 
 QPointF PlotOverlay::toPosition(const QPointF &value) const
 {
@@ -63,14 +56,12 @@ QPointF PlotOverlay::toPosition(const QPointF &value) const
 
 void PlotOverlay::paint(QPainter *painter, const QStyleOptionGraphicsItem *, QWidget *)
 {
-    if (m_chart->series().isEmpty())
-        return;
+    if (m_chart->series().isEmpty()) return;
     const QRectF plot = m_chart->plotArea();
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
     paintMarks(painter, plot);
-    if (m_crosshairX)
-        paintCrosshair(painter, plot);
+    if (m_crosshairX) paintCrosshair(painter, plot);
     painter->restore();
 }
 
@@ -105,8 +96,7 @@ void PlotOverlay::paintMarks(QPainter *painter, const QRectF &plot) const
 void PlotOverlay::paintCrosshair(QPainter *painter, const QRectF &plot) const
 {
     const qreal x = toPosition(QPointF(*m_crosshairX, 0)).x();
-    if (!std::isfinite(x) || x < plot.left() - 0.5 || x > plot.right() + 0.5)
-        return;
+    if (!std::isfinite(x) || x < plot.left() - 0.5 || x > plot.right() + 0.5) return;
     QPen line(QColor(0x60, 0x60, 0x60), 1, Qt::DashLine);
     line.setCosmetic(true);
     painter->setPen(line);
@@ -127,8 +117,7 @@ void PlotOverlay::paintCrosshair(QPainter *painter, const QRectF &plot) const
     const qreal height = rowHeight * qreal(1 + m_readout.rows.size()) + 2 * k_boxPadding;
     // Beside the line, on the side with room; inside the chart.
     qreal left = x + 10;
-    if (left + width > m_chart->size().width() - 2)
-        left = x - 10 - width;
+    if (left + width > m_chart->size().width() - 2) left = x - 10 - width;
     left = std::max<qreal>(left, 2);
     const QRectF box(left, plot.top() + 4, width, height);
     painter->setPen(QColor(0xb0, 0xb0, 0xb0));
@@ -138,16 +127,20 @@ void PlotOverlay::paintCrosshair(QPainter *painter, const QRectF &plot) const
     qreal y = box.top() + k_boxPadding;
     painter->setFont(bold);
     painter->setPen(QColor(0x22, 0x22, 0x22));
-    painter->drawText(QRectF(box.left() + k_boxPadding, y, width, rowHeight), Qt::AlignVCenter, m_readout.x);
+    painter->drawText(QRectF(box.left() + k_boxPadding, y, width, rowHeight), Qt::AlignVCenter,
+                      m_readout.x);
     painter->setFont(font);
     for (const ReadoutRow &r : m_readout.rows) {
         y += rowHeight;
         const qreal left0 = box.left() + k_boxPadding;
         painter->setPen(QPen(r.color, 2.5));
-        painter->drawLine(QPointF(left0, y + rowHeight / 2), QPointF(left0 + k_boxSwatch, y + rowHeight / 2));
+        painter->drawLine(QPointF(left0, y + rowHeight / 2),
+                          QPointF(left0 + k_boxSwatch, y + rowHeight / 2));
         painter->setPen(QColor(0x22, 0x22, 0x22));
-        painter->drawText(QRectF(left0 + k_boxSwatch + 4, y, labelWidth, rowHeight), Qt::AlignVCenter, r.label);
-        painter->drawText(QRectF(left0 + k_boxSwatch + 4 + labelWidth + 8, y, valueWidth, rowHeight),
-                          Qt::AlignVCenter | Qt::AlignRight, r.value);
+        painter->drawText(QRectF(left0 + k_boxSwatch + 4, y, labelWidth, rowHeight),
+                          Qt::AlignVCenter, r.label);
+        painter->drawText(
+            QRectF(left0 + k_boxSwatch + 4 + labelWidth + 8, y, valueWidth, rowHeight),
+            Qt::AlignVCenter | Qt::AlignRight, r.value);
     }
 }

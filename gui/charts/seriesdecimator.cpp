@@ -20,20 +20,16 @@ struct Bucket {
             minIndex = maxIndex = i;
             return;
         }
-        if (pts[i].y() < pts[minIndex].y())
-            minIndex = i;
-        if (pts[i].y() > pts[maxIndex].y())
-            maxIndex = i;
+        if (pts[i].y() < pts[minIndex].y()) minIndex = i;
+        if (pts[i].y() > pts[maxIndex].y()) maxIndex = i;
     }
 
     void flush(const QList<QPointF> &pts, QList<QPointF> &out)
     {
-        if (minIndex < 0)
-            return;
+        if (minIndex < 0) return;
         const qsizetype a = std::min(minIndex, maxIndex), b = std::max(minIndex, maxIndex);
         out.append(pts[a]);
-        if (b != a)
-            out.append(pts[b]);
+        if (b != a) out.append(pts[b]);
         minIndex = maxIndex = -1;
     }
 };
@@ -46,12 +42,9 @@ QList<QPointF> decimateMinMax(const QList<QPointF> &points, int buckets)
     qsizetype first = -1, last = -1, finite = 0;
     bool sorted = true;
     for (qsizetype i = 0; i < points.size(); ++i) {
-        if (!isFinitePoint(points[i]))
-            continue;
-        if (last >= 0 && points[i].x() < points[last].x())
-            sorted = false;
-        if (first < 0)
-            first = i;
+        if (!isFinitePoint(points[i])) continue;
+        if (last >= 0 && points[i].x() < points[last].x()) sorted = false;
+        if (first < 0) first = i;
         last = i;
         ++finite;
     }
@@ -60,8 +53,7 @@ QList<QPointF> decimateMinMax(const QList<QPointF> &points, int buckets)
     if (finite <= 2 * qsizetype(buckets)) {
         out.reserve(finite);
         for (const QPointF &p : points)
-            if (isFinitePoint(p))
-                out.append(p);
+            if (isFinitePoint(p)) out.append(p);
         return out;
     }
 
@@ -79,8 +71,7 @@ QList<QPointF> decimateMinMax(const QList<QPointF> &points, int buckets)
         int current = -1;
         qsizetype ordinal = 0; // index among the interior finite points
         for (qsizetype i = first + 1; i < last; ++i) {
-            if (!isFinitePoint(points[i]))
-                continue;
+            if (!isFinitePoint(points[i])) continue;
             int b = byX ? int((points[i].x() - x0) / width)
                         : int((ordinal * qsizetype(inner)) / interior);
             b = std::clamp(b, 0, inner - 1);
@@ -99,7 +90,10 @@ QList<QPointF> decimateMinMax(const QList<QPointF> &points, int buckets)
 
 namespace {
 
-double clampAlpha(double alpha) { return std::isfinite(alpha) ? std::clamp(alpha, 0.0, 0.999) : 0.0; }
+double clampAlpha(double alpha)
+{
+    return std::isfinite(alpha) ? std::clamp(alpha, 0.0, 0.999) : 0.0;
+}
 
 } // namespace
 
@@ -110,8 +104,7 @@ QList<QPointF> smoothEma(const QList<QPointF> &points, double alpha)
     out.reserve(points.size());
     double s = 0;
     for (const QPointF &p : points) {
-        if (!isFinitePoint(p))
-            continue;
+        if (!isFinitePoint(p)) continue;
         s = out.isEmpty() ? p.y() : alpha * s + (1.0 - alpha) * p.y();
         out.append(QPointF(p.x(), s));
     }
@@ -125,12 +118,9 @@ CurveReading readCurveAt(const QList<QPointF> &points, double x, double alpha, q
                                [](const QPointF &p, double v) { return p.x() < v; });
     // The nearest finite point on either side of x.
     qsizetype right = it - points.begin(), left = right - 1;
-    while (right < points.size() && !isFinitePoint(points[right]))
-        ++right;
-    while (left >= 0 && !isFinitePoint(points[left]))
-        --left;
-    if (left < 0 && right >= points.size())
-        return r;
+    while (right < points.size() && !isFinitePoint(points[right])) ++right;
+    while (left >= 0 && !isFinitePoint(points[left])) --left;
+    if (left < 0 && right >= points.size()) return r;
     if (left < 0)
         r.index = right;
     else if (right >= points.size())
@@ -138,14 +128,12 @@ CurveReading readCurveAt(const QList<QPointF> &points, double x, double alpha, q
     else
         r.index = x - points[left].x() <= points[right].x() - x ? left : right;
     r.point = points[r.index];
-    if (r.index < from)
-        return r;
+    if (r.index < from) return r;
     alpha = clampAlpha(alpha);
     bool started = false;
     double s = 0;
     for (qsizetype i = std::max<qsizetype>(from, 0); i <= r.index; ++i) {
-        if (!isFinitePoint(points[i]))
-            continue;
+        if (!isFinitePoint(points[i])) continue;
         s = started ? alpha * s + (1.0 - alpha) * points[i].y() : points[i].y();
         started = true;
     }

@@ -3,4 +3,7 @@
 #pragma once
 #include <QSettings>
 
-inline QSettings appSettings() { return QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")); }
+inline QSettings appSettings()
+{
+    return QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab"));
+}

@@ -10,14 +10,12 @@ DeviceProbe::DeviceProbe(QObject *parent) : QObject(parent) {}
 DeviceProbe::~DeviceProbe()
 {
     // The queued delivery dies with this object; only the thread needs joining.
-    if (m_thread.joinable())
-        m_thread.join();
+    if (m_thread.joinable()) m_thread.join();
 }
 
 void DeviceProbe::start()
 {
-    if (m_started)
-        return;
+    if (m_started) return;
     m_started = true;
     m_thread = std::thread([this] {
         mixlab::DeviceInfo info = probeNow();
@@ -43,8 +41,7 @@ mixlab::DeviceInfo DeviceProbe::probeNow()
     }
     try {
         return mixlab::make_backend(mixlab::DeviceChoice::CPU)->info();
-    } catch (const std::exception &) {
-    }
+    } catch (const std::exception &) {}
     mixlab::DeviceInfo info;
     info.backend = mixlab::BackendKind::Cpu;
     info.name = "CPU (no CUDA device)";

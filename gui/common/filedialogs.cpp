@@ -40,21 +40,24 @@ QString ask(QWidget *parent, const FileRequest &request, QString *selectedFilter
     } else {
         switch (request.mode) {
         case FileRequest::Mode::Open:
-            chosen = QFileDialog::getOpenFileName(parent, request.title, request.start, request.filters, selectedFilter);
+            chosen = QFileDialog::getOpenFileName(parent, request.title, request.start,
+                                                  request.filters, selectedFilter);
             break;
         case FileRequest::Mode::Save:
-            chosen = QFileDialog::getSaveFileName(parent, request.title, request.start, request.filters, selectedFilter);
+            chosen = QFileDialog::getSaveFileName(parent, request.title, request.start,
+                                                  request.filters, selectedFilter);
             break;
         case FileRequest::Mode::Folder:
-            chosen = QFileDialog::getExistingDirectory(parent, request.title, request.start, QFileDialog::ShowDirsOnly);
+            chosen = QFileDialog::getExistingDirectory(parent, request.title, request.start,
+                                                       QFileDialog::ShowDirsOnly);
             break;
         }
     }
     if (!chosen.isEmpty()) {
         const QFileInfo info(chosen);
         appSettings().setValue(settingsKey(request.kind), request.mode == FileRequest::Mode::Folder
-                                                               ? info.absoluteFilePath()
-                                                               : info.absolutePath());
+                                                              ? info.absoluteFilePath()
+                                                              : info.absolutePath());
     }
     return chosen;
 }
@@ -83,14 +86,16 @@ QString askOpenFile(QWidget *parent, FileKind kind, const QString &title, const 
     return ask(parent, {FileRequest::Mode::Open, kind, title, lastFolder(kind), filters}, nullptr);
 }
 
-QString askSaveFile(QWidget *parent, FileKind kind, const QString &title, const QString &name, const QString &filters,
-                    QString *selectedFilter)
+QString askSaveFile(QWidget *parent, FileKind kind, const QString &title, const QString &name,
+                    const QString &filters, QString *selectedFilter)
 {
-    const QString start = QFileInfo(name).isAbsolute() ? name : QDir(lastFolder(kind)).filePath(name);
+    const QString start =
+        QFileInfo(name).isAbsolute() ? name : QDir(lastFolder(kind)).filePath(name);
     return ask(parent, {FileRequest::Mode::Save, kind, title, start, filters}, selectedFilter);
 }
 
 QString askFolder(QWidget *parent, FileKind kind, const QString &title)
 {
-    return ask(parent, {FileRequest::Mode::Folder, kind, title, lastFolder(kind), QString()}, nullptr);
+    return ask(parent, {FileRequest::Mode::Folder, kind, title, lastFolder(kind), QString()},
+               nullptr);
 }

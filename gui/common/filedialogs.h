@@ -22,7 +22,8 @@ struct FileRequest {
 
 // Returns the chosen path ("" for cancelled) and may set *selectedFilter. An empty
 // function restores the dialogs.
-using FileDialogAnswerer = std::function<QString(const FileRequest &request, QString *selectedFilter)>;
+using FileDialogAnswerer =
+    std::function<QString(const FileRequest &request, QString *selectedFilter)>;
 void setFileDialogAnswerer(FileDialogAnswerer answerer);
 
 // The folder the last dialog of this kind chose (or the one its file lies in); the

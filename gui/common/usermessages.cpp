@@ -41,16 +41,16 @@ int askUser(QWidget *parent, const QString &title, const QString &text, const QS
     QMessageBox box(QMessageBox::Question, title, text, QMessageBox::NoButton, parent);
     std::vector<QPushButton *> buttons;
     for (int i = 0; i < choices.size(); ++i)
-        buttons.push_back(box.addButton(choices[i], i + 1 == choices.size() && i > 0 ? QMessageBox::RejectRole
-                                                                                     : QMessageBox::AcceptRole));
+        buttons.push_back(box.addButton(choices[i], i + 1 == choices.size() && i > 0
+                                                        ? QMessageBox::RejectRole
+                                                        : QMessageBox::AcceptRole));
     if (!buttons.empty()) {
         box.setDefaultButton(buttons.front());
         box.setEscapeButton(buttons.back());
     }
     box.exec();
     for (std::size_t i = 0; i < buttons.size(); ++i)
-        if (box.clickedButton() == buttons[i])
-            return int(i);
+        if (box.clickedButton() == buttons[i]) return int(i);
     return -1;
 }
 
@@ -59,12 +59,11 @@ QString describeWriteProblem(const QString &path)
     const QFileInfo info(path);
     const QByteArray dir = QFile::encodeName(info.absolutePath());
     const auto reason = [](int err) { return QString::fromLocal8Bit(std::strerror(err)); };
-    if (::access(dir.constData(), W_OK) != 0)
-        return reason(errno);
-    if (info.exists() && ::access(QFile::encodeName(info.absoluteFilePath()).constData(), W_OK) != 0)
+    if (::access(dir.constData(), W_OK) != 0) return reason(errno);
+    if (info.exists() &&
+        ::access(QFile::encodeName(info.absoluteFilePath()).constData(), W_OK) != 0)
         return reason(errno);
     struct statvfs fs {};
-    if (::statvfs(dir.constData(), &fs) == 0 && fs.f_bavail == 0)
-        return reason(ENOSPC);
+    if (::statvfs(dir.constData(), &fs) == 0 && fs.f_bavail == 0) return reason(ENOSPC);
     return {};
 }

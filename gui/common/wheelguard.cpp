@@ -10,13 +10,15 @@
 
 namespace {
 
-bool guarded(const QObject *o) { return qobject_cast<const QComboBox *>(o) || qobject_cast<const QAbstractSpinBox *>(o); }
+bool guarded(const QObject *o)
+{
+    return qobject_cast<const QComboBox *>(o) || qobject_cast<const QAbstractSpinBox *>(o);
+}
 
 // Only Qt's default: a widget given another focus policy on purpose keeps it.
 void takeFocusOnlyByClickOrTab(QWidget *w)
 {
-    if (w->focusPolicy() == Qt::WheelFocus)
-        w->setFocusPolicy(Qt::StrongFocus);
+    if (w->focusPolicy() == Qt::WheelFocus) w->setFocusPolicy(Qt::StrongFocus);
 }
 
 } // namespace
@@ -29,14 +31,12 @@ void WheelGuard::install()
     // pointer with it.
     static QPointer<WheelGuard> installed;
     QCoreApplication *app = QCoreApplication::instance();
-    if (!app || installed)
-        return;
+    if (!app || installed) return;
     installed = new WheelGuard(app);
     app->installEventFilter(installed);
     // Widgets made before the guard are polished already: they get no Polish event.
     for (QWidget *w : QApplication::allWidgets())
-        if (guarded(w))
-            takeFocusOnlyByClickOrTab(w);
+        if (guarded(w)) takeFocusOnlyByClickOrTab(w);
 }
 
 bool WheelGuard::eventFilter(QObject *watched, QEvent *event)
@@ -45,11 +45,9 @@ bool WheelGuard::eventFilter(QObject *watched, QEvent *event)
         takeFocusOnlyByClickOrTab(static_cast<QWidget *>(watched));
         return false;
     }
-    if (event->type() != QEvent::Wheel || !guarded(watched))
-        return false;
+    if (event->type() != QEvent::Wheel || !guarded(watched)) return false;
     auto *widget = static_cast<QWidget *>(watched);
-    if (widget->hasFocus())
-        return false;
+    if (widget->hasFocus()) return false;
     passOutward(widget, *static_cast<QWheelEvent *>(event));
     event->accept(); // handled here: Qt must not hand it on a second time
     return true;
@@ -61,11 +59,11 @@ void WheelGuard::passOutward(QWidget *from, const QWheelEvent &event)
     for (QWidget *w = from; !w->isWindow() && w->parentWidget();) {
         position = w->mapToParent(position);
         w = w->parentWidget();
-        QWheelEvent moved(position, event.globalPosition(), event.pixelDelta(), event.angleDelta(), event.buttons(),
-                          event.modifiers(), event.phase(), event.inverted(), event.source());
+        QWheelEvent moved(position, event.globalPosition(), event.pixelDelta(), event.angleDelta(),
+                          event.buttons(), event.modifiers(), event.phase(), event.inverted(),
+                          event.source());
         moved.ignore();
         QCoreApplication::sendEvent(w, &moved);
-        if (moved.isAccepted())
-            return;
+        if (moved.isAccepted()) return;
     }
 }

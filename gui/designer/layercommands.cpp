@@ -19,7 +19,8 @@ QString tr(const char *text) { return QCoreApplication::translate("LayerCommands
 
 // Where the selection goes when the layer at `path` has just left its list of `n` layers:
 // what took its place, else the new last one, else the (now empty) group, else nothing.
-LayerPath afterRemoval(const LayerPath &path, int n) {
+LayerPath afterRemoval(const LayerPath &path, int n)
+{
     if (n > 0) return path.sibling(std::min(path.index(), n - 1));
     if (path.isTopLevel()) return {};
     return path.sibling(LayerPath::k_group);
@@ -27,7 +28,8 @@ LayerPath afterRemoval(const LayerPath &path, int n) {
 
 } // namespace
 
-QString layerFieldName(LayerField field, LayerType type) {
+QString layerFieldName(LayerField field, LayerType type)
+{
     switch (field) {
     case LayerField::Units: return QStringLiteral("units");
     case LayerField::UnitsPerClass: return QStringLiteral("units");
@@ -49,11 +51,13 @@ QString layerFieldName(LayerField field, LayerType type) {
     return {};
 }
 
-QString fieldValueText(LayerField field, const LayerSpec &layer) {
+QString fieldValueText(LayerField field, const LayerSpec &layer)
+{
     switch (field) {
     case LayerField::Units:
     case LayerField::UnitsPerClass:
-        return layer.units == mixlab::k_units_classes ? tr("classes") : QString::number(layer.units);
+        return layer.units == mixlab::k_units_classes ? tr("classes")
+                                                      : QString::number(layer.units);
     case LayerField::Activation: return fromView(mixlab::activation_name(layer.activation));
     case LayerField::UseBias: return layer.use_bias ? tr("on") : tr("off");
     case LayerField::Rate: return QString::number(double(layer.rate), 'g', 6);
@@ -61,8 +65,9 @@ QString fieldValueText(LayerField field, const LayerSpec &layer) {
     case LayerField::Filters: return QString::number(layer.filters);
     case LayerField::Kernel: return QStringLiteral("%1x%2").arg(layer.kernel_h).arg(layer.kernel_w);
     case LayerField::Stride:
-        return layer.stride_h == 0 && layer.stride_w == 0 ? tr("default")
-                                                          : pairText(layer.stride_h, layer.stride_w);
+        return layer.stride_h == 0 && layer.stride_w == 0
+                   ? tr("default")
+                   : pairText(layer.stride_h, layer.stride_w);
     case LayerField::Padding: return fromView(mixlab::padding_name(layer.padding));
     case LayerField::PadSize: return pairText(layer.pad_h, layer.pad_w);
     case LayerField::Momentum: return QString::number(double(layer.momentum), 'g', 6);
@@ -71,7 +76,8 @@ QString fieldValueText(LayerField field, const LayerSpec &layer) {
     return {};
 }
 
-bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b) {
+bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b)
+{
     switch (field) {
     case LayerField::Units:
     case LayerField::UnitsPerClass: return a.units == b.units;
@@ -94,14 +100,16 @@ bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b) {
 // --- add ---------------------------------------------------------------------------
 
 AddLayerCommand::AddLayerCommand(LayerEditTarget *target, const LayerPath &at,
-                                 const LayerSpec &layer, const QString &text,
-                                 QUndoCommand *parent)
-    : QUndoCommand(parent), m_target(target), m_at(at), m_layer(layer) {
-    setText(!text.isEmpty() ? text
-                            : tr("Add %1 layer").arg(fromView(mixlab::layer_type_name(layer.type))));
+                                 const LayerSpec &layer, const QString &text, QUndoCommand *parent)
+    : QUndoCommand(parent), m_target(target), m_at(at), m_layer(layer)
+{
+    setText(!text.isEmpty()
+                ? text
+                : tr("Add %1 layer").arg(fromView(mixlab::layer_type_name(layer.type))));
 }
 
-void AddLayerCommand::redo() {
+void AddLayerCommand::redo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_at);
     if (!list) return;
@@ -109,7 +117,8 @@ void AddLayerCommand::redo() {
     m_target->applySpec(spec, m_at);
 }
 
-void AddLayerCommand::undo() {
+void AddLayerCommand::undo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_at);
     if (!list) return;
@@ -129,13 +138,15 @@ void AddLayerCommand::undo() {
 
 RemoveLayerCommand::RemoveLayerCommand(LayerEditTarget *target, const LayerPath &path,
                                        QUndoCommand *parent)
-    : QUndoCommand(parent), m_target(target), m_path(path) {
+    : QUndoCommand(parent), m_target(target), m_path(path)
+{
     if (const LayerSpec *layer = layerAt(target->currentSpec(), path)) m_layer = *layer;
-    setText(tr("Remove %1 (%2)")
-                .arg(path.toString(), fromView(mixlab::layer_type_name(m_layer.type))));
+    setText(
+        tr("Remove %1 (%2)").arg(path.toString(), fromView(mixlab::layer_type_name(m_layer.type))));
 }
 
-void RemoveLayerCommand::redo() {
+void RemoveLayerCommand::redo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_path);
     if (!list) return;
@@ -143,7 +154,8 @@ void RemoveLayerCommand::redo() {
     m_target->applySpec(spec, afterRemoval(m_path, int(list->size())));
 }
 
-void RemoveLayerCommand::undo() {
+void RemoveLayerCommand::undo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_path);
     if (!list) return;
@@ -155,13 +167,14 @@ void RemoveLayerCommand::undo() {
 
 MoveLayerCommand::MoveLayerCommand(LayerEditTarget *target, const LayerPath &from, int delta,
                                    QUndoCommand *parent)
-    : QUndoCommand(parent), m_target(target), m_from(from),
-      m_to(from.sibling(from.index() + delta)) {
+    : QUndoCommand(parent), m_target(target), m_from(from), m_to(from.sibling(from.index() + delta))
+{
     setText(delta < 0 ? tr("Move %1 up").arg(from.toString())
                       : tr("Move %1 down").arg(from.toString()));
 }
 
-void MoveLayerCommand::swapAndSelect(const LayerPath &select) {
+void MoveLayerCommand::swapAndSelect(const LayerPath &select)
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_from);
     if (!list) return;
@@ -176,11 +189,13 @@ void MoveLayerCommand::undo() { swapAndSelect(m_from); }
 
 DuplicateLayerCommand::DuplicateLayerCommand(LayerEditTarget *target, const LayerPath &path,
                                              QUndoCommand *parent)
-    : QUndoCommand(parent), m_target(target), m_path(path) {
+    : QUndoCommand(parent), m_target(target), m_path(path)
+{
     setText(tr("Duplicate %1").arg(path.toString()));
 }
 
-void DuplicateLayerCommand::redo() {
+void DuplicateLayerCommand::redo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_path);
     if (!list) return;
@@ -189,7 +204,8 @@ void DuplicateLayerCommand::redo() {
     m_target->applySpec(spec, m_path.sibling(m_path.index() + 1));
 }
 
-void DuplicateLayerCommand::undo() {
+void DuplicateLayerCommand::undo()
+{
     ModelSpec spec = m_target->currentSpec();
     std::vector<LayerSpec> *list = layerList(spec, m_path);
     if (!list) return;
@@ -199,21 +215,24 @@ void DuplicateLayerCommand::undo() {
 
 // --- edit a field ------------------------------------------------------------------
 
-EditLayerCommand::EditLayerCommand(LayerEditTarget *target, const LayerPath &path,
-                                   LayerField field, const LayerSpec &before,
-                                   const LayerSpec &after, Merge merge, QUndoCommand *parent)
+EditLayerCommand::EditLayerCommand(LayerEditTarget *target, const LayerPath &path, LayerField field,
+                                   const LayerSpec &before, const LayerSpec &after, Merge merge,
+                                   QUndoCommand *parent)
     : QUndoCommand(parent), m_target(target), m_path(path), m_field(field), m_before(before),
-      m_after(after), m_merge(merge) {
+      m_after(after), m_merge(merge)
+{
     updateText();
 }
 
-void EditLayerCommand::updateText() {
+void EditLayerCommand::updateText()
+{
     setText(tr("Set %1 of %2 to %3")
                 .arg(layerFieldName(m_field, m_after.type), m_path.toString(),
                      fieldValueText(m_field, m_after)));
 }
 
-void EditLayerCommand::put(const LayerSpec &layer) {
+void EditLayerCommand::put(const LayerSpec &layer)
+{
     ModelSpec spec = m_target->currentSpec();
     LayerSpec *target = layerAt(spec, m_path);
     if (!target) return;
@@ -224,13 +243,19 @@ void EditLayerCommand::put(const LayerSpec &layer) {
 void EditLayerCommand::redo() { put(m_after); }
 void EditLayerCommand::undo() { put(m_before); }
 
-bool EditLayerCommand::mergeWith(const QUndoCommand *other) {
+bool EditLayerCommand::mergeWith(const QUndoCommand *other)
+{
     // Only numbers typed or stepped in a spin box merge; a combo or check change is a
     // deliberate step of its own.
     switch (m_field) {
-    case LayerField::Units: case LayerField::Rate: case LayerField::Filters:
-    case LayerField::Kernel: case LayerField::Stride: case LayerField::PadSize:
-    case LayerField::Momentum: case LayerField::Epsilon: break;
+    case LayerField::Units:
+    case LayerField::Rate:
+    case LayerField::Filters:
+    case LayerField::Kernel:
+    case LayerField::Stride:
+    case LayerField::PadSize:
+    case LayerField::Momentum:
+    case LayerField::Epsilon: break;
     default: return false;
     }
     const auto *o = static_cast<const EditLayerCommand *>(other);
@@ -246,11 +271,13 @@ bool EditLayerCommand::mergeWith(const QUndoCommand *other) {
 
 RenameModelCommand::RenameModelCommand(LayerEditTarget *target, const QString &before,
                                        const QString &after, QUndoCommand *parent)
-    : QUndoCommand(parent), m_target(target), m_before(before), m_after(after) {
+    : QUndoCommand(parent), m_target(target), m_before(before), m_after(after)
+{
     setText(tr("Rename model to \"%1\"").arg(after));
 }
 
-void RenameModelCommand::put(const QString &name) {
+void RenameModelCommand::put(const QString &name)
+{
     ModelSpec spec = m_target->currentSpec();
     spec.name = name.toStdString();
     m_target->applySpec(spec, std::nullopt);
@@ -259,7 +286,8 @@ void RenameModelCommand::put(const QString &name) {
 void RenameModelCommand::redo() { put(m_after); }
 void RenameModelCommand::undo() { put(m_before); }
 
-bool RenameModelCommand::mergeWith(const QUndoCommand *other) {
+bool RenameModelCommand::mergeWith(const QUndoCommand *other)
+{
     m_after = static_cast<const RenameModelCommand *>(other)->m_after;
     setText(tr("Rename model to \"%1\"").arg(m_after));
     setObsolete(m_after == m_before);
@@ -271,11 +299,14 @@ bool RenameModelCommand::mergeWith(const QUndoCommand *other) {
 ReplaceModelCommand::ReplaceModelCommand(LayerEditTarget *target, const ModelSpec &before,
                                          const ModelSpec &after, const QString &text,
                                          QUndoCommand *parent)
-    : QUndoCommand(text, parent), m_target(target), m_before(before), m_after(after) {}
+    : QUndoCommand(text, parent), m_target(target), m_before(before), m_after(after)
+{}
 
-void ReplaceModelCommand::redo() {
+void ReplaceModelCommand::redo()
+{
     m_target->applySpec(m_after, m_after.layers.empty() ? LayerPath{} : LayerPath::top(0));
 }
-void ReplaceModelCommand::undo() {
+void ReplaceModelCommand::undo()
+{
     m_target->applySpec(m_before, m_before.layers.empty() ? LayerPath{} : LayerPath::top(0));
 }

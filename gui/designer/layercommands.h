@@ -25,8 +25,19 @@ public:
 
 // The fields of a layer the property editor can change.
 enum class LayerField {
-    Units, UnitsPerClass, Activation, UseBias, Rate, ForceFp32,
-    Filters, Kernel, Stride, Padding, PadSize, Momentum, Epsilon,
+    Units,
+    UnitsPerClass,
+    Activation,
+    UseBias,
+    Rate,
+    ForceFp32,
+    Filters,
+    Kernel,
+    Stride,
+    Padding,
+    PadSize,
+    Momentum,
+    Epsilon,
 };
 
 // "units", "kernel", ... as in the JSON; `type` tells a pooling window ("pool_size")

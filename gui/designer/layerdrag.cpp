@@ -5,7 +5,10 @@
 
 namespace layerdrag {
 
-QStringList mimeTypes() { return {QString::fromLatin1(k_layerMime), QString::fromLatin1(k_paletteMime)}; }
+QStringList mimeTypes()
+{
+    return {QString::fromLatin1(k_layerMime), QString::fromLatin1(k_paletteMime)};
+}
 
 QMimeData *forLayer(const LayerPath &path)
 {
@@ -23,15 +26,13 @@ QMimeData *forPaletteEntry(const QString &name)
 
 std::optional<LayerPath> layerOf(const QMimeData &data)
 {
-    if (!data.hasFormat(QString::fromLatin1(k_layerMime)))
-        return std::nullopt;
+    if (!data.hasFormat(QString::fromLatin1(k_layerMime))) return std::nullopt;
     return LayerPath::fromString(QString::fromUtf8(data.data(QString::fromLatin1(k_layerMime))));
 }
 
 std::optional<QString> paletteEntryOf(const QMimeData &data)
 {
-    if (!data.hasFormat(QString::fromLatin1(k_paletteMime)))
-        return std::nullopt;
+    if (!data.hasFormat(QString::fromLatin1(k_paletteMime))) return std::nullopt;
     return QString::fromUtf8(data.data(QString::fromLatin1(k_paletteMime)));
 }
 

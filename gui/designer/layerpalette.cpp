@@ -22,14 +22,16 @@ namespace {
 
 QString typeName(LayerType t) { return fromView(mixlab::layer_type_name(t)); }
 
-QString tipFor(LayerType t) {
+QString tipFor(LayerType t)
+{
     switch (t) {
     case LayerType::Conv2D: return LayerPalette::tr("2-D convolution (3x3, same padding, relu)");
     case LayerType::BatchNorm: return LayerPalette::tr("Batch normalisation over the channels");
     case LayerType::Activation: return LayerPalette::tr("An element-wise function (relu)");
     case LayerType::MaxPool2D: return LayerPalette::tr("Maximum over 2x2 windows");
     case LayerType::AvgPool2D: return LayerPalette::tr("Average over 2x2 windows");
-    case LayerType::GlobalAvgPool: return LayerPalette::tr("Average over the whole image: H x W x C to C");
+    case LayerType::GlobalAvgPool:
+        return LayerPalette::tr("Average over the whole image: H x W x C to C");
     case LayerType::Flatten: return LayerPalette::tr("Images to vectors");
     case LayerType::Dense: return LayerPalette::tr("Fully connected (128 units, relu)");
     case LayerType::Dropout: return LayerPalette::tr("Zeroes inputs at random in training");
@@ -42,11 +44,12 @@ QString tipFor(LayerType t) {
 
 } // namespace
 
-LayerPalette::LayerPalette(QWidget *parent) : QWidget(parent) {
-    for (LayerType t : {LayerType::Conv2D, LayerType::BatchNorm, LayerType::Activation,
-                        LayerType::MaxPool2D, LayerType::AvgPool2D, LayerType::GlobalAvgPool,
-                        LayerType::Flatten, LayerType::Dense, LayerType::Dropout,
-                        LayerType::Residual})
+LayerPalette::LayerPalette(QWidget *parent) : QWidget(parent)
+{
+    for (LayerType t :
+         {LayerType::Conv2D, LayerType::BatchNorm, LayerType::Activation, LayerType::MaxPool2D,
+          LayerType::AvgPool2D, LayerType::GlobalAvgPool, LayerType::Flatten, LayerType::Dense,
+          LayerType::Dropout, LayerType::Residual})
         m_entries.push_back({typeName(t), false, t, BlockKind::Basic, nullptr});
     m_entries.push_back({tr("basic block"), true, LayerType::Residual, BlockKind::Basic, nullptr});
     m_entries.push_back(
@@ -59,7 +62,8 @@ LayerPalette::LayerPalette(QWidget *parent) : QWidget(parent) {
     for (Entry &e : m_entries) {
         auto *b = new QToolButton(this);
         b->setText(e.name);
-        b->setObjectName(QStringLiteral("palette_") + QString(e.name).replace(QLatin1Char(' '), QLatin1Char('_')));
+        b->setObjectName(QStringLiteral("palette_") +
+                         QString(e.name).replace(QLatin1Char(' '), QLatin1Char('_')));
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
         if (e.block)
             b->setToolTip(e.kind == BlockKind::Basic
@@ -99,13 +103,15 @@ LayerPalette::LayerPalette(QWidget *parent) : QWidget(parent) {
     reflow();
 }
 
-QStringList LayerPalette::entryNames() const {
+QStringList LayerPalette::entryNames() const
+{
     QStringList names;
     for (const Entry &e : m_entries) names << e.name;
     return names;
 }
 
-bool LayerPalette::activate(const QString &name) {
+bool LayerPalette::activate(const QString &name)
+{
     for (const Entry &e : m_entries)
         if (e.name == name) {
             e.button->click();
@@ -119,20 +125,24 @@ void LayerPalette::setBlockFilters(int filters) { m_filters->setValue(filters); 
 int LayerPalette::blockStride() const { return m_stride->value(); }
 void LayerPalette::setBlockStride(int stride) { m_stride->setValue(stride); }
 
-std::optional<LayerPalette::Request> LayerPalette::requestFor(const QString &name) const {
+std::optional<LayerPalette::Request> LayerPalette::requestFor(const QString &name) const
+{
     for (const Entry &e : m_entries)
-        if (e.name == name) return Request{e.block, e.type, e.kind, m_filters->value(), m_stride->value()};
+        if (e.name == name)
+            return Request{e.block, e.type, e.kind, m_filters->value(), m_stride->value()};
     return std::nullopt;
 }
 
-void LayerPalette::trigger(const Entry &entry) {
+void LayerPalette::trigger(const Entry &entry)
+{
     if (entry.block)
         emit blockRequested(entry.kind, m_filters->value(), m_stride->value());
     else
         emit layerRequested(entry.type);
 }
 
-bool LayerPalette::eventFilter(QObject *watched, QEvent *event) {
+bool LayerPalette::eventFilter(QObject *watched, QEvent *event)
+{
     auto *button = qobject_cast<QToolButton *>(watched);
     if (!button) return false;
     if (event->type() == QEvent::MouseButtonPress) {
@@ -142,7 +152,8 @@ bool LayerPalette::eventFilter(QObject *watched, QEvent *event) {
     if (event->type() != QEvent::MouseMove) return false;
     const auto *move = static_cast<QMouseEvent *>(event);
     if (!(move->buttons() & Qt::LeftButton) ||
-        (move->position().toPoint() - m_pressAt).manhattanLength() < QApplication::startDragDistance())
+        (move->position().toPoint() - m_pressAt).manhattanLength() <
+            QApplication::startDragDistance())
         return false;
     auto *drag = new QDrag(this);
     drag->setMimeData(layerdrag::forPaletteEntry(button->text()));
@@ -153,19 +164,22 @@ bool LayerPalette::eventFilter(QObject *watched, QEvent *event) {
     return true;
 }
 
-void LayerPalette::resizeEvent(QResizeEvent *event) {
+void LayerPalette::resizeEvent(QResizeEvent *event)
+{
     QWidget::resizeEvent(event);
     reflow();
 }
 
-QSize LayerPalette::minimumSizeHint() const {
+QSize LayerPalette::minimumSizeHint() const
+{
     // As narrow as the widest control: the rows rewrap to fit.
     int widest = 0;
     for (const QWidget *chip : m_chips) widest = std::max(widest, chip->sizeHint().width());
     return {widest, sizeHint().height()};
 }
 
-void LayerPalette::reflow() {
+void LayerPalette::reflow()
+{
     const int gap = m_rows->spacing();
     int width = std::max(this->width(), minimumSizeHint().width());
     if (!testAttribute(Qt::WA_Resized)) {

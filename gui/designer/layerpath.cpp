@@ -12,30 +12,35 @@ using mixlab::LayerSpec;
 using mixlab::LayerType;
 using mixlab::ModelSpec;
 
-LayerPath LayerPath::owner() const {
+LayerPath LayerPath::owner() const
+{
     LayerPath p = *this;
     if (!p.steps.empty()) p.steps.pop_back();
     return p;
 }
 
-LayerPath LayerPath::sibling(int index) const {
+LayerPath LayerPath::sibling(int index) const
+{
     LayerPath p = *this;
     if (!p.steps.empty()) p.steps.back().index = index;
     return p;
 }
 
-LayerPath LayerPath::child(LayerGroup group, int index) const {
+LayerPath LayerPath::child(LayerGroup group, int index) const
+{
     LayerPath p = *this;
     p.steps.push_back({group, index});
     return p;
 }
 
-bool LayerPath::contains(const LayerPath &other) const {
+bool LayerPath::contains(const LayerPath &other) const
+{
     if (other.steps.size() < steps.size()) return false;
     return std::equal(steps.begin(), steps.end(), other.steps.begin());
 }
 
-QString layerGroupName(LayerGroup group) {
+QString layerGroupName(LayerGroup group)
+{
     switch (group) {
     case LayerGroup::Top: return {};
     case LayerGroup::Body: return QStringLiteral("body");
@@ -44,7 +49,8 @@ QString layerGroupName(LayerGroup group) {
     return {};
 }
 
-QString LayerPath::toString() const {
+QString LayerPath::toString() const
+{
     QString s;
     for (const LayerStep &step : steps) {
         if (step.group == LayerGroup::Top) {
@@ -57,7 +63,8 @@ QString LayerPath::toString() const {
     return s;
 }
 
-std::optional<LayerPath> LayerPath::fromString(const QString &text) {
+std::optional<LayerPath> LayerPath::fromString(const QString &text)
+{
     static const QRegularExpression re(
         QStringLiteral("^layer (\\d+)((?: > (?:body|shortcut)(?: \\d+)?)*)$"));
     static const QRegularExpression stepRe(QStringLiteral(" > (body|shortcut)(?: (\\d+))?"));
@@ -79,7 +86,8 @@ namespace {
 
 // The list `step` indexes, inside `owner` (nullptr: the model's own list).
 template <typename Spec, typename Layer>
-auto *listIn(Spec &spec, Layer *owner, LayerGroup group) {
+auto *listIn(Spec &spec, Layer *owner, LayerGroup group)
+{
     using List = std::remove_reference_t<decltype((spec.layers))>;
     List *list = nullptr;
     if (group == LayerGroup::Top) {
@@ -91,7 +99,8 @@ auto *listIn(Spec &spec, Layer *owner, LayerGroup group) {
 }
 
 template <typename Spec>
-auto *listFor(Spec &spec, const LayerPath &path) {
+auto *listFor(Spec &spec, const LayerPath &path)
+{
     using Layer = std::remove_reference_t<decltype(spec.layers.front())>;
     using List = std::remove_reference_t<decltype((spec.layers))>;
     if (path.steps.empty()) return static_cast<List *>(nullptr);
@@ -106,7 +115,8 @@ auto *listFor(Spec &spec, const LayerPath &path) {
 }
 
 template <typename Spec>
-auto *layerFor(Spec &spec, const LayerPath &path) {
+auto *layerFor(Spec &spec, const LayerPath &path)
+{
     using Layer = std::remove_reference_t<decltype(spec.layers.front())>;
     auto *list = listFor(spec, path);
     const int index = path.index();
@@ -116,19 +126,23 @@ auto *layerFor(Spec &spec, const LayerPath &path) {
 
 } // namespace
 
-const LayerSpec *layerAt(const ModelSpec &spec, const LayerPath &path) {
+const LayerSpec *layerAt(const ModelSpec &spec, const LayerPath &path)
+{
     return layerFor(spec, path);
 }
 LayerSpec *layerAt(ModelSpec &spec, const LayerPath &path) { return layerFor(spec, path); }
 
-const std::vector<LayerSpec> *layerList(const ModelSpec &spec, const LayerPath &path) {
+const std::vector<LayerSpec> *layerList(const ModelSpec &spec, const LayerPath &path)
+{
     return listFor(spec, path);
 }
-std::vector<LayerSpec> *layerList(ModelSpec &spec, const LayerPath &path) {
+std::vector<LayerSpec> *layerList(ModelSpec &spec, const LayerPath &path)
+{
     return listFor(spec, path);
 }
 
-const GraphLayer *graphLayerAt(const std::vector<GraphLayer> &layers, const LayerPath &path) {
+const GraphLayer *graphLayerAt(const std::vector<GraphLayer> &layers, const LayerPath &path)
+{
     const std::vector<GraphLayer> *list = &layers;
     const GraphLayer *layer = nullptr;
     for (const LayerStep &step : path.steps) {
@@ -143,7 +157,8 @@ const GraphLayer *graphLayerAt(const std::vector<GraphLayer> &layers, const Laye
 }
 
 std::optional<LayerPath> movedLayerPath(const ModelSpec &spec, const LayerPath &from,
-                                        const LayerPath &to) {
+                                        const LayerPath &to)
+{
     if (from.isGroup() || !layerAt(spec, from) || to.isEmpty() || to.isGroup()) return std::nullopt;
     const std::vector<LayerSpec> *target = layerList(spec, to);
     if (!target || to.index() < 0 || to.index() > int(target->size())) return std::nullopt;
@@ -151,16 +166,17 @@ std::optional<LayerPath> movedLayerPath(const ModelSpec &spec, const LayerPath &
     // Leaving its list moves every later layer of that list, and all they hold, up by one.
     LayerPath landed = to;
     const std::size_t k = from.steps.size() - 1;
-    const bool sameList = to.steps.size() > k &&
-                          std::equal(from.steps.begin(), from.steps.begin() + std::ptrdiff_t(k),
-                                     to.steps.begin()) &&
-                          to.steps[k].group == from.steps[k].group;
+    const bool sameList =
+        to.steps.size() > k &&
+        std::equal(from.steps.begin(), from.steps.begin() + std::ptrdiff_t(k), to.steps.begin()) &&
+        to.steps[k].group == from.steps[k].group;
     if (sameList && to.steps[k].index > from.index()) --landed.steps[k].index;
     if (landed == from) return std::nullopt;
     return landed;
 }
 
-LayerPath pathNamedIn(const QString &message, const ModelSpec &spec) {
+LayerPath pathNamedIn(const QString &message, const ModelSpec &spec)
+{
     static const QRegularExpression re(
         QStringLiteral("\\blayer (\\d+)((?: > (?:body|shortcut) \\d+)*)"));
     static const QRegularExpression stepRe(QStringLiteral(" > (body|shortcut) (\\d+)"));
@@ -171,10 +187,9 @@ LayerPath pathNamedIn(const QString &message, const ModelSpec &spec) {
     auto steps = stepRe.globalMatch(m.captured(2));
     while (steps.hasNext()) {
         const QRegularExpressionMatch s = steps.next();
-        const LayerPath next = path.child(s.captured(1) == QLatin1String("body")
-                                              ? LayerGroup::Body
-                                              : LayerGroup::Shortcut,
-                                          s.captured(2).toInt());
+        const LayerPath next = path.child(
+            s.captured(1) == QLatin1String("body") ? LayerGroup::Body : LayerGroup::Shortcut,
+            s.captured(2).toInt());
         if (!layerAt(spec, next)) break; // keep the deepest layer that exists
         path = next;
     }

@@ -35,12 +35,14 @@ bool isWindowed(LayerType t) { return t == LayerType::Conv2D || isPool(t); }
 
 // The stride a layer runs with when it names none: 1 for a convolution, the window for
 // pooling (as in Keras and PyTorch).
-std::pair<int, int> defaultStride(const LayerSpec &l) {
+std::pair<int, int> defaultStride(const LayerSpec &l)
+{
     if (isPool(l.type)) return {l.kernel_h, l.kernel_w};
     return {1, 1};
 }
 
-QSpinBox *spin(QWidget *parent, const char *name, int lo, int hi) {
+QSpinBox *spin(QWidget *parent, const char *name, int lo, int hi)
+{
     auto *s = new QSpinBox(parent);
     s->setObjectName(QLatin1String(name));
     s->setRange(lo, hi);
@@ -51,7 +53,8 @@ QSpinBox *spin(QWidget *parent, const char *name, int lo, int hi) {
 }
 
 // A row of widgets as one form field.
-QWidget *row(QWidget *parent, std::initializer_list<QWidget *> parts) {
+QWidget *row(QWidget *parent, std::initializer_list<QWidget *> parts)
+{
     auto *w = new QWidget(parent);
     auto *l = new QHBoxLayout(w);
     l->setContentsMargins(0, 0, 0, 0);
@@ -66,7 +69,8 @@ QWidget *row(QWidget *parent, std::initializer_list<QWidget *> parts) {
 
 } // namespace
 
-LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent) {
+LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent)
+{
     auto *outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
     m_title = new QLabel(this);
@@ -257,7 +261,8 @@ LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent) {
     clearLayer();
 }
 
-void LayerPropertyEditor::fillActivations(bool residual) {
+void LayerPropertyEditor::fillActivations(bool residual)
+{
     m_activation->clear();
     for (Activation a : k_activations) {
         // A block adds its two paths and may rectify the sum; nothing else is offered.
@@ -266,7 +271,8 @@ void LayerPropertyEditor::fillActivations(bool residual) {
     }
 }
 
-void LayerPropertyEditor::editStride() {
+void LayerPropertyEditor::editStride()
+{
     LayerSpec l = m_layer;
     l.stride_h = m_strideH->value();
     l.stride_w = m_strideW->value();
@@ -276,13 +282,13 @@ void LayerPropertyEditor::editStride() {
     edit(LayerField::Stride, l);
 }
 
-void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer) {
+void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer)
+{
     m_path = path;
     m_layer = layer;
-    const QSignalBlocker b1(m_units), b2(m_activation), b3(m_useBias), b4(m_rate),
-        b5(m_forceFp32), b6(m_unitsPerClass), b7(m_filters), b8(m_kernelH), b9(m_kernelW),
-        b10(m_strideH), b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW),
-        b15(m_momentum), b16(m_epsilon);
+    const QSignalBlocker b1(m_units), b2(m_activation), b3(m_useBias), b4(m_rate), b5(m_forceFp32),
+        b6(m_unitsPerClass), b7(m_filters), b8(m_kernelH), b9(m_kernelW), b10(m_strideH),
+        b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW), b15(m_momentum), b16(m_epsilon);
     QString title = path.toString();
     if (!title.isEmpty()) title[0] = title[0].toUpper();
     m_title->setText(tr("%1: %2").arg(title, fromView(mixlab::layer_type_name(layer.type))));
@@ -326,7 +332,8 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
     showRows();
 }
 
-void LayerPropertyEditor::showGroup(const LayerPath &groupPath, const LayerSpec &block) {
+void LayerPropertyEditor::showGroup(const LayerPath &groupPath, const LayerSpec &block)
+{
     m_path = {};
     m_layer = LayerSpec{};
     QString owner = groupPath.owner().toString();
@@ -336,18 +343,21 @@ void LayerPropertyEditor::showGroup(const LayerPath &groupPath, const LayerSpec 
     const std::size_t n = body ? block.body.size() : block.shortcut.size();
     if (body)
         m_note->setText(tr("%1 layers. Layers added from the palette now go at the end of the "
-                           "body.").arg(n));
+                           "body.")
+                            .arg(n));
     else if (n == 0)
         m_note->setText(tr("The identity: the block's input is added as it is. Add a 1x1 "
                            "convolution and batch norm here when the body changes the "
                            "stride or the channels."));
     else
         m_note->setText(tr("%1 layers. Layers added from the palette now go at the end of the "
-                           "shortcut.").arg(n));
+                           "shortcut.")
+                            .arg(n));
     showRows();
 }
 
-void LayerPropertyEditor::clearLayer() {
+void LayerPropertyEditor::clearLayer()
+{
     m_path = {};
     m_layer = LayerSpec{};
     m_title->setText(tr("No layer selected"));
@@ -355,7 +365,8 @@ void LayerPropertyEditor::clearLayer() {
     showRows();
 }
 
-void LayerPropertyEditor::showRows() {
+void LayerPropertyEditor::showRows()
+{
     const bool any = !m_path.isEmpty();
     const LayerType t = m_layer.type;
     m_note->setVisible(!m_note->text().isEmpty());
@@ -369,9 +380,9 @@ void LayerPropertyEditor::showRows() {
     m_padW->setVisible(explicitPad);
     m_form->setRowVisible(m_momentum, any && t == LayerType::BatchNorm);
     m_form->setRowVisible(m_epsilon, any && t == LayerType::BatchNorm);
-    m_form->setRowVisible(m_activation, any && (t == LayerType::Dense || t == LayerType::Conv2D ||
-                                                t == LayerType::Activation ||
-                                                t == LayerType::Residual));
+    m_form->setRowVisible(m_activation,
+                          any && (t == LayerType::Dense || t == LayerType::Conv2D ||
+                                  t == LayerType::Activation || t == LayerType::Residual));
     m_form->setRowVisible(m_useBias, any && (t == LayerType::Dense || t == LayerType::Conv2D));
     m_form->setRowVisible(m_rate, any && t == LayerType::Dropout);
     m_form->setRowVisible(m_forceFp32, any && t != LayerType::Residual);
@@ -388,7 +399,8 @@ void LayerPropertyEditor::showRows() {
     }
 }
 
-void LayerPropertyEditor::edit(LayerField field, const LayerSpec &after) {
+void LayerPropertyEditor::edit(LayerField field, const LayerSpec &after)
+{
     if (m_path.isEmpty()) return;
     const LayerSpec before = m_layer;
     m_layer = after;

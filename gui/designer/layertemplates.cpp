@@ -16,7 +16,8 @@ namespace {
 
 QString tr(const char *text) { return QCoreApplication::translate("LayerTemplates", text); }
 
-LayerSpec conv(int filters, int kernel, int stride) {
+LayerSpec conv(int filters, int kernel, int stride)
+{
     LayerSpec l;
     l.type = LayerType::Conv2D;
     l.filters = filters;
@@ -27,13 +28,15 @@ LayerSpec conv(int filters, int kernel, int stride) {
     return l;
 }
 
-LayerSpec batchNorm() {
+LayerSpec batchNorm()
+{
     LayerSpec l;
     l.type = LayerType::BatchNorm;
     return l;
 }
 
-LayerSpec relu() {
+LayerSpec relu()
+{
     LayerSpec l;
     l.type = LayerType::Activation;
     l.activation = Activation::Relu;
@@ -43,12 +46,14 @@ LayerSpec relu() {
 QString window(int h, int w) { return QStringLiteral("%1x%2").arg(h).arg(w); }
 
 // " /2" for a stride other than the default; empty otherwise.
-QString strideText(const LayerSpec &l) {
+QString strideText(const LayerSpec &l)
+{
     if (l.stride_h == 0 && l.stride_w == 0) return {};
     return QStringLiteral(" /") + pairText(l.stride_h, l.stride_w);
 }
 
-QString paddingText(const LayerSpec &l) {
+QString paddingText(const LayerSpec &l)
+{
     switch (l.padding) {
     case Padding::Valid: return {};
     case Padding::Same: return QStringLiteral(" same");
@@ -59,14 +64,15 @@ QString paddingText(const LayerSpec &l) {
 
 // "3x3 64 /2 \u203a 3x3 64, projection": the body's convolutions in order, so a collapsed
 // block still says what it does in a narrow column.
-QString blockOutline(const LayerSpec &block) {
+QString blockOutline(const LayerSpec &block)
+{
     if (block.body.empty()) return tr("(empty body)");
     QStringList convs;
     bool others = false;
     for (const LayerSpec &l : block.body) {
         if (l.type == LayerType::Conv2D)
-            convs << window(l.kernel_h, l.kernel_w) + QLatin1Char(' ') + QString::number(l.filters) +
-                         strideText(l);
+            convs << window(l.kernel_h, l.kernel_w) + QLatin1Char(' ') +
+                         QString::number(l.filters) + strideText(l);
         else if (l.type != LayerType::BatchNorm && l.type != LayerType::Activation)
             others = true;
     }
@@ -79,7 +85,8 @@ QString blockOutline(const LayerSpec &block) {
 
 } // namespace
 
-LayerSpec defaultLayer(LayerType type) {
+LayerSpec defaultLayer(LayerType type)
+{
     LayerSpec l;
     l.type = type;
     switch (type) {
@@ -105,11 +112,13 @@ LayerSpec defaultLayer(LayerType type) {
     return l;
 }
 
-int blockOutputChannels(BlockKind kind, int filters) {
+int blockOutputChannels(BlockKind kind, int filters)
+{
     return kind == BlockKind::Bottleneck ? 4 * filters : filters;
 }
 
-LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inChannels) {
+LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inChannels)
+{
     LayerSpec block;
     block.type = LayerType::Residual;
     block.activation = Activation::Relu;
@@ -118,18 +127,20 @@ LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inChannels)
         block.body = {conv(filters, 3, stride), batchNorm(), relu(), conv(filters, 3, 1),
                       batchNorm()};
     } else {
-        block.body = {conv(filters, 1, 1), batchNorm(), relu(), conv(filters, 3, stride),
-                      batchNorm(), relu(),  conv(out, 1, 1),    batchNorm()};
+        block.body = {conv(filters, 1, 1), batchNorm(), relu(),          conv(filters, 3, stride),
+                      batchNorm(),         relu(),      conv(out, 1, 1), batchNorm()};
     }
     if (stride != 1 || inChannels != out) block.shortcut = {conv(out, 1, stride), batchNorm()};
     return block;
 }
 
-QString pairText(int h, int w) {
+QString pairText(int h, int w)
+{
     return h == w ? QString::number(h) : QStringLiteral("%1,%2").arg(h).arg(w);
 }
 
-QString layerSummary(const LayerSpec &layer) {
+QString layerSummary(const LayerSpec &layer)
+{
     QString s = fromView(mixlab::layer_type_name(layer.type));
     auto activation = [&] {
         if (layer.activation != Activation::None)
@@ -139,16 +150,18 @@ QString layerSummary(const LayerSpec &layer) {
     case LayerType::Flatten:
     case LayerType::GlobalAvgPool: break;
     case LayerType::Dense:
-        s += QLatin1Char(' ') + (layer.units == mixlab::k_units_classes
-                                     ? tr("classes")
-                                     : QString::number(layer.units));
+        s +=
+            QLatin1Char(' ') +
+            (layer.units == mixlab::k_units_classes ? tr("classes") : QString::number(layer.units));
         activation();
         if (!layer.use_bias) s += tr(", no bias");
         break;
     case LayerType::Activation:
         s += QLatin1Char(' ') + fromView(mixlab::activation_name(layer.activation));
         break;
-    case LayerType::Dropout: s += QLatin1Char(' ') + QString::number(double(layer.rate), 'g', 6); break;
+    case LayerType::Dropout:
+        s += QLatin1Char(' ') + QString::number(double(layer.rate), 'g', 6);
+        break;
     case LayerType::Conv2D:
         s += QLatin1Char(' ') + QString::number(layer.filters) + QLatin1Char(' ') +
              window(layer.kernel_h, layer.kernel_w) + strideText(layer) + paddingText(layer);

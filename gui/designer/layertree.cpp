@@ -32,10 +32,12 @@ struct Rows {
     QTreeWidgetItem *parent;
     int count() const { return parent ? parent->childCount() : tree->topLevelItemCount(); }
     QTreeWidgetItem *at(int i) const { return parent ? parent->child(i) : tree->topLevelItem(i); }
-    QTreeWidgetItem *take(int i) const {
+    QTreeWidgetItem *take(int i) const
+    {
         return parent ? parent->takeChild(i) : tree->takeTopLevelItem(i);
     }
-    void insert(int i, QTreeWidgetItem *item) const {
+    void insert(int i, QTreeWidgetItem *item) const
+    {
         if (parent)
             parent->insertChild(i, item);
         else
@@ -45,19 +47,22 @@ struct Rows {
 
 // Which rows of a subtree are open, in pre-order: taking an item out of the tree and
 // putting it back forgets this.
-void saveExpansion(const QTreeWidgetItem *item, std::vector<bool> &out) {
+void saveExpansion(const QTreeWidgetItem *item, std::vector<bool> &out)
+{
     out.push_back(item->isExpanded());
     for (int i = 0; i < item->childCount(); ++i) saveExpansion(item->child(i), out);
 }
 
-void restoreExpansion(QTreeWidgetItem *item, const std::vector<bool> &in, std::size_t &at) {
+void restoreExpansion(QTreeWidgetItem *item, const std::vector<bool> &in, std::size_t &at)
+{
     if (at < in.size()) item->setExpanded(in[at]);
     ++at;
     for (int i = 0; i < item->childCount(); ++i) restoreExpansion(item->child(i), in, at);
 }
 
 // Every GEMM (dense, conv2d) inside a layer, a block's included.
-void collectGemms(const GraphLayer &g, std::vector<const GraphLayer *> &out) {
+void collectGemms(const GraphLayer &g, std::vector<const GraphLayer *> &out)
+{
     if (g.is_gemm) out.push_back(&g);
     for (const GraphLayer &b : g.body) collectGemms(b, out);
     for (const GraphLayer &s : g.shortcut) collectGemms(s, out);
@@ -65,12 +70,14 @@ void collectGemms(const GraphLayer &g, std::vector<const GraphLayer *> &out) {
 
 bool inferredFully(const GraphLayer *g) { return g && !g->out.dims.empty(); }
 
-void setNumber(QTreeWidgetItem *item, int column, qint64 value, const QString &text) {
+void setNumber(QTreeWidgetItem *item, int column, qint64 value, const QString &text)
+{
     item->setText(column, text);
     item->setData(column, LayerTree::k_valueRole, value);
 }
 
-void clearFigures(QTreeWidgetItem *item, const QString &why) {
+void clearFigures(QTreeWidgetItem *item, const QString &why)
+{
     for (int c : {LayerTree::OutputColumn, LayerTree::ParamsColumn, LayerTree::FlopsColumn,
                   LayerTree::TensorCoreColumn}) {
         item->setText(c, dash());
@@ -82,7 +89,8 @@ void clearFigures(QTreeWidgetItem *item, const QString &why) {
 
 } // namespace
 
-QString compactCount(qint64 n) {
+QString compactCount(qint64 n)
+{
     const double v = double(n);
     if (n < 10000) return QLocale().toString(n);
     if (v < 1e6) return QLocale().toString(v / 1e3, 'f', v < 1e5 ? 1 : 0) + QLatin1Char('K');
@@ -90,7 +98,8 @@ QString compactCount(qint64 n) {
     return QLocale().toString(v / 1e9, 'f', 1) + QLatin1Char('G');
 }
 
-LayerTree::LayerTree(QWidget *parent) : QTreeWidget(parent) {
+LayerTree::LayerTree(QWidget *parent) : QTreeWidget(parent)
+{
     setColumnCount(ColumnCount);
     // "TC" keeps the column as narrow as its yes/no; the tooltip spells it out.
     setHeaderLabels({tr("#"), tr("Layer"), tr("Output"), tr("Params"), tr("FLOPs"), tr("TC")});
@@ -137,7 +146,8 @@ LayerTree::LayerTree(QWidget *parent) : QTreeWidget(parent) {
             });
 }
 
-LayerPath LayerTree::pathOf(const QTreeWidgetItem *item) const {
+LayerPath LayerTree::pathOf(const QTreeWidgetItem *item) const
+{
     if (!item) return {};
     const auto kind = ItemKind(item->data(IndexColumn, k_kindRole).toInt());
     QTreeWidgetItem *parent = item->parent();
@@ -148,10 +158,12 @@ LayerPath LayerTree::pathOf(const QTreeWidgetItem *item) const {
     if (!parent) return LayerPath::top(indexOfTopLevelItem(const_cast<QTreeWidgetItem *>(item)));
     const auto groupKind = ItemKind(parent->data(IndexColumn, k_kindRole).toInt());
     const LayerGroup group = groupKind == ItemKind::Body ? LayerGroup::Body : LayerGroup::Shortcut;
-    return pathOf(parent->parent()).child(group, parent->indexOfChild(const_cast<QTreeWidgetItem *>(item)));
+    return pathOf(parent->parent())
+        .child(group, parent->indexOfChild(const_cast<QTreeWidgetItem *>(item)));
 }
 
-QTreeWidgetItem *LayerTree::itemFor(const LayerPath &path) const {
+QTreeWidgetItem *LayerTree::itemFor(const LayerPath &path) const
+{
     QTreeWidgetItem *item = nullptr;
     for (const LayerStep &step : path.steps) {
         if (step.group == LayerGroup::Top) {
@@ -170,7 +182,8 @@ QTreeWidgetItem *LayerTree::itemFor(const LayerPath &path) const {
 
 LayerPath LayerTree::currentPath() const { return pathOf(currentItem()); }
 
-void LayerTree::selectPath(const LayerPath &path) {
+void LayerTree::selectPath(const LayerPath &path)
+{
     QTreeWidgetItem *item = itemFor(path);
     if (!item) {
         setCurrentItem(nullptr);
@@ -182,7 +195,8 @@ void LayerTree::selectPath(const LayerPath &path) {
     scrollToItem(item);
 }
 
-void LayerTree::collapseBlocks() {
+void LayerTree::collapseBlocks()
+{
     std::vector<QTreeWidgetItem *> todo;
     for (int i = 0; i < topLevelItemCount(); ++i) todo.push_back(topLevelItem(i));
     while (!todo.empty()) {
@@ -194,7 +208,8 @@ void LayerTree::collapseBlocks() {
     }
 }
 
-LayerPath LayerTree::dropPoint(QTreeWidgetItem *parent, int index) const {
+LayerPath LayerTree::dropPoint(QTreeWidgetItem *parent, int index) const
+{
     if (!parent) return LayerPath::top(index);
     const LayerPath at = pathOf(parent);
     if (at.isGroup()) return at.sibling(index);
@@ -206,7 +221,8 @@ LayerPath LayerTree::dropPoint(QTreeWidgetItem *parent, int index) const {
 
 QStringList LayerTree::mimeTypes() const { return layerdrag::mimeTypes(); }
 
-QMimeData *LayerTree::mimeData(const QList<QTreeWidgetItem *> &items) const {
+QMimeData *LayerTree::mimeData(const QList<QTreeWidgetItem *> &items) const
+{
     const LayerPath path = items.size() == 1 ? pathOf(items.front()) : LayerPath{};
     return path.isEmpty() || path.isGroup() ? nullptr : layerdrag::forLayer(path);
 }
@@ -214,11 +230,13 @@ QMimeData *LayerTree::mimeData(const QList<QTreeWidgetItem *> &items) const {
 Qt::DropActions LayerTree::supportedDropActions() const { return Qt::CopyAction | Qt::MoveAction; }
 
 bool LayerTree::dropMimeData(QTreeWidgetItem *parent, int index, const QMimeData *data,
-                             Qt::DropAction) {
+                             Qt::DropAction)
+{
     return data && m_dropHandler && m_dropHandler(*data, dropPoint(parent, index));
 }
 
-void LayerTree::startDrag(Qt::DropActions) {
+void LayerTree::startDrag(Qt::DropActions)
+{
     // The base class would remove the dragged rows after a move; here the designer's
     // command moves the layer and the rows follow the spec.
     QMimeData *data = mimeData(selectedItems());
@@ -228,13 +246,15 @@ void LayerTree::startDrag(Qt::DropActions) {
     drag->exec(Qt::MoveAction);
 }
 
-void LayerTree::dropEvent(QDropEvent *event) {
+void LayerTree::dropEvent(QDropEvent *event)
+{
     // QTreeWidget moves its own items on a drop from itself; skip that, so every drop
     // goes through dropMimeData and the handler.
     QTreeView::dropEvent(event);
 }
 
-int LayerTree::currentRow() const {
+int LayerTree::currentRow() const
+{
     const LayerPath p = currentPath();
     return p.isTopLevel() ? p.index() : -1;
 }
@@ -242,7 +262,8 @@ int LayerTree::currentRow() const {
 void LayerTree::selectRow(int row) { selectPath(row >= 0 ? LayerPath::top(row) : LayerPath{}); }
 
 void LayerTree::showLayers(const mixlab::ModelSpec &spec, const std::vector<GraphLayer> &inferred,
-                           const LayerPath &errorPath, const QString &error) {
+                           const LayerPath &errorPath, const QString &error)
+{
     // Rows appear and vanish below; the designer selects what it wants afterwards.
     const QSignalBlocker block(this);
     m_errorPath = errorPath;
@@ -255,7 +276,8 @@ void LayerTree::showLayers(const mixlab::ModelSpec &spec, const std::vector<Grap
 
 void LayerTree::syncList(QTreeWidgetItem *parent, const std::vector<LayerSpec> &shown,
                          const std::vector<LayerSpec> &layers,
-                         const std::vector<GraphLayer> *inferred, const LayerPath &listPath) {
+                         const std::vector<GraphLayer> *inferred, const LayerPath &listPath)
+{
     const Rows rows{this, parent};
     const int n0 = int(shown.size()), n1 = int(layers.size());
     // What each row showed before (nullptr: a new row).
@@ -271,7 +293,8 @@ void LayerTree::syncList(QTreeWidgetItem *parent, const std::vector<LayerSpec> &
                shown[std::size_t(n0 - 1 - s)] == layers[std::size_t(n1 - 1 - s)])
             ++s;
         for (int i = 0; i < p; ++i) before[std::size_t(i)] = &shown[std::size_t(i)];
-        for (int j = 0; j < s; ++j) before[std::size_t(n1 - 1 - j)] = &shown[std::size_t(n0 - 1 - j)];
+        for (int j = 0; j < s; ++j)
+            before[std::size_t(n1 - 1 - j)] = &shown[std::size_t(n0 - 1 - j)];
         const int m0 = n0 - p - s, m1 = n1 - p - s;
         const auto P = std::size_t(p);
         if (m0 == 2 && m1 == 2 && shown[P] == layers[P + 1] && shown[P + 1] == layers[P]) {
@@ -325,17 +348,21 @@ void LayerTree::syncList(QTreeWidgetItem *parent, const std::vector<LayerSpec> &
     }
 }
 
-void LayerTree::markError(QTreeWidgetItem *item, const LayerPath &path) {
+void LayerTree::markError(QTreeWidgetItem *item, const LayerPath &path)
+{
     const bool bad = !m_errorPath.isEmpty() && path == m_errorPath;
     for (int c = 0; c < ColumnCount; ++c)
-        item->setData(c, Qt::BackgroundRole, bad ? QVariant(QBrush(k_errorBackground)) : QVariant());
-    item->setIcon(IndexColumn, bad ? style()->standardIcon(QStyle::SP_MessageBoxCritical) : QIcon());
+        item->setData(c, Qt::BackgroundRole,
+                      bad ? QVariant(QBrush(k_errorBackground)) : QVariant());
+    item->setIcon(IndexColumn,
+                  bad ? style()->standardIcon(QStyle::SP_MessageBoxCritical) : QIcon());
     item->setToolTip(IndexColumn, bad ? m_error : QString());
     if (bad) item->setToolTip(LayerColumn, m_error);
 }
 
 void LayerTree::fillLayerRow(QTreeWidgetItem *item, const LayerPath &path, const LayerSpec &layer,
-                             const GraphLayer *g) {
+                             const GraphLayer *g)
+{
     const QLocale locale;
     item->setData(IndexColumn, k_kindRole, int(ItemKind::Layer));
     item->setText(IndexColumn, QString::number(path.index()));
@@ -343,15 +370,17 @@ void LayerTree::fillLayerRow(QTreeWidgetItem *item, const LayerPath &path, const
     item->setText(LayerColumn, layerSummary(layer));
     QString layerTip = path.toString();
     if (layer.type == LayerType::Residual)
-        layerTip += QLatin1Char('\n') +
-                    tr("Residual block: output = %1(body + shortcut); body of %2 layers, %3")
-                        .arg(layer.activation == mixlab::Activation::Relu ? QStringLiteral("relu")
-                                                                          : QString())
-                        .arg(layer.body.size())
-                        .arg(layer.shortcut.empty()
-                                 ? tr("identity shortcut")
-                                 : tr("projection shortcut of %1 layers").arg(layer.shortcut.size()));
-    if (g && g->folded_into_loss) layerTip += QLatin1Char('\n') + tr("Computed inside the loss, in float32");
+        layerTip +=
+            QLatin1Char('\n') +
+            tr("Residual block: output = %1(body + shortcut); body of %2 layers, %3")
+                .arg(layer.activation == mixlab::Activation::Relu ? QStringLiteral("relu")
+                                                                  : QString())
+                .arg(layer.body.size())
+                .arg(layer.shortcut.empty()
+                         ? tr("identity shortcut")
+                         : tr("projection shortcut of %1 layers").arg(layer.shortcut.size()));
+    if (g && g->folded_into_loss)
+        layerTip += QLatin1Char('\n') + tr("Computed inside the loss, in float32");
     item->setToolTip(LayerColumn, layerTip);
     markError(item, path);
 
@@ -420,7 +449,8 @@ void LayerTree::fillLayerRow(QTreeWidgetItem *item, const LayerPath &path, const
 }
 
 void LayerTree::fillGroupRow(QTreeWidgetItem *item, LayerGroup group, const LayerSpec &block,
-                             const GraphLayer *g) {
+                             const GraphLayer *g)
+{
     const bool body = group == LayerGroup::Body;
     const std::vector<LayerSpec> &layers = body ? block.body : block.shortcut;
     item->setData(IndexColumn, k_kindRole, int(body ? ItemKind::Body : ItemKind::Shortcut));

@@ -16,8 +16,15 @@
 class LayerTree : public QTreeWidget {
     Q_OBJECT
 public:
-    enum Column { IndexColumn, LayerColumn, OutputColumn, ParamsColumn, FlopsColumn,
-                  TensorCoreColumn, ColumnCount };
+    enum Column {
+        IndexColumn,
+        LayerColumn,
+        OutputColumn,
+        ParamsColumn,
+        FlopsColumn,
+        TensorCoreColumn,
+        ColumnCount
+    };
     // The exact number behind a numeric cell (parameters, FLOPs), for sorting and tests.
     static constexpr int k_valueRole = Qt::UserRole;
     // On IndexColumn: what a row is (ItemKind as int).

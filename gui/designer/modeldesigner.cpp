@@ -41,7 +41,8 @@ const QString k_defaultPreset = QStringLiteral("seed-mlp");
 // The property editor's least height, in form rows (its title counts as one).
 constexpr int k_editorMinRows = 5;
 
-LayerSpec headFor(int classes) {
+LayerSpec headFor(int classes)
+{
     LayerSpec head;
     head.type = LayerType::Dense;
     head.units = std::max(classes, 1);
@@ -58,7 +59,8 @@ LayerSpec headFor(int classes) {
 // block itself gets an entry with its input but no output.
 std::vector<GraphLayer> inferList(const std::vector<LayerSpec> &context,
                                   const std::vector<LayerSpec> &list, const mixlab::Shape &input,
-                                  int classes) {
+                                  int classes)
+{
     LayerSpec flatten;
     flatten.type = LayerType::Flatten;
     for (std::size_t k = list.size() + 1; k-- > 0;) {
@@ -95,7 +97,8 @@ int channelsOf(const mixlab::Shape &s) { return s.dims.size() == 3 ? s.dims[2] :
 
 } // namespace
 
-ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
+ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent)
+{
     m_undoStack = new QUndoStack(this);
     m_undoAction = m_undoStack->createUndoAction(this, tr("&Undo"));
     m_undoAction->setShortcut(QKeySequence::Undo);
@@ -188,8 +191,10 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
     connect(m_palette, &LayerPalette::layerRequested, this, &ModelDesigner::addLayer);
     connect(m_palette, &LayerPalette::blockRequested, this, &ModelDesigner::addBlock);
     m_tree->setDropHandler([this](const QMimeData &data, const LayerPath &at) {
-        if (const std::optional<LayerPath> from = layerdrag::layerOf(data)) return moveLayer(*from, at);
-        if (const std::optional<QString> entry = layerdrag::paletteEntryOf(data)) return addPaletteEntry(*entry, at);
+        if (const std::optional<LayerPath> from = layerdrag::layerOf(data))
+            return moveLayer(*from, at);
+        if (const std::optional<QString> entry = layerdrag::paletteEntryOf(data))
+            return addPaletteEntry(*entry, at);
         return false;
     });
     connect(m_showErrorButton, &QToolButton::clicked, this, [this] { selectPath(m_errorPath); });
@@ -207,7 +212,8 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent) {
 
 ModelDesigner::~ModelDesigner() = default;
 
-void ModelDesigner::readPresets() {
+void ModelDesigner::readPresets()
+{
     const QDir dir(QStringLiteral(":/models"));
     for (const QString &file : dir.entryList({QStringLiteral("*.json")}, QDir::Files)) {
         QFile f(dir.filePath(file));
@@ -215,7 +221,8 @@ void ModelDesigner::readPresets() {
         const QByteArray text = f.readAll();
         try {
             Preset p;
-            p.spec = mixlab::parse_model_spec(std::string_view(text.constData(), std::size_t(text.size())));
+            p.spec = mixlab::parse_model_spec(
+                std::string_view(text.constData(), std::size_t(text.size())));
             p.fileName = file;
             p.name = p.spec.name.empty() ? QFileInfo(file).completeBaseName()
                                          : QString::fromStdString(p.spec.name);
@@ -230,7 +237,8 @@ void ModelDesigner::readPresets() {
     });
 }
 
-QWidget *ModelDesigner::buildToolBar() {
+QWidget *ModelDesigner::buildToolBar()
+{
     auto *bar = new QToolBar(this);
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
     bar->setIconSize(QSize(16, 16));
@@ -289,9 +297,9 @@ QWidget *ModelDesigner::buildToolBar() {
     m_upAction = layerAction(tr("Move up"), QKeySequence(Qt::CTRL | Qt::Key_Up),
                              tr("Move the selected layer up"), [this] { moveSelectedLayer(-1); });
     m_upAction->setIconText(QStringLiteral("\u2191")); // the bar shows arrows, menus words
-    m_downAction = layerAction(tr("Move down"), QKeySequence(Qt::CTRL | Qt::Key_Down),
-                               tr("Move the selected layer down"),
-                               [this] { moveSelectedLayer(+1); });
+    m_downAction =
+        layerAction(tr("Move down"), QKeySequence(Qt::CTRL | Qt::Key_Down),
+                    tr("Move the selected layer down"), [this] { moveSelectedLayer(+1); });
     m_downAction->setIconText(QStringLiteral("\u2193"));
     bar->addSeparator();
     // Short buttons here; the actions themselves carry "Undo Set units of layer 3 to 12"
@@ -335,15 +343,18 @@ QWidget *ModelDesigner::buildToolBar() {
     return bar;
 }
 
-QStringList ModelDesigner::presetNames() const {
+QStringList ModelDesigner::presetNames() const
+{
     QStringList names;
     for (const Preset &p : m_presets) names << p.name;
     return names;
 }
 
-bool ModelDesigner::loadPreset(const QString &name) {
+bool ModelDesigner::loadPreset(const QString &name)
+{
     for (const Preset &p : m_presets) {
-        if (p.name != name && p.fileName != name && QFileInfo(p.fileName).completeBaseName() != name)
+        if (p.name != name && p.fileName != name &&
+            QFileInfo(p.fileName).completeBaseName() != name)
             continue;
         m_undoStack->push(
             new ReplaceModelCommand(this, m_spec, p.spec, tr("Load preset %1").arg(p.name)));
@@ -354,14 +365,16 @@ bool ModelDesigner::loadPreset(const QString &name) {
     return false;
 }
 
-void ModelDesigner::setSpec(const ModelSpec &spec) {
+void ModelDesigner::setSpec(const ModelSpec &spec)
+{
     m_undoStack->clear();
     applySpec(spec, spec.layers.empty() ? LayerPath{} : LayerPath::top(0));
     m_tree->collapseBlocks();
     m_undoStack->setClean();
 }
 
-void ModelDesigner::setInput(const mixlab::Shape &input, int classes) {
+void ModelDesigner::setInput(const mixlab::Shape &input, int classes)
+{
     m_input = input;
     m_classes = classes;
     revalidate();
@@ -376,7 +389,8 @@ int ModelDesigner::selectedRow() const { return m_tree->currentRow(); }
 
 void ModelDesigner::selectRow(int row) { m_tree->selectRow(row); }
 
-LayerPath ModelDesigner::insertionPoint() const {
+LayerPath ModelDesigner::insertionPoint() const
+{
     const LayerPath sel = selectedPath();
     if (sel.isEmpty()) return LayerPath::top(int(m_spec.layers.size()));
     if (sel.isGroup()) {
@@ -386,7 +400,8 @@ LayerPath ModelDesigner::insertionPoint() const {
     return sel.sibling(sel.index() + 1);
 }
 
-std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const {
+std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const
+{
     if (at.index() > 0) {
         const GraphLayer *before = graphLayerAt(m_inferred, at.sibling(at.index() - 1));
         if (before && !before->out.dims.empty()) return before->out;
@@ -401,17 +416,20 @@ std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const {
 
 void ModelDesigner::addLayer(LayerType type) { addLayerAt(type, insertionPoint()); }
 
-void ModelDesigner::addLayerAt(LayerType type, const LayerPath &at) {
+void ModelDesigner::addLayerAt(LayerType type, const LayerPath &at)
+{
     m_undoStack->push(new AddLayerCommand(this, at, defaultLayer(type)));
     // An empty block is filled next: aim the following adds at its body.
     if (type == LayerType::Residual) selectPath(at.child(LayerGroup::Body, LayerPath::k_group));
 }
 
-void ModelDesigner::addBlock(BlockKind kind, int filters, int stride) {
+void ModelDesigner::addBlock(BlockKind kind, int filters, int stride)
+{
     addBlockAt(kind, filters, stride, insertionPoint());
 }
 
-void ModelDesigner::addBlockAt(BlockKind kind, int filters, int stride, const LayerPath &at) {
+void ModelDesigner::addBlockAt(BlockKind kind, int filters, int stride, const LayerPath &at)
+{
     const std::optional<mixlab::Shape> in = shapeAt(at);
     const int channels = in ? channelsOf(*in) : 0;
     if (filters <= 0) {
@@ -420,13 +438,15 @@ void ModelDesigner::addBlockAt(BlockKind kind, int filters, int stride, const La
         if (filters <= 0) filters = 64;
     }
     const LayerSpec block = residualBlock(kind, filters, std::max(stride, 1), channels);
-    const QString text = kind == BlockKind::Basic ? tr("Add basic block (%1 filters)").arg(filters)
-                                                  : tr("Add bottleneck block (%1 filters)").arg(filters);
+    const QString text = kind == BlockKind::Basic
+                             ? tr("Add basic block (%1 filters)").arg(filters)
+                             : tr("Add bottleneck block (%1 filters)").arg(filters);
     m_undoStack->push(new AddLayerCommand(this, at, block, text));
     if (QTreeWidgetItem *item = m_tree->itemFor(at)) item->setExpanded(true);
 }
 
-bool ModelDesigner::addPaletteEntry(const QString &entry, const LayerPath &at) {
+bool ModelDesigner::addPaletteEntry(const QString &entry, const LayerPath &at)
+{
     const std::vector<LayerSpec> *list = at.isGroup() ? nullptr : layerList(m_spec, at);
     const std::optional<LayerPalette::Request> r = m_palette->requestFor(entry);
     if (!list || !r || at.index() < 0 || at.index() > int(list->size())) return false;
@@ -437,7 +457,8 @@ bool ModelDesigner::addPaletteEntry(const QString &entry, const LayerPath &at) {
     return true;
 }
 
-bool ModelDesigner::moveLayer(const LayerPath &from, const LayerPath &to) {
+bool ModelDesigner::moveLayer(const LayerPath &from, const LayerPath &to)
+{
     const std::optional<LayerPath> landed = movedLayerPath(m_spec, from, to);
     if (!landed) return false;
     // One undo step made of the two edits it is.
@@ -449,13 +470,15 @@ bool ModelDesigner::moveLayer(const LayerPath &from, const LayerPath &to) {
     return true;
 }
 
-void ModelDesigner::removeSelectedLayer() {
+void ModelDesigner::removeSelectedLayer()
+{
     const LayerPath path = selectedPath();
     if (path.isEmpty() || path.isGroup() || !layerAt(m_spec, path)) return;
     m_undoStack->push(new RemoveLayerCommand(this, path));
 }
 
-void ModelDesigner::moveSelectedLayer(int delta) {
+void ModelDesigner::moveSelectedLayer(int delta)
+{
     const LayerPath path = selectedPath();
     if (path.isEmpty() || path.isGroup() || (delta != -1 && delta != 1)) return;
     const std::vector<LayerSpec> *list = layerList(m_spec, path);
@@ -464,29 +487,33 @@ void ModelDesigner::moveSelectedLayer(int delta) {
     m_undoStack->push(new MoveLayerCommand(this, path, delta));
 }
 
-void ModelDesigner::duplicateSelectedLayer() {
+void ModelDesigner::duplicateSelectedLayer()
+{
     const LayerPath path = selectedPath();
     if (path.isEmpty() || path.isGroup() || !layerAt(m_spec, path)) return;
     m_undoStack->push(new DuplicateLayerCommand(this, path));
 }
 
 void ModelDesigner::onLayerEdited(const LayerPath &path, LayerField field, const LayerSpec &,
-                                  const LayerSpec &after) {
+                                  const LayerSpec &after)
+{
     const LayerSpec *current = layerAt(m_spec, path);
     if (!current) return;
     // The spec, not the editor's copy, is what undo must restore.
     m_undoStack->push(new EditLayerCommand(this, path, field, *current, after));
 }
 
-bool ModelDesigner::editLayer(const LayerPath &path, LayerField field, const LayerSpec &after) {
+bool ModelDesigner::editLayer(const LayerPath &path, LayerField field, const LayerSpec &after)
+{
     const LayerSpec *current = layerAt(m_spec, path);
     if (!current || sameField(field, *current, after)) return false;
-    m_undoStack->push(new EditLayerCommand(this, path, field, *current, after,
-                                           EditLayerCommand::Merge::Alone));
+    m_undoStack->push(
+        new EditLayerCommand(this, path, field, *current, after, EditLayerCommand::Merge::Alone));
     return true;
 }
 
-void ModelDesigner::applySpec(const ModelSpec &spec, const std::optional<LayerPath> &select) {
+void ModelDesigner::applySpec(const ModelSpec &spec, const std::optional<LayerPath> &select)
+{
     const LayerPath kept = m_tree->currentPath();
     m_spec = spec;
     const QString name = QString::fromStdString(m_spec.name);
@@ -496,14 +523,16 @@ void ModelDesigner::applySpec(const ModelSpec &spec, const std::optional<LayerPa
     }
     revalidate();
     LayerPath target = select ? *select : kept;
-    if (!target.isEmpty() && !m_tree->itemFor(target) && target.isTopLevel() && !m_spec.layers.empty())
+    if (!target.isEmpty() && !m_tree->itemFor(target) && target.isTopLevel() &&
+        !m_spec.layers.empty())
         target = LayerPath::top(std::min(target.index(), int(m_spec.layers.size()) - 1));
     m_tree->selectPath(target);
     showSelectedLayer();
     emit specChanged();
 }
 
-void ModelDesigner::revalidate() {
+void ModelDesigner::revalidate()
+{
     m_graph.reset();
     m_warnings.clear();
     QString message;
@@ -532,8 +561,8 @@ void ModelDesigner::revalidate() {
         m_totals->setText(tr("<b>%1</b> parameters \u00b7 <b>%2</b> FLOPs per sample \u00b7 %3")
                               .arg(locale.toString(qint64(m_graph->total_params)),
                                    compactCount(m_graph->total_flops), io));
-        m_totals->setToolTip(tr("%1 forward FLOPs per sample")
-                                 .arg(locale.toString(qint64(m_graph->total_flops))));
+        m_totals->setToolTip(
+            tr("%1 forward FLOPs per sample").arg(locale.toString(qint64(m_graph->total_flops))));
     } else {
         m_totals->setText(io);
         m_totals->setToolTip(QString());
@@ -553,7 +582,8 @@ void ModelDesigner::revalidate() {
     }
 }
 
-void ModelDesigner::showSelectedLayer() {
+void ModelDesigner::showSelectedLayer()
+{
     const LayerPath path = selectedPath();
     const LayerSpec *layer = path.isGroup() ? nullptr : layerAt(m_spec, path);
     if (layer) {

@@ -116,7 +116,7 @@ private:
     void addLayerAt(mixlab::LayerType type, const LayerPath &at);
     void addBlockAt(BlockKind kind, int filters, int stride, const LayerPath &at);
     QWidget *buildToolBar();
-    void revalidate();       // graph, rows, totals, messages; emits validityChanged
+    void revalidate();        // graph, rows, totals, messages; emits validityChanged
     void showSelectedLayer(); // property editor and the enabled state of the actions
     void onLayerEdited(const LayerPath &path, LayerField field, const mixlab::LayerSpec &before,
                        const mixlab::LayerSpec &after);

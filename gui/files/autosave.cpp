@@ -32,26 +32,28 @@ Autosave::~Autosave() = default;
 
 QString Autosave::defaultDirectory()
 {
-    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/autosave");
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +
+           QStringLiteral("/autosave");
 }
 
 bool Autosave::start(const QString &dir, QString *error)
 {
-    if (m_lock)
-        return true;
+    if (m_lock) return true;
     if (!QDir().mkpath(dir)) {
         if (error) *error = tr("cannot create the autosave folder %1").arg(dir);
         return false;
     }
     // The pid and the start time make the name unique on this machine.
-    const QString session = QStringLiteral("session-%1-%2")
-                                .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")))
-                                .arg(QCoreApplication::applicationPid());
+    const QString session =
+        QStringLiteral("session-%1-%2")
+            .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")))
+            .arg(QCoreApplication::applicationPid());
     const QString path = QDir(dir).filePath(session + k_suffix);
     auto lock = std::make_unique<QLockFile>(lockPathOf(path));
     lock->setStaleLockTime(0); // stale only when the process is gone, never by age
     if (!lock->tryLock(0)) {
-        if (error) *error = tr("cannot lock %1 (error %2)").arg(lockPathOf(path)).arg(int(lock->error()));
+        if (error)
+            *error = tr("cannot lock %1 (error %2)").arg(lockPathOf(path)).arg(int(lock->error()));
         return false;
     }
     m_lock = std::move(lock);
@@ -65,21 +67,18 @@ void Autosave::setInterval(int ms) { m_timer.setInterval(std::max(1, ms)); }
 
 void Autosave::onTimer()
 {
-    if (m_changed)
-        saveNow();
+    if (m_changed) saveNow();
 }
 
 void Autosave::epochEnded()
 {
     m_changed = true;
-    if (!m_sinceSave.isValid() || m_sinceSave.elapsed() >= k_minEpochSaveGapMs)
-        saveNow();
+    if (!m_sinceSave.isValid() || m_sinceSave.elapsed() >= k_minEpochSaveGapMs) saveNow();
 }
 
 bool Autosave::saveNow(QString *error)
 {
-    if (!m_lock)
-        return false;
+    if (!m_lock) return false;
     QString message;
     m_sinceSave.start();
     if (!saveExperiment(m_path, m_source(), *m_store, &message)) {
@@ -99,8 +98,7 @@ bool Autosave::saveNow(QString *error)
 void Autosave::finish()
 {
     m_timer.stop();
-    if (!m_lock)
-        return;
+    if (!m_lock) return;
     QFile::remove(m_path);
     m_lock->unlock(); // removes the lock file
     m_lock.reset();
@@ -109,14 +107,14 @@ void Autosave::finish()
 std::vector<Autosave::Orphan> Autosave::findOrphans(const QString &dir)
 {
     std::vector<Orphan> found;
-    const QFileInfoList files = QDir(dir).entryInfoList({QStringLiteral("*") + k_suffix}, QDir::Files, QDir::Time);
+    const QFileInfoList files =
+        QDir(dir).entryInfoList({QStringLiteral("*") + k_suffix}, QDir::Files, QDir::Time);
     for (const QFileInfo &info : files) {
         QLockFile lock(lockPathOf(info.absoluteFilePath()));
         lock.setStaleLockTime(0);
         // Taking the lock succeeds when there is none or its process is gone (Qt removes a
         // lock whose pid no longer runs on this host); a live session keeps it.
-        if (!lock.tryLock(0))
-            continue;
+        if (!lock.tryLock(0)) continue;
         lock.unlock();
         found.push_back({info.absoluteFilePath(), info.lastModified()});
     }

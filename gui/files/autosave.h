@@ -21,7 +21,8 @@ class Autosave : public QObject {
     Q_OBJECT
 public:
     // `source` gives the experiment's model, config and compare policies at save time.
-    Autosave(const RunStore *store, std::function<ExperimentFile()> source, QObject *parent = nullptr);
+    Autosave(const RunStore *store, std::function<ExperimentFile()> source,
+             QObject *parent = nullptr);
     ~Autosave() override; // leaves the file (a clean exit calls finish() first)
 
     static QString defaultDirectory(); // <AppDataLocation>/autosave

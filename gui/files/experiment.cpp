@@ -214,7 +214,8 @@ bool saveExperiment(const QString &path, const ExperimentFile &file, const RunSt
         root["model"] = Json::parse(mixlab::model_spec_to_json(file.model));
         root["config"] = Json::parse(mixlab::run_config_to_json(file.config));
         Json policies = Json::array();
-        for (mixlab::Policy p : file.comparePolicies) policies.push_back(std::string(mixlab::policy_name(p)));
+        for (mixlab::Policy p : file.comparePolicies)
+            policies.push_back(std::string(mixlab::policy_name(p)));
         root["compare_policies"] = std::move(policies);
         Json runs = Json::array();
         for (int id : store.runIds()) {
@@ -228,7 +229,8 @@ bool saveExperiment(const QString &path, const ExperimentFile &file, const RunSt
         const std::string text = root.dump(1) + "\n";
         bytes = QByteArray(text.data(), qsizetype(text.size()));
     } catch (const std::exception &e) {
-        if (error) *error = QStringLiteral("cannot save '%1': %2").arg(path, QString::fromUtf8(e.what()));
+        if (error)
+            *error = QStringLiteral("cannot save '%1': %2").arg(path, QString::fromUtf8(e.what()));
         return false;
     }
 

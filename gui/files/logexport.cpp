@@ -32,7 +32,8 @@ bool exportLogs(const RunStore &store, const std::vector<int> &runIds, const QSt
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix != QLatin1String("json") && suffix != QLatin1String("csv"))
         return failWith(QStringLiteral("cannot export to '%1': choose a file name ending in "
-                                       ".json or .csv").arg(path));
+                                       ".json or .csv")
+                            .arg(path));
 
     try {
         const RunRecord &first = *records.front();

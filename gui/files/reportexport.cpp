@@ -36,8 +36,7 @@ namespace {
 
 void setError(QString *error, const QString &text)
 {
-    if (error)
-        *error = text;
+    if (error) *error = text;
 }
 
 // A piece of the page in reading order: HTML text, or one chart's SVG with the heading
@@ -53,8 +52,7 @@ void takeTrailingHeading(QString &text, QString *heading)
 {
     static const QRegularExpression trailing(QStringLiteral("<h[1-3]>[^<]*</h[1-3]>\\s*$"));
     const QRegularExpressionMatch m = trailing.match(text);
-    if (!m.hasMatch())
-        return;
+    if (!m.hasMatch()) return;
     *heading = m.captured(0);
     text.truncate(m.capturedStart());
 }
@@ -104,8 +102,7 @@ std::vector<Part> splitAtSections(std::vector<Part> parts)
         qsizetype from = 0;
         for (auto it = section.globalMatch(p.text); it.hasNext();) {
             const qsizetype at = it.next().capturedStart();
-            if (at > from)
-                out.push_back({false, p.text.mid(from, at - from), {}});
+            if (at > from) out.push_back({false, p.text.mid(from, at - from), {}});
             from = at;
         }
         out.push_back({false, p.text.mid(from), {}});
@@ -134,8 +131,7 @@ std::vector<qreal> pageCuts(QTextDocument &doc)
             continue;
         }
         // Never right under a heading: it goes to the next page with its text.
-        if (b.blockFormat().headingLevel() > 0)
-            continue;
+        if (b.blockFormat().headingLevel() > 0) continue;
         const QTextLayout *lines = b.layout();
         if (!lines || lines->lineCount() == 0) {
             cuts.push_back(box.bottom());
@@ -168,8 +164,7 @@ public:
     {
         QTextDocument doc;
         layOut(doc, head, body);
-        if (doc.toPlainText().trimmed().isEmpty())
-            return;
+        if (doc.toPlainText().trimmed().isEmpty()) return;
         // Wider than the page (a table of long names, many columns): laid out at its own
         // width and drawn smaller, so nothing runs off the page's edge.
         qreal scale = 1;
@@ -180,8 +175,7 @@ public:
         }
         // A document drops its first block's top margin; a section further down the page
         // keeps the space its heading asks for.
-        if (m_y > 0)
-            m_y = std::min(m_height, m_y + doc.begin().blockFormat().topMargin() * scale);
+        if (m_y > 0) m_y = std::min(m_height, m_y + doc.begin().blockFormat().topMargin() * scale);
         const qreal total = doc.size().height();
         const std::vector<qreal> cuts = pageCuts(doc);
         qreal offset = 0; // in the document's units
@@ -204,12 +198,12 @@ public:
             m_painter.translate(0, m_y);
             m_painter.scale(scale, scale);
             m_painter.translate(0, -offset);
-            doc.drawContents(&m_painter, QRectF(0, offset, natural > m_width ? natural : m_width, end - offset));
+            doc.drawContents(
+                &m_painter, QRectF(0, offset, natural > m_width ? natural : m_width, end - offset));
             m_painter.restore();
             m_y += (end - offset) * scale;
             offset = end;
-            if (total - offset > 0.5)
-                newPage();
+            if (total - offset > 0.5) newPage();
         }
     }
 
@@ -217,8 +211,7 @@ public:
     bool addChart(const QString &head, const QString &heading, const QString &svg)
     {
         QSvgRenderer renderer(svg.toUtf8());
-        if (!renderer.isValid())
-            return false;
+        if (!renderer.isValid()) return false;
         const QSizeF size = renderer.defaultSize();
         const qreal w = std::min<qreal>(m_width, size.width());
         const qreal h = size.width() > 0 ? w * size.height() / size.width() : 0;
@@ -229,10 +222,8 @@ public:
             layOut(doc, head, heading);
             headingHeight = doc.size().height();
         }
-        if (m_y + headingHeight + h > m_height && m_y > 0)
-            newPage();
-        if (!heading.isEmpty())
-            addHtml(head, heading);
+        if (m_y + headingHeight + h > m_height && m_y > 0) newPage();
+        if (!heading.isEmpty()) addHtml(head, heading);
         // Clipped to its box as a browser clips inline SVG: a long run name in a legend
         // ends at the chart's edge, not in the page's margin.
         const QRectF box(0, m_y + gap / 2, w, h);
@@ -276,7 +267,8 @@ const QPageLayout k_reportPage(QPageSize(QPageSize::A4), QPageLayout::Portrait,
 bool paintReport(const std::string &html, PdfPager &pager)
 {
     QString head;
-    const std::vector<Part> parts = splitAtSections(splitAtCharts(QString::fromStdString(html), &head));
+    const std::vector<Part> parts =
+        splitAtSections(splitAtCharts(QString::fromStdString(html), &head));
     for (const Part &part : parts) {
         if (!part.chart)
             pager.addHtml(head, part.text);
@@ -287,10 +279,7 @@ bool paintReport(const std::string &html, PdfPager &pager)
 }
 
 // The text area of a report page in layout units (96 per inch).
-QSizeF reportTextArea()
-{
-    return k_reportPage.paintRect(QPageLayout::Inch).size() * 96.0;
-}
+QSizeF reportTextArea() { return k_reportPage.paintRect(QPageLayout::Inch).size() * 96.0; }
 
 } // namespace
 
@@ -338,11 +327,9 @@ GroupFacts groupFacts(const RunStore &store, int group)
         const qint64 steps = r.steps.empty() ? 0 : r.steps.back().step;
         fewest = fewest < 0 ? steps : std::min(fewest, steps);
         most = std::max(most, steps);
-        if (!r.steps.empty())
-            g.seconds = std::max(g.seconds, r.steps.back().wall_ms / 1000.0);
+        if (!r.steps.empty()) g.seconds = std::max(g.seconds, r.steps.back().wall_ms / 1000.0);
         g.batch = r.config.batch_size;
-        if (g.model.isEmpty())
-            g.model = modelName(r);
+        if (g.model.isEmpty()) g.model = modelName(r);
         if (r.status == RunRecord::Status::Stopped)
             g.endings << QObject::tr("%1 stopped at step %2").arg(policy).arg(steps);
         else if (r.status == RunRecord::Status::Failed)
@@ -364,8 +351,7 @@ QString groupDescription(const RunStore &store, int group)
                        .arg(g.policies)
                        .arg(g.batch)
                        .arg(g.steps, durationText(g.seconds));
-    if (!g.endings.isEmpty())
-        text += QStringLiteral(" · ") + g.endings.join(QStringLiteral(", "));
+    if (!g.endings.isEmpty()) text += QStringLiteral(" · ") + g.endings.join(QStringLiteral(", "));
     return text;
 }
 
@@ -374,7 +360,10 @@ QString reportTitle(const RunStore &store, int group)
     const GroupFacts g = groupFacts(store, group);
     if (g.model.isEmpty())
         return QObject::tr("MixLab report: group %1 (%2, %3)").arg(group).arg(g.policies, g.steps);
-    return QObject::tr("MixLab report: %1, group %2 (%3, %4)").arg(g.model).arg(group).arg(g.policies, g.steps);
+    return QObject::tr("MixLab report: %1, group %2 (%3, %4)")
+        .arg(g.model)
+        .arg(group)
+        .arg(g.policies, g.steps);
 }
 
 QString reportBaseName(const RunStore &store, int group)
@@ -382,7 +371,9 @@ QString reportBaseName(const RunStore &store, int group)
     QString model = groupFacts(store, group).model.toLower();
     model.replace(QRegularExpression(QStringLiteral("[^a-z0-9._-]+")), QStringLiteral("-"));
     model.remove(QRegularExpression(QStringLiteral("^-+|-+$")));
-    return QStringLiteral("%1-group-%2-report").arg(model.isEmpty() ? QStringLiteral("mixlab") : model).arg(group);
+    return QStringLiteral("%1-group-%2-report")
+        .arg(model.isEmpty() ? QStringLiteral("mixlab") : model)
+        .arg(group);
 }
 
 bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput *input,
@@ -391,7 +382,9 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
     QString why;
     std::vector<mixlab::RunFacts> facts = runFactsFromStore(store, group, &why);
     if (facts.empty()) {
-        setError(error, why.isEmpty() ? QObject::tr("Group %1 has no finished runs to report on.").arg(group) : why);
+        setError(error, why.isEmpty()
+                            ? QObject::tr("Group %1 has no finished runs to report on.").arg(group)
+                            : why);
         return false;
     }
     mixlab::ReportInput in;
@@ -411,7 +404,8 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
     in.model_name = facts.front().graph.name;
     in.title = reportTitle(store, group).toStdString();
     if (haveEnvironment)
-        in.ceilings = mixlab::cached_ceilings(facts.front().device, mixlab::default_ceilings_cache_path());
+        in.ceilings =
+            mixlab::cached_ceilings(facts.front().device, mixlab::default_ceilings_cache_path());
     in.runs = std::move(facts);
     *input = std::move(in);
     return true;
@@ -455,7 +449,8 @@ bool writeReportPdf(const std::string &html, const QString &path, QString *error
         }
         const qreal scale = writer.resolution() / 96.0;
         painter.scale(scale, scale);
-        PdfPager pager(painter, QSizeF(writer.width(), writer.height()) / scale, [&writer] { writer.newPage(); });
+        PdfPager pager(painter, QSizeF(writer.width(), writer.height()) / scale,
+                       [&writer] { writer.newPage(); });
         if (!paintReport(html, pager)) {
             painter.end();
             file.cancelWriting();
@@ -505,12 +500,14 @@ bool exportReport(const RunStore &store, int group, const QString &path, QString
     const QString suffix = QFileInfo(path).suffix().toLower();
     const bool pdf = suffix == QLatin1String("pdf");
     if (!pdf && suffix != QLatin1String("html") && suffix != QLatin1String("htm")) {
-        setError(error, QObject::tr("%1: a report is written as .html or .pdf; name the file with one of them.").arg(path));
+        setError(
+            error,
+            QObject::tr("%1: a report is written as .html or .pdf; name the file with one of them.")
+                .arg(path));
         return false;
     }
     mixlab::ReportInput input;
-    if (!reportInputFromStore(store, group, &input, error))
-        return false;
+    if (!reportInputFromStore(store, group, &input, error)) return false;
     const std::string html = mixlab::explain_report_html(input);
     return pdf ? writeReportPdf(html, path, error) : writeReportHtml(html, path, error);
 }

@@ -34,10 +34,10 @@ ReportGroupDialog::ReportGroupDialog(const RunStore &store, int preferred, QWidg
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_list, &QListWidget::itemDoubleClicked, this, &QDialog::accept);
-    connect(m_list, &QListWidget::currentRowChanged, this, [buttons](int row) {
-        buttons->button(QDialogButtonBox::Ok)->setEnabled(row >= 0);
-    });
-    const bool preferredListed = std::find(m_groups.begin(), m_groups.end(), preferred) != m_groups.end();
+    connect(m_list, &QListWidget::currentRowChanged, this,
+            [buttons](int row) { buttons->button(QDialogButtonBox::Ok)->setEnabled(row >= 0); });
+    const bool preferredListed =
+        std::find(m_groups.begin(), m_groups.end(), preferred) != m_groups.end();
     setGroup(preferredListed ? preferred : m_groups.empty() ? 0 : m_groups.front());
 }
 

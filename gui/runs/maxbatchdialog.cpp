@@ -134,13 +134,14 @@ MaxBatchDialog::MaxBatchDialog(RunController *controller, QWidget *parent)
     m_chartView->setRenderHint(QPainter::Antialiasing);
     m_chartView->setMinimumHeight(260);
     m_markerNote = new QLabel(tr("\u25B2 on the batch axis: a batch that does not fit "
-                                     "(hover over it, or see the table, for why)"), this);
+                                 "(hover over it, or see the table, for why)"),
+                              this);
     m_markerNote->hide(); // shown once a batch does not fit
 
     m_table = new QTableWidget(0, 6, this);
     m_table->setObjectName("maxBatchTable");
-    m_table->setHorizontalHeaderLabels({tr("Policy"), tr("Batch"), tr("ms/step"), tr("samples/s"),
-                                        tr("MiB"), tr("Result")});
+    m_table->setHorizontalHeaderLabels(
+        {tr("Policy"), tr("Batch"), tr("ms/step"), tr("samples/s"), tr("MiB"), tr("Result")});
     m_table->verticalHeader()->hide();
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -177,7 +178,8 @@ MaxBatchDialog::MaxBatchDialog(RunController *controller, QWidget *parent)
     resize(820, 760);
 
     connect(controller, &RunController::searchPrepared, this, &MaxBatchDialog::onPrepared);
-    connect(controller, &RunController::searchPolicyStarted, this, &MaxBatchDialog::onPolicyStarted);
+    connect(controller, &RunController::searchPolicyStarted, this,
+            &MaxBatchDialog::onPolicyStarted);
     connect(controller, &RunController::searchTrialStarted, this, &MaxBatchDialog::onTrialStarted);
     connect(controller, &RunController::searchTrialDone, this, &MaxBatchDialog::onTrial);
     connect(controller, &RunController::searchPolicyDone, this, &MaxBatchDialog::onPolicyDone);
@@ -194,8 +196,7 @@ MaxBatchDialog::~MaxBatchDialog()
 {
     // The search ends on the worker thread after its trial in flight; what it still sends
     // goes to the controller, whose connections to this dialog go with it.
-    if (m_running && m_controller)
-        m_controller->stop();
+    if (m_running && m_controller) m_controller->stop();
 }
 
 void MaxBatchDialog::setJobSource(std::function<MaxBatchJob()> source)
@@ -230,8 +231,7 @@ void MaxBatchDialog::setTrialSteps(int warmup, int timed)
 void MaxBatchDialog::showEvent(QShowEvent *event)
 {
     QDialog::showEvent(event);
-    if (!isRunning())
-        refreshJob();
+    if (!isRunning()) refreshJob();
 }
 
 void MaxBatchDialog::closeEvent(QCloseEvent *event)
@@ -251,23 +251,21 @@ void MaxBatchDialog::reject()
 
 void MaxBatchDialog::refreshJob()
 {
-    if (m_source)
-        m_job = m_source();
+    if (m_source) m_job = m_source();
     // One curve per policy: a policy listed twice would draw over itself.
     std::vector<mixlab::Policy> unique;
     for (mixlab::Policy p : m_job.policies)
-        if (std::find(unique.begin(), unique.end(), p) == unique.end())
-            unique.push_back(p);
-    if (unique.empty())
-        unique.push_back(m_job.config.policy);
+        if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+    if (unique.empty()) unique.push_back(m_job.config.policy);
     m_job.policies = unique;
 
     QStringList names;
-    for (mixlab::Policy p : m_job.policies)
-        names << policyText(p);
-    const QString model = m_job.model.name.empty() ? tr("(unnamed)") : QString::fromStdString(m_job.model.name);
+    for (mixlab::Policy p : m_job.policies) names << policyText(p);
+    const QString model =
+        m_job.model.name.empty() ? tr("(unnamed)") : QString::fromStdString(m_job.model.name);
     const std::string &ds = m_job.config.dataset.name;
-    const QString dataset = ds.empty() ? QString::fromStdString(mixlab::default_dataset_name()) : QString::fromStdString(ds);
+    const QString dataset = ds.empty() ? QString::fromStdString(mixlab::default_dataset_name())
+                                       : QString::fromStdString(ds);
     QString device;
     if (onCpu(m_job))
         device = tr("CPU");
@@ -289,8 +287,7 @@ void MaxBatchDialog::refreshJob()
 
 void MaxBatchDialog::applyDefaultLimit()
 {
-    if (m_limitTouched || isRunning())
-        return;
+    if (m_limitTouched || isRunning()) return;
     const QSignalBlocker block(m_limit);
     m_limit->setValue(onCpu(m_job) ? k_cpuLimit : k_gpuLimit);
 }
@@ -305,11 +302,9 @@ void MaxBatchDialog::onStartStop()
 
 void MaxBatchDialog::stop()
 {
-    if (!m_running || m_stopRequested)
-        return;
+    if (!m_running || m_stopRequested) return;
     m_stopRequested = true;
-    if (m_controller)
-        m_controller->stop();
+    if (m_controller) m_controller->stop();
     m_progress = tr("Stopping after the trial in flight...");
     m_status->setText(m_progress);
     updateControls();
@@ -317,8 +312,7 @@ void MaxBatchDialog::stop()
 
 void MaxBatchDialog::start()
 {
-    if (isRunning())
-        return;
+    if (isRunning()) return;
     refreshJob();
     m_error.clear();
     if (!m_job.blocked.isEmpty()) {
@@ -332,9 +326,9 @@ void MaxBatchDialog::start()
     options.timed_steps = m_timed;
     try {
         if (options.limit < options.start)
-            throw mixlab::InputError("the limit (" + std::to_string(options.limit) +
-                                     ") is below the start batch (" + std::to_string(options.start) +
-                                     "): raise the limit or lower the start");
+            throw mixlab::InputError(
+                "the limit (" + std::to_string(options.limit) + ") is below the start batch (" +
+                std::to_string(options.start) + "): raise the limit or lower the start");
         mixlab::validate_max_batch_options(options);
     } catch (const std::exception &e) {
         refuse(QString::fromStdString(e.what()));
@@ -386,16 +380,16 @@ void MaxBatchDialog::refuse(const QString &message)
 
 void MaxBatchDialog::onPrepared(const MaxBatchContext &context)
 {
-    if (!m_running)
-        return;
-    const QString what = tr("%1 training samples of %2").arg(context.trainSamples).arg(context.datasetName);
-    m_jobLabel->setText(m_jobLabel->text() + tr("\nDevice: %1; data: %2.").arg(context.deviceName, what));
+    if (!m_running) return;
+    const QString what =
+        tr("%1 training samples of %2").arg(context.trainSamples).arg(context.datasetName);
+    m_jobLabel->setText(m_jobLabel->text() +
+                        tr("\nDevice: %1; data: %2.").arg(context.deviceName, what));
 }
 
 void MaxBatchDialog::onPolicyStarted(int index)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     m_progress = tr("Searching under %1...").arg(policyText(m_states[std::size_t(index)].policy));
     m_status->setText(m_progress);
     updateSummary();
@@ -403,8 +397,7 @@ void MaxBatchDialog::onPolicyStarted(int index)
 
 void MaxBatchDialog::onTrialStarted(int index, int batch)
 {
-    if (!m_running || m_stopRequested)
-        return; // keep "Stopping..." visible
+    if (!m_running || m_stopRequested) return; // keep "Stopping..." visible
     const PolicyState &s = m_states[std::size_t(index)];
     m_progress = tr("Trying batch %1 under %2 (policy %3 of %4, trial %5)...")
                      .arg(batch)
@@ -417,11 +410,11 @@ void MaxBatchDialog::onTrialStarted(int index, int batch)
 
 void MaxBatchDialog::onTrial(int index, const mixlab::BatchTrial &trial)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     auto &trials = m_states[std::size_t(index)].trials;
-    const auto at = std::lower_bound(trials.begin(), trials.end(), trial.batch,
-                                     [](const mixlab::BatchTrial &t, int b) { return t.batch < b; });
+    const auto at =
+        std::lower_bound(trials.begin(), trials.end(), trial.batch,
+                         [](const mixlab::BatchTrial &t, int b) { return t.batch < b; });
     trials.insert(at, trial);
     updateChart();
     rebuildTable();
@@ -431,8 +424,7 @@ void MaxBatchDialog::onTrial(int index, const mixlab::BatchTrial &trial)
 
 void MaxBatchDialog::onPolicyDone(int index, const mixlab::MaxBatchResult &result)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     PolicyState &s = m_states[std::size_t(index)];
     s.result = result;
     s.trials = result.trials; // the engine's own list, already sorted
@@ -444,8 +436,7 @@ void MaxBatchDialog::onPolicyDone(int index, const mixlab::MaxBatchResult &resul
 
 void MaxBatchDialog::onPolicyError(int index, const QString &message)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     m_states[std::size_t(index)].error = message;
     m_error = tr("%1: %2").arg(policyText(m_states[std::size_t(index)].policy), message);
     m_errorLabel->setText(m_error);
@@ -455,8 +446,7 @@ void MaxBatchDialog::onPolicyError(int index, const QString &message)
 
 void MaxBatchDialog::onSearchError(const QString &message)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     m_error = message;
     m_errorLabel->setText(tr("The search could not run: %1").arg(message));
     m_errorLabel->show();
@@ -464,19 +454,18 @@ void MaxBatchDialog::onSearchError(const QString &message)
 
 void MaxBatchDialog::onSearchFinished(bool stopped)
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     m_running = false;
     // Stopped: Stop cut a policy's search short (a Stop after the last trial changed
     // nothing); the worker knows which.
     m_stopped = stopped;
     int trials = 0;
-    for (const auto &s : m_states)
-        trials += int(s.trials.size());
+    for (const auto &s : m_states) trials += int(s.trials.size());
     const QString took = (trials == 1 ? tr("1 trial") : tr("%1 trials").arg(trials)) +
                          tr(" in %1 s").arg(m_clock.elapsed() / 1000.0, 0, 'f', 1);
-    m_progress = m_stopped ? tr("Stopped: %1.").arg(took)
-                 : m_error.isEmpty() ? tr("Done: %1.").arg(took) : tr("Ended with an error: %1.").arg(took);
+    m_progress = m_stopped           ? tr("Stopped: %1.").arg(took)
+                 : m_error.isEmpty() ? tr("Done: %1.").arg(took)
+                                     : tr("Ended with an error: %1.").arg(took);
     m_status->setText(m_progress);
     updateControls();
     updateSummary();
@@ -486,8 +475,7 @@ void MaxBatchDialog::onSearchFinished(bool stopped)
 
 void MaxBatchDialog::resetView()
 {
-    for (QAbstractSeries *s : m_chart->series())
-        m_chart->removeSeries(s);
+    for (QAbstractSeries *s : m_chart->series()) m_chart->removeSeries(s);
     qDeleteAll(m_fitSeries);
     qDeleteAll(m_failSeries);
     m_fitSeries.clear();
@@ -514,8 +502,7 @@ void MaxBatchDialog::resetView()
             s->attachAxis(m_yAxis);
         }
         // One legend entry per policy: the failure markers are explained below the chart.
-        for (QLegendMarker *m : m_chart->legend()->markers(fail))
-            m->setVisible(false);
+        for (QLegendMarker *m : m_chart->legend()->markers(fail)) m->setVisible(false);
         const int index = int(i);
         const auto hover = [this, index](const QPointF &point, bool state) {
             if (!state) {
@@ -524,16 +511,17 @@ void MaxBatchDialog::resetView()
             }
             const PolicyState &s = m_states[std::size_t(index)];
             for (const auto &t : s.trials) {
-                if (std::abs(t.batch - point.x()) > 0.5)
-                    continue;
-                const QString text = t.fits
-                    ? tr("%1, batch %2: %3 samples/s, %4 ms/step, %5 MiB")
-                          .arg(policyText(s.policy)).arg(t.batch)
-                          .arg(throughputText(t.samples_per_s), msText(t.step_ms))
-                          .arg(mebibytes(t.device_bytes))
-                    : tr("%1, batch %2 does not fit: %3")
-                          .arg(policyText(s.policy)).arg(t.batch)
-                          .arg(QString::fromStdString(t.why_not));
+                if (std::abs(t.batch - point.x()) > 0.5) continue;
+                const QString text =
+                    t.fits ? tr("%1, batch %2: %3 samples/s, %4 ms/step, %5 MiB")
+                                 .arg(policyText(s.policy))
+                                 .arg(t.batch)
+                                 .arg(throughputText(t.samples_per_s), msText(t.step_ms))
+                                 .arg(mebibytes(t.device_bytes))
+                           : tr("%1, batch %2 does not fit: %3")
+                                 .arg(policyText(s.policy))
+                                 .arg(t.batch)
+                                 .arg(QString::fromStdString(t.why_not));
                 QToolTip::showText(QCursor::pos(), text, m_chartView);
                 return;
             }
@@ -555,8 +543,7 @@ void MaxBatchDialog::updateChart()
         for (const auto &t : s.trials) {
             lo = lo == 0 ? t.batch : std::min(lo, t.batch);
             hi = std::max(hi, t.batch);
-            if (t.fits)
-                top = std::max(top, t.samples_per_s);
+            if (t.fits) top = std::max(top, t.samples_per_s);
         }
     if (lo == 0) {
         lo = m_start->value();
@@ -566,11 +553,11 @@ void MaxBatchDialog::updateChart()
     // the left edge; a base of 4 past ten octaves keeps the labels from crowding.
     const double lo2 = std::floor(std::log2(double(std::max(lo, 1))));
     double hi2 = std::ceil(std::log2(double(std::max(hi, 1))));
-    if (hi2 <= lo2)
-        hi2 = lo2 + 1;
+    if (hi2 <= lo2) hi2 = lo2 + 1;
     const bool wide = hi2 - lo2 > 10;
     const double octaves = wide ? 2 : 1;
-    const double from = std::floor(lo2 / octaves) * octaves, to = std::ceil(hi2 / octaves) * octaves;
+    const double from = std::floor(lo2 / octaves) * octaves,
+                 to = std::ceil(hi2 / octaves) * octaves;
     m_xAxis->setBase(wide ? 4 : 2);
     // A quarter octave either side, so the end points are not cut by the frame.
     m_xAxis->setRange(std::exp2(from - 0.25), std::exp2(to + 0.25));
@@ -614,8 +601,7 @@ void MaxBatchDialog::updateChart()
 void MaxBatchDialog::rebuildTable()
 {
     int rows = 0;
-    for (const auto &s : m_states)
-        rows += int(s.trials.size());
+    for (const auto &s : m_states) rows += int(s.trials.size());
     m_table->setRowCount(rows);
     int row = 0;
     const auto cell = [this](int r, int c, const QString &text, Qt::Alignment align) {
@@ -629,18 +615,23 @@ void MaxBatchDialog::rebuildTable()
             cell(row, 0, policyText(s.policy), Qt::AlignLeft)->setForeground(policyColor(s.policy));
             cell(row, 1, QString::number(t.batch), Qt::AlignRight);
             cell(row, 2, t.fits ? msText(t.step_ms) : QStringLiteral("-"), Qt::AlignRight);
-            cell(row, 3, t.fits ? throughputText(t.samples_per_s) : QStringLiteral("-"), Qt::AlignRight);
+            cell(row, 3, t.fits ? throughputText(t.samples_per_s) : QStringLiteral("-"),
+                 Qt::AlignRight);
             // A failed trial allocated nothing that stayed; 0 MiB would read as a measurement.
-            cell(row, 4, t.device_bytes > 0 || t.fits ? QString::number(mebibytes(t.device_bytes)) : QStringLiteral("-"), Qt::AlignRight);
-            QTableWidgetItem *result = cell(row, 5, t.fits ? tr("fits") : tr("does not fit: %1").arg(failureShort(t)), Qt::AlignLeft);
+            cell(row, 4,
+                 t.device_bytes > 0 || t.fits ? QString::number(mebibytes(t.device_bytes))
+                                              : QStringLiteral("-"),
+                 Qt::AlignRight);
+            QTableWidgetItem *result =
+                cell(row, 5, t.fits ? tr("fits") : tr("does not fit: %1").arg(failureShort(t)),
+                     Qt::AlignLeft);
             if (!t.fits) {
                 result->setToolTip(QString::fromStdString(t.why_not));
                 result->setForeground(QColor(0xb0, 0x00, 0x20));
             }
             ++row;
         }
-    if (rows > 0)
-        m_table->scrollToItem(m_table->item(rows - 1, 0));
+    if (rows > 0) m_table->scrollToItem(m_table->item(rows - 1, 0));
 }
 
 QString MaxBatchDialog::summaryText() const { return m_summary->text(); }
@@ -661,12 +652,15 @@ void MaxBatchDialog::updateSummary()
         // answers for a search cut short.
         const int best = mixlab::partial_max_batch_result(s.trials).largest_fit;
         if (!s.error.isEmpty()) {
-            lines << (best > 0 ? tr("%1: failed (%2); largest batch before that %3").arg(name, s.error).arg(best)
+            lines << (best > 0 ? tr("%1: failed (%2); largest batch before that %3")
+                                     .arg(name, s.error)
+                                     .arg(best)
                                : tr("%1: failed: %2").arg(name, s.error));
         } else if (!s.done) {
             if (s.trials.empty())
                 lines << (isRunning() ? tr("%1: waiting").arg(name)
-                                      : m_stopped ? tr("%1: not run (stopped)").arg(name) : tr("%1: not run").arg(name));
+                          : m_stopped ? tr("%1: not run (stopped)").arg(name)
+                                      : tr("%1: not run").arg(name));
             else if (isRunning())
                 lines << tr("%1: searching, largest batch so far %2").arg(name).arg(best);
             else
@@ -675,15 +669,19 @@ void MaxBatchDialog::updateSummary()
             lines << tr("%1: no batch fits (batch %2: %3)")
                          .arg(name)
                          .arg(r.first_failure)
-                         .arg(r.failure_out_of_memory ? tr("out of memory") : QString::fromStdString(r.failure_reason));
+                         .arg(r.failure_out_of_memory ? tr("out of memory")
+                                                      : QString::fromStdString(r.failure_reason));
         } else if (r.reached_limit) {
-            lines << tr("%1: largest batch %2, the search limit (raise the limit to look further)").arg(name).arg(r.largest_fit);
+            lines << tr("%1: largest batch %2, the search limit (raise the limit to look further)")
+                         .arg(name)
+                         .arg(r.largest_fit);
         } else {
             lines << tr("%1: largest batch %2 (%3: %4)")
                          .arg(name)
                          .arg(r.largest_fit)
                          .arg(r.first_failure)
-                         .arg(r.failure_out_of_memory ? tr("out of memory") : QString::fromStdString(r.failure_reason));
+                         .arg(r.failure_out_of_memory ? tr("out of memory")
+                                                      : QString::fromStdString(r.failure_reason));
         }
     }
     // The ratios against the first policy, as mixlab-cli maxbatch words them.
@@ -691,8 +689,7 @@ void MaxBatchDialog::updateSummary()
     if (base.done && base.result.largest_fit > 0) {
         for (std::size_t i = 1; i < m_states.size(); ++i) {
             const PolicyState &s = m_states[i];
-            if (!s.done)
-                continue;
+            if (!s.done) continue;
             const QString name = policyText(s.policy), baseName = policyText(base.policy);
             if (s.result.largest_fit == 0) {
                 lines << tr("%1 fits no batch at all").arg(name);
@@ -700,14 +697,18 @@ void MaxBatchDialog::updateSummary()
             }
             if (s.result.reached_limit && base.result.reached_limit) {
                 lines << tr("%1 and %2 both fit the search limit %3: raise the limit to compare")
-                             .arg(name, baseName).arg(s.result.largest_fit);
+                             .arg(name, baseName)
+                             .arg(s.result.largest_fit);
                 continue;
             }
             // A largest batch at the search limit is only a lower bound: say which side.
-            const QString qual = s.result.reached_limit ? tr("at least ") : base.result.reached_limit ? tr("at most ") : QString();
+            const QString qual = s.result.reached_limit      ? tr("at least ")
+                                 : base.result.reached_limit ? tr("at most ")
+                                                             : QString();
             lines << tr("%1 fits %2%3x the batch of %4 (%5 vs %6)")
                          .arg(name, qual)
-                         .arg(double(s.result.largest_fit) / double(base.result.largest_fit), 0, 'f', 2)
+                         .arg(double(s.result.largest_fit) / double(base.result.largest_fit), 0,
+                              'f', 2)
                          .arg(baseName)
                          .arg(s.result.largest_fit)
                          .arg(base.result.largest_fit);
@@ -726,10 +727,12 @@ void MaxBatchDialog::updateControls()
     m_limit->setEnabled(!running);
     m_startStop->setText(stopping ? tr("Stopping...") : running ? tr("Stop") : tr("Start"));
     m_startStop->setEnabled(!stopping && (running || !training));
-    m_startStop->setToolTip(!running && training ? tr("A training job is running: the search can start once it ends")
-                                                 : QString());
+    m_startStop->setToolTip(!running && training
+                                ? tr("A training job is running: the search can start once it ends")
+                                : QString());
     if (!running && training)
-        m_status->setText(tr("A training job is running: the search can start once it has ended or been stopped."));
+        m_status->setText(tr(
+            "A training job is running: the search can start once it has ended or been stopped."));
     else if (!running && !m_progress.isEmpty())
         m_status->setText(m_progress);
     else if (!running)

@@ -126,7 +126,7 @@ private:
     bool m_stopped = false;       // the last search was cut short by Stop
     std::vector<PolicyState> m_states;
     QString m_error;
-    QString m_progress; // what the worker is doing now
+    QString m_progress;    // what the worker is doing now
     QElapsedTimer m_clock; // since Start
 
     QSpinBox *m_start = nullptr;
@@ -139,7 +139,7 @@ private:
     QChartView *m_chartView = nullptr;
     QLogValueAxis *m_xAxis = nullptr;
     QValueAxis *m_yAxis = nullptr;
-    std::vector<QLineSeries *> m_fitSeries;    // per policy: the curve
+    std::vector<QLineSeries *> m_fitSeries;     // per policy: the curve
     std::vector<QScatterSeries *> m_failSeries; // per policy: batches that did not fit
     QLabel *m_markerNote = nullptr;
     QTableWidget *m_table = nullptr;

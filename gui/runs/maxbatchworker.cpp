@@ -65,7 +65,8 @@ bool MaxBatchWorker::searchPolicies(const SearchJob &search, const std::stop_tok
     // The fake trials need no device and no data: only the real search sets them up.
     std::optional<mixlab::RunGroup> group;
     if (!m_fakeTrial) {
-        for (mixlab::RunConfig &c : configs) mixlab::size_synthetic_for_search(c.dataset, search.options);
+        for (mixlab::RunConfig &c : configs)
+            mixlab::size_synthetic_for_search(c.dataset, search.options);
         group.emplace(search.model, configs);
         if (!group->prepare(observer, stop)) return true;
         const mixlab::GroupFacts &facts = group->facts();

@@ -41,8 +41,7 @@ void lowerWorkerThreadPriority()
 
 } // namespace
 
-RunController::RunController(RunStore *store, QObject *parent)
-    : QObject(parent), m_store(store)
+RunController::RunController(RunStore *store, QObject *parent) : QObject(parent), m_store(store)
 {
     registerWorkerMessages();
 
@@ -61,13 +60,17 @@ RunController::RunController(RunStore *store, QObject *parent)
     connect(m_worker, &TrainingWorker::jobFinished, this, &RunController::onJobFinished);
     // Queued (the worker emits on its thread), then passed on from this thread.
     connect(m_searchWorker, &MaxBatchWorker::searchPrepared, this, &RunController::searchPrepared);
-    connect(m_searchWorker, &MaxBatchWorker::policyStarted, this, &RunController::searchPolicyStarted);
-    connect(m_searchWorker, &MaxBatchWorker::trialStarted, this, &RunController::searchTrialStarted);
+    connect(m_searchWorker, &MaxBatchWorker::policyStarted, this,
+            &RunController::searchPolicyStarted);
+    connect(m_searchWorker, &MaxBatchWorker::trialStarted, this,
+            &RunController::searchTrialStarted);
     connect(m_searchWorker, &MaxBatchWorker::trialDone, this, &RunController::searchTrialDone);
     connect(m_searchWorker, &MaxBatchWorker::policyDone, this, &RunController::searchPolicyDone);
-    connect(m_searchWorker, &MaxBatchWorker::policyFailed, this, &RunController::searchPolicyFailed);
+    connect(m_searchWorker, &MaxBatchWorker::policyFailed, this,
+            &RunController::searchPolicyFailed);
     connect(m_searchWorker, &MaxBatchWorker::searchFailed, this, &RunController::searchFailed);
-    connect(m_searchWorker, &MaxBatchWorker::searchFinished, this, &RunController::onSearchFinished);
+    connect(m_searchWorker, &MaxBatchWorker::searchFinished, this,
+            &RunController::onSearchFinished);
     m_thread.setObjectName(QStringLiteral("mixlab-training"));
     m_thread.start();
 }
@@ -89,7 +92,8 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     TrainingJob job;
     job.model = model;
     job.runs = runs;
-    for (const mixlab::RunConfig &c : runs) job.runIds.push_back(m_store->addRun(c, modelJson, m_group));
+    for (const mixlab::RunConfig &c : runs)
+        job.runIds.push_back(m_store->addRun(c, modelJson, m_group));
     m_jobRuns = job.runIds;
 
     // No job is in flight, so the worker is not reading its stop source now; the
@@ -97,12 +101,13 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     m_worker->resetStop();
     m_job = Job::Training;
     TrainingWorker *worker = m_worker;
-    QMetaObject::invokeMethod(m_worker,
-                              [worker, job] {
-                                  lowerWorkerThreadPriority();
-                                  worker->runJob(job);
-                              },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker,
+        [worker, job] {
+            lowerWorkerThreadPriority();
+            worker->runJob(job);
+        },
+        Qt::QueuedConnection);
     emit jobStarted(m_group);
     emit runningChanged(true);
     return m_group;
@@ -116,12 +121,13 @@ bool RunController::startSearch(const SearchJob &search)
     m_searchWorker->resetStop();
     m_job = Job::Search;
     MaxBatchWorker *worker = m_searchWorker;
-    QMetaObject::invokeMethod(m_searchWorker,
-                              [worker, search] {
-                                  lowerWorkerThreadPriority();
-                                  worker->runSearch(search);
-                              },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_searchWorker,
+        [worker, search] {
+            lowerWorkerThreadPriority();
+            worker->runSearch(search);
+        },
+        Qt::QueuedConnection);
     emit searchingChanged(true);
     return true;
 }
@@ -145,7 +151,8 @@ void RunController::stopAndWait()
         // Quit from inside the worker's queue, so a job queued but not begun still
         // runs (and, being stopped already, ends at once with its runs marked stopped).
         QThread *thread = &m_thread;
-        QMetaObject::invokeMethod(m_worker, [thread] { thread->quit(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            m_worker, [thread] { thread->quit(); }, Qt::QueuedConnection);
         m_thread.wait();
     }
     // Everything the workers emitted is queued for this object: deliver it now, so the

@@ -34,7 +34,7 @@ public:
     // Immediate: the running job, training or search, stops after the step or trial in
     // flight (the job's std::stop_token, not a queued call).
     void stop();
-    void stopAndWait();   // for closing the window
+    void stopAndWait(); // for closing the window
 
     // Test hook: the search's trials come from this function (MaxBatchWorker's hook).
     // Takes effect from the next search; ignored while one runs.

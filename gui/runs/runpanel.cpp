@@ -42,7 +42,6 @@ const QString k_keyChooseFolder;
 // What the steps field shows before a run file or the user sets it.
 constexpr int k_defaultSteps = 1000;
 
-
 // Shortest text that reads back to the same float, so a config survives the round trip.
 QString floatText(float f)
 {
@@ -61,8 +60,7 @@ bool fashionInstalled()
 void setItemEnabled(QComboBox *combo, int index, bool enabled, const QString &tip)
 {
     auto *model = qobject_cast<QStandardItemModel *>(combo->model());
-    if (!model)
-        return;
+    if (!model) return;
     if (QStandardItem *item = model->item(index)) {
         item->setEnabled(enabled);
         item->setToolTip(tip);
@@ -95,8 +93,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
 
     m_policy = new QComboBox(this);
     m_policy->setObjectName("policyCombo");
-    for (mixlab::Policy p : mixlab::k_all_policies)
-        m_policy->addItem(policyText(p), int(p));
+    for (mixlab::Policy p : mixlab::k_all_policies) m_policy->addItem(policyText(p), int(p));
     form->addRow(tr("&Precision"), m_policy);
 
     m_batch = new QSpinBox(this);
@@ -128,7 +125,8 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
 
     m_optimizer = new QComboBox(this);
     m_optimizer->setObjectName("optimizerCombo");
-    for (auto t : {mixlab::OptimizerType::SGD, mixlab::OptimizerType::Adam, mixlab::OptimizerType::AdamW})
+    for (auto t :
+         {mixlab::OptimizerType::SGD, mixlab::OptimizerType::Adam, mixlab::OptimizerType::AdamW})
         m_optimizer->addItem(fromView(mixlab::optimizer_name(t)), int(t));
     form->addRow(tr("&Optimizer"), m_optimizer);
 
@@ -147,7 +145,8 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
 
     m_seed = new QLineEdit(this);
     m_seed->setObjectName("seedEdit");
-    m_seed->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral(R"(\d{1,20})")), m_seed));
+    m_seed->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral(R"(\d{1,20})")), m_seed));
     form->addRow(tr("&Seed"), m_seed);
 
     m_lossScale = new QComboBox(this);
@@ -160,7 +159,8 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
 
     m_device = new QComboBox(this);
     m_device->setObjectName("deviceCombo");
-    for (auto d : {mixlab::DeviceChoice::Auto, mixlab::DeviceChoice::CPU, mixlab::DeviceChoice::CUDA})
+    for (auto d :
+         {mixlab::DeviceChoice::Auto, mixlab::DeviceChoice::CPU, mixlab::DeviceChoice::CUDA})
         m_device->addItem(fromView(mixlab::device_choice_name(d)), int(d));
     form->addRow(tr("De&vice"), m_device);
 
@@ -302,12 +302,10 @@ mixlab::RunConfig RunPanel::config() const
     c.optimizer.type = mixlab::OptimizerType(m_optimizer->currentData().toInt());
     bool ok = false;
     const float lr = m_lr->text().toFloat(&ok);
-    if (ok && std::isfinite(lr))
-        c.optimizer.lr = lr;
+    if (ok && std::isfinite(lr)) c.optimizer.lr = lr;
     c.optimizer.momentum = float(m_momentum->value());
     const qulonglong seed = m_seed->text().toULongLong(&ok);
-    if (ok)
-        c.seed = seed;
+    if (ok) c.seed = seed;
     c.loss_scale.mode = mixlab::LossScaleMode(m_lossScale->currentData().toInt());
     c.device = mixlab::DeviceChoice(m_device->currentData().toInt());
     c.dataset.crop_padding = m_crop->isChecked() ? m_cropPadding->value() : 0;
@@ -327,7 +325,8 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
         m_epochs->setValue(c.epochs);
         if (c.steps > 0)
             m_steps->setValue(int(std::min<std::int64_t>(c.steps, m_steps->maximum())));
-        m_lengthUnit->setCurrentIndex(m_lengthUnit->findData(int(c.steps > 0 ? LengthUnit::Steps : LengthUnit::Epochs)));
+        m_lengthUnit->setCurrentIndex(
+            m_lengthUnit->findData(int(c.steps > 0 ? LengthUnit::Steps : LengthUnit::Epochs)));
         showLengthUnit();
         m_optimizer->setCurrentIndex(m_optimizer->findData(int(c.optimizer.type)));
         m_lr->setText(floatText(c.optimizer.lr));
@@ -355,8 +354,7 @@ std::vector<mixlab::Policy> RunPanel::comparePolicies() const
     std::vector<mixlab::Policy> out;
     for (mixlab::Policy p : mixlab::k_all_policies) {
         const QCheckBox *box = m_compare.at(p);
-        if (box->isEnabled() && box->isChecked())
-            out.push_back(p);
+        if (box->isEnabled() && box->isChecked()) out.push_back(p);
     }
     return out;
 }
@@ -418,9 +416,9 @@ void RunPanel::updateDeviceDependent()
     const bool cuda = m_info.backend == mixlab::BackendKind::Cuda;
     const int cudaIndex = m_device->findData(int(mixlab::DeviceChoice::CUDA));
     setItemEnabled(m_device, cudaIndex, cuda || !m_infoKnown,
-                   cuda || !m_infoKnown ? QString() : tr("No CUDA device was found on this machine"));
-    if (m_infoKnown)
-        m_deviceLabel->setText(tr("Detected: %1").arg(DeviceProbe::describe(m_info)));
+                   cuda || !m_infoKnown ? QString()
+                                        : tr("No CUDA device was found on this machine"));
+    if (m_infoKnown) m_deviceLabel->setText(tr("Detected: %1").arg(DeviceProbe::describe(m_info)));
 
     bool policyMoved = false;
     for (int i = 0; i < m_policy->count(); ++i) {
@@ -436,11 +434,11 @@ void RunPanel::updateDeviceDependent()
     for (auto &[p, box] : m_compare) {
         const QString why = policyBlockReason(p);
         box->setEnabled(why.isEmpty());
-        box->setToolTip(why.isEmpty() ? tr("Train %1 in lockstep with the other checked policies")
-                                            .arg(policyText(p))
-                                      : why);
-        if (!why.isEmpty())
-            box->setChecked(false);
+        box->setToolTip(
+            why.isEmpty()
+                ? tr("Train %1 in lockstep with the other checked policies").arg(policyText(p))
+                : why);
+        if (!why.isEmpty()) box->setChecked(false);
     }
     if (!m_compareTouched) {
         // fp32 against mixed_fp16 everywhere; bf16 too where the GPU has bf16 tensor cores.
@@ -452,11 +450,11 @@ void RunPanel::updateDeviceDependent()
         }
     }
     updateButtons();
-    if (policyMoved)
-        emit configChanged();
+    if (policyMoved) emit configChanged();
 }
 
-void RunPanel::setShortcuts(const QKeySequence &start, const QKeySequence &compare, const QKeySequence &stop)
+void RunPanel::setShortcuts(const QKeySequence &start, const QKeySequence &compare,
+                            const QKeySequence &stop)
 {
     m_startKey = start;
     m_compareKey = compare;
@@ -471,15 +469,19 @@ void RunPanel::updateButtons()
     m_start->setToolTip(withShortcut(tr("Train one run with these settings"), m_startKey));
     const bool enough = comparePolicies().size() >= 2;
     m_compareButton->setEnabled(!m_running && !blocked && enough);
-    m_compareButton->setToolTip(withShortcut(enough ? tr("Train the checked policies in lockstep: same seed, "
-                                                         "weights and data order")
-                                                    : tr("Check at least two policies to compare"),
-                                             m_compareKey));
+    m_compareButton->setToolTip(
+        withShortcut(enough ? tr("Train the checked policies in lockstep: same seed, "
+                                 "weights and data order")
+                            : tr("Check at least two policies to compare"),
+                     m_compareKey));
     m_stop->setEnabled(m_running);
     m_stop->setToolTip(withShortcut(tr("Stop after the step in flight"), m_stopKey));
 }
 
-RunPanel::LengthUnit RunPanel::lengthUnit() const { return LengthUnit(m_lengthUnit->currentData().toInt()); }
+RunPanel::LengthUnit RunPanel::lengthUnit() const
+{
+    return LengthUnit(m_lengthUnit->currentData().toInt());
+}
 
 void RunPanel::showLengthUnit()
 {
@@ -490,7 +492,8 @@ void RunPanel::showLengthUnit()
 
 void RunPanel::updateOptimizerFields()
 {
-    const bool sgd = mixlab::OptimizerType(m_optimizer->currentData().toInt()) == mixlab::OptimizerType::SGD;
+    const bool sgd =
+        mixlab::OptimizerType(m_optimizer->currentData().toInt()) == mixlab::OptimizerType::SGD;
     m_momentum->setEnabled(sgd);
     m_momentum->setToolTip(sgd ? QString() : tr("Momentum applies to sgd only"));
 }
@@ -519,8 +522,7 @@ bool RunPanel::selectDatasetFolder(const QString &folder, QString *error)
             shape.dims = {data.height, data.width, data.channels};
             known = m_folderShapes.emplace(folder, std::make_pair(shape, data.classes)).first;
         } catch (const std::exception &e) {
-            if (error)
-                *error = QString::fromStdString(e.what());
+            if (error) *error = QString::fromStdString(e.what());
             m_dataset->setCurrentIndex(m_lastDatasetIndex);
             return false;
         }
@@ -539,15 +541,17 @@ void RunPanel::selectDataset(const std::string &requested)
 {
     std::string name = requested.empty() ? mixlab::default_dataset_name() : requested;
     if (name == k_keyFashion && !fashionInstalled()) {
-        emit message(tr("Fashion-MNIST is not installed here (apt-get install dataset-fashion-mnist); "
-                        "using the synthetic dataset instead"));
+        emit message(
+            tr("Fashion-MNIST is not installed here (apt-get install dataset-fashion-mnist); "
+               "using the synthetic dataset instead"));
         name = k_keySynthetic;
     }
     if (name != k_keyFashion && name != k_keySynthetic) {
         QString error;
         if (!selectDatasetFolder(QString::fromStdString(name), &error)) {
-            emit message(tr("Dataset folder %1 could not be loaded: %2; using the synthetic dataset instead")
-                             .arg(QString::fromStdString(name), error));
+            emit message(
+                tr("Dataset folder %1 could not be loaded: %2; using the synthetic dataset instead")
+                    .arg(QString::fromStdString(name), error));
             name = k_keySynthetic;
         } else {
             return;
@@ -571,8 +575,7 @@ void RunPanel::onDatasetActivated(int index)
         chooseFolder();
         return;
     }
-    if (index == m_lastDatasetIndex)
-        return;
+    if (index == m_lastDatasetIndex) return;
     if (key == QLatin1String(k_keyFashion) || key == QLatin1String(k_keySynthetic)) {
         selectDataset(key.toStdString());
         emit configChanged();
@@ -580,21 +583,24 @@ void RunPanel::onDatasetActivated(int index)
     }
     QString error;
     if (!selectDatasetFolder(key, &error))
-        showUserError(this, tr("Dataset"), tr("The dataset in %1 could not be loaded:\n%2").arg(key, error));
+        showUserError(this, tr("Dataset"),
+                      tr("The dataset in %1 could not be loaded:\n%2").arg(key, error));
 }
 
 void RunPanel::chooseFolder()
 {
-    const QString folder = askFolder(this, FileKind::DatasetFolder, tr("Choose a MNIST, Fashion-MNIST or CIFAR folder"));
+    const QString folder = askFolder(this, FileKind::DatasetFolder,
+                                     tr("Choose a MNIST, Fashion-MNIST or CIFAR folder"));
     if (folder.isEmpty()) {
         m_dataset->setCurrentIndex(m_lastDatasetIndex);
         return;
     }
     QString error;
     if (!selectDatasetFolder(folder, &error))
-        showUserError(this, tr("Dataset"),
-                      tr("The folder %1 holds no dataset MixLab can read:\n%2\n\n"
-                         "Expected MNIST-style IDX files (train-images-idx3-ubyte[.gz] ...), "
-                         "CIFAR-10 binaries (data_batch_1.bin ...) or CIFAR-100 (train.bin, test.bin).")
-                          .arg(folder, error));
+        showUserError(
+            this, tr("Dataset"),
+            tr("The folder %1 holds no dataset MixLab can read:\n%2\n\n"
+               "Expected MNIST-style IDX files (train-images-idx3-ubyte[.gz] ...), "
+               "CIFAR-10 binaries (data_batch_1.bin ...) or CIFAR-100 (train.bin, test.bin).")
+                .arg(folder, error));
 }

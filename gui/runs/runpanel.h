@@ -37,7 +37,8 @@ public:
     void setRunning(bool running);
     void setStartBlocked(const QString &reason); // empty = allowed
     // The keys of the window's Start / Compare / Stop actions, named in the buttons' tooltips.
-    void setShortcuts(const QKeySequence &start, const QKeySequence &compare, const QKeySequence &stop);
+    void setShortcuts(const QKeySequence &start, const QKeySequence &compare,
+                      const QKeySequence &stop);
 
     // The chosen dataset's per-sample shape and classes (what datasetChanged last said).
     mixlab::Shape datasetShape() const { return m_shape; }
@@ -97,8 +98,8 @@ private:
     QScrollArea *m_scroll = nullptr; // the settings, above the buttons
     QKeySequence m_startKey, m_compareKey, m_stopKey;
 
-    mixlab::RunConfig m_base;   // fields without a control, kept through setConfig
-    mixlab::DeviceInfo m_info;  // the probed device (backend "" until known)
+    mixlab::RunConfig m_base;  // fields without a control, kept through setConfig
+    mixlab::DeviceInfo m_info; // the probed device (backend "" until known)
     bool m_infoKnown = false;
     bool m_compareTouched = false; // the user chose compare policies: keep them
     bool m_running = false;

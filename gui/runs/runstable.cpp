@@ -27,7 +27,8 @@ public:
 
     static constexpr int k_barHeight = 4;
 
-    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    void paint(QPainter *painter, const QStyleOptionViewItem &option,
+               const QModelIndex &index) const override
     {
         const QString text = index.data(Qt::DisplayRole).toString();
         if (text.isEmpty()) {
@@ -45,8 +46,10 @@ public:
         const QRect area = option.rect.adjusted(4, 1, -4, -2);
         const QRect bar(area.left(), area.bottom() - k_barHeight + 1, area.width(), k_barHeight);
         const QRect textRect(area.left(), area.top(), area.width(), bar.top() - area.top() - 1);
-        const double fraction = std::clamp(index.data(RunsTableModel::k_fractionRole).toDouble(), 0.0, 1.0);
-        const QColor ink = option.palette.color(selected ? QPalette::HighlightedText : QPalette::Text);
+        const double fraction =
+            std::clamp(index.data(RunsTableModel::k_fractionRole).toDouble(), 0.0, 1.0);
+        const QColor ink =
+            option.palette.color(selected ? QPalette::HighlightedText : QPalette::Text);
 
         painter->save();
         painter->setPen(Qt::NoPen);
@@ -54,10 +57,12 @@ public:
         painter->drawRect(bar);
         // On a selected row the highlight is the background: the fill takes the text's colour.
         painter->setBrush(selected ? ink : option.palette.color(QPalette::Highlight));
-        painter->drawRect(QRect(bar.left(), bar.top(), int(std::lround(bar.width() * fraction)), bar.height()));
+        painter->drawRect(
+            QRect(bar.left(), bar.top(), int(std::lround(bar.width() * fraction)), bar.height()));
         painter->setFont(option.font);
         painter->setPen(ink);
-        painter->drawText(textRect, Qt::AlignCenter, option.fontMetrics.elidedText(text, Qt::ElideRight, textRect.width()));
+        painter->drawText(textRect, Qt::AlignCenter,
+                          option.fontMetrics.elidedText(text, Qt::ElideRight, textRect.width()));
         painter->restore();
     }
 };
@@ -65,7 +70,8 @@ public:
 // Columns the view hides until the user asks for them in the header's menu: the default
 // run name already says them ("mixed_fp16 b256 #2"), and every other column must fit the
 // bottom row beside the log at 1280 px.
-constexpr RunsTableModel::Column k_hiddenByDefault[] = {RunsTableModel::Policy, RunsTableModel::Batch};
+constexpr RunsTableModel::Column k_hiddenByDefault[] = {RunsTableModel::Policy,
+                                                        RunsTableModel::Batch};
 
 } // namespace
 
@@ -88,31 +94,32 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     // bottom row with the log. The run's name takes what is left (elided when short of
     // room), so the numbers on the right are never scrolled out of sight.
     const std::pair<int, const char *> samples[] = {
-        {RunsTableModel::Status, "Finished"},      {RunsTableModel::Progress, "1000 / 1000"},
-        {RunsTableModel::Eta, "59m 59s"},          {RunsTableModel::Policy, "mixed_fp16"},
-        {RunsTableModel::Batch, "1024"},           {RunsTableModel::StepMs, "1234.56"},
-        {RunsTableModel::Speedup, "1.00\u00d7"},   {RunsTableModel::TestAccuracy, "100.00 %"},
+        {RunsTableModel::Status, "Finished"},    {RunsTableModel::Progress, "1000 / 1000"},
+        {RunsTableModel::Eta, "59m 59s"},        {RunsTableModel::Policy, "mixed_fp16"},
+        {RunsTableModel::Batch, "1024"},         {RunsTableModel::StepMs, "1234.56"},
+        {RunsTableModel::Speedup, "1.00\u00d7"}, {RunsTableModel::TestAccuracy, "100.00 %"},
         {RunsTableModel::Skipped, "10000"}};
     const QFontMetrics values(font());
     const QFontMetrics headers(header->font());
     for (const auto &[column, sample] : samples) {
         const QString title = m_model->headerData(column, Qt::Horizontal).toString();
-        setColumnWidth(column, std::max(values.horizontalAdvance(QString::fromUtf8(sample)), headers.horizontalAdvance(title)) + 14);
+        setColumnWidth(column, std::max(values.horizontalAdvance(QString::fromUtf8(sample)),
+                                        headers.horizontalAdvance(title)) +
+                                   14);
     }
-    m_nameMinimum = values.horizontalAdvance(QStringLiteral("fp32 b256 #1")) + style()->pixelMetric(QStyle::PM_SmallIconSize)
-                            + style()->pixelMetric(QStyle::PM_IndicatorWidth) + 20; // swatch, checkbox
+    m_nameMinimum = values.horizontalAdvance(QStringLiteral("fp32 b256 #1")) +
+                    style()->pixelMetric(QStyle::PM_SmallIconSize) +
+                    style()->pixelMetric(QStyle::PM_IndicatorWidth) + 20; // swatch, checkbox
     header->setMinimumSectionSize(std::min(header->minimumSectionSize(), 30));
     header->setSectionResizeMode(RunsTableModel::Name, QHeaderView::Stretch);
     header->resizeSection(RunsTableModel::Name, m_nameMinimum);
-    for (RunsTableModel::Column c : k_hiddenByDefault)
-        setColumnHidden(c, true);
+    for (RunsTableModel::Column c : k_hiddenByDefault) setColumnHidden(c, true);
     header->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(header, &QWidget::customContextMenuRequested, this, &RunsTable::showColumnMenu);
     // ETA means something only while a run trains.
     const auto updateEta = [this] {
         const bool hide = !anyRunning();
-        if (hide == isColumnHidden(RunsTableModel::Eta))
-            return;
+        if (hide == isColumnHidden(RunsTableModel::Eta)) return;
         setColumnHidden(RunsTableModel::Eta, hide);
         updateGeometry();
     };
@@ -127,15 +134,15 @@ QSize RunsTable::sizeHint() const
 {
     int width = m_nameMinimum + 2 * frameWidth() + verticalScrollBar()->sizeHint().width();
     for (int c = 0; c < RunsTableModel::ColumnCount; ++c)
-        if (c != RunsTableModel::Name && !isColumnHidden(c))
-            width += columnWidth(c);
+        if (c != RunsTableModel::Name && !isColumnHidden(c)) width += columnWidth(c);
     return QSize(width, QTableView::sizeHint().height());
 }
 
 bool RunsTable::anyRunning() const
 {
     for (int id : m_store->runIds())
-        if (const RunRecord *run = m_store->run(id); run && run->status == RunRecord::Status::Running)
+        if (const RunRecord *run = m_store->run(id);
+            run && run->status == RunRecord::Status::Running)
             return true;
     return false;
 }
@@ -144,8 +151,7 @@ void RunsTable::showColumnMenu(const QPoint &pos)
 {
     QMenu menu(this);
     for (int c = RunsTableModel::Status; c < RunsTableModel::ColumnCount; ++c) {
-        if (c == RunsTableModel::Eta)
-            continue; // shown while a run trains
+        if (c == RunsTableModel::Eta) continue; // shown while a run trains
         QAction *a = menu.addAction(m_model->headerData(c, Qt::Horizontal).toString());
         a->setCheckable(true);
         a->setChecked(!isColumnHidden(c));
@@ -160,21 +166,19 @@ void RunsTable::showColumnMenu(const QPoint &pos)
 std::vector<int> RunsTable::selectedRunIds() const
 {
     std::vector<int> ids;
-    if (!selectionModel())
-        return ids;
+    if (!selectionModel()) return ids;
     QModelIndexList rows = selectionModel()->selectedRows();
-    std::sort(rows.begin(), rows.end(), [](const QModelIndex &a, const QModelIndex &b) { return a.row() < b.row(); });
+    std::sort(rows.begin(), rows.end(),
+              [](const QModelIndex &a, const QModelIndex &b) { return a.row() < b.row(); });
     for (const QModelIndex &row : rows)
-        if (const int id = m_model->runIdAt(row.row()))
-            ids.push_back(id);
+        if (const int id = m_model->runIdAt(row.row())) ids.push_back(id);
     return ids;
 }
 
 void RunsTable::renameRun(int id)
 {
     const int row = m_model->rowOf(id);
-    if (row < 0)
-        return;
+    if (row < 0) return;
     const QModelIndex cell = m_model->index(row, RunsTableModel::Name);
     setCurrentIndex(cell);
     edit(cell);
@@ -182,15 +186,15 @@ void RunsTable::renameRun(int id)
 
 void RunsTable::setRunsVisible(const std::vector<int> &ids, bool visible)
 {
-    for (int id : ids)
-        m_store->setVisible(id, visible);
+    for (int id : ids) m_store->setVisible(id, visible);
 }
 
 void RunsTable::deleteRuns(const std::vector<int> &ids)
 {
     for (int id : ids) {
         const RunRecord *run = m_store->run(id);
-        if (run && run->status != RunRecord::Status::Running && run->status != RunRecord::Status::Queued)
+        if (run && run->status != RunRecord::Status::Running &&
+            run->status != RunRecord::Status::Queued)
             m_store->removeRun(id);
     }
 }
@@ -207,11 +211,9 @@ void RunsTable::keyPressEvent(QKeyEvent *event)
 void RunsTable::showContextMenu(const QPoint &pos)
 {
     const QModelIndex at = indexAt(pos);
-    if (at.isValid() && !selectionModel()->isRowSelected(at.row(), {}))
-        selectRow(at.row());
+    if (at.isValid() && !selectionModel()->isRowSelected(at.row(), {})) selectRow(at.row());
     const std::vector<int> ids = selectedRunIds();
-    if (ids.empty())
-        return;
+    if (ids.empty()) return;
 
     bool anyHidden = false, anyActive = false;
     for (int id : ids)
@@ -226,10 +228,10 @@ void RunsTable::showContextMenu(const QPoint &pos)
     rename->setEnabled(ids.size() == 1);
     QAction *toggle = menu.addAction(anyHidden ? tr("Show in charts") : tr("Hide from charts"));
     menu.addSeparator();
-    QAction *remove = menu.addAction(ids.size() == 1 ? tr("Delete run") : tr("Delete %1 runs").arg(ids.size()));
+    QAction *remove =
+        menu.addAction(ids.size() == 1 ? tr("Delete run") : tr("Delete %1 runs").arg(ids.size()));
     remove->setEnabled(!anyActive);
-    if (anyActive)
-        remove->setToolTip(tr("Stop the run before deleting it"));
+    if (anyActive) remove->setToolTip(tr("Stop the run before deleting it"));
 
     QAction *chosen = menu.exec(viewport()->mapToGlobal(pos));
     if (chosen == rename)

@@ -20,17 +20,15 @@ namespace {
 
 std::optional<float> finalTestAccuracy(const RunRecord &run)
 {
-    if (run.summary)
-        return run.summary->final_test_accuracy;
-    if (!run.epochs.empty())
-        return run.epochs.back().test_accuracy;
+    if (run.summary) return run.summary->final_test_accuracy;
+    if (!run.epochs.empty()) return run.epochs.back().test_accuracy;
     return std::nullopt;
 }
 
 bool ended(const RunRecord &run)
 {
-    return run.status == RunRecord::Status::Finished || run.status == RunRecord::Status::Stopped
-           || run.status == RunRecord::Status::Failed;
+    return run.status == RunRecord::Status::Finished || run.status == RunRecord::Status::Stopped ||
+           run.status == RunRecord::Status::Failed;
 }
 
 // Shown for a value an ended run does not have (it never evaluated, or never timed a step).
@@ -72,22 +70,20 @@ int RunsTableModel::rowOf(int runId) const
 
 qint64 RunsTableModel::stepsDone(const RunRecord &run)
 {
-    if (run.summary)
-        return run.summary->steps;
+    if (run.summary) return run.summary->steps;
     return run.steps.empty() ? 0 : run.steps.back().step;
 }
 
 qint64 RunsTableModel::skippedSteps(const RunRecord &run)
 {
-    if (run.summary)
-        return run.summary->skipped_steps;
-    return std::count_if(run.steps.begin(), run.steps.end(), [](const auto &s) { return s.skipped; });
+    if (run.summary) return run.summary->skipped_steps;
+    return std::count_if(run.steps.begin(), run.steps.end(),
+                         [](const auto &s) { return s.skipped; });
 }
 
 double RunsTableModel::stepMs(const RunRecord &run) const
 {
-    if (run.summary && run.summary->median_step_ms > 0)
-        return run.summary->median_step_ms;
+    if (run.summary && run.summary->median_step_ms > 0) return run.summary->median_step_ms;
     LiveStepMs &live = m_liveStepMs[run.id];
     if (live.steps != run.steps.size()) {
         live.steps = run.steps.size();
@@ -99,89 +95,74 @@ double RunsTableModel::stepMs(const RunRecord &run) const
 double RunsTableModel::speedup(const RunRecord &run) const
 {
     const std::vector<int> group = m_store->groupRuns(run.group);
-    if (group.size() < 2)
-        return 0;
+    if (group.size() < 2) return 0;
     const RunRecord *base = m_store->run(group.front());
-    if (!base)
-        return 0;
+    if (!base) return 0;
     return mixlab::speedup(stepMs(*base), stepMs(run));
 }
 
 QVariant RunsTableModel::data(const QModelIndex &index, int role) const
 {
-    if (!index.isValid() || index.row() >= int(m_ids.size()))
-        return {};
+    if (!index.isValid() || index.row() >= int(m_ids.size())) return {};
     const int id = m_ids[size_t(index.row())];
     const RunRecord *run = m_store->run(id);
-    if (!run)
-        return {};
-    if (role == k_runIdRole)
-        return id;
+    if (!run) return {};
+    if (role == k_runIdRole) return id;
     const bool failed = run->status == RunRecord::Status::Failed;
-    if (role == Qt::ToolTipRole && failed)
-        return tr("Failed: %1").arg(run->failure);
+    if (role == Qt::ToolTipRole && failed) return tr("Failed: %1").arg(run->failure);
     if (role == Qt::TextAlignmentRole && index.column() >= Batch)
         return int(Qt::AlignRight | Qt::AlignVCenter);
 
     switch (index.column()) {
     case Name:
-        if (role == Qt::CheckStateRole)
-            return run->visible ? Qt::Checked : Qt::Unchecked;
-        if (role == Qt::DisplayRole || role == Qt::EditRole)
-            return run->name;
-        if (role == Qt::DecorationRole)
-            return run->color;
+        if (role == Qt::CheckStateRole) return run->visible ? Qt::Checked : Qt::Unchecked;
+        if (role == Qt::DisplayRole || role == Qt::EditRole) return run->name;
+        if (role == Qt::DecorationRole) return run->color;
         if (role == Qt::ToolTipRole)
-            return tr("%1 on %2, batch %3, seed %4. Checkbox: show in the charts; double-click to rename")
+            return tr("%1 on %2, batch %3, seed %4. Checkbox: show in the charts; double-click to "
+                      "rename")
                 .arg(policyText(run->config.policy),
-                     QString::fromStdString(run->config.dataset.name.empty() ? std::string("default dataset")
-                                                                             : run->config.dataset.name))
+                     QString::fromStdString(run->config.dataset.name.empty()
+                                                ? std::string("default dataset")
+                                                : run->config.dataset.name))
                 .arg(run->config.batch_size)
                 .arg(qulonglong(run->config.seed));
         break;
     case Status:
         if (role == Qt::DisplayRole)
             return failed ? tr("failed: %1").arg(run->failure) : runStatusName(run->status);
-        if (role == Qt::ForegroundRole && failed)
-            return QColor(0xc6, 0x28, 0x28);
+        if (role == Qt::ForegroundRole && failed) return QColor(0xc6, 0x28, 0x28);
         break;
     case Progress: {
         const qint64 done = stepsDone(*run);
         const qint64 total = std::max<qint64>(run->totalSteps, done);
-        if (role == k_fractionRole)
-            return total > 0 ? double(done) / double(total) : 0.0;
+        if (role == k_fractionRole) return total > 0 ? double(done) / double(total) : 0.0;
         if (role == Qt::DisplayRole)
             return total > 0 ? QStringLiteral("%1 / %2").arg(done).arg(total) : QString();
         break;
     }
     case Eta:
         if (role == Qt::DisplayRole) {
-            if (run->status != RunRecord::Status::Running || run->steps.empty())
-                return QString();
+            if (run->status != RunRecord::Status::Running || run->steps.empty()) return QString();
             const auto &last = run->steps.back();
             const qint64 left = run->totalSteps - last.step;
-            if (left <= 0 || last.step <= 0)
-                return QString();
+            if (left <= 0 || last.step <= 0) return QString();
             return durationText(last.wall_ms / 1000.0 / double(last.step) * double(left));
         }
         break;
     case Policy:
-        if (role == Qt::DisplayRole)
-            return policyText(run->config.policy);
+        if (role == Qt::DisplayRole) return policyText(run->config.policy);
         break;
     case Batch:
-        if (role == Qt::DisplayRole)
-            return run->config.batch_size;
+        if (role == Qt::DisplayRole) return run->config.batch_size;
         break;
     case StepMs:
         if (role == Qt::DisplayRole) {
             const double ms = stepMs(*run);
-            if (!(ms > 0))
-                return ended(*run) ? k_noValue : QString();
+            if (!(ms > 0)) return ended(*run) ? k_noValue : QString();
             return QStringLiteral("%1").arg(ms, 0, 'f', ms < 10 ? 3 : 2);
         }
-        if (role == Qt::ToolTipRole)
-            return headerData(StepMs, Qt::Horizontal, Qt::ToolTipRole);
+        if (role == Qt::ToolTipRole) return headerData(StepMs, Qt::Horizontal, Qt::ToolTipRole);
         break;
     case Speedup:
         if (role == Qt::DisplayRole) {
@@ -190,31 +171,27 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         }
         if (role == Qt::ToolTipRole) {
             const std::vector<int> group = m_store->groupRuns(run->group);
-            if (group.size() < 2)
-                return QString();
+            if (group.size() < 2) return QString();
             const RunRecord *base = m_store->run(group.front());
             return base == run ? tr("Baseline of its compare group")
-                               : tr("Step time of %1 divided by this run's: above 1 is faster").arg(base ? base->name : QString());
+                               : tr("Step time of %1 divided by this run's: above 1 is faster")
+                                     .arg(base ? base->name : QString());
         }
         break;
     case TestAccuracy:
         if (role == Qt::DisplayRole) {
             const auto acc = finalTestAccuracy(*run);
-            if (!acc)
-                return ended(*run) ? k_noValue : QString();
+            if (!acc) return ended(*run) ? k_noValue : QString();
             return QStringLiteral("%1 %").arg(double(*acc) * 100.0, 0, 'f', 2);
         }
         if (role == Qt::ToolTipRole && ended(*run) && !finalTestAccuracy(*run))
             return tr("The run ended before it evaluated the test split");
         break;
     case Skipped:
-        if (role == Qt::DisplayRole)
-            return skippedSteps(*run);
-        if (role == Qt::ToolTipRole)
-            return headerData(Skipped, Qt::Horizontal, Qt::ToolTipRole);
+        if (role == Qt::DisplayRole) return skippedSteps(*run);
+        if (role == Qt::ToolTipRole) return headerData(Skipped, Qt::Horizontal, Qt::ToolTipRole);
         break;
-    default:
-        break;
+    default: break;
     }
     return {};
 }
@@ -230,7 +207,9 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
                 .arg(QString::fromStdString(mixlab::step_time_definition()));
         case Speedup:
             return tr("Speedup: %1.").arg(QString::fromStdString(mixlab::speedup_definition()));
-        case TestAccuracy: return tr("Accuracy on the test split at the last evaluation (\u2014: never evaluated)");
+        case TestAccuracy:
+            return tr(
+                "Accuracy on the test split at the last evaluation (\u2014: never evaluated)");
         case Skipped: return tr("Steps whose update was skipped because the gradients overflowed");
         default: return {};
         }
@@ -255,24 +234,21 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
 Qt::ItemFlags RunsTableModel::flags(const QModelIndex &index) const
 {
     Qt::ItemFlags f = QAbstractTableModel::flags(index);
-    if (index.column() == Name)
-        f |= Qt::ItemIsUserCheckable | Qt::ItemIsEditable;
+    if (index.column() == Name) f |= Qt::ItemIsUserCheckable | Qt::ItemIsEditable;
     return f;
 }
 
 bool RunsTableModel::setData(const QModelIndex &index, const QVariant &value, int role)
 {
     const int id = runIdAt(index.row());
-    if (!index.isValid() || !m_store->run(id))
-        return false;
+    if (!index.isValid() || !m_store->run(id)) return false;
     if (index.column() == Name && role == Qt::CheckStateRole) {
         m_store->setVisible(id, value.toInt() == Qt::Checked);
         return true;
     }
     if (index.column() == Name && role == Qt::EditRole) {
         const QString name = value.toString().trimmed();
-        if (name.isEmpty())
-            return false;
+        if (name.isEmpty()) return false;
         m_store->rename(id, name);
         return true;
     }
@@ -281,8 +257,7 @@ bool RunsTableModel::setData(const QModelIndex &index, const QVariant &value, in
 
 void RunsTableModel::onRunAdded(int id)
 {
-    if (rowOf(id) >= 0)
-        return;
+    if (rowOf(id) >= 0) return;
     const int row = int(m_ids.size());
     beginInsertRows({}, row, row);
     m_ids.push_back(id);
@@ -294,14 +269,12 @@ void RunsTableModel::onRunRemoved(int id)
 {
     m_liveStepMs.erase(id);
     const int row = rowOf(id);
-    if (row < 0)
-        return;
+    if (row < 0) return;
     beginRemoveRows({}, row, row);
     m_ids.erase(m_ids.begin() + row);
     endRemoveRows();
     // The group's baseline may have changed: refresh every speedup.
-    if (!m_ids.empty())
-        emit dataChanged(index(0, Speedup), index(int(m_ids.size()) - 1, Speedup));
+    if (!m_ids.empty()) emit dataChanged(index(0, Speedup), index(int(m_ids.size()) - 1, Speedup));
 }
 
 void RunsTableModel::onRunChanged(int id)
@@ -318,8 +291,7 @@ void RunsTableModel::onRunChanged(int id)
 void RunsTableModel::onStepsAppended(int id)
 {
     const int row = rowOf(id);
-    if (row < 0)
-        return;
+    if (row < 0) return;
     emit dataChanged(index(row, Status), index(row, ColumnCount - 1));
     refreshGroup(id);
 }
@@ -327,12 +299,10 @@ void RunsTableModel::onStepsAppended(int id)
 void RunsTableModel::refreshGroup(int id)
 {
     const RunRecord *run = m_store->run(id);
-    if (!run)
-        return;
+    if (!run) return;
     for (int other : m_store->groupRuns(run->group)) {
         const int row = rowOf(other);
-        if (row >= 0 && other != id)
-            emit dataChanged(index(row, Speedup), index(row, Speedup));
+        if (row >= 0 && other != id) emit dataChanged(index(row, Speedup), index(row, Speedup));
     }
 }
 

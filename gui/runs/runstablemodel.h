@@ -15,7 +15,19 @@ class RunsTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     // Name also carries the colour swatch and the "shown in the charts" checkbox.
-    enum Column { Name, Status, Progress, Eta, Policy, Batch, StepMs, Speedup, TestAccuracy, Skipped, ColumnCount };
+    enum Column {
+        Name,
+        Status,
+        Progress,
+        Eta,
+        Policy,
+        Batch,
+        StepMs,
+        Speedup,
+        TestAccuracy,
+        Skipped,
+        ColumnCount
+    };
     // Progress column: steps done / total as a double in [0, 1] under this role.
     static constexpr int k_fractionRole = Qt::UserRole + 1;
     // Every column: the row's run id under this role.
@@ -26,7 +38,8 @@ public:
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
     Qt::ItemFlags flags(const QModelIndex &index) const override;
     bool setData(const QModelIndex &index, const QVariant &value, int role = Qt::EditRole) override;
 

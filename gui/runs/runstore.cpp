@@ -35,7 +35,8 @@ std::optional<TrainedModel> trainedModel(const RunRecord &run, QString *error)
         m.graph = mixlab::build_graph(m.spec, run.context->input, run.context->classes);
         return m;
     } catch (const std::exception &e) {
-        return fail(QObject::tr("%1: its model does not build: %2").arg(run.name, QString::fromUtf8(e.what())));
+        return fail(QObject::tr("%1: its model does not build: %2")
+                        .arg(run.name, QString::fromUtf8(e.what())));
     }
 }
 

@@ -23,21 +23,21 @@
 struct RunRecord {
     enum class Status { Queued, Running, Finished, Stopped, Failed };
     int id = 0;
-    int group = 0;              // compare group; runs started together share it
-    QString name;               // user-editable, defaults to "<policy> b<batch> #<id>"
-    QColor color;               // stable per run
-    bool visible = true;        // shown in the charts
+    int group = 0;       // compare group; runs started together share it
+    QString name;        // user-editable, defaults to "<policy> b<batch> #<id>"
+    QColor color;        // stable per run
+    bool visible = true; // shown in the charts
     Status status = Status::Queued;
-    QString failure;            // reason when Failed
+    QString failure; // reason when Failed
     mixlab::RunConfig config;
-    QString modelJson;          // the model spec the run trained (mixlab-model/1)
+    QString modelJson; // the model spec the run trained (mixlab-model/1)
     qint64 totalSteps = 0;
     QDateTime started, ended;
     std::vector<mixlab::StepMetrics> steps;
     std::vector<mixlab::EpochMetrics> epochs;
     std::vector<TimedEvent> events;
     std::optional<mixlab::RunSummary> summary;
-    double deviceMemoryMB = 0;  // allocated by the run on the device
+    double deviceMemoryMB = 0;         // allocated by the run on the device
     std::optional<RunContext> context; // set once the worker has opened device and data
     // The profiling pass after the timed steps (phases, layers, host overhead); its
     // steps are not in `steps`. Absent for a stopped or failed group.
@@ -70,7 +70,7 @@ public:
     void clear(); // every run; group numbers start from 1 again
 
     const RunRecord *run(int id) const;
-    RunRecord *mutableRun(int id); // for loading experiments; emits nothing
+    RunRecord *mutableRun(int id);   // for loading experiments; emits nothing
     std::vector<int> runIds() const; // in creation order
     std::vector<int> groupRuns(int group) const;
 
@@ -87,7 +87,7 @@ public:
 
 signals:
     void runAdded(int id);
-    void runChanged(int id);    // status, name, visibility, summary
+    void runChanged(int id); // status, name, visibility, summary
     void runRemoved(int id);
     void stepsAppended(int id, int firstNewIndex);
     void epochsAppended(int id, int firstNewIndex);

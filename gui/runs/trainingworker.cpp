@@ -111,8 +111,7 @@ class JobObserver : public mixlab::RunGroupObserver {
 public:
     JobObserver(TrainingWorker &worker, const std::vector<int> &runIds, BatchingSink &sink)
         : m_worker(worker), m_runIds(runIds), m_sink(sink), m_ended(runIds.size(), false)
-    {
-    }
+    {}
 
     void on_phase(mixlab::GroupPhase phase, int run) override
     {
@@ -181,8 +180,7 @@ void logProfilingPass(const TrainingJob &job, const mixlab::GroupOutcome &outcom
     for (std::size_t i = 0; i < outcome.runs.size(); ++i) {
         const mixlab::RunOutcome &r = outcome.runs[i];
         const QString policy = policyText(job.runs[i].policy);
-        if (r.status != mixlab::RunOutcome::Status::Failed)
-            step = std::max(step, r.summary.steps);
+        if (r.status != mixlab::RunOutcome::Status::Failed) step = std::max(step, r.summary.steps);
         if (r.profile)
             parts << QStringLiteral("%1 %2 ms device, %3 ms wall a step")
                          .arg(policy, msText(r.profile->step_ms), msText(r.profile->wall_ms));
@@ -191,10 +189,11 @@ void logProfilingPass(const TrainingJob &job, const mixlab::GroupOutcome &outcom
                          .arg(policy, QString::fromStdString(r.profile_failure));
     }
     if (parts.isEmpty() && !outcome.profiling_cut) return;
-    QString text = QStringLiteral("profiling pass (up to %1 marked + %1 timed steps per run after "
-                                  "the timed ones, not logged): %2")
-                       .arg(TrainingWorker::k_profileSteps)
-                       .arg(parts.isEmpty() ? QStringLiteral("none") : parts.join(QStringLiteral("; ")));
+    QString text =
+        QStringLiteral("profiling pass (up to %1 marked + %1 timed steps per run after "
+                       "the timed ones, not logged): %2")
+            .arg(TrainingWorker::k_profileSteps)
+            .arg(parts.isEmpty() ? QStringLiteral("none") : parts.join(QStringLiteral("; ")));
     if (outcome.profiling_cut) text += QStringLiteral("; stopped before the rest");
     sink.on_event(0, mixlab::RunEvent{mixlab::RunEvent::Kind::Info, step, text.toStdString()});
     sink.flush();

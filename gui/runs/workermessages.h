@@ -45,7 +45,7 @@ struct MetricsBatch {
 // What the worker learnt while preparing a run: the data's sample shape (which the
 // model was built for) and the machine it ran on. Log export needs both.
 struct RunContext {
-    mixlab::Shape input;        // (H, W, C) of the dataset's samples
+    mixlab::Shape input; // (H, W, C) of the dataset's samples
     int classes = 0;
     QString datasetName, datasetSource;
     mixlab::Environment environment;

@@ -31,7 +31,7 @@ ProbeSizes small_sizes()
     return s;
 }
 
-Json read_json(const QString &path)
+Json read_json(const QString& path)
 {
     std::ifstream in(path.toStdString());
     std::stringstream text;
@@ -39,14 +39,17 @@ Json read_json(const QString &path)
     return Json::parse(text.str());
 }
 
-void write_text(const QString &path, const QByteArray &text)
+void write_text(const QString& path, const QByteArray& text)
 {
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
     f.write(text);
 }
 
-void write_json(const QString &path, const Json &j) { write_text(path, QByteArray::fromStdString(j.dump(2))); }
+void write_json(const QString& path, const Json& j)
+{
+    write_text(path, QByteArray::fromStdString(j.dump(2)));
+}
 
 } // namespace
 
@@ -207,7 +210,8 @@ void TestCeilings::refreshReprobes()
     const Ceilings fresh = ceilings_for(*backend, path.toStdString(), req);
     QVERIFY(!fresh.from_cache);
     QVERIFY(fresh.copy_gbs != 4321.0);
-    QCOMPARE(read_json(path)["devices"][first.device_key]["copy_gbs"].get<double>(), fresh.copy_gbs);
+    QCOMPARE(read_json(path)["devices"][first.device_key]["copy_gbs"].get<double>(),
+             fresh.copy_gbs);
 }
 
 void TestCeilings::corruptCacheIsRewritten_data()
@@ -215,10 +219,13 @@ void TestCeilings::corruptCacheIsRewritten_data()
     QTest::addColumn<QByteArray>("content");
     QTest::newRow("empty file") << QByteArray();
     QTest::newRow("not json") << QByteArray("\x01\x02 ceilings? \xff\xfe");
-    QTest::newRow("truncated") << QByteArray("{\"format\": \"mixlab-ceilings/1\", \"devices\": {\"cpu");
+    QTest::newRow("truncated") << QByteArray(
+        "{\"format\": \"mixlab-ceilings/1\", \"devices\": {\"cpu");
     QTest::newRow("an array") << QByteArray("[1, 2, 3]");
-    QTest::newRow("another format") << QByteArray("{\"format\": \"mixlab-run/1\", \"devices\": {}}");
-    QTest::newRow("devices not an object") << QByteArray("{\"format\": \"mixlab-ceilings/1\", \"devices\": 7}");
+    QTest::newRow("another format")
+        << QByteArray("{\"format\": \"mixlab-run/1\", \"devices\": {}}");
+    QTest::newRow("devices not an object")
+        << QByteArray("{\"format\": \"mixlab-ceilings/1\", \"devices\": 7}");
     // Entries under the right key, broken in the field: filled in below with the key.
     QTest::newRow("entry missing a field") << QByteArray("@missing");
     QTest::newRow("entry with a string") << QByteArray("@string");
@@ -233,16 +240,18 @@ void TestCeilings::corruptCacheIsRewritten()
     auto backend = make_backend(DeviceChoice::CPU);
     const std::string key = ceilings_device_key(backend->info());
     if (content.startsWith('@')) {
-        Json entry = {{"device_key", key}, {"backend", "cpu"}, {"device_name", "x"},
-                      {"fp32_tflops", 1.0}, {"tf32_tflops", 1.0}, {"fp16_tflops", 1.0},
-                      {"bf16_tflops", 1.0}, {"copy_gbs", 10.0}, {"measured_at", "2026-01-01T00:00:00Z"}};
+        Json entry = {
+            {"device_key", key},  {"backend", "cpu"},   {"device_name", "x"},
+            {"fp32_tflops", 1.0}, {"tf32_tflops", 1.0}, {"fp16_tflops", 1.0},
+            {"bf16_tflops", 1.0}, {"copy_gbs", 10.0},   {"measured_at", "2026-01-01T00:00:00Z"}};
         if (content == "@missing")
             entry.erase("copy_gbs");
         else if (content == "@string")
             entry["fp16_tflops"] = "fast";
         else
             entry["bf16_tflops"] = -3.0;
-        content = QByteArray::fromStdString(Json{{"format", "mixlab-ceilings/1"}, {"devices", {{key, entry}}}}.dump());
+        content = QByteArray::fromStdString(
+            Json{{"format", "mixlab-ceilings/1"}, {"devices", {{key, entry}}}}.dump());
     }
     write_text(path, content);
 
@@ -269,7 +278,7 @@ void TestCeilings::unwritableCacheIsReported()
     Ceilings c;
     try {
         c = ceilings_for(*backend, path.toStdString(), req);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         QFAIL(e.what());
     }
     QVERIFY(c.fp32_tflops > 0);
@@ -282,15 +291,17 @@ void TestCeilings::defaultCachePath()
     const QByteArray oldXdg = qgetenv("XDG_CACHE_HOME"), oldHome = qgetenv("HOME");
     const bool hadXdg = qEnvironmentVariableIsSet("XDG_CACHE_HOME");
     qputenv("XDG_CACHE_HOME", "/tmp/xdg-cache-test");
-    QCOMPARE(default_ceilings_cache_path(), std::string("/tmp/xdg-cache-test/mixlab/ceilings.json"));
+    QCOMPARE(default_ceilings_cache_path(),
+             std::string("/tmp/xdg-cache-test/mixlab/ceilings.json"));
     qputenv("HOME", "/home/someone");
     qputenv("XDG_CACHE_HOME", "relative/cache"); // the XDG spec says to ignore it
-    QCOMPARE(default_ceilings_cache_path(), std::string("/home/someone/.cache/mixlab/ceilings.json"));
+    QCOMPARE(default_ceilings_cache_path(),
+             std::string("/home/someone/.cache/mixlab/ceilings.json"));
     qunsetenv("XDG_CACHE_HOME");
-    QCOMPARE(default_ceilings_cache_path(), std::string("/home/someone/.cache/mixlab/ceilings.json"));
+    QCOMPARE(default_ceilings_cache_path(),
+             std::string("/home/someone/.cache/mixlab/ceilings.json"));
     qputenv("HOME", oldHome);
-    if (hadXdg)
-        qputenv("XDG_CACHE_HOME", oldXdg);
+    if (hadXdg) qputenv("XDG_CACHE_HOME", oldXdg);
 }
 
 void TestCeilings::rooflineFloor_data()
@@ -301,12 +312,13 @@ void TestCeilings::rooflineFloor_data()
     QTest::addColumn<double>("gbs");
     QTest::addColumn<double>("expected_ms");
     // 2*8192^3 flops at 800 TFLOP/s: 1.374 ms; its 3 x 128 MiB of bf16 at 4000 GB/s: 0.1 ms.
-    QTest::newRow("compute bound") << 2.0 * 8192.0 * 8192.0 * 8192.0 << 3.0 * 134217728.0 << 800.0 << 4000.0
-                                   << 2.0 * 8192.0 * 8192.0 * 8192.0 / 800e12 * 1e3;
+    QTest::newRow("compute bound") << 2.0 * 8192.0 * 8192.0 * 8192.0 << 3.0 * 134217728.0 << 800.0
+                                   << 4000.0 << 2.0 * 8192.0 * 8192.0 * 8192.0 / 800e12 * 1e3;
     // An element-wise op on 1e8 floats: 1e8 flops, 8e8 bytes: 0.2 ms of memory, 0.0002 of math.
     QTest::newRow("memory bound") << 1e8 << 8e8 << 500.0 << 4000.0 << 0.2;
-    QTest::newRow("the seed's dense layer on a 2060") << 2.0 * 32 * 3072 * 3000 << 2.0 * (32 * 3072 + 3072 * 3000 + 32 * 3000)
-                                                      << 13.0 << 336.0 << 2.0 * (32 * 3072 + 3072 * 3000 + 32 * 3000) / 336e9 * 1e3;
+    QTest::newRow("the seed's dense layer on a 2060")
+        << 2.0 * 32 * 3072 * 3000 << 2.0 * (32 * 3072 + 3072 * 3000 + 32 * 3000) << 13.0 << 336.0
+        << 2.0 * (32 * 3072 + 3072 * 3000 + 32 * 3000) / 336e9 * 1e3;
     QTest::newRow("unknown compute ceiling") << 1e12 << 4e9 << 0.0 << 2000.0 << 2.0;
     QTest::newRow("unknown bandwidth") << 1e12 << 4e9 << 100.0 << 0.0 << 10.0;
     QTest::newRow("both unknown") << 1e12 << 4e9 << 0.0 << 0.0 << 0.0;
@@ -323,8 +335,9 @@ void TestCeilings::rooflineFloor()
     const double got = roofline_floor_ms(flops, bytes, tflops, gbs);
     // Plain double arithmetic: only the last bits may differ from the expected formula.
     const double tol = 1e-12 + 1e-9 * std::abs(expected_ms);
-    QVERIFY2(std::abs(got - expected_ms) <= tol,
-             qPrintable(QStringLiteral("got %1 ms, expected %2").arg(got, 0, 'g', 12).arg(expected_ms, 0, 'g', 12)));
+    QVERIFY2(std::abs(got - expected_ms) <= tol, qPrintable(QStringLiteral("got %1 ms, expected %2")
+                                                                .arg(got, 0, 'g', 12)
+                                                                .arg(expected_ms, 0, 'g', 12)));
 }
 
 void TestCeilings::rooflineRejectsNegativeWork()
@@ -349,10 +362,9 @@ void TestCeilings::policyCeiling()
 
 void TestCeilings::capabilityFacts()
 {
-    auto value = [](const std::vector<CapabilityFact> &rows, const std::string &label) {
-        for (const CapabilityFact &f : rows)
-            if (f.label == label)
-                return f.value;
+    auto value = [](const std::vector<CapabilityFact>& rows, const std::string& label) {
+        for (const CapabilityFact& f : rows)
+            if (f.label == label) return f.value;
         return std::string("<absent>");
     };
     DeviceInfo turing;
@@ -369,7 +381,9 @@ void TestCeilings::capabilityFacts()
     QCOMPARE(value(rows, "bf16 tensor cores (8.0+)"), std::string("no"));
     QCOMPARE(value(rows, "TF32 tensor cores (8.0+)"), std::string("no"));
     const std::string text = describe_capabilities(turing);
-    QVERIFY2(text.find("mixed_bf16 is refused on this GPU (compute capability 7.5)") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("mixed_bf16 is refused on this GPU (compute capability 7.5)") !=
+                 std::string::npos,
+             text.c_str());
 
     DeviceInfo hopper = turing;
     hopper.name = "NVIDIA H200";
@@ -391,12 +405,11 @@ void TestCeilings::cliCeilings()
 {
     QTemporaryDir dir;
     const QString cache = dir.filePath("c.json");
-    auto run = [&](const QStringList &extra) {
+    auto run = [&](const QStringList& extra) {
         QProcess p;
         p.start(QStringLiteral(MIXLAB_CLI_PATH),
                 QStringList{"ceilings", "--device", "cpu", "--cache", cache} + extra);
-        if (!p.waitForFinished(30000))
-            return std::make_pair(-1, QByteArray("timed out"));
+        if (!p.waitForFinished(30000)) return std::make_pair(-1, QByteArray("timed out"));
         return std::make_pair(p.exitCode(), p.readAllStandardOutput());
     };
     const auto [rc1, out1] = run({"--json"});
@@ -410,8 +423,10 @@ void TestCeilings::cliCeilings()
     const auto [rc2, out2] = run({});
     QCOMPARE(rc2, 0);
     const QString text = QString::fromUtf8(out2);
-    QVERIFY2(text.contains("cached, measured " + QString::fromStdString(first["ceilings"]["measured_at"].get<std::string>())),
-             qPrintable(text));
+    QVERIFY2(
+        text.contains("cached, measured " +
+                      QString::fromStdString(first["ceilings"]["measured_at"].get<std::string>())),
+        qPrintable(text));
     QVERIFY2(text.contains("fp32 GEMM"), qPrintable(text));
     QVERIFY2(text.contains("tensor cores: no"), qPrintable(text));
 

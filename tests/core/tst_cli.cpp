@@ -20,8 +20,8 @@ struct CliResult {
 };
 
 // Keys every step record of a log carries (run_log.h documents the schema).
-const QStringList k_step_keys = {"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
-                                 "samples_per_s", "loss_scale", "overflow", "skipped"};
+const QStringList k_step_keys = {"step",    "epoch",         "loss",       "accuracy", "step_ms",
+                                 "wall_ms", "samples_per_s", "loss_scale", "overflow", "skipped"};
 
 QJsonObject read_json(const QString& path)
 {
@@ -120,9 +120,12 @@ private slots:
     {
         QTest::addColumn<QString>("command");
         QTest::addColumn<QString>("specific"); // an option only this command has
-        QTest::newRow("train") << "train" << "--policy P";
-        QTest::newRow("compare") << "compare" << "--policies";
-        QTest::newRow("summary") << "summary" << "--json";
+        QTest::newRow("train") << "train"
+                               << "--policy P";
+        QTest::newRow("compare") << "compare"
+                                 << "--policies";
+        QTest::newRow("summary") << "summary"
+                                 << "--json";
     }
 
     void help()
@@ -143,9 +146,10 @@ private slots:
         QTest::addColumn<QString>("fragment"); // the message must name this
         // Valid apart from what each row adds: were the check missing, it would train
         // (briefly) and exit 0, and the row would fail.
-        const QStringList train = {"train", "--model", "@tiny", "--dataset", "synthetic",
-                                   "--synthetic-size", "256", "--steps", "3", "--device", "cpu",
-                                   "--batch", "32"};
+        const QStringList train = {"train",     "--model",          "@tiny", "--dataset",
+                                   "synthetic", "--synthetic-size", "256",   "--steps",
+                                   "3",         "--device",         "cpu",   "--batch",
+                                   "32"};
         auto with = [&](QStringList base, const QStringList& extra) {
             // A row's option replaces the base's copy, so no "given twice" error hides it.
             for (const QString& e : extra) {
@@ -154,9 +158,12 @@ private slots:
             }
             return base + extra;
         };
-        QTest::newRow("missing model file") << with(train, {"--model", "@dir/none.json"}) << "none.json";
-        QTest::newRow("malformed model JSON") << with(train, {"--model", "@bad"}) << "malformed.json";
-        QTest::newRow("unknown layer type") << with(train, {"--model", "@unknown"}) << "bogus_layer";
+        QTest::newRow("missing model file")
+            << with(train, {"--model", "@dir/none.json"}) << "none.json";
+        QTest::newRow("malformed model JSON")
+            << with(train, {"--model", "@bad"}) << "malformed.json";
+        QTest::newRow("unknown layer type")
+            << with(train, {"--model", "@unknown"}) << "bogus_layer";
         QTest::newRow("batch 0") << with(train, {"--batch", "0"}) << "--batch";
         QTest::newRow("batch 10000000") << with(train, {"--batch", "10000000"}) << "--batch";
         QTest::newRow("batch above the split") << with(train, {"--batch", "1000"}) << "1000";
@@ -182,11 +189,12 @@ private slots:
         QTest::newRow("--log-csv is a folder") << with(train, {"--log-csv", "@dir"}) << "--log-csv";
         QTest::newRow("no model") << QStringList{"train", "--dataset", "synthetic"} << "--model";
         QTest::newRow("malformed run config") << with(train, {"--run", "@bad"}) << "malformed.json";
-        QTest::newRow("missing run config") << with(train, {"--run", "@dir/none-run.json"})
-                                            << "none-run.json";
+        QTest::newRow("missing run config")
+            << with(train, {"--run", "@dir/none-run.json"}) << "none-run.json";
         QStringList compare = train;
         compare[0] = "compare";
-        QTest::newRow("compare unknown policy") << compare + QStringList{"--policies", "fp32,fp12"} << "fp12";
+        QTest::newRow("compare unknown policy")
+            << compare + QStringList{"--policies", "fp32,fp12"} << "fp12";
         QTest::newRow("compare repeated policy")
             << compare + QStringList{"--policies", "fp32,fp32"} << "fp32";
         QTest::newRow("compare no policies") << compare << "--policies";
@@ -271,11 +279,11 @@ private slots:
             "policy": "mixed_fp16", "batch_size": 16, "steps": 6, "seed": 7, "device": "cpu",
             "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.5}})");
         const QString json = m_dir.filePath("run-log.json");
-        const CliResult r = run({"train", "--model", m_tiny, "--run", run_file, "--batch", "32",
-                                 "--log-json", json});
+        const CliResult r = run(
+            {"train", "--model", m_tiny, "--run", run_file, "--batch", "32", "--log-json", json});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         const QJsonObject config = read_json(json)["config"].toObject();
-        QCOMPARE(config["batch_size"].toInt(), 32);                 // the option
+        QCOMPARE(config["batch_size"].toInt(), 32);                   // the option
         QCOMPARE(config["policy"].toString(), QString("mixed_fp16")); // the file
         QCOMPARE(config["steps"].toInt(), 6);
         QCOMPARE(config["seed"].toInteger(), qint64(7));
@@ -286,10 +294,10 @@ private slots:
     void compareWritesLogs()
     {
         const QString json = m_dir.filePath("compare.json"), csv = m_dir.filePath("compare.csv");
-        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
-                                 "20", "--device", "cpu", "--batch", "32", "--log-json", json,
-                                 "--log-csv", csv});
+        const CliResult r =
+            run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--synthetic-size", "512", "--steps", "20", "--device", "cpu",
+                 "--batch", "32", "--log-json", json, "--log-csv", csv});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.out.contains("speedup"), qPrintable(r.out));
         QVERIFY(r.out.contains("fp32"));
@@ -309,8 +317,7 @@ private slots:
             QCOMPARE(run["config"].toObject()["policy"].toString(), policies[i]);
             const QJsonArray steps = run["steps"].toArray();
             QCOMPARE(steps.size(), 20);
-            for (const QString& key : k_step_keys)
-                QVERIFY(steps.last().toObject().contains(key));
+            for (const QString& key : k_step_keys) QVERIFY(steps.last().toObject().contains(key));
             QCOMPARE(run["summary"].toObject()["steps"].toInt(), 20);
         }
         // mixed_fp16 scales its loss (dynamic by default); fp32 does not.
@@ -332,11 +339,11 @@ private slots:
         const QString json = m_dir.filePath("failing.json"), csv = m_dir.filePath("failing.csv");
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("MIXLAB_FAULT_OOM_AT_STEP", "20");
-        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
-                                 "40", "--device", "cpu", "--batch", "32", "--log-json", json,
-                                 "--log-csv", csv},
-                                env);
+        const CliResult r =
+            run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--synthetic-size", "512", "--steps", "40", "--device", "cpu",
+                 "--batch", "32", "--log-json", json, "--log-csv", csv},
+                env);
         QVERIFY2(r.code == 1, qPrintable(details(r)));
         QVERIFY2(r.err.contains("mixlab-cli compare: the mixed_fp16 run failed: out of memory at "
                                 "step 10"),
@@ -364,9 +371,9 @@ private slots:
     // tests/gui/tst_cli_agreement.cpp).
     void syntheticSplitFollowsTheEngine()
     {
-        const CliResult r = run({"train", "--model", m_tiny, "--dataset", "synthetic",
-                                 "--synthetic-size", "512", "--steps", "2", "--device", "cpu",
-                                 "--batch", "32"});
+        const CliResult r =
+            run({"train", "--model", m_tiny, "--dataset", "synthetic", "--synthetic-size", "512",
+                 "--steps", "2", "--device", "cpu", "--batch", "32"});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.err.contains("512 training, 103 test samples"), qPrintable(r.err));
     }
@@ -376,10 +383,10 @@ private slots:
     void maxbatchSearchesOnTheGroup()
     {
         const QString json = m_dir.filePath("maxbatch.json");
-        const CliResult r = run({"maxbatch", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--device", "cpu", "--start", "8",
-                                 "--limit", "32", "--warmup", "0", "--timed-steps", "1",
-                                 "--json", json});
+        const CliResult r =
+            run({"maxbatch", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--device", "cpu", "--start", "8", "--limit", "32", "--warmup", "0",
+                 "--timed-steps", "1", "--json", json});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.out.contains("128 training samples (sized to 4x --limit"), qPrintable(r.out));
         QVERIFY2(r.err.contains("maxbatch mixed_fp16: batch 32 fits"), qPrintable(r.err));
@@ -398,8 +405,8 @@ private slots:
     void summarySeedMlp()
     {
         const QString model = QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models/seed-mlp.json");
-        const CliResult r = run({"summary", "--model", model, "--input", "32x32x3", "--classes",
-                                 "10", "--json"});
+        const CliResult r =
+            run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10", "--json"});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QJsonParseError error{};
         const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8(), &error).object();
@@ -413,7 +420,8 @@ private slots:
         QVERIFY(layers[1].toObject()["tensor_core_friendly"].toBool());
         QVERIFY(!layers[3].toObject()["tensor_core_friendly"].toBool()); // 10 units
 
-        const CliResult table = run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
+        const CliResult table =
+            run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
         QCOMPARE(table.code, 0);
         QVERIFY2(table.out.contains("12230010"), qPrintable(table.out));
     }

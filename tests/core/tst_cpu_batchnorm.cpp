@@ -46,10 +46,8 @@ Stats batch_stats(const Vec& x, int rows, int channels)
 {
     Stats s{DVec(channels, 0.0), DVec(channels, 0.0), DVec(channels, 0.0)};
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < channels; ++c)
-            s.mean[c] += x[std::size_t(r) * channels + c];
-    for (int c = 0; c < channels; ++c)
-        s.mean[c] /= rows;
+        for (int c = 0; c < channels; ++c) s.mean[c] += x[std::size_t(r) * channels + c];
+    for (int c = 0; c < channels; ++c) s.mean[c] /= rows;
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < channels; ++c) {
             const double d = x[std::size_t(r) * channels + c] - s.mean[c];
@@ -63,8 +61,8 @@ Stats batch_stats(const Vec& x, int rows, int channels)
 }
 
 // y = (x - mean) / sqrt(var + eps) * scale + shift per channel.
-DVec normalised(const Vec& x, int rows, int channels, const DVec& mean, const DVec& var,
-                double eps, const Vec& scale, const Vec& shift)
+DVec normalised(const Vec& x, int rows, int channels, const DVec& mean, const DVec& var, double eps,
+                const Vec& scale, const Vec& shift)
 {
     DVec y(x.size());
     for (int r = 0; r < rows; ++r)
@@ -75,10 +73,7 @@ DVec normalised(const Vec& x, int rows, int channels, const DVec& mean, const DV
     return y;
 }
 
-DVec to_double(const Vec& v)
-{
-    return DVec(v.begin(), v.end());
-}
+DVec to_double(const Vec& v) { return DVec(v.begin(), v.end()); }
 
 } // namespace
 
@@ -98,16 +93,13 @@ private:
         Buffer bx = upload(be, x), bs = upload(be, scale), bb = upload(be, shift);
         Buffer rm = upload(be, Vec(channels, 0.0f)), rv = upload(be, Vec(channels, 1.0f));
         Buffer sm = poisoned(be, channels), si = poisoned(be, channels), y = poisoned(be, x.size());
-        be.batchnorm_forward_train(act, bx, rows, channels, bs, bb, 0.1f, 1e-5f, rm, rv, sm, si,
-                                   y);
+        be.batchnorm_forward_train(act, bx, rows, channels, bs, bb, 0.1f, 1e-5f, rm, rv, sm, si, y);
         const Vec yv = download(be, y);
         double s = 0;
-        for (std::size_t i = 0; i < yv.size(); ++i)
-            s += double(yv[i]) * double(r[i]);
+        for (std::size_t i = 0; i < yv.size(); ++i) s += double(yv[i]) * double(r[i]);
         if (positive) {
             positive->resize(yv.size());
-            for (std::size_t i = 0; i < yv.size(); ++i)
-                (*positive)[i] = yv[i] > 0.0f;
+            for (std::size_t i = 0; i < yv.size(); ++i) (*positive)[i] = yv[i] > 0.0f;
         }
         return s;
     }
@@ -152,8 +144,8 @@ void TestCpuBatchNorm::forward_train_matches_reference()
     Buffer bx = upload(be, x), bs = upload(be, scale), bb = upload(be, shift);
     Buffer rm = upload(be, run_mean0), rv = upload(be, run_var0);
     Buffer sm = poisoned(be, channels), si = poisoned(be, channels), y = poisoned(be, x.size());
-    be.batchnorm_forward_train(Activation::None, bx, rows, channels, bs, bb, momentum, eps, rm,
-                               rv, sm, si, y);
+    be.batchnorm_forward_train(Activation::None, bx, rows, channels, bs, bb, momentum, eps, rm, rv,
+                               sm, si, y);
 
     const Stats st = batch_stats(x, rows, channels);
     DVec inv_std(channels), run_mean(channels), run_var(channels);
@@ -185,8 +177,8 @@ void TestCpuBatchNorm::running_variance_is_unbiased()
     EXPECT_EXACT(download(be, sm)[0], 2.0f);
     EXPECT_EXACT(download(be, si)[0], 1.0f);
     QCOMPARE(download(be, y), (Vec{-1.0f, 1.0f}));
-    EXPECT_EXACT(download(be, rm)[0], 0.2f);  // 0.9 * 0 + 0.1 * 2
-    EXPECT_EXACT(download(be, rv)[0], 1.1f);  // 0.9 * 1 + 0.1 * 2 (not 0.1 * 1)
+    EXPECT_EXACT(download(be, rm)[0], 0.2f); // 0.9 * 0 + 0.1 * 2
+    EXPECT_EXACT(download(be, rv)[0], 1.1f); // 0.9 * 1 + 0.1 * 2 (not 0.1 * 1)
 }
 
 void TestCpuBatchNorm::forward_eval_uses_running_statistics()
@@ -202,9 +194,10 @@ void TestCpuBatchNorm::forward_eval_uses_running_statistics()
     be.batchnorm_forward_eval(Activation::None, bx, rows, channels, bs, bb, rm, rv, eps, y);
     // fp32 of values below ~10: 1e-5 absolute. The batch's own statistics would be off by
     // O(1), since the running ones are random.
-    expect_close(download(be, y),
-                 normalised(x, rows, channels, to_double(rmean), to_double(rvar), eps, scale, shift),
-                 1e-5, 1e-6, "y");
+    expect_close(
+        download(be, y),
+        normalised(x, rows, channels, to_double(rmean), to_double(rvar), eps, scale, shift), 1e-5,
+        1e-6, "y");
     QCOMPARE(download(be, rm), rmean); // evaluation leaves the running statistics alone
     QCOMPARE(download(be, rv), rvar);
 }
@@ -232,8 +225,10 @@ void TestCpuBatchNorm::backward_matches_finite_differences()
     be.batchnorm_forward_train(Activation::None, bx, rows, channels, bs, bb, 0.1f, 1e-5f, rm, rv,
                                sm, si, y);
     // Poisoned: dscale and dshift must be overwritten, not accumulated.
-    Buffer dx = poisoned(be, x.size()), dscale = poisoned(be, channels), dshift = poisoned(be, channels);
-    be.batchnorm_backward(Activation::None, bx, y, br, rows, channels, bs, sm, si, dx, dscale, dshift);
+    Buffer dx = poisoned(be, x.size()), dscale = poisoned(be, channels),
+           dshift = poisoned(be, channels);
+    be.batchnorm_backward(Activation::None, bx, y, br, rows, channels, bs, sm, si, dx, dscale,
+                          dshift);
 
     // Central differences of L = sum(y * r) through the backend's own fp32 forward, with
     // eps 1e-2 on inputs of spread ~1: the truncation error eps^2/6 * L''' is ~1e-5 (the
@@ -254,8 +249,7 @@ void TestCpuBatchNorm::backward_matches_finite_differences()
     Vec xp = x, sp = scale, bp = shift;
     auto f = [&] { return loss(xp, rows, channels, sp, bp, r); };
     DVec num_dx(x.size()), num_ds(channels), num_db(channels);
-    for (std::size_t i = 0; i < x.size(); ++i)
-        num_dx[i] = central(xp, i, f);
+    for (std::size_t i = 0; i < x.size(); ++i) num_dx[i] = central(xp, i, f);
     for (int c = 0; c < channels; ++c) {
         num_ds[c] = central(sp, c, f);
         num_db[c] = central(bp, c, f);
@@ -291,7 +285,8 @@ void TestCpuBatchNorm::sixteen_bit_activations()
     Buffer dscale = poisoned(be, channels), dshift = poisoned(be, channels);
     be.batchnorm_forward_train(Activation::None, bx, rows, channels, bs, bb, 0.1f, 1e-5f, rm, rv,
                                sm, si, y);
-    be.batchnorm_backward(Activation::None, bx, y, bdy, rows, channels, bs, sm, si, dx, dscale, dshift);
+    be.batchnorm_backward(Activation::None, bx, y, bdy, rows, channels, bs, sm, si, dx, dscale,
+                          dshift);
 
     const Stats st = batch_stats(x, rows, channels);
     const Vec yv = download(be, y), dxv = download(be, dx);
@@ -306,8 +301,7 @@ void TestCpuBatchNorm::sixteen_bit_activations()
     // Parameter gradients stay fp32: sum(dy) exactly as a double sum of the 16-bit dy.
     DVec sum_dy(channels, 0.0);
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < channels; ++c)
-            sum_dy[c] += dy[std::size_t(r) * channels + c];
+        for (int c = 0; c < channels; ++c) sum_dy[c] += dy[std::size_t(r) * channels + c];
     expect_close(download(be, dshift), sum_dy, 1e-6, 1e-6, "dshift");
     QVERIFY(std::isfinite(download(be, dscale)[0]));
 }
@@ -332,8 +326,9 @@ void TestCpuBatchNorm::rejects_bad_arguments()
     };
     // One row per channel has no unbiased variance (PyTorch refuses it too).
     const Activation none = Activation::None;
-    expect_error([&] { be.batchnorm_forward_train(none, x, 1, 12, s, b, 0.1f, 1e-5f, rm, rv, sm, si, y); },
-                 "batchnorm_forward_train", "more than one value");
+    expect_error(
+        [&] { be.batchnorm_forward_train(none, x, 1, 12, s, b, 0.1f, 1e-5f, rm, rv, sm, si, y); },
+        "batchnorm_forward_train", "more than one value");
     Buffer s16 = upload(be, Vec(channels, 1.0f), DType::F16);
     expect_error([&] { be.batchnorm_forward_eval(none, x, 4, channels, s16, b, rm, rv, 1e-5f, y); },
                  "batchnorm_forward_eval", "float32");
@@ -342,23 +337,34 @@ void TestCpuBatchNorm::rejects_bad_arguments()
                  "batchnorm_forward_eval", "share a dtype");
     Buffer short_x = upload(be, Vec(11, 0.5f));
     Buffer ds = poisoned(be, channels), db = poisoned(be, channels);
-    expect_error([&] { be.batchnorm_backward(none, short_x, y, y, 4, channels, s, sm, si, y, ds, db); },
-                 "batchnorm_backward", "x holds 11");
+    expect_error(
+        [&] { be.batchnorm_backward(none, short_x, y, y, 4, channels, s, sm, si, y, ds, db); },
+        "batchnorm_backward", "x holds 11");
     // Only a relu can be fused; the forward output y must have x's shape.
-    expect_error([&] { be.batchnorm_forward_train(Activation::Sigmoid, x, 4, channels, s, b, 0.1f,
-                                                  1e-5f, rm, rv, sm, si, y); },
-                 "batchnorm_forward_train", "linear or relu, got sigmoid");
-    expect_error([&] { be.batchnorm_forward_eval(Activation::Gelu, x, 4, channels, s, b, rm, rv,
-                                                 1e-5f, y); },
-                 "batchnorm_forward_eval", "linear or relu, got gelu");
+    expect_error(
+        [&] {
+            be.batchnorm_forward_train(Activation::Sigmoid, x, 4, channels, s, b, 0.1f, 1e-5f, rm,
+                                       rv, sm, si, y);
+        },
+        "batchnorm_forward_train", "linear or relu, got sigmoid");
+    expect_error(
+        [&] {
+            be.batchnorm_forward_eval(Activation::Gelu, x, 4, channels, s, b, rm, rv, 1e-5f, y);
+        },
+        "batchnorm_forward_eval", "linear or relu, got gelu");
     Buffer dx = poisoned(be, 12);
-    expect_error([&] { be.batchnorm_backward(Activation::Tanh, x, y, y, 4, channels, s, sm, si,
-                                             dx, ds, db); },
-                 "batchnorm_backward", "linear or relu, got tanh");
+    expect_error(
+        [&] {
+            be.batchnorm_backward(Activation::Tanh, x, y, y, 4, channels, s, sm, si, dx, ds, db);
+        },
+        "batchnorm_backward", "linear or relu, got tanh");
     Buffer short_y = poisoned(be, 11);
-    expect_error([&] { be.batchnorm_backward(Activation::Relu, x, short_y, y, 4, channels, s, sm,
-                                             si, dx, ds, db); },
-                 "batchnorm_backward", "output holds 11");
+    expect_error(
+        [&] {
+            be.batchnorm_backward(Activation::Relu, x, short_y, y, 4, channels, s, sm, si, dx, ds,
+                                  db);
+        },
+        "batchnorm_backward", "output holds 11");
 }
 
 void TestCpuBatchNorm::fused_relu_equals_separate_passes_data()
@@ -408,19 +414,18 @@ void TestCpuBatchNorm::fused_relu_equals_separate_passes()
         if (!fused) be.bias_activation(Activation::Relu, bn, nullptr, channels, y);
         o.y = download(be, y);
         if (fused) {
-            be.batchnorm_backward(Activation::Relu, bx, y, bdy, rows, channels, bs, sm, si, dx,
-                                  ds, db);
+            be.batchnorm_backward(Activation::Relu, bx, y, bdy, rows, channels, bs, sm, si, dx, ds,
+                                  db);
         } else {
             be.activation_backward(Activation::Relu, bn, y, bdy, channels, dbn);
-            be.batchnorm_backward(Activation::None, bx, bn, dbn, rows, channels, bs, sm, si, dx,
-                                  ds, db);
+            be.batchnorm_backward(Activation::None, bx, bn, dbn, rows, channels, bs, sm, si, dx, ds,
+                                  db);
         }
         o.dx = download(be, dx);
         o.dscale = download(be, ds);
         o.dshift = download(be, db);
         Buffer ye = poisoned(be, n, dtype);
-        be.batchnorm_forward_eval(act, bx, rows, channels, bs, bb, rm, rv, 1e-5f,
-                                  fused ? ye : bn);
+        be.batchnorm_forward_eval(act, bx, rows, channels, bs, bb, rm, rv, 1e-5f, fused ? ye : bn);
         if (!fused) be.bias_activation(Activation::Relu, bn, nullptr, channels, ye);
         o.y_eval = download(be, ye);
         return o;
@@ -428,8 +433,10 @@ void TestCpuBatchNorm::fused_relu_equals_separate_passes()
     const Outputs fused = run(true), separate = run(false);
     int zeros = 0, positive = 0;
     for (float v : fused.y) {
-        if (v > 0.0f) ++positive;
-        else ++zeros;
+        if (v > 0.0f)
+            ++positive;
+        else
+            ++zeros;
     }
     QVERIFY2(zeros > int(n) / 5 && positive > int(n) / 5, "the data should straddle zero");
     bits_equal(fused.y, separate.y, "y (train)");
@@ -466,10 +473,12 @@ void TestCpuBatchNorm::fused_relu_backward_matches_finite_differences()
     Buffer sm = poisoned(be, channels), si = poisoned(be, channels), y = poisoned(be, x.size());
     be.batchnorm_forward_train(Activation::Relu, bx, rows, channels, bs, bb, 0.1f, 1e-5f, rm, rv,
                                sm, si, y);
-    Buffer dx = poisoned(be, x.size()), dscale = poisoned(be, channels), dshift = poisoned(be, channels);
+    Buffer dx = poisoned(be, x.size()), dscale = poisoned(be, channels),
+           dshift = poisoned(be, channels);
     be.batchnorm_backward(Activation::Relu, bx, y, br, rows, channels, bs, sm, si, dx, dscale,
                           dshift);
-    const Vec got_dx = download(be, dx), got_ds = download(be, dscale), got_db = download(be, dshift);
+    const Vec got_dx = download(be, dx), got_ds = download(be, dscale),
+              got_db = download(be, dshift);
 
     const float eps = 3e-3f;
     std::vector<bool> base_mask, mask;
@@ -499,7 +508,10 @@ void TestCpuBatchNorm::fused_relu_backward_matches_finite_differences()
         const double tol = 1e-3 + 1e-3 * std::abs(numeric);
         QVERIFY2(std::abs(double(analytic) - numeric) <= tol,
                  qPrintable(QString("%1[%2]: backward %3, finite difference %4")
-                                .arg(what).arg(i).arg(analytic, 0, 'g', 7).arg(numeric, 0, 'g', 7)));
+                                .arg(what)
+                                .arg(i)
+                                .arg(analytic, 0, 'g', 7)
+                                .arg(numeric, 0, 'g', 7)));
     };
     for (std::size_t i = 0; i < x.size(); ++i) {
         check(xp, i, got_dx[i], "dx");

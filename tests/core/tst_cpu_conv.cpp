@@ -25,7 +25,8 @@ namespace {
 
 // Calls f(x index, w index, y index) for every product term of the convolution: the
 // definition, written once and used by the forward and both adjoint references.
-template <class F> void for_each_term(const ConvGeometry& g, F f)
+template <class F>
+void for_each_term(const ConvGeometry& g, F f)
 {
     for (int n = 0; n < g.batch; ++n)
         for (int p = 0; p < g.out_h; ++p)
@@ -74,16 +75,14 @@ DVec direct_backward_filter(const ConvGeometry& g, const Vec& x, const Vec& dy)
 Vec rounded(const Vec& v, DType t)
 {
     Vec out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-        out[i] = round_to(t, v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = round_to(t, v[i]);
     return out;
 }
 
 Vec tf32(const Vec& v)
 {
     Vec out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-        out[i] = round_to_tf32(v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = round_to_tf32(v[i]);
     return out;
 }
 
@@ -119,8 +118,7 @@ private:
         m_be->conv2d_forward(g, bx, bw, MathMode::Pedantic, by);
         const Vec y = download(*m_be, by);
         double s = 0;
-        for (std::size_t i = 0; i < y.size(); ++i)
-            s += double(y[i]) * double(r[i]);
+        for (std::size_t i = 0; i < y.size(); ++i) s += double(y[i]) * double(r[i]);
         return s;
     }
 
@@ -216,8 +214,7 @@ void TestCpuConv::chunked_batches_match_direct()
     QFETCH(ConvGeometry, g);
     QFETCH(bool, one_image_per_chunk);
     cpu::CpuBackend be;
-    if (one_image_per_chunk)
-        be.set_conv_chunk_limit(1);
+    if (one_image_per_chunk) be.set_conv_chunk_limit(1);
     const Vec x = random_vec(g.x_count(), 21), w = random_vec(g.w_count(), 22);
     const Vec dy = random_vec(g.y_count(), 23);
     Buffer bx = upload(be, x), bw = upload(be, w), bdy = upload(be, dy);
@@ -301,9 +298,8 @@ void TestCpuConv::sixteen_bit_storage()
 
 void TestCpuConv::prepare_reports_the_plan()
 {
-    const ConvPlanInfo info =
-        m_be->conv2d_prepare(conv_geometry_of(4, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1), DType::F32,
-                             MathMode::Pedantic);
+    const ConvPlanInfo info = m_be->conv2d_prepare(
+        conv_geometry_of(4, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1), DType::F32, MathMode::Pedantic);
     QVERIFY2(QString::fromStdString(info.forward_algo).startsWith("im2col + "),
              info.forward_algo.c_str());
     QVERIFY(QString::fromStdString(info.backward_data_algo).endsWith("col2im"));
@@ -312,9 +308,8 @@ void TestCpuConv::prepare_reports_the_plan()
     // Whole im2col matrices of one or more images (one chunk per worker thread).
     const std::int64_t image_col = 784 * 9 * sizeof(float);
     QVERIFY(info.workspace_bytes >= image_col && info.workspace_bytes % image_col == 0);
-    const ConvPlanInfo pointwise =
-        m_be->conv2d_prepare(conv_geometry_of(2, 5, 5, 8, 8, 1, 1, 1, 1, 0, 0), DType::F16,
-                             MathMode::Reduced);
+    const ConvPlanInfo pointwise = m_be->conv2d_prepare(
+        conv_geometry_of(2, 5, 5, 8, 8, 1, 1, 1, 1, 0, 0), DType::F16, MathMode::Reduced);
     QVERIFY2(QString::fromStdString(pointwise.forward_algo).startsWith("1x1"),
              pointwise.forward_algo.c_str());
 }
@@ -356,8 +351,10 @@ void TestCpuConv::sgemm_matches_reference()
     Vec c = random_vec(std::size_t(m) * ldc, 53);
     const Vec c0 = c;
     // A (m x k) stored row-major, or stored as its transpose (k x m); likewise B.
-    const cpu::MatrixView va = trans_a ? cpu::MatrixView{a.data(), 1, m} : cpu::MatrixView{a.data(), k, 1};
-    const cpu::MatrixView vb = trans_b ? cpu::MatrixView{b.data(), 1, k} : cpu::MatrixView{b.data(), n, 1};
+    const cpu::MatrixView va =
+        trans_a ? cpu::MatrixView{a.data(), 1, m} : cpu::MatrixView{a.data(), k, 1};
+    const cpu::MatrixView vb =
+        trans_b ? cpu::MatrixView{b.data(), 1, k} : cpu::MatrixView{b.data(), n, 1};
     cpu::SgemmScratch scratch;
     cpu::sgemm_force_portable(portable);
     cpu::sgemm(m, n, k, va, vb, c.data(), ldc, accumulate, scratch);

@@ -47,10 +47,7 @@ DVec numeric_grad(const std::function<double(const DVec&)>& f, DVec x, double ep
     return g;
 }
 
-DVec to_double(const Vec& v)
-{
-    return DVec(v.begin(), v.end());
-}
+DVec to_double(const Vec& v) { return DVec(v.begin(), v.end()); }
 
 double gelu_d(double x)
 {
@@ -167,8 +164,7 @@ Vec gather(Backend& be, const ImageSet& set, int batch, const Augmentation& aug,
     be.fill(out_labels, -1.0f);
     be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, offset, batch, set.shape,
                     three_channel_norm(), aug, counter, out, out_labels);
-    if (labels)
-        *labels = download(be, out_labels);
+    if (labels) *labels = download(be, out_labels);
     return download(be, out);
 }
 
@@ -235,7 +231,7 @@ void TestCpuLayers::upload_download_with_offsets()
     be.download_f32(b, back.data(), 3, 2);
     EXPECT_EXACT(back[0], 1.0f);
     EXPECT_EXACT(back[1], round_to(DType::F16, 0.1f)); // stored rounded
-    QVERIFY(std::isinf(back[2]));                  // beyond fp16's 65504
+    QVERIFY(std::isinf(back[2]));                      // beyond fp16's 65504
     Vec head(2);
     be.download_f32(b, head.data(), 2, 0);
     QVERIFY(std::isnan(head[0]) && std::isnan(head[1])); // untouched by the offset upload
@@ -301,8 +297,7 @@ void TestCpuLayers::events_measure_host_time()
     auto stop = m_be->create_event();
     start->record();
     volatile double sink = 0;
-    for (int i = 0; i < 200000; ++i)
-        sink = sink + std::sqrt(double(i));
+    for (int i = 0; i < 200000; ++i) sink = sink + std::sqrt(double(i));
     stop->record();
     QVERIFY(stop->query());
     stop->synchronize();
@@ -323,8 +318,7 @@ void TestCpuLayers::factory_and_policy_checks()
         QCOMPARE(make_backend(DeviceChoice::Auto)->info().backend, BackendKind::Cpu);
     }
     // Every policy runs (emulated) on the CPU.
-    for (Policy p : k_all_policies)
-        check_policy_supported(cpu->info(), p);
+    for (Policy p : k_all_policies) check_policy_supported(cpu->info(), p);
     DeviceInfo turing;
     turing.backend = BackendKind::Cuda;
     turing.name = "NVIDIA GeForce RTX 2060";
@@ -354,14 +348,17 @@ void TestCpuLayers::gemm_matches_reference_data()
     QTest::addColumn<bool>("trans_b");
     QTest::addColumn<Epilogue>("epilogue");
     QTest::addColumn<float>("beta");
-    const std::pair<Epilogue, const char*> epis[] = {
-        {Epilogue::None, "none"}, {Epilogue::Bias, "bias"}, {Epilogue::BiasRelu, "bias_relu"},
-        {Epilogue::BiasGelu, "bias_gelu"}, {Epilogue::BiasGradA, "bias_grad_a"}};
+    const std::pair<Epilogue, const char*> epis[] = {{Epilogue::None, "none"},
+                                                     {Epilogue::Bias, "bias"},
+                                                     {Epilogue::BiasRelu, "bias_relu"},
+                                                     {Epilogue::BiasGelu, "bias_gelu"},
+                                                     {Epilogue::BiasGradA, "bias_grad_a"}};
     for (bool ta : {false, true})
         for (bool tb : {false, true})
             for (auto [e, name] : epis)
                 for (float beta : {0.0f, 0.5f, 1.0f})
-                    QTest::addRow("%s%s_%s_beta%g", ta ? "T" : "N", tb ? "T" : "N", name, double(beta))
+                    QTest::addRow("%s%s_%s_beta%g", ta ? "T" : "N", tb ? "T" : "N", name,
+                                  double(beta))
                         << ta << tb << e << beta;
 }
 
@@ -394,8 +391,7 @@ void TestCpuLayers::gemm_matches_reference()
 
     DVec ref(std::size_t(m) * n), ref_grad(m, 0.0);
     for (int i = 0; i < m; ++i) {
-        for (int p = 0; p < k; ++p)
-            ref_grad[i] += op_at(a, trans_a, i, p, m, k);
+        for (int p = 0; p < k; ++p) ref_grad[i] += op_at(a, trans_a, i, p, m, k);
         for (int j = 0; j < n; ++j) {
             double s = 0;
             for (int p = 0; p < k; ++p)
@@ -424,7 +420,8 @@ void TestCpuLayers::dense_layer_gradients_match_finite_differences()
     // L = sum(r * y) computed in double.
     Backend& be = *m_be;
     const int batch = 4, in = 6, out = 5;
-    const Vec x = random_vec(std::size_t(batch) * in, 11), w = random_vec(std::size_t(out) * in, 12);
+    const Vec x = random_vec(std::size_t(batch) * in, 11),
+              w = random_vec(std::size_t(out) * in, 12);
     const Vec bias = random_vec(out, 13), r = random_vec(std::size_t(batch) * out, 14);
     Buffer bx = upload(be, x), bw = upload(be, w), bbias = upload(be, bias), br = upload(be, r);
     Buffer z = poisoned(be, std::size_t(batch) * out), y = poisoned(be, z.count());
@@ -541,7 +538,8 @@ void TestCpuLayers::sixteen_bit_outputs_are_rounded()
     for (float& v : b) v = round_to(dtype, v);
     a[0] = 300.0f; // row 0 of A meets column 0 of B: make C[0, 0] huge
     b[0] = 400.0f;
-    Buffer ba = upload(be, a, dtype), bb = upload(be, b, dtype), bc = poisoned(be, std::size_t(m) * n, dtype);
+    Buffer ba = upload(be, a, dtype), bb = upload(be, b, dtype),
+           bc = poisoned(be, std::size_t(m) * n, dtype);
     GemmCall g;
     g.m = m, g.n = n, g.k = k;
     g.a = &ba, g.b = &bb, g.c = &bc;
@@ -552,15 +550,14 @@ void TestCpuLayers::sixteen_bit_outputs_are_rounded()
         QVERIFY(std::isfinite(c[i]));
         EXPECT_EXACT(round_to(dtype, c[i]), c[i]); // representable: rounding is idempotent
         double s = 0;
-        for (int p = 0; p < k; ++p)
-            s += double(a[(i / n) * k + p]) * double(b[p * n + i % n]);
+        for (int p = 0; p < k; ++p) s += double(a[(i / n) * k + p]) * double(b[p * n + i % n]);
         // One rounding to 8 (fp16: 11) significant bits: half an ulp of the value.
-        const double half_ulp = std::abs(s) * (dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
+        const double half_ulp =
+            std::abs(s) * (dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
         QVERIFY2(std::abs(c[i] - s) <= half_ulp + 1e-6, "16-bit C is not the rounded fp32 result");
     }
     QCOMPARE(std::isinf(c[0]), overflows);
-    if (!overflows)
-        QVERIFY(c[0] > 1e5f);
+    if (!overflows) QVERIFY(c[0] > 1e5f);
 
     // Element-wise ops round too; cast and fill follow the same rule.
     Buffer y = poisoned(be, 3, dtype);
@@ -599,8 +596,7 @@ void TestCpuLayers::activation_forward_and_backward()
     const Vec bias = random_vec(cols, 42, -0.5f, 0.5f);
     // Keep relu's inputs away from its kink, where a central difference straddles it.
     for (std::size_t i = 0; i < x.size(); ++i)
-        if (std::abs(x[i] + bias[i % cols]) < 0.05f)
-            x[i] += 0.2f;
+        if (std::abs(x[i] + bias[i % cols]) < 0.05f) x[i] += 0.2f;
     const Vec dy = random_vec(x.size(), 43);
     Buffer bx = upload(be, x), bb = upload(be, bias), bdy = upload(be, dy);
     Buffer by = poisoned(be, x.size()), bdx = poisoned(be, x.size());
@@ -608,8 +604,7 @@ void TestCpuLayers::activation_forward_and_backward()
 
     // The layer's input is x + bias; the backward sees that pre-activation and y.
     DVec pre(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i)
-        pre[i] = double(x[i]) + double(bias[i % cols]);
+    for (std::size_t i = 0; i < x.size(); ++i) pre[i] = double(x[i]) + double(bias[i % cols]);
     // fp32 exp/tanh: a few ulp of values of order 1.
     expect_close(download(be, by), activation_d(act, pre, cols), 1e-6, 1e-5, "y");
 
@@ -638,8 +633,7 @@ void TestCpuLayers::relu_backward_in_place_on_output()
     Buffer bdy = upload(be, dy), dx = poisoned(be, 40);
     be.activation_backward(Activation::Relu, y, y, bdy, 8, dx);
     const Vec got = download(be, dx);
-    for (std::size_t i = 0; i < x.size(); ++i)
-        EXPECT_EXACT(got[i], x[i] > 0 ? dy[i] : 0.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EXACT(got[i], x[i] > 0 ? dy[i] : 0.0f);
 }
 
 void TestCpuLayers::bias_grad_sums_columns()
@@ -658,8 +652,7 @@ void TestCpuLayers::bias_grad_sums_columns()
     // fp16 output: half an fp16 ulp (2^-11 relative) on top.
     expect_close(download(be, out16), ref, 1e-5, std::ldexp(1.0, -11), "bias_grad f16");
     const Vec o16 = download(be, out16);
-    for (float v : o16)
-        EXPECT_EXACT(round_to(DType::F16, v), v);
+    for (float v : o16) EXPECT_EXACT(round_to(DType::F16, v), v);
 }
 
 void TestCpuLayers::add_activation_forward_and_backward_data()
@@ -681,8 +674,7 @@ void TestCpuLayers::add_activation_forward_and_backward()
     Vec a = random_vec(n, 101, -2.0f, 2.0f), b = random_vec(n, 102, -2.0f, 2.0f);
     // Keep a + b away from relu's kink by more than the finite-difference step.
     for (std::size_t i = 0; i < n; ++i)
-        if (std::abs(a[i] + b[i]) < 0.05f)
-            a[i] += 0.2f;
+        if (std::abs(a[i] + b[i]) < 0.05f) a[i] += 0.2f;
     for (float& v : a) v = round_to(dtype, v);
     for (float& v : b) v = round_to(dtype, v);
     Buffer ba = upload(be, a, dtype), bb = upload(be, b, dtype), y = poisoned(be, n, dtype);
@@ -694,11 +686,11 @@ void TestCpuLayers::add_activation_forward_and_backward()
         ref[i] = act == Activation::Relu ? std::max(s, 0.0) : s;
     }
     // One fp32 addition, then the storage rounding: half an ulp of the dtype.
-    const double half_ulp = dtype == DType::F32 ? std::ldexp(1.0, -24)
-                            : dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double half_ulp = dtype == DType::F32   ? std::ldexp(1.0, -24)
+                            : dtype == DType::F16 ? std::ldexp(1.0, -11)
+                                                  : std::ldexp(1.0, -8);
     expect_close(yv, ref, 0.0, half_ulp, "y");
-    if (dtype != DType::F32)
-        return;
+    if (dtype != DType::F32) return;
 
     // The backward of the residual sum is relu's backward on y, passed to both inputs:
     // checked against central differences of L = sum(y * r) through the forward itself.
@@ -787,8 +779,9 @@ void TestCpuLayers::dropout_mask_scaling_and_rate()
     }
     // Binomial(n, rate): 5 standard deviations, a false failure about once in 3.5 million.
     const double sigma = std::sqrt(rate * (1.0 - rate) / double(n));
-    QVERIFY2(std::abs(double(dropped) / n - rate) < 5 * sigma,
-             qPrintable(QString("dropped fraction %1 for rate %2").arg(double(dropped) / n).arg(rate)));
+    QVERIFY2(
+        std::abs(double(dropped) / n - rate) < 5 * sigma,
+        qPrintable(QString("dropped fraction %1 for rate %2").arg(double(dropped) / n).arg(rate)));
     QVERIFY2(differ > n / 100, "the next step drew the same mask");
 }
 
@@ -912,8 +905,7 @@ void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
     Buffer out_lab = be.alloc(batch, DType::I32);
     be.fill(out_lab, -1.0f);
     be.gather_batch(bi, bl, bo, offset, batch, ImageShape{2, 2, 3}, norm, Augmentation{},
-                    StepCounter{}, out,
-                    out_lab);
+                    StepCounter{}, out, out_lab);
 
     const Vec got = download(be, out), got_lab = download(be, out_lab);
     for (int b = 0; b < batch; ++b) {
@@ -926,10 +918,12 @@ void TestCpuLayers::gather_batch_normalises_and_gathers_labels()
             EXPECT_EXACT(round_to(dtype, v), v);
             // fp32 normalisation (~1e-6 for values of a few units) plus the storage
             // rounding: half an ulp of the dtype.
-            const double rel = dtype == DType::F32 ? 1e-6
-                               : dtype == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-            QVERIFY2(std::abs(v - ref) <= 2e-6 + rel * std::abs(ref),
-                     qPrintable(QString("out[%1,%2] = %3, expected %4").arg(b).arg(i).arg(v).arg(ref)));
+            const double rel = dtype == DType::F32   ? 1e-6
+                               : dtype == DType::F16 ? std::ldexp(1.0, -11)
+                                                     : std::ldexp(1.0, -8);
+            QVERIFY2(
+                std::abs(v - ref) <= 2e-6 + rel * std::abs(ref),
+                qPrintable(QString("out[%1,%2] = %3, expected %4").arg(b).arg(i).arg(v).arg(ref)));
         }
     }
 }
@@ -966,8 +960,8 @@ void TestCpuLayers::augmentation_flip_mirrors_rows()
     int flipped = 0;
     for (int b = 0; b < batch; ++b) {
         EXPECT_EXACT(labels[b], float(set.labels[b])); // labels never move
-        const hd::AugmentDraw d = hd::augment_draw(flip.seed, flip.step, b, flip.crop_padding,
-                                                   false, true);
+        const hd::AugmentDraw d =
+            hd::augment_draw(flip.seed, flip.step, b, flip.crop_padding, false, true);
         QCOMPARE(d.dy, 0);
         QCOMPARE(d.dx, 0);
         flipped += d.flip ? 1 : 0;
@@ -976,8 +970,9 @@ void TestCpuLayers::augmentation_flip_mirrors_rows()
                 for (int ch = 0; ch < s.channels; ++ch) {
                     const int src_c = d.flip ? s.width - 1 - c : c;
                     const std::size_t base = std::size_t(b) * s.size();
-                    EXPECT_EXACT(got[base + (std::size_t(r) * s.width + c) * s.channels + ch],
-                                 plain[base + (std::size_t(r) * s.width + src_c) * s.channels + ch]);
+                    EXPECT_EXACT(
+                        got[base + (std::size_t(r) * s.width + c) * s.channels + ch],
+                        plain[base + (std::size_t(r) * s.width + src_c) * s.channels + ch]);
                 }
     }
     // Both outcomes occur in this batch (fixed seed), so both paths were checked.
@@ -1023,7 +1018,8 @@ void TestCpuLayers::augmentation_crop_shifts_and_zero_fills()
                 for (int ch = 0; ch < s.channels; ++ch) {
                     const float v = got[base + (std::size_t(r) * s.width + c) * s.channels + ch];
                     if (inside)
-                        EXPECT_EXACT(v, plain[base + (std::size_t(sr) * s.width + sc) * s.channels + ch]);
+                        EXPECT_EXACT(
+                            v, plain[base + (std::size_t(sr) * s.width + sc) * s.channels + ch]);
                     else // a raw 0 pixel, normalised
                         EXPECT_EXACT(v, (0.0f / 255.0f - norm.mean[ch]) * norm.inv_std[ch]);
                 }
@@ -1071,8 +1067,8 @@ void TestCpuLayers::step_counter_replaces_host_step()
         Augmentation host = aug;
         host.step = step;
         Vec host_labels, counted_labels;
-        const Vec want = gather(be, set, batch, host, &host_labels,
-                                std::int64_t(step % per_epoch) * batch);
+        const Vec want =
+            gather(be, set, batch, host, &host_labels, std::int64_t(step % per_epoch) * batch);
         Augmentation ignored = aug;
         ignored.step = 12345; // the counter's value wins
         const Vec got = gather(be, set, batch, ignored, &counted_labels, 0, c);

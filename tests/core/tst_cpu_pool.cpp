@@ -33,8 +33,7 @@ DVec direct_pool(PoolMode mode, const PoolGeometry& g, const Vec& x,
                  std::vector<std::size_t>* winners = nullptr)
 {
     DVec y(g.y_count());
-    if (winners)
-        winners->assign(y.size(), 0);
+    if (winners) winners->assign(y.size(), 0);
     for (int n = 0; n < g.batch; ++n)
         for (int p = 0; p < g.out_h; ++p)
             for (int q = 0; q < g.out_w; ++q)
@@ -60,8 +59,7 @@ DVec direct_pool(PoolMode mode, const PoolGeometry& g, const Vec& x,
                     const std::size_t o =
                         ((std::size_t(n) * g.out_h + p) * g.out_w + q) * g.channels + c;
                     y[o] = mode == PoolMode::Max ? best : sum / count;
-                    if (winners)
-                        (*winners)[o] = arg;
+                    if (winners) (*winners)[o] = arg;
                 }
     return y;
 }
@@ -74,8 +72,7 @@ Vec distinct_values(std::size_t n, unsigned seed)
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), std::mt19937(seed));
     Vec x(n);
-    for (std::size_t i = 0; i < n; ++i)
-        x[i] = 0.05f * float(order[i] - int(n / 2));
+    for (std::size_t i = 0; i < n; ++i) x[i] = 0.05f * float(order[i] - int(n / 2));
     return x;
 }
 
@@ -165,8 +162,7 @@ void TestCpuPool::backward_matches_finite_differences()
     auto loss = [&] {
         const Vec y = forward(mode, g, xp);
         double s = 0;
-        for (std::size_t i = 0; i < y.size(); ++i)
-            s += double(y[i]) * double(r[i]);
+        for (std::size_t i = 0; i < y.size(); ++i) s += double(y[i]) * double(r[i]);
         return s;
     };
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -185,8 +181,7 @@ void TestCpuPool::backward_matches_finite_differences()
     direct_pool(mode, g, x, &winners);
     if (mode == PoolMode::Max) {
         DVec ref(x.size(), 0.0);
-        for (std::size_t o = 0; o < winners.size(); ++o)
-            ref[winners[o]] += r[o];
+        for (std::size_t o = 0; o < winners.size(); ++o) ref[winners[o]] += r[o];
         expect_close(dx, ref, 1e-6, 1e-6, "dx (winners)");
     }
 }
@@ -198,15 +193,12 @@ void TestCpuPool::padding_never_wins_and_is_not_averaged()
     const PoolGeometry g = pool_geometry_of(1, 4, 3, 2, 3, 3, 2, 2, 1, 1);
     const Vec neg = random_vec(g.x_count(), 21, -3.0f, -1.0f);
     const Vec y = forward(PoolMode::Max, g, neg);
-    for (float v : y)
-        QVERIFY2(v < 0.0f, "padding won a max");
+    for (float v : y) QVERIFY2(v < 0.0f, "padding won a max");
     expect_close(y, direct_pool(PoolMode::Max, g, neg), 0.0, 0.0, "max y");
-    for (float v : forward(PoolMode::Average, g, Vec(g.x_count(), 1.0f)))
-        EXPECT_EXACT(v, 1.0f);
+    for (float v : forward(PoolMode::Average, g, Vec(g.x_count(), 1.0f))) EXPECT_EXACT(v, 1.0f);
     // The corner window sees 2x2 real pixels of its 3x3: the average divides by 4.
     Vec ramp(g.x_count());
-    for (std::size_t i = 0; i < ramp.size(); ++i)
-        ramp[i] = float(i);
+    for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = float(i);
     const Vec avg = forward(PoolMode::Average, g, ramp);
     // Channel 0 of pixels (0,0), (0,1), (1,0), (1,1): elements 0, 2, 6, 8.
     EXPECT_EXACT(avg[0], (0.0f + 2.0f + 6.0f + 8.0f) / 4.0f);
@@ -217,11 +209,9 @@ void TestCpuPool::first_maximum_gets_the_gradient()
     // One channel, 2x4 input, 2x2 windows stride 2: window 0 is all 5s, window 1 has its
     // maximum 7 twice (positions (0,3) and (1,2) of the image; (0,1) and (1,0) of the window).
     const PoolGeometry g = pool_geometry_of(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
-    const Vec x = {5, 5, 1, 7,
-                   5, 5, 7, 2};
+    const Vec x = {5, 5, 1, 7, 5, 5, 7, 2};
     const Vec dx = backward(PoolMode::Max, g, x, {10.0f, 20.0f});
-    QCOMPARE(dx, (Vec{10, 0, 0, 20,
-                      0, 0, 0, 0}));
+    QCOMPARE(dx, (Vec{10, 0, 0, 20, 0, 0, 0, 0}));
     // Overlapping windows (stride 1): one pixel that wins two windows gets both gradients.
     const PoolGeometry o = pool_geometry_of(1, 1, 3, 1, 1, 2, 1, 1, 0, 0);
     QCOMPARE(backward(PoolMode::Max, o, {1, 9, 3}, {2.0f, 3.0f}), (Vec{0, 5, 0}));
@@ -233,14 +223,12 @@ void TestCpuPool::nan_propagates_through_max()
     // not be dropped by a comparison that is always false.
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const PoolGeometry g = pool_geometry_of(1, 2, 4, 1, 2, 2, 2, 2, 0, 0);
-    const Vec x = {1, nan, 3, 4,
-                   2, 8, 0, 1};
+    const Vec x = {1, nan, 3, 4, 2, 8, 0, 1};
     const Vec y = forward(PoolMode::Max, g, x);
     QVERIFY(std::isnan(y[0]));
     EXPECT_EXACT(y[1], 4.0f);
     const Vec dx = backward(PoolMode::Max, g, x, {1.0f, 1.0f});
-    QCOMPARE(dx, (Vec{0, 1, 0, 1,
-                      0, 0, 0, 0}));
+    QCOMPARE(dx, (Vec{0, 1, 0, 1, 0, 0, 0, 0}));
 }
 
 void TestCpuPool::sixteen_bit_storage()
@@ -253,8 +241,7 @@ void TestCpuPool::sixteen_bit_storage()
         const Vec mx = forward(PoolMode::Max, g, x, t);
         const DVec ref = direct_pool(PoolMode::Average, g, x);
         const double half_ulp = t == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-        for (float v : avg)
-            EXPECT_EXACT(round_to(t, v), v);
+        for (float v : avg) EXPECT_EXACT(round_to(t, v), v);
         // fp32 average of 16-bit values, one rounding: half an ulp plus fp32's 1e-6.
         expect_close(avg, ref, 1e-6, half_ulp, "avg y");
         expect_close(mx, direct_pool(PoolMode::Max, g, x), 0.0, 0.0, "max y");

@@ -33,8 +33,7 @@ private:
 
 void TestCudaBackend::initTestCase()
 {
-    if (!cuda_backend_available())
-        QSKIP("no CUDA device: the CUDA backend cannot be checked here");
+    if (!cuda_backend_available()) QSKIP("no CUDA device: the CUDA backend cannot be checked here");
     m_cpu = make_backend(DeviceChoice::CPU);
     m_cuda = make_backend(DeviceChoice::CUDA);
     // A fixed seed so a failure reproduces with `mixlab-cli check --seed 7 --filter NAME`.

@@ -27,17 +27,21 @@ using Bytes = std::vector<std::uint8_t>;
 
 // Random bytes from std::mt19937, whose raw output the standard fixes (the
 // distributions it leaves implementation-defined are not used).
-Bytes random_bytes(std::mt19937& rng, std::size_t n, unsigned below = 256) {
+Bytes random_bytes(std::mt19937& rng, std::size_t n, unsigned below = 256)
+{
     Bytes b(n);
     for (auto& v : b) v = std::uint8_t(rng() % below);
     return b;
 }
 
-void put_be32(Bytes& out, std::uint32_t v) {
+void put_be32(Bytes& out, std::uint32_t v)
+{
     for (int s = 24; s >= 0; s -= 8) out.push_back(std::uint8_t(v >> s));
 }
 
-Bytes idx_images(std::uint32_t magic, std::uint32_t n, std::uint32_t rows, std::uint32_t cols, const Bytes& pixels) {
+Bytes idx_images(std::uint32_t magic, std::uint32_t n, std::uint32_t rows, std::uint32_t cols,
+                 const Bytes& pixels)
+{
     Bytes out;
     put_be32(out, magic);
     put_be32(out, n);
@@ -47,7 +51,8 @@ Bytes idx_images(std::uint32_t magic, std::uint32_t n, std::uint32_t rows, std::
     return out;
 }
 
-Bytes idx_labels(std::uint32_t magic, std::uint32_t n, const Bytes& labels) {
+Bytes idx_labels(std::uint32_t magic, std::uint32_t n, const Bytes& labels)
+{
     Bytes out;
     put_be32(out, magic);
     put_be32(out, n);
@@ -55,13 +60,16 @@ Bytes idx_labels(std::uint32_t magic, std::uint32_t n, const Bytes& labels) {
     return out;
 }
 
-void write_plain(const QString& path, const Bytes& bytes) {
+void write_plain(const QString& path, const Bytes& bytes)
+{
     QFile f(path);
     QVERIFY2(f.open(QIODevice::WriteOnly | QIODevice::Truncate), qPrintable(path));
-    QCOMPARE(f.write(reinterpret_cast<const char*>(bytes.data()), qint64(bytes.size())), qint64(bytes.size()));
+    QCOMPARE(f.write(reinterpret_cast<const char*>(bytes.data()), qint64(bytes.size())),
+             qint64(bytes.size()));
 }
 
-void write_gz(const QString& path, const Bytes& bytes) {
+void write_gz(const QString& path, const Bytes& bytes)
+{
     gzFile f = gzopen(QFile::encodeName(path).constData(), "wb");
     QVERIFY2(f, qPrintable(path));
     const int written = bytes.empty() ? 0 : gzwrite(f, bytes.data(), unsigned(bytes.size()));
@@ -69,12 +77,16 @@ void write_gz(const QString& path, const Bytes& bytes) {
     QCOMPARE(written, int(bytes.size()));
 }
 
-void write_file(const QString& path, const Bytes& bytes, bool gz) {
-    if (gz) write_gz(path + ".gz", bytes);
-    else write_plain(path, bytes);
+void write_file(const QString& path, const Bytes& bytes, bool gz)
+{
+    if (gz)
+        write_gz(path + ".gz", bytes);
+    else
+        write_plain(path, bytes);
 }
 
-Bytes read_back(const QString& path) {
+Bytes read_back(const QString& path)
+{
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return {};
     const QByteArray all = f.readAll();
@@ -83,7 +95,8 @@ Bytes read_back(const QString& path) {
 
 // Runs f and returns the DataError's message; an empty string when nothing was
 // thrown, a marked message when something other than DataError was.
-QString data_error(const std::function<void()>& f) {
+QString data_error(const std::function<void()>& f)
+{
     try {
         f();
     } catch (const DataError& e) {
@@ -94,15 +107,16 @@ QString data_error(const std::function<void()>& f) {
     return {};
 }
 
-#define VERIFY_DATA_ERROR(message, ...)                                                \
-    do {                                                                               \
-        QVERIFY2(!(message).isEmpty(), "no DataError was thrown");                     \
-        QVERIFY2(!(message).startsWith("NOT A DataError"), qPrintable(message));       \
-        for (const QString& part : std::initializer_list<QString>{__VA_ARGS__})        \
-            QVERIFY2((message).contains(part), qPrintable(message));                   \
+#define VERIFY_DATA_ERROR(message, ...)                                                            \
+    do {                                                                                           \
+        QVERIFY2(!(message).isEmpty(), "no DataError was thrown");                                 \
+        QVERIFY2(!(message).startsWith("NOT A DataError"), qPrintable(message));                   \
+        for (const QString& part : std::initializer_list<QString>{__VA_ARGS__})                    \
+            QVERIFY2((message).contains(part), qPrintable(message));                               \
     } while (0)
 
-Dataset load_path(const QString& path, bool coarse = false) {
+Dataset load_path(const QString& path, bool coarse = false)
+{
     DatasetOptions options;
     options.name = QDir::cleanPath(path).toStdString();
     options.cifar100_coarse = coarse;
@@ -110,7 +124,8 @@ Dataset load_path(const QString& path, bool coarse = false) {
 }
 
 // Independent reference for compute_normalization: plain two-pass per channel.
-void reference_stats(const Dataset& d, std::array<double, 4>& mean, std::array<double, 4>& stddev) {
+void reference_stats(const Dataset& d, std::array<double, 4>& mean, std::array<double, 4>& stddev)
+{
     const int c = d.channels;
     const std::size_t n = d.train.images.size() / std::size_t(c);
     for (int k = 0; k < c; ++k) {
@@ -118,18 +133,21 @@ void reference_stats(const Dataset& d, std::array<double, 4>& mean, std::array<d
         for (std::size_t i = 0; i < n; ++i) s += d.train.images[i * c + k] / 255.0;
         mean[k] = s / double(n);
         double q = 0;
-        for (std::size_t i = 0; i < n; ++i) q += std::pow(d.train.images[i * c + k] / 255.0 - mean[k], 2);
+        for (std::size_t i = 0; i < n; ++i)
+            q += std::pow(d.train.images[i * c + k] / 255.0 - mean[k], 2);
         stddev[k] = std::sqrt(q / double(n));
     }
 }
 
-void verify_normalization(const Dataset& d) {
+void verify_normalization(const Dataset& d)
+{
     std::array<double, 4> mean{}, stddev{};
     reference_stats(d, mean, stddev);
     for (int k = 0; k < d.channels; ++k) {
         // Float storage of a double result: 1e-6 absolute covers the float rounding of
         // values in [0, 1]; the std floor of 1e-3 applies only to constant channels.
-        QVERIFY2(std::abs(d.mean[k] - mean[k]) <= 1e-6 + 1e-6 * mean[k], qPrintable(QString::number(k)));
+        QVERIFY2(std::abs(d.mean[k] - mean[k]) <= 1e-6 + 1e-6 * mean[k],
+                 qPrintable(QString::number(k)));
         QVERIFY2(std::abs(d.stddev[k] - std::max(stddev[k], 1e-3)) <= 1e-6 + 1e-6 * stddev[k],
                  qPrintable(QString::number(k)));
     }
@@ -141,7 +159,8 @@ struct IdxFixture {
     static constexpr std::uint32_t n_train = 23, n_test = 9;
     Bytes train_pixels, train_labels, test_pixels, test_labels;
 
-    explicit IdxFixture(std::uint32_t seed) {
+    explicit IdxFixture(std::uint32_t seed)
+    {
         std::mt19937 rng(seed);
         train_pixels = random_bytes(rng, n_train * rows * cols);
         train_labels = random_bytes(rng, n_train, 10);
@@ -149,11 +168,16 @@ struct IdxFixture {
         test_labels = random_bytes(rng, n_test, 10);
     }
     // gz: bit 0..3 says whether each of the four files is compressed.
-    void write(const QString& dir, unsigned gz_mask) const {
-        write_file(dir + "/train-images-idx3-ubyte", idx_images(0x803, n_train, rows, cols, train_pixels), gz_mask & 1);
-        write_file(dir + "/train-labels-idx1-ubyte", idx_labels(0x801, n_train, train_labels), gz_mask & 2);
-        write_file(dir + "/t10k-images-idx3-ubyte", idx_images(0x803, n_test, rows, cols, test_pixels), gz_mask & 4);
-        write_file(dir + "/t10k-labels-idx1-ubyte", idx_labels(0x801, n_test, test_labels), gz_mask & 8);
+    void write(const QString& dir, unsigned gz_mask) const
+    {
+        write_file(dir + "/train-images-idx3-ubyte",
+                   idx_images(0x803, n_train, rows, cols, train_pixels), gz_mask & 1);
+        write_file(dir + "/train-labels-idx1-ubyte", idx_labels(0x801, n_train, train_labels),
+                   gz_mask & 2);
+        write_file(dir + "/t10k-images-idx3-ubyte",
+                   idx_images(0x803, n_test, rows, cols, test_pixels), gz_mask & 4);
+        write_file(dir + "/t10k-labels-idx1-ubyte", idx_labels(0x801, n_test, test_labels),
+                   gz_mask & 8);
     }
 };
 
@@ -163,7 +187,8 @@ struct CifarRecord {
     Bytes planes;
 };
 
-std::vector<CifarRecord> random_records(std::mt19937& rng, int n, int classes, int coarse_classes) {
+std::vector<CifarRecord> random_records(std::mt19937& rng, int n, int classes, int coarse_classes)
+{
     std::vector<CifarRecord> records(static_cast<std::size_t>(n));
     for (auto& r : records) {
         r.coarse = std::uint8_t(coarse_classes ? rng() % unsigned(coarse_classes) : 0);
@@ -173,7 +198,8 @@ std::vector<CifarRecord> random_records(std::mt19937& rng, int n, int classes, i
     return records;
 }
 
-Bytes cifar_file(const std::vector<CifarRecord>& records, bool hundred) {
+Bytes cifar_file(const std::vector<CifarRecord>& records, bool hundred)
+{
     Bytes out;
     for (const auto& r : records) {
         if (hundred) out.push_back(r.coarse);
@@ -184,7 +210,8 @@ Bytes cifar_file(const std::vector<CifarRecord>& records, bool hundred) {
 }
 
 // HWC image i of a split must hold CIFAR's planar pixels of records[i].
-void verify_cifar_split(const Split& split, const std::vector<CifarRecord>& records, bool coarse) {
+void verify_cifar_split(const Split& split, const std::vector<CifarRecord>& records, bool coarse)
+{
     QCOMPARE(split.n, std::int64_t(records.size()));
     QCOMPARE(split.images.size(), records.size() * 3072);
     QCOMPARE(split.labels.size(), records.size());
@@ -193,9 +220,13 @@ void verify_cifar_split(const Split& split, const std::vector<CifarRecord>& reco
         for (int y = 0; y < 32; ++y)
             for (int x = 0; x < 32; ++x)
                 for (int c = 0; c < 3; ++c)
-                    if (split.images[((i * 32 + y) * 32 + x) * 3 + c] != records[i].planes[c * 1024 + y * 32 + x])
+                    if (split.images[((i * 32 + y) * 32 + x) * 3 + c] !=
+                        records[i].planes[c * 1024 + y * 32 + x])
                         QFAIL(qPrintable(QString("image %1 pixel (%2, %3) channel %4 misplaced")
-                                             .arg(i).arg(y).arg(x).arg(c)));
+                                             .arg(i)
+                                             .arg(y)
+                                             .arg(x)
+                                             .arg(c)));
     }
 }
 
@@ -205,17 +236,21 @@ constexpr int k_batch_records[5] = {2, 1, 3, 1, 2};
 struct Cifar10Fixture {
     std::vector<std::vector<CifarRecord>> batches;
     std::vector<CifarRecord> test;
-    explicit Cifar10Fixture(std::uint32_t seed) {
+    explicit Cifar10Fixture(std::uint32_t seed)
+    {
         std::mt19937 rng(seed);
         for (int n : k_batch_records) batches.push_back(random_records(rng, n, 10, 0));
         test = random_records(rng, 2, 10, 0);
     }
-    void write(const QString& dir) const {
+    void write(const QString& dir) const
+    {
         for (int b = 0; b < 5; ++b)
-            write_plain(dir + QString("/data_batch_%1.bin").arg(b + 1), cifar_file(batches[std::size_t(b)], false));
+            write_plain(dir + QString("/data_batch_%1.bin").arg(b + 1),
+                        cifar_file(batches[std::size_t(b)], false));
         write_plain(dir + "/test_batch.bin", cifar_file(test, false));
     }
-    std::vector<CifarRecord> train() const {
+    std::vector<CifarRecord> train() const
+    {
         std::vector<CifarRecord> all;
         for (const auto& b : batches) all.insert(all.end(), b.begin(), b.end());
         return all;
@@ -224,32 +259,37 @@ struct Cifar10Fixture {
 
 struct Cifar100Fixture {
     std::vector<CifarRecord> train, test;
-    explicit Cifar100Fixture(std::uint32_t seed) {
+    explicit Cifar100Fixture(std::uint32_t seed)
+    {
         std::mt19937 rng(seed);
         train = random_records(rng, 5, 100, 20);
         test = random_records(rng, 3, 100, 20);
     }
-    void write(const QString& dir) const {
+    void write(const QString& dir) const
+    {
         write_plain(dir + "/train.bin", cifar_file(train, true));
         write_plain(dir + "/test.bin", cifar_file(test, true));
     }
 };
 
-std::uint64_t fnv1a(const Bytes& bytes) {
+std::uint64_t fnv1a(const Bytes& bytes)
+{
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (std::uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ull;
     return h;
 }
 
 // Nearest class mean (means from train) accuracy on the test split.
-double nearest_mean_accuracy(const Dataset& d) {
+double nearest_mean_accuracy(const Dataset& d)
+{
     const std::size_t size = std::size_t(d.sample_size());
     std::vector<std::vector<double>> means(std::size_t(d.classes), std::vector<double>(size, 0.0));
     std::vector<int> counts(std::size_t(d.classes), 0);
     for (std::int64_t i = 0; i < d.train.n; ++i) {
         const int k = d.train.labels[std::size_t(i)];
         ++counts[std::size_t(k)];
-        for (std::size_t j = 0; j < size; ++j) means[std::size_t(k)][j] += d.train.images[std::size_t(i) * size + j];
+        for (std::size_t j = 0; j < size; ++j)
+            means[std::size_t(k)][j] += d.train.images[std::size_t(i) * size + j];
     }
     for (int k = 0; k < d.classes; ++k)
         for (double& v : means[std::size_t(k)]) v /= std::max(1, counts[std::size_t(k)]);
@@ -260,7 +300,8 @@ double nearest_mean_accuracy(const Dataset& d) {
         for (int k = 0; k < d.classes; ++k) {
             double distance = 0;
             for (std::size_t j = 0; j < size; ++j) {
-                const double diff = d.test.images[std::size_t(i) * size + j] - means[std::size_t(k)][j];
+                const double diff =
+                    d.test.images[std::size_t(i) * size + j] - means[std::size_t(k)][j];
                 distance += diff * diff;
             }
             if (best < 0 || distance < best_distance) {
@@ -310,14 +351,16 @@ private slots:
     void synthetic_separable_not_trivial();
 };
 
-void TestDatasets::idx_loads_data() {
+void TestDatasets::idx_loads_data()
+{
     QTest::addColumn<unsigned>("gz_mask");
     QTest::newRow("plain") << 0u;
     QTest::newRow("gzip") << 15u;
     QTest::newRow("mixed") << 5u; // images compressed, labels plain
 }
 
-void TestDatasets::idx_loads() {
+void TestDatasets::idx_loads()
+{
     QFETCH(unsigned, gz_mask);
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
@@ -327,7 +370,8 @@ void TestDatasets::idx_loads() {
     const Dataset d = load_path(tmp.path());
     QCOMPARE(QString::fromStdString(d.name), QString("mnist"));
     QCOMPARE(QString::fromStdString(d.source),
-             QString::fromStdString(std::filesystem::absolute(tmp.path().toStdString()).lexically_normal().string()));
+             QString::fromStdString(
+                 std::filesystem::absolute(tmp.path().toStdString()).lexically_normal().string()));
     QCOMPARE(d.height, int(IdxFixture::rows));
     QCOMPARE(d.width, int(IdxFixture::cols));
     QCOMPARE(d.channels, 1);
@@ -346,26 +390,33 @@ void TestDatasets::idx_loads() {
     QCOMPARE(direct.mean[0], d.mean[0]);
 }
 
-void TestDatasets::idx_prefers_plain_file() {
+void TestDatasets::idx_prefers_plain_file()
+{
     // Both train-images-idx3-ubyte and its .gz: the plain file wins (no decompression).
     QTemporaryDir tmp;
     const IdxFixture fx(5), other(6);
     fx.write(tmp.path(), 0);
     write_gz(tmp.path() + "/train-images-idx3-ubyte.gz",
-             idx_images(0x803, IdxFixture::n_train, IdxFixture::rows, IdxFixture::cols, other.train_pixels));
+             idx_images(0x803, IdxFixture::n_train, IdxFixture::rows, IdxFixture::cols,
+                        other.train_pixels));
     const Dataset d = load_path(tmp.path());
     QVERIFY(d.train.images == fx.train_pixels);
 }
 
-void TestDatasets::idx_name_from_folder_data() {
+void TestDatasets::idx_name_from_folder_data()
+{
     QTest::addColumn<QString>("folder");
     QTest::addColumn<QString>("name");
-    QTest::newRow("mnist") << "MNIST/raw" << "mnist";
-    QTest::newRow("fashion lower") << "fashion-mnist" << "fashion-mnist";
-    QTest::newRow("fashion mixed case, parent") << "FashionData/idx" << "fashion-mnist";
+    QTest::newRow("mnist") << "MNIST/raw"
+                           << "mnist";
+    QTest::newRow("fashion lower") << "fashion-mnist"
+                                   << "fashion-mnist";
+    QTest::newRow("fashion mixed case, parent") << "FashionData/idx"
+                                                << "fashion-mnist";
 }
 
-void TestDatasets::idx_name_from_folder() {
+void TestDatasets::idx_name_from_folder()
+{
     QFETCH(QString, folder);
     QFETCH(QString, name);
     QTemporaryDir tmp;
@@ -375,29 +426,56 @@ void TestDatasets::idx_name_from_folder() {
     QCOMPARE(QString::fromStdString(load_path(dir).name), name);
 }
 
-void TestDatasets::idx_errors_data() {
+void TestDatasets::idx_errors_data()
+{
     // damage: what to break in a valid gzip-free folder; file: what the message must name;
     // detail: a further fragment the message must carry.
     QTest::addColumn<QString>("damage");
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("detail");
-    QTest::newRow("truncated images") << "truncate-images" << "train-images-idx3-ubyte"
+    QTest::newRow("truncated images") << "truncate-images"
+                                      << "train-images-idx3-ubyte"
                                       << "expected 476 bytes";
-    QTest::newRow("truncated images gz") << "truncate-images-gz" << "train-images-idx3-ubyte.gz" << "found 466";
-    QTest::newRow("truncated labels") << "truncate-labels" << "t10k-labels-idx1-ubyte" << "truncated";
-    QTest::newRow("header cut") << "header-cut" << "train-images-idx3-ubyte" << "truncated";
-    QTest::newRow("wrong magic") << "wrong-magic" << "train-images-idx3-ubyte" << "0x00000804";
-    QTest::newRow("labels where images belong") << "swapped" << "t10k-images-idx3-ubyte" << "0x00000801";
-    QTest::newRow("count mismatch") << "count-mismatch" << "train-labels-idx1-ubyte" << "22 labels";
-    QTest::newRow("label out of range") << "label-10" << "t10k-labels-idx1-ubyte" << "label 10";
-    QTest::newRow("trailing data") << "trailing" << "train-labels-idx1-ubyte" << "more data";
-    QTest::newRow("folder where a file belongs") << "folder" << "t10k-labels-idx1-ubyte" << "is a folder";
-    QTest::newRow("missing file") << "missing" << "train-labels-idx1-ubyte" << "lacks";
-    QTest::newRow("test size differs") << "test-size" << "t10k-images-idx3-ubyte" << "4x5";
-    QTest::newRow("no images") << "zero-images" << "train-images-idx3-ubyte" << "no images";
+    QTest::newRow("truncated images gz") << "truncate-images-gz"
+                                         << "train-images-idx3-ubyte.gz"
+                                         << "found 466";
+    QTest::newRow("truncated labels") << "truncate-labels"
+                                      << "t10k-labels-idx1-ubyte"
+                                      << "truncated";
+    QTest::newRow("header cut") << "header-cut"
+                                << "train-images-idx3-ubyte"
+                                << "truncated";
+    QTest::newRow("wrong magic") << "wrong-magic"
+                                 << "train-images-idx3-ubyte"
+                                 << "0x00000804";
+    QTest::newRow("labels where images belong") << "swapped"
+                                                << "t10k-images-idx3-ubyte"
+                                                << "0x00000801";
+    QTest::newRow("count mismatch") << "count-mismatch"
+                                    << "train-labels-idx1-ubyte"
+                                    << "22 labels";
+    QTest::newRow("label out of range") << "label-10"
+                                        << "t10k-labels-idx1-ubyte"
+                                        << "label 10";
+    QTest::newRow("trailing data") << "trailing"
+                                   << "train-labels-idx1-ubyte"
+                                   << "more data";
+    QTest::newRow("folder where a file belongs") << "folder"
+                                                 << "t10k-labels-idx1-ubyte"
+                                                 << "is a folder";
+    QTest::newRow("missing file") << "missing"
+                                  << "train-labels-idx1-ubyte"
+                                  << "lacks";
+    QTest::newRow("test size differs") << "test-size"
+                                       << "t10k-images-idx3-ubyte"
+                                       << "4x5";
+    QTest::newRow("no images") << "zero-images"
+                               << "train-images-idx3-ubyte"
+                               << "no images";
 }
 
-void TestDatasets::idx_errors() {
+void TestDatasets::idx_errors()
+{
     QFETCH(QString, damage);
     QFETCH(QString, file);
     QFETCH(QString, detail);
@@ -455,7 +533,8 @@ void TestDatasets::idx_errors() {
     VERIFY_DATA_ERROR(message, file, detail);
 }
 
-void TestDatasets::idx_truncated_gzip_stream() {
+void TestDatasets::idx_truncated_gzip_stream()
+{
     // A .gz cut in the middle of its compressed data (an interrupted download).
     QTemporaryDir tmp;
     const IdxFixture fx(31);
@@ -469,13 +548,15 @@ void TestDatasets::idx_truncated_gzip_stream() {
     VERIFY_DATA_ERROR(message, "train-images-idx3-ubyte.gz");
 }
 
-void TestDatasets::cifar10_loads_data() {
+void TestDatasets::cifar10_loads_data()
+{
     QTest::addColumn<QString>("subfolder");
     QTest::newRow("files in the folder") << "";
     QTest::newRow("cifar-10-batches-bin inside") << "cifar-10-batches-bin";
 }
 
-void TestDatasets::cifar10_loads() {
+void TestDatasets::cifar10_loads()
+{
     QFETCH(QString, subfolder);
     QTemporaryDir tmp;
     const QString files_dir = subfolder.isEmpty() ? tmp.path() : tmp.path() + "/" + subfolder;
@@ -486,7 +567,8 @@ void TestDatasets::cifar10_loads() {
     const Dataset d = load_path(tmp.path());
     QCOMPARE(QString::fromStdString(d.name), QString("cifar-10"));
     QCOMPARE(QString::fromStdString(d.source),
-             QString::fromStdString(std::filesystem::absolute(files_dir.toStdString()).lexically_normal().string()));
+             QString::fromStdString(
+                 std::filesystem::absolute(files_dir.toStdString()).lexically_normal().string()));
     QCOMPARE(d.height, 32);
     QCOMPARE(d.width, 32);
     QCOMPARE(d.channels, 3);
@@ -498,7 +580,8 @@ void TestDatasets::cifar10_loads() {
     verify_normalization(d);
 }
 
-void TestDatasets::cifar100_loads_data() {
+void TestDatasets::cifar100_loads_data()
+{
     QTest::addColumn<QString>("subfolder");
     QTest::addColumn<bool>("coarse");
     QTest::newRow("fine") << "" << false;
@@ -506,7 +589,8 @@ void TestDatasets::cifar100_loads_data() {
     QTest::newRow("cifar-100-binary inside, fine") << "cifar-100-binary" << false;
 }
 
-void TestDatasets::cifar100_loads() {
+void TestDatasets::cifar100_loads()
+{
     QFETCH(QString, subfolder);
     QFETCH(bool, coarse);
     QTemporaryDir tmp;
@@ -529,31 +613,55 @@ void TestDatasets::cifar100_loads() {
     QVERIFY(direct.train.labels == d.train.labels);
 }
 
-void TestDatasets::cifar_errors_data() {
+void TestDatasets::cifar_errors_data()
+{
     QTest::addColumn<QString>("damage");
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("detail");
-    QTest::newRow("truncated batch") << "truncate" << "data_batch_3.bin" << "found 9218 bytes";
-    QTest::newRow("empty test batch") << "empty" << "test_batch.bin" << "empty";
-    QTest::newRow("missing batch") << "missing" << "data_batch_4.bin" << "lacks";
-    QTest::newRow("folder where a file belongs") << "folder" << "test_batch.bin" << "is a folder";
-    QTest::newRow("label out of range") << "label-10" << "data_batch_2.bin" << "label 10";
-    QTest::newRow("cifar-100 truncated") << "truncate-100" << "train.bin" << "3074";
-    QTest::newRow("cifar-100 fine out of range") << "fine-100" << "test.bin" << "fine label 100";
-    QTest::newRow("cifar-100 coarse out of range") << "coarse-20" << "train.bin" << "coarse label 20";
-    QTest::newRow("cifar-100 missing test") << "missing-100" << "test.bin" << "lacks";
-    QTest::newRow("both subfolders") << "both" << "cifar-100-binary" << "cifar-10-batches-bin";
+    QTest::newRow("truncated batch") << "truncate"
+                                     << "data_batch_3.bin"
+                                     << "found 9218 bytes";
+    QTest::newRow("empty test batch") << "empty"
+                                      << "test_batch.bin"
+                                      << "empty";
+    QTest::newRow("missing batch") << "missing"
+                                   << "data_batch_4.bin"
+                                   << "lacks";
+    QTest::newRow("folder where a file belongs") << "folder"
+                                                 << "test_batch.bin"
+                                                 << "is a folder";
+    QTest::newRow("label out of range") << "label-10"
+                                        << "data_batch_2.bin"
+                                        << "label 10";
+    QTest::newRow("cifar-100 truncated") << "truncate-100"
+                                         << "train.bin"
+                                         << "3074";
+    QTest::newRow("cifar-100 fine out of range") << "fine-100"
+                                                 << "test.bin"
+                                                 << "fine label 100";
+    QTest::newRow("cifar-100 coarse out of range") << "coarse-20"
+                                                   << "train.bin"
+                                                   << "coarse label 20";
+    QTest::newRow("cifar-100 missing test") << "missing-100"
+                                            << "test.bin"
+                                            << "lacks";
+    QTest::newRow("both subfolders") << "both"
+                                     << "cifar-100-binary"
+                                     << "cifar-10-batches-bin";
 }
 
-void TestDatasets::cifar_errors() {
+void TestDatasets::cifar_errors()
+{
     QFETCH(QString, damage);
     QFETCH(QString, file);
     QFETCH(QString, detail);
     QTemporaryDir tmp;
     const QString dir = tmp.path();
     const bool hundred = damage.endsWith("-100") || damage == "coarse-20";
-    if (hundred) Cifar100Fixture(61).write(dir);
-    else if (damage != "both") Cifar10Fixture(62).write(dir);
+    if (hundred)
+        Cifar100Fixture(61).write(dir);
+    else if (damage != "both")
+        Cifar10Fixture(62).write(dir);
     const QString path = dir + "/" + file;
     if (damage == "truncate" || damage == "truncate-100") {
         // data_batch_3 holds 3 records of 3073 bytes: 9219; CIFAR-100 records are 3074.
@@ -589,7 +697,8 @@ void TestDatasets::cifar_errors() {
     VERIFY_DATA_ERROR(message, file, detail);
 }
 
-void TestDatasets::folder_errors() {
+void TestDatasets::folder_errors()
+{
     QTemporaryDir tmp;
     const QString missing = tmp.path() + "/no-such-folder";
     QString message = data_error([&] { load_path(missing); });
@@ -622,7 +731,8 @@ void TestDatasets::folder_errors() {
     VERIFY_DATA_ERROR(message, mixed, "both");
 }
 
-void TestDatasets::named_datasets() {
+void TestDatasets::named_datasets()
+{
     DatasetOptions options;
     options.name = "synthetic";
     options.synthetic_train = 30;
@@ -633,13 +743,17 @@ void TestDatasets::named_datasets() {
     QCOMPARE(d.test.n, std::int64_t(11));
     QVERIFY(d.train.images == make_synthetic(30, 11, 9).train.images);
 
-    const bool debian = std::filesystem::exists(std::string(k_debian_fashion_mnist_dir) + "/train-images-idx3-ubyte.gz") ||
-                        std::filesystem::exists(std::string(k_debian_fashion_mnist_dir) + "/train-images-idx3-ubyte");
-    QCOMPARE(QString::fromStdString(default_dataset_name()), debian ? QString("fashion-mnist") : QString("synthetic"));
+    const bool debian = std::filesystem::exists(std::string(k_debian_fashion_mnist_dir) +
+                                                "/train-images-idx3-ubyte.gz") ||
+                        std::filesystem::exists(std::string(k_debian_fashion_mnist_dir) +
+                                                "/train-images-idx3-ubyte");
+    QCOMPARE(QString::fromStdString(default_dataset_name()),
+             debian ? QString("fashion-mnist") : QString("synthetic"));
     if (!debian) {
         options.name = "fashion-mnist";
         const QString message = data_error([&] { load_dataset(options, 1); });
-        VERIFY_DATA_ERROR(message, "apt-get install dataset-fashion-mnist", k_debian_fashion_mnist_dir);
+        VERIFY_DATA_ERROR(message, "apt-get install dataset-fashion-mnist",
+                          k_debian_fashion_mnist_dir);
     }
 
     options.name = "cifar-10"; // a name MixLab does not know, and no such folder here
@@ -647,7 +761,8 @@ void TestDatasets::named_datasets() {
     VERIFY_DATA_ERROR(message, "cifar-10", "synthetic", "data_batch_1.bin");
 }
 
-void TestDatasets::debian_fashion_mnist() {
+void TestDatasets::debian_fashion_mnist()
+{
     if (!std::filesystem::is_directory(k_debian_fashion_mnist_dir))
         QSKIP("Debian's dataset-fashion-mnist is not installed");
     QElapsedTimer timer;
@@ -682,7 +797,8 @@ void TestDatasets::debian_fashion_mnist() {
     QVERIFY2(ms < 2000, qPrintable(QString("load took %1 ms").arg(ms)));
 }
 
-void TestDatasets::normalization_known_values() {
+void TestDatasets::normalization_known_values()
+{
     Dataset d;
     d.name = "hand-made";
     d.height = 1;
@@ -696,7 +812,9 @@ void TestDatasets::normalization_known_values() {
     d.stddev.fill(-7.0f);
     compute_normalization(d);
     // Results are doubles stored as float: 1e-7 relative is float's rounding.
-    const auto close = [](float got, double want) { return std::abs(got - want) <= 1e-7 + 1e-7 * std::abs(want); };
+    const auto close = [](float got, double want) {
+        return std::abs(got - want) <= 1e-7 + 1e-7 * std::abs(want);
+    };
     QVERIFY2(close(d.mean[0], 0.5), qPrintable(QString::number(d.mean[0])));
     QVERIFY2(close(d.stddev[0], 0.5), qPrintable(QString::number(d.stddev[0])));
     QVERIFY2(close(d.mean[1], 0.2), qPrintable(QString::number(d.mean[1])));
@@ -708,7 +826,8 @@ void TestDatasets::normalization_known_values() {
     QCOMPARE(d.stddev[3], 1.0f);
 }
 
-void TestDatasets::normalization_rejects_inconsistent_split() {
+void TestDatasets::normalization_rejects_inconsistent_split()
+{
     Dataset d;
     d.name = "broken";
     d.height = d.width = 2;
@@ -723,7 +842,8 @@ void TestDatasets::normalization_rejects_inconsistent_split() {
     VERIFY_DATA_ERROR(message, "5 channels");
 }
 
-void TestDatasets::synthetic_deterministic() {
+void TestDatasets::synthetic_deterministic()
+{
     const Dataset a = make_synthetic(40, 20, 1234);
     const Dataset b = make_synthetic(40, 20, 1234);
     const Dataset c = make_synthetic(40, 20, 1235);
@@ -744,10 +864,12 @@ void TestDatasets::synthetic_deterministic() {
                                 a.train.images.begin() + std::ptrdiff_t(j * size)));
     // The generator uses integer arithmetic only, so these bytes are the same on every
     // compiler and CPU. If the generator is changed on purpose, update the value.
-    QCOMPARE(fnv1a(make_synthetic(20, 10, 42).train.images), std::uint64_t(15343389200107448645ull));
+    QCOMPARE(fnv1a(make_synthetic(20, 10, 42).train.images),
+             std::uint64_t(15343389200107448645ull));
 }
 
-void TestDatasets::synthetic_sizes_data() {
+void TestDatasets::synthetic_sizes_data()
+{
     QTest::addColumn<qint64>("n_train");
     QTest::addColumn<qint64>("n_test");
     QTest::newRow("empty test") << qint64(7) << qint64(0);
@@ -756,7 +878,8 @@ void TestDatasets::synthetic_sizes_data() {
     QTest::newRow("empty") << qint64(0) << qint64(0);
 }
 
-void TestDatasets::synthetic_sizes() {
+void TestDatasets::synthetic_sizes()
+{
     QFETCH(qint64, n_train);
     QFETCH(qint64, n_test);
     const Dataset d = make_synthetic(n_train, n_test, 3);
@@ -785,7 +908,8 @@ void TestDatasets::synthetic_sizes() {
     QVERIFY2(message.contains("-1"), qPrintable(message));
 }
 
-void TestDatasets::synthetic_balanced_and_shuffled() {
+void TestDatasets::synthetic_balanced_and_shuffled()
+{
     const Dataset d = make_synthetic(1003, 207, 77);
     for (const Split* split : {&d.train, &d.test}) {
         std::array<int, 10> counts{};
@@ -798,7 +922,8 @@ void TestDatasets::synthetic_balanced_and_shuffled() {
         // Shuffled: far from the i % 10 order it is built from. Matching positions of a
         // random order are about n/10, so half of them is a safe line.
         std::int64_t in_place = 0;
-        for (std::int64_t i = 0; i < split->n; ++i) in_place += split->labels[std::size_t(i)] == i % 10;
+        for (std::int64_t i = 0; i < split->n; ++i)
+            in_place += split->labels[std::size_t(i)] == i % 10;
         QVERIFY2(in_place < split->n / 5, qPrintable(QString::number(in_place)));
     }
     // Pixels spread over the byte range rather than saturating or collapsing.
@@ -806,14 +931,16 @@ void TestDatasets::synthetic_balanced_and_shuffled() {
     QVERIFY(d.stddev[0] > 0.1f && d.stddev[0] < 0.4f);
 }
 
-void TestDatasets::synthetic_separable_not_trivial_data() {
+void TestDatasets::synthetic_separable_not_trivial_data()
+{
     QTest::addColumn<quint64>("seed");
     QTest::newRow("seed 42") << quint64(42);
     QTest::newRow("seed 7") << quint64(7);
     QTest::newRow("seed 2024") << quint64(2024);
 }
 
-void TestDatasets::synthetic_separable_not_trivial() {
+void TestDatasets::synthetic_separable_not_trivial()
+{
     QFETCH(quint64, seed);
     const Dataset d = make_synthetic(2000, 500, seed);
     const double accuracy = nearest_mean_accuracy(d);

@@ -21,7 +21,8 @@ float from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
 std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 // The value of a binary16 pattern from its definition, in double.
-double half_value(std::uint16_t h) {
+double half_value(std::uint16_t h)
+{
     const int sign = (h & 0x8000) ? -1 : 1;
     const int exp = (h >> 10) & 0x1f;
     const int mant = h & 0x3ff;
@@ -32,7 +33,8 @@ double half_value(std::uint16_t h) {
 
 // Brute-force nearest-even rounding onto a sorted grid of non-negative values whose
 // index is also the bit pattern (so "even" is the index's low bit).
-std::uint32_t nearest_even_index(const std::vector<double>& grid, double a) {
+std::uint32_t nearest_even_index(const std::vector<double>& grid, double a)
+{
     auto it = std::lower_bound(grid.begin(), grid.end(), a);
     if (it == grid.end()) return std::uint32_t(grid.size()); // beyond the grid
     const auto hi = std::uint32_t(it - grid.begin());
@@ -46,7 +48,8 @@ std::uint32_t nearest_even_index(const std::vector<double>& grid, double a) {
 
 // Positive half values 0 .. 65504, then 65536 standing in for "the next value up":
 // IEEE rounds to it (and so to infinity) exactly when a value reaches 65520.
-const std::vector<double>& half_grid() {
+const std::vector<double>& half_grid()
+{
     static const std::vector<double> grid = [] {
         std::vector<double> g;
         for (std::uint32_t h = 0; h < 0x7c00; ++h) g.push_back(half_value(std::uint16_t(h)));
@@ -56,7 +59,8 @@ const std::vector<double>& half_grid() {
     return grid;
 }
 
-std::uint16_t reference_half(float f) {
+std::uint16_t reference_half(float f)
+{
     const std::uint16_t sign = std::signbit(f) ? 0x8000 : 0;
     const double a = std::fabs(double(f));
     const std::uint32_t idx = nearest_even_index(half_grid(), a);
@@ -65,7 +69,8 @@ std::uint16_t reference_half(float f) {
 
 // Nearest-even rounding of a finite float to `keep` leading bits of its pattern, by
 // comparing the two neighbouring representable values in double.
-std::uint32_t reference_truncate_round(float f, int dropped_bits) {
+std::uint32_t reference_truncate_round(float f, int dropped_bits)
+{
     const std::uint32_t x = bits(f);
     const std::uint32_t sign = x & 0x80000000u;
     const std::uint32_t mag = x & 0x7fffffffu;
@@ -77,9 +82,12 @@ std::uint32_t reference_truncate_round(float f, int dropped_bits) {
     // hi may be the infinity pattern: its value "as if" the exponent continued is 2^128.
     const double vhi = hi >= 0x7f800000u ? std::ldexp(1.0, 128) : double(from_bits(hi));
     std::uint32_t pick;
-    if (a - vlo < vhi - a) pick = lo;
-    else if (vhi - a < a - vlo) pick = hi;
-    else pick = ((lo >> dropped_bits) & 1u) ? hi : lo;
+    if (a - vlo < vhi - a)
+        pick = lo;
+    else if (vhi - a < a - vlo)
+        pick = hi;
+    else
+        pick = ((lo >> dropped_bits) & 1u) ? hi : lo;
     if (pick > 0x7f800000u) pick = 0x7f800000u;
     return sign | pick;
 }
@@ -89,7 +97,8 @@ bool bf16_is_nan(std::uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f) 
 
 // Random finite floats concentrated where half precision has its interesting cases
 // (subnormals to overflow), plus some over the whole float range.
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, int exp_lo, int exp_hi) {
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed, int exp_lo, int exp_hi)
+{
     std::mt19937 rng(seed);
     std::uniform_int_distribution<std::uint32_t> mant(0, 0x7fffff), sign(0, 1);
     std::uniform_int_distribution<int> exp(exp_lo, exp_hi);
@@ -106,7 +115,8 @@ class TestDType : public QObject {
     Q_OBJECT
 
 private slots:
-    void names_and_sizes() {
+    void names_and_sizes()
+    {
         QCOMPARE(dtype_name(DType::F32), std::string_view("float32"));
         QCOMPARE(dtype_name(DType::F16), std::string_view("float16"));
         QCOMPARE(dtype_name(DType::BF16), std::string_view("bfloat16"));
@@ -123,7 +133,8 @@ private slots:
 
     // Every one of the 65536 patterns decodes to its defined value and encodes back to
     // itself (NaNs stay NaNs with their sign; -0 stays -0).
-    void half_all_patterns_round_trip() {
+    void half_all_patterns_round_trip()
+    {
         int failures = 0;
         for (std::uint32_t h = 0; h <= 0xffff; ++h) {
             const auto hb = std::uint16_t(h);
@@ -141,7 +152,8 @@ private slots:
         QCOMPARE(failures, 0);
     }
 
-    void half_rounding_data() {
+    void half_rounding_data()
+    {
         QTest::addColumn<float>("in");
         QTest::addColumn<int>("expected");
         const float e11 = std::ldexp(1.0f, -11), e25 = std::ldexp(1.0f, -25);
@@ -171,18 +183,22 @@ private slots:
         QTest::addRow("3*2^-25 ties up to 2") << 3 * e25 << 0x0002;
         QTest::addRow("5*2^-25 ties down to 2") << 5 * e25 << 0x0002;
         QTest::addRow("1022.5*2^-24 ties to 1022") << 1022.5f * std::ldexp(1.0f, -24) << 0x03fe;
-        QTest::addRow("1023.5*2^-24 ties up into the normals") << 1023.5f * std::ldexp(1.0f, -24) << 0x0400;
+        QTest::addRow("1023.5*2^-24 ties up into the normals")
+            << 1023.5f * std::ldexp(1.0f, -24) << 0x0400;
         QTest::addRow("1e-10 underflows") << 1e-10f << 0x0000;
-        QTest::addRow("float subnormal underflows") << std::numeric_limits<float>::denorm_min() << 0x0000;
+        QTest::addRow("float subnormal underflows")
+            << std::numeric_limits<float>::denorm_min() << 0x0000;
         QTest::addRow("0.1") << 0.1f << 0x2e66;
         QTest::addRow("pi") << 3.14159265f << 0x4248;
     }
-    void half_rounding() {
+    void half_rounding()
+    {
         QFETCH(float, in);
         QFETCH(int, expected);
         const std::uint16_t got = float_to_half_bits(in);
         if (got != std::uint16_t(expected))
-            qWarning("%.9g: got 0x%04x, want 0x%04x", double(in), unsigned(got), unsigned(expected));
+            qWarning("%.9g: got 0x%04x, want 0x%04x", double(in), unsigned(got),
+                     unsigned(expected));
         QCOMPARE(int(got), expected);
         // The reference agrees with the table (a check on the reference itself).
         QCOMPARE(int(reference_half(in)), expected);
@@ -190,7 +206,8 @@ private slots:
     }
 
     // Random floats against the brute-force nearest-even reference.
-    void half_random_against_reference() {
+    void half_random_against_reference()
+    {
         // Float exponents 100..145 span 2^-27 (below the half subnormals) to 2^18 (beyond
         // overflow); 0..254 the whole float range.
         auto inputs = random_floats(150000, 1234, 100, 145);
@@ -208,7 +225,8 @@ private slots:
 
 #if defined(__FLT16_MAX__)
     // The compiler's own float -> _Float16 conversion is a third, independent opinion.
-    void half_matches_compiler_float16() {
+    void half_matches_compiler_float16()
+    {
         const auto inputs = random_floats(100000, 777, 100, 145);
         int failures = 0;
         for (float f : inputs) {
@@ -222,7 +240,8 @@ private slots:
     }
 #endif
 
-    void nan_stays_nan_data() {
+    void nan_stays_nan_data()
+    {
         QTest::addColumn<quint32>("pattern");
         QTest::addRow("quiet") << quint32(0x7fc00000u);
         QTest::addRow("negative quiet") << quint32(0xffc00000u);
@@ -231,7 +250,8 @@ private slots:
         QTest::addRow("signalling, high payload") << quint32(0x7fa00000u);
         QTest::addRow("all payload bits") << quint32(0x7fffffffu);
     }
-    void nan_stays_nan() {
+    void nan_stays_nan()
+    {
         QFETCH(quint32, pattern);
         const float f = from_bits(pattern);
         QVERIFY(std::isnan(f));
@@ -249,7 +269,8 @@ private slots:
         QVERIFY(std::isnan(round_to(DType::BF16, f)));
     }
 
-    void bf16_all_patterns_round_trip() {
+    void bf16_all_patterns_round_trip()
+    {
         int failures = 0;
         for (std::uint32_t b = 0; b <= 0xffff; ++b) {
             const auto bb = std::uint16_t(b);
@@ -257,12 +278,14 @@ private slots:
             const std::uint16_t back = float_to_bf16_bits(f);
             const bool ok = bf16_is_nan(bb) ? std::isnan(f) && bf16_is_nan(back)
                                             : bits(f) == (b << 16) && back == bb;
-            if (!ok && ++failures <= 5) qWarning("bf16 0x%04x -> 0x%04x", unsigned(b), unsigned(back));
+            if (!ok && ++failures <= 5)
+                qWarning("bf16 0x%04x -> 0x%04x", unsigned(b), unsigned(back));
         }
         QCOMPARE(failures, 0);
     }
 
-    void bf16_rounding_data() {
+    void bf16_rounding_data()
+    {
         QTest::addColumn<float>("in");
         QTest::addColumn<int>("expected");
         const float e8 = std::ldexp(1.0f, -8);
@@ -278,7 +301,8 @@ private slots:
         QTest::addRow("0.1") << 0.1f << 0x3dcd;
         QTest::addRow("65520 is finite in bf16") << 65520.0f << 0x4780;
     }
-    void bf16_rounding() {
+    void bf16_rounding()
+    {
         QFETCH(float, in);
         QFETCH(int, expected);
         QCOMPARE(int(float_to_bf16_bits(in)), expected);
@@ -286,7 +310,8 @@ private slots:
         QCOMPARE(round_to(DType::BF16, in), bf16_bits_to_float(std::uint16_t(expected)));
     }
 
-    void bf16_random_against_reference() {
+    void bf16_random_against_reference()
+    {
         const auto inputs = random_floats(100000, 4321, 0, 254);
         int failures = 0;
         for (float f : inputs) {
@@ -298,30 +323,38 @@ private slots:
         QCOMPARE(failures, 0);
     }
 
-    void tf32_rounding_data() {
+    void tf32_rounding_data()
+    {
         QTest::addColumn<float>("in");
         QTest::addColumn<float>("expected");
         const float e11 = std::ldexp(1.0f, -11);
         QTest::addRow("one") << 1.0f << 1.0f;
         QTest::addRow("tie at 1+2^-11 goes down to even") << 1.0f + e11 << 1.0f;
-        QTest::addRow("tie at 1+3*2^-11 goes up to even") << 1.0f + 3 * e11 << 1.0f + std::ldexp(1.0f, -9);
-        QTest::addRow("above a tie goes up") << 1.0f + e11 + std::ldexp(1.0f, -20) << 1.0f + std::ldexp(1.0f, -10);
+        QTest::addRow("tie at 1+3*2^-11 goes up to even")
+            << 1.0f + 3 * e11 << 1.0f + std::ldexp(1.0f, -9);
+        QTest::addRow("above a tie goes up")
+            << 1.0f + e11 + std::ldexp(1.0f, -20) << 1.0f + std::ldexp(1.0f, -10);
         QTest::addRow("below half an ulp goes down") << 1.0f + std::ldexp(1.0f, -12) << 1.0f;
-        QTest::addRow("representable stays") << 1.0f + std::ldexp(1.0f, -10) << 1.0f + std::ldexp(1.0f, -10);
+        QTest::addRow("representable stays")
+            << 1.0f + std::ldexp(1.0f, -10) << 1.0f + std::ldexp(1.0f, -10);
         QTest::addRow("negative") << -(1.0f + 3 * e11) << -(1.0f + std::ldexp(1.0f, -9));
-        QTest::addRow("keeps fp32's range") << 1e30f << from_bits(reference_truncate_round(1e30f, 13));
+        QTest::addRow("keeps fp32's range")
+            << 1e30f << from_bits(reference_truncate_round(1e30f, 13));
         QTest::addRow("FLT_MAX rounds to inf") << FLT_MAX << std::numeric_limits<float>::infinity();
-        QTest::addRow("inf") << std::numeric_limits<float>::infinity() << std::numeric_limits<float>::infinity();
+        QTest::addRow("inf") << std::numeric_limits<float>::infinity()
+                             << std::numeric_limits<float>::infinity();
         QTest::addRow("-0") << -0.0f << -0.0f;
     }
-    void tf32_rounding() {
+    void tf32_rounding()
+    {
         QFETCH(float, in);
         QFETCH(float, expected);
         const float got = round_to_tf32(in);
         QCOMPARE(bits(got), bits(expected));
     }
 
-    void tf32_random_against_reference() {
+    void tf32_random_against_reference()
+    {
         const auto inputs = random_floats(100000, 555, 0, 254);
         int failures = 0;
         for (float f : inputs) {
@@ -329,12 +362,14 @@ private slots:
             const std::uint32_t want = reference_truncate_round(f, 13);
             const bool ok = bits(got) == want && (bits(got) & 0x1fffu) == 0;
             if (!ok && ++failures <= 5)
-                qWarning("%.9g: got 0x%08x, want 0x%08x", double(f), unsigned(bits(got)), unsigned(want));
+                qWarning("%.9g: got 0x%08x, want 0x%08x", double(f), unsigned(bits(got)),
+                         unsigned(want));
         }
         QCOMPARE(failures, 0);
     }
 
-    void round_to_matches_the_bit_functions() {
+    void round_to_matches_the_bit_functions()
+    {
         const auto inputs = random_floats(20000, 31, 100, 145);
         for (float f : inputs) {
             QCOMPARE(bits(round_to(DType::F32, f)), bits(f));
@@ -349,7 +384,8 @@ private slots:
         }
     }
 
-    void round_to_integers() {
+    void round_to_integers()
+    {
         QCOMPARE(round_to(DType::I32, 2.5f), 2.0f);
         QCOMPARE(round_to(DType::I32, -3.7f), -4.0f);
         QCOMPARE(round_to(DType::I32, 1e20f), 2147483520.0f);

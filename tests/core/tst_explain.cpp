@@ -57,8 +57,8 @@ RunFacts facts(Policy policy, const ModelSpec& spec, double median_ms,
     f.summary.steps = 200;
     f.summary.median_step_ms = median_ms;
     f.summary.mean_step_ms = median_ms;
-    f.loss_scale_mode = policy_traits(policy).default_loss_scaling ? LossScaleMode::Dynamic
-                                                                   : LossScaleMode::None;
+    f.loss_scale_mode =
+        policy_traits(policy).default_loss_scaling ? LossScaleMode::Dynamic : LossScaleMode::None;
     return f;
 }
 
@@ -94,18 +94,18 @@ private slots:
     void speedVerdict()
     {
         const ModelSpec spec = test::tiny_mlp(k_small);
-        const auto ex = with_id(explain({facts(Policy::FP32, spec, 0.532),
-                                         facts(Policy::MixedFP16, spec, 0.227)}),
-                                "speed");
+        const auto ex = with_id(
+            explain({facts(Policy::FP32, spec, 0.532), facts(Policy::MixedFP16, spec, 0.227)}),
+            "speed");
         QCOMPARE(ex.size(), std::size_t(1));
         QCOMPARE(ex[0].run, 1);
         QVERIFY2(ex[0].sentence.find("mixed_fp16 ran 0.227 ms per step against fp32's "
                                      "0.532 ms: 2.34x faster") != std::string::npos,
                  ex[0].sentence.c_str());
 
-        const auto slower = with_id(explain({facts(Policy::FP32, spec, 0.2),
-                                             facts(Policy::MixedFP16, spec, 0.5)}),
-                                    "speed");
+        const auto slower =
+            with_id(explain({facts(Policy::FP32, spec, 0.2), facts(Policy::MixedFP16, spec, 0.5)}),
+                    "speed");
         QCOMPARE(slower.size(), std::size_t(1));
         QVERIFY2(slower[0].sentence.find("2.50x slower") != std::string::npos,
                  slower[0].sentence.c_str());
@@ -118,9 +118,9 @@ private slots:
     {
         // 3072 inputs -> 1001 -> 10: the hidden layer is almost all the work.
         const ModelSpec odd = test::tiny_mlp({.hidden = 1001});
-        const auto ex = with_id(explain({facts(Policy::FP32, odd, 1.0),
-                                         facts(Policy::MixedFP16, odd, 0.5)}),
-                                "dims_multiple_of_8");
+        const auto ex =
+            with_id(explain({facts(Policy::FP32, odd, 1.0), facts(Policy::MixedFP16, odd, 0.5)}),
+                    "dims_multiple_of_8");
         const Graph g = build_graph(odd, k_input, 10);
         const std::string hidden = g.layers[1].path, output = g.layers[2].path;
         QCOMPARE(ex.size(), std::size_t(2));
@@ -130,13 +130,12 @@ private slots:
         QVERIFY(!ex[1].fix);
         QCOMPARE(ex[1].severity, Explanation::Severity::Info);
         QVERIFY2(ex[1].sentence.find(output) == 0, ex[1].sentence.c_str());
-        QVERIFY2(ex[1].sentence.find("would not pay") != std::string::npos,
-                 ex[1].sentence.c_str());
+        QVERIFY2(ex[1].sentence.find("would not pay") != std::string::npos, ex[1].sentence.c_str());
 
         // 4x4x2 inputs -> 16 -> 10: the output is a third of the work, so pad and mask.
         const Shape small_in{{4, 4, 2}};
-        const auto pays = with_id(explain({facts(Policy::MixedFP16, test::tiny_mlp(k_small),
-                                                 0.5, cpu_device(), 10, small_in)}),
+        const auto pays = with_id(explain({facts(Policy::MixedFP16, test::tiny_mlp(k_small), 0.5,
+                                                 cpu_device(), 10, small_in)}),
                                   "dims_multiple_of_8");
         QCOMPARE(pays.size(), std::size_t(1));
         QVERIFY2(pays[0].suggestion.find("16 logits") != std::string::npos &&
@@ -198,17 +197,17 @@ private slots:
     void tf32Close()
     {
         const ModelSpec spec = test::tiny_mlp(k_small);
-        const auto close = with_id(explain({facts(Policy::FP32, spec, 3.0),
-                                            facts(Policy::TF32, spec, 1.2),
-                                            facts(Policy::MixedFP16, spec, 1.0)}),
-                                   "tf32_close");
+        const auto close =
+            with_id(explain({facts(Policy::FP32, spec, 3.0), facts(Policy::TF32, spec, 1.2),
+                             facts(Policy::MixedFP16, spec, 1.0)}),
+                    "tf32_close");
         QCOMPARE(close.size(), std::size_t(1));
         QVERIFY2(close[0].sentence.find("1.20x") != std::string::npos, close[0].sentence.c_str());
 
-        QVERIFY(with_id(explain({facts(Policy::TF32, spec, 2.0),
-                                 facts(Policy::MixedFP16, spec, 1.0)}),
-                        "tf32_close")
-                    .empty());
+        QVERIFY(
+            with_id(explain({facts(Policy::TF32, spec, 2.0), facts(Policy::MixedFP16, spec, 1.0)}),
+                    "tf32_close")
+                .empty());
     }
 
     void lossScale()
@@ -243,7 +242,7 @@ private slots:
         deep.summary.steps = 100;
         deep.summary.skipped_steps = 9;
         deep.scale_history = {{1, 65536.f}, {2, 32768.f}, {3, 16384.f}, {4, 8192.f}, {5, 4096.f},
-                              {6, 2048.f}, {7, 1024.f}, {8, 512.f}, {9, 256.f}, {60, 128.f}};
+                              {6, 2048.f},  {7, 1024.f},  {8, 512.f},   {9, 256.f},  {60, 128.f}};
         const auto late = with_id(explain({deep}), "loss_scale");
         QCOMPARE(late.size(), std::size_t(0)); // 1 of 100 after the search: within 1%
         deep.summary.skipped_steps = 11;       // 3 of 100 after the search: a warning
@@ -290,9 +289,9 @@ private slots:
     {
         const ModelSpec spec = test::tiny_mlp(k_small);
         const Graph g = build_graph(spec, k_input, 10);
-        const auto ex = with_id(explain({facts(Policy::FP32, spec, 1.0),
-                                         facts(Policy::MixedFP16, spec, 0.5)}),
-                                "output_float32");
+        const auto ex =
+            with_id(explain({facts(Policy::FP32, spec, 1.0), facts(Policy::MixedFP16, spec, 0.5)}),
+                    "output_float32");
         QCOMPARE(ex.size(), std::size_t(1));
         QCOMPARE(ex[0].fix, std::optional(Fix::set_dtype_float32(g.layers.back().path)));
 
@@ -308,11 +307,18 @@ private slots:
         QTest::addColumn<QString>("id");
         QTest::addColumn<QString>("cli");
         QTest::addColumn<QString>("app");
-        QTest::newRow("cpu backend") << "cpu_backend" << "--device cuda" << "Device: cuda";
-        QTest::newRow("output float32") << "output_float32" << "\"dtype\": \"float32\""
+        QTest::newRow("cpu backend") << "cpu_backend"
+                                     << "--device cuda"
+                                     << "Device: cuda";
+        QTest::newRow("output float32") << "output_float32"
+                                        << "\"dtype\": \"float32\""
                                         << "Precision: keep in float32";
-        QTest::newRow("sigmoid output") << "sigmoid_output" << "softmax output" << "Activation of layer";
-        QTest::newRow("small batch") << "small_batch" << "try batch" << "Batch size to";
+        QTest::newRow("sigmoid output") << "sigmoid_output"
+                                        << "softmax output"
+                                        << "Activation of layer";
+        QTest::newRow("small batch") << "small_batch"
+                                     << "try batch"
+                                     << "Batch size to";
     }
 
     void suggestionsWordedForTheReader()
@@ -348,14 +354,16 @@ private slots:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("value");
         QTest::addColumn<bool>("model");
-        QTest::newRow("units") << int(FixKind::SetUnits) << "set_units" << "1008" << true;
-        QTest::newRow("dtype") << int(FixKind::SetDtypeFloat32) << "set_dtype_float32" << ""
-                               << true;
+        QTest::newRow("units") << int(FixKind::SetUnits) << "set_units"
+                               << "1008" << true;
+        QTest::newRow("dtype") << int(FixKind::SetDtypeFloat32) << "set_dtype_float32"
+                               << "" << true;
         QTest::newRow("activation") << int(FixKind::SetActivation) << "set_activation"
                                     << "softmax" << true;
-        QTest::newRow("policy") << int(FixKind::SetPolicy) << "set_policy" << "mixed_bf16"
-                                << false;
-        QTest::newRow("batch") << int(FixKind::SetBatch) << "set_batch" << "256" << false;
+        QTest::newRow("policy") << int(FixKind::SetPolicy) << "set_policy"
+                                << "mixed_bf16" << false;
+        QTest::newRow("batch") << int(FixKind::SetBatch) << "set_batch"
+                               << "256" << false;
     }
 
     void fixStringForms()
@@ -365,8 +373,12 @@ private slots:
         QFETCH(QString, value);
         QFETCH(bool, model);
         // Every field set, so the value text shows it reads only its own kind's.
-        const Fix f{.kind = FixKind(kind), .path = "layer 1", .units = 1008,
-                    .activation = Activation::Softmax, .policy = Policy::MixedBF16, .batch = 256};
+        const Fix f{.kind = FixKind(kind),
+                    .path = "layer 1",
+                    .units = 1008,
+                    .activation = Activation::Softmax,
+                    .policy = Policy::MixedBF16,
+                    .batch = 256};
         QCOMPARE(QString::fromUtf8(fix_kind_name(f.kind)), name);
         QCOMPARE(QString::fromStdString(fix_value_text(f)), value);
         QCOMPARE(is_model_fix(f.kind), model);
@@ -388,8 +400,8 @@ private slots:
         QVERIFY(suggested / 2 * per_sample < 1e9 || suggested == 128);
 
         // 3072 -> 1024 -> 10 at batch 4096 is ~2.6e10 FLOPs and 2 ms a step.
-        RunFacts big = facts(Policy::MixedFP16, test::tiny_mlp({.hidden = 1024}), 2.0,
-                             gpu_device(9, 0));
+        RunFacts big =
+            facts(Policy::MixedFP16, test::tiny_mlp({.hidden = 1024}), 2.0, gpu_device(9, 0));
         big.batch = 4096;
         QVERIFY(with_id(explain({big}), "small_batch").empty());
         // The CPU backend's timings are no evidence about a GPU.
@@ -417,8 +429,8 @@ private slots:
         QVERIFY(with_id(explain({cpu}), "launch_bound").empty());
     }
 
-    static StepProfile profile_of(double input, double fwd, double loss, double bwd,
-                                  double scaling, double opt)
+    static StepProfile profile_of(double input, double fwd, double loss, double bwd, double scaling,
+                                  double opt)
     {
         StepProfile p;
         p.steps = 10;
@@ -528,13 +540,13 @@ private slots:
             const QJsonObject e = v.toObject();
             const QString id = e["id"].toString();
             if (id == "sigmoid_output")
-                QCOMPARE(e["apply"].toObject(),
-                         QJsonObject({{"kind", "set_activation"}, {"path", "layer 2"},
-                                      {"value", "softmax"}}));
+                QCOMPARE(e["apply"].toObject(), QJsonObject({{"kind", "set_activation"},
+                                                             {"path", "layer 2"},
+                                                             {"value", "softmax"}}));
             else if (id == "output_float32")
                 QCOMPARE(e["apply"].toObject(),
-                         QJsonObject({{"kind", "set_dtype_float32"}, {"path", "layer 2"},
-                                      {"value", ""}}));
+                         QJsonObject(
+                             {{"kind", "set_dtype_float32"}, {"path", "layer 2"}, {"value", ""}}));
             else if (id == "cpu_backend")
                 QVERIFY(!e.contains("apply"));
         }
@@ -569,7 +581,8 @@ private slots:
         const nlohmann::json written = nlohmann::json::parse(text);
         for (std::size_t i = 0; i < read.runs.size(); ++i) {
             QVERIFY(read.runs[i].profile.has_value());
-            const nlohmann::json profile = nlohmann::json::parse(step_profile_to_json(*read.runs[i].profile).dump());
+            const nlohmann::json profile =
+                nlohmann::json::parse(step_profile_to_json(*read.runs[i].profile).dump());
             QVERIFY2(profile == written["runs"][i]["profile"],
                      nlohmann::json::diff(written["runs"][i]["profile"], profile).dump().c_str());
             // The scale history is the recorder's: the first step's scale at least.
@@ -605,17 +618,20 @@ private slots:
             QCOMPARE(f.profile->steps, phases["profiled_steps"].get<int>());
             QCOMPARE(f.profile->device_ms, phases["sum_of_phases_ms"].get<double>());
             QCOMPARE(f.profile->layers.size(), phases["layers"].size());
-            QCOMPARE(f.profile->layers[1].bytes, phases["layers"][1]["bytes_estimate"].get<double>());
+            QCOMPARE(f.profile->layers[1].bytes,
+                     phases["layers"][1]["bytes_estimate"].get<double>());
             // The profile is the same keys now: what it wrote, less the run's policy.
             nlohmann::json expected = phases;
             expected.erase("policy");
-            const nlohmann::json now = nlohmann::json::parse(step_profile_to_json(*f.profile).dump());
+            const nlohmann::json now =
+                nlohmann::json::parse(step_profile_to_json(*f.profile).dump());
             QVERIFY2(now == expected, nlohmann::json::diff(expected, now).dump().c_str());
         }
         QCOMPARE(read.explanations.size(), file["explanations"].size());
         for (std::size_t i = 0; i < read.explanations.size(); ++i) {
             QCOMPARE(read.explanations[i].id, file["explanations"][i]["id"].get<std::string>());
-            QCOMPARE(read.explanations[i].sentence, file["explanations"][i]["sentence"].get<std::string>());
+            QCOMPARE(read.explanations[i].sentence,
+                     file["explanations"][i]["sentence"].get<std::string>());
         }
         QVERIFY(read.explanations[2].fix);
         QCOMPARE(read.explanations[2].fix->kind, FixKind::SetDtypeFloat32);

@@ -107,7 +107,8 @@ void TestFaults::outOfMemoryAtSetup()
     QFETCH(bool, adviseMixed);
     const ModelSpec spec = test::tiny_mlp({.hidden = 16});
     const Dataset data = make_synthetic(512, 64, 3);
-    const Graph graph = build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
+    const Graph graph =
+        build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
 
     // What each batch needs, measured without a limit.
     std::int64_t small_bytes = 0, large_bytes = 0;
@@ -155,7 +156,8 @@ void TestFaults::outOfMemoryMidRun()
 {
     const ModelSpec spec = test::tiny_mlp({.hidden = 16});
     const Dataset data = make_synthetic(512, 64, 3);
-    const Graph graph = build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
+    const Graph graph =
+        build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
     test::EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 7);
     auto backend = make_backend(DeviceChoice::CPU);
     DeviceDataset dev(data, *backend);
@@ -259,13 +261,13 @@ void TestFaults::poisonedBuffersChangeNothing()
         {"type": "dense", "units": "classes"},
         {"type": "activation", "activation": "softmax", "dtype": "float32"}]})");
     const Dataset data = make_synthetic(96, 32, 3);
-    const Graph graph = build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
+    const Graph graph =
+        build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
     RunConfig config = cpu_config(policy, 16, 8); // 6 steps an epoch: one evaluation
     config.dataset.crop_padding = 2;
     config.dataset.horizontal_flip = true;
     auto losses = [&](bool poison) {
-        if (poison)
-            qputenv("MIXLAB_POISON_BUFFERS", "1");
+        if (poison) qputenv("MIXLAB_POISON_BUFFERS", "1");
         auto backend = make_backend(DeviceChoice::CPU);
         qunsetenv("MIXLAB_POISON_BUFFERS");
         DeviceDataset dev(data, *backend);
@@ -273,10 +275,8 @@ void TestFaults::poisonedBuffersChangeNothing()
         CountingSink sink;
         train(run, sink);
         std::vector<double> out;
-        for (const StepMetrics& m : sink.steps)
-            out.push_back(m.loss);
-        for (const EpochMetrics& e : sink.epochs)
-            out.push_back(e.test_loss);
+        for (const StepMetrics& m : sink.steps) out.push_back(m.loss);
+        for (const EpochMetrics& e : sink.epochs) out.push_back(e.test_loss);
         return out;
     };
     {
@@ -288,17 +288,19 @@ void TestFaults::poisonedBuffersChangeNothing()
         float back[3] = {};
         backend->download_f32(probe, back, 3, 0);
         for (float v : back)
-            QVERIFY2(std::isnan(v), "MIXLAB_POISON_BUFFERS=1 left a new buffer readable as a number");
+            QVERIFY2(std::isnan(v),
+                     "MIXLAB_POISON_BUFFERS=1 left a new buffer readable as a number");
     }
     const std::vector<double> clean = losses(false), poisoned = losses(true);
     QCOMPARE(poisoned.size(), clean.size());
     QVERIFY(clean.size() >= std::size_t(8 + 1)); // every step and at least one evaluation
-    for (double l : clean)
-        QVERIFY2(std::isfinite(l), "the clean run's loss is not finite");
+    for (double l : clean) QVERIFY2(std::isfinite(l), "the clean run's loss is not finite");
     for (std::size_t i = 0; i < clean.size(); ++i)
         QVERIFY2(std::memcmp(&clean[i], &poisoned[i], sizeof(double)) == 0,
                  qPrintable(QString("loss %1: %2 clean, %3 with poisoned buffers")
-                                .arg(i).arg(clean[i], 0, 'g', 17).arg(poisoned[i], 0, 'g', 17)));
+                                .arg(i)
+                                .arg(clean[i], 0, 'g', 17)
+                                .arg(poisoned[i], 0, 'g', 17)));
 }
 
 MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestFaults, QCoreApplication)

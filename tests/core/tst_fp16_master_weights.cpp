@@ -65,7 +65,8 @@ void TestFp16MasterWeights::pure_fp16_updates_underflow()
     s.run(*table);
     const Vec wv = download(*s.be, w);
     for (float v : wv)
-        QVERIFY2(v == 1.0f, qPrintable(QString("fp16 weight moved to %1").arg(double(v), 0, 'g', 9)));
+        QVERIFY2(v == 1.0f,
+                 qPrintable(QString("fp16 weight moved to %1").arg(double(v), 0, 'g', 9)));
     QCOMPARE(int(download(*s.be, s.scaler)[k_optimizer_steps]), k_steps); // the steps did run
 }
 

@@ -21,11 +21,13 @@ namespace {
 
 QString models_dir() { return QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models"); }
 
-ModelSpec preset(const char* name) {
+ModelSpec preset(const char* name)
+{
     return load_model_spec((models_dir() + "/" + name).toStdString());
 }
 
-ModelSpec spec_of(const char* layers) {
+ModelSpec spec_of(const char* layers)
+{
     return parse_model_spec(std::string(R"({"format": "mixlab-model/1", "name": "t", "layers": )") +
                             layers + "}");
 }
@@ -38,7 +40,8 @@ class TestGraph : public QObject {
     Q_OBJECT
 
 private slots:
-    void shape_text() {
+    void shape_text()
+    {
         QCOMPARE(QString::fromStdString(image(32, 32, 3).to_string()), QString("32x32x3"));
         QCOMPARE(QString::fromStdString(Shape{{3000}}.to_string()), QString("3000"));
         QCOMPARE(image(32, 32, 3).elements(), std::int64_t(3072));
@@ -48,7 +51,8 @@ private slots:
     }
 
     // The seed's MLP, layer by layer, worked out by hand.
-    void seed_mlp() {
+    void seed_mlp()
+    {
         const Graph g = build_graph(preset("seed-mlp.json"), image(32, 32, 3), 10);
         QCOMPARE(g.name, std::string("seed-mlp"));
         QCOMPARE(g.input, image(32, 32, 3));
@@ -87,13 +91,14 @@ private slots:
         QCOMPARE(g.head, OutputHead::SigmoidKeras);
         QCOMPARE(g.warnings.size(), std::size_t(1));
         const QString w = QString::fromStdString(g.warnings[0]);
-        for (const char* f : {"layer 4 (activation)", "sigmoid", "categorical cross-entropy",
-                              "Keras", "divided by their sum", "[1e-7, 1-1e-7]", "softmax",
-                              "one-of-N"})
+        for (const char* f :
+             {"layer 4 (activation)", "sigmoid", "categorical cross-entropy", "Keras",
+              "divided by their sum", "[1e-7, 1-1e-7]", "softmax", "one-of-N"})
             QVERIFY2(w.contains(f), qPrintable(w + "\nmissing: " + f));
     }
 
-    void seed_mlp_fixed() {
+    void seed_mlp_fixed()
+    {
         const Graph g = build_graph(preset("seed-mlp-fixed.json"), image(32, 32, 3), 10);
         QCOMPARE(g.head, OutputHead::SoftmaxFolded);
         QVERIFY(g.warnings.empty());
@@ -103,7 +108,8 @@ private slots:
         QCOMPARE(g.total_params, std::int64_t(12230010));
     }
 
-    void mnist_mlp() {
+    void mnist_mlp()
+    {
         const Graph g = build_graph(preset("mnist-mlp.json"), image(28, 28, 1), 10);
         QCOMPARE(g.total_params, std::int64_t(784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10));
         QCOMPARE(g.layers[0].out, Shape{{784}});
@@ -113,7 +119,8 @@ private slots:
 
     // Every preset builds on the datasets MixLab ships loaders for, and the totals are
     // the sums of the layers.
-    void every_preset_builds() {
+    void every_preset_builds()
+    {
         const QStringList files = QDir(models_dir()).entryList({"*.json"}, QDir::Files);
         QVERIFY(!files.isEmpty());
         for (const QString& f : files) {
@@ -137,33 +144,46 @@ private slots:
         }
     }
 
-    void heads_data() {
+    void heads_data()
+    {
         QTest::addColumn<QByteArray>("layers");
         QTest::addColumn<int>("head");
-        QTest::addColumn<int>("folded"); // index of the folded layer, -1 for none
+        QTest::addColumn<int>("folded");      // index of the folded layer, -1 for none
         QTest::addColumn<int>("warns_about"); // index of the layer warned about, -1 for none
         QTest::addRow("plain logits") << QByteArray(R"([{"type": "dense", "units": 4}])")
                                       << int(OutputHead::Logits) << -1 << -1;
-        QTest::addRow("softmax layer") << QByteArray(R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "softmax"}])")
-                                       << int(OutputHead::SoftmaxFolded) << 1 << -1;
-        QTest::addRow("sigmoid layer") << QByteArray(R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "sigmoid"}])")
-                                       << int(OutputHead::SigmoidKeras) << 1 << 1;
-        QTest::addRow("dense with softmax") << QByteArray(R"([{"type": "dense", "units": 4, "activation": "softmax"}])")
-                                            << int(OutputHead::SoftmaxFolded) << 0 << -1;
-        QTest::addRow("dense with sigmoid") << QByteArray(R"([{"type": "dense", "units": 4, "activation": "sigmoid"}])")
-                                            << int(OutputHead::SigmoidKeras) << 0 << 0;
-        QTest::addRow("final relu stays a layer") << QByteArray(R"([{"type": "dense", "units": 4, "activation": "relu"}])")
-                                                  << int(OutputHead::Logits) << -1 << -1;
-        QTest::addRow("linear activation last") << QByteArray(R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "linear"}])")
-                                                << int(OutputHead::Logits) << -1 << -1;
+        QTest::addRow("softmax layer")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "softmax"}])")
+            << int(OutputHead::SoftmaxFolded) << 1 << -1;
+        QTest::addRow("sigmoid layer")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "sigmoid"}])")
+            << int(OutputHead::SigmoidKeras) << 1 << 1;
+        QTest::addRow("dense with softmax")
+            << QByteArray(R"([{"type": "dense", "units": 4, "activation": "softmax"}])")
+            << int(OutputHead::SoftmaxFolded) << 0 << -1;
+        QTest::addRow("dense with sigmoid")
+            << QByteArray(R"([{"type": "dense", "units": 4, "activation": "sigmoid"}])")
+            << int(OutputHead::SigmoidKeras) << 0 << 0;
+        QTest::addRow("final relu stays a layer")
+            << QByteArray(R"([{"type": "dense", "units": 4, "activation": "relu"}])")
+            << int(OutputHead::Logits) << -1 << -1;
+        QTest::addRow("linear activation last")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 4}, {"type": "activation", "activation": "linear"}])")
+            << int(OutputHead::Logits) << -1 << -1;
         QTest::addRow("softmax not last is not folded")
-            << QByteArray(R"([{"type": "dense", "units": 4, "activation": "softmax"}, {"type": "dropout", "rate": 0.2}])")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 4, "activation": "softmax"}, {"type": "dropout", "rate": 0.2}])")
             << int(OutputHead::Logits) << -1 << 0;
         QTest::addRow("softmax in the middle")
-            << QByteArray(R"([{"type": "dense", "units": 8}, {"type": "activation", "activation": "softmax"}, {"type": "dense", "units": 4}])")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 8}, {"type": "activation", "activation": "softmax"}, {"type": "dense", "units": 4}])")
             << int(OutputHead::Logits) << -1 << 1;
     }
-    void heads() {
+    void heads()
+    {
         QFETCH(QByteArray, layers);
         QFETCH(int, head);
         QFETCH(int, folded);
@@ -173,43 +193,51 @@ private slots:
         for (const auto& l : g.layers) QCOMPARE(l.folded_into_loss, l.index == folded);
         QCOMPARE(g.warnings.size(), std::size_t(warns_about >= 0 ? 1 : 0));
         if (warns_about >= 0)
-            QVERIFY(QString::fromStdString(g.warnings[0]).startsWith(QString("layer %1 (").arg(warns_about)));
+            QVERIFY(QString::fromStdString(g.warnings[0])
+                        .startsWith(QString("layer %1 (").arg(warns_about)));
     }
 
-    void counts_data() {
+    void counts_data()
+    {
         QTest::addColumn<QByteArray>("layers");
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<int>("classes");
-        QTest::addColumn<QString>("shapes");   // out shape of each layer
+        QTest::addColumn<QString>("shapes"); // out shape of each layer
         QTest::addColumn<qint64>("params");
         QTest::addColumn<qint64>("flops");
-        QTest::addRow("no bias") << QByteArray(R"([{"type": "dense", "units": 5, "use_bias": false}])")
-            << std::vector<int>{7} << 5 << "5" << qint64(35) << qint64(70);
-        QTest::addRow("bias and tanh") << QByteArray(R"([{"type": "dense", "units": 5, "activation": "tanh"}])")
+        QTest::addRow("no bias") << QByteArray(
+                                        R"([{"type": "dense", "units": 5, "use_bias": false}])")
+                                 << std::vector<int>{7} << 5 << "5" << qint64(35) << qint64(70);
+        QTest::addRow("bias and tanh")
+            << QByteArray(R"([{"type": "dense", "units": 5, "activation": "tanh"}])")
             << std::vector<int>{7} << 5 << "5" << qint64(40) << qint64(70 + 5 + 5);
         QTest::addRow("dense softmax costs 3 per unit")
             << QByteArray(R"([{"type": "dense", "units": 5, "activation": "softmax"}])")
             << std::vector<int>{7} << 5 << "5" << qint64(40) << qint64(70 + 5 + 15);
         QTest::addRow("elementwise on an image, then flatten")
-            << QByteArray(R"([{"type": "activation", "activation": "relu"}, {"type": "dropout", "rate": 0.5},
+            << QByteArray(
+                   R"([{"type": "activation", "activation": "relu"}, {"type": "dropout", "rate": 0.5},
                               {"type": "flatten"}, {"type": "dense", "units": 3}])")
             << std::vector<int>{4, 4, 2} << 3 << "4x4x2 4x4x2 32 3" << qint64(32 * 3 + 3)
             << qint64(32 + 0 + 0 + 2 * 32 * 3 + 3);
         QTest::addRow("linear activation is free")
-            << QByteArray(R"([{"type": "dense", "units": 3}, {"type": "activation", "activation": "linear"}])")
+            << QByteArray(
+                   R"([{"type": "dense", "units": 3}, {"type": "activation", "activation": "linear"}])")
             << std::vector<int>{2} << 3 << "3 3" << qint64(9) << qint64(2 * 2 * 3 + 3);
         QTest::addRow("flatten of a flat input")
             << QByteArray(R"([{"type": "flatten"}, {"type": "dense", "units": 2}])")
             << std::vector<int>{9} << 2 << "9 2" << qint64(20) << qint64(2 * 9 * 2 + 2);
         QTest::addRow("deep stack with dropout")
-            << QByteArray(R"([{"type": "flatten"}, {"type": "dense", "units": 64, "activation": "gelu"},
+            << QByteArray(
+                   R"([{"type": "flatten"}, {"type": "dense", "units": 64, "activation": "gelu"},
                               {"type": "dropout", "rate": 0.1}, {"type": "dense", "units": 32, "activation": "relu"},
                               {"type": "dense", "units": 10}, {"type": "activation", "activation": "softmax"}])")
             << std::vector<int>{8, 8, 1} << 10 << "64 64 64 32 10 10"
             << qint64(64 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10)
             << qint64((2 * 64 * 64 + 64 + 64) + (2 * 64 * 32 + 32 + 32) + (2 * 32 * 10 + 10) + 30);
     }
-    void counts() {
+    void counts()
+    {
         QFETCH(QByteArray, layers);
         QFETCH(std::vector<int>, input);
         QFETCH(int, classes);
@@ -224,19 +252,24 @@ private slots:
         QCOMPARE(qint64(g.total_flops), flops);
     }
 
-    void tensor_cores_data() {
+    void tensor_cores_data()
+    {
         QTest::addColumn<int>("in");
         QTest::addColumn<int>("units");
         QTest::addColumn<bool>("friendly");
         QTest::addColumn<QString>("note");
         QTest::addRow("both multiples") << 3072 << 3000 << true << "";
-        QTest::addRow("units off") << 3072 << 10 << false << "units 10 is not a multiple of 8 (16 would be)";
-        QTest::addRow("inputs off") << 3073 << 16 << false << "inputs 3073 is not a multiple of 8 (3080 would be)";
+        QTest::addRow("units off")
+            << 3072 << 10 << false << "units 10 is not a multiple of 8 (16 would be)";
+        QTest::addRow("inputs off")
+            << 3073 << 16 << false << "inputs 3073 is not a multiple of 8 (3080 would be)";
         QTest::addRow("both off") << 5 << 12 << false
-            << "inputs 5 is not a multiple of 8 (8 would be); units 12 is not a multiple of 8 (16 would be)";
+                                  << "inputs 5 is not a multiple of 8 (8 would be); units 12 is "
+                                     "not a multiple of 8 (16 would be)";
         QTest::addRow("small multiples") << 8 << 8 << true << "";
     }
-    void tensor_cores() {
+    void tensor_cores()
+    {
         QFETCH(int, in);
         QFETCH(int, units);
         QFETCH(bool, friendly);
@@ -251,42 +284,53 @@ private slots:
         QCOMPARE(QString::fromStdString(g.layers[0].tensor_core_note), note);
     }
 
-    void errors_data() {
+    void errors_data()
+    {
         QTest::addColumn<QByteArray>("layers");
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<int>("classes");
         QTest::addColumn<QStringList>("fragments");
         QTest::addRow("no layers") << QByteArray("[]") << std::vector<int>{32, 32, 3} << 10
-            << QStringList{"no layers", "dense layer of 10 units"};
-        QTest::addRow("dense on an image") << QByteArray(R"([{"type": "dense", "units": 10}])")
-            << std::vector<int>{32, 32, 3} << 10
+                                   << QStringList{"no layers", "dense layer of 10 units"};
+        QTest::addRow("dense on an image")
+            << QByteArray(R"([{"type": "dense", "units": 10}])") << std::vector<int>{32, 32, 3}
+            << 10
             << QStringList{"layer 0 (dense): needs a flat input but receives 32x32x3",
                            "add a {\"type\": \"flatten\"} layer before it"};
         QTest::addRow("dense after an elementwise layer on an image")
             << QByteArray(R"([{"type": "dropout", "rate": 0.2}, {"type": "dense", "units": 10}])")
             << std::vector<int>{28, 28, 1} << 10
             << QStringList{"layer 1 (dense): needs a flat input but receives 28x28x1", "flatten"};
-        QTest::addRow("too many outputs") << QByteArray(R"([{"type": "flatten"}, {"type": "dense", "units": 12}])")
+        QTest::addRow("too many outputs")
+            << QByteArray(R"([{"type": "flatten"}, {"type": "dense", "units": 12}])")
             << std::vector<int>{32, 32, 3} << 10
-            << QStringList{"layer 1 (dense): the model outputs 12 values but the dataset has 10 classes",
-                           "set \"units\" to 10"};
+            << QStringList{
+                   "layer 1 (dense): the model outputs 12 values but the dataset has 10 classes",
+                   "set \"units\" to 10"};
         QTest::addRow("mismatch behind a softmax")
-            << QByteArray(R"([{"type": "flatten"}, {"type": "dense", "units": 12}, {"type": "activation", "activation": "softmax"}])")
+            << QByteArray(
+                   R"([{"type": "flatten"}, {"type": "dense", "units": 12}, {"type": "activation", "activation": "softmax"}])")
             << std::vector<int>{32, 32, 3} << 10
-            << QStringList{"layer 1 (dense): the model outputs 12 values but the dataset has 10 classes"};
-        QTest::addRow("flatten only") << QByteArray(R"([{"type": "flatten"}])")
-            << std::vector<int>{32, 32, 3} << 10
-            << QStringList{"layer 0 (flatten): the model outputs 3072 values but the dataset has 10 classes",
+            << QStringList{
+                   "layer 1 (dense): the model outputs 12 values but the dataset has 10 classes"};
+        QTest::addRow("flatten only")
+            << QByteArray(R"([{"type": "flatten"}])") << std::vector<int>{32, 32, 3} << 10
+            << QStringList{"layer 0 (flatten): the model outputs 3072 values but the dataset has "
+                           "10 classes",
                            "end the model with a dense layer of 10 units"};
-        QTest::addRow("image output") << QByteArray(R"([{"type": "dropout", "rate": 0.5}])")
-            << std::vector<int>{32, 32, 3} << 10
-            << QStringList{"layer 0 (dropout): the model outputs a 32x32x3 tensor but the dataset has 10 classes"};
+        QTest::addRow("image output")
+            << QByteArray(R"([{"type": "dropout", "rate": 0.5}])") << std::vector<int>{32, 32, 3}
+            << 10
+            << QStringList{"layer 0 (dropout): the model outputs a 32x32x3 tensor but the dataset "
+                           "has 10 classes"};
         QTest::addRow("softmax on an image")
-            << QByteArray(R"([{"type": "activation", "activation": "softmax"}, {"type": "flatten"}, {"type": "dense", "units": 10}])")
+            << QByteArray(
+                   R"([{"type": "activation", "activation": "softmax"}, {"type": "flatten"}, {"type": "dense", "units": 10}])")
             << std::vector<int>{32, 32, 3} << 10
             << QStringList{"layer 0 (activation): softmax needs a flat input but receives 32x32x3"};
     }
-    void errors() {
+    void errors()
+    {
         QFETCH(QByteArray, layers);
         QFETCH(std::vector<int>, input);
         QFETCH(int, classes);
@@ -304,7 +348,8 @@ private slots:
 
     // Specs made in code (the GUI's designer) skip the parser, so build_graph checks
     // the values it depends on too.
-    void errors_from_code() {
+    void errors_from_code()
+    {
         ModelSpec spec;
         LayerSpec d;
         d.units = 0;
@@ -329,18 +374,21 @@ private slots:
     // hand: conv 2*kh*kw*cin*filters per output position (+1 per output for the bias, +1
     // for a pointwise activation); pooling kh*kw per output; batch norm 4 per element;
     // global pooling 1 per input element.
-    void windows_data() {
+    void windows_data()
+    {
         QTest::addColumn<QByteArray>("layer");
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<QString>("out");
         QTest::addColumn<std::vector<int>>("stride_pad"); // resolved stride h, w, pad h, w
         QTest::addColumn<qint64>("params");
         QTest::addColumn<qint64>("flops");
-        QTest::addRow("conv 3x3 same") << QByteArray(R"({"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"})")
+        QTest::addRow("conv 3x3 same")
+            << QByteArray(R"({"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"})")
             << std::vector<int>{5, 5, 3} << "5x5x8" << std::vector<int>{1, 1, 1, 1}
             << qint64(9 * 3 * 8 + 8) << qint64(2 * 27 * 8 * 25 + 8 * 25);
         QTest::addRow("conv 3x3 same, stride 2, odd size")
-            << QByteArray(R"({"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same", "use_bias": false, "activation": "relu"})")
+            << QByteArray(
+                   R"({"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same", "use_bias": false, "activation": "relu"})")
             << std::vector<int>{7, 7, 4} << "4x4x16" << std::vector<int>{2, 2, 1, 1}
             << qint64(9 * 4 * 16) << qint64(2 * 36 * 16 * 16 + 256);
         QTest::addRow("conv 3x3 valid, stride 2")
@@ -348,43 +396,47 @@ private slots:
             << std::vector<int>{8, 8, 2} << "3x3x4" << std::vector<int>{2, 2, 0, 0}
             << qint64(9 * 2 * 4 + 4) << qint64(2 * 18 * 4 * 9 + 4 * 9);
         QTest::addRow("conv 1x3, explicit padding, stride 1x2")
-            << QByteArray(R"({"type": "conv2d", "filters": 3, "kernel": [1, 3], "stride": [1, 2], "padding": [0, 1]})")
+            << QByteArray(
+                   R"({"type": "conv2d", "filters": 3, "kernel": [1, 3], "stride": [1, 2], "padding": [0, 1]})")
             << std::vector<int>{4, 6, 2} << "4x3x3" << std::vector<int>{1, 2, 0, 1}
             << qint64(3 * 2 * 3 + 3) << qint64(2 * 6 * 3 * 12 + 3 * 12);
         QTest::addRow("conv 5x5 same, stride 2, odd size, tanh")
-            << QByteArray(R"({"type": "conv2d", "filters": 6, "kernel": 5, "stride": 2, "padding": "same", "activation": "tanh"})")
+            << QByteArray(
+                   R"({"type": "conv2d", "filters": 6, "kernel": 5, "stride": 2, "padding": "same", "activation": "tanh"})")
             << std::vector<int>{9, 9, 1} << "5x5x6" << std::vector<int>{2, 2, 2, 2}
             << qint64(25 * 6 + 6) << qint64(2 * 25 * 6 * 25 + 150 + 150);
         QTest::addRow("conv 1x1, stride 2, odd size")
-            << QByteArray(R"({"type": "conv2d", "filters": 16, "kernel": 1, "stride": 2, "use_bias": false})")
+            << QByteArray(
+                   R"({"type": "conv2d", "filters": 16, "kernel": 1, "stride": 2, "use_bias": false})")
             << std::vector<int>{9, 9, 8} << "5x5x16" << std::vector<int>{2, 2, 0, 0}
             << qint64(8 * 16) << qint64(2 * 8 * 16 * 25);
         QTest::addRow("maxpool 2, stride defaults to the size, odd size")
-            << QByteArray(R"({"type": "maxpool2d", "pool_size": 2})")
-            << std::vector<int>{7, 7, 3} << "3x3x3" << std::vector<int>{2, 2, 0, 0}
-            << qint64(0) << qint64(4 * 27);
+            << QByteArray(R"({"type": "maxpool2d", "pool_size": 2})") << std::vector<int>{7, 7, 3}
+            << "3x3x3" << std::vector<int>{2, 2, 0, 0} << qint64(0) << qint64(4 * 27);
         QTest::addRow("avgpool 3 same, stride 2, odd size")
-            << QByteArray(R"({"type": "avgpool2d", "pool_size": 3, "stride": 2, "padding": "same"})")
-            << std::vector<int>{5, 5, 2} << "3x3x2" << std::vector<int>{2, 2, 1, 1}
-            << qint64(0) << qint64(9 * 18);
+            << QByteArray(
+                   R"({"type": "avgpool2d", "pool_size": 3, "stride": 2, "padding": "same"})")
+            << std::vector<int>{5, 5, 2} << "3x3x2" << std::vector<int>{2, 2, 1, 1} << qint64(0)
+            << qint64(9 * 18);
         QTest::addRow("maxpool 3, stride 1")
             << QByteArray(R"({"type": "maxpool2d", "pool_size": 3, "stride": 1})")
-            << std::vector<int>{4, 4, 1} << "2x2x1" << std::vector<int>{1, 1, 0, 0}
-            << qint64(0) << qint64(9 * 4);
+            << std::vector<int>{4, 4, 1} << "2x2x1" << std::vector<int>{1, 1, 0, 0} << qint64(0)
+            << qint64(9 * 4);
         QTest::addRow("avgpool 2x1") << QByteArray(R"({"type": "avgpool2d", "pool_size": [2, 1]})")
-            << std::vector<int>{4, 3, 5} << "2x3x5" << std::vector<int>{2, 1, 0, 0}
-            << qint64(0) << qint64(2 * 30);
-        QTest::addRow("batchnorm on an image") << QByteArray(R"({"type": "batchnorm"})")
-            << std::vector<int>{3, 3, 5} << "3x3x5" << std::vector<int>{1, 1, 0, 0}
-            << qint64(10) << qint64(4 * 45);
-        QTest::addRow("batchnorm on a vector") << QByteArray(R"({"type": "batchnorm", "momentum": 0.5})")
-            << std::vector<int>{7} << "7" << std::vector<int>{1, 1, 0, 0}
-            << qint64(14) << qint64(4 * 7);
-        QTest::addRow("global_avgpool") << QByteArray(R"({"type": "global_avgpool"})")
-            << std::vector<int>{4, 4, 6} << "6" << std::vector<int>{1, 1, 0, 0}
-            << qint64(0) << qint64(96);
+                                     << std::vector<int>{4, 3, 5} << "2x3x5"
+                                     << std::vector<int>{2, 1, 0, 0} << qint64(0) << qint64(2 * 30);
+        QTest::addRow("batchnorm on an image")
+            << QByteArray(R"({"type": "batchnorm"})") << std::vector<int>{3, 3, 5} << "3x3x5"
+            << std::vector<int>{1, 1, 0, 0} << qint64(10) << qint64(4 * 45);
+        QTest::addRow("batchnorm on a vector")
+            << QByteArray(R"({"type": "batchnorm", "momentum": 0.5})") << std::vector<int>{7} << "7"
+            << std::vector<int>{1, 1, 0, 0} << qint64(14) << qint64(4 * 7);
+        QTest::addRow("global_avgpool")
+            << QByteArray(R"({"type": "global_avgpool"})") << std::vector<int>{4, 4, 6} << "6"
+            << std::vector<int>{1, 1, 0, 0} << qint64(0) << qint64(96);
     }
-    void windows() {
+    void windows()
+    {
         QFETCH(QByteArray, layer);
         QFETCH(std::vector<int>, input);
         QFETCH(QString, out);
@@ -392,7 +444,8 @@ private slots:
         QFETCH(qint64, params);
         QFETCH(qint64, flops);
         const Graph g = build_graph(
-            spec_of(("[" + layer + R"(, {"type": "flatten"}, {"type": "dense", "units": 2}])").constData()),
+            spec_of(("[" + layer + R"(, {"type": "flatten"}, {"type": "dense", "units": 2}])")
+                        .constData()),
             Shape{input}, 2);
         const GraphLayer& l = g.layers[0];
         QCOMPARE(QString::fromStdString(l.out.to_string()), out);
@@ -405,17 +458,23 @@ private slots:
         QCOMPARE(g.total_params, l.params + g.layers[2].params);
     }
 
-    void conv_tensor_cores_data() {
+    void conv_tensor_cores_data()
+    {
         QTest::addColumn<int>("channels");
         QTest::addColumn<int>("filters");
         QTest::addColumn<QString>("note"); // empty: friendly
-        QTest::addRow("rgb stem") << 3 << 64 << "input channels 3 is not a multiple of 8 (8 would be)";
-        QTest::addRow("grey stem, 6 filters") << 1 << 6
-            << "input channels 1 is not a multiple of 8 (8 would be); filters 6 is not a multiple of 8 (8 would be)";
-        QTest::addRow("filters off") << 16 << 12 << "filters 12 is not a multiple of 8 (16 would be)";
+        QTest::addRow("rgb stem") << 3 << 64
+                                  << "input channels 3 is not a multiple of 8 (8 would be)";
+        QTest::addRow("grey stem, 6 filters")
+            << 1 << 6
+            << "input channels 1 is not a multiple of 8 (8 would be); filters 6 is not a multiple "
+               "of 8 (8 would be)";
+        QTest::addRow("filters off")
+            << 16 << 12 << "filters 12 is not a multiple of 8 (16 would be)";
         QTest::addRow("both multiples") << 64 << 128 << "";
     }
-    void conv_tensor_cores() {
+    void conv_tensor_cores()
+    {
         QFETCH(int, channels);
         QFETCH(int, filters);
         QFETCH(QString, note);
@@ -430,7 +489,8 @@ private slots:
 
     // A basic block with the identity shortcut: shapes, params and FLOPs summed over the
     // body, plus the add and the relu after it.
-    void residual_identity() {
+    void residual_identity()
+    {
         const Graph g = build_graph(spec_of(R"([{"type": "residual", "activation": "relu", "body": [
             {"type": "conv2d", "filters": 16, "kernel": 3, "padding": "same", "use_bias": false},
             {"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
@@ -455,7 +515,8 @@ private slots:
 
     // Downsampling block: "same" 3x3 stride 2 at an odd size against a 1x1 stride-2
     // projection: both give ceil(9/2) = 5.
-    void residual_projection() {
+    void residual_projection()
+    {
         const Graph g = build_graph(spec_of(R"([{"type": "residual", "body": [
             {"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": "same", "use_bias": false},
             {"type": "batchnorm"}], "shortcut": [
@@ -476,7 +537,8 @@ private slots:
 
     // Ids number every layer of the tree in pre-order (block, its body, its shortcut);
     // paths name where each sits.
-    void ids_and_paths() {
+    void ids_and_paths()
+    {
         const Graph g = build_graph(spec_of(R"([{"type": "conv2d", "filters": 8, "kernel": 1},
             {"type": "residual", "body": [{"type": "batchnorm"},
                 {"type": "residual", "body": [{"type": "activation", "activation": "relu"}]}],
@@ -494,21 +556,25 @@ private slots:
             }
         };
         walk(g.layers);
-        QCOMPARE(seen.join(", "),
-                 QString("layer 0=0, layer 1=1, layer 1 > body 0=2, layer 1 > body 1=3, "
-                         "layer 1 > body 1 > body 0=4, layer 1 > shortcut 0=5, layer 2=6, layer 3=7"));
+        QCOMPARE(
+            seen.join(", "),
+            QString("layer 0=0, layer 1=1, layer 1 > body 0=2, layer 1 > body 1=3, "
+                    "layer 1 > body 1 > body 0=4, layer 1 > shortcut 0=5, layer 2=6, layer 3=7"));
         QCOMPARE(g.layers[1].body[1].body[0].index, 0);
         QCOMPARE(g.layers[1].body[1].index, 1);
         QCOMPARE(g.layers[1].shortcut[0].index, 0);
         QCOMPARE(g.layers[2].index, 2);
         // The block's totals include its nested block; the graph's count each layer once.
-        QCOMPARE(g.layers[1].params, std::int64_t(2 * 8 /* batchnorm */ + 8 * 8 + 8 /* shortcut */));
+        QCOMPARE(g.layers[1].params,
+                 std::int64_t(2 * 8 /* batchnorm */ + 8 * 8 + 8 /* shortcut */));
         QCOMPARE(g.total_params, std::int64_t((2 * 8 + 8) + (2 * 8 + 8 * 8 + 8) + (8 * 4 + 4)));
     }
 
     // "units": "classes" becomes the dataset's class count, in the graph's copy of the spec.
-    void units_classes() {
-        const ModelSpec spec = spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"}])");
+    void units_classes()
+    {
+        const ModelSpec spec =
+            spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"}])");
         for (int classes : {7, 100}) {
             const Graph g = build_graph(spec, image(4, 4, 1), classes);
             QCOMPARE(g.layers[1].spec.units, classes);
@@ -517,55 +583,66 @@ private slots:
         }
         QCOMPARE(spec.layers[1].units, k_units_classes);
         // Inside a residual block too.
-        const Graph g = build_graph(spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"},
+        const Graph g =
+            build_graph(spec_of(R"([{"type": "flatten"}, {"type": "dense", "units": "classes"},
             {"type": "residual", "body": [{"type": "dense", "units": "classes", "activation": "relu"}]}])"),
-                                    image(2, 2, 1), 5);
+                        image(2, 2, 1), 5);
         QCOMPARE(g.layers[2].body[0].spec.units, 5);
         QCOMPARE(g.layers[2].params, std::int64_t(30));
     }
 
-    void conv_errors_data() {
+    void conv_errors_data()
+    {
         QTest::addColumn<QByteArray>("layers");
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<int>("classes");
         QTest::addColumn<QStringList>("fragments");
         QTest::addRow("conv after flatten")
-            << QByteArray(R"([{"type": "flatten"}, {"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
+            << QByteArray(
+                   R"([{"type": "flatten"}, {"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
             << std::vector<int>{10, 10, 30} << 2
             << QStringList{"layer 1 (conv2d): needs an image input (H, W, C) but receives 3000",
                            "before the flatten"};
         QTest::addRow("pool on a flat dataset")
-            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "dense", "units": 2}])")
+            << QByteArray(
+                   R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "dense", "units": 2}])")
             << std::vector<int>{3000} << 2
             << QStringList{"layer 0 (maxpool2d): needs an image input (H, W, C) but receives 3000",
                            "the dataset gives flat samples"};
         QTest::addRow("global pool on a vector")
             << QByteArray(R"([{"type": "flatten"}, {"type": "global_avgpool"}])")
             << std::vector<int>{2, 2, 2} << 2
-            << QStringList{"layer 1 (global_avgpool): needs an image input (H, W, C) but receives 8"};
+            << QStringList{
+                   "layer 1 (global_avgpool): needs an image input (H, W, C) but receives 8"};
         QTest::addRow("dense after conv")
-            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
+            << QByteArray(
+                   R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "dense", "units": 2}])")
             << std::vector<int>{8, 8, 1} << 2
             << QStringList{"layer 1 (dense): needs a flat input but receives 6x6x4",
                            "add a {\"type\": \"flatten\"} layer before it"};
         QTest::addRow("kernel larger than the input")
-            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 5}, {"type": "global_avgpool"}])")
+            << QByteArray(
+                   R"([{"type": "conv2d", "filters": 4, "kernel": 5}, {"type": "global_avgpool"}])")
             << std::vector<int>{3, 4, 1} << 4
             << QStringList{"layer 0 (conv2d): its 5x5 window is larger than its input 3x4",
                            "use a smaller \"kernel\""};
         QTest::addRow("pool larger than the padded input")
-            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 5, "padding": 1}, {"type": "global_avgpool"}])")
+            << QByteArray(
+                   R"([{"type": "maxpool2d", "pool_size": 5, "padding": 1}, {"type": "global_avgpool"}])")
             << std::vector<int>{2, 2, 3} << 3
-            << QStringList{"layer 0 (maxpool2d): its 5x5 window is larger than its input 2x2 padded to 4x4",
-                           "\"pool_size\""};
+            << QStringList{
+                   "layer 0 (maxpool2d): its 5x5 window is larger than its input 2x2 padded to 4x4",
+                   "\"pool_size\""};
         QTest::addRow("too much downsampling")
-            << QByteArray(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "maxpool2d", "pool_size": 2},
+            << QByteArray(
+                   R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "maxpool2d", "pool_size": 2},
                               {"type": "maxpool2d", "pool_size": 2}, {"type": "global_avgpool"}])")
             << std::vector<int>{5, 5, 3} << 3
             << QStringList{"layer 2 (maxpool2d): its 2x2 window is larger than its input 1x1",
                            "less downsampling"};
         QTest::addRow("pool padding over half the window")
-            << QByteArray(R"([{"type": "avgpool2d", "pool_size": 3, "padding": 2}, {"type": "global_avgpool"}])")
+            << QByteArray(
+                   R"([{"type": "avgpool2d", "pool_size": 3, "padding": 2}, {"type": "global_avgpool"}])")
             << std::vector<int>{6, 6, 3} << 3
             << QStringList{"layer 0 (avgpool2d): padding 2 is more than half the 3x3 window"};
         QTest::addRow("image output")
@@ -574,9 +651,11 @@ private slots:
             << QStringList{"the model outputs a 6x6x10 tensor but the dataset has 10 classes",
                            "flatten (or global_avgpool)"};
         QTest::addRow("global pool as the output")
-            << QByteArray(R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "global_avgpool"}])")
+            << QByteArray(
+                   R"([{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "global_avgpool"}])")
             << std::vector<int>{8, 8, 1} << 10
-            << QStringList{"layer 1 (global_avgpool): the model outputs 4 values but the dataset has 10 classes",
+            << QStringList{"layer 1 (global_avgpool): the model outputs 4 values but the dataset "
+                           "has 10 classes",
                            "end the model with a dense layer of 10 units"};
         // Residual blocks.
         QTest::addRow("identity shortcut after a stride-2 body")
@@ -584,9 +663,12 @@ private slots:
                    {"type": "conv2d", "filters": 32, "kernel": 3, "stride": 2, "padding": "same"}]},
                    {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
             << std::vector<int>{8, 8, 16} << 2
-            << QStringList{"layer 1 (residual): body gives 4x4x32 but shortcut gives 8x8x16 (the identity: the block's input)",
-                           "same shape",
-                           "\"shortcut\": [{\"type\": \"conv2d\", \"filters\": 32, \"kernel\": 1, \"stride\": 2, \"use_bias\": false}, {\"type\": \"batchnorm\"}] would match"};
+            << QStringList{
+                   "layer 1 (residual): body gives 4x4x32 but shortcut gives 8x8x16 (the identity: "
+                   "the block's input)",
+                   "same shape",
+                   "\"shortcut\": [{\"type\": \"conv2d\", \"filters\": 32, \"kernel\": 1, "
+                   "\"stride\": 2, \"use_bias\": false}, {\"type\": \"batchnorm\"}] would match"};
         QTest::addRow("shortcut with the wrong stride, odd size")
             << QByteArray(R"([{"type": "residual", "body": [
                    {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
@@ -596,31 +678,40 @@ private slots:
             << QStringList{"layer 0 (residual): body gives 4x4x8 but shortcut gives 7x7x8;",
                            "\"filters\": 8, \"kernel\": 1, \"stride\": 2"};
         QTest::addRow("channel change only")
-            << QByteArray(R"([{"type": "residual", "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"}]},
+            << QByteArray(
+                   R"([{"type": "residual", "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": "same"}]},
                    {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
             << std::vector<int>{5, 5, 4} << 2
-            << QStringList{"body gives 5x5x8 but shortcut gives 5x5x4",
-                           "[{\"type\": \"conv2d\", \"filters\": 8, \"kernel\": 1, \"use_bias\": false}"};
+            << QStringList{
+                   "body gives 5x5x8 but shortcut gives 5x5x4",
+                   "[{\"type\": \"conv2d\", \"filters\": 8, \"kernel\": 1, \"use_bias\": false}"};
         QTest::addRow("mismatch in a nested block")
-            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "residual", "body": [
+            << QByteArray(
+                   R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "residual", "body": [
                    {"type": "maxpool2d", "pool_size": 2}]}]}, {"type": "global_avgpool"}, {"type": "dense", "units": 2}])")
             << std::vector<int>{6, 6, 2} << 2
-            << QStringList{"layer 0 > body 1 (residual): body gives 3x3x2 but shortcut gives 6x6x2"};
+            << QStringList{
+                   "layer 0 > body 1 (residual): body gives 3x3x2 but shortcut gives 6x6x2"};
         QTest::addRow("flat mismatch")
-            << QByteArray(R"([{"type": "flatten"}, {"type": "residual", "body": [{"type": "dense", "units": 4}]}, {"type": "dense", "units": 2}])")
+            << QByteArray(
+                   R"([{"type": "flatten"}, {"type": "residual", "body": [{"type": "dense", "units": 4}]}, {"type": "dense", "units": 2}])")
             << std::vector<int>{3, 3, 1} << 2
             << QStringList{"layer 1 (residual): body gives 4 but shortcut gives 9",
                            "[{\"type\": \"dense\", \"units\": 4}] would match"};
         QTest::addRow("shape error inside a body")
-            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "dense", "units": 2}]}])")
+            << QByteArray(
+                   R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "dense", "units": 2}]}])")
             << std::vector<int>{4, 4, 2} << 2
             << QStringList{"layer 0 > body 1 (dense): needs a flat input but receives 4x4x2"};
         QTest::addRow("window error inside a shortcut")
-            << QByteArray(R"([{"type": "residual", "body": [{"type": "batchnorm"}], "shortcut": [{"type": "conv2d", "filters": 2, "kernel": 9}]}])")
+            << QByteArray(
+                   R"([{"type": "residual", "body": [{"type": "batchnorm"}], "shortcut": [{"type": "conv2d", "filters": 2, "kernel": 9}]}])")
             << std::vector<int>{4, 4, 2} << 2
-            << QStringList{"layer 0 > shortcut 0 (conv2d): its 9x9 window is larger than its input 4x4"};
+            << QStringList{
+                   "layer 0 > shortcut 0 (conv2d): its 9x9 window is larger than its input 4x4"};
     }
-    void conv_errors() {
+    void conv_errors()
+    {
         QFETCH(QByteArray, layers);
         QFETCH(std::vector<int>, input);
         QFETCH(int, classes);
@@ -637,7 +728,8 @@ private slots:
     }
 
     // Values only code can make (the parser refuses them) are checked by build_graph too.
-    void conv_errors_from_code() {
+    void conv_errors_from_code()
+    {
         auto message = [](const std::vector<LayerSpec>& layers, const Shape& in, int classes) {
             ModelSpec spec;
             spec.layers = layers;
@@ -657,7 +749,8 @@ private slots:
         conv.padding = Padding::Same;
         QString msg = message({conv, gap}, image(8, 8, 1), 4);
         QVERIFY2(msg.contains("layer 0 (conv2d): \"padding\": \"same\" needs an odd \"kernel\"") &&
-                     msg.contains("4x4"), qPrintable(msg));
+                     msg.contains("4x4"),
+                 qPrintable(msg));
         conv.padding = Padding::Valid;
         conv.filters = 0;
         msg = message({conv, gap}, image(8, 8, 1), 4);
@@ -705,12 +798,14 @@ private slots:
     }
 
     // A softmax inside a block is warned about like one before the output.
-    void softmax_inside_a_block_warns() {
+    void softmax_inside_a_block_warns()
+    {
         const Graph g = build_graph(spec_of(R"([{"type": "flatten"}, {"type": "residual", "body": [
             {"type": "dense", "units": 4, "activation": "softmax"}]}, {"type": "dense", "units": 2}])"),
                                     Shape{{4}}, 2);
         QCOMPARE(g.warnings.size(), std::size_t(1));
-        QVERIFY2(QString::fromStdString(g.warnings[0]).startsWith("layer 1 > body 0 (dense): softmax before"),
+        QVERIFY2(QString::fromStdString(g.warnings[0])
+                     .startsWith("layer 1 > body 0 (dense): softmax before"),
                  g.warnings[0].c_str());
     }
 };

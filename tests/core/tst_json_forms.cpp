@@ -246,8 +246,9 @@ private slots:
                  QString("run 1 sub: \"y\" is missing"));
         QCOMPARE(QString::fromStdString(error_of([&] { run.object("name"); })),
                  QString("run 1: \"name\" must be an object, got \"a\""));
-        QCOMPARE(QString::fromStdString(error_of([&] { run.array("list").element(1, "item").int64(); })),
-                 QString("run 1 item 2: must be an integer, got \"two\""));
+        QCOMPARE(
+            QString::fromStdString(error_of([&] { run.array("list").element(1, "item").int64(); })),
+            QString("run 1 item 2: must be an integer, got \"two\""));
         QCOMPARE(QString::fromStdString(error_of([&] { root.at("runs").boolean(); })).left(36),
                  QString("\"runs\" must be true or false, got [{"));
         QVERIFY(!run.find("missing").has_value());
@@ -260,10 +261,10 @@ private slots:
             const nlohmann::ordered_json j = device_info_to_json(d);
             std::vector<std::string> keys;
             for (const auto& item : j.items()) keys.push_back(item.key());
-            QCOMPARE(keys, (std::vector<std::string>{
-                               "backend", "name", "compute_capability", "memory_bytes",
-                               "tensor_cores", "bf16", "tf32", "driver_version",
-                               "runtime_version", "cublas_version", "cudnn_version"}));
+            QCOMPARE(keys, (std::vector<std::string>{"backend", "name", "compute_capability",
+                                                     "memory_bytes", "tensor_cores", "bf16", "tf32",
+                                                     "driver_version", "runtime_version",
+                                                     "cublas_version", "cudnn_version"}));
             const Json text = through_text(j);
             const DeviceInfo back = device_info_from_json(JsonReader(text));
             QCOMPARE(back.backend, d.backend);
@@ -279,17 +280,20 @@ private slots:
             QCOMPARE(back.cublas_version, d.cublas_version);
             QCOMPARE(back.cudnn_version, d.cudnn_version);
         }
-        QCOMPARE(device_info_to_json(some_gpu())["backend"].get<std::string>(), std::string("cuda"));
+        QCOMPARE(device_info_to_json(some_gpu())["backend"].get<std::string>(),
+                 std::string("cuda"));
         QCOMPARE(device_info_to_json(some_gpu())["compute_capability"].get<std::string>(),
                  std::string("9.0"));
         Json bad = through_text(device_info_to_json(some_gpu()));
         bad["compute_capability"] = "9";
-        QVERIFY(error_of([&] { device_info_from_json(JsonReader(bad, "run 1 device")); })
-                    .find("run 1 device: \"compute_capability\" must be \"major.minor\"") == 0);
+        QVERIFY(error_of([&] {
+                    device_info_from_json(JsonReader(bad, "run 1 device"));
+                }).find("run 1 device: \"compute_capability\" must be \"major.minor\"") == 0);
         bad["compute_capability"] = "8.9";
         bad["backend"] = "tpu";
-        QVERIFY(error_of([&] { device_info_from_json(JsonReader(bad)); }).find("\"cpu\" or \"cuda\"") !=
-                std::string::npos);
+        QVERIFY(error_of([&] {
+                    device_info_from_json(JsonReader(bad));
+                }).find("\"cpu\" or \"cuda\"") != std::string::npos);
     }
 
     // An Environment reads back whole, and gives back the DeviceInfo it describes.
@@ -309,10 +313,12 @@ private slots:
             QCOMPARE(device.bf16, d.bf16);
             QVERIFY(environment_to_json(describe_environment(device)) == environment_to_json(env));
         }
-        QCOMPARE(device_info_of(describe_environment(some_gpu())).cudnn_version, std::string("9.12.0"));
+        QCOMPARE(device_info_of(describe_environment(some_gpu())).cudnn_version,
+                 std::string("9.12.0"));
         Json bad = through_text(environment_to_json(describe_environment(DeviceInfo{})));
         bad.erase("cpu_threads");
-        QCOMPARE(QString::fromStdString(error_of([&] { environment_from_json(JsonReader(bad, "run 2 context environment")); })),
+        QCOMPARE(QString::fromStdString(error_of(
+                     [&] { environment_from_json(JsonReader(bad, "run 2 context environment")); })),
                  QString("run 2 context environment: \"cpu_threads\" is missing"));
     }
 
@@ -335,11 +341,13 @@ private slots:
 
         Json bad = text;
         bad["layers"][2]["gemm"] = "yes";
-        QCOMPARE(QString::fromStdString(error_of([&] { step_profile_from_json(JsonReader(bad, "run 2 profile")); })),
+        QCOMPARE(QString::fromStdString(
+                     error_of([&] { step_profile_from_json(JsonReader(bad, "run 2 profile")); })),
                  QString("run 2 profile layer 3: \"gemm\" must be true or false, got \"yes\""));
         bad = text;
         bad["phases_ms"].erase("optimizer");
-        QCOMPARE(QString::fromStdString(error_of([&] { step_profile_from_json(JsonReader(bad, "run 2 profile")); })),
+        QCOMPARE(QString::fromStdString(
+                     error_of([&] { step_profile_from_json(JsonReader(bad, "run 2 profile")); })),
                  QString("run 2 profile phases_ms: \"optimizer\" is missing"));
     }
 
@@ -367,12 +375,14 @@ private slots:
         compare_steps(steps, step_metrics_from_table(JsonReader(shuffled)));
         Json short_row = table;
         short_row["rows"][3] = Json::array({1, 2});
-        QCOMPARE(QString::fromStdString(error_of([&] { step_metrics_from_table(JsonReader(short_row, "run 1 steps")); })),
+        QCOMPARE(QString::fromStdString(error_of(
+                     [&] { step_metrics_from_table(JsonReader(short_row, "run 1 steps")); })),
                  QString("run 1 steps row 4: must be an array of 11 values"));
         Json no_column = table;
         no_column["columns"][4] = "step_time";
-        QVERIFY(error_of([&] { step_metrics_from_table(JsonReader(no_column)); })
-                    .find("column \"step_ms\" is missing") != std::string::npos);
+        QVERIFY(error_of([&] {
+                    step_metrics_from_table(JsonReader(no_column));
+                }).find("column \"step_ms\" is missing") != std::string::npos);
 
         const std::vector<EpochMetrics> epochs = some_epochs();
         std::vector<EpochMetrics> epochs_back;
@@ -381,7 +391,8 @@ private slots:
             epochs_back.push_back(epoch_metrics_from_json(JsonReader(text)));
         }
         compare_epochs(epochs, epochs_back);
-        compare_epochs(epochs, epoch_metrics_from_table(JsonReader(through_text(epoch_metrics_table(epochs)))));
+        compare_epochs(epochs, epoch_metrics_from_table(
+                                   JsonReader(through_text(epoch_metrics_table(epochs)))));
     }
 
     void events()
@@ -398,14 +409,16 @@ private slots:
         }
         Json bad = through_text(run_event_to_json(RunEvent{}));
         bad["kind"] = "boom";
-        QCOMPARE(QString::fromStdString(error_of([&] { run_event_from_json(JsonReader(bad, "run 1 event 2")); })),
+        QCOMPARE(QString::fromStdString(
+                     error_of([&] { run_event_from_json(JsonReader(bad, "run 1 event 2")); })),
                  QString("run 1 event 2: unknown event kind \"boom\""));
     }
 
     void summary()
     {
         const RunSummary s = some_summary();
-        compare_summaries(run_summary_from_json(JsonReader(through_text(run_summary_to_json(s)))), s);
+        compare_summaries(run_summary_from_json(JsonReader(through_text(run_summary_to_json(s)))),
+                          s);
         // Never evaluated, did not end itself: null test numbers, no "halted".
         RunSummary quiet = s;
         quiet.final_test_loss.reset();
@@ -432,19 +445,23 @@ private slots:
         c.loss_scale.mode = LossScaleMode::Static;
         c.dataset.name = "synthetic";
         const Json config = Json::parse(run_config_to_json(c));
-        QCOMPARE(run_config_to_json(run_config_from_json(JsonReader(config))), run_config_to_json(c));
+        QCOMPARE(run_config_to_json(run_config_from_json(JsonReader(config))),
+                 run_config_to_json(c));
         Json bad = config;
         bad["batch_size"] = 0;
-        const std::string message = error_of([&] { run_config_from_json(JsonReader(bad, "run 3", "\"config\"")); });
-        QVERIFY2(message.find("run 3: \"config\": \"batch_size\" must be between") == 0, message.c_str());
+        const std::string message =
+            error_of([&] { run_config_from_json(JsonReader(bad, "run 3", "\"config\"")); });
+        QVERIFY2(message.find("run 3: \"config\": \"batch_size\" must be between") == 0,
+                 message.c_str());
 
         const ModelSpec spec = test::tiny_mlp({.hidden = 12});
         const Json model = Json::parse(model_spec_to_json(spec));
         QVERIFY(model_spec_from_json(JsonReader(model)) == spec);
         Json bad_model = model;
         bad_model["layers"][1]["units"] = -5;
-        QVERIFY(error_of([&] { model_spec_from_json(JsonReader(bad_model, "run 1", "\"model\"")); })
-                    .find("run 1: \"model\": layer 1") == 0);
+        QVERIFY(error_of([&] {
+                    model_spec_from_json(JsonReader(bad_model, "run 1", "\"model\""));
+                }).find("run 1: \"model\": layer 1") == 0);
     }
 
     // What a step adds to a run's facts: the scale only where it changed.
@@ -462,7 +479,8 @@ private slots:
         }
         QCOMPARE(f.train_loss, (std::vector<float>{0, 1, 2, 3, 4}));
         QCOMPARE(f.final_train_accuracy, 0.4f);
-        const std::vector<std::pair<std::int64_t, float>> expected{{1, 65536.0f}, {3, 32768.0f}, {5, 65536.0f}};
+        const std::vector<std::pair<std::int64_t, float>> expected{
+            {1, 65536.0f}, {3, 32768.0f}, {5, 65536.0f}};
         QVERIFY(f.scale_history == expected);
     }
 
@@ -496,7 +514,8 @@ private slots:
         RunFacts bare = f;
         bare.profile.reset();
         bare.gpu_busy_fraction.reset();
-        const RunFacts bare_back = run_facts_from_json(JsonReader(through_text(run_facts_to_json(bare))));
+        const RunFacts bare_back =
+            run_facts_from_json(JsonReader(through_text(run_facts_to_json(bare))));
         QVERIFY(!bare_back.profile);
         QVERIFY(!bare_back.gpu_busy_fraction);
 
@@ -505,7 +524,8 @@ private slots:
         for (const Fix& fix : {Fix::set_units("layer 1", 1008), Fix::set_dtype_float32("layer 3"),
                                Fix::set_activation("layer 4", Activation::Softmax),
                                Fix::set_policy(Policy::MixedBF16), Fix::set_batch(256)})
-            all.push_back({"rule", Explanation::Severity::Advice, -1, "sentence ü", "suggestion", fix});
+            all.push_back(
+                {"rule", Explanation::Severity::Advice, -1, "sentence ü", "suggestion", fix});
         all.push_back({"speed", Explanation::Severity::Warning, 1, "slower", "", std::nullopt});
         for (const Explanation& e : all) {
             const Json text = through_text(explanation_to_json(e));
@@ -543,7 +563,8 @@ private slots:
 
         Json future = j;
         future["format"] = "mixlab-explain/3";
-        QVERIFY(error_of([&] { parse_explain_json(future.dump()); }).find("newer MixLab") != std::string::npos);
+        QVERIFY(error_of([&] { parse_explain_json(future.dump()); }).find("newer MixLab") !=
+                std::string::npos);
     }
 };
 

@@ -56,10 +56,10 @@ struct Rig {
         Vec g = random_vec(k_n, ++seed);
         const float scale = get(scaler)[k_scale];
         for (float& v : g) v *= scale;
-        if (!std::isfinite(bad))
-            g[3] = bad;
+        if (!std::isfinite(bad)) g[3] = bad;
         be->upload_f32(grad, g.data(), k_n);
-        be->optimizer_step(*table, opt, scaling, scaler, record, std::size_t(slot) * k_record_fields);
+        be->optimizer_step(*table, opt, scaling, scaler, record,
+                           std::size_t(slot) * k_record_fields);
     }
     Vec rec(int slot = 0) const
     {
@@ -158,8 +158,7 @@ void TestLossScaler::growth_after_interval_clean_steps()
 void TestLossScaler::static_scale_never_changes_but_skips()
 {
     Rig r(LossScaleMode::Static, 128.0f);
-    for (int i = 0; i < 4; ++i)
-        r.step();
+    for (int i = 0; i < 4; ++i) r.step();
     EXPECT_EXACT(r.get(r.scaler)[k_scale], 128.0f);
     const Vec w = r.get(r.master);
     r.step(k_inf, 1);
@@ -184,7 +183,8 @@ void TestLossScaler::no_scaling_neither_skips_nor_changes()
     // 4096x gradient, not divided by 4096.
     const Vec g = random_vec(k_n, 2);
     for (std::size_t i = 0; i < k_n; ++i)
-        QVERIFY(std::abs(w1[i] - (w0[i] - 0.1f * 4096.0f * g[i])) <= 1e-3f + 1e-6f * std::abs(w1[i]));
+        QVERIFY(std::abs(w1[i] - (w0[i] - 0.1f * 4096.0f * g[i])) <=
+                1e-3f + 1e-6f * std::abs(w1[i]));
     EXPECT_EXACT(r.rec(0)[k_rec_scale], 1.0f);
     EXPECT_EXACT(r.rec(0)[k_rec_next_scale], 1.0f);
 

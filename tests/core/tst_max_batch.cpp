@@ -166,8 +166,7 @@ void TestMaxBatch::search_finds_the_limit()
             QVERIFY2(largest - r.largest_fit <=
                          std::max(8.0, std::floor(resolution * r.largest_fit)) + 8,
                      qPrintable(QString("found %1 for %2").arg(r.largest_fit).arg(largest)));
-        if (r.largest_fit >= o.start)
-            QCOMPARE(r.largest_fit % 8, 0);
+        if (r.largest_fit >= o.start) QCOMPARE(r.largest_fit % 8, 0);
     }
     // Logarithmic: doubling from 32 to 65536 is 12 trials, halving to 1 is 6, bisecting
     // a gap of 32768 down to 8 is 12; a linear scan would be thousands.
@@ -379,8 +378,7 @@ void TestMaxBatch::real_search_on_cpu_is_bounded_by_the_dataset()
     QCOMPARE(r.first_failure, 208);
     QVERIFY(!r.failure_out_of_memory);
     QCOMPARE(QString::fromStdString(r.failure_reason), QString("only 200 training samples"));
-    for (const BatchTrial& t : r.trials)
-        QCOMPARE(t.fits, t.batch <= 200);
+    for (const BatchTrial& t : r.trials) QCOMPARE(t.fits, t.batch <= 200);
     QVERIFY(r.largest()->step_ms > 0);
 }
 

@@ -23,7 +23,8 @@ namespace {
 
 std::string describe(const LayerSpec& l);
 
-std::string describe_list(const std::vector<LayerSpec>& layers) {
+std::string describe_list(const std::vector<LayerSpec>& layers)
+{
     std::string out;
     for (const auto& l : layers) out += (out.empty() ? "" : "; ") + describe(l);
     return out;
@@ -31,7 +32,8 @@ std::string describe_list(const std::vector<LayerSpec>& layers) {
 
 // One line per layer, every field its type uses: two specs are equal exactly when these
 // match.
-std::string describe(const LayerSpec& l) {
+std::string describe(const LayerSpec& l)
+{
     std::ostringstream s;
     s << layer_type_name(l.type);
     auto window = [&](const char* size) {
@@ -46,7 +48,10 @@ std::string describe(const LayerSpec& l) {
     case LayerType::Flatten: break;
     case LayerType::Dense:
         s << " units=";
-        if (l.units == k_units_classes) s << "classes"; else s << l.units;
+        if (l.units == k_units_classes)
+            s << "classes";
+        else
+            s << l.units;
         s << " act=" << activation_name(l.activation) << " bias=" << l.use_bias;
         break;
     case LayerType::Activation: s << " act=" << activation_name(l.activation); break;
@@ -69,19 +74,22 @@ std::string describe(const LayerSpec& l) {
     return s.str();
 }
 
-std::string describe(const ModelSpec& spec) {
+std::string describe(const ModelSpec& spec)
+{
     std::string out = spec.name + ":";
     for (const auto& l : spec.layers) out += " [" + describe(l) + "]";
     return out;
 }
 
-bool same_bits(float a, float b) {
+bool same_bits(float a, float b)
+{
     return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
 
 bool same(const LayerSpec& a, const LayerSpec& b);
 
-bool same(const std::vector<LayerSpec>& a, const std::vector<LayerSpec>& b) {
+bool same(const std::vector<LayerSpec>& a, const std::vector<LayerSpec>& b)
+{
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
         if (!same(a[i], b[i])) return false;
@@ -90,17 +98,19 @@ bool same(const std::vector<LayerSpec>& a, const std::vector<LayerSpec>& b) {
 
 // Field-by-field equality (LayerSpec's operator==, which covers every field, including
 // those the layer type does not use), plus the floats' exact bits.
-bool same(const LayerSpec& a, const LayerSpec& b) {
+bool same(const LayerSpec& a, const LayerSpec& b)
+{
     return a == b && same_bits(a.rate, b.rate) && same_bits(a.momentum, b.momentum) &&
-           same_bits(a.epsilon, b.epsilon) && same(a.body, b.body) &&
-           same(a.shortcut, b.shortcut);
+           same_bits(a.epsilon, b.epsilon) && same(a.body, b.body) && same(a.shortcut, b.shortcut);
 }
 
-bool same(const ModelSpec& a, const ModelSpec& b) {
+bool same(const ModelSpec& a, const ModelSpec& b)
+{
     return a.name == b.name && same(a.layers, b.layers);
 }
 
-int uniform(std::mt19937& rng, int lo, int hi) {
+int uniform(std::mt19937& rng, int lo, int hi)
+{
     return std::uniform_int_distribution<int>(lo, hi)(rng);
 }
 
@@ -108,7 +118,8 @@ bool coin(std::mt19937& rng) { return uniform(rng, 0, 1) == 1; }
 
 // A window as the parser can produce it: each side 1..64 (often square), stride absent or
 // 1..64, padding valid, same (odd sizes only) or explicit 0..64.
-void random_window(std::mt19937& rng, LayerSpec& l) {
+void random_window(std::mt19937& rng, LayerSpec& l)
+{
     l.kernel_h = uniform(rng, 1, 64);
     l.kernel_w = coin(rng) ? l.kernel_h : uniform(rng, 1, 64);
     if (coin(rng)) {
@@ -131,7 +142,8 @@ void random_window(std::mt19937& rng, LayerSpec& l) {
     }
 }
 
-std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, int depth) {
+std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, int depth)
+{
     const Activation acts[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
                                Activation::Tanh, Activation::Gelu, Activation::Softmax};
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
@@ -175,13 +187,15 @@ std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, in
     return layers;
 }
 
-std::string read_file(const QString& path) {
+std::string read_file(const QString& path)
+{
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return {};
     return f.readAll().toStdString();
 }
 
-void write_file(const QString& path, const std::string& text) {
+void write_file(const QString& path, const std::string& text)
+{
     std::ofstream out(path.toStdString(), std::ios::binary);
     out << text;
 }
@@ -189,15 +203,19 @@ void write_file(const QString& path, const std::string& text) {
 QString models_dir() { return QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models"); }
 
 // A spec wrapper: `layers` is the JSON text of the layer list.
-QByteArray with_layers(const char* layers) {
+QByteArray with_layers(const char* layers)
+{
     return QByteArray(R"({"format": "mixlab-model/1", "name": "t", "layers": )") + layers + "}";
 }
 
 // Five valid layers before the one under test, so the index in messages is checked too.
-QByteArray at_layer_5(const char* layer) {
+QByteArray at_layer_5(const char* layer)
+{
     return with_layers((std::string(R"([{"type": "flatten"}, {"type": "dense", "units": 8},
         {"type": "dropout", "rate": 0.1}, {"type": "activation", "activation": "relu"},
-        {"type": "dense", "units": 4}, )") + layer + "]").c_str());
+        {"type": "dense", "units": 4}, )") +
+                        layer + "]")
+                           .c_str());
 }
 
 } // namespace
@@ -206,7 +224,8 @@ class TestModelSpec : public QObject {
     Q_OBJECT
 
 private slots:
-    void names() {
+    void names()
+    {
         QCOMPARE(layer_type_name(LayerType::Flatten), std::string_view("flatten"));
         QCOMPARE(layer_type_name(LayerType::Dense), std::string_view("dense"));
         QCOMPARE(layer_type_name(LayerType::Activation), std::string_view("activation"));
@@ -228,10 +247,12 @@ private slots:
         QCOMPARE(padding_name(Padding::Explicit), std::string_view("explicit"));
     }
 
-    void valid_data() {
+    void valid_data()
+    {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("FORMATS.md's seed MLP") << QByteArray(R"({
+        QTest::addRow("FORMATS.md's seed MLP")
+            << QByteArray(R"({
             "format": "mixlab-model/1",
             "name": "seed-mlp",
             "layers": [
@@ -245,12 +266,14 @@ private slots:
                "[dense units=1000 act=relu bias=1] [dense units=10 act=linear bias=1] "
                "[activation act=sigmoid fp32]";
         QTest::addRow("dense defaults") << with_layers(R"([{"type": "dense", "units": 5}])")
-            << "t: [dense units=5 act=linear bias=1]";
+                                        << "t: [dense units=5 act=linear bias=1]";
         QTest::addRow("dense, every field")
-            << with_layers(R"([{"type": "dense", "units": 7, "activation": "gelu", "use_bias": false, "dtype": "float32", "name": "d"}])")
+            << with_layers(
+                   R"([{"type": "dense", "units": 7, "activation": "gelu", "use_bias": false, "dtype": "float32", "name": "d"}])")
             << "t: [dense units=7 act=gelu bias=0 fp32]";
         QTest::addRow("explicit linear, bias true")
-            << with_layers(R"([{"activation": "linear", "use_bias": true, "units": 1000000, "type": "dense"}])")
+            << with_layers(
+                   R"([{"activation": "linear", "use_bias": true, "units": 1000000, "type": "dense"}])")
             << "t: [dense units=1000000 act=linear bias=1]";
         QTest::addRow("every activation layer")
             << with_layers(R"([{"type": "activation", "activation": "relu"},
@@ -259,66 +282,83 @@ private slots:
                 {"type": "activation", "activation": "linear"}])")
             << "t: [activation act=relu] [activation act=sigmoid] [activation act=tanh] "
                "[activation act=gelu] [activation act=softmax] [activation act=linear]";
-        QTest::addRow("dropout rates") << with_layers(R"([{"type": "dropout", "rate": 0},
+        QTest::addRow("dropout rates")
+            << with_layers(R"([{"type": "dropout", "rate": 0},
                 {"type": "dropout", "rate": 0.5, "name": "drop"}, {"type": "dropout", "rate": 0.999}])")
             << "t: [dropout rate=0] [dropout rate=0.5] [dropout rate=0.999]";
-        QTest::addRow("layer names are ignored") << with_layers(R"([{"type": "flatten", "name": "in"}])")
-            << "t: [flatten]";
-        QTest::addRow("no model name") << QByteArray(R"({"layers": [{"type": "flatten"}], "format": "mixlab-model/1"})")
+        QTest::addRow("layer names are ignored")
+            << with_layers(R"([{"type": "flatten", "name": "in"}])") << "t: [flatten]";
+        QTest::addRow("no model name")
+            << QByteArray(R"({"layers": [{"type": "flatten"}], "format": "mixlab-model/1"})")
             << ": [flatten]";
-        QTest::addRow("unicode name") << QByteArray(R"({"format": "mixlab-model/1", "name": "r\u00e9seau", "layers": []})")
+        QTest::addRow("unicode name")
+            << QByteArray(R"({"format": "mixlab-model/1", "name": "r\u00e9seau", "layers": []})")
             << "r\u00e9seau:";
-        QTest::addRow("empty layer list parses (build_graph rejects it)") << with_layers("[]") << "t:";
+        QTest::addRow("empty layer list parses (build_graph rejects it)")
+            << with_layers("[]") << "t:";
         QTest::addRow("dense with units classes")
             << with_layers(R"([{"type": "dense", "units": "classes", "activation": "softmax"}])")
             << "t: [dense units=classes act=softmax bias=1]";
         // Convolution and pooling windows.
-        QTest::addRow("conv2d defaults") << with_layers(R"([{"type": "conv2d", "filters": 8, "kernel": 3}])")
+        QTest::addRow("conv2d defaults")
+            << with_layers(R"([{"type": "conv2d", "filters": 8, "kernel": 3}])")
             << "t: [conv2d filters=8 kernel=3x3 stride=0x0 pad=valid act=linear bias=1]";
         QTest::addRow("conv2d, every field")
-            << with_layers(R"([{"type": "conv2d", "filters": 16, "kernel": [3, 5], "stride": [1, 2], "padding": [1, 2],
+            << with_layers(
+                   R"([{"type": "conv2d", "filters": 16, "kernel": [3, 5], "stride": [1, 2], "padding": [1, 2],
                 "activation": "relu", "use_bias": false, "dtype": "float32", "name": "c"}])")
             << "t: [conv2d filters=16 kernel=3x5 stride=1x2 pad=1x2 act=relu bias=0 fp32]";
         QTest::addRow("conv2d at the upper bounds")
-            << with_layers(R"([{"type": "conv2d", "filters": 65536, "kernel": [63, 1], "stride": 64, "padding": "same"},
+            << with_layers(
+                   R"([{"type": "conv2d", "filters": 65536, "kernel": [63, 1], "stride": 64, "padding": "same"},
                 {"type": "conv2d", "filters": 1, "kernel": 64, "padding": [64, 0]}])")
             << "t: [conv2d filters=65536 kernel=63x1 stride=64x64 pad=same act=linear bias=1] "
                "[conv2d filters=1 kernel=64x64 stride=0x0 pad=64x0 act=linear bias=1]";
         QTest::addRow("conv2d paddings valid and 0")
-            << with_layers(R"([{"type": "conv2d", "filters": 1, "kernel": 2, "padding": "valid", "activation": "gelu"},
+            << with_layers(
+                   R"([{"type": "conv2d", "filters": 1, "kernel": 2, "padding": "valid", "activation": "gelu"},
                 {"type": "conv2d", "filters": 1, "kernel": 2, "padding": 0, "activation": "linear"}])")
             << "t: [conv2d filters=1 kernel=2x2 stride=0x0 pad=valid act=gelu bias=1] "
                "[conv2d filters=1 kernel=2x2 stride=0x0 pad=0x0 act=linear bias=1]";
         QTest::addRow("pooling")
-            << with_layers(R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "avgpool2d", "pool_size": [3, 1], "stride": 1, "padding": [1, 0]},
+            << with_layers(
+                   R"([{"type": "maxpool2d", "pool_size": 2}, {"type": "avgpool2d", "pool_size": [3, 1], "stride": 1, "padding": [1, 0]},
                 {"type": "maxpool2d", "pool_size": 3, "stride": [2, 1], "padding": "same", "dtype": "float32"}, {"type": "global_avgpool"}])")
-            << "t: [maxpool2d pool=2x2 stride=0x0 pad=valid] [avgpool2d pool=3x1 stride=1x1 pad=1x0] "
+            << "t: [maxpool2d pool=2x2 stride=0x0 pad=valid] [avgpool2d pool=3x1 stride=1x1 "
+               "pad=1x0] "
                "[maxpool2d pool=3x3 stride=2x1 pad=same fp32] [global_avgpool]";
         // Batch norm.
-        QTest::addRow("batchnorm") << with_layers(R"([{"type": "batchnorm"}, {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
+        QTest::addRow("batchnorm")
+            << with_layers(
+                   R"([{"type": "batchnorm"}, {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
                 {"type": "batchnorm", "momentum": 0, "epsilon": 1e-30}, {"type": "batchnorm", "momentum": 1}])")
             << "t: [batchnorm momentum=0.1 eps=1e-05] [batchnorm momentum=0.01 eps=0.001] "
                "[batchnorm momentum=0 eps=1e-30] [batchnorm momentum=1 eps=1e-05]";
         // Residual blocks.
         QTest::addRow("residual, identity shortcut")
-            << with_layers(R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"}]},
+            << with_layers(
+                   R"([{"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"}]},
                 {"type": "residual", "body": [{"type": "flatten"}], "shortcut": [], "activation": "linear"}])")
-            << "t: [residual act=linear body{batchnorm momentum=0.1 eps=1e-05; activation act=relu} shortcut{}] "
+            << "t: [residual act=linear body{batchnorm momentum=0.1 eps=1e-05; activation "
+               "act=relu} shortcut{}] "
                "[residual act=linear body{flatten} shortcut{}]";
         QTest::addRow("residual, projection and relu")
             << with_layers(R"([{"type": "residual", "activation": "relu", "dtype": "float32",
                 "body": [{"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
                 "shortcut": [{"type": "conv2d", "filters": 8, "kernel": 1, "stride": 2, "use_bias": false}, {"type": "batchnorm"}]}])")
-            << "t: [residual act=relu body{conv2d filters=8 kernel=3x3 stride=2x2 pad=same act=linear bias=1} "
+            << "t: [residual act=relu body{conv2d filters=8 kernel=3x3 stride=2x2 pad=same "
+               "act=linear bias=1} "
                "shortcut{conv2d filters=8 kernel=1x1 stride=2x2 pad=valid act=linear bias=0; "
                "batchnorm momentum=0.1 eps=1e-05} fp32]";
         QTest::addRow("nested residual")
-            << with_layers(R"([{"type": "residual", "body": [{"type": "residual", "body": [{"type": "global_avgpool"}],
+            << with_layers(
+                   R"([{"type": "residual", "body": [{"type": "residual", "body": [{"type": "global_avgpool"}],
                 "shortcut": [{"type": "dense", "units": "classes"}]}]}])")
             << "t: [residual act=linear body{residual act=linear body{global_avgpool} "
                "shortcut{dense units=classes act=linear bias=1}} shortcut{}]";
     }
-    void valid() {
+    void valid()
+    {
         QFETCH(QByteArray, json);
         QFETCH(QString, expected);
         try {
@@ -331,214 +371,324 @@ private slots:
         }
     }
 
-    void invalid_data() {
+    void invalid_data()
+    {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QStringList>("fragments");
         // The format and the document.
-        QTest::addRow("malformed JSON") << QByteArray("{\"format\": \"mixlab-model/1\",\n \"layers\": [}")
+        QTest::addRow("malformed JSON")
+            << QByteArray("{\"format\": \"mixlab-model/1\",\n \"layers\": [}")
             << QStringList{"not valid JSON", "line 2, column"};
         QTest::addRow("empty text") << QByteArray("") << QStringList{"not valid JSON"};
-        QTest::addRow("trailing garbage") << QByteArray(R"({"format": "mixlab-model/1", "layers": []} x)")
+        QTest::addRow("trailing garbage")
+            << QByteArray(R"({"format": "mixlab-model/1", "layers": []} x)")
             << QStringList{"not valid JSON", "column"};
-        QTest::addRow("not an object") << QByteArray("[1, 2]") << QStringList{"must be a JSON object", "[1,2]"};
+        QTest::addRow("not an object")
+            << QByteArray("[1, 2]") << QStringList{"must be a JSON object", "[1,2]"};
         QTest::addRow("missing format") << QByteArray(R"({"layers": []})")
-            << QStringList{"no \"format\"", "\"mixlab-model/1\""};
-        QTest::addRow("newer format") << QByteArray(R"({"format": "mixlab-model/2", "layers": []})")
+                                        << QStringList{"no \"format\"", "\"mixlab-model/1\""};
+        QTest::addRow("newer format")
+            << QByteArray(R"({"format": "mixlab-model/2", "layers": []})")
             << QStringList{"\"mixlab-model/2\"", "newer MixLab", "reads \"mixlab-model/1\""};
-        QTest::addRow("run config given as a model") << QByteArray(R"({"format": "mixlab-run/1", "layers": []})")
+        QTest::addRow("run config given as a model")
+            << QByteArray(R"({"format": "mixlab-run/1", "layers": []})")
             << QStringList{"run config", "not a model spec"};
-        QTest::addRow("format not a string") << QByteArray(R"({"format": 1, "layers": []})")
+        QTest::addRow("format not a string")
+            << QByteArray(R"({"format": 1, "layers": []})")
             << QStringList{"\"format\" must be the string \"mixlab-model/1\", got 1"};
-        QTest::addRow("foreign format") << QByteArray(R"({"format": "keras", "layers": []})")
+        QTest::addRow("foreign format")
+            << QByteArray(R"({"format": "keras", "layers": []})")
             << QStringList{"\"format\" must be \"mixlab-model/1\", got \"keras\""};
-        QTest::addRow("unknown top-level field") << QByteArray(R"({"format": "mixlab-model/1", "layer": []})")
-            << QStringList{"unknown field \"layer\"", "did you mean \"layers\"?", "format, name, layers"};
-        QTest::addRow("missing layers") << QByteArray(R"({"format": "mixlab-model/1"})")
-            << QStringList{"no \"layers\""};
-        QTest::addRow("layers not a list") << with_layers("{}") << QStringList{"\"layers\" must be a list"};
-        QTest::addRow("model name not a string") << QByteArray(R"({"format": "mixlab-model/1", "name": 5, "layers": []})")
+        QTest::addRow("unknown top-level field")
+            << QByteArray(R"({"format": "mixlab-model/1", "layer": []})")
+            << QStringList{"unknown field \"layer\"", "did you mean \"layers\"?",
+                           "format, name, layers"};
+        QTest::addRow("missing layers")
+            << QByteArray(R"({"format": "mixlab-model/1"})") << QStringList{"no \"layers\""};
+        QTest::addRow("layers not a list")
+            << with_layers("{}") << QStringList{"\"layers\" must be a list"};
+        QTest::addRow("model name not a string")
+            << QByteArray(R"({"format": "mixlab-model/1", "name": 5, "layers": []})")
             << QStringList{"\"name\" must be a string, got 5"};
         // Layer types.
         QTest::addRow("layer not an object") << with_layers(R"([{"type": "flatten"}, 5])")
-            << QStringList{"layer 1: must be an object", "got 5"};
-        QTest::addRow("missing type") << with_layers(R"([{"type": "flatten"}, {"units": 5}])")
+                                             << QStringList{"layer 1: must be an object", "got 5"};
+        QTest::addRow("missing type")
+            << with_layers(R"([{"type": "flatten"}, {"units": 5}])")
             << QStringList{"layer 1: missing \"type\"", "flatten, dense, activation, dropout"};
-        QTest::addRow("type not a string") << with_layers(R"([{"type": 3}])")
+        QTest::addRow("type not a string")
+            << with_layers(R"([{"type": 3}])")
             << QStringList{"layer 0: \"type\" must be a string", "got 3"};
-        QTest::addRow("unknown type") << with_layers(R"([{"type": "conv"}])")
-            << QStringList{"layer 0: unknown layer type \"conv\"", "known types: flatten, dense, activation, dropout"};
-        QTest::addRow("type typo") << with_layers(R"([{"type": "dnese", "units": 5}])")
+        QTest::addRow("unknown type")
+            << with_layers(R"([{"type": "conv"}])")
+            << QStringList{"layer 0: unknown layer type \"conv\"",
+                           "known types: flatten, dense, activation, dropout"};
+        QTest::addRow("type typo")
+            << with_layers(R"([{"type": "dnese", "units": 5}])")
             << QStringList{"layer 0: unknown layer type \"dnese\"", "did you mean \"dense\"?"};
         // Dense.
-        QTest::addRow("negative units") << at_layer_5(R"({"type": "dense", "units": -5})")
+        QTest::addRow("negative units")
+            << at_layer_5(R"({"type": "dense", "units": -5})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got -5"};
-        QTest::addRow("zero units") << at_layer_5(R"({"type": "dense", "units": 0})")
+        QTest::addRow("zero units")
+            << at_layer_5(R"({"type": "dense", "units": 0})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got 0"};
-        QTest::addRow("units as a string") << at_layer_5(R"({"type": "dense", "units": "3000"})")
+        QTest::addRow("units as a string")
+            << at_layer_5(R"({"type": "dense", "units": "3000"})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
                            "got \"3000\""};
-        QTest::addRow("units class") << at_layer_5(R"({"type": "dense", "units": "class"})")
+        QTest::addRow("units class")
+            << at_layer_5(R"({"type": "dense", "units": "class"})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
                            "got \"class\""};
-        QTest::addRow("fractional units") << at_layer_5(R"({"type": "dense", "units": 30.5})")
+        QTest::addRow("fractional units")
+            << at_layer_5(R"({"type": "dense", "units": 30.5})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got 30.5"};
-        QTest::addRow("units true") << at_layer_5(R"({"type": "dense", "units": true})")
+        QTest::addRow("units true")
+            << at_layer_5(R"({"type": "dense", "units": true})")
             << QStringList{"\"units\" must be a positive integer or \"classes\"", "got true"};
         QTest::addRow("missing units") << at_layer_5(R"({"type": "dense", "activation": "relu"})")
-            << QStringList{"layer 5 (dense): missing \"units\""};
-        QTest::addRow("a billion units") << at_layer_5(R"({"type": "dense", "units": 1000000000})")
+                                       << QStringList{"layer 5 (dense): missing \"units\""};
+        QTest::addRow("a billion units")
+            << at_layer_5(R"({"type": "dense", "units": 1000000000})")
             << QStringList{"layer 5 (dense): \"units\" must be at most 1000000, got 1000000000"};
-        QTest::addRow("units beyond int64") << at_layer_5(R"({"type": "dense", "units": 18446744073709551615})")
+        QTest::addRow("units beyond int64")
+            << at_layer_5(R"({"type": "dense", "units": 18446744073709551615})")
             << QStringList{"layer 5 (dense): \"units\" must be at most 1000000"};
         QTest::addRow("units typo") << at_layer_5(R"({"type": "dense", "unit": 10})")
-            << QStringList{"layer 5 (dense): unknown field \"unit\"", "did you mean \"units\"?",
-                           "dense layers take:"};
-        QTest::addRow("field of another type") << at_layer_5(R"({"type": "dense", "units": 10, "rate": 0.5})")
+                                    << QStringList{"layer 5 (dense): unknown field \"unit\"",
+                                                   "did you mean \"units\"?", "dense layers take:"};
+        QTest::addRow("field of another type")
+            << at_layer_5(R"({"type": "dense", "units": 10, "rate": 0.5})")
             << QStringList{"layer 5 (dense): unknown field \"rate\""};
-        QTest::addRow("Keras spelling") << at_layer_5(R"({"type": "dense", "units": 10, "kernel_initializer": "he"})")
+        QTest::addRow("Keras spelling")
+            << at_layer_5(R"({"type": "dense", "units": 10, "kernel_initializer": "he"})")
             << QStringList{"layer 5 (dense): unknown field \"kernel_initializer\""};
-        QTest::addRow("unknown activation") << at_layer_5(R"({"type": "dense", "units": 10, "activation": "swish"})")
+        QTest::addRow("unknown activation")
+            << at_layer_5(R"({"type": "dense", "units": 10, "activation": "swish"})")
             << QStringList{"layer 5 (dense): unknown activation \"swish\"",
                            "relu, sigmoid, tanh, gelu, softmax, linear"};
-        QTest::addRow("activation typo") << at_layer_5(R"({"type": "dense", "units": 10, "activation": "rleu"})")
+        QTest::addRow("activation typo")
+            << at_layer_5(R"({"type": "dense", "units": 10, "activation": "rleu"})")
             << QStringList{"unknown activation \"rleu\"", "did you mean \"relu\"?"};
-        QTest::addRow("activation not a string") << at_layer_5(R"({"type": "dense", "units": 10, "activation": 3})")
+        QTest::addRow("activation not a string")
+            << at_layer_5(R"({"type": "dense", "units": 10, "activation": 3})")
             << QStringList{"layer 5 (dense): \"activation\" must be one of", "got 3"};
-        QTest::addRow("use_bias not a bool") << at_layer_5(R"({"type": "dense", "units": 10, "use_bias": "yes"})")
+        QTest::addRow("use_bias not a bool")
+            << at_layer_5(R"({"type": "dense", "units": 10, "use_bias": "yes"})")
             << QStringList{"layer 5 (dense): \"use_bias\" must be true or false, got \"yes\""};
         // Activation, dropout, flatten.
-        QTest::addRow("activation layer without activation") << at_layer_5(R"({"type": "activation"})")
+        QTest::addRow("activation layer without activation")
+            << at_layer_5(R"({"type": "activation"})")
             << QStringList{"layer 5 (activation): missing \"activation\"", "relu, sigmoid"};
-        QTest::addRow("rate 1") << at_layer_5(R"({"type": "dropout", "rate": 1})")
+        QTest::addRow("rate 1")
+            << at_layer_5(R"({"type": "dropout", "rate": 1})")
             << QStringList{"layer 5 (dropout): \"rate\" must be a number in [0, 1), got 1"};
-        QTest::addRow("negative rate") << at_layer_5(R"({"type": "dropout", "rate": -0.1})")
+        QTest::addRow("negative rate")
+            << at_layer_5(R"({"type": "dropout", "rate": -0.1})")
             << QStringList{"layer 5 (dropout): \"rate\" must be a number in [0, 1), got -0.1"};
-        QTest::addRow("rate that is 1 as a float") << at_layer_5(R"({"type": "dropout", "rate": 0.99999999999})")
+        QTest::addRow("rate that is 1 as a float")
+            << at_layer_5(R"({"type": "dropout", "rate": 0.99999999999})")
             << QStringList{"layer 5 (dropout): \"rate\" must be a number in [0, 1)"};
-        QTest::addRow("rate as a string") << at_layer_5(R"({"type": "dropout", "rate": "0.5"})")
+        QTest::addRow("rate as a string")
+            << at_layer_5(R"({"type": "dropout", "rate": "0.5"})")
             << QStringList{"layer 5 (dropout): \"rate\" must be a number"};
         QTest::addRow("missing rate") << at_layer_5(R"({"type": "dropout"})")
-            << QStringList{"layer 5 (dropout): missing \"rate\""};
-        QTest::addRow("flatten with units") << at_layer_5(R"({"type": "flatten", "units": 3})")
+                                      << QStringList{"layer 5 (dropout): missing \"rate\""};
+        QTest::addRow("flatten with units")
+            << at_layer_5(R"({"type": "flatten", "units": 3})")
             << QStringList{"layer 5 (flatten): unknown field \"units\""};
         // Shared fields.
-        QTest::addRow("dtype float16") << at_layer_5(R"({"type": "activation", "activation": "softmax", "dtype": "float16"})")
-            << QStringList{"layer 5 (activation): \"dtype\" can only be \"float32\"", "got \"float16\""};
-        QTest::addRow("dtype policy name") << at_layer_5(R"({"type": "dense", "units": 2, "dtype": "mixed_float16"})")
+        QTest::addRow("dtype float16")
+            << at_layer_5(R"({"type": "activation", "activation": "softmax", "dtype": "float16"})")
+            << QStringList{"layer 5 (activation): \"dtype\" can only be \"float32\"",
+                           "got \"float16\""};
+        QTest::addRow("dtype policy name")
+            << at_layer_5(R"({"type": "dense", "units": 2, "dtype": "mixed_float16"})")
             << QStringList{"layer 5 (dense): \"dtype\" can only be \"float32\""};
-        QTest::addRow("layer name not a string") << at_layer_5(R"({"type": "flatten", "name": 5})")
+        QTest::addRow("layer name not a string")
+            << at_layer_5(R"({"type": "flatten", "name": 5})")
             << QStringList{"layer 5 (flatten): \"name\" must be a string, got 5"};
         // Conv2d.
-        QTest::addRow("conv2d without filters") << at_layer_5(R"({"type": "conv2d", "kernel": 3})")
+        QTest::addRow("conv2d without filters")
+            << at_layer_5(R"({"type": "conv2d", "kernel": 3})")
             << QStringList{"layer 5 (conv2d): missing \"filters\""};
-        QTest::addRow("zero filters") << at_layer_5(R"({"type": "conv2d", "filters": 0, "kernel": 3})")
+        QTest::addRow("zero filters")
+            << at_layer_5(R"({"type": "conv2d", "filters": 0, "kernel": 3})")
             << QStringList{"layer 5 (conv2d): \"filters\" must be a positive integer, got 0"};
-        QTest::addRow("fractional filters") << at_layer_5(R"({"type": "conv2d", "filters": 2.5, "kernel": 3})")
+        QTest::addRow("fractional filters")
+            << at_layer_5(R"({"type": "conv2d", "filters": 2.5, "kernel": 3})")
             << QStringList{"layer 5 (conv2d): \"filters\" must be a positive integer, got 2.5"};
-        QTest::addRow("too many filters") << at_layer_5(R"({"type": "conv2d", "filters": 65537, "kernel": 3})")
+        QTest::addRow("too many filters")
+            << at_layer_5(R"({"type": "conv2d", "filters": 65537, "kernel": 3})")
             << QStringList{"layer 5 (conv2d): \"filters\" must be at most 65536, got 65537"};
-        QTest::addRow("conv2d without kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4})")
+        QTest::addRow("conv2d without kernel")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4})")
             << QStringList{"layer 5 (conv2d): missing \"kernel\"", "[height, width]"};
-        QTest::addRow("zero kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 0})")
-            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list [height, width] of them, got 0"};
-        QTest::addRow("kernel list of one") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3]})")
-            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list", "got [3]"};
-        QTest::addRow("kernel list of three") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 3, 3]})")
+        QTest::addRow("zero kernel")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 0})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list "
+                           "[height, width] of them, got 0"};
+        QTest::addRow("kernel list of one")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3]})")
+            << QStringList{"layer 5 (conv2d): \"kernel\" must be a positive integer or a list",
+                           "got [3]"};
+        QTest::addRow("kernel list of three")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 3, 3]})")
             << QStringList{"\"kernel\" must be a positive integer or a list", "got [3,3,3]"};
-        QTest::addRow("kernel with a string") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, "3"]})")
+        QTest::addRow("kernel with a string")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, "3"]})")
             << QStringList{"\"kernel\" must be a positive integer or a list", "got [3,\"3\"]"};
-        QTest::addRow("kernel too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 65})")
+        QTest::addRow("kernel too large")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 65})")
             << QStringList{"layer 5 (conv2d): \"kernel\" must be at most 64, got 65"};
-        QTest::addRow("kernel too large in a pair") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 100]})")
+        QTest::addRow("kernel too large in a pair")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 100]})")
             << QStringList{"layer 5 (conv2d): \"kernel\" must be at most 64, got [3,100]"};
-        QTest::addRow("zero stride") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": 0})")
-            << QStringList{"layer 5 (conv2d): \"stride\" must be a positive integer or a list", "got 0"};
-        QTest::addRow("stride too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": [1, 65]})")
+        QTest::addRow("zero stride")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": 0})")
+            << QStringList{"layer 5 (conv2d): \"stride\" must be a positive integer or a list",
+                           "got 0"};
+        QTest::addRow("stride too large")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "stride": [1, 65]})")
             << QStringList{"\"stride\" must be at most 64, got [1,65]"};
-        QTest::addRow("padding typo") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": "smae"})")
+        QTest::addRow("padding typo")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": "smae"})")
             << QStringList{"layer 5 (conv2d): unknown padding \"smae\"", "did you mean \"same\"?"};
-        QTest::addRow("negative padding") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": -1})")
-            << QStringList{"layer 5 (conv2d): \"padding\" must be \"same\", \"valid\", a non-negative integer or a list [height, width] of them, got -1"};
-        QTest::addRow("padding true") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": true})")
+        QTest::addRow("negative padding")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": -1})")
+            << QStringList{"layer 5 (conv2d): \"padding\" must be \"same\", \"valid\", a "
+                           "non-negative integer or a list [height, width] of them, got -1"};
+        QTest::addRow("padding true")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": true})")
             << QStringList{"\"padding\" must be \"same\", \"valid\"", "got true"};
-        QTest::addRow("padding too large") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": 65})")
+        QTest::addRow("padding too large")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": 65})")
             << QStringList{"\"padding\" must be at most 64, got 65"};
-        QTest::addRow("same with an even kernel") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": [3, 4], "padding": "same"})")
-            << QStringList{"layer 5 (conv2d): \"padding\": \"same\" needs an odd \"kernel\"", "got 3x4",
-                           "2 makes the output one larger, 1 one smaller"};
-        QTest::addRow("softmax on conv2d") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "activation": "softmax"})")
-            << QStringList{"layer 5 (conv2d): \"activation\": \"softmax\" is not available on conv2d"};
-        QTest::addRow("strides, Keras's spelling") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "strides": 2})")
-            << QStringList{"layer 5 (conv2d): unknown field \"strides\"", "did you mean \"stride\"?",
-                           "conv2d layers take: type, name, dtype, filters, kernel, stride, padding, activation, use_bias"};
-        QTest::addRow("units on conv2d") << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "units": 4})")
+        QTest::addRow("same with an even kernel")
+            << at_layer_5(
+                   R"({"type": "conv2d", "filters": 4, "kernel": [3, 4], "padding": "same"})")
+            << QStringList{"layer 5 (conv2d): \"padding\": \"same\" needs an odd \"kernel\"",
+                           "got 3x4", "2 makes the output one larger, 1 one smaller"};
+        QTest::addRow("softmax on conv2d")
+            << at_layer_5(
+                   R"({"type": "conv2d", "filters": 4, "kernel": 3, "activation": "softmax"})")
+            << QStringList{
+                   "layer 5 (conv2d): \"activation\": \"softmax\" is not available on conv2d"};
+        QTest::addRow("strides, Keras's spelling")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "strides": 2})")
+            << QStringList{"layer 5 (conv2d): unknown field \"strides\"",
+                           "did you mean \"stride\"?",
+                           "conv2d layers take: type, name, dtype, filters, kernel, stride, "
+                           "padding, activation, use_bias"};
+        QTest::addRow("units on conv2d")
+            << at_layer_5(R"({"type": "conv2d", "filters": 4, "kernel": 3, "units": 4})")
             << QStringList{"layer 5 (conv2d): unknown field \"units\""};
         // Pooling.
-        QTest::addRow("pool without size") << at_layer_5(R"({"type": "maxpool2d"})")
+        QTest::addRow("pool without size")
+            << at_layer_5(R"({"type": "maxpool2d"})")
             << QStringList{"layer 5 (maxpool2d): missing \"pool_size\"", "e.g. 2"};
-        QTest::addRow("pool with a kernel") << at_layer_5(R"({"type": "avgpool2d", "kernel": 2})")
-            << QStringList{"layer 5 (avgpool2d): unknown field \"kernel\"", "avgpool2d layers take:", "pool_size"};
-        QTest::addRow("pool size zero") << at_layer_5(R"({"type": "avgpool2d", "pool_size": [2, 0]})")
-            << QStringList{"layer 5 (avgpool2d): \"pool_size\" must be a positive integer or a list", "got [2,0]"};
-        QTest::addRow("same with an even pool") << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "padding": "same"})")
-            << QStringList{"layer 5 (maxpool2d): \"padding\": \"same\" needs an odd \"pool_size\"", "got 2x2"};
-        QTest::addRow("filters on a pool") << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "filters": 3})")
+        QTest::addRow("pool with a kernel")
+            << at_layer_5(R"({"type": "avgpool2d", "kernel": 2})")
+            << QStringList{"layer 5 (avgpool2d): unknown field \"kernel\"",
+                           "avgpool2d layers take:", "pool_size"};
+        QTest::addRow("pool size zero")
+            << at_layer_5(R"({"type": "avgpool2d", "pool_size": [2, 0]})")
+            << QStringList{
+                   "layer 5 (avgpool2d): \"pool_size\" must be a positive integer or a list",
+                   "got [2,0]"};
+        QTest::addRow("same with an even pool")
+            << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "padding": "same"})")
+            << QStringList{"layer 5 (maxpool2d): \"padding\": \"same\" needs an odd \"pool_size\"",
+                           "got 2x2"};
+        QTest::addRow("filters on a pool")
+            << at_layer_5(R"({"type": "maxpool2d", "pool_size": 2, "filters": 3})")
             << QStringList{"layer 5 (maxpool2d): unknown field \"filters\""};
-        QTest::addRow("global pool with a size") << at_layer_5(R"({"type": "global_avgpool", "pool_size": 2})")
+        QTest::addRow("global pool with a size")
+            << at_layer_5(R"({"type": "global_avgpool", "pool_size": 2})")
             << QStringList{"layer 5 (global_avgpool): unknown field \"pool_size\""};
         // Batch norm.
-        QTest::addRow("momentum above 1") << at_layer_5(R"({"type": "batchnorm", "momentum": 1.5})")
-            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]", "got 1.5"};
-        QTest::addRow("negative momentum") << at_layer_5(R"({"type": "batchnorm", "momentum": -0.1})")
-            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]", "got -0.1"};
-        QTest::addRow("momentum as a string") << at_layer_5(R"({"type": "batchnorm", "momentum": "0.1"})")
+        QTest::addRow("momentum above 1")
+            << at_layer_5(R"({"type": "batchnorm", "momentum": 1.5})")
+            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]",
+                           "got 1.5"};
+        QTest::addRow("negative momentum")
+            << at_layer_5(R"({"type": "batchnorm", "momentum": -0.1})")
+            << QStringList{"layer 5 (batchnorm): \"momentum\" must be a number in [0, 1]",
+                           "got -0.1"};
+        QTest::addRow("momentum as a string")
+            << at_layer_5(R"({"type": "batchnorm", "momentum": "0.1"})")
             << QStringList{"\"momentum\" must be a number in [0, 1]"};
-        QTest::addRow("zero epsilon") << at_layer_5(R"({"type": "batchnorm", "epsilon": 0})")
+        QTest::addRow("zero epsilon")
+            << at_layer_5(R"({"type": "batchnorm", "epsilon": 0})")
             << QStringList{"layer 5 (batchnorm): \"epsilon\" must be a positive number", "got 0"};
-        QTest::addRow("negative epsilon") << at_layer_5(R"({"type": "batchnorm", "epsilon": -1e-5})")
+        QTest::addRow("negative epsilon")
+            << at_layer_5(R"({"type": "batchnorm", "epsilon": -1e-5})")
             << QStringList{"\"epsilon\" must be a positive number", "got -1e-05"};
-        QTest::addRow("epsilon that is 0 as a float") << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e-50})")
+        QTest::addRow("epsilon that is 0 as a float")
+            << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e-50})")
             << QStringList{"\"epsilon\" must be a positive number"};
-        QTest::addRow("epsilon that overflows a float") << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e300})")
+        QTest::addRow("epsilon that overflows a float")
+            << at_layer_5(R"({"type": "batchnorm", "epsilon": 1e300})")
             << QStringList{"\"epsilon\" must be a positive number"};
-        QTest::addRow("eps, a near miss") << at_layer_5(R"({"type": "batchnorm", "eps": 0.001})")
+        QTest::addRow("eps, a near miss")
+            << at_layer_5(R"({"type": "batchnorm", "eps": 0.001})")
             << QStringList{"layer 5 (batchnorm): unknown field \"eps\"", "momentum, epsilon"};
         // Residual blocks, and errors inside them named by their path.
-        QTest::addRow("residual without body") << at_layer_5(R"({"type": "residual"})")
+        QTest::addRow("residual without body")
+            << at_layer_5(R"({"type": "residual"})")
             << QStringList{"layer 5 (residual): missing \"body\""};
-        QTest::addRow("empty body") << at_layer_5(R"({"type": "residual", "body": []})")
-            << QStringList{"layer 5 (residual): \"body\" must be a non-empty list of layers, got []"};
-        QTest::addRow("body an object") << at_layer_5(R"({"type": "residual", "body": {"type": "flatten"}})")
+        QTest::addRow("empty body")
+            << at_layer_5(R"({"type": "residual", "body": []})")
+            << QStringList{
+                   "layer 5 (residual): \"body\" must be a non-empty list of layers, got []"};
+        QTest::addRow("body an object")
+            << at_layer_5(R"({"type": "residual", "body": {"type": "flatten"}})")
             << QStringList{"layer 5 (residual): \"body\" must be a non-empty list of layers"};
-        QTest::addRow("shortcut a number") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": 5})")
-            << QStringList{"layer 5 (residual): \"shortcut\" must be a list of layers ([] is the identity), got 5"};
-        QTest::addRow("residual tanh") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "activation": "tanh"})")
-            << QStringList{"layer 5 (residual): \"activation\" of a residual block", "\"relu\" or \"linear\"", "got \"tanh\""};
-        QTest::addRow("residual typo") << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcuts": []})")
-            << QStringList{"layer 5 (residual): unknown field \"shortcuts\"", "did you mean \"shortcut\"?"};
+        QTest::addRow("shortcut a number")
+            << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": 5})")
+            << QStringList{"layer 5 (residual): \"shortcut\" must be a list of layers ([] is the "
+                           "identity), got 5"};
+        QTest::addRow("residual tanh")
+            << at_layer_5(
+                   R"({"type": "residual", "body": [{"type": "flatten"}], "activation": "tanh"})")
+            << QStringList{"layer 5 (residual): \"activation\" of a residual block",
+                           "\"relu\" or \"linear\"", "got \"tanh\""};
+        QTest::addRow("residual typo")
+            << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcuts": []})")
+            << QStringList{"layer 5 (residual): unknown field \"shortcuts\"",
+                           "did you mean \"shortcut\"?"};
         QTest::addRow("error in a body")
-            << at_layer_5(R"({"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+            << at_layer_5(
+                   R"({"type": "residual", "body": [{"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
                 {"type": "conv2d", "filters": 0, "kernel": 3}]})")
-            << QStringList{"layer 5 > body 2 (conv2d): \"filters\" must be a positive integer, got 0"};
+            << QStringList{
+                   "layer 5 > body 2 (conv2d): \"filters\" must be a positive integer, got 0"};
         QTest::addRow("error in a nested shortcut")
             << at_layer_5(R"({"type": "residual", "body": [{"type": "batchnorm"},
                 {"type": "residual", "body": [{"type": "flatten"}], "shortcut": [{"type": "dense", "units": -1}]}]})")
-            << QStringList{"layer 5 > body 1 > shortcut 0 (dense): \"units\" must be a positive integer, got -1"};
+            << QStringList{"layer 5 > body 1 > shortcut 0 (dense): \"units\" must be a positive "
+                           "integer, got -1"};
         QTest::addRow("unknown type in a shortcut")
-            << at_layer_5(R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": [{"type": "conv", "filters": 2}]})")
-            << QStringList{"layer 5 > shortcut 0: unknown layer type \"conv\"", "did you mean \"conv2d\"?"};
+            << at_layer_5(
+                   R"({"type": "residual", "body": [{"type": "flatten"}], "shortcut": [{"type": "conv", "filters": 2}]})")
+            << QStringList{"layer 5 > shortcut 0: unknown layer type \"conv\"",
+                           "did you mean \"conv2d\"?"};
         QTest::addRow("body holding a number")
             << at_layer_5(R"({"type": "residual", "body": [3]})")
             << QStringList{"layer 5 > body 0: must be an object", "got 3"};
         {
             std::string nested = R"({"type": "batchnorm"})";
-            for (int i = 0; i < 20; ++i) nested = R"({"type": "residual", "body": [)" + nested + "]}";
+            for (int i = 0; i < 20; ++i)
+                nested = R"({"type": "residual", "body": [)" + nested + "]}";
             QTest::addRow("residual blocks nested 20 deep")
                 << with_layers(("[" + nested + "]").c_str())
-                << QStringList{"layer 0 > body 0 > body 0", "(residual): residual blocks nest more than 16 deep"};
+                << QStringList{"layer 0 > body 0 > body 0",
+                               "(residual): residual blocks nest more than 16 deep"};
         }
     }
-    void invalid() {
+    void invalid()
+    {
         QFETCH(QByteArray, json);
         QFETCH(QStringList, fragments);
         try {
@@ -553,7 +703,8 @@ private slots:
     }
 
     // Written files omit the defaults and read back to the same spec.
-    void writes_only_what_differs_from_defaults() {
+    void writes_only_what_differs_from_defaults()
+    {
         ModelSpec spec;
         spec.name = "w";
         LayerSpec plain;
@@ -565,15 +716,19 @@ private slots:
         spec.layers = {plain, nobias};
         const std::string text = model_spec_to_json(spec);
         QVERIFY2(text.find(R"({"type": "dense", "units": 10})") != std::string::npos, text.c_str());
-        QVERIFY2(text.find(R"({"type": "dense", "units": 12, "activation": "tanh", "use_bias": false})") !=
-                     std::string::npos, text.c_str());
+        QVERIFY2(
+            text.find(
+                R"({"type": "dense", "units": 12, "activation": "tanh", "use_bias": false})") !=
+                std::string::npos,
+            text.c_str());
         QVERIFY(text.find("\"format\": \"mixlab-model/1\"") != std::string::npos);
         QVERIFY(same(parse_model_spec(text), spec));
     }
 
     // The new layer types, each field written only when it differs from its default, and
     // a residual block written as a tree: its layers two spaces deeper, one per line.
-    void writes_convolutional_layers() {
+    void writes_convolutional_layers()
+    {
         ModelSpec spec;
         spec.name = "cnn";
         LayerSpec conv;
@@ -651,7 +806,8 @@ private slots:
     // Random specs over every field and layer type, residual blocks nested two deep:
     // write, read back, compare; writing again gives the same text. Rates, momenta and
     // epsilons are random floats, so the shortest-decimal writing is checked.
-    void random_round_trip() {
+    void random_round_trip()
+    {
         std::mt19937 rng(2024);
         for (int trial = 0; trial < 2000; ++trial) {
             ModelSpec spec;
@@ -660,13 +816,15 @@ private slots:
             const std::string text = model_spec_to_json(spec);
             const ModelSpec back = parse_model_spec(text);
             if (!same(back, spec))
-                QFAIL(qPrintable(QString::fromStdString(text + "\nread back as " + describe(back))));
+                QFAIL(
+                    qPrintable(QString::fromStdString(text + "\nread back as " + describe(back))));
             QCOMPARE(model_spec_to_json(back), text);
         }
     }
 
     // The presets are valid and already in the writer's canonical form.
-    void presets() {
+    void presets()
+    {
         const QStringList files = QDir(models_dir()).entryList({"*.json"}, QDir::Files);
         QVERIFY2(files.size() >= 3, qPrintable(models_dir()));
         for (const QString& f : files) {
@@ -684,14 +842,16 @@ private slots:
                  QString("seed-mlp: [flatten] [dense units=3000 act=relu bias=1] "
                          "[dense units=1000 act=relu bias=1] [dense units=10 act=linear bias=1] "
                          "[activation act=sigmoid fp32]"));
-        const ModelSpec fixed = load_model_spec((models_dir() + "/seed-mlp-fixed.json").toStdString());
+        const ModelSpec fixed =
+            load_model_spec((models_dir() + "/seed-mlp-fixed.json").toStdString());
         QCOMPARE(QString::fromStdString(describe(fixed)),
                  QString("seed-mlp-fixed: [flatten] [dense units=3000 act=relu bias=1] "
                          "[dense units=1000 act=relu bias=1] [dense units=10 act=linear bias=1] "
                          "[activation act=softmax fp32]"));
     }
 
-    void load_errors() {
+    void load_errors()
+    {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         auto message_of = [](const QString& path) -> QString {

@@ -73,11 +73,12 @@ ModelSpec identity_block_model()
 {
     ModelSpec s;
     s.name = "identity-block";
-    s.layers = {conv(4, 3, 1, Activation::Tanh, true),
-                residual({conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Tanh),
-                          conv(4, 3, 1), of_type(LayerType::BatchNorm)},
-                         {}),
-                of_type(LayerType::GlobalAvgPool), dense(3)};
+    s.layers = {
+        conv(4, 3, 1, Activation::Tanh, true),
+        residual({conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Tanh),
+                  conv(4, 3, 1), of_type(LayerType::BatchNorm)},
+                 {}),
+        of_type(LayerType::GlobalAvgPool), dense(3)};
     return s;
 }
 
@@ -88,8 +89,8 @@ ModelSpec projection_block_model()
     ModelSpec s;
     s.name = "projection-block";
     s.layers = {conv(4, 3, 1, Activation::Tanh, true),
-                residual({conv(6, 3, 2), of_type(LayerType::BatchNorm), activation(Activation::Tanh),
-                          conv(6, 3, 1, Activation::None, true)},
+                residual({conv(6, 3, 2), of_type(LayerType::BatchNorm),
+                          activation(Activation::Tanh), conv(6, 3, 1, Activation::None, true)},
                          {conv(6, 1, 2), of_type(LayerType::BatchNorm)}),
                 pool, of_type(LayerType::Flatten), dense(3)};
     return s;
@@ -101,12 +102,15 @@ ModelSpec bn_relu_model()
 {
     ModelSpec s;
     s.name = "bn-relu";
-    s.layers = {conv(4, 3, 1, Activation::Tanh, true),
-                residual({conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu),
-                          conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu)},
-                         {}),
-                of_type(LayerType::BatchNorm), activation(Activation::Relu),
-                of_type(LayerType::GlobalAvgPool), dense(3)};
+    s.layers = {
+        conv(4, 3, 1, Activation::Tanh, true),
+        residual({conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu),
+                  conv(4, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu)},
+                 {}),
+        of_type(LayerType::BatchNorm),
+        activation(Activation::Relu),
+        of_type(LayerType::GlobalAvgPool),
+        dense(3)};
     return s;
 }
 
@@ -120,7 +124,10 @@ int fused_relu_lines(const std::vector<std::string>& describe)
 
 // Sets MIXLAB_NO_BN_RELU_FUSION for one scope.
 struct FusionOff {
-    explicit FusionOff(bool off) { if (off) qputenv("MIXLAB_NO_BN_RELU_FUSION", "1"); }
+    explicit FusionOff(bool off)
+    {
+        if (off) qputenv("MIXLAB_NO_BN_RELU_FUSION", "1");
+    }
     ~FusionOff() { qunsetenv("MIXLAB_NO_BN_RELU_FUSION"); }
 };
 
@@ -164,8 +171,8 @@ struct Harness {
 // of the loss (~1e-7 relative) stays well under the tolerance, small enough that the
 // curvature error (~h^2) does too. `fused`: how many relus must run inside a batch norm;
 // `kinks`: how many parameters may miss because a step crossed a relu's kink.
-void check_gradients(const ModelSpec& spec, const Shape& input, float step = 1e-2f,
-                     int fused = 0, int kinks = 0)
+void check_gradients(const ModelSpec& spec, const Shape& input, float step = 1e-2f, int fused = 0,
+                     int kinks = 0)
 {
     Harness h(spec, input, 3, 4, Policy::FP32, 11);
     QCOMPARE(fused_relu_lines(h.net->describe()), fused);
@@ -192,7 +199,9 @@ void check_gradients(const ModelSpec& spec, const Shape& input, float step = 1e-
         worst = std::max(worst, err / tol);
         if (err > tol && ++missed > kinks)
             QFAIL(qPrintable(QString("parameter %1: backward %2, finite difference %3")
-                                 .arg(i).arg(analytic, 0, 'g', 7).arg(numeric, 0, 'g', 7)));
+                                 .arg(i)
+                                 .arg(analytic, 0, 'g', 7)
+                                 .arg(numeric, 0, 'g', 7)));
         ++checked;
     }
     h.net->write_parameters(params);
@@ -219,9 +228,12 @@ ModelSpec small_cnn()
     pool.kernel_h = pool.kernel_w = 2;
     ModelSpec s;
     s.name = "small";
-    s.layers = {conv(8, 3, 1, Activation::Relu, true), of_type(LayerType::BatchNorm), pool,
+    s.layers = {conv(8, 3, 1, Activation::Relu, true),
+                of_type(LayerType::BatchNorm),
+                pool,
                 residual({conv(8, 3, 1, Activation::Relu), conv(8, 3, 1)}, {}, Activation::Relu),
-                of_type(LayerType::GlobalAvgPool), dense(10)};
+                of_type(LayerType::GlobalAvgPool),
+                dense(10)};
     return s;
 }
 
@@ -230,7 +242,10 @@ ModelSpec small_cnn()
 class TestNetworkConv : public QObject {
     Q_OBJECT
 private slots:
-    void identity_shortcut_gradients() { check_gradients(identity_block_model(), Shape{{5, 5, 2}}); }
+    void identity_shortcut_gradients()
+    {
+        check_gradients(identity_block_model(), Shape{{5, 5, 2}});
+    }
     // Odd input (7x7), stride 2 with "same" padding, a 1x1 projection, average pooling.
     void projection_shortcut_gradients()
     {
@@ -263,16 +278,19 @@ private slots:
         pool.kernel_h = pool.kernel_w = 2;
         ModelSpec spec;
         spec.name = "conv-bn-relu";
-        spec.layers = {conv(8, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu),
-                       pool,
-                       residual({conv(8, 3, 1), of_type(LayerType::BatchNorm),
-                                 activation(Activation::Relu), conv(8, 3, 1),
-                                 of_type(LayerType::BatchNorm)},
-                                {}, Activation::Relu),
-                       of_type(LayerType::GlobalAvgPool), dense(10)};
+        spec.layers = {
+            conv(8, 3, 1),
+            of_type(LayerType::BatchNorm),
+            activation(Activation::Relu),
+            pool,
+            residual({conv(8, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu),
+                      conv(8, 3, 1), of_type(LayerType::BatchNorm)},
+                     {}, Activation::Relu),
+            of_type(LayerType::GlobalAvgPool),
+            dense(10)};
         const Dataset data = make_synthetic(64, 16, 9);
-        const Graph g = build_graph(spec, Shape{{data.height, data.width, data.channels}},
-                                    data.classes);
+        const Graph g =
+            build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
         std::vector<float> initial;
         auto train_once = [&](bool off, std::vector<std::string>* lines) {
             FusionOff env(off);
@@ -299,7 +317,9 @@ private slots:
         for (std::size_t i = 0; i < fused.size(); ++i)
             if (std::memcmp(&fused[i], &plain[i], sizeof(float)) != 0)
                 QFAIL(qPrintable(QString("parameter %1: fused %2, unfused %3")
-                                     .arg(i).arg(fused[i], 0, 'g', 9).arg(plain[i], 0, 'g', 9)));
+                                     .arg(i)
+                                     .arg(fused[i], 0, 'g', 9)
+                                     .arg(plain[i], 0, 'g', 9)));
         // Training moved the parameters (else equality would prove nothing).
         QVERIFY(fused != initial);
     }
@@ -329,8 +349,12 @@ private slots:
     // Every policy runs a CNN with batch norm and a residual block: finite losses, no
     // error, and under `fp16` the float32 batch-norm parameters share the optimizer
     // with float16 weights.
-    void every_policy_trains_a_cnn_data() { QTest::addColumn<int>("policy");
-        for (Policy p : k_all_policies) QTest::newRow(std::string(policy_name(p)).c_str()) << int(p); }
+    void every_policy_trains_a_cnn_data()
+    {
+        QTest::addColumn<int>("policy");
+        for (Policy p : k_all_policies)
+            QTest::newRow(std::string(policy_name(p)).c_str()) << int(p);
+    }
     void every_policy_trains_a_cnn()
     {
         QFETCH(int, policy);
@@ -343,8 +367,8 @@ private slots:
         cfg.epochs = 2;
         cfg.dataset.crop_padding = 4;
         cfg.dataset.horizontal_flip = true;
-        const Graph g = build_graph(small_cnn(), Shape{{data.height, data.width, data.channels}},
-                                    data.classes);
+        const Graph g =
+            build_graph(small_cnn(), Shape{{data.height, data.width, data.channels}}, data.classes);
         TrainingRun run(g, cfg, dd, *backend);
         LossRecorder rec;
         const RunSummary s = train(run, rec);
@@ -369,8 +393,8 @@ private slots:
         cfg.batch_size = 8;
         cfg.steps = 6;
         cfg.optimizer.lr = 0.02f;
-        const Graph g = build_graph(spec, Shape{{data.height, data.width, data.channels}},
-                                    data.classes);
+        const Graph g =
+            build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
         TrainingRun run(g, cfg, dd, *backend);
         LossRecorder rec;
         train(run, rec);

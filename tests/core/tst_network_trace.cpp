@@ -70,7 +70,8 @@ std::string floats_text(const float* v, std::size_t n)
 class TracingEvent : public Event {
 public:
     TracingEvent(std::unique_ptr<Event> inner, int id, std::ostringstream& log)
-        : m_inner(std::move(inner)), m_id(id), m_log(log) {}
+        : m_inner(std::move(inner)), m_id(id), m_log(log)
+    {}
     void record() override
     {
         m_log << "event" << m_id << ".record\n";
@@ -111,14 +112,13 @@ public:
     void upload_f32(Buffer& dst, const float* src, std::size_t count,
                     std::size_t offset = 0) override
     {
-        log << "upload_f32 " << id(dst) << " @" << offset << " " << floats_text(src, count)
-            << "\n";
+        log << "upload_f32 " << id(dst) << " @" << offset << " " << floats_text(src, count) << "\n";
         m_inner->upload_f32(dst, src, count, offset);
     }
     void upload_raw(Buffer& dst, const void* src, std::size_t bytes) override
     {
-        log << "upload_raw " << id(dst) << " " << bytes << " " << std::hex
-            << fnv1a(src, bytes) << std::dec << "\n";
+        log << "upload_raw " << id(dst) << " " << bytes << " " << std::hex << fnv1a(src, bytes)
+            << std::dec << "\n";
         m_inner->upload_raw(dst, src, bytes);
     }
     void download_f32(const Buffer& src, float* dst, std::size_t count,
@@ -170,10 +170,10 @@ public:
     void gemm(const GemmCall& c) override
     {
         log << "gemm ta" << c.trans_a << " tb" << c.trans_b << " " << c.m << "x" << c.n << "x"
-            << c.k << " a=" << id(c.a) << " b=" << id(c.b) << " c=" << id(c.c) << " alpha="
-            << bits(c.alpha) << " beta=" << bits(c.beta) << " epi=" << int(c.epilogue)
-            << " bias=" << id(c.bias) << " bias_grad=" << id(c.bias_grad)
-            << " math=" << int(c.math) << "\n";
+            << c.k << " a=" << id(c.a) << " b=" << id(c.b) << " c=" << id(c.c)
+            << " alpha=" << bits(c.alpha) << " beta=" << bits(c.beta) << " epi=" << int(c.epilogue)
+            << " bias=" << id(c.bias) << " bias_grad=" << id(c.bias_grad) << " math=" << int(c.math)
+            << "\n";
         m_inner->gemm(c);
     }
     void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
@@ -186,8 +186,8 @@ public:
     void activation_backward(Activation act, const Buffer& x, const Buffer& y, const Buffer& dy,
                              int cols, Buffer& dx) override
     {
-        log << "activation_backward " << int(act) << " " << id(x) << " " << id(y) << " "
-            << id(dy) << " " << cols << " " << id(dx) << "\n";
+        log << "activation_backward " << int(act) << " " << id(x) << " " << id(y) << " " << id(dy)
+            << " " << cols << " " << id(dx) << "\n";
         m_inner->activation_backward(act, x, y, dy, cols, dx);
     }
     void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) override
@@ -198,16 +198,15 @@ public:
     void dropout_forward(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
                          const StepCounter& counter, Buffer& y) override
     {
-        log << "dropout_forward " << id(x) << " " << bits(rate) << " " << seed << " " << step
-            << " " << id(counter.buffer) << "/" << counter.steps_per_epoch << " " << id(y) << "\n";
+        log << "dropout_forward " << id(x) << " " << bits(rate) << " " << seed << " " << step << " "
+            << id(counter.buffer) << "/" << counter.steps_per_epoch << " " << id(y) << "\n";
         m_inner->dropout_forward(x, rate, seed, step, counter, y);
     }
     void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed, std::uint64_t step,
                           const StepCounter& counter, Buffer& dx) override
     {
         log << "dropout_backward " << id(dy) << " " << bits(rate) << " " << seed << " " << step
-            << " " << id(counter.buffer) << "/" << counter.steps_per_epoch << " " << id(dx)
-            << "\n";
+            << " " << id(counter.buffer) << "/" << counter.steps_per_epoch << " " << id(dx) << "\n";
         m_inner->dropout_backward(dy, rate, seed, step, counter, dx);
     }
     void add_activation(Activation act, const Buffer& a, const Buffer& b, Buffer& y) override
@@ -230,8 +229,8 @@ public:
     void conv2d_forward(const ConvGeometry& g, const Buffer& x, const Buffer& w, MathMode math,
                         Buffer& y) override
     {
-        log << "conv2d_forward " << geometry(g) << " " << id(x) << " " << id(w) << " "
-            << int(math) << " " << id(y) << "\n";
+        log << "conv2d_forward " << geometry(g) << " " << id(x) << " " << id(w) << " " << int(math)
+            << " " << id(y) << "\n";
         m_inner->conv2d_forward(g, x, w, math, y);
     }
     void conv2d_backward_data(const ConvGeometry& g, const Buffer& dy, const Buffer& w,
@@ -278,10 +277,9 @@ public:
     {
         log << "batchnorm_backward " << int(act) << " " << id(x) << " " << id(y) << " " << id(dy)
             << " " << rows << " " << channels << " " << id(scale) << " " << id(saved_mean) << " "
-            << id(saved_inv_std) << " " << id(dx) << " " << id(dscale) << " " << id(dshift)
-            << "\n";
-        m_inner->batchnorm_backward(act, x, y, dy, rows, channels, scale, saved_mean,
-                                    saved_inv_std, dx, dscale, dshift);
+            << id(saved_inv_std) << " " << id(dx) << " " << id(dscale) << " " << id(dshift) << "\n";
+        m_inner->batchnorm_backward(act, x, y, dy, rows, channels, scale, saved_mean, saved_inv_std,
+                                    dx, dscale, dshift);
     }
     void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) override
     {
@@ -292,8 +290,8 @@ public:
     void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
                        const Buffer& dy, Buffer& dx) override
     {
-        log << "pool_backward " << int(mode) << " " << geometry(g) << " " << id(x) << " "
-            << id(y) << " " << id(dy) << " " << id(dx) << "\n";
+        log << "pool_backward " << int(mode) << " " << geometry(g) << " " << id(x) << " " << id(y)
+            << " " << id(dy) << " " << id(dx) << "\n";
         m_inner->pool_backward(mode, g, x, y, dy, dx);
     }
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels, int batch,
@@ -318,8 +316,8 @@ public:
     void optimizer_step(ParamTable& table, const OptimizerConfig& opt, const ScalerParams& scaling,
                         Buffer& scaler, Buffer& record, std::size_t offset) override
     {
-        log << "optimizer_step " << int(opt.type) << " " << int(scaling.mode) << " "
-            << id(scaler) << " " << id(record) << " @" << offset << "\n";
+        log << "optimizer_step " << int(opt.type) << " " << int(scaling.mode) << " " << id(scaler)
+            << " " << id(record) << " @" << offset << "\n";
         m_inner->optimizer_step(table, opt, scaling, scaler, record, offset);
     }
 
@@ -328,8 +326,9 @@ private:
     {
         if (!b) return "-";
         const auto it = m_ids.find(b->data());
-        return it == m_ids.end() ? "b?" : "b" + std::to_string(it->second) + ":" +
-                                              std::string(dtype_name(b->dtype()));
+        return it == m_ids.end()
+                   ? "b?"
+                   : "b" + std::to_string(it->second) + ":" + std::string(dtype_name(b->dtype()));
     }
     std::string id(const Buffer& b) const { return id(&b); }
     static std::string geometry(const ConvGeometry& g)
@@ -343,9 +342,9 @@ private:
     static std::string geometry(const PoolGeometry& g)
     {
         std::ostringstream s;
-        s << g.batch << "," << g.in_h << "," << g.in_w << "," << g.channels << "," << g.out_h
-          << "," << g.out_w << ",w" << g.window_h << "x" << g.window_w << ",s" << g.stride_h
-          << "x" << g.stride_w << ",p" << g.pad_h << "x" << g.pad_w;
+        s << g.batch << "," << g.in_h << "," << g.in_w << "," << g.channels << "," << g.out_h << ","
+          << g.out_w << ",w" << g.window_h << "x" << g.window_w << ",s" << g.stride_h << "x"
+          << g.stride_w << ",p" << g.pad_h << "x" << g.pad_w;
         return s.str();
     }
 
@@ -432,9 +431,9 @@ ModelSpec mlp_edges()
 {
     ModelSpec s;
     s.name = "mlp-edges";
-    s.layers = {dense(8, Activation::Tanh, false), dropout(0.25f), dense(8, Activation::Relu),
-                fp32(dense(8, Activation::Gelu)), activation(Activation::Sigmoid),
-                dense(4, Activation::Softmax)};
+    s.layers = {dense(8, Activation::Tanh, false), dropout(0.25f),
+                dense(8, Activation::Relu),        fp32(dense(8, Activation::Gelu)),
+                activation(Activation::Sigmoid),   dense(4, Activation::Softmax)};
     return s;
 }
 
@@ -445,11 +444,16 @@ ModelSpec conv_edges()
 {
     ModelSpec s;
     s.name = "conv-edges";
-    s.layers = {pool(LayerType::AvgPool2D, 2, 1, 1), of_type(LayerType::BatchNorm),
-                conv(8, 3, 1, Activation::Gelu, true), of_type(LayerType::BatchNorm),
-                activation(Activation::Relu), pool(LayerType::MaxPool2D, 3, 2, 1),
-                fp32(conv(8, 1, 1, Activation::Sigmoid, true)), activation(Activation::Tanh),
-                of_type(LayerType::GlobalAvgPool), dense(4)};
+    s.layers = {pool(LayerType::AvgPool2D, 2, 1, 1),
+                of_type(LayerType::BatchNorm),
+                conv(8, 3, 1, Activation::Gelu, true),
+                of_type(LayerType::BatchNorm),
+                activation(Activation::Relu),
+                pool(LayerType::MaxPool2D, 3, 2, 1),
+                fp32(conv(8, 1, 1, Activation::Sigmoid, true)),
+                activation(Activation::Tanh),
+                of_type(LayerType::GlobalAvgPool),
+                dense(4)};
     return s;
 }
 
@@ -462,19 +466,19 @@ ModelSpec residual_edges()
 {
     ModelSpec s;
     s.name = "residual-edges";
-    s.layers = {conv(8, 3, 1, Activation::Relu, true),
-                residual({conv(8, 3, 1, Activation::Relu)}, {}),
-                residual({conv(8, 3, 1), of_type(LayerType::BatchNorm)},
-                         {conv(8, 1, 1, Activation::Tanh)}, Activation::Relu),
-                residual({residual({conv(8, 3, 1), of_type(LayerType::BatchNorm)}, {},
-                                   Activation::Relu)},
-                         {}, Activation::Relu),
-                fp32(residual({conv(8, 3, 1), of_type(LayerType::BatchNorm),
-                               activation(Activation::Relu)},
-                              {})),
-                residual({conv(16, 3, 2), of_type(LayerType::BatchNorm)},
-                         {conv(16, 1, 2), dropout(0.5f)}, Activation::Relu),
-                of_type(LayerType::GlobalAvgPool), dense(3)};
+    s.layers = {
+        conv(8, 3, 1, Activation::Relu, true),
+        residual({conv(8, 3, 1, Activation::Relu)}, {}),
+        residual({conv(8, 3, 1), of_type(LayerType::BatchNorm)}, {conv(8, 1, 1, Activation::Tanh)},
+                 Activation::Relu),
+        residual({residual({conv(8, 3, 1), of_type(LayerType::BatchNorm)}, {}, Activation::Relu)},
+                 {}, Activation::Relu),
+        fp32(residual({conv(8, 3, 1), of_type(LayerType::BatchNorm), activation(Activation::Relu)},
+                      {})),
+        residual({conv(16, 3, 2), of_type(LayerType::BatchNorm)}, {conv(16, 1, 2), dropout(0.5f)},
+                 Activation::Relu),
+        of_type(LayerType::GlobalAvgPool),
+        dense(3)};
     return s;
 }
 
@@ -688,8 +692,9 @@ void dump(const QByteArray& dir, const Case& c, const Result& r)
     std::string name = c.name;
     for (char& ch : name)
         if (ch == ' ') ch = '_';
-    std::ofstream(dir.toStdString() + "/" + name + ".txt")
-        << r.trace << "---- numbers\n" << r.numbers << "---- facts\n" << r.facts;
+    std::ofstream(dir.toStdString() + "/" + name + ".txt") << r.trace << "---- numbers\n"
+                                                           << r.numbers << "---- facts\n"
+                                                           << r.facts;
 }
 
 } // namespace

@@ -82,8 +82,10 @@ void TestOptimizers::matches_pytorch_reference_data()
     QTest::newRow("adam") << OptimizerType::Adam << 0.01f << 0.0f << false << 0.0f << DType::F32;
     QTest::newRow("adam_l2") << OptimizerType::Adam << 0.01f << 0.0f << false << 0.1f << DType::F32;
     QTest::newRow("adamw") << OptimizerType::AdamW << 0.01f << 0.0f << false << 0.1f << DType::F32;
-    QTest::newRow("adamw_f16_low") << OptimizerType::AdamW << 0.01f << 0.0f << false << 0.1f << DType::F16;
-    QTest::newRow("adam_bf16_low") << OptimizerType::Adam << 0.01f << 0.0f << false << 0.0f << DType::BF16;
+    QTest::newRow("adamw_f16_low")
+        << OptimizerType::AdamW << 0.01f << 0.0f << false << 0.1f << DType::F16;
+    QTest::newRow("adam_bf16_low")
+        << OptimizerType::Adam << 0.01f << 0.0f << false << 0.0f << DType::BF16;
 }
 
 void TestOptimizers::matches_pytorch_reference()
@@ -123,12 +125,11 @@ void TestOptimizers::matches_pytorch_reference()
         // the first step (it becomes g), so NaN there must not leak into the weights.
         be->fill(t.s1, type == OptimizerType::SGD ? k_nan : 0.0f);
         be->fill(t.s2, 0.0f);
-        if (has_low)
-            t.low = poisoned(*be, n, low);
+        if (has_low) t.low = poisoned(*be, n, low);
         t.ref.w = DVec(w.begin(), w.end());
         t.ref.s1 = t.ref.s2 = DVec(n, 0.0);
         param_slots.push_back({&t.master, &t.grad, has_low ? &t.low : nullptr, &t.s1,
-                         type == OptimizerType::SGD ? nullptr : &t.s2});
+                               type == OptimizerType::SGD ? nullptr : &t.s2});
     }
     auto table = be->prepare_params(param_slots);
     Buffer scaler = be->alloc(k_scaler_fields, DType::F32);
@@ -156,8 +157,7 @@ void TestOptimizers::matches_pytorch_reference()
             if (has_low) {
                 // Written in the same pass: exactly the master rounded to the low dtype.
                 const Vec l = get(ts[p].low);
-                for (std::size_t i = 0; i < l.size(); ++i)
-                    EXPECT_EXACT(l[i], round_to(low, w[i]));
+                for (std::size_t i = 0; i < l.size(); ++i) EXPECT_EXACT(l[i], round_to(low, w[i]));
             }
         }
         EXPECT_EXACT(get(scaler)[k_optimizer_steps], float(step + 1));

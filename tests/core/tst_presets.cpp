@@ -23,12 +23,14 @@ namespace {
 
 QString models_dir() { return QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models"); }
 
-Graph build(const QString& file, const Shape& input, int classes) {
+Graph build(const QString& file, const Shape& input, int classes)
+{
     return build_graph(load_model_spec((models_dir() + "/" + file).toStdString()), input, classes);
 }
 
 // Every layer of the tree, pre-order.
-void walk(const std::vector<GraphLayer>& layers, const std::function<void(const GraphLayer&)>& f) {
+void walk(const std::vector<GraphLayer>& layers, const std::function<void(const GraphLayer&)>& f)
+{
     for (const GraphLayer& l : layers) {
         f(l);
         walk(l.body, f);
@@ -77,16 +79,18 @@ class TestPresets : public QObject {
     Q_OBJECT
 
 private slots:
-    void presets_data() {
+    void presets_data()
+    {
         QTest::addColumn<QString>("file");
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<int>("classes");
         QTest::addColumn<qint64>("params");
         for (const Preset& p : k_presets)
-            QTest::addRow("%s", p.file) << QString(p.file) << p.input.dims << p.classes
-                                        << qint64(p.params);
+            QTest::addRow("%s", p.file)
+                << QString(p.file) << p.input.dims << p.classes << qint64(p.params);
     }
-    void presets() {
+    void presets()
+    {
         QFETCH(QString, file);
         QFETCH(std::vector<int>, input);
         QFETCH(int, classes);
@@ -120,7 +124,8 @@ private slots:
     }
 
     // A new preset must get a row in k_presets.
-    void every_file_is_tested() {
+    void every_file_is_tested()
+    {
         QStringList files = QDir(models_dir()).entryList({"*.json"}, QDir::Files);
         QStringList tested;
         for (const Preset& p : k_presets) tested << p.file;
@@ -130,7 +135,8 @@ private slots:
     }
 
     // The acceptance: ResNet-18 on CIFAR-100 has 11.2 M parameters, within 1 %.
-    void resnet18_within_one_percent() {
+    void resnet18_within_one_percent()
+    {
         const Graph g = build("resnet18.json", k_cifar, 100);
         QVERIFY(std::abs(double(g.total_params) - 11.2e6) <= 0.01 * 11.2e6);
     }
@@ -138,7 +144,8 @@ private slots:
     // The CIFAR ResNets' layout: 3x3 stem without max-pool, four stages halving the
     // size from the second on, projection shortcuts only where the shape changes, a
     // global pool and the classifier.
-    void resnet_layout_data() {
+    void resnet_layout_data()
+    {
         QTest::addColumn<QString>("file");
         QTest::addColumn<std::vector<int>>("blocks");
         QTest::addColumn<int>("expansion");
@@ -148,7 +155,8 @@ private slots:
         QTest::addRow("resnet101") << "resnet101.json" << std::vector<int>{3, 4, 23, 3} << 4;
         QTest::addRow("resnet152") << "resnet152.json" << std::vector<int>{3, 8, 36, 3} << 4;
     }
-    void resnet_layout() {
+    void resnet_layout()
+    {
         QFETCH(QString, file);
         QFETCH(std::vector<int>, blocks);
         QFETCH(int, expansion);
@@ -216,7 +224,8 @@ private slots:
 
     // Forward FLOPs per sample. ResNet-18 on CIFAR is ~0.56 G multiply-adds (published
     // counts), so ~1.11 GFLOPs; batch norm, ReLU and the adds put a little on top.
-    void resnet_flops() {
+    void resnet_flops()
+    {
         const Graph r18 = build("resnet18.json", k_cifar, 100);
         QVERIFY2(r18.total_flops > 1.10e9 && r18.total_flops < 1.16e9,
                  qPrintable(QString::number(r18.total_flops)));
@@ -226,7 +235,8 @@ private slots:
     }
 
     // The ResNets also build for Fashion-MNIST's native 28x28x1 and CIFAR-10.
-    void resnets_on_other_inputs() {
+    void resnets_on_other_inputs()
+    {
         for (const char* f : {"resnet18.json", "resnet34.json", "resnet50.json", "resnet101.json",
                               "resnet152.json"}) {
             const Graph mnist = build(f, k_mnist, 10);
@@ -239,7 +249,8 @@ private slots:
         }
     }
 
-    void small_cnns() {
+    void small_cnns()
+    {
         const Graph lenet = build("lenet5.json", k_mnist, 10);
         QStringList outs;
         for (const GraphLayer& l : lenet.layers) outs << QString::fromStdString(l.out.to_string());
@@ -253,8 +264,7 @@ private slots:
         // conv1 2*9*1*32*784 (no bias); bn 4 and relu 1 per element; pool 4 per output;
         // conv2 2*9*32*64*196; bn, relu, pool; dense 2*3136*128 (no bias), bn, relu;
         // dense 2*128*10 + bias. Small enough for two Fashion-MNIST epochs on a 2-core CPU.
-        const std::int64_t flops = 451584 + 5 * 25088 + 4 * 6272 +
-                                   7225344 + 5 * 12544 + 4 * 3136 +
+        const std::int64_t flops = 451584 + 5 * 25088 + 4 * 6272 + 7225344 + 5 * 12544 + 4 * 3136 +
                                    2 * 3136 * 128 + 5 * 128 + (2 * 128 * 10 + 10);
         QCOMPARE(cnn.total_flops, flops);
         QVERIFY(cnn.layers[4].tensor_core_friendly);

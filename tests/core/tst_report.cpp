@@ -79,7 +79,8 @@ ReportInput make_input(bool profiles, unsigned seed, int n_layers = 6)
         f.summary.skipped_steps = r;
         f.summary.final_loss_scale = r == 1 ? 32768.0f : 1.0f;
         f.loss_scale_mode = r == 1 ? LossScaleMode::Dynamic : LossScaleMode::None;
-        for (int s = 0; s < 800; ++s) f.train_loss.push_back(2.3f * std::exp(-0.003f * float(s)) + noise(rng));
+        for (int s = 0; s < 800; ++s)
+            f.train_loss.push_back(2.3f * std::exp(-0.003f * float(s)) + noise(rng));
         f.summary.final_train_loss = f.train_loss.back();
         if (profiles) f.profile = random_profile(rng, n_layers);
         in.runs.push_back(f);
@@ -126,7 +127,9 @@ QString nesting_error(const QString& html)
             in_style = name == "style";
         } else {
             if (stack.isEmpty() || stack.back() != name)
-                return QString("</%1> at %2 closes <%3>").arg(name).arg(m.capturedStart())
+                return QString("</%1> at %2 closes <%3>")
+                    .arg(name)
+                    .arg(m.capturedStart())
                     .arg(stack.isEmpty() ? QString("nothing") : stack.back());
             stack.pop_back();
             in_style = false;
@@ -156,7 +159,7 @@ private slots:
         QVERIFY(html.contains("mixed_fp16 ran 1.8x faster &amp; used &lt; half the time"));
         QVERIFY(html.contains("keep &quot;mixed_fp16&quot;"));
         QVERIFY(html.contains("layer 3 has 1001 units"));
-        QVERIFY(html.contains("123,456"));  // parameters
+        QVERIFY(html.contains("123,456"));    // parameters
         QVERIFY(html.contains("2.50 MFLOP")); // forward FLOPs per sample
         QVERIFY(html.contains("2026-11-30 00:00 UTC"));
         // The speedups against the fp32 baseline, from the runs' own medians.
@@ -178,13 +181,15 @@ private slots:
     {
         QFETCH(QString, backend);
         ReportInput in = make_input(true, 14);
-        for (RunFacts& f : in.runs) f.device.backend = *mixlab::parse_backend_kind(backend.toStdString());
+        for (RunFacts& f : in.runs)
+            f.device.backend = *mixlab::parse_backend_kind(backend.toStdString());
         in.runs[1].summary.final_test_accuracy = 0.8125f;
         in.runs[2].summary.final_test_accuracy.reset();
         const QString html = QString::fromStdString(explain_report_html(in));
         QVERIFY(html.contains("<th>Step ms</th>"));
         QVERIFY(!html.contains("Median ms"));
-        QVERIFY(html.contains(QString::fromStdString("Step ms: " + report::escape_html(step_time_definition()))));
+        QVERIFY(html.contains(
+            QString::fromStdString("Step ms: " + report::escape_html(step_time_definition()))));
         QVERIFY(html.contains(QString::fromStdString(report::escape_html(speedup_definition()))));
         QVERIFY(html.contains("sum of phases"));
         QVERIFY(html.contains("profiled step"));
@@ -193,10 +198,13 @@ private slots:
         QVERIFY(html.contains("81.2%"));
         // Samples/s from the headline step time.
         const RunFacts& f = in.runs[0];
-        QVERIFY(html.contains(QString::number(1000.0 * f.batch / f.summary.median_step_ms, 'f', 0)));
-        const QRegularExpression lastRow(QStringLiteral("<td class=\"name\">mixed_bf16</td>.*?</tr>"),
-                                         QRegularExpression::DotMatchesEverythingOption);
-        const QString row = lastRow.match(html, html.indexOf(QStringLiteral("<h2>Results</h2>"))).captured(0);
+        QVERIFY(
+            html.contains(QString::number(1000.0 * f.batch / f.summary.median_step_ms, 'f', 0)));
+        const QRegularExpression lastRow(
+            QStringLiteral("<td class=\"name\">mixed_bf16</td>.*?</tr>"),
+            QRegularExpression::DotMatchesEverythingOption);
+        const QString row =
+            lastRow.match(html, html.indexOf(QStringLiteral("<h2>Results</h2>"))).captured(0);
         QVERIFY2(row.endsWith(QStringLiteral("\u2014</td></tr>")), qPrintable(row));
     }
 
@@ -204,7 +212,7 @@ private slots:
     {
         QTest::addColumn<bool>("profiles");
         QTest::addColumn<int>("charts");
-        QTest::newRow("profiled") << true << 3;     // loss, step time, phases
+        QTest::newRow("profiled") << true << 3;      // loss, step time, phases
         QTest::newRow("not profiled") << false << 2; // no phase chart without profiles
     }
 
@@ -233,12 +241,16 @@ private slots:
         QVERIFY(html.contains("10 more layers not shown"));
         const StepProfile& p = *in.runs.front().profile;
         auto total = [](const LayerTime& l) { return l.forward_ms + l.backward_ms; };
-        const auto slowest = std::max_element(p.layers.begin(), p.layers.end(),
+        const auto slowest = std::max_element(
+            p.layers.begin(), p.layers.end(),
             [&](const LayerTime& a, const LayerTime& b) { return total(a) < total(b); });
-        const auto fastest = std::min_element(p.layers.begin(), p.layers.end(),
+        const auto fastest = std::min_element(
+            p.layers.begin(), p.layers.end(),
             [&](const LayerTime& a, const LayerTime& b) { return total(a) < total(b); });
-        QVERIFY(html.contains(QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(slowest->path))));
-        QVERIFY(!html.contains(QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(fastest->path))));
+        QVERIFY(html.contains(
+            QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(slowest->path))));
+        QVERIFY(!html.contains(
+            QString("<td class=\"name\">%1</td>").arg(QString::fromStdString(fastest->path))));
         QVERIFY(html.contains("units 1001 not a multiple of 8"));
     }
 
@@ -288,7 +300,8 @@ private slots:
         }
         QVERIFY(spike);
         // Short series pass through, non-finite values left out.
-        const auto few = report::decimate_min_max({1.0f, std::numeric_limits<float>::infinity(), 3.0f}, 500);
+        const auto few =
+            report::decimate_min_max({1.0f, std::numeric_limits<float>::infinity(), 3.0f}, 500);
         QCOMPARE(few.size(), std::size_t(2));
         QCOMPARE(few[1].first, 3.0);
         QCOMPARE(few[1].second, 3.0);
@@ -341,9 +354,10 @@ private slots:
     {
         QProcess p;
         p.start(QStringLiteral(MIXLAB_CLI_PATH),
-                {"explain", "--model", QStringLiteral(MIXLAB_SOURCE_DIR) + "/resources/models/mnist-mlp.json",
-                 "--dataset", "synthetic", "--steps", "5", "--device", "cpu",
-                 "--report", "/nonexistent-folder-mixlab/r.html"});
+                {"explain", "--model",
+                 QStringLiteral(MIXLAB_SOURCE_DIR) + "/resources/models/mnist-mlp.json",
+                 "--dataset", "synthetic", "--steps", "5", "--device", "cpu", "--report",
+                 "/nonexistent-folder-mixlab/r.html"});
         QVERIFY(p.waitForStarted(10000));
         QVERIFY(p.waitForFinished(30000));
         const QString err = QString::fromUtf8(p.readAllStandardError());

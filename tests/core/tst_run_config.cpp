@@ -29,7 +29,8 @@ namespace {
 std::uint32_t fbits(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 // Every field, floats compared by their bits: equal exactly when nothing was lost.
-QString differences(const RunConfig& a, const RunConfig& b) {
+QString differences(const RunConfig& a, const RunConfig& b)
+{
     QStringList d;
     auto check = [&](bool same, const char* field) {
         if (!same) d << field;
@@ -39,13 +40,17 @@ QString differences(const RunConfig& a, const RunConfig& b) {
     check(a.dataset.synthetic_train == b.dataset.synthetic_train, "dataset.synthetic_train");
     check(a.dataset.synthetic_test == b.dataset.synthetic_test, "dataset.synthetic_test");
     check(a.dataset.crop_padding == b.dataset.crop_padding, "dataset.augment.crop_padding");
-    check(a.dataset.horizontal_flip == b.dataset.horizontal_flip, "dataset.augment.horizontal_flip");
+    check(a.dataset.horizontal_flip == b.dataset.horizontal_flip,
+          "dataset.augment.horizontal_flip");
     check(a.policy == b.policy, "policy");
     check(a.loss_scale.mode == b.loss_scale.mode, "loss_scale.mode");
     check(fbits(a.loss_scale.init) == fbits(b.loss_scale.init), "loss_scale.init");
-    check(fbits(a.loss_scale.growth_factor) == fbits(b.loss_scale.growth_factor), "loss_scale.growth_factor");
-    check(fbits(a.loss_scale.backoff_factor) == fbits(b.loss_scale.backoff_factor), "loss_scale.backoff_factor");
-    check(a.loss_scale.growth_interval == b.loss_scale.growth_interval, "loss_scale.growth_interval");
+    check(fbits(a.loss_scale.growth_factor) == fbits(b.loss_scale.growth_factor),
+          "loss_scale.growth_factor");
+    check(fbits(a.loss_scale.backoff_factor) == fbits(b.loss_scale.backoff_factor),
+          "loss_scale.backoff_factor");
+    check(a.loss_scale.growth_interval == b.loss_scale.growth_interval,
+          "loss_scale.growth_interval");
     check(a.batch_size == b.batch_size, "batch_size");
     check(a.epochs == b.epochs, "epochs");
     check(a.steps == b.steps, "steps");
@@ -53,7 +58,8 @@ QString differences(const RunConfig& a, const RunConfig& b) {
     check(fbits(a.optimizer.lr) == fbits(b.optimizer.lr), "optimizer.lr");
     check(fbits(a.optimizer.momentum) == fbits(b.optimizer.momentum), "optimizer.momentum");
     check(a.optimizer.nesterov == b.optimizer.nesterov, "optimizer.nesterov");
-    check(fbits(a.optimizer.weight_decay) == fbits(b.optimizer.weight_decay), "optimizer.weight_decay");
+    check(fbits(a.optimizer.weight_decay) == fbits(b.optimizer.weight_decay),
+          "optimizer.weight_decay");
     check(fbits(a.optimizer.beta1) == fbits(b.optimizer.beta1), "optimizer.beta1");
     check(fbits(a.optimizer.beta2) == fbits(b.optimizer.beta2), "optimizer.beta2");
     check(fbits(a.optimizer.eps) == fbits(b.optimizer.eps), "optimizer.eps");
@@ -63,7 +69,8 @@ QString differences(const RunConfig& a, const RunConfig& b) {
 }
 
 // A config with `body` after the format field.
-QByteArray run(const char* body) {
+QByteArray run(const char* body)
+{
     return QByteArray(R"({"format": "mixlab-run/1", )") + body + "}";
 }
 
@@ -74,7 +81,8 @@ const char* k_design_example = R"(
  "batch_size": 256, "epochs": 5, "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9},
  "seed": 42, "device": "auto"})";
 
-void write_file(const QString& path, const std::string& text) {
+void write_file(const QString& path, const std::string& text)
+{
     std::ofstream out(path.toStdString(), std::ios::binary);
     out << text;
 }
@@ -86,7 +94,8 @@ class TestRunConfig : public QObject {
 
 private slots:
     // ---- policies ---------------------------------------------------------------------
-    void policy_names_data() {
+    void policy_names_data()
+    {
         QTest::addColumn<QString>("name");
         QTest::addColumn<Policy>("policy");
         QTest::addRow("fp32") << "fp32" << Policy::FP32;
@@ -99,13 +108,15 @@ private slots:
         QTest::addRow("Keras mixed_bfloat16") << "mixed_bfloat16" << Policy::MixedBF16;
         QTest::addRow("upper case") << "MIXED_FP16" << Policy::MixedFP16;
     }
-    void policy_names() {
+    void policy_names()
+    {
         QFETCH(QString, name);
         QFETCH(Policy, policy);
         QCOMPARE(parse_policy(name.toStdString()), policy);
     }
 
-    void policy_round_trip() {
+    void policy_round_trip()
+    {
         int n = 0;
         for (Policy p : k_all_policies) {
             QCOMPARE(parse_policy(policy_name(p)), p);
@@ -115,7 +126,8 @@ private slots:
         QCOMPARE(policy_name(Policy::MixedBF16), std::string_view("mixed_bf16"));
     }
 
-    void unknown_policy() {
+    void unknown_policy()
+    {
         for (const char* bad : {"mixed_float32", "", "fp8", "bfloat16x"}) {
             try {
                 parse_policy(bad);
@@ -130,20 +142,27 @@ private slots:
     }
 
     // README's policy table.
-    void policy_traits_table_data() {
+    void policy_traits_table_data()
+    {
         QTest::addColumn<Policy>("policy");
         QTest::addColumn<int>("compute");
         QTest::addColumn<bool>("master");
         QTest::addColumn<bool>("sm80");
         QTest::addColumn<int>("math");
         QTest::addColumn<bool>("scaling");
-        QTest::addRow("fp32") << Policy::FP32 << int(DType::F32) << false << false << int(MathMode::Pedantic) << false;
-        QTest::addRow("tf32") << Policy::TF32 << int(DType::F32) << false << true << int(MathMode::TF32) << false;
-        QTest::addRow("mixed_fp16") << Policy::MixedFP16 << int(DType::F16) << true << false << int(MathMode::Reduced) << true;
-        QTest::addRow("mixed_bf16") << Policy::MixedBF16 << int(DType::BF16) << true << true << int(MathMode::Reduced) << false;
-        QTest::addRow("fp16") << Policy::FP16 << int(DType::F16) << false << false << int(MathMode::Reduced) << false;
+        QTest::addRow("fp32") << Policy::FP32 << int(DType::F32) << false << false
+                              << int(MathMode::Pedantic) << false;
+        QTest::addRow("tf32") << Policy::TF32 << int(DType::F32) << false << true
+                              << int(MathMode::TF32) << false;
+        QTest::addRow("mixed_fp16") << Policy::MixedFP16 << int(DType::F16) << true << false
+                                    << int(MathMode::Reduced) << true;
+        QTest::addRow("mixed_bf16") << Policy::MixedBF16 << int(DType::BF16) << true << true
+                                    << int(MathMode::Reduced) << false;
+        QTest::addRow("fp16") << Policy::FP16 << int(DType::F16) << false << false
+                              << int(MathMode::Reduced) << false;
     }
-    void policy_traits_table() {
+    void policy_traits_table()
+    {
         QFETCH(Policy, policy);
         QFETCH(int, compute);
         QFETCH(bool, master);
@@ -159,7 +178,8 @@ private slots:
     }
 
     // ---- names ------------------------------------------------------------------------
-    void enum_names() {
+    void enum_names()
+    {
         QCOMPARE(loss_scale_mode_name(LossScaleMode::Default), std::string_view("default"));
         QCOMPARE(loss_scale_mode_name(LossScaleMode::Dynamic), std::string_view("dynamic"));
         QCOMPARE(loss_scale_mode_name(LossScaleMode::Static), std::string_view("static"));
@@ -175,12 +195,15 @@ private slots:
             parse_device_choice("gpu");
             QFAIL("accepted gpu");
         } catch (const InputError& e) {
-            QVERIFY2(QString(e.what()).contains("unknown device \"gpu\"; valid devices: auto, cpu, cuda"), e.what());
+            QVERIFY2(QString(e.what()).contains(
+                         "unknown device \"gpu\"; valid devices: auto, cpu, cuda"),
+                     e.what());
         }
     }
 
     // ---- parsing ----------------------------------------------------------------------
-    void design_example() {
+    void design_example()
+    {
         const RunConfig c = parse_run_config(k_design_example);
         QCOMPARE(c.dataset.name, std::string("fashion-mnist"));
         QCOMPARE(c.policy, Policy::MixedFP16);
@@ -199,13 +222,15 @@ private slots:
         QCOMPARE(c.device, DeviceChoice::Auto);
     }
 
-    void minimal_config_takes_defaults() {
+    void minimal_config_takes_defaults()
+    {
         const RunConfig c = parse_run_config(R"({"format": "mixlab-run/1"})");
         QCOMPARE(differences(c, RunConfig{}), QString());
         QCOMPARE(c.loss_scale.mode, LossScaleMode::Default);
     }
 
-    void every_field() {
+    void every_field()
+    {
         const RunConfig c = parse_run_config(run(R"(
             "dataset": {"name": "/data/cifar-100", "cifar100_labels": "coarse",
                         "synthetic_train": 500, "synthetic_test": 50},
@@ -215,7 +240,8 @@ private slots:
             "batch_size": 1048576, "epochs": 0, "steps": 100,
             "optimizer": {"type": "adamw", "lr": 3e-4, "momentum": 0, "nesterov": true,
                           "weight_decay": 0.01, "beta1": 0.8, "beta2": 0.95, "eps": 1e-6},
-            "seed": 18446744073709551615, "device": "cuda")").toStdString());
+            "seed": 18446744073709551615, "device": "cuda")")
+                                                 .toStdString());
         QCOMPARE(c.dataset.name, std::string("/data/cifar-100"));
         QVERIFY(c.dataset.cifar100_coarse);
         QCOMPARE(c.dataset.synthetic_train, std::int64_t(500));
@@ -240,113 +266,165 @@ private slots:
         QCOMPARE(c.seed, std::numeric_limits<std::uint64_t>::max());
         QCOMPARE(c.device, DeviceChoice::CUDA);
 
-        QCOMPARE(parse_run_config(run(R"("dataset": "mnist")").toStdString()).dataset.name, std::string("mnist"));
-        QCOMPARE(parse_run_config(run(R"("dataset": {"cifar100_labels": "fine"})").toStdString()).dataset.cifar100_coarse, false);
-        QCOMPARE(parse_run_config(run(R"("loss_scale": {"mode": "none"})").toStdString()).loss_scale.mode, LossScaleMode::None);
-        QCOMPARE(parse_run_config(run(R"("optimizer": {"type": "adam"})").toStdString()).optimizer.type, OptimizerType::Adam);
+        QCOMPARE(parse_run_config(run(R"("dataset": "mnist")").toStdString()).dataset.name,
+                 std::string("mnist"));
+        QCOMPARE(parse_run_config(run(R"("dataset": {"cifar100_labels": "fine"})").toStdString())
+                     .dataset.cifar100_coarse,
+                 false);
+        QCOMPARE(parse_run_config(run(R"("loss_scale": {"mode": "none"})").toStdString())
+                     .loss_scale.mode,
+                 LossScaleMode::None);
+        QCOMPARE(
+            parse_run_config(run(R"("optimizer": {"type": "adam"})").toStdString()).optimizer.type,
+            OptimizerType::Adam);
     }
 
-    void invalid_data() {
+    void invalid_data()
+    {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QStringList>("fragments");
         // The document and its format.
-        QTest::addRow("malformed JSON") << QByteArray("{\"format\": \"mixlab-run/1\",\n\n \"batch_size\": }")
+        QTest::addRow("malformed JSON")
+            << QByteArray("{\"format\": \"mixlab-run/1\",\n\n \"batch_size\": }")
             << QStringList{"run config is not valid JSON", "line 3, column"};
-        QTest::addRow("not an object") << QByteArray("42") << QStringList{"must be a JSON object", "got 42"};
+        QTest::addRow("not an object")
+            << QByteArray("42") << QStringList{"must be a JSON object", "got 42"};
         QTest::addRow("missing format") << QByteArray(R"({"batch_size": 32})")
-            << QStringList{"no \"format\"", "\"mixlab-run/1\""};
-        QTest::addRow("newer format") << QByteArray(R"({"format": "mixlab-run/3"})")
+                                        << QStringList{"no \"format\"", "\"mixlab-run/1\""};
+        QTest::addRow("newer format")
+            << QByteArray(R"({"format": "mixlab-run/3"})")
             << QStringList{"\"mixlab-run/3\"", "newer MixLab", "reads \"mixlab-run/1\""};
         QTest::addRow("model spec given as a run") << QByteArray(R"({"format": "mixlab-model/1"})")
-            << QStringList{"model spec", "not a run config"};
-        QTest::addRow("foreign format") << QByteArray(R"({"format": "yaml"})")
+                                                   << QStringList{"model spec", "not a run config"};
+        QTest::addRow("foreign format")
+            << QByteArray(R"({"format": "yaml"})")
             << QStringList{"\"format\" must be \"mixlab-run/1\", got \"yaml\""};
         // Unknown fields at each level.
-        QTest::addRow("top-level typo") << run(R"("batchsize": 32)")
-            << QStringList{"unknown field \"batchsize\" in the run config", "did you mean \"batch_size\"?"};
-        QTest::addRow("optimizer field") << run(R"("optimizer": {"learning_rate": 0.1})")
+        QTest::addRow("top-level typo")
+            << run(R"("batchsize": 32)")
+            << QStringList{"unknown field \"batchsize\" in the run config",
+                           "did you mean \"batch_size\"?"};
+        QTest::addRow("optimizer field")
+            << run(R"("optimizer": {"learning_rate": 0.1})")
             << QStringList{"unknown field \"learning_rate\" in \"optimizer\"", "lr, momentum"};
-        QTest::addRow("loss_scale field") << run(R"("loss_scale": {"mode": "dynamic", "init_scale": 8})")
+        QTest::addRow("loss_scale field")
+            << run(R"("loss_scale": {"mode": "dynamic", "init_scale": 8})")
             << QStringList{"unknown field \"init_scale\" in \"loss_scale\""};
-        QTest::addRow("dataset field") << run(R"("dataset": {"nmae": "mnist"})")
+        QTest::addRow("dataset field")
+            << run(R"("dataset": {"nmae": "mnist"})")
             << QStringList{"unknown field \"nmae\" in \"dataset\"", "did you mean \"name\"?"};
         // Types and names.
-        QTest::addRow("unknown policy") << run(R"("policy": "mixed_float32")")
-            << QStringList{"\"policy\": unknown precision policy \"mixed_float32\"", "fp32, tf32, mixed_fp16, mixed_bf16, fp16"};
-        QTest::addRow("policy not a string") << run(R"("policy": 16)")
-            << QStringList{"\"policy\" must be a policy name", "got 16"};
-        QTest::addRow("unknown device") << run(R"("device": "gpu")")
+        QTest::addRow("unknown policy")
+            << run(R"("policy": "mixed_float32")")
+            << QStringList{"\"policy\": unknown precision policy \"mixed_float32\"",
+                           "fp32, tf32, mixed_fp16, mixed_bf16, fp16"};
+        QTest::addRow("policy not a string")
+            << run(R"("policy": 16)") << QStringList{"\"policy\" must be a policy name", "got 16"};
+        QTest::addRow("unknown device")
+            << run(R"("device": "gpu")")
             << QStringList{"\"device\": unknown device \"gpu\"; valid devices: auto, cpu, cuda"};
-        QTest::addRow("unknown loss-scale mode") << run(R"("loss_scale": {"mode": "auto"})")
-            << QStringList{"\"loss_scale.mode\" must be \"dynamic\", \"static\" or \"none\"", "got \"auto\""};
-        QTest::addRow("loss_scale not an object") << run(R"("loss_scale": 1024)")
+        QTest::addRow("unknown loss-scale mode")
+            << run(R"("loss_scale": {"mode": "auto"})")
+            << QStringList{"\"loss_scale.mode\" must be \"dynamic\", \"static\" or \"none\"",
+                           "got \"auto\""};
+        QTest::addRow("loss_scale not an object")
+            << run(R"("loss_scale": 1024)")
             << QStringList{"\"loss_scale\" must be an object", "got 1024"};
-        QTest::addRow("unknown optimizer") << run(R"("optimizer": {"type": "rmsprop"})")
-            << QStringList{"\"optimizer.type\" must be \"sgd\", \"adam\" or \"adamw\", got \"rmsprop\""};
-        QTest::addRow("dataset not an object") << run(R"("dataset": 3)")
-            << QStringList{"\"dataset\" must be an object"};
-        QTest::addRow("cifar100 labels") << run(R"("dataset": {"cifar100_labels": "medium"})")
-            << QStringList{"\"dataset.cifar100_labels\" must be \"fine\"", "\"coarse\"", "got \"medium\""};
-        QTest::addRow("batch as a string") << run(R"("batch_size": "256")")
+        QTest::addRow("unknown optimizer")
+            << run(R"("optimizer": {"type": "rmsprop"})")
+            << QStringList{
+                   "\"optimizer.type\" must be \"sgd\", \"adam\" or \"adamw\", got \"rmsprop\""};
+        QTest::addRow("dataset not an object")
+            << run(R"("dataset": 3)") << QStringList{"\"dataset\" must be an object"};
+        QTest::addRow("cifar100 labels")
+            << run(R"("dataset": {"cifar100_labels": "medium"})")
+            << QStringList{"\"dataset.cifar100_labels\" must be \"fine\"", "\"coarse\"",
+                           "got \"medium\""};
+        QTest::addRow("batch as a string")
+            << run(R"("batch_size": "256")")
             << QStringList{"\"batch_size\" must be an integer, got \"256\""};
-        QTest::addRow("fractional batch") << run(R"("batch_size": 32.5)")
+        QTest::addRow("fractional batch")
+            << run(R"("batch_size": 32.5)")
             << QStringList{"\"batch_size\" must be an integer, got 32.5"};
-        QTest::addRow("batch beyond int") << run(R"("batch_size": 1000000000000)")
+        QTest::addRow("batch beyond int")
+            << run(R"("batch_size": 1000000000000)")
             << QStringList{"\"batch_size\" must be an integer between"};
-        QTest::addRow("negative seed") << run(R"("seed": -1)")
+        QTest::addRow("negative seed")
+            << run(R"("seed": -1)")
             << QStringList{"\"seed\" must be a non-negative integer, got -1"};
-        QTest::addRow("lr as text") << run(R"("optimizer": {"lr": "fast"})")
+        QTest::addRow("lr as text")
+            << run(R"("optimizer": {"lr": "fast"})")
             << QStringList{"\"optimizer.lr\" must be a number, got \"fast\""};
-        QTest::addRow("nesterov as text") << run(R"("optimizer": {"nesterov": "yes"})")
+        QTest::addRow("nesterov as text")
+            << run(R"("optimizer": {"nesterov": "yes"})")
             << QStringList{"\"optimizer.nesterov\" must be true or false"};
-        QTest::addRow("fractional synthetic size") << run(R"("dataset": {"synthetic_train": 1.5})")
+        QTest::addRow("fractional synthetic size")
+            << run(R"("dataset": {"synthetic_train": 1.5})")
             << QStringList{"\"dataset.synthetic_train\" must be an integer"};
         // Values no run can use (parse validates).
         QTest::addRow("batch 0") << run(R"("batch_size": 0)")
-            << QStringList{"\"batch_size\" must be between 1 and 1048576, got 0"};
-        QTest::addRow("batch 2^20+1") << run(R"("batch_size": 1048577)")
+                                 << QStringList{
+                                        "\"batch_size\" must be between 1 and 1048576, got 0"};
+        QTest::addRow("batch 2^20+1")
+            << run(R"("batch_size": 1048577)")
             << QStringList{"\"batch_size\" must be between 1 and 1048576, got 1048577"};
         QTest::addRow("epochs 0") << run(R"("epochs": 0)")
-            << QStringList{"\"epochs\" must be at least 1 (or set \"steps\"), got 0"};
-        QTest::addRow("negative steps") << run(R"("steps": -1)")
-            << QStringList{"\"steps\" must be 0", "got -1"};
+                                  << QStringList{
+                                         "\"epochs\" must be at least 1 (or set \"steps\"), got 0"};
+        QTest::addRow("negative steps")
+            << run(R"("steps": -1)") << QStringList{"\"steps\" must be 0", "got -1"};
         QTest::addRow("lr 0") << run(R"("optimizer": {"lr": 0})")
-            << QStringList{"\"optimizer.lr\" must be a positive finite number, got 0"};
-        QTest::addRow("lr overflows float") << run(R"("optimizer": {"lr": 1e39})")
+                              << QStringList{
+                                     "\"optimizer.lr\" must be a positive finite number, got 0"};
+        QTest::addRow("lr overflows float")
+            << run(R"("optimizer": {"lr": 1e39})")
             << QStringList{"\"optimizer.lr\" must be a positive finite number, got inf"};
-        QTest::addRow("momentum 1") << run(R"("optimizer": {"momentum": 1})")
+        QTest::addRow("momentum 1")
+            << run(R"("optimizer": {"momentum": 1})")
             << QStringList{"\"optimizer.momentum\" must be in [0, 1), got 1"};
-        QTest::addRow("negative weight decay") << run(R"("optimizer": {"weight_decay": -0.1})")
+        QTest::addRow("negative weight decay")
+            << run(R"("optimizer": {"weight_decay": -0.1})")
             << QStringList{"\"optimizer.weight_decay\" must be a finite number >= 0, got -0.1"};
         QTest::addRow("beta1 1") << run(R"("optimizer": {"beta1": 1})")
-            << QStringList{"\"optimizer.beta1\" must be in [0, 1), got 1"};
-        QTest::addRow("negative beta2") << run(R"("optimizer": {"beta2": -0.5})")
+                                 << QStringList{"\"optimizer.beta1\" must be in [0, 1), got 1"};
+        QTest::addRow("negative beta2")
+            << run(R"("optimizer": {"beta2": -0.5})")
             << QStringList{"\"optimizer.beta2\" must be in [0, 1), got -0.5"};
         QTest::addRow("eps 0") << run(R"("optimizer": {"eps": 0})")
-            << QStringList{"\"optimizer.eps\" must be a positive finite number, got 0"};
-        QTest::addRow("scale 0") << run(R"("loss_scale": {"init": 0})")
+                               << QStringList{
+                                      "\"optimizer.eps\" must be a positive finite number, got 0"};
+        QTest::addRow("scale 0")
+            << run(R"("loss_scale": {"init": 0})")
             << QStringList{"\"loss_scale.init\" must be a positive finite number, got 0"};
-        QTest::addRow("growth 1") << run(R"("loss_scale": {"growth_factor": 1})")
+        QTest::addRow("growth 1")
+            << run(R"("loss_scale": {"growth_factor": 1})")
             << QStringList{"\"loss_scale.growth_factor\" must be a finite number > 1, got 1"};
-        QTest::addRow("backoff 1") << run(R"("loss_scale": {"backoff_factor": 1})")
+        QTest::addRow("backoff 1")
+            << run(R"("loss_scale": {"backoff_factor": 1})")
             << QStringList{"\"loss_scale.backoff_factor\" must be in (0, 1), got 1"};
-        QTest::addRow("backoff 0") << run(R"("loss_scale": {"backoff_factor": 0})")
+        QTest::addRow("backoff 0")
+            << run(R"("loss_scale": {"backoff_factor": 0})")
             << QStringList{"\"loss_scale.backoff_factor\" must be in (0, 1), got 0"};
-        QTest::addRow("interval 0") << run(R"("loss_scale": {"growth_interval": 0})")
+        QTest::addRow("interval 0")
+            << run(R"("loss_scale": {"growth_interval": 0})")
             << QStringList{"\"loss_scale.growth_interval\" must be at least 1, got 0"};
-        QTest::addRow("no synthetic test images") << run(R"("dataset": {"synthetic_test": 0})")
+        QTest::addRow("no synthetic test images")
+            << run(R"("dataset": {"synthetic_test": 0})")
             << QStringList{"\"dataset.synthetic_test\" must be between 1 and"};
         // Augmentation.
-        QTest::addRow("negative crop padding") << run(R"("dataset": {"augment": {"crop_padding": -1}})")
+        QTest::addRow("negative crop padding")
+            << run(R"("dataset": {"augment": {"crop_padding": -1}})")
             << QStringList{"dataset.augment.", "crop_padding", "0 (off) to 64"};
-        QTest::addRow("crop padding too large") << run(R"("dataset": {"augment": {"crop_padding": 65}})")
+        QTest::addRow("crop padding too large")
+            << run(R"("dataset": {"augment": {"crop_padding": 65}})")
             << QStringList{"dataset.augment.", "crop_padding", "0 (off) to 64"};
         QTest::addRow("augment typo") << run(R"("dataset": {"augment": {"flip": true}})")
-            << QStringList{"unknown field \"flip\"", "horizontal_flip"};
-        QTest::addRow("augment not an object") << run(R"("dataset": {"augment": true})")
-            << QStringList{"augment", "object"};
+                                      << QStringList{"unknown field \"flip\"", "horizontal_flip"};
+        QTest::addRow("augment not an object")
+            << run(R"("dataset": {"augment": true})") << QStringList{"augment", "object"};
     }
-    void invalid() {
+    void invalid()
+    {
         QFETCH(QByteArray, json);
         QFETCH(QStringList, fragments);
         try {
@@ -362,15 +440,18 @@ private slots:
 
     // Configs built in code (the GUI) get the same checks, including NaN and infinity,
     // which JSON cannot spell.
-    void validate_data() {
+    void validate_data()
+    {
         QTest::addColumn<QString>("field");
         QTest::addColumn<double>("value");
         QTest::addColumn<QString>("fragment"); // empty: valid
         const double nan = std::nan(""), inf = HUGE_VAL;
-        QTest::addRow("lr nan") << "lr" << nan << "\"optimizer.lr\" must be a positive finite number, got nan";
+        QTest::addRow("lr nan") << "lr" << nan
+                                << "\"optimizer.lr\" must be a positive finite number, got nan";
         QTest::addRow("lr inf") << "lr" << inf << "got inf";
         QTest::addRow("lr tiny") << "lr" << 1e-30 << "";
-        QTest::addRow("momentum nan") << "momentum" << nan << "\"optimizer.momentum\" must be in [0, 1)";
+        QTest::addRow("momentum nan")
+            << "momentum" << nan << "\"optimizer.momentum\" must be in [0, 1)";
         QTest::addRow("momentum 0") << "momentum" << 0.0 << "";
         QTest::addRow("momentum 0.999") << "momentum" << 0.999 << "";
         QTest::addRow("weight decay inf") << "weight_decay" << inf << "\"optimizer.weight_decay\"";
@@ -385,66 +466,104 @@ private slots:
         QTest::addRow("growth inf") << "growth_factor" << inf << "\"loss_scale.growth_factor\"";
         QTest::addRow("growth 0.5") << "growth_factor" << 0.5 << "\"loss_scale.growth_factor\"";
         QTest::addRow("backoff nan") << "backoff_factor" << nan << "\"loss_scale.backoff_factor\"";
-        QTest::addRow("backoff negative") << "backoff_factor" << -0.5 << "\"loss_scale.backoff_factor\"";
-        QTest::addRow("interval negative") << "growth_interval" << -3.0 << "\"loss_scale.growth_interval\"";
-        QTest::addRow("batch negative") << "batch_size" << -1.0 << "\"batch_size\" must be between 1 and 1048576, got -1";
+        QTest::addRow("backoff negative")
+            << "backoff_factor" << -0.5 << "\"loss_scale.backoff_factor\"";
+        QTest::addRow("interval negative")
+            << "growth_interval" << -3.0 << "\"loss_scale.growth_interval\"";
+        QTest::addRow("batch negative")
+            << "batch_size" << -1.0 << "\"batch_size\" must be between 1 and 1048576, got -1";
         QTest::addRow("batch 1") << "batch_size" << 1.0 << "";
         QTest::addRow("epochs 0 with steps") << "epochs0_steps" << 5.0 << "";
-        QTest::addRow("epochs 0 without steps") << "epochs0_steps" << 0.0 << "\"epochs\" must be at least 1";
+        QTest::addRow("epochs 0 without steps")
+            << "epochs0_steps" << 0.0 << "\"epochs\" must be at least 1";
         QTest::addRow("steps negative") << "steps" << -5.0 << "\"steps\" must be 0";
-        QTest::addRow("synthetic train huge") << "synthetic_train" << 1e12 << "\"dataset.synthetic_train\" must be between 1 and 10000000";
+        QTest::addRow("synthetic train huge")
+            << "synthetic_train" << 1e12
+            << "\"dataset.synthetic_train\" must be between 1 and 10000000";
         QTest::addRow("crop padding 4") << "crop_padding" << 4.0 << "";
         QTest::addRow("crop padding 64") << "crop_padding" << 64.0 << "";
-        QTest::addRow("crop padding 65") << "crop_padding" << 65.0 << "\"dataset.augment.crop_padding\" must be between 0 (off) and 64 pixels, got 65";
+        QTest::addRow("crop padding 65")
+            << "crop_padding" << 65.0
+            << "\"dataset.augment.crop_padding\" must be between 0 (off) and 64 pixels, got 65";
         QTest::addRow("crop padding negative") << "crop_padding" << -4.0 << "got -4";
     }
-    void validate() {
+    void validate()
+    {
         QFETCH(QString, field);
         QFETCH(double, value);
         QFETCH(QString, fragment);
         RunConfig c;
         validate_run_config(c); // the defaults are valid
         const float f = float(value);
-        if (field == "lr") c.optimizer.lr = f;
-        else if (field == "momentum") c.optimizer.momentum = f;
-        else if (field == "weight_decay") c.optimizer.weight_decay = f;
-        else if (field == "beta1") c.optimizer.beta1 = f;
-        else if (field == "beta2") c.optimizer.beta2 = f;
-        else if (field == "eps") c.optimizer.eps = f;
-        else if (field == "init") c.loss_scale.init = f;
-        else if (field == "growth_factor") c.loss_scale.growth_factor = f;
-        else if (field == "backoff_factor") c.loss_scale.backoff_factor = f;
-        else if (field == "growth_interval") c.loss_scale.growth_interval = int(value);
-        else if (field == "batch_size") c.batch_size = int(value);
-        else if (field == "steps") c.steps = std::int64_t(value);
-        else if (field == "synthetic_train") c.dataset.synthetic_train = std::int64_t(value);
-        else if (field == "crop_padding") c.dataset.crop_padding = int(value);
-        else if (field == "epochs0_steps") { c.epochs = 0; c.steps = std::int64_t(value); }
-        else QFAIL(qPrintable("unknown field in the test table: " + field));
+        if (field == "lr")
+            c.optimizer.lr = f;
+        else if (field == "momentum")
+            c.optimizer.momentum = f;
+        else if (field == "weight_decay")
+            c.optimizer.weight_decay = f;
+        else if (field == "beta1")
+            c.optimizer.beta1 = f;
+        else if (field == "beta2")
+            c.optimizer.beta2 = f;
+        else if (field == "eps")
+            c.optimizer.eps = f;
+        else if (field == "init")
+            c.loss_scale.init = f;
+        else if (field == "growth_factor")
+            c.loss_scale.growth_factor = f;
+        else if (field == "backoff_factor")
+            c.loss_scale.backoff_factor = f;
+        else if (field == "growth_interval")
+            c.loss_scale.growth_interval = int(value);
+        else if (field == "batch_size")
+            c.batch_size = int(value);
+        else if (field == "steps")
+            c.steps = std::int64_t(value);
+        else if (field == "synthetic_train")
+            c.dataset.synthetic_train = std::int64_t(value);
+        else if (field == "crop_padding")
+            c.dataset.crop_padding = int(value);
+        else if (field == "epochs0_steps") {
+            c.epochs = 0;
+            c.steps = std::int64_t(value);
+        } else
+            QFAIL(qPrintable("unknown field in the test table: " + field));
         try {
             validate_run_config(c);
             QVERIFY2(fragment.isEmpty(), qPrintable("accepted; expected: " + fragment));
         } catch (const InputError& e) {
             QVERIFY2(!fragment.isEmpty(), e.what());
-            QVERIFY2(QString(e.what()).contains(fragment), qPrintable(QString(e.what()) + "\nmissing: " + fragment));
+            QVERIFY2(QString(e.what()).contains(fragment),
+                     qPrintable(QString(e.what()) + "\nmissing: " + fragment));
         }
     }
 
-    void effective_mode_data() {
+    void effective_mode_data()
+    {
         QTest::addColumn<Policy>("policy");
         QTest::addColumn<LossScaleMode>("mode");
         QTest::addColumn<LossScaleMode>("effective");
-        QTest::addRow("mixed_fp16 default") << Policy::MixedFP16 << LossScaleMode::Default << LossScaleMode::Dynamic;
-        QTest::addRow("fp32 default") << Policy::FP32 << LossScaleMode::Default << LossScaleMode::None;
-        QTest::addRow("tf32 default") << Policy::TF32 << LossScaleMode::Default << LossScaleMode::None;
-        QTest::addRow("mixed_bf16 default") << Policy::MixedBF16 << LossScaleMode::Default << LossScaleMode::None;
-        QTest::addRow("fp16 default") << Policy::FP16 << LossScaleMode::Default << LossScaleMode::None;
-        QTest::addRow("fp16 asks for dynamic") << Policy::FP16 << LossScaleMode::Dynamic << LossScaleMode::Dynamic;
-        QTest::addRow("mixed_fp16 turns it off") << Policy::MixedFP16 << LossScaleMode::None << LossScaleMode::None;
-        QTest::addRow("mixed_fp16 static") << Policy::MixedFP16 << LossScaleMode::Static << LossScaleMode::Static;
-        QTest::addRow("mixed_bf16 static") << Policy::MixedBF16 << LossScaleMode::Static << LossScaleMode::Static;
+        QTest::addRow("mixed_fp16 default")
+            << Policy::MixedFP16 << LossScaleMode::Default << LossScaleMode::Dynamic;
+        QTest::addRow("fp32 default")
+            << Policy::FP32 << LossScaleMode::Default << LossScaleMode::None;
+        QTest::addRow("tf32 default")
+            << Policy::TF32 << LossScaleMode::Default << LossScaleMode::None;
+        QTest::addRow("mixed_bf16 default")
+            << Policy::MixedBF16 << LossScaleMode::Default << LossScaleMode::None;
+        QTest::addRow("fp16 default")
+            << Policy::FP16 << LossScaleMode::Default << LossScaleMode::None;
+        QTest::addRow("fp16 asks for dynamic")
+            << Policy::FP16 << LossScaleMode::Dynamic << LossScaleMode::Dynamic;
+        QTest::addRow("mixed_fp16 turns it off")
+            << Policy::MixedFP16 << LossScaleMode::None << LossScaleMode::None;
+        QTest::addRow("mixed_fp16 static")
+            << Policy::MixedFP16 << LossScaleMode::Static << LossScaleMode::Static;
+        QTest::addRow("mixed_bf16 static")
+            << Policy::MixedBF16 << LossScaleMode::Static << LossScaleMode::Static;
     }
-    void effective_mode() {
+    void effective_mode()
+    {
         QFETCH(Policy, policy);
         QFETCH(LossScaleMode, mode);
         QFETCH(LossScaleMode, effective);
@@ -455,7 +574,8 @@ private slots:
     }
 
     // ---- writing ----------------------------------------------------------------------
-    void design_example_round_trip() {
+    void design_example_round_trip()
+    {
         const RunConfig c = parse_run_config(k_design_example);
         const std::string text = run_config_to_json(c);
         QCOMPARE(differences(parse_run_config(text), c), QString());
@@ -471,15 +591,22 @@ private slots:
         QCOMPARE(parse_run_config(dtext).loss_scale.mode, LossScaleMode::Default);
     }
 
-    void random_round_trip() {
+    void random_round_trip()
+    {
         std::mt19937_64 rng(7);
-        auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+        auto uni = [&](double lo, double hi) {
+            return std::uniform_real_distribution<double>(lo, hi)(rng);
+        };
         auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
-        const Policy policies[] = {Policy::FP32, Policy::TF32, Policy::MixedFP16, Policy::MixedBF16, Policy::FP16};
-        const LossScaleMode modes[] = {LossScaleMode::Default, LossScaleMode::Dynamic, LossScaleMode::Static, LossScaleMode::None};
-        const OptimizerType opts[] = {OptimizerType::SGD, OptimizerType::Adam, OptimizerType::AdamW};
+        const Policy policies[] = {Policy::FP32, Policy::TF32, Policy::MixedFP16, Policy::MixedBF16,
+                                   Policy::FP16};
+        const LossScaleMode modes[] = {LossScaleMode::Default, LossScaleMode::Dynamic,
+                                       LossScaleMode::Static, LossScaleMode::None};
+        const OptimizerType opts[] = {OptimizerType::SGD, OptimizerType::Adam,
+                                      OptimizerType::AdamW};
         const DeviceChoice devices[] = {DeviceChoice::Auto, DeviceChoice::CPU, DeviceChoice::CUDA};
-        const char* names[] = {"", "fashion-mnist", "synthetic", "/tmp/a \"quoted\" folder", "C:\\data\\cifar"};
+        const char* names[] = {"", "fashion-mnist", "synthetic", "/tmp/a \"quoted\" folder",
+                               "C:\\data\\cifar"};
         for (int trial = 0; trial < 1000; ++trial) {
             RunConfig c;
             c.dataset.name = names[pick(5)];
@@ -511,12 +638,14 @@ private slots:
             const std::string text = run_config_to_json(c);
             const RunConfig back = parse_run_config(text);
             const QString diff = differences(back, c);
-            if (!diff.isEmpty()) QFAIL(qPrintable("lost " + diff + " in\n" + QString::fromStdString(text)));
+            if (!diff.isEmpty())
+                QFAIL(qPrintable("lost " + diff + " in\n" + QString::fromStdString(text)));
             QCOMPARE(run_config_to_json(back), text);
         }
     }
 
-    void load_errors() {
+    void load_errors()
+    {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         auto message_of = [](const QString& path) -> QString {
@@ -539,7 +668,8 @@ private slots:
         const QString bad = dir.filePath("bad.json");
         write_file(bad, run(R"("batch_size": 0)").toStdString());
         msg = message_of(bad);
-        QVERIFY2(msg.contains(bad) && msg.contains("\"batch_size\" must be between 1 and 1048576"), qPrintable(msg));
+        QVERIFY2(msg.contains(bad) && msg.contains("\"batch_size\" must be between 1 and 1048576"),
+                 qPrintable(msg));
         const QString good = dir.filePath("good.json");
         write_file(good, k_design_example);
         QCOMPARE(load_run_config(good.toStdString()).batch_size, 256);
@@ -547,7 +677,8 @@ private slots:
 
     // A run file MixLab 0.1.0 wrote (tests/data/format-v1/run.json) loads, and writes back
     // the same settings.
-    void old_run_file_loads() {
+    void old_run_file_loads()
+    {
         const RunConfig c = load_run_config(test::format_v1_path("run.json").toStdString());
         QCOMPARE(c.policy, Policy::FP32);
         QCOMPARE(c.batch_size, 32);

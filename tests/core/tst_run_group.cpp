@@ -216,7 +216,8 @@ void TestRunGroup::oneRunFailsAloneMidTraining()
 // Error event at step 0 and no run started training.
 void TestRunGroup::setupFailureNamesTheRun()
 {
-    RunGroup group(tiny(), {cpu_config(Policy::MixedFP16, 32, 10), cpu_config(Policy::FP32, 4096, 10)});
+    RunGroup group(tiny(),
+                   {cpu_config(Policy::MixedFP16, 32, 10), cpu_config(Policy::FP32, 4096, 10)});
     Recorder rec;
     const GroupOutcome out = group.run(rec, rec);
     QVERIFY(out.setup_failure.has_value());
@@ -322,7 +323,8 @@ void TestRunGroup::stopDuringSetup()
     rec.at_phase = [&](GroupPhase p, int r) {
         if (p == phase && r == run) stop.request_stop();
     };
-    RunGroup group(tiny(), {cpu_config(Policy::FP32, 32, 100000), cpu_config(Policy::FP32, 32, 100000)});
+    RunGroup group(tiny(),
+                   {cpu_config(Policy::FP32, 32, 100000), cpu_config(Policy::FP32, 32, 100000)});
     const GroupOutcome out = group.run(rec, rec, stop.get_token());
     QVERIFY(!out.setup_failure);
     if (before) {
@@ -354,8 +356,9 @@ void TestRunGroup::stopDuringTraining()
     };
     RunGroupOptions options;
     options.profile_steps = 2;
-    RunGroup group(tiny(), {cpu_config(Policy::FP32, 32, 100000), cpu_config(Policy::MixedFP16, 32, 100000)},
-                   options);
+    RunGroup group(
+        tiny(), {cpu_config(Policy::FP32, 32, 100000), cpu_config(Policy::MixedFP16, 32, 100000)},
+        options);
     const GroupOutcome out = group.run(rec, rec, stop.get_token());
     std::int64_t steps[2] = {};
     for (int r = 0; r < 2; ++r) {
@@ -399,7 +402,8 @@ void TestRunGroup::stopDuringProfiling()
 void TestRunGroup::syntheticSplitRule()
 {
     QCOMPARE(synthetic_test_size(10000), std::int64_t(2000));
-    QCOMPARE(synthetic_test_size(DatasetOptions{}.synthetic_train), DatasetOptions{}.synthetic_test);
+    QCOMPARE(synthetic_test_size(DatasetOptions{}.synthetic_train),
+             DatasetOptions{}.synthetic_test);
     QCOMPARE(synthetic_test_size(1), std::int64_t(1));
     QCOMPARE(synthetic_test_size(4), std::int64_t(1));
     QCOMPARE(synthetic_test_size(5), std::int64_t(1));
@@ -469,7 +473,8 @@ void TestRunGroup::maxBatchSearchOnTheGroup()
     QVERIFY(search.complete);
     QCOMPARE(search.result.largest_fit, 200);
     QCOMPARE(search.result.first_failure, 208);
-    QCOMPARE(QString::fromStdString(search.result.failure_reason), QString("only 200 training samples"));
+    QCOMPARE(QString::fromStdString(search.result.failure_reason),
+             QString("only 200 training samples"));
     QVERIFY(started == ended);
     QCOMPARE(started.size(), search.result.trials.size());
     // One group, one job: its device and data are not set up twice.

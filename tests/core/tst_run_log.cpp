@@ -94,9 +94,21 @@ RunSummary fake_summary(std::int64_t steps)
 // Counts what a RunLog passes on.
 struct CountingSink : MetricsSink {
     int steps = 0, epochs = 0, events = 0, last_run = -1;
-    void on_step(int run, const StepMetrics&) override { ++steps; last_run = run; }
-    void on_epoch(int run, const EpochMetrics&) override { ++epochs; last_run = run; }
-    void on_event(int run, const RunEvent&) override { ++events; last_run = run; }
+    void on_step(int run, const StepMetrics&) override
+    {
+        ++steps;
+        last_run = run;
+    }
+    void on_epoch(int run, const EpochMetrics&) override
+    {
+        ++epochs;
+        last_run = run;
+    }
+    void on_event(int run, const RunEvent&) override
+    {
+        ++events;
+        last_run = run;
+    }
 };
 
 std::string read_file(const QString& path)
@@ -242,7 +254,8 @@ private slots:
         log.on_epoch(0, fake_epoch(1, 11));
         log.on_epoch(0, fake_epoch(2, 11));
         log.on_event(0, RunEvent{RunEvent::Kind::SkippedStep, 3, "step 3 skipped: overflow"});
-        log.on_event(0, RunEvent{RunEvent::Kind::Warning, 0, "a \"quoted\" warning\nwith a newline"});
+        log.on_event(0,
+                     RunEvent{RunEvent::Kind::Warning, 0, "a \"quoted\" warning\nwith a newline"});
         log.set_summary(0, fake_summary(23));
 
         const std::string text = log.to_json();
@@ -271,9 +284,9 @@ private slots:
         QCOMPARE(g.at("total_params").get<std::int64_t>(), m_graph.total_params);
 
         const Json& env = j.at("environment");
-        for (const char* key : {"backend", "device_name", "compute_capability", "driver_version",
-                                "runtime_version", "cublas_version", "cudnn_version", "os",
-                                "cpu_model", "compiler", "mixlab_version"})
+        for (const char* key :
+             {"backend", "device_name", "compute_capability", "driver_version", "runtime_version",
+              "cublas_version", "cudnn_version", "os", "cpu_model", "compiler", "mixlab_version"})
             QVERIFY2(env.contains(key), key);
         QCOMPARE(env.at("backend").get<std::string>(), std::string("cpu"));
 
@@ -290,7 +303,8 @@ private slots:
             QVERIFY(same_float(s.at("next_loss_scale"), steps[i].next_loss_scale));
             // Host times and rates as measured (to the microsecond and 0.1/s at least).
             QVERIFY(std::abs(s.at("wall_ms").get<double>() - steps[i].wall_ms) <= 0.5e-3 + 1e-9);
-            QVERIFY(std::abs(s.at("samples_per_s").get<double>() - steps[i].samples_per_s) <= 0.05 + 1e-9);
+            QVERIFY(std::abs(s.at("samples_per_s").get<double>() - steps[i].samples_per_s) <=
+                    0.05 + 1e-9);
             QCOMPARE(s.at("overflow").get<bool>(), steps[i].overflow);
             QCOMPARE(s.at("skipped").get<bool>(), steps[i].skipped);
         }
@@ -360,7 +374,8 @@ private slots:
         QCOMPARE(runs.size(), std::size_t(3));
         for (int r = 0; r < 3; ++r) {
             QCOMPARE(runs[r].at("run").get<int>(), r);
-            QCOMPARE(runs[r].at("policy").get<std::string>(), std::string(policy_name(policies[r])));
+            QCOMPARE(runs[r].at("policy").get<std::string>(),
+                     std::string(policy_name(policies[r])));
             QCOMPARE(runs[r].at("config").at("policy").get<std::string>(),
                      std::string(policy_name(policies[r])));
             QVERIFY(runs[r].at("config").contains("model"));
@@ -388,9 +403,12 @@ private slots:
         RunLog log(RunLog::Kind::Compare);
         log.set_environment(m_env);
         for (int r = 0; r < 4; ++r) {
-            const int index = log.add_run(config_for(r % 2 == 0 ? Policy::FP32 : Policy::MixedFP16));
-            if (r < 2) log.set_run_model(index, m_spec, m_graph);
-            else log.set_run_model(index, wider, wider_graph);
+            const int index =
+                log.add_run(config_for(r % 2 == 0 ? Policy::FP32 : Policy::MixedFP16));
+            if (r < 2)
+                log.set_run_model(index, m_spec, m_graph);
+            else
+                log.set_run_model(index, wider, wider_graph);
         }
         RunSummary stopped = fake_summary(5);
         stopped.stopped = true;
@@ -405,7 +423,8 @@ private slots:
             const ModelSpec& expected = r < 2 ? m_spec : wider;
             const Graph& graph = r < 2 ? m_graph : wider_graph;
             QVERIFY(parse_model_spec(runs[r].at("config").at("model").dump()) == expected);
-            QCOMPARE(runs[r].at("graph").at("total_params").get<std::int64_t>(), graph.total_params);
+            QCOMPARE(runs[r].at("graph").at("total_params").get<std::int64_t>(),
+                     graph.total_params);
         }
         QVERIFY(parse_model_spec(j.at("config").at("model").dump()) == m_spec);
         QCOMPARE(j.at("graph").at("total_params").get<std::int64_t>(), m_graph.total_params);
@@ -430,10 +449,10 @@ private slots:
         const auto lines = split(log.to_csv(), '\n');
         QCOMPARE(lines.size(), std::size_t(1 + 34));
         const auto header = split(lines[0], ',');
-        QCOMPARE(header, (std::vector<std::string>{"run", "policy", "step", "epoch", "loss",
-                                                   "accuracy", "step_ms", "wall_ms",
-                                                   "samples_per_s", "loss_scale",
-                                                   "next_loss_scale", "overflow", "skipped"}));
+        QCOMPARE(header,
+                 (std::vector<std::string>{"run", "policy", "step", "epoch", "loss", "accuracy",
+                                           "step_ms", "wall_ms", "samples_per_s", "loss_scale",
+                                           "next_loss_scale", "overflow", "skipped"}));
         // Rows come run by run; check a few cells of each.
         for (std::size_t i = 0; i < a.size(); ++i) {
             const auto row = split(lines[1 + i], ',');
@@ -512,7 +531,8 @@ private slots:
         }
         QString path = relative.isEmpty() ? QString() : dir.filePath(relative);
         path.replace(dir.filePath("@file"), file);
-        const QStringList before = QDir(dir.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot);
+        const QStringList before =
+            QDir(dir.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot);
         if (ok) {
             check_output_path(path.toStdString(), "--log-json");
         } else {
@@ -572,7 +592,9 @@ private slots:
             RunLog::parse(bad.dump());
             QFAIL("a mistyped step was read");
         } catch (const InputError& e) {
-            QVERIFY2(std::string(e.what()).find("run 2 step 3: \"skipped\" must be true or false") == 0, e.what());
+            QVERIFY2(
+                std::string(e.what()).find("run 2 step 3: \"skipped\" must be true or false") == 0,
+                e.what());
         }
     }
 
@@ -605,7 +627,8 @@ private slots:
             QCOMPARE(log.epochs(r).size(), run["epochs"].size());
             QCOMPARE(log.events(r).size(), run["events"].size());
             QCOMPARE(log.steps(r)[9].loss, float(run["steps"][9]["loss"].get<double>()));
-            QCOMPARE(log.summary(r)->median_step_ms, run["summary"]["median_step_ms"].get<double>());
+            QCOMPARE(log.summary(r)->median_step_ms,
+                     run["summary"]["median_step_ms"].get<double>());
         }
         QCOMPARE(log.environment()->backend, BackendKind::Cpu);
     }

@@ -29,9 +29,13 @@ struct RecordingSink : MetricsSink {
     void on_step(int run, const StepMetrics& m) override
     {
         steps[std::size_t(run)].push_back(m);
-        if (stop && std::int64_t(steps[std::size_t(run)].size()) == stop_after) stop->request_stop();
+        if (stop && std::int64_t(steps[std::size_t(run)].size()) == stop_after)
+            stop->request_stop();
     }
-    void on_epoch(int run, const EpochMetrics& m) override { epochs[std::size_t(run)].push_back(m); }
+    void on_epoch(int run, const EpochMetrics& m) override
+    {
+        epochs[std::size_t(run)].push_back(m);
+    }
     void on_event(int, const RunEvent& e) override { events.push_back(e); }
     int count(RunEvent::Kind k) const
     {
@@ -88,8 +92,7 @@ struct SyntheticRig {
                  Activation out = Activation::Softmax)
         : data(make_synthetic(n_train, n_test, seed)), dev(data, *backend),
           graph(graph_for(small_mlp(out), data))
-    {
-    }
+    {}
     // Returned as a prvalue, so the (immovable) run is built in place.
     TrainingRun run(const RunConfig& config, int run_index = 0)
     {
@@ -151,12 +154,16 @@ void TestTraining::nonFiniteLossStopsWhenAsked()
     QVERIFY(s.stopped);
     QVERIFY2(s.steps < 40, qPrintable(QString("ran %1 steps").arg(s.steps)));
     QCOMPARE(sink.count(RunEvent::Kind::Error), 1);
-    const auto err = std::find_if(sink.events.begin(), sink.events.end(),
-                                  [](const RunEvent& e) { return e.kind == RunEvent::Kind::Error; });
+    const auto err = std::find_if(sink.events.begin(), sink.events.end(), [](const RunEvent& e) {
+        return e.kind == RunEvent::Kind::Error;
+    });
     // The first non-finite loss is the step the message names.
     std::int64_t first_bad = 0;
     for (const StepMetrics& m : sink.steps[0])
-        if (!std::isfinite(m.loss)) { first_bad = m.step; break; }
+        if (!std::isfinite(m.loss)) {
+            first_bad = m.step;
+            break;
+        }
     QVERIFY(first_bad > 0);
     QCOMPARE(err->step, first_bad);
     QVERIFY2(err->message.find("at step " + std::to_string(first_bad)) != std::string::npos,
@@ -175,7 +182,7 @@ void TestTraining::profilePassAddsUp()
     QCOMPARE(run.steps_done(), std::int64_t(12));
     const StepProfile p = run.profile(sink, 3);
     QCOMPARE(p.steps, 3);
-    QVERIFY(!p.replayed); // the CPU backend runs op by op
+    QVERIFY(!p.replayed);                                     // the CPU backend runs op by op
     QCOMPARE(run.steps_done(), std::int64_t(12 + 3 * 3 + 3)); // 3 passes + wall warm-up
     double sum = 0;
     for (double ms : p.phase_ms) {
@@ -276,7 +283,8 @@ void TestTraining::emulatedMixedTracksFp32()
     QVERIFY(s32.final_test_accuracy && s16.final_test_accuracy);
     const float acc32 = *s32.final_test_accuracy, acc16 = *s16.final_test_accuracy;
     QVERIFY(acc32 > 0.3f); // well above chance (0.1)
-    QVERIFY2(std::abs(acc32 - acc16) < 0.05f, qPrintable(QString("fp32 %1 mixed %2").arg(acc32).arg(acc16)));
+    QVERIFY2(std::abs(acc32 - acc16) < 0.05f,
+             qPrintable(QString("fp32 %1 mixed %2").arg(acc32).arg(acc16)));
     // The dynamic scaler starts at 2^16 under mixed_fp16; no scaling under fp32.
     QCOMPARE(sink.steps[1][0].loss_scale, 65536.0f);
     QCOMPARE(sink.steps[0][0].loss_scale, 1.0f);

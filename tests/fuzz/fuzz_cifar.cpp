@@ -22,11 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size < 1 || size > 512 * 1024) return 0;
     const std::uint8_t flags = data[0];
     const bool hundred = flags & 1;
-    const auto parts = fuzz::split_parts(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    const auto parts =
+        fuzz::split_parts(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     const std::vector<std::string> names =
-        hundred ? std::vector<std::string>{"train.bin", "test.bin"}
-                : std::vector<std::string>{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                                           "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+        hundred
+            ? std::vector<std::string>{"train.bin", "test.bin"}
+            : std::vector<std::string>{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                       "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
     const std::filesystem::path root = scratch.fresh();
     std::filesystem::path folder = root;
     if (flags & 2) {
@@ -35,8 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const std::size_t as_folder = flags >> 4; // 0: none
     for (std::size_t i = 0; i < names.size() && i < parts.size(); ++i) {
-        if (as_folder == i + 1) std::filesystem::create_directory(folder / names[i]);
-        else fuzz::ScratchFolder::write(folder / names[i], parts[i]);
+        if (as_folder == i + 1)
+            std::filesystem::create_directory(folder / names[i]);
+        else
+            fuzz::ScratchFolder::write(folder / names[i], parts[i]);
     }
 
     DatasetOptions options;
@@ -49,13 +53,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fuzz::check_message(e.what());
         return 0;
     }
-    if (d.height != 32 || d.width != 32 || d.channels != 3) fuzz::fail("CIFAR images are not 32x32x3");
+    if (d.height != 32 || d.width != 32 || d.channels != 3)
+        fuzz::fail("CIFAR images are not 32x32x3");
     for (const Split* s : {&d.train, &d.test}) {
         if (s->n <= 0 || s->images.size() != std::size_t(s->n * d.sample_size()) ||
             s->labels.size() != std::size_t(s->n))
             fuzz::fail("a loaded CIFAR split's sizes disagree");
         for (std::uint8_t l : s->labels)
-            if (l >= d.classes) fuzz::fail("a loaded CIFAR label is out of range: " + std::to_string(l));
+            if (l >= d.classes)
+                fuzz::fail("a loaded CIFAR label is out of range: " + std::to_string(l));
     }
     return 0;
 }

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto& folder = scratch.fresh();
     const std::string in_path = (folder / "in.mixlab.json").string();
     const std::string out_path = (folder / "out.mixlab.json").string();
-    mixlab::fuzz::ScratchFolder::write(in_path, std::string_view(reinterpret_cast<const char*>(data), size));
+    mixlab::fuzz::ScratchFolder::write(in_path,
+                                       std::string_view(reinterpret_cast<const char*>(data), size));
 
     // A store holding one run already: a failed load must not touch it.
     RunStore store;

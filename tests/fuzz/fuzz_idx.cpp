@@ -27,12 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // millisecond of file writing.
     if (size < 1 || size > 256 * 1024) return 0;
     const std::uint8_t flags = data[0];
-    const auto parts = fuzz::split_parts(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    const auto parts =
+        fuzz::split_parts(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     const auto& folder = scratch.fresh();
     for (std::size_t i = 0; i < 4 && i < parts.size(); ++i) {
         const std::string name = std::string(k_names[i]) + ((flags >> i) & 1 ? ".gz" : "");
-        if ((flags >> (4 + i)) & 1) std::filesystem::create_directory(folder / name);
-        else fuzz::ScratchFolder::write(folder / name, parts[i]);
+        if ((flags >> (4 + i)) & 1)
+            std::filesystem::create_directory(folder / name);
+        else
+            fuzz::ScratchFolder::write(folder / name, parts[i]);
     }
 
     DatasetOptions options;
@@ -50,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             s->labels.size() != std::size_t(s->n))
             fuzz::fail("a loaded IDX split's sizes disagree");
         for (std::uint8_t l : s->labels)
-            if (l >= d.classes) fuzz::fail("a loaded IDX label is out of range: " + std::to_string(l));
+            if (l >= d.classes)
+                fuzz::fail("a loaded IDX label is out of range: " + std::to_string(l));
     }
     for (int c = 0; c < d.channels; ++c)
         if (!(d.stddev[std::size_t(c)] > 0.0f)) fuzz::fail("a zero or NaN normalisation stddev");

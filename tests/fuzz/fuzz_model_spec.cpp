@@ -18,11 +18,12 @@ using namespace mixlab;
 void check_graph(const Graph& g, const ModelSpec& spec)
 {
     if (g.layers.size() != spec.layers.size())
-        fuzz::fail("build_graph gave " + std::to_string(g.layers.size()) + " layers for a spec of " +
-                   std::to_string(spec.layers.size()));
+        fuzz::fail("build_graph gave " + std::to_string(g.layers.size()) +
+                   " layers for a spec of " + std::to_string(spec.layers.size()));
     if (g.total_params < 0 || g.total_flops < 0) fuzz::fail("negative parameter or FLOP totals");
     for (const GraphLayer& l : g.layers)
-        if (l.out.elements() <= 0) fuzz::fail(l.path + ": output shape " + l.out.to_string() + " is empty");
+        if (l.out.elements() <= 0)
+            fuzz::fail(l.path + ": output shape " + l.out.to_string() + " is empty");
 }
 
 } // namespace
@@ -44,15 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // What was accepted must be written and read back unchanged (the GUI saves specs).
     const std::string written = model_spec_to_json(spec);
     try {
-        if (!(parse_model_spec(written) == spec)) fuzz::fail("spec changed on a write/read round trip:\n" + written);
+        if (!(parse_model_spec(written) == spec))
+            fuzz::fail("spec changed on a write/read round trip:\n" + written);
     } catch (const Error& e) {
         fuzz::fail(std::string("a written spec does not read back: ") + e.what() + "\n" + written);
     }
 
     // The shapes of the bundled datasets: Fashion-MNIST, CIFAR-10, CIFAR-100, plus an
     // odd small one that makes windows and strides meet their edges.
-    const struct { Shape input; int classes; } inputs[] = {
-        {{{28, 28, 1}}, 10}, {{{32, 32, 3}}, 10}, {{{32, 32, 3}}, 100}, {{{5, 3, 2}}, 3}};
+    const struct {
+        Shape input;
+        int classes;
+    } inputs[] = {{{{28, 28, 1}}, 10}, {{{32, 32, 3}}, 10}, {{{32, 32, 3}}, 100}, {{{5, 3, 2}}, 3}};
     for (const auto& in : inputs) {
         try {
             check_graph(build_graph(spec, in.input, in.classes), spec);

@@ -31,9 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string written = run_config_to_json(config);
     try {
         const std::string again = run_config_to_json(parse_run_config(written));
-        if (again != written) fuzz::fail("config changed on a write/read round trip:\n" + written + "\n" + again);
+        if (again != written)
+            fuzz::fail("config changed on a write/read round trip:\n" + written + "\n" + again);
     } catch (const Error& e) {
-        fuzz::fail(std::string("a written config does not read back: ") + e.what() + "\n" + written);
+        fuzz::fail(std::string("a written config does not read back: ") + e.what() + "\n" +
+                   written);
     }
     (void)effective_loss_scale_mode(config);
     return 0;

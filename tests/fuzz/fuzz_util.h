@@ -64,7 +64,8 @@ public:
     ScratchFolder()
     {
         namespace fs = std::filesystem;
-        const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+        const fs::path base =
+            fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
         std::string pattern = (base / "mixlab-fuzz-XXXXXX").string();
         if (!::mkdtemp(pattern.data())) fail("cannot make a scratch folder in " + base.string());
         m_root = pattern;

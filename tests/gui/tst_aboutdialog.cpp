@@ -133,14 +133,18 @@ void TestAboutDialog::measuredRowsStayReadable()
     QVERIFY(scroll && label);
     QWidget *content = scroll->widget();
     QTRY_VERIFY2(label->height() >= label->heightForWidth(label->width()),
-                 qPrintable(QStringLiteral("%1 < %2").arg(label->height()).arg(label->heightForWidth(label->width()))));
+                 qPrintable(QStringLiteral("%1 < %2")
+                                .arg(label->height())
+                                .arg(label->heightForWidth(label->width()))));
     const QRect inContent(label->mapTo(content, QPoint(0, 0)), label->size());
     QVERIFY(content->rect().contains(inContent));
     QVERIFY2(content->width() <= scroll->viewport()->width(),
-             qPrintable(QStringLiteral("%1 > %2").arg(content->width()).arg(scroll->viewport()->width())));
+             qPrintable(
+                 QStringLiteral("%1 > %2").arg(content->width()).arg(scroll->viewport()->width())));
     const int room = dialog.screen()->availableGeometry().height() * 9 / 10;
     QVERIFY2(dialog.height() > before || dialog.height() >= room,
-             qPrintable(QStringLiteral("%1 -> %2 (room %3)").arg(before).arg(dialog.height()).arg(room)));
+             qPrintable(
+                 QStringLiteral("%1 -> %2 (room %3)").arg(before).arg(dialog.height()).arg(room)));
     if (dialog.height() < room)
         QCOMPARE(scroll->verticalScrollBar()->maximum(), 0); // all in view without scrolling
 }

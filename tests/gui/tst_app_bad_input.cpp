@@ -121,8 +121,8 @@ private:
     static QByteArray experiment(const QByteArray &modelJson, const QByteArray &configJson,
                                  const QByteArray &format = "mixlab-experiment/1")
     {
-        return "{\"format\": \"" + format + "\", \"model\": " + modelJson + ", \"config\": " + configJson +
-               ", \"compare_policies\": [], \"runs\": []}";
+        return "{\"format\": \"" + format + "\", \"model\": " + modelJson +
+               ", \"config\": " + configJson + ", \"compare_policies\": [], \"runs\": []}";
     }
 
     void writeIdx(const QString &folder, const std::function<void(QByteArray &)> &damage)
@@ -141,12 +141,14 @@ private:
     QMap<QString, QByteArray> snapshotFiles() const
     {
         QMap<QString, QByteArray> files;
-        QDirIterator it(m_dir.path(), QDir::Files | QDir::Hidden | QDir::System, QDirIterator::Subdirectories);
+        QDirIterator it(m_dir.path(), QDir::Files | QDir::Hidden | QDir::System,
+                        QDirIterator::Subdirectories);
         while (it.hasNext()) {
             const QString p = it.next();
             QFile f(p);
-            files[p] = f.open(QIODevice::ReadOnly) ? QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha1)
-                                                   : QByteArray("unreadable");
+            files[p] = f.open(QIODevice::ReadOnly)
+                           ? QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha1)
+                           : QByteArray("unreadable");
         }
         return files;
     }
@@ -188,46 +190,62 @@ private slots:
         });
 
         const QByteArray head = R"({"type": "flatten"}, )";
-        const QByteArray tiny = model(head + R"({"type": "dense", "units": 16, "activation": "relu"},
+        const QByteArray tiny =
+            model(head + R"({"type": "dense", "units": 16, "activation": "relu"},
                                                 {"type": "dense", "units": 10})");
         write("malformed.json", R"({"format": "mixlab-model/1", "layers": [{"type": "flatten"},)");
         write("empty.json", "  \n");
         write("unknown-layer.json", model(head + R"({"type": "bogus_layer", "units": 10})"));
         write("units-zero.json", model(head + R"({"type": "dense", "units": 0})"));
         write("units-negative.json", model(head + R"({"type": "dense", "units": -16})"));
-        write("units-1e9.json", model(head + R"({"type": "dense", "units": 1000000000}, {"type": "dense", "units": 10})"));
-        write("filters-zero.json", model(R"({"type": "conv2d", "filters": 0, "kernel": 3}, )" + head +
-                                         R"({"type": "dense", "units": 10})"));
-        write("kernel-negative.json", model(R"({"type": "conv2d", "filters": 4, "kernel": -3}, )" + head +
-                                            R"({"type": "dense", "units": 10})"));
+        write("units-1e9.json",
+              model(head +
+                    R"({"type": "dense", "units": 1000000000}, {"type": "dense", "units": 10})"));
+        write("filters-zero.json", model(R"({"type": "conv2d", "filters": 0, "kernel": 3}, )" +
+                                         head + R"({"type": "dense", "units": 10})"));
+        write("kernel-negative.json", model(R"({"type": "conv2d", "filters": 4, "kernel": -3}, )" +
+                                            head + R"({"type": "dense", "units": 10})"));
         write("no-layers.json", model(""));
-        write("future-model.json", model(head + R"({"type": "dense", "units": 10})", "mixlab-model/9"));
+        write("future-model.json",
+              model(head + R"({"type": "dense", "units": 10})", "mixlab-model/9"));
         // Parses, but a 9x9 kernel does not fit a 5x5 image after the first conv.
-        write("too-deep.json", model(R"({"type": "conv2d", "filters": 4, "kernel": 31}, {"type": "conv2d", "filters": 4, "kernel": 9}, )" +
-                                     head + R"({"type": "dense", "units": 10})"));
+        write(
+            "too-deep.json",
+            model(
+                R"({"type": "conv2d", "filters": 4, "kernel": 31}, {"type": "conv2d", "filters": 4, "kernel": 9}, )" +
+                head + R"({"type": "dense", "units": 10})"));
         QVERIFY(QDir().mkpath(path("model-dir.json")));
 
-        const QByteArray cfg = R"({"format": "mixlab-run/1", "device": "cpu", "dataset": "synthetic")";
+        const QByteArray cfg =
+            R"({"format": "mixlab-run/1", "device": "cpu", "dataset": "synthetic")";
         write("exp-malformed.mixlab.json", experiment(tiny, cfg + "}").left(80));
         write("exp-truncated.mixlab.json", experiment(tiny, cfg + "}").chopped(3));
         write("exp-not-object.mixlab.json", "[\"mixlab-experiment/1\"]");
         write("exp-future.mixlab.json", experiment(tiny, cfg + "}", "mixlab-experiment/3"));
         write("exp-other-format.mixlab.json", experiment(tiny, cfg + "}", "mixlab-run/1"));
-        write("exp-unknown-layer.mixlab.json", experiment(model(head + R"({"type": "bogus_layer"})"), cfg + "}"));
-        write("exp-units-1e9.mixlab.json", experiment(model(head + R"({"type": "dense", "units": 1000000000})"), cfg + "}"));
-        write("exp-units-zero.mixlab.json", experiment(model(head + R"({"type": "dense", "units": 0})"), cfg + "}"));
-        write("exp-units-negative.mixlab.json", experiment(model(head + R"({"type": "dense", "units": -3})"), cfg + "}"));
+        write("exp-unknown-layer.mixlab.json",
+              experiment(model(head + R"({"type": "bogus_layer"})"), cfg + "}"));
+        write("exp-units-1e9.mixlab.json",
+              experiment(model(head + R"({"type": "dense", "units": 1000000000})"), cfg + "}"));
+        write("exp-units-zero.mixlab.json",
+              experiment(model(head + R"({"type": "dense", "units": 0})"), cfg + "}"));
+        write("exp-units-negative.mixlab.json",
+              experiment(model(head + R"({"type": "dense", "units": -3})"), cfg + "}"));
         write("exp-batch-zero.mixlab.json", experiment(tiny, cfg + R"(, "batch_size": 0})"));
         write("exp-batch-huge.mixlab.json", experiment(tiny, cfg + R"(, "batch_size": 10000000})"));
         write("exp-epochs-zero.mixlab.json", experiment(tiny, cfg + R"(, "epochs": 0})"));
-        write("exp-lr-nan.mixlab.json", experiment(tiny, cfg + R"(, "optimizer": {"type": "sgd", "lr": "nan"}})"));
-        write("exp-lr-inf.mixlab.json", experiment(tiny, cfg + R"(, "optimizer": {"type": "sgd", "lr": 1e999}})"));
-        write("exp-missing-dataset.mixlab.json",
-              experiment(tiny, "{\"format\": \"mixlab-run/1\", \"device\": \"cpu\", \"dataset\": \"" +
-                                   path("no-such-data").toUtf8() + "\"}"));
-        write("exp-broken-dataset.mixlab.json",
-              experiment(tiny, "{\"format\": \"mixlab-run/1\", \"device\": \"cpu\", \"dataset\": \"" +
-                                   path("idx-magic").toUtf8() + "\"}"));
+        write("exp-lr-nan.mixlab.json",
+              experiment(tiny, cfg + R"(, "optimizer": {"type": "sgd", "lr": "nan"}})"));
+        write("exp-lr-inf.mixlab.json",
+              experiment(tiny, cfg + R"(, "optimizer": {"type": "sgd", "lr": 1e999}})"));
+        write(
+            "exp-missing-dataset.mixlab.json",
+            experiment(tiny, "{\"format\": \"mixlab-run/1\", \"device\": \"cpu\", \"dataset\": \"" +
+                                 path("no-such-data").toUtf8() + "\"}"));
+        write(
+            "exp-broken-dataset.mixlab.json",
+            experiment(tiny, "{\"format\": \"mixlab-run/1\", \"device\": \"cpu\", \"dataset\": \"" +
+                                 path("idx-magic").toUtf8() + "\"}"));
         write("exp-runs-broken.mixlab.json",
               "{\"format\": \"mixlab-experiment/1\", \"model\": " + tiny + ", \"config\": " + cfg +
                   "}, \"compare_policies\": [\"fp32\"], \"runs\": [{\"name\": 3}]}");
@@ -246,10 +264,12 @@ private slots:
         QVERIFY(QDir().mkpath(path("idx-file-is-dir/t10k-labels-idx1-ubyte")));
         auto cifar = [&](int records) {
             QByteArray b = randomBytes(m_rng, qsizetype(records) * k_cifarRecord);
-            for (int r = 0; r < records; ++r) b[qsizetype(r) * k_cifarRecord] = char(m_rng.bounded(10));
+            for (int r = 0; r < records; ++r)
+                b[qsizetype(r) * k_cifarRecord] = char(m_rng.bounded(10));
             return b;
         };
-        for (int i = 1; i <= 5; ++i) write(QString("cifar-truncated/data_batch_%1.bin").arg(i), cifar(4));
+        for (int i = 1; i <= 5; ++i)
+            write(QString("cifar-truncated/data_batch_%1.bin").arg(i), cifar(4));
         write("cifar-truncated/test_batch.bin", cifar(2).left(k_cifarRecord + 100));
         QVERIFY(QDir().mkpath(path("empty-folder")));
 
@@ -263,8 +283,9 @@ private slots:
             config.batch_size = 24;
             config.seed = 99;
             for (int r = 0; r < 2; ++r) {
-                const int id = store.addRun(config, QString::fromStdString(mixlab::model_spec_to_json(
-                                                        mixlab::parse_model_spec(tiny.toStdString()))),
+                const int id = store.addRun(config,
+                                            QString::fromStdString(mixlab::model_spec_to_json(
+                                                mixlab::parse_model_spec(tiny.toStdString()))),
                                             store.newGroup());
                 std::vector<mixlab::StepMetrics> steps(20);
                 for (int i = 0; i < 20; ++i) {
@@ -321,17 +342,22 @@ private slots:
         row("import: negative kernel", Route::ImportMenu, "kernel-negative.json", "kernel");
         row("import: no layers", Route::ImportMenu, "no-layers.json", "no layers");
         row("import: future format", Route::ImportMenu, "future-model.json", "mixlab-model/9");
-        row("import: does not build for the data", Route::ImportMenu, "too-deep.json", "does not build");
+        row("import: does not build for the data", Route::ImportMenu, "too-deep.json",
+            "does not build");
         row("import: missing file", Route::CommandLine, "none-model.json", "none-model.json");
         // File > Open... (experiment files)
         row("open: malformed JSON", Route::OpenMenu, "exp-malformed.mixlab.json", "malformed JSON");
         row("open: truncated", Route::OpenMenu, "exp-truncated.mixlab.json", "malformed JSON");
-        row("open: binary garbage", Route::OpenMenu, "exp-binary.mixlab.json", "not a MixLab experiment");
+        row("open: binary garbage", Route::OpenMenu, "exp-binary.mixlab.json",
+            "not a MixLab experiment");
         row("open: not an object", Route::OpenMenu, "exp-not-object.mixlab.json", "JSON object");
         row("open: future format", Route::OpenMenu, "exp-future.mixlab.json", "newer MixLab");
-        row("open: another format", Route::OpenMenu, "exp-other-format.mixlab.json", "mixlab-run/1");
-        row("open: unknown layer type", Route::OpenMenu, "exp-unknown-layer.mixlab.json", "bogus_layer");
-        row("open: 10^9-unit dense layer", Route::OpenMenu, "exp-units-1e9.mixlab.json", "1000000000");
+        row("open: another format", Route::OpenMenu, "exp-other-format.mixlab.json",
+            "mixlab-run/1");
+        row("open: unknown layer type", Route::OpenMenu, "exp-unknown-layer.mixlab.json",
+            "bogus_layer");
+        row("open: 10^9-unit dense layer", Route::OpenMenu, "exp-units-1e9.mixlab.json",
+            "1000000000");
         row("open: zero units", Route::OpenMenu, "exp-units-zero.mixlab.json", "\"units\"");
         row("open: negative units", Route::OpenMenu, "exp-units-negative.mixlab.json", "\"units\"");
         row("open: batch 0", Route::OpenMenu, "exp-batch-zero.mixlab.json", "batch_size");
@@ -340,18 +366,25 @@ private slots:
         row("open: lr NaN", Route::OpenMenu, "exp-lr-nan.mixlab.json", "lr");
         row("open: lr 1e999", Route::OpenMenu, "exp-lr-inf.mixlab.json", "lr");
         row("open: a broken run", Route::OpenMenu, "exp-runs-broken.mixlab.json", "run 1");
-        row("open: unknown compare policy", Route::OpenMenu, "exp-policy-unknown.mixlab.json", "fp7");
+        row("open: unknown compare policy", Route::OpenMenu, "exp-policy-unknown.mixlab.json",
+            "fp7");
         // `mixlab <file>`
-        row("command line: future format", Route::CommandLine, "exp-future.mixlab.json", "newer MixLab");
-        row("command line: malformed JSON", Route::CommandLine, "exp-malformed.mixlab.json", "malformed JSON");
-        row("command line: missing file", Route::CommandLine, "none.mixlab.json", "none.mixlab.json");
+        row("command line: future format", Route::CommandLine, "exp-future.mixlab.json",
+            "newer MixLab");
+        row("command line: malformed JSON", Route::CommandLine, "exp-malformed.mixlab.json",
+            "malformed JSON");
+        row("command line: missing file", Route::CommandLine, "none.mixlab.json",
+            "none.mixlab.json");
         row("command line: a folder", Route::CommandLine, "exp-dir.mixlab.json", "folder");
         // Run panel > Dataset > Folder...
         row("dataset: IDX wrong magic", Route::DatasetFolder, "idx-magic", "not an IDX image");
-        row("dataset: IDX label magic in an image file", Route::DatasetFolder, "idx-swapped", "idx-swapped");
+        row("dataset: IDX label magic in an image file", Route::DatasetFolder, "idx-swapped",
+            "idx-swapped");
         row("dataset: IDX truncated", Route::DatasetFolder, "idx-truncated", "truncated");
-        row("dataset: IDX short header", Route::DatasetFolder, "idx-short-header", "idx-short-header");
-        row("dataset: a folder where a file belongs", Route::DatasetFolder, "idx-file-is-dir", "t10k-labels-idx1-ubyte");
+        row("dataset: IDX short header", Route::DatasetFolder, "idx-short-header",
+            "idx-short-header");
+        row("dataset: a folder where a file belongs", Route::DatasetFolder, "idx-file-is-dir",
+            "t10k-labels-idx1-ubyte");
         row("dataset: CIFAR truncated", Route::DatasetFolder, "cifar-truncated", "test_batch.bin");
         row("dataset: empty folder", Route::DatasetFolder, "empty-folder", "empty-folder");
     }
@@ -373,12 +406,14 @@ private slots:
 
         switch (route) {
         case Route::OpenMenu:
-            QMetaObject::invokeMethod(m_window.get(), [this] { triggerMenu("Open..."); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                m_window.get(), [this] { triggerMenu("Open..."); }, Qt::QueuedConnection);
             break;
         case Route::ImportMenu:
-            QMetaObject::invokeMethod(m_window.get(), [this] {
-                m_window->findChild<QAction *>("importModelAction")->trigger();
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                m_window.get(),
+                [this] { m_window->findChild<QAction *>("importModelAction")->trigger(); },
+                Qt::QueuedConnection);
             break;
         case Route::CommandLine:
             if (file.startsWith("exp-") || file.startsWith("none.")) {
@@ -386,20 +421,25 @@ private slots:
             } else {
                 // `mixlab --model <file>`: main.cpp's dialog around importModel.
                 if (!m_window->importModel(full, &error))
-                    showUserError(m_window.get(), "Import model", QString("Could not import the model %1:\n%2").arg(full, error));
+                    showUserError(m_window.get(), "Import model",
+                                  QString("Could not import the model %1:\n%2").arg(full, error));
             }
             break;
         case Route::DatasetFolder: {
             auto *combo = m_window->runPanel()->findChild<QComboBox *>("datasetCombo");
             const int chooser = combo->count() - 1; // "Folder..."
-            QMetaObject::invokeMethod(combo, [combo, chooser] {
-                combo->setCurrentIndex(chooser);
-                emit combo->activated(chooser);
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                combo,
+                [combo, chooser] {
+                    combo->setCurrentIndex(chooser);
+                    emit combo->activated(chooser);
+                },
+                Qt::QueuedConnection);
             break;
         }
         }
-        QVERIFY2(waitForMessage(), qPrintable("no dialog came; file dialog messages: " + answer.unexpected().join(" | ")));
+        QVERIFY2(waitForMessage(), qPrintable("no dialog came; file dialog messages: " +
+                                              answer.unexpected().join(" | ")));
         QTest::qWait(20); // a second dialog for the same input would be a bug too
         QCOMPARE(int(m_messages.size()), 1);
         const UserMessage &m = m_messages.front();
@@ -407,7 +447,8 @@ private slots:
         QVERIFY2(m.text.contains(full), qPrintable("the dialog does not name the path: " + m.text));
         QVERIFY2(m.text.contains(fragment, Qt::CaseInsensitive),
                  qPrintable(QString("the dialog does not say \"%1\": %2").arg(fragment, m.text)));
-        QVERIFY2(!m.text.contains("what():") && !m.text.contains("basic_string"), qPrintable(m.text));
+        QVERIFY2(!m.text.contains("what():") && !m.text.contains("basic_string"),
+                 qPrintable(m.text));
 
         QCOMPARE(m_window->currentFile(), fileBefore);
         QCOMPARE(snapshotWindow(), windowBefore);
@@ -422,8 +463,10 @@ private slots:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("fragment");
-        QTest::newRow("missing dataset folder") << "exp-missing-dataset.mixlab.json" << "no-such-data";
-        QTest::newRow("dataset with a wrong magic") << "exp-broken-dataset.mixlab.json" << "not an IDX image";
+        QTest::newRow("missing dataset folder") << "exp-missing-dataset.mixlab.json"
+                                                << "no-such-data";
+        QTest::newRow("dataset with a wrong magic") << "exp-broken-dataset.mixlab.json"
+                                                    << "not an IDX image";
     }
 
     void experimentWithUnusableDataset()
@@ -437,7 +480,8 @@ private slots:
         m_window->openFromCommandLine(path(file));
         QCOMPARE(int(m_messages.size()), 1);
         QVERIFY2(m_messages.front().text.contains(fragment), qPrintable(m_messages.front().text));
-        QVERIFY2(m_messages.front().text.contains("synthetic"), qPrintable(m_messages.front().text));
+        QVERIFY2(m_messages.front().text.contains("synthetic"),
+                 qPrintable(m_messages.front().text));
         QCOMPARE(snapshotFiles(), filesBefore);
         QCOMPARE(m_window->runPanel()->config().dataset.name, std::string("synthetic"));
         QVERIFY(m_window->runPanel()->isStartBlocked() == false);
@@ -461,7 +505,8 @@ private slots:
             QTest::keyClicks(batch, text);
             batch->interpretText();
             QVERIFY2(batch->value() >= 1 && batch->value() <= 1048576, text);
-            QVERIFY2(panel->config().batch_size >= 1 && panel->config().batch_size <= 1048576, text);
+            QVERIFY2(panel->config().batch_size >= 1 && panel->config().batch_size <= 1048576,
+                     text);
         }
         epochs->clear();
         QTest::keyClicks(epochs, "0");
@@ -474,7 +519,8 @@ private slots:
         for (const char *text : {"nan", "-0.1", "inf"}) {
             lr->clear();
             QTest::keyClicks(lr, text);
-            QVERIFY2(!lr->text().contains('n') && !lr->text().contains('-'), qPrintable(lr->text()));
+            QVERIFY2(!lr->text().contains('n') && !lr->text().contains('-'),
+                     qPrintable(lr->text()));
         }
         // What it lets through and no run may use: zero blocks Start, with a reason.
         lr->clear();

@@ -51,7 +51,8 @@ int runsIn(const QString &path, QString *error = nullptr, RunStore *into = nullp
 qint64 deadPid()
 {
     for (qint64 pid = 32000; pid > 1000; --pid)
-        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH && !QFile::exists(QString("/proc/%1").arg(pid)))
+        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH &&
+            !QFile::exists(QString("/proc/%1").arg(pid)))
             return pid;
     return -1;
 }
@@ -62,8 +63,7 @@ int trainingThreads()
     const QDir tasks(QStringLiteral("/proc/self/task"));
     for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
-        if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == "mixlab-training")
-            ++n;
+        if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == "mixlab-training") ++n;
     }
     return n;
 }
@@ -85,7 +85,8 @@ private:
     {
         RunStore store;
         const mixlab::RunConfig config = quickCpuConfig(1);
-        const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel()));
+        const QString modelJson =
+            QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel()));
         for (int r = 0; r < runs; ++r) {
             const int id = store.addRun(config, modelJson, store.newGroup());
             std::vector<mixlab::StepMetrics> steps(12);
@@ -165,7 +166,9 @@ private slots:
         QVERIFY(!w.autosave()->isChanged());
 
         // A run recorded: the next tick writes it, with its metrics.
-        const int id = w.store()->addRun(quickCpuConfig(1), QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel())), w.store()->newGroup());
+        const int id = w.store()->addRun(
+            quickCpuConfig(1), QString::fromStdString(mixlab::model_spec_to_json(tinyGuiModel())),
+            w.store()->newGroup());
         std::vector<mixlab::StepMetrics> steps(5);
         for (int i = 0; i < 5; ++i) {
             steps[i].step = i + 1;
@@ -186,7 +189,8 @@ private slots:
         QCOMPARE(QFileInfo(file).lastModified(), written);
 
         // A model edit is a change too.
-        w.designer()->setSpec(mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "edited",
+        w.designer()->setSpec(
+            mixlab::parse_model_spec(R"({"format": "mixlab-model/1", "name": "edited",
             "layers": [{"type": "flatten"}, {"type": "dense", "units": 10}]})"));
         QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(file).lastModified() != written, 5000);
         QFile f(file);
@@ -256,7 +260,8 @@ private slots:
         QCOMPARE(int(m_messages.size()), 1);
         const UserMessage &q = m_messages.front();
         QCOMPARE(q.kind, UserMessage::Kind::Question);
-        QVERIFY2(q.text.contains("Recover the experiment MixLab was working on when it stopped unexpectedly ("),
+        QVERIFY2(q.text.contains(
+                     "Recover the experiment MixLab was working on when it stopped unexpectedly ("),
                  qPrintable(q.text));
         QVERIFY2(q.text.contains("2 run"), qPrintable(q.text));
         QCOMPARE(q.choices, QStringList({"Recover", "Discard"}));
@@ -337,9 +342,11 @@ private slots:
         const UserMessage &m = m_messages.front();
         QCOMPARE(m.kind, UserMessage::Kind::Error);
         QVERIFY2(m.text.contains("could not be read") && m.text.contains("malformed JSON") &&
-                     m.text.contains(".corrupt-"), qPrintable(m.text));
+                     m.text.contains(".corrupt-"),
+                 qPrintable(m.text));
         QVERIFY(!QFile::exists(orphan));
-        const QStringList aside = QDir(dir.path()).entryList({"session-crashed.mixlab.corrupt-*"}, QDir::Files);
+        const QStringList aside =
+            QDir(dir.path()).entryList({"session-crashed.mixlab.corrupt-*"}, QDir::Files);
         QCOMPARE(aside.size(), 1);
         QVERIFY(Autosave::findOrphans(dir.path()).empty()); // not offered again
         QVERIFY(w.store()->runIds().empty());

@@ -18,16 +18,14 @@ namespace {
 QList<QPointF> stepTimes(const std::vector<mixlab::StepMetrics> &steps)
 {
     QList<QPointF> out;
-    for (const mixlab::StepMetrics &m : steps)
-        out.append(QPointF(double(m.step), m.step_ms));
+    for (const mixlab::StepMetrics &m : steps) out.append(QPointF(double(m.step), m.step_ms));
     return out;
 }
 
 QList<QPointF> throughputs(const std::vector<mixlab::StepMetrics> &steps)
 {
     QList<QPointF> out;
-    for (const mixlab::StepMetrics &m : steps)
-        out.append(QPointF(double(m.step), m.samples_per_s));
+    for (const mixlab::StepMetrics &m : steps) out.append(QPointF(double(m.step), m.samples_per_s));
     return out;
 }
 
@@ -81,8 +79,7 @@ void TestAxisRange::gpuWarmupLeftOut()
     QVERIFY2(r.lo > 0.9 * steadyMs && r.lo < steadyMs, qPrintable(QString::number(r.lo)));
     QVERIFY2(r.hi > steadyMs && r.hi < 1.25 * steadyMs, qPrintable(QString::number(r.hi)));
     // Every point after warm-up is in it: nothing steady is cut.
-    for (qsizetype i = r.warmup; i < pts.size(); ++i)
-        QVERIFY(r.contains(pts[i].y()));
+    for (qsizetype i = r.warmup; i < pts.size(); ++i) QVERIFY(r.contains(pts[i].y()));
 }
 
 void TestAxisRange::gpuThroughputWarmupLeftOut()
@@ -104,16 +101,14 @@ void TestAxisRange::cpuNoiseKeepsEverything()
     QCOMPARE(r.warmup, qsizetype(0));
     QCOMPARE(r.hi, 600.0);
     double lo = 1e9;
-    for (const QPointF &p : pts)
-        lo = std::min(lo, p.y());
+    for (const QPointF &p : pts) lo = std::min(lo, p.y());
     QCOMPARE(r.lo, lo);
 }
 
 void TestAxisRange::flatSeries()
 {
     QList<QPointF> pts;
-    for (int i = 1; i <= 50; ++i)
-        pts.append(QPointF(i, 812.5));
+    for (int i = 1; i <= 50; ++i) pts.append(QPointF(i, 812.5));
     const SteadyRange r = steadyRange(pts);
     QCOMPARE(r.warmup, qsizetype(0));
     QCOMPARE(r.lo, 812.5);
@@ -134,8 +129,7 @@ void TestAxisRange::sustainedSlowdownStaysInRange()
 {
     // 150 of 3000 steps (5%) twice as slow: a real slowdown, shown, not clipped.
     QList<QPointF> pts = noisy(3000, 0.5, 0.01, 11);
-    for (int i = 2000; i < 2150; ++i)
-        pts[i].setY(1.0 + 0.01 * (i % 3));
+    for (int i = 2000; i < 2150; ++i) pts[i].setY(1.0 + 0.01 * (i % 3));
     const SteadyRange r = steadyRange(pts);
     QCOMPARE(r.warmup, qsizetype(0));
     QVERIFY(r.contains(1.02));
@@ -155,7 +149,7 @@ void TestAxisRange::nonFiniteIgnored()
 {
     QList<QPointF> pts = stepTimes(gpuShapedSteps(0.51, false, 500, 12));
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    pts.insert(1, QPointF(1.5, nan));                                  // inside the warm-up
+    pts.insert(1, QPointF(1.5, nan)); // inside the warm-up
     pts.insert(100, QPointF(99.5, std::numeric_limits<double>::infinity()));
     const SteadyRange r = steadyRange(pts);
     // Warm-up counts points of the series as given: the NaN one among them.
@@ -196,19 +190,19 @@ void TestAxisRange::ticksKeepWantedAndSpacing()
     QFETCH(int, hi);
     QFETCH(int, maxLabels);
     QFETCH(QList<int>, wanted);
-    const std::vector<int> ticks = powerOfTwoTicks(lo, hi, maxLabels, {wanted.begin(), wanted.end()});
+    const std::vector<int> ticks =
+        powerOfTwoTicks(lo, hi, maxLabels, {wanted.begin(), wanted.end()});
     QVERIFY(int(ticks.size()) <= maxLabels);
     QVERIFY(ticks.size() >= 2);
     QVERIFY(std::is_sorted(ticks.begin(), ticks.end()));
     // The first wanted value (a run's final scale) is always labelled.
     QVERIFY(std::find(ticks.begin(), ticks.end(), wanted.front()) != ticks.end());
     int stride = 1;
-    while ((hi - lo) / stride + 1 > maxLabels)
-        ++stride;
+    while ((hi - lo) / stride + 1 > maxLabels) ++stride;
     for (std::size_t i = 1; i < ticks.size(); ++i)
-        QVERIFY2(ticks[i] - ticks[i - 1] >= stride, qPrintable(QString("%1 %2").arg(ticks[i - 1]).arg(ticks[i])));
-    for (int t : ticks)
-        QVERIFY(t >= lo && t <= hi);
+        QVERIFY2(ticks[i] - ticks[i - 1] >= stride,
+                 qPrintable(QString("%1 %2").arg(ticks[i - 1]).arg(ticks[i])));
+    for (int t : ticks) QVERIFY(t >= lo && t <= hi);
 }
 
 QTEST_APPLESS_MAIN(TestAxisRange)

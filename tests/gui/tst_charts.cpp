@@ -41,7 +41,7 @@ using namespace mixlab;
 
 namespace {
 
-constexpr int k_steps = 3000;        // per run
+constexpr int k_steps = 3000; // per run
 constexpr int k_stepsPerEpoch = 1000;
 constexpr int k_epochs = 3;
 
@@ -67,15 +67,15 @@ std::vector<StepMetrics> makeSteps(std::int64_t first, int n, double msPerStep, 
         m.step = first + i;
         m.epoch = int((m.step - 1) / k_stepsPerEpoch) + 1;
         m.loss = float(2.3 * std::exp(-double(m.step) / 1500.0) + 0.2 + 0.2 * rng.generateDouble());
-        m.accuracy = float(std::min(1.0, 0.1 + double(m.step) / 4000.0 + 0.1 * rng.generateDouble()));
+        m.accuracy =
+            float(std::min(1.0, 0.1 + double(m.step) / 4000.0 + 0.1 * rng.generateDouble()));
         m.step_ms = float(msPerStep * (0.9 + 0.2 * rng.generateDouble()));
         m.wall_ms = double(m.step) * msPerStep;
         m.samples_per_s = 64.0 / (m.step_ms / 1000.0);
         m.loss_scale = mixed ? scale : 1.0f;
         m.skipped = mixed && m.step % 700 == 0;
         m.overflow = m.skipped;
-        if (m.skipped)
-            scale *= 0.5f;
+        if (m.skipped) scale *= 0.5f;
         m.next_loss_scale = mixed ? scale : 1.0f;
         out.push_back(m);
     }
@@ -101,8 +101,7 @@ std::vector<EpochMetrics> makeEpochs()
 int seriesWithPoints(const QList<QXYSeries *> &series)
 {
     int n = 0;
-    for (const QXYSeries *s : series)
-        n += s->count() > 0;
+    for (const QXYSeries *s : series) n += s->count() > 0;
     return n;
 }
 
@@ -110,8 +109,7 @@ QList<QPointF> longestSeriesPoints(MetricChart *chart, int runId)
 {
     QList<QPointF> best;
     for (const QXYSeries *s : chart->runSeries(runId))
-        if (s->count() > best.size())
-            best = s->points();
+        if (s->count() > best.size()) best = s->points();
     return best;
 }
 
@@ -210,10 +208,9 @@ void TestCharts::cleanup()
 
 void TestCharts::chartNames()
 {
-    QCOMPARE(m_panel->chartNames(), QStringList({"loss", "accuracy", "step_time", "throughput",
-                                                 "loss_scale", "memory"}));
-    for (const QString &name : m_panel->chartNames())
-        QVERIFY(m_panel->chart(name));
+    QCOMPARE(m_panel->chartNames(),
+             QStringList({"loss", "accuracy", "step_time", "throughput", "loss_scale", "memory"}));
+    for (const QString &name : m_panel->chartNames()) QVERIFY(m_panel->chart(name));
     QVERIFY(!m_panel->chart(QStringLiteral("nope")));
 }
 
@@ -243,8 +240,7 @@ void TestCharts::legendNamesRuns()
     for (const QString &name : m_panel->chartNames()) {
         MetricChart *c = m_panel->chart(name);
         QStringList labels;
-        for (const ChartLegend::Entry &e : c->legend()->entries())
-            labels << e.label;
+        for (const ChartLegend::Entry &e : c->legend()->entries()) labels << e.label;
         QCOMPARE(labels, expected);
         QCOMPARE(c->legend()->entries().front().color, m_store->run(m_fp32)->color);
         QVERIFY(c->legend()->entries().back().toolTip.contains(m_store->run(m_mixed)->name));
@@ -294,7 +290,7 @@ void TestCharts::renameFollows()
 void TestCharts::xAxisModes_data()
 {
     QTest::addColumn<int>("mode");
-    QTest::addColumn<double>("lastX");     // the last step's x of the longer run
+    QTest::addColumn<double>("lastX"); // the last step's x of the longer run
     QTest::addColumn<QString>("title");
     QTest::newRow("step") << int(ChartPanel::XAxis::Step) << double(k_steps) << "step";
     QTest::newRow("epoch") << int(ChartPanel::XAxis::Epoch) << double(k_epochs) << "epoch";
@@ -318,15 +314,15 @@ void TestCharts::xAxisModes()
         // x stays tight on the data, from 0 to the last point, with half a marker's
         // room at either end (6 px).
         const double pad = (x->max() - x->min()) * 6.5 / c->chart()->plotArea().width();
-        QVERIFY2(x->min() < 0 && x->min() >= -pad, qPrintable(QStringLiteral("%1: %2").arg(name).arg(x->min())));
+        QVERIFY2(x->min() < 0 && x->min() >= -pad,
+                 qPrintable(QStringLiteral("%1: %2").arg(name).arg(x->min())));
         QVERIFY2(x->max() > lastX && x->max() <= lastX + pad,
                  qPrintable(QStringLiteral("%1: %2").arg(name).arg(x->max())));
     }
     // Epoch x is fractional: step 1500 of 1000 per epoch sits at 1.5.
     const QList<QPointF> pts = longestSeriesPoints(m_panel->chart(QStringLiteral("loss")), m_fp32);
     bool fractional = false;
-    for (const QPointF &p : pts)
-        fractional |= p.x() != std::floor(p.x());
+    for (const QPointF &p : pts) fractional |= p.x() != std::floor(p.x());
     QCOMPARE(fractional, mode != int(ChartPanel::XAxis::Step));
 }
 
@@ -351,7 +347,9 @@ void TestCharts::epochMarkers()
 void TestCharts::logScaleToggle()
 {
     const QStringList logCharts{"loss", "step_time"};
-    auto isLog = [](MetricChart *c) { return qobject_cast<QLogValueAxis *>(c->yAxis()) != nullptr; };
+    auto isLog = [](MetricChart *c) {
+        return qobject_cast<QLogValueAxis *>(c->yAxis()) != nullptr;
+    };
     auto isPowersOfTwo = [](MetricChart *c) {
         return c->isPowersOfTwo() && qobject_cast<QCategoryAxis *>(c->yAxis()) != nullptr;
     };
@@ -383,8 +381,7 @@ void TestCharts::lossScaleMarksSkippedSteps()
     MetricChart *c = m_panel->chart(QStringLiteral("loss_scale"));
     QXYSeries *skipped = nullptr;
     for (QXYSeries *s : c->runSeries(m_mixed))
-        if (qobject_cast<QScatterSeries *>(s))
-            skipped = s;
+        if (qobject_cast<QScatterSeries *>(s)) skipped = s;
     QVERIFY(skipped);
     const int expected = k_steps / 700; // steps 700, 1400, 2100, 2800
     QCOMPARE(skipped->count(), expected);
@@ -394,13 +391,13 @@ void TestCharts::lossScaleMarksSkippedSteps()
     QCOMPARE(c->toAxisY(32768), 15.0);
     // The markers sit where the scale line is at that step, not on an axis.
     const QList<QPointF> line = c->runSeries(m_mixed)[0]->points();
-    const auto after700 = std::find_if(line.begin(), line.end(), [](const QPointF &p) { return p.x() > 700; });
+    const auto after700 =
+        std::find_if(line.begin(), line.end(), [](const QPointF &p) { return p.x() > 700; });
     QVERIFY(after700 != line.begin());
     QCOMPARE(std::prev(after700)->y(), skipped->at(0).y());
     // The fp32 run never skipped.
     for (QXYSeries *s : c->runSeries(m_fp32))
-        if (qobject_cast<QScatterSeries *>(s))
-            QCOMPARE(s->count(), 0);
+        if (qobject_cast<QScatterSeries *>(s)) QCOMPARE(s->count(), 0);
     // Half a power of two beyond the lowest and highest scale: no line lies on the
     // plot's edge (fp32's 1 sat on the x axis before).
     auto *y = qobject_cast<QCategoryAxis *>(c->yAxis());
@@ -443,8 +440,7 @@ void TestCharts::smoothingChangesCurve()
     // And above all it calms the step-to-step jitter: far less total variation.
     auto variation = [](const QList<QPointF> &p) {
         double v = 0;
-        for (qsizetype i = 1; i < p.size(); ++i)
-            v += std::abs(p[i].y() - p[i - 1].y());
+        for (qsizetype i = 1; i < p.size(); ++i) v += std::abs(p[i].y() - p[i - 1].y());
         return v;
     };
     QVERIFY(variation(smooth) < 0.2 * variation(raw));
@@ -467,7 +463,8 @@ void TestCharts::legendLabelsShortAndUnique()
              std::vector<QString>({"fp32 b64 #1", "fp32 b128 #1"}));
     QCOMPARE(legendLabels({"fp32 #1", "fp32 b64 #1"}),
              std::vector<QString>({"fp32 #1", "fp32 b64 #1"}));
-    QCOMPARE(legendLabels({"baseline", "baseline"}), std::vector<QString>({"baseline (1)", "baseline (2)"}));
+    QCOMPARE(legendLabels({"baseline", "baseline"}),
+             std::vector<QString>({"baseline (1)", "baseline (2)"}));
 }
 
 void TestCharts::legendWrapsInsteadOfEliding()
@@ -542,7 +539,8 @@ void TestCharts::lossScaleLabelsTheScalesRunsSitAt()
         const QStringList labels = qobject_cast<QCategoryAxis *>(c->yAxis())->categoriesLabels();
         QVERIFY2(labels.contains("4096") && labels.contains("1"), qPrintable(labels.join(", ")));
         // No more labels than ~18 px each of plot height allow (Qt hides overlapping ones).
-        QVERIFY2(labels.size() * 18 <= c->chart()->plotArea().height() + 18, qPrintable(labels.join(", ")));
+        QVERIFY2(labels.size() * 18 <= c->chart()->plotArea().height() + 18,
+                 qPrintable(labels.join(", ")));
     }
 }
 
@@ -556,7 +554,8 @@ void TestCharts::readout_data()
     QTest::newRow("step") << int(ChartPanel::XAxis::Step) << 1990.3 << "step 1990" << 1990 << 1990;
     QTest::newRow("epoch") << int(ChartPanel::XAxis::Epoch) << 1.99 << "epoch 1.99" << 1990 << 1990;
     // 24.876 s: fp32's step 1990 (12.5 ms a step), mixed's step 2488 (10 ms).
-    QTest::newRow("wall time") << int(ChartPanel::XAxis::WallTime) << 24.876 << "24.9 s" << 1990 << 2488;
+    QTest::newRow("wall time") << int(ChartPanel::XAxis::WallTime) << 24.876 << "24.9 s" << 1990
+                               << 2488;
 }
 
 void TestCharts::readout()
@@ -583,12 +582,14 @@ void TestCharts::readout()
         const auto &all = m_store->run(ids[i])->steps;
         const double raw = all[std::size_t(steps[i] - 1)].loss;
         QList<QPointF> curve;
-        for (const StepMetrics &m : all)
-            curve.append(QPointF(double(m.step), m.loss));
+        for (const StepMetrics &m : all) curve.append(QPointF(double(m.step), m.loss));
         const double smoothed = mixlab::smoothEma(curve, 0.6)[steps[i] - 1].y();
         const QString value = r.rows[std::size_t(i)].value;
-        QVERIFY2(value.contains(QStringLiteral("raw %1").arg(QString::number(raw, 'g', 4))), qPrintable(value));
-        QVERIFY2(value.startsWith((mode == int(ChartPanel::XAxis::Step) ? QString() : QStringLiteral("step %1: ").arg(steps[i])) +
+        QVERIFY2(value.contains(QStringLiteral("raw %1").arg(QString::number(raw, 'g', 4))),
+                 qPrintable(value));
+        QVERIFY2(value.startsWith((mode == int(ChartPanel::XAxis::Step)
+                                       ? QString()
+                                       : QStringLiteral("step %1: ").arg(steps[i])) +
                                   QString::number(smoothed, 'g', 4)),
                  qPrintable(value));
     }
@@ -605,7 +606,8 @@ void TestCharts::readoutShowsLastEvaluation()
 {
     // After epoch 2 (step 2000) the loss readout names its test loss (1.6 / 2).
     const MetricChart::Readout r = m_panel->readout(QStringLiteral("loss"), 2100);
-    QVERIFY2(r.rows[0].value.endsWith(QStringLiteral("test 0.8 (epoch 2)")), qPrintable(r.rows[0].value));
+    QVERIFY2(r.rows[0].value.endsWith(QStringLiteral("test 0.8 (epoch 2)")),
+             qPrintable(r.rows[0].value));
     // Before the first evaluation there is none to name.
     QVERIFY(!m_panel->readout(QStringLiteral("loss"), 500).rows[0].value.contains("test"));
     // The loss-scale readout says which step was skipped.
@@ -622,20 +624,24 @@ void TestCharts::crosshairFollowsMouse()
     // Anywhere over the plot, not only on a line: here at step 1500, above the curves.
     const QRectF plot = c->chart()->plotArea();
     const QPointF value(1500, 0);
-    const QPointF onPlot(c->chart()->mapToPosition(value, c->chart()->series().front()).x(), plot.top() + 10);
+    const QPointF onPlot(c->chart()->mapToPosition(value, c->chart()->series().front()).x(),
+                         plot.top() + 10);
     const QPoint at = c->mapFromScene(c->chart()->mapToScene(onPlot));
     QTest::mouseMove(c->viewport(), at);
     QTRY_VERIFY(overlay->crosshairX().has_value());
     const double perPixel = 3000.0 / plot.width();
-    QVERIFY2(std::abs(*overlay->crosshairX() - 1500) <= 2 * perPixel, qPrintable(QString::number(*overlay->crosshairX())));
+    QVERIFY2(std::abs(*overlay->crosshairX() - 1500) <= 2 * perPixel,
+             qPrintable(QString::number(*overlay->crosshairX())));
     QCOMPARE(int(overlay->readout().rows.size()), 2);
     QVERIFY(overlay->readout().x.startsWith(QStringLiteral("step 15")));
-    QVERIFY(overlay->readout().rows[0].value.endsWith(QStringLiteral(")"))); // "... ms (raw ... ms)"
+    QVERIFY(
+        overlay->readout().rows[0].value.endsWith(QStringLiteral(")"))); // "... ms (raw ... ms)"
     // Further right: it moves along.
     QTest::mouseMove(c->viewport(), at + QPoint(40, 0));
     QTRY_VERIFY(*overlay->crosshairX() > 1500 + 30 * perPixel);
     // Off the plot (over the title): gone.
-    QTest::mouseMove(c->viewport(), c->mapFromScene(c->chart()->mapToScene(QPointF(plot.center().x(), 4))));
+    QTest::mouseMove(c->viewport(),
+                     c->mapFromScene(c->chart()->mapToScene(QPointF(plot.center().x(), 4))));
     QTRY_VERIFY(!overlay->crosshairX().has_value());
 }
 
@@ -663,7 +669,8 @@ void TestCharts::gpuShapedStepTime()
                    {"type": "dense", "units": 1000, "activation": "relu"}, {"type": "dense", "units": 10}]})");
     RunStore written;
     const int g = written.newGroup();
-    for (const auto &[policy, ms] : {std::pair{Policy::FP32, 0.51}, std::pair{Policy::MixedFP16, 0.21}}) {
+    for (const auto &[policy, ms] :
+         {std::pair{Policy::FP32, 0.51}, std::pair{Policy::MixedFP16, 0.21}}) {
         RunConfig c = config(policy);
         c.batch_size = k_gpuShapedBatch;
         c.steps = 3000;
@@ -675,8 +682,7 @@ void TestCharts::gpuShapedStepTime()
     }
     QTemporaryDir dir;
     QString path = qEnvironmentVariable("MIXLAB_GPU_SHAPED_EXPERIMENT"); // to screenshot it
-    if (path.isEmpty())
-        path = dir.filePath("gpu-shaped.mixlab.json");
+    if (path.isEmpty()) path = dir.filePath("gpu-shaped.mixlab.json");
     ExperimentFile file;
     file.model = mixlab::parse_model_spec(model.toStdString());
     file.config = config(Policy::FP32);
@@ -694,20 +700,21 @@ void TestCharts::gpuShapedStepTime()
     // lies on the bottom (the axis no longer starts at zero).
     QVERIFY2(y->max() >= 0.51 && y->max() <= 0.75, qPrintable(QString::number(y->max())));
     QVERIFY2(y->min() > 0.05 && y->min() < 0.21, qPrintable(QString::number(y->min())));
-    QVERIFY2((0.51 - 0.21) / (y->max() - y->min()) >= 0.45, qPrintable(QString("%1..%2").arg(y->min()).arg(y->max())));
+    QVERIFY2((0.51 - 0.21) / (y->max() - y->min()) >= 0.45,
+             qPrintable(QString("%1..%2").arg(y->min()).arg(y->max())));
     // The warm-up steps are drawn (clipped) and marked at the top, in each run's colour.
     int above = 0;
     for (const PlotOverlay::Mark &m : c->overlay()->marks())
         above += m.value.x() <= 3 && m.value.y() > y->max();
     QCOMPARE(above, 6);
     QVERIFY(c->runSeries(ids[0])[0]->points().front().y() > 300); // the raw curve keeps them
-    QVERIFY2(c->keyText().contains(QStringLiteral("warm-up (first 3 steps)")) && c->keyText().contains("off scale"),
+    QVERIFY2(c->keyText().contains(QStringLiteral("warm-up (first 3 steps)")) &&
+                 c->keyText().contains("off scale"),
              qPrintable(c->keyText()));
     QVERIFY2(c->keyText().contains(QRegularExpression("3[89]\\d ms")), qPrintable(c->keyText()));
     // Smoothing starts after the warm-up: the smoothed curve never leaves the steady range.
     for (int id : ids)
-        for (const QPointF &p : c->runSeries(id)[1]->points())
-            QVERIFY(p.y() < y->max());
+        for (const QPointF &p : c->runSeries(id)[1]->points()) QVERIFY(p.y() < y->max());
     // Hovering the warm-up still reads its value.
     const MetricChart::Readout warm = m_panel->readout(QStringLiteral("step_time"), 1);
     QVERIFY2(warm.rows[0].value.startsWith("3") && warm.rows[0].value.contains("ms, warm-up"),
@@ -719,10 +726,10 @@ void TestCharts::gpuShapedStepTime()
     MetricChart *t = m_panel->chart(QStringLiteral("throughput"));
     auto *ty = qobject_cast<QValueAxis *>(t->yAxis());
     QVERIFY2(ty->max() >= 1.2e6 && ty->max() <= 1.6e6, qPrintable(QString::number(ty->max())));
-    QVERIFY2(t->keyText().contains(QStringLiteral("warm-up (first 3 steps)")), qPrintable(t->keyText()));
+    QVERIFY2(t->keyText().contains(QStringLiteral("warm-up (first 3 steps)")),
+             qPrintable(t->keyText()));
     int warmMarks = 0;
-    for (const PlotOverlay::Mark &m : t->overlay()->marks())
-        warmMarks += m.value.x() <= 3;
+    for (const PlotOverlay::Mark &m : t->overlay()->marks()) warmMarks += m.value.x() <= 3;
     QCOMPARE(warmMarks, 6);
 
     // Loss scale: mixed_fp16 skipped step 1 at 65536 and sits at 32768, a labelled value.
@@ -800,7 +807,8 @@ void TestCharts::liveAppendsCoalesce()
     QCOMPARE(m_panel->redrawCount(), before);
     QTRY_COMPARE(m_panel->redrawCount(), before + 1);
     auto *x = qobject_cast<QValueAxis *>(m_panel->chart(QStringLiteral("loss"))->xAxis());
-    const double pad = (x->max() - x->min()) * 6.5 / m_panel->chart(QStringLiteral("loss"))->chart()->plotArea().width();
+    const double pad = (x->max() - x->min()) * 6.5 /
+                       m_panel->chart(QStringLiteral("loss"))->chart()->plotArea().width();
     QVERIFY(x->max() > double(k_steps + 200) && x->max() < double(k_steps + 200) + pad);
 }
 
@@ -870,8 +878,7 @@ void TestCharts::exports()
         // Not a blank page: the curves put many colours on it.
         QSet<QRgb> colours;
         for (int y = 0; y < image.height(); y += 7)
-            for (int x = 0; x < image.width(); x += 7)
-                colours.insert(image.pixel(x, y));
+            for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
         QVERIFY(colours.size() > 20);
     } else if (suffix == QLatin1String("pdf")) {
         QVERIFY(data.startsWith("%PDF"));
@@ -880,8 +887,7 @@ void TestCharts::exports()
         bool sawSvg = false;
         while (!xml.atEnd()) {
             xml.readNext();
-            if (xml.isStartElement() && xml.name() == QLatin1String("svg"))
-                sawSvg = true;
+            if (xml.isStartElement() && xml.name() == QLatin1String("svg")) sawSvg = true;
         }
         QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
         QVERIFY(sawSvg);
@@ -909,8 +915,8 @@ void TestCharts::exportErrors()
     QVERIFY(!QFile::exists(dir.filePath("a.png")));
 
     error.clear();
-    QVERIFY(!m_panel->exportChart(QStringLiteral("all"), dir.filePath("a.svg"), QSize(0, 600),
-                                  &error));
+    QVERIFY(
+        !m_panel->exportChart(QStringLiteral("all"), dir.filePath("a.svg"), QSize(0, 600), &error));
     QVERIFY(!error.isEmpty());
 }
 
@@ -934,8 +940,11 @@ void TestCharts::exportDrawsWhatTheWindowShows()
         QCOMPARE(exported.size(), shown.size());
         // The window paints a frame around the chart's white background; inside it,
         // plot, axes and legend, the pictures agree.
-        const QRect inside = c->chart()->mapRectToScene(c->chart()->plotArea()).toRect()
-                                 .adjusted(-60, -12, 8, 70).intersected(QRect(QPoint(), size).adjusted(3, 3, -3, -3));
+        const QRect inside = c->chart()
+                                 ->mapRectToScene(c->chart()->plotArea())
+                                 .toRect()
+                                 .adjusted(-60, -12, 8, 70)
+                                 .intersected(QRect(QPoint(), size).adjusted(3, 3, -3, -3));
         qsizetype differing = 0;
         for (int y = inside.top(); y <= inside.bottom(); ++y)
             for (int x = inside.left(); x <= inside.right(); ++x)

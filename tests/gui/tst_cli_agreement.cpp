@@ -95,8 +95,9 @@ private:
     // `settings` (dataset, sizes, device, policies...) given to the app with --start or
     // --compare and to `mixlab-cli train` or `compare`; each writes its log. Returns the
     // app's and the CLI's logs.
-    std::pair<QJsonObject, QJsonObject> runBoth(const QStringList &settings, const QStringList &policies,
-                                                const QStringList &env, int cliCode)
+    std::pair<QJsonObject, QJsonObject> runBoth(const QStringList &settings,
+                                                const QStringList &policies, const QStringList &env,
+                                                int cliCode)
     {
         const int n = ++m_runs;
         const QString appLog = m_dir.filePath(QStringLiteral("app%1.json").arg(n));
@@ -104,16 +105,18 @@ private:
         const bool comparing = !policies.isEmpty();
         QStringList appArgs = settings;
         appArgs << QStringLiteral("--model") << m_model << QStringLiteral("--log-json") << appLog
-                << QStringLiteral("--screenshot") << m_dir.filePath(QStringLiteral("app%1.png").arg(n))
+                << QStringLiteral("--screenshot")
+                << m_dir.filePath(QStringLiteral("app%1.png").arg(n))
                 << QStringLiteral("--no-recover") << QStringLiteral("--no-autosave");
         if (comparing)
-            appArgs << QStringLiteral("--compare") << QStringLiteral("--policies") << policies.join(QLatin1Char(','));
+            appArgs << QStringLiteral("--compare") << QStringLiteral("--policies")
+                    << policies.join(QLatin1Char(','));
         else
             appArgs << QStringLiteral("--start");
         QStringList cliArgs{comparing ? QStringLiteral("compare") : QStringLiteral("train")};
-        cliArgs << settings << QStringLiteral("--model") << m_model << QStringLiteral("--log-json") << cliLog;
-        if (comparing)
-            cliArgs << QStringLiteral("--policies") << policies.join(QLatin1Char(','));
+        cliArgs << settings << QStringLiteral("--model") << m_model << QStringLiteral("--log-json")
+                << cliLog;
+        if (comparing) cliArgs << QStringLiteral("--policies") << policies.join(QLatin1Char(','));
 
         const Ran app = run(QStringLiteral(MIXLAB_APP_PATH), appArgs, env);
         const Ran cli = run(QStringLiteral(MIXLAB_CLI_PATH), cliArgs, env);
@@ -153,12 +156,12 @@ private slots:
     void syntheticSplit()
     {
         QFETCH(int, size);
-        const auto [app, cli] = runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
-                                         QStringLiteral("--synthetic-size"), QString::number(size),
-                                         QStringLiteral("--steps"), QStringLiteral("2"),
-                                         QStringLiteral("--batch"), QStringLiteral("1"),
-                                         QStringLiteral("--device"), QStringLiteral("cpu")},
-                                        {}, {}, 0);
+        const auto [app, cli] =
+            runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
+                     QStringLiteral("--synthetic-size"), QString::number(size),
+                     QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--batch"),
+                     QStringLiteral("1"), QStringLiteral("--device"), QStringLiteral("cpu")},
+                    {}, {}, 0);
         if (QTest::currentTestFailed()) return;
         const QJsonObject dataset = app["config"].toObject()["dataset"].toObject();
         QCOMPARE(dataset["synthetic_train"].toInt(), size);
@@ -174,13 +177,13 @@ private slots:
     // its 40; every step's loss is the same in both (the same engine, data and weights).
     void failingRunInACompare()
     {
-        const auto [app, cli] = runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
-                                         QStringLiteral("--synthetic-size"), QStringLiteral("512"),
-                                         QStringLiteral("--steps"), QStringLiteral("40"),
-                                         QStringLiteral("--batch"), QStringLiteral("32"),
-                                         QStringLiteral("--device"), QStringLiteral("cpu")},
-                                        {QStringLiteral("fp32"), QStringLiteral("mixed_fp16")},
-                                        {QStringLiteral("MIXLAB_FAULT_OOM_AT_STEP=20")}, 1);
+        const auto [app, cli] =
+            runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
+                     QStringLiteral("--synthetic-size"), QStringLiteral("512"),
+                     QStringLiteral("--steps"), QStringLiteral("40"), QStringLiteral("--batch"),
+                     QStringLiteral("32"), QStringLiteral("--device"), QStringLiteral("cpu")},
+                    {QStringLiteral("fp32"), QStringLiteral("mixed_fp16")},
+                    {QStringLiteral("MIXLAB_FAULT_OOM_AT_STEP=20")}, 1);
         if (QTest::currentTestFailed()) return;
         QCOMPARE(app["kind"].toString(), QStringLiteral("compare"));
         QCOMPARE(app["config"].toObject(), cli["config"].toObject());
@@ -196,7 +199,8 @@ private slots:
                 QCOMPARE(as[s].toObject()["step"].toInt(), cs[s].toObject()["step"].toInt());
                 // QCOMPARE on floats: equal to about 5 significant digits (qFuzzyCompare);
                 // one engine, one thread, the same data and weights give the same loss.
-                QCOMPARE(float(as[s].toObject()["loss"].toDouble()), float(cs[s].toObject()["loss"].toDouble()));
+                QCOMPARE(float(as[s].toObject()["loss"].toDouble()),
+                         float(cs[s].toObject()["loss"].toDouble()));
             }
             QCOMPARE(eventsButProfiling(a["events"].toArray()), c["events"].toArray());
         }
@@ -210,8 +214,9 @@ private slots:
         const QJsonObject error = failed["events"].toArray().last().toObject();
         QCOMPARE(error["kind"].toString(), QStringLiteral("error"));
         QCOMPARE(error["step"].toInt(), 10);
-        QVERIFY2(error["message"].toString().startsWith(QStringLiteral("out of memory at step 10 of the "
-                                                                       "mixed_fp16 run at batch size 32")),
+        QVERIFY2(error["message"].toString().startsWith(
+                     QStringLiteral("out of memory at step 10 of the "
+                                    "mixed_fp16 run at batch size 32")),
                  qPrintable(error["message"].toString()));
     }
 };

@@ -81,8 +81,7 @@ void TestDecimator::capsCountAndKeepsEnds()
     // Every kept point is an input point, in input order.
     qsizetype j = 0;
     for (const QPointF &p : out) {
-        while (j < pts.size() && pts[j] != p)
-            ++j;
+        while (j < pts.size() && pts[j] != p) ++j;
         QVERIFY2(j < pts.size(), "decimation invented or reordered a point");
         ++j;
     }
@@ -107,8 +106,7 @@ void TestDecimator::keepsMinMaxPerBucket()
         bool haveLo = false, haveHi = false;
         for (const QPointF &p : out) {
             const int bi = std::min(int((p.x() - x0) / width), buckets - 2);
-            if (bi != b)
-                continue;
+            if (bi != b) continue;
             haveLo |= p.y() == lo;
             haveHi |= p.y() == hi;
         }
@@ -131,16 +129,15 @@ void TestDecimator::dropsNonFinite()
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
     QList<QPointF> pts = noisyCurve(5000, 11);
-    pts[0].setY(nan);       // the first finite point becomes the second
-    pts[4999].setX(inf);    // and the last the one before it
+    pts[0].setY(nan);    // the first finite point becomes the second
+    pts[4999].setX(inf); // and the last the one before it
     pts[100].setY(inf);
     pts[2000].setY(-inf);
     pts[3000].setX(nan);
     for (int buckets : {50, 5000}) {
         const QList<QPointF> out = decimateMinMax(pts, buckets);
         QVERIFY(out.size() <= 2 * buckets);
-        for (const QPointF &p : out)
-            QVERIFY(std::isfinite(p.x()) && std::isfinite(p.y()));
+        for (const QPointF &p : out) QVERIFY(std::isfinite(p.x()) && std::isfinite(p.y()));
         QCOMPARE(out.first(), pts[1]);
         QCOMPARE(out.last(), pts[4998]);
     }
@@ -167,8 +164,7 @@ void TestDecimator::unsortedStillCapped()
 {
     QList<QPointF> pts = noisyCurve(10000, 9);
     QRandomGenerator rng(9);
-    for (QPointF &p : pts)
-        p.setX(rng.generateDouble() * 100);
+    for (QPointF &p : pts) p.setX(rng.generateDouble() * 100);
     const QList<QPointF> out = decimateMinMax(pts, 64);
     QVERIFY(out.size() <= 128);
     QCOMPARE(out.first(), pts.first());
@@ -195,8 +191,7 @@ void TestDecimator::emaMatchesHandComputation()
     const QList<QPointF> fast = smoothEma(noisy, 0.9);
     double ref = noisy[0].y();
     for (int i = 0; i < noisy.size(); ++i) {
-        if (i > 0)
-            ref = 0.9 * ref + 0.1 * noisy[i].y();
+        if (i > 0) ref = 0.9 * ref + 0.1 * noisy[i].y();
         QVERIFY(std::abs(fast[i].y() - ref) <= 1e-12 + 1e-12 * std::abs(ref));
     }
 }
@@ -214,12 +209,12 @@ void TestDecimator::emaAlphaZeroIsIdentity()
 void TestDecimator::emaSkipsNonFinite()
 {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    const QList<QPointF> pts{{0, 1.0}, {1, nan}, {2, 3.0},
-                             {3, std::numeric_limits<double>::infinity()}, {4, 5.0}};
+    const QList<QPointF> pts{
+        {0, 1.0}, {1, nan}, {2, 3.0}, {3, std::numeric_limits<double>::infinity()}, {4, 5.0}};
     const QList<QPointF> s = smoothEma(pts, 0.5);
     QCOMPARE(s.size(), 3);
-    QCOMPARE(s[1], QPointF(2, 2.0));  // 0.5*1 + 0.5*3
-    QCOMPARE(s[2], QPointF(4, 3.5));  // 0.5*2 + 0.5*5
+    QCOMPARE(s[1], QPointF(2, 2.0)); // 0.5*1 + 0.5*3
+    QCOMPARE(s[2], QPointF(4, 3.5)); // 0.5*2 + 0.5*5
 }
 
 void TestDecimator::readingIsTheNearestPoint()
@@ -256,7 +251,8 @@ void TestDecimator::readingMatchesSmoothedCurve()
         const mixlab::CurveReading r = readCurveAt(pts, x, alpha, from);
         QCOMPARE(r.index, qsizetype(std::lround(x)));
         QCOMPARE(r.point, pts[r.index]);
-        QVERIFY(std::abs(r.smoothed - smooth[r.index - from].y()) <= 1e-12 * std::abs(smooth[r.index - from].y()));
+        QVERIFY(std::abs(r.smoothed - smooth[r.index - from].y()) <=
+                1e-12 * std::abs(smooth[r.index - from].y()));
     }
 }
 

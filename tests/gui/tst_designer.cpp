@@ -29,13 +29,15 @@ namespace {
 
 QString json(const ModelSpec &s) { return QString::fromStdString(mixlab::model_spec_to_json(s)); }
 
-ModelSpec resourcePreset(const QString &file) {
+ModelSpec resourcePreset(const QString &file)
+{
     QFile f(QStringLiteral(":/models/") + file);
     if (!f.open(QIODevice::ReadOnly)) return {};
     return mixlab::parse_model_spec(f.readAll().toStdString());
 }
 
-LayerSpec dense(int units, Activation a = Activation::None) {
+LayerSpec dense(int units, Activation a = Activation::None)
+{
     LayerSpec l;
     l.type = LayerType::Dense;
     l.units = units;
@@ -43,7 +45,8 @@ LayerSpec dense(int units, Activation a = Activation::None) {
     return l;
 }
 
-QString cell(ModelDesigner &d, int row, int column) {
+QString cell(ModelDesigner &d, int row, int column)
+{
     QTreeWidgetItem *item = d.layerTree()->topLevelItem(row);
     return item ? item->text(column) : QStringLiteral("<no row>");
 }
@@ -51,7 +54,8 @@ QString cell(ModelDesigner &d, int row, int column) {
 // The seed MLP with a dropout 0.25 after the first dense layer:
 //   0 flatten, 1 dense 3000 relu, 2 dropout 0.25, 3 dense 1000 relu, 4 dense 10,
 //   5 activation sigmoid (float32)
-ModelSpec baseSpec() {
+ModelSpec baseSpec()
+{
     ModelSpec s = resourcePreset(QStringLiteral("seed-mlp.json"));
     LayerSpec drop{LayerType::Dropout};
     drop.rate = 0.25f;
@@ -59,14 +63,27 @@ ModelSpec baseSpec() {
     return s;
 }
 
-template <typename W> W *field(ModelDesigner &d, const char *name) {
+template <typename W>
+W *field(ModelDesigner &d, const char *name)
+{
     return d.propertyEditor()->findChild<W *>(QLatin1String(name));
 }
 
 // The edits the designer offers, driven as the user would (toolbar calls and the
 // property editor's widgets), so the tests cover the signal path too.
-enum class Op { Add, Remove, MoveUp, MoveDown, Duplicate, Units, Activation, UseBias, Rate,
-                ForceFp32, Rename };
+enum class Op {
+    Add,
+    Remove,
+    MoveUp,
+    MoveDown,
+    Duplicate,
+    Units,
+    Activation,
+    UseBias,
+    Rate,
+    ForceFp32,
+    Rename
+};
 
 } // namespace
 
@@ -89,7 +106,8 @@ private slots:
     void actionStates();
 };
 
-void TestDesigner::presets() {
+void TestDesigner::presets()
+{
     ModelDesigner d;
     const QStringList names = d.presetNames();
     for (const char *n : {"seed-mlp", "seed-mlp-fixed", "mnist-mlp"})
@@ -137,7 +155,8 @@ void TestDesigner::presets() {
     QCOMPARE(d.undoStack()->count(), before);
 }
 
-void TestDesigner::seedColumns_data() {
+void TestDesigner::seedColumns_data()
+{
     QTest::addColumn<int>("row");
     QTest::addColumn<QString>("output");
     QTest::addColumn<qint64>("params");
@@ -146,17 +165,22 @@ void TestDesigner::seedColumns_data() {
     QTest::addColumn<QString>("tipMentions");
 
     // 32x32x3 inputs, 10 classes. FLOPs: 2*in*units + bias + one per activation output.
-    QTest::newRow("flatten") << 0 << "3072" << qint64(0) << qint64(0) << "\u2013" << "";
+    QTest::newRow("flatten") << 0 << "3072" << qint64(0) << qint64(0) << "\u2013"
+                             << "";
     QTest::newRow("dense 3000") << 1 << "3000" << qint64(9219000)
-                                << qint64(2LL * 3072 * 3000 + 3000 + 3000) << "yes" << "";
+                                << qint64(2LL * 3072 * 3000 + 3000 + 3000) << "yes"
+                                << "";
     QTest::newRow("dense 1000") << 2 << "1000" << qint64(3001000)
-                                << qint64(2LL * 3000 * 1000 + 1000 + 1000) << "yes" << "";
-    QTest::newRow("dense 10") << 3 << "10" << qint64(10010) << qint64(2LL * 1000 * 10 + 10)
-                              << "no" << "units 10 is not a multiple of 8";
-    QTest::newRow("sigmoid") << 4 << "10" << qint64(0) << qint64(10) << "\u2013" << "";
+                                << qint64(2LL * 3000 * 1000 + 1000 + 1000) << "yes"
+                                << "";
+    QTest::newRow("dense 10") << 3 << "10" << qint64(10010) << qint64(2LL * 1000 * 10 + 10) << "no"
+                              << "units 10 is not a multiple of 8";
+    QTest::newRow("sigmoid") << 4 << "10" << qint64(0) << qint64(10) << "\u2013"
+                             << "";
 }
 
-void TestDesigner::seedColumns() {
+void TestDesigner::seedColumns()
+{
     QFETCH(int, row);
     QFETCH(QString, output);
     QFETCH(qint64, params);
@@ -187,9 +211,10 @@ void TestDesigner::seedColumns() {
     QVERIFY2(totals.contains(QLocale().toString(qint64(12230010))), qPrintable(totals));
 }
 
-void TestDesigner::edits_data() {
+void TestDesigner::edits_data()
+{
     QTest::addColumn<Op>("op");
-    QTest::addColumn<int>("row");     // selected before the edit (-1: none)
+    QTest::addColumn<int>("row"); // selected before the edit (-1: none)
     QTest::addColumn<QVariant>("value");
     QTest::addColumn<QString>("expected"); // the spec after the edit, as JSON
 
@@ -201,43 +226,59 @@ void TestDesigner::edits_data() {
     };
     auto L = [](ModelSpec &s, int i) -> LayerSpec & { return s.layers[std::size_t(i)]; };
 
-    QTest::newRow("add dense after 1") << Op::Add << 1 << QVariant(int(LayerType::Dense))
-        << with([](ModelSpec &s) { s.layers.insert(s.layers.begin() + 2, dense(128, Activation::Relu)); });
-    QTest::newRow("add flatten with none selected") << Op::Add << -1 << QVariant(int(LayerType::Flatten))
+    QTest::newRow("add dense after 1")
+        << Op::Add << 1 << QVariant(int(LayerType::Dense)) << with([](ModelSpec &s) {
+               s.layers.insert(s.layers.begin() + 2, dense(128, Activation::Relu));
+           });
+    QTest::newRow("add flatten with none selected")
+        << Op::Add << -1 << QVariant(int(LayerType::Flatten))
         << with([](ModelSpec &s) { s.layers.push_back(LayerSpec{LayerType::Flatten}); });
-    QTest::newRow("add dropout after 5") << Op::Add << 5 << QVariant(int(LayerType::Dropout))
-        << with([](ModelSpec &s) { LayerSpec l{LayerType::Dropout}; l.rate = 0.5f; s.layers.push_back(l); });
-    QTest::newRow("add activation after 0") << Op::Add << 0 << QVariant(int(LayerType::Activation))
-        << with([](ModelSpec &s) { LayerSpec l{LayerType::Activation}; l.activation = Activation::Relu; s.layers.insert(s.layers.begin() + 1, l); });
+    QTest::newRow("add dropout after 5")
+        << Op::Add << 5 << QVariant(int(LayerType::Dropout)) << with([](ModelSpec &s) {
+               LayerSpec l{LayerType::Dropout};
+               l.rate = 0.5f;
+               s.layers.push_back(l);
+           });
+    QTest::newRow("add activation after 0")
+        << Op::Add << 0 << QVariant(int(LayerType::Activation)) << with([](ModelSpec &s) {
+               LayerSpec l{LayerType::Activation};
+               l.activation = Activation::Relu;
+               s.layers.insert(s.layers.begin() + 1, l);
+           });
     QTest::newRow("remove 2") << Op::Remove << 2 << QVariant()
-        << with([](ModelSpec &s) { s.layers.erase(s.layers.begin() + 2); });
+                              << with([](ModelSpec &s) { s.layers.erase(s.layers.begin() + 2); });
     QTest::newRow("remove last") << Op::Remove << 5 << QVariant()
-        << with([](ModelSpec &s) { s.layers.pop_back(); });
+                                 << with([](ModelSpec &s) { s.layers.pop_back(); });
     QTest::newRow("move 3 up") << Op::MoveUp << 3 << QVariant()
-        << with([](ModelSpec &s) { std::swap(s.layers[2], s.layers[3]); });
+                               << with([](ModelSpec &s) { std::swap(s.layers[2], s.layers[3]); });
     QTest::newRow("move 1 down") << Op::MoveDown << 1 << QVariant()
-        << with([](ModelSpec &s) { std::swap(s.layers[1], s.layers[2]); });
-    QTest::newRow("duplicate 3") << Op::Duplicate << 3 << QVariant()
-        << with([](ModelSpec &s) { s.layers.insert(s.layers.begin() + 4, s.layers[3]); });
-    QTest::newRow("units 3 -> 512") << Op::Units << 3 << QVariant(512)
-        << with([&](ModelSpec &s) { L(s, 3).units = 512; });
-    QTest::newRow("activation 1 -> gelu") << Op::Activation << 1 << QVariant(int(Activation::Gelu))
+                                 << with([](ModelSpec &s) { std::swap(s.layers[1], s.layers[2]); });
+    QTest::newRow("duplicate 3") << Op::Duplicate << 3 << QVariant() << with([](ModelSpec &s) {
+        s.layers.insert(s.layers.begin() + 4, s.layers[3]);
+    });
+    QTest::newRow("units 3 -> 512")
+        << Op::Units << 3 << QVariant(512) << with([&](ModelSpec &s) { L(s, 3).units = 512; });
+    QTest::newRow("activation 1 -> gelu")
+        << Op::Activation << 1 << QVariant(int(Activation::Gelu))
         << with([&](ModelSpec &s) { L(s, 1).activation = Activation::Gelu; });
-    QTest::newRow("activation 5 -> softmax") << Op::Activation << 5 << QVariant(int(Activation::Softmax))
+    QTest::newRow("activation 5 -> softmax")
+        << Op::Activation << 5 << QVariant(int(Activation::Softmax))
         << with([&](ModelSpec &s) { L(s, 5).activation = Activation::Softmax; });
     QTest::newRow("dense 4 without bias") << Op::UseBias << 4 << QVariant(false)
-        << with([&](ModelSpec &s) { L(s, 4).use_bias = false; });
-    QTest::newRow("rate 2 -> 0.6") << Op::Rate << 2 << QVariant(0.6)
-        << with([&](ModelSpec &s) { L(s, 2).rate = 0.6f; });
+                                          << with([&](ModelSpec &s) { L(s, 4).use_bias = false; });
+    QTest::newRow("rate 2 -> 0.6")
+        << Op::Rate << 2 << QVariant(0.6) << with([&](ModelSpec &s) { L(s, 2).rate = 0.6f; });
     QTest::newRow("dense 1 in float32") << Op::ForceFp32 << 1 << QVariant(true)
-        << with([&](ModelSpec &s) { L(s, 1).force_fp32 = true; });
-    QTest::newRow("sigmoid 5 out of float32") << Op::ForceFp32 << 5 << QVariant(false)
+                                        << with([&](ModelSpec &s) { L(s, 1).force_fp32 = true; });
+    QTest::newRow("sigmoid 5 out of float32")
+        << Op::ForceFp32 << 5 << QVariant(false)
         << with([&](ModelSpec &s) { L(s, 5).force_fp32 = false; });
     QTest::newRow("rename") << Op::Rename << 0 << QVariant(QStringLiteral("my mlp"))
-        << with([](ModelSpec &s) { s.name = "my mlp"; });
+                            << with([](ModelSpec &s) { s.name = "my mlp"; });
 }
 
-void TestDesigner::edits() {
+void TestDesigner::edits()
+{
     QFETCH(Op, op);
     QFETCH(int, row);
     QFETCH(QVariant, value);
@@ -266,7 +307,9 @@ void TestDesigner::edits() {
     case Op::UseBias: field<QCheckBox>(d, "useBias")->setChecked(value.toBool()); break;
     case Op::Rate: field<QDoubleSpinBox>(d, "rate")->setValue(value.toDouble()); break;
     case Op::ForceFp32: field<QCheckBox>(d, "forceFp32")->setChecked(value.toBool()); break;
-    case Op::Rename: d.findChild<QLineEdit *>(QStringLiteral("modelName"))->setText(value.toString()); break;
+    case Op::Rename:
+        d.findChild<QLineEdit *>(QStringLiteral("modelName"))->setText(value.toString());
+        break;
     }
 
     QCOMPARE(json(d.spec()), expected);
@@ -288,7 +331,8 @@ void TestDesigner::edits() {
     QCOMPARE(d.layerTree()->topLevelItemCount(), int(baseSpec().layers.size()));
 }
 
-void TestDesigner::noOpEditsPushNothing() {
+void TestDesigner::noOpEditsPushNothing()
+{
     ModelDesigner d;
     d.setSpec(baseSpec());
     d.selectRow(0);
@@ -302,7 +346,8 @@ void TestDesigner::noOpEditsPushNothing() {
     QCOMPARE(json(d.spec()), json(baseSpec()));
 }
 
-void TestDesigner::spinEditsMerge() {
+void TestDesigner::spinEditsMerge()
+{
     ModelDesigner d;
     d.setSpec(baseSpec());
     d.selectRow(3);
@@ -313,8 +358,8 @@ void TestDesigner::spinEditsMerge() {
     QCOMPARE(d.undoStack()->count(), 1); // four steps, one undo
 
     // Another field ends the run of merges.
-    field<QComboBox>(d, "activation")->setCurrentIndex(
-        field<QComboBox>(d, "activation")->findData(int(Activation::Tanh)));
+    field<QComboBox>(d, "activation")
+        ->setCurrentIndex(field<QComboBox>(d, "activation")->findData(int(Activation::Tanh)));
     units->setValue(2048);
     QCOMPARE(d.undoStack()->count(), 3);
     d.undoStack()->undo();
@@ -344,7 +389,8 @@ void TestDesigner::spinEditsMerge() {
     QCOMPARE(d.spec().layers[2].rate, 0.35f);
 }
 
-void TestDesigner::invalidOutputWidth() {
+void TestDesigner::invalidOutputWidth()
+{
     ModelDesigner d;
     d.setSpec(resourcePreset(QStringLiteral("seed-mlp.json")));
     QVERIFY(d.isValid());
@@ -388,7 +434,10 @@ void TestDesigner::invalidOutputWidth() {
     QCOMPARE(validity.at(2).at(0).toBool(), true);
     QVERIFY(validity.at(2).at(1).toString().isEmpty());
     QVERIFY(error->isHidden());
-    QVERIFY(!d.layerTree()->topLevelItem(3)->data(LayerTree::LayerColumn, Qt::BackgroundRole).isValid());
+    QVERIFY(!d.layerTree()
+                 ->topLevelItem(3)
+                 ->data(LayerTree::LayerColumn, Qt::BackgroundRole)
+                 .isValid());
     QVERIFY(d.graph().has_value());
 
     // 10 -> 12 -> 11 -> 10 merged into one step that changes nothing: no undo left.
@@ -413,7 +462,8 @@ void TestDesigner::invalidOutputWidth() {
     QCOMPARE(validity.last().at(0).toBool(), false);
 }
 
-void TestDesigner::invalidStructure() {
+void TestDesigner::invalidStructure()
+{
     ModelDesigner d;
     d.setSpec(resourcePreset(QStringLiteral("seed-mlp.json")));
     QSignalSpy validity(&d, &ModelDesigner::validityChanged);
@@ -427,7 +477,8 @@ void TestDesigner::invalidStructure() {
     // Nothing past the broken layer can be inferred.
     QCOMPARE(cell(d, 0, LayerTree::OutputColumn), QStringLiteral("\u2013"));
     QCOMPARE(cell(d, 2, LayerTree::ParamsColumn), QStringLiteral("\u2013"));
-    QVERIFY(d.layerTree()->topLevelItem(0)->data(LayerTree::IndexColumn, Qt::BackgroundRole).isValid());
+    QVERIFY(
+        d.layerTree()->topLevelItem(0)->data(LayerTree::IndexColumn, Qt::BackgroundRole).isValid());
 
     d.undoStack()->undo();
     QVERIFY(d.isValid());
@@ -442,7 +493,8 @@ void TestDesigner::invalidStructure() {
     QVERIFY(d.propertyEditor()->layerPath().isEmpty());
 }
 
-void TestDesigner::setInputUpdatesShapes() {
+void TestDesigner::setInputUpdatesShapes()
+{
     ModelDesigner d;
     d.setSpec(resourcePreset(QStringLiteral("seed-mlp.json")));
     QCOMPARE(d.input(), (mixlab::Shape{{32, 32, 3}}));
@@ -462,8 +514,11 @@ void TestDesigner::setInputUpdatesShapes() {
 
     // An odd input width makes the first GEMM unfriendly.
     d.setInput(mixlab::Shape{{5, 5, 3}}, 10);
-    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::TensorCoreColumn), QStringLiteral("no"));
-    QVERIFY(d.layerTree()->topLevelItem(1)->toolTip(LayerTree::TensorCoreColumn)
+    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::TensorCoreColumn),
+             QStringLiteral("no"));
+    QVERIFY(d.layerTree()
+                ->topLevelItem(1)
+                ->toolTip(LayerTree::TensorCoreColumn)
                 .contains(QLatin1String("inputs 75")));
 
     // 100 classes: the 10-unit output layer is now wrong, and the message says what to set.
@@ -478,7 +533,8 @@ void TestDesigner::setInputUpdatesShapes() {
     QCOMPARE(validity.count(), 2);
 }
 
-void TestDesigner::undoActions() {
+void TestDesigner::undoActions()
+{
     ModelDesigner d;
     d.setSpec(baseSpec());
     QCOMPARE(d.undoAction()->shortcut(), QKeySequence(QKeySequence::Undo));
@@ -495,7 +551,8 @@ void TestDesigner::undoActions() {
     QCOMPARE(d.spec().layers.size(), baseSpec().layers.size() - 1);
 }
 
-void TestDesigner::actionStates() {
+void TestDesigner::actionStates()
+{
     ModelDesigner d;
     d.setSpec(baseSpec());
     auto action = [&](const QString &text) {

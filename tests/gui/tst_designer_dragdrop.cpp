@@ -33,8 +33,7 @@ LayerPath body(int block, int i) { return top(block).child(LayerGroup::Body, i);
 LayerSpec layer(LayerType type, int units = 0)
 {
     LayerSpec l{type};
-    if (type == LayerType::Dense)
-        l.units = units;
+    if (type == LayerType::Dense) l.units = units;
     if (type == LayerType::Conv2D) {
         l.filters = units;
         l.kernel_h = l.kernel_w = 3;
@@ -50,18 +49,20 @@ ModelSpec blockModel()
     block.body = {layer(LayerType::Conv2D, 8), layer(LayerType::BatchNorm)};
     LayerSpec head = layer(LayerType::Dense);
     head.units = mixlab::k_units_classes;
-    return ModelSpec{"blocks", {layer(LayerType::Conv2D, 8), block, layer(LayerType::BatchNorm),
-                                layer(LayerType::Flatten), head}};
+    return ModelSpec{"blocks",
+                     {layer(LayerType::Conv2D, 8), block, layer(LayerType::BatchNorm),
+                      layer(LayerType::Flatten), head}};
 }
 
 QModelIndex indexOf(LayerTree *tree, const LayerPath &path)
 {
     QTreeWidgetItem *item = tree->itemFor(path);
-    if (!item)
-        return {};
+    if (!item) return {};
     // QTreeWidget::indexFromItem is protected; the model finds the item by its row.
-    QModelIndex parent = item->parent() ? indexOf(tree, tree->pathOf(item->parent())) : QModelIndex();
-    const int row = item->parent() ? item->parent()->indexOfChild(item) : tree->indexOfTopLevelItem(item);
+    QModelIndex parent =
+        item->parent() ? indexOf(tree, tree->pathOf(item->parent())) : QModelIndex();
+    const int row =
+        item->parent() ? item->parent()->indexOfChild(item) : tree->indexOfTopLevelItem(item);
     return tree->model()->index(row, 0, parent);
 }
 
@@ -72,11 +73,11 @@ std::unique_ptr<QMimeData> dragOf(LayerTree *tree, const LayerPath &path)
 }
 
 // A drop as the view reports it: `row` under `parent` (-1: onto the parent itself).
-bool drop(LayerTree *tree, const QMimeData &data, Qt::DropAction action, int row, const LayerPath &parent)
+bool drop(LayerTree *tree, const QMimeData &data, Qt::DropAction action, int row,
+          const LayerPath &parent)
 {
     const QModelIndex p = parent.isEmpty() ? QModelIndex() : indexOf(tree, parent);
-    if (!tree->model()->canDropMimeData(&data, action, row, 0, p))
-        return false;
+    if (!tree->model()->canDropMimeData(&data, action, row, 0, p)) return false;
     return tree->model()->dropMimeData(&data, action, row, row < 0 ? -1 : 0, p);
 }
 
@@ -97,21 +98,27 @@ private slots:
 void TestDesignerDragDrop::paletteEntryLandsWhereDropped_data()
 {
     QTest::addColumn<QString>("entry");
-    QTest::addColumn<int>("row");             // where the view says it landed
-    QTest::addColumn<QString>("parent");      // "" for the model's own list
-    QTest::addColumn<QString>("landed");      // the new layer's path
+    QTest::addColumn<int>("row");        // where the view says it landed
+    QTest::addColumn<QString>("parent"); // "" for the model's own list
+    QTest::addColumn<QString>("landed"); // the new layer's path
     QTest::addColumn<int>("type");
-    QTest::newRow("between top-level rows") << "dropout" << 3 << "" << "layer 3" << int(LayerType::Dropout);
-    QTest::newRow("first") << "batchnorm" << 0 << "" << "layer 0" << int(LayerType::BatchNorm);
-    QTest::newRow("onto the empty area: the end") << "dense" << -1 << "" << "layer 5" << int(LayerType::Dense);
-    QTest::newRow("into a body") << "activation" << 1 << "layer 1 > body" << "layer 1 > body 1"
-                                 << int(LayerType::Activation);
-    QTest::newRow("onto a block: end of its body") << "batchnorm" << -1 << "layer 1" << "layer 1 > body 2"
-                                                   << int(LayerType::BatchNorm);
-    QTest::newRow("onto a layer: after it") << "dropout" << -1 << "layer 2" << "layer 3" << int(LayerType::Dropout);
-    QTest::newRow("into a shortcut") << "conv2d" << 0 << "layer 1 > shortcut" << "layer 1 > shortcut 0"
-                                     << int(LayerType::Conv2D);
-    QTest::newRow("a whole block") << "basic block" << 2 << "" << "layer 2" << int(LayerType::Residual);
+    QTest::newRow("between top-level rows") << "dropout" << 3 << ""
+                                            << "layer 3" << int(LayerType::Dropout);
+    QTest::newRow("first") << "batchnorm" << 0 << ""
+                           << "layer 0" << int(LayerType::BatchNorm);
+    QTest::newRow("onto the empty area: the end") << "dense" << -1 << ""
+                                                  << "layer 5" << int(LayerType::Dense);
+    QTest::newRow("into a body") << "activation" << 1 << "layer 1 > body"
+                                 << "layer 1 > body 1" << int(LayerType::Activation);
+    QTest::newRow("onto a block: end of its body")
+        << "batchnorm" << -1 << "layer 1"
+        << "layer 1 > body 2" << int(LayerType::BatchNorm);
+    QTest::newRow("onto a layer: after it") << "dropout" << -1 << "layer 2"
+                                            << "layer 3" << int(LayerType::Dropout);
+    QTest::newRow("into a shortcut") << "conv2d" << 0 << "layer 1 > shortcut"
+                                     << "layer 1 > shortcut 0" << int(LayerType::Conv2D);
+    QTest::newRow("a whole block") << "basic block" << 2 << ""
+                                   << "layer 2" << int(LayerType::Residual);
 }
 
 void TestDesignerDragDrop::paletteEntryLandsWhereDropped()
@@ -148,22 +155,33 @@ void TestDesignerDragDrop::rowsMove_data()
     QTest::addColumn<QString>("parent");
     QTest::addColumn<QString>("landed");
     QTest::addColumn<QStringList>("order"); // top-level types after the move
-    QTest::newRow("down the list") << "layer 0" << 3 << "" << "layer 2"
-                                   << QStringList{"residual", "batchnorm", "conv2d", "flatten", "dense"};
-    QTest::newRow("up the list") << "layer 2" << 0 << "" << "layer 0"
-                                 << QStringList{"batchnorm", "conv2d", "residual", "flatten", "dense"};
-    QTest::newRow("to the end") << "layer 0" << -1 << "" << "layer 4"
-                                << QStringList{"residual", "batchnorm", "flatten", "dense", "conv2d"};
-    QTest::newRow("into a later block's body") << "layer 0" << 0 << "layer 1 > body" << "layer 0 > body 0"
-                                               << QStringList{"residual", "batchnorm", "flatten", "dense"};
-    QTest::newRow("into an earlier block's body") << "layer 2" << 2 << "layer 1 > body" << "layer 1 > body 2"
-                                                  << QStringList{"conv2d", "residual", "flatten", "dense"};
-    QTest::newRow("out of a body") << "layer 1 > body 1" << 3 << "" << "layer 3"
-                                   << QStringList{"conv2d", "residual", "batchnorm", "batchnorm", "flatten", "dense"};
-    QTest::newRow("within a body") << "layer 1 > body 1" << 0 << "layer 1 > body" << "layer 1 > body 0"
-                                   << QStringList{"conv2d", "residual", "batchnorm", "flatten", "dense"};
-    QTest::newRow("a whole block") << "layer 1" << 0 << "" << "layer 0"
-                                   << QStringList{"residual", "conv2d", "batchnorm", "flatten", "dense"};
+    QTest::newRow("down the list")
+        << "layer 0" << 3 << ""
+        << "layer 2" << QStringList{"residual", "batchnorm", "conv2d", "flatten", "dense"};
+    QTest::newRow("up the list") << "layer 2" << 0 << ""
+                                 << "layer 0"
+                                 << QStringList{"batchnorm", "conv2d", "residual", "flatten",
+                                                "dense"};
+    QTest::newRow("to the end") << "layer 0" << -1 << ""
+                                << "layer 4"
+                                << QStringList{"residual", "batchnorm", "flatten", "dense",
+                                               "conv2d"};
+    QTest::newRow("into a later block's body")
+        << "layer 0" << 0 << "layer 1 > body"
+        << "layer 0 > body 0" << QStringList{"residual", "batchnorm", "flatten", "dense"};
+    QTest::newRow("into an earlier block's body")
+        << "layer 2" << 2 << "layer 1 > body"
+        << "layer 1 > body 2" << QStringList{"conv2d", "residual", "flatten", "dense"};
+    QTest::newRow("out of a body")
+        << "layer 1 > body 1" << 3 << ""
+        << "layer 3"
+        << QStringList{"conv2d", "residual", "batchnorm", "batchnorm", "flatten", "dense"};
+    QTest::newRow("within a body")
+        << "layer 1 > body 1" << 0 << "layer 1 > body"
+        << "layer 1 > body 0" << QStringList{"conv2d", "residual", "batchnorm", "flatten", "dense"};
+    QTest::newRow("a whole block")
+        << "layer 1" << 0 << ""
+        << "layer 0" << QStringList{"residual", "conv2d", "batchnorm", "flatten", "dense"};
 }
 
 void TestDesignerDragDrop::rowsMove()
@@ -212,7 +230,8 @@ void TestDesignerDragDrop::refusedDrops()
 
     // A block into its own body, or onto itself.
     const std::unique_ptr<QMimeData> block = dragOf(tree, top(1));
-    QVERIFY(!drop(tree, *block, Qt::MoveAction, 0, top(1).child(LayerGroup::Body, LayerPath::k_group)));
+    QVERIFY(
+        !drop(tree, *block, Qt::MoveAction, 0, top(1).child(LayerGroup::Body, LayerPath::k_group)));
     QVERIFY(!drop(tree, *block, Qt::MoveAction, -1, top(1)));
     // Where it already is: before itself or before its next sibling.
     QVERIFY(!drop(tree, *block, Qt::MoveAction, 1, {}));
@@ -278,7 +297,8 @@ void TestDesignerDragDrop::movedLayerPaths()
     QCOMPARE(lands(top(0), body(2, 0)), QStringLiteral("refused")); // batchnorm has no body
     QCOMPARE(lands(top(7), top(0)), QStringLiteral("refused"));     // no such layer
 
-    for (const LayerPath &p : {top(3), body(1, 1), top(1).child(LayerGroup::Shortcut, LayerPath::k_group)}) {
+    for (const LayerPath &p :
+         {top(3), body(1, 1), top(1).child(LayerGroup::Shortcut, LayerPath::k_group)}) {
         const std::optional<LayerPath> back = LayerPath::fromString(p.toString());
         QVERIFY(back);
         QCOMPARE(*back, p);

@@ -40,7 +40,8 @@ namespace {
 
 QString json(const ModelSpec &s) { return QString::fromStdString(mixlab::model_spec_to_json(s)); }
 
-ModelSpec resourcePreset(const QString &file) {
+ModelSpec resourcePreset(const QString &file)
+{
     QFile f(QStringLiteral(":/models/") + file);
     if (!f.open(QIODevice::ReadOnly)) return {};
     return mixlab::parse_model_spec(f.readAll().toStdString());
@@ -50,7 +51,9 @@ LayerPath top(int i) { return LayerPath::top(i); }
 LayerPath body(int block, int i) { return top(block).child(LayerGroup::Body, i); }
 LayerPath shortcut(int block, int i) { return top(block).child(LayerGroup::Shortcut, i); }
 
-template <typename W> W *field(ModelDesigner &d, const char *name) {
+template <typename W>
+W *field(ModelDesigner &d, const char *name)
+{
     W *w = d.propertyEditor()->findChild<W *>(QLatin1String(name));
     if (!w) qWarning("no field %s", name);
     return w;
@@ -58,12 +61,14 @@ template <typename W> W *field(ModelDesigner &d, const char *name) {
 
 void chooseData(QComboBox *c, int data) { c->setCurrentIndex(c->findData(data)); }
 
-bool rowVisible(ModelDesigner &d, const char *name) {
+bool rowVisible(ModelDesigner &d, const char *name)
+{
     QWidget *w = d.propertyEditor()->findChild<QWidget *>(QLatin1String(name));
     return w && w->isVisibleTo(d.propertyEditor());
 }
 
-LayerSpec conv(int filters, int kernel, int stride = 0) {
+LayerSpec conv(int filters, int kernel, int stride = 0)
+{
     LayerSpec l;
     l.type = LayerType::Conv2D;
     l.filters = filters;
@@ -78,7 +83,8 @@ LayerSpec bn() { return LayerSpec{LayerType::BatchNorm}; }
 
 // conv 16 > bn > relu > residual(body: conv 16 > bn) > global_avgpool > dense classes: a
 // small model with one identity block, for the nested edits.
-ModelSpec smallResNet() {
+ModelSpec smallResNet()
+{
     LayerSpec relu{LayerType::Activation};
     relu.activation = Activation::Relu;
     LayerSpec block{LayerType::Residual};
@@ -123,7 +129,8 @@ private slots:
 
 // The check: ResNet-18 (CIFAR form) from its parts with the designer's own
 // controls, most blocks from the palette, one downsampling block by editing a plain one.
-void TestDesignerResNet::buildResNet18ByHand() {
+void TestDesignerResNet::buildResNet18ByHand()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     d.setSpec(ModelSpec{});
@@ -212,7 +219,8 @@ void TestDesignerResNet::buildResNet18ByHand() {
     QCOMPARE(json(d.spec()), json(preset));
 }
 
-void TestDesignerResNet::presets_data() {
+void TestDesignerResNet::presets_data()
+{
     QTest::addColumn<QString>("file");
     QTest::addColumn<mixlab::Shape>("input");
     QTest::addColumn<int>("classes");
@@ -233,12 +241,13 @@ void TestDesignerResNet::presets_data() {
         {"mnist-mlp.json", {{28, 28, 1}}, 10, -1},
     };
     for (const PresetCase &c : cases)
-        QTest::addRow("%s %d", c.file, c.classes) << QString::fromLatin1(c.file) << c.input
-                                                  << c.classes << c.params;
+        QTest::addRow("%s %d", c.file, c.classes)
+            << QString::fromLatin1(c.file) << c.input << c.classes << c.params;
 }
 
 // Every preset loads with the right shapes and counts, blocks closed.
-void TestDesignerResNet::presets() {
+void TestDesignerResNet::presets()
+{
     QFETCH(QString, file);
     QFETCH(mixlab::Shape, input);
     QFETCH(int, classes);
@@ -272,10 +281,12 @@ void TestDesignerResNet::presets() {
     QCOMPARE(sum, qint64(d.graph()->total_params));
     if (params >= 0) QCOMPARE(qint64(d.graph()->total_params), params);
     const QString totals = d.findChild<QLabel *>(QStringLiteral("totals"))->text();
-    QVERIFY2(totals.contains(QLocale().toString(qint64(d.graph()->total_params))), qPrintable(totals));
+    QVERIFY2(totals.contains(QLocale().toString(qint64(d.graph()->total_params))),
+             qPrintable(totals));
 }
 
-void TestDesignerResNet::treeGroups() {
+void TestDesignerResNet::treeGroups()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     d.setSpec(resourcePreset(QStringLiteral("resnet18.json")));
@@ -305,11 +316,13 @@ void TestDesignerResNet::treeGroups() {
     QCOMPARE(shortcutRow->child(0)->text(LayerTree::LayerColumn),
              QStringLiteral("conv2d 128 1x1 /2, no bias"));
     // The block's params are its layers' params; the two groups split them.
-    const qint64 blockParams = block->data(LayerTree::ParamsColumn, LayerTree::k_valueRole).toLongLong();
+    const qint64 blockParams =
+        block->data(LayerTree::ParamsColumn, LayerTree::k_valueRole).toLongLong();
     QCOMPARE(blockParams,
              bodyRow->data(LayerTree::ParamsColumn, LayerTree::k_valueRole).toLongLong() +
                  shortcutRow->data(LayerTree::ParamsColumn, LayerTree::k_valueRole).toLongLong());
-    QCOMPARE(blockParams, qint64(3 * 3 * 64 * 128 + 256 + 3 * 3 * 128 * 128 + 256 + 64 * 128 + 256));
+    QCOMPARE(blockParams,
+             qint64(3 * 3 * 64 * 128 + 256 + 3 * 3 * 128 * 128 + 256 + 64 * 128 + 256));
     QCOMPARE(block->text(LayerTree::TensorCoreColumn), QStringLiteral("yes"));
     // An identity block says so.
     QCOMPARE(tree->topLevelItem(3)->child(1)->text(LayerTree::LayerColumn),
@@ -351,7 +364,8 @@ void TestDesignerResNet::treeGroups() {
 }
 
 // Rows stay with their layers: an insert above an open block leaves that block open.
-void TestDesignerResNet::rowsKeepTheirState() {
+void TestDesignerResNet::rowsKeepTheirState()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     d.setSpec(resourcePreset(QStringLiteral("resnet18.json")));
@@ -377,7 +391,8 @@ void TestDesignerResNet::rowsKeepTheirState() {
     QCOMPARE(d.selectedPath(), body(6, 0));
 }
 
-void TestDesignerResNet::nestedEditUndoRedo() {
+void TestDesignerResNet::nestedEditUndoRedo()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     const ModelSpec original = resourcePreset(QStringLiteral("resnet18.json"));
@@ -394,8 +409,9 @@ void TestDesignerResNet::nestedEditUndoRedo() {
     QCOMPARE(d.spec().layers[3].body[0].filters, 32);
     QVERIFY(d.isValid()); // the second convolution brings the body back to 64
     QCOMPARE(qint64(d.graph()->total_params), params - (3 * 3 * 64 * 32 + 3 * 3 * 32 * 64 + 64));
-    QVERIFY2(d.undoAction()->text().endsWith(QLatin1String("Set filters of layer 3 > body 0 to 32")),
-             qPrintable(d.undoAction()->text()));
+    QVERIFY2(
+        d.undoAction()->text().endsWith(QLatin1String("Set filters of layer 3 > body 0 to 32")),
+        qPrintable(d.undoAction()->text()));
     ModelSpec edited = original;
     edited.layers[3].body[0].filters = 32;
     QCOMPARE(json(d.spec()), json(edited));
@@ -423,7 +439,8 @@ void TestDesignerResNet::nestedEditUndoRedo() {
     QCOMPARE(json(d.spec()), json(original));
 }
 
-void TestDesignerResNet::nestedStructureEdits_data() {
+void TestDesignerResNet::nestedStructureEdits_data()
+{
     QTest::addColumn<QString>("op");
     QTest::addColumn<LayerPath>("select");
     QTest::addColumn<QString>("expected");
@@ -437,36 +454,41 @@ void TestDesignerResNet::nestedStructureEdits_data() {
     };
     LayerSpec relu{LayerType::Activation};
     relu.activation = Activation::Relu;
-    QTest::newRow("remove body 1") << "remove" << body(3, 1)
-        << with([](ModelSpec &s) { s.layers[3].body.erase(s.layers[3].body.begin() + 1); })
-        << body(3, 1);
-    QTest::newRow("remove last of body") << "remove" << body(3, 4)
-        << with([](ModelSpec &s) { s.layers[3].body.pop_back(); }) << body(3, 3);
-    QTest::newRow("move body 2 up") << "up" << body(3, 2)
-        << with([](ModelSpec &s) { std::swap(s.layers[3].body[1], s.layers[3].body[2]); })
-        << body(3, 1);
-    QTest::newRow("move body 0 down") << "down" << body(3, 0)
-        << with([](ModelSpec &s) { std::swap(s.layers[3].body[0], s.layers[3].body[1]); })
-        << body(3, 1);
-    QTest::newRow("duplicate body 1") << "duplicate" << body(3, 1)
-        << with([](ModelSpec &s) { s.layers[3].body.insert(s.layers[3].body.begin() + 2, bn()); })
-        << body(3, 2);
-    QTest::newRow("duplicate the block") << "duplicate" << top(3)
-        << with([](ModelSpec &s) { s.layers.insert(s.layers.begin() + 4, s.layers[3]); })
-        << top(4);
-    QTest::newRow("remove the block") << "remove" << top(3)
-        << with([](ModelSpec &s) { s.layers.erase(s.layers.begin() + 3); }) << top(3);
-    QTest::newRow("add after body 2") << "add batchnorm" << body(3, 2)
-        << with([](ModelSpec &s) { s.layers[3].body.insert(s.layers[3].body.begin() + 3, bn()); })
+    QTest::newRow("remove body 1") << "remove" << body(3, 1) << with([](ModelSpec &s) {
+        s.layers[3].body.erase(s.layers[3].body.begin() + 1);
+    }) << body(3, 1);
+    QTest::newRow("remove last of body")
+        << "remove" << body(3, 4) << with([](ModelSpec &s) { s.layers[3].body.pop_back(); })
         << body(3, 3);
-    QTest::newRow("add into body") << "add activation" << body(3, LayerPath::k_group)
+    QTest::newRow("move body 2 up") << "up" << body(3, 2) << with([](ModelSpec &s) {
+        std::swap(s.layers[3].body[1], s.layers[3].body[2]);
+    }) << body(3, 1);
+    QTest::newRow("move body 0 down") << "down" << body(3, 0) << with([](ModelSpec &s) {
+        std::swap(s.layers[3].body[0], s.layers[3].body[1]);
+    }) << body(3, 1);
+    QTest::newRow("duplicate body 1") << "duplicate" << body(3, 1) << with([](ModelSpec &s) {
+        s.layers[3].body.insert(s.layers[3].body.begin() + 2, bn());
+    }) << body(3, 2);
+    QTest::newRow("duplicate the block")
+        << "duplicate" << top(3)
+        << with([](ModelSpec &s) { s.layers.insert(s.layers.begin() + 4, s.layers[3]); }) << top(4);
+    QTest::newRow("remove the block")
+        << "remove" << top(3) << with([](ModelSpec &s) { s.layers.erase(s.layers.begin() + 3); })
+        << top(3);
+    QTest::newRow("add after body 2") << "add batchnorm" << body(3, 2) << with([](ModelSpec &s) {
+        s.layers[3].body.insert(s.layers[3].body.begin() + 3, bn());
+    }) << body(3, 3);
+    QTest::newRow("add into body")
+        << "add activation" << body(3, LayerPath::k_group)
         << with([&](ModelSpec &s) { s.layers[3].body.push_back(relu); }) << body(3, 5);
-    QTest::newRow("add into shortcut") << "add batchnorm" << shortcut(3, LayerPath::k_group)
+    QTest::newRow("add into shortcut")
+        << "add batchnorm" << shortcut(3, LayerPath::k_group)
         << with([](ModelSpec &s) { s.layers[3].shortcut.push_back(bn()); }) << shortcut(3, 0);
 }
 
 // Structure edits inside a block, each undone and redone, compared as JSON.
-void TestDesignerResNet::nestedStructureEdits() {
+void TestDesignerResNet::nestedStructureEdits()
+{
     QFETCH(QString, op);
     QFETCH(LayerPath, select);
     QFETCH(QString, expected);
@@ -516,7 +538,8 @@ void TestDesignerResNet::nestedStructureEdits() {
 }
 
 // Nothing to move past either end of a body; a group row is not a layer to remove.
-void TestDesignerResNet::paletteInsertsIntoGroup() {
+void TestDesignerResNet::paletteInsertsIntoGroup()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{8, 8, 3}}, 10);
     d.setSpec(smallResNet());
@@ -552,10 +575,13 @@ void TestDesignerResNet::paletteInsertsIntoGroup() {
     d.undoStack()->undo();
     QCOMPARE(d.selectedPath(), body(3, LayerPath::k_group));
     QCOMPARE(d.propertyEditor()->layerPath(), LayerPath{});
-    QVERIFY(d.findChild<QLabel *>(QStringLiteral("layerTitle"))->text().contains(QLatin1String("body")));
+    QVERIFY(d.findChild<QLabel *>(QStringLiteral("layerTitle"))
+                ->text()
+                .contains(QLatin1String("body")));
 }
 
-void TestDesignerResNet::blocks_data() {
+void TestDesignerResNet::blocks_data()
+{
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("filters"); // palette setting; 0 = as input
     QTest::addColumn<int>("stride");
@@ -568,14 +594,18 @@ void TestDesignerResNet::blocks_data() {
     QTest::newRow("basic, 16") << int(BlockKind::Basic) << 16 << 1 << 16 << false << "8x8x16";
     QTest::newRow("basic, 32") << int(BlockKind::Basic) << 32 << 1 << 32 << true << "8x8x32";
     QTest::newRow("basic, 16 /2") << int(BlockKind::Basic) << 16 << 2 << 16 << true << "4x4x16";
-    QTest::newRow("bottleneck, as input") << int(BlockKind::Bottleneck) << 0 << 1 << 16 << false << "8x8x16";
-    QTest::newRow("bottleneck, 8") << int(BlockKind::Bottleneck) << 8 << 1 << 32 << true << "8x8x32";
-    QTest::newRow("bottleneck, 4 /2") << int(BlockKind::Bottleneck) << 4 << 2 << 16 << true << "4x4x16";
+    QTest::newRow("bottleneck, as input")
+        << int(BlockKind::Bottleneck) << 0 << 1 << 16 << false << "8x8x16";
+    QTest::newRow("bottleneck, 8")
+        << int(BlockKind::Bottleneck) << 8 << 1 << 32 << true << "8x8x32";
+    QTest::newRow("bottleneck, 4 /2")
+        << int(BlockKind::Bottleneck) << 4 << 2 << 16 << true << "4x4x16";
 }
 
 // Blocks from the palette get a projection shortcut exactly when they change the
 // stride or the channels, and fit wherever they go.
-void TestDesignerResNet::blocks() {
+void TestDesignerResNet::blocks()
+{
     QFETCH(int, kind);
     QFETCH(int, filters);
     QFETCH(int, stride);
@@ -589,8 +619,9 @@ void TestDesignerResNet::blocks() {
     d.selectRow(2);
     d.palette()->setBlockFilters(filters);
     d.palette()->setBlockStride(stride);
-    QVERIFY(d.palette()->activate(kind == int(BlockKind::Basic) ? QStringLiteral("basic block")
-                                                                : QStringLiteral("bottleneck block")));
+    QVERIFY(d.palette()->activate(kind == int(BlockKind::Basic)
+                                      ? QStringLiteral("basic block")
+                                      : QStringLiteral("bottleneck block")));
     QCOMPARE(d.undoStack()->count(), 1);
     QCOMPARE(d.selectedPath(), top(3));
     const LayerSpec block = d.spec().layers[3];
@@ -607,12 +638,14 @@ void TestDesignerResNet::blocks() {
     QCOMPARE(d.isValid(), outChannels == 16);
 }
 
-void TestDesignerResNet::convFields() {
+void TestDesignerResNet::convFields()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{8, 8, 3}}, 10);
     d.setSpec(smallResNet());
     d.selectPath(body(3, 0));
-    for (const char *name : {"filters", "kernelH", "strideH", "padding", "activation", "useBias", "forceFp32"})
+    for (const char *name :
+         {"filters", "kernelH", "strideH", "padding", "activation", "useBias", "forceFp32"})
         QVERIFY2(rowVisible(d, name), name);
     for (const char *name : {"units", "momentum", "epsilon", "rate", "padH"})
         QVERIFY2(!rowVisible(d, name), name);
@@ -637,7 +670,8 @@ void TestDesignerResNet::convFields() {
     field<QSpinBox>(d, "padW")->setValue(0);
     QCOMPARE(current().pad_w, 0);
     QVERIFY(!d.isValid()); // 8x6 no longer adds to the 8x8 shortcut
-    QVERIFY2(d.validationMessage().contains(QLatin1String("layer 3")), qPrintable(d.validationMessage()));
+    QVERIFY2(d.validationMessage().contains(QLatin1String("layer 3")),
+             qPrintable(d.validationMessage()));
     chooseData(field<QComboBox>(d, "padding"), int(Padding::Same));
     QCOMPARE(current().pad_h, 0);
     QCOMPARE(current().pad_w, 0);
@@ -649,8 +683,9 @@ void TestDesignerResNet::convFields() {
     QCOMPARE(current().kernel_h, 5);
     QCOMPARE(current().kernel_w, 5);
     QCOMPARE(d.undoStack()->count(), 4); // explicit, pad width, same, kernel
-    QVERIFY2(d.undoAction()->text().endsWith(QLatin1String("Set kernel of layer 3 > body 0 to 5x5")),
-             qPrintable(d.undoAction()->text()));
+    QVERIFY2(
+        d.undoAction()->text().endsWith(QLatin1String("Set kernel of layer 3 > body 0 to 5x5")),
+        qPrintable(d.undoAction()->text()));
     field<QCheckBox>(d, "useBias")->setChecked(true);
     QVERIFY(current().use_bias);
     chooseData(field<QComboBox>(d, "activation"), int(Activation::Gelu));
@@ -659,7 +694,8 @@ void TestDesignerResNet::convFields() {
              QStringLiteral("conv2d 16 5x5 same gelu"));
 }
 
-void TestDesignerResNet::poolAndBatchNormFields() {
+void TestDesignerResNet::poolAndBatchNormFields()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{8, 8, 3}}, 10);
     d.setSpec(smallResNet());
@@ -685,7 +721,8 @@ void TestDesignerResNet::poolAndBatchNormFields() {
     QVERIFY(rowVisible(d, "kernelH") && rowVisible(d, "strideH") && rowVisible(d, "padding"));
     QVERIFY(!rowVisible(d, "filters") && !rowVisible(d, "useBias"));
     QCOMPARE(field<QSpinBox>(d, "strideH")->value(), 2);
-    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::OutputColumn), QStringLiteral("4x4x16"));
+    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::OutputColumn),
+             QStringLiteral("4x4x16"));
     field<QSpinBox>(d, "kernelH")->setValue(3);
     field<QSpinBox>(d, "kernelW")->setValue(3);
     QCOMPARE(field<QSpinBox>(d, "strideH")->value(), 3); // still the default: the window
@@ -695,11 +732,13 @@ void TestDesignerResNet::poolAndBatchNormFields() {
     chooseData(field<QComboBox>(d, "padding"), int(Padding::Same));
     QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::LayerColumn),
              QStringLiteral("maxpool2d 3x3 /1 same"));
-    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::OutputColumn), QStringLiteral("8x8x16"));
+    QCOMPARE(d.layerTree()->topLevelItem(1)->text(LayerTree::OutputColumn),
+             QStringLiteral("8x8x16"));
     QVERIFY2(d.isValid(), qPrintable(d.validationMessage()));
 }
 
-void TestDesignerResNet::unitsPerClass() {
+void TestDesignerResNet::unitsPerClass()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{8, 8, 3}}, 10);
     d.setSpec(smallResNet());
@@ -708,7 +747,8 @@ void TestDesignerResNet::unitsPerClass() {
     QSpinBox *units = field<QSpinBox>(d, "units");
     QVERIFY(perClass->isChecked());
     QVERIFY(!units->isEnabled());
-    QCOMPARE(d.layerTree()->topLevelItem(5)->text(LayerTree::LayerColumn), QStringLiteral("dense classes"));
+    QCOMPARE(d.layerTree()->topLevelItem(5)->text(LayerTree::LayerColumn),
+             QStringLiteral("dense classes"));
     QCOMPARE(d.layerTree()->topLevelItem(5)->text(LayerTree::OutputColumn), QStringLiteral("10"));
     d.setInput(mixlab::Shape{{8, 8, 3}}, 100);
     QVERIFY(d.isValid());
@@ -731,7 +771,8 @@ void TestDesignerResNet::unitsPerClass() {
     QVERIFY(d.isValid());
 }
 
-void TestDesignerResNet::residualActivationChoices() {
+void TestDesignerResNet::residualActivationChoices()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{8, 8, 3}}, 10);
     d.setSpec(smallResNet());
@@ -753,7 +794,8 @@ void TestDesignerResNet::residualActivationChoices() {
     QCOMPARE(activation->count(), 6);
 }
 
-void TestDesignerResNet::mismatchInsideResidual() {
+void TestDesignerResNet::mismatchInsideResidual()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     d.setSpec(resourcePreset(QStringLiteral("resnet18.json")));
@@ -808,7 +850,8 @@ void TestDesignerResNet::mismatchInsideResidual() {
     QVERIFY(!block->data(LayerTree::LayerColumn, Qt::BackgroundRole).isValid());
 }
 
-void TestDesignerResNet::errorInsideBody() {
+void TestDesignerResNet::errorInsideBody()
+{
     ModelDesigner d;
     d.setInput(mixlab::Shape{{32, 32, 3}}, 100);
     d.setSpec(resourcePreset(QStringLiteral("resnet34.json")));

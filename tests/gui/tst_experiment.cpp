@@ -34,8 +34,8 @@ namespace {
 
 ModelSpec tinyMlp()
 {
-    return test::tiny_mlp({.hidden = 24, .activation = Activation::Gelu, .dropout = 0.25f,
-                           .fp32_output = true});
+    return test::tiny_mlp(
+        {.hidden = 24, .activation = Activation::Gelu, .dropout = 0.25f, .fp32_output = true});
 }
 
 // A run as the worker would have left it, with random (seeded) metrics: float fields
@@ -84,7 +84,8 @@ RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps, std::uint64_t 
     }
     const QDateTime t0 = QDateTime::currentDateTime();
     r.events.push_back({t0, RunEvent{RunEvent::Kind::Info, 0, "started \"quoted\" ünïcode"}});
-    r.events.push_back({t0.addMSecs(17), RunEvent{RunEvent::Kind::ScaleChange, 5, "scale 1024 -> 512"}});
+    r.events.push_back(
+        {t0.addMSecs(17), RunEvent{RunEvent::Kind::ScaleChange, 5, "scale 1024 -> 512"}});
     r.events.push_back({t0.addMSecs(33), RunEvent{RunEvent::Kind::SkippedStep, 5, "skipped"}});
     r.events.push_back({t0.addMSecs(40), RunEvent{RunEvent::Kind::Warning, 0, "sigmoid output"}});
     RunSummary s;
@@ -351,7 +352,8 @@ void TestExperiment::roundTrip()
     // Saving what was loaded gives the same file (nothing drifts across generations).
     const QString again = dir.filePath(QStringLiteral("again.mixlab.json"));
     QVERIFY(saveExperiment(again, loaded, loadedStore, &error));
-    Json j1 = Json::parse(readAll(path).toStdString()), j2 = Json::parse(readAll(again).toStdString());
+    Json j1 = Json::parse(readAll(path).toStdString()),
+         j2 = Json::parse(readAll(again).toStdString());
     QCOMPARE(QString::fromStdString(j2.dump()), QString::fromStdString(j1.dump()));
 }
 
@@ -381,8 +383,9 @@ void TestExperiment::unevaluatedRunHasNoTestAccuracy()
         RunStore loaded;
         ExperimentFile file;
         opened = opened && loadExperiment(path, &file, &loaded, &error);
-        return std::make_pair(opened, opened ? loaded.run(loaded.runIds()[0])->summary->final_test_accuracy
-                                             : std::optional<float>());
+        return std::make_pair(opened,
+                              opened ? loaded.run(loaded.runIds()[0])->summary->final_test_accuracy
+                                     : std::optional<float>());
     };
     QVERIFY(readBack(saved) == std::make_pair(true, std::optional<float>()));
 
@@ -443,26 +446,29 @@ void TestExperiment::badFilesRefused_data()
         << spoilt([](Json &j) { j["format"] = "mixlab-log/1"; }) << QStringLiteral("mixlab-log/1");
     QTest::newRow("newer format") << spoilt([](Json &j) { j["format"] = "mixlab-experiment/3"; })
                                   << QStringLiteral("newer MixLab");
-    QTest::newRow("garbled version")
-        << spoilt([](Json &j) { j["format"] = "mixlab-experiment/x"; }) << QStringLiteral("unknown experiment format");
+    QTest::newRow("garbled version") << spoilt([](Json &j) { j["format"] = "mixlab-experiment/x"; })
+                                     << QStringLiteral("unknown experiment format");
     QTest::newRow("runs missing") << spoilt([](Json &j) { j.erase("runs"); })
                                   << QStringLiteral("\"runs\" is missing");
     QTest::newRow("steps missing") << spoilt([](Json &j) { j["runs"][1].erase("steps"); })
                                    << QStringLiteral("run 2: \"steps\" is missing");
     QTest::newRow("visible mistyped") << spoilt([](Json &j) { j["runs"][0]["visible"] = "yes"; })
                                       << QStringLiteral("\"visible\" must be true or false");
-    QTest::newRow("step row short") << spoilt([](Json &j) { j["runs"][0]["steps"]["rows"][3] = Json::array({1, 2}); })
-                                    << QStringLiteral("run 1 steps row 4");
-    QTest::newRow("loss a string") << spoilt([](Json &j) { j["runs"][0]["steps"]["rows"][0][2] = "low"; })
-                                   << QStringLiteral("\"loss\" must be a number");
+    QTest::newRow("step row short") << spoilt([](Json &j) {
+        j["runs"][0]["steps"]["rows"][3] = Json::array({1, 2});
+    }) << QStringLiteral("run 1 steps row 4");
+    QTest::newRow("loss a string")
+        << spoilt([](Json &j) { j["runs"][0]["steps"]["rows"][0][2] = "low"; })
+        << QStringLiteral("\"loss\" must be a number");
     QTest::newRow("bad model") << spoilt([](Json &j) { j["model"]["layers"][1]["units"] = -5; })
                                << QStringLiteral("layer 1");
     QTest::newRow("bad status") << spoilt([](Json &j) { j["runs"][2]["status"] = "exploded"; })
                                 << QStringLiteral("unknown status");
     QTest::newRow("bad policy") << spoilt([](Json &j) { j["compare_policies"][0] = "fp8"; })
                                 << QStringLiteral("fp8");
-    QTest::newRow("bad event kind") << spoilt([](Json &j) { j["runs"][0]["events"][1]["kind"] = "boom"; })
-                                    << QStringLiteral("unknown event kind");
+    QTest::newRow("bad event kind")
+        << spoilt([](Json &j) { j["runs"][0]["events"][1]["kind"] = "boom"; })
+        << QStringLiteral("unknown event kind");
     QTest::newRow("bad colour") << spoilt([](Json &j) { j["runs"][0]["color"] = "not-a-colour"; })
                                 << QStringLiteral("\"color\"");
 }
@@ -507,8 +513,10 @@ void TestExperiment::unwritablePathRefused()
     RunStore store;
     fillStore(store);
     QString error;
-    QVERIFY(!saveExperiment(QStringLiteral("/nonexistent/folder/x.mixlab.json"), someFile(), store, &error));
-    QVERIFY2(error.contains(QStringLiteral("/nonexistent/folder/x.mixlab.json")), qPrintable(error));
+    QVERIFY(!saveExperiment(QStringLiteral("/nonexistent/folder/x.mixlab.json"), someFile(), store,
+                            &error));
+    QVERIFY2(error.contains(QStringLiteral("/nonexistent/folder/x.mixlab.json")),
+             qPrintable(error));
 }
 
 // A file the app saved as mixlab-experiment/1 (tests/data/format-v1) opens with the same
@@ -544,19 +552,23 @@ void TestExperiment::oldFileOpens()
         }
         QCOMPARE(r.epochs.size(), saved["epochs"]["rows"].size());
         QCOMPARE(r.events.size(), saved["events"].size());
-        QCOMPARE(r.events.back().event.message, saved["events"].back()["message"].get<std::string>());
+        QCOMPARE(r.events.back().event.message,
+                 saved["events"].back()["message"].get<std::string>());
         QVERIFY(r.summary.has_value());
         QCOMPARE(r.summary->median_step_ms, saved["summary"]["median_step_ms"].get<double>());
-        QCOMPARE(r.summary->final_test_accuracy.value_or(-1), float(saved["summary"]["final_test_accuracy"].get<double>()));
+        QCOMPARE(r.summary->final_test_accuracy.value_or(-1),
+                 float(saved["summary"]["final_test_accuracy"].get<double>()));
         QVERIFY(r.context.has_value());
         QCOMPARE(r.context->environment.backend, BackendKind::Cpu);
-        QCOMPARE(r.context->environment.cpu_model, saved["context"]["environment"]["cpu_model"].get<std::string>());
+        QCOMPARE(r.context->environment.cpu_model,
+                 saved["context"]["environment"]["cpu_model"].get<std::string>());
         // The profile under version 1's keys.
         const Plain &profile = saved["profile"];
         QVERIFY(r.profile.has_value());
         QCOMPARE(r.profile->steps, profile["steps"].get<int>());
         QCOMPARE(r.profile->replayed, profile["replayed"].get<bool>());
-        QCOMPARE(r.profile->phase_ms[std::size_t(StepPhase::Forward)], profile["phases_ms"]["forward"].get<double>());
+        QCOMPARE(r.profile->phase_ms[std::size_t(StepPhase::Forward)],
+                 profile["phases_ms"]["forward"].get<double>());
         QCOMPARE(r.profile->device_ms, profile["device_ms"].get<double>());
         QCOMPARE(r.profile->step_ms, profile["step_ms"].get<double>());
         QCOMPARE(r.profile->wall_ms, profile["wall_ms"].get<double>());
@@ -564,7 +576,8 @@ void TestExperiment::oldFileOpens()
         QCOMPARE(r.profile->layers.size(), profile["layers"].size());
         for (std::size_t i = 0; i < r.profile->layers.size(); ++i) {
             QCOMPARE(r.profile->layers[i].bytes, profile["layers"][i]["bytes"].get<double>());
-            QCOMPARE(r.profile->layers[i].tensor_core_note, profile["layers"][i]["tensor_core_note"].get<std::string>());
+            QCOMPARE(r.profile->layers[i].tensor_core_note,
+                     profile["layers"][i]["tensor_core_note"].get<std::string>());
         }
     }
 
@@ -572,7 +585,8 @@ void TestExperiment::oldFileOpens()
     QTemporaryDir dir;
     const QString again = dir.filePath(QStringLiteral("again.mixlab.json"));
     QVERIFY2(saveExperiment(again, loaded, store, &error), qPrintable(error));
-    QCOMPARE(Plain::parse(readAll(again).toStdString())["format"].get<std::string>(), std::string(k_experimentFormat));
+    QCOMPARE(Plain::parse(readAll(again).toStdString())["format"].get<std::string>(),
+             std::string(k_experimentFormat));
     RunStore reloaded;
     ExperimentFile file2;
     QVERIFY2(loadExperiment(again, &file2, &reloaded, &error), qPrintable(error));
@@ -613,13 +627,16 @@ void TestExperiment::profileSharedWithCli()
     ExperimentFile file;
     QVERIFY2(loadExperiment(path, &file, &loaded, &error), qPrintable(error));
     for (std::size_t i = 0; i < explained.runs.size(); ++i)
-        mixlab::test::compare_profiles(*loaded.run(loaded.runIds()[i])->profile, *explained.runs[i].profile);
+        mixlab::test::compare_profiles(*loaded.run(loaded.runIds()[i])->profile,
+                                       *explained.runs[i].profile);
 
     // The app -> mixlab-cli's form: the profiles of a file the app saved, in an explain
     // document as the CLI writes it, read back by the CLI's reader.
     RunStore app;
     ExperimentFile appFile;
-    QVERIFY2(loadExperiment(mixlab::test::format_v1_path("app.mixlab.json"), &appFile, &app, &error), qPrintable(error));
+    QVERIFY2(
+        loadExperiment(mixlab::test::format_v1_path("app.mixlab.json"), &appFile, &app, &error),
+        qPrintable(error));
     const QString appSaved = dir.filePath(QStringLiteral("app-now.mixlab.json"));
     QVERIFY2(saveExperiment(appSaved, appFile, app, &error), qPrintable(error));
     const Plain appPlain = Plain::parse(readAll(appSaved).toStdString());
@@ -635,7 +652,9 @@ void TestExperiment::profileSharedWithCli()
     const ExplainDocument back = parse_explain_json(cliForm);
     for (std::size_t i = 0; i < facts.size(); ++i) {
         QVERIFY2(cliPlain["runs"][i]["profile"] == appPlain["runs"][i]["profile"],
-                 Plain::diff(appPlain["runs"][i]["profile"], cliPlain["runs"][i]["profile"]).dump().c_str());
+                 Plain::diff(appPlain["runs"][i]["profile"], cliPlain["runs"][i]["profile"])
+                     .dump()
+                     .c_str());
         mixlab::test::compare_profiles(*back.runs[i].profile, *app.run(app.runIds()[i])->profile);
     }
 }

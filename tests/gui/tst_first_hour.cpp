@@ -62,7 +62,8 @@ bool eventsSayFloat32(const Json &events, const std::string &layer)
 
 void clickPalette(ModelDesigner &designer, const char *entry)
 {
-    auto *button = designer.palette()->findChild<QToolButton *>(QStringLiteral("palette_") + QLatin1String(entry));
+    auto *button = designer.palette()->findChild<QToolButton *>(QStringLiteral("palette_") +
+                                                                QLatin1String(entry));
     QVERIFY2(button, entry);
     QTest::mouseClick(button, Qt::LeftButton);
 }
@@ -94,17 +95,13 @@ void TestFirstHour::initTestCase()
 int TestFirstHour::compare(MainWindow &w)
 {
     auto *button = w.runPanel()->findChild<QPushButton *>("compareButton");
-    if (!button || !button->isEnabled())
-        return 0;
+    if (!button || !button->isEnabled()) return 0;
     const std::size_t before = w.store()->runIds().size();
     QTest::mouseClick(button, Qt::LeftButton);
-    if (!w.controller()->isRunning())
-        return 0;
-    if (!QTest::qWaitFor([&] { return !w.controller()->isRunning(); }, k_runTimeoutMs))
-        return 0;
+    if (!w.controller()->isRunning()) return 0;
+    if (!QTest::qWaitFor([&] { return !w.controller()->isRunning(); }, k_runTimeoutMs)) return 0;
     const std::vector<int> ids = w.store()->runIds();
-    if (ids.size() != before + 2)
-        return 0;
+    if (ids.size() != before + 2) return 0;
     return w.store()->run(ids.back())->group;
 }
 
@@ -148,12 +145,11 @@ void TestFirstHour::designCompareApplyCompareExportSaveReopen()
 
     // Compare fp32 against mixed_fp16, and nothing else.
     for (mixlab::Policy p : mixlab::k_all_policies) {
-        auto *box = w.runPanel()->findChild<QCheckBox *>(QStringLiteral("compare_") +
-                                                         QString::fromUtf8(mixlab::policy_name(p).data()));
+        auto *box = w.runPanel()->findChild<QCheckBox *>(
+            QStringLiteral("compare_") + QString::fromUtf8(mixlab::policy_name(p).data()));
         QVERIFY(box);
         const bool wanted = p == mixlab::Policy::FP32 || p == mixlab::Policy::MixedFP16;
-        if (box->isChecked() != wanted)
-            QTest::mouseClick(box, Qt::LeftButton);
+        if (box->isChecked() != wanted) QTest::mouseClick(box, Qt::LeftButton);
     }
     const int first = compare(w);
     QVERIFY(first > 0);
@@ -168,8 +164,7 @@ void TestFirstHour::designCompareApplyCompareExportSaveReopen()
     QCOMPARE(why.group(), first);
     int fix = -1;
     for (std::size_t i = 0; i < why.explanations().size(); ++i)
-        if (why.explanations()[i].id == "output_float32")
-            fix = int(i);
+        if (why.explanations()[i].id == "output_float32") fix = int(i);
     QVERIFY(fix >= 0);
     const std::optional<mixlab::Fix> &float32 = why.explanations()[std::size_t(fix)].fix;
     QVERIFY(float32 && float32->kind == mixlab::FixKind::SetDtypeFloat32);
@@ -208,9 +203,14 @@ void TestFirstHour::designCompareApplyCompareExportSaveReopen()
         const RunRecord &r = *w.store()->run(ids[i]);
         const Json &run = log["runs"][i];
         const mixlab::ModelSpec exported = mixlab::parse_model_spec(run["config"]["model"].dump());
-        QVERIFY2(exported == ranWith.at(r.group),
-                 qPrintable(QStringLiteral("run %1 (%2, group %3): the log's config.model is not the model it trained")
-                                .arg(i).arg(r.name).arg(r.group)));
+        QVERIFY2(
+            exported == ranWith.at(r.group),
+            qPrintable(
+                QStringLiteral(
+                    "run %1 (%2, group %3): the log's config.model is not the model it trained")
+                    .arg(i)
+                    .arg(r.name)
+                    .arg(r.group)));
         // The log agrees with itself: the model says float32 where the run's kernels did.
         if (r.config.policy == mixlab::Policy::MixedFP16)
             QCOMPARE(exported.layers[2].force_fp32, eventsSayFloat32(run["events"], "layer 2"));
@@ -220,8 +220,7 @@ void TestFirstHour::designCompareApplyCompareExportSaveReopen()
     }
     const QList<QByteArray> rows = readAll(csvPath).trimmed().split('\n');
     std::size_t steps = 0;
-    for (int id : ids)
-        steps += w.store()->run(id)->steps.size();
+    for (int id : ids) steps += w.store()->run(id)->steps.size();
     QCOMPARE(std::size_t(rows.size()), 1 + steps);
     QVERIFY(rows.back().startsWith("3,mixed_fp16,"));
 

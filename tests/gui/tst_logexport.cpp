@@ -70,7 +70,8 @@ RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps)
         r.epochs.push_back(m);
     }
     r.events.push_back({QDateTime::currentDateTime(), RunEvent{RunEvent::Kind::Info, 0, "start"}});
-    r.events.push_back({QDateTime::currentDateTime(), RunEvent{RunEvent::Kind::SkippedStep, 4, "skip"}});
+    r.events.push_back(
+        {QDateTime::currentDateTime(), RunEvent{RunEvent::Kind::SkippedStep, 4, "skip"}});
     RunSummary s;
     s.steps = nSteps;
     s.epochs_done = nSteps / 8;
@@ -110,14 +111,23 @@ std::set<std::string> keys(const Json &j)
 }
 
 // The fields run_log.h documents for the CLI's logs.
-const std::set<std::string> k_stepKeys = {"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
-                                          "samples_per_s", "loss_scale", "next_loss_scale",
-                                          "overflow", "skipped"};
-const std::set<std::string> k_epochKeys = {"epoch", "train_loss", "train_accuracy", "test_loss",
-                                           "test_accuracy", "seconds", "skipped_steps"};
-const std::set<std::string> k_summaryKeys = {
-    "steps", "skipped_steps", "epochs_done", "mean_step_ms", "median_step_ms", "final_train_loss",
-    "final_test_loss", "final_test_accuracy", "final_loss_scale", "wall_seconds", "stopped"};
+const std::set<std::string> k_stepKeys = {
+    "step",       "epoch",           "loss",     "accuracy", "step_ms", "wall_ms", "samples_per_s",
+    "loss_scale", "next_loss_scale", "overflow", "skipped"};
+const std::set<std::string> k_epochKeys = {"epoch",        "train_loss",    "train_accuracy",
+                                           "test_loss",    "test_accuracy", "seconds",
+                                           "skipped_steps"};
+const std::set<std::string> k_summaryKeys = {"steps",
+                                             "skipped_steps",
+                                             "epochs_done",
+                                             "mean_step_ms",
+                                             "median_step_ms",
+                                             "final_train_loss",
+                                             "final_test_loss",
+                                             "final_test_accuracy",
+                                             "final_loss_scale",
+                                             "wall_seconds",
+                                             "stopped"};
 
 // What the CLI would have written for the same records: a RunLog fed directly.
 std::string cliLog(const RunStore &store, const std::vector<int> &ids, bool json)
@@ -231,7 +241,8 @@ void TestLogExport::runsOfTwoGroupsKeepTheirModels()
     QCOMPARE(j["runs"].size(), std::size_t(4));
     for (std::size_t r = 0; r < 4; ++r) {
         const ModelSpec ran = parse_model_spec(store.run(ids[r])->modelJson.toStdString());
-        QVERIFY2(parse_model_spec(j["runs"][r]["config"]["model"].dump()) == ran, qPrintable(QString::number(r)));
+        QVERIFY2(parse_model_spec(j["runs"][r]["config"]["model"].dump()) == ran,
+                 qPrintable(QString::number(r)));
         QCOMPARE(j["runs"][r]["config"]["model"]["layers"].back().contains("dtype"), r >= 2);
     }
     QVERIFY(parse_model_spec(j["config"]["model"].dump()) == tinyMlp()); // the first run's
@@ -250,8 +261,9 @@ void TestLogExport::csvOneRowPerStep()
     QVERIFY2(exportLogs(store, ids, path, &error), qPrintable(error));
     const QList<QByteArray> lines = readAll(path).trimmed().split('\n');
     QCOMPARE(lines.size(), 1 + 24 + 19);
-    QCOMPARE(lines[0], QByteArray("run,policy,step,epoch,loss,accuracy,step_ms,wall_ms,samples_per_s,"
-                                  "loss_scale,next_loss_scale,overflow,skipped"));
+    QCOMPARE(lines[0],
+             QByteArray("run,policy,step,epoch,loss,accuracy,step_ms,wall_ms,samples_per_s,"
+                        "loss_scale,next_loss_scale,overflow,skipped"));
     for (const QByteArray &line : lines) QCOMPARE(line.count(','), 12);
     QVERIFY(lines[1].startsWith("0,fp32,1,1,"));
     QVERIFY(lines[3].startsWith("0,fp32,3,1,nan,")); // the NaN step
@@ -276,7 +288,8 @@ void TestLogExport::sameBytesAsTheCli()
     RunStore store;
     std::vector<int> ids = fillStore(store);
     if (!compare) ids.resize(1);
-    const QString path = dir.filePath(json ? QStringLiteral("log.json") : QStringLiteral("log.csv"));
+    const QString path =
+        dir.filePath(json ? QStringLiteral("log.json") : QStringLiteral("log.csv"));
     QString error;
     QVERIFY2(exportLogs(store, ids, path, &error), qPrintable(error));
     QCOMPARE(readAll(path), QByteArray::fromStdString(cliLog(store, ids, json)));

@@ -161,8 +161,9 @@ void TestLongRun::longRunStaysFlatAndResponsive()
 
     const Sample &warm = samples.front(); // 10% of the run: warm-up (first redraws, caches) done
     const Sample &end = samples.back();
-    const double bytesPerStep =
-        end.step > warm.step ? double(end.rss.rssKb - warm.rss.rssKb) * 1024.0 / double(end.step - warm.step) : 0.0;
+    const double bytesPerStep = end.step > warm.step ? double(end.rss.rssKb - warm.rss.rssKb) *
+                                                           1024.0 / double(end.step - warm.step)
+                                                     : 0.0;
 
     QString report;
     QTextStream out(&report);
@@ -181,7 +182,8 @@ void TestLongRun::longRunStaysFlatAndResponsive()
     const QString reportPath = qEnvironmentVariable("MIXLAB_SOAK_REPORT");
     if (!reportPath.isEmpty()) {
         QFile f(reportPath);
-        QVERIFY2(f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text), qPrintable(reportPath));
+        QVERIFY2(f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text),
+                 qPrintable(reportPath));
         f.write(report.toUtf8());
     }
 

@@ -62,27 +62,27 @@ int trainingThreads()
     const QDir tasks(QStringLiteral("/proc/self/task"));
     for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
-        if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == "mixlab-training")
-            ++n;
+        if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == "mixlab-training") ++n;
     }
     return n;
 }
 
-QPushButton *button(MainWindow &w, const char *name) { return w.runPanel()->findChild<QPushButton *>(name); }
+QPushButton *button(MainWindow &w, const char *name)
+{
+    return w.runPanel()->findChild<QPushButton *>(name);
+}
 
 QStringList menuTitles(MainWindow &w)
 {
     QStringList titles;
-    for (QAction *a : w.menuBar()->actions())
-        titles << a->text().remove(QLatin1Char('&'));
+    for (QAction *a : w.menuBar()->actions()) titles << a->text().remove(QLatin1Char('&'));
     return titles;
 }
 
 QMenu *menu(MainWindow &w, const QString &title)
 {
     for (QAction *a : w.menuBar()->actions())
-        if (a->text().remove(QLatin1Char('&')) == title)
-            return a->menu();
+        if (a->text().remove(QLatin1Char('&')) == title) return a->menu();
     return nullptr;
 }
 
@@ -90,8 +90,7 @@ QMenu *menu(MainWindow &w, const QString &title)
 QAction *menuAction(MainWindow &w, const QString &menuTitle, const QString &text)
 {
     for (QAction *a : menu(w, menuTitle)->actions())
-        if (a->text().remove(QLatin1Char('&')) == text)
-            return a;
+        if (a->text().remove(QLatin1Char('&')) == text) return a;
     return nullptr;
 }
 
@@ -115,14 +114,21 @@ bool fullyShown(QWidget *w, QString *why)
         return false;
     }
     QRect r = w->rect();
-    for (QWidget *child = w; child->parentWidget() && !child->isWindow(); child = child->parentWidget()) {
+    for (QWidget *child = w; child->parentWidget() && !child->isWindow();
+         child = child->parentWidget()) {
         r.translate(child->pos());
         QWidget *parent = child->parentWidget();
         if (!parent->rect().contains(r)) {
             *why = QStringLiteral("%1 (%2,%3 %4x%5) is cut by %6 %7 (%8x%9)")
-                       .arg(w->objectName()).arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
-                       .arg(QString::fromLatin1(parent->metaObject()->className()), parent->objectName())
-                       .arg(parent->width()).arg(parent->height());
+                       .arg(w->objectName())
+                       .arg(r.x())
+                       .arg(r.y())
+                       .arg(r.width())
+                       .arg(r.height())
+                       .arg(QString::fromLatin1(parent->metaObject()->className()),
+                            parent->objectName())
+                       .arg(parent->width())
+                       .arg(parent->height());
             return false;
         }
     }
@@ -202,16 +208,14 @@ void TestMainWindow::init()
     // No dialog ever blocks a test: messages and file dialogs are answered here.
     setUserMessageRecorder([this](const UserMessage &m) {
         m_messages.push_back(m);
-        if (m.kind != UserMessage::Kind::Question || m_answers.empty())
-            return -1;
+        if (m.kind != UserMessage::Kind::Question || m_answers.empty()) return -1;
         const int choice = m_answers.front();
         m_answers.pop_front();
         return choice;
     });
     setFileDialogAnswerer([this](const FileRequest &request, QString *) {
         m_fileRequests.push_back(request);
-        if (m_fileAnswers.empty())
-            return QString();
+        if (m_fileAnswers.empty()) return QString();
         const QString path = m_fileAnswers.front();
         m_fileAnswers.pop_front();
         return path;
@@ -236,8 +240,9 @@ void TestMainWindow::constructsWithPartsAndDefaults()
     // First start: the seed MLP on a dataset that exists here; Start works at once.
     QCOMPARE(QString::fromStdString(w.designer()->spec().name), QStringLiteral("seed-mlp"));
     QCOMPARE(w.runPanel()->config().dataset.name, mixlab::default_dataset_name());
-    const mixlab::Shape expected = mixlab::default_dataset_name() == "fashion-mnist" ? mixlab::Shape{{28, 28, 1}}
-                                                                                    : mixlab::Shape{{32, 32, 3}};
+    const mixlab::Shape expected = mixlab::default_dataset_name() == "fashion-mnist"
+                                       ? mixlab::Shape{{28, 28, 1}}
+                                       : mixlab::Shape{{32, 32, 3}};
     QCOMPARE(w.designer()->input(), expected);
     QVERIFY2(w.designer()->isValid(), qPrintable(w.designer()->validationMessage()));
     QVERIFY(button(w, "startButton")->isEnabled());
@@ -306,7 +311,8 @@ void TestMainWindow::cpuRunThroughStart()
 
     RunsTableModel *table = w.runsTable()->tableModel();
     QCOMPARE(table->rowCount(), 1);
-    QCOMPARE(table->data(table->index(0, RunsTableModel::Progress)).toString(), QStringLiteral("24 / 24"));
+    QCOMPARE(table->data(table->index(0, RunsTableModel::Progress)).toString(),
+             QStringLiteral("24 / 24"));
     QVERIFY(!table->data(table->index(0, RunsTableModel::StepMs)).toString().isEmpty());
     QVERIFY(!table->data(table->index(0, RunsTableModel::TestAccuracy)).toString().isEmpty());
 
@@ -343,7 +349,8 @@ void TestMainWindow::compareRunsTwoPolicies()
     }
     RunsTableModel *table = w.runsTable()->tableModel();
     QCOMPARE(table->rowCount(), 2);
-    QVERIFY(table->data(table->index(1, RunsTableModel::Speedup)).toString().endsWith(QChar(0x00d7)));
+    QVERIFY(
+        table->data(table->index(1, RunsTableModel::Speedup)).toString().endsWith(QChar(0x00d7)));
     QTRY_VERIFY(w.logView()->plainText().contains(QStringLiteral("[%1] finished").arg(b->name)));
 }
 
@@ -361,7 +368,8 @@ void TestMainWindow::failedRunKeepsTheAppWorking()
     QVERIFY(!run->failure.isEmpty());
     RunsTableModel *table = w.runsTable()->tableModel();
     QVERIFY(table->data(table->index(0, RunsTableModel::Status)).toString().contains(run->failure));
-    QTRY_VERIFY(w.logView()->plainText().contains(QStringLiteral("[%1] failed: %2").arg(run->name, run->failure)));
+    QTRY_VERIFY(w.logView()->plainText().contains(
+        QStringLiteral("[%1] failed: %2").arg(run->name, run->failure)));
 
     // The next run works.
     w.runPanel()->setConfig(quickCpuConfig(1));
@@ -428,7 +436,8 @@ void TestMainWindow::settingsPersistLayout()
         bottom->setSizes({250, 600});
         mainSizes = mainSplitter->sizes();
         bottomSizes = bottom->sizes();
-        QVERIFY2(mainSizes.front() >= 540 && mainSizes.front() <= 580, qPrintable(QString::number(mainSizes.front())));
+        QVERIFY2(mainSizes.front() >= 540 && mainSizes.front() <= 580,
+                 qPrintable(QString::number(mainSizes.front())));
         // The designer dragged as small as it goes: its property editor keeps its rows.
         w.findChild<QSplitter *>("leftSplitter")->setSizes({10, 2000});
         QVERIFY(w.close());
@@ -440,7 +449,8 @@ void TestMainWindow::settingsPersistLayout()
     QCOMPARE(w.findChild<QSplitter *>("mainSplitter")->sizes(), mainSizes);
     QCOMPARE(w.findChild<QSplitter *>("bottomSplitter")->sizes(), bottomSizes);
     auto *editor = w.designer()->findChild<QWidget *>("propertyEditorScroll");
-    QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(), qPrintable(QString::number(editor->height())));
+    QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(),
+             qPrintable(QString::number(editor->height())));
 }
 
 void TestMainWindow::experimentSaveOpenAndRecent()
@@ -486,7 +496,8 @@ void TestMainWindow::aboutShowsVersions()
     QVERIFY2(cpuText.contains(QStringLiteral("MixLab: " MIXLAB_VERSION)), qPrintable(cpuText));
     QVERIFY(cpuText.contains(QStringLiteral("Qt: %1").arg(QString::fromLatin1(qVersion()))));
     for (const char *fact : {"GPU", "CUDA runtime", "CUDA driver", "cuBLAS", "cuDNN"})
-        QVERIFY2(cpuText.contains(QStringLiteral("%1: not available").arg(QLatin1String(fact))), fact);
+        QVERIFY2(cpuText.contains(QStringLiteral("%1: not available").arg(QLatin1String(fact))),
+                 fact);
 
     mixlab::DeviceInfo gpu;
     gpu.backend = mixlab::BackendKind::Cuda;
@@ -499,7 +510,8 @@ void TestMainWindow::aboutShowsVersions()
     gpu.cublas_version = "13.0.0";
     gpu.cudnn_version = "9.1.0";
     const QString gpuText = AboutDialog(gpu).versionsText();
-    QVERIFY2(gpuText.contains(QStringLiteral("GPU: NVIDIA GeForce RTX 2060, compute capability 7.5, 6.0 GiB")),
+    QVERIFY2(gpuText.contains(
+                 QStringLiteral("GPU: NVIDIA GeForce RTX 2060, compute capability 7.5, 6.0 GiB")),
              qPrintable(gpuText));
     QVERIFY(gpuText.contains(QStringLiteral("CUDA runtime: 13.0")));
     QVERIFY(gpuText.contains(QStringLiteral("CUDA driver: 550.54")));
@@ -514,7 +526,8 @@ void TestMainWindow::primaryActionsInView_data()
     QTest::addColumn<bool>("why");
     for (const QSize size : {QSize(1280, 800), QSize(1600, 1000)})
         for (const bool why : {false, true})
-            QTest::addRow("%dx%d%s", size.width(), size.height(), why ? " with Why?" : "") << size << why;
+            QTest::addRow("%dx%d%s", size.width(), size.height(), why ? " with Why?" : "")
+                << size << why;
 }
 
 // Start, Compare, Stop and the reason they are blocked are on the first screen: inside
@@ -538,15 +551,19 @@ void TestMainWindow::primaryActionsInView()
     // The toolbar's Start, Compare, Stop and Why? are in view at every size, Why? open or
     // not, and greyed-out Start says why.
     QToolBar *bar = w.runToolBar();
-    for (QAction *action : {w.findChild<QAction *>("startAction"), w.findChild<QAction *>("compareAction"),
-                            w.findChild<QAction *>("stopAction"), w.whyAction()}) {
+    for (QAction *action :
+         {w.findChild<QAction *>("startAction"), w.findChild<QAction *>("compareAction"),
+          w.findChild<QAction *>("stopAction"), w.whyAction()}) {
         QVERIFY(action);
         QWidget *button = bar->widgetForAction(action);
         QString why;
-        QTRY_VERIFY2(fullyShown(button, &why), qPrintable(action->iconText() + QStringLiteral(": ") + why));
+        QTRY_VERIFY2(fullyShown(button, &why),
+                     qPrintable(action->iconText() + QStringLiteral(": ") + why));
     }
     QVERIFY(!w.findChild<QAction *>("startAction")->isEnabled());
-    QVERIFY(w.findChild<QAction *>("startAction")->toolTip().contains(QStringLiteral("The model is not valid")));
+    QVERIFY(w.findChild<QAction *>("startAction")
+                ->toolTip()
+                .contains(QStringLiteral("The model is not valid")));
     // Where Why? leaves the run panel in view (at 1600 wide it takes the design column's
     // place), its own buttons and the whole reason line are in view too.
     if (w.runPanel()->isVisibleTo(&w)) {
@@ -558,14 +575,17 @@ void TestMainWindow::primaryActionsInView()
             QTRY_VERIFY2(fullyShown(part, &why), qPrintable(why));
         }
         QTRY_VERIFY2(label->height() >= label->heightForWidth(label->width()),
-                     qPrintable(QStringLiteral("%1 < %2").arg(label->height()).arg(label->heightForWidth(label->width()))));
+                     qPrintable(QStringLiteral("%1 < %2")
+                                    .arg(label->height())
+                                    .arg(label->heightForWidth(label->width()))));
     } else {
         QVERIFY2(why, "the run panel is hidden without the Why? dock");
     }
     if (!why) {
         // The property editor keeps room for its fields.
         auto *editor = w.designer()->findChild<QWidget *>("propertyEditorScroll");
-        QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(), qPrintable(QString::number(editor->height())));
+        QVERIFY2(editor->height() >= 5 * editor->fontMetrics().lineSpacing(),
+                 qPrintable(QString::number(editor->height())));
         return;
     }
 }
@@ -630,7 +650,8 @@ void TestMainWindow::titleMarksUnsavedChanges()
 
     w.designer()->addLayer(mixlab::LayerType::Dropout);
     QString error;
-    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("marked.mixlab.json")), &error), qPrintable(error));
+    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("marked.mixlab.json")), &error),
+             qPrintable(error));
     QVERIFY(!w.isWindowModified());
     w.designer()->undoStack()->undo(); // now the model differs from the saved one
     QVERIFY(w.isWindowModified());
@@ -642,18 +663,26 @@ void TestMainWindow::titleMarksUnsavedChanges()
 
 void TestMainWindow::quitAsksToSaveChanges_data()
 {
-    QTest::addColumn<int>("answer");        // Save, Discard, Cancel; -1: the question closed
-    QTest::addColumn<QString>("file");      // "saved": the experiment has a file; "gone": its folder went away
-    QTest::addColumn<QString>("saveAs");    // the save dialog's answer for an untitled one
+    QTest::addColumn<int>("answer"); // Save, Discard, Cancel; -1: the question closed
+    QTest::addColumn<QString>(
+        "file"); // "saved": the experiment has a file; "gone": its folder went away
+    QTest::addColumn<QString>("saveAs"); // the save dialog's answer for an untitled one
     QTest::addColumn<bool>("closes");
-    QTest::addColumn<bool>("written");      // the edit is in the file afterwards
-    QTest::newRow("cancel") << 2 << "saved" << "" << false << false;
-    QTest::newRow("question closed") << -1 << "saved" << "" << false << false;
-    QTest::newRow("discard") << 1 << "saved" << "" << true << false;
-    QTest::newRow("save") << 0 << "saved" << "" << true << true;
-    QTest::newRow("save untitled") << 0 << "" << "new.mixlab.json" << true << true;
-    QTest::newRow("save untitled, dialog cancelled") << 0 << "" << "" << false << false;
-    QTest::newRow("save fails") << 0 << "gone" << "" << false << false;
+    QTest::addColumn<bool>("written"); // the edit is in the file afterwards
+    QTest::newRow("cancel") << 2 << "saved"
+                            << "" << false << false;
+    QTest::newRow("question closed") << -1 << "saved"
+                                     << "" << false << false;
+    QTest::newRow("discard") << 1 << "saved"
+                             << "" << true << false;
+    QTest::newRow("save") << 0 << "saved"
+                          << "" << true << true;
+    QTest::newRow("save untitled") << 0 << ""
+                                   << "new.mixlab.json" << true << true;
+    QTest::newRow("save untitled, dialog cancelled") << 0 << ""
+                                                     << "" << false << false;
+    QTest::newRow("save fails") << 0 << "gone"
+                                << "" << false << false;
 }
 
 // Quit with unsaved changes asks Save / Discard / Cancel; only a save that worked, or
@@ -672,10 +701,8 @@ void TestMainWindow::quitAsksToSaveChanges()
     MainWindow w;
     w.show();
     QString error;
-    if (!file.isEmpty())
-        QVERIFY2(w.saveExperimentAs(path, &error), qPrintable(error));
-    if (file == QLatin1String("gone"))
-        QVERIFY(QDir(folder).removeRecursively());
+    if (!file.isEmpty()) QVERIFY2(w.saveExperimentAs(path, &error), qPrintable(error));
+    if (file == QLatin1String("gone")) QVERIFY(QDir(folder).removeRecursively());
     if (!saveAs.isEmpty()) {
         path = dir.filePath(saveAs);
         m_fileAnswers.push_back(path);
@@ -715,7 +742,8 @@ void TestMainWindow::noQuestionRightAfterSave()
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
     QVERIFY(w.isWindowModified());
     QString error;
-    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("after.mixlab.json")), &error), qPrintable(error));
+    QVERIFY2(w.saveExperimentAs(dir.filePath(QStringLiteral("after.mixlab.json")), &error),
+             qPrintable(error));
     QVERIFY(!w.isWindowModified());
 
     menuAction(w, QStringLiteral("File"), QStringLiteral("New"))->trigger();
@@ -752,12 +780,14 @@ void TestMainWindow::fileDialogsRememberFoldersAndNameFiles()
         w.designer()->setSpec(tinyGuiModel()); // named "tiny"
         m_fileAnswers.push_back(experiments.filePath(QStringLiteral("first.mixlab.json")));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start, QDir(here).filePath(QStringLiteral("tiny.mixlab.json")));
+        QCOMPARE(m_fileRequests.back().start,
+                 QDir(here).filePath(QStringLiteral("tiny.mixlab.json")));
         QCOMPARE(m_fileRequests.back().mode, FileRequest::Mode::Save);
         QVERIFY(QFile::exists(experiments.filePath(QStringLiteral("first.mixlab.json"))));
         // Saving again under another name starts at the file itself.
         menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start, experiments.filePath(QStringLiteral("first.mixlab.json")));
+        QCOMPARE(m_fileRequests.back().start,
+                 experiments.filePath(QStringLiteral("first.mixlab.json")));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Open..."))->trigger();
         QCOMPARE(m_fileRequests.back().start, experiments.path());
         // Another kind of file has its own folder.
@@ -781,7 +811,8 @@ void TestMainWindow::fileDialogsRememberFoldersAndNameFiles()
         });
         menuAction(w, QStringLiteral("File"), QStringLiteral("Export report..."))->trigger();
         QVERIFY2(QRegularExpression(QStringLiteral("^tiny-group-\\d+-report\\.html$"))
-                     .match(QFileInfo(m_fileRequests.back().start).fileName()).hasMatch(),
+                     .match(QFileInfo(m_fileRequests.back().start).fileName())
+                     .hasMatch(),
                  qPrintable(m_fileRequests.back().start));
         w.setConfirmCloseForTesting(false);
     }
@@ -817,7 +848,8 @@ void TestMainWindow::trainForStepsRunsAndIsSaved()
     MainWindow w;
     QString error;
     QVERIFY2(w.openExperiment(path, &error), qPrintable(error));
-    QCOMPARE(w.runPanel()->findChild<QComboBox *>("lengthUnitCombo")->currentText(), QStringLiteral("steps"));
+    QCOMPARE(w.runPanel()->findChild<QComboBox *>("lengthUnitCombo")->currentText(),
+             QStringLiteral("steps"));
     QCOMPARE(w.runPanel()->findChild<QSpinBox *>("stepsSpin")->value(), 5);
     QCOMPARE(w.runPanel()->config().steps, std::int64_t(5));
     QVERIFY(!w.isWindowModified());
@@ -837,19 +869,22 @@ void TestMainWindow::shortcutListHasEveryMenuKey()
     QTRY_VERIFY(dialog->isVisible());
     const QStringList entries = dialog->entries();
     QList<QAction *> keyed;
-    for (QAction *top : w.menuBar()->actions())
-        actionsWithKeys(top->menu(), keyed);
+    for (QAction *top : w.menuBar()->actions()) actionsWithKeys(top->menu(), keyed);
     QVERIFY(keyed.size() >= 10);
     for (QAction *a : keyed) {
-        const QString wanted = QStringLiteral("%1 = %2").arg(a->text().remove(QLatin1Char('&')),
-                                                             a->shortcut().toString(QKeySequence::NativeText));
-        QVERIFY2(std::any_of(entries.begin(), entries.end(), [&](const QString &e) { return e.endsWith(wanted); }),
-                 qPrintable(wanted + QStringLiteral(" not in:\n") + entries.join(QLatin1Char('\n'))));
+        const QString wanted = QStringLiteral("%1 = %2").arg(
+            a->text().remove(QLatin1Char('&')), a->shortcut().toString(QKeySequence::NativeText));
+        QVERIFY2(
+            std::any_of(entries.begin(), entries.end(),
+                        [&](const QString &e) { return e.endsWith(wanted); }),
+            qPrintable(wanted + QStringLiteral(" not in:\n") + entries.join(QLatin1Char('\n'))));
     }
     QVERIFY(entries.contains(QStringLiteral("Run: Start = Ctrl+R")));
-    QVERIFY2(entries.contains(QStringLiteral("File: Quit = Ctrl+Q")), qPrintable(entries.join(QLatin1Char('\n'))));
+    QVERIFY2(entries.contains(QStringLiteral("File: Quit = Ctrl+Q")),
+             qPrintable(entries.join(QLatin1Char('\n'))));
     QVERIFY(entries.contains(QStringLiteral("Layer tree (while it has the focus): Remove = Del")));
-    QVERIFY(entries.contains(QStringLiteral("Layer tree (while it has the focus): Duplicate = Ctrl+D")));
+    QVERIFY(entries.contains(
+        QStringLiteral("Layer tree (while it has the focus): Duplicate = Ctrl+D")));
 }
 
 // Help > MixLab documentation: the quick guide, from the app's own resources.
@@ -864,8 +899,9 @@ void TestMainWindow::documentationIsBuiltIn()
     auto *guide = w.findChild<GuideDialog *>();
     QVERIFY(guide);
     const QString text = guide->text();
-    for (const char *part : {"The parts of the window", "Precision policies", "Comparing precisions",
-                             "What Why? shows", "mixed_fp16", "Keyboard shortcuts"})
+    for (const char *part :
+         {"The parts of the window", "Precision policies", "Comparing precisions",
+          "What Why? shows", "mixed_fp16", "Keyboard shortcuts"})
         QVERIFY2(text.contains(QLatin1String(part)), part);
     open->trigger(); // shown again, not a second window
     QCOMPARE(w.findChildren<GuideDialog *>().size(), 1);

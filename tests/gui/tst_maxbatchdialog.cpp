@@ -153,15 +153,15 @@ void TestMaxBatchDialog::cpuSearchDrawsCurves()
         QCOMPARE(pts.size(), int(batches.size()));
         for (int k = 0; k < pts.size(); ++k) {
             QCOMPARE(int(pts[k].x()), batches[std::size_t(k)]);
-            QVERIFY2(std::isfinite(pts[k].y()) && pts[k].y() > 0, "a fitting batch has a throughput");
+            QVERIFY2(std::isfinite(pts[k].y()) && pts[k].y() > 0,
+                     "a fitting batch has a throughput");
         }
         const auto &state = d.policyStates()[std::size_t(i)];
         QVERIFY(state.done);
         QCOMPARE(state.result.largest_fit, 64);
         QVERIFY(state.result.reached_limit);
     }
-    for (QScatterSeries *s : failureMarks(d))
-        QCOMPARE(s->count(), 0);
+    for (QScatterSeries *s : failureMarks(d)) QCOMPARE(s->count(), 0);
 
     QTableWidget *t = d.table();
     QCOMPARE(t->rowCount(), 8);
@@ -173,7 +173,8 @@ void TestMaxBatchDialog::cpuSearchDrawsCurves()
     }
     const QString summary = d.summaryText();
     QVERIFY2(summary.contains("fp32: largest batch 64, the search limit"), qPrintable(summary));
-    QVERIFY2(summary.contains("mixed_fp16: largest batch 64, the search limit"), qPrintable(summary));
+    QVERIFY2(summary.contains("mixed_fp16: largest batch 64, the search limit"),
+             qPrintable(summary));
     QVERIFY2(summary.contains("both fit the search limit 64"), qPrintable(summary));
 }
 
@@ -184,20 +185,22 @@ void TestMaxBatchDialog::failuresAreMarkedAndSummarised()
     MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32, Policy::MixedFP16}));
     d.setSearchRange(32, 4096);
-    w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) { return fakeTrial(capacity, p, batch); });
+    w.controller.setSearchTrialForTesting(
+        [capacity](Policy p, int batch) { return fakeTrial(capacity, p, batch); });
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
     // Drawn at once and in order: after every trial the curve holds it, sorted by batch.
     int unsortedDraws = 0, missingDraws = 0;
     connect(&d, &MaxBatchDialog::trialAdded, &d, [&](int index, int batch) {
         const auto lines = curves(d);
         const auto marks = failureMarks(d);
-        const QList<QPointF> pts = lines[std::size_t(index)]->points() + marks[std::size_t(index)]->points();
-        if (std::none_of(pts.begin(), pts.end(), [batch](const QPointF &p) { return int(p.x()) == batch; }))
+        const QList<QPointF> pts =
+            lines[std::size_t(index)]->points() + marks[std::size_t(index)]->points();
+        if (std::none_of(pts.begin(), pts.end(),
+                         [batch](const QPointF &p) { return int(p.x()) == batch; }))
             ++missingDraws;
         const QList<QPointF> fit = lines[std::size_t(index)]->points();
         for (int k = 1; k < fit.size(); ++k)
-            if (fit[k].x() <= fit[k - 1].x())
-                ++unsortedDraws;
+            if (fit[k].x() <= fit[k - 1].x()) ++unsortedDraws;
         // The bisection's failures arrive out of order (128, then 112, then 104): the
         // table lists each policy's trials by batch all the same.
         QTableWidget *t = d.table();
@@ -230,10 +233,8 @@ void TestMaxBatchDialog::failuresAreMarkedAndSummarised()
         // The bisection tries batches out of order; the curve is sorted all the same.
         const QList<QPointF> pts = lines[std::size_t(i)]->points();
         QVERIFY(pts.size() >= 3);
-        for (int k = 1; k < pts.size(); ++k)
-            QVERIFY(pts[k].x() > pts[k - 1].x());
-        for (const QPointF &p : pts)
-            QVERIFY(p.x() <= cap);
+        for (int k = 1; k < pts.size(); ++k) QVERIFY(pts[k].x() > pts[k - 1].x());
+        for (const QPointF &p : pts) QVERIFY(p.x() <= cap);
         // Every failure is a mark on the batch axis at the batch that failed.
         const QList<QPointF> fails = marks[std::size_t(i)]->points();
         QVERIFY(!fails.isEmpty());
@@ -277,8 +278,7 @@ void TestMaxBatchDialog::policyErrorShowsAndOthersRun()
     d.setJob(cpuJob({Policy::FP32, Policy::MixedBF16, Policy::MixedFP16}));
     d.setSearchRange(8, 512);
     w.controller.setSearchTrialForTesting([capacity](Policy p, int batch) {
-        if (p == Policy::MixedBF16)
-            throw mixlab::DeviceError("bfloat16 is not available here");
+        if (p == Policy::MixedBF16) throw mixlab::DeviceError("bfloat16 is not available here");
         return fakeTrial(capacity, p, batch);
     });
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
@@ -405,8 +405,7 @@ void TestMaxBatchDialog::stopBetweenTrials()
     });
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
     connect(&d, &MaxBatchDialog::trialAdded, &d, [&d](int, int batch) {
-        if (batch == 4)
-            d.stop();
+        if (batch == 4) d.stop();
     });
     d.start();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, k_timeoutMs);
@@ -417,8 +416,10 @@ void TestMaxBatchDialog::stopBetweenTrials()
     QVERIFY(fp32.trials.size() >= 3 && fp32.trials.size() <= 5);
     QVERIFY(!fp32.done);
     QVERIFY(d.policyStates()[1].trials.empty());
-    QVERIFY2(d.summaryText().contains("fp32: stopped, largest batch so far"), qPrintable(d.summaryText()));
-    QVERIFY2(d.summaryText().contains("mixed_fp16: not run (stopped)"), qPrintable(d.summaryText()));
+    QVERIFY2(d.summaryText().contains("fp32: stopped, largest batch so far"),
+             qPrintable(d.summaryText()));
+    QVERIFY2(d.summaryText().contains("mixed_fp16: not run (stopped)"),
+             qPrintable(d.summaryText()));
 }
 
 void TestMaxBatchDialog::closeMidSearch()
@@ -457,8 +458,7 @@ void TestMaxBatchDialog::destroyMidSearch()
     Worker w;
     w.controller.setSearchTrialForTesting([capacity, &trials, &open](Policy p, int batch) {
         if (trials.fetch_add(1) == 1)
-            while (!open.load())
-                QThread::msleep(5);
+            while (!open.load()) QThread::msleep(5);
         return fakeTrial(capacity, p, batch);
     });
     {
@@ -471,8 +471,9 @@ void TestMaxBatchDialog::destroyMidSearch()
     }
     QVERIFY(w.controller.isSearching());
     open.store(true);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.controller.isBusy(), k_timeoutMs); // nothing reached the gone dialog
-    QCOMPARE(trials.load(), 2); // stopped: no trial after the one in flight
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller.isBusy(),
+                             k_timeoutMs); // nothing reached the gone dialog
+    QCOMPARE(trials.load(), 2);            // stopped: no trial after the one in flight
 }
 
 void TestMaxBatchDialog::menuActionOpensDialog()
@@ -502,12 +503,16 @@ void TestMaxBatchDialog::startWaitsForTraining()
     MaxBatchDialog d(&w.controller);
     d.setJob(cpuJob({Policy::FP32}));
     d.setSearchRange(8, 16);
-    w.controller.setSearchTrialForTesting([](Policy p, int batch) { return fakeTrial({{p, 1 << 20}}, p, batch); });
+    w.controller.setSearchTrialForTesting([](Policy p, int batch) {
+        return fakeTrial({{p, 1 << 20}}, p, batch);
+    });
     auto *startStop = d.findChild<QPushButton *>("maxBatchStartStop");
     QVERIFY(startStop->isEnabled());
-    QVERIFY(w.controller.start(tinyGuiModel(), {quickCpuConfig(10000)}) > 0); // far longer than the test
+    QVERIFY(w.controller.start(tinyGuiModel(), {quickCpuConfig(10000)}) >
+            0); // far longer than the test
     QVERIFY(!startStop->isEnabled());
-    QVERIFY2(startStop->toolTip().contains("training job is running"), qPrintable(startStop->toolTip()));
+    QVERIFY2(startStop->toolTip().contains("training job is running"),
+             qPrintable(startStop->toolTip()));
     QSignalSpy finished(&d, &MaxBatchDialog::searchFinished);
     d.start();
     QVERIFY(!d.isRunning());
@@ -559,7 +564,8 @@ void TestMaxBatchDialog::windowWaitsForSearch()
     QVERIFY(w.controller()->isSearching());
     QVERIFY(!start->isEnabled() && !compare->isEnabled() && stop->isEnabled());
     QVERIFY(!startButton->isEnabled() && !compareButton->isEnabled());
-    QVERIFY2(start->toolTip().contains("Find largest batch is searching"), qPrintable(start->toolTip()));
+    QVERIFY2(start->toolTip().contains("Find largest batch is searching"),
+             qPrintable(start->toolTip()));
     w.startRun();
     w.startCompare();
     QVERIFY(w.store()->runIds().empty());

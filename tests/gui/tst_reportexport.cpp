@@ -78,10 +78,8 @@ mixlab::StepProfile randomProfile(QRandomGenerator &rng)
 {
     mixlab::StepProfile p;
     p.steps = 10;
-    for (double &v : p.phase_ms)
-        v = 0.05 + rng.generateDouble();
-    for (double v : p.phase_ms)
-        p.device_ms += v;
+    for (double &v : p.phase_ms) v = 0.05 + rng.generateDouble();
+    for (double v : p.phase_ms) p.device_ms += v;
     p.step_ms = p.device_ms;
     p.overhead_ms = 0.5 * rng.generateDouble() + 0.01;
     p.wall_ms = p.device_ms + p.overhead_ms;
@@ -121,14 +119,12 @@ private:
         if (auto *choose = qobject_cast<ReportGroupDialog *>(modal)) {
             offeredDefault = choose->group();
             auto *list = choose->findChild<QListWidget *>("reportGroups");
-            for (int i = 0; list && i < list->count(); ++i)
-                offered << list->item(i)->text();
+            for (int i = 0; list && i < list->count(); ++i) offered << list->item(i)->text();
             choose->setGroup(m_group);
             QTimer::singleShot(0, choose, &QDialog::accept);
         } else if (auto *file = qobject_cast<QFileDialog *>(modal)) {
             if (auto *name = file->findChild<QLineEdit *>("fileNameEdit")) {
-                if (suggestedName.isEmpty())
-                    suggestedName = name->text();
+                if (suggestedName.isEmpty()) suggestedName = name->text();
                 name->setText(m_path);
             }
             QTimer::singleShot(0, file, [file] { static_cast<QDialog *>(file)->accept(); });
@@ -145,8 +141,7 @@ mixlab::ReportInput wideInput(const RunStore &store, int group)
 {
     mixlab::ReportInput input;
     QString error;
-    if (!reportInputFromStore(store, group, &input, &error))
-        qFatal("%s", qPrintable(error));
+    if (!reportInputFromStore(store, group, &input, &error)) qFatal("%s", qPrintable(error));
     input.run_names = {"fp32 baseline b4096 #1", "mixed_fp16 + fp32 head b4096 #2"};
     mixlab::Ceilings ceilings;
     ceilings.fp32_tflops = 51;
@@ -207,9 +202,10 @@ private slots:
         QVERIFY(text.contains("half &amp; half"));
         QVERIFY(text.contains("mixed_fp16"));
         QCOMPARE(text.count("<svg "), 2); // loss and step time: the store holds no profiles
-        QVERIFY(text.contains("1.52x")); // 3.2 / 2.1
+        QVERIFY(text.contains("1.52x"));  // 3.2 / 2.1
         // The report says which group it covers, in its title.
-        QVERIFY2(text.contains("<h1>MixLab report: tiny &lt;mlp&gt;, group 1 (fp32 vs mixed_fp16, 300 steps)</h1>"),
+        QVERIFY2(text.contains("<h1>MixLab report: tiny &lt;mlp&gt;, group 1 (fp32 vs mixed_fp16, "
+                               "300 steps)</h1>"),
                  qPrintable(text.left(600)));
     }
 
@@ -223,19 +219,25 @@ private slots:
         addFinishedRun(store, first, mixlab::Policy::FP32, 3.0, rng);
         addFinishedRun(store, first, mixlab::Policy::MixedFP16, 2.0, rng);
         const int stopped = store.newGroup();
-        addFinishedRun(store, stopped, mixlab::Policy::FP32, 3.0, rng, 52, RunRecord::Status::Stopped);
-        addFinishedRun(store, stopped, mixlab::Policy::MixedBF16, 2.0, rng, 52, RunRecord::Status::Stopped);
+        addFinishedRun(store, stopped, mixlab::Policy::FP32, 3.0, rng, 52,
+                       RunRecord::Status::Stopped);
+        addFinishedRun(store, stopped, mixlab::Policy::MixedBF16, 2.0, rng, 52,
+                       RunRecord::Status::Stopped);
         const int running = store.newGroup();
-        store.setStatus(store.addRun(mixlab::RunConfig{}, QString::fromUtf8(k_model), running), RunRecord::Status::Running);
+        store.setStatus(store.addRun(mixlab::RunConfig{}, QString::fromUtf8(k_model), running),
+                        RunRecord::Status::Running);
 
         QCOMPARE(reportableGroups(store), std::vector<int>({stopped, first}));
         const QString a = groupDescription(store, first);
         QCOMPARE(a, QStringLiteral("Group 1: fp32 vs mixed_fp16 · batch 32 · 300 steps · 1s"));
         const QString b = groupDescription(store, stopped);
         QVERIFY2(b.startsWith("Group 2: fp32 vs mixed_bf16 · batch 32 · 52 steps") &&
-                     b.contains("fp32 stopped at step 52") && b.contains("mixed_bf16 stopped at step 52"),
+                     b.contains("fp32 stopped at step 52") &&
+                     b.contains("mixed_bf16 stopped at step 52"),
                  qPrintable(b));
-        QCOMPARE(reportTitle(store, stopped), QStringLiteral("MixLab report: tiny <mlp>, group 2 (fp32 vs mixed_bf16, 52 steps)"));
+        QCOMPARE(
+            reportTitle(store, stopped),
+            QStringLiteral("MixLab report: tiny <mlp>, group 2 (fp32 vs mixed_bf16, 52 steps)"));
         QCOMPARE(reportBaseName(store, stopped), QStringLiteral("tiny-mlp-group-2-report"));
 
         // The dialog preselects the runs table's group when it can be reported, else the
@@ -263,7 +265,9 @@ private slots:
         for (int g = 0; g < 2; ++g) {
             const int group = store.newGroup();
             addFinishedRun(store, group, mixlab::Policy::FP32, 3.0, rng);
-            addFinishedRun(store, group, g == 0 ? mixlab::Policy::MixedFP16 : mixlab::Policy::MixedBF16, 2.0, rng);
+            addFinishedRun(store, group,
+                           g == 0 ? mixlab::Policy::MixedFP16 : mixlab::Policy::MixedBF16, 2.0,
+                           rng);
         }
         const QString path = m_dir.filePath("chosen.html");
         ReportDialogAnswerer answer(1, path);
@@ -271,7 +275,8 @@ private slots:
         QTRY_VERIFY(QFileInfo::exists(path));
         QCOMPARE(answer.offeredDefault, 2);
         QCOMPARE(answer.offered.size(), 2);
-        QVERIFY2(answer.offered[0].startsWith("Group 2: fp32 vs mixed_bf16"), qPrintable(answer.offered[0]));
+        QVERIFY2(answer.offered[0].startsWith("Group 2: fp32 vs mixed_bf16"),
+                 qPrintable(answer.offered[0]));
         QCOMPARE(answer.suggestedName, QStringLiteral("tiny-mlp-group-1-report.html"));
         const QString text = QString::fromUtf8(readAll(path));
         QVERIFY(text.contains("group 1 (fp32 vs mixed_fp16, 300 steps)"));
@@ -295,13 +300,15 @@ private slots:
             int ink = 0, beyond = 0;
             for (int y = 0; y < page.height(); ++y)
                 for (int x = 0; x < page.width(); ++x) {
-                    if (page.pixel(x, y) == qRgb(255, 255, 255))
-                        continue;
+                    if (page.pixel(x, y) == qRgb(255, 255, 255)) continue;
                     ++ink;
                     beyond += x >= page.width() - margin + 1;
                 }
             QVERIFY2(ink > 1000, qPrintable(QString("page %1 is blank").arg(i + 1)));
-            QVERIFY2(beyond == 0, qPrintable(QString("page %1: %2 pixels past the right margin").arg(i + 1).arg(beyond)));
+            QVERIFY2(
+                beyond == 0,
+                qPrintable(
+                    QString("page %1: %2 pixels past the right margin").arg(i + 1).arg(beyond)));
         }
         // The PDF has the same pages.
         const QString pdf = m_dir.filePath("wide.pdf");
@@ -340,7 +347,9 @@ private slots:
         const QString without = m_dir.filePath("without.pdf");
         QVERIFY2(writeReportPdf(html, without, &error), qPrintable(error));
         QVERIFY2(QFileInfo(withCharts).size() > QFileInfo(without).size() + 2000,
-                 qPrintable(QString("%1 vs %2").arg(QFileInfo(withCharts).size()).arg(QFileInfo(without).size())));
+                 qPrintable(QString("%1 vs %2")
+                                .arg(QFileInfo(withCharts).size())
+                                .arg(QFileInfo(without).size())));
     }
 
     // Runs with a profiling pass add the phase chart and the layer tables, in both formats.
@@ -378,8 +387,10 @@ private slots:
         QTest::addColumn<QString>("path");
         QTest::addColumn<bool>("finishedGroup");
         QTest::addColumn<QString>("fragment");
-        QTest::newRow("missing folder pdf") << "/nonexistent-mixlab-dir/r.pdf" << true << "Cannot write";
-        QTest::newRow("missing folder html") << "/nonexistent-mixlab-dir/r.html" << true << "Cannot write";
+        QTest::newRow("missing folder pdf")
+            << "/nonexistent-mixlab-dir/r.pdf" << true << "Cannot write";
+        QTest::newRow("missing folder html")
+            << "/nonexistent-mixlab-dir/r.html" << true << "Cannot write";
         QTest::newRow("suffix") << "@dir/r.docx" << true << ".html or .pdf";
         QTest::newRow("unfinished group") << "@dir/r.html" << false << "no finished runs";
     }

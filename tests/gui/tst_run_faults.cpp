@@ -145,7 +145,8 @@ void TestRunFaults::outOfMemoryMidCompare()
     int group = 0;
     {
         EnvScope env("MIXLAB_FAULT_OOM_AT_STEP", 20);
-        group = controller.start(tinyMlp(), {cpuConfig(Policy::FP32, 40), cpuConfig(Policy::MixedFP16, 40)});
+        group = controller.start(tinyMlp(),
+                                 {cpuConfig(Policy::FP32, 40), cpuConfig(Policy::MixedFP16, 40)});
         QTRY_VERIFY_WITH_TIMEOUT(!controller.isRunning(), k_timeoutMs);
     }
     const std::vector<int> ids = store.groupRuns(group);
@@ -156,9 +157,12 @@ void TestRunFaults::outOfMemoryMidCompare()
     QVERIFY(ok->summary.has_value());
     QVERIFY(ok->profile.has_value()); // the survivor is still profiled
     QCOMPARE(failed->status, RunRecord::Status::Failed);
-    QVERIFY2(failed->failure.contains(QStringLiteral("out of memory at step 10")), qPrintable(failed->failure));
-    QVERIFY2(failed->failure.contains(QStringLiteral("batch size 32")), qPrintable(failed->failure));
-    QVERIFY(hasEvent(*failed, RunEvent::Kind::Error, QStringLiteral("out of memory at step 10"), 10));
+    QVERIFY2(failed->failure.contains(QStringLiteral("out of memory at step 10")),
+             qPrintable(failed->failure));
+    QVERIFY2(failed->failure.contains(QStringLiteral("batch size 32")),
+             qPrintable(failed->failure));
+    QVERIFY(
+        hasEvent(*failed, RunEvent::Kind::Error, QStringLiteral("out of memory at step 10"), 10));
     // The steps trained before the fault all reached the store, in order.
     QCOMPARE(failed->steps.size(), std::size_t(9));
     for (std::size_t i = 0; i < failed->steps.size(); ++i)
@@ -382,7 +386,8 @@ void TestRunFaults::maxBatchSearchUnderLimitAndStop()
                             .arg(result.largest_fit)
                             .arg(d.errorText(), d.summaryText())));
     QVERIFY(result.failure_out_of_memory);
-    QVERIFY2(QString::fromStdString(result.failure_reason).contains(QStringLiteral("out of device memory")),
+    QVERIFY2(QString::fromStdString(result.failure_reason)
+                 .contains(QStringLiteral("out of device memory")),
              result.failure_reason.c_str());
 
     QElapsedTimer sinceStop;

@@ -64,7 +64,8 @@ QStandardItem *policyItem(RunPanel &panel, mixlab::Policy p)
 
 QCheckBox *compareBox(RunPanel &panel, mixlab::Policy p)
 {
-    return panel.findChild<QCheckBox *>(QStringLiteral("compare_") + QString::fromUtf8(mixlab::policy_name(p).data()));
+    return panel.findChild<QCheckBox *>(QStringLiteral("compare_") +
+                                        QString::fromUtf8(mixlab::policy_name(p).data()));
 }
 
 void writeBigEndian(QFile &f, quint32 v)
@@ -83,15 +84,13 @@ void writeIdx(const QString &dir, const QString &prefix, int n, int rows, int co
     writeBigEndian(images, quint32(rows));
     writeBigEndian(images, quint32(cols));
     QByteArray pixels(n * rows * cols, '\0');
-    for (int i = 0; i < pixels.size(); ++i)
-        pixels[i] = char((i * 37) % 251);
+    for (int i = 0; i < pixels.size(); ++i) pixels[i] = char((i * 37) % 251);
     images.write(pixels);
     QFile labels(dir + "/" + prefix + "-labels-idx1-ubyte");
     QVERIFY(labels.open(QIODevice::WriteOnly));
     writeBigEndian(labels, 0x00000801);
     writeBigEndian(labels, quint32(n));
-    for (int i = 0; i < n; ++i)
-        labels.putChar(char(i % 10));
+    for (int i = 0; i < n; ++i) labels.putChar(char(i % 10));
 }
 
 } // namespace
@@ -233,7 +232,8 @@ void TestRunPanel::disabledPoliciesOnTuring()
         QVERIFY(box->toolTip().contains("compute capability 8.0"));
         QVERIFY(!panel.policyBlockReason(p).isEmpty());
     }
-    for (mixlab::Policy p : {mixlab::Policy::FP32, mixlab::Policy::MixedFP16, mixlab::Policy::FP16}) {
+    for (mixlab::Policy p :
+         {mixlab::Policy::FP32, mixlab::Policy::MixedFP16, mixlab::Policy::FP16}) {
         QVERIFY(policyItem(panel, p)->isEnabled());
         QVERIFY(compareBox(panel, p)->isEnabled());
         QVERIFY(panel.policyBlockReason(p).isEmpty());
@@ -281,7 +281,8 @@ void TestRunPanel::compareDefaults()
     QFETCH(mixlab::DeviceInfo, device);
     QFETCH(std::vector<mixlab::Policy>, expected);
     RunPanel panel;
-    QCOMPARE(panel.comparePolicies(), (std::vector<mixlab::Policy>{mixlab::Policy::FP32, mixlab::Policy::MixedFP16}));
+    QCOMPARE(panel.comparePolicies(),
+             (std::vector<mixlab::Policy>{mixlab::Policy::FP32, mixlab::Policy::MixedFP16}));
     panel.setDeviceInfo(device);
     QCOMPARE(panel.comparePolicies(), expected);
     QVERIFY(panel.findChild<QPushButton *>("compareButton")->isEnabled());
@@ -312,7 +313,8 @@ void TestRunPanel::startBlockedAndRunning()
     QVERIFY(start->isEnabled() && compare->isEnabled() && !stop->isEnabled());
     QVERIFY(!label->isVisibleTo(&panel));
 
-    const QString reason = QStringLiteral("layer 3 (dense): output has 7 units, the dataset has 10 classes");
+    const QString reason =
+        QStringLiteral("layer 3 (dense): output has 7 units, the dataset has 10 classes");
     panel.setStartBlocked(reason);
     QVERIFY(!start->isEnabled());
     QVERIFY(!compare->isEnabled());
@@ -339,7 +341,8 @@ void TestRunPanel::buttonsEmit()
     QSignalSpy stop(&panel, &RunPanel::stopRequested);
     QTest::mouseClick(panel.findChild<QPushButton *>("startButton"), Qt::LeftButton);
     QTest::mouseClick(panel.findChild<QPushButton *>("compareButton"), Qt::LeftButton);
-    QTest::mouseClick(panel.findChild<QPushButton *>("stopButton"), Qt::LeftButton); // disabled: nothing
+    QTest::mouseClick(panel.findChild<QPushButton *>("stopButton"),
+                      Qt::LeftButton); // disabled: nothing
     QCOMPARE(start.count(), 1);
     QCOMPARE(compare.count(), 1);
     QCOMPARE(stop.count(), 0);
@@ -500,10 +503,12 @@ void TestRunPanel::trainForEpochsOrSteps()
 void TestRunPanel::buttonsStayInView()
 {
     RunPanel panel;
-    panel.setShortcuts(QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
+    panel.setShortcuts(QKeySequence(Qt::CTRL | Qt::Key_R),
+                       QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
                        QKeySequence(Qt::CTRL | Qt::Key_Period));
-    panel.setStartBlocked(QStringLiteral("The model is not valid: layer 3 (dense): output has 7 units, "
-                                         "the dataset has 10 classes"));
+    panel.setStartBlocked(
+        QStringLiteral("The model is not valid: layer 3 (dense): output has 7 units, "
+                       "the dataset has 10 classes"));
     panel.resize(420, 260);
     panel.show();
     QVERIFY(QTest::qWaitForWindowExposed(&panel));
@@ -515,16 +520,26 @@ void TestRunPanel::buttonsStayInView()
         QVERIFY2(w && w->isVisible(), name);
         QVERIFY2(!scroll->isAncestorOf(w), name);
         const QRect inPanel(w->mapTo(&panel, QPoint(0, 0)), w->size());
-        QVERIFY2(panel.rect().contains(inPanel), qPrintable(QStringLiteral("%1 at %2,%3 %4x%5").arg(name)
-                     .arg(inPanel.x()).arg(inPanel.y()).arg(inPanel.width()).arg(inPanel.height())));
+        QVERIFY2(panel.rect().contains(inPanel), qPrintable(QStringLiteral("%1 at %2,%3 %4x%5")
+                                                                .arg(name)
+                                                                .arg(inPanel.x())
+                                                                .arg(inPanel.y())
+                                                                .arg(inPanel.width())
+                                                                .arg(inPanel.height())));
     }
     auto *label = panel.findChild<QLabel *>("blockLabel");
     QVERIFY(label->height() >= label->heightForWidth(label->width()));
     // The buttons name their keys.
-    QVERIFY2(panel.findChild<QPushButton *>("startButton")->toolTip().endsWith(QStringLiteral("(Ctrl+R)")),
+    QVERIFY2(panel.findChild<QPushButton *>("startButton")
+                 ->toolTip()
+                 .endsWith(QStringLiteral("(Ctrl+R)")),
              qPrintable(panel.findChild<QPushButton *>("startButton")->toolTip()));
-    QVERIFY(panel.findChild<QPushButton *>("compareButton")->toolTip().endsWith(QStringLiteral("(Ctrl+Shift+R)")));
-    QVERIFY(panel.findChild<QPushButton *>("stopButton")->toolTip().endsWith(QStringLiteral("(Ctrl+.)")));
+    QVERIFY(panel.findChild<QPushButton *>("compareButton")
+                ->toolTip()
+                .endsWith(QStringLiteral("(Ctrl+Shift+R)")));
+    QVERIFY(panel.findChild<QPushButton *>("stopButton")
+                ->toolTip()
+                .endsWith(QStringLiteral("(Ctrl+.)")));
 }
 
 void TestRunPanel::wheelNeedsFocus_data()
@@ -558,7 +573,9 @@ void TestRunPanel::wheelNeedsFocus()
     wheelDownOver(field);
     QCOMPARE(shownValue(field), before);
     QVERIFY2(scroll->verticalScrollBar()->value() > scrolledBefore,
-             qPrintable(QStringLiteral("scrolled from %1 to %2").arg(scrolledBefore).arg(scroll->verticalScrollBar()->value())));
+             qPrintable(QStringLiteral("scrolled from %1 to %2")
+                            .arg(scrolledBefore)
+                            .arg(scroll->verticalScrollBar()->value())));
 
     scroll->ensureWidgetVisible(field);
     QTest::mouseClick(field, Qt::LeftButton, Qt::NoModifier, QPoint(4, field->height() / 2));

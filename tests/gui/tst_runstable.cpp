@@ -29,7 +29,8 @@ mixlab::RunConfig configFor(mixlab::Policy p, int batch)
 
 // n steps whose device times are drawn around `ms`; the first k_warmup_steps are 50x
 // slower, as a real warm-up is, so a mean that forgets to drop them is far off.
-std::vector<mixlab::StepMetrics> steps(int first, int n, float ms, QRandomGenerator &rng, std::vector<float> *times)
+std::vector<mixlab::StepMetrics> steps(int first, int n, float ms, QRandomGenerator &rng,
+                                       std::vector<float> *times)
 {
     std::vector<mixlab::StepMetrics> out;
     for (int i = 0; i < n; ++i) {
@@ -42,8 +43,7 @@ std::vector<mixlab::StepMetrics> steps(int first, int n, float ms, QRandomGenera
         m.step_ms = m.step <= mixlab::k_warmup_steps ? 50.0f * ms : ms + jitter;
         m.wall_ms = 10.0 * double(m.step);
         m.skipped = (m.step % 7) == 0;
-        if (times && m.step > mixlab::k_warmup_steps)
-            times->push_back(m.step_ms);
+        if (times && m.step > mixlab::k_warmup_steps) times->push_back(m.step_ms);
         out.push_back(m);
     }
     return out;
@@ -96,7 +96,8 @@ void TestRunsTable::rowsFollowTheStore()
     QCOMPARE(cell(model, 1, RunsTableModel::Batch), QStringLiteral("64"));
     QCOMPARE(cell(model, 0, RunsTableModel::Name), store.run(a)->name);
     QCOMPARE(cell(model, 0, RunsTableModel::Status), runStatusName(RunRecord::Status::Queued));
-    QCOMPARE(model->data(model->index(0, RunsTableModel::Name), Qt::DecorationRole).value<QColor>(), store.run(a)->color);
+    QCOMPARE(model->data(model->index(0, RunsTableModel::Name), Qt::DecorationRole).value<QColor>(),
+             store.run(a)->color);
 
     table.selectRow(1);
     QCOMPARE(table.selectedRunIds(), std::vector<int>{b});
@@ -113,12 +114,14 @@ void TestRunsTable::renameWritesBack()
     QSignalSpy changed(model, &QAbstractItemModel::dataChanged);
     QVERIFY(model->flags(model->index(0, RunsTableModel::Name)) & Qt::ItemIsEditable);
     QVERIFY(!(model->flags(model->index(0, RunsTableModel::Policy)) & Qt::ItemIsEditable));
-    QVERIFY(model->setData(model->index(0, RunsTableModel::Name), QStringLiteral("  baseline fp32 "), Qt::EditRole));
+    QVERIFY(model->setData(model->index(0, RunsTableModel::Name),
+                           QStringLiteral("  baseline fp32 "), Qt::EditRole));
     QCOMPARE(store.run(id)->name, QStringLiteral("baseline fp32"));
     QCOMPARE(cell(model, 0, RunsTableModel::Name), QStringLiteral("baseline fp32"));
     QVERIFY(changed.count() >= 1);
     // An empty name is refused; the old one stays.
-    QVERIFY(!model->setData(model->index(0, RunsTableModel::Name), QStringLiteral("   "), Qt::EditRole));
+    QVERIFY(!model->setData(model->index(0, RunsTableModel::Name), QStringLiteral("   "),
+                            Qt::EditRole));
     QCOMPARE(store.run(id)->name, QStringLiteral("baseline fp32"));
     // A rename from elsewhere (the experiment loader, the context menu) shows too.
     store.rename(id, QStringLiteral("other"));
@@ -199,7 +202,8 @@ void TestRunsTable::progressAndStepTime()
     // More steps move it (the cached value follows the step count).
     store.appendSteps(id, steps(41, 20, 2.0f, rng, &times));
     QCOMPARE(model->stepMs(*store.run(id)), median(times));
-    QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy), QString()); // not evaluated yet, still running
+    QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy),
+             QString()); // not evaluated yet, still running
 
     // When the run ends, the summary's figures win over the ones computed live.
     mixlab::RunSummary summary;
@@ -221,7 +225,8 @@ void TestRunsTable::progressAndStepTime()
     summary.final_test_loss.reset();
     store.setSummary(id, summary);
     QCOMPARE(cell(model, 0, RunsTableModel::TestAccuracy), QStringLiteral("\u2014"));
-    QVERIFY(cell(model, 0, RunsTableModel::TestAccuracy, Qt::ToolTipRole).contains(QStringLiteral("before it evaluated")));
+    QVERIFY(cell(model, 0, RunsTableModel::TestAccuracy, Qt::ToolTipRole)
+                .contains(QStringLiteral("before it evaluated")));
 }
 
 void TestRunsTable::speedupAgainstGroupBaseline()
@@ -240,7 +245,8 @@ void TestRunsTable::speedupAgainstGroupBaseline()
     store.appendSteps(mixed, steps(1, 30, 8.0f, rng, &t16));
     store.appendSteps(alone, steps(1, 30, 5.0f, rng, nullptr));
     const double live = median(t32) / median(t16);
-    QCOMPARE(cell(model, 1, RunsTableModel::Speedup), QStringLiteral("%1\u00d7").arg(live, 0, 'f', 2));
+    QCOMPARE(cell(model, 1, RunsTableModel::Speedup),
+             QStringLiteral("%1\u00d7").arg(live, 0, 'f', 2));
     QCOMPARE(cell(model, 0, RunsTableModel::Speedup), QStringLiteral("1.00\u00d7"));
     QCOMPARE(cell(model, 2, RunsTableModel::Speedup), QString()); // alone in its group
 
@@ -273,12 +279,17 @@ void TestRunsTable::headersSayWhatTheNumbersAre()
     RunStore store;
     RunsTable table(&store);
     const RunsTableModel *model = table.tableModel();
-    const auto tip = [&](int column) { return model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString(); };
-    QVERIFY(tip(RunsTableModel::StepMs).contains(QString::fromStdString(mixlab::step_time_definition())));
-    QVERIFY(tip(RunsTableModel::Speedup).contains(QString::fromStdString(mixlab::speedup_definition())));
+    const auto tip = [&](int column) {
+        return model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString();
+    };
+    QVERIFY(tip(RunsTableModel::StepMs)
+                .contains(QString::fromStdString(mixlab::step_time_definition())));
+    QVERIFY(tip(RunsTableModel::Speedup)
+                .contains(QString::fromStdString(mixlab::speedup_definition())));
     for (int c = RunsTableModel::Progress; c < RunsTableModel::ColumnCount; ++c)
         if (c != RunsTableModel::Policy && c != RunsTableModel::Batch)
-            QVERIFY2(!tip(c).isEmpty(), qPrintable(model->headerData(c, Qt::Horizontal).toString()));
+            QVERIFY2(!tip(c).isEmpty(),
+                     qPrintable(model->headerData(c, Qt::Horizontal).toString()));
 }
 
 // At the width it asks for (what the bottom row gives it at 1280 px) every shown column
@@ -305,9 +316,9 @@ void TestRunsTable::everyShownColumnFits()
     QCOMPARE(table.horizontalScrollBar()->maximum(), 0);
     const int skipped = table.horizontalHeader()->sectionViewportPosition(RunsTableModel::Skipped);
     QVERIFY(skipped + table.columnWidth(RunsTableModel::Skipped) <= table.viewport()->width());
-    QVERIFY(table.columnWidth(RunsTableModel::Name) >= table.fontMetrics().horizontalAdvance(QStringLiteral("fp32 b256")));
-    for (int id : store.runIds())
-        store.setStatus(id, RunRecord::Status::Finished);
+    QVERIFY(table.columnWidth(RunsTableModel::Name) >=
+            table.fontMetrics().horizontalAdvance(QStringLiteral("fp32 b256")));
+    for (int id : store.runIds()) store.setStatus(id, RunRecord::Status::Finished);
     QVERIFY(table.isColumnHidden(RunsTableModel::Eta));
     QVERIFY(table.sizeHint().width() < 570); // beside the log at 1280 px
 }
@@ -346,14 +357,15 @@ void TestRunsTable::progressTextReadsOnTheFill()
     const QColor ink = palette.color(selected ? QPalette::HighlightedText : QPalette::Text);
     const QColor fill = selected ? ink : palette.color(QPalette::Highlight);
     const auto near = [](QColor a, QColor b) {
-        return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue()) < 40;
+        return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) +
+                   std::abs(a.blue() - b.blue()) <
+               40;
     };
     // The strip: the fill from the left edge to the middle, not beyond.
     const int stripY = cell.bottom() - 4;
     int filled = 0;
     for (int x = cell.left() + 4; x <= cell.right() - 4; ++x)
-        if (near(image.pixelColor(x, stripY), fill))
-            ++filled;
+        if (near(image.pixelColor(x, stripY), fill)) ++filled;
     QVERIFY2(std::abs(filled - (cell.width() - 8) / 2) <= 2, qPrintable(QString::number(filled)));
     // Above it the text, in the ink colour, on the row's own background: no fill there.
     int inked = 0;
@@ -361,8 +373,7 @@ void TestRunsTable::progressTextReadsOnTheFill()
     for (int y = cell.top() + 1; y < stripY - 2; ++y)
         for (int x = cell.left() + 4; x <= cell.right() - 4; ++x) {
             const QColor c = image.pixelColor(x, y);
-            if (near(c, ink))
-                ++inked;
+            if (near(c, ink)) ++inked;
             QVERIFY2(near(c, ink) || near(c, background) || !near(c, fill) || selected,
                      qPrintable(QStringLiteral("fill under the text at %1,%2").arg(x).arg(y)));
         }

@@ -43,8 +43,9 @@ constexpr int k_runTimeoutMs = 60000;
 QByteArray sha1(const QString &path)
 {
     QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha1)
-                                       : QByteArray("unreadable");
+    return f.open(QIODevice::ReadOnly)
+               ? QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha1)
+               : QByteArray("unreadable");
 }
 
 bool runTool(const QString &program, const QStringList &args, QString *output)
@@ -52,7 +53,8 @@ bool runTool(const QString &program, const QStringList &args, QString *output)
     QProcess p;
     p.setProcessChannelMode(QProcess::MergedChannels);
     p.start(program, args);
-    const bool ok = p.waitForFinished(10000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+    const bool ok =
+        p.waitForFinished(10000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
     if (output) *output = QString::fromLocal8Bit(p.readAll()).trimmed();
     return ok;
 }
@@ -82,7 +84,9 @@ private:
                 file->selectFile(m_path);
             // Queued: accept() may ask "replace it?" in a nested loop, which this timer
             // must stay free to answer.
-            QTimer::singleShot(0, file, [file] { static_cast<QDialog *>(file)->accept(); }); // protected in QFileDialog
+            QTimer::singleShot(0, file, [file] {
+                static_cast<QDialog *>(file)->accept();
+            }); // protected in QFileDialog
         } else if (auto *box = qobject_cast<QMessageBox *>(modal)) {
             if (QAbstractButton *yes = box->button(QMessageBox::Yes)) yes->click();
         } else if (auto *dialog = qobject_cast<QDialog *>(modal)) {
@@ -137,8 +141,7 @@ private:
 
     void unmountAll()
     {
-        for (const QString &dir : std::as_const(m_mounts))
-            runTool("umount", {"-l", dir}, nullptr);
+        for (const QString &dir : std::as_const(m_mounts)) runTool("umount", {"-l", dir}, nullptr);
         m_mounts.clear();
     }
 
@@ -215,10 +218,10 @@ private slots:
         QFETCH(QString, format);
         QFETCH(bool, full);
 
-        const QString dir = m_dir.filePath(QString("mnt-%1").arg(QTest::currentDataTag()).replace(' ', '_').remove(','));
+        const QString dir = m_dir.filePath(
+            QString("mnt-%1").arg(QTest::currentDataTag()).replace(' ', '_').remove(','));
         QString why;
-        if (!mountSmall(dir, &why))
-            QSKIP(qPrintable("cannot mount a small tmpfs here: " + why));
+        if (!mountSmall(dir, &why)) QSKIP(qPrintable("cannot mount a small tmpfs here: " + why));
         // What the user saved there earlier: random bytes it must keep.
         const QString target = dir + "/" + file;
         {
@@ -233,7 +236,8 @@ private slots:
             QVERIFY(filler.open(QIODevice::WriteOnly | QIODevice::Unbuffered));
             const QByteArray chunk(4096, 'f');
             for (int i = 0; i < 64 && filler.write(chunk) == chunk.size(); ++i) {}
-            QVERIFY2(filler.error() == QFileDevice::WriteError || filler.error() == QFileDevice::ResourceError,
+            QVERIFY2(filler.error() == QFileDevice::WriteError ||
+                         filler.error() == QFileDevice::ResourceError,
                      qPrintable(filler.errorString()));
             reason = "No space left on device";
         } else {
@@ -247,18 +251,26 @@ private slots:
             DialogAnswerer answer(target, format);
             trigger(action);
             (void)QTest::qWaitFor([this] { return !m_messages.empty(); }, 20000);
-            QVERIFY2(!m_messages.empty(), qPrintable("no dialog; the folder holds: " +
-                                                     QDir(dir).entryList(QDir::Files | QDir::Hidden).join(", ") +
-                                                     "; size " + QString::number(QFileInfo(target).size()) + "; log: " + m_window->logView()->plainText().right(300) + "; modal: " + (QApplication::activeModalWidget() ? QApplication::activeModalWidget()->metaObject()->className() : "none")));
+            QVERIFY2(!m_messages.empty(),
+                     qPrintable("no dialog; the folder holds: " +
+                                QDir(dir).entryList(QDir::Files | QDir::Hidden).join(", ") +
+                                "; size " + QString::number(QFileInfo(target).size()) + "; log: " +
+                                m_window->logView()->plainText().right(300) + "; modal: " +
+                                (QApplication::activeModalWidget()
+                                     ? QApplication::activeModalWidget()->metaObject()->className()
+                                     : "none")));
             QTest::qWait(50);
         }
         QCOMPARE(int(m_messages.size()), 1);
         const UserMessage &m = m_messages.front();
         QCOMPARE(m.kind, UserMessage::Kind::Error);
-        QVERIFY2(m.text.contains(target), qPrintable("the dialog does not name the path: " + m.text));
-        QVERIFY2(m.text.contains(reason), qPrintable("the dialog does not say \"" + reason + "\": " + m.text));
+        QVERIFY2(m.text.contains(target),
+                 qPrintable("the dialog does not name the path: " + m.text));
+        QVERIFY2(m.text.contains(reason),
+                 qPrintable("the dialog does not say \"" + reason + "\": " + m.text));
         QCOMPARE(sha1(target), before);
-        QCOMPARE(QDir(dir).entryList(QDir::Files | QDir::Hidden), filesBefore); // no temp files left
+        QCOMPARE(QDir(dir).entryList(QDir::Files | QDir::Hidden),
+                 filesBefore); // no temp files left
         QVERIFY(QApplication::activeModalWidget() == nullptr);
 
         // The app goes on: the same save to a good place works.
@@ -282,7 +294,8 @@ private slots:
         MainWindow w;
         w.setConfirmCloseForTesting(false);
         w.designer()->setSpec(tinyGuiModel());
-        w.runPanel()->setConfig(quickCpuConfig(40)); // 320 steps: still going when saved, even under ASan
+        w.runPanel()->setConfig(
+            quickCpuConfig(40)); // 320 steps: still going when saved, even under ASan
         QTRY_VERIFY_WITH_TIMEOUT(!w.runPanel()->isStartBlocked(), 10000);
         w.startRun();
         QVERIFY(w.controller()->isRunning());

@@ -84,8 +84,8 @@ const mixlab::Shape k_input{{4, 4, 1}};
 constexpr int k_classes = 10;
 
 int addFinishedRun(RunStore &store, int group, mixlab::Policy policy, double medianMs, int halveAt,
-                   QRandomGenerator &rng,
-                   mixlab::BackendKind backend = mixlab::BackendKind::Cpu, const char *model = k_model)
+                   QRandomGenerator &rng, mixlab::BackendKind backend = mixlab::BackendKind::Cpu,
+                   const char *model = k_model)
 {
     FinishedRunSpec spec;
     spec.modelJson = QString::fromUtf8(model);
@@ -104,12 +104,14 @@ struct FinishedCompare {
     int group = 0, fp32 = 0, mixed = 0;
 
     explicit FinishedCompare(quint32 seed, double mixedMs = 1.0, int mixedHalveAt = 0,
-                             mixlab::BackendKind backend = mixlab::BackendKind::Cpu, const char *model = k_model)
+                             mixlab::BackendKind backend = mixlab::BackendKind::Cpu,
+                             const char *model = k_model)
         : rng(seed)
     {
         group = store.newGroup();
         fp32 = addFinishedRun(store, group, mixlab::Policy::FP32, 2.0, 0, rng, backend, model);
-        mixed = addFinishedRun(store, group, mixlab::Policy::MixedFP16, mixedMs, mixedHalveAt, rng, backend, model);
+        mixed = addFinishedRun(store, group, mixlab::Policy::MixedFP16, mixedMs, mixedHalveAt, rng,
+                               backend, model);
     }
 };
 
@@ -165,8 +167,7 @@ int indexOf(const WhyPanel &panel, const std::string &id)
 {
     const auto &ex = panel.explanations();
     for (std::size_t i = 0; i < ex.size(); ++i)
-        if (ex[i].id == id)
-            return int(i);
+        if (ex[i].id == id) return int(i);
     return -1;
 }
 
@@ -175,8 +176,7 @@ int indexOfFix(const WhyPanel &panel, mixlab::FixKind kind)
 {
     const auto &ex = panel.explanations();
     for (std::size_t i = 0; i < ex.size(); ++i)
-        if (ex[i].fix && ex[i].fix->kind == kind)
-            return int(i);
+        if (ex[i].fix && ex[i].fix->kind == kind) return int(i);
     return -1;
 }
 
@@ -293,10 +293,12 @@ void TestWhyPanel::showsRunsAndExplanations()
     QVERIFY(sigmoid >= 0);
     QVERIFY(fp32 >= 0);
     // Paths count from 0, as build_graph names them: the 10-unit dense is "layer 2".
-    QCOMPARE(panel.explanations()[std::size_t(fp32)].fix, std::optional(mixlab::Fix::set_dtype_float32("layer 2")));
+    QCOMPARE(panel.explanations()[std::size_t(fp32)].fix,
+             std::optional(mixlab::Fix::set_dtype_float32("layer 2")));
     // Each explanation's sentence and suggestion are on screen.
     for (const mixlab::Explanation &e : panel.explanations()) {
-        QWidget *card = panel.findChild<QWidget *>(QStringLiteral("whyCard_%1").arg(QString::fromStdString(e.id)));
+        QWidget *card = panel.findChild<QWidget *>(
+            QStringLiteral("whyCard_%1").arg(QString::fromStdString(e.id)));
         QVERIFY2(card, e.id.c_str());
     }
     // No profiling pass in this store: the panel says so instead of empty charts.
@@ -326,7 +328,8 @@ void TestWhyPanel::applyFloat32IsUndoable()
     QTest::mouseClick(apply, Qt::LeftButton);
     QVERIFY(designer.spec().layers[2].force_fp32);
     QCOMPARE(designer.undoStack()->count(), 1);
-    QVERIFY(panel.appliedText().contains(QStringLiteral("layer 2: dtype float32; undo with Ctrl+Z")));
+    QVERIFY(
+        panel.appliedText().contains(QStringLiteral("layer 2: dtype float32; undo with Ctrl+Z")));
     QVERIFY(!apply->isEnabled());
     QCOMPARE(apply->text(), QStringLiteral("Applied"));
     // Nothing else of the model moved.
@@ -398,9 +401,12 @@ void TestWhyPanel::applyUnits_data()
     QTest::addColumn<QString>("field"); // the property editor's spin box
     QTest::addColumn<int>("before");
     QTest::addColumn<int>("after");
-    QTest::newRow("dense units") << k_denseModel << "layer 1" << "units" << 20 << 24;
-    QTest::newRow("conv2d filters") << k_convModel << "layer 0" << "filters" << 12 << 16;
-    QTest::newRow("nested conv2d") << k_blockModel << "layer 1 > body 0" << "filters" << 12 << 16;
+    QTest::newRow("dense units") << k_denseModel << "layer 1"
+                                 << "units" << 20 << 24;
+    QTest::newRow("conv2d filters") << k_convModel << "layer 0"
+                                    << "filters" << 12 << 16;
+    QTest::newRow("nested conv2d") << k_blockModel << "layer 1 > body 0"
+                                   << "filters" << 12 << 16;
 }
 
 // set_units: the layer's units (dense) or filters (conv2d) as one undo step of its own,
@@ -441,7 +447,8 @@ void TestWhyPanel::applyUnits()
     QTest::mouseClick(apply, Qt::LeftButton);
     QCOMPARE(width(designer.spec()), after);
     QCOMPARE(designer.undoStack()->count(), 1);
-    QCOMPARE(panel.appliedText(), QStringLiteral("%1: %2 %3; undo with Ctrl+Z").arg(path, field).arg(after));
+    QCOMPARE(panel.appliedText(),
+             QStringLiteral("%1: %2 %3; undo with Ctrl+Z").arg(path, field).arg(after));
     QCOMPARE(apply->text(), QStringLiteral("Applied"));
     QVERIFY(!apply->isEnabled());
     // Nothing else of the model moved.
@@ -628,7 +635,8 @@ void TestWhyPanel::phaseBarsPerPolicy()
     const QList<QBarSet *> sets = series->barSets();
     for (int ph = 0; ph < mixlab::k_step_phases; ++ph) {
         QBarSet *set = sets[ph];
-        QCOMPARE(set->label(), QString::fromUtf8(mixlab::step_phase_name(mixlab::StepPhase(ph)).data()));
+        QCOMPARE(set->label(),
+                 QString::fromUtf8(mixlab::step_phase_name(mixlab::StepPhase(ph)).data()));
         QCOMPARE(set->count(), 2);
         QCOMPARE(set->at(0), pa.phase_ms[std::size_t(ph)]);
         QCOMPARE(set->at(1), pb.phase_ms[std::size_t(ph)]);
@@ -638,13 +646,19 @@ void TestWhyPanel::phaseBarsPerPolicy()
     // The line under the bars: the sum of separately timed phases against the profiled
     // step, wall time; GPU busy only where a GPU ran.
     const QString line = panel.phaseSummary()->text();
-    QVERIFY2(line.contains(QStringLiteral("sum of phases (each timed alone) %1 ms vs profiled step %2 ms")
-                               .arg(pa.device_ms, 0, 'f', 3).arg(pa.step_ms, 0, 'f', 3)), qPrintable(line));
-    QCOMPARE(line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)), backend == QStringLiteral("cuda"));
+    QVERIFY2(line.contains(
+                 QStringLiteral("sum of phases (each timed alone) %1 ms vs profiled step %2 ms")
+                     .arg(pa.device_ms, 0, 'f', 3)
+                     .arg(pa.step_ms, 0, 'f', 3)),
+             qPrintable(line));
+    QCOMPARE(
+        line.contains(QStringLiteral("GPU busy %1%").arg(100 * pb.gpu_busy_fraction, 0, 'f', 0)),
+        backend == QStringLiteral("cuda"));
     QCOMPARE(line.contains(QStringLiteral("GPU busy")), backend == QStringLiteral("cuda"));
     QVERIFY(line.contains(QStringLiteral("mixed_fp16")));
     // The tooltip says that neither is the step time of the table.
-    QVERIFY(panel.phaseSummary()->toolTip().contains(QString::fromStdString(mixlab::step_time_definition())));
+    QVERIFY(panel.phaseSummary()->toolTip().contains(
+        QString::fromStdString(mixlab::step_time_definition())));
 
     // A new profile for a run of the group redraws the bars.
     mixlab::StepProfile pc = makeProfile(f.rng, 1);
@@ -668,7 +682,8 @@ void TestWhyPanel::layerTableSorts()
     QCOMPARE(model->columnCount(), 8);
     // Graph order first.
     for (int r = 0; r < model->rowCount(); ++r)
-        QCOMPARE(model->index(r, LayerTableModel::Layer).data().toString(), QString::fromStdString(p.layers[std::size_t(r)].path));
+        QCOMPARE(model->index(r, LayerTableModel::Layer).data().toString(),
+                 QString::fromStdString(p.layers[std::size_t(r)].path));
 
     // Clicking the "Fwd ms" header sorts descending-then-ascending as Qt's views do; ask
     // for descending explicitly and check every neighbour pair.
@@ -679,33 +694,43 @@ void TestWhyPanel::layerTableSorts()
     double largest = 0;
     for (const mixlab::LayerTime &l : p.layers) largest = std::max(largest, l.forward_ms);
     for (int r = 0; r < model->rowCount(); ++r) {
-        const double v = model->index(r, LayerTableModel::ForwardMs).data(LayerTableModel::SortRole).toDouble();
+        const double v =
+            model->index(r, LayerTableModel::ForwardMs).data(LayerTableModel::SortRole).toDouble();
         QVERIFY(v <= previous);
         previous = v;
     }
     QCOMPARE(model->layer(0).forward_ms, largest);
-    QCOMPARE(model->index(0, LayerTableModel::ForwardMs).data().toString(), QString::number(largest, 'f', 3));
+    QCOMPARE(model->index(0, LayerTableModel::ForwardMs).data().toString(),
+             QString::number(largest, 'f', 3));
     view->sortByColumn(LayerTableModel::ForwardMs, Qt::AscendingOrder);
     QCOMPARE(model->layer(model->rowCount() - 1).forward_ms, largest);
     // Clicking a header goes through the same path.
-    const int x = view->horizontalHeader()->sectionViewportPosition(LayerTableModel::BackwardMs) + 5;
+    const int x =
+        view->horizontalHeader()->sectionViewportPosition(LayerTableModel::BackwardMs) + 5;
     QTest::mouseClick(view->horizontalHeader()->viewport(), Qt::LeftButton, {}, QPoint(x, 5));
     QCOMPARE(view->horizontalHeader()->sortIndicatorSection(), int(LayerTableModel::BackwardMs));
     for (int r = 1; r < model->rowCount(); ++r) {
         const double a0 = model->layer(r - 1).backward_ms, a1 = model->layer(r).backward_ms;
-        QVERIFY(view->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder ? a0 <= a1 : a0 >= a1);
+        QVERIFY(view->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder ? a0 <= a1
+                                                                                     : a0 >= a1);
     }
 
     // Shares are of the step's device time; rates from FLOPs, bytes and time.
     const mixlab::LayerTime &l0 = model->layer(0);
     const double ms = l0.forward_ms + l0.backward_ms;
-    QCOMPARE(model->index(0, LayerTableModel::Share).data().toString(), QString::number(100 * ms / p.device_ms, 'f', 1));
+    QCOMPARE(model->index(0, LayerTableModel::Share).data().toString(),
+             QString::number(100 * ms / p.device_ms, 'f', 1));
     // Three significant digits: the text reads back to the rate within half a unit of the third.
-    auto close = [](const QString &text, double v) { return std::abs(text.toDouble() - v) <= 0.005 * v; };
+    auto close = [](const QString &text, double v) {
+        return std::abs(text.toDouble() - v) <= 0.005 * v;
+    };
     if (l0.flops > 0)
-        QVERIFY(close(model->index(0, LayerTableModel::Tflops).data().toString(), l0.flops / (ms * 1e9)));
+        QVERIFY(close(model->index(0, LayerTableModel::Tflops).data().toString(),
+                      l0.flops / (ms * 1e9)));
     QVERIFY(close(model->index(0, LayerTableModel::GBs).data().toString(), l0.bytes / (ms * 1e6)));
-    QVERIFY(model->index(0, LayerTableModel::GBs).data().toString().remove('.').remove('-').size() >= 3);
+    QVERIFY(
+        model->index(0, LayerTableModel::GBs).data().toString().remove('.').remove('-').size() >=
+        3);
     // Tensor-core column: "-" for non-GEMMs, the reason for GEMMs without.
     bool sawNote = false, sawDash = false;
     for (int r = 0; r < model->rowCount(); ++r) {
@@ -734,7 +759,9 @@ void TestWhyPanel::rooflineHasOnePointPerGemm()
     RooflineChart *roof = panel.roofline();
     QCOMPARE(roof->points().size(), std::size_t(3));
     QCOMPARE(roof->roofCount(), 0);
-    QVERIFY(panel.findChild<QLabel *>("whyRooflineNote")->text().contains(QStringLiteral("no roof lines")));
+    QVERIFY(panel.findChild<QLabel *>("whyRooflineNote")
+                ->text()
+                .contains(QStringLiteral("no roof lines")));
     for (std::size_t i = 0; i < 3; ++i) {
         const mixlab::LayerTime &l = pa.layers[2 * i];
         QCOMPARE(roof->points()[i].layer, QString::fromStdString(l.path));
@@ -828,7 +855,9 @@ void TestWhyPanel::profileSurvivesExperimentFile()
     bad.write(QJsonDocument(badRoot).toJson());
     bad.close();
     QVERIFY(!loadExperiment(badPath, &back, &loaded, &error));
-    QVERIFY2(error.contains(QStringLiteral("profile")) && error.contains(QStringLiteral("\"layers\" must be an array")), qPrintable(error));
+    QVERIFY2(error.contains(QStringLiteral("profile")) &&
+                 error.contains(QStringLiteral("\"layers\" must be an array")),
+             qPrintable(error));
     QCOMPARE(loaded.runIds(), ids);
 }
 
@@ -855,7 +884,12 @@ void TestWhyPanel::experimentWithoutProfileLoads()
     QCOMPARE(loaded.runIds().size(), std::size_t(1));
     QVERIFY(!loaded.run(loaded.runIds()[0])->profile.has_value());
     // Null reads as "not profiled" too.
-    QJsonObject root = QJsonDocument::fromJson([&] { QFile g2(path); g2.open(QIODevice::ReadOnly); return g2.readAll(); }()).object();
+    QJsonObject root = QJsonDocument::fromJson([&] {
+                           QFile g2(path);
+                           g2.open(QIODevice::ReadOnly);
+                           return g2.readAll();
+                       }())
+                           .object();
     QJsonArray runs = root.value("runs").toArray();
     QJsonObject run0 = runs[0].toObject();
     run0.insert("profile", QJsonValue::Null);
@@ -879,11 +913,13 @@ void TestWhyPanel::suggestionsNameTheAppsControls()
     QVERIFY(indexOf(panel, "cpu_backend") >= 0);
     for (const mixlab::Explanation &e : panel.explanations()) {
         const QString suggestion = QString::fromStdString(e.suggestion);
-        QVERIFY2(!suggestion.contains(QStringLiteral("--")) && !suggestion.contains(QStringLiteral("\"dtype\"")),
+        QVERIFY2(!suggestion.contains(QStringLiteral("--")) &&
+                     !suggestion.contains(QStringLiteral("\"dtype\"")),
                  qPrintable(suggestion));
     }
     const auto suggestionOf = [&](const char *id) {
-        return QString::fromStdString(panel.explanations()[std::size_t(indexOf(panel, id))].suggestion);
+        return QString::fromStdString(
+            panel.explanations()[std::size_t(indexOf(panel, id))].suggestion);
     };
     QVERIFY(suggestionOf("cpu_backend").contains(QStringLiteral("Device: cuda")));
     QVERIFY(suggestionOf("output_float32").contains(QStringLiteral("Precision: keep in float32")));
@@ -910,7 +946,8 @@ void TestWhyPanel::tableHeadersFitANarrowDock()
     for (int c = 0; c < t->columnCount(); ++c) {
         const QString title = t->horizontalHeaderItem(c)->text();
         QVERIFY2(header->sectionSize(c) >= metrics.horizontalAdvance(title), qPrintable(title));
-        QVERIFY2(header->sectionViewportPosition(c) + header->sectionSize(c) <= header->viewport()->width() + 1,
+        QVERIFY2(header->sectionViewportPosition(c) + header->sectionSize(c) <=
+                     header->viewport()->width() + 1,
                  qPrintable(title));
     }
 }
@@ -940,7 +977,8 @@ void TestWhyPanel::groupGoneClearsThePanel()
     QCOMPARE(g, 1);
     addFinishedRun(f.store, g, mixlab::Policy::FP32, 2.0, 0, f.rng);
     QTRY_COMPARE(panel.group(), g);
-    QVERIFY(panel.findChild<QLabel *>("whyTitle")->text().startsWith(QStringLiteral("Why? Group 1:")));
+    QVERIFY(
+        panel.findChild<QLabel *>("whyTitle")->text().startsWith(QStringLiteral("Why? Group 1:")));
 }
 
 void TestWhyPanel::mainWindowAction()

@@ -52,8 +52,7 @@ RunConfig cpuConfig(Policy policy, std::int64_t steps)
 // A stand-in trial: every batch fits, in `ms` milliseconds.
 BatchTrial fittingTrial(int batch, int ms = 0)
 {
-    if (ms > 0)
-        QThread::msleep(ms);
+    if (ms > 0) QThread::msleep(ms);
     BatchTrial t;
     t.batch = batch;
     t.fits = true;
@@ -170,7 +169,8 @@ void TestWorker::metricsAreBatched()
     const double interval = 1.0 / TrainingWorker::k_maxEmitHz;
     if (seconds / 300 < interval / 4)
         QVERIFY2(batches * 2 <= 300,
-                 qPrintable(QStringLiteral("%1 batches for 300 steps in %2 s").arg(batches).arg(seconds)));
+                 qPrintable(
+                     QStringLiteral("%1 batches for 300 steps in %2 s").arg(batches).arg(seconds)));
 }
 
 void TestWorker::compareRunsInLockstep()
@@ -204,7 +204,8 @@ void TestWorker::compareRunsInLockstep()
     // Same data order and initial weights: the first steps' losses agree to fp16's
     // resolution (activations rounded to 11 significant bits: a few 1e-3 relative).
     const float a = store.run(ids[0])->steps[0].loss, b = store.run(ids[1])->steps[0].loss;
-    QVERIFY2(std::abs(a - b) <= 1e-2f + 1e-2f * std::abs(a), qPrintable(QStringLiteral("%1 vs %2").arg(a).arg(b)));
+    QVERIFY2(std::abs(a - b) <= 1e-2f + 1e-2f * std::abs(a),
+             qPrintable(QStringLiteral("%1 vs %2").arg(a).arg(b)));
 }
 
 void TestWorker::compareIsProfiled()
@@ -235,15 +236,18 @@ void TestWorker::compareIsProfiled()
         QVERIFY(p.step_ms > 0 && p.wall_ms > 0);
         QVERIFY(p.gpu_busy_fraction > 0 && p.gpu_busy_fraction <= 1);
         QVERIFY(!p.layers.empty());
-        QVERIFY(std::any_of(p.layers.begin(), p.layers.end(), [](const mixlab::LayerTime &l) { return l.is_gemm && l.flops > 0; }));
+        QVERIFY(std::any_of(p.layers.begin(), p.layers.end(),
+                            [](const mixlab::LayerTime &l) { return l.is_gemm && l.flops > 0; }));
         // The profiling pass's 2 x 10 extra steps stay out of the run's metrics and summary.
         QCOMPARE(r->steps.size(), std::size_t(12));
         QCOMPARE(r->steps.back().step, std::int64_t(12));
         QCOMPARE(r->summary->steps, std::int64_t(12));
         for (const TimedEvent &e : r->events)
-            if (QString::fromStdString(e.event.message).startsWith(QStringLiteral("profiling pass"))) {
+            if (QString::fromStdString(e.event.message)
+                    .startsWith(QStringLiteral("profiling pass"))) {
                 ++profilingLines;
-                QVERIFY(QString::fromStdString(e.event.message).contains(QStringLiteral("mixed_fp16")));
+                QVERIFY(
+                    QString::fromStdString(e.event.message).contains(QStringLiteral("mixed_fp16")));
             }
     }
     QCOMPARE(profilingLines, 1); // one line for the group
@@ -255,7 +259,8 @@ void TestWorker::stopDuringProfiling()
     RunController controller(&store);
     const int group = controller.start(
         // fp32 thrice: the CPU backend's emulated fp16 rounding would only make it slower.
-        tinyMlp(), {cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6)});
+        tinyMlp(),
+        {cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6), cpuConfig(Policy::FP32, 6)});
     const std::vector<int> ids = store.groupRuns(group);
     // Stop as soon as the first profile lands: the worker is profiling the next run.
     connect(&store, &RunStore::runChanged, this, [&](int id) {
@@ -322,7 +327,8 @@ void TestWorker::failingJobs_data()
 
     RunConfig missing = cpuConfig(Policy::FP32, 10);
     missing.dataset.name = "/nonexistent/mixlab-data-folder";
-    QTest::newRow("dataset folder missing") << missing << QStringLiteral("/nonexistent/mixlab-data-folder");
+    QTest::newRow("dataset folder missing")
+        << missing << QStringLiteral("/nonexistent/mixlab-data-folder");
 
     RunConfig device = cpuConfig(Policy::MixedBF16, 10);
     if (!cuda_backend_available()) {
@@ -466,8 +472,7 @@ void TestWorker::searchStopsBetweenTrials()
     // policy never runs, and the search ends stopped. The same worker then runs a search.
     MaxBatchWorker worker;
     worker.setTrialForTesting([&worker](Policy, int batch) {
-        if (batch == 4)
-            worker.requestStop();
+        if (batch == 4) worker.requestStop();
         return fittingTrial(batch);
     });
     QSignalSpy started(&worker, &MaxBatchWorker::trialStarted);

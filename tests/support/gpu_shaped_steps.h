@@ -30,18 +30,17 @@ inline std::vector<mixlab::StepMetrics> gpuShapedSteps(double steadyMs, bool mix
         // Jitter: a sum of uniforms, about 2% of the step; a rare slower step.
         const double jitter = 0.02 * (rng.generateDouble() + rng.generateDouble() - 1.0) * 1.7;
         double ms = i < 3 ? k_gpuShapedWarmupMs[i] * (1.0 + jitter) : steadyMs * (1.0 + jitter);
-        if (i >= 3 && rng.bounded(200) == 0)
-            ms *= 1.15;
+        if (i >= 3 && rng.bounded(200) == 0) ms *= 1.15;
         m.step_ms = float(ms);
         wall += ms + 0.02; // the host's share between steps
         m.wall_ms = wall;
         m.samples_per_s = k_gpuShapedBatch / (ms / 1000.0);
         m.loss = float(2.3 * std::exp(-double(m.step) / 600.0) + 0.3 + 0.1 * rng.generateDouble());
-        m.accuracy = float(std::min(0.95, 0.1 + double(m.step) / 1500.0 + 0.05 * rng.generateDouble()));
+        m.accuracy =
+            float(std::min(0.95, 0.1 + double(m.step) / 1500.0 + 0.05 * rng.generateDouble()));
         m.loss_scale = scale;
         m.overflow = m.skipped = mixed && i == 0;
-        if (m.skipped)
-            scale *= 0.5f;
+        if (m.skipped) scale *= 0.5f;
         m.next_loss_scale = scale;
         out.push_back(m);
     }

@@ -39,18 +39,19 @@ inline mixlab::RunConfig quickCpuConfig(int epochs)
 
 // What a finished run of addFinishedRun is made of.
 struct FinishedRunSpec {
-    QString modelJson;                 // mixlab-model/1
-    mixlab::Shape input{{4, 4, 1}};    // the data's sample shape
+    QString modelJson;              // mixlab-model/1
+    mixlab::Shape input{{4, 4, 1}}; // the data's sample shape
     mixlab::Policy policy = mixlab::Policy::FP32;
-    double medianMs = 1.0;             // the summary's step time
+    double medianMs = 1.0; // the summary's step time
     int steps = 20;
-    int halveAt = 0;                   // the step the loss scale halves at; 0: never
+    int halveAt = 0; // the step the loss scale halves at; 0: never
     mixlab::BackendKind backend = mixlab::BackendKind::Cpu; // Cuda: a GPU run (an H100)
 };
 
 // A run of `spec` in `group`, finished: per-step losses falling with seeded noise, the
 // loss scale (65536) halving at spec.halveAt, the summary, and a context on a CPU or GPU.
-inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spec, QRandomGenerator &rng)
+inline int addFinishedRun(RunStore& store, int group, const FinishedRunSpec& spec,
+                          QRandomGenerator& rng)
 {
     mixlab::RunConfig c;
     c.policy = spec.policy;
@@ -62,9 +63,11 @@ inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spe
     ctx.classes = 10;
     ctx.datasetName = QStringLiteral("synthetic");
     ctx.environment.backend = spec.backend;
-    ctx.environment.device_name = spec.backend == mixlab::BackendKind::Cuda ? "NVIDIA H100" : "CPU (no CUDA device)";
+    ctx.environment.device_name =
+        spec.backend == mixlab::BackendKind::Cuda ? "NVIDIA H100" : "CPU (no CUDA device)";
     ctx.environment.compute_capability = spec.backend == mixlab::BackendKind::Cuda ? "9.0" : "cpu";
-    ctx.environment.tensor_cores = ctx.environment.bf16 = ctx.environment.tf32 = spec.backend == mixlab::BackendKind::Cuda;
+    ctx.environment.tensor_cores = ctx.environment.bf16 = ctx.environment.tf32 =
+        spec.backend == mixlab::BackendKind::Cuda;
     ctx.environment.mixlab_version = "0.1.0";
     store.setContext(id, ctx);
     store.setStatus(id, RunRecord::Status::Running);
@@ -76,8 +79,7 @@ inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spe
         m.epoch = 1;
         m.loss = float(2.3 * std::exp(-0.05 * s) + 0.1 * rng.generateDouble());
         m.accuracy = float(rng.generateDouble());
-        if (s == spec.halveAt)
-            scale /= 2;
+        if (s == spec.halveAt) scale /= 2;
         m.loss_scale = scale;
         m.step_ms = float(spec.medianMs);
         steps.push_back(m);
@@ -96,12 +98,11 @@ inline int addFinishedRun(RunStore &store, int group, const FinishedRunSpec &spe
 
 // A finished record turned into one stopped inside its first epoch: no epoch ended, so the
 // test split was never evaluated and the summary has no test loss or accuracy.
-inline void stopBeforeFirstEvaluation(RunRecord &r)
+inline void stopBeforeFirstEvaluation(RunRecord& r)
 {
     r.status = RunRecord::Status::Stopped;
     r.epochs.clear();
-    if (!r.summary)
-        r.summary.emplace();
+    if (!r.summary) r.summary.emplace();
     r.summary->stopped = true;
     r.summary->epochs_done = 0;
     r.summary->final_test_loss.reset();

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-inline void rerunWithOneOmpThread(char *argv[])
+inline void rerunWithOneOmpThread(char* argv[])
 {
     if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS")) {
         qputenv("OMP_NUM_THREADS", "1");
@@ -20,12 +20,12 @@ inline void rerunWithOneOmpThread(char *argv[])
 }
 
 // AppClass: QApplication for widget suites, QCoreApplication (or none) for engine suites.
-#define MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestClass, AppClass)                                   \
-    int main(int argc, char *argv[])                                                          \
-    {                                                                                         \
-        rerunWithOneOmpThread(argv);                                                          \
-        AppClass app(argc, argv);                                                             \
-        TestClass test;                                                                       \
-        QTEST_SET_MAIN_SOURCE_PATH                                                            \
-        return QTest::qExec(&test, argc, argv);                                               \
+#define MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestClass, AppClass)                                       \
+    int main(int argc, char* argv[])                                                               \
+    {                                                                                              \
+        rerunWithOneOmpThread(argv);                                                               \
+        AppClass app(argc, argv);                                                                  \
+        TestClass test;                                                                            \
+        QTEST_SET_MAIN_SOURCE_PATH                                                                 \
+        return QTest::qExec(&test, argc, argv);                                                    \
     }

@@ -8,8 +8,8 @@ namespace mixlab::test {
 struct TinyMlpOptions {
     int hidden = 16;
     Activation activation = Activation::Relu;
-    float dropout = 0.0f;         // > 0 adds a dropout layer after the hidden one
-    bool fp32_output = false;     // "dtype": "float32" on the output layer
+    float dropout = 0.0f;     // > 0 adds a dropout layer after the hidden one
+    bool fp32_output = false; // "dtype": "float32" on the output layer
     int classes = 10;
 };
 

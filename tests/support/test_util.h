@@ -12,12 +12,14 @@
 #include <vector>
 
 // Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const double a_ = double(actual), e_ = double(expected);                              \
-        if (!(a_ == e_)) /* formats the message only on failure */                           \
-            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                          \
-                                 .arg(#actual).arg(a_, 0, 'g', 9).arg(e_, 0, 'g', 9)));         \
+#define EXPECT_EXACT(actual, expected)                                                             \
+    do {                                                                                           \
+        const double a_ = double(actual), e_ = double(expected);                                   \
+        if (!(a_ == e_)) /* formats the message only on failure */                                 \
+            QFAIL(qPrintable(QString("%1 is %2, expected exactly %3")                              \
+                                 .arg(#actual)                                                     \
+                                 .arg(a_, 0, 'g', 9)                                               \
+                                 .arg(e_, 0, 'g', 9)));                                            \
     } while (false)
 
 namespace mixlab::test {
@@ -34,8 +36,7 @@ inline Vec random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi =
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(lo, hi);
     Vec v(n);
-    for (float& x : v)
-        x = dist(rng);
+    for (float& x : v) x = dist(rng);
     return v;
 }
 
@@ -79,8 +80,13 @@ inline void expect_close(const Vec& got, const DVec& ref, double atol, double rt
         const double err = std::abs(double(got[i]) - ref[i]);
         if (!(err <= atol + rtol * std::abs(ref[i])))
             QFAIL(qPrintable(QString("%1[%2]: got %3, expected %4 (|err| %5 > %6 + %7*|ref|)")
-                                 .arg(what).arg(i).arg(double(got[i]), 0, 'g', 9)
-                                 .arg(ref[i], 0, 'g', 9).arg(err, 0, 'g', 3).arg(atol).arg(rtol)));
+                                 .arg(what)
+                                 .arg(i)
+                                 .arg(double(got[i]), 0, 'g', 9)
+                                 .arg(ref[i], 0, 'g', 9)
+                                 .arg(err, 0, 'g', 3)
+                                 .arg(atol)
+                                 .arg(rtol)));
     }
 }
 

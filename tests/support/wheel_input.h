@@ -7,18 +7,17 @@
 #include <QWheelEvent>
 
 // One notch down over the middle of `field`.
-inline void wheelDownOver(QWidget *field)
+inline void wheelDownOver(QWidget* field)
 {
     const QPointF centre = QRectF(field->rect()).center();
-    QWheelEvent wheel(centre, field->mapToGlobal(centre), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
-                      Qt::NoScrollPhase, false);
+    QWheelEvent wheel(centre, field->mapToGlobal(centre), QPoint(), QPoint(0, -120), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
     QApplication::sendEvent(field, &wheel);
 }
 
-inline QString shownValue(const QWidget *field)
+inline QString shownValue(const QWidget* field)
 {
-    if (const auto *combo = qobject_cast<const QComboBox *>(field))
-        return combo->currentText();
-    const auto *spin = qobject_cast<const QAbstractSpinBox *>(field);
+    if (const auto* combo = qobject_cast<const QComboBox*>(field)) return combo->currentText();
+    const auto* spin = qobject_cast<const QAbstractSpinBox*>(field);
     return spin ? spin->text() : QString();
 }

@@ -42,7 +42,8 @@ class Buffer {
 public:
     Buffer() = default;
     Buffer(std::shared_ptr<BufferReleaser> owner, void* data, std::size_t count, DType dtype)
-        : m_owner(std::move(owner)), m_data(data), m_count(count), m_dtype(dtype) {}
+        : m_owner(std::move(owner)), m_data(data), m_count(count), m_dtype(dtype)
+    {}
     Buffer(Buffer&& other) noexcept { *this = std::move(other); }
     Buffer& operator=(Buffer&& other) noexcept;
     Buffer(const Buffer&) = delete;
@@ -53,7 +54,11 @@ public:
     std::size_t count() const { return m_count; }
     DType dtype() const { return m_dtype; }
     bool empty() const { return m_data == nullptr; }
-    template <class T> T* as() const { return static_cast<T*>(m_data); }
+    template <class T>
+    T* as() const
+    {
+        return static_cast<T*>(m_data);
+    }
 
 private:
     std::shared_ptr<BufferReleaser> m_owner;
@@ -67,17 +72,17 @@ class Event {
 public:
     virtual ~Event() = default;
     virtual void record() = 0;
-    virtual bool query() = 0;        // true once the stream has passed it
+    virtual bool query() = 0; // true once the stream has passed it
     virtual void synchronize() = 0;
     virtual float elapsed_ms_since(const Event& start) = 0;
 };
 
 enum class Epilogue {
     None,
-    Bias,        // C[i, j] += bias[j]
-    BiasRelu,    // relu(C + bias)
-    BiasGelu,    // gelu(C + bias) (tanh approximation)
-    BiasGradA,   // also bias_grad[i] = sum_k op(A)[i, k] (the dense layer's dB)
+    Bias,      // C[i, j] += bias[j]
+    BiasRelu,  // relu(C + bias)
+    BiasGelu,  // gelu(C + bias) (tanh approximation)
+    BiasGradA, // also bias_grad[i] = sum_k op(A)[i, k] (the dense layer's dB)
 };
 
 // C (m x n) = alpha * op(A) (m x k) . op(B) (k x n) + beta * C, with an epilogue.
@@ -203,25 +208,31 @@ inline PoolGeometry pool_geometry_of(int batch, int in_h, int in_w, int channels
 
 // Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
 // are stored as floats, exact up to 2^24).
-enum ScalerSlot : int { k_scale = 0, k_growth_count = 1, k_found_inf = 2, k_optimizer_steps = 3, k_scaler_fields = 4 };
+enum ScalerSlot : int {
+    k_scale = 0,
+    k_growth_count = 1,
+    k_found_inf = 2,
+    k_optimizer_steps = 3,
+    k_scaler_fields = 4
+};
 
 // What the device writes for each step into a metrics ring (float32 x k_record_fields).
 enum RecordField : int {
-    k_rec_loss_sum = 0,  // sum of per-sample losses (fp32, unscaled)
-    k_rec_correct = 1,   // number of correct predictions
-    k_rec_scale = 2,     // loss scale this step used
-    k_rec_overflow = 3,  // 1 when gradients held inf/NaN (the step was skipped if scaling)
-    k_rec_next_scale = 4,// loss scale after the scaler update
+    k_rec_loss_sum = 0,   // sum of per-sample losses (fp32, unscaled)
+    k_rec_correct = 1,    // number of correct predictions
+    k_rec_scale = 2,      // loss scale this step used
+    k_rec_overflow = 3,   // 1 when gradients held inf/NaN (the step was skipped if scaling)
+    k_rec_next_scale = 4, // loss scale after the scaler update
     k_record_fields = 5,
 };
 
 // One trainable tensor and everything the optimizer touches for it.
 struct ParamSlot {
-    Buffer* master = nullptr;   // fp32 master (or the fp16 weights themselves under `fp16`)
-    Buffer* grad = nullptr;     // gradient, same count; fp32 except under `fp16`
-    Buffer* low = nullptr;      // low-precision copy the GEMMs read; null when none
-    Buffer* state1 = nullptr;   // momentum / Adam m (master's dtype)
-    Buffer* state2 = nullptr;   // Adam v (null for SGD)
+    Buffer* master = nullptr; // fp32 master (or the fp16 weights themselves under `fp16`)
+    Buffer* grad = nullptr;   // gradient, same count; fp32 except under `fp16`
+    Buffer* low = nullptr;    // low-precision copy the GEMMs read; null when none
+    Buffer* state1 = nullptr; // momentum / Adam m (master's dtype)
+    Buffer* state2 = nullptr; // Adam v (null for SGD)
 };
 
 // Backend-specific preparation of a parameter list (device pointer tables on CUDA).
@@ -304,14 +315,14 @@ public:
     virtual void gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,
-                              const Augmentation& aug, const StepCounter& counter,
-                              Buffer& out, Buffer& out_labels) = 0;
+                              const Augmentation& aug, const StepCounter& counter, Buffer& out,
+                              Buffer& out_labels) = 0;
 
     // ---- layers -------------------------------------------------------------------
     virtual void gemm(const GemmCall& call) = 0;
     // y = act(x + bias) per row of `cols` columns; bias may be null. Same count.
-    virtual void bias_activation(Activation act, const Buffer& x, const Buffer* bias,
-                                 int cols, Buffer& y) = 0;
+    virtual void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
+                                 Buffer& y) = 0;
     // dx = dy * act'(.) given the layer's input x and output y (softmax: per row of cols).
     virtual void activation_backward(Activation act, const Buffer& x, const Buffer& y,
                                      const Buffer& dy, int cols, Buffer& dx) = 0;
@@ -323,8 +334,7 @@ public:
     virtual void dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
                                  std::uint64_t step, const StepCounter& counter, Buffer& y) = 0;
     virtual void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
-                                  std::uint64_t step, const StepCounter& counter,
-                                  Buffer& dx) = 0;
+                                  std::uint64_t step, const StepCounter& counter, Buffer& dx) = 0;
 
     // y = act(a + b), element-wise over equal counts (the residual sum); y may alias a
     // or b. act is None or Relu.
@@ -355,10 +365,9 @@ public:
     // batch norm runs inside the normalise pass, y = max(bn, 0) rounded once to y's
     // dtype, bit for bit what a separate bias_activation(Relu) of the BN output gives.
     virtual void batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
-                                         const Buffer& scale, const Buffer& shift,
-                                         float momentum, float epsilon, Buffer& running_mean,
-                                         Buffer& running_var, Buffer& saved_mean,
-                                         Buffer& saved_inv_std, Buffer& y) = 0;
+                                         const Buffer& scale, const Buffer& shift, float momentum,
+                                         float epsilon, Buffer& running_mean, Buffer& running_var,
+                                         Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y) = 0;
     // Evaluation: the running statistics; act as in training.
     virtual void batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
                                         const Buffer& scale, const Buffer& shift,
@@ -370,13 +379,11 @@ public:
     // that reads dy, so no separate activation_backward pass runs and nothing extra is
     // written; with None y is checked for shape but not read.
     virtual void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
-                                    const Buffer& dy, int rows, int channels,
-                                    const Buffer& scale, const Buffer& saved_mean,
-                                    const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                                    Buffer& dshift) = 0;
+                                    const Buffer& dy, int rows, int channels, const Buffer& scale,
+                                    const Buffer& saved_mean, const Buffer& saved_inv_std,
+                                    Buffer& dx, Buffer& dscale, Buffer& dshift) = 0;
 
-    virtual void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
-                              Buffer& y) = 0;
+    virtual void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) = 0;
     // dx overwritten; max pooling reads x and y to find the winners.
     virtual void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
                                const Buffer& y, const Buffer& dy, Buffer& dx) = 0;
@@ -388,8 +395,8 @@ public:
     // scaler); writes loss sum and correct count into record[k_rec_loss_sum/correct].
     // dlogits may be null (evaluation); then the record fields are accumulated (+=).
     virtual void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32,
-                               int batch, int classes, const Buffer* scaler,
-                               Buffer* dlogits, Buffer& record, std::size_t record_offset) = 0;
+                               int batch, int classes, const Buffer* scaler, Buffer* dlogits,
+                               Buffer& record, std::size_t record_offset) = 0;
 
     // ---- optimizer and loss scaling -------------------------------------------------
     virtual std::unique_ptr<ParamTable> prepare_params(const std::vector<ParamSlot>& slots) = 0;
@@ -397,8 +404,8 @@ public:
     // and (unless found and scaling is on) update masters, state and low copies.
     // Then the scaler update, and the record's scale/overflow/next-scale fields.
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
-                                const ScalerParams& scaling, Buffer& scaler,
-                                Buffer& record, std::size_t record_offset) = 0;
+                                const ScalerParams& scaling, Buffer& scaler, Buffer& record,
+                                std::size_t record_offset) = 0;
     // Profiling: when set, optimizer_step records this event after its inf/NaN check
     // and before the update, splitting loss-scale bookkeeping from the update.
     void set_inf_check_marker(Event* e) { m_inf_check_marker = e; }

@@ -11,11 +11,11 @@
 namespace mixlab {
 
 struct CheckResult {
-    std::string name;        // e.g. "gemm/f16->f32/reduced/TN/37x19x53/bias_grad_a"
+    std::string name; // e.g. "gemm/f16->f32/reduced/TN/37x19x53/bias_grad_a"
     bool passed = false;
-    double max_abs_err = 0;  // over every compared element
-    double max_rel_err = 0;  // over elements whose |ref| is above their atol
-    std::string detail;      // the first failure, or a short summary
+    double max_abs_err = 0; // over every compared element
+    double max_rel_err = 0; // over elements whose |ref| is above their atol
+    std::string detail;     // the first failure, or a short summary
 };
 
 // Runs every check whose name contains `filter` (all when empty). Never throws for a

@@ -12,7 +12,7 @@
 namespace mixlab {
 
 struct Ceilings {
-    std::string device_key;  // what the cache is keyed by (see ceilings_device_key)
+    std::string device_key; // what the cache is keyed by (see ceilings_device_key)
     BackendKind backend = BackendKind::Cpu;
     std::string device_name;
     // Large-GEMM throughput (2*m*n*k per second, median over repetitions); 0 where the
@@ -24,13 +24,13 @@ struct Ceilings {
     double copy_gbs = 0;     // device copy, bytes read plus bytes written per second
     std::string measured_at; // UTC, ISO 8601: "2026-11-29T23:59:01Z"
     // How it was measured (shown so the numbers can be judged).
-    int gemm_size = 0;             // m = n = k
-    std::size_t copy_bytes = 0;    // size of each of the two copy buffers
-    int repetitions = 0;           // timed launches per measurement (after a warm-up)
-    double probe_seconds = 0;      // wall time the whole probe took
+    int gemm_size = 0;          // m = n = k
+    std::size_t copy_bytes = 0; // size of each of the two copy buffers
+    int repetitions = 0;        // timed launches per measurement (after a warm-up)
+    double probe_seconds = 0;   // wall time the whole probe took
     // Not stored: where this value came from.
     bool from_cache = false;
-    std::string cache_error;       // non-empty when the cache could not be written
+    std::string cache_error; // non-empty when the cache could not be written
 };
 
 // Probe sizes; zero fields take the backend's defaults (CUDA: GEMM 8192^3 and 1 GiB

@@ -17,8 +17,8 @@ struct Split {
 };
 
 struct Dataset {
-    std::string name;     // "fashion-mnist", "mnist", "cifar-10", "cifar-100", "synthetic"
-    std::string source;   // folder it came from, or "built-in"
+    std::string name;   // "fashion-mnist", "mnist", "cifar-10", "cifar-100", "synthetic"
+    std::string source; // folder it came from, or "built-in"
     int height = 0, width = 0, channels = 0, classes = 0;
     Split train, test;
     // Per-channel mean and standard deviation of the training images, in [0, 1] units.

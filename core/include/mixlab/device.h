@@ -23,12 +23,12 @@ std::optional<BackendKind> parse_backend_kind(std::string_view name);
 
 struct DeviceInfo {
     BackendKind backend = BackendKind::Cpu;
-    std::string name;           // GPU name or "CPU (no CUDA device)"
+    std::string name; // GPU name or "CPU (no CUDA device)"
     int cc_major = 0, cc_minor = 0;
     std::int64_t memory_bytes = 0;
-    bool tensor_cores = false;  // fp16 tensor cores (7.0+)
-    bool bf16 = false;          // bf16 tensor cores (8.0+)
-    bool tf32 = false;          // TF32 tensor cores (8.0+)
+    bool tensor_cores = false; // fp16 tensor cores (7.0+)
+    bool bf16 = false;         // bf16 tensor cores (8.0+)
+    bool tf32 = false;         // TF32 tensor cores (8.0+)
     std::string driver_version, runtime_version, cublas_version, cudnn_version;
 
     bool is_gpu() const { return backend == BackendKind::Cuda; }

@@ -8,8 +8,8 @@ namespace mixlab {
 
 enum class DType : std::uint8_t { F32, F16, BF16, I32, U8 };
 
-std::string_view dtype_name(DType t);       // "float32", "float16", "bfloat16", "int32", "uint8"
-std::size_t dtype_size(DType t);            // bytes per element on the device
+std::string_view dtype_name(DType t); // "float32", "float16", "bfloat16", "int32", "uint8"
+std::size_t dtype_size(DType t);      // bytes per element on the device
 bool is_floating(DType t);
 
 // IEEE binary16 conversions, round to nearest even; overflow gives inf, tiny values

@@ -20,12 +20,12 @@ struct Environment {
     std::string driver_version, runtime_version, cublas_version, cudnn_version;
 
     // Host.
-    std::string os;          // uname: "Linux 6.1.0-18-amd64 x86_64"
-    std::string os_release;  // /etc/os-release PRETTY_NAME, or "" when absent
-    std::string cpu_model;   // /proc/cpuinfo "model name", or "unknown"
+    std::string os;         // uname: "Linux 6.1.0-18-amd64 x86_64"
+    std::string os_release; // /etc/os-release PRETTY_NAME, or "" when absent
+    std::string cpu_model;  // /proc/cpuinfo "model name", or "unknown"
     int cpu_threads = 0;
     std::int64_t host_memory_bytes = 0;
-    std::string compiler;    // "GCC 12.2.0", "Clang 16.0.6"
+    std::string compiler; // "GCC 12.2.0", "Clang 16.0.6"
     std::string mixlab_version;
     bool built_with_cuda = false;
 };

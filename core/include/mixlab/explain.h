@@ -33,7 +33,7 @@ struct RunFacts {
     // (step, scale): the scale the run started with at its first step, then one entry
     // at each step whose scale differs from the one before.
     std::vector<std::pair<std::int64_t, float>> scale_history;
-    std::vector<float> train_loss;                  // per step, in step order
+    std::vector<float> train_loss;                       // per step, in step order
     LossScaleMode loss_scale_mode = LossScaleMode::None; // resolved (never Default)
     // Share of the step's wall time the GPU was busy, from a profiling pass; the
     // launch-bound rule stays silent unless this is set.
@@ -94,12 +94,12 @@ std::string fix_value_text(const Fix& f);
 
 struct Explanation {
     enum class Severity { Info, Advice, Warning };
-    std::string id;          // the rule: "speed", "dims_multiple_of_8", ...
+    std::string id; // the rule: "speed", "dims_multiple_of_8", ...
     Severity severity = Severity::Info;
-    int run = -1;            // index of the run it is about; -1: the whole group
-    std::string sentence;    // with this run's numbers
-    std::string suggestion;  // what to change; may be empty
-    std::optional<Fix> fix;  // a model or run-config edit the app can apply; none for advice
+    int run = -1;           // index of the run it is about; -1: the whole group
+    std::string sentence;   // with this run's numbers
+    std::string suggestion; // what to change; may be empty
+    std::optional<Fix> fix; // a model or run-config edit the app can apply; none for advice
 };
 
 std::string_view severity_name(Explanation::Severity s); // "info", "advice", "warning"
@@ -155,11 +155,11 @@ inline constexpr double k_padding_pays_flops_share = 0.05; // below: padding wou
 inline constexpr double k_tf32_close_ratio = 1.3;          // tf32 within this of mixed
 inline constexpr double k_scale_collapse_factor = 256.0;   // 2^8
 inline constexpr double k_skipped_share = 0.01;
-inline constexpr double k_stall_ratio = 0.98;              // last-10% loss / first-10% loss
-inline constexpr double k_min_flops_per_step = 1e9;        // batch x forward FLOPs
+inline constexpr double k_stall_ratio = 0.98;       // last-10% loss / first-10% loss
+inline constexpr double k_min_flops_per_step = 1e9; // batch x forward FLOPs
 inline constexpr double k_min_step_ms = 0.5;
 inline constexpr double k_min_gpu_busy = 0.6;
-inline constexpr double k_input_share = 0.25;             // input phase above: it dominates
+inline constexpr double k_input_share = 0.25; // input phase above: it dominates
 // Fixed costs: phases precision does not shrink (input, loss-scale check, optimizer)
 // taking at least this share of a mixed run's step, while its layers got faster.
 inline constexpr double k_fixed_share = 0.3;

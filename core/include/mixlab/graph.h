@@ -19,14 +19,14 @@ struct Shape {
 };
 
 struct GraphLayer {
-    int index = 0;          // position in its own list (top level, body or shortcut)
-    int id = 0;             // unique over the whole tree, pre-order: seeds init and dropout
-    std::string path;       // "layer 4", "layer 4 > body 2", "layer 4 > shortcut 0"
-    LayerSpec spec;         // for residual: body/shortcut as written (see below)
+    int index = 0;    // position in its own list (top level, body or shortcut)
+    int id = 0;       // unique over the whole tree, pre-order: seeds init and dropout
+    std::string path; // "layer 4", "layer 4 > body 2", "layer 4 > shortcut 0"
+    LayerSpec spec;   // for residual: body/shortcut as written (see below)
     Shape in, out;
-    std::int64_t params = 0; // residual: the sum over body and shortcut
-    std::int64_t flops = 0; // forward FLOPs per sample (multiply-add = 2); residual: sum
-    bool is_gemm = false;   // dense and conv2d (a convolution is an implicit GEMM)
+    std::int64_t params = 0;           // residual: the sum over body and shortcut
+    std::int64_t flops = 0;            // forward FLOPs per sample (multiply-add = 2); residual: sum
+    bool is_gemm = false;              // dense and conv2d (a convolution is an implicit GEMM)
     bool tensor_core_friendly = false; // 16-bit GEMM dims / conv channels multiples of 8
     std::string tensor_core_note;      // why not, when not
     bool folded_into_loss = false;     // the final softmax/sigmoid handled by the loss
@@ -45,7 +45,7 @@ struct Graph {
     std::vector<GraphLayer> layers;
     OutputHead head = OutputHead::Logits;
     std::int64_t total_params = 0;
-    std::int64_t total_flops = 0; // forward, per sample
+    std::int64_t total_flops = 0;      // forward, per sample
     std::vector<std::string> warnings; // e.g. the sigmoid-output advice
 };
 

@@ -34,8 +34,7 @@ public:
     // `where` places the value for messages ("run 2"; empty for a document's root);
     // `name` is what the value is called there ("\"loss\""; empty for an element,
     // which its `where` names).
-    explicit JsonReader(const nlohmann::json& value, std::string where = {},
-                        std::string name = {});
+    explicit JsonReader(const nlohmann::json& value, std::string where = {}, std::string name = {});
 
     const nlohmann::json& json() const { return *m_value; }
     const std::string& where() const { return m_where; }

@@ -22,16 +22,16 @@ struct BatchTrial {
     // Why it did not fit: the OutOfMemoryError's message, or that the training split
     // has fewer samples than the batch. Empty when it fits.
     std::string why_not;
-    bool out_of_memory = false; // it failed on memory (not on the size of the data)
-    double step_ms = 0;         // mean device time of the timed steps, when it fits
-    double samples_per_s = 0;   // batch / step time, when it fits
+    bool out_of_memory = false;    // it failed on memory (not on the size of the data)
+    double step_ms = 0;            // mean device time of the timed steps, when it fits
+    double samples_per_s = 0;      // batch / step time, when it fits
     std::int64_t device_bytes = 0; // what the run allocated (parameters, activations...)
-    double seconds = 0;         // wall time of the whole trial, planning included
+    double seconds = 0;            // wall time of the whole trial, planning included
 };
 
 struct MaxBatchOptions {
-    int start = 32;        // the first batch tried; halved while it does not fit
-    int limit = 1 << 16;   // the largest batch tried (doubling stops here)
+    int start = 32;      // the first batch tried; halved while it does not fit
+    int limit = 1 << 16; // the largest batch tried (doubling stops here)
     // Bisection probes multiples of `multiple` (once the batch is at least that): 8 is
     // what fp16/bf16 tensor cores want of a GEMM dimension, and the batch is one, so the
     // answer is a batch worth training at. Below `multiple` every batch counts.
@@ -41,8 +41,8 @@ struct MaxBatchOptions {
     // per cent needs no more trials (each costs a run start and, on CUDA, the convolution
     // algorithm searches at the new batch). 0: resolve down to `multiple`.
     double resolution = 0.02;
-    int warmup_steps = 3;  // steps run before timing: plans, graph recording, clocks
-    int timed_steps = 5;   // steps whose device time is averaged
+    int warmup_steps = 3; // steps run before timing: plans, graph recording, clocks
+    int timed_steps = 5;  // steps whose device time is averaged
 };
 
 struct MaxBatchResult {
@@ -51,7 +51,7 @@ struct MaxBatchResult {
     int first_failure = 0;          // the smallest failing batch above largest_fit; 0: none
     std::string failure_reason;     // that failure's why_not
     bool failure_out_of_memory = false;
-    bool reached_limit = false;     // options.limit fits: the true maximum may lie above
+    bool reached_limit = false; // options.limit fits: the true maximum may lie above
     // The trial at largest_fit, or null.
     const BatchTrial* largest() const;
 };

@@ -7,17 +7,25 @@
 namespace mixlab {
 
 enum class LayerType {
-    Flatten, Dense, Activation, Dropout,
-    Conv2D, BatchNorm, MaxPool2D, AvgPool2D, GlobalAvgPool, Residual,
+    Flatten,
+    Dense,
+    Activation,
+    Dropout,
+    Conv2D,
+    BatchNorm,
+    MaxPool2D,
+    AvgPool2D,
+    GlobalAvgPool,
+    Residual,
 };
 // "padding": "valid" (none), "same" (symmetric (kernel-1)/2 per side, so the output is
 // ceil(input/stride); odd kernels only, as cuDNN pads symmetrically) or explicit numbers.
 enum class Padding { Valid, Same, Explicit };
 enum class Activation { None, Relu, Sigmoid, Tanh, Gelu, Softmax };
 
-std::string_view layer_type_name(LayerType t);   // "dense", ...
-std::string_view activation_name(Activation a);  // "relu", ... ("linear" for None)
-std::string_view padding_name(Padding p);        // "valid", "same", "explicit"
+std::string_view layer_type_name(LayerType t);  // "dense", ...
+std::string_view activation_name(Activation a); // "relu", ... ("linear" for None)
+std::string_view padding_name(Padding p);       // "valid", "same", "explicit"
 
 // dense "units": "classes": as many units as the dataset has classes (presets use it
 // so one file serves CIFAR-10 and CIFAR-100); build_graph resolves it.
@@ -27,21 +35,21 @@ inline constexpr int k_units_classes = -1;
 // are not written back. Images are NHWC: (height, width, channels) per sample.
 struct LayerSpec {
     LayerType type = LayerType::Dense;
-    int units = 0;                        // dense (k_units_classes: one per class)
+    int units = 0;                            // dense (k_units_classes: one per class)
     Activation activation = Activation::None; // dense/conv2d (fused), activation layer,
-                                          // residual (applied after the sum)
-    bool use_bias = true;                 // dense, conv2d
-    float rate = 0.0f;                    // dropout probability of zeroing
-    bool force_fp32 = false;              // "dtype": "float32": kept out of reduced precision
+                                              // residual (applied after the sum)
+    bool use_bias = true;                     // dense, conv2d
+    float rate = 0.0f;                        // dropout probability of zeroing
+    bool force_fp32 = false;                  // "dtype": "float32": kept out of reduced precision
 
     // conv2d: "filters", "kernel" (n or [h, w]); pooling: "pool_size" (n or [h, w]),
     // both stored as kernel_h/kernel_w. "stride" (n or [h, w]) defaults to 1 for conv2d
     // and to the pool size for pooling. "padding": "valid", "same", n or [h, w].
     int filters = 0;
     int kernel_h = 0, kernel_w = 0;
-    int stride_h = 0, stride_w = 0;       // 0: the type's default (resolved by the graph)
+    int stride_h = 0, stride_w = 0; // 0: the type's default (resolved by the graph)
     Padding padding = Padding::Valid;
-    int pad_h = 0, pad_w = 0;             // Explicit only
+    int pad_h = 0, pad_w = 0; // Explicit only
 
     // batchnorm, PyTorch's convention: running = (1 - momentum) * running
     // + momentum * batch statistic; the running variance is the unbiased one.
@@ -67,7 +75,7 @@ inline constexpr std::string_view k_model_format = "mixlab-model/1";
 //   layer 3 (dense): "units" must be a positive integer, got -5
 //   layer 4 > body 2 (conv2d): "filters" must be a positive integer, got 0
 ModelSpec parse_model_spec(std::string_view json_text);
-ModelSpec load_model_spec(const std::string& path); // also names the file on error
+ModelSpec load_model_spec(const std::string& path);    // also names the file on error
 std::string model_spec_to_json(const ModelSpec& spec); // parse(to_json(s)) == s
 class JsonReader;
 // A model spec held in another document (a log's, an experiment's): read as

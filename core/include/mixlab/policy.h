@@ -16,9 +16,9 @@ enum class MathMode {
 };
 
 struct PolicyTraits {
-    DType compute;          // activations and the weights the GEMMs read
-    bool master_weights;    // fp32 master copy updated by the optimizer
-    bool needs_sm80;        // bf16 / tf32 tensor cores need compute capability 8.0+
+    DType compute;       // activations and the weights the GEMMs read
+    bool master_weights; // fp32 master copy updated by the optimizer
+    bool needs_sm80;     // bf16 / tf32 tensor cores need compute capability 8.0+
     MathMode math;
     bool default_loss_scaling; // dynamic loss scaling unless the config says otherwise
 };

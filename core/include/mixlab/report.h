@@ -14,16 +14,16 @@
 namespace mixlab {
 
 struct ReportInput {
-    std::string title;      // empty: "MixLab report: <model name>"
-    std::string created_at; // shown as the report's date; empty: now, UTC
-    std::string model_name; // empty: the first run's graph name
-    std::string dataset;    // the dataset's name, shown beside the model; may be empty
-    std::vector<RunFacts> runs;           // the group, baseline rules as in explain()
-    std::vector<RunConfig> configs;       // one per run, same order; empty: facts only
-    std::vector<std::string> run_names;   // one per run; empty: the policy names
+    std::string title;                  // empty: "MixLab report: <model name>"
+    std::string created_at;             // shown as the report's date; empty: now, UTC
+    std::string model_name;             // empty: the first run's graph name
+    std::string dataset;                // the dataset's name, shown beside the model; may be empty
+    std::vector<RunFacts> runs;         // the group, baseline rules as in explain()
+    std::vector<RunConfig> configs;     // one per run, same order; empty: facts only
+    std::vector<std::string> run_names; // one per run; empty: the policy names
     std::vector<Explanation> explanations;
     Environment environment;
-    std::optional<Ceilings> ceilings;     // adds roofline floors when the device's are known
+    std::optional<Ceilings> ceilings; // adds roofline floors when the device's are known
 };
 
 // Every text from the input is HTML-escaped. Charts (loss curves, step-time bars, the

@@ -23,8 +23,8 @@ enum class OptimizerType { SGD, Adam, AdamW };
 struct OptimizerConfig {
     OptimizerType type = OptimizerType::SGD;
     float lr = 0.01f;
-    float momentum = 0.9f;   // SGD
-    bool nesterov = false;   // SGD
+    float momentum = 0.9f;     // SGD
+    bool nesterov = false;     // SGD
     float weight_decay = 0.0f; // SGD/Adam: L2 added to the gradient; AdamW: decoupled
     float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f; // Adam/AdamW
 };
@@ -32,7 +32,7 @@ struct OptimizerConfig {
 enum class DeviceChoice { Auto, CPU, CUDA };
 
 struct DatasetOptions {
-    std::string name = "";  // "fashion-mnist", "synthetic", or a folder; empty: default
+    std::string name = ""; // "fashion-mnist", "synthetic", or a folder; empty: default
     bool cifar100_coarse = false;
     std::int64_t synthetic_train = 10000, synthetic_test = 2000; // synthetic_test_size(train)
     // Training-time augmentation on the device ("augment": {"crop_padding": 4,

@@ -53,28 +53,28 @@ enum class GroupPhase {
     OpeningDevice, // the backend, then every run's config and policy checked against it
     LoadingData,
     BuildingGraph,
-    Planning,      // run i: its network, activations, optimizer state (all it allocates)
-    Training,      // every run set up: the lockstep loop
-    Profiling,     // run i's profiling pass, after training
-    Searching,     // run i's max-batch search
+    Planning,  // run i: its network, activations, optimizer state (all it allocates)
+    Training,  // every run set up: the lockstep loop
+    Profiling, // run i's profiling pass, after training
+    Searching, // run i's max-batch search
 };
 std::string_view group_phase_name(GroupPhase phase);
 
 // What every run of the group trains on: known once the device is open, the data loaded
 // and the graph built, before any run is set up.
 struct GroupFacts {
-    Graph graph;                  // graph.input: one sample's shape; graph.classes
+    Graph graph; // graph.input: one sample's shape; graph.classes
     std::string dataset_name, dataset_source;
     std::int64_t train_samples = 0, test_samples = 0;
     DeviceInfo device;
-    Environment environment;      // the device and the host, for logs and reports
+    Environment environment; // the device and the host, for logs and reports
 };
 
 // A run set up (every run is, before any trains).
 struct RunStart {
-    std::int64_t total_steps = 0;     // planned
+    std::int64_t total_steps = 0; // planned
     std::int64_t steps_per_epoch = 0;
-    std::int64_t device_bytes = 0;    // what the run allocated on the device
+    std::int64_t device_bytes = 0; // what the run allocated on the device
 };
 
 // How a run of the group ended.
@@ -84,8 +84,8 @@ struct RunOutcome {
     // Finished and Stopped (stopped by the token, or halted: summary.halted). A run stopped
     // before it was set up has a summary with nothing done.
     RunSummary summary;
-    std::string failure;         // Failed: the message (also the run's Error event)
-    std::exception_ptr error;    // Failed: what was thrown, for a front end that rethrows it
+    std::string failure;      // Failed: the message (also the run's Error event)
+    std::exception_ptr error; // Failed: what was thrown, for a front end that rethrows it
     std::optional<StepProfile> profile;
     std::string profile_failure; // the profiling pass failed; the run's summary stands
 };
@@ -117,7 +117,10 @@ public:
     // After the run's Error event went to the sink (metrics before it all reported).
     virtual void on_run_failed(int run, const std::string& message) { (void)run, (void)message; }
     virtual void on_run_profiled(int run, const StepProfile& profile) { (void)run, (void)profile; }
-    virtual void on_profile_failed(int run, const std::string& message) { (void)run, (void)message; }
+    virtual void on_profile_failed(int run, const std::string& message)
+    {
+        (void)run, (void)message;
+    }
     virtual void on_trial_started(int run, int batch) { (void)run, (void)batch; }
     virtual void on_trial(int run, const BatchTrial& trial) { (void)run, (void)trial; }
 };
@@ -188,8 +191,8 @@ private:
                     RunGroupObserver& observer, GroupOutcome& out);
     void train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
                            const std::stop_token& stop, GroupOutcome& out);
-    void fail_run(int run, std::exception_ptr error, MetricsSink& sink,
-                  RunGroupObserver& observer, GroupOutcome& out);
+    void fail_run(int run, std::exception_ptr error, MetricsSink& sink, RunGroupObserver& observer,
+                  GroupOutcome& out);
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
     void require_prepared(const char* what) const;
     void require_fresh(const char* what) const;

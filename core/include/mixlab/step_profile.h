@@ -28,23 +28,24 @@ std::string_view step_phase_name(StepPhase p); // "input", "forward", ...
 
 // One top-level layer (a residual block counts as one) or a dtype cast between layers.
 struct LayerTime {
-    std::string path;     // "layer 3" or "cast before layer 3"
-    std::string type;     // "dense", "conv2d", "residual", "cast", ...
+    std::string path; // "layer 3" or "cast before layer 3"
+    std::string type; // "dense", "conv2d", "residual", "cast", ...
     double forward_ms = 0, backward_ms = 0;
-    double flops = 0;     // forward + backward, this batch
-    double bytes = 0;     // estimated bytes moved, forward + backward (the byte model of analysis/layer_costs.cpp)
+    double flops = 0; // forward + backward, this batch
+    double bytes =
+        0; // estimated bytes moved, forward + backward (the byte model of analysis/layer_costs.cpp)
     bool is_gemm = false;
-    bool tensor_cores = false;     // its GEMM or convolution ran on tensor cores
-    std::string tensor_core_note;  // why not, when it could have
+    bool tensor_cores = false;    // its GEMM or convolution ran on tensor cores
+    std::string tensor_core_note; // why not, when it could have
 };
 
 struct StepProfile {
-    int steps = 0;          // profiled steps the means are over
-    bool replayed = false;  // measured inside the recorded graph (as the timed steps ran)
+    int steps = 0;         // profiled steps the means are over
+    bool replayed = false; // measured inside the recorded graph (as the timed steps ran)
     std::array<double, k_step_phases> phase_ms{}; // device time per phase, mean
-    double device_ms = 0;   // the profiled step from first to last event (sum of phases)
-    double step_ms = 0;     // the timed steps' device time per step (median)
-    double wall_ms = 0;     // the timed steps' host wall time per step (median of deltas)
+    double device_ms = 0; // the profiled step from first to last event (sum of phases)
+    double step_ms = 0;   // the timed steps' device time per step (median)
+    double wall_ms = 0;   // the timed steps' host wall time per step (median of deltas)
     // Host/launch overhead: wall time per step the device did not spend on the step
     // (max(0, wall - device)); gpu_busy = device / wall, at most 1.
     double overhead_ms = 0;

@@ -18,17 +18,17 @@
 namespace mixlab {
 
 struct StepMetrics {
-    std::int64_t step = 0;   // 1-based, counted over the whole run
-    int epoch = 0;           // 1-based
-    float loss = 0;          // mean over the batch
-    float accuracy = 0;      // of the batch
-    float step_ms = 0;       // device time of this step (events around it)
-    double wall_ms = 0;      // host wall time since the run started
+    std::int64_t step = 0; // 1-based, counted over the whole run
+    int epoch = 0;         // 1-based
+    float loss = 0;        // mean over the batch
+    float accuracy = 0;    // of the batch
+    float step_ms = 0;     // device time of this step (events around it)
+    double wall_ms = 0;    // host wall time since the run started
     double samples_per_s = 0;
-    float loss_scale = 1;    // the scale this step used
+    float loss_scale = 1; // the scale this step used
     float next_loss_scale = 1;
-    bool overflow = false;   // gradients held inf/NaN
-    bool skipped = false;    // the optimizer skipped the update
+    bool overflow = false; // gradients held inf/NaN
+    bool skipped = false;  // the optimizer skipped the update
 };
 
 struct EpochMetrics {
@@ -78,8 +78,8 @@ struct RunSummary {
     std::optional<float> final_test_loss, final_test_accuracy;
     float final_loss_scale = 1;
     double wall_seconds = 0;
-    bool stopped = false;      // by the stop token, or halted
-    std::string halted;        // why the run ended itself early (a non-finite loss); empty
+    bool stopped = false; // by the stop token, or halted
+    std::string halted;   // why the run ended itself early (a non-finite loss); empty
 };
 
 class Network;
@@ -89,8 +89,8 @@ public:
     // Builds parameters (same initial weights for every backend and policy given the
     // seed), uploads nothing but what the run owns. Throws DeviceError when the policy
     // is not supported by the backend's device.
-    TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
-                Backend& backend, int run_index = 0);
+    TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data, Backend& backend,
+                int run_index = 0);
     ~TrainingRun();
     TrainingRun(const TrainingRun&) = delete;
     TrainingRun& operator=(const TrainingRun&) = delete;
@@ -108,7 +108,7 @@ public:
     // train() and RunGroup set it from their own token.
     void set_stop_token(std::stop_token stop);
 
-    std::int64_t total_steps() const;     // planned
+    std::int64_t total_steps() const; // planned
     std::int64_t steps_done() const;
     std::int64_t steps_per_epoch() const;
     // Device memory this run allocated (parameters, activations, gradients, state).

@@ -27,8 +27,8 @@ std::vector<CapabilityFact> capability_facts(const DeviceInfo& info)
             "policy runs, none runs faster";
         rows.push_back({"device", info.name.empty() ? "CPU" : info.name, ""});
         rows.push_back({"compute capability", "none (CPU backend)", ""});
-        rows.push_back({"memory", info.memory_bytes > 0 ? gib(info.memory_bytes) + " (host)"
-                                                        : "unknown", ""});
+        rows.push_back(
+            {"memory", info.memory_bytes > 0 ? gib(info.memory_bytes) + " (host)" : "unknown", ""});
         rows.push_back({"tensor cores", "no", emulated});
         return rows;
     }
@@ -42,11 +42,13 @@ std::vector<CapabilityFact> capability_facts(const DeviceInfo& info)
                           "their dimensions are multiples of 8"
                         : "mixed_fp16 saves memory here but its GEMMs run on ordinary cores, "
                           "so expect little or no speed-up"});
-    rows.push_back({"bf16 tensor cores (8.0+)", yes_no(info.bf16),
-                    info.bf16 ? "" : "mixed_bf16 is refused on this GPU (compute capability " + cc + ")"});
-    rows.push_back({"TF32 tensor cores (8.0+)", yes_no(info.tf32),
-                    info.tf32 ? "the tf32 policy runs fp32 storage on tensor cores"
-                              : "the tf32 policy is refused on this GPU (compute capability " + cc + ")"});
+    rows.push_back(
+        {"bf16 tensor cores (8.0+)", yes_no(info.bf16),
+         info.bf16 ? "" : "mixed_bf16 is refused on this GPU (compute capability " + cc + ")"});
+    rows.push_back(
+        {"TF32 tensor cores (8.0+)", yes_no(info.tf32),
+         info.tf32 ? "the tf32 policy runs fp32 storage on tensor cores"
+                   : "the tf32 policy is refused on this GPU (compute capability " + cc + ")"});
     return rows;
 }
 
@@ -55,8 +57,7 @@ std::string describe_capabilities(const DeviceInfo& info)
     std::string text;
     for (const CapabilityFact& f : capability_facts(info)) {
         text += f.label + ": " + f.value;
-        if (!f.note.empty())
-            text += " - " + f.note;
+        if (!f.note.empty()) text += " - " + f.note;
         text += "\n";
     }
     return text;

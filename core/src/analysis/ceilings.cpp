@@ -48,8 +48,7 @@ std::vector<double> time_launches(Backend& backend, int repetitions, Op op)
     op();
     backend.synchronize();
     std::vector<std::unique_ptr<Event>> marks;
-    for (int i = 0; i <= repetitions; ++i)
-        marks.push_back(backend.create_event());
+    for (int i = 0; i <= repetitions; ++i) marks.push_back(backend.create_event());
     marks[0]->record();
     for (int i = 0; i < repetitions; ++i) {
         op();
@@ -105,8 +104,7 @@ double copy_gbs(Backend& backend, std::size_t bytes, int repetitions)
     Buffer y = backend.alloc(count, DType::F32);
     backend.fill(x, 0.5f);
     backend.fill(y, -1.0f);
-    const double ms =
-        median(time_launches(backend, repetitions, [&] { backend.cast(x, y); }));
+    const double ms = median(time_launches(backend, repetitions, [&] { backend.cast(x, y); }));
     // A copy reads every byte once and writes it once: both count as traffic, as a
     // layer's "bytes moved" counts its reads and writes.
     const double moved = 2.0 * double(count) * double(dtype_size(DType::F32));
@@ -125,12 +123,12 @@ bool supports(const DeviceInfo& info, Policy policy)
 
 nlohmann::json entry_json(const Ceilings& c)
 {
-    return {{"device_key", c.device_key},   {"backend", backend_kind_name(c.backend)},
-            {"device_name", c.device_name}, {"fp32_tflops", c.fp32_tflops},
-            {"tf32_tflops", c.tf32_tflops}, {"fp16_tflops", c.fp16_tflops},
-            {"bf16_tflops", c.bf16_tflops}, {"copy_gbs", c.copy_gbs},
-            {"measured_at", c.measured_at}, {"gemm_size", c.gemm_size},
-            {"copy_bytes", c.copy_bytes},   {"repetitions", c.repetitions},
+    return {{"device_key", c.device_key},      {"backend", backend_kind_name(c.backend)},
+            {"device_name", c.device_name},    {"fp32_tflops", c.fp32_tflops},
+            {"tf32_tflops", c.tf32_tflops},    {"fp16_tflops", c.fp16_tflops},
+            {"bf16_tflops", c.bf16_tflops},    {"copy_gbs", c.copy_gbs},
+            {"measured_at", c.measured_at},    {"gemm_size", c.gemm_size},
+            {"copy_bytes", c.copy_bytes},      {"repetitions", c.repetitions},
             {"probe_seconds", c.probe_seconds}};
 }
 
@@ -141,7 +139,8 @@ std::optional<Ceilings> entry_from_json(const nlohmann::json& j)
     try {
         Ceilings c;
         c.device_key = j.at("device_key").get<std::string>();
-        const std::optional<BackendKind> kind = parse_backend_kind(j.at("backend").get<std::string>());
+        const std::optional<BackendKind> kind =
+            parse_backend_kind(j.at("backend").get<std::string>());
         if (!kind) return std::nullopt;
         c.backend = *kind;
         c.device_name = j.at("device_name").get<std::string>();
@@ -169,16 +168,14 @@ std::optional<Ceilings> entry_from_json(const nlohmann::json& j)
 nlohmann::json read_devices(const std::string& path)
 {
     std::ifstream in(path);
-    if (!in)
-        return nlohmann::json::object();
+    if (!in) return nlohmann::json::object();
     std::stringstream text;
     text << in.rdbuf();
     const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != k_format)
         return nlohmann::json::object();
     const auto devices = doc.find("devices");
-    if (devices == doc.end() || !devices->is_object())
-        return nlohmann::json::object();
+    if (devices == doc.end() || !devices->is_object()) return nlohmann::json::object();
     return *devices;
 }
 
@@ -189,8 +186,7 @@ std::string write_devices(const std::string& path, const nlohmann::json& devices
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::path target(path);
-    if (target.has_parent_path())
-        fs::create_directories(target.parent_path(), ec);
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
     const fs::path temp = target.string() + ".tmp" + std::to_string(::getpid());
     {
         std::ofstream out(temp, std::ios::trunc);
@@ -198,8 +194,7 @@ std::string write_devices(const std::string& path, const nlohmann::json& devices
             return "cannot write the ceilings cache '" + path +
                    "' (check that its folder is writable)";
         out << nlohmann::json{{"format", k_format}, {"devices", devices}}.dump(2) << "\n";
-        if (!out.flush())
-            return "cannot write the ceilings cache '" + path + "' (disk full?)";
+        if (!out.flush()) return "cannot write the ceilings cache '" + path + "' (disk full?)";
     }
     fs::rename(temp, target, ec);
     if (ec) {
@@ -246,12 +241,9 @@ Ceilings probe_ceilings(Backend& backend, const ProbeSizes& asked)
     const DeviceInfo info = backend.info();
     const ProbeSizes defaults = default_probe_sizes(info);
     ProbeSizes s = asked;
-    if (s.gemm_size <= 0)
-        s.gemm_size = defaults.gemm_size;
-    if (s.copy_bytes == 0)
-        s.copy_bytes = defaults.copy_bytes;
-    if (s.repetitions <= 0)
-        s.repetitions = defaults.repetitions;
+    if (s.gemm_size <= 0) s.gemm_size = defaults.gemm_size;
+    if (s.copy_bytes == 0) s.copy_bytes = defaults.copy_bytes;
+    if (s.repetitions <= 0) s.repetitions = defaults.repetitions;
 
     Ceilings c;
     c.device_key = ceilings_device_key(info);
@@ -263,15 +255,15 @@ Ceilings probe_ceilings(Backend& backend, const ProbeSizes& asked)
 
     const std::vector<float> values =
         probe_values(std::size_t(s.gemm_size) * std::size_t(s.gemm_size));
-    c.fp32_tflops = gemm_tflops(backend, DType::F32, MathMode::Pedantic, s.gemm_size,
-                                s.repetitions, values);
+    c.fp32_tflops =
+        gemm_tflops(backend, DType::F32, MathMode::Pedantic, s.gemm_size, s.repetitions, values);
     if (supports(info, Policy::TF32))
-        c.tf32_tflops = gemm_tflops(backend, DType::F32, MathMode::TF32, s.gemm_size,
-                                    s.repetitions, values);
+        c.tf32_tflops =
+            gemm_tflops(backend, DType::F32, MathMode::TF32, s.gemm_size, s.repetitions, values);
     // fp16 GEMMs run on every CUDA GPU (without tensor cores below 7.0, and slowly there:
     // that is the number the user should see).
-    c.fp16_tflops = gemm_tflops(backend, DType::F16, MathMode::Reduced, s.gemm_size,
-                                s.repetitions, values);
+    c.fp16_tflops =
+        gemm_tflops(backend, DType::F16, MathMode::Reduced, s.gemm_size, s.repetitions, values);
     if (supports(info, Policy::MixedBF16))
         c.bf16_tflops = gemm_tflops(backend, DType::BF16, MathMode::Reduced, s.gemm_size,
                                     s.repetitions, values);
@@ -291,8 +283,7 @@ std::string default_ceilings_cache_path()
     if (xdg && *xdg && fs::path(xdg).is_absolute())
         return (fs::path(xdg) / "mixlab" / "ceilings.json").string();
     const char* home = std::getenv("HOME");
-    if (home && *home)
-        return (fs::path(home) / ".cache" / "mixlab" / "ceilings.json").string();
+    if (home && *home) return (fs::path(home) / ".cache" / "mixlab" / "ceilings.json").string();
     return (fs::temp_directory_path() / "mixlab-ceilings.json").string();
 }
 
@@ -301,11 +292,9 @@ std::optional<Ceilings> cached_ceilings(const DeviceInfo& info, const std::strin
     const std::string key = ceilings_device_key(info);
     const nlohmann::json devices = read_devices(cache_path);
     const auto it = devices.find(key);
-    if (it == devices.end())
-        return std::nullopt;
+    if (it == devices.end()) return std::nullopt;
     std::optional<Ceilings> c = entry_from_json(*it);
-    if (!c || c->device_key != key)
-        return std::nullopt;
+    if (!c || c->device_key != key) return std::nullopt;
     c->from_cache = true;
     return c;
 }
@@ -330,10 +319,8 @@ double roofline_floor_ms(double flops, double bytes, double tflops, double gbs)
         throw InputError("roofline_floor_ms: flops and bytes must be non-negative, got " +
                          std::to_string(flops) + " and " + std::to_string(bytes));
     double seconds = 0;
-    if (tflops > 0)
-        seconds = std::max(seconds, flops / (tflops * 1e12));
-    if (gbs > 0)
-        seconds = std::max(seconds, bytes / (gbs * 1e9));
+    if (tflops > 0) seconds = std::max(seconds, flops / (tflops * 1e12));
+    if (gbs > 0) seconds = std::max(seconds, bytes / (gbs * 1e9));
     return seconds * 1e3;
 }
 
@@ -353,8 +340,7 @@ std::string ceilings_to_json(const Ceilings& c)
 {
     nlohmann::json j = entry_json(c);
     j["from_cache"] = c.from_cache;
-    if (!c.cache_error.empty())
-        j["cache_error"] = c.cache_error;
+    if (!c.cache_error.empty()) j["cache_error"] = c.cache_error;
     return j.dump(2);
 }
 

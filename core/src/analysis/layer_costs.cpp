@@ -1,16 +1,12 @@
 // FLOPs, bytes and tensor-core notes of the layers a profile times: see layer_costs.h.
 #include "analysis/layer_costs.h"
 
-
 namespace mixlab {
 
 namespace {
 
 // Elements a shape holds per sample.
-double per_sample(const Shape& s)
-{
-    return double(s.elements());
-}
+double per_sample(const Shape& s) { return double(s.elements()); }
 
 // Why a GEMM layer did not run on tensor cores, in the order a user would fix it: the
 // device has none for this dtype, the policy keeps fp32 math, a dimension is off, or the

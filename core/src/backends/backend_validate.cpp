@@ -36,11 +36,10 @@ std::string geometry_text(const ConvGeometry& g)
 {
     return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
            std::to_string(g.in_w) + "x" + std::to_string(g.in_c) + ", y " +
-           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "x" +
-           std::to_string(g.out_c) + ", kernel " + std::to_string(g.kernel_h) + "x" +
-           std::to_string(g.kernel_w) + ", stride " + std::to_string(g.stride_h) + "x" +
-           std::to_string(g.stride_w) + ", pad " + std::to_string(g.pad_h) + "x" +
-           std::to_string(g.pad_w);
+           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "x" + std::to_string(g.out_c) +
+           ", kernel " + std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
+           ", stride " + std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
 }
 
 std::string geometry_text(const PoolGeometry& g)
@@ -106,9 +105,9 @@ void cast(const char* backend, const Buffer& x, const Buffer& y)
 }
 
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
-                  const Buffer& order_i32, std::int64_t offset, int batch,
-                  const ImageShape& image, const Normalization& norm, const Augmentation& aug,
-                  const StepCounter& counter, const Buffer& out, const Buffer& out_labels)
+                  const Buffer& order_i32, std::int64_t offset, int batch, const ImageShape& image,
+                  const Normalization& norm, const Augmentation& aug, const StepCounter& counter,
+                  const Buffer& out, const Buffer& out_labels)
 {
     const char* op = "gather_batch";
     require(images_u8.dtype() == DType::U8 && labels_u8.dtype() == DType::U8, backend, op,
@@ -136,8 +135,7 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
 
 void step_counter(const char* backend, const char* op, const StepCounter& counter)
 {
-    if (!counter.buffer)
-        return;
+    if (!counter.buffer) return;
     require(counter.buffer->dtype() == DType::I32 && counter.buffer->count() >= 2, backend, op,
             "the step counter must be two int32 words");
     require(counter.steps_per_epoch >= 1, backend, op,
@@ -175,8 +173,8 @@ void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
             backend, op,
             "output must be (in + 2*pad - kernel)/stride + 1 = " +
                 std::to_string(window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
-                std::to_string(window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) + ", got " +
-                geometry_text(g));
+                std::to_string(window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) +
+                ", got " + geometry_text(g));
 }
 
 void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
@@ -187,8 +185,8 @@ void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
             "window and stride must be positive, got " + geometry_text(g));
     // pad < window keeps at least one real pixel in every window, so a max always has a
     // candidate and an average never divides by zero.
-    require(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h < g.window_h && g.pad_w < g.window_w,
-            backend, op, "padding must be in [0, window), got " + geometry_text(g));
+    require(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h < g.window_h && g.pad_w < g.window_w, backend,
+            op, "padding must be in [0, window), got " + geometry_text(g));
     require(g.in_h + 2 * g.pad_h >= g.window_h && g.in_w + 2 * g.pad_w >= g.window_w, backend, op,
             "the window is larger than the padded input: " + geometry_text(g));
     require(g.out_h == window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
@@ -196,8 +194,8 @@ void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
             backend, op,
             "output must be (in + 2*pad - window)/stride + 1 = " +
                 std::to_string(window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
-                std::to_string(window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w)) + ", got " +
-                geometry_text(g));
+                std::to_string(window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w)) +
+                ", got " + geometry_text(g));
 }
 
 void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Buffer& in,
@@ -232,8 +230,8 @@ void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, i
                 " and " + std::string(dtype_name(y.dtype())));
     for (std::size_t i = 0; i < per_channel.size(); ++i) {
         const Buffer* b = per_channel[i];
-        require(b != nullptr && b->dtype() == DType::F32 &&
-                    b->count() >= std::size_t(channels) && b->data() != nullptr,
+        require(b != nullptr && b->dtype() == DType::F32 && b->count() >= std::size_t(channels) &&
+                    b->data() != nullptr,
                 backend, op,
                 "per-channel buffer " + std::to_string(i) + " must be float32 with " +
                     std::to_string(channels) + " elements");
@@ -256,8 +254,8 @@ void gemm(const char* backend, const GemmCall& g)
     const char* op = "gemm";
     require(g.a && g.b && g.c, backend, op, "a, b and c must be set");
     require(g.m >= 0 && g.n >= 0 && g.k >= 0, backend, op,
-            "dimensions must not be negative, got m=" + std::to_string(g.m) + " n=" +
-                std::to_string(g.n) + " k=" + std::to_string(g.k));
+            "dimensions must not be negative, got m=" + std::to_string(g.m) +
+                " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
     const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
     floating(backend, op, *g.a, m * k, "a");
     floating(backend, op, *g.b, k * n, "b");
@@ -285,8 +283,7 @@ std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* 
     const std::size_t rows = whole_rows(backend, op, n, cols);
     floating(backend, op, x, n, "x");
     floating(backend, op, y, n, "y");
-    if (bias)
-        floating(backend, op, *bias, std::size_t(cols), "bias");
+    if (bias) floating(backend, op, *bias, std::size_t(cols), "bias");
     return rows;
 }
 
@@ -298,10 +295,8 @@ std::size_t activation_backward(const char* backend, Activation act, const Buffe
     const std::size_t rows = whole_rows(backend, op, n, cols);
     floating(backend, op, dy, n, "dy");
     floating(backend, op, dx, n, "dx");
-    if (activation_backward_reads_x(act))
-        floating(backend, op, x, n, "x");
-    if (activation_backward_reads_y(act))
-        floating(backend, op, y, n, "y");
+    if (activation_backward_reads_x(act)) floating(backend, op, x, n, "x");
+    if (activation_backward_reads_y(act)) floating(backend, op, y, n, "y");
     return rows;
 }
 
@@ -332,8 +327,7 @@ void cross_entropy(const char* backend, const Buffer& logits, const Buffer& labe
     require(labels_i32.dtype() == DType::I32 && labels_i32.count() >= std::size_t(batch), backend,
             op, "labels must be int32 with one per row");
     record_buffer(backend, op, record, record_offset);
-    if (scaler)
-        scaler_buffer(backend, op, *scaler);
+    if (scaler) scaler_buffer(backend, op, *scaler);
     if (dlogits) {
         floating(backend, op, *dlogits, n, "dlogits");
         require(dlogits->dtype() == logits.dtype(), backend, op,
@@ -353,12 +347,9 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
         const std::size_t n = s.master->count();
         floating(backend, op, *s.master, n, "master");
         floating(backend, op, *s.grad, n, "grad");
-        if (s.low)
-            floating(backend, op, *s.low, n, "low");
-        if (s.state1)
-            floating(backend, op, *s.state1, n, "state1");
-        if (s.state2)
-            floating(backend, op, *s.state2, n, "state2");
+        if (s.low) floating(backend, op, *s.low, n, "low");
+        if (s.state1) floating(backend, op, *s.state1, n, "state1");
+        if (s.state2) floating(backend, op, *s.state2, n, "state2");
         // The optimizer stores its state in the master's dtype and reads it back as such.
         for (const Buffer* st : {s.state1, s.state2})
             require(!st || st->dtype() == s.master->dtype(), backend, op,
@@ -378,8 +369,7 @@ void optimizer_step(const char* backend, const OptimizerConfig& opt, const Scale
             "the loss-scale mode must be resolved");
     scaler_buffer(backend, op, scaler);
     record_buffer(backend, op, record, record_offset);
-    if (states.slots == 0)
-        return;
+    if (states.slots == 0) return;
     if (opt.type != OptimizerType::SGD)
         require(states.all_state1 && states.all_state2, backend, op,
                 "Adam needs state1 (m) and state2 (v) per slot");

@@ -16,8 +16,7 @@ namespace mixlab::validate {
 
 inline void require(bool ok, const char* backend, const char* op, const std::string& what)
 {
-    if (!ok)
-        fail(backend, op, what);
+    if (!ok) fail(backend, op, what);
 }
 
 // b is a floating buffer holding at least `need` elements (allocated when need > 0).
@@ -35,9 +34,9 @@ void element_range(const char* backend, const char* op, const Buffer& b, std::si
 void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes);
 void cast(const char* backend, const Buffer& x, const Buffer& y);
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
-                  const Buffer& order_i32, std::int64_t offset, int batch,
-                  const ImageShape& image, const Normalization& norm, const Augmentation& aug,
-                  const StepCounter& counter, const Buffer& out, const Buffer& out_labels);
+                  const Buffer& order_i32, std::int64_t offset, int batch, const ImageShape& image,
+                  const Normalization& norm, const Augmentation& aug, const StepCounter& counter,
+                  const Buffer& out, const Buffer& out_labels);
 // A set counter is an int32 buffer of at least two words, with steps_per_epoch >= 1.
 void step_counter(const char* backend, const char* op, const StepCounter& counter);
 // a, b, y floating with equal counts, act None or Relu.
@@ -66,8 +65,7 @@ std::size_t activation_backward(const char* backend, Activation act, const Buffe
                                 const Buffer& y, const Buffer& dy, int cols, const Buffer& dx);
 void bias_grad(const char* backend, const Buffer& dy, int rows, int cols, const Buffer& out);
 // op: "dropout_forward" or "dropout_backward".
-void dropout(const char* backend, const char* op, const Buffer& in, float rate,
-             const Buffer& out);
+void dropout(const char* backend, const char* op, const Buffer& in, float rate, const Buffer& out);
 void cross_entropy(const char* backend, const Buffer& logits, const Buffer& labels_i32, int batch,
                    int classes, const Buffer* scaler, const Buffer* dlogits, const Buffer& record,
                    std::size_t record_offset);

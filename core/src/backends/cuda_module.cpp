@@ -29,8 +29,7 @@ std::filesystem::path core_library_dir()
     if (dladdr(reinterpret_cast<const void*>(&core_library_dir), &info) == 0 || !info.dli_fname)
         return {};
     std::filesystem::path p(info.dli_fname);
-    if (p.filename().string().rfind("libmixlab_core", 0) != 0)
-        return {};
+    if (p.filename().string().rfind("libmixlab_core", 0) != 0) return {};
     std::error_code ec;
     const auto abs = std::filesystem::absolute(p, ec);
     return (ec ? p : abs).parent_path();
@@ -53,8 +52,7 @@ std::vector<std::filesystem::path> candidates()
         return {std::filesystem::path(env)};
     std::vector<std::filesystem::path> out;
     for (const auto& dir : {core_library_dir(), install_dir()})
-        if (!dir.empty())
-            out.push_back(dir / k_file_name);
+        if (!dir.empty()) out.push_back(dir / k_file_name);
     return out;
 }
 
@@ -77,14 +75,14 @@ LoadResult load_now()
         }
     if (found.empty()) {
         std::string where;
-        for (const auto& p : paths)
-            where += (where.empty() ? "" : ", ") + p.string();
-        r.error = std::getenv("MIXLAB_CUDA_MODULE") && *std::getenv("MIXLAB_CUDA_MODULE")
-            ? "CUDA backend not loaded: MIXLAB_CUDA_MODULE names '" + where +
-                  "', which does not exist; unset it or give the path of libmixlab_cuda.so"
-            : "CUDA backend not loaded: its module libmixlab_cuda.so is missing (looked for " +
-                  (where.empty() ? std::string("it beside libmixlab_core.so") : where) +
-                  "); reinstall MixLab or set MIXLAB_CUDA_MODULE to the file";
+        for (const auto& p : paths) where += (where.empty() ? "" : ", ") + p.string();
+        r.error =
+            std::getenv("MIXLAB_CUDA_MODULE") && *std::getenv("MIXLAB_CUDA_MODULE")
+                ? "CUDA backend not loaded: MIXLAB_CUDA_MODULE names '" + where +
+                      "', which does not exist; unset it or give the path of libmixlab_cuda.so"
+                : "CUDA backend not loaded: its module libmixlab_cuda.so is missing (looked for " +
+                      (where.empty() ? std::string("it beside libmixlab_core.so") : where) +
+                      "); reinstall MixLab or set MIXLAB_CUDA_MODULE to the file";
         return r;
     }
     r.module.path = found.string();
@@ -127,14 +125,8 @@ const LoadResult& result()
 
 } // namespace
 
-const Module* load()
-{
-    return result().loaded ? &result().module : nullptr;
-}
+const Module* load() { return result().loaded ? &result().module : nullptr; }
 
-const std::string& load_error()
-{
-    return result().error;
-}
+const std::string& load_error() { return result().error; }
 
 } // namespace mixlab::cuda_module

@@ -43,8 +43,8 @@ void OomFaults::before_alloc(std::size_t bytes, const std::string& what) const
     if (m_limit < 0 || m_live + std::int64_t(bytes) <= m_limit) return;
     // Worded as the CUDA backend words a failed cudaMalloc (cuda_check.cpp), so tests
     // see what a user with a full GPU sees; the hook names itself so nobody mistakes it.
-    throw OutOfMemoryError("out of device memory: " + what + " asked for " +
-                           std::to_string(bytes) + " bytes (" + mib(double(bytes)) + ") with " +
+    throw OutOfMemoryError("out of device memory: " + what + " asked for " + std::to_string(bytes) +
+                           " bytes (" + mib(double(bytes)) + ") with " +
                            mib(double(m_limit - m_live)) + " of " + mib(double(m_limit)) +
                            " free (limit set by MIXLAB_FAULT_OOM_AFTER_BYTES=" +
                            std::to_string(m_limit) + "); use a smaller batch size or model");

@@ -33,8 +33,8 @@ public:
     std::int64_t live_bytes() const { return m_live; }
 
 private:
-    std::int64_t m_limit = -1;     // bytes; -1: no limit
-    std::int64_t m_fail_step = 0;  // 1-based; 0: never
+    std::int64_t m_limit = -1;    // bytes; -1: no limit
+    std::int64_t m_fail_step = 0; // 1-based; 0: never
     std::int64_t m_steps = 0;
     std::int64_t m_live = 0;
     std::unordered_map<const void*, std::size_t> m_sizes;

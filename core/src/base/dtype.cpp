@@ -8,7 +8,8 @@
 
 namespace mixlab {
 
-std::string_view dtype_name(DType t) {
+std::string_view dtype_name(DType t)
+{
     switch (t) {
     case DType::F32: return "float32";
     case DType::F16: return "float16";
@@ -19,7 +20,8 @@ std::string_view dtype_name(DType t) {
     return "unknown";
 }
 
-std::size_t dtype_size(DType t) {
+std::size_t dtype_size(DType t)
+{
     switch (t) {
     case DType::F32: return 4;
     case DType::F16: return 2;
@@ -30,14 +32,13 @@ std::size_t dtype_size(DType t) {
     return 0;
 }
 
-bool is_floating(DType t) {
-    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
-}
+bool is_floating(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 namespace {
 
 // Shifts `value` right by `shift` bits, rounding to nearest with ties to even.
-std::uint32_t shift_right_rne(std::uint32_t value, unsigned shift) {
+std::uint32_t shift_right_rne(std::uint32_t value, unsigned shift)
+{
     if (shift == 0) return value;
     if (shift > 31) return 0; // value < 2^32 is below half of 2^shift
     const std::uint32_t kept = value >> shift;
@@ -49,7 +50,8 @@ std::uint32_t shift_right_rne(std::uint32_t value, unsigned shift) {
 
 } // namespace
 
-std::uint16_t float_to_half_bits(float f) {
+std::uint16_t float_to_half_bits(float f)
+{
     const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
     const std::uint16_t sign = std::uint16_t((x >> 16) & 0x8000u);
     const std::uint32_t ax = x & 0x7fffffffu;
@@ -79,7 +81,8 @@ std::uint16_t float_to_half_bits(float f) {
     return std::uint16_t(sign | shift_right_rne(mant, 126u - exp));
 }
 
-float half_bits_to_float(std::uint16_t h) {
+float half_bits_to_float(std::uint16_t h)
+{
     const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
     const std::uint32_t exp = (h >> 10) & 0x1fu;
     const std::uint32_t mant = h & 0x3ffu;
@@ -92,7 +95,8 @@ float half_bits_to_float(std::uint16_t h) {
     return std::bit_cast<float>(sign | ((exp + 127u - 15u) << 23) | (mant << 13));
 }
 
-std::uint16_t float_to_bf16_bits(float f) {
+std::uint16_t float_to_bf16_bits(float f)
+{
     const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
     // A NaN whose payload sits only in the low 16 bits would truncate into infinity.
     if ((x & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((x >> 16) | 0x0040u);
@@ -102,11 +106,10 @@ std::uint16_t float_to_bf16_bits(float f) {
     return std::uint16_t(rounded >> 16);
 }
 
-float bf16_bits_to_float(std::uint16_t b) {
-    return std::bit_cast<float>(std::uint32_t(b) << 16);
-}
+float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
-float round_to_tf32(float f) {
+float round_to_tf32(float f)
+{
     const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
     if ((x & 0x7f800000u) == 0x7f800000u) return f; // inf and NaN pass through
     // Keep 10 of 23 mantissa bits: drop 13 with round to nearest even.
@@ -120,7 +123,8 @@ namespace {
 // for every input but NaN payloads: normal halves keep 10 mantissa bits (the same
 // carry trick as tf32); below 2^-14 the quantum is 2^-24, which adding and removing
 // 0.5 (whose float ulp is 2^-24) rounds to, to nearest even, in the FPU.
-inline float round_half_value(float f) {
+inline float round_half_value(float f)
+{
     const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
     const std::uint32_t ax = x & 0x7fffffffu;
     if (ax >= 0x38800000u) {
@@ -132,13 +136,12 @@ inline float round_half_value(float f) {
     return std::copysign(shifted - 0.5f, f);
 }
 
-inline float round_bf16_value(float f) {
-    return bf16_bits_to_float(float_to_bf16_bits(f));
-}
+inline float round_bf16_value(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
 
 } // namespace
 
-void round_span(DType t, float* values, std::size_t n) {
+void round_span(DType t, float* values, std::size_t n)
+{
     switch (t) {
     case DType::F32: return;
     case DType::F16:
@@ -153,7 +156,8 @@ void round_span(DType t, float* values, std::size_t n) {
     }
 }
 
-float round_to(DType t, float f) {
+float round_to(DType t, float f)
+{
     switch (t) {
     case DType::F32: return f;
     case DType::F16: return round_half_value(f);

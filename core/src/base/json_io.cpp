@@ -42,8 +42,7 @@ std::optional<int> format_version(std::string_view format, std::string_view fami
 
 JsonReader::JsonReader(const nlohmann::json& value, std::string where, std::string name)
     : m_value(&value), m_where(std::move(where)), m_name(std::move(name))
-{
-}
+{}
 
 void JsonReader::fail(const std::string& message) const
 {

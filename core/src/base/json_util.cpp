@@ -21,16 +21,14 @@ namespace {
 
 [[noreturn]] void fail(const DocumentKind& kind, const std::string& message)
 {
-    if (kind.spec_errors)
-        throw SpecError(message);
+    if (kind.spec_errors) throw SpecError(message);
     throw InputError(message);
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b)
 {
     std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         std::size_t diag = row[0];
         row[0] = i;
@@ -49,8 +47,7 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
 {
     const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
     const unsigned char lead = byte(0);
-    if (lead < 0x80)
-        return 1;
+    if (lead < 0x80) return 1;
     std::size_t n = 0;
     unsigned char lo = 0x80, hi = 0xBF; // the second byte's range
     if (lead >= 0xC2 && lead <= 0xDF) {
@@ -66,11 +63,9 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
     } else {
         return 0;
     }
-    if (i + n > text.size() || byte(1) < lo || byte(1) > hi)
-        return 0;
+    if (i + n > text.size() || byte(1) < lo || byte(1) > hi) return 0;
     for (std::size_t k = 2; k < n; ++k)
-        if ((byte(k) & 0xC0) != 0x80)
-            return 0;
+        if ((byte(k) & 0xC0) != 0x80) return 0;
     return n;
 }
 
@@ -82,8 +77,7 @@ std::string json_error_text(const std::exception& e)
     std::string s = printable_utf8(e.what());
     if (!s.empty() && s.front() == '[') {
         const auto close = s.find("] ");
-        if (close != std::string::npos)
-            s = s.substr(close + 2);
+        if (close != std::string::npos) s = s.substr(close + 2);
     }
     return s;
 }
@@ -95,8 +89,8 @@ void check_format(const json& doc, const DocumentKind& kind, int* version)
     const std::string expected(kind.format);
     const std::string noun(kind.noun);
     if (!doc.contains("format"))
-        fail(kind, "the " + noun + " has no \"format\"; start it with \"format\": \"" + expected +
-                       "\"");
+        fail(kind,
+             "the " + noun + " has no \"format\"; start it with \"format\": \"" + expected + "\"");
     const json& f = doc.at("format");
     if (!f.is_string())
         fail(kind, "\"format\" must be the string \"" + expected + "\", got " + shown(f));
@@ -129,8 +123,7 @@ std::string shown(const json& v)
         // Cut at the start of a character: half of a multibyte one would leave the
         // message (and any JSON log that quotes it) invalid UTF-8.
         std::size_t cut = 45;
-        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
-            --cut;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
         s = s.substr(0, cut) + "...";
     }
     return s;
@@ -182,8 +175,7 @@ std::string join(const std::vector<std::string_view>& words)
 {
     std::string out;
     for (auto w : words) {
-        if (!out.empty())
-            out += ", ";
+        if (!out.empty()) out += ", ";
         out += w;
     }
     return out;
@@ -193,8 +185,7 @@ std::optional<std::string> unknown_field(const json& object,
                                          const std::vector<std::string_view>& known)
 {
     for (const auto& item : object.items())
-        if (std::find(known.begin(), known.end(), item.key()) == known.end())
-            return item.key();
+        if (std::find(known.begin(), known.end(), item.key()) == known.end()) return item.key();
     return std::nullopt;
 }
 
@@ -204,20 +195,15 @@ std::string read_document_file(const std::string& path, const DocumentKind& kind
     const std::string what = std::string(kind.file_noun) + " \"" + path + "\"";
     std::error_code ec;
     const auto status = fs::status(path, ec);
-    if (!fs::exists(status))
-        throw InputError(what + " does not exist");
-    if (fs::is_directory(status))
-        throw InputError(what + " is a directory, not a JSON file");
+    if (!fs::exists(status)) throw InputError(what + " does not exist");
+    if (fs::is_directory(status)) throw InputError(what + " is a directory, not a JSON file");
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw InputError("cannot open " + what + ": " + std::strerror(errno));
+    if (!in) throw InputError("cannot open " + what + ": " + std::strerror(errno));
     std::ostringstream text;
     text << in.rdbuf();
-    if (in.bad())
-        throw InputError("cannot read " + what);
+    if (in.bad()) throw InputError("cannot read " + what);
     std::string s = text.str();
-    if (s.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw InputError(what + " is empty");
+    if (s.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(what + " is empty");
     return s;
 }
 

@@ -20,14 +20,15 @@ namespace {
 
 struct CollectingSink : MetricsSink {
     std::vector<float> losses;
-    int recorded = 0;     // "recorded as one CUDA graph" events
-    std::string refused;  // a warning that recording failed
+    int recorded = 0;    // "recorded as one CUDA graph" events
+    std::string refused; // a warning that recording failed
     void on_step(int, const StepMetrics& m) override { losses.push_back(m.loss); }
     void on_epoch(int, const EpochMetrics&) override {}
     void on_event(int, const RunEvent& e) override
     {
         if (e.message.find("recorded as one CUDA graph") != std::string::npos) ++recorded;
-        if (e.message.find("not recorded as a CUDA graph") != std::string::npos) refused = e.message;
+        if (e.message.find("not recorded as a CUDA graph") != std::string::npos)
+            refused = e.message;
     }
 };
 
@@ -93,16 +94,16 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b)
 std::vector<CheckResult> run_step_graph_checks(Backend& backend, std::uint64_t seed,
                                                const std::string& filter)
 {
-    const Case cases[] = {{"mlp_dropout/fp32", k_mlp, Policy::FP32, 32, false},
-                          {"mlp_dropout/mixed_fp16", k_mlp, Policy::MixedFP16, 32, false},
-                          {"cnn_bn_residual_augment/mixed_bf16", k_cnn, Policy::MixedBF16, 32, true}};
+    const Case cases[] = {
+        {"mlp_dropout/fp32", k_mlp, Policy::FP32, 32, false},
+        {"mlp_dropout/mixed_fp16", k_mlp, Policy::MixedFP16, 32, false},
+        {"cnn_bn_residual_augment/mixed_bf16", k_cnn, Policy::MixedBF16, 32, true}};
     std::vector<CheckResult> out;
     const Dataset data = make_synthetic(6 * 32 + 5, 40, seed); // 6 steps, a partial batch
     for (const Case& c : cases) {
         CheckResult r;
         r.name = std::string("step_graph/") + c.name;
-        if (!filter.empty() && r.name.find(filter) == std::string::npos)
-            continue;
+        if (!filter.empty() && r.name.find(filter) == std::string::npos) continue;
         try {
             if (c.policy == Policy::MixedBF16 && !backend.info().bf16) {
                 r.passed = true;
@@ -111,9 +112,9 @@ std::vector<CheckResult> run_step_graph_checks(Backend& backend, std::uint64_t s
                 continue;
             }
             DeviceDataset on_device(data, backend);
-            const Graph graph = build_graph(parse_model_spec(c.model),
-                                            Shape{{data.height, data.width, data.channels}},
-                                            data.classes);
+            const Graph graph =
+                build_graph(parse_model_spec(c.model),
+                            Shape{{data.height, data.width, data.channels}}, data.classes);
             const Outcome ops = train_once(backend, on_device, graph, c, seed, false);
             const Outcome replayed = train_once(backend, on_device, graph, c, seed, true);
             std::ostringstream d;
@@ -124,8 +125,7 @@ std::vector<CheckResult> run_step_graph_checks(Backend& backend, std::uint64_t s
                 d << "final parameters differ between replay and op by op; ";
             if (can_record && replayed.recorded == 0)
                 d << "the step was never recorded (" << replayed.refused << "); ";
-            if (ops.recorded != 0)
-                d << "a run with cuda_graph off recorded its step; ";
+            if (ops.recorded != 0) d << "a run with cuda_graph off recorded its step; ";
             r.passed = d.str().empty();
             r.detail = r.passed ? std::to_string(ops.losses.size()) + " steps, " +
                                       std::to_string(ops.params.size()) +

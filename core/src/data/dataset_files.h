@@ -16,19 +16,22 @@ namespace mixlab::data {
 namespace fs = std::filesystem;
 
 // True when `path` exists as anything (file, folder, dangling link); never throws.
-inline bool exists_quietly(const fs::path& path) {
+inline bool exists_quietly(const fs::path& path)
+{
     std::error_code ec;
     return fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
 }
 
-inline bool is_folder_quietly(const fs::path& path) {
+inline bool is_folder_quietly(const fs::path& path)
+{
     std::error_code ec;
     return fs::is_directory(path, ec);
 }
 
 // The absolute, normalised form of a folder path, without a trailing separator: what
 // Dataset::source records, so a run log says where its data came from.
-inline std::string absolute_folder(const fs::path& folder) {
+inline std::string absolute_folder(const fs::path& folder)
+{
     std::error_code ec;
     fs::path p = fs::absolute(folder, ec);
     if (ec) p = folder;
@@ -39,20 +42,22 @@ inline std::string absolute_folder(const fs::path& folder) {
 
 // Throws DataError unless `folder` exists and is a folder. `expected` says what the
 // folder was meant to hold, so the message tells the user what to put there.
-inline void require_folder(const fs::path& folder, const std::string& expected) {
+inline void require_folder(const fs::path& folder, const std::string& expected)
+{
     std::error_code ec;
     const fs::file_status st = fs::status(folder, ec);
     if (st.type() == fs::file_type::not_found || (ec && !exists_quietly(folder)))
-        throw DataError("dataset folder " + folder.string() + " does not exist; expected a folder holding " +
-                        expected);
+        throw DataError("dataset folder " + folder.string() +
+                        " does not exist; expected a folder holding " + expected);
     if (!fs::is_directory(st))
-        throw DataError("dataset path " + folder.string() + " is not a folder; give the folder holding " +
-                        expected);
+        throw DataError("dataset path " + folder.string() +
+                        " is not a folder; give the folder holding " + expected);
 }
 
 // Throws DataError when `file` is missing or is not a regular file (a folder where a
 // file belongs, a socket ...).
-inline void require_regular_file(const fs::path& file) {
+inline void require_regular_file(const fs::path& file)
+{
     std::error_code ec;
     const fs::file_status st = fs::status(file, ec);
     if (st.type() == fs::file_type::not_found)
@@ -64,25 +69,31 @@ inline void require_regular_file(const fs::path& file) {
 }
 
 // The whole of a plain (uncompressed) file; DataError naming it when it cannot be read.
-inline std::vector<std::uint8_t> read_plain_file(const fs::path& file) {
+inline std::vector<std::uint8_t> read_plain_file(const fs::path& file)
+{
     require_regular_file(file);
     std::error_code ec;
     const std::uintmax_t size = fs::file_size(file, ec);
-    if (ec) throw DataError("cannot read the size of dataset file " + file.string() + ": " + ec.message());
+    if (ec)
+        throw DataError("cannot read the size of dataset file " + file.string() + ": " +
+                        ec.message());
     std::FILE* f = std::fopen(file.c_str(), "rb");
-    if (!f) throw DataError("cannot open dataset file " + file.string() + ": " + std::generic_category().message(errno));
+    if (!f)
+        throw DataError("cannot open dataset file " + file.string() + ": " +
+                        std::generic_category().message(errno));
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
     const std::size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
     const bool failed = std::ferror(f) != 0;
     std::fclose(f);
     if (failed || got != bytes.size())
-        throw DataError("cannot read dataset file " + file.string() + ": read " + std::to_string(got) + " of " +
-                        std::to_string(bytes.size()) + " bytes");
+        throw DataError("cannot read dataset file " + file.string() + ": read " +
+                        std::to_string(got) + " of " + std::to_string(bytes.size()) + " bytes");
     return bytes;
 }
 
 // "0x00000803": how magic numbers appear in messages.
-inline std::string hex32(std::uint32_t value) {
+inline std::string hex32(std::uint32_t value)
+{
     char text[16];
     std::snprintf(text, sizeof text, "0x%08X", value);
     return text;

@@ -12,14 +12,16 @@
 
 namespace mixlab {
 
-std::int64_t Shape::elements() const {
+std::int64_t Shape::elements() const
+{
     if (dims.empty()) return 0;
     std::int64_t n = 1;
     for (int d : dims) n *= d;
     return n;
 }
 
-std::string Shape::to_string() const {
+std::string Shape::to_string() const
+{
     if (dims.empty()) return "()";
     std::string s;
     for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -39,7 +41,8 @@ public:
     int classes() const override { return m_classes; }
 
     std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs, const Shape& in,
-                                       const std::string& prefix, Shape& out) override {
+                                       const std::string& prefix, Shape& out) override
+    {
         std::vector<GraphLayer> layers;
         Shape cur = in;
         for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -52,7 +55,8 @@ public:
 
 private:
     // Ids number the tree pre-order: a block's id comes before its branches'.
-    GraphLayer infer_layer(const LayerSpec& l, const Shape& in, int index, std::string path) {
+    GraphLayer infer_layer(const LayerSpec& l, const Shape& in, int index, std::string path)
+    {
         GraphLayer gl;
         gl.index = index;
         gl.id = m_next_id++;
@@ -71,7 +75,8 @@ private:
     int m_next_id = 0;
 };
 
-void warn_softmax_inside(const std::vector<GraphLayer>& layers, std::vector<std::string>& out) {
+void warn_softmax_inside(const std::vector<GraphLayer>& layers, std::vector<std::string>& out)
+{
     // A softmax that is not the output feeds probabilities to a loss that applies its own
     // softmax to whatever comes last: almost always a mistake in a classifier.
     for (const GraphLayer& gl : layers) {
@@ -87,7 +92,8 @@ void warn_softmax_inside(const std::vector<GraphLayer>& layers, std::vector<std:
 
 } // namespace
 
-Graph build_graph(const ModelSpec& spec, const Shape& input, int classes) {
+Graph build_graph(const ModelSpec& spec, const Shape& input, int classes)
+{
     if (input.dims.empty())
         throw InputError("the input shape is empty; a dataset gives (H, W, C) or (D)");
     for (int d : input.dims)

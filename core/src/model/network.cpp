@@ -32,8 +32,7 @@ public:
 };
 
 // The dtype of the first layer, in execution order, that chooses one.
-bool first_own_dtype(const std::vector<GraphLayer>& layers, const PolicyTraits& traits,
-                     DType& out)
+bool first_own_dtype(const std::vector<GraphLayer>& layers, const PolicyTraits& traits, DType& out)
 {
     for (const auto& l : layers) {
         if (layer_unit(l.spec.type).picks_dtype()) { // a residual block decides for its branches
@@ -69,7 +68,8 @@ class Network::Builder final : public NodeBuilder {
 public:
     Builder(Network& net, Policy policy, const OptimizerConfig& opt, int max_batch)
         : m_net(net), m_policy(policy), m_traits(policy_traits(policy)), m_opt(opt),
-          m_max_batch(max_batch) {}
+          m_max_batch(max_batch)
+    {}
 
     const PolicyTraits& traits() const { return m_traits; }
 

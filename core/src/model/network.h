@@ -24,9 +24,9 @@ public:
     Network(const Network&) = delete;
     Network& operator=(const Network&) = delete;
 
-    Buffer& input() { return *m_input; }     // (max_batch, input elements), input dtype
-    Buffer& labels() { return m_labels; }    // (max_batch) int32
-    const Buffer& logits() const;            // (max_batch, classes)
+    Buffer& input() { return *m_input; }  // (max_batch, input elements), input dtype
+    Buffer& labels() { return m_labels; } // (max_batch) int32
+    const Buffer& logits() const;         // (max_batch, classes)
     Buffer& dlogits();
 
     // `step` seeds dropout masks (the same in forward and backward). `training` picks
@@ -72,7 +72,7 @@ private:
     StepCounter m_step_counter;
     LayerMarks* m_marks = nullptr;
     int m_max_batch;
-    Graph m_graph;                                // the nodes point into it
+    Graph m_graph; // the nodes point into it
     NodeList m_nodes;
     std::vector<std::unique_ptr<Buffer>> m_owned; // every buffer this network allocated
     Buffer* m_input = nullptr;

@@ -36,10 +36,10 @@ public:
     bool passthrough = false;          // flatten: shares its input's buffers
     bool absorbed = false;             // relu run by the batch norm before it: shares its buffers
     int in_features = 0, out_features = 0; // per sample
-    int channels = 0;                  // last dimension of the output (NHWC channels)
+    int channels = 0;                      // last dimension of the output (NHWC channels)
 
     Buffer* in = nullptr;
-    Buffer* in_grad = nullptr;         // null when nothing before needs a gradient
+    Buffer* in_grad = nullptr; // null when nothing before needs a gradient
     Buffer* out = nullptr;
     Buffer* out_grad = nullptr;
 

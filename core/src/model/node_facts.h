@@ -13,8 +13,8 @@ namespace mixlab {
 
 // What a layer that multiplies (dense, conv2d) runs as: the facts a run records.
 struct LayerKernelInfo {
-    std::string path;          // "layer 4 > body 0"
-    std::string type;          // "dense", "conv2d"
+    std::string path; // "layer 4 > body 0"
+    std::string type; // "dense", "conv2d"
     DType dtype = DType::F32;
     MathMode math = MathMode::Pedantic;
     bool tensor_cores = false; // what the backend chose (conv) or the math allows (dense)
@@ -29,9 +29,9 @@ struct NodeFacts {
     DType dtype = DType::F32;          // what it computes (a cast: what it converts into)
     DType from_dtype = DType::F32;     // a cast: what it converts from
     MathMode math = MathMode::Pedantic;
-    bool input_gradient = false;       // its backward pass computes a gradient for its input
-    bool shares_buffers = false;       // flatten, or a relu run by the batch norm before it
-    std::int64_t per_sample = 0;       // a cast: values it converts per sample
+    bool input_gradient = false; // its backward pass computes a gradient for its input
+    bool shares_buffers = false; // flatten, or a relu run by the batch norm before it
+    std::int64_t per_sample = 0; // a cast: values it converts per sample
 };
 
 } // namespace mixlab

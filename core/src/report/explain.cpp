@@ -88,9 +88,9 @@ void rule_speed(const std::vector<RunFacts>& group, Out& out)
         const double base_ms = group[std::size_t(b)].summary.median_step_ms;
         if (!(run_ms > 0) || !(base_ms > 0)) continue;
         const double r = base_ms / run_ms;
-        const std::string head = fmt("%s ran %.3f ms per step against %s's %.3f ms: ",
-                                     name(group[i].policy).c_str(), run_ms,
-                                     name(group[std::size_t(b)].policy).c_str(), base_ms);
+        const std::string head =
+            fmt("%s ran %.3f ms per step against %s's %.3f ms: ", name(group[i].policy).c_str(),
+                run_ms, name(group[std::size_t(b)].policy).c_str(), base_ms);
         // Within 5% is run-to-run noise on a short run.
         std::string verdict = r >= 1.05   ? fmt("%.2fx faster", r)
                               : r <= 0.95 ? fmt("%.2fx slower", 1.0 / r)
@@ -129,10 +129,9 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
         const bool dense = gl.spec.type == LayerType::Dense;
         const std::int64_t n_out = dense ? gl.spec.units : gl.spec.filters;
         const std::int64_t n_in = gl.in.dims.empty() ? 0 : gl.in.dims.back();
-        const double share =
-            g.total_flops > 0 ? double(gl.flops) / double(g.total_flops) : 0.0;
-        const std::string what =
-            dense ? fmt("dense, %lld units", (long long)n_out) : fmt("conv2d, %lld filters", (long long)n_out);
+        const double share = g.total_flops > 0 ? double(gl.flops) / double(g.total_flops) : 0.0;
+        const std::string what = dense ? fmt("dense, %lld units", (long long)n_out)
+                                       : fmt("conv2d, %lld filters", (long long)n_out);
         std::string sentence = fmt("%s (%s) under %s: %s; it is %.1f%% of the model's forward "
                                    "FLOPs",
                                    gl.path.c_str(), what.c_str(), pol.c_str(),
@@ -156,16 +155,16 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
                                "(set to -inf before the loss)",
                                (long long)padded, (long long)(padded - n_out));
         } else if (out_off) {
-            e.suggestion = reader == Reader::App
-                               ? fmt("set %s of %s to %lld in the property editor",
-                                     dense ? "Units" : "Filters", gl.path.c_str(), (long long)padded)
-                               : fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
+            e.suggestion =
+                reader == Reader::App
+                    ? fmt("set %s of %s to %lld in the property editor",
+                          dense ? "Units" : "Filters", gl.path.c_str(), (long long)padded)
+                    : fmt("set %s to %lld", dense ? "units" : "filters", (long long)padded);
             e.fix = Fix::set_units(gl.path, int(padded));
         } else {
             e.suggestion = fmt("its %lld inputs come from the layer before it (or the data); "
                                "padding them to %lld fixes this layer",
-                               (long long)n_in,
-                               (long long)round_up(n_in, k_tensor_core_multiple));
+                               (long long)n_in, (long long)round_up(n_in, k_tensor_core_multiple));
         }
         e.sentence = sentence;
         out.push_back(std::move(e));
@@ -177,21 +176,22 @@ void rule_device(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     if (group.empty()) return;
     if (group.front().device.backend == BackendKind::Cpu) {
-        out.push_back(make("cpu_backend", Severity::Info, -1,
-                           "These runs used the CPU backend: it computes in float32 and only "
-                           "emulates fp16/bf16 rounding, so its step times say nothing about "
-                           "GPU speed.",
-                           reader == Reader::App
-                               ? "on a machine with an NVIDIA GPU, choose Device: cuda (or auto) in "
-                                 "the run panel to measure speed"
-                               : "run on a CUDA device (--device cuda) to measure speed"));
+        out.push_back(
+            make("cpu_backend", Severity::Info, -1,
+                 "These runs used the CPU backend: it computes in float32 and only "
+                 "emulates fp16/bf16 rounding, so its step times say nothing about "
+                 "GPU speed.",
+                 reader == Reader::App
+                     ? "on a machine with an NVIDIA GPU, choose Device: cuda (or auto) in "
+                       "the run panel to measure speed"
+                     : "run on a CUDA device (--device cuda) to measure speed"));
         return;
     }
     for (std::size_t i = 0; i < group.size(); ++i) {
         const DeviceInfo& d = group[i].device;
         const Policy p = group[i].policy;
-        const std::string gpu = fmt("%s (compute capability %d.%d)", d.name.c_str(),
-                                    d.cc_major, d.cc_minor);
+        const std::string gpu =
+            fmt("%s (compute capability %d.%d)", d.name.c_str(), d.cc_major, d.cc_minor);
         std::string lack;
         if ((p == Policy::MixedFP16 || p == Policy::FP16) && !d.tensor_cores)
             lack = "fp16 tensor cores (compute capability 7.0+)";
@@ -241,9 +241,11 @@ void rule_scale(const std::vector<RunFacts>& group, Out& out)
         const auto& h = f.scale_history;
         std::size_t settle = 0;
         while (!h.empty() && h.front().first == 1 && settle + 1 < h.size() &&
-               h[settle + 1].first == h[settle].first + 1 && h[settle + 1].second < h[settle].second)
+               h[settle + 1].first == h[settle].first + 1 &&
+               h[settle + 1].second < h[settle].second)
             ++settle;
-        const std::int64_t skipped = std::max<std::int64_t>(0, s.skipped_steps - std::int64_t(settle));
+        const std::int64_t skipped =
+            std::max<std::int64_t>(0, s.skipped_steps - std::int64_t(settle));
         const double skipped_share = s.steps > 0 ? double(skipped) / double(s.steps) : 0;
         float start = 0, low = 0;
         if (!h.empty()) {
@@ -253,11 +255,11 @@ void rule_scale(const std::vector<RunFacts>& group, Out& out)
         const bool collapsed = low > 0 && double(start) / double(low) >= k_scale_collapse_factor;
         const bool skipping = skipped_share > k_skipped_share;
         if (!collapsed && !skipping) continue;
-        std::string sentence = fmt("%s skipped %lld of %lld steps (%.1f%%)",
-                                   name(f.policy).c_str(), (long long)skipped,
-                                   (long long)s.steps, 100.0 * skipped_share);
+        std::string sentence = fmt("%s skipped %lld of %lld steps (%.1f%%)", name(f.policy).c_str(),
+                                   (long long)skipped, (long long)s.steps, 100.0 * skipped_share);
         if (settle > 0)
-            sentence += fmt(" after the %zu skipped while the scale came down to its level", settle);
+            sentence +=
+                fmt(" after the %zu skipped while the scale came down to its level", settle);
         if (collapsed)
             sentence += fmt(" and its loss scale fell from %g to %g", double(start), double(low));
         sentence += ": its gradients kept overflowing, and every skipped step is a step that "
@@ -304,16 +306,18 @@ void rule_sigmoid(const std::vector<RunFacts>& group, Reader reader, Out& out)
     if (group.empty() || group.front().graph.head != OutputHead::SigmoidKeras) return;
     const Graph& g = group.front().graph;
     const GraphLayer& last = g.layers.back();
-    Explanation e = make("sigmoid_output", Severity::Advice, -1,
-                         fmt("%s ends the model with a sigmoid trained with categorical "
-                             "cross-entropy over %d classes: each sigmoid scores its class on "
-                             "its own and the loss divides them by their sum, which learns "
-                             "slower than softmax for one-of-N labels.",
-                             last.path.c_str(), g.classes),
-                         reader == Reader::App
-                             ? fmt("set Activation of %s to softmax in the property editor (folded "
-                                   "into the loss, in float32)", last.path.c_str())
-                             : std::string("use a softmax output (folded into the loss, in float32)"));
+    Explanation e =
+        make("sigmoid_output", Severity::Advice, -1,
+             fmt("%s ends the model with a sigmoid trained with categorical "
+                 "cross-entropy over %d classes: each sigmoid scores its class on "
+                 "its own and the loss divides them by their sum, which learns "
+                 "slower than softmax for one-of-N labels.",
+                 last.path.c_str(), g.classes),
+             reader == Reader::App
+                 ? fmt("set Activation of %s to softmax in the property editor (folded "
+                       "into the loss, in float32)",
+                       last.path.c_str())
+                 : std::string("use a softmax output (folded into the loss, in float32)"));
     e.fix = Fix::set_activation(last.path, Activation::Softmax);
     out.push_back(std::move(e));
 }
@@ -321,20 +325,18 @@ void rule_sigmoid(const std::vector<RunFacts>& group, Reader reader, Out& out)
 // 8. The output layer left in 16 bits under mixed_fp16.
 void rule_output_fp32(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
-    const auto it = std::find_if(group.begin(), group.end(), [](const RunFacts& f) {
-        return f.policy == Policy::MixedFP16;
-    });
+    const auto it = std::find_if(group.begin(), group.end(),
+                                 [](const RunFacts& f) { return f.policy == Policy::MixedFP16; });
     if (it == group.end()) return;
     const Graph& g = it->graph;
     const GraphLayer* logits = output_dense(g);
     if (!logits || logits->spec.force_fp32) return;
     const double share = g.total_flops > 0 ? double(logits->flops) / double(g.total_flops) : 0;
     // Under 0.1% a percentage with one decimal would read "0.0%": say it in words.
-    const std::string cost = share < 0.001
-                                 ? std::string("costs almost nothing: its FLOPs are under 0.1% "
-                                               "of the model's")
-                                 : fmt("runs %.1f%% of the model's FLOPs at fp32 speed",
-                                       100.0 * share);
+    const std::string cost =
+        share < 0.001 ? std::string("costs almost nothing: its FLOPs are under 0.1% "
+                                    "of the model's")
+                      : fmt("runs %.1f%% of the model's FLOPs at fp32 speed", 100.0 * share);
     Explanation e = make("output_float32", Severity::Advice, -1,
                          fmt("%s (dense, %d units) computes the logits in float16 under "
                              "mixed_fp16: logits and their gradients lose precision and can "
@@ -388,7 +390,8 @@ void rule_launch_bound(const std::vector<RunFacts>& group, Out& out)
 {
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];
-        if (!ran_on_gpu(f) || !f.gpu_busy_fraction || *f.gpu_busy_fraction >= k_min_gpu_busy) continue;
+        if (!ran_on_gpu(f) || !f.gpu_busy_fraction || *f.gpu_busy_fraction >= k_min_gpu_busy)
+            continue;
         out.push_back(make("launch_bound", Severity::Advice, int(i),
                            fmt("%s kept the GPU busy only %.0f%% of each step: the rest is "
                                "kernel launches and host work, which precision does not "
@@ -414,8 +417,7 @@ void rule_input_bound(const std::vector<RunFacts>& group, Out& out)
                                "augmenting and normalising the batch: the input pipeline, "
                                "not the layers, sets the pace, and precision does not "
                                "change it.",
-                               name(f.policy).c_str(), input, f.profile->device_ms,
-                               100.0 * share),
+                               name(f.policy).c_str(), input, f.profile->device_ms, 100.0 * share),
                            "turn off augmentation to measure the layers alone, or give the "
                            "model more work per sample"));
     }
@@ -435,8 +437,8 @@ void rule_fixed_costs(const std::vector<RunFacts>& group, Out& out)
         const StepProfile& q = *base.profile;
         const double layers = phase(p, StepPhase::Forward) + phase(p, StepPhase::Backward) +
                               phase(p, StepPhase::Loss);
-        const double base_layers = phase(q, StepPhase::Forward) +
-                                   phase(q, StepPhase::Backward) + phase(q, StepPhase::Loss);
+        const double base_layers = phase(q, StepPhase::Forward) + phase(q, StepPhase::Backward) +
+                                   phase(q, StepPhase::Loss);
         const double fixed = phase(p, StepPhase::Input) + phase(p, StepPhase::LossScaling) +
                              phase(p, StepPhase::Optimizer);
         if (!(layers > 0) || !(p.device_ms > 0) || !(q.device_ms > 0)) continue;
@@ -444,17 +446,17 @@ void rule_fixed_costs(const std::vector<RunFacts>& group, Out& out)
         const double share = fixed / p.device_ms;
         if (layer_speedup < k_layers_faster || share < k_fixed_share) continue;
         const double bound = q.device_ms / fixed; // the step speedup if layers cost nothing
-        out.push_back(make(
-            "fixed_costs", Severity::Info, int(i),
-            fmt("%s ran the layers %.1fx faster than %s (%.3f -> %.3f ms), but the input, the "
-                "loss-scale check and the optimizer's pass over every parameter take %.3f ms "
-                "(%.0f%% of its step) whatever the precision, so the whole step is only %.2fx "
-                "faster (%.3f -> %.3f ms) and could be at most %.1fx faster.",
-                name(f.policy).c_str(), layer_speedup, name(base.policy).c_str(), base_layers,
-                layers, fixed, 100.0 * share, q.device_ms / p.device_ms, q.device_ms,
-                p.device_ms, bound),
-            "a larger batch gives the layers more of the step (the optimizer's cost is per "
-            "parameter, not per sample)"));
+        out.push_back(
+            make("fixed_costs", Severity::Info, int(i),
+                 fmt("%s ran the layers %.1fx faster than %s (%.3f -> %.3f ms), but the input, the "
+                     "loss-scale check and the optimizer's pass over every parameter take %.3f ms "
+                     "(%.0f%% of its step) whatever the precision, so the whole step is only %.2fx "
+                     "faster (%.3f -> %.3f ms) and could be at most %.1fx faster.",
+                     name(f.policy).c_str(), layer_speedup, name(base.policy).c_str(), base_layers,
+                     layers, fixed, 100.0 * share, q.device_ms / p.device_ms, q.device_ms,
+                     p.device_ms, bound),
+                 "a larger batch gives the layers more of the step (the optimizer's cost is per "
+                 "parameter, not per sample)"));
     }
 }
 

@@ -18,9 +18,13 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const json_util::DocumentKind k_document{"explain output", "explain file", k_explain_format,
-                                         "\"runs\": [...], \"explanations\": [...]", "run log",
-                                         "mixlab-log/", false};
+const json_util::DocumentKind k_document{"explain output",
+                                         "explain file",
+                                         k_explain_format,
+                                         "\"runs\": [...], \"explanations\": [...]",
+                                         "run log",
+                                         "mixlab-log/",
+                                         false};
 
 Policy policy_from_json(const JsonReader& j)
 {
@@ -139,7 +143,8 @@ Fix fix_from_json(const JsonReader& apply)
         int n = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
         if (ec != std::errc() || end != text.data() + text.size() || n < 1)
-            value.fail(std::string(what) + " must be a positive whole number, got \"" + text + "\"");
+            value.fail(std::string(what) + " must be a positive whole number, got \"" + text +
+                       "\"");
         return n;
     };
     for (FixKind k : {FixKind::SetUnits, FixKind::SetDtypeFloat32, FixKind::SetActivation,
@@ -153,9 +158,7 @@ Fix fix_from_json(const JsonReader& apply)
                                  Activation::Tanh, Activation::Gelu, Activation::Softmax})
                 if (activation_name(a) == text) return Fix::set_activation(path, a);
             value.fail("unknown activation \"" + text + "\"");
-        case FixKind::SetPolicy:
-            try {
-                return Fix::set_policy(parse_policy(text));
+        case FixKind::SetPolicy: try { return Fix::set_policy(parse_policy(text));
             } catch (const InputError& e) {
                 value.fail(e.what());
             }

@@ -60,8 +60,8 @@ std::string svg_open(int height, const std::string& title)
 {
     std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
                     std::to_string(k_width) + "\" height=\"" + std::to_string(height) +
-                    "\" viewBox=\"0 0 " + std::to_string(k_width) + " " +
-                    std::to_string(height) + "\">\n";
+                    "\" viewBox=\"0 0 " + std::to_string(k_width) + " " + std::to_string(height) +
+                    "\">\n";
     s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(k_width) + "\" height=\"" +
          std::to_string(height) + "\" fill=\"#ffffff\"/>\n";
     s += "<text x=\"8\" y=\"18\" " + std::string(k_font) +
@@ -73,17 +73,16 @@ std::string svg_open(int height, const std::string& title)
 std::string text(double x, double y, const std::string& content, const char* anchor = "start",
                  int size = 11, const char* color = "#222222")
 {
-    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" " + k_font +
-           " font-size=\"" + std::to_string(size) + "\" text-anchor=\"" + anchor +
-           "\" fill=\"" + color + "\">" + escape_html(content) + "</text>\n";
+    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" " + k_font + " font-size=\"" +
+           std::to_string(size) + "\" text-anchor=\"" + anchor + "\" fill=\"" + color + "\">" +
+           escape_html(content) + "</text>\n";
 }
 
-std::string line(double x1, double y1, double x2, double y2, const char* color,
-                 double width = 1)
+std::string line(double x1, double y1, double x2, double y2, const char* color, double width = 1)
 {
-    return "<line x1=\"" + fixed(x1, 1) + "\" y1=\"" + fixed(y1, 1) + "\" x2=\"" +
-           fixed(x2, 1) + "\" y2=\"" + fixed(y2, 1) + "\" stroke=\"" + color +
-           "\" stroke-width=\"" + fixed(width, 1) + "\"/>\n";
+    return "<line x1=\"" + fixed(x1, 1) + "\" y1=\"" + fixed(y1, 1) + "\" x2=\"" + fixed(x2, 1) +
+           "\" y2=\"" + fixed(y2, 1) + "\" stroke=\"" + color + "\" stroke-width=\"" +
+           fixed(width, 1) + "\"/>\n";
 }
 
 std::string rect(double x, double y, double w, double h, const std::string& fill)
@@ -189,8 +188,8 @@ std::string loss_curves_svg(const std::vector<RunFacts>& runs,
     constexpr int height = 320;
     constexpr double left = 60, right = k_width - 170, top = 48, bottom = height - 46;
     std::vector<std::vector<std::pair<double, double>>> series;
-    Range xr{1, 1}, yr{std::numeric_limits<double>::infinity(),
-                       -std::numeric_limits<double>::infinity()};
+    Range xr{1, 1},
+        yr{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
     for (const RunFacts& f : runs) {
         series.push_back(decimate_min_max(f.train_loss, k_loss_points));
         xr.hi = std::max(xr.hi, double(f.train_loss.size()));
@@ -238,8 +237,8 @@ std::string loss_curves_svg(const std::vector<RunFacts>& runs,
     return s + "</svg>\n";
 }
 
-std::string step_time_svg(const std::vector<RunFacts>& runs,
-                          const std::vector<std::string>& labels, int baseline)
+std::string step_time_svg(const std::vector<RunFacts>& runs, const std::vector<std::string>& labels,
+                          int baseline)
 {
     constexpr double left = 150, right = k_width - 170, top = 34, bar = 20, gap = 10;
     const double bottom = top + double(runs.size()) * (bar + gap);
@@ -258,7 +257,8 @@ std::string step_time_svg(const std::vector<RunFacts>& runs,
         s += text(left - 8, y + bar / 2 + 4, r < labels.size() ? labels[r] : "run", "end");
         s += rect(left, y, ms > 0 ? ms / full * (right - left) : 0, bar, run_color(int(r)));
         std::string value = ms > 0 ? fixed(ms, 3) + " ms" : "n/a";
-        if (speedup(base, ms) > 0 && int(r) != baseline) value += "  (" + fixed(speedup(base, ms), 2) + "x)";
+        if (speedup(base, ms) > 0 && int(r) != baseline)
+            value += "  (" + fixed(speedup(base, ms), 2) + "x)";
         if (int(r) == baseline) value += "  (baseline)";
         const double end = left + (ms > 0 ? ms / full * (right - left) : 0);
         s += text(end + 6, y + bar / 2 + 4, value);
@@ -277,7 +277,8 @@ std::string phase_breakdown_svg(const std::vector<RunFacts>& runs,
     const double bottom = top + double(runs.size()) * (bar + gap);
     const int legend_rows = (n_segments + 3) / 4;
     const int height = int(bottom) + 48 + 18 * legend_rows;
-    std::string s = svg_open(height, "Device time per phase and host overhead (profiling pass mean)");
+    std::string s =
+        svg_open(height, "Device time per phase and host overhead (profiling pass mean)");
     auto segment_ms = [](const StepProfile& p, int i) {
         return i < k_step_phases ? std::max(0.0, p.phase_ms[std::size_t(i)])
                                  : std::max(0.0, p.overhead_ms);

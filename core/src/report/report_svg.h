@@ -28,8 +28,8 @@ std::vector<std::pair<double, double>> decimate_min_max(const std::vector<float>
 std::string loss_curves_svg(const std::vector<RunFacts>& runs,
                             const std::vector<std::string>& labels);
 // Median device step time per run as horizontal bars, with the speedup against baseline.
-std::string step_time_svg(const std::vector<RunFacts>& runs,
-                          const std::vector<std::string>& labels, int baseline);
+std::string step_time_svg(const std::vector<RunFacts>& runs, const std::vector<std::string>& labels,
+                          int baseline);
 // Per run, a horizontal bar stacked from the profiled phases plus the host/launch
 // overhead; "" when a run has no profile.
 std::string phase_breakdown_svg(const std::vector<RunFacts>& runs,

@@ -84,10 +84,7 @@ Json array_of(const std::vector<T>& items, F&& to_json)
     return a;
 }
 
-std::string describe_errno(int err)
-{
-    return std::strerror(err);
-}
+std::string describe_errno(int err) { return std::strerror(err); }
 
 std::string quoted_with_option(const std::string& path, std::string_view option)
 {
@@ -122,10 +119,7 @@ const std::string& RunLog::graph_json(const Run& r) const
     return r.graph_json.empty() ? m_graph_json : r.graph_json;
 }
 
-void RunLog::set_environment(const Environment& env)
-{
-    m_environment = env;
-}
+void RunLog::set_environment(const Environment& env) { m_environment = env; }
 
 std::optional<Environment> RunLog::environment() const { return m_environment; }
 
@@ -135,10 +129,7 @@ int RunLog::add_run(const RunConfig& config)
     return int(m_runs.size()) - 1;
 }
 
-void RunLog::set_summary(int run, const RunSummary& summary)
-{
-    run_at(run).summary = summary;
-}
+void RunLog::set_summary(int run, const RunSummary& summary) { run_at(run).summary = summary; }
 
 RunLog::Run& RunLog::run_at(int run)
 {
@@ -265,8 +256,9 @@ void RunLog::write_csv(const std::string& path) const { write_file_atomically(pa
 void check_output_path(const std::string& path, std::string_view option)
 {
     const std::string what = quoted_with_option(path, option);
-    if (path.empty()) throw InputError((option.empty() ? std::string("output path") : std::string(option)) +
-                                       ": the file name is empty");
+    if (path.empty())
+        throw InputError((option.empty() ? std::string("output path") : std::string(option)) +
+                         ": the file name is empty");
     const fs::path p(path);
     std::error_code ec;
     if (fs::is_directory(p, ec))

@@ -14,9 +14,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const json_util::DocumentKind k_document{"run log", "log file", k_log_format,
-                                         "\"kind\": \"train\", ...", "experiment",
-                                         "mixlab-experiment/", false};
+const json_util::DocumentKind k_document{
+    "run log",    "log file",           k_log_format, "\"kind\": \"train\", ...",
+    "experiment", "mixlab-experiment/", false};
 
 // A log's config: a run config with the run's "model" beside its fields (and, at the top
 // of a compare log, the "policies"). The model's text is model_spec_to_json's, or "null".

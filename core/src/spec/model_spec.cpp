@@ -20,13 +20,14 @@
 
 namespace mixlab {
 
-using nlohmann::json;
 using json_util::did_you_mean;
 using json_util::join;
 using json_util::quoted;
 using json_util::shown;
+using nlohmann::json;
 
-std::string_view layer_type_name(LayerType t) {
+std::string_view layer_type_name(LayerType t)
+{
     switch (t) {
     case LayerType::Flatten: return "flatten";
     case LayerType::Dense: return "dense";
@@ -42,7 +43,8 @@ std::string_view layer_type_name(LayerType t) {
     return "unknown";
 }
 
-std::string_view activation_name(Activation a) {
+std::string_view activation_name(Activation a)
+{
     switch (a) {
     case Activation::None: return "linear";
     case Activation::Relu: return "relu";
@@ -54,7 +56,8 @@ std::string_view activation_name(Activation a) {
     return "unknown";
 }
 
-std::string_view padding_name(Padding p) {
+std::string_view padding_name(Padding p)
+{
     switch (p) {
     case Padding::Valid: return "valid";
     case Padding::Same: return "same";
@@ -69,14 +72,14 @@ namespace {
 // like 3000000000 is caught here rather than as an allocation failure at run start.
 constexpr std::int64_t k_max_units = 1000000;
 constexpr int k_max_filters = 65536;
-constexpr int k_max_window = 64;  // kernel, pool size, stride and padding, per dimension
+constexpr int k_max_window = 64; // kernel, pool size, stride and padding, per dimension
 // Residual blocks inside residual blocks: real networks nest one or two deep; the bound
 // keeps a pathological file from recursing without end.
 constexpr int k_max_depth = 16;
 
 constexpr LayerType k_layer_types[] = {
-    LayerType::Flatten,   LayerType::Dense,     LayerType::Activation, LayerType::Dropout,
-    LayerType::Conv2D,    LayerType::BatchNorm, LayerType::MaxPool2D,  LayerType::AvgPool2D,
+    LayerType::Flatten,       LayerType::Dense,     LayerType::Activation, LayerType::Dropout,
+    LayerType::Conv2D,        LayerType::BatchNorm, LayerType::MaxPool2D,  LayerType::AvgPool2D,
     LayerType::GlobalAvgPool, LayerType::Residual};
 constexpr Activation k_activations[] = {Activation::Relu, Activation::Sigmoid, Activation::Tanh,
                                         Activation::Gelu, Activation::Softmax, Activation::None};
@@ -84,12 +87,14 @@ constexpr const char* k_type_list = "flatten, dense, activation, dropout, conv2d
                                     "maxpool2d, avgpool2d, global_avgpool, residual";
 constexpr const char* k_activation_list = "relu, sigmoid, tanh, gelu, softmax, linear";
 
-const json_util::DocumentKind k_document{"model spec", "model file", k_model_format,
-                                         "\"layers\": [...]", "run config", "mixlab-run/", true};
+const json_util::DocumentKind k_document{
+    "model spec",  "model file", k_model_format, "\"layers\": [...]", "run config",
+    "mixlab-run/", true};
 
 // A float as the shortest decimal that reads back to the same float, stored as a double
 // so the written file says 0.3 rather than 0.30000001192092896.
-json float_json(float f) {
+json float_json(float f)
+{
     if (f == 0.0f) return 0;
     char buf[32];
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
@@ -99,7 +104,8 @@ json float_json(float f) {
 
 // The value of an integer JSON number, saturated to int64 (so 2^64-1 reads as "too large"
 // rather than wrapping); nullopt for anything else, fractions and booleans included.
-std::optional<std::int64_t> as_integer(const json& v) {
+std::optional<std::int64_t> as_integer(const json& v)
+{
     if (!v.is_number_integer()) return std::nullopt;
     if (v.is_number_unsigned()) {
         const auto u = v.get<std::uint64_t>();
@@ -115,9 +121,11 @@ bool is_pooling(LayerType t) { return t == LayerType::MaxPool2D || t == LayerTyp
 class LayerReader {
 public:
     LayerReader(const json& j, std::string path, int depth)
-        : m_j(j), m_path(std::move(path)), m_depth(depth) {}
+        : m_j(j), m_path(std::move(path)), m_depth(depth)
+    {}
 
-    LayerSpec read() {
+    LayerSpec read()
+    {
         if (!m_j.is_object())
             fail_plain("must be an object like {\"type\": \"dense\", \"units\": 10}, got " +
                        shown(m_j));
@@ -172,7 +180,8 @@ public:
                 layer.activation = read_activation();
                 if (layer.activation != Activation::None && layer.activation != Activation::Relu)
                     fail("\"activation\" of a residual block (applied after the sum) must be "
-                         "\"relu\" or \"linear\", got " + shown(m_j.at("activation")));
+                         "\"relu\" or \"linear\", got " +
+                         shown(m_j.at("activation")));
             }
             break;
         }
@@ -183,32 +192,39 @@ public:
     }
 
 private:
-    [[noreturn]] void fail_plain(const std::string& what) const {
+    [[noreturn]] void fail_plain(const std::string& what) const
+    {
         throw SpecError(m_path + ": " + what);
     }
-    [[noreturn]] void fail(const std::string& what) const {
+    [[noreturn]] void fail(const std::string& what) const
+    {
         throw SpecError(m_path + " (" + std::string(layer_type_name(m_type)) + "): " + what);
     }
 
     bool has(const char* field) const { return m_j.contains(field); }
 
-    void read_type() {
+    void read_type()
+    {
         if (!has("type")) fail_plain("missing \"type\" (one of " + std::string(k_type_list) + ")");
         const json& t = m_j.at("type");
         if (!t.is_string())
-            fail_plain("\"type\" must be a string (one of " + std::string(k_type_list) +
-                       "), got " + shown(t));
+            fail_plain("\"type\" must be a string (one of " + std::string(k_type_list) + "), got " +
+                       shown(t));
         const auto name = t.get<std::string>();
         std::vector<std::string_view> names;
         for (auto lt : k_layer_types) {
             names.push_back(layer_type_name(lt));
-            if (layer_type_name(lt) == name) { m_type = lt; return; }
+            if (layer_type_name(lt) == name) {
+                m_type = lt;
+                return;
+            }
         }
         fail_plain("unknown layer type \"" + name + "\"" + did_you_mean(name, names) +
                    " (known types: " + k_type_list + ")");
     }
 
-    void check_fields() const {
+    void check_fields() const
+    {
         std::vector<std::string_view> known = {"type", "name", "dtype"};
         switch (m_type) {
         case LayerType::Flatten: break;
@@ -236,18 +252,21 @@ private:
                  std::string(layer_type_name(m_type)) + " layers take: " + join(known) + ")");
     }
 
-    int read_units() const {
+    int read_units() const
+    {
         if (!has("units")) fail("missing \"units\" (a positive integer, or \"classes\")");
         const json& v = m_j.at("units");
         if (v.is_string() && v.get<std::string>() == "classes") return k_units_classes;
         if (!v.is_number())
             fail("\"units\" must be a positive integer or \"classes\" (one unit per class of "
-                 "the dataset), got " + shown(v));
+                 "the dataset), got " +
+                 shown(v));
         return read_bounded("units", 1, k_max_units);
     }
 
     // A whole number in [lo, hi]; `lo` is 0 or 1 and decides how the message words it.
-    int read_bounded(const char* field, int lo, std::int64_t hi) const {
+    int read_bounded(const char* field, int lo, std::int64_t hi) const
+    {
         const json& v = m_j.at(field);
         const auto n = as_integer(v);
         if (!n || *n < lo)
@@ -257,12 +276,14 @@ private:
         return int(*n);
     }
 
-    static std::string integer_kind(int lo) {
+    static std::string integer_kind(int lo)
+    {
         return lo == 0 ? "a non-negative integer" : "a positive integer";
     }
 
     // n (both dimensions) or [height, width], each in [lo, k_max_window].
-    std::pair<int, int> read_pair(const char* field, int lo, const std::string& expected) const {
+    std::pair<int, int> read_pair(const char* field, int lo, const std::string& expected) const
+    {
         const json& v = m_j.at(field);
         auto bad = [&] { fail(quoted(field) + " must be " + expected + ", got " + shown(v)); };
         std::optional<std::int64_t> h, w;
@@ -281,11 +302,12 @@ private:
     }
 
     // "kernel" (conv2d) or "pool_size" (pooling), then "stride" and "padding".
-    void read_window(LayerSpec& layer, const char* size_field) const {
+    void read_window(LayerSpec& layer, const char* size_field) const
+    {
         const std::string pair_of = " or a list [height, width] of them";
         if (!has(size_field))
-            fail("missing " + quoted(size_field) + " (a positive integer" + pair_of +
-                 ", e.g. " + (is_pooling(m_type) ? "2" : "3") + ")");
+            fail("missing " + quoted(size_field) + " (a positive integer" + pair_of + ", e.g. " +
+                 (is_pooling(m_type) ? "2" : "3") + ")");
         std::tie(layer.kernel_h, layer.kernel_w) =
             read_pair(size_field, 1, integer_kind(1) + pair_of);
         if (has("stride"))
@@ -294,7 +316,8 @@ private:
         if (has("padding")) read_padding(layer, size_field);
     }
 
-    void read_padding(LayerSpec& layer, const char* size_field) const {
+    void read_padding(LayerSpec& layer, const char* size_field) const
+    {
         const json& v = m_j.at("padding");
         const std::string expected =
             "\"same\", \"valid\", " + integer_kind(0) + " or a list [height, width] of them";
@@ -326,7 +349,8 @@ private:
         std::tie(layer.pad_h, layer.pad_w) = read_pair("padding", 0, expected);
     }
 
-    Activation read_activation() const {
+    Activation read_activation() const
+    {
         const json& v = m_j.at("activation");
         std::vector<std::string_view> names;
         for (auto a : k_activations) names.push_back(activation_name(a));
@@ -340,14 +364,16 @@ private:
              k_activation_list + ")");
     }
 
-    bool read_bool(const char* field) const {
+    bool read_bool(const char* field) const
+    {
         const json& v = m_j.at(field);
         if (!v.is_boolean())
             fail("\"" + std::string(field) + "\" must be true or false, got " + shown(v));
         return v.get<bool>();
     }
 
-    float read_rate() const {
+    float read_rate() const
+    {
         const json& v = m_j.at("rate");
         const std::string msg = "\"rate\" must be a number in [0, 1), got ";
         if (!v.is_number()) fail(msg + shown(v));
@@ -357,7 +383,8 @@ private:
         return r;
     }
 
-    float read_momentum() const {
+    float read_momentum() const
+    {
         const json& v = m_j.at("momentum");
         const std::string msg = "\"momentum\" must be a number in [0, 1] (PyTorch's convention: "
                                 "the weight of the new batch in the running statistics), got ";
@@ -367,7 +394,8 @@ private:
         return m;
     }
 
-    float read_epsilon() const {
+    float read_epsilon() const
+    {
         const json& v = m_j.at("epsilon");
         const std::string msg = "\"epsilon\" must be a positive number (added to the variance, "
                                 "e.g. 1e-5), got ";
@@ -378,17 +406,20 @@ private:
         return e;
     }
 
-    bool read_dtype() const {
+    bool read_dtype() const
+    {
         const json& v = m_j.at("dtype");
         if (v.is_string() && v.get<std::string>() == "float32") return true;
         fail("\"dtype\" can only be \"float32\" (it keeps the layer in full precision under a "
-             "mixed policy), got " + shown(v));
+             "mixed policy), got " +
+             shown(v));
     }
 
-    std::vector<LayerSpec> read_list(const char* field, bool may_be_empty) const {
+    std::vector<LayerSpec> read_list(const char* field, bool may_be_empty) const
+    {
         const json& v = m_j.at(field);
-        const std::string what = may_be_empty ? "a list of layers ([] is the identity)"
-                                              : "a non-empty list of layers";
+        const std::string what =
+            may_be_empty ? "a list of layers ([] is the identity)" : "a non-empty list of layers";
         if (!v.is_array() || (!may_be_empty && v.empty()))
             fail(quoted(field) + " must be " + what + ", got " + shown(v));
         std::vector<LayerSpec> layers;
@@ -407,7 +438,8 @@ private:
 
 // ---- writing ----
 
-std::string pair_text(int h, int w) {
+std::string pair_text(int h, int w)
+{
     if (h == w) return std::to_string(h);
     return "[" + std::to_string(h) + ", " + std::to_string(w) + "]";
 }
@@ -417,7 +449,8 @@ std::string string_text(std::string_view s) { return json(std::string(s)).dump()
 using Fields = std::vector<std::pair<std::string, std::string>>; // key, value as JSON text
 
 // A layer's own fields in a fixed order, leaving out the defaults.
-Fields layer_fields(const LayerSpec& l) {
+Fields layer_fields(const LayerSpec& l)
+{
     Fields f;
     f.emplace_back("type", string_text(layer_type_name(l.type)));
     auto activation = [&] {
@@ -435,7 +468,7 @@ Fields layer_fields(const LayerSpec& l) {
     case LayerType::Flatten: break;
     case LayerType::Dense:
         f.emplace_back("units", l.units == k_units_classes ? string_text("classes")
-                                                            : std::to_string(l.units));
+                                                           : std::to_string(l.units));
         activation();
         if (!l.use_bias) f.emplace_back("use_bias", "false");
         break;
@@ -466,7 +499,8 @@ Fields layer_fields(const LayerSpec& l) {
 
 // One layer per line; a residual block opens on its line and lists its body and shortcut
 // layers below it, two spaces deeper, so nested blocks read like a tree and diff cleanly.
-std::string layer_text(const LayerSpec& l, const std::string& indent) {
+std::string layer_text(const LayerSpec& l, const std::string& indent)
+{
     std::string s = "{";
     bool first = true;
     for (const auto& [key, value] : layer_fields(l)) {
@@ -493,7 +527,8 @@ std::string layer_text(const LayerSpec& l, const std::string& indent) {
 namespace {
 
 // A model spec document, its format checked.
-ModelSpec read_model_spec(const json& doc) {
+ModelSpec read_model_spec(const json& doc)
+{
     const std::vector<std::string_view> known = {"format", "name", "layers"};
     if (const auto key = json_util::unknown_field(doc, known))
         throw SpecError("unknown field \"" + *key + "\" in the model spec" +
@@ -505,8 +540,7 @@ ModelSpec read_model_spec(const json& doc) {
             throw SpecError("\"name\" must be a string, got " + shown(doc.at("name")));
         spec.name = doc.at("name").get<std::string>();
     }
-    if (!doc.contains("layers"))
-        throw SpecError("the model spec has no \"layers\" list");
+    if (!doc.contains("layers")) throw SpecError("the model spec has no \"layers\" list");
     const json& layers = doc.at("layers");
     if (!layers.is_array())
         throw SpecError("\"layers\" must be a list of layers, got " + shown(layers));
@@ -517,11 +551,13 @@ ModelSpec read_model_spec(const json& doc) {
 
 } // namespace
 
-ModelSpec parse_model_spec(std::string_view json_text) {
+ModelSpec parse_model_spec(std::string_view json_text)
+{
     return read_model_spec(json_util::parse_document(json_text, k_document));
 }
 
-ModelSpec model_spec_from_json(const JsonReader& j) {
+ModelSpec model_spec_from_json(const JsonReader& j)
+{
     try {
         json_util::check_document(j.json(), k_document);
         return read_model_spec(j.json());
@@ -530,7 +566,8 @@ ModelSpec model_spec_from_json(const JsonReader& j) {
     }
 }
 
-ModelSpec load_model_spec(const std::string& path) {
+ModelSpec load_model_spec(const std::string& path)
+{
     const std::string text = json_util::read_document_file(path, k_document);
     try {
         return parse_model_spec(text);
@@ -539,7 +576,8 @@ ModelSpec load_model_spec(const std::string& path) {
     }
 }
 
-std::string model_spec_to_json(const ModelSpec& spec) {
+std::string model_spec_to_json(const ModelSpec& spec)
+{
     // Keys in a fixed order: the file reads like docs/FORMATS.md's example and diffs cleanly.
     std::string out = "{\n  \"format\": " + string_text(k_model_format) + ",\n";
     if (!spec.name.empty()) out += "  \"name\": " + string_text(spec.name) + ",\n";

@@ -30,7 +30,8 @@ constexpr PolicyName k_names[] = {
     {"mixed_bfloat16", Policy::MixedBF16},
 };
 
-std::string lower(std::string_view s) {
+std::string lower(std::string_view s)
+{
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
@@ -39,7 +40,8 @@ std::string lower(std::string_view s) {
 
 } // namespace
 
-Policy parse_policy(std::string_view name) {
+Policy parse_policy(std::string_view name)
+{
     const std::string key = lower(name);
     for (const auto& entry : k_names)
         if (entry.name == key) return entry.policy;
@@ -48,7 +50,8 @@ Policy parse_policy(std::string_view name) {
                      "(Keras's names mixed_float16, mixed_bfloat16 and float32 also work)");
 }
 
-std::string_view policy_name(Policy p) {
+std::string_view policy_name(Policy p)
+{
     switch (p) {
     case Policy::FP32: return "fp32";
     case Policy::TF32: return "tf32";
@@ -59,12 +62,11 @@ std::string_view policy_name(Policy p) {
     return "unknown";
 }
 
-PolicyTraits policy_traits(Policy p) {
+PolicyTraits policy_traits(Policy p)
+{
     switch (p) {
-    case Policy::FP32:
-        return {DType::F32, false, false, MathMode::Pedantic, false};
-    case Policy::TF32:
-        return {DType::F32, false, true, MathMode::TF32, false};
+    case Policy::FP32: return {DType::F32, false, false, MathMode::Pedantic, false};
+    case Policy::TF32: return {DType::F32, false, true, MathMode::TF32, false};
     case Policy::MixedFP16:
         // fp16's 5-bit exponent underflows small gradients: scale the loss by default.
         return {DType::F16, true, false, MathMode::Reduced, true};

@@ -19,13 +19,14 @@
 
 namespace mixlab {
 
-using nlohmann::json;
-using nlohmann::ordered_json;
 using json_util::did_you_mean;
 using json_util::join;
 using json_util::shown;
+using nlohmann::json;
+using nlohmann::ordered_json;
 
-std::string_view loss_scale_mode_name(LossScaleMode m) {
+std::string_view loss_scale_mode_name(LossScaleMode m)
+{
     switch (m) {
     case LossScaleMode::Default: return "default";
     case LossScaleMode::Dynamic: return "dynamic";
@@ -35,7 +36,8 @@ std::string_view loss_scale_mode_name(LossScaleMode m) {
     return "unknown";
 }
 
-std::string_view optimizer_name(OptimizerType t) {
+std::string_view optimizer_name(OptimizerType t)
+{
     switch (t) {
     case OptimizerType::SGD: return "sgd";
     case OptimizerType::Adam: return "adam";
@@ -44,7 +46,8 @@ std::string_view optimizer_name(OptimizerType t) {
     return "unknown";
 }
 
-std::string_view device_choice_name(DeviceChoice d) {
+std::string_view device_choice_name(DeviceChoice d)
+{
     switch (d) {
     case DeviceChoice::Auto: return "auto";
     case DeviceChoice::CPU: return "cpu";
@@ -61,10 +64,11 @@ constexpr int k_max_crop_padding = 64; // pixels of zero padding around a random
 // from asking for terabytes.
 constexpr std::int64_t k_max_synthetic = 10000000;
 
-const json_util::DocumentKind k_document{"run config", "run config", k_run_format, "...",
+const json_util::DocumentKind k_document{"run config", "run config",    k_run_format, "...",
                                          "model spec", "mixlab-model/", false};
 
-std::string lower(std::string_view s) {
+std::string lower(std::string_view s)
+{
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
@@ -72,7 +76,8 @@ std::string lower(std::string_view s) {
 }
 
 // Shortest text that reads back to the same float ("0.01", "nan", "inf").
-std::string num(float f) {
+std::string num(float f)
+{
     if (std::isnan(f)) return "nan";
     if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
     char buf[32];
@@ -82,7 +87,8 @@ std::string num(float f) {
 }
 
 // Whole numbers are written as integers ("init": 65536, not 65536.0), like a user would.
-json float_json(float f) {
+json float_json(float f)
+{
     if (std::isfinite(f) && f == std::trunc(f) && std::fabs(f) < 1e15f) return std::int64_t(f);
     return std::strtod(num(f).c_str(), nullptr);
 }
@@ -93,12 +99,13 @@ class ObjectReader {
 public:
     ObjectReader(const json& j, std::string prefix) : m_j(j), m_prefix(std::move(prefix)) {}
 
-    void check_fields(const std::vector<std::string_view>& known) const {
+    void check_fields(const std::vector<std::string_view>& known) const
+    {
         const auto key = json_util::unknown_field(m_j, known);
         if (!key) return;
         std::string where = m_prefix.empty()
-            ? std::string("the run config")
-            : "\"" + m_prefix.substr(0, m_prefix.size() - 1) + "\"";
+                                ? std::string("the run config")
+                                : "\"" + m_prefix.substr(0, m_prefix.size() - 1) + "\"";
         throw InputError("unknown field \"" + *key + "\" in " + where + did_you_mean(*key, known) +
                          " (known fields: " + join(known) + ")");
     }
@@ -106,16 +113,19 @@ public:
     const json& at(const char* key) const { return m_j.at(key); }
     std::string field(const char* key) const { return "\"" + m_prefix + key + "\""; }
 
-    [[noreturn]] void fail(const char* key, const std::string& want) const {
+    [[noreturn]] void fail(const char* key, const std::string& want) const
+    {
         throw InputError(field(key) + " must be " + want + ", got " + shown(at(key)));
     }
 
-    void read(const char* key, float& out) const {
+    void read(const char* key, float& out) const
+    {
         if (!has(key)) return;
         if (!at(key).is_number()) fail(key, "a number");
         out = float(at(key).get<double>());
     }
-    void read(const char* key, std::int64_t& out) const {
+    void read(const char* key, std::int64_t& out) const
+    {
         if (!has(key)) return;
         const json& v = at(key);
         if (!v.is_number_integer()) fail(key, "an integer");
@@ -124,7 +134,8 @@ public:
             fail(key, "a smaller integer");
         out = v.get<std::int64_t>();
     }
-    void read(const char* key, int& out) const {
+    void read(const char* key, int& out) const
+    {
         if (!has(key)) return;
         std::int64_t wide = out;
         read(key, wide);
@@ -133,22 +144,26 @@ public:
                           " and " + std::to_string(std::numeric_limits<int>::max()));
         out = int(wide);
     }
-    void read(const char* key, std::uint64_t& out) const {
+    void read(const char* key, std::uint64_t& out) const
+    {
         if (!has(key)) return;
         const json& v = at(key);
         if (!v.is_number_unsigned()) fail(key, "a non-negative integer");
         out = v.get<std::uint64_t>();
     }
-    void read(const char* key, bool& out) const {
+    void read(const char* key, bool& out) const
+    {
         if (!has(key)) return;
         if (!at(key).is_boolean()) fail(key, "true or false");
         out = at(key).get<bool>();
     }
-    std::string string(const char* key, const std::string& want) const {
+    std::string string(const char* key, const std::string& want) const
+    {
         if (!at(key).is_string()) fail(key, want);
         return at(key).get<std::string>();
     }
-    const json& object(const char* key) const {
+    const json& object(const char* key) const
+    {
         if (!at(key).is_object()) fail(key, "an object {...}");
         return at(key);
     }
@@ -158,7 +173,8 @@ private:
     std::string m_prefix;
 };
 
-void read_dataset(const json& j, DatasetOptions& d) {
+void read_dataset(const json& j, DatasetOptions& d)
+{
     if (j.is_string()) { // shorthand: "dataset": "fashion-mnist"
         d.name = j.get<std::string>();
         return;
@@ -171,9 +187,12 @@ void read_dataset(const json& j, DatasetOptions& d) {
     if (r.has("name")) d.name = r.string("name", "a dataset name or folder (a string)");
     if (r.has("cifar100_labels")) {
         const auto labels = r.string("cifar100_labels", "\"fine\" or \"coarse\"");
-        if (labels == "fine") d.cifar100_coarse = false;
-        else if (labels == "coarse") d.cifar100_coarse = true;
-        else r.fail("cifar100_labels", "\"fine\" (100 classes) or \"coarse\" (20 superclasses)");
+        if (labels == "fine")
+            d.cifar100_coarse = false;
+        else if (labels == "coarse")
+            d.cifar100_coarse = true;
+        else
+            r.fail("cifar100_labels", "\"fine\" (100 classes) or \"coarse\" (20 superclasses)");
     }
     r.read("synthetic_train", d.synthetic_train);
     r.read("synthetic_test", d.synthetic_test);
@@ -188,17 +207,23 @@ void read_dataset(const json& j, DatasetOptions& d) {
     }
 }
 
-void read_loss_scale(const json& j, LossScaleConfig& ls) {
+void read_loss_scale(const json& j, LossScaleConfig& ls)
+{
     ObjectReader r(j, "loss_scale.");
     r.check_fields({"mode", "init", "growth_factor", "backoff_factor", "growth_interval"});
     if (r.has("mode")) {
         const std::string want = "\"dynamic\", \"static\" or \"none\"";
         const auto mode = lower(r.string("mode", want));
-        if (mode == "dynamic") ls.mode = LossScaleMode::Dynamic;
-        else if (mode == "static") ls.mode = LossScaleMode::Static;
-        else if (mode == "none") ls.mode = LossScaleMode::None;
-        else if (mode == "default") ls.mode = LossScaleMode::Default;
-        else r.fail("mode", want + " (leave it out for the policy's default)");
+        if (mode == "dynamic")
+            ls.mode = LossScaleMode::Dynamic;
+        else if (mode == "static")
+            ls.mode = LossScaleMode::Static;
+        else if (mode == "none")
+            ls.mode = LossScaleMode::None;
+        else if (mode == "default")
+            ls.mode = LossScaleMode::Default;
+        else
+            r.fail("mode", want + " (leave it out for the policy's default)");
     }
     r.read("init", ls.init);
     r.read("growth_factor", ls.growth_factor);
@@ -206,16 +231,21 @@ void read_loss_scale(const json& j, LossScaleConfig& ls) {
     r.read("growth_interval", ls.growth_interval);
 }
 
-void read_optimizer(const json& j, OptimizerConfig& opt) {
+void read_optimizer(const json& j, OptimizerConfig& opt)
+{
     ObjectReader r(j, "optimizer.");
     r.check_fields({"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
     if (r.has("type")) {
         const std::string want = "\"sgd\", \"adam\" or \"adamw\"";
         const auto type = lower(r.string("type", want));
-        if (type == "sgd") opt.type = OptimizerType::SGD;
-        else if (type == "adam") opt.type = OptimizerType::Adam;
-        else if (type == "adamw") opt.type = OptimizerType::AdamW;
-        else r.fail("type", want);
+        if (type == "sgd")
+            opt.type = OptimizerType::SGD;
+        else if (type == "adam")
+            opt.type = OptimizerType::Adam;
+        else if (type == "adamw")
+            opt.type = OptimizerType::AdamW;
+        else
+            r.fail("type", want);
     }
     r.read("lr", opt.lr);
     r.read("momentum", opt.momentum);
@@ -226,13 +256,15 @@ void read_optimizer(const json& j, OptimizerConfig& opt) {
     r.read("eps", opt.eps);
 }
 
-void require(bool ok, const std::string& message) {
+void require(bool ok, const std::string& message)
+{
     if (!ok) throw InputError(message);
 }
 
 } // namespace
 
-DeviceChoice parse_device_choice(std::string_view s) {
+DeviceChoice parse_device_choice(std::string_view s)
+{
     const auto key = lower(s);
     if (key == "auto") return DeviceChoice::Auto;
     if (key == "cpu") return DeviceChoice::CPU;
@@ -243,11 +275,11 @@ DeviceChoice parse_device_choice(std::string_view s) {
 namespace {
 
 // A run config document, its format checked.
-RunConfig read_run_config(const json& doc) {
+RunConfig read_run_config(const json& doc)
+{
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
-                    "optimizer", "seed", "device", "cuda_graph",
-                    "stop_on_non_finite_loss"});
+                    "optimizer", "seed", "device", "cuda_graph", "stop_on_non_finite_loss"});
     RunConfig c;
     if (r.has("dataset")) read_dataset(r.at("dataset"), c.dataset);
     if (r.has("policy")) {
@@ -280,11 +312,13 @@ RunConfig read_run_config(const json& doc) {
 
 } // namespace
 
-RunConfig parse_run_config(std::string_view json_text) {
+RunConfig parse_run_config(std::string_view json_text)
+{
     return read_run_config(json_util::parse_document(json_text, k_document));
 }
 
-RunConfig run_config_from_json(const JsonReader& j) {
+RunConfig run_config_from_json(const JsonReader& j)
+{
     try {
         json_util::check_document(j.json(), k_document);
         return read_run_config(j.json());
@@ -293,7 +327,8 @@ RunConfig run_config_from_json(const JsonReader& j) {
     }
 }
 
-RunConfig load_run_config(const std::string& path) {
+RunConfig load_run_config(const std::string& path)
+{
     const std::string text = json_util::read_document_file(path, k_document);
     try {
         return parse_run_config(text);
@@ -302,7 +337,8 @@ RunConfig load_run_config(const std::string& path) {
     }
 }
 
-std::string run_config_to_json(const RunConfig& c) {
+std::string run_config_to_json(const RunConfig& c)
+{
     const DatasetOptions defaults;
     ordered_json j;
     j["format"] = std::string(k_run_format);
@@ -349,7 +385,8 @@ std::string run_config_to_json(const RunConfig& c) {
     return j.dump(2) + "\n";
 }
 
-void validate_run_config(const RunConfig& c) {
+void validate_run_config(const RunConfig& c)
+{
     const auto& o = c.optimizer;
     const auto& ls = c.loss_scale;
     const auto& d = c.dataset;
@@ -362,7 +399,8 @@ void validate_run_config(const RunConfig& c) {
                 std::to_string(k_max_crop_padding) + " pixels, got " +
                 std::to_string(d.crop_padding));
     require(c.steps >= 0, "\"steps\" must be 0 (train for \"epochs\") or a positive number of "
-                          "steps, got " + std::to_string(c.steps));
+                          "steps, got " +
+                              std::to_string(c.steps));
     require(c.steps > 0 || c.epochs >= 1,
             "\"epochs\" must be at least 1 (or set \"steps\"), got " + std::to_string(c.epochs));
     require(std::isfinite(o.lr) && o.lr > 0,
@@ -384,26 +422,27 @@ void validate_run_config(const RunConfig& c) {
                 num(ls.growth_factor));
     require(ls.backoff_factor > 0 && ls.backoff_factor < 1,
             "\"loss_scale.backoff_factor\" must be in (0, 1), got " + num(ls.backoff_factor));
-    require(ls.growth_interval >= 1,
-            "\"loss_scale.growth_interval\" must be at least 1, got " +
-                std::to_string(ls.growth_interval));
+    require(ls.growth_interval >= 1, "\"loss_scale.growth_interval\" must be at least 1, got " +
+                                         std::to_string(ls.growth_interval));
     require(d.synthetic_train >= 1 && d.synthetic_train <= k_max_synthetic,
-            "\"dataset.synthetic_train\" must be between 1 and " +
-                std::to_string(k_max_synthetic) + ", got " + std::to_string(d.synthetic_train));
+            "\"dataset.synthetic_train\" must be between 1 and " + std::to_string(k_max_synthetic) +
+                ", got " + std::to_string(d.synthetic_train));
     require(d.synthetic_test >= 1 && d.synthetic_test <= k_max_synthetic,
-            "\"dataset.synthetic_test\" must be between 1 and " +
-                std::to_string(k_max_synthetic) + ", got " + std::to_string(d.synthetic_test));
+            "\"dataset.synthetic_test\" must be between 1 and " + std::to_string(k_max_synthetic) +
+                ", got " + std::to_string(d.synthetic_test));
 }
 
 // Rounded up rather than down: the split is never empty (validate_run_config asks for at
 // least one test sample, and n/5 is 0 below 5) and never under a fifth of the training
 // set, so the test accuracy of a small set still rests on its share of samples. The
 // default 10000/2000 and every multiple of 5 are exactly N/5 either way.
-std::int64_t synthetic_test_size(std::int64_t synthetic_train) {
+std::int64_t synthetic_test_size(std::int64_t synthetic_train)
+{
     return std::max<std::int64_t>(1, (synthetic_train + 4) / 5);
 }
 
-LossScaleMode effective_loss_scale_mode(const RunConfig& config) {
+LossScaleMode effective_loss_scale_mode(const RunConfig& config)
+{
     if (config.loss_scale.mode != LossScaleMode::Default) return config.loss_scale.mode;
     return policy_traits(config.policy).default_loss_scaling ? LossScaleMode::Dynamic
                                                              : LossScaleMode::None;

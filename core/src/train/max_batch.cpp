@@ -25,17 +25,13 @@ constexpr int k_max_limit = 1 << 24;
 // is already within the resolution.
 int next_probe(int lo, int hi, const MaxBatchOptions& o)
 {
-    if (hi - lo <= 1)
-        return 0;
+    if (hi - lo <= 1) return 0;
     if (lo < o.multiple) // small batches: every one counts, 3 against 4 is a third more
         return lo + (hi - lo) / 2;
-    const int tolerance =
-        std::max(o.multiple, int(std::floor(o.resolution * double(lo))));
-    if (hi - lo <= tolerance)
-        return 0;
+    const int tolerance = std::max(o.multiple, int(std::floor(o.resolution * double(lo))));
+    if (hi - lo <= tolerance) return 0;
     int mid = (lo + (hi - lo) / 2) / o.multiple * o.multiple;
-    if (mid <= lo)
-        mid = (lo / o.multiple + 1) * o.multiple; // < hi: the gap exceeds one multiple
+    if (mid <= lo) mid = (lo / o.multiple + 1) * o.multiple; // < hi: the gap exceeds one multiple
     return mid;
 }
 
@@ -44,8 +40,7 @@ int next_probe(int lo, int hi, const MaxBatchOptions& o)
 const BatchTrial* MaxBatchResult::largest() const
 {
     for (const BatchTrial& t : trials)
-        if (t.batch == largest_fit && t.fits)
-            return &t;
+        if (t.batch == largest_fit && t.fits) return &t;
     return nullptr;
 }
 
@@ -116,8 +111,7 @@ MaxBatchResult find_max_batch(const std::function<BatchTrial(int batch)>& trial,
             (fits(mid) ? lo : hi) = mid;
 
     MaxBatchResult r;
-    for (auto& [batch, t] : seen)
-        r.trials.push_back(std::move(t));
+    for (auto& [batch, t] : seen) r.trials.push_back(std::move(t));
     r.largest_fit = lo;
     r.first_failure = hi;
     r.reached_limit = lo == o.limit;
@@ -132,11 +126,9 @@ MaxBatchResult find_max_batch(const std::function<BatchTrial(int batch)>& trial,
 
 bool size_synthetic_for_search(DatasetOptions& ds, const MaxBatchOptions& o)
 {
-    if ((ds.name.empty() ? default_dataset_name() : ds.name) != "synthetic")
-        return false;
-    ds.synthetic_train =
-        std::min<std::int64_t>(k_search_synthetic_per_batch * std::int64_t(o.limit),
-                               k_search_synthetic_cap);
+    if ((ds.name.empty() ? default_dataset_name() : ds.name) != "synthetic") return false;
+    ds.synthetic_train = std::min<std::int64_t>(
+        k_search_synthetic_per_batch * std::int64_t(o.limit), k_search_synthetic_cap);
     ds.synthetic_test = std::min<std::int64_t>(k_search_synthetic_test, ds.synthetic_train);
     return true;
 }
@@ -165,8 +157,7 @@ MaxBatchResult partial_max_batch_result(std::vector<BatchTrial> trials)
               [](const BatchTrial& a, const BatchTrial& b) { return a.batch < b.batch; });
     MaxBatchResult r;
     for (const BatchTrial& t : trials)
-        if (t.fits)
-            r.largest_fit = std::max(r.largest_fit, t.batch);
+        if (t.fits) r.largest_fit = std::max(r.largest_fit, t.batch);
     r.trials = std::move(trials);
     return r;
 }
@@ -175,8 +166,10 @@ std::string max_batch_result_to_json(const MaxBatchResult& r)
 {
     nlohmann::json curve = nlohmann::json::array();
     for (const BatchTrial& t : r.trials) {
-        nlohmann::json j = {{"batch", t.batch},       {"fits", t.fits},
-                            {"device_bytes", t.device_bytes}, {"seconds", t.seconds}};
+        nlohmann::json j = {{"batch", t.batch},
+                            {"fits", t.fits},
+                            {"device_bytes", t.device_bytes},
+                            {"seconds", t.seconds}};
         if (t.fits) {
             j["step_ms"] = t.step_ms;
             j["samples_per_s"] = t.samples_per_s;
@@ -186,12 +179,10 @@ std::string max_batch_result_to_json(const MaxBatchResult& r)
         }
         curve.push_back(std::move(j));
     }
-    nlohmann::json out = {{"largest_fit", r.largest_fit},
-                          {"first_failure", r.first_failure},
-                          {"failure_reason", r.failure_reason},
-                          {"failure_out_of_memory", r.failure_out_of_memory},
-                          {"reached_limit", r.reached_limit},
-                          {"curve", std::move(curve)}};
+    nlohmann::json out = {
+        {"largest_fit", r.largest_fit},       {"first_failure", r.first_failure},
+        {"failure_reason", r.failure_reason}, {"failure_out_of_memory", r.failure_out_of_memory},
+        {"reached_limit", r.reached_limit},   {"curve", std::move(curve)}};
     return out.dump(2);
 }
 

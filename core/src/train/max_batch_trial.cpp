@@ -47,8 +47,7 @@ BatchTrial run_batch_trial(const Graph& graph, const RunConfig& config, DeviceDa
         // only: leaving it, normally or by the exception, frees all of it.
         TrainingRun run(graph, c, data, backend);
         t.device_bytes = run.device_bytes();
-        while (!run.finished())
-            run.step(sink);
+        while (!run.finished()) run.step(sink);
         // "Stopped": the trial wants the steps' times, not an evaluation of the test split.
         run.finish(sink, true);
     } catch (const OutOfMemoryError& e) {
@@ -64,12 +63,14 @@ BatchTrial run_batch_trial(const Graph& graph, const RunConfig& config, DeviceDa
 
     if (!t.out_of_memory && !beyond_limit) {
         t.fits = true;
-        const std::size_t skip =
-            sink.ms.size() > std::size_t(options.warmup_steps) ? std::size_t(options.warmup_steps) : 0;
+        const std::size_t skip = sink.ms.size() > std::size_t(options.warmup_steps)
+                                     ? std::size_t(options.warmup_steps)
+                                     : 0;
         const std::size_t n = sink.ms.size() - skip;
         if (n > 0) {
-            t.step_ms = std::accumulate(sink.ms.begin() + std::ptrdiff_t(skip), sink.ms.end(), 0.0) /
-                        double(n);
+            t.step_ms =
+                std::accumulate(sink.ms.begin() + std::ptrdiff_t(skip), sink.ms.end(), 0.0) /
+                double(n);
             t.samples_per_s = t.step_ms > 0 ? batch * 1000.0 / t.step_ms : 0.0;
         }
     }

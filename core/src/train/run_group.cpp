@@ -59,9 +59,8 @@ std::string_view group_phase_name(GroupPhase phase)
 
 bool GroupOutcome::any_failed() const
 {
-    return std::any_of(runs.begin(), runs.end(), [](const RunOutcome& r) {
-        return r.status == RunOutcome::Status::Failed;
-    });
+    return std::any_of(runs.begin(), runs.end(),
+                       [](const RunOutcome& r) { return r.status == RunOutcome::Status::Failed; });
 }
 
 int profile_steps_for(const RunSummary& s, const RunGroupOptions& o)
@@ -169,8 +168,8 @@ void RunGroup::set_up_runs(RunGroupObserver& observer, const std::stop_token& st
     state.run = -1;
     for (int i = 0; i < size(); ++i) {
         const TrainingRun& r = *m_runs[std::size_t(i)];
-        observer.on_run_started(i, RunStart{r.total_steps(), r.steps_per_epoch(),
-                                            r.device_bytes()});
+        observer.on_run_started(i,
+                                RunStart{r.total_steps(), r.steps_per_epoch(), r.device_bytes()});
     }
     state.phase = GroupPhase::Training;
     observer.on_phase(state.phase, -1);
@@ -222,8 +221,8 @@ void RunGroup::fail_setup(std::exception_ptr error, const SetupState& state, Met
         const std::string culprit(policy_name(config(state.run).policy));
         for (int i = 0; i < size(); ++i)
             if (i != state.run)
-                texts[std::size_t(i)] = "not run: the " + culprit +
-                                        " run of this group could not start: " + message;
+                texts[std::size_t(i)] =
+                    "not run: the " + culprit + " run of this group could not start: " + message;
     }
     out.setup_failure = GroupOutcome::SetupFailure{state.phase, state.run, error};
     // Every run's Error event first (an exported log carries the reason), then the ends.
@@ -252,8 +251,7 @@ void RunGroup::fail_run(int i, std::exception_ptr error, MetricsSink& sink,
     // first one is the one the user needs.
     try {
         if (run) run->finish(sink, true);
-    } catch (...) {
-    }
+    } catch (...) {}
     run.reset();
     RunOutcome& r = out.runs[std::size_t(i)];
     r.status = RunOutcome::Status::Failed;
@@ -295,8 +293,8 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
         try {
             RunOutcome& r = out.runs[std::size_t(i)];
             r.summary = run->finish(sink, stopped);
-            r.status = r.summary.stopped ? RunOutcome::Status::Stopped
-                                         : RunOutcome::Status::Finished;
+            r.status =
+                r.summary.stopped ? RunOutcome::Status::Stopped : RunOutcome::Status::Finished;
         } catch (...) {
             fail_run(i, std::current_exception(), sink, observer, out);
         }
@@ -356,8 +354,7 @@ void RunGroup::require_prepared(const char* what) const
 BatchTrial RunGroup::try_batch(int run, int batch, const MaxBatchOptions& options)
 {
     require_prepared("a max-batch trial");
-    return run_batch_trial(m_facts->graph, config(run), *m_device_data, *m_backend, batch,
-                           options);
+    return run_batch_trial(m_facts->graph, config(run), *m_device_data, *m_backend, batch, options);
 }
 
 MaxBatchSearch RunGroup::search_max_batch(int run, const MaxBatchOptions& options,

@@ -103,8 +103,7 @@ std::string format_scale(float s)
 // (the function-try-block adds the run's batch and policy to the message).
 TrainingRun::TrainingRun(const Graph& graph, const RunConfig& config, DeviceDataset& data,
                          Backend& backend, int run_index)
-try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), m_config(config)
-{
+try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), m_config(config) {
     validate_run_config(config);
     check_policy_supported(backend.info(), config.policy);
     Impl& s = *m_impl;
@@ -232,10 +231,10 @@ bool TrainingRun::Impl::record_step(MetricsSink& sink, const RunConfig& config, 
         return true;
     }
     graph_wanted = false;
-    sink.on_event(run_index, {RunEvent::Kind::Warning, launched + 1,
-                              "training step not recorded as a CUDA graph (" +
-                                  (why.empty() ? end_why : why) +
-                                  "); running it operation by operation"});
+    sink.on_event(run_index,
+                  {RunEvent::Kind::Warning, launched + 1,
+                   "training step not recorded as a CUDA graph (" + (why.empty() ? end_why : why) +
+                       "); running it operation by operation"});
     return false;
 }
 
@@ -268,10 +267,11 @@ void TrainingRun::Impl::run_step(MetricsSink& sink, const RunConfig& config, Out
     const bool replaying_run = graph_wanted && launched >= 1 && (!profiling || recordings > 0);
     if (replaying_run && record_step(sink, config, head, classes, g)) {
         if (!profiling && recordings++ == 0)
-            sink.on_event(run_index, {RunEvent::Kind::Info, launched + 1,
-                                      "training step recorded as one CUDA graph of " +
-                                          std::to_string(g->operations()) +
-                                          " operations, replayed every step (one launch per step)"});
+            sink.on_event(run_index,
+                          {RunEvent::Kind::Info, launched + 1,
+                           "training step recorded as one CUDA graph of " +
+                               std::to_string(g->operations()) +
+                               " operations, replayed every step (one launch per step)"});
         g->replay(); // recording ran nothing: this runs the step
         return;
     }
@@ -289,7 +289,8 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     m.epoch = int(step_index / s.steps_per_epoch) + 1;
     m.loss = r[k_rec_loss_sum] / float(s.batch);
     m.accuracy = r[k_rec_correct] / float(s.batch);
-    m.step_ms = s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
+    m.step_ms =
+        s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
     m.wall_ms = s.launch_wall_ms[std::size_t(slot)];
     m.samples_per_s = m.step_ms > 0 ? s.batch / (double(m.step_ms) / 1000.0) : 0.0;
     m.loss_scale = r[k_rec_scale];
@@ -304,25 +305,23 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     if (m.skipped) {
         s.epoch_skipped += 1;
         s.skipped_total += 1;
-        sink.on_event(s.run_index,
-                      {RunEvent::Kind::SkippedStep, m.step,
-                       "gradients overflowed (inf/NaN) at loss scale " +
-                           format_scale(m.loss_scale) + "; update skipped"});
+        sink.on_event(s.run_index, {RunEvent::Kind::SkippedStep, m.step,
+                                    "gradients overflowed (inf/NaN) at loss scale " +
+                                        format_scale(m.loss_scale) + "; update skipped"});
     }
     if (m.next_loss_scale != m.loss_scale) {
         const bool up = m.next_loss_scale > m.loss_scale;
-        sink.on_event(s.run_index,
-                      {RunEvent::Kind::ScaleChange, m.step,
-                       "loss scale " + format_scale(m.loss_scale) + " -> " +
-                           format_scale(m.next_loss_scale) +
-                           (up ? " after " + std::to_string(s.scaling.growth_interval) +
-                                     " clean steps"
-                               : " after an overflow")});
+        sink.on_event(
+            s.run_index,
+            {RunEvent::Kind::ScaleChange, m.step,
+             "loss scale " + format_scale(m.loss_scale) + " -> " + format_scale(m.next_loss_scale) +
+                 (up ? " after " + std::to_string(s.scaling.growth_interval) + " clean steps"
+                     : " after an overflow")});
     }
     if (!std::isfinite(m.loss) && s.stop_on_non_finite && s.halted.empty()) {
         // Reported a few steps behind: the steps already queued run, nothing after them.
-        s.halted = "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") +
-                   " at step " + std::to_string(m.step) + ": run stopped (stop on non-finite loss)";
+        s.halted = "loss is " + std::string(std::isnan(m.loss) ? "NaN" : "infinite") + " at step " +
+                   std::to_string(m.step) + ": run stopped (stop on non-finite loss)";
         sink.on_event(s.run_index, {RunEvent::Kind::Error, m.step, s.halted});
     }
     if (!std::isfinite(m.loss) && !s.warned_nan && !s.stop_on_non_finite) {
@@ -350,8 +349,7 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     Impl& s = *this;
     const Dataset& host = s.data.host;
     const auto eval_started = Clock::now();
-    const double seconds =
-        std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
+    const double seconds = std::chrono::duration<double>(Clock::now() - s.epoch_started).count();
     EpochMetrics e;
     e.epoch = epoch_number;
     e.train_loss = s.epoch_steps ? float(s.epoch_loss / double(s.epoch_steps)) : 0.0f;
@@ -365,12 +363,12 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
             // A stopped run reports no half-evaluated epoch; finish() evaluates nothing.
             if (s.stop.stop_requested()) return;
             const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
-            s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at,
-                                   b, s.image, s.data.norm, none, StepCounter{},
-                                   s.net->input(), s.net->labels());
+            s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at, b,
+                                   s.image, s.data.norm, none, StepCounter{}, s.net->input(),
+                                   s.net->labels());
             s.net->forward(b, false, 0);
-            s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
-                                    s.classes, nullptr, nullptr, s.eval_record, 0);
+            s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b, s.classes,
+                                    nullptr, nullptr, s.eval_record, 0);
         }
         float rec[k_record_fields];
         s.backend.download_f32(s.eval_record, rec, k_record_fields);
@@ -384,7 +382,8 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     s.epoch_steps = s.epoch_skipped = 0;
     s.epoch_started = Clock::now();
     s.last_evaluated_step = s.reported;
-    s.eval_wall_ms += std::chrono::duration<double, std::milli>(s.epoch_started - eval_started).count();
+    s.eval_wall_ms +=
+        std::chrono::duration<double, std::milli>(s.epoch_started - eval_started).count();
 }
 
 void TrainingRun::step(MetricsSink& sink)
@@ -397,8 +396,7 @@ void TrainingRun::step(MetricsSink& sink)
         step_unchecked(sink, evaluating);
     } catch (const OutOfMemoryError& e) {
         throw out_of_memory_in(e, m_config,
-                               (evaluating ? "evaluating the test split after step "
-                                           : "at step ") +
+                               (evaluating ? "evaluating the test split after step " : "at step ") +
                                    std::to_string(number));
     }
 }
@@ -415,7 +413,8 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
         std::ostringstream start;
         start << "training " << (m_graph.name.empty() ? "model" : m_graph.name) << " under "
               << policy_name(m_config.policy) << " on " << dev.name;
-        if (dev.backend == BackendKind::Cuda) start << " (sm_" << dev.cc_major << dev.cc_minor << ")";
+        if (dev.backend == BackendKind::Cuda)
+            start << " (sm_" << dev.cc_major << dev.cc_minor << ")";
         start << ": batch " << s.batch << ", " << s.steps_per_epoch << " steps per epoch, "
               << s.total_steps << " steps; loss scaling " << loss_scale_mode_name(s.scaling.mode);
         if (s.scaling.mode != LossScaleMode::None) start << " from " << format_scale(s.last_scale);
@@ -465,9 +464,11 @@ RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
     r.skipped_steps = s.skipped_total;
     r.epochs_done = int(s.reported / s.steps_per_epoch);
     if (!s.step_ms.empty()) {
-        const std::size_t skip = s.step_ms.size() > std::size_t(k_warmup_steps) ? k_warmup_steps : 0;
-        r.mean_step_ms = std::accumulate(s.step_ms.begin() + std::ptrdiff_t(skip), s.step_ms.end(), 0.0) /
-                         double(s.step_ms.size() - skip);
+        const std::size_t skip =
+            s.step_ms.size() > std::size_t(k_warmup_steps) ? k_warmup_steps : 0;
+        r.mean_step_ms =
+            std::accumulate(s.step_ms.begin() + std::ptrdiff_t(skip), s.step_ms.end(), 0.0) /
+            double(s.step_ms.size() - skip);
         r.median_step_ms = headline_step_ms(s.step_ms);
     }
     r.final_train_loss = s.last_train_loss;

@@ -36,22 +36,22 @@ struct TrainingRun::Impl {
     int batch;
     ScalerParams scaling;
     std::unique_ptr<Network> net;
-    Buffer scaler;       // F32 x k_scaler_fields
-    Buffer record;       // F32 x k_record_fields: the step being run
-    Buffer step_counter; // I32 x 2: the step's index as the device reads it
+    Buffer scaler;                    // F32 x k_scaler_fields
+    Buffer record;                    // F32 x k_record_fields: the step being run
+    Buffer step_counter;              // I32 x 2: the step's index as the device reads it
     std::unique_ptr<StepGraph> graph; // the recorded step, once there is one
     bool graph_wanted = true;         // config and backend allow recording
     int recordings = 0;
-    Buffer eval_record;  // F32 x k_record_fields
-    Buffer order;        // I32 x n_train, this epoch's permutation
+    Buffer eval_record; // F32 x k_record_fields
+    Buffer order;       // I32 x n_train, this epoch's permutation
     float* host_records = nullptr;
     std::vector<std::unique_ptr<Event>> start_events, end_events;
     std::vector<double> launch_wall_ms;
 
     std::int64_t steps_per_epoch = 0, total_steps = 0;
-    std::int64_t launched = 0;  // steps enqueued
-    std::int64_t reported = 0;  // steps whose records were read
-    int epoch = 0;              // 1-based epoch of the last launched step
+    std::int64_t launched = 0; // steps enqueued
+    std::int64_t reported = 0; // steps whose records were read
+    int epoch = 0;             // 1-based epoch of the last launched step
     int last_evaluated_epoch = 0;
     std::int64_t last_evaluated_step = -1;
     Clock::time_point started = Clock::now();
@@ -60,11 +60,12 @@ struct TrainingRun::Impl {
     // Running sums for the epoch being reported.
     double epoch_loss = 0, epoch_correct = 0;
     std::int64_t epoch_steps = 0, epoch_skipped = 0;
-    std::vector<float> step_ms;       // every reported step's device time
+    std::vector<float> step_ms; // every reported step's device time
     std::int64_t skipped_total = 0;
     float last_scale = 0;
     float last_train_loss = 0;
-    std::optional<float> last_test_loss, last_test_accuracy; // none until a test split was evaluated
+    std::optional<float> last_test_loss,
+        last_test_accuracy; // none until a test split was evaluated
     bool warned_nan = false;
     bool stop_on_non_finite = false; // RunConfig::stop_on_non_finite_loss
     std::string halted;              // set when the run ends itself (RunSummary::halted)
@@ -75,8 +76,8 @@ struct TrainingRun::Impl {
     // the step recorded with them (the timed steps' graph has none).
     PhaseMarks* marks = nullptr;
     std::unique_ptr<StepGraph> profile_graph;
-    double eval_wall_ms = 0;            // host time spent evaluating, in total
-    std::stop_token stop;               // ends an evaluation pass early (set_stop_token)
+    double eval_wall_ms = 0; // host time spent evaluating, in total
+    std::stop_token stop;    // ends an evaluation pass early (set_stop_token)
     ImageShape image;        // one sample's (H, W, C)
     Augmentation augment;    // training batches only; step filled in per step
 
@@ -94,6 +95,5 @@ struct TrainingRun::Impl {
         if (host_records) backend.host_free(host_records);
     }
 };
-
 
 } // namespace mixlab

@@ -33,8 +33,7 @@ std::vector<std::unique_ptr<Event>> events(Backend& backend, std::size_t n)
 StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
 {
     Impl& s = *m_impl;
-    if (!s.halted.empty())
-        throw Error("cannot profile a run that stopped itself: " + s.halted);
+    if (!s.halted.empty()) throw Error("cannot profile a run that stopped itself: " + s.halted);
     steps = std::clamp(steps, 1, 1000);
     StepProfile p;
     p.steps = steps;
@@ -42,7 +41,8 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
 
     PhaseMarks marks;
     auto phase_events = events(s.backend, k_step_phases + 1);
-    for (int i = 0; i <= k_step_phases; ++i) marks.at[std::size_t(i)] = std::move(phase_events[std::size_t(i)]);
+    for (int i = 0; i <= k_step_phases; ++i)
+        marks.at[std::size_t(i)] = std::move(phase_events[std::size_t(i)]);
     const std::size_t nodes = s.net->top_level_count();
     marks.layers.forward = events(s.backend, nodes + 1);
     marks.layers.backward = events(s.backend, nodes + 1);
@@ -58,7 +58,8 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
         step(sink);
         marks.at[k_step_phases]->synchronize();
         for (int ph = 0; ph < k_step_phases; ++ph)
-            p.phase_ms[std::size_t(ph)] += marks.at[std::size_t(ph) + 1]->elapsed_ms_since(*marks.at[std::size_t(ph)]);
+            p.phase_ms[std::size_t(ph)] +=
+                marks.at[std::size_t(ph) + 1]->elapsed_ms_since(*marks.at[std::size_t(ph)]);
         p.device_ms += marks.at[k_step_phases]->elapsed_ms_since(*marks.at[0]);
     }
     s.profile_graph.reset(); // recorded with the phase events only

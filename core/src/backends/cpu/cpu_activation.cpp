@@ -18,7 +18,9 @@ void CpuBackend::bias_activation(Activation act, const Buffer& x, const Buffer* 
     const float* px = x.as<float>();
     const float* pb = bias ? bias->as<float>() : nullptr;
     float* py = y.as<float>();
-    auto in = [&](std::size_t i, std::size_t j) { return pb ? px[i * nc + j] + pb[j] : px[i * nc + j]; };
+    auto in = [&](std::size_t i, std::size_t j) {
+        return pb ? px[i * nc + j] + pb[j] : px[i * nc + j];
+    };
 
     for (std::size_t i = 0; i < rows; ++i) {
         float* out = py + i * nc;
@@ -105,8 +107,7 @@ void CpuBackend::bias_grad(const Buffer& dy, int rows, int cols, Buffer& out)
     std::fill(o, o + nc, 0.0f);
     for (std::size_t i = 0; i < nr; ++i) {
         const float* row = p + i * nc;
-        for (std::size_t j = 0; j < nc; ++j)
-            o[j] += row[j];
+        for (std::size_t j = 0; j < nc; ++j) o[j] += row[j];
     }
     round_span(out.dtype(), o, nc);
 }

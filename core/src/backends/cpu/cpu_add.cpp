@@ -16,11 +16,9 @@ void CpuBackend::add_activation(Activation act, const Buffer& a, const Buffer& b
     const float* pb = b.as<float>();
     float* py = y.as<float>();
     if (act == Activation::Relu)
-        for (std::size_t i = 0; i < n; ++i)
-            py[i] = std::max(pa[i] + pb[i], 0.0f);
+        for (std::size_t i = 0; i < n; ++i) py[i] = std::max(pa[i] + pb[i], 0.0f);
     else
-        for (std::size_t i = 0; i < n; ++i)
-            py[i] = pa[i] + pb[i];
+        for (std::size_t i = 0; i < n; ++i) py[i] = pa[i] + pb[i];
     round_span(y.dtype(), py, n);
 }
 

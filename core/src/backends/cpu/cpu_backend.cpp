@@ -79,10 +79,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> make_cpu_backend()
-{
-    return std::make_unique<CpuBackend>();
-}
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
 void require(bool ok, const char* op, const std::string& what)
 {
@@ -100,8 +97,6 @@ const float* floats(const Buffer& b, std::size_t need, const char* op, const cha
     return floats(const_cast<Buffer&>(b), need, op, name);
 }
 
-
-
 DeviceInfo CpuBackend::info() const
 {
     DeviceInfo d;
@@ -113,20 +108,19 @@ DeviceInfo CpuBackend::info() const
 
 Buffer CpuBackend::alloc(std::size_t count, DType dtype)
 {
-    if (count == 0)
-        return Buffer(m_memory, nullptr, 0, dtype);
+    if (count == 0) return Buffer(m_memory, nullptr, 0, dtype);
     const std::size_t elem = stored_size(dtype);
     const bool overflows = count > std::numeric_limits<std::size_t>::max() / elem;
     const double bytes = double(count) * double(elem);
     OomFaults& faults = m_memory->faults;
     if (faults.active() && !overflows)
-        faults.before_alloc(count * elem, std::to_string(count) + " x " +
-                                              std::string(dtype_name(dtype)));
+        faults.before_alloc(count * elem,
+                            std::to_string(count) + " x " + std::string(dtype_name(dtype)));
     void* p = nullptr;
     if (!overflows) {
         try {
             // 64-byte alignment lets Eigen and the compiler use aligned vector loads.
-            p = ::operator new(count * elem, std::align_val_t(64));
+            p = ::operator new(count* elem, std::align_val_t(64));
         } catch (const std::bad_alloc&) {
             p = nullptr;
         }
@@ -141,8 +135,7 @@ Buffer CpuBackend::alloc(std::size_t count, DType dtype)
                                " free; use a smaller batch size or model");
     }
     faults.allocated(p, count * elem);
-    if (m_poison)
-        std::memset(p, k_poison_byte, count * elem);
+    if (m_poison) std::memset(p, k_poison_byte, count * elem);
     return Buffer(m_memory, p, count, dtype);
 }
 
@@ -156,31 +149,26 @@ void CpuBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, st
 {
     validate::element_range(k_name, "upload_f32", dst, offset, count, true);
     if (dst.dtype() == DType::F32) {
-        if (count)
-            std::memcpy(dst.as<float>() + offset, src, count * sizeof(float));
+        if (count) std::memcpy(dst.as<float>() + offset, src, count * sizeof(float));
         return;
     }
-    for (std::size_t i = 0; i < count; ++i)
-        store(dst, offset + i, src[i]);
+    for (std::size_t i = 0; i < count; ++i) store(dst, offset + i, src[i]);
 }
 
 void CpuBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 {
     validate::upload_raw(k_name, dst, bytes);
-    if (bytes)
-        std::memcpy(dst.data(), src, bytes);
+    if (bytes) std::memcpy(dst.data(), src, bytes);
 }
 
 void CpuBackend::download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset)
 {
     validate::element_range(k_name, "download_f32", src, offset, count, false);
     if (is_floating(src.dtype())) {
-        if (count)
-            std::memcpy(dst, src.as<float>() + offset, count * sizeof(float));
+        if (count) std::memcpy(dst, src.as<float>() + offset, count * sizeof(float));
         return;
     }
-    for (std::size_t i = 0; i < count; ++i)
-        dst[i] = element(src, offset + i);
+    for (std::size_t i = 0; i < count; ++i) dst[i] = element(src, offset + i);
 }
 
 void CpuBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
@@ -199,41 +187,32 @@ float* CpuBackend::host_alloc(std::size_t count)
     }
 }
 
-void CpuBackend::host_free(float* p)
-{
-    delete[] p;
-}
+void CpuBackend::host_free(float* p) { delete[] p; }
 
 void CpuBackend::fill(Buffer& dst, float value)
 {
     if (is_floating(dst.dtype())) {
         const float v = round_to(dst.dtype(), value);
         float* p = dst.as<float>();
-        for (std::size_t i = 0; i < dst.count(); ++i)
-            p[i] = v;
+        for (std::size_t i = 0; i < dst.count(); ++i) p[i] = v;
         return;
     }
-    for (std::size_t i = 0; i < dst.count(); ++i)
-        store(dst, i, value);
+    for (std::size_t i = 0; i < dst.count(); ++i) store(dst, i, value);
 }
 
 void CpuBackend::cast(const Buffer& x, Buffer& y)
 {
     validate::cast(k_name, x, y);
-    for (std::size_t i = 0; i < x.count(); ++i)
-        store(y, i, element(x, i));
+    for (std::size_t i = 0; i < x.count(); ++i) store(y, i, element(x, i));
 }
 
-std::unique_ptr<Event> CpuBackend::create_event()
-{
-    return std::make_unique<CpuEvent>();
-}
+std::unique_ptr<Event> CpuBackend::create_event() { return std::make_unique<CpuEvent>(); }
 
 void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,
-                              const Augmentation& aug_in, const StepCounter& counter,
-                              Buffer& out, Buffer& out_labels)
+                              const Augmentation& aug_in, const StepCounter& counter, Buffer& out,
+                              Buffer& out_labels)
 {
     const char* op = "gather_batch";
     validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
@@ -269,9 +248,9 @@ void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
         } else {
             // The draw depends on the position in the batch, not on the sample's index,
             // exactly as the CUDA kernel's thread for output sample b draws it.
-            const hd::AugmentDraw d = hd::augment_draw(aug.seed, aug.step, std::uint64_t(b),
-                                                       aug.crop_padding, aug.random_crop,
-                                                       aug.horizontal_flip);
+            const hd::AugmentDraw d =
+                hd::augment_draw(aug.seed, aug.step, std::uint64_t(b), aug.crop_padding,
+                                 aug.random_crop, aug.horizontal_flip);
             for (int r = 0; r < height; ++r)
                 for (int col = 0; col < width; ++col) {
                     int sr = 0, sc = 0;

@@ -26,20 +26,18 @@ void check_activation(const char* op, Activation act)
 // loop runs over contiguous channels.
 void channel_sums(const float* x, std::size_t rows, std::size_t channels, double* sum)
 {
-    for (std::size_t c = 0; c < channels; ++c)
-        sum[c] = 0.0;
+    for (std::size_t c = 0; c < channels; ++c) sum[c] = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
         const float* row = x + r * channels;
-        for (std::size_t c = 0; c < channels; ++c)
-            sum[c] += double(row[c]);
+        for (std::size_t c = 0; c < channels; ++c) sum[c] += double(row[c]);
     }
 }
 
 // y = (x - mean) * inv_std * scale + shift per channel, in fp32 as the header states;
 // relu after the rounding, as bias_activation applied to the stored output would.
 void normalise(const float* x, std::size_t rows, std::size_t channels, const float* mean,
-               const float* inv_std, const float* scale, const float* shift, DType out_t,
-               bool relu, float* y)
+               const float* inv_std, const float* scale, const float* shift, DType out_t, bool relu,
+               float* y)
 {
     MIXLAB_OMP_FOR_IF(rows * channels)
     for (std::ptrdiff_t r = 0; r < std::ptrdiff_t(rows); ++r) {
@@ -49,18 +47,16 @@ void normalise(const float* x, std::size_t rows, std::size_t channels, const flo
             out[c] = (in[c] - mean[c]) * inv_std[c] * scale[c] + shift[c];
         round_span(out_t, out, channels);
         if (relu)
-            for (std::size_t c = 0; c < channels; ++c)
-                out[c] = std::max(out[c], 0.0f);
+            for (std::size_t c = 0; c < channels; ++c) out[c] = std::max(out[c], 0.0f);
     }
 }
 
 } // namespace
 
-void CpuBackend::batchnorm_forward_train(Activation act, const Buffer& x, int rows,
-                                         int channels, const Buffer& scale, const Buffer& shift,
-                                         float momentum, float epsilon, Buffer& running_mean,
-                                         Buffer& running_var, Buffer& saved_mean,
-                                         Buffer& saved_inv_std, Buffer& y)
+void CpuBackend::batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
+                                         const Buffer& scale, const Buffer& shift, float momentum,
+                                         float epsilon, Buffer& running_mean, Buffer& running_var,
+                                         Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y)
 {
     check_activation("batchnorm_forward_train", act);
     validate::batchnorm(k_name, "batchnorm_forward_train", x, rows, channels,
@@ -72,11 +68,9 @@ void CpuBackend::batchnorm_forward_train(Activation act, const Buffer& x, int ro
     m_bn_sq.resize(nc);
     channel_sums(px, nr, nc, m_bn_sum.data());
     float* mean = saved_mean.as<float>();
-    for (std::size_t c = 0; c < nc; ++c)
-        m_bn_sum[c] /= double(nr);
+    for (std::size_t c = 0; c < nc; ++c) m_bn_sum[c] /= double(nr);
     // Two passes: the variance about the mean, free of the cancellation of E[x^2] - mean^2.
-    for (std::size_t c = 0; c < nc; ++c)
-        m_bn_sq[c] = 0.0;
+    for (std::size_t c = 0; c < nc; ++c) m_bn_sq[c] = 0.0;
     for (std::size_t r = 0; r < nr; ++r) {
         const float* row = px + r * nc;
         for (std::size_t c = 0; c < nc; ++c) {
@@ -102,8 +96,8 @@ void CpuBackend::batchnorm_forward_train(Activation act, const Buffer& x, int ro
               act == Activation::Relu, y.as<float>());
 }
 
-void CpuBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int rows,
-                                        int channels, const Buffer& scale, const Buffer& shift,
+void CpuBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
+                                        const Buffer& scale, const Buffer& shift,
                                         const Buffer& running_mean, const Buffer& running_var,
                                         float epsilon, Buffer& y)
 {
@@ -114,18 +108,16 @@ void CpuBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int row
     m_bn_coef.resize(nc);
     float* inv = m_bn_coef.data();
     const float* rv = running_var.as<float>();
-    for (std::size_t c = 0; c < nc; ++c)
-        inv[c] = 1.0f / std::sqrt(rv[c] + epsilon);
+    for (std::size_t c = 0; c < nc; ++c) inv[c] = 1.0f / std::sqrt(rv[c] + epsilon);
     normalise(x.as<float>(), std::size_t(rows), nc, running_mean.as<float>(), inv,
               scale.as<float>(), shift.as<float>(), y.dtype(), act == Activation::Relu,
               y.as<float>());
 }
 
 void CpuBackend::batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
-                                    const Buffer& dy, int rows, int channels,
-                                    const Buffer& scale, const Buffer& saved_mean,
-                                    const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                                    Buffer& dshift)
+                                    const Buffer& dy, int rows, int channels, const Buffer& scale,
+                                    const Buffer& saved_mean, const Buffer& saved_inv_std,
+                                    Buffer& dx, Buffer& dscale, Buffer& dshift)
 {
     const char* op = "batchnorm_backward";
     check_activation(op, act);
@@ -147,8 +139,7 @@ void CpuBackend::batchnorm_backward(Activation act, const Buffer& x, const Buffe
     m_bn_sq.resize(nc);
     // dshift = sum(dy), dscale = sum(dy * xhat) with xhat = (x - mean) * inv_std, both
     // in row order (the same order as channel_sums).
-    for (std::size_t c = 0; c < nc; ++c)
-        m_bn_sum[c] = m_bn_sq[c] = 0.0;
+    for (std::size_t c = 0; c < nc; ++c) m_bn_sum[c] = m_bn_sq[c] = 0.0;
     for (std::size_t r = 0; r < nr; ++r) {
         const float* xr = px + r * nc;
         for (std::size_t c = 0; c < nc; ++c) {

@@ -22,14 +22,8 @@ std::size_t patch_size(const ConvGeometry& g)
 {
     return std::size_t(g.kernel_h) * g.kernel_w * g.in_c;
 }
-std::size_t in_pixels(const ConvGeometry& g)
-{
-    return std::size_t(g.in_h) * g.in_w;
-}
-std::size_t out_pixels(const ConvGeometry& g)
-{
-    return std::size_t(g.out_h) * g.out_w;
-}
+std::size_t in_pixels(const ConvGeometry& g) { return std::size_t(g.in_h) * g.in_w; }
+std::size_t out_pixels(const ConvGeometry& g) { return std::size_t(g.out_h) * g.out_w; }
 
 // A 1x1, stride-1, unpadded convolution reads x itself as its im2col matrix.
 bool is_pointwise(const ConvGeometry& g)
@@ -63,8 +57,7 @@ void copy_short(const float* src, std::size_t n, float* dst)
 void zero_short(float* dst, std::size_t n)
 {
     static constexpr float k_zeros[8] = {};
-    for (; n >= 8; n -= 8, dst += 8)
-        std::memcpy(dst, k_zeros, sizeof k_zeros);
+    for (; n >= 8; n -= 8, dst += 8) std::memcpy(dst, k_zeros, sizeof k_zeros);
     switch (n) {
     case 7: dst[6] = 0.0f; [[fallthrough]];
     case 6: dst[5] = 0.0f; [[fallthrough]];
@@ -84,14 +77,12 @@ void copy_values(const float* src, std::size_t n, bool tf32, float* dst)
         copy_short(src, n, dst);
         return;
     }
-    for (std::size_t i = 0; i < n; ++i)
-        dst[i] = round_to_tf32(src[i]);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_tf32(src[i]);
 }
 
 const float* tf32_operand(const float* src, std::size_t n, std::vector<float>& scratch)
 {
-    if (scratch.size() < n)
-        scratch.resize(n);
+    if (scratch.size() < n) scratch.resize(n);
     copy_values(src, n, true, scratch.data());
     return scratch.data();
 }
@@ -126,7 +117,8 @@ void im2col(const ConvGeometry& g, const float* x, int n0, int count, bool tf32,
             // The window's valid pixels are contiguous in NHWC: one copy per kernel row.
             const float* src = x + ((std::size_t(n) * g.in_h + h) * g.in_w + (w0 + s_lo)) * g.in_c;
             zero_short(dst, std::size_t(s_lo) * g.in_c);
-            copy_values(src, std::size_t(s_hi - s_lo) * g.in_c, tf32, dst + std::size_t(s_lo) * g.in_c);
+            copy_values(src, std::size_t(s_hi - s_lo) * g.in_c, tf32,
+                        dst + std::size_t(s_lo) * g.in_c);
             zero_short(dst + std::size_t(s_hi) * g.in_c, row_len - std::size_t(s_hi) * g.in_c);
         }
     }
@@ -149,13 +141,11 @@ void col2im_add(const ConvGeometry& g, const float* dcol, int n0, int count, flo
                 valid_span(w0, g.kernel_w, g.in_w, &s_lo, &s_hi);
                 for (int r = 0; r < g.kernel_h; ++r) {
                     const int h = h0 + r;
-                    if (h < 0 || h >= g.in_h || s_hi <= s_lo)
-                        continue;
+                    if (h < 0 || h >= g.in_h || s_hi <= s_lo) continue;
                     const float* from = src + (std::size_t(r) * g.kernel_w + s_lo) * c;
                     float* to = image + (std::size_t(h) * g.in_w + (w0 + s_lo)) * c;
                     const std::size_t n = std::size_t(s_hi - s_lo) * c;
-                    for (std::size_t e = 0; e < n; ++e)
-                        to[e] += from[e];
+                    for (std::size_t e = 0; e < n; ++e) to[e] += from[e];
                 }
             }
     }
@@ -168,14 +158,8 @@ std::string forward_algo(const ConvGeometry& g)
 }
 
 // Row-major (rows x cols) matrix, and its transpose, as GEMM operands.
-MatrixView rows_of(const float* p, std::size_t cols)
-{
-    return {p, std::ptrdiff_t(cols), 1};
-}
-MatrixView transposed(const float* p, std::size_t cols)
-{
-    return {p, 1, std::ptrdiff_t(cols)};
-}
+MatrixView rows_of(const float* p, std::size_t cols) { return {p, std::ptrdiff_t(cols), 1}; }
+MatrixView transposed(const float* p, std::size_t cols) { return {p, 1, std::ptrdiff_t(cols)}; }
 
 // Multiply-adds of one pass: what decides whether threads are worth waking.
 std::size_t conv_macs(const ConvGeometry& g)
@@ -183,23 +167,19 @@ std::size_t conv_macs(const ConvGeometry& g)
     return std::size_t(g.batch) * out_pixels(g) * patch_size(g) * std::size_t(g.out_c);
 }
 
-int chunk_count(const ConvGeometry& g, int chunk)
-{
-    return (g.batch + chunk - 1) / chunk;
-}
+int chunk_count(const ConvGeometry& g, int chunk) { return (g.batch + chunk - 1) / chunk; }
 
 } // namespace
 
 int CpuBackend::conv_chunk_images(const ConvGeometry& g) const
 {
     // Per image, the scratch holds its im2col rows, or its TF32-rounded dy.
-    const std::size_t per_image =
-        out_pixels(g) * std::max(patch_size(g), std::size_t(g.out_c));
+    const std::size_t per_image = out_pixels(g) * std::max(patch_size(g), std::size_t(g.out_c));
     const std::size_t fit = m_conv_chunk_floats / std::max<std::size_t>(per_image, 1);
     // About four chunks per thread, so that a thread slowed by other work leaves its
     // chunks to the others, while each GEMM keeps hundreds of rows.
-    const std::size_t share =
-        (std::size_t(g.batch) + 4 * std::size_t(worker_threads()) - 1) / (4 * std::size_t(worker_threads()));
+    const std::size_t share = (std::size_t(g.batch) + 4 * std::size_t(worker_threads()) - 1) /
+                              (4 * std::size_t(worker_threads()));
     return int(std::clamp<std::size_t>(std::min(fit, share), 1, std::size_t(g.batch)));
 }
 
@@ -207,26 +187,21 @@ void CpuBackend::reserve_conv(const ConvGeometry& g, MathMode math)
 {
     const bool tf32 = math == MathMode::TF32;
     const std::size_t threads = std::size_t(worker_threads());
-    if (m_conv.size() < threads)
-        m_conv.resize(threads);
+    if (m_conv.size() < threads) m_conv.resize(threads);
     const int rows = conv_chunk_images(g) * int(out_pixels(g));
     const int patch = int(patch_size(g)), k = g.out_c;
     const std::size_t col = is_pointwise(g) && !tf32 ? 0 : std::size_t(rows) * patch;
     const std::size_t dy = tf32 ? std::size_t(rows) * k : 0;
     const std::size_t dw = std::size_t(k) * patch;
     for (ConvScratch& s : m_conv) {
-        if (s.col.size() < col)
-            s.col.resize(col);
-        if (s.dy.size() < dy)
-            s.dy.resize(dy);
-        if (s.dw.size() < dw)
-            s.dw.resize(dw);
+        if (s.col.size() < col) s.col.resize(col);
+        if (s.dy.size() < dy) s.dy.resize(dy);
+        if (s.dw.size() < dw) s.dw.resize(dw);
         sgemm_reserve(rows, k, patch, s.gemm); // forward
         sgemm_reserve(rows, patch, k, s.gemm); // backward data
         sgemm_reserve(k, patch, rows, s.gemm); // backward filter
     }
-    if (tf32 && m_tf32_w.size() < dw)
-        m_tf32_w.resize(dw);
+    if (tf32 && m_tf32_w.size() < dw) m_tf32_w.resize(dw);
 }
 
 ConvPlanInfo CpuBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math)
@@ -361,8 +336,7 @@ void CpuBackend::conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, 
     float* out = dw.as<float>();
     std::copy(m_conv[0].dw.begin(), m_conv[0].dw.begin() + std::ptrdiff_t(k * patch), out);
     for (std::size_t t = 1; t < m_conv.size(); ++t)
-        for (std::size_t i = 0; i < k * patch; ++i)
-            out[i] += m_conv[t].dw[i];
+        for (std::size_t i = 0; i < k * patch; ++i) out[i] += m_conv[t].dw[i];
     round_span(dw.dtype(), out, k * patch);
 }
 

@@ -21,10 +21,8 @@ using Map = Eigen::Map<RowMat>;
 // Copies n operand values rounded to TF32 into scratch (the tensor cores' input format).
 const float* tf32_copy(const float* src, std::size_t n, std::vector<float>& scratch)
 {
-    if (scratch.size() < n)
-        scratch.resize(n);
-    for (std::size_t i = 0; i < n; ++i)
-        scratch[i] = round_to_tf32(src[i]);
+    if (scratch.size() < n) scratch.resize(n);
+    for (std::size_t i = 0; i < n; ++i) scratch[i] = round_to_tf32(src[i]);
     return scratch.data();
 }
 
@@ -35,8 +33,7 @@ void product(const OpA& a, const OpB& b, Map& c, float alpha, float beta)
     if (beta == 0.0f) {
         c.noalias() = (alpha * a) * b;
     } else {
-        if (beta != 1.0f)
-            c *= beta;
+        if (beta != 1.0f) c *= beta;
         c.noalias() += (alpha * a) * b;
     }
 }
@@ -61,8 +58,7 @@ void CpuBackend::gemm(const GemmCall& g)
             std::fill(bg, bg + m, 0.0f);
             for (std::size_t r = 0; r < k; ++r) {
                 const float* row = a + r * m;
-                for (std::size_t i = 0; i < m; ++i)
-                    bg[i] += row[i];
+                for (std::size_t i = 0; i < m; ++i) bg[i] += row[i];
             }
         } else { // A stored (m x k): each row's sum
             for (std::size_t i = 0; i < m; ++i)
@@ -98,16 +94,13 @@ void CpuBackend::gemm(const GemmCall& g)
         float* row = c + i * n;
         switch (g.epilogue) {
         case Epilogue::BiasRelu:
-            for (std::size_t j = 0; j < n; ++j)
-                row[j] = std::max(row[j] + bias[j], 0.0f);
+            for (std::size_t j = 0; j < n; ++j) row[j] = std::max(row[j] + bias[j], 0.0f);
             break;
         case Epilogue::BiasGelu:
-            for (std::size_t j = 0; j < n; ++j)
-                row[j] = hd::gelu(row[j] + bias[j]);
+            for (std::size_t j = 0; j < n; ++j) row[j] = hd::gelu(row[j] + bias[j]);
             break;
         default:
-            for (std::size_t j = 0; j < n; ++j)
-                row[j] += bias[j];
+            for (std::size_t j = 0; j < n; ++j) row[j] += bias[j];
             break;
         }
         round_span(ct, row, n);

@@ -26,8 +26,7 @@ void CpuBackend::cross_entropy(OutputHead head, const Buffer& logits, const Buff
     float* dz_all = dlogits ? dlogits->as<float>() : nullptr;
     const float scale = scaler ? scaler->as<float>()[k_scale] : 1.0f;
 
-    if (m_row.size() < nc)
-        m_row.resize(nc);
+    if (m_row.size() < nc) m_row.resize(nc);
     float* z = m_row.data(); // a copy, so dlogits may overwrite the logits in place
     double loss_sum = 0.0;
     int correct = 0;
@@ -78,8 +77,7 @@ void CpuBackend::cross_entropy(OutputHead head, const Buffer& logits, const Buff
                 }
             }
         }
-        if (dz)
-            round_span(dlogits->dtype(), dz, nc);
+        if (dz) round_span(dlogits->dtype(), dz, nc);
     }
 
     if (dz_all) {

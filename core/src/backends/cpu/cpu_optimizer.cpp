@@ -16,8 +16,7 @@ class CpuParamTable final : public ParamTable {
 public:
     CpuParamTable(std::vector<ParamSlot> slots, const validate::SlotStates& states)
         : m_slots(std::move(slots)), m_states(states)
-    {
-    }
+    {}
     const std::vector<ParamSlot>& slots() const { return m_slots; }
     const validate::SlotStates& states() const { return m_states; }
 
@@ -53,8 +52,7 @@ void sgd_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext&
     const float lr = opt.lr, wd = opt.weight_decay, mom = opt.momentum;
     for (std::size_t i = 0; i < n; ++i) {
         float g = grad[i] * ctx.inv_scale;
-        if (wd != 0.0f)
-            g += wd * w[i];
+        if (wd != 0.0f) g += wd * w[i];
         if (mom != 0.0f) {
             // The buffer is stored in the master's dtype and used as stored.
             const float b = stored(wt, ctx.first_step ? g : mom * buf[i] + g);
@@ -62,8 +60,7 @@ void sgd_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext&
             g = opt.nesterov ? g + mom * b : b;
         }
         w[i] = stored(wt, w[i] - lr * g);
-        if (low)
-            low[i] = stored(lt, w[i]);
+        if (low) low[i] = stored(lt, w[i]);
     }
 }
 
@@ -92,11 +89,9 @@ void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext
         const float vi = stored(wt, b2 * v[i] + (1.0f - b2) * g * g);
         m[i] = mi;
         v[i] = vi;
-        wi -= lr * (mi / ctx.bias_correction1) /
-              (std::sqrt(vi / ctx.bias_correction2) + opt.eps);
+        wi -= lr * (mi / ctx.bias_correction1) / (std::sqrt(vi / ctx.bias_correction2) + opt.eps);
         w[i] = stored(wt, wi);
-        if (low)
-            low[i] = stored(lt, w[i]);
+        if (low) low[i] = stored(lt, w[i]);
     }
 }
 
@@ -123,8 +118,7 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
 
     // Checked even without scaling, so a run that overflows says so in its record.
     bool found_inf = false;
-    for (const ParamSlot& s : t->slots())
-        found_inf = found_inf || any_non_finite(*s.grad);
+    for (const ParamSlot& s : t->slots()) found_inf = found_inf || any_non_finite(*s.grad);
     if (m_inf_check_marker) m_inf_check_marker->record();
 
     if (!(found_inf && scaling_on)) {

@@ -12,9 +12,9 @@
 // A parallel loop only when `work` (elements touched or multiply-adds) pays for waking
 // the team: tiny ops run faster alone, and on a busy machine every barrier can wait a
 // whole time slice for a descheduled helper thread. Each op opens one region at most.
-#define MIXLAB_OMP_FOR_IF(work) \
+#define MIXLAB_OMP_FOR_IF(work)                                                                    \
     MIXLAB_PRAGMA(omp parallel for schedule(static) if ((work) >= mixlab::cpu::k_parallel_work))
-#define MIXLAB_OMP_FOR_DYNAMIC_IF(work) \
+#define MIXLAB_OMP_FOR_DYNAMIC_IF(work)                                                            \
     MIXLAB_PRAGMA(omp parallel for schedule(dynamic) if ((work) >= mixlab::cpu::k_parallel_work))
 #else
 #define MIXLAB_OMP_FOR_IF(work)

@@ -70,14 +70,12 @@ void CpuBackend::pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer
                             out[k] = ((v > out[k]) | (v != v)) ? v : out[k];
                         }
                     } else {
-                        for (std::size_t k = 0; k < c; ++k)
-                            out[k] += in[k];
+                        for (std::size_t k = 0; k < c; ++k) out[k] += in[k];
                     }
                 }
             if (mode == PoolMode::Average) {
                 const float n_valid = float(w.count());
-                for (std::size_t k = 0; k < c; ++k)
-                    out[k] /= n_valid;
+                for (std::size_t k = 0; k < c; ++k) out[k] /= n_valid;
             }
             round_span(y.dtype(), out, c);
         }
@@ -89,8 +87,7 @@ void CpuBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffe
 {
     const char* op = "pool_backward";
     validate::pool(k_name, op, g, dx, dy);
-    if (mode == PoolMode::Max)
-        validate::pool(k_name, op, g, x, y);
+    if (mode == PoolMode::Max) validate::pool(k_name, op, g, x, y);
     const std::size_t c = std::size_t(g.channels);
     const std::size_t in_image = std::size_t(g.in_h) * g.in_w * c;
     const std::size_t out_image = std::size_t(g.out_h) * g.out_w * c;
@@ -106,15 +103,15 @@ void CpuBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffe
         for (int p = 0; p < g.out_h; ++p)
             for (int q = 0; q < g.out_w; ++q) {
                 const Window w = window_at(g, p, q);
-                const std::size_t o = std::size_t(n) * out_image + (std::size_t(p) * g.out_w + q) * c;
+                const std::size_t o =
+                    std::size_t(n) * out_image + (std::size_t(p) * g.out_w + q) * c;
                 const float* grad_out = pdy + o;
                 if (mode == PoolMode::Average) {
                     const float n_valid = float(w.count());
                     for (int r = w.r_lo; r < w.r_hi; ++r)
                         for (int s = w.s_lo; s < w.s_hi; ++s) {
                             float* to = grad_in + (std::size_t(w.h0 + r) * g.in_w + (w.w0 + s)) * c;
-                            for (std::size_t k = 0; k < c; ++k)
-                                to[k] += grad_out[k] / n_valid;
+                            for (std::size_t k = 0; k < c; ++k) to[k] += grad_out[k] / n_valid;
                         }
                     continue;
                 }
@@ -127,8 +124,7 @@ void CpuBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffe
                     const std::size_t kb = std::min(k_channel_block, c - k0);
                     const float* best = py + o + k0;
                     std::int32_t winner[k_channel_block];
-                    for (std::size_t k = 0; k < kb; ++k)
-                        winner[k] = -1;
+                    for (std::size_t k = 0; k < kb; ++k) winner[k] = -1;
                     for (int r = w.r_hi - 1; r >= w.r_lo; --r)
                         for (int s = w.s_hi - 1; s >= w.s_lo; --s) {
                             const std::int32_t pos = r * g.window_w + s;
@@ -140,8 +136,7 @@ void CpuBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffe
                     // y came from this x, so every channel has a winner; a y that does
                     // not (-1) passes no gradient rather than a wrong one.
                     for (std::size_t k = 0; k < kb; ++k) {
-                        if (winner[k] < 0)
-                            continue;
+                        if (winner[k] < 0) continue;
                         const int r = winner[k] / g.window_w, s = winner[k] % g.window_w;
                         grad_in[(std::size_t(w.h0 + r) * g.in_w + (w.w0 + s)) * c + k0 + k] +=
                             grad_out[k0 + k];

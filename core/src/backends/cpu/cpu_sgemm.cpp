@@ -42,10 +42,7 @@ constexpr int k_nr = 16;  // micro-tile columns: two 8-float AVX vectors
 constexpr int k_mc = 96;  // A rows per block (a multiple of k_mr): 96 x 256 floats, in L2
 constexpr int k_kc = 256; // depth block
 
-int round_up(int v, int to)
-{
-    return (v + to - 1) / to * to;
-}
+int round_up(int v, int to) { return (v + to - 1) / to * to; }
 
 std::atomic<bool> g_force_portable{false};
 
@@ -66,10 +63,8 @@ void pack_b(MatrixView b, int pc, int kc, int n, float* out)
         for (int p = 0; p < kc; ++p, dst += k_nr) {
             const float* row = b.data + (pc + p) * b.row_stride + j0 * b.col_stride;
             int jj = 0;
-            for (; jj < nr; ++jj)
-                dst[jj] = row[jj * b.col_stride];
-            for (; jj < k_nr; ++jj)
-                dst[jj] = 0.0f;
+            for (; jj < nr; ++jj) dst[jj] = row[jj * b.col_stride];
+            for (; jj < k_nr; ++jj) dst[jj] = 0.0f;
         }
     }
 }
@@ -140,16 +135,13 @@ void store_tile(const float* tile, int mr, int nr, float* c, std::ptrdiff_t ldc,
         const float* t = tile + i * k_nr;
         if (nr == k_nr) {
             if (add)
-                for (int j = 0; j < k_nr; ++j)
-                    row[j] += t[j];
+                for (int j = 0; j < k_nr; ++j) row[j] += t[j];
             else
                 std::memcpy(row, t, k_nr * sizeof(float));
         } else if (add) {
-            for (int j = 0; j < nr; ++j)
-                row[j] += t[j];
+            for (int j = 0; j < nr; ++j) row[j] += t[j];
         } else {
-            for (int j = 0; j < nr; ++j)
-                row[j] = t[j];
+            for (int j = 0; j < nr; ++j) row[j] = t[j];
         }
     }
 }
@@ -176,8 +168,8 @@ void packed_sgemm(int m, int n, int k, MatrixView a, MatrixView b, float* c, std
                 const float* bp = packed_b + std::size_t(jr / k_nr) * kc * k_nr;
                 for (int ir = 0; ir < mc; ir += k_mr) {
                     const int mr = std::min(k_mr, mc - ir);
-                    kernel_6x16(kc, a_block + (ic + ir) * a.row_stride, a.row_stride,
-                                a.col_stride, mr, bp, tile);
+                    kernel_6x16(kc, a_block + (ic + ir) * a.row_stride, a.row_stride, a.col_stride,
+                                mr, bp, tile);
                     store_tile(tile, mr, std::min(k_nr, n - jr), c + (ic + ir) * ldc + jr, ldc,
                                add);
                 }
@@ -193,11 +185,9 @@ void packed_sgemm(int m, int n, int k, MatrixView a, MatrixView b, float* c, std
 void sgemm_reserve(int m, int n, int k, SgemmScratch& scratch)
 {
 #if defined(MIXLAB_SGEMM_AVX2)
-    if (!cpu_has_avx2_fma())
-        return;
+    if (!cpu_has_avx2_fma()) return;
     const std::size_t b = std::size_t(std::min(k, k_kc) + 8) * round_up(std::max(n, 1), k_nr);
-    if (scratch.packed_b.size() < b)
-        scratch.packed_b.resize(b);
+    if (scratch.packed_b.size() < b) scratch.packed_b.resize(b);
 #else
     (void)n, (void)k, (void)scratch;
 #endif
@@ -207,12 +197,10 @@ void sgemm_reserve(int m, int n, int k, SgemmScratch& scratch)
 void sgemm(int m, int n, int k, MatrixView a, MatrixView b, float* c, std::ptrdiff_t ldc,
            bool accumulate, SgemmScratch& scratch)
 {
-    if (m <= 0 || n <= 0)
-        return;
+    if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         if (!accumulate)
-            for (int i = 0; i < m; ++i)
-                std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+            for (int i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
         return;
     }
 #if defined(MIXLAB_SGEMM_AVX2)
@@ -228,8 +216,7 @@ void sgemm(int m, int n, int k, MatrixView a, MatrixView b, float* c, std::ptrdi
 const char* sgemm_kernel_name()
 {
 #if defined(MIXLAB_SGEMM_AVX2)
-    if (cpu_has_avx2_fma())
-        return "AVX2/FMA packed GEMM";
+    if (cpu_has_avx2_fma()) return "AVX2/FMA packed GEMM";
 #endif
     return "Eigen GEMM";
 }

@@ -26,14 +26,13 @@ __device__ __forceinline__ float activate(Activation act, float v)
 
 // (rows, cols), elementwise; bias per column.
 template <class TX, class TY>
-__global__ void bias_activation_kernel(Activation act, const TX* x, AnyConst bias,
-                                       std::size_t n, unsigned cols, TY* y)
+__global__ void bias_activation_kernel(Activation act, const TX* x, AnyConst bias, std::size_t n,
+                                       unsigned cols, TY* y)
 {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * blockDim.x) {
         float v = to_f32(x[i]);
-        if (bias.p)
-            v += bias.load(i % cols);
+        if (bias.p) v += bias.load(i % cols);
         y[i] = from_f32<TY>(activate(act, v));
     }
 }
@@ -48,12 +47,10 @@ __global__ void softmax_kernel(const TX* x, AnyConst bias, std::size_t rows, int
         TY* out = y + r * cols;
         auto value = [&](int j) { return bias.p ? to_f32(in[j]) + bias.load(j) : to_f32(in[j]); };
         float mx = -INFINITY;
-        for (int j = threadIdx.x; j < cols; j += blockDim.x)
-            mx = fmaxf(mx, value(j));
+        for (int j = threadIdx.x; j < cols; j += blockDim.x) mx = fmaxf(mx, value(j));
         mx = block_reduce<true>(mx, scratch);
         float sum = 0.0f;
-        for (int j = threadIdx.x; j < cols; j += blockDim.x)
-            sum += expf(value(j) - mx);
+        for (int j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(value(j) - mx);
         sum = block_reduce<false>(sum, scratch);
         const float inv = 1.0f / sum;
         for (int j = threadIdx.x; j < cols; j += blockDim.x)
@@ -71,8 +68,16 @@ __global__ void activation_backward_kernel(Activation act, AnyConst x, AnyConst 
         float d = g;
         switch (act) {
         case Activation::Relu: d = y.load(i) > 0.0f ? g : 0.0f; break;
-        case Activation::Sigmoid: { const float s = y.load(i); d = g * s * (1.0f - s); break; }
-        case Activation::Tanh: { const float t = y.load(i); d = g * (1.0f - t * t); break; }
+        case Activation::Sigmoid: {
+            const float s = y.load(i);
+            d = g * s * (1.0f - s);
+            break;
+        }
+        case Activation::Tanh: {
+            const float t = y.load(i);
+            d = g * (1.0f - t * t);
+            break;
+        }
         case Activation::Gelu: d = g * hd::gelu_grad(x.load(i)); break;
         default: break;
         }
@@ -117,8 +122,7 @@ void launch_bias_activation(Activation act, const void* x, DType tx, const void*
                             std::size_t rows, int cols, void* y, DType ty, cudaStream_t stream)
 {
     const std::size_t n = rows * std::size_t(cols);
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const AnyConst b{bias, tb};
     dispatch_floating(tx, "bias_activation", [&](auto tag_x) {
         using TX = typename decltype(tag_x)::type;
@@ -127,8 +131,8 @@ void launch_bias_activation(Activation act, const void* x, DType tx, const void*
             const TX* px = static_cast<const TX*>(x);
             TY* py = static_cast<TY*>(y);
             if (act == Activation::Softmax)
-                softmax_kernel<TX, TY><<<row_blocks(rows), row_threads(cols), 0, stream>>>(
-                    px, b, rows, cols, py);
+                softmax_kernel<TX, TY>
+                    <<<row_blocks(rows), row_threads(cols), 0, stream>>>(px, b, rows, cols, py);
             else
                 bias_activation_kernel<TX, TY><<<grid_for(n, k_threads), k_threads, 0, stream>>>(
                     act, px, b, n, unsigned(cols), py);
@@ -143,8 +147,7 @@ void launch_activation_backward(Activation act, const void* x, DType tx, const v
                                 DType tdx, cudaStream_t stream)
 {
     const std::size_t n = rows * std::size_t(cols);
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const AnyConst ax{x, tx}, ay{y, ty};
     dispatch_floating(tdy, "activation_backward", [&](auto tag_dy) {
         using TDY = typename decltype(tag_dy)::type;
@@ -153,8 +156,8 @@ void launch_activation_backward(Activation act, const void* x, DType tx, const v
             const TDY* pdy = static_cast<const TDY*>(dy);
             TDX* pdx = static_cast<TDX*>(dx);
             if (act == Activation::Softmax)
-                softmax_backward_kernel<TDY, TDX><<<row_blocks(rows), row_threads(cols), 0,
-                                                     stream>>>(ay, pdy, rows, cols, pdx);
+                softmax_backward_kernel<TDY, TDX>
+                    <<<row_blocks(rows), row_threads(cols), 0, stream>>>(ay, pdy, rows, cols, pdx);
             else
                 activation_backward_kernel<TDY, TDX>
                     <<<grid_for(n, k_threads), k_threads, 0, stream>>>(act, ax, ay, pdy, n, pdx);

@@ -12,7 +12,8 @@ namespace mixlab::cuda {
 
 namespace {
 
-template <class T> struct alignas(16) Pack {
+template <class T>
+struct alignas(16) Pack {
     static constexpr int k_n = 16 / int(sizeof(T));
     T v[k_n];
 };
@@ -44,10 +45,7 @@ __global__ void add_activation_kernel(bool relu, const T* a, const T* b, std::si
         y[i] = from_f32<T>(add_act(relu, to_f32(a[i]), to_f32(b[i])));
 }
 
-bool aligned16(const void* p)
-{
-    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 constexpr unsigned k_threads = 256;
 
@@ -56,8 +54,7 @@ constexpr unsigned k_threads = 256;
 void launch_add_activation(Activation act, const void* a, const void* b, DType t, std::size_t n,
                            void* y, cudaStream_t stream)
 {
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const bool vector = aligned16(a) && aligned16(b) && aligned16(y);
     dispatch_floating(t, "add_activation", [&](auto tag) {
         using T = typename decltype(tag)::type;

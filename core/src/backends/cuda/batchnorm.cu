@@ -48,9 +48,9 @@ __device__ __forceinline__ VecT<T, V> load_raw(const T* p)
 // splits). p1/p2: (splits, ld) partials in double.
 template <class T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(k_reduce_threads)
-bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int cols,
-                   int tile_vcols, int lanes, std::size_t rows_per_split, std::size_t ld,
-                   const float* mean, const float* inv_std, double* p1, double* p2)
+    bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int cols,
+                       int tile_vcols, int lanes, std::size_t rows_per_split, std::size_t ld,
+                       const float* mean, const float* inv_std, double* p1, double* p2)
 {
     __shared__ double s1[k_reduce_threads * V];
     __shared__ double s2[k_reduce_threads * V];
@@ -61,8 +61,7 @@ bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int co
     const bool active = in_block && gvc * V < cols;
     float a1[V], a2[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-        a1[j] = a2[j] = 0.0f;
+    for (int j = 0; j < V; ++j) a1[j] = a2[j] = 0.0f;
     if (active) {
         const int c0 = gvc * V;
         float k[V], m[V], s[V];
@@ -82,16 +81,13 @@ bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int co
                 const std::size_t r = r0 + std::size_t(u) * step;
                 if (r < end) {
                     xv[u] = load_raw<T, V>(x + r * std::size_t(cols) + c0);
-                    if constexpr (Grad)
-                        gv[u] = load_raw<T, V>(dy + r * std::size_t(cols) + c0);
-                    if constexpr (Relu)
-                        yv[u] = load_raw<T, V>(y + r * std::size_t(cols) + c0);
+                    if constexpr (Grad) gv[u] = load_raw<T, V>(dy + r * std::size_t(cols) + c0);
+                    if constexpr (Relu) yv[u] = load_raw<T, V>(y + r * std::size_t(cols) + c0);
                 }
             }
 #pragma unroll
             for (int u = 0; u < k_batch; ++u) {
-                if (r0 + std::size_t(u) * step >= end)
-                    break;
+                if (r0 + std::size_t(u) * step >= end) break;
 #pragma unroll
                 for (int j = 0; j < V; ++j) {
                     const float v = to_f32(xv[u].v[j]);
@@ -127,7 +123,8 @@ bn_partials_kernel(const T* x, const T* y, const T* dy, std::size_t rows, int co
             r1 += s1[l * tile_cols + col];
             r2 += s2[l * tile_cols + col];
         }
-        const std::size_t at = std::size_t(blockIdx.y) * ld + std::size_t(blockIdx.x) * tile_cols + col;
+        const std::size_t at =
+            std::size_t(blockIdx.y) * ld + std::size_t(blockIdx.x) * tile_cols + col;
         p1[at] = r1;
         p2[at] = r2;
     }
@@ -155,8 +152,7 @@ __device__ __forceinline__ bool combine_partials(const double* p1, const double*
     sh1[threadIdx.x] = a1;
     sh2[threadIdx.x] = a2;
     __syncthreads();
-    if (part != 0 || c >= channels)
-        return false;
+    if (part != 0 || c >= channels) return false;
     double s1 = 0.0, s2 = 0.0;
 #pragma unroll 8
     for (int q = 0; q < k_finish_parts; ++q) {
@@ -172,21 +168,19 @@ __device__ __forceinline__ bool combine_partials(const double* p1, const double*
 // Statistics and running averages, in double as the reference.
 template <class T>
 __global__ void __launch_bounds__(k_threads)
-bn_train_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
-                       const T* x, std::size_t rows, int channels, float momentum,
-                       float epsilon, float* running_mean, float* running_var, float* saved_mean,
-                       float* saved_inv_std)
+    bn_train_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
+                           const T* x, std::size_t rows, int channels, float momentum,
+                           float epsilon, float* running_mean, float* running_var,
+                           float* saved_mean, float* saved_inv_std)
 {
     int c = 0;
     double s1 = 0.0, s2 = 0.0;
-    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2))
-        return;
+    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2)) return;
     const double n = double(rows);
     const double d = s1 / n; // mean - K, K = x[row 0] (the reduction's shift)
     const double mean = double(to_f32(x[c])) + d;
     double var = s2 / n - d * d; // biased: what normalises this batch
-    if (var < 0.0)
-        var = 0.0;
+    if (var < 0.0) var = 0.0;
     saved_mean[c] = float(mean);
     saved_inv_std[c] = float(1.0 / sqrt(var + double(epsilon)));
     // PyTorch's convention: running = (1 - momentum) * running + momentum * batch, with the
@@ -198,14 +192,13 @@ bn_train_finish_kernel(const double* p1, const double* p2, unsigned splits, std:
 
 // Gradients: dscale, dshift, and the two means dx needs (coef[c], coef[channels + c]).
 __global__ void __launch_bounds__(k_threads)
-bn_backward_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
-                          std::size_t rows, int channels, float* dscale, float* dshift,
-                          float* coef)
+    bn_backward_finish_kernel(const double* p1, const double* p2, unsigned splits, std::size_t ld,
+                              std::size_t rows, int channels, float* dscale, float* dshift,
+                              float* coef)
 {
     int c = 0;
     double s1 = 0.0, s2 = 0.0;
-    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2))
-        return;
+    if (!combine_partials(p1, p2, splits, ld, channels, &c, &s1, &s2)) return;
     dshift[c] = float(s1);
     dscale[c] = float(s2);
     coef[c] = float(s1 / double(rows));
@@ -236,7 +229,7 @@ __device__ __forceinline__ GroupWalk group_walk(int channels)
 // y = (x - mean) * inv_std * scale + shift in this order, each step rounded (the _rn
 // intrinsics forbid fusing into FMAs): the reference's fp32 arithmetic exactly.
 __device__ __forceinline__ float normalise(float x, float mean, float inv_std, float scale,
-                                          float shift)
+                                           float shift)
 {
     return __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x, mean), inv_std), scale), shift);
 }
@@ -247,13 +240,12 @@ __device__ __forceinline__ float normalise(float x, float mean, float inv_std, f
 // value that rounds to -0 stays -0, bit for bit the unfused result).
 template <class T, int V, bool Eval, bool Relu>
 __global__ void __launch_bounds__(k_threads)
-bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* mean,
-                    const float* inv_std_or_var, float epsilon, const float* scale,
-                    const float* shift, T* y)
+    bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* mean,
+                        const float* inv_std_or_var, float epsilon, const float* scale,
+                        const float* shift, T* y)
 {
     const GroupWalk w = group_walk<V>(channels);
-    if (!w.active())
-        return;
+    if (!w.active()) return;
     float m[V], s[V], g[V], b[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -268,14 +260,12 @@ bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* m
 #pragma unroll
         for (int u = 0; u < k_batch; ++u) {
             const std::size_t k = k0 + std::size_t(u) * w.stride;
-            if (k < groups)
-                in[u] = load_raw<T, V>(x + k * V);
+            if (k < groups) in[u] = load_raw<T, V>(x + k * V);
         }
 #pragma unroll
         for (int u = 0; u < k_batch; ++u) {
             const std::size_t k = k0 + std::size_t(u) * w.stride;
-            if (k >= groups)
-                break;
+            if (k >= groups) break;
             float v[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) {
@@ -294,13 +284,12 @@ bn_normalise_kernel(const T* x, std::size_t groups, int channels, const float* m
 // dy masked to y > 0 under Relu.
 template <class T, int V, bool Relu>
 __global__ void __launch_bounds__(k_threads)
-bn_backward_dx_kernel(const T* x, const T* y, const T* dy, std::size_t groups, int channels,
-                      const float* mean, const float* inv_std, const float* scale,
-                      const float* coef, T* dx)
+    bn_backward_dx_kernel(const T* x, const T* y, const T* dy, std::size_t groups, int channels,
+                          const float* mean, const float* inv_std, const float* scale,
+                          const float* coef, T* dx)
 {
     const GroupWalk w = group_walk<V>(channels);
-    if (!w.active())
-        return;
+    if (!w.active()) return;
     float m[V], s[V], gain[V], mdy[V], mdyx[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -319,24 +308,20 @@ bn_backward_dx_kernel(const T* x, const T* y, const T* dy, std::size_t groups, i
             if (k < groups) {
                 xin[u] = load_raw<T, V>(x + k * V);
                 gin[u] = load_raw<T, V>(dy + k * V);
-                if constexpr (Relu)
-                    yin[u] = load_raw<T, V>(y + k * V);
+                if constexpr (Relu) yin[u] = load_raw<T, V>(y + k * V);
             }
         }
 #pragma unroll
         for (int u = 0; u < k_batch; ++u) {
             const std::size_t k = k0 + std::size_t(u) * w.stride;
-            if (k >= groups)
-                break;
+            if (k >= groups) break;
             float out[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 const float xhat = __fmul_rn(__fsub_rn(to_f32(xin[u].v[j]), m[j]), s[j]);
                 float g = to_f32(gin[u].v[j]);
-                if constexpr (Relu)
-                    g = to_f32(yin[u].v[j]) > 0.0f ? g : 0.0f;
-                const float centred = __fsub_rn(__fsub_rn(g, mdy[j]),
-                                                __fmul_rn(xhat, mdyx[j]));
+                if constexpr (Relu) g = to_f32(yin[u].v[j]) > 0.0f ? g : 0.0f;
+                const float centred = __fsub_rn(__fsub_rn(g, mdy[j]), __fmul_rn(xhat, mdyx[j]));
                 out[j] = __fmul_rn(gain[j], centred);
             }
             store_vec<T, V>(dx + k * V, out);
@@ -346,7 +331,8 @@ bn_backward_dx_kernel(const T* x, const T* y, const T* dy, std::size_t groups, i
 
 // One resident wave of Kernel (fewer blocks when the groups need fewer), and never
 // fewer threads than one per group of a row.
-template <auto Kernel> unsigned walk_blocks(std::size_t groups, std::size_t groups_per_row)
+template <auto Kernel>
+unsigned walk_blocks(std::size_t groups, std::size_t groups_per_row)
 {
     const unsigned by_n = wave_blocks<Kernel>(groups, std::size_t(k_threads) * k_batch, k_threads);
     const unsigned by_c = unsigned((groups_per_row + k_threads - 1) / k_threads);
@@ -362,11 +348,9 @@ unsigned finish_blocks(int channels)
 template <class T>
 int element_group(int channels, std::initializer_list<const void*> ptrs)
 {
-    if (channels % vec16<T>() != 0)
-        return 1;
+    if (channels % vec16<T>() != 0) return 1;
     for (const void* p : ptrs)
-        if (!aligned16(p))
-            return 1;
+        if (!aligned16(p)) return 1;
     return vec16<T>();
 }
 
@@ -387,13 +371,13 @@ void launch_partials(const T* x, const T* y, const T* dy, std::size_t rows, int 
 {
     const dim3 grid(s.tiles, s.splits);
     if (s.v == vec16<T>())
-        bn_partials_kernel<T, vec16<T>(), Grad, Relu><<<grid, k_reduce_threads, 0, stream>>>(
-            x, y, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean,
-            inv_std, p1, p2);
+        bn_partials_kernel<T, vec16<T>(), Grad, Relu>
+            <<<grid, k_reduce_threads, 0, stream>>>(x, y, dy, rows, channels, s.tile_vcols, s.lanes,
+                                                    s.rows_per_split, s.ld, mean, inv_std, p1, p2);
     else
-        bn_partials_kernel<T, 1, Grad, Relu><<<grid, k_reduce_threads, 0, stream>>>(
-            x, y, dy, rows, channels, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, mean,
-            inv_std, p1, p2);
+        bn_partials_kernel<T, 1, Grad, Relu>
+            <<<grid, k_reduce_threads, 0, stream>>>(x, y, dy, rows, channels, s.tile_vcols, s.lanes,
+                                                    s.rows_per_split, s.ld, mean, inv_std, p1, p2);
     MIXLAB_CUDA_CHECK_LAUNCH("bn_partials_kernel");
 }
 
@@ -414,8 +398,7 @@ void normalise_pass_r(const BatchNormParams& p, const T* x, const float* mean,
                       const float* inv_std_or_var, float epsilon, T* y, cudaStream_t stream)
 {
     if (element_group<T>(p.channels, {x, y}) == vec16<T>())
-        normalise_pass_v<T, vec16<T>(), Eval, Relu>(p, x, mean, inv_std_or_var, epsilon, y,
-                                                     stream);
+        normalise_pass_v<T, vec16<T>(), Eval, Relu>(p, x, mean, inv_std_or_var, epsilon, y, stream);
     else
         normalise_pass_v<T, 1, Eval, Relu>(p, x, mean, inv_std_or_var, epsilon, y, stream);
 }
@@ -455,8 +438,8 @@ void launch_batchnorm_train(const BatchNormParams& p, const void* x, DType t, fl
         const ColumnSplit s = statistics_split<T>(px, nullptr, nullptr, p.rows, p.channels);
         double* p1 = reinterpret_cast<double*>(scratch.get(4 * s.partials()));
         double* p2 = p1 + s.partials();
-        launch_partials<T, false, false>(px, nullptr, nullptr, p.rows, p.channels, nullptr,
-                                         nullptr, p1, p2, s, stream);
+        launch_partials<T, false, false>(px, nullptr, nullptr, p.rows, p.channels, nullptr, nullptr,
+                                         p1, p2, s, stream);
         bn_train_finish_kernel<T><<<finish_blocks(p.channels), k_threads, 0, stream>>>(
             p1, p2, s.splits, s.ld, px, p.rows, p.channels, momentum, epsilon, running_mean,
             running_var, saved_mean, saved_inv_std);
@@ -479,8 +462,8 @@ void launch_batchnorm_eval(const BatchNormParams& p, const void* x, DType t,
 
 void launch_batchnorm_backward(const BatchNormParams& p, const void* x, const void* y,
                                const void* dy, DType t, const float* saved_mean,
-                               const float* saved_inv_std, void* dx, float* dscale,
-                               float* dshift, ReduceScratch& scratch, cudaStream_t stream)
+                               const float* saved_inv_std, void* dx, float* dscale, float* dshift,
+                               ReduceScratch& scratch, cudaStream_t stream)
 {
     dispatch_floating(t, "batchnorm_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -33,9 +33,8 @@ void launch_batchnorm_eval(const BatchNormParams& p, const void* x, DType t,
 // dshift = sum dy, dscale = sum dy * xhat, then dx. Three launches. y (the forward
 // output) is read only with p.relu, by both passes that read dy.
 void launch_batchnorm_backward(const BatchNormParams& p, const void* x, const void* y,
-                               const void* dy, DType t,
-                               const float* saved_mean, const float* saved_inv_std, void* dx,
-                               float* dscale, float* dshift, ReduceScratch& scratch,
-                               cudaStream_t stream);
+                               const void* dy, DType t, const float* saved_mean,
+                               const float* saved_inv_std, void* dx, float* dscale, float* dshift,
+                               ReduceScratch& scratch, cudaStream_t stream);
 
 } // namespace mixlab::cuda

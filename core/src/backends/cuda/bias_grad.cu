@@ -19,8 +19,7 @@ __global__ void column_finish_kernel(const float* partial, unsigned splits, std:
     for (std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; c < cols;
          c += std::size_t(gridDim.x) * blockDim.x) {
         float s = 0.0f;
-        for (unsigned k = 0; k < splits; ++k)
-            s += partial[k * ld + c];
+        for (unsigned k = 0; k < splits; ++k) s += partial[k * ld + c];
         out.store(c, s);
     }
 }
@@ -34,11 +33,9 @@ __global__ void row_sums_kernel(const T* x, std::size_t rows, std::size_t cols, 
     for (std::size_t r = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) >> 5; r < rows;
          r += warps) {
         float acc = 0.0f;
-        for (std::size_t j = lane; j < cols; j += 32)
-            acc += to_f32(x[r * cols + j]);
+        for (std::size_t j = lane; j < cols; j += 32) acc += to_f32(x[r * cols + j]);
         acc = warp_sum(acc);
-        if (lane == 0)
-            out.store(r, acc);
+        if (lane == 0) out.store(r, acc);
     }
 }
 
@@ -47,8 +44,7 @@ __global__ void row_sums_kernel(const T* x, std::size_t rows, std::size_t cols, 
 void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
                         DType tout, ReduceScratch& scratch, cudaStream_t stream)
 {
-    if (cols == 0)
-        return;
+    if (cols == 0) return;
     const AnyMut o{out, tout};
     dispatch_floating(tx, "bias_grad", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -60,8 +56,8 @@ void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t c
         MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
         if (partial) {
             constexpr unsigned threads = 256;
-            column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(
-                partial, s.splits, s.ld, cols, o);
+            column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(partial, s.splits,
+                                                                                  s.ld, cols, o);
             MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
         }
     });
@@ -70,8 +66,7 @@ void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t c
 void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,
                      DType tout, cudaStream_t stream)
 {
-    if (rows == 0)
-        return;
+    if (rows == 0) return;
     const AnyMut o{out, tout};
     constexpr unsigned threads = 256;
     dispatch_floating(tx, "bias_grad", [&](auto tag) {

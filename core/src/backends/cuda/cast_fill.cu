@@ -60,8 +60,7 @@ constexpr unsigned k_threads = 256;
 
 void launch_fill(void* p, DType t, std::size_t n, float value, cudaStream_t stream)
 {
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const unsigned blocks = grid_for(n, k_threads);
     switch (t) {
     case DType::F32:
@@ -96,8 +95,7 @@ void launch_fill(void* p, DType t, std::size_t n, float value, cudaStream_t stre
 
 void launch_cast(const void* x, DType tx, void* y, DType ty, std::size_t n, cudaStream_t stream)
 {
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const unsigned blocks = grid_for(n, k_threads);
     if (!is_floating(tx) || !is_floating(ty)) {
         cast_generic_kernel<<<blocks, k_threads, 0, stream>>>(x, tx, y, ty, n);

@@ -9,7 +9,8 @@
 namespace mixlab::cuda {
 
 // V consecutive elements; 16 bytes when V * sizeof(T) == 16, so one load instruction.
-template <class T, int V> struct alignas(V * sizeof(T)) VecT {
+template <class T, int V>
+struct alignas(V * sizeof(T)) VecT {
     T v[V];
 };
 
@@ -18,8 +19,7 @@ __device__ __forceinline__ void load_vec(const T* p, float out[V])
 {
     const VecT<T, V> r = *reinterpret_cast<const VecT<T, V>*>(p);
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-        out[j] = to_f32(r.v[j]);
+    for (int j = 0; j < V; ++j) out[j] = to_f32(r.v[j]);
 }
 
 template <class T, int V>
@@ -27,26 +27,26 @@ __device__ __forceinline__ void store_vec(T* p, const float in[V])
 {
     VecT<T, V> r;
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-        r.v[j] = from_f32<T>(in[j]);
+    for (int j = 0; j < V; ++j) r.v[j] = from_f32<T>(in[j]);
     *reinterpret_cast<VecT<T, V>*>(p) = r;
 }
 
 // Columns per 16-byte load for T.
-template <class T> constexpr int vec16() { return int(16 / sizeof(T)); }
-
-inline bool aligned16(const void* p)
+template <class T>
+constexpr int vec16()
 {
-    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    return int(16 / sizeof(T));
 }
+
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // block: k_reduce_threads; grid (tiles, splits). Sums x per column: into p1 (splits, ld)
 // partials, or with p1 null (one slice only) the block stores its finished sums into out.
 // Batch norm's two-sum statistics live in batchnorm.cu (double partials).
 template <class T, int V>
 __global__ void __launch_bounds__(k_reduce_threads)
-column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, int lanes,
-                       std::size_t rows_per_split, std::size_t ld, float* p1, AnyMut out)
+    column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, int lanes,
+                           std::size_t rows_per_split, std::size_t ld, float* p1, AnyMut out)
 {
     __shared__ float s1[k_reduce_threads * V];
     const int t = int(threadIdx.x);
@@ -56,8 +56,7 @@ column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, i
     const bool active = in_block && gvc * V < cols;
     float a1[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-        a1[j] = 0.0f;
+    for (int j = 0; j < V; ++j) a1[j] = 0.0f;
     if (active) {
         const int c0 = gvc * V;
         const std::size_t begin = std::size_t(blockIdx.y) * rows_per_split;
@@ -67,22 +66,19 @@ column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, i
             float v[V];
             load_vec<T, V>(x + r * std::size_t(cols) + c0, v);
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                a1[j] += v[j];
+            for (int j = 0; j < V; ++j) a1[j] += v[j];
         }
     }
     // The lanes' sums per column, added in lane order (deterministic).
     const int tile_cols = tile_vcols * V;
     if (in_block) {
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            s1[lane * tile_cols + vc * V + j] = a1[j];
+        for (int j = 0; j < V; ++j) s1[lane * tile_cols + vc * V + j] = a1[j];
     }
     __syncthreads();
     for (int col = t; col < tile_cols; col += int(blockDim.x)) {
         float r1 = 0.0f;
-        for (int l = 0; l < lanes; ++l)
-            r1 += s1[l * tile_cols + col];
+        for (int l = 0; l < lanes; ++l) r1 += s1[l * tile_cols + col];
         const std::size_t gcol = std::size_t(blockIdx.x) * tile_cols + col;
         if (p1)
             p1[std::size_t(blockIdx.y) * ld + gcol] = r1;

@@ -32,8 +32,8 @@ public:
     ConvPlanInfo prepare(const ConvGeometry& g, DType t, MathMode math);
     void forward(const ConvGeometry& g, DType t, MathMode math, const void* x, const void* w,
                  void* y);
-    void backward_data(const ConvGeometry& g, DType t, MathMode math, const void* dy,
-                       const void* w, void* dx);
+    void backward_data(const ConvGeometry& g, DType t, MathMode math, const void* dy, const void* w,
+                       void* dx);
     void backward_filter(const ConvGeometry& g, DType t, MathMode math, const void* x,
                          const void* dy, void* dw);
     std::vector<ConvPlanRecord> plans() const;
@@ -74,7 +74,7 @@ private:
 
     cudaStream_t m_stream;
     bool m_force_direct = false; // MIXLAB_CONV_DIRECT=1: every direction on the fallback
-    CudnnHandle m_handle; // created on first use: MLP runs never load cuDNN
+    CudnnHandle m_handle;        // created on first use: MLP runs never load cuDNN
     DeviceMemory m_workspace;
     // The flipped weights of the backward-data-as-forward plans, refilled before each
     // such call: one buffer for all of them (stream order keeps their uses apart).

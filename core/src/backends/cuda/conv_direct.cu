@@ -35,16 +35,13 @@ __global__ void conv_forward_kernel(ConvArgs g, const T* x, const T* w, std::siz
         float acc = 0.0f;
         for (int r = 0; r < g.kh; ++r) {
             const int ih = p * g.sh - g.ph + r;
-            if (ih < 0 || ih >= g.in_h)
-                continue;
+            if (ih < 0 || ih >= g.in_h) continue;
             for (int s = 0; s < g.kw; ++s) {
                 const int iw = q * g.sw - g.pw + s;
-                if (iw < 0 || iw >= g.in_w)
-                    continue;
+                if (iw < 0 || iw >= g.in_w) continue;
                 const T* xp = x + ((b * g.in_h + ih) * g.in_w + iw) * g.in_c;
                 const T* wp = w + ((std::size_t(k) * g.kh + r) * g.kw + s) * g.in_c;
-                for (int c = 0; c < g.in_c; ++c)
-                    acc += to_f32(xp[c]) * to_f32(wp[c]);
+                for (int c = 0; c < g.in_c; ++c) acc += to_f32(xp[c]) * to_f32(wp[c]);
             }
         }
         y[i] = from_f32<T>(acc);
@@ -54,8 +51,7 @@ __global__ void conv_forward_kernel(ConvArgs g, const T* x, const T* w, std::siz
 // dx[n, h, v, c] = sum over the (p, q, k, r, s) with p*sh - ph + r = h, q*sw - pw + s = v
 // of dy[n, p, q, k] w[k, r, s, c]
 template <class T>
-__global__ void conv_backward_data_kernel(ConvArgs g, const T* dy, const T* w, std::size_t n,
-                                          T* dx)
+__global__ void conv_backward_data_kernel(ConvArgs g, const T* dy, const T* w, std::size_t n, T* dx)
 {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * blockDim.x) {
@@ -68,13 +64,11 @@ __global__ void conv_backward_data_kernel(ConvArgs g, const T* dy, const T* w, s
         float acc = 0.0f;
         for (int r = 0; r < g.kh; ++r) {
             const int ph = h + g.ph - r;
-            if (ph < 0 || ph % g.sh != 0 || ph / g.sh >= g.out_h)
-                continue;
+            if (ph < 0 || ph % g.sh != 0 || ph / g.sh >= g.out_h) continue;
             const int p = ph / g.sh;
             for (int s = 0; s < g.kw; ++s) {
                 const int qw = v + g.pw - s;
-                if (qw < 0 || qw % g.sw != 0 || qw / g.sw >= g.out_w)
-                    continue;
+                if (qw < 0 || qw % g.sw != 0 || qw / g.sw >= g.out_w) continue;
                 const int q = qw / g.sw;
                 const T* dyp = dy + ((b * g.out_h + p) * g.out_w + q) * g.out_c;
                 for (int k = 0; k < g.out_c; ++k)
@@ -103,14 +97,13 @@ __global__ void conv_backward_filter_kernel(ConvArgs g, const T* x, const T* dy,
         for (int b = 0; b < g.batch; ++b)
             for (int p = 0; p < g.out_h; ++p) {
                 const int ih = p * g.sh - g.ph + r;
-                if (ih < 0 || ih >= g.in_h)
-                    continue;
+                if (ih < 0 || ih >= g.in_h) continue;
                 for (int q = 0; q < g.out_w; ++q) {
                     const int iw = q * g.sw - g.pw + s;
-                    if (iw < 0 || iw >= g.in_w)
-                        continue;
-                    acc += to_f32(dy[((std::size_t(b) * g.out_h + p) * g.out_w + q) * g.out_c + k]) *
-                           to_f32(x[((std::size_t(b) * g.in_h + ih) * g.in_w + iw) * g.in_c + c]);
+                    if (iw < 0 || iw >= g.in_w) continue;
+                    acc +=
+                        to_f32(dy[((std::size_t(b) * g.out_h + p) * g.out_w + q) * g.out_c + k]) *
+                        to_f32(x[((std::size_t(b) * g.in_h + ih) * g.in_w + iw) * g.in_c + c]);
                 }
             }
         dw[i] = from_f32<T>(acc);
@@ -128,14 +121,13 @@ void launch_conv_direct_forward(const ConvGeometry& g, DType t, const void* x, c
     dispatch_floating(t, "conv2d_forward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv_forward_kernel<T><<<grid_for(n, k_threads), k_threads, 0, stream>>>(
-            args_of(g), static_cast<const T*>(x), static_cast<const T*>(w), n,
-            static_cast<T*>(y));
+            args_of(g), static_cast<const T*>(x), static_cast<const T*>(w), n, static_cast<T*>(y));
     });
     MIXLAB_CUDA_CHECK_LAUNCH("conv_forward_kernel");
 }
 
-void launch_conv_direct_backward_data(const ConvGeometry& g, DType t, const void* dy,
-                                      const void* w, void* dx, cudaStream_t stream)
+void launch_conv_direct_backward_data(const ConvGeometry& g, DType t, const void* dy, const void* w,
+                                      void* dx, cudaStream_t stream)
 {
     const std::size_t n = std::size_t(g.batch) * g.in_h * g.in_w * g.in_c;
     dispatch_floating(t, "conv2d_backward_data", [&](auto tag) {

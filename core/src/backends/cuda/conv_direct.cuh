@@ -10,8 +10,8 @@ namespace mixlab::cuda {
 
 void launch_conv_direct_forward(const ConvGeometry& g, DType t, const void* x, const void* w,
                                 void* y, cudaStream_t stream);
-void launch_conv_direct_backward_data(const ConvGeometry& g, DType t, const void* dy,
-                                      const void* w, void* dx, cudaStream_t stream);
+void launch_conv_direct_backward_data(const ConvGeometry& g, DType t, const void* dy, const void* w,
+                                      void* dx, cudaStream_t stream);
 void launch_conv_direct_backward_filter(const ConvGeometry& g, DType t, const void* x,
                                         const void* dy, void* dw, cudaStream_t stream);
 

@@ -14,10 +14,10 @@ struct ConvPlanRecord {
     DType dtype = DType::F32;
     MathMode math = MathMode::Pedantic;
     ConvPlanInfo info;
-    bool timed = false;                   // chosen by timing cuDNN's candidates (FindEx)
+    bool timed = false;                    // chosen by timing cuDNN's candidates (FindEx)
     bool backward_data_as_forward = false; // backward data as a forward conv on flipped weights
     float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0; // when timed
-    std::int64_t calls = 0;               // forward + backward calls run with this plan
+    std::int64_t calls = 0; // forward + backward calls run with this plan
 };
 
 // Empty for a backend that is not the CUDA one.

@@ -32,9 +32,7 @@ std::string version_string(int v) // 13000 -> "13.0"
 void encode(DType t, const float* src, std::size_t n, unsigned char* dst)
 {
     switch (t) {
-    case DType::F32:
-        std::memcpy(dst, src, n * sizeof(float));
-        break;
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
     case DType::F16:
     case DType::BF16: {
         auto* out = reinterpret_cast<std::uint16_t*>(dst);
@@ -44,13 +42,11 @@ void encode(DType t, const float* src, std::size_t n, unsigned char* dst)
     }
     case DType::I32: {
         auto* out = reinterpret_cast<std::int32_t*>(dst);
-        for (std::size_t i = 0; i < n; ++i)
-            out[i] = static_cast<std::int32_t>(std::lrintf(src[i]));
+        for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(std::lrintf(src[i]));
         break;
     }
     case DType::U8:
-        for (std::size_t i = 0; i < n; ++i)
-            dst[i] = static_cast<std::uint8_t>(std::lrintf(src[i]));
+        for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(std::lrintf(src[i]));
         break;
     }
 }
@@ -58,9 +54,7 @@ void encode(DType t, const float* src, std::size_t n, unsigned char* dst)
 void decode(DType t, const unsigned char* src, std::size_t n, float* dst)
 {
     switch (t) {
-    case DType::F32:
-        std::memcpy(dst, src, n * sizeof(float));
-        break;
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
     case DType::F16:
     case DType::BF16: {
         const auto* in = reinterpret_cast<const std::uint16_t*>(src);
@@ -70,13 +64,11 @@ void decode(DType t, const unsigned char* src, std::size_t n, float* dst)
     }
     case DType::I32: {
         const auto* in = reinterpret_cast<const std::int32_t*>(src);
-        for (std::size_t i = 0; i < n; ++i)
-            dst[i] = float(in[i]);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = float(in[i]);
         break;
     }
     case DType::U8:
-        for (std::size_t i = 0; i < n; ++i)
-            dst[i] = float(src[i]);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = float(src[i]);
         break;
     }
 }
@@ -93,15 +85,11 @@ void require(bool ok, const char* op, const std::string& what)
     validate::require(ok, k_name, op, what);
 }
 
-Stream::Stream()
-{
-    MIXLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_s, cudaStreamNonBlocking));
-}
+Stream::Stream() { MIXLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_s, cudaStreamNonBlocking)); }
 
 Stream::~Stream()
 {
-    if (m_s)
-        MIXLAB_CUDA_LOG(cudaStreamDestroy(m_s));
+    if (m_s) MIXLAB_CUDA_LOG(cudaStreamDestroy(m_s));
 }
 
 CudaBackend::CudaBackend() : m_reduce(m_stream.get())
@@ -148,12 +136,11 @@ CudaBackend::~CudaBackend()
 
 Buffer CudaBackend::alloc(std::size_t count, DType dtype)
 {
-    if (count == 0)
-        return Buffer(m_memory, nullptr, 0, dtype);
+    if (count == 0) return Buffer(m_memory, nullptr, 0, dtype);
     const std::size_t elem = dtype_size(dtype);
     require(count <= SIZE_MAX / elem, "alloc", std::to_string(count) + " elements overflow size_t");
-    const std::string what = "a buffer of " + std::to_string(count) + " " +
-                             std::string(dtype_name(dtype));
+    const std::string what =
+        "a buffer of " + std::to_string(count) + " " + std::string(dtype_name(dtype));
     void* p = device_malloc(count * elem, what.c_str());
     if (m_poison) {
         // Synchronous: allocation is setup, and whatever fills the buffer next (an
@@ -166,16 +153,14 @@ Buffer CudaBackend::alloc(std::size_t count, DType dtype)
 
 std::vector<unsigned char>& CudaBackend::staging(std::size_t bytes)
 {
-    if (m_staging.size() < bytes)
-        m_staging.resize(bytes);
+    if (m_staging.size() < bytes) m_staging.resize(bytes);
     return m_staging;
 }
 
 void CudaBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, std::size_t offset)
 {
     validate::element_range(k_name, "upload_f32", dst, offset, count, true);
-    if (count == 0)
-        return;
+    if (count == 0) return;
     const std::size_t bytes = count * dtype_size(dst.dtype());
     const void* from = src;
     if (dst.dtype() != DType::F32) {
@@ -183,8 +168,8 @@ void CudaBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, s
         encode(dst.dtype(), src, count, buf.data());
         from = buf.data();
     }
-    MIXLAB_CUDA_CHECK(cudaMemcpyAsync(bytes_at(dst, offset), from, bytes, cudaMemcpyHostToDevice,
-                                      stream()));
+    MIXLAB_CUDA_CHECK(
+        cudaMemcpyAsync(bytes_at(dst, offset), from, bytes, cudaMemcpyHostToDevice, stream()));
     // The source (caller's or staging) must outlive the copy: uploads are setup, not steps.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
@@ -192,8 +177,7 @@ void CudaBackend::upload_f32(Buffer& dst, const float* src, std::size_t count, s
 void CudaBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 {
     validate::upload_raw(k_name, dst, bytes);
-    if (bytes == 0)
-        return;
+    if (bytes == 0) return;
     MIXLAB_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, bytes, cudaMemcpyHostToDevice, stream()));
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
@@ -207,13 +191,11 @@ void CudaBackend::download_f32(const Buffer& src, float* dst, std::size_t count,
     }
     const std::size_t bytes = count * dtype_size(src.dtype());
     void* to = dst;
-    if (src.dtype() != DType::F32)
-        to = staging(bytes).data();
-    MIXLAB_CUDA_CHECK(cudaMemcpyAsync(to, bytes_at(src, offset), bytes, cudaMemcpyDeviceToHost,
-                                      stream()));
+    if (src.dtype() != DType::F32) to = staging(bytes).data();
+    MIXLAB_CUDA_CHECK(
+        cudaMemcpyAsync(to, bytes_at(src, offset), bytes, cudaMemcpyDeviceToHost, stream()));
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
-    if (src.dtype() != DType::F32)
-        decode(src.dtype(), m_staging.data(), count, dst);
+    if (src.dtype() != DType::F32) decode(src.dtype(), m_staging.data(), count, dst);
 }
 
 void CudaBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
@@ -222,8 +204,7 @@ void CudaBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std:
     require(src.dtype() == DType::F32, "copy_to_host_async",
             "copies float32 buffers only, got " + std::string(dtype_name(src.dtype())));
     validate::element_range(k_name, "copy_to_host_async", src, offset, count, false);
-    if (count == 0)
-        return;
+    if (count == 0) return;
     MIXLAB_CUDA_CHECK(cudaMemcpyAsync(dst, src.as<float>() + offset, count * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream()));
 }
@@ -244,8 +225,7 @@ float* CudaBackend::host_alloc(std::size_t count)
 
 void CudaBackend::host_free(float* p)
 {
-    if (p)
-        MIXLAB_CUDA_CHECK(cudaFreeHost(p));
+    if (p) MIXLAB_CUDA_CHECK(cudaFreeHost(p));
 }
 
 void CudaBackend::fill(Buffer& dst, float value)
@@ -267,15 +247,9 @@ void CudaBackend::cast(const Buffer& x, Buffer& y)
     launch_cast(x.data(), x.dtype(), y.data(), y.dtype(), x.count(), stream());
 }
 
-std::unique_ptr<Event> CudaBackend::create_event()
-{
-    return std::make_unique<CudaEvent>(stream());
-}
+std::unique_ptr<Event> CudaBackend::create_event() { return std::make_unique<CudaEvent>(stream()); }
 
-void CudaBackend::synchronize()
-{
-    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
-}
+void CudaBackend::synchronize() { MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 bool CudaBackend::begin_capture()
 {

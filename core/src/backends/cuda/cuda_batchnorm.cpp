@@ -32,11 +32,10 @@ BatchNormParams params(Activation act, int rows, int channels, const Buffer& sca
 
 } // namespace
 
-void CudaBackend::batchnorm_forward_train(Activation act, const Buffer& x, int rows,
-                                          int channels, const Buffer& scale, const Buffer& shift,
-                                          float momentum, float epsilon, Buffer& running_mean,
-                                          Buffer& running_var, Buffer& saved_mean,
-                                          Buffer& saved_inv_std, Buffer& y)
+void CudaBackend::batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
+                                          const Buffer& scale, const Buffer& shift, float momentum,
+                                          float epsilon, Buffer& running_mean, Buffer& running_var,
+                                          Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y)
 {
     check_activation("batchnorm_forward_train", act);
     validate::batchnorm(k_name, "batchnorm_forward_train", x, rows, channels,
@@ -48,8 +47,8 @@ void CudaBackend::batchnorm_forward_train(Activation act, const Buffer& x, int r
                            stream());
 }
 
-void CudaBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int rows,
-                                         int channels, const Buffer& scale, const Buffer& shift,
+void CudaBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
+                                         const Buffer& scale, const Buffer& shift,
                                          const Buffer& running_mean, const Buffer& running_var,
                                          float epsilon, Buffer& y)
 {
@@ -62,10 +61,9 @@ void CudaBackend::batchnorm_forward_eval(Activation act, const Buffer& x, int ro
 }
 
 void CudaBackend::batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
-                                     const Buffer& dy, int rows, int channels,
-                                     const Buffer& scale, const Buffer& saved_mean,
-                                     const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                                     Buffer& dshift)
+                                     const Buffer& dy, int rows, int channels, const Buffer& scale,
+                                     const Buffer& saved_mean, const Buffer& saved_inv_std,
+                                     Buffer& dx, Buffer& dscale, Buffer& dshift)
 {
     const char* op = "batchnorm_backward";
     check_activation(op, act);

@@ -20,18 +20,18 @@ void log_cuda_error(cudaError_t err, const char* call, const char* file, int lin
 
 } // namespace mixlab::cuda
 
-#define MIXLAB_CUDA_CHECK(call)                                                          \
-    do {                                                                                  \
-        const cudaError_t mixlab_err_ = (call);                                          \
-        if (mixlab_err_ != cudaSuccess)                                                   \
-            ::mixlab::cuda::throw_cuda_error(mixlab_err_, #call, __FILE__, __LINE__);     \
+#define MIXLAB_CUDA_CHECK(call)                                                                    \
+    do {                                                                                           \
+        const cudaError_t mixlab_err_ = (call);                                                    \
+        if (mixlab_err_ != cudaSuccess)                                                            \
+            ::mixlab::cuda::throw_cuda_error(mixlab_err_, #call, __FILE__, __LINE__);              \
     } while (0)
 
-#define MIXLAB_CUBLAS_CHECK(call)                                                        \
-    do {                                                                                  \
-        const cublasStatus_t mixlab_st_ = (call);                                        \
-        if (mixlab_st_ != CUBLAS_STATUS_SUCCESS)                                          \
-            ::mixlab::cuda::throw_cublas_error(mixlab_st_, #call, __FILE__, __LINE__);    \
+#define MIXLAB_CUBLAS_CHECK(call)                                                                  \
+    do {                                                                                           \
+        const cublasStatus_t mixlab_st_ = (call);                                                  \
+        if (mixlab_st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+            ::mixlab::cuda::throw_cublas_error(mixlab_st_, #call, __FILE__, __LINE__);             \
     } while (0)
 
 #define MIXLAB_CUDA_CHECK_LAUNCH(kernel) ::mixlab::cuda::check_launch(kernel, __FILE__, __LINE__)

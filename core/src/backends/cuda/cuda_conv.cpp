@@ -36,10 +36,7 @@ void CudaBackend::conv2d_backward_filter(const ConvGeometry& g, const Buffer& x,
     m_conv->backward_filter(g, x.dtype(), math, x.data(), dy.data(), dw.data());
 }
 
-std::vector<ConvPlanRecord> CudaBackend::conv_plans() const
-{
-    return m_conv->plans();
-}
+std::vector<ConvPlanRecord> CudaBackend::conv_plans() const { return m_conv->plans(); }
 
 std::vector<ConvPlanRecord> conv_plans(const Backend& backend)
 {

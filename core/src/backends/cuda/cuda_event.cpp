@@ -13,8 +13,7 @@ CudaEvent::CudaEvent(cudaStream_t stream) : m_stream(stream)
 
 CudaEvent::~CudaEvent()
 {
-    if (m_event)
-        MIXLAB_CUDA_LOG(cudaEventDestroy(m_event));
+    if (m_event) MIXLAB_CUDA_LOG(cudaEventDestroy(m_event));
 }
 
 void CudaEvent::record()
@@ -33,16 +32,12 @@ void CudaEvent::record()
 bool CudaEvent::query()
 {
     const cudaError_t err = cudaEventQuery(m_event);
-    if (err == cudaErrorNotReady)
-        return false;
+    if (err == cudaErrorNotReady) return false;
     MIXLAB_CUDA_CHECK(err);
     return true;
 }
 
-void CudaEvent::synchronize()
-{
-    MIXLAB_CUDA_CHECK(cudaEventSynchronize(m_event));
-}
+void CudaEvent::synchronize() { MIXLAB_CUDA_CHECK(cudaEventSynchronize(m_event)); }
 
 float CudaEvent::elapsed_ms_since(const Event& start)
 {

@@ -8,7 +8,7 @@
 
 namespace mixlab::cuda {
 
-bool device_present();                         // a CUDA device can be used
-std::unique_ptr<Backend> make_cuda_backend();  // throws DeviceError without one
+bool device_present();                        // a CUDA device can be used
+std::unique_ptr<Backend> make_cuda_backend(); // throws DeviceError without one
 
 } // namespace mixlab::cuda

@@ -25,11 +25,11 @@ const std::uint64_t* step_word(const StepCounter& c)
 void CudaBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                                const Buffer& order_i32, std::int64_t offset, int batch,
                                const ImageShape& image, const Normalization& norm,
-                               const Augmentation& aug, const StepCounter& counter,
-                               Buffer& out, Buffer& out_labels)
+                               const Augmentation& aug, const StepCounter& counter, Buffer& out,
+                               Buffer& out_labels)
 {
-    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
-                           aug, counter, out, out_labels);
+    validate::gather_batch(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm, aug,
+                           counter, out, out_labels);
     // Sample indices live on the device; the kernel trusts them (the order is built by
     // the trainer from the split's size).
     launch_gather_batch(images_u8.as<std::uint8_t>(), labels_u8.as<std::uint8_t>(),
@@ -38,10 +38,7 @@ void CudaBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                         out_labels.as<std::int32_t>(), stream());
 }
 
-void CudaBackend::gemm(const GemmCall& call)
-{
-    m_gemm->run(call, stream());
-}
+void CudaBackend::gemm(const GemmCall& call) { m_gemm->run(call, stream()); }
 
 void CudaBackend::bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
                                   Buffer& y)

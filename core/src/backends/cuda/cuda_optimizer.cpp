@@ -62,8 +62,7 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
                     "16-bit weights and grads of one dtype with no copy)");
         HostGroup* g = nullptr;
         for (auto& h : host)
-            if (h.layout == l)
-                g = &h;
+            if (h.layout == l) g = &h;
         if (!g) {
             host.push_back(HostGroup{l, {}, {}});
             g = &host.back();
@@ -83,7 +82,8 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         TableGroup g;
         g.layout = h.layout;
         g.n_chunks = int(h.chunks.size());
-        g.tensors = DeviceMemory(h.tensors.size() * sizeof(OptTensor), "the optimizer's tensor table");
+        g.tensors =
+            DeviceMemory(h.tensors.size() * sizeof(OptTensor), "the optimizer's tensor table");
         g.chunks = DeviceMemory(h.chunks.size() * sizeof(OptChunk), "the optimizer's chunk list");
         MIXLAB_CUDA_CHECK(cudaMemcpyAsync(g.tensors.get(), h.tensors.data(), g.tensors.bytes(),
                                           cudaMemcpyHostToDevice, stream()));

@@ -18,8 +18,7 @@ void CudaBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buff
     const char* op = "pool_backward";
     validate::pool(k_name, op, g, dx, dy);
     const bool max = mode == PoolMode::Max;
-    if (max)
-        validate::pool(k_name, op, g, x, y);
+    if (max) validate::pool(k_name, op, g, x, y);
     require(!max || x.dtype() == dx.dtype(), op,
             "x and dx must share a dtype, got " + std::string(dtype_name(x.dtype())) + " and " +
                 std::string(dtype_name(dx.dtype())));

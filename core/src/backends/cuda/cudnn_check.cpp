@@ -23,10 +23,9 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
     // cuDNN 9 keeps a readable reason for the last failure ("... not supported for ...").
     char reason[512] = {0};
     cudnnGetLastErrorString(reason, sizeof reason);
-    std::string where = std::string(" in ") + call + " at " + short_path(file) + ":" +
-                        std::to_string(line);
-    if (reason[0])
-        where += " (" + std::string(reason) + ")";
+    std::string where =
+        std::string(" in ") + call + " at " + short_path(file) + ":" + std::to_string(line);
+    if (reason[0]) where += " (" + std::string(reason) + ")";
     // Host or device memory cuDNN could not get (a handle or workspace on a full GPU):
     // out of memory, which a max-batch search or the user can act on.
     if (status == CUDNN_STATUS_ALLOC_FAILED ||

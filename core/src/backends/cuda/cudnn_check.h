@@ -12,9 +12,9 @@ const char* cudnn_runtime_version();
 
 } // namespace mixlab::cuda
 
-#define MIXLAB_CUDNN_CHECK(call)                                                          \
-    do {                                                                                   \
-        const cudnnStatus_t mixlab_cudnn_st_ = (call);                                    \
-        if (mixlab_cudnn_st_ != CUDNN_STATUS_SUCCESS)                                      \
-            ::mixlab::cuda::throw_cudnn_error(mixlab_cudnn_st_, #call, __FILE__, __LINE__); \
+#define MIXLAB_CUDNN_CHECK(call)                                                                   \
+    do {                                                                                           \
+        const cudnnStatus_t mixlab_cudnn_st_ = (call);                                             \
+        if (mixlab_cudnn_st_ != CUDNN_STATUS_SUCCESS)                                              \
+            ::mixlab::cuda::throw_cudnn_error(mixlab_cudnn_st_, #call, __FILE__, __LINE__);        \
     } while (0)

@@ -12,10 +12,8 @@ void* device_malloc(std::size_t bytes, const char* what)
 {
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);
-    if (err == cudaErrorMemoryAllocation)
-        throw_out_of_memory(bytes, what);
-    if (err != cudaSuccess)
-        throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
+    if (err == cudaErrorMemoryAllocation) throw_out_of_memory(bytes, what);
+    if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
     return p;
 }
 
@@ -25,26 +23,20 @@ std::atomic<std::uint64_t> g_frees{0};
 
 void device_free(void* p) noexcept
 {
-    if (!p)
-        return;
+    if (!p) return;
     MIXLAB_CUDA_LOG(cudaFree(p));
     g_frees.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::uint64_t device_frees() noexcept
-{
-    return g_frees.load(std::memory_order_relaxed);
-}
+std::uint64_t device_frees() noexcept { return g_frees.load(std::memory_order_relaxed); }
 
 DeviceMemory::DeviceMemory(std::size_t bytes, const char* what)
     : m_p(bytes ? device_malloc(bytes, what) : nullptr), m_bytes(bytes)
-{
-}
+{}
 
 DeviceMemory::DeviceMemory(DeviceMemory&& o) noexcept
     : m_p(std::exchange(o.m_p, nullptr)), m_bytes(std::exchange(o.m_bytes, 0))
-{
-}
+{}
 
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept
 {
@@ -56,9 +48,6 @@ DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept
     return *this;
 }
 
-DeviceMemory::~DeviceMemory()
-{
-    device_free(m_p);
-}
+DeviceMemory::~DeviceMemory() { device_free(m_p); }
 
 } // namespace mixlab::cuda

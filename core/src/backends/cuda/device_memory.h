@@ -18,7 +18,11 @@ public:
     ~DeviceMemory();
 
     void* get() const { return m_p; }
-    template <class T> T* as() const { return static_cast<T*>(m_p); }
+    template <class T>
+    T* as() const
+    {
+        return static_cast<T*>(m_p);
+    }
     std::size_t bytes() const { return m_bytes; }
 
 private:

@@ -20,10 +20,23 @@ __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_f32(bf16 v) { return __bfloat162float(v); }
 
-template <class T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return __float2bfloat16_rn(v); }
+template <class T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ float from_f32<float>(float v)
+{
+    return v;
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v)
+{
+    return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ bf16 from_f32<bf16>(float v)
+{
+    return __float2bfloat16_rn(v);
+}
 
 // A floating pointer whose dtype is known only at run time (biases, inputs an op only
 // sometimes reads). The switch is uniform across a warp, so it costs a few instructions.
@@ -53,10 +66,14 @@ struct AnyMut {
     }
 };
 
-template <class T> struct TypeTag { using type = T; };
+template <class T>
+struct TypeTag {
+    using type = T;
+};
 
 // Calls f(TypeTag<T>{}) with T the C++ type of a floating dtype.
-template <class F> void dispatch_floating(DType t, const char* op, F&& f)
+template <class F>
+void dispatch_floating(DType t, const char* op, F&& f)
 {
     switch (t) {
     case DType::F32: f(TypeTag<float>{}); return;

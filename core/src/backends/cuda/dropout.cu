@@ -14,13 +14,12 @@ template <class TX, class TY>
 __global__ void dropout_kernel(const TX* x, float rate, std::uint64_t seed, std::uint64_t step,
                                const std::uint64_t* step_counter, std::size_t n, TY* y)
 {
-    if (step_counter)
-        step = *step_counter;
+    if (step_counter) step = *step_counter;
     const float keep_scale = 1.0f - rate; // divided, not multiplied by its inverse: as the CPU
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * blockDim.x)
-        y[i] = from_f32<TY>(hd::dropout_keep(seed, step, i, rate) ? to_f32(x[i]) / keep_scale
-                                                                   : 0.0f);
+        y[i] =
+            from_f32<TY>(hd::dropout_keep(seed, step, i, rate) ? to_f32(x[i]) / keep_scale : 0.0f);
 }
 
 constexpr unsigned k_threads = 256;
@@ -40,8 +39,7 @@ void launch_dropout(const void* x, DType tx, float rate, std::uint64_t seed, std
                     const std::uint64_t* step_counter, std::size_t n, void* y, DType ty,
                     cudaStream_t stream)
 {
-    if (n == 0)
-        return;
+    if (n == 0) return;
     dispatch_floating(tx, "dropout", [&](auto tag_x) {
         using TX = typename decltype(tag_x)::type;
         dispatch_floating(ty, "dropout", [&](auto tag_y) {

@@ -29,10 +29,23 @@ struct GatherArgs {
 
 constexpr int k_vec = 8; // output elements per thread
 
-template <class T> struct Pack8;
-template <> struct Pack8<float> { static constexpr int words = 2; using V = float4; };
-template <> struct Pack8<__half> { static constexpr int words = 1; using V = uint4; };
-template <> struct Pack8<bf16> { static constexpr int words = 1; using V = uint4; };
+template <class T>
+struct Pack8;
+template <>
+struct Pack8<float> {
+    static constexpr int words = 2;
+    using V = float4;
+};
+template <>
+struct Pack8<__half> {
+    static constexpr int words = 1;
+    using V = uint4;
+};
+template <>
+struct Pack8<bf16> {
+    static constexpr int words = 1;
+    using V = uint4;
+};
 
 // Eight values to dst, as 16-byte stores when dst allows it.
 template <class T>
@@ -75,12 +88,10 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
         const std::int64_t src = order[offset + b];
         const std::uint8_t* img = images + src * sample;
         T* dst = out + std::int64_t(b) * sample + first;
-        if (first == 0)
-            out_labels[b] = labels[src];
+        if (first == 0) out_labels[b] = labels[src];
         // The draw depends on the position in the batch (b), as on the CPU.
         hd::AugmentDraw d{};
-        if (augment)
-            d = hd::augment_draw(a.seed, step, std::uint64_t(b), a.pad, a.crop, a.flip);
+        if (augment) d = hd::augment_draw(a.seed, step, std::uint64_t(b), a.pad, a.crop, a.flip);
         const int n = min(k_vec, sample - first);
         float v[k_vec];
         int c = first % a.channels;
@@ -100,7 +111,10 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
                 }
             }
             v[i] = (raw / 255.0f - a.mean[c]) * a.inv_std[c];
-            if (++c == a.channels) { c = 0; ++p; }
+            if (++c == a.channels) {
+                c = 0;
+                ++p;
+            }
         }
         if (n == k_vec) {
             const bool wide = (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0;
@@ -123,8 +137,7 @@ void launch_gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
                          std::int32_t* out_labels, cudaStream_t stream)
 {
     const int sample = image.size();
-    if (batch <= 0 || sample <= 0)
-        return;
+    if (batch <= 0 || sample <= 0) return;
     GatherArgs args{};
     args.height = image.height;
     args.width = image.width;

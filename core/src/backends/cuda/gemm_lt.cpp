@@ -20,10 +20,7 @@ namespace mixlab::cuda {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what)
-{
-    throw Error("cuda backend: gemm: " + what);
-}
+[[noreturn]] void fail(const std::string& what) { throw Error("cuda backend: gemm: " + what); }
 
 cudaDataType_t lt_type(DType t)
 {
@@ -31,7 +28,8 @@ cudaDataType_t lt_type(DType t)
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
-    default: fail("operands must be float32, float16 or bfloat16, got " + std::string(dtype_name(t)));
+    default:
+        fail("operands must be float32, float16 or bfloat16, got " + std::string(dtype_name(t)));
     }
 }
 
@@ -39,8 +37,7 @@ std::uint16_t alignment(const void* p)
 {
     const auto v = reinterpret_cast<std::uintptr_t>(p);
     std::uint16_t a = 256;
-    while (a > 1 && (v % a) != 0)
-        a >>= 1;
+    while (a > 1 && (v % a) != 0) a >>= 1;
     return a;
 }
 
@@ -81,13 +78,15 @@ LtLayout make_layout(DType t, std::uint64_t rows, std::uint64_t cols, std::int64
 std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
 {
     std::size_t h = 0;
-    auto mix = [&h](std::uint64_t v) { h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    auto mix = [&h](std::uint64_t v) {
+        h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
     mix(std::uint64_t(k.m) << 32 | std::uint32_t(k.n));
     mix(std::uint64_t(k.k) << 8 | (k.trans_a ? 1 : 0) << 1 | (k.trans_b ? 1 : 0));
     mix(std::uint64_t(k.ab) | std::uint64_t(k.c) << 8 | std::uint64_t(k.aux) << 16 |
         std::uint64_t(k.epilogue) << 24 | std::uint64_t(k.math) << 32);
-    mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 |
-        std::uint64_t(k.align_c) << 32 | std::uint64_t(k.align_aux) << 48);
+    mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 | std::uint64_t(k.align_c) << 32 |
+        std::uint64_t(k.align_aux) << 48);
     return h;
 }
 
@@ -122,8 +121,9 @@ void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
     info.fused = true;
 }
 
-std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
-    const Key& key, const void* aux_ptr, std::vector<cublasLtMatmulHeuristicResult_t>& candidates)
+std::unique_ptr<LtGemm::Plan>
+LtGemm::try_plan(const Key& key, const void* aux_ptr,
+                 std::vector<cublasLtMatmulHeuristicResult_t>& candidates)
 {
     auto plan = std::make_unique<Plan>();
     // TF32 only for fp32 operands; 16-bit operands use the tensor cores with fp32
@@ -170,7 +170,8 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
     // (COMPUTE_TYPE, OUTPUT_TYPE). No scheme adds with unordered atomics.
 
     // Without tuning only the first result is ever used: ask for just that, as before.
-    std::vector<cublasLtMatmulHeuristicResult_t> results(std::size_t(m_tune ? k_max_candidates : 1));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(
+        std::size_t(m_tune ? k_max_candidates : 1));
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
         m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), p,
@@ -184,8 +185,7 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && candidates.empty()))
         return nullptr;
     // An epilogue/type combination cuBLASLt rejects outright: our own kernel does it.
-    if (st == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::None)
-        return nullptr;
+    if (st == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::None) return nullptr;
     MIXLAB_CUBLAS_CHECK(st);
     plan->algo = candidates.front().algo;
     plan->workspace = candidates.front().workspaceSize;
@@ -196,7 +196,8 @@ std::unique_ptr<LtGemm::Plan> LtGemm::try_plan(
     info.tensor_cores = (key.ab == DType::F16 && m_device.tensor_cores) ||
                         (key.ab == DType::BF16 && m_device.bf16) || (tf32 && m_device.tf32);
     const int q = half ? 8 : 4;
-    info.tensor_core_shapes = info.tensor_cores && key.m % q == 0 && key.n % q == 0 && key.k % q == 0;
+    info.tensor_core_shapes =
+        info.tensor_cores && key.m % q == 0 && key.n % q == 0 && key.k % q == 0;
     return plan;
 }
 
@@ -268,14 +269,12 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
                                cudaStream_t stream)
 {
     auto it = m_plans.find(key);
-    if (it != m_plans.end())
-        return *it->second;
+    if (it != m_plans.end()) return *it->second;
     std::unique_ptr<Plan> plan;
     std::vector<cublasLtMatmulHeuristicResult_t> candidates;
     if (key.epilogue == Epilogue::None || m_fuse_epilogues)
         plan = try_plan(key, aux_ptr, candidates);
-    if (plan)
-        tune(*plan, key, g, candidates, stream);
+    if (plan) tune(*plan, key, g, candidates, stream);
     if (!plan) {
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
@@ -300,13 +299,12 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
 cublasStatus_t LtGemm::matmul(const Plan& plan, const GemmCall& g, const void* aux_ptr,
                               cudaStream_t stream)
 {
-    if (aux_ptr)
-        set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
+    if (aux_ptr) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
     // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first.
     return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, g.b->data(), plan.a.get(),
                           g.a->data(), plan.b.get(), &g.beta, g.c->data(), plan.c.get(),
-                          g.c->data(), plan.c.get(), &plan.algo, m_workspace.get(),
-                          plan.workspace, stream);
+                          g.c->data(), plan.c.get(), &plan.algo, m_workspace.get(), plan.workspace,
+                          stream);
 }
 
 void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stream)
@@ -326,11 +324,10 @@ void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stre
                            g.bias_grad->dtype(), m_scratch, stream);
         break;
     case Fallback::BiasGradRows: // A stored (m x k)
-        launch_row_sums(g.a->data(), g.a->dtype(), m, k, g.bias_grad->data(),
-                        g.bias_grad->dtype(), stream);
+        launch_row_sums(g.a->data(), g.a->dtype(), m, k, g.bias_grad->data(), g.bias_grad->dtype(),
+                        stream);
         break;
-    case Fallback::None:
-        break;
+    case Fallback::None: break;
     }
 }
 
@@ -339,12 +336,12 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     validate::gemm("cuda", g);
     // cuBLASLt has no empty matrices (the CPU reference accepts them).
     if (g.m == 0 || g.n == 0 || g.k == 0)
-        fail("dimensions must be positive, got m=" + std::to_string(g.m) + " n=" +
-             std::to_string(g.n) + " k=" + std::to_string(g.k));
+        fail("dimensions must be positive, got m=" + std::to_string(g.m) +
+             " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
     const DType ab = g.a->dtype(), ct = g.c->dtype();
     const Buffer* aux = validate::epilogue_adds_bias(g.epilogue) ? g.bias
-                        : g.epilogue == Epilogue::BiasGradA    ? g.bias_grad
-                                                               : nullptr;
+                        : g.epilogue == Epilogue::BiasGradA      ? g.bias_grad
+                                                                 : nullptr;
 
     Key key{};
     key.trans_a = g.trans_a;
@@ -376,8 +373,7 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     ++plan.info.calls;
     if (plan.fused) {
         const cublasStatus_t st = matmul(plan, g, aux ? aux->data() : nullptr, stream);
-        if (st == CUBLAS_STATUS_SUCCESS)
-            return;
+        if (st == CUBLAS_STATUS_SUCCESS) return;
         // An epilogue the heuristic offered but the kernel refused on its first use: fall
         // back for good rather than fail the run.
         const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
@@ -405,8 +401,7 @@ bool LtGemm::skinny_applies(const GemmCall& g) const
 LtGemm::Plan& LtGemm::skinny_plan(const Key& key)
 {
     auto it = m_plans.find(key);
-    if (it != m_plans.end())
-        return *it->second;
+    if (it != m_plans.end()) return *it->second;
     auto plan = std::make_unique<Plan>();
     plan->skinny = true;
     GemmPlanInfo& info = plan->info;
@@ -424,21 +419,20 @@ std::vector<GemmPlanInfo> LtGemm::plans() const
 {
     std::vector<GemmPlanInfo> out;
     out.reserve(m_plans.size());
-    for (const auto& [key, plan] : m_plans)
-        out.push_back(plan->info);
+    for (const auto& [key, plan] : m_plans) out.push_back(plan->info);
     return out;
 }
 
 std::string describe(const GemmPlanInfo& p)
 {
     std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
-                     std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
-                     " " + dtype_short_name(p.ab) + "->" + dtype_short_name(p.c) + " " +
-                     epilogue_name(p.epilogue) + " " + math_mode_name(p.math) + ": " +
-                     (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
-                     (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
-                     (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
-                     ", " + std::to_string(p.calls) + " calls";
+                    std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
+                    " " + dtype_short_name(p.ab) + "->" + dtype_short_name(p.c) + " " +
+                    epilogue_name(p.epilogue) + " " + math_mode_name(p.math) + ": " +
+                    (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
+                    (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
+                    (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
+                    ", " + std::to_string(p.calls) + " calls";
     if (p.tune_timed > 0) {
         char buf[96];
         std::snprintf(buf, sizeof buf, ", tuned %d candidates: #%d %.1f us vs #1 %.1f us",
@@ -447,8 +441,7 @@ std::string describe(const GemmPlanInfo& p)
     } else if (!p.tune_note.empty()) {
         s += ", heuristic #1 (" + p.tune_note + ")";
     }
-    if (!p.note.empty())
-        s += " (" + p.note + ")";
+    if (!p.note.empty()) s += " (" + p.note + ")";
     return s;
 }
 

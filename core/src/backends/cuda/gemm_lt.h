@@ -71,8 +71,7 @@ private:
     Plan& skinny_plan(const Key& key);
 
     // A new plan is built (and timed) with the operands of the call that first needs it.
-    Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr,
-                   cudaStream_t stream);
+    Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr, cudaStream_t stream);
     // The same shape with no epilogue.
     Plan& plain_plan(const Key& key, const GemmCall& call, cudaStream_t stream);
     // Null when the heuristic has no algorithm for this combination. The usable
@@ -80,8 +79,7 @@ private:
     std::unique_ptr<Plan> try_plan(const Key& key, const void* aux_ptr,
                                    std::vector<cublasLtMatmulHeuristicResult_t>& candidates);
     void tune(Plan& plan, const Key& key, const GemmCall& call,
-              const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
-              cudaStream_t stream);
+              const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
     cublasStatus_t matmul(const Plan& plan, const GemmCall& call, const void* aux_ptr,
                           cudaStream_t stream);
     void run_fallback(const Plan& plan, const GemmCall& call, cudaStream_t stream);

@@ -15,17 +15,17 @@ struct GemmPlanInfo {
     DType ab = DType::F32, c = DType::F32;
     Epilogue epilogue = Epilogue::None;
     MathMode math = MathMode::Pedantic;
-    bool fused = false;            // the epilogue ran inside the cuBLASLt kernel
-    bool tensor_cores = false;     // operand types, math mode and device allow tensor cores
+    bool fused = false;              // the epilogue ran inside the cuBLASLt kernel
+    bool tensor_cores = false;       // operand types, math mode and device allow tensor cores
     bool tensor_core_shapes = false; // m, n, k multiples of 8 (16-bit) or 4 (TF32)
     std::int64_t calls = 0;
-    std::string note;              // how the epilogue ran when it was not fused
+    std::string note; // how the epilogue ran when it was not fused
     // Candidate timing when the plan was built (gemm_tune.h).
-    int tune_timed = 0;            // candidates timed; 0 when none were (see tune_note)
-    int tune_choice = 1;           // heuristic rank of the algorithm kept (1: cuBLASLt's first)
-    float tune_chosen_us = 0.0f;   // median time of the kept algorithm
-    float tune_first_us = 0.0f;    // median time of the heuristic's first choice
-    std::string tune_note;         // why nothing was timed, when nothing was
+    int tune_timed = 0;          // candidates timed; 0 when none were (see tune_note)
+    int tune_choice = 1;         // heuristic rank of the algorithm kept (1: cuBLASLt's first)
+    float tune_chosen_us = 0.0f; // median time of the kept algorithm
+    float tune_first_us = 0.0f;  // median time of the heuristic's first choice
+    std::string tune_note;       // why nothing was timed, when nothing was
 };
 
 // Empty for a backend that is not the CUDA one.

@@ -19,10 +19,7 @@ namespace {
 
 constexpr int k_timed_rounds = 3;
 
-std::size_t round_up(std::size_t bytes)
-{
-    return (bytes + 255) / 256 * 256;
-}
+std::size_t round_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // Scratch C (and bias gradient) for the timing launches. cudaMalloc returns 256-byte
 // aligned memory, at least the alignment the heuristic was asked for, so every
@@ -43,8 +40,7 @@ public:
     TuneScratch& operator=(const TuneScratch&) = delete;
     ~TuneScratch()
     {
-        if (m_p)
-            MIXLAB_CUDA_LOG(cudaFree(m_p));
+        if (m_p) MIXLAB_CUDA_LOG(cudaFree(m_p));
     }
     char* get() const { return static_cast<char*>(m_p); }
 
@@ -134,25 +130,22 @@ TuneResult tune_gemm(const TuneProblem& p,
 
     std::vector<bool> ok(std::size_t(n), true);
     auto launch = [&](int i) {
-        if (!ok[std::size_t(i)])
-            return;
+        if (!ok[std::size_t(i)]) return;
         const cublasLtMatmulHeuristicResult_t& cand = candidates[std::size_t(i)];
         // A candidate the kernel refuses (an epilogue it does not take after all) is
         // left out; cuBLASLt reports that before launching anything.
-        if (cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta, c,
-                           p.c, c, p.c, &cand.algo, p.workspace, cand.workspaceSize,
+        if (cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta, c, p.c, c,
+                           p.c, &cand.algo, p.workspace, cand.workspaceSize,
                            stream) != CUBLAS_STATUS_SUCCESS)
             ok[std::size_t(i)] = false;
     };
 
     // The warm-up round runs ungated: it also loads each candidate's kernels, which
     // must not wait behind the gate.
-    for (int i = 0; i < n; ++i)
-        launch(i);
+    for (int i = 0; i < n; ++i) launch(i);
     std::array<std::vector<std::unique_ptr<CudaEvent>>, k_timed_rounds> events;
     for (auto& round : events)
-        for (int i = 0; i <= n; ++i)
-            round.push_back(std::make_unique<CudaEvent>(stream));
+        for (int i = 0; i <= n; ++i) round.push_back(std::make_unique<CudaEvent>(stream));
 
     // Round-robin rounds rather than one candidate at a time, so clock and temperature
     // drift over the timing falls on every candidate alike. Each launch is bracketed by
@@ -180,12 +173,12 @@ TuneResult tune_gemm(const TuneProblem& p,
     }
     std::vector<float> median_us(std::size_t(n), 0.0f);
     for (int i = 0; i < n; ++i) {
-        if (!ok[std::size_t(i)])
-            continue;
+        if (!ok[std::size_t(i)]) continue;
         std::array<float, k_timed_rounds> t{};
         for (int r = 0; r < k_timed_rounds; ++r)
-            t[std::size_t(r)] = 1000.0f * events[std::size_t(r)][std::size_t(i) + 1]->elapsed_ms_since(
-                                              *events[std::size_t(r)][std::size_t(i)]);
+            t[std::size_t(r)] =
+                1000.0f * events[std::size_t(r)][std::size_t(i) + 1]->elapsed_ms_since(
+                              *events[std::size_t(r)][std::size_t(i)]);
         std::sort(t.begin(), t.end());
         median_us[std::size_t(i)] = t[k_timed_rounds / 2];
         ++result.timed;

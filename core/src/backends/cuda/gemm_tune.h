@@ -30,11 +30,11 @@ struct TuneProblem {
 };
 
 struct TuneResult {
-    int chosen = 0;          // index into the candidates; 0 is the heuristic's first choice
-    int timed = 0;           // candidates timed (0: none, see skipped)
-    float chosen_us = 0.0f;  // median of the timed launches
+    int chosen = 0;         // index into the candidates; 0 is the heuristic's first choice
+    int timed = 0;          // candidates timed (0: none, see skipped)
+    float chosen_us = 0.0f; // median of the timed launches
     float first_us = 0.0f;
-    std::string skipped;     // why nothing was timed
+    std::string skipped; // why nothing was timed
 };
 
 // Only a candidate this much faster than the heuristic's first choice replaces it.

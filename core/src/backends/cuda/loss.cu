@@ -33,9 +33,9 @@ __device__ __forceinline__ void warp_argmax(float& v, int& idx)
 
 template <class T>
 __global__ void __launch_bounds__(k_warps * 32)
-cross_entropy_kernel(OutputHead head, const T* logits, const std::int32_t* labels, int batch,
-                     int classes, const float* scaler, T* dlogits, float* record,
-                     LossScratch* scratch)
+    cross_entropy_kernel(OutputHead head, const T* logits, const std::int32_t* labels, int batch,
+                         int classes, const float* scaler, T* dlogits, float* record,
+                         LossScratch* scratch)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float scale = scaler ? scaler[k_scale] : 1.0f; // the scale never leaves the device
@@ -65,8 +65,7 @@ cross_entropy_kernel(OutputHead head, const T* logits, const std::int32_t* label
         if (head == OutputHead::SigmoidKeras) {
             // Keras: p = sigmoid(z) / sum(sigmoid(z)), clipped to [eps, 1 - eps].
             float s = 0.0f;
-            for (int j = lane; j < classes; j += 32)
-                s += hd::sigmoid(to_f32(z[j]));
+            for (int j = lane; j < classes; j += 32) s += hd::sigmoid(to_f32(z[j]));
             s = warp_sum(s);
             const float pt = hd::sigmoid(zt) / s;
             const float lo = hd::k_keras_epsilon, hi = 1.0f - hd::k_keras_epsilon;
@@ -84,8 +83,7 @@ cross_entropy_kernel(OutputHead head, const T* logits, const std::int32_t* label
             // Max-subtracted log-softmax (the logits head, or a softmax folded into the loss).
             const float mx = best;
             float sum = 0.0f;
-            for (int j = lane; j < classes; j += 32)
-                sum += expf(to_f32(z[j]) - mx);
+            for (int j = lane; j < classes; j += 32) sum += expf(to_f32(z[j]) - mx);
             sum = warp_sum(sum);
             loss = mx + logf(sum) - zt;
             if (dz) {
@@ -145,13 +143,11 @@ cross_entropy_kernel(OutputHead head, const T* logits, const std::int32_t* label
 
 } // namespace
 
-void launch_cross_entropy(OutputHead head, const void* logits, DType tz,
-                          const std::int32_t* labels, int batch, int classes,
-                          const float* scaler, void* dlogits, float* record,
+void launch_cross_entropy(OutputHead head, const void* logits, DType tz, const std::int32_t* labels,
+                          int batch, int classes, const float* scaler, void* dlogits, float* record,
                           LossScratch* scratch, cudaStream_t stream)
 {
-    if (batch <= 0 || classes <= 0)
-        return;
+    if (batch <= 0 || classes <= 0) return;
     const int needed = (batch + k_warps - 1) / k_warps;
     const unsigned blocks = unsigned(needed < k_loss_max_blocks ? needed : k_loss_max_blocks);
     dispatch_floating(tz, "cross_entropy", [&](auto tag) {

@@ -23,9 +23,8 @@ struct LossScratch {
 // logits, dlogits (batch, classes) in tz; labels int32; scaler (float32, may be null) gives
 // the loss scale on the device; dlogits may be null (evaluation: the record accumulates).
 // record[k_rec_loss_sum / k_rec_correct] (float32) at record_offset.
-void launch_cross_entropy(OutputHead head, const void* logits, DType tz,
-                          const std::int32_t* labels, int batch, int classes,
-                          const float* scaler, void* dlogits, float* record,
+void launch_cross_entropy(OutputHead head, const void* logits, DType tz, const std::int32_t* labels,
+                          int batch, int classes, const float* scaler, void* dlogits, float* record,
                           LossScratch* scratch, cudaStream_t stream);
 
 } // namespace mixlab::cuda

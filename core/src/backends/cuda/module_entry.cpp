@@ -46,10 +46,16 @@ std::string no_device_reason(cudaError_t err)
 nlohmann::json gemm_json(const mixlab::cuda::GemmPlanInfo& p)
 {
     using mixlab::dtype_name;
-    return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"trans_a", p.trans_a},
-            {"trans_b", p.trans_b}, {"ab", std::string(dtype_name(p.ab))},
-            {"c", std::string(dtype_name(p.c))}, {"fused", p.fused},
-            {"tensor_cores", p.tensor_cores}, {"calls", p.calls},
+    return {{"m", p.m},
+            {"n", p.n},
+            {"k", p.k},
+            {"trans_a", p.trans_a},
+            {"trans_b", p.trans_b},
+            {"ab", std::string(dtype_name(p.ab))},
+            {"c", std::string(dtype_name(p.c))},
+            {"fused", p.fused},
+            {"tensor_cores", p.tensor_cores},
+            {"calls", p.calls},
             {"description", mixlab::cuda::describe(p)}};
 }
 
@@ -69,20 +75,15 @@ nlohmann::json conv_json(const mixlab::cuda::ConvPlanRecord& p)
 
 extern "C" {
 
-__attribute__((visibility("default"))) const char* mixlab_cuda_version()
-{
-    return MIXLAB_VERSION;
-}
+__attribute__((visibility("default"))) const char* mixlab_cuda_version() { return MIXLAB_VERSION; }
 
 __attribute__((visibility("default"))) int mixlab_cuda_probe(char* why, std::size_t why_size)
 {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err == cudaSuccess && count > 0)
-        return count;
+    if (err == cudaSuccess && count > 0) return count;
     cudaGetLastError(); // leave no sticky error for the next caller
-    if (why && why_size > 0)
-        std::snprintf(why, why_size, "%s", no_device_reason(err).c_str());
+    if (why && why_size > 0) std::snprintf(why, why_size, "%s", no_device_reason(err).c_str());
     return 0;
 }
 
@@ -96,8 +97,7 @@ __attribute__((visibility("default"))) mixlab::Backend* mixlab_cuda_make_backend
 __attribute__((visibility("default"))) void
 mixlab_cuda_plan_reports(const mixlab::Backend* backend, std::vector<mixlab::PlanReport>* out)
 {
-    if (!backend || !out)
-        return;
+    if (!backend || !out) return;
     for (const auto& p : mixlab::cuda::gemm_plans(*backend))
         out->push_back({"gemm", mixlab::cuda::describe(p), gemm_json(p).dump()});
     for (const auto& p : mixlab::cuda::conv_plans(*backend))
@@ -110,5 +110,7 @@ mixlab_cuda_plan_reports(const mixlab::Backend* backend, std::vector<mixlab::Pla
 // definitions above and the types there in step.
 static_assert(std::is_same_v<decltype(&mixlab_cuda_version), mixlab::cuda_module::VersionFn>);
 static_assert(std::is_same_v<decltype(&mixlab_cuda_probe), mixlab::cuda_module::ProbeFn>);
-static_assert(std::is_same_v<decltype(&mixlab_cuda_make_backend), mixlab::cuda_module::MakeBackendFn>);
-static_assert(std::is_same_v<decltype(&mixlab_cuda_plan_reports), mixlab::cuda_module::PlanReportsFn>);
+static_assert(
+    std::is_same_v<decltype(&mixlab_cuda_make_backend), mixlab::cuda_module::MakeBackendFn>);
+static_assert(
+    std::is_same_v<decltype(&mixlab_cuda_plan_reports), mixlab::cuda_module::PlanReportsFn>);

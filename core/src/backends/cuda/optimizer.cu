@@ -17,7 +17,8 @@ namespace {
 struct NoLow {};
 
 // Four consecutive elements: one 16-byte (fp32) or 8-byte (16-bit) access.
-template <class T> struct alignas(4 * sizeof(T)) Vec4 {
+template <class T>
+struct alignas(4 * sizeof(T)) Vec4 {
     T v[4];
 };
 
@@ -26,8 +27,7 @@ __device__ __forceinline__ void load4(const T* p, float out[4])
 {
     const Vec4<T> r = *reinterpret_cast<const Vec4<T>*>(p);
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-        out[k] = to_f32(r.v[k]);
+    for (int k = 0; k < 4; ++k) out[k] = to_f32(r.v[k]);
 }
 
 template <class T>
@@ -35,8 +35,7 @@ __device__ __forceinline__ void store4(T* p, const float in[4])
 {
     Vec4<T> r;
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-        r.v[k] = from_f32<T>(in[k]);
+    for (int k = 0; k < 4; ++k) r.v[k] = from_f32<T>(in[k]);
     *reinterpret_cast<Vec4<T>*>(p) = r;
 }
 
@@ -71,8 +70,7 @@ __device__ __forceinline__ void update_element(const OptArgs& a, const StepScala
 {
     float g = grad * s.inv_scale;
     if (a.type == OptimizerType::SGD) {
-        if (a.weight_decay != 0.0f)
-            g = add_weight_decay(g, a.weight_decay, w);
+        if (a.weight_decay != 0.0f) g = add_weight_decay(g, a.weight_decay, w);
         if (a.momentum != 0.0f) {
             const float b = stored<TM>(s.first_step ? g : a.momentum * s1 + g);
             s1 = b;
@@ -112,8 +110,7 @@ __global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunk
         for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x)
             bad |= !isfinite(to_f32(g[i]));
     }
-    if (__syncthreads_or(bad) && threadIdx.x == 0)
-        scaler[k_found_inf] = 1.0f;
+    if (__syncthreads_or(bad) && threadIdx.x == 0) scaler[k_found_inf] = 1.0f;
 }
 
 template <class TM, class TG, class TL>
@@ -121,8 +118,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
                                         int n_chunks, OptArgs a, const float* scaler)
 {
     // Uniform over the whole grid: an overflowed, loss-scaled step changes nothing.
-    if (a.scaling_on && scaler[k_found_inf] != 0.0f)
-        return;
+    if (a.scaling_on && scaler[k_found_inf] != 0.0f) return;
     __shared__ float bias_correction[2];
     const float steps = scaler[k_optimizer_steps];
     if (threadIdx.x == 0) {
@@ -155,8 +151,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
             if (m1) load4(m1 + i, s1);
             if (m2) load4(m2 + i, s2);
 #pragma unroll
-            for (int k = 0; k < 4; ++k)
-                update_element<TM>(a, s, gv[k], wv[k], s1[k], s2[k]);
+            for (int k = 0; k < 4; ++k) update_element<TM>(a, s, gv[k], wv[k], s1[k], s2[k]);
             store4(w + i, wv);
             if (m1) store4(m1 + i, s1);
             if (m2) store4(m2 + i, s2);
@@ -180,8 +175,7 @@ __global__ void scaler_update_kernel(ScalerParams p, float* s, float* record)
     const bool found = s[k_found_inf] != 0.0f;
     const bool on = p.mode != LossScaleMode::None;
     const float scale = on ? s[k_scale] : 1.0f;
-    if (!(found && on))
-        s[k_optimizer_steps] += 1.0f;
+    if (!(found && on)) s[k_optimizer_steps] += 1.0f;
     float next = scale;
     if (p.mode == LossScaleMode::Dynamic) {
         if (found) {
@@ -212,8 +206,8 @@ template <class TM, class TG, class TL>
 void update(const OptTensor* tensors, const OptChunk* chunks, int n_chunks, const OptArgs& args,
             const float* scaler, cudaStream_t stream)
 {
-    optimizer_update_kernel<TM, TG, TL><<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(
-        tensors, chunks, n_chunks, args, scaler);
+    optimizer_update_kernel<TM, TG, TL>
+        <<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(tensors, chunks, n_chunks, args, scaler);
 }
 
 } // namespace
@@ -227,15 +221,14 @@ bool optimizer_layout_supported(const OptLayout& l)
     return (l.master == DType::F16 || l.master == DType::BF16) && l.grad == l.master && !l.has_low;
 }
 
-void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks,
-                      int n_chunks, float* scaler, cudaStream_t stream)
+void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
+                      float* scaler, cudaStream_t stream)
 {
-    if (n_chunks == 0)
-        return;
+    if (n_chunks == 0) return;
     dispatch_floating(grad_t, "optimizer_step", [&](auto tag) {
         using TG = typename decltype(tag)::type;
-        found_inf_kernel<TG><<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(tensors, chunks,
-                                                                               n_chunks, scaler);
+        found_inf_kernel<TG>
+            <<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(tensors, chunks, n_chunks, scaler);
     });
     MIXLAB_CUDA_CHECK_LAUNCH("found_inf_kernel");
 }
@@ -244,8 +237,7 @@ void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const
                              int n_chunks, const OptArgs& args, const float* scaler,
                              cudaStream_t stream)
 {
-    if (n_chunks == 0)
-        return;
+    if (n_chunks == 0) return;
     if (l.master == DType::F32 && !l.has_low)
         update<float, float, NoLow>(tensors, chunks, n_chunks, args, scaler, stream);
     else if (l.master == DType::F32 && l.low == DType::F16)

@@ -45,8 +45,8 @@ struct OptArgs {
 };
 
 // scaler[k_found_inf] = 1 when any gradient element is inf/NaN (the caller zeroes it first).
-void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks,
-                      int n_chunks, float* scaler, cudaStream_t stream);
+void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
+                      float* scaler, cudaStream_t stream);
 void launch_optimizer_update(const OptLayout& layout, const OptTensor* tensors,
                              const OptChunk* chunks, int n_chunks, const OptArgs& args,
                              const float* scaler, cudaStream_t stream);

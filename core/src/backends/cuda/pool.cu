@@ -31,7 +31,7 @@ struct PoolArgs {
 
 PoolArgs args_of(const PoolGeometry& g)
 {
-    return PoolArgs{g.batch,    g.in_h,     g.in_w,     g.channels, g.out_h,  g.out_w,
+    return PoolArgs{g.batch,    g.in_h,     g.in_w,     g.channels, g.out_h, g.out_w,
                     g.window_h, g.window_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w};
 }
 
@@ -61,12 +61,14 @@ __device__ __forceinline__ bool same_value(float a, float b)
 }
 
 // A pixel index (batch, row, column) from a flat index over pixels of (h, w).
-template <class I> struct Pixel {
+template <class I>
+struct Pixel {
     I b;
     int h, w;
 };
 
-template <class I> __device__ __forceinline__ Pixel<I> pixel_of(I pix, int h, int w)
+template <class I>
+__device__ __forceinline__ Pixel<I> pixel_of(I pix, int h, int w)
 {
     Pixel<I> p;
     p.w = int(pix % I(w));
@@ -80,7 +82,7 @@ template <class I> __device__ __forceinline__ Pixel<I> pixel_of(I pix, int h, in
 // of output pixel i / groups, i.e. elements [i * V, i * V + V) of y.
 template <class T, int V, class I>
 __global__ void __launch_bounds__(256)
-pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
+    pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
 {
     const int groups = g.channels / V;
     for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n;
@@ -91,8 +93,7 @@ pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
         const T* image = x + o.b * I(g.in_h) * I(g.in_w) * I(g.channels) + I(cg * V);
         float acc[V];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            acc[j] = mode == PoolMode::Max ? -INFINITY : 0.0f;
+        for (int j = 0; j < V; ++j) acc[j] = mode == PoolMode::Max ? -INFINITY : 0.0f;
         for (int r = w.r_lo; r < w.r_hi; ++r)
             for (int s = w.s_lo; s < w.s_hi; ++s) {
                 float v[V];
@@ -100,8 +101,7 @@ pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
 #pragma unroll
                 for (int j = 0; j < V; ++j) {
                     if (mode == PoolMode::Max) {
-                        if (v[j] > acc[j] || isnan(v[j]))
-                            acc[j] = v[j];
+                        if (v[j] > acc[j] || isnan(v[j])) acc[j] = v[j];
                     } else {
                         acc[j] += v[j];
                     }
@@ -110,8 +110,7 @@ pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
         if (mode == PoolMode::Average) {
             const float count = float(w.count());
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                acc[j] /= count;
+            for (int j = 0; j < V; ++j) acc[j] /= count;
         }
         store_vec<T, V>(y + i * I(V), acc);
     }
@@ -119,8 +118,8 @@ pool_forward_kernel(PoolMode mode, PoolArgs g, const T* x, I n, T* y)
 
 // The first outputs p whose window covers input row ih: p*stride - pad <= ih and
 // ih < p*stride - pad + window.
-__device__ __forceinline__ void covering(int i, int pad, int window, int stride, int out,
-                                         int* lo, int* hi)
+__device__ __forceinline__ void covering(int i, int pad, int window, int stride, int out, int* lo,
+                                         int* hi)
 {
     const int a = i + pad - window + 1; // p*stride >= a
     *lo = a <= 0 ? 0 : (a + stride - 1) / stride;
@@ -134,8 +133,7 @@ __device__ __forceinline__ void covering(int i, int pad, int window, int stride,
 // window's y and no earlier element of the window (row-major) does.
 template <class T, int V, class I>
 __global__ void __launch_bounds__(256)
-pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T* dy, I n,
-                     T* dx)
+    pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T* dy, I n, T* dx)
 {
     const int groups = g.channels / V;
     for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n;
@@ -149,10 +147,8 @@ pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T*
         const I in_base = in.b * I(g.in_h) * I(g.in_w) * I(g.channels) + I(cg * V);
         float mine[V], acc[V];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            acc[j] = 0.0f;
-        if (mode == PoolMode::Max)
-            load_vec<T, V>(x + i * I(V), mine);
+        for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+        if (mode == PoolMode::Max) load_vec<T, V>(x + i * I(V), mine);
         for (int p = p_lo; p <= p_hi; ++p)
             for (int q = q_lo; q <= q_hi; ++q) {
                 const Window w = window_at(g, p, q);
@@ -162,8 +158,7 @@ pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T*
                     load_vec<T, V>(dy + o, grad);
                     const float count = float(w.count());
 #pragma unroll
-                    for (int j = 0; j < V; ++j)
-                        acc[j] += grad[j] / count;
+                    for (int j = 0; j < V; ++j) acc[j] += grad[j] / count;
                     continue;
                 }
                 float best[V];
@@ -181,8 +176,9 @@ pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T*
                     const int s_end = r == my_r ? my_s : w.s_hi;
                     for (int s = w.s_lo; s < s_end && any; ++s) {
                         float v[V];
-                        load_vec<T, V>(
-                            x + in_base + (I(w.h0 + r) * I(g.in_w) + I(w.w0 + s)) * I(g.channels), v);
+                        load_vec<T, V>(x + in_base +
+                                           (I(w.h0 + r) * I(g.in_w) + I(w.w0 + s)) * I(g.channels),
+                                       v);
                         any = false;
 #pragma unroll
                         for (int j = 0; j < V; ++j) {
@@ -191,13 +187,11 @@ pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T*
                         }
                     }
                 }
-                if (!any)
-                    continue;
+                if (!any) continue;
                 load_vec<T, V>(dy + o, grad);
 #pragma unroll
                 for (int j = 0; j < V; ++j)
-                    if (win[j])
-                        acc[j] += grad[j];
+                    if (win[j]) acc[j] += grad[j];
             }
         store_vec<T, V>(dx + i * I(V), acc);
     }
@@ -209,8 +203,8 @@ pool_backward_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T*
 // 0 + the gradient, as the reference's sum from zero gives (-0 becomes +0).
 template <class T, int V, class I>
 __global__ void __launch_bounds__(256)
-pool_backward_tiled_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T* dy,
-                           I n, T* dx)
+    pool_backward_tiled_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, const T* dy, I n,
+                               T* dx)
 {
     const int groups = g.channels / V;
     for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n;
@@ -225,19 +219,18 @@ pool_backward_tiled_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, co
             const float count = float(g.window_h * g.window_w);
             float v[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                v[j] = 0.0f + grad[j] / count;
+            for (int j = 0; j < V; ++j) v[j] = 0.0f + grad[j] / count;
             for (int r = 0; r < g.window_h; ++r)
                 for (int s = 0; s < g.window_w; ++s)
-                    store_vec<T, V>(dx + base + (I(h0 + r) * I(g.in_w) + I(w0 + s)) * I(g.channels), v);
+                    store_vec<T, V>(dx + base + (I(h0 + r) * I(g.in_w) + I(w0 + s)) * I(g.channels),
+                                    v);
             continue;
         }
         float best[V];
         load_vec<T, V>(y + i * I(V), best);
         bool found[V];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            found[j] = false;
+        for (int j = 0; j < V; ++j) found[j] = false;
         for (int r = 0; r < g.window_h; ++r)
             for (int s = 0; s < g.window_w; ++s) {
                 const I at = base + (I(h0 + r) * I(g.in_w) + I(w0 + s)) * I(g.channels);
@@ -256,8 +249,8 @@ pool_backward_tiled_kernel(PoolMode mode, PoolArgs g, const T* x, const T* y, co
 
 bool tiles_exactly(const PoolGeometry& g)
 {
-    return g.stride_h == g.window_h && g.stride_w == g.window_w && g.pad_h == 0 &&
-           g.pad_w == 0 && g.in_h == g.out_h * g.window_h && g.in_w == g.out_w * g.window_w;
+    return g.stride_h == g.window_h && g.stride_w == g.window_w && g.pad_h == 0 && g.pad_w == 0 &&
+           g.in_h == g.out_h * g.window_h && g.in_w == g.out_w * g.window_w;
 }
 
 // 32-bit indices when every offset of both tensors fits.
@@ -269,13 +262,12 @@ bool small(const PoolGeometry& g)
 }
 
 // 16-byte channel groups when the channel count and every pointer given allow.
-template <class T> bool vectorise(const PoolGeometry& g, std::initializer_list<const void*> ptrs)
+template <class T>
+bool vectorise(const PoolGeometry& g, std::initializer_list<const void*> ptrs)
 {
-    if (g.channels % vec16<T>() != 0)
-        return false;
+    if (g.channels % vec16<T>() != 0) return false;
     for (const void* p : ptrs)
-        if (p && !aligned16(p))
-            return false;
+        if (p && !aligned16(p)) return false;
     return true;
 }
 
@@ -283,7 +275,8 @@ constexpr unsigned k_threads = 256;
 // Items per thread a launch aims for before it is capped at one resident wave.
 constexpr std::size_t k_items_per_thread = 2;
 
-template <auto Kernel> unsigned pool_blocks(std::size_t items)
+template <auto Kernel>
+unsigned pool_blocks(std::size_t items)
 {
     return wave_blocks<Kernel>(items, k_threads * k_items_per_thread, k_threads);
 }
@@ -292,8 +285,9 @@ template <class T, int V, class I>
 void forward_v(PoolMode mode, const PoolGeometry& g, const T* x, T* y, cudaStream_t stream)
 {
     const std::size_t n = std::size_t(g.batch) * g.out_h * g.out_w * (g.channels / V);
-    pool_forward_kernel<T, V, I><<<pool_blocks<pool_forward_kernel<T, V, I>>(n), k_threads, 0,
-                                   stream>>>(mode, args_of(g), x, I(n), y);
+    pool_forward_kernel<T, V, I>
+        <<<pool_blocks<pool_forward_kernel<T, V, I>>(n), k_threads, 0, stream>>>(mode, args_of(g),
+                                                                                 x, I(n), y);
     MIXLAB_CUDA_CHECK_LAUNCH("pool_forward_kernel");
 }
 
@@ -311,8 +305,8 @@ void backward_v(PoolMode mode, const PoolGeometry& g, const T* x, const T* y, co
     } else {
         const std::size_t n = std::size_t(g.batch) * g.in_h * g.in_w * (g.channels / V);
         pool_backward_kernel<T, V, I>
-            <<<pool_blocks<pool_backward_kernel<T, V, I>>(n), k_threads, 0, stream>>>(
-                mode, a, x, y, dy, I(n), dx);
+            <<<pool_blocks<pool_backward_kernel<T, V, I>>(n), k_threads, 0, stream>>>(mode, a, x, y,
+                                                                                      dy, I(n), dx);
         MIXLAB_CUDA_CHECK_LAUNCH("pool_backward_kernel");
     }
 }
@@ -323,8 +317,7 @@ void launch_pool_forward(PoolMode mode, const PoolGeometry& g, const void* x, DT
                          cudaStream_t stream)
 {
     const std::size_t n = std::size_t(g.batch) * g.out_h * g.out_w * g.channels;
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const bool narrow = small(g);
     dispatch_floating(t, "pool_forward", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -347,8 +340,7 @@ void launch_pool_backward(PoolMode mode, const PoolGeometry& g, const void* x, c
                           const void* dy, DType t, void* dx, cudaStream_t stream)
 {
     const std::size_t n_in = std::size_t(g.batch) * g.in_h * g.in_w * g.channels;
-    if (n_in == 0)
-        return;
+    if (n_in == 0) return;
     const bool narrow = small(g);
     dispatch_floating(t, "pool_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -6,15 +6,13 @@ namespace mixlab::cuda {
 
 __device__ __forceinline__ float warp_sum(float v)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
 __device__ __forceinline__ float warp_max(float v)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
@@ -27,8 +25,7 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int warps = (blockDim.x + 31) >> 5;
     v = IsMax ? warp_max(v) : warp_sum(v);
-    if (lane == 0)
-        scratch[warp] = v;
+    if (lane == 0) scratch[warp] = v;
     __syncthreads();
     float r = lane < warps ? scratch[lane] : (IsMax ? -INFINITY : 0.0f);
     r = IsMax ? warp_max(r) : warp_sum(r);

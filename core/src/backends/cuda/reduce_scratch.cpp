@@ -10,8 +10,7 @@ ReduceScratch::ReduceScratch(cudaStream_t stream)
     : m_stream(stream),
       m_mem((k_partial_arrays * k_max_partials_per_array + k_scratch_extra_floats) * sizeof(float),
             "the reduction scratch")
-{
-}
+{}
 
 float* ReduceScratch::get(std::size_t floats)
 {

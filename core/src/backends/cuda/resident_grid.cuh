@@ -13,7 +13,8 @@ namespace mixlab::cuda {
 // Blocks of `threads` that Kernel keeps resident on the current device. Asked once per
 // kernel (a process drives GPUs of one kind; a different kind only changes the grid of
 // element-wise passes, never a result).
-template <auto Kernel> unsigned resident_blocks(unsigned threads)
+template <auto Kernel>
+unsigned resident_blocks(unsigned threads)
 {
     static const unsigned blocks = [threads] {
         int device = 0, sms = 0, per_sm = 0;

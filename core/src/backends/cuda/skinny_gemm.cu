@@ -10,8 +10,8 @@ namespace mixlab::cuda {
 
 namespace {
 
-constexpr int k_cols = 256;   // columns per block (one per thread)
-constexpr int k_slice = 128;  // rows of k per block
+constexpr int k_cols = 256;  // columns per block (one per thread)
+constexpr int k_slice = 128; // rows of k per block
 
 int slices_for(int k) { return (k + k_slice - 1) / k_slice; }
 
@@ -91,9 +91,8 @@ void launch_skinny_gemm(int m, int n, int k, const void* a, const void* b, DType
     const dim3 grid(unsigned((n + k_cols - 1) / k_cols), unsigned(slices));
     dispatch_floating(ab, "skinny_gemm", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        skinny_partials<T><<<grid, k_cols, 0, stream>>>(m, n, k, static_cast<const T*>(a),
-                                                        static_cast<const T*>(b), partial,
-                                                        bias_partial);
+        skinny_partials<T><<<grid, k_cols, 0, stream>>>(
+            m, n, k, static_cast<const T*>(a), static_cast<const T*>(b), partial, bias_partial);
     });
     MIXLAB_CUDA_CHECK_LAUNCH("skinny_partials");
     const AnyMut bias{bias_grad, bias_t};

@@ -17,14 +17,12 @@ class CudaStepGraph final : public StepGraph {
 public:
     CudaStepGraph(cudaGraphExec_t exec, cudaStream_t stream, int operations)
         : m_exec(exec), m_stream(stream), m_operations(operations), m_frees(device_frees())
-    {
-    }
+    {}
     ~CudaStepGraph() override { MIXLAB_CUDA_LOG(cudaGraphExecDestroy(m_exec)); }
 
     bool replay() override
     {
-        if (device_frees() != m_frees)
-            return false;
+        if (device_frees() != m_frees) return false;
         MIXLAB_CUDA_CHECK(cudaGraphLaunch(m_exec, m_stream));
         return true;
     }
@@ -52,10 +50,8 @@ std::unique_ptr<StepGraph> end_step_capture(cudaStream_t stream, std::string* wh
     const cudaError_t end = cudaStreamEndCapture(stream, &graph);
     if (end != cudaSuccess || !graph) {
         cudaGetLastError(); // capture errors are not sticky; leave none behind
-        if (graph)
-            MIXLAB_CUDA_LOG(cudaGraphDestroy(graph));
-        if (why)
-            *why = std::string("the step could not be recorded: ") + cudaGetErrorString(end);
+        if (graph) MIXLAB_CUDA_LOG(cudaGraphDestroy(graph));
+        if (why) *why = std::string("the step could not be recorded: ") + cudaGetErrorString(end);
         return nullptr;
     }
     std::size_t nodes = 0;

@@ -48,33 +48,34 @@ public:
         const LayerSpec& spec = layer->spec;
         const int rows = batch * (in_features / channels);
         if (training)
-            c.backend.batchnorm_forward_train(act, *in, rows, channels, *m_scale, *m_shift,
-                                              spec.momentum, spec.epsilon, *m_running_mean,
-                                              *m_running_var, *m_saved_mean, *m_saved_inv_std,
-                                              *out);
+            c.backend.batchnorm_forward_train(
+                act, *in, rows, channels, *m_scale, *m_shift, spec.momentum, spec.epsilon,
+                *m_running_mean, *m_running_var, *m_saved_mean, *m_saved_inv_std, *out);
         else
             c.backend.batchnorm_forward_eval(act, *in, rows, channels, *m_scale, *m_shift,
-                                             *m_running_mean, *m_running_var, spec.epsilon,
-                                             *out);
+                                             *m_running_mean, *m_running_var, spec.epsilon, *out);
     }
 
     void backward(const PassContext& c, int batch, std::uint64_t) override
     {
         const int rows = batch * (in_features / channels);
         // With an absorbed relu, out is the relu's output and out_grad its gradient.
-        c.backend.batchnorm_backward(act, *in, *out, *out_grad, rows, channels, *m_scale,
-                                     *m_saved_mean, *m_saved_inv_std,
-                                     in_grad ? *in_grad : *m_scratch_dx, *m_scale_grad,
-                                     *m_shift_grad);
+        c.backend.batchnorm_backward(
+            act, *in, *out, *out_grad, rows, channels, *m_scale, *m_saved_mean, *m_saved_inv_std,
+            in_grad ? *in_grad : *m_scratch_dx, *m_scale_grad, *m_shift_grad);
     }
 
     bool takes_relu() const override { return true; }
 
 private:
-    Buffer* m_scale = nullptr; Buffer* m_scale_grad = nullptr;
-    Buffer* m_shift = nullptr; Buffer* m_shift_grad = nullptr;
-    Buffer* m_running_mean = nullptr; Buffer* m_running_var = nullptr;
-    Buffer* m_saved_mean = nullptr; Buffer* m_saved_inv_std = nullptr;
+    Buffer* m_scale = nullptr;
+    Buffer* m_scale_grad = nullptr;
+    Buffer* m_shift = nullptr;
+    Buffer* m_shift_grad = nullptr;
+    Buffer* m_running_mean = nullptr;
+    Buffer* m_running_var = nullptr;
+    Buffer* m_saved_mean = nullptr;
+    Buffer* m_saved_inv_std = nullptr;
     Buffer* m_scratch_dx = nullptr; // dx nobody reads, when the batch norm sees the raw input
 };
 

@@ -19,13 +19,20 @@ public:
         act = spec.activation;
         ConvGeometry& g = m_geometry;
         g.batch = b.max_batch();
-        g.in_h = layer->in.dims[0]; g.in_w = layer->in.dims[1]; g.in_c = layer->in.dims[2];
-        g.out_h = layer->out.dims[0]; g.out_w = layer->out.dims[1]; g.out_c = layer->out.dims[2];
-        g.kernel_h = spec.kernel_h; g.kernel_w = spec.kernel_w;
-        g.stride_h = layer->stride_h; g.stride_w = layer->stride_w;
-        g.pad_h = layer->pad_h; g.pad_w = layer->pad_w;
-        m_w = allocate_weights(b, dtype, g.w_count(), spec.use_bias ? std::size_t(g.out_c) : 0,
-                               true);
+        g.in_h = layer->in.dims[0];
+        g.in_w = layer->in.dims[1];
+        g.in_c = layer->in.dims[2];
+        g.out_h = layer->out.dims[0];
+        g.out_w = layer->out.dims[1];
+        g.out_c = layer->out.dims[2];
+        g.kernel_h = spec.kernel_h;
+        g.kernel_w = spec.kernel_w;
+        g.stride_h = layer->stride_h;
+        g.stride_w = layer->stride_w;
+        g.pad_h = layer->pad_h;
+        g.pad_w = layer->pad_w;
+        m_w =
+            allocate_weights(b, dtype, g.w_count(), spec.use_bias ? std::size_t(g.out_c) : 0, true);
         // Only GELU's backward needs the pre-activation; the others use the output.
         if (act == Activation::Gelu)
             m_pre = b.own(std::size_t(b.max_batch()) * out_features, dtype);
@@ -102,7 +109,7 @@ public:
                             std::to_string(l.filters));
         if (l.activation == Activation::Softmax)
             throw SpecError(label + ": \"activation\": \"softmax\" is not available on conv2d; "
-                            "put it after flatten and dense layers");
+                                    "put it after flatten and dense layers");
         const auto [oh, ow] = resolve_window(gl, false, 1, 1);
         const std::int64_t cin = gl.in.dims[2], cout = l.filters;
         // Checked in floating point first, so absurd sizes made in code cannot overflow.

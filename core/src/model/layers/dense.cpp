@@ -40,9 +40,7 @@ public:
         g.b = &m_w.w_read();
         g.c = m_pre ? m_pre : out;
         g.bias = m_w.b_read();
-        g.epilogue = !g.bias        ? Epilogue::None
-                     : m_fused_relu ? Epilogue::BiasRelu
-                                    : Epilogue::Bias;
+        g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
         g.math = math;
         c.backend.gemm(g);
         if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
@@ -95,7 +93,7 @@ public:
 private:
     bool m_fused_relu = false; // bias + relu in the GEMM's epilogue
     Weights m_w;
-    Buffer* m_pre = nullptr;   // the pre-activation, when the activation runs on its own
+    Buffer* m_pre = nullptr; // the pre-activation, when the activation runs on its own
 };
 
 class DenseUnit final : public LayerUnit {
@@ -115,7 +113,8 @@ public:
         const std::int64_t units = l.units;
         if (in * units > k_max_elements)
             throw SpecError(label + ": " + std::to_string(in) + " inputs x " +
-                            std::to_string(units) + " units is more weights than one layer "
+                            std::to_string(units) +
+                            " units is more weights than one layer "
                             "may hold");
         gl.out = Shape{{l.units}};
         gl.params = in * units + (l.use_bias ? units : 0);

@@ -55,8 +55,7 @@ void set_gemm_fitness(GraphLayer& gl,
         const std::int64_t up = (n / k_tensor_core_multiple + 1) * k_tensor_core_multiple;
         if (!note.empty()) note += "; ";
         note += std::string(what) + " " + std::to_string(n) + " is not a multiple of " +
-                std::to_string(k_tensor_core_multiple) + " (" + std::to_string(up) +
-                " would be)";
+                std::to_string(k_tensor_core_multiple) + " (" + std::to_string(up) + " would be)";
     }
     gl.is_gemm = true;
     gl.tensor_core_note = note;
@@ -66,8 +65,8 @@ void set_gemm_fitness(GraphLayer& gl,
 void need_image(const GraphLayer& gl, const GraphWalk& walk)
 {
     if (is_image(gl.in)) return;
-    std::string msg = layer_label(gl) + ": needs an image input (H, W, C) but receives " +
-                      gl.in.to_string();
+    std::string msg =
+        layer_label(gl) + ": needs an image input (H, W, C) but receives " + gl.in.to_string();
     if (is_image(walk.model_input()))
         msg += "; put it before the flatten or dense layers (they turn the image into a "
                "vector)";
@@ -119,14 +118,13 @@ std::pair<int, int> resolve_window(GraphLayer& gl, bool pooling, int default_str
     const std::int64_t h = std::int64_t(gl.in.dims[0]) + 2 * std::int64_t(gl.pad_h);
     const std::int64_t w = std::int64_t(gl.in.dims[1]) + 2 * std::int64_t(gl.pad_w);
     if (h < l.kernel_h || w < l.kernel_w)
-        throw SpecError(label + ": its " + std::to_string(l.kernel_h) + "x" +
-                        std::to_string(l.kernel_w) + " window is larger than its input " +
-                        std::to_string(gl.in.dims[0]) + "x" + std::to_string(gl.in.dims[1]) +
-                        (gl.pad_h || gl.pad_w ? " padded to " + std::to_string(h) + "x" +
-                                                    std::to_string(w)
-                                              : std::string()) +
-                        "; use a smaller " + size_field +
-                        ", more padding, or less downsampling before it");
+        throw SpecError(
+            label + ": its " + std::to_string(l.kernel_h) + "x" + std::to_string(l.kernel_w) +
+            " window is larger than its input " + std::to_string(gl.in.dims[0]) + "x" +
+            std::to_string(gl.in.dims[1]) +
+            (gl.pad_h || gl.pad_w ? " padded to " + std::to_string(h) + "x" + std::to_string(w)
+                                  : std::string()) +
+            "; use a smaller " + size_field + ", more padding, or less downsampling before it");
     return {int((h - l.kernel_h) / gl.stride_h + 1), int((w - l.kernel_w) / gl.stride_w + 1)};
 }
 

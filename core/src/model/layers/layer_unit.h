@@ -29,9 +29,8 @@ public:
     virtual int classes() const = 0;
     // Infers `specs` in order from `in` (a block's branch); `prefix` starts each path
     // ("layer 4 > body "). Returns the layers and leaves the last output in `out`.
-    virtual std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs,
-                                               const Shape& in, const std::string& prefix,
-                                               Shape& out) = 0;
+    virtual std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs, const Shape& in,
+                                               const std::string& prefix, Shape& out) = 0;
 
 protected:
     ~GraphWalk() = default;

@@ -17,16 +17,22 @@ public:
         const LayerSpec& spec = layer->spec;
         PoolGeometry& g = m_geometry;
         g.batch = b.max_batch();
-        g.in_h = layer->in.dims[0]; g.in_w = layer->in.dims[1]; g.channels = layer->in.dims[2];
+        g.in_h = layer->in.dims[0];
+        g.in_w = layer->in.dims[1];
+        g.channels = layer->in.dims[2];
         if (m_global) {
             g.out_h = g.out_w = 1;
             g.window_h = g.stride_h = g.in_h;
             g.window_w = g.stride_w = g.in_w;
         } else {
-            g.out_h = layer->out.dims[0]; g.out_w = layer->out.dims[1];
-            g.window_h = spec.kernel_h; g.window_w = spec.kernel_w;
-            g.stride_h = layer->stride_h; g.stride_w = layer->stride_w;
-            g.pad_h = layer->pad_h; g.pad_w = layer->pad_w;
+            g.out_h = layer->out.dims[0];
+            g.out_w = layer->out.dims[1];
+            g.window_h = spec.kernel_h;
+            g.window_w = spec.kernel_w;
+            g.stride_h = layer->stride_h;
+            g.stride_w = layer->stride_w;
+            g.pad_h = layer->pad_h;
+            g.pad_w = layer->pad_w;
         }
     }
 

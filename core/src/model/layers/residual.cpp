@@ -11,10 +11,10 @@ namespace {
 class ResidualNode final : public Node {
 public:
     NodeList body, shortcut;
-    Buffer* body_value = nullptr;      // what the body (and shortcut) end with
-    Buffer* shortcut_value = nullptr;  // the block input itself for an identity shortcut
-    Buffer* shortcut_in_grad = nullptr;  // the shortcut's dX, added into in_grad
-    Buffer* body_grad_copy = nullptr;  // set when the body must not overwrite dS
+    Buffer* body_value = nullptr;       // what the body (and shortcut) end with
+    Buffer* shortcut_value = nullptr;   // the block input itself for an identity shortcut
+    Buffer* shortcut_in_grad = nullptr; // the shortcut's dX, added into in_grad
+    Buffer* body_grad_copy = nullptr;   // set when the body must not overwrite dS
     Buffer* shortcut_grad_copy = nullptr;
 
     void init_parameters(Backend& backend, std::uint64_t seed) override
@@ -63,11 +63,12 @@ public:
         const std::string label = layer_label(gl);
         if (l.body.empty())
             throw SpecError(label + ": \"body\" is empty; a residual block adds the output of "
-                            "at least one layer to its shortcut");
+                                    "at least one layer to its shortcut");
         if (l.activation != Activation::None && l.activation != Activation::Relu)
-            throw SpecError(label + ": \"activation\" of a residual block must be \"relu\" or "
-                            "\"linear\", got \"" + std::string(activation_name(l.activation)) +
-                            "\"");
+            throw SpecError(label +
+                            ": \"activation\" of a residual block must be \"relu\" or "
+                            "\"linear\", got \"" +
+                            std::string(activation_name(l.activation)) + "\"");
         Shape body_out, shortcut_out;
         gl.body = walk.infer_list(l.body, gl.in, gl.path + " > body ", body_out);
         gl.shortcut = walk.infer_list(l.shortcut, gl.in, gl.path + " > shortcut ", shortcut_out);

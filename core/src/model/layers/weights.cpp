@@ -32,8 +32,8 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
 // Glorot-uniform weights (Keras's default; for a convolution the fans count the kernel
 // window) and zero biases, from a counter-based generator so every backend and policy
 // starts from the same values.
-void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out,
-                  std::uint64_t seed, int layer_id)
+void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out, std::uint64_t seed,
+                  int layer_id)
 {
     const float limit = std::sqrt(6.0f / float(fan_in + fan_out));
     std::vector<float> host(w.w_master->count());

@@ -14,9 +14,13 @@ namespace mixlab {
 class NodeBuilder;
 
 struct Weights {
-    Buffer* w_master = nullptr; Buffer* w_low = nullptr; Buffer* w_grad = nullptr;
-    Buffer* w_grad_low = nullptr;      // conv: dW in the layer's dtype before the fp32 cast
-    Buffer* b_master = nullptr; Buffer* b_low = nullptr; Buffer* b_grad = nullptr;
+    Buffer* w_master = nullptr;
+    Buffer* w_low = nullptr;
+    Buffer* w_grad = nullptr;
+    Buffer* w_grad_low = nullptr; // conv: dW in the layer's dtype before the fp32 cast
+    Buffer* b_master = nullptr;
+    Buffer* b_low = nullptr;
+    Buffer* b_grad = nullptr;
 
     // What the layer's operations read: the low copy when there is one.
     const Buffer& w_read() const { return w_low ? *w_low : *w_master; }
@@ -30,8 +34,8 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
 
 // Glorot-uniform weights over the fans given, zero biases; `layer_id` picks the stream
 // of the counter-based generator.
-void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out,
-                  std::uint64_t seed, int layer_id);
+void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out, std::uint64_t seed,
+                  int layer_id);
 
 // How a kernel's detail line ends: why 16-bit math cannot use tensor cores, when the
 // graph found a dimension off, and whether fp32 master weights stand behind the copy.
