@@ -7,6 +7,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tool="${CLANG_FORMAT:-clang-format}"
+# Debian's package when missing (as setup.sh installs its own): CI's machine starts without it.
+if [ "$tool" = clang-format ]; then
+    # shellcheck source=lib/apt_install.sh
+    source tools/lib/apt_install.sh
+    apt_install_missing format clang-format
+fi
 command -v "$tool" >/dev/null ||
     { echo "format: $tool not found (Debian: apt-get install clang-format)" >&2; exit 2; }
 mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
