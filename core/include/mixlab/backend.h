@@ -42,7 +42,8 @@ class Buffer {
 public:
     Buffer() = default;
     Buffer(std::shared_ptr<BufferReleaser> owner, void* data, std::size_t count, DType dtype)
-        : m_owner(std::move(owner)), m_data(data), m_count(count), m_dtype(dtype) {}
+        : m_owner(std::move(owner)), m_data(data), m_count(count), m_dtype(dtype)
+    {}
     Buffer(Buffer&& other) noexcept { *this = std::move(other); }
     Buffer& operator=(Buffer&& other) noexcept;
     Buffer(const Buffer&) = delete;
@@ -53,7 +54,11 @@ public:
     std::size_t count() const { return m_count; }
     DType dtype() const { return m_dtype; }
     bool empty() const { return m_data == nullptr; }
-    template <class T> T* as() const { return static_cast<T*>(m_data); }
+    template <class T>
+    T* as() const
+    {
+        return static_cast<T*>(m_data);
+    }
 
 private:
     std::shared_ptr<BufferReleaser> m_owner;
@@ -67,17 +72,17 @@ class Event {
 public:
     virtual ~Event() = default;
     virtual void record() = 0;
-    virtual bool query() = 0;        // true once the stream has passed it
+    virtual bool query() = 0; // true once the stream has passed it
     virtual void synchronize() = 0;
     virtual float elapsed_ms_since(const Event& start) = 0;
 };
 
 enum class Epilogue {
     None,
-    Bias,        // C[i, j] += bias[j]
-    BiasRelu,    // relu(C + bias)
-    BiasGelu,    // gelu(C + bias) (tanh approximation)
-    BiasGradA,   // also bias_grad[i] = sum_k op(A)[i, k] (the dense layer's dB)
+    Bias,      // C[i, j] += bias[j]
+    BiasRelu,  // relu(C + bias)
+    BiasGelu,  // gelu(C + bias) (tanh approximation)
+    BiasGradA, // also bias_grad[i] = sum_k op(A)[i, k] (the dense layer's dB)
 };
 
 // C (m x n) = alpha * op(A) (m x k) . op(B) (k x n) + beta * C, with an epilogue.
@@ -201,27 +206,68 @@ inline PoolGeometry pool_geometry_of(int batch, int in_h, int in_w, int channels
     return g;
 }
 
+// One LSTM layer over a whole sequence, time-major: x (steps, batch, input), y (steps,
+// batch, hidden), states h and c (batch, hidden). Gates i, f, g, o (PyTorch's order,
+// which is cuDNN's linear-layer order 0-3 and 4-7):
+//   gates = x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh
+//   c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g);  h_t = sigmoid(o) * tanh(c_t) = y_t
+// The weights of one layer are one buffer, in PyTorch's flat order (cuDNN's weight space
+// for a single-layer unidirectional LSTM with two bias vectors): W_ih (4*hidden, input),
+// W_hh (4*hidden, hidden), b_ih (4*hidden), b_hh (4*hidden), row-major.
+struct LstmShape {
+    int steps = 0, batch = 0, input = 0, hidden = 0;
+    bool operator==(const LstmShape&) const = default;
+
+    std::size_t x_count() const { return std::size_t(steps) * batch * input; }
+    std::size_t y_count() const { return std::size_t(steps) * batch * hidden; }
+    std::size_t state_count() const { return std::size_t(batch) * hidden; }
+    std::size_t weight_count() const
+    {
+        return 4 * std::size_t(hidden) * (std::size_t(input) + hidden + 2);
+    }
+    // Offsets of the four parts inside the weight buffer, in elements.
+    std::size_t w_hh_offset() const { return 4 * std::size_t(hidden) * input; }
+    std::size_t b_ih_offset() const { return w_hh_offset() + 4 * std::size_t(hidden) * hidden; }
+    std::size_t b_hh_offset() const { return b_ih_offset() + 4 * std::size_t(hidden); }
+};
+
+// What one LSTM call site keeps from its forward pass for its backward passes (cuDNN's
+// reserve space, the CPU's gate values), and its workspace: made once per run by
+// Backend::lstm_prepare, so that no step allocates.
+class LstmPlan {
+public:
+    virtual ~LstmPlan() = default;
+    virtual const LstmShape& shape() const = 0;
+    virtual std::int64_t device_bytes() const = 0; // reserve + workspace, for the memory total
+};
+
 // Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
 // are stored as floats, exact up to 2^24).
-enum ScalerSlot : int { k_scale = 0, k_growth_count = 1, k_found_inf = 2, k_optimizer_steps = 3, k_scaler_fields = 4 };
+enum ScalerSlot : int {
+    k_scale = 0,
+    k_growth_count = 1,
+    k_found_inf = 2,
+    k_optimizer_steps = 3,
+    k_scaler_fields = 4
+};
 
 // What the device writes for each step into a metrics ring (float32 x k_record_fields).
 enum RecordField : int {
-    k_rec_loss_sum = 0,  // sum of per-sample losses (fp32, unscaled)
-    k_rec_correct = 1,   // number of correct predictions
-    k_rec_scale = 2,     // loss scale this step used
-    k_rec_overflow = 3,  // 1 when gradients held inf/NaN (the step was skipped if scaling)
-    k_rec_next_scale = 4,// loss scale after the scaler update
+    k_rec_loss_sum = 0,   // sum of per-sample losses (fp32, unscaled)
+    k_rec_correct = 1,    // number of correct predictions
+    k_rec_scale = 2,      // loss scale this step used
+    k_rec_overflow = 3,   // 1 when gradients held inf/NaN (the step was skipped if scaling)
+    k_rec_next_scale = 4, // loss scale after the scaler update
     k_record_fields = 5,
 };
 
 // One trainable tensor and everything the optimizer touches for it.
 struct ParamSlot {
-    Buffer* master = nullptr;   // fp32 master (or the fp16 weights themselves under `fp16`)
-    Buffer* grad = nullptr;     // gradient, same count; fp32 except under `fp16`
-    Buffer* low = nullptr;      // low-precision copy the GEMMs read; null when none
-    Buffer* state1 = nullptr;   // momentum / Adam m (master's dtype)
-    Buffer* state2 = nullptr;   // Adam v (null for SGD)
+    Buffer* master = nullptr; // fp32 master (or the fp16 weights themselves under `fp16`)
+    Buffer* grad = nullptr;   // gradient, same count; fp32 except under `fp16`
+    Buffer* low = nullptr;    // low-precision copy the GEMMs read; null when none
+    Buffer* state1 = nullptr; // momentum / Adam m (master's dtype)
+    Buffer* state2 = nullptr; // Adam v (null for SGD)
 };
 
 // Backend-specific preparation of a parameter list (device pointer tables on CUDA).
@@ -304,14 +350,14 @@ public:
     virtual void gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,
-                              const Augmentation& aug, const StepCounter& counter,
-                              Buffer& out, Buffer& out_labels) = 0;
+                              const Augmentation& aug, const StepCounter& counter, Buffer& out,
+                              Buffer& out_labels) = 0;
 
     // ---- layers -------------------------------------------------------------------
     virtual void gemm(const GemmCall& call) = 0;
     // y = act(x + bias) per row of `cols` columns; bias may be null. Same count.
-    virtual void bias_activation(Activation act, const Buffer& x, const Buffer* bias,
-                                 int cols, Buffer& y) = 0;
+    virtual void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
+                                 Buffer& y) = 0;
     // dx = dy * act'(.) given the layer's input x and output y (softmax: per row of cols).
     virtual void activation_backward(Activation act, const Buffer& x, const Buffer& y,
                                      const Buffer& dy, int cols, Buffer& dx) = 0;
@@ -323,8 +369,7 @@ public:
     virtual void dropout_forward(const Buffer& x, float rate, std::uint64_t seed,
                                  std::uint64_t step, const StepCounter& counter, Buffer& y) = 0;
     virtual void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed,
-                                  std::uint64_t step, const StepCounter& counter,
-                                  Buffer& dx) = 0;
+                                  std::uint64_t step, const StepCounter& counter, Buffer& dx) = 0;
 
     // y = act(a + b), element-wise over equal counts (the residual sum); y may alias a
     // or b. act is None or Relu.
@@ -355,10 +400,9 @@ public:
     // batch norm runs inside the normalise pass, y = max(bn, 0) rounded once to y's
     // dtype, bit for bit what a separate bias_activation(Relu) of the BN output gives.
     virtual void batchnorm_forward_train(Activation act, const Buffer& x, int rows, int channels,
-                                         const Buffer& scale, const Buffer& shift,
-                                         float momentum, float epsilon, Buffer& running_mean,
-                                         Buffer& running_var, Buffer& saved_mean,
-                                         Buffer& saved_inv_std, Buffer& y) = 0;
+                                         const Buffer& scale, const Buffer& shift, float momentum,
+                                         float epsilon, Buffer& running_mean, Buffer& running_var,
+                                         Buffer& saved_mean, Buffer& saved_inv_std, Buffer& y) = 0;
     // Evaluation: the running statistics; act as in training.
     virtual void batchnorm_forward_eval(Activation act, const Buffer& x, int rows, int channels,
                                         const Buffer& scale, const Buffer& shift,
@@ -370,16 +414,48 @@ public:
     // that reads dy, so no separate activation_backward pass runs and nothing extra is
     // written; with None y is checked for shape but not read.
     virtual void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y,
-                                    const Buffer& dy, int rows, int channels,
-                                    const Buffer& scale, const Buffer& saved_mean,
-                                    const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
-                                    Buffer& dshift) = 0;
+                                    const Buffer& dy, int rows, int channels, const Buffer& scale,
+                                    const Buffer& saved_mean, const Buffer& saved_inv_std,
+                                    Buffer& dx, Buffer& dscale, Buffer& dshift) = 0;
 
-    virtual void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
-                              Buffer& y) = 0;
+    virtual void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) = 0;
     // dx overwritten; max pooling reads x and y to find the winners.
     virtual void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
                                const Buffer& y, const Buffer& dy, Buffer& dx) = 0;
+
+    // ---- sequences (language models) ------------------------------------------------
+    // Embedding lookup: y (rows, dim) = table[ids[r]] (vocab, dim) per row, in y's dtype
+    // (the table's). ids are int32; an id outside [0, vocab) is a bug upstream (the corpus
+    // maps unknown words to <unk>) and gives a row of zeros rather than a read outside.
+    virtual void embedding_forward(const Buffer& table, const Buffer& ids_i32, int rows, int dim,
+                                   int vocab, Buffer& y);
+    // dtable (vocab, dim, float32): dtable[v] (+)= sum of dy[r] over the rows r with
+    // ids[r] == v, summed in row order on every backend (deterministic: the same bits on
+    // every run). `accumulate` adds to dtable (a decoder tied to the table wrote first),
+    // else dtable is overwritten, rows of ids that never occur set to zero.
+    virtual void embedding_backward(const Buffer& dy, const Buffer& ids_i32, int rows, int dim,
+                                    int vocab, bool accumulate, Buffer& dtable);
+
+    // One LSTM layer (LstmShape). x, y, h0, c0, hT, cT, w and dw share the layer's dtype;
+    // gate arithmetic and the cell state accumulate in float32 (TF32 or tensor cores as
+    // `math` allows) and are rounded to that dtype where they are stored.
+    virtual std::unique_ptr<LstmPlan> lstm_prepare(const LstmShape& s, DType dtype, MathMode math);
+    // Forward over all steps from (h0, c0); writes y and the final state (hT, cT), which
+    // truncated BPTT copies into the next batch's h0/c0. `training` keeps what backward
+    // needs in the plan (a later backward reads the latest training forward).
+    virtual void lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& c0,
+                              const Buffer& w, bool training, Buffer& y, Buffer& hT, Buffer& cT);
+    // Gradients of the inputs: dx (overwritten) from dy (every step's output gradient)
+    // and, when not null, the gradients arriving at the final state (dhT, dcT; null is
+    // zero, as truncated BPTT cuts the graph there); dh0/dc0 written when not null.
+    virtual void lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy,
+                                    const Buffer* dhT, const Buffer* dcT, const Buffer& w,
+                                    const Buffer& h0, const Buffer& c0, Buffer& dx, Buffer* dh0,
+                                    Buffer* dc0);
+    // Weight gradients, ADDED into dw (w's dtype; cuDNN's only mode): zero it first for a
+    // fresh gradient. Runs after lstm_backward_data of the same forward.
+    virtual void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0,
+                                       const Buffer& y, Buffer& dw);
 
     // ---- loss ---------------------------------------------------------------------
     // Cross-entropy over (batch, classes) logits computed in float32. head: Logits and
@@ -388,8 +464,8 @@ public:
     // scaler); writes loss sum and correct count into record[k_rec_loss_sum/correct].
     // dlogits may be null (evaluation); then the record fields are accumulated (+=).
     virtual void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32,
-                               int batch, int classes, const Buffer* scaler,
-                               Buffer* dlogits, Buffer& record, std::size_t record_offset) = 0;
+                               int batch, int classes, const Buffer* scaler, Buffer* dlogits,
+                               Buffer& record, std::size_t record_offset) = 0;
 
     // ---- optimizer and loss scaling -------------------------------------------------
     virtual std::unique_ptr<ParamTable> prepare_params(const std::vector<ParamSlot>& slots) = 0;
@@ -397,8 +473,8 @@ public:
     // and (unless found and scaling is on) update masters, state and low copies.
     // Then the scaler update, and the record's scale/overflow/next-scale fields.
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
-                                const ScalerParams& scaling, Buffer& scaler,
-                                Buffer& record, std::size_t record_offset) = 0;
+                                const ScalerParams& scaling, Buffer& scaler, Buffer& record,
+                                std::size_t record_offset) = 0;
     // Profiling: when set, optimizer_step records this event after its inf/NaN check
     // and before the update, splitting loss-scale bookkeeping from the update.
     void set_inf_check_marker(Event* e) { m_inf_check_marker = e; }

@@ -15,8 +15,7 @@ namespace mixlab {
 Buffer& Buffer::operator=(Buffer&& other) noexcept
 {
     if (this != &other) {
-        if (m_owner && m_data)
-            m_owner->release(m_data);
+        if (m_owner && m_data) m_owner->release(m_data);
         m_owner = std::move(other.m_owner); // leaves other's empty
         m_data = std::exchange(other.m_data, nullptr);
         m_count = std::exchange(other.m_count, 0);
@@ -27,8 +26,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept
 
 Buffer::~Buffer()
 {
-    if (m_owner && m_data)
-        m_owner->release(m_data);
+    if (m_owner && m_data) m_owner->release(m_data);
 }
 
 #ifdef MIXLAB_WITH_CUDA
@@ -53,8 +51,7 @@ const CudaState& cuda_state()
         }
         char why[512] = {};
         s.devices = s.module->probe(why, sizeof why);
-        if (s.devices <= 0)
-            s.reason = why[0] ? why : "no CUDA device found";
+        if (s.devices <= 0) s.reason = why[0] ? why : "no CUDA device found";
         return s;
     }();
     return state;
@@ -88,8 +85,7 @@ std::vector<PlanReport> backend_plan_reports(const Backend& backend)
     std::vector<PlanReport> out;
 #ifdef MIXLAB_WITH_CUDA
     // Only the module can make a CUDA backend, so without it there is nothing to report.
-    if (const cuda_module::Module* m = cuda_module::load())
-        m->plan_reports(&backend, &out);
+    if (const cuda_module::Module* m = cuda_module::load()) m->plan_reports(&backend, &out);
 #else
     (void)backend;
 #endif
@@ -99,8 +95,7 @@ std::vector<PlanReport> backend_plan_reports(const Backend& backend)
 std::unique_ptr<Backend> make_backend(DeviceChoice choice)
 {
     switch (choice) {
-    case DeviceChoice::CPU:
-        return cpu::make_cpu_backend();
+    case DeviceChoice::CPU: return cpu::make_cpu_backend();
     case DeviceChoice::CUDA:
         if (!cuda_backend_available()) {
             const std::string why = cuda_backend_unavailable_reason();
@@ -110,8 +105,7 @@ std::unique_ptr<Backend> make_backend(DeviceChoice choice)
         }
         break;
     case DeviceChoice::Auto:
-        if (!cuda_backend_available())
-            return cpu::make_cpu_backend();
+        if (!cuda_backend_available()) return cpu::make_cpu_backend();
         break;
     }
 #ifdef MIXLAB_WITH_CUDA
@@ -119,6 +113,44 @@ std::unique_ptr<Backend> make_backend(DeviceChoice choice)
 #else
     return cpu::make_cpu_backend(); // unreachable: cuda_backend_available() is false
 #endif
+}
+
+// The sequence ops have these defaults so that a backend built before them (a test's
+// fake) still compiles; the CPU and CUDA backends override every one.
+namespace {
+[[noreturn]] void no_sequence_ops(const Backend& b, const char* op)
+{
+    throw DeviceError(std::string(op) + " is not available on the " +
+                      std::string(backend_kind_name(b.info().backend)) + " backend");
+}
+} // namespace
+
+void Backend::embedding_forward(const Buffer&, const Buffer&, int, int, int, Buffer&)
+{
+    no_sequence_ops(*this, "embedding");
+}
+void Backend::embedding_backward(const Buffer&, const Buffer&, int, int, int, bool, Buffer&)
+{
+    no_sequence_ops(*this, "embedding backward");
+}
+std::unique_ptr<LstmPlan> Backend::lstm_prepare(const LstmShape&, DType, MathMode)
+{
+    no_sequence_ops(*this, "lstm");
+}
+void Backend::lstm_forward(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, const Buffer&,
+                           bool, Buffer&, Buffer&, Buffer&)
+{
+    no_sequence_ops(*this, "lstm");
+}
+void Backend::lstm_backward_data(LstmPlan&, const Buffer&, const Buffer&, const Buffer*,
+                                 const Buffer*, const Buffer&, const Buffer&, const Buffer&,
+                                 Buffer&, Buffer*, Buffer*)
+{
+    no_sequence_ops(*this, "lstm backward");
+}
+void Backend::lstm_backward_weights(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, Buffer&)
+{
+    no_sequence_ops(*this, "lstm backward");
 }
 
 } // namespace mixlab
