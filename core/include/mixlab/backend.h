@@ -206,6 +206,41 @@ inline PoolGeometry pool_geometry_of(int batch, int in_h, int in_w, int channels
     return g;
 }
 
+// One LSTM layer over a whole sequence, time-major: x (steps, batch, input), y (steps,
+// batch, hidden), states h and c (batch, hidden). Gates i, f, g, o (PyTorch's order,
+// which is cuDNN's linear-layer order 0-3 and 4-7):
+//   gates = x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh
+//   c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g);  h_t = sigmoid(o) * tanh(c_t) = y_t
+// The weights of one layer are one buffer, in PyTorch's flat order (cuDNN's weight space
+// for a single-layer unidirectional LSTM with two bias vectors): W_ih (4*hidden, input),
+// W_hh (4*hidden, hidden), b_ih (4*hidden), b_hh (4*hidden), row-major.
+struct LstmShape {
+    int steps = 0, batch = 0, input = 0, hidden = 0;
+    bool operator==(const LstmShape&) const = default;
+
+    std::size_t x_count() const { return std::size_t(steps) * batch * input; }
+    std::size_t y_count() const { return std::size_t(steps) * batch * hidden; }
+    std::size_t state_count() const { return std::size_t(batch) * hidden; }
+    std::size_t weight_count() const
+    {
+        return 4 * std::size_t(hidden) * (std::size_t(input) + hidden + 2);
+    }
+    // Offsets of the four parts inside the weight buffer, in elements.
+    std::size_t w_hh_offset() const { return 4 * std::size_t(hidden) * input; }
+    std::size_t b_ih_offset() const { return w_hh_offset() + 4 * std::size_t(hidden) * hidden; }
+    std::size_t b_hh_offset() const { return b_ih_offset() + 4 * std::size_t(hidden); }
+};
+
+// What one LSTM call site keeps from its forward pass for its backward passes (cuDNN's
+// reserve space, the CPU's gate values), and its workspace: made once per run by
+// Backend::lstm_prepare, so that no step allocates.
+class LstmPlan {
+public:
+    virtual ~LstmPlan() = default;
+    virtual const LstmShape& shape() const = 0;
+    virtual std::int64_t device_bytes() const = 0; // reserve + workspace, for the memory total
+};
+
 // Loss-scaler state lives on the device: a float32 buffer of k_scaler_fields (counts
 // are stored as floats, exact up to 2^24).
 enum ScalerSlot : int {
@@ -387,6 +422,40 @@ public:
     // dx overwritten; max pooling reads x and y to find the winners.
     virtual void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
                                const Buffer& y, const Buffer& dy, Buffer& dx) = 0;
+
+    // ---- sequences (language models) ------------------------------------------------
+    // Embedding lookup: y (rows, dim) = table[ids[r]] (vocab, dim) per row, in y's dtype
+    // (the table's). ids are int32; an id outside [0, vocab) is a bug upstream (the corpus
+    // maps unknown words to <unk>) and gives a row of zeros rather than a read outside.
+    virtual void embedding_forward(const Buffer& table, const Buffer& ids_i32, int rows, int dim,
+                                   int vocab, Buffer& y);
+    // dtable (vocab, dim, float32): dtable[v] (+)= sum of dy[r] over the rows r with
+    // ids[r] == v, summed in row order on every backend (deterministic: the same bits on
+    // every run). `accumulate` adds to dtable (a decoder tied to the table wrote first),
+    // else dtable is overwritten, rows of ids that never occur set to zero.
+    virtual void embedding_backward(const Buffer& dy, const Buffer& ids_i32, int rows, int dim,
+                                    int vocab, bool accumulate, Buffer& dtable);
+
+    // One LSTM layer (LstmShape). x, y, h0, c0, hT, cT, w and dw share the layer's dtype;
+    // gate arithmetic and the cell state accumulate in float32 (TF32 or tensor cores as
+    // `math` allows) and are rounded to that dtype where they are stored.
+    virtual std::unique_ptr<LstmPlan> lstm_prepare(const LstmShape& s, DType dtype, MathMode math);
+    // Forward over all steps from (h0, c0); writes y and the final state (hT, cT), which
+    // truncated BPTT copies into the next batch's h0/c0. `training` keeps what backward
+    // needs in the plan (a later backward reads the latest training forward).
+    virtual void lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& c0,
+                              const Buffer& w, bool training, Buffer& y, Buffer& hT, Buffer& cT);
+    // Gradients of the inputs: dx (overwritten) from dy (every step's output gradient)
+    // and, when not null, the gradients arriving at the final state (dhT, dcT; null is
+    // zero, as truncated BPTT cuts the graph there); dh0/dc0 written when not null.
+    virtual void lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy,
+                                    const Buffer* dhT, const Buffer* dcT, const Buffer& w,
+                                    const Buffer& h0, const Buffer& c0, Buffer& dx, Buffer* dh0,
+                                    Buffer* dc0);
+    // Weight gradients, ADDED into dw (w's dtype; cuDNN's only mode): zero it first for a
+    // fresh gradient. Runs after lstm_backward_data of the same forward.
+    virtual void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0,
+                                       const Buffer& y, Buffer& dw);
 
     // ---- loss ---------------------------------------------------------------------
     // Cross-entropy over (batch, classes) logits computed in float32. head: Logits and

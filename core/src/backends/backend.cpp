@@ -115,4 +115,42 @@ std::unique_ptr<Backend> make_backend(DeviceChoice choice)
 #endif
 }
 
+// The sequence ops have these defaults so that a backend built before them (a test's
+// fake) still compiles; the CPU and CUDA backends override every one.
+namespace {
+[[noreturn]] void no_sequence_ops(const Backend& b, const char* op)
+{
+    throw DeviceError(std::string(op) + " is not available on the " +
+                      std::string(backend_kind_name(b.info().backend)) + " backend");
+}
+} // namespace
+
+void Backend::embedding_forward(const Buffer&, const Buffer&, int, int, int, Buffer&)
+{
+    no_sequence_ops(*this, "embedding");
+}
+void Backend::embedding_backward(const Buffer&, const Buffer&, int, int, int, bool, Buffer&)
+{
+    no_sequence_ops(*this, "embedding backward");
+}
+std::unique_ptr<LstmPlan> Backend::lstm_prepare(const LstmShape&, DType, MathMode)
+{
+    no_sequence_ops(*this, "lstm");
+}
+void Backend::lstm_forward(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, const Buffer&,
+                           bool, Buffer&, Buffer&, Buffer&)
+{
+    no_sequence_ops(*this, "lstm");
+}
+void Backend::lstm_backward_data(LstmPlan&, const Buffer&, const Buffer&, const Buffer*,
+                                 const Buffer*, const Buffer&, const Buffer&, const Buffer&,
+                                 Buffer&, Buffer*, Buffer*)
+{
+    no_sequence_ops(*this, "lstm backward");
+}
+void Backend::lstm_backward_weights(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, Buffer&)
+{
+    no_sequence_ops(*this, "lstm backward");
+}
+
 } // namespace mixlab
