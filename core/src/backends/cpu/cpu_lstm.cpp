@@ -171,7 +171,7 @@ void CpuBackend::lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0,
     float* pc = cT.as<float>();
     std::copy_n(py + last, B * H, ph);
     for (std::size_t i = 0; i < B * H; ++i) pc[i] = stored(dt, c_prev[i]);
-    p.saved = training;
+    if (training) p.saved = true;
 }
 
 void CpuBackend::lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy,
