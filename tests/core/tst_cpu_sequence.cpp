@@ -72,16 +72,29 @@ class TestCpuSequence : public QObject {
 private:
     std::unique_ptr<Backend> m_be = cpu::make_cpu_backend();
 
-    LstmOutputs forward(LstmPlan& plan, DType t, const LstmInputs& in, bool training = false)
+    // The inputs in buffers of dtype t and the forward's outputs, after one forward.
+    struct Forward {
+        Buffer x, h0, c0, w, y, hT, cT;
+    };
+    Forward run_forward(LstmPlan& plan, DType t, const LstmInputs& in, bool training)
     {
         Backend& be = *m_be;
         const LstmShape& s = plan.shape();
-        Buffer x = upload(be, in.x, t), h0 = upload(be, in.h0, t), c0 = upload(be, in.c0, t);
-        Buffer w = upload(be, in.w, t);
-        Buffer y = poisoned(be, s.y_count(), t), hT = poisoned(be, s.state_count(), t),
-               cT = poisoned(be, s.state_count(), t);
-        be.lstm_forward(plan, x, h0, c0, w, training, y, hT, cT);
-        return {download(be, y), download(be, hT), download(be, cT)};
+        Forward f{upload(be, in.x, t),
+                  upload(be, in.h0, t),
+                  upload(be, in.c0, t),
+                  upload(be, in.w, t),
+                  poisoned(be, s.y_count(), t),
+                  poisoned(be, s.state_count(), t),
+                  poisoned(be, s.state_count(), t)};
+        be.lstm_forward(plan, f.x, f.h0, f.c0, f.w, training, f.y, f.hT, f.cT);
+        return f;
+    }
+
+    LstmOutputs forward(LstmPlan& plan, DType t, const LstmInputs& in, bool training = false)
+    {
+        const Forward f = run_forward(plan, t, in, training);
+        return {download(*m_be, f.y), download(*m_be, f.hT), download(*m_be, f.cT)};
     }
 
     // A training forward, then backward with dy = ry and (when given) dhT = rh, dcT = rc,
@@ -91,19 +104,15 @@ private:
     {
         Backend& be = *m_be;
         const LstmShape& s = plan.shape();
-        Buffer x = upload(be, in.x, t), h0 = upload(be, in.h0, t), c0 = upload(be, in.c0, t);
-        Buffer w = upload(be, in.w, t);
-        Buffer y = poisoned(be, s.y_count(), t), hT = poisoned(be, s.state_count(), t),
-               cT = poisoned(be, s.state_count(), t);
-        be.lstm_forward(plan, x, h0, c0, w, true, y, hT, cT);
+        Forward f = run_forward(plan, t, in, true);
         Buffer dy = upload(be, ry, t);
         Buffer dhT = rh ? upload(be, *rh, t) : Buffer(), dcT = rc ? upload(be, *rc, t) : Buffer();
         Buffer dx = poisoned(be, s.x_count(), t), dh0 = poisoned(be, s.state_count(), t),
                dc0 = poisoned(be, s.state_count(), t);
-        be.lstm_backward_data(plan, y, dy, rh ? &dhT : nullptr, rc ? &dcT : nullptr, w, h0, c0, dx,
-                              &dh0, &dc0);
+        be.lstm_backward_data(plan, f.y, dy, rh ? &dhT : nullptr, rc ? &dcT : nullptr, f.w, f.h0,
+                              f.c0, dx, &dh0, &dc0);
         Buffer dw = upload(be, dw0.empty() ? Vec(s.weight_count(), 0.0f) : dw0, t);
-        be.lstm_backward_weights(plan, x, h0, y, dw);
+        be.lstm_backward_weights(plan, f.x, f.h0, f.y, dw);
         return {download(be, dx), download(be, dh0), download(be, dc0), download(be, dw)};
     }
 
@@ -424,16 +433,12 @@ void TestCpuSequence::lstm_inference_keeps_saved_state()
     const Vec ry = random_vec(s.y_count(), 82);
     const LstmGrads clean = backward(*plan, DType::F32, in, ry, nullptr, nullptr);
 
-    Buffer x = upload(be, in.x), h0 = upload(be, in.h0), c0 = upload(be, in.c0),
-           w = upload(be, in.w);
-    Buffer y = poisoned(be, s.y_count()), hT = poisoned(be, s.state_count()),
-           cT = poisoned(be, s.state_count());
-    be.lstm_forward(*plan, x, h0, c0, w, true, y, hT, cT);
+    const Forward f = run_forward(*plan, DType::F32, in, true);
     forward(*plan, DType::F32, other, false);
     Buffer dy = upload(be, ry), dx = poisoned(be, s.x_count());
-    be.lstm_backward_data(*plan, y, dy, nullptr, nullptr, w, h0, c0, dx, nullptr, nullptr);
+    be.lstm_backward_data(*plan, f.y, dy, nullptr, nullptr, f.w, f.h0, f.c0, dx, nullptr, nullptr);
     Buffer dw = upload(be, Vec(s.weight_count(), 0.0f));
-    be.lstm_backward_weights(*plan, x, h0, y, dw);
+    be.lstm_backward_weights(*plan, f.x, f.h0, f.y, dw);
     QVERIFY(same_bits(download(be, dx), clean.dx));
     QVERIFY(same_bits(download(be, dw), clean.dw));
 }
