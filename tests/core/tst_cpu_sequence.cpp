@@ -255,8 +255,9 @@ void TestCpuSequence::lstm_gradients_match_finite_differences()
     // eps 1e-2 on inputs of spread ~1: the truncation error eps^2/6 * L''' is ~1e-5
     // (sigmoid and tanh have bounded third derivatives, L sums ~40 of them); each
     // evaluation re-rounds ~40 outputs by ~1e-7, adding ~40 * 1e-7 / 2e-2 = 2e-4 at worst.
-    // atol 1e-3 + rtol 1e-3, while a dropped recurrent term or a swapped gate is off by
-    // O(0.1).
+    // The largest error measured is 1.4e-5 (in db). atol 3e-4 + rtol 1e-3, while a
+    // dropped forget-gate factor in the carried cell gradient is off by 5e-3 (dW_hh) to 1
+    // (dc0), a swapped gate by O(0.1).
     const LstmShape s{3, 2, 3, 4};
     auto plan = m_be->lstm_prepare(s, DType::F32, MathMode::Pedantic);
     LstmInputs in = random_inputs(s, 10);
@@ -284,14 +285,14 @@ void TestCpuSequence::lstm_gradients_match_finite_differences()
     auto part = [](const Vec& v, std::size_t from, std::size_t to) {
         return Vec(v.begin() + std::ptrdiff_t(from), v.begin() + std::ptrdiff_t(to));
     };
-    expect_close(grads.dx, numeric(in.x, 0, in.x.size()), 1e-3, 1e-3, "dx");
-    expect_close(grads.dh0, numeric(in.h0, 0, in.h0.size()), 1e-3, 1e-3, "dh0");
-    expect_close(grads.dc0, numeric(in.c0, 0, in.c0.size()), 1e-3, 1e-3, "dc0");
+    expect_close(grads.dx, numeric(in.x, 0, in.x.size()), 3e-4, 1e-3, "dx");
+    expect_close(grads.dh0, numeric(in.h0, 0, in.h0.size()), 3e-4, 1e-3, "dh0");
+    expect_close(grads.dc0, numeric(in.c0, 0, in.c0.size()), 3e-4, 1e-3, "dc0");
     const std::size_t cut[] = {0, s.w_hh_offset(), s.b_ih_offset(), s.b_hh_offset(),
                                s.weight_count()};
     const char* names[] = {"dW_ih", "dW_hh", "db_ih", "db_hh"};
     for (int k = 0; k < 4; ++k)
-        expect_close(part(grads.dw, cut[k], cut[k + 1]), numeric(in.w, cut[k], cut[k + 1]), 1e-3,
+        expect_close(part(grads.dw, cut[k], cut[k + 1]), numeric(in.w, cut[k], cut[k + 1]), 3e-4,
                      1e-3, names[k]);
 
     // dw is added into: starting from d0 gives d0 + the gradient (one float32 addition
