@@ -25,6 +25,7 @@ set(MIXLAB_DATA_SOURCES
 set(MIXLAB_BACKENDS_SOURCES
     backends/backend.cpp
     backends/backend_validate.cpp
+    backends/backend_validate_sequence.cpp
     backends/cuda_module.cpp
     backends/device.cpp
     backends/fault_injection.cpp
@@ -35,8 +36,10 @@ set(MIXLAB_BACKENDS_SOURCES
     backends/cpu/cpu_batchnorm.cpp
     backends/cpu/cpu_conv.cpp
     backends/cpu/cpu_dropout.cpp
+    backends/cpu/cpu_embedding.cpp
     backends/cpu/cpu_gemm.cpp
     backends/cpu/cpu_loss.cpp
+    backends/cpu/cpu_lstm.cpp
     backends/cpu/cpu_optimizer.cpp
     backends/cpu/cpu_pool.cpp
     backends/cpu/cpu_sgemm.cpp)
