@@ -55,7 +55,8 @@ public:
     Buffer alloc(std::size_t count, DType dtype) override;
     void upload_f32(Buffer& dst, const float* src, std::size_t count, std::size_t offset) override;
     void upload_raw(Buffer& dst, const void* src, std::size_t bytes) override;
-    void download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset) override;
+    void download_f32(const Buffer& src, float* dst, std::size_t count,
+                      std::size_t offset) override;
     void copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
                             float* dst) override;
     float* host_alloc(std::size_t count) override;
@@ -104,13 +105,26 @@ public:
                                 const Buffer& running_mean, const Buffer& running_var,
                                 float epsilon, Buffer& y) override;
     void batchnorm_backward(Activation act, const Buffer& x, const Buffer& y, const Buffer& dy,
-                            int rows, int channels, const Buffer& scale,
-                            const Buffer& saved_mean, const Buffer& saved_inv_std, Buffer& dx,
-                            Buffer& dscale, Buffer& dshift) override;
+                            int rows, int channels, const Buffer& scale, const Buffer& saved_mean,
+                            const Buffer& saved_inv_std, Buffer& dx, Buffer& dscale,
+                            Buffer& dshift) override;
 
     void pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer& x, Buffer& y) override;
     void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
                        const Buffer& dy, Buffer& dx) override;
+
+    void embedding_forward(const Buffer& table, const Buffer& ids_i32, int rows, int dim, int vocab,
+                           Buffer& y) override;
+    void embedding_backward(const Buffer& dy, const Buffer& ids_i32, int rows, int dim, int vocab,
+                            bool accumulate, Buffer& dtable) override;
+    std::unique_ptr<LstmPlan> lstm_prepare(const LstmShape& s, DType dtype, MathMode math) override;
+    void lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& c0,
+                      const Buffer& w, bool training, Buffer& y, Buffer& hT, Buffer& cT) override;
+    void lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy, const Buffer* dhT,
+                            const Buffer* dcT, const Buffer& w, const Buffer& h0, const Buffer& c0,
+                            Buffer& dx, Buffer* dh0, Buffer* dc0) override;
+    void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& y,
+                               Buffer& dw) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,
@@ -140,7 +154,8 @@ private:
     std::unique_ptr<CudnnConv> m_conv; // owns the cuDNN handle, created on first use
     DeviceMemory m_loss_scratch;
     std::shared_ptr<CudaMemory> m_memory = std::make_shared<CudaMemory>();
-    bool m_poison = false; // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes
+    bool m_poison =
+        false; // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes
     std::vector<unsigned char> m_staging;
 };
 

@@ -47,11 +47,17 @@ private:
 };
 
 using CudnnHandle = CudnnObject<cudnnHandle_t, cudnnCreate, cudnnDestroy>;
-using TensorDesc = CudnnObject<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
-                               cudnnDestroyTensorDescriptor>;
-using FilterDesc = CudnnObject<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
-                               cudnnDestroyFilterDescriptor>;
+using TensorDesc =
+    CudnnObject<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    CudnnObject<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDesc = CudnnObject<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                              cudnnDestroyConvolutionDescriptor>;
+using DropoutDesc = CudnnObject<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                cudnnDestroyDropoutDescriptor>;
+using RnnDesc =
+    CudnnObject<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDesc = CudnnObject<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                                cudnnDestroyRNNDataDescriptor>;
 
 } // namespace mixlab::cuda
