@@ -67,8 +67,7 @@ double unit_roundoff(DType t)
 // internal order.
 double accumulation_tol(MathMode m, DType ab)
 {
-    if (ab == DType::F32)
-        return m == MathMode::TF32 ? 1e-3 : 1e-5;
+    if (ab == DType::F32) return m == MathMode::TF32 ? 1e-3 : 1e-5;
     return 1e-4;
 }
 
@@ -99,8 +98,7 @@ public:
     Rng(std::uint64_t seed, const std::string& name)
     {
         std::uint64_t h = 1469598103934665603ull;
-        for (unsigned char ch : name)
-            h = (h ^ ch) * 1099511628211ull;
+        for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
         m_gen.seed(seed ^ h);
     }
     // Uniform in [lo, hi), the same on every platform (no std distributions).
@@ -118,16 +116,14 @@ public:
     std::vector<float> values(std::size_t n, DType t, float lo, float hi)
     {
         std::vector<float> v(n);
-        for (float& x : v)
-            x = round_to(t, uniform(lo, hi));
+        for (float& x : v) x = round_to(t, uniform(lo, hi));
         return v;
     }
     // n integers in [0, hi_exclusive) as bytes: pixels, or labels of up to 256 classes.
     std::vector<std::uint8_t> bytes(std::size_t n, int hi_exclusive)
     {
         std::vector<std::uint8_t> v(n);
-        for (auto& b : v)
-            b = std::uint8_t(integer(0, hi_exclusive));
+        for (auto& b : v) b = std::uint8_t(integer(0, hi_exclusive));
         return v;
     }
 
@@ -138,7 +134,11 @@ private:
 // ---- one check's verdict ---------------------------------------------------------------
 class Verdict {
 public:
-    explicit Verdict(std::string name) { m_result.name = std::move(name); m_result.passed = true; }
+    explicit Verdict(std::string name)
+    {
+        m_result.name = std::move(name);
+        m_result.passed = true;
+    }
 
     // atol_i = tol.atol + scale_factor * scale[i] when a scale is given.
     void compare(const std::string& what, const std::vector<float>& ref,
@@ -155,8 +155,8 @@ public:
         double first_allowed = 0;
         for (std::size_t i = 0; i < ref.size(); ++i) {
             const double r = ref[i], g = got[i];
-            const double allowed = tol.atol + (scale ? scale_factor * (*scale)[i] : 0.0) +
-                                   tol.rtol * std::fabs(r);
+            const double allowed =
+                tol.atol + (scale ? scale_factor * (*scale)[i] : 0.0) + tol.rtol * std::fabs(r);
             bool ok;
             double diff;
             if (r == g || (tol.nan_equal && std::isnan(r) && std::isnan(g))) {
@@ -186,8 +186,7 @@ public:
 
     void fail(const std::string& why)
     {
-        if (m_result.passed)
-            m_result.detail = m_context.empty() ? why : m_context + ": " + why;
+        if (m_result.passed) m_result.detail = m_context.empty() ? why : m_context + ": " + why;
         m_result.passed = false;
     }
     // A prefix for failures from here on ("step 3").
@@ -199,8 +198,7 @@ public:
     {
         if (m_result.passed) {
             m_result.detail = std::to_string(m_compared) + " outputs compared";
-            if (!m_note.empty())
-                m_result.detail += "; " + m_note;
+            if (!m_note.empty()) m_result.detail += "; " + m_note;
         }
         return m_result;
     }
@@ -222,8 +220,7 @@ class Checker {
 public:
     Checker(Backend& ref, Backend& cand, std::uint64_t seed, std::string filter)
         : m_ref(ref), m_cand(cand), m_seed(seed), m_filter(std::move(filter))
-    {
-    }
+    {}
 
     std::vector<CheckResult> run_all();
 
@@ -231,8 +228,7 @@ private:
     using Body = std::function<void(Verdict&, Rng&)>;
     void run(const std::string& name, const Body& body)
     {
-        if (!m_filter.empty() && name.find(m_filter) == std::string::npos)
-            return;
+        if (!m_filter.empty() && name.find(m_filter) == std::string::npos) return;
         Verdict v(name);
         Rng rng(m_seed, name);
         try {
@@ -310,8 +306,8 @@ private:
             auto used = [&](Twin& w) { return w.count ? &on(w) : nullptr; };
             std::vector<ParamSlot> slots;
             for (ParamTwin& p : params)
-                slots.push_back({&on(p.master), &on(p.grad), used(p.low), used(p.state1),
-                                 used(p.state2)});
+                slots.push_back(
+                    {&on(p.master), &on(p.grad), used(p.low), used(p.state1), used(p.state2)});
             (on.ref ? tables.ref : tables.cand) = b.prepare_params(slots);
         });
         return tables;
@@ -362,6 +358,9 @@ private:
     void conv_plan_checks();
     void batchnorm_checks();
     void pool_checks();
+    void embedding_checks();
+    void lstm_check(const LstmShape& s, DType t, MathMode math);
+    void lstm_checks();
     void end_to_end_checks();
 
     struct GemmCase {
@@ -400,8 +399,7 @@ void Checker::fill_checks()
     }
 }
 
-void Checker::cast_check(DType tx, DType ty,
-                         const std::function<std::vector<float>(Rng&)>& input)
+void Checker::cast_check(DType tx, DType ty, const std::function<std::vector<float>(Rng&)>& input)
 {
     run(std::string("cast/") + dtype_short_name(tx) + "->" + dtype_short_name(ty),
         [&](Verdict& v, Rng& rng) {
@@ -421,14 +419,15 @@ void Checker::cast_checks()
             cast_check(tx, ty, [tx](Rng& rng) {
                 std::vector<float> x = rng.values(4099, tx, -3.0f, 3.0f);
                 // Edges: beyond fp16's range (inf), fp16 subnormals, exact ties, zero signs.
-                const float edges[] = {70000.0f, -65520.0f, 65504.0f, 3e-6f, -6e-8f, 1e-9f,
-                                       1.0009765625f, 0.0f, -0.0f, 1e30f};
-                for (std::size_t i = 0; i < std::size(edges); ++i)
-                    x[i] = round_to(tx, edges[i]);
+                const float edges[] = {70000.0f, -65520.0f,     65504.0f, 3e-6f, -6e-8f,
+                                       1e-9f,    1.0009765625f, 0.0f,     -0.0f, 1e30f};
+                for (std::size_t i = 0; i < std::size(edges); ++i) x[i] = round_to(tx, edges[i]);
                 return x;
             });
-    const std::pair<DType, DType> ints[] = {{DType::U8, DType::F32}, {DType::I32, DType::F32},
-                                            {DType::U8, DType::F16}, {DType::F32, DType::I32}};
+    const std::pair<DType, DType> ints[] = {{DType::U8, DType::F32},
+                                            {DType::I32, DType::F32},
+                                            {DType::U8, DType::F16},
+                                            {DType::F32, DType::I32}};
     for (auto [tx, ty] : ints)
         cast_check(tx, ty, [tx = tx](Rng& rng) {
             std::vector<float> x(1000);
@@ -448,7 +447,8 @@ void Checker::gather_checks()
         int n, batch;
         std::int64_t offset;
     };
-    const Shape shapes[] = {{{4, 4, 3}, 50, 20, 7}, {{28, 28, 1}, 100, 32, 64}, {{9, 7, 3}, 40, 17, 3}};
+    const Shape shapes[] = {
+        {{4, 4, 3}, 50, 20, 7}, {{28, 28, 1}, 100, 32, 64}, {{9, 7, 3}, 40, 17, 3}};
     struct Aug {
         const char* name;
         bool crop;
@@ -471,8 +471,7 @@ void Checker::gather_checks()
                         const auto images = rng.bytes(std::size_t(s.n) * sample, 256);
                         const auto labels = rng.bytes(std::size_t(s.n), 10);
                         std::vector<std::int32_t> order(s.n);
-                        for (int i = 0; i < s.n; ++i)
-                            order[i] = i;
+                        for (int i = 0; i < s.n; ++i) order[i] = i;
                         for (int i = s.n - 1; i > 0; --i)
                             std::swap(order[i], order[rng.integer(0, i + 1)]);
                         Normalization norm;
@@ -497,8 +496,8 @@ void Checker::gather_checks()
                             aug.step = step;
                             on_both([&](Backend& b, Side on) {
                                 b.gather_batch(on(data.images), on(data.labels), on(data.order),
-                                               s.offset, s.batch, s.image, norm, aug,
-                                               StepCounter{}, on(out), on(out_labels));
+                                               s.offset, s.batch, s.image, norm, aug, StepCounter{},
+                                               on(out), on(out_labels));
                             });
                             // The same draw, source pixel and expression in the same order
                             // (a division, a subtraction, a product: nothing to fuse), so
@@ -520,16 +519,15 @@ void Checker::gather_checks()
                                     const std::int64_t at =
                                         s.offset +
                                         std::int64_t(step % std::uint64_t(per_epoch)) * s.batch;
-                                    b.gather_batch(on(data.images), on(data.labels),
-                                                   on(data.order), at, s.batch, s.image, norm,
-                                                   host, StepCounter{}, on(out), on(out_labels));
+                                    b.gather_batch(on(data.images), on(data.labels), on(data.order),
+                                                   at, s.batch, s.image, norm, host, StepCounter{},
+                                                   on(out), on(out_labels));
                                 } else {
                                     host.step = 99; // ignored: the counter wins
-                                    b.gather_batch(on(data.images), on(data.labels),
-                                                   on(data.order), s.offset, s.batch, s.image,
-                                                   norm, host,
-                                                   StepCounter{&on(counter), per_epoch},
-                                                   on(out), on(out_labels));
+                                    b.gather_batch(on(data.images), on(data.labels), on(data.order),
+                                                   s.offset, s.batch, s.image, norm, host,
+                                                   StepCounter{&on(counter), per_epoch}, on(out),
+                                                   on(out_labels));
                                 }
                             });
                             compare(v, "out", out, k_exact);
@@ -544,15 +542,12 @@ void Checker::gather_checks()
 std::string Checker::gemm_name(const GemmCase& g) const
 {
     std::string s = std::string("gemm/") + dtype_short_name(g.ab);
-    if (g.c != g.ab)
-        s += std::string("->") + dtype_short_name(g.c);
-    s += std::string("/") + math_mode_name(g.math) + "/" + (g.ta ? "T" : "N") + (g.tb ? "T" : "N") + "/" +
-         std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + "/" +
+    if (g.c != g.ab) s += std::string("->") + dtype_short_name(g.c);
+    s += std::string("/") + math_mode_name(g.math) + "/" + (g.ta ? "T" : "N") + (g.tb ? "T" : "N") +
+         "/" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + "/" +
          epilogue_name(g.epi);
-    if (g.epi == Epilogue::BiasGradA)
-        s += std::string("_") + dtype_short_name(g.grad);
-    if (g.beta != 0.0f || g.alpha != 1.0f)
-        s += "/alpha" + num(g.alpha) + "_beta" + num(g.beta);
+    if (g.epi == Epilogue::BiasGradA) s += std::string("_") + dtype_short_name(g.grad);
+    if (g.beta != 0.0f || g.alpha != 1.0f) s += "/alpha" + num(g.alpha) + "_beta" + num(g.beta);
     return s;
 }
 
@@ -563,8 +558,12 @@ void Checker::gemm_check(const GemmCase& g)
         // Stored shapes: A (m x k) or (k x m) when transposed; B (k x n) or (n x k).
         const std::vector<float> a = rng.values(m * k, g.ab, -1.0f, 1.0f);
         const std::vector<float> b = rng.values(k * n, g.ab, -1.0f, 1.0f);
-        auto op_a = [&](std::size_t i, std::size_t kk) { return g.ta ? a[kk * m + i] : a[i * k + kk]; };
-        auto op_b = [&](std::size_t kk, std::size_t j) { return g.tb ? b[j * k + kk] : b[kk * n + j]; };
+        auto op_a = [&](std::size_t i, std::size_t kk) {
+            return g.ta ? a[kk * m + i] : a[i * k + kk];
+        };
+        auto op_b = [&](std::size_t kk, std::size_t j) {
+            return g.tb ? b[j * k + kk] : b[kk * n + j];
+        };
         Twin ta = make(a, g.ab), tb = make(b, g.ab);
         Twin tc = twin(m * n, g.c);
         std::vector<float> c0;
@@ -640,8 +639,10 @@ void Checker::gemm_checks()
         DType ab;
         MathMode math;
     };
-    const Mode modes[] = {{DType::F32, MathMode::Pedantic}, {DType::F32, MathMode::TF32},
-                          {DType::F16, MathMode::Reduced}, {DType::BF16, MathMode::Reduced}};
+    const Mode modes[] = {{DType::F32, MathMode::Pedantic},
+                          {DType::F32, MathMode::TF32},
+                          {DType::F16, MathMode::Reduced},
+                          {DType::BF16, MathMode::Reduced}};
     const Epilogue epilogues[] = {Epilogue::None, Epilogue::Bias, Epilogue::BiasRelu,
                                   Epilogue::BiasGelu, Epilogue::BiasGradA};
     struct Dims {
@@ -652,8 +653,7 @@ void Checker::gemm_checks()
         for (Mode md : modes) {
             // 16-bit operands also write an fp32 C (fp32 gradients from 16-bit operands).
             std::vector<DType> c_types = {md.ab};
-            if (md.ab != DType::F32)
-                c_types.push_back(DType::F32);
+            if (md.ab != DType::F32) c_types.push_back(DType::F32);
             for (DType c : c_types)
                 for (int t = 0; t < 4; ++t)
                     for (Epilogue e : epilogues) {
@@ -672,8 +672,7 @@ void Checker::gemm_checks()
         {37, 19, 53, false, false, DType::BF16, DType::F32, MathMode::Pedantic, Epilogue::Bias},
         {37, 19, 53, false, true, DType::F32, DType::F32, MathMode::Reduced, Epilogue::BiasRelu},
     };
-    for (const GemmCase& g : other_modes)
-        gemm_check(g);
+    for (const GemmCase& g : other_modes) gemm_check(g);
     // alpha and beta: C read and scaled.
     for (Mode md : modes)
         for (Epilogue e : {Epilogue::None, Epilogue::BiasRelu}) {
@@ -689,7 +688,8 @@ void Checker::gemm_checks()
     // The seed MLP's layer 1 at batch 256: forward X W^T + b with relu, dX = dZ W,
     // dW = dZ^T X with the bias gradient; and the 10-class head.
     for (Mode md : modes)
-        gemm_check(GemmCase{256, 3000, 3072, false, true, md.ab, md.ab, md.math, Epilogue::BiasRelu});
+        gemm_check(
+            GemmCase{256, 3000, 3072, false, true, md.ab, md.ab, md.math, Epilogue::BiasRelu});
     const Epilogue dw = Epilogue::BiasGradA;
     const GemmCase seed_mlp[] = {
         {256, 3072, 3000, false, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
@@ -708,8 +708,7 @@ void Checker::gemm_checks()
         {3, 777, 1000, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
     };
-    for (const GemmCase& g : seed_mlp)
-        gemm_check(g);
+    for (const GemmCase& g : seed_mlp) gemm_check(g);
 }
 
 // ---- activations -------------------------------------------------------------------------
@@ -717,27 +716,21 @@ void Checker::gemm_checks()
 // Activation outputs: fp32 differs by the GPU's expf/tanhf ulps (rtol 1e-5); GELU and
 // sigmoid lose relative accuracy near their zeros through cancellation, which the
 // absolute 1e-6 covers (inputs are at most 4 in size).
-Tol activation_tol(DType t)
-{
-    return t == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-5, out_rtol(t)};
-}
+Tol activation_tol(DType t) { return t == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-5, out_rtol(t)}; }
 
 void Checker::bias_activation_check(const ActivationCase& c)
 {
-    std::string name = std::string("bias_activation/") + activation_text(c.act) + "/" +
-                       dtype_short_name(c.in);
-    if (c.out != c.in)
-        name += std::string("->") + dtype_short_name(c.out);
+    std::string name =
+        std::string("bias_activation/") + activation_text(c.act) + "/" + dtype_short_name(c.in);
+    if (c.out != c.in) name += std::string("->") + dtype_short_name(c.out);
     name += '/';
     name += std::to_string(c.rows) + "x" + std::to_string(c.cols);
-    if (!c.bias)
-        name += "/no_bias";
+    if (!c.bias) name += "/no_bias";
     run(name, [&](Verdict& v, Rng& rng) {
         const std::size_t n = std::size_t(c.rows) * c.cols;
         Twin x = make(rng.values(n, c.in, -c.range, c.range), c.in);
         Twin bias;
-        if (c.bias)
-            bias = make(rng.values(std::size_t(c.cols), c.in, -1.0f, 1.0f), c.in);
+        if (c.bias) bias = make(rng.values(std::size_t(c.cols), c.in, -1.0f, 1.0f), c.in);
         auto forward = [&](Twin& y) {
             on_both([&](Backend& b, Side on) {
                 b.bias_activation(c.act, on(x), on(c.bias ? &bias : nullptr), c.cols, on(y));
@@ -773,8 +766,8 @@ void Checker::activation_checks()
             // Backward: y = act(x) from the reference, given to both so they see the same y.
             const int rows = act == Activation::Softmax ? 8 : 33;
             const int cols = act == Activation::Softmax ? 1000 : 77;
-            run(std::string("activation_backward/") + activation_text(act) + "/" + dtype_short_name(t) +
-                    "/" + std::to_string(rows) + "x" + std::to_string(cols),
+            run(std::string("activation_backward/") + activation_text(act) + "/" +
+                    dtype_short_name(t) + "/" + std::to_string(rows) + "x" + std::to_string(cols),
                 [&](Verdict& v, Rng& rng) {
                     const std::size_t n = std::size_t(rows) * cols;
                     Twin x = make(rng.values(n, t, -3.0f, 3.0f), t);
@@ -812,17 +805,23 @@ void Checker::bias_grad_checks()
         int rows, cols;
         DType in, out;
     };
-    const Case cases[] = {{300, 77, DType::F32, DType::F32},  {300, 77, DType::F16, DType::F32},
-                          {300, 77, DType::F16, DType::F16},  {300, 77, DType::BF16, DType::F32},
-                          {300, 77, DType::BF16, DType::BF16}, {4096, 10, DType::F16, DType::F32},
-                          {256, 3000, DType::F32, DType::F32}, {1, 5, DType::F32, DType::F32},
+    const Case cases[] = {{300, 77, DType::F32, DType::F32},
+                          {300, 77, DType::F16, DType::F32},
+                          {300, 77, DType::F16, DType::F16},
+                          {300, 77, DType::BF16, DType::F32},
+                          {300, 77, DType::BF16, DType::BF16},
+                          {4096, 10, DType::F16, DType::F32},
+                          {256, 3000, DType::F32, DType::F32},
+                          {1, 5, DType::F32, DType::F32},
                           // A conv bias gradient: batch*H*W rows (128 x 32 x 32) of few
                           // channels, which the GPU splits across blocks.
-                          {131072, 32, DType::F16, DType::F32}, {131072, 32, DType::F32, DType::F32},
-                          {20000, 64, DType::BF16, DType::BF16}, {5000, 3, DType::F32, DType::F32}};
+                          {131072, 32, DType::F16, DType::F32},
+                          {131072, 32, DType::F32, DType::F32},
+                          {20000, 64, DType::BF16, DType::BF16},
+                          {5000, 3, DType::F32, DType::F32}};
     for (const Case& c : cases)
-        run(std::string("bias_grad/") + dtype_short_name(c.in) + "->" + dtype_short_name(c.out) + "/" +
-                std::to_string(c.rows) + "x" + std::to_string(c.cols),
+        run(std::string("bias_grad/") + dtype_short_name(c.in) + "->" + dtype_short_name(c.out) +
+                "/" + std::to_string(c.rows) + "x" + std::to_string(c.cols),
             [&](Verdict& v, Rng& rng) {
                 const std::vector<float> dy =
                     rng.values(std::size_t(c.rows) * c.cols, c.in, -1.0f, 1.0f);
@@ -833,9 +832,8 @@ void Checker::bias_grad_checks()
                 Twin tdy = make(dy, c.in);
                 Twin out = twin(std::size_t(c.cols), c.out);
                 poison(out);
-                on_both([&](Backend& b, Side on) {
-                    b.bias_grad(on(tdy), c.rows, c.cols, on(out));
-                });
+                on_both(
+                    [&](Backend& b, Side on) { b.bias_grad(on(tdy), c.rows, c.cols, on(out)); });
                 // fp32 sums in different orders: a few 2^-24 of sum |dy| each.
                 compare(v, "out", out, Tol{1e-30, out_rtol(c.out)}, &abs_sum,
                         1e-5 + unit_roundoff(c.out));
@@ -850,56 +848,58 @@ void Checker::dropout_checks()
     // same rounding.
     for (DType t : k_floats)
         for (float rate : {0.0f, 0.1f, 0.5f, 0.9f})
-            run(std::string("dropout/") + dtype_short_name(t) + "/rate" + num(rate), [&](Verdict& v, Rng& rng) {
-                const std::size_t n = 10007;
-                const std::uint64_t seed = 0x5EED0000u + std::uint64_t(rng.integer(0, 1 << 30));
-                Twin x = make(rng.values(n, t, -2.0f, 2.0f), t);
-                Twin y = twin(n, t), dx = twin(n, t);
-                poison(y);
-                poison(dx);
-                // The backward pass regenerates the forward mask from (seed, step).
-                auto pass = [&](bool forward, std::uint64_t step, Twin& out) {
-                    on_both([&](Backend& b, Side on) {
-                        if (forward)
-                            b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(out));
-                        else
-                            b.dropout_backward(on(x), rate, seed, step, StepCounter{}, on(out));
-                    });
-                };
-                pass(true, 17, y);
-                compare(v, "y", y, k_exact);
-                pass(false, 17, dx);
-                compare(v, "dx", dx, k_exact);
-                // Another step draws another mask.
-                pass(true, 18, y);
-                compare(v, "y (next step)", y, k_exact);
-                // The candidate reads step 18 from a device counter (a replayed graph's
-                // way), then advances it to 19; the reference gets the numbers.
-                Twin counter = make({18.0f, 0.0f}, DType::I32);
-                for (std::uint64_t step : {18u, 19u}) {
-                    v.context("step " + std::to_string(step) + " from a step counter");
+            run(std::string("dropout/") + dtype_short_name(t) + "/rate" + num(rate),
+                [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = 10007;
+                    const std::uint64_t seed = 0x5EED0000u + std::uint64_t(rng.integer(0, 1 << 30));
+                    Twin x = make(rng.values(n, t, -2.0f, 2.0f), t);
+                    Twin y = twin(n, t), dx = twin(n, t);
                     poison(y);
-                    on_both([&](Backend& b, Side on) {
-                        if (on.ref)
-                            b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(y));
-                        else
-                            b.dropout_forward(on(x), rate, seed, 0, StepCounter{&on(counter), 1},
-                                              on(y));
-                    });
+                    poison(dx);
+                    // The backward pass regenerates the forward mask from (seed, step).
+                    auto pass = [&](bool forward, std::uint64_t step, Twin& out) {
+                        on_both([&](Backend& b, Side on) {
+                            if (forward)
+                                b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(out));
+                            else
+                                b.dropout_backward(on(x), rate, seed, step, StepCounter{}, on(out));
+                        });
+                    };
+                    pass(true, 17, y);
                     compare(v, "y", y, k_exact);
-                    m_cand.advance_step(counter.cand);
-                }
-                v.context("");
-            });
+                    pass(false, 17, dx);
+                    compare(v, "dx", dx, k_exact);
+                    // Another step draws another mask.
+                    pass(true, 18, y);
+                    compare(v, "y (next step)", y, k_exact);
+                    // The candidate reads step 18 from a device counter (a replayed graph's
+                    // way), then advances it to 19; the reference gets the numbers.
+                    Twin counter = make({18.0f, 0.0f}, DType::I32);
+                    for (std::uint64_t step : {18u, 19u}) {
+                        v.context("step " + std::to_string(step) + " from a step counter");
+                        poison(y);
+                        on_both([&](Backend& b, Side on) {
+                            if (on.ref)
+                                b.dropout_forward(on(x), rate, seed, step, StepCounter{}, on(y));
+                            else
+                                b.dropout_forward(on(x), rate, seed, 0,
+                                                  StepCounter{&on(counter), 1}, on(y));
+                        });
+                        compare(v, "y", y, k_exact);
+                        m_cand.advance_step(counter.cand);
+                    }
+                    v.context("");
+                });
 }
 
 // ---- cross-entropy ---------------------------------------------------------------------------
 
 void Checker::cross_entropy_checks()
 {
-    const std::pair<OutputHead, const char*> heads[] = {{OutputHead::Logits, "logits"},
-                                                        {OutputHead::SoftmaxFolded, "softmax_folded"},
-                                                        {OutputHead::SigmoidKeras, "sigmoid_keras"}};
+    const std::pair<OutputHead, const char*> heads[] = {
+        {OutputHead::Logits, "logits"},
+        {OutputHead::SoftmaxFolded, "softmax_folded"},
+        {OutputHead::SigmoidKeras, "sigmoid_keras"}};
     struct Shape {
         int batch, classes;
     };
@@ -907,15 +907,14 @@ void Checker::cross_entropy_checks()
         for (DType t : k_floats)
             for (Shape s : {Shape{32, 10}, Shape{67, 1000}})
                 for (bool train : {true, false})
-                    run(std::string("cross_entropy/") + head_name + "/" + dtype_short_name(t) + "/" +
-                            (train ? "train" : "eval") + "/" + std::to_string(s.batch) + "x" +
+                    run(std::string("cross_entropy/") + head_name + "/" + dtype_short_name(t) +
+                            "/" + (train ? "train" : "eval") + "/" + std::to_string(s.batch) + "x" +
                             std::to_string(s.classes),
                         [&](Verdict& v, Rng& rng) {
                             const std::size_t n = std::size_t(s.batch) * s.classes;
                             std::vector<float> z = rng.values(n, t, -4.0f, 4.0f);
                             std::vector<float> labels(s.batch);
-                            for (float& l : labels)
-                                l = float(rng.integer(0, s.classes));
+                            for (float& l : labels) l = float(rng.integer(0, s.classes));
                             // Rows that reach Keras's clip: p_t below eps, and p_t = 1.
                             const int t0 = int(labels[0]), t1 = int(labels[1]);
                             z[std::size_t(t0)] = -30.0f;
@@ -975,8 +974,10 @@ void Checker::optimizer_checks()
         LossScaleMode mode;
     };
     const Layout layouts[] = {
-        {"f32_master+f16_low/dynamic", DType::F32, DType::F32, true, DType::F16, LossScaleMode::Dynamic},
-        {"f32_master+bf16_low/dynamic", DType::F32, DType::F32, true, DType::BF16, LossScaleMode::Dynamic},
+        {"f32_master+f16_low/dynamic", DType::F32, DType::F32, true, DType::F16,
+         LossScaleMode::Dynamic},
+        {"f32_master+bf16_low/dynamic", DType::F32, DType::F32, true, DType::BF16,
+         LossScaleMode::Dynamic},
         {"f32/none", DType::F32, DType::F32, false, DType::F32, LossScaleMode::None},
         {"f32/static", DType::F32, DType::F32, false, DType::F32, LossScaleMode::Static},
         {"pure_f16/dynamic", DType::F16, DType::F16, false, DType::F16, LossScaleMode::Dynamic},
@@ -1009,8 +1010,7 @@ void Checker::optimizer_checks()
     }
     for (const Opt& o : opts)
         for (const Layout& l : layouts) {
-            if (l.mode == LossScaleMode::Static && o.cfg.type != OptimizerType::SGD)
-                continue;
+            if (l.mode == LossScaleMode::Static && o.cfg.type != OptimizerType::SGD) continue;
             run(std::string("optimizer/") + o.name + "/" + l.name, [&](Verdict& v, Rng& rng) {
                 const bool adam = o.cfg.type != OptimizerType::SGD;
                 const bool state1 = adam || o.cfg.momentum != 0.0f;
@@ -1038,8 +1038,9 @@ void Checker::optimizer_checks()
                 ScalerParams sp;
                 sp.mode = l.mode;
                 sp.growth_interval = 2; // growth after two clean steps
-                const float init = l.mode == LossScaleMode::None ? 1.0f
-                                   : l.mode == LossScaleMode::Static ? 128.0f : 1024.0f;
+                const float init = l.mode == LossScaleMode::None     ? 1.0f
+                                   : l.mode == LossScaleMode::Static ? 128.0f
+                                                                     : 1024.0f;
                 Twin scaler = make({init, 0.0f, 0.0f, 0.0f}, DType::F32);
                 const std::size_t off = k_record_fields;
                 Twin record = twin(2 * k_record_fields, DType::F32);
@@ -1073,12 +1074,9 @@ void Checker::optimizer_checks()
                     for (std::size_t p = 0; p < params.size(); ++p) {
                         const std::string i = std::string(1, '[') + std::to_string(p) + ']';
                         compare(v, "master" + i, params[p].master, wtol);
-                        if (state1)
-                            compare(v, "state1" + i, params[p].state1, wtol);
-                        if (adam)
-                            compare(v, "state2" + i, params[p].state2, wtol);
-                        if (l.low)
-                            compare(v, "low" + i, params[p].low, ltol);
+                        if (state1) compare(v, "state1" + i, params[p].state1, wtol);
+                        if (adam) compare(v, "state2" + i, params[p].state2, wtol);
+                        if (l.low) compare(v, "low" + i, params[p].low, ltol);
                     }
                 }
                 v.context("");
@@ -1110,8 +1108,8 @@ void Checker::optimizer_mixed_dtype_checks()
                         DType t;
                         std::size_t n;
                     };
-                    const Slot slots[] = {{DType::F16, 20003}, {DType::F32, 64}, {DType::F16, 64},
-                                          {DType::F32, 1}};
+                    const Slot slots[] = {
+                        {DType::F16, 20003}, {DType::F32, 64}, {DType::F16, 64}, {DType::F32, 1}};
                     const bool adam_like = cfg.type != OptimizerType::SGD;
                     std::vector<ParamTwin> params(std::size(slots));
                     for (std::size_t p = 0; p < params.size(); ++p) {
@@ -1160,8 +1158,7 @@ void Checker::optimizer_mixed_dtype_checks()
                             const std::string i = std::string(1, '[') + std::to_string(p) + ']';
                             compare(v, "master" + i, params[p].master, wtol);
                             compare(v, "state1" + i, params[p].state1, wtol);
-                            if (adam_like)
-                                compare(v, "state2" + i, params[p].state2, wtol);
+                            if (adam_like) compare(v, "state2" + i, params[p].state2, wtol);
                         }
                     }
                     v.context("");
@@ -1214,13 +1211,12 @@ ConvScales conv_abs_sums(const ConvGeometry& g, const std::vector<float>& x,
             for (int q = 0; q < g.out_w; ++q)
                 for (int r = 0; r < g.kernel_h; ++r) {
                     const int ih = p * g.stride_h - g.pad_h + r;
-                    if (ih < 0 || ih >= g.in_h)
-                        continue;
+                    if (ih < 0 || ih >= g.in_h) continue;
                     for (int t = 0; t < g.kernel_w; ++t) {
                         const int iw = q * g.stride_w - g.pad_w + t;
-                        if (iw < 0 || iw >= g.in_w)
-                            continue;
-                        const std::size_t xo = ((std::size_t(n) * g.in_h + ih) * g.in_w + iw) * g.in_c;
+                        if (iw < 0 || iw >= g.in_w) continue;
+                        const std::size_t xo =
+                            ((std::size_t(n) * g.in_h + ih) * g.in_w + iw) * g.in_c;
                         for (int k = 0; k < g.out_c; ++k) {
                             const std::size_t yi =
                                 ((std::size_t(n) * g.out_h + p) * g.out_w + q) * g.out_c + k;
@@ -1250,8 +1246,7 @@ ConvScales conv_abs_sums(const ConvGeometry& g, const std::vector<float>& x,
 // roundoff.
 double conv_accumulation_tol(DType t, MathMode m)
 {
-    if (t == DType::F32)
-        return m == MathMode::TF32 ? 3e-3 : 3e-5;
+    if (t == DType::F32) return m == MathMode::TF32 ? 3e-3 : 3e-5;
     return 4.0 * unit_roundoff(t);
 }
 
@@ -1313,22 +1308,19 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_
             math_mode_name(math) + "/" + conv_text(g),
         [&](Verdict& v, Rng& rng) {
             std::unique_ptr<ScopedEnv> force;
-            if (as_fwd)
-                force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
+            if (as_fwd) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
             const std::vector<float> x = rng.values(g.x_count(), t, -1.0f, 1.0f);
             const std::vector<float> w = rng.values(g.w_count(), t, -1.0f, 1.0f);
             const std::vector<float> dy = rng.values(g.y_count(), t, -1.0f, 1.0f);
             Twin tx = make(x, t), tw = make(w, t), tdy = make(dy, t);
-            Twin y = twin(g.y_count(), t), dx = twin(g.x_count(), t),
-                 dw = twin(g.w_count(), t);
+            Twin y = twin(g.y_count(), t), dx = twin(g.x_count(), t), dw = twin(g.w_count(), t);
             poison(y);
             poison(dx);
             poison(dw);
             ConvPlanInfo plan;
             on_both([&](Backend& b, Side on) {
                 const ConvPlanInfo info = b.conv2d_prepare(g, t, math);
-                if (!on.ref)
-                    plan = info;
+                if (!on.ref) plan = info;
                 b.conv2d_forward(g, on(tx), on(tw), math, on(y));
                 b.conv2d_backward_data(g, on(tdy), on(tw), math, on(dx));
                 b.conv2d_backward_filter(g, on(tx), on(tdy), math, on(dw));
@@ -1366,14 +1358,12 @@ void Checker::conv_checks()
         conv_geometry_of(2, 9, 7, 4, 6, 3, 1, 2, 1, 1, 0),    // non-square kernel, stride, pad
     };
     for (const ConvGeometry& g : cases)
-        for (const ConvMode& md : k_conv_modes)
-            conv_check(g, md.t, md.math, false);
+        for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, false);
     // The backward-data-as-forward path where it applies (stride 1, pad <= kernel - 1),
     // in every mode: the planner takes it only where it wins, so force it here.
     for (const ConvGeometry& g : cases)
         if (g.stride_h == 1 && g.stride_w == 1 && g.pad_h < g.kernel_h && g.pad_w < g.kernel_w)
-            for (const ConvMode& md : k_conv_modes)
-                conv_check(g, md.t, md.math, true);
+            for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, true);
 }
 
 // ResNet-18's 3x3 64 -> 64 convolution on 32x32 images at batch 128, per policy: the plan
@@ -1407,12 +1397,12 @@ void Checker::conv_plan_checks()
                 m_cand.upload_f32(dy, hdy.data(), hdy.size());
                 Buffer y = m_cand.alloc(g.y_count(), t), dx = m_cand.alloc(g.x_count(), t);
                 Buffer dw = m_cand.alloc(g.w_count(), t);
-                for (Buffer* b : {&y, &dx, &dw})
-                    m_cand.fill(*b, k_nan);
+                for (Buffer* b : {&y, &dx, &dw}) m_cand.fill(*b, k_nan);
                 m_cand.conv2d_forward(g, x, w, md.math, y);
                 m_cand.conv2d_backward_data(g, dy, w, md.math, dx);
                 m_cand.conv2d_backward_filter(g, x, dy, md.math, dw);
-                const std::pair<const char*, Buffer*> outs[] = {{"y", &y}, {"dx", &dx}, {"dw", &dw}};
+                const std::pair<const char*, Buffer*> outs[] = {
+                    {"y", &y}, {"dx", &dx}, {"dw", &dw}};
                 for (const auto& [what, b] : outs) {
                     const std::vector<float> got = get(m_cand, *b);
                     const auto bad = std::count_if(got.begin(), got.end(),
@@ -1441,8 +1431,8 @@ void Checker::batchnorm_checks()
     // across blocks) over a channel count that is not a multiple of 32; two rows. Each
     // also with the fused relu (act Relu), as the network runs a BN followed by a relu.
     constexpr Activation none = Activation::None, relu = Activation::Relu;
-    const Case cases[] = {{70, 3, none},   {256, 64, none}, {20000, 40, none}, {2, 5, none},
-                          {70, 3, relu},   {256, 64, relu}, {20000, 40, relu}, {2, 5, relu}};
+    const Case cases[] = {{70, 3, none}, {256, 64, none}, {20000, 40, none}, {2, 5, none},
+                          {70, 3, relu}, {256, 64, relu}, {20000, 40, relu}, {2, 5, relu}};
     for (const Case& c : cases)
         for (DType t : k_floats)
             run(std::string("batchnorm/") + dtype_short_name(t) + "/" + std::to_string(c.rows) +
@@ -1489,9 +1479,10 @@ void Checker::batchnorm_checks()
                     std::vector<double> y_scale(n);
                     for (std::size_t i = 0; i < n; ++i) {
                         const std::size_t ch = i % nc;
-                        y_scale[i] = double(hg[ch]) * hs_train[ch] *
-                                         (std::fabs(x[i] - hm_train[ch]) + std::fabs(hm_train[ch])) +
-                                     std::fabs(hb[ch]);
+                        y_scale[i] =
+                            double(hg[ch]) * hs_train[ch] *
+                                (std::fabs(x[i] - hm_train[ch]) + std::fabs(hm_train[ch])) +
+                            std::fabs(hb[ch]);
                     }
                     // fp16 values below 2^-14 are subnormal, spaced 2^-24 apart: two sides
                     // whose fp32 results straddle a rounding point land one step apart,
@@ -1526,14 +1517,15 @@ void Checker::batchnorm_checks()
                     if (act == Activation::Relu)
                         for (std::size_t i = 0; i < n; ++i)
                             if (!(y_train[i] > 0.0f)) dy[i] = 0.0f;
-                    Twin dx = twin(n, t), dscale = twin(nc, DType::F32), dshift = twin(nc, DType::F32);
+                    Twin dx = twin(n, t), dscale = twin(nc, DType::F32),
+                         dshift = twin(nc, DType::F32);
                     poison(dx);
                     poison(dscale);
                     poison(dshift);
                     on_both([&](Backend& b, Side on) {
                         b.batchnorm_backward(act, on(tx), on(y), on(tdy), c.rows, c.channels,
-                                             on(scale), on(mean), on(inv_std), on(dx),
-                                             on(dscale), on(dshift));
+                                             on(scale), on(mean), on(inv_std), on(dx), on(dscale),
+                                             on(dshift));
                     });
                     std::vector<double> abs_dy(nc, 0.0), abs_dy_xhat(nc, 0.0), sum_dy(nc, 0.0),
                         sum_dy_xhat(nc, 0.0);
@@ -1562,9 +1554,11 @@ void Checker::batchnorm_checks()
                     for (std::size_t i = 0; i < n; ++i) {
                         const std::size_t ch = i % nc;
                         const double xhat = (double(x[i]) - hm[ch]) * hs[ch];
-                        const double arithmetic = std::fabs(dy[i]) + std::fabs(sum_dy[ch]) / c.rows +
+                        const double arithmetic = std::fabs(dy[i]) +
+                                                  std::fabs(sum_dy[ch]) / c.rows +
                                                   std::fabs(xhat * sum_dy_xhat[ch]) / c.rows;
-                        const double means = (abs_dy[ch] + std::fabs(xhat) * abs_dy_xhat[ch]) / c.rows;
+                        const double means =
+                            (abs_dy[ch] + std::fabs(xhat) * abs_dy_xhat[ch]) / c.rows;
                         // In units of the 2e-5 factor: the means' 1e-5 is half of it.
                         dx_scale[i] = double(hg[ch]) * hs[ch] * (arithmetic + 0.5 * means);
                     }
@@ -1601,8 +1595,7 @@ void Checker::pool_checks()
                         const std::size_t nx = g.x_count(), ny = g.y_count();
                         std::vector<float> x = rng.values(nx, t, -2.0f, 2.0f);
                         if (c.ties)
-                            for (float& e : x)
-                                e = float(std::max(0, rng.integer(-3, 3)));
+                            for (float& e : x) e = float(std::max(0, rng.integer(-3, 3)));
                         Twin tx = make(x, t), y = twin(ny, t), dx = twin(nx, t);
                         Twin dy = make(rng.values(ny, t, -1.0f, 1.0f), t);
                         poison(y);
@@ -1618,6 +1611,166 @@ void Checker::pool_checks()
                     });
 }
 
+// ---- sequences: embedding, LSTM ------------------------------------------------------------------
+
+void Checker::embedding_checks()
+{
+    struct Case {
+        int rows, dim, vocab;
+    };
+    // Few words for many rows (every id repeats, dim not a multiple of 8), and a
+    // language-model batch (bptt 35 x batch 20, dim 200) over a 1000-word vocabulary.
+    const Case cases[] = {{37, 13, 11}, {700, 200, 1000}};
+    for (const Case& c : cases)
+        for (DType t : k_floats)
+            run(std::string("embedding/") + dtype_short_name(t) + "/" + std::to_string(c.rows) +
+                    "x" + std::to_string(c.dim) + "_v" + std::to_string(c.vocab),
+                [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = std::size_t(c.rows) * c.dim;
+                    const std::size_t table_n = std::size_t(c.vocab) * c.dim;
+                    std::vector<std::int32_t> ids(std::size_t(c.rows));
+                    for (auto& id : ids) id = rng.integer(0, c.vocab);
+                    Twin tids = twin(ids.size(), DType::I32);
+                    const auto upload_ids = [&] {
+                        on_both([&](Backend& b, Side on) {
+                            b.upload_raw(on(tids), ids.data(), ids.size() * sizeof(std::int32_t));
+                        });
+                    };
+                    upload_ids();
+                    Twin table = make(rng.values(table_n, t, -1.0f, 1.0f), t);
+                    Twin dy = make(rng.values(n, t, -1.0f, 1.0f), t);
+                    Twin y = twin(n, t), dtable = twin(table_n, DType::F32);
+                    poison(y);
+                    poison(dtable);
+                    // Backward first, while every id is in range. Both backends sum each
+                    // id's rows in row order in fp32 (the contract): exact.
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_backward(on(dy), on(tids), c.rows, c.dim, c.vocab, false,
+                                             on(dtable));
+                    });
+                    compare(v, "dtable (overwrite)", dtable, k_exact);
+                    // Accumulating onto what a tied decoder wrote first.
+                    set(dtable, rng.values(table_n, DType::F32, -1.0f, 1.0f));
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_backward(on(dy), on(tids), c.rows, c.dim, c.vocab, true,
+                                             on(dtable));
+                    });
+                    compare(v, "dtable (accumulate)", dtable, k_exact);
+                    // Forward, with two ids out of range: rows of zeros.
+                    ids.front() = -1;
+                    ids.back() = c.vocab;
+                    upload_ids();
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_forward(on(table), on(tids), c.rows, c.dim, c.vocab, on(y));
+                    });
+                    compare(v, "y", y, k_exact); // a copy of table rows
+                });
+}
+
+// LSTM outputs relative to the magnitude of the whole tensor (max |ref|): per element
+// relative tolerances fail on the small values that cancellation leaves, and the
+// recurrence carries every step's rounding into the later steps, so an error scales with
+// the tensor's size rather than with each element. fp32: both sides sum in fp32 in
+// different orders and the GPU's expf/tanhf differ by ulps; over 35 steps 1e-4 of the
+// magnitude leaves a wide margin. TF32: operands rounded to 10 mantissa bits (2^-11
+// relative per product), summed over up to 400 terms, and for dw over steps x batch
+// terms of both signs: 1e-2. 16-bit: y, h and c are stored in the dtype at every step and
+// the two sides may round a value one ulp apart; cuDNN may keep the cell state in float32
+// where the reference rounds it, so the difference grows along the sequence: 20 units of
+// roundoff of the magnitude (fp16 1e-2, bf16 8e-2).
+double lstm_magnitude_tol(DType t, MathMode m)
+{
+    if (t == DType::F32) return m == MathMode::TF32 ? 1e-2 : 1e-4;
+    return 20.0 * unit_roundoff(t);
+}
+
+std::string lstm_text(const LstmShape& s)
+{
+    return "T" + std::to_string(s.steps) + "xB" + std::to_string(s.batch) + "xI" +
+           std::to_string(s.input) + "xH" + std::to_string(s.hidden);
+}
+
+void Checker::lstm_check(const LstmShape& s, DType t, MathMode math)
+{
+    run(std::string("lstm/") + dtype_short_name(t) + "/" + math_mode_name(math) + "/" +
+            lstm_text(s),
+        [&](Verdict& v, Rng& rng) {
+            // PyTorch's initialisation range, 1/sqrt(hidden): gates neither saturated nor
+            // linear, the regime a trained model runs in.
+            const float k = 1.0f / std::sqrt(float(s.hidden));
+            const std::size_t ns = s.state_count();
+            Twin x = make(rng.values(s.x_count(), t, -1.0f, 1.0f), t);
+            Twin w = make(rng.values(s.weight_count(), t, -k, k), t);
+            Twin h0 = make(rng.values(ns, t, -0.5f, 0.5f), t);
+            Twin c0 = make(rng.values(ns, t, -0.5f, 0.5f), t);
+            Twin dy = make(rng.values(s.y_count(), t, -1.0f, 1.0f), t);
+            Twin dhT = make(rng.values(ns, t, -1.0f, 1.0f), t);
+            Twin dcT = make(rng.values(ns, t, -1.0f, 1.0f), t);
+            // dw starts non-zero: the weight gradient is added to it.
+            Twin dw = make(rng.values(s.weight_count(), t, -0.1f, 0.1f), t);
+            Twin y = twin(s.y_count(), t), hT = twin(ns, t), cT = twin(ns, t);
+            Twin dx = twin(s.x_count(), t), dh0 = twin(ns, t), dc0 = twin(ns, t);
+            for (Twin* o : {&y, &hT, &cT, &dx, &dh0, &dc0}) poison(*o);
+            const double f = lstm_magnitude_tol(t, math);
+            const auto near = [&](const std::string& what, Twin& out) {
+                const std::vector<float> ref = get(m_ref, out.ref), got = get(m_cand, out.cand);
+                double mag = 0.0;
+                for (float r : ref) mag = std::max(mag, double(std::fabs(r)));
+                v.compare(what, ref, got, Tol{f * mag + 1e-30, 0.0});
+            };
+
+            std::unique_ptr<LstmPlan> ref_plan, cand_plan;
+            on_both([&](Backend& b, Side on) {
+                (on.ref ? ref_plan : cand_plan) = b.lstm_prepare(s, t, math);
+            });
+            const auto plan = [&](Side on) -> LstmPlan& { return on.ref ? *ref_plan : *cand_plan; };
+            if (!(cand_plan->shape() == s)) v.fail("the plan's shape is not the one prepared");
+            on_both([&](Backend& b, Side on) {
+                b.lstm_forward(plan(on), on(x), on(h0), on(c0), on(w), true, on(y), on(hT), on(cT));
+                b.lstm_backward_data(plan(on), on(y), on(dy), &on(dhT), &on(dcT), on(w), on(h0),
+                                     on(c0), on(dx), &on(dh0), &on(dc0));
+                b.lstm_backward_weights(plan(on), on(x), on(h0), on(y), on(dw));
+            });
+            near("y", y);
+            near("hT", hT);
+            near("cT", cT);
+            near("dx", dx);
+            near("dh0", dh0);
+            near("dc0", dc0);
+            near("dw (added)", dw);
+
+            // Truncated BPTT: no gradient arrives at the final state (null is zero).
+            for (Twin* o : {&dx, &dh0, &dc0}) poison(*o);
+            on_both([&](Backend& b, Side on) {
+                b.lstm_backward_data(plan(on), on(y), on(dy), nullptr, nullptr, on(w), on(h0),
+                                     on(c0), on(dx), &on(dh0), &on(dc0));
+            });
+            near("dx (no dhT, dcT)", dx);
+            near("dh0 (no dhT, dcT)", dh0);
+            near("dc0 (no dhT, dcT)", dc0);
+
+            // Evaluation: the same outputs without keeping anything for backward.
+            for (Twin* o : {&y, &hT, &cT}) poison(*o);
+            on_both([&](Backend& b, Side on) {
+                b.lstm_forward(plan(on), on(x), on(h0), on(c0), on(w), false, on(y), on(hT),
+                               on(cT));
+            });
+            near("y (inference)", y);
+            near("hT (inference)", hT);
+            near("cT (inference)", cT);
+            v.note("tolerance " + num(f) + " of each tensor's largest magnitude");
+        });
+}
+
+void Checker::lstm_checks()
+{
+    // Odd sizes (no multiple of 8: cuDNN off its tensor-core fast path), and the word
+    // language model's small configuration (bptt 35, batch 20, emsize = nhid = 200).
+    const LstmShape cases[] = {{5, 3, 7, 11}, {35, 20, 200, 200}};
+    for (const LstmShape& s : cases)
+        for (const ConvMode& md : k_conv_modes) lstm_check(s, md.t, md.math);
+}
+
 // ---- end to end -------------------------------------------------------------------------------
 
 // Three training steps of a small MLP built from the ops alone (gather, dense + relu,
@@ -1626,7 +1779,8 @@ void Checker::pool_checks()
 void Checker::end_to_end_checks()
 {
     for (const bool mixed : {false, true})
-        run(std::string("end_to_end/mlp/") + (mixed ? "mixed_fp16" : "fp32"), [&](Verdict& v, Rng& rng) {
+        run(std::string("end_to_end/mlp/") + (mixed ? "mixed_fp16" : "fp32"), [&](Verdict& v,
+                                                                                  Rng& rng) {
             const int n_samples = 64, sample = 48, hidden = 32, classes = 10, batch = 16;
             const ImageShape image{4, 4, 3}; // sample = 48 values
             const DType ct = mixed ? DType::F16 : DType::F32;
@@ -1634,8 +1788,7 @@ void Checker::end_to_end_checks()
             const auto images = rng.bytes(std::size_t(n_samples) * sample, 256);
             const auto labels = rng.bytes(std::size_t(n_samples), classes);
             std::vector<std::int32_t> order(n_samples);
-            for (int i = 0; i < n_samples; ++i)
-                order[i] = (i * 37) % n_samples;
+            for (int i = 0; i < n_samples; ++i) order[i] = (i * 37) % n_samples;
             DataTwins data = upload_data(images, labels, order);
             Normalization norm;
             norm.channels = 3;
@@ -1671,45 +1824,76 @@ void Checker::end_to_end_checks()
             Twin record = twin(std::size_t(steps) * k_record_fields, DType::F32);
             fill(record, k_nan);
 
-            Twin x = twin(std::size_t(batch) * sample, ct), y = twin(std::size_t(batch), DType::I32);
-            Twin h = twin(std::size_t(batch) * hidden, ct), z = twin(std::size_t(batch) * classes, ct);
+            Twin x = twin(std::size_t(batch) * sample, ct),
+                 y = twin(std::size_t(batch), DType::I32);
+            Twin h = twin(std::size_t(batch) * hidden, ct),
+                 z = twin(std::size_t(batch) * classes, ct);
             Twin dh = twin(std::size_t(batch) * hidden, ct);
             for (int s = 0; s < steps; ++s) {
                 on_both([&](Backend& b, Side on) {
-                    auto W = [&](int p) -> Buffer& { return mixed ? on(P[p].low) : on(P[p].master); };
+                    auto W = [&](int p) -> Buffer& {
+                        return mixed ? on(P[p].low) : on(P[p].master);
+                    };
                     b.gather_batch(on(data.images), on(data.labels), on(data.order),
                                    std::int64_t(s) * batch, batch, image, norm, Augmentation{},
                                    StepCounter{}, on(x), on(y));
                     GemmCall f1; // h = relu(x W1^T + b1)
                     f1.trans_b = true;
-                    f1.m = batch; f1.n = hidden; f1.k = sample;
-                    f1.a = &on(x); f1.b = &W(0); f1.c = &on(h);
-                    f1.epilogue = Epilogue::BiasRelu; f1.bias = &W(1); f1.math = math;
+                    f1.m = batch;
+                    f1.n = hidden;
+                    f1.k = sample;
+                    f1.a = &on(x);
+                    f1.b = &W(0);
+                    f1.c = &on(h);
+                    f1.epilogue = Epilogue::BiasRelu;
+                    f1.bias = &W(1);
+                    f1.math = math;
                     b.gemm(f1);
                     GemmCall f2 = f1; // z = h W2^T + b2
-                    f2.n = classes; f2.k = hidden;
-                    f2.a = &on(h); f2.b = &W(2); f2.c = &on(z);
-                    f2.epilogue = Epilogue::Bias; f2.bias = &W(3);
+                    f2.n = classes;
+                    f2.k = hidden;
+                    f2.a = &on(h);
+                    f2.b = &W(2);
+                    f2.c = &on(z);
+                    f2.epilogue = Epilogue::Bias;
+                    f2.bias = &W(3);
                     b.gemm(f2);
                     // dz overwrites z in place.
                     b.cross_entropy(OutputHead::Logits, on(z), on(y), batch, classes, &on(scaler),
                                     &on(z), on(record), std::size_t(s) * k_record_fields);
                     GemmCall g2; // dW2 = dz^T h, db2 = column sums of dz
                     g2.trans_a = true;
-                    g2.m = classes; g2.n = hidden; g2.k = batch;
-                    g2.a = &on(z); g2.b = &on(h); g2.c = &on(P[2].grad);
-                    g2.epilogue = Epilogue::BiasGradA; g2.bias_grad = &on(P[3].grad); g2.math = math;
+                    g2.m = classes;
+                    g2.n = hidden;
+                    g2.k = batch;
+                    g2.a = &on(z);
+                    g2.b = &on(h);
+                    g2.c = &on(P[2].grad);
+                    g2.epilogue = Epilogue::BiasGradA;
+                    g2.bias_grad = &on(P[3].grad);
+                    g2.math = math;
                     b.gemm(g2);
                     GemmCall d1; // dh = dz W2
-                    d1.m = batch; d1.n = hidden; d1.k = classes;
-                    d1.a = &on(z); d1.b = &W(2); d1.c = &on(dh); d1.math = math;
+                    d1.m = batch;
+                    d1.n = hidden;
+                    d1.k = classes;
+                    d1.a = &on(z);
+                    d1.b = &W(2);
+                    d1.c = &on(dh);
+                    d1.math = math;
                     b.gemm(d1);
                     b.activation_backward(Activation::Relu, on(h), on(h), on(dh), hidden, on(dh));
                     GemmCall g1; // dW1 = dh^T x, db1
                     g1.trans_a = true;
-                    g1.m = hidden; g1.n = sample; g1.k = batch;
-                    g1.a = &on(dh); g1.b = &on(x); g1.c = &on(P[0].grad);
-                    g1.epilogue = Epilogue::BiasGradA; g1.bias_grad = &on(P[1].grad); g1.math = math;
+                    g1.m = hidden;
+                    g1.n = sample;
+                    g1.k = batch;
+                    g1.a = &on(dh);
+                    g1.b = &on(x);
+                    g1.c = &on(P[0].grad);
+                    g1.epilogue = Epilogue::BiasGradA;
+                    g1.bias_grad = &on(P[1].grad);
+                    g1.math = math;
                     b.gemm(g1);
                     b.optimizer_step(tables(on), opt, sp, on(scaler), on(record),
                                      std::size_t(s) * k_record_fields);
@@ -1739,6 +1923,8 @@ std::vector<CheckResult> Checker::run_all()
     add_activation_checks();
     batchnorm_checks();
     pool_checks();
+    embedding_checks();
+    lstm_checks();
     conv_checks();
     conv_plan_checks();
     gemm_checks();
