@@ -30,18 +30,6 @@ std::string geometry_text(const ConvGeometry& g)
            std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
 }
 
-cudnnDataType_t cudnn_type(DType t)
-{
-    switch (t) {
-    case DType::F32: return CUDNN_DATA_FLOAT;
-    case DType::F16: return CUDNN_DATA_HALF;
-    case DType::BF16: return CUDNN_DATA_BFLOAT16;
-    default: break;
-    }
-    throw Error("cuda backend: conv2d: expected a floating dtype, got " +
-                std::string(dtype_name(t)));
-}
-
 // fp32 data: Pedantic (and Reduced, as for GEMMs) stays on FMA kernels; TF32 permits
 // tensor cores, which for fp32 data means TF32 (TENSOR_OP_MATH rather than DEFAULT_MATH,
 // which permits TF32 too, because cuDNN then says in each candidate's mathType whether
@@ -49,8 +37,7 @@ cudnnDataType_t cudnn_type(DType t)
 // descriptor's compute type is float in every case).
 cudnnMathType_t requested_math(DType t, MathMode m)
 {
-    if (t != DType::F32)
-        return CUDNN_TENSOR_OP_MATH;
+    if (t != DType::F32) return CUDNN_TENSOR_OP_MATH;
     return m == MathMode::TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 }
 
@@ -60,10 +47,8 @@ bool fp32_exact(DType t, MathMode m) { return t == DType::F32 && m != MathMode::
 // fp32 data, never tensor cores for exact fp32.
 bool math_allowed(cudnnMathType_t got, DType t, MathMode m)
 {
-    if (got == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-        return false;
-    if (fp32_exact(t, m))
-        return got != CUDNN_TENSOR_OP_MATH;
+    if (got == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+    if (fp32_exact(t, m)) return got != CUDNN_TENSOR_OP_MATH;
     return true;
 }
 
@@ -77,10 +62,8 @@ const Perf* choose(const Perf* r, int n, std::size_t limit, DType t, MathMode m)
         if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit ||
             !math_allowed(r[i].mathType, t, m))
             continue;
-        if (r[i].determinism == CUDNN_DETERMINISTIC)
-            return &r[i];
-        if (!any)
-            any = &r[i];
+        if (r[i].determinism == CUDNN_DETERMINISTIC) return &r[i];
+        if (!any) any = &r[i];
     }
     return any;
 }
@@ -92,7 +75,7 @@ struct Search {
     std::size_t limit; // the most workspace an algorithm may ask for
     DType t;
     MathMode m;
-    std::string what;  // the plan, for MIXLAB_CONV_LOG
+    std::string what; // the plan, for MIXLAB_CONV_LOG
 };
 
 struct Choice {
@@ -100,7 +83,7 @@ struct Choice {
     int algo = 0;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
     std::size_t memory = 0;
-    float ms = 0;       // FindEx's time, when timed
+    float ms = 0; // FindEx's time, when timed
     bool timed = false;
     bool deterministic = false;
     bool tensor_cores() const { return !direct && math == CUDNN_TENSOR_OP_MATH; }
@@ -112,8 +95,7 @@ template <class Perf, class Find, class Heuristic>
 Choice pick_algorithm(const Search& s, const char* direction, Find find, Heuristic heuristic)
 {
     Choice c;
-    if (s.force_direct)
-        return c;
+    if (s.force_direct) return c;
     Perf r[8];
     int n = 0;
     const Perf* pick = nullptr;
@@ -124,18 +106,17 @@ Choice pick_algorithm(const Search& s, const char* direction, Find find, Heurist
         if (std::getenv("MIXLAB_CONV_LOG")) {
             std::fprintf(stderr, "conv search %s: %s\n", direction, s.what.c_str());
             for (int i = 0; i < n; ++i)
-                std::fprintf(stderr, "conv candidate %d: algo %d status %d time %.3f ms memory %zu"
-                                     " deterministic %d math %d%s\n",
+                std::fprintf(stderr,
+                             "conv candidate %d: algo %d status %d time %.3f ms memory %zu"
+                             " deterministic %d math %d%s\n",
                              i, int(r[i].algo), int(r[i].status), double(r[i].time),
                              std::size_t(r[i].memory), int(r[i].determinism == CUDNN_DETERMINISTIC),
                              int(r[i].mathType), &r[i] == pick ? " <- chosen" : "");
         }
     }
     // A configuration cuDNN cannot describe at all also ends on the direct kernel.
-    if (!pick && heuristic(r, &n) == CUDNN_STATUS_SUCCESS)
-        pick = choose(r, n, s.limit, s.t, s.m);
-    if (!pick)
-        return c;
+    if (!pick && heuristic(r, &n) == CUDNN_STATUS_SUCCESS) pick = choose(r, n, s.limit, s.t, s.m);
+    if (!pick) return c;
     c.direct = false;
     c.algo = int(pick->algo);
     c.math = pick->mathType;
@@ -177,8 +158,7 @@ ConvGeometry as_fwd_geometry(const ConvGeometry& g)
 BwdAsFwd as_fwd_requested()
 {
     const char* v = std::getenv("MIXLAB_CONV_BWD_AS_FWD");
-    if (v == nullptr || *v == '\0')
-        return BwdAsFwd::Auto;
+    if (v == nullptr || *v == '\0') return BwdAsFwd::Auto;
     return std::string(v) == "0" ? BwdAsFwd::Off : BwdAsFwd::Force;
 }
 
@@ -188,34 +168,31 @@ BwdAsFwd as_fwd_requested()
 // FindEx's times, by a margin that covers the flip kernel (a few microseconds) and noise.
 bool prefer_as_fwd(const Choice& d, const Choice& f, BwdAsFwd mode)
 {
-    if (f.direct || mode == BwdAsFwd::Off)
-        return false;
-    if (mode == BwdAsFwd::Force || d.direct)
-        return true;
-    if (f.deterministic != d.deterministic)
-        return f.deterministic;
+    if (f.direct || mode == BwdAsFwd::Off) return false;
+    if (mode == BwdAsFwd::Force || d.direct) return true;
+    if (f.deterministic != d.deterministic) return f.deterministic;
     return f.timed && d.timed && f.ms < 0.95f * d.ms && d.ms - f.ms > 0.005f;
 }
 
 const char* fwd_name(cudnnConvolutionFwdAlgo_t a)
 {
-    static const char* const names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm",
-                                        "direct", "fft", "fft_tiling", "winograd",
-                                        "winograd_nonfused"};
+    static const char* const names[] = {
+        "implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+        "winograd",      "winograd_nonfused"};
     return unsigned(a) < std::size(names) ? names[a] : "unknown";
 }
 
 const char* bwd_data_name(cudnnConvolutionBwdDataAlgo_t a)
 {
-    static const char* const names[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
-                                        "winograd_nonfused"};
+    static const char* const names[] = {"algo_0",     "algo_1",   "fft",
+                                        "fft_tiling", "winograd", "winograd_nonfused"};
     return unsigned(a) < std::size(names) ? names[a] : "unknown";
 }
 
 const char* bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a)
 {
-    static const char* const names[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd",
-                                        "winograd_nonfused", "fft_tiling"};
+    static const char* const names[] = {
+        "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling"};
     return unsigned(a) < std::size(names) ? names[a] : "unknown";
 }
 
@@ -289,8 +266,7 @@ CudnnConv::CudnnConv(cudaStream_t stream)
     : m_stream(stream),
       // For checking the fallback on a GPU where cuDNN has an algorithm for everything.
       m_force_direct(std::getenv("MIXLAB_CONV_DIRECT") != nullptr)
-{
-}
+{}
 
 cudnnHandle_t CudnnConv::handle()
 {
@@ -303,8 +279,7 @@ cudnnHandle_t CudnnConv::handle()
 
 void CudnnConv::grow_workspace(std::size_t bytes)
 {
-    if (bytes <= m_workspace.bytes())
-        return;
+    if (bytes <= m_workspace.bytes()) return;
     // Work already enqueued may still read the old workspace.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
     regrow(m_workspace, bytes, "the cuDNN convolution workspace");
@@ -312,26 +287,24 @@ void CudnnConv::grow_workspace(std::size_t bytes)
 
 void CudnnConv::grow_flipped(std::size_t bytes)
 {
-    if (bytes <= m_flipped.bytes())
-        return;
+    if (bytes <= m_flipped.bytes()) return;
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream)); // as for the workspace
     regrow(m_flipped, bytes, "the flipped convolution weights");
 }
 
-std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t,
-                                                       MathMode math, BwdAsFwd as_fwd_mode)
+std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t, MathMode math,
+                                                      BwdAsFwd as_fwd_mode)
 {
     // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
     // NOT_SUPPORTED, which says nothing to the user.
-    const std::size_t biggest = std::max(g.x_count(),
-                                         g.y_count());
+    const std::size_t biggest = std::max(g.x_count(), g.y_count());
     if (biggest > std::size_t(INT32_MAX))
         throw LimitError("batch " + std::to_string(g.batch) + " makes a convolution tensor of " +
                          std::to_string(biggest) + " elements (" + geometry_text(g) +
                          "); cuDNN's convolutions take at most 2^31 - 1: use a smaller batch");
     auto p = std::make_unique<Plan>();
     p->as_fwd_mode = as_fwd_mode;
-    const cudnnDataType_t dt = cudnn_type(t);
+    const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     p->x = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
                                                   g.in_c, g.in_h, g.in_w));
@@ -348,12 +321,11 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     p->bwd_filter = make_conv_desc(g, mt);
 
     int n = 0, c = 0, h = 0, w = 0;
-    MIXLAB_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->fwd.get(), p->x.get(),
-                                                             p->w.get(), &n, &c, &h, &w));
+    MIXLAB_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->fwd.get(), p->x.get(), p->w.get(),
+                                                             &n, &c, &h, &w));
     if (n != g.batch || c != g.out_c || h != g.out_h || w != g.out_w)
-        throw Error("cuda backend: conv2d: cuDNN computes an output of " + std::to_string(h) +
-                    "x" + std::to_string(w) + "x" + std::to_string(c) + " for " +
-                    geometry_text(g));
+        throw Error("cuda backend: conv2d: cuDNN computes an output of " + std::to_string(h) + "x" +
+                    std::to_string(w) + "x" + std::to_string(c) + " for " + geometry_text(g));
 
     ConvPlanRecord& r = p->record;
     r.geometry = g;
@@ -366,8 +338,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
 
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
-    if (p->bwd_data_as_fwd)
-        grow_flipped(g.w_count() * dtype_size(t));
+    if (p->bwd_data_as_fwd) grow_flipped(g.w_count() * dtype_size(t));
     return p;
 }
 
@@ -400,8 +371,10 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             can_time = false; // no room to time: cuDNN's heuristics choose instead
         }
     }
-    const Search s{can_time, m_force_direct, limit, t, m,
-                   geometry_text(g) + " " + dtype_short_name(t) + " " + math_mode_name(m)};
+    const Search s{
+        can_time, m_force_direct,
+        limit,    t,
+        m,        geometry_text(g) + " " + dtype_short_name(t) + " " + math_mode_name(m)};
     void* const wsp = ws.get();
     const std::size_t wsb = ws.bytes();
 
@@ -413,15 +386,14 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, wsp, wsb);
         },
         [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
-            return cudnnGetConvolutionForwardAlgorithm_v7(
-                h, p.x.get(), p.w.get(), p.fwd.get(), p.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                n, r);
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.fwd.get(),
+                                                          p.y.get(),
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
         });
     p.direct_fwd = f.direct;
     if (!f.direct) {
         p.fwd_algo = cudnnConvolutionFwdAlgo_t(f.algo);
-        if (!fp32_exact(t, m))
-            MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.fwd.get(), f.math));
+        if (!fp32_exact(t, m)) MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.fwd.get(), f.math));
         MIXLAB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
             h, p.x.get(), p.w.get(), p.fwd.get(), p.y.get(), p.fwd_algo, &p.fwd_ws));
         p.fwd_ws = std::max(p.fwd_ws, f.memory);
@@ -446,15 +418,14 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
     if (as_fwd_valid(g) && !m_force_direct && p.as_fwd_mode != BwdAsFwd::Off) {
         const ConvGeometry fg = as_fwd_geometry(g);
         p.w_flipped = FilterDesc::create();
-        MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p.w_flipped.get(), cudnn_type(t),
-                                                      CUDNN_TENSOR_NHWC, fg.out_c, fg.in_c,
-                                                      fg.kernel_h, fg.kernel_w));
+        MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
+            p.w_flipped.get(), cudnn_data_type(t, "conv2d"), CUDNN_TENSOR_NHWC, fg.out_c, fg.in_c,
+            fg.kernel_h, fg.kernel_w));
         p.bwd_as_fwd = make_conv_desc(fg, requested_math(t, m));
         int on = 0, oc = 0, oh = 0, ow = 0;
         const bool shape_ok =
-            cudnnGetConvolution2dForwardOutputDim(p.bwd_as_fwd.get(), p.y.get(),
-                                                  p.w_flipped.get(), &on, &oc, &oh, &ow) ==
-                CUDNN_STATUS_SUCCESS &&
+            cudnnGetConvolution2dForwardOutputDim(p.bwd_as_fwd.get(), p.y.get(), p.w_flipped.get(),
+                                                  &on, &oc, &oh, &ow) == CUDNN_STATUS_SUCCESS &&
             on == g.batch && oc == g.in_c && oh == g.in_h && ow == g.in_w;
         if (shape_ok)
             a = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
@@ -487,8 +458,7 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         if (!fp32_exact(t, m))
             MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_data.get(), d.math));
         MIXLAB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-            h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(), p.bwd_data_algo,
-            &p.bwd_data_ws));
+            h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(), p.bwd_data_algo, &p.bwd_data_ws));
         p.bwd_data_ws = std::max(p.bwd_data_ws, d.memory);
     }
 
@@ -556,8 +526,8 @@ ConvPlanInfo CudnnConv::prepare(const ConvGeometry& g, DType t, MathMode math)
     return plan_for(g, t, math).record.info;
 }
 
-void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const void* x,
-                        const void* w, void* y)
+void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const void* x, const void* w,
+                        void* y)
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
@@ -613,16 +583,14 @@ std::vector<ConvPlanRecord> CudnnConv::plans() const
 {
     std::vector<ConvPlanRecord> out;
     out.reserve(m_plans.size());
-    for (const auto& p : m_plans)
-        out.push_back(p->record);
+    for (const auto& p : m_plans) out.push_back(p->record);
     return out;
 }
 
 std::string describe(const ConvPlanRecord& p)
 {
     auto ms = [&](float v) {
-        if (!p.timed)
-            return std::string();
+        if (!p.timed) return std::string();
         char buf[32];
         std::snprintf(buf, sizeof buf, " %.3f ms", double(v));
         return std::string(buf);
@@ -631,10 +599,9 @@ std::string describe(const ConvPlanRecord& p)
            math_mode_name(p.math) + ": forward " + p.info.forward_algo + ms(p.forward_ms) +
            ", backward data " + p.info.backward_data_algo + ms(p.backward_data_ms) +
            ", backward filter " + p.info.backward_filter_algo + ms(p.backward_filter_ms) +
-           (p.info.tensor_cores ? "; tensor cores" : "; not all on tensor cores") +
-           "; workspace " + std::to_string((p.info.workspace_bytes + (1 << 20) - 1) >> 20) +
-           " MiB; " + (p.timed ? "timed" : "heuristic") + "; " + std::to_string(p.calls) +
-           " calls";
+           (p.info.tensor_cores ? "; tensor cores" : "; not all on tensor cores") + "; workspace " +
+           std::to_string((p.info.workspace_bytes + (1 << 20) - 1) >> 20) + " MiB; " +
+           (p.timed ? "timed" : "heuristic") + "; " + std::to_string(p.calls) + " calls";
 }
 
 } // namespace mixlab::cuda

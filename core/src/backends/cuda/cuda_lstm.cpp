@@ -29,18 +29,6 @@ std::string shape_text(const LstmShape& s)
            std::to_string(s.input) + ", hidden " + std::to_string(s.hidden);
 }
 
-cudnnDataType_t rnn_data_type(DType t)
-{
-    switch (t) {
-    case DType::F32: return CUDNN_DATA_FLOAT;
-    case DType::F16: return CUDNN_DATA_HALF;
-    case DType::BF16: return CUDNN_DATA_BFLOAT16;
-    default: break;
-    }
-    throw Error("cuda backend: lstm_prepare: expected a floating dtype, got " +
-                std::string(dtype_name(t)));
-}
-
 // Exact fp32 (Pedantic, and Reduced as for GEMMs) stays on FMA kernels: DEFAULT_MATH would
 // let cuDNN use TF32 on Ampere and later. TF32: DEFAULT_MATH, as PyTorch does for fp32 RNNs
 // with TF32 allowed (TENSOR_OP_MATH_ALLOW_CONVERSION would round fp32 operands to fp16, not
@@ -153,7 +141,7 @@ void verify_weight_layout(cudnnHandle_t h, const CudnnLstmPlan& p)
 void build_descriptors(cudnnHandle_t h, CudnnLstmPlan& p)
 {
     const LstmShape& s = p.s;
-    const cudnnDataType_t dt = rnn_data_type(p.dtype);
+    const cudnnDataType_t dt = cudnn_data_type(p.dtype, "lstm_prepare");
     // No dropout inside one layer; cuDNN still wants a descriptor, and with a rate of
     // 0 it needs no random states (PyTorch's set_no_dropout does the same).
     p.dropout = DropoutDesc::create();
