@@ -110,14 +110,17 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/cuda_batchnorm.cpp
     backends/cuda/cuda_check.cpp
     backends/cuda/cuda_conv.cpp
+    backends/cuda/cuda_embedding.cpp
     backends/cuda/cuda_event.cpp
     backends/cuda/cuda_factory.cpp
     backends/cuda/cuda_layers.cpp
+    backends/cuda/cuda_lstm.cpp
     backends/cuda/cuda_optimizer.cpp
     backends/cuda/cuda_pool.cpp
     backends/cuda/cudnn_check.cpp
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
+    backends/cuda/embedding.cu
     backends/cuda/gather.cu
     backends/cuda/gemm_lt.cpp
     backends/cuda/gemm_tune.cpp

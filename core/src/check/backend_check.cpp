@@ -358,6 +358,9 @@ private:
     void conv_plan_checks();
     void batchnorm_checks();
     void pool_checks();
+    void embedding_checks();
+    void lstm_check(const LstmShape& s, DType t, MathMode math);
+    void lstm_checks();
     void end_to_end_checks();
 
     struct GemmCase {
@@ -1608,6 +1611,166 @@ void Checker::pool_checks()
                     });
 }
 
+// ---- sequences: embedding, LSTM ------------------------------------------------------------------
+
+void Checker::embedding_checks()
+{
+    struct Case {
+        int rows, dim, vocab;
+    };
+    // Few words for many rows (every id repeats, dim not a multiple of 8), and a
+    // language-model batch (bptt 35 x batch 20, dim 200) over a 1000-word vocabulary.
+    const Case cases[] = {{37, 13, 11}, {700, 200, 1000}};
+    for (const Case& c : cases)
+        for (DType t : k_floats)
+            run(std::string("embedding/") + dtype_short_name(t) + "/" + std::to_string(c.rows) +
+                    "x" + std::to_string(c.dim) + "_v" + std::to_string(c.vocab),
+                [&](Verdict& v, Rng& rng) {
+                    const std::size_t n = std::size_t(c.rows) * c.dim;
+                    const std::size_t table_n = std::size_t(c.vocab) * c.dim;
+                    std::vector<std::int32_t> ids(std::size_t(c.rows));
+                    for (auto& id : ids) id = rng.integer(0, c.vocab);
+                    Twin tids = twin(ids.size(), DType::I32);
+                    const auto upload_ids = [&] {
+                        on_both([&](Backend& b, Side on) {
+                            b.upload_raw(on(tids), ids.data(), ids.size() * sizeof(std::int32_t));
+                        });
+                    };
+                    upload_ids();
+                    Twin table = make(rng.values(table_n, t, -1.0f, 1.0f), t);
+                    Twin dy = make(rng.values(n, t, -1.0f, 1.0f), t);
+                    Twin y = twin(n, t), dtable = twin(table_n, DType::F32);
+                    poison(y);
+                    poison(dtable);
+                    // Backward first, while every id is in range. Both backends sum each
+                    // id's rows in row order in fp32 (the contract): exact.
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_backward(on(dy), on(tids), c.rows, c.dim, c.vocab, false,
+                                             on(dtable));
+                    });
+                    compare(v, "dtable (overwrite)", dtable, k_exact);
+                    // Accumulating onto what a tied decoder wrote first.
+                    set(dtable, rng.values(table_n, DType::F32, -1.0f, 1.0f));
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_backward(on(dy), on(tids), c.rows, c.dim, c.vocab, true,
+                                             on(dtable));
+                    });
+                    compare(v, "dtable (accumulate)", dtable, k_exact);
+                    // Forward, with two ids out of range: rows of zeros.
+                    ids.front() = -1;
+                    ids.back() = c.vocab;
+                    upload_ids();
+                    on_both([&](Backend& b, Side on) {
+                        b.embedding_forward(on(table), on(tids), c.rows, c.dim, c.vocab, on(y));
+                    });
+                    compare(v, "y", y, k_exact); // a copy of table rows
+                });
+}
+
+// LSTM outputs relative to the magnitude of the whole tensor (max |ref|): per element
+// relative tolerances fail on the small values that cancellation leaves, and the
+// recurrence carries every step's rounding into the later steps, so an error scales with
+// the tensor's size rather than with each element. fp32: both sides sum in fp32 in
+// different orders and the GPU's expf/tanhf differ by ulps; over 35 steps 1e-4 of the
+// magnitude leaves a wide margin. TF32: operands rounded to 10 mantissa bits (2^-11
+// relative per product), summed over up to 400 terms, and for dw over steps x batch
+// terms of both signs: 1e-2. 16-bit: y, h and c are stored in the dtype at every step and
+// the two sides may round a value one ulp apart; cuDNN may keep the cell state in float32
+// where the reference rounds it, so the difference grows along the sequence: 20 units of
+// roundoff of the magnitude (fp16 1e-2, bf16 8e-2).
+double lstm_magnitude_tol(DType t, MathMode m)
+{
+    if (t == DType::F32) return m == MathMode::TF32 ? 1e-2 : 1e-4;
+    return 20.0 * unit_roundoff(t);
+}
+
+std::string lstm_text(const LstmShape& s)
+{
+    return "T" + std::to_string(s.steps) + "xB" + std::to_string(s.batch) + "xI" +
+           std::to_string(s.input) + "xH" + std::to_string(s.hidden);
+}
+
+void Checker::lstm_check(const LstmShape& s, DType t, MathMode math)
+{
+    run(std::string("lstm/") + dtype_short_name(t) + "/" + math_mode_name(math) + "/" +
+            lstm_text(s),
+        [&](Verdict& v, Rng& rng) {
+            // PyTorch's initialisation range, 1/sqrt(hidden): gates neither saturated nor
+            // linear, the regime a trained model runs in.
+            const float k = 1.0f / std::sqrt(float(s.hidden));
+            const std::size_t ns = s.state_count();
+            Twin x = make(rng.values(s.x_count(), t, -1.0f, 1.0f), t);
+            Twin w = make(rng.values(s.weight_count(), t, -k, k), t);
+            Twin h0 = make(rng.values(ns, t, -0.5f, 0.5f), t);
+            Twin c0 = make(rng.values(ns, t, -0.5f, 0.5f), t);
+            Twin dy = make(rng.values(s.y_count(), t, -1.0f, 1.0f), t);
+            Twin dhT = make(rng.values(ns, t, -1.0f, 1.0f), t);
+            Twin dcT = make(rng.values(ns, t, -1.0f, 1.0f), t);
+            // dw starts non-zero: the weight gradient is added to it.
+            Twin dw = make(rng.values(s.weight_count(), t, -0.1f, 0.1f), t);
+            Twin y = twin(s.y_count(), t), hT = twin(ns, t), cT = twin(ns, t);
+            Twin dx = twin(s.x_count(), t), dh0 = twin(ns, t), dc0 = twin(ns, t);
+            for (Twin* o : {&y, &hT, &cT, &dx, &dh0, &dc0}) poison(*o);
+            const double f = lstm_magnitude_tol(t, math);
+            const auto near = [&](const std::string& what, Twin& out) {
+                const std::vector<float> ref = get(m_ref, out.ref), got = get(m_cand, out.cand);
+                double mag = 0.0;
+                for (float r : ref) mag = std::max(mag, double(std::fabs(r)));
+                v.compare(what, ref, got, Tol{f * mag + 1e-30, 0.0});
+            };
+
+            std::unique_ptr<LstmPlan> ref_plan, cand_plan;
+            on_both([&](Backend& b, Side on) {
+                (on.ref ? ref_plan : cand_plan) = b.lstm_prepare(s, t, math);
+            });
+            const auto plan = [&](Side on) -> LstmPlan& { return on.ref ? *ref_plan : *cand_plan; };
+            if (!(cand_plan->shape() == s)) v.fail("the plan's shape is not the one prepared");
+            on_both([&](Backend& b, Side on) {
+                b.lstm_forward(plan(on), on(x), on(h0), on(c0), on(w), true, on(y), on(hT), on(cT));
+                b.lstm_backward_data(plan(on), on(y), on(dy), &on(dhT), &on(dcT), on(w), on(h0),
+                                     on(c0), on(dx), &on(dh0), &on(dc0));
+                b.lstm_backward_weights(plan(on), on(x), on(h0), on(y), on(dw));
+            });
+            near("y", y);
+            near("hT", hT);
+            near("cT", cT);
+            near("dx", dx);
+            near("dh0", dh0);
+            near("dc0", dc0);
+            near("dw (added)", dw);
+
+            // Truncated BPTT: no gradient arrives at the final state (null is zero).
+            for (Twin* o : {&dx, &dh0, &dc0}) poison(*o);
+            on_both([&](Backend& b, Side on) {
+                b.lstm_backward_data(plan(on), on(y), on(dy), nullptr, nullptr, on(w), on(h0),
+                                     on(c0), on(dx), &on(dh0), &on(dc0));
+            });
+            near("dx (no dhT, dcT)", dx);
+            near("dh0 (no dhT, dcT)", dh0);
+            near("dc0 (no dhT, dcT)", dc0);
+
+            // Evaluation: the same outputs without keeping anything for backward.
+            for (Twin* o : {&y, &hT, &cT}) poison(*o);
+            on_both([&](Backend& b, Side on) {
+                b.lstm_forward(plan(on), on(x), on(h0), on(c0), on(w), false, on(y), on(hT),
+                               on(cT));
+            });
+            near("y (inference)", y);
+            near("hT (inference)", hT);
+            near("cT (inference)", cT);
+            v.note("tolerance " + num(f) + " of each tensor's largest magnitude");
+        });
+}
+
+void Checker::lstm_checks()
+{
+    // Odd sizes (no multiple of 8: cuDNN off its tensor-core fast path), and the word
+    // language model's small configuration (bptt 35, batch 20, emsize = nhid = 200).
+    const LstmShape cases[] = {{5, 3, 7, 11}, {35, 20, 200, 200}};
+    for (const LstmShape& s : cases)
+        for (const ConvMode& md : k_conv_modes) lstm_check(s, md.t, md.math);
+}
+
 // ---- end to end -------------------------------------------------------------------------------
 
 // Three training steps of a small MLP built from the ops alone (gather, dense + relu,
@@ -1760,6 +1923,8 @@ std::vector<CheckResult> Checker::run_all()
     add_activation_checks();
     batchnorm_checks();
     pool_checks();
+    embedding_checks();
+    lstm_checks();
     conv_checks();
     conv_plan_checks();
     gemm_checks();

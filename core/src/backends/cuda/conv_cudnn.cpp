@@ -30,18 +30,6 @@ std::string geometry_text(const ConvGeometry& g)
            std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
 }
 
-cudnnDataType_t cudnn_type(DType t)
-{
-    switch (t) {
-    case DType::F32: return CUDNN_DATA_FLOAT;
-    case DType::F16: return CUDNN_DATA_HALF;
-    case DType::BF16: return CUDNN_DATA_BFLOAT16;
-    default: break;
-    }
-    throw Error("cuda backend: conv2d: expected a floating dtype, got " +
-                std::string(dtype_name(t)));
-}
-
 // fp32 data: Pedantic (and Reduced, as for GEMMs) stays on FMA kernels; TF32 permits
 // tensor cores, which for fp32 data means TF32 (TENSOR_OP_MATH rather than DEFAULT_MATH,
 // which permits TF32 too, because cuDNN then says in each candidate's mathType whether
@@ -316,7 +304,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
                          "); cuDNN's convolutions take at most 2^31 - 1: use a smaller batch");
     auto p = std::make_unique<Plan>();
     p->as_fwd_mode = as_fwd_mode;
-    const cudnnDataType_t dt = cudnn_type(t);
+    const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     p->x = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
                                                   g.in_c, g.in_h, g.in_w));
@@ -430,9 +418,9 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
     if (as_fwd_valid(g) && !m_force_direct && p.as_fwd_mode != BwdAsFwd::Off) {
         const ConvGeometry fg = as_fwd_geometry(g);
         p.w_flipped = FilterDesc::create();
-        MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p.w_flipped.get(), cudnn_type(t),
-                                                      CUDNN_TENSOR_NHWC, fg.out_c, fg.in_c,
-                                                      fg.kernel_h, fg.kernel_w));
+        MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
+            p.w_flipped.get(), cudnn_data_type(t, "conv2d"), CUDNN_TENSOR_NHWC, fg.out_c, fg.in_c,
+            fg.kernel_h, fg.kernel_w));
         p.bwd_as_fwd = make_conv_desc(fg, requested_math(t, m));
         int on = 0, oc = 0, oh = 0, ow = 0;
         const bool shape_ok =

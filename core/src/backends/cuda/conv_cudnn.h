@@ -37,6 +37,9 @@ public:
     void backward_filter(const ConvGeometry& g, DType t, MathMode math, const void* x,
                          const void* dy, void* dw);
     std::vector<ConvPlanRecord> plans() const;
+    // The backend's one cuDNN handle, bound to its stream and created on first use (MLP
+    // runs never load cuDNN); the LSTM plans (cuda_lstm.cpp) run on it too.
+    cudnnHandle_t handle();
 
     // The largest workspace one algorithm may ask for; candidates needing more are skipped.
     // 512 MiB: fp32 implicit_precomp_gemm on 64 channels at batch 512 asks for 268 MB.
@@ -64,7 +67,6 @@ private:
         ConvPlanRecord record;
     };
 
-    cudnnHandle_t handle();
     Plan& plan_for(const ConvGeometry& g, DType t, MathMode math);
     std::unique_ptr<Plan> make_plan(const ConvGeometry& g, DType t, MathMode math,
                                     BwdAsFwd as_fwd_mode);

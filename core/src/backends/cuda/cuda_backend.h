@@ -113,6 +113,19 @@ public:
     void pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x, const Buffer& y,
                        const Buffer& dy, Buffer& dx) override;
 
+    void embedding_forward(const Buffer& table, const Buffer& ids_i32, int rows, int dim, int vocab,
+                           Buffer& y) override;
+    void embedding_backward(const Buffer& dy, const Buffer& ids_i32, int rows, int dim, int vocab,
+                            bool accumulate, Buffer& dtable) override;
+    std::unique_ptr<LstmPlan> lstm_prepare(const LstmShape& s, DType dtype, MathMode math) override;
+    void lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& c0,
+                      const Buffer& w, bool training, Buffer& y, Buffer& hT, Buffer& cT) override;
+    void lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy, const Buffer* dhT,
+                            const Buffer* dcT, const Buffer& w, const Buffer& h0, const Buffer& c0,
+                            Buffer& dx, Buffer* dh0, Buffer* dc0) override;
+    void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& y,
+                               Buffer& dw) override;
+
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,
                        std::size_t record_offset) override;

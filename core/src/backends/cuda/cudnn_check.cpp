@@ -1,4 +1,5 @@
-// Turns failed cuDNN calls into mixlab::CudaError / OutOfMemoryError messages.
+// Turns failed cuDNN calls into mixlab::CudaError / OutOfMemoryError messages; maps
+// dtypes to cuDNN's.
 #include "backends/cuda/cudnn_check.h"
 
 #include "mixlab/error.h"
@@ -33,6 +34,18 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
         throw OutOfMemoryError("cuDNN could not allocate memory" + where +
                                "; use a smaller batch size or model");
     throw CudaError(std::string("cuDNN error ") + cudnnGetErrorString(status) + where);
+}
+
+cudnnDataType_t cudnn_data_type(DType t, const char* op)
+{
+    switch (t) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::F16: return CUDNN_DATA_HALF;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+    }
+    throw Error(std::string("cuda backend: ") + op + ": expected a floating dtype, got " +
+                std::string(dtype_name(t)));
 }
 
 const char* cudnn_runtime_version()

@@ -1,6 +1,9 @@
 // Checks for cuDNN calls: a failure becomes a mixlab::CudaError naming the call text,
-// file, line and cuDNN's own last message (OutOfMemoryError when it could not allocate).
+// file, line and cuDNN's own last message (OutOfMemoryError when it could not allocate);
+// and the cuDNN data type of a dtype, checked.
 #pragma once
+#include "mixlab/dtype.h"
+
 #include <cudnn.h>
 
 namespace mixlab::cuda {
@@ -9,6 +12,8 @@ namespace mixlab::cuda {
                                     int line);
 // "9.14.0": the version of the cuDNN library loaded at run time (not the header's).
 const char* cudnn_runtime_version();
+// cuDNN's type for a floating dtype; anything else throws mixlab::Error naming `op`.
+cudnnDataType_t cudnn_data_type(DType t, const char* op);
 
 } // namespace mixlab::cuda
 

@@ -53,5 +53,11 @@ using FilterDesc =
     CudnnObject<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDesc = CudnnObject<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                              cudnnDestroyConvolutionDescriptor>;
+using DropoutDesc = CudnnObject<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                cudnnDestroyDropoutDescriptor>;
+using RnnDesc =
+    CudnnObject<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDesc = CudnnObject<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                                cudnnDestroyRNNDataDescriptor>;
 
 } // namespace mixlab::cuda
