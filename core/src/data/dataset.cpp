@@ -4,6 +4,7 @@
 
 #include "data/dataset_files.h"
 #include "mixlab/error.h"
+#include "mixlab/text_corpus.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,24 +15,30 @@ namespace {
 
 using data::fs::path;
 
-std::string all_expected_files() {
+std::string all_expected_files()
+{
     return data::idx_expected_files() + "; or " + data::cifar_expected_files();
 }
 
 } // namespace
 
-std::string default_dataset_name() {
-    return data::looks_like_idx_folder(path(k_debian_fashion_mnist_dir)) ? "fashion-mnist" : "synthetic";
+std::string default_dataset_name()
+{
+    return data::looks_like_idx_folder(path(k_debian_fashion_mnist_dir)) ? "fashion-mnist"
+                                                                         : "synthetic";
 }
 
-Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed) {
+Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed)
+{
     const std::string name = options.name.empty() ? default_dataset_name() : options.name;
-    if (name == "synthetic") return make_synthetic(options.synthetic_train, options.synthetic_test, seed);
+    if (name == "synthetic")
+        return make_synthetic(options.synthetic_train, options.synthetic_test, seed);
     if (name == "fashion-mnist") {
         // A folder holding some of the files goes on to the loader, whose message names
         // exactly what is missing or damaged.
         if (!data::looks_like_idx_folder(path(k_debian_fashion_mnist_dir)))
-            throw DataError(std::string("Fashion-MNIST is not installed: ") + k_debian_fashion_mnist_dir +
+            throw DataError(std::string("Fashion-MNIST is not installed: ") +
+                            k_debian_fashion_mnist_dir +
                             " does not hold it. Install Debian's package (sudo apt-get install "
                             "dataset-fashion-mnist), or give the folder that holds " +
                             data::idx_expected_files() + " as the dataset");
@@ -43,21 +50,33 @@ Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed) {
     const path folder(name);
     if (!data::exists_quietly(folder))
         throw DataError("dataset \"" + name +
-                        "\" is neither a known name (fashion-mnist, synthetic) nor an existing folder; give a folder "
-                        "holding " + all_expected_files());
+                        "\" is neither a known name (fashion-mnist, synthetic) nor an existing "
+                        "folder; give a folder "
+                        "holding " +
+                        all_expected_files());
     data::require_folder(folder, all_expected_files());
     const bool idx = data::looks_like_idx_folder(folder);
     const bool cifar = data::looks_like_cifar_folder(folder);
     if (idx && cifar)
-        throw DataError("dataset folder " + folder.string() +
-                        " holds both IDX (MNIST) and CIFAR files; keep each dataset in a folder of its own");
+        throw DataError(
+            "dataset folder " + folder.string() +
+            " holds both IDX (MNIST) and CIFAR files; keep each dataset in a folder of its own");
     if (idx) return load_idx_folder(name);
     if (cifar) return load_cifar_folder(name, options.cifar100_coarse);
-    throw DataError("dataset folder " + folder.string() + " holds no dataset files MixLab recognises; expected " +
-                    all_expected_files());
+    // Images and labels are what this loader gives; a word corpus is read by
+    // load_text_corpus_folder for language models instead.
+    if (is_text_corpus_folder(name))
+        throw DataError("dataset folder " + folder.string() +
+                        " is a word-level text corpus (train.txt, valid.txt, test.txt) for "
+                        "language models, not images: train it with a model that starts with "
+                        "an embedding layer and an lstm (resources/models/word-lm-small.json), "
+                        "or give a folder of IDX or CIFAR files for this model");
+    throw DataError("dataset folder " + folder.string() +
+                    " holds no dataset files MixLab recognises; expected " + all_expected_files());
 }
 
-void compute_normalization(Dataset& data) {
+void compute_normalization(Dataset& data)
+{
     data.mean.fill(0.0f);
     data.stddev.fill(1.0f);
     const int channels = data.channels;
@@ -66,8 +85,9 @@ void compute_normalization(Dataset& data) {
                         " channels; MixLab handles 1 to 4");
     const std::vector<std::uint8_t>& images = data.train.images;
     if (images.size() != std::size_t(data.train.n * data.sample_size()))
-        throw DataError("dataset " + data.name + ": the training split holds " + std::to_string(images.size()) +
-                        " bytes, expected " + std::to_string(data.train.n) + " images of " +
+        throw DataError("dataset " + data.name + ": the training split holds " +
+                        std::to_string(images.size()) + " bytes, expected " +
+                        std::to_string(data.train.n) + " images of " +
                         std::to_string(data.sample_size()));
     if (images.empty()) return; // nothing to measure: leave the identity transform
 

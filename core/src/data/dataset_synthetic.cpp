@@ -4,6 +4,7 @@
 #include "mixlab/dataset.h"
 
 #include "base/hd_math.h"
+#include "data/split_mix.h"
 #include "mixlab/error.h"
 
 #include <algorithm>
@@ -38,36 +39,26 @@ constexpr int k_noise_sigma = 60;                 // per-pixel noise, in grey le
 
 // Stream tags: every random quantity comes from its own stream, so train and test share
 // prototypes but no sample.
-enum Stream : std::uint64_t { PrototypeStream = 1, TrainSamples, TestSamples, TrainOrder, TestOrder };
-
-// splitmix64: hd::mix64 adds the golden-ratio increment before finalising, so feeding
-// it a counter stepping by that increment reproduces the reference generator.
-class SplitMix64 {
-public:
-    explicit SplitMix64(std::uint64_t seed) : m_state(seed) {}
-    std::uint64_t next() {
-        const std::uint64_t r = hd::mix64(m_state);
-        m_state += 0x9E3779B97F4A7C15ull;
-        return r;
-    }
-    // Uniform in [lo, hi] by multiply-shift on the top 32 bits: biased by at most
-    // (hi - lo + 1) / 2^32, immaterial here, and unlike std::uniform_int_distribution
-    // the same on every standard library.
-    std::int64_t between(std::int64_t lo, std::int64_t hi) {
-        return lo + std::int64_t(((next() >> 32) * std::uint64_t(hi - lo + 1)) >> 32);
-    }
-
-private:
-    std::uint64_t m_state;
+enum Stream : std::uint64_t {
+    PrototypeStream = 1,
+    TrainSamples,
+    TestSamples,
+    TrainOrder,
+    TestOrder
 };
 
-std::uint64_t stream_seed(std::uint64_t seed, Stream stream, std::uint64_t index) {
-    return hd::mix64(hd::mix64(seed) ^ hd::mix64(std::uint64_t(stream) * 0x100000001B3ull ^ hd::mix64(index)));
+using data::SplitMix64;
+
+std::uint64_t stream_seed(std::uint64_t seed, Stream stream, std::uint64_t index)
+{
+    return hd::mix64(hd::mix64(seed) ^
+                     hd::mix64(std::uint64_t(stream) * 0x100000001B3ull ^ hd::mix64(index)));
 }
 
 // Adds a smooth bump (1 - d²/r²)² with a random colour to a (grid, grid, 3) image.
-void add_blob(std::vector<int>& image, int grid, SplitMix64& rng, int radius_min, int radius_max, int amp_min,
-              int amp_max) {
+void add_blob(std::vector<int>& image, int grid, SplitMix64& rng, int radius_min, int radius_max,
+              int amp_min, int amp_max)
+{
     const int cy = int(rng.between(0, grid - 1));
     const int cx = int(rng.between(0, grid - 1));
     const int radius = int(rng.between(radius_min, radius_max));
@@ -86,40 +77,49 @@ void add_blob(std::vector<int>& image, int grid, SplitMix64& rng, int radius_min
 }
 
 // (classes, k_grid, k_grid, 3) prototypes in grey levels 0..255.
-std::vector<int> make_prototypes(std::uint64_t seed) {
+std::vector<int> make_prototypes(std::uint64_t seed)
+{
     SplitMix64 rng(stream_seed(seed, PrototypeStream, 0));
     std::vector<int> base(k_proto_size);
     int background[k_channels];
     for (int& b : background) b = int(rng.between(90, 165));
     for (int i = 0; i < k_proto_size; ++i) base[std::size_t(i)] = background[i % k_channels];
     for (int b = 0; b < k_base_blobs; ++b)
-        add_blob(base, k_grid, rng, k_base_radius_min, k_base_radius_max, k_base_amp_min, k_base_amp_max);
+        add_blob(base, k_grid, rng, k_base_radius_min, k_base_radius_max, k_base_amp_min,
+                 k_base_amp_max);
 
     std::vector<int> prototypes(std::size_t(k_classes) * k_proto_size);
     for (int k = 0; k < k_classes; ++k) {
         std::vector<int> image = base;
         for (int b = 0; b < k_class_blobs; ++b)
-            add_blob(image, k_grid, rng, k_class_radius_min, k_class_radius_max, k_class_amp_min, k_class_amp_max);
+            add_blob(image, k_grid, rng, k_class_radius_min, k_class_radius_max, k_class_amp_min,
+                     k_class_amp_max);
         for (int& v : image) v = std::clamp(v, 0, 255);
-        std::copy(image.begin(), image.end(), prototypes.begin() + std::ptrdiff_t(k) * k_proto_size);
+        std::copy(image.begin(), image.end(),
+                  prototypes.begin() + std::ptrdiff_t(k) * k_proto_size);
     }
     return prototypes;
 }
 
 // One (32, 32, 3) sample from a (k_grid, k_grid, 3) prototype; `clutter` is scratch
 // space for the sample's own (32, 32, 3) distractor blobs.
-void draw_sample(const int* prototype, std::uint64_t sample_seed, std::vector<int>& clutter, std::uint8_t* out) {
+void draw_sample(const int* prototype, std::uint64_t sample_seed, std::vector<int>& clutter,
+                 std::uint8_t* out)
+{
     SplitMix64 rng(sample_seed);
     const int dy = int(rng.between(-k_max_shift, k_max_shift));
     const int dx = int(rng.between(-k_max_shift, k_max_shift));
     const int gain = int(rng.between(k_gain_min, k_gain_max));
     std::fill(clutter.begin(), clutter.end(), 0);
     for (int b = 0; b < k_clutter_blobs; ++b)
-        add_blob(clutter, k_side, rng, k_clutter_radius_min, k_clutter_radius_max, k_clutter_amp_min, k_clutter_amp_max);
+        add_blob(clutter, k_side, rng, k_clutter_radius_min, k_clutter_radius_max,
+                 k_clutter_amp_min, k_clutter_amp_max);
     std::uint64_t bits = 0;
     int bits_left = 0;
     for (int y = 0; y < k_side; ++y) {
-        const int* row = prototype + std::ptrdiff_t((y + k_max_shift + dy) * k_grid + k_max_shift + dx) * k_channels;
+        const int* row =
+            prototype +
+            std::ptrdiff_t((y + k_max_shift + dy) * k_grid + k_max_shift + dx) * k_channels;
         const int* clutter_row = clutter.data() + std::ptrdiff_t(y) * k_side * k_channels;
         for (int i = 0; i < k_side * k_channels; ++i) {
             if (bits_left == 0) {
@@ -133,13 +133,15 @@ void draw_sample(const int* prototype, std::uint64_t sample_seed, std::vector<in
             --bits_left;
             const int noise = (sum - 510) * k_noise_sigma / 148;
             const int value = ((row[i] * gain) >> 8) + clutter_row[i] + noise;
-            out[std::size_t(y) * k_side * k_channels + std::size_t(i)] = std::uint8_t(std::clamp(value, 0, 255));
+            out[std::size_t(y) * k_side * k_channels + std::size_t(i)] =
+                std::uint8_t(std::clamp(value, 0, 255));
         }
     }
 }
 
-Split make_split(const std::vector<int>& prototypes, std::int64_t n, std::uint64_t seed, Stream samples,
-                 Stream order) {
+Split make_split(const std::vector<int>& prototypes, std::int64_t n, std::uint64_t seed,
+                 Stream samples, Stream order)
+{
     Split split;
     split.n = n;
     split.labels.resize(std::size_t(n));
@@ -154,16 +156,19 @@ Split make_split(const std::vector<int>& prototypes, std::int64_t n, std::uint64
     std::vector<int> clutter(sample);
     for (std::int64_t i = 0; i < n; ++i)
         draw_sample(prototypes.data() + std::ptrdiff_t(split.labels[std::size_t(i)]) * k_proto_size,
-                    stream_seed(seed, samples, std::uint64_t(i)), clutter, split.images.data() + std::size_t(i) * sample);
+                    stream_seed(seed, samples, std::uint64_t(i)), clutter,
+                    split.images.data() + std::size_t(i) * sample);
     return split;
 }
 
 } // namespace
 
-Dataset make_synthetic(std::int64_t n_train, std::int64_t n_test, std::uint64_t seed) {
+Dataset make_synthetic(std::int64_t n_train, std::int64_t n_test, std::uint64_t seed)
+{
     if (n_train < 0 || n_test < 0 || n_train > k_max_samples || n_test > k_max_samples)
-        throw InputError("synthetic dataset sizes must be 0 to " + std::to_string(k_max_samples) + ", got " +
-                         std::to_string(n_train) + " training and " + std::to_string(n_test) + " test samples");
+        throw InputError("synthetic dataset sizes must be 0 to " + std::to_string(k_max_samples) +
+                         ", got " + std::to_string(n_train) + " training and " +
+                         std::to_string(n_test) + " test samples");
     const std::vector<int> prototypes = make_prototypes(seed);
     Dataset d;
     d.name = "synthetic";
