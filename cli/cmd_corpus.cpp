@@ -49,9 +49,21 @@ std::optional<std::string> take_corpus(std::vector<std::string>& args)
     return corpus;
 }
 
+// Words shown as a taste of the text: enough to see whether it reads as words.
+constexpr std::size_t k_sample_words = 16;
+
 struct CorpusFacts {
     double train_unigram = 0, test_unigram = 0;
+    std::string sample; // the first words of the test split
 };
+
+std::string sample_text(const TextCorpus& c)
+{
+    std::string text;
+    for (std::size_t i = 0; i < std::min(k_sample_words, c.test.size()); ++i)
+        text += (i ? " " : "") + c.words[std::size_t(c.test[i])];
+    return text;
+}
 
 void print_table(const TextCorpus& c, const CorpusFacts& f, std::optional<std::uint64_t> seed)
 {
@@ -66,6 +78,7 @@ void print_table(const TextCorpus& c, const CorpusFacts& f, std::optional<std::u
     std::printf("unigram perplexity  test %.1f, train %.1f (train's word frequencies, add-one "
                 "smoothed: the number a language model must beat)\n",
                 f.test_unigram, f.train_unigram);
+    std::printf("test begins         %s ...\n", f.sample.c_str());
     if (c.entropy_bits)
         std::printf("entropy rate        %.4f bits/token; perplexity floor %.3f (no model can "
                     "do better on average)\n",
@@ -82,6 +95,7 @@ void print_json(const TextCorpus& c, const CorpusFacts& f, std::optional<std::ui
     j["tokens"] = {{"train", c.train.size()}, {"valid", c.valid.size()}, {"test", c.test.size()}};
     j["oov"] = {{"valid", c.valid_oov}, {"test", c.test_oov}};
     j["unigram_perplexity"] = {{"train", f.train_unigram}, {"test", f.test_unigram}};
+    j["sample"] = f.sample;
     j["entropy_bits"] = c.entropy_bits ? nlohmann::ordered_json(*c.entropy_bits) : nullptr;
     j["perplexity_floor"] =
         c.entropy_bits ? nlohmann::ordered_json(std::exp2(*c.entropy_bits)) : nullptr;
@@ -145,7 +159,7 @@ int cmd_corpus(int argc, char** argv)
     }
 
     const CorpusFacts facts{unigram_perplexity(corpus, corpus.train),
-                            unigram_perplexity(corpus, corpus.test)};
+                            unigram_perplexity(corpus, corpus.test), sample_text(corpus)};
     if (parser.flag("--json"))
         print_json(corpus, facts, seed);
     else

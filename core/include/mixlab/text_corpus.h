@@ -84,7 +84,8 @@ inline constexpr std::int64_t k_max_synthetic_tokens = 1'000'000'000; // 4.8 GB 
 
 // The built-in corpus (synthetic_text.cpp): an order-2 Markov source over a Zipf-shaped
 // vocabulary whose entropy rate is known exactly (entropy_bits). Its vocabulary is the
-// source's `vocab` words, in id order, most frequent first; no <eos>, no <unk>.
+// source's `vocab` words in id order, low ids the frequent ones (the tail of a large
+// vocabulary may not occur in a short text); no <eos>, no <unk>, nothing out of vocabulary.
 // Deterministic by seed. Throws InputError for options out of range.
 TextCorpus make_synthetic_text(const SyntheticTextOptions& options);
 
