@@ -26,7 +26,8 @@ namespace {
 constexpr const char* k_synthetic = "synthetic-text";
 // The options that take a value: the corpus is the one argument that is neither an
 // option nor such a value.
-const std::vector<std::string> k_value_options = {"--seed", "--synthetic-tokens", "--vocab"};
+const std::vector<std::string> k_value_options = {"--seed", "--synthetic-tokens", "--vocab",
+                                                  "--batch", "--bptt"};
 
 // Splits off the corpus argument (FOLDER or synthetic-text) wherever it stands.
 std::optional<std::string> take_corpus(std::vector<std::string>& args)
@@ -76,7 +77,7 @@ void print_table(const TextCorpus& c, const CorpusFacts& f, std::optional<std::u
                 static_cast<long long>(c.valid_oov), static_cast<long long>(c.test_oov),
                 k_unk_word);
     std::printf("unigram perplexity  test %.1f, train %.1f (train's word frequencies, add-one "
-                "smoothed: the number a language model must beat)\n",
+                "smoothed; a model must beat it)\n",
                 f.test_unigram, f.train_unigram);
     std::printf("test begins         %s ...\n", f.sample.c_str());
     if (c.entropy_bits)
@@ -107,19 +108,22 @@ void print_json(const TextCorpus& c, const CorpusFacts& f, std::optional<std::ui
 int cmd_corpus(int argc, char** argv)
 {
     ArgParser parser("mixlab-cli corpus FOLDER|synthetic-text [--seed N] [--synthetic-tokens N] "
-                     "[--vocab N] [--json]",
+                     "[--vocab N] [--batch N [--bptt N]] [--json]",
                      "What a word-level language-model corpus holds: a folder of train.txt, "
                      "valid.txt and test.txt\n(WikiText-2, Penn Treebank), or the built-in "
                      "synthetic-text. Prints the vocabulary, tokens\nper split, words of valid "
                      "and test unseen in train (read as <unk>), the unigram perplexity\n"
                      "a model must beat, and for synthetic-text the source's entropy rate "
-                     "and perplexity floor.");
+                     "and perplexity floor.\nWith --batch, exits 2 when a split is shorter than "
+                     "one batch.");
     parser.add_option("--seed", "N",
                       "(synthetic-text) seed of the source and its text (default 42)");
     parser.add_option("--synthetic-tokens", "N",
                       "(synthetic-text) training tokens; valid and test get a tenth each "
                       "(default 1000000)");
     parser.add_option("--vocab", "N", "(synthetic-text) vocabulary size (default 10000)");
+    parser.add_option("--batch", "N", "check that every split holds one batch of N columns ...");
+    parser.add_option("--bptt", "N", "... of N + 1 tokens each (default 35 when --batch is given)");
     parser.add_flag("--json", "print JSON instead of a table");
     std::vector<std::string> args(argv + 1, argv + argc);
     const std::optional<std::string> corpus_arg = take_corpus(args);
@@ -156,6 +160,14 @@ int cmd_corpus(int argc, char** argv)
             throw DataError("'" + *corpus_arg + "' is neither synthetic-text nor a folder; " +
                             "give a folder holding train.txt, valid.txt and test.txt");
         corpus = load_text_corpus_folder(*corpus_arg);
+    }
+
+    if (parser.has("--batch") || parser.has("--bptt")) {
+        const auto batch = parser.integer("--batch", 1, 1 << 20);
+        if (!batch)
+            throw InputError("--bptt needs --batch: the check is for batch x (bptt + 1) tokens");
+        check_corpus_fits(corpus, int(*batch),
+                          int(parser.integer("--bptt", 1, 1 << 20).value_or(35)));
     }
 
     const CorpusFacts facts{unigram_perplexity(corpus, corpus.train),

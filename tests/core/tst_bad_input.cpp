@@ -30,9 +30,9 @@ constexpr int k_train = 64, k_test = 16;
 constexpr int k_cifar_record = 1 + 3072;
 
 // Text a crash or a sanitizer leaves on stderr; none may appear even on bad input.
-const QStringList k_crash_text = {"terminate called", "Segmentation fault", "Aborted",
-                                  "AddressSanitizer", "UndefinedBehaviorSanitizer",
-                                  "runtime error:", "core dumped", "what():"};
+const QStringList k_crash_text = {
+    "terminate called",           "Segmentation fault", "Aborted",     "AddressSanitizer",
+    "UndefinedBehaviorSanitizer", "runtime error:",     "core dumped", "what():"};
 
 QByteArray be32(quint32 v)
 {
@@ -76,7 +76,8 @@ private:
     // An IDX folder of k_side x k_side images; `damage` edits the train-images bytes.
     void write_idx(const QString& folder, const std::function<void(QByteArray&)>& damage)
     {
-        for (const auto& [prefix, n] : {std::pair{QString("train"), k_train}, {QString("t10k"), k_test}}) {
+        for (const auto& [prefix, n] :
+             {std::pair{QString("train"), k_train}, {QString("t10k"), k_test}}) {
             QByteArray images = be32(0x803) + be32(n) + be32(k_side) + be32(k_side) +
                                 random_bytes(m_rng, qsizetype(n) * k_side * k_side);
             const QByteArray labels = be32(0x801) + be32(n) + random_bytes(m_rng, n, 10);
@@ -156,12 +157,13 @@ private slots:
         write("units-1e9.json", model(head + R"({"type": "dense", "units": 1000000000},
                                                 {"type": "dense", "units": 10})"));
         write("units-huge-number.json", model(head + R"({"type": "dense", "units": 1e999})"));
-        write("filters-zero.json", model(R"({"type": "conv2d", "filters": 0, "kernel": 3}, )" + head +
-                                         R"({"type": "dense", "units": 10})"));
+        write("filters-zero.json", model(R"({"type": "conv2d", "filters": 0, "kernel": 3}, )" +
+                                         head + R"({"type": "dense", "units": 10})"));
         write("kernel-negative.json", model(R"({"type": "conv2d", "filters": 4, "kernel": -3}, )" +
                                             head + R"({"type": "dense", "units": 10})"));
         write("no-layers.json", model(""));
-        write("future-model.json", model(head + R"({"type": "dense", "units": 10})", "mixlab-model/9"));
+        write("future-model.json",
+              model(head + R"({"type": "dense", "units": 10})", "mixlab-model/9"));
         // 3072 inputs (synthetic is 32x32x3) x 600000 units: under the per-layer limit of
         // 2^31 weights, but 7 GB of fp32 weights alone.
         write("host-memory.json", model(head + R"({"type": "dense", "units": 600000},
@@ -193,12 +195,30 @@ private slots:
         // CIFAR-10: five whole training batches, a test batch cut 100 bytes into a record.
         auto cifar = [&](int records) {
             QByteArray b = random_bytes(m_rng, qsizetype(records) * k_cifar_record);
-            for (int r = 0; r < records; ++r) b[qsizetype(r) * k_cifar_record] = char(m_rng.bounded(10));
+            for (int r = 0; r < records; ++r)
+                b[qsizetype(r) * k_cifar_record] = char(m_rng.bounded(10));
             return b;
         };
-        for (int i = 1; i <= 5; ++i) write(QString("cifar-truncated/data_batch_%1.bin").arg(i), cifar(4));
+        for (int i = 1; i <= 5; ++i)
+            write(QString("cifar-truncated/data_batch_%1.bin").arg(i), cifar(4));
         write("cifar-truncated/test_batch.bin", cifar(2).left(k_cifar_record + 100));
         write("not-a-folder", "a file where the dataset folder belongs\n");
+
+        // Word-level corpora: each folder holds the three splits, one of them damaged.
+        const QByteArray words = "the cat sat on the mat\nand the dog ran\n";
+        auto corpus = [&](const QString& folder, const QByteArray& train, const QByteArray& valid,
+                          const QByteArray& test) {
+            for (const auto& [name, text] : {std::pair{QString("train.txt"), train},
+                                             {QString("valid.txt"), valid},
+                                             {QString("test.txt"), test}})
+                if (!text.isNull()) write(folder + "/" + name, text);
+        };
+        corpus("corpus-ok", words, words, words);
+        corpus("corpus-missing-valid", words, QByteArray(), words);
+        corpus("corpus-empty-test", words, words, QByteArray(""));
+        corpus("corpus-nul", words, words, QByteArray("the\0cat\n", 8));
+        corpus("corpus-latin1", "caf\xE9 au lait\n", words, words);
+        corpus("corpus-long-line", words, QByteArray(1 << 20, 'x') + "yz\n", words);
 
         // Already saved: a log from an earlier run that failing runs must not touch.
         write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
@@ -208,14 +228,15 @@ private slots:
     {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<int>("code");
-        QTest::addColumn<QString>("fragment"); // stderr must name this
+        QTest::addColumn<QString>("fragment");  // stderr must name this
         QTest::addColumn<qint64>("memory_cap"); // RLIMIT_AS in bytes, 0 for none
 
         // Valid apart from each row's change, and writing over kept-log.json: were a check
         // missing, it would train briefly, exit 0 and rewrite that log, failing the row.
-        const QStringList train = {"train", "--model", "@tiny.json", "--dataset", "synthetic",
-                                   "--synthetic-size", "256", "--steps", "3", "--device", "cpu",
-                                   "--batch", "16", "--log-json", "@kept-log.json"};
+        const QStringList train = {"train",     "--model",          "@tiny.json",    "--dataset",
+                                   "synthetic", "--synthetic-size", "256",           "--steps",
+                                   "3",         "--device",         "cpu",           "--batch",
+                                   "16",        "--log-json",       "@kept-log.json"};
         auto with = [&](QStringList base, const QStringList& extra) {
             for (qsizetype i = 0; i < extra.size(); ++i) {
                 if (!extra[i].startsWith("--")) continue;
@@ -295,7 +316,8 @@ private slots:
             args.remove(args.indexOf("--synthetic-size"), 2); // applies to synthetic only
             QTest::newRow(row) << args << 2 << QString(fragment) << qint64(0);
         };
-        data("IDX: wrong magic", "idx-magic", "idx-magic/train-images-idx3-ubyte is not an IDX image");
+        data("IDX: wrong magic", "idx-magic",
+             "idx-magic/train-images-idx3-ubyte is not an IDX image");
         data("IDX: label magic in an image file", "idx-swapped", "swapped");
         data("IDX: truncated images", "idx-truncated", "train-images-idx3-ubyte is truncated");
         data("IDX: truncated header", "idx-short-header", "train-images-idx3-ubyte");
@@ -303,6 +325,24 @@ private slots:
         data("CIFAR: truncated .bin", "cifar-truncated", "test_batch.bin");
         data("dataset: missing folder", "no-such-dataset", "no-such-dataset' does not exist");
         data("dataset: a file, not a folder", "not-a-folder", "not a folder");
+
+        data("dataset: a word corpus for an image model", "corpus-ok", "word-level text corpus");
+
+        auto corpus = [&](const char* row, const QStringList& args, const char* fragment) {
+            QTest::newRow(row) << QStringList{"corpus"} + args << 2 << QString(fragment)
+                               << qint64(0);
+        };
+        corpus("corpus: missing split", {"@corpus-missing-valid"}, "valid.txt is missing");
+        corpus("corpus: empty split", {"@corpus-empty-test"}, "test.txt is empty");
+        corpus("corpus: NUL byte", {"@corpus-nul"}, "test.txt is not a text file: a NUL byte");
+        corpus("corpus: not UTF-8", {"@corpus-latin1"},
+               "train.txt is not a text file: an invalid UTF-8");
+        corpus("corpus: line over 1 MiB", {"@corpus-long-line"},
+               "valid.txt: line 1 is longer than 1048576 bytes");
+        corpus("corpus: shorter than one batch", {"@corpus-ok", "--batch", "20"},
+               "train.txt holds 12 tokens, fewer than one batch needs");
+        corpus("corpus: missing folder", {"@no-such-corpus"}, "no-such-corpus");
+        corpus("corpus: synthetic vocabulary 1", {"synthetic-text", "--vocab", "1"}, "--vocab");
 
         QTest::newRow("summary: 10^9-unit dense layer")
             << QStringList{"summary", "--model", "@units-1e9.json", "--input", "8x8x1"} << 2
@@ -323,8 +363,7 @@ private slots:
 #if defined(__SANITIZE_ADDRESS__)
         // AddressSanitizer reserves terabytes of address space for its shadow memory at
         // start, so no RLIMIT_AS cap lets the sanitized CLI even begin (tools/sanitize.sh).
-        if (memory_cap > 0)
-            QSKIP("an address-space cap cannot apply to an AddressSanitizer build");
+        if (memory_cap > 0) QSKIP("an address-space cap cannot apply to an AddressSanitizer build");
 #endif
         const QMap<QString, QByteArray> before = snapshot();
 
@@ -334,8 +373,8 @@ private slots:
         for (const QString& text : k_crash_text)
             QVERIFY2(!r.err.contains(text), qPrintable(details(r)));
         QVERIFY2(r.code == code, qPrintable(details(r)));
-        QVERIFY2(r.err.contains(fragment), qPrintable("stderr does not name '" + fragment +
-                                                      "'\n" + details(r)));
+        QVERIFY2(r.err.contains(fragment),
+                 qPrintable("stderr does not name '" + fragment + "'\n" + details(r)));
         // One line naming the problem; a raw library message ("[json.exception...") is not one.
         QVERIFY2(r.err.trimmed().count('\n') == 0, qPrintable("not one line: " + r.err));
         QVERIFY2(r.err.startsWith("mixlab-cli " + args.front() + ": "), qPrintable(r.err));
@@ -353,10 +392,10 @@ private slots:
     void validRunWritesTheLog()
     {
         const QString log = path("fresh-log.json");
-        const CliResult r = run(expand({"train", "--model", "@tiny.json", "--dataset", "synthetic",
-                                        "--synthetic-size", "256", "--steps", "3", "--device",
-                                        "cpu", "--batch", "16", "--log-json", log}),
-                                0);
+        const CliResult r = run(
+            expand({"train", "--model", "@tiny.json", "--dataset", "synthetic", "--synthetic-size",
+                    "256", "--steps", "3", "--device", "cpu", "--batch", "16", "--log-json", log}),
+            0);
         QVERIFY2(r.normal_exit && r.code == 0, qPrintable(details(r)));
         QVERIFY(QFile::exists(log));
         QVERIFY(QFile::remove(log));

@@ -1,7 +1,7 @@
 // mixlab-cli end to end: the real binary run with QProcess. Bad input exits 2 with one
 // line naming the problem; tiny train and compare runs on the CPU write logs that parse,
 // also when one run of a compare fails alone; maxbatch searches; summary reports the seed
-// MLP's parameter count.
+// MLP's parameter count; corpus reports a word corpus's vocabulary, tokens and perplexities.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -12,6 +12,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+
 namespace {
 
 struct CliResult {
@@ -20,8 +22,8 @@ struct CliResult {
 };
 
 // Keys every step record of a log carries (run_log.h documents the schema).
-const QStringList k_step_keys = {"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
-                                 "samples_per_s", "loss_scale", "overflow", "skipped"};
+const QStringList k_step_keys = {"step",    "epoch",         "loss",       "accuracy", "step_ms",
+                                 "wall_ms", "samples_per_s", "loss_scale", "overflow", "skipped"};
 
 QJsonObject read_json(const QString& path)
 {
@@ -120,9 +122,12 @@ private slots:
     {
         QTest::addColumn<QString>("command");
         QTest::addColumn<QString>("specific"); // an option only this command has
-        QTest::newRow("train") << "train" << "--policy P";
-        QTest::newRow("compare") << "compare" << "--policies";
-        QTest::newRow("summary") << "summary" << "--json";
+        QTest::newRow("train") << "train"
+                               << "--policy P";
+        QTest::newRow("compare") << "compare"
+                                 << "--policies";
+        QTest::newRow("summary") << "summary"
+                                 << "--json";
     }
 
     void help()
@@ -143,9 +148,10 @@ private slots:
         QTest::addColumn<QString>("fragment"); // the message must name this
         // Valid apart from what each row adds: were the check missing, it would train
         // (briefly) and exit 0, and the row would fail.
-        const QStringList train = {"train", "--model", "@tiny", "--dataset", "synthetic",
-                                   "--synthetic-size", "256", "--steps", "3", "--device", "cpu",
-                                   "--batch", "32"};
+        const QStringList train = {"train",     "--model",          "@tiny", "--dataset",
+                                   "synthetic", "--synthetic-size", "256",   "--steps",
+                                   "3",         "--device",         "cpu",   "--batch",
+                                   "32"};
         auto with = [&](QStringList base, const QStringList& extra) {
             // A row's option replaces the base's copy, so no "given twice" error hides it.
             for (const QString& e : extra) {
@@ -154,9 +160,12 @@ private slots:
             }
             return base + extra;
         };
-        QTest::newRow("missing model file") << with(train, {"--model", "@dir/none.json"}) << "none.json";
-        QTest::newRow("malformed model JSON") << with(train, {"--model", "@bad"}) << "malformed.json";
-        QTest::newRow("unknown layer type") << with(train, {"--model", "@unknown"}) << "bogus_layer";
+        QTest::newRow("missing model file")
+            << with(train, {"--model", "@dir/none.json"}) << "none.json";
+        QTest::newRow("malformed model JSON")
+            << with(train, {"--model", "@bad"}) << "malformed.json";
+        QTest::newRow("unknown layer type")
+            << with(train, {"--model", "@unknown"}) << "bogus_layer";
         QTest::newRow("batch 0") << with(train, {"--batch", "0"}) << "--batch";
         QTest::newRow("batch 10000000") << with(train, {"--batch", "10000000"}) << "--batch";
         QTest::newRow("batch above the split") << with(train, {"--batch", "1000"}) << "1000";
@@ -182,11 +191,12 @@ private slots:
         QTest::newRow("--log-csv is a folder") << with(train, {"--log-csv", "@dir"}) << "--log-csv";
         QTest::newRow("no model") << QStringList{"train", "--dataset", "synthetic"} << "--model";
         QTest::newRow("malformed run config") << with(train, {"--run", "@bad"}) << "malformed.json";
-        QTest::newRow("missing run config") << with(train, {"--run", "@dir/none-run.json"})
-                                            << "none-run.json";
+        QTest::newRow("missing run config")
+            << with(train, {"--run", "@dir/none-run.json"}) << "none-run.json";
         QStringList compare = train;
         compare[0] = "compare";
-        QTest::newRow("compare unknown policy") << compare + QStringList{"--policies", "fp32,fp12"} << "fp12";
+        QTest::newRow("compare unknown policy")
+            << compare + QStringList{"--policies", "fp32,fp12"} << "fp12";
         QTest::newRow("compare repeated policy")
             << compare + QStringList{"--policies", "fp32,fp32"} << "fp32";
         QTest::newRow("compare no policies") << compare << "--policies";
@@ -195,6 +205,20 @@ private slots:
         QTest::newRow("summary wrong classes")
             << QStringList{"summary", "--model", "@tiny", "--input", "8x8x1", "--classes", "7"}
             << "7";
+        QTest::newRow("corpus: none given") << QStringList{"corpus", "--json"} << "synthetic-text";
+        QTest::newRow("corpus: two given")
+            << QStringList{"corpus", "synthetic-text", "@dir"} << "give one corpus";
+        QTest::newRow("corpus: missing folder")
+            << QStringList{"corpus", "@dir/no-such-corpus"} << "no-such-corpus";
+        QTest::newRow("corpus: a folder without splits")
+            << QStringList{"corpus", "@dir"} << "train.txt is missing";
+        QTest::newRow("corpus: --vocab for a folder")
+            << QStringList{"corpus", "@dir", "--vocab", "100"} << "synthetic-text only";
+        QTest::newRow("corpus: --vocab 3")
+            << QStringList{"corpus", "synthetic-text", "--vocab", "3"} << "--vocab";
+        QTest::newRow("corpus: --synthetic-tokens 0")
+            << QStringList{"corpus", "synthetic-text", "--synthetic-tokens=0"}
+            << "--synthetic-tokens";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "frobnicate";
     }
 
@@ -271,11 +295,11 @@ private slots:
             "policy": "mixed_fp16", "batch_size": 16, "steps": 6, "seed": 7, "device": "cpu",
             "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.5}})");
         const QString json = m_dir.filePath("run-log.json");
-        const CliResult r = run({"train", "--model", m_tiny, "--run", run_file, "--batch", "32",
-                                 "--log-json", json});
+        const CliResult r = run(
+            {"train", "--model", m_tiny, "--run", run_file, "--batch", "32", "--log-json", json});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         const QJsonObject config = read_json(json)["config"].toObject();
-        QCOMPARE(config["batch_size"].toInt(), 32);                 // the option
+        QCOMPARE(config["batch_size"].toInt(), 32);                   // the option
         QCOMPARE(config["policy"].toString(), QString("mixed_fp16")); // the file
         QCOMPARE(config["steps"].toInt(), 6);
         QCOMPARE(config["seed"].toInteger(), qint64(7));
@@ -286,10 +310,10 @@ private slots:
     void compareWritesLogs()
     {
         const QString json = m_dir.filePath("compare.json"), csv = m_dir.filePath("compare.csv");
-        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
-                                 "20", "--device", "cpu", "--batch", "32", "--log-json", json,
-                                 "--log-csv", csv});
+        const CliResult r =
+            run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--synthetic-size", "512", "--steps", "20", "--device", "cpu",
+                 "--batch", "32", "--log-json", json, "--log-csv", csv});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.out.contains("speedup"), qPrintable(r.out));
         QVERIFY(r.out.contains("fp32"));
@@ -309,8 +333,7 @@ private slots:
             QCOMPARE(run["config"].toObject()["policy"].toString(), policies[i]);
             const QJsonArray steps = run["steps"].toArray();
             QCOMPARE(steps.size(), 20);
-            for (const QString& key : k_step_keys)
-                QVERIFY(steps.last().toObject().contains(key));
+            for (const QString& key : k_step_keys) QVERIFY(steps.last().toObject().contains(key));
             QCOMPARE(run["summary"].toObject()["steps"].toInt(), 20);
         }
         // mixed_fp16 scales its loss (dynamic by default); fp32 does not.
@@ -332,11 +355,11 @@ private slots:
         const QString json = m_dir.filePath("failing.json"), csv = m_dir.filePath("failing.csv");
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("MIXLAB_FAULT_OOM_AT_STEP", "20");
-        const CliResult r = run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--synthetic-size", "512", "--steps",
-                                 "40", "--device", "cpu", "--batch", "32", "--log-json", json,
-                                 "--log-csv", csv},
-                                env);
+        const CliResult r =
+            run({"compare", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--synthetic-size", "512", "--steps", "40", "--device", "cpu",
+                 "--batch", "32", "--log-json", json, "--log-csv", csv},
+                env);
         QVERIFY2(r.code == 1, qPrintable(details(r)));
         QVERIFY2(r.err.contains("mixlab-cli compare: the mixed_fp16 run failed: out of memory at "
                                 "step 10"),
@@ -364,9 +387,9 @@ private slots:
     // tests/gui/tst_cli_agreement.cpp).
     void syntheticSplitFollowsTheEngine()
     {
-        const CliResult r = run({"train", "--model", m_tiny, "--dataset", "synthetic",
-                                 "--synthetic-size", "512", "--steps", "2", "--device", "cpu",
-                                 "--batch", "32"});
+        const CliResult r =
+            run({"train", "--model", m_tiny, "--dataset", "synthetic", "--synthetic-size", "512",
+                 "--steps", "2", "--device", "cpu", "--batch", "32"});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.err.contains("512 training, 103 test samples"), qPrintable(r.err));
     }
@@ -376,10 +399,10 @@ private slots:
     void maxbatchSearchesOnTheGroup()
     {
         const QString json = m_dir.filePath("maxbatch.json");
-        const CliResult r = run({"maxbatch", "--policies", "fp32,mixed_fp16", "--model", m_tiny,
-                                 "--dataset", "synthetic", "--device", "cpu", "--start", "8",
-                                 "--limit", "32", "--warmup", "0", "--timed-steps", "1",
-                                 "--json", json});
+        const CliResult r =
+            run({"maxbatch", "--policies", "fp32,mixed_fp16", "--model", m_tiny, "--dataset",
+                 "synthetic", "--device", "cpu", "--start", "8", "--limit", "32", "--warmup", "0",
+                 "--timed-steps", "1", "--json", json});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.out.contains("128 training samples (sized to 4x --limit"), qPrintable(r.out));
         QVERIFY2(r.err.contains("maxbatch mixed_fp16: batch 32 fits"), qPrintable(r.err));
@@ -398,8 +421,8 @@ private slots:
     void summarySeedMlp()
     {
         const QString model = QStringLiteral(MIXLAB_SOURCE_DIR "/resources/models/seed-mlp.json");
-        const CliResult r = run({"summary", "--model", model, "--input", "32x32x3", "--classes",
-                                 "10", "--json"});
+        const CliResult r =
+            run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10", "--json"});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QJsonParseError error{};
         const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8(), &error).object();
@@ -413,9 +436,69 @@ private slots:
         QVERIFY(layers[1].toObject()["tensor_core_friendly"].toBool());
         QVERIFY(!layers[3].toObject()["tensor_core_friendly"].toBool()); // 10 units
 
-        const CliResult table = run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
+        const CliResult table =
+            run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
         QCOMPARE(table.code, 0);
         QVERIFY2(table.out.contains("12230010"), qPrintable(table.out));
+    }
+
+    void corpusReportsAFolder()
+    {
+        // 9 training tokens (7 words and 2 <eos>), 6 distinct; "z" and "q" are unseen in train.
+        const QString folder = m_dir.filePath("words");
+        QVERIFY(QDir().mkpath(folder));
+        write(folder + "/train.txt", "a b a\nb c d e\n");
+        write(folder + "/valid.txt", "a z\n");
+        write(folder + "/test.txt", "q e\n");
+        const CliResult r = run({"corpus", folder, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["name"].toString(), QString("words"));
+        QCOMPARE(j["vocab_size"].toInt(), 7); // a b <eos> c d e, then <unk> for z
+        QCOMPARE(j["tokens"].toObject()["train"].toInt(), 9);
+        QCOMPARE(j["tokens"].toObject()["test"].toInt(), 3);
+        QCOMPARE(j["oov"].toObject()["valid"].toInt(), 1);
+        QCOMPARE(j["oov"].toObject()["test"].toInt(), 1);
+        // test = <unk> (0 + 1), e (1 + 1), <eos> (2 + 1), each over 9 + 7 = 16.
+        const double expected =
+            std::exp(-(std::log(1.0 / 16) + std::log(2.0 / 16) + std::log(3.0 / 16)) / 3);
+        QVERIFY(qFuzzyCompare(j["unigram_perplexity"].toObject()["test"].toDouble(), expected));
+        QVERIFY(j["entropy_bits"].isNull());
+        QCOMPARE(j["sample"].toString(), QString("<unk> e <eos>"));
+
+        const CliResult table = run({"corpus", folder});
+        QVERIFY2(table.code == 0, qPrintable(details(table)));
+        QVERIFY2(table.out.contains("vocabulary          7 words"), qPrintable(table.out));
+        QVERIFY(!table.out.contains("entropy rate"));
+    }
+
+    void corpusReportsSyntheticText()
+    {
+        const QStringList args = {
+            "corpus", "--seed", "3", "synthetic-text", "--vocab", "200", "--synthetic-tokens",
+            "5000",   "--json"};
+        const CliResult r = run(args);
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["name"].toString(), QString("synthetic-text"));
+        QCOMPARE(j["seed"].toInt(), 3);
+        QCOMPARE(j["vocab_size"].toInt(), 200);
+        QCOMPARE(j["tokens"].toObject()["train"].toInt(), 5000);
+        QCOMPARE(j["tokens"].toObject()["valid"].toInt(), 500);
+        const double bits = j["entropy_bits"].toDouble();
+        QVERIFY(bits > 0 && bits < 3); // 8 successors per context: at most 3 bits
+        QVERIFY(qFuzzyCompare(j["perplexity_floor"].toDouble(), std::exp2(bits)));
+        QVERIFY(j["unigram_perplexity"].toObject()["test"].toDouble() > std::exp2(bits));
+        QCOMPARE(run(args).out, r.out); // deterministic by seed
+
+        const CliResult table = run({"corpus", "synthetic-text", "--synthetic-tokens", "1000"});
+        QVERIFY2(table.code == 0, qPrintable(details(table)));
+        QVERIFY2(table.out.contains("perplexity floor"), qPrintable(table.out));
+        QVERIFY(table.err.isEmpty());
+
+        const CliResult help = run({"corpus", "--help"});
+        QCOMPARE(help.code, 0);
+        QVERIFY(help.out.startsWith("usage: mixlab-cli corpus FOLDER|synthetic-text"));
     }
 
     void summaryDefaultsSaySo()
