@@ -2,6 +2,7 @@
 // training split, ids for all three, and the checks a corpus passes before training.
 #include "mixlab/text_corpus.h"
 
+#include "base/grouped_text.h"
 #include "data/dataset_files.h"
 #include "data/text_words.h"
 #include "mixlab/error.h"
@@ -20,17 +21,6 @@ constexpr const char* k_expected = "train.txt, valid.txt and test.txt (a word-le
                                    "as WikiText-2 or Penn Treebank)";
 
 const char* split_file(TextSplit s) { return k_split_files[int(s)]; }
-
-// "1,000,000": limits read better with separators.
-std::string grouped(std::int64_t n)
-{
-    std::string digits = std::to_string(n), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
 
 std::vector<std::uint8_t> read_split(const path& file)
 {
@@ -51,7 +41,8 @@ std::vector<std::int32_t> read_ids(TextCorpus& corpus, const path& file, bool ad
     ids.reserve(bytes.size() / 6); // English prose: about 5 bytes a word with its space
     auto id_of_new = [&corpus, &file](std::string_view word) {
         if (corpus.vocab_size() >= k_max_text_vocabulary)
-            throw DataError(file.string() + " has more than " + grouped(k_max_text_vocabulary) +
+            throw DataError(file.string() + " has more than " +
+                            grouped_text(k_max_text_vocabulary) +
                             " distinct words, the limit of a vocabulary; is it a word-level "
                             "corpus, with words separated by spaces?");
         const std::int32_t id = corpus.vocab_size();
@@ -83,7 +74,7 @@ std::vector<std::int32_t> read_ids(TextCorpus& corpus, const path& file, bool ad
     }
     if (words == 0)
         throw DataError(file.string() + " holds no words, only " +
-                        grouped(std::int64_t(ids.size())) +
+                        grouped_text(std::int64_t(ids.size())) +
                         " blank lines; it must hold the split's text");
     return ids;
 }
@@ -152,10 +143,10 @@ void check_corpus_fits(const TextCorpus& corpus, int batch, int bptt)
     for (const TextSplit s : {TextSplit::Train, TextSplit::Valid, TextSplit::Test}) {
         const std::int64_t have = std::int64_t(corpus.split(s).size());
         if (have < need)
-            throw DataError(corpus.split_label(s) + " holds " + grouped(have) +
+            throw DataError(corpus.split_label(s) + " holds " + grouped_text(have) +
                             " tokens, fewer than one batch needs: " + std::to_string(batch) +
                             " columns of " + std::to_string(bptt + 1) + " tokens (bptt " +
-                            std::to_string(bptt) + " + 1) = " + grouped(need) +
+                            std::to_string(bptt) + " + 1) = " + grouped_text(need) +
                             "; use a longer corpus, a smaller batch or a smaller bptt");
     }
 }

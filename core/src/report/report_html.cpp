@@ -1,6 +1,7 @@
 // The explain report as one HTML5 page: tables for the environment, model, configs,
 // results, phases and layers; the charts from report_svg.cpp inline; the explanations.
 // Times are in ms throughout, throughput in samples/s, rates in TFLOP/s and GB/s.
+#include "base/grouped_text.h"
 #include "base/utc_text.h"
 #include "mixlab/report.h"
 
@@ -22,17 +23,6 @@ using report::fixed;
 std::string esc(std::string_view s) { return escape_html(s); }
 
 std::string now_utc() { return utc_now_text("%Y-%m-%d %H:%M UTC"); }
-
-// 1234567 -> "1,234,567": parameter counts read at a glance.
-std::string grouped(std::int64_t v)
-{
-    std::string digits = std::to_string(v < 0 ? -v : v), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return v < 0 ? "-" + out : out;
-}
 
 std::string flops_text(double flops)
 {
@@ -77,7 +67,7 @@ struct Table {
         html += "<tr>";
         for (std::size_t i = 0; i < cells.size(); ++i) {
             const bool text = i < text_columns || (last_text && i + 1 == cells.size());
-            const char* open = !text ? "<td class=\"num\" align=\"right\">"
+            const char* open = !text       ? "<td class=\"num\" align=\"right\">"
                                : i < names ? "<td class=\"name\">"
                                            : "<td>";
             html += open + esc(cells[i]) + "</td>";
@@ -133,10 +123,9 @@ std::string environment_section(const ReportInput& in)
         const Ceilings& c = *in.ceilings;
         auto tf = [](double v) { return v > 0 ? fixed(v, 1) : std::string("-"); };
         kv("Measured ceilings", "GEMM TFLOP/s: fp32 " + tf(c.fp32_tflops) + ", tf32 " +
-                                    tf(c.tf32_tflops) + ", fp16 " + tf(c.fp16_tflops) +
-                                    ", bf16 " + tf(c.bf16_tflops) + "; copy " +
-                                    fixed(c.copy_gbs, 0) + " GB/s (measured " + c.measured_at +
-                                    ")");
+                                    tf(c.tf32_tflops) + ", fp16 " + tf(c.fp16_tflops) + ", bf16 " +
+                                    tf(c.bf16_tflops) + "; copy " + fixed(c.copy_gbs, 0) +
+                                    " GB/s (measured " + c.measured_at + ")");
     }
     return "<h2>Environment</h2>\n" + t.done();
 }
@@ -152,7 +141,7 @@ std::string model_section(const ReportInput& in)
     if (!in.dataset.empty()) kv("Dataset", in.dataset);
     kv("Input", g.input.to_string() + ", " + std::to_string(g.classes) + " classes");
     kv("Top-level layers", std::to_string(g.layers.size()));
-    kv("Parameters", grouped(g.total_params));
+    kv("Parameters", grouped_text(g.total_params));
     kv("Forward FLOPs per sample", flops_text(double(g.total_flops)));
     std::string s = "<h2>Model</h2>\n" + t.done();
     if (!g.warnings.empty()) {
@@ -207,8 +196,9 @@ std::string config_section(const ReportInput& in, const std::vector<std::string>
         const RunFacts& f = in.runs[i];
         const RunConfig* c = have ? &in.configs[i] : nullptr;
         std::string length = std::to_string(f.summary.steps) + " steps";
-        if (c) length = c->steps > 0 ? std::to_string(c->steps) + " steps"
-                                     : std::to_string(c->epochs) + " epochs";
+        if (c)
+            length = c->steps > 0 ? std::to_string(c->steps) + " steps"
+                                  : std::to_string(c->epochs) + " epochs";
         std::vector<std::string> cells = {names[i], std::string(policy_name(f.policy)),
                                           std::to_string(f.batch), length,
                                           loss_scale_text(f.loss_scale_mode, c)};
@@ -222,31 +212,34 @@ std::string config_section(const ReportInput& in, const std::vector<std::string>
     std::string s = "<h2>Configuration</h2>\n" + t.done();
     if (shared)
         s += "<p class=\"note\">Every run: seed " + std::to_string(in.configs.front().seed) +
-             "; CUDA graph replay " +
-             (in.configs.front().cuda_graph ? "on" : "off") + " (CUDA backend).</p>\n";
+             "; CUDA graph replay " + (in.configs.front().cuda_graph ? "on" : "off") +
+             " (CUDA backend).</p>\n";
     return s;
 }
 
 std::string results_section(const ReportInput& in, const std::vector<std::string>& names,
                             int baseline)
 {
-    Table t({"Run", "Step ms", "Speedup", "Samples/s", "Skipped", "Loss scale",
-             "Train loss", "Test acc."});
+    Table t({"Run", "Step ms", "Speedup", "Samples/s", "Skipped", "Loss scale", "Train loss",
+             "Test acc."});
     const double base = baseline >= 0 ? in.runs[std::size_t(baseline)].summary.median_step_ms : 0;
     for (std::size_t i = 0; i < in.runs.size(); ++i) {
         const RunFacts& f = in.runs[i];
         const RunSummary& s = f.summary;
         std::string speedup_text = "n/a";
-        if (int(i) == baseline) speedup_text = "baseline";
-        else if (const double x = speedup(base, s.median_step_ms); x > 0) speedup_text = fixed(x, 2) + "x";
+        if (int(i) == baseline)
+            speedup_text = "baseline";
+        else if (const double x = speedup(base, s.median_step_ms); x > 0)
+            speedup_text = fixed(x, 2) + "x";
         t.row({names[i], ms_text(s.median_step_ms), speedup_text,
                s.median_step_ms > 0 ? fixed(1000.0 * f.batch / s.median_step_ms, 0) : "n/a",
                std::to_string(s.skipped_steps), fixed(s.final_loss_scale, 0),
                fixed(s.final_train_loss, 4),
                s.final_test_accuracy ? fixed(100.0 * *s.final_test_accuracy, 1) + "%" : "\u2014"});
     }
-    return "<h2>Results</h2>\n" + t.done() + "<p class=\"note\">Step ms: " +
-           esc(step_time_definition()) + ". Speedup: " + esc(speedup_definition()) +
+    return "<h2>Results</h2>\n" + t.done() +
+           "<p class=\"note\">Step ms: " + esc(step_time_definition()) +
+           ". Speedup: " + esc(speedup_definition()) +
            ". Samples/s: batch over the step time. Loss scale and train loss: at the last step; "
            "test accuracy: at the last evaluation (&mdash;: the run never evaluated).</p>\n";
 }
@@ -277,16 +270,22 @@ std::string phases_section(const ReportInput& in, const std::vector<std::string>
         t.row(cells);
     };
     for (int ph = 0; ph < k_step_phases; ++ph)
-        row(std::string(step_phase_name(StepPhase(ph))),
+        row(
+            std::string(step_phase_name(StepPhase(ph))),
             [ph](const StepProfile& p) { return p.phase_ms[std::size_t(ph)]; }, true);
-    row("sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
-    row("profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
-    row("wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
-    row("host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
+    row(
+        "sum of phases", [](const StepProfile& p) { return p.device_ms; }, false);
+    row(
+        "profiled step", [](const StepProfile& p) { return p.step_ms; }, false);
+    row(
+        "wall time per step", [](const StepProfile& p) { return p.wall_ms; }, false);
+    row(
+        "host/launch overhead", [](const StepProfile& p) { return p.overhead_ms; }, false);
     const bool gpu = std::all_of(in.runs.begin(), in.runs.end(), ran_on_gpu);
     if (gpu) {
         std::vector<std::string> busy = {"GPU busy"};
-        for (const RunFacts& f : in.runs) busy.push_back(fixed(100.0 * f.profile->gpu_busy_fraction, 0) + "%");
+        for (const RunFacts& f : in.runs)
+            busy.push_back(fixed(100.0 * f.profile->gpu_busy_fraction, 0) + "%");
         t.row(busy);
     }
     const StepProfile& first = *in.runs.front().profile;
@@ -326,8 +325,8 @@ std::string layers_section(const ReportInput& in, const std::vector<std::string>
         });
         const double tflops_ceiling = in.ceilings ? policy_tflops(*in.ceilings, f.policy) : 0;
         const bool floors = in.ceilings && (tflops_ceiling > 0 || in.ceilings->copy_gbs > 0);
-        std::vector<std::string> header = {"Layer", "Type", "Fwd ms", "Bwd ms", "Share",
-                                           "GFLOP", "TFLOP/s", "GB/s"};
+        std::vector<std::string> header = {"Layer", "Type",  "Fwd ms",  "Bwd ms",
+                                           "Share", "GFLOP", "TFLOP/s", "GB/s"};
         if (floors) header.push_back("Roofline floor ms");
         header.push_back("Tensor cores");
         Table t(header);
@@ -338,14 +337,18 @@ std::string layers_section(const ReportInput& in, const std::vector<std::string>
             // Rates over a few microseconds are event granularity, not throughput.
             const bool timed = ms >= 0.005;
             std::vector<std::string> cells = {
-                l->path, l->type, fixed(l->forward_ms, 3), fixed(l->backward_ms, 3),
+                l->path,
+                l->type,
+                fixed(l->forward_ms, 3),
+                fixed(l->backward_ms, 3),
                 total > 0 ? fixed(100.0 * ms / total, 1) + "%" : "-",
                 l->flops > 0 ? fixed(l->flops / 1e9, 3) : "-",
                 timed && l->flops > 0 ? fixed(l->flops / (ms * 1e9), 2) : "-",
                 timed ? fixed(l->bytes / (ms * 1e6), 0) : "-"};
             if (floors)
-                cells.push_back(fixed(roofline_floor_ms(l->flops, l->bytes, tflops_ceiling,
-                                                        in.ceilings->copy_gbs), 3));
+                cells.push_back(fixed(
+                    roofline_floor_ms(l->flops, l->bytes, tflops_ceiling, in.ceilings->copy_gbs),
+                    3));
             cells.push_back(tensor_core_text(*l));
             t.row(cells, 2, true, 2);
         }
@@ -356,9 +359,11 @@ std::string layers_section(const ReportInput& in, const std::vector<std::string>
     }
     if (s.empty()) return "";
     return "<h2>Layers by device time</h2>\n<p class=\"note\">Top-level layers (a residual "
-           "block counts once), top " + std::to_string(k_top) +
+           "block counts once), top " +
+           std::to_string(k_top) +
            " by forward plus backward device time; FLOPs and bytes are per step (forward "
-           "and backward, bytes estimated).</p>\n" + s;
+           "and backward, bytes estimated).</p>\n" +
+           s;
 }
 
 std::string explanations_section(const ReportInput& in, const std::vector<std::string>& names)
@@ -407,8 +412,8 @@ std::string explain_report_html(const ReportInput& in)
                             ? in.run_names[i]
                             : std::string(policy_name(in.runs[i].policy)));
     const int baseline = baseline_of(in.runs);
-    const std::string model = in.model_name.empty() && !in.runs.empty() ? in.runs.front().graph.name
-                                                                        : in.model_name;
+    const std::string model =
+        in.model_name.empty() && !in.runs.empty() ? in.runs.front().graph.name : in.model_name;
     const std::string title = !in.title.empty() ? in.title : "MixLab report: " + model;
     const std::string date = in.created_at.empty() ? now_utc() : in.created_at;
 
@@ -417,8 +422,9 @@ std::string explain_report_html(const ReportInput& in)
     h += k_style;
     h += "</head>\n<body>\n";
     h += "<h1>" + esc(title) + "</h1>\n";
-    h += "<p class=\"meta\">" + esc(date) + " &middot; MixLab " + esc(in.environment.mixlab_version) +
-         " &middot; " + std::to_string(in.runs.size()) + " run(s)";
+    h += "<p class=\"meta\">" + esc(date) + " &middot; MixLab " +
+         esc(in.environment.mixlab_version) + " &middot; " + std::to_string(in.runs.size()) +
+         " run(s)";
     if (baseline >= 0) h += ", speed against " + esc(names[std::size_t(baseline)]);
     h += "</p>\n";
     h += environment_section(in);
