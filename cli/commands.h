@@ -11,5 +11,6 @@ int cmd_explain(int argc, char** argv);  // compare, then why precision helped o
 int cmd_check(int argc, char** argv);    // CUDA backend against the CPU reference
 int cmd_maxbatch(int argc, char** argv); // largest batch per policy, throughput curve
 int cmd_ceilings(int argc, char** argv); // device facts and measured GEMM/copy ceilings
+int cmd_corpus(int argc, char** argv);   // a word-level corpus: vocabulary, tokens, perplexities
 
 } // namespace mixlab::cli

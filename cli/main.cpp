@@ -23,6 +23,7 @@ void print_usage(std::FILE* out)
                  "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
                  "  check     compare the CUDA backend with the CPU reference, op by op\n"
                  "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
+                 "  corpus    a word-level corpus: vocabulary, tokens, unigram perplexity, floor\n"
                  "\n"
                  "  mixlab-cli <command> --help   options of one command\n"
                  "  mixlab-cli --version\n");
@@ -53,6 +54,7 @@ int main(int argc, char** argv)
         if (command == "check") return mixlab::cli::cmd_check(argc - 1, argv + 1);
         if (command == "maxbatch") return mixlab::cli::cmd_maxbatch(argc - 1, argv + 1);
         if (command == "ceilings") return mixlab::cli::cmd_ceilings(argc - 1, argv + 1);
+        if (command == "corpus") return mixlab::cli::cmd_corpus(argc - 1, argv + 1);
     } catch (const mixlab::InputError& e) {
         std::fprintf(stderr, "mixlab-cli %s: %s\n", command.c_str(), e.what());
         return 2;

@@ -14,12 +14,17 @@ set(MIXLAB_SPEC_SOURCES
     spec/model_spec.cpp
     spec/policy.cpp
     spec/run_config.cpp)
-# data: dataset loaders (IDX, CIFAR, synthetic), uint8 in host memory.
+# data: dataset loaders (IDX, CIFAR, synthetic), uint8 in host memory; word-level text
+# corpora (folders, synthetic-text) as int32 token ids, and their bptt batching.
 set(MIXLAB_DATA_SOURCES
     data/dataset.cpp
     data/dataset_cifar.cpp
     data/dataset_idx.cpp
-    data/dataset_synthetic.cpp)
+    data/dataset_synthetic.cpp
+    data/synthetic_text.cpp
+    data/text_batches.cpp
+    data/text_corpus.cpp
+    data/text_words.cpp)
 # backends: the Backend interface's shared parts and the CPU reference backend; the CUDA
 # backend (backends/cuda) is a module of its own, MIXLAB_CUDA_SOURCES.
 set(MIXLAB_BACKENDS_SOURCES

@@ -117,7 +117,7 @@ set(_mixlab_desc_common
 "MixLab designs a network, trains it under a precision policy (fp32, tf32,
 mixed_fp16 with dynamic loss scaling, mixed_bf16, fp16) and compares policies
 side by side in lockstep: the Qt 6 desktop app mixlab and the headless
-mixlab-cli (train, compare, explain, maxbatch, ceilings, summary, check).
+mixlab-cli (train, compare, explain, maxbatch, ceilings, summary, check, corpus).
 Model presets are installed in /usr/share/mixlab/models.")
 if(MIXLAB_WITH_CUDA)
   set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${_mixlab_desc_common}

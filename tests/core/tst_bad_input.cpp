@@ -204,6 +204,22 @@ private slots:
         write("cifar-truncated/test_batch.bin", cifar(2).left(k_cifar_record + 100));
         write("not-a-folder", "a file where the dataset folder belongs\n");
 
+        // Word-level corpora: each folder holds the three splits, one of them damaged.
+        const QByteArray words = "the cat sat on the mat\nand the dog ran\n";
+        auto corpus = [&](const QString& folder, const QByteArray& train, const QByteArray& valid,
+                          const QByteArray& test) {
+            for (const auto& [name, text] : {std::pair{QString("train.txt"), train},
+                                             {QString("valid.txt"), valid},
+                                             {QString("test.txt"), test}})
+                if (!text.isNull()) write(folder + "/" + name, text);
+        };
+        corpus("corpus-ok", words, words, words);
+        corpus("corpus-missing-valid", words, QByteArray(), words);
+        corpus("corpus-empty-test", words, words, QByteArray(""));
+        corpus("corpus-nul", words, words, QByteArray("the\0cat\n", 8));
+        corpus("corpus-latin1", "caf\xE9 au lait\n", words, words);
+        corpus("corpus-long-line", words, QByteArray(1 << 20, 'x') + "yz\n", words);
+
         // Already saved: a log from an earlier run that failing runs must not touch.
         write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
     }
@@ -309,6 +325,24 @@ private slots:
         data("CIFAR: truncated .bin", "cifar-truncated", "test_batch.bin");
         data("dataset: missing folder", "no-such-dataset", "no-such-dataset' does not exist");
         data("dataset: a file, not a folder", "not-a-folder", "not a folder");
+
+        data("dataset: a word corpus for an image model", "corpus-ok", "word-level text corpus");
+
+        auto corpus = [&](const char* row, const QStringList& args, const char* fragment) {
+            QTest::newRow(row) << QStringList{"corpus"} + args << 2 << QString(fragment)
+                               << qint64(0);
+        };
+        corpus("corpus: missing split", {"@corpus-missing-valid"}, "valid.txt is missing");
+        corpus("corpus: empty split", {"@corpus-empty-test"}, "test.txt is empty");
+        corpus("corpus: NUL byte", {"@corpus-nul"}, "test.txt is not a text file: a NUL byte");
+        corpus("corpus: not UTF-8", {"@corpus-latin1"},
+               "train.txt is not a text file: an invalid UTF-8");
+        corpus("corpus: line over 1 MiB", {"@corpus-long-line"},
+               "valid.txt: line 1 is longer than 1048576 bytes");
+        corpus("corpus: shorter than one batch", {"@corpus-ok", "--batch", "20"},
+               "train.txt holds 12 tokens, fewer than one batch needs");
+        corpus("corpus: missing folder", {"@no-such-corpus"}, "no-such-corpus");
+        corpus("corpus: synthetic vocabulary 1", {"synthetic-text", "--vocab", "1"}, "--vocab");
 
         QTest::newRow("summary: 10^9-unit dense layer")
             << QStringList{"summary", "--model", "@units-1e9.json", "--input", "8x8x1"} << 2

@@ -1,7 +1,7 @@
 // mixlab-cli end to end: the real binary run with QProcess. Bad input exits 2 with one
 // line naming the problem; tiny train and compare runs on the CPU write logs that parse,
 // also when one run of a compare fails alone; maxbatch searches; summary reports the seed
-// MLP's parameter count.
+// MLP's parameter count; corpus reports a word corpus's vocabulary, tokens and perplexities.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -11,6 +11,8 @@
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <cmath>
 
 namespace {
 
@@ -203,6 +205,20 @@ private slots:
         QTest::newRow("summary wrong classes")
             << QStringList{"summary", "--model", "@tiny", "--input", "8x8x1", "--classes", "7"}
             << "7";
+        QTest::newRow("corpus: none given") << QStringList{"corpus", "--json"} << "synthetic-text";
+        QTest::newRow("corpus: two given")
+            << QStringList{"corpus", "synthetic-text", "@dir"} << "give one corpus";
+        QTest::newRow("corpus: missing folder")
+            << QStringList{"corpus", "@dir/no-such-corpus"} << "no-such-corpus";
+        QTest::newRow("corpus: a folder without splits")
+            << QStringList{"corpus", "@dir"} << "train.txt is missing";
+        QTest::newRow("corpus: --vocab for a folder")
+            << QStringList{"corpus", "@dir", "--vocab", "100"} << "synthetic-text only";
+        QTest::newRow("corpus: --vocab 3")
+            << QStringList{"corpus", "synthetic-text", "--vocab", "3"} << "--vocab";
+        QTest::newRow("corpus: --synthetic-tokens 0")
+            << QStringList{"corpus", "synthetic-text", "--synthetic-tokens=0"}
+            << "--synthetic-tokens";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "frobnicate";
     }
 
@@ -424,6 +440,65 @@ private slots:
             run({"summary", "--model", model, "--input", "32x32x3", "--classes", "10"});
         QCOMPARE(table.code, 0);
         QVERIFY2(table.out.contains("12230010"), qPrintable(table.out));
+    }
+
+    void corpusReportsAFolder()
+    {
+        // 9 training tokens (7 words and 2 <eos>), 6 distinct; "z" and "q" are unseen in train.
+        const QString folder = m_dir.filePath("words");
+        QVERIFY(QDir().mkpath(folder));
+        write(folder + "/train.txt", "a b a\nb c d e\n");
+        write(folder + "/valid.txt", "a z\n");
+        write(folder + "/test.txt", "q e\n");
+        const CliResult r = run({"corpus", folder, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["name"].toString(), QString("words"));
+        QCOMPARE(j["vocab_size"].toInt(), 7); // a b <eos> c d e, then <unk> for z
+        QCOMPARE(j["tokens"].toObject()["train"].toInt(), 9);
+        QCOMPARE(j["tokens"].toObject()["test"].toInt(), 3);
+        QCOMPARE(j["oov"].toObject()["valid"].toInt(), 1);
+        QCOMPARE(j["oov"].toObject()["test"].toInt(), 1);
+        // test = <unk> (0 + 1), e (1 + 1), <eos> (2 + 1), each over 9 + 7 = 16.
+        const double expected =
+            std::exp(-(std::log(1.0 / 16) + std::log(2.0 / 16) + std::log(3.0 / 16)) / 3);
+        QVERIFY(qFuzzyCompare(j["unigram_perplexity"].toObject()["test"].toDouble(), expected));
+        QVERIFY(j["entropy_bits"].isNull());
+        QCOMPARE(j["sample"].toString(), QString("<unk> e <eos>"));
+
+        const CliResult table = run({"corpus", folder});
+        QVERIFY2(table.code == 0, qPrintable(details(table)));
+        QVERIFY2(table.out.contains("vocabulary          7 words"), qPrintable(table.out));
+        QVERIFY(!table.out.contains("entropy rate"));
+    }
+
+    void corpusReportsSyntheticText()
+    {
+        const QStringList args = {
+            "corpus", "--seed", "3", "synthetic-text", "--vocab", "200", "--synthetic-tokens",
+            "5000",   "--json"};
+        const CliResult r = run(args);
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["name"].toString(), QString("synthetic-text"));
+        QCOMPARE(j["seed"].toInt(), 3);
+        QCOMPARE(j["vocab_size"].toInt(), 200);
+        QCOMPARE(j["tokens"].toObject()["train"].toInt(), 5000);
+        QCOMPARE(j["tokens"].toObject()["valid"].toInt(), 500);
+        const double bits = j["entropy_bits"].toDouble();
+        QVERIFY(bits > 0 && bits < 3); // 8 successors per context: at most 3 bits
+        QVERIFY(qFuzzyCompare(j["perplexity_floor"].toDouble(), std::exp2(bits)));
+        QVERIFY(j["unigram_perplexity"].toObject()["test"].toDouble() > std::exp2(bits));
+        QCOMPARE(run(args).out, r.out); // deterministic by seed
+
+        const CliResult table = run({"corpus", "synthetic-text", "--synthetic-tokens", "1000"});
+        QVERIFY2(table.code == 0, qPrintable(details(table)));
+        QVERIFY2(table.out.contains("perplexity floor"), qPrintable(table.out));
+        QVERIFY(table.err.isEmpty());
+
+        const CliResult help = run({"corpus", "--help"});
+        QCOMPARE(help.code, 0);
+        QVERIFY(help.out.startsWith("usage: mixlab-cli corpus FOLDER|synthetic-text"));
     }
 
     void summaryDefaultsSaySo()

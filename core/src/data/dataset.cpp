@@ -4,6 +4,7 @@
 
 #include "data/dataset_files.h"
 #include "mixlab/error.h"
+#include "mixlab/text_corpus.h"
 
 #include <algorithm>
 #include <cmath>
@@ -62,6 +63,14 @@ Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed)
             " holds both IDX (MNIST) and CIFAR files; keep each dataset in a folder of its own");
     if (idx) return load_idx_folder(name);
     if (cifar) return load_cifar_folder(name, options.cifar100_coarse);
+    // Images and labels are what this loader gives; a word corpus is read by
+    // load_text_corpus_folder for language models instead.
+    if (is_text_corpus_folder(name))
+        throw DataError("dataset folder " + folder.string() +
+                        " is a word-level text corpus (train.txt, valid.txt, test.txt) for "
+                        "language models, not images (`mixlab-cli corpus FOLDER` describes "
+                        "it; training language models is not available yet): give a folder "
+                        "of IDX or CIFAR files for this model");
     throw DataError("dataset folder " + folder.string() +
                     " holds no dataset files MixLab recognises; expected " + all_expected_files());
 }

@@ -1,6 +1,7 @@
 // The explain report as one HTML5 page: tables for the environment, model, configs,
 // results, phases and layers; the charts from report_svg.cpp inline; the explanations.
 // Times are in ms throughout, throughput in samples/s, rates in TFLOP/s and GB/s.
+#include "base/grouped_text.h"
 #include "base/utc_text.h"
 #include "mixlab/report.h"
 
@@ -22,17 +23,6 @@ using report::fixed;
 std::string esc(std::string_view s) { return escape_html(s); }
 
 std::string now_utc() { return utc_now_text("%Y-%m-%d %H:%M UTC"); }
-
-// 1234567 -> "1,234,567": parameter counts read at a glance.
-std::string grouped(std::int64_t v)
-{
-    std::string digits = std::to_string(v < 0 ? -v : v), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return v < 0 ? "-" + out : out;
-}
 
 std::string flops_text(double flops)
 {
@@ -151,7 +141,7 @@ std::string model_section(const ReportInput& in)
     if (!in.dataset.empty()) kv("Dataset", in.dataset);
     kv("Input", g.input.to_string() + ", " + std::to_string(g.classes) + " classes");
     kv("Top-level layers", std::to_string(g.layers.size()));
-    kv("Parameters", grouped(g.total_params));
+    kv("Parameters", grouped_text(g.total_params));
     kv("Forward FLOPs per sample", flops_text(double(g.total_flops)));
     std::string s = "<h2>Model</h2>\n" + t.done();
     if (!g.warnings.empty()) {
