@@ -477,6 +477,13 @@ void TestCpuSequence::argument_checks()
     be.lstm_forward(*plan, x, st, st2, w, true, y, hT, cT);
     expect_error([&] { be.lstm_backward_weights(*plan, x, st, y, w); }, "lstm_backward_weights",
                  "lstm_backward_data has not run");
+    // One backward data per training forward (cuDNN's overwrites what the forward kept).
+    be.lstm_backward_data(*plan, y, y, nullptr, nullptr, w, st, st2, x, nullptr, nullptr);
+    expect_error(
+        [&] {
+            be.lstm_backward_data(*plan, y, y, nullptr, nullptr, w, st, st2, x, nullptr, nullptr);
+        },
+        "lstm_backward_data", "already ran for this forward");
 
     Buffer table = upload(be, Vec(12, 1.0f)), ids = upload_i32(be, {0, 1}),
            ids_f = upload(be, {0.0f, 1.0f}), out = be.alloc(6, DType::F32),

@@ -448,6 +448,8 @@ public:
     // Gradients of the inputs: dx (overwritten) from dy (every step's output gradient)
     // and, when not null, the gradients arriving at the final state (dhT, dcT; null is
     // zero, as truncated BPTT cuts the graph there); dh0/dc0 written when not null.
+    // Once per training forward: cuDNN's backward data overwrites what that forward kept
+    // (both backends refuse a second one).
     virtual void lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy,
                                     const Buffer* dhT, const Buffer* dcT, const Buffer& w,
                                     const Buffer& h0, const Buffer& c0, Buffer& dx, Buffer* dh0,

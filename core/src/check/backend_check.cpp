@@ -1739,9 +1739,11 @@ void Checker::lstm_check(const LstmShape& s, DType t, MathMode math)
             near("dc0", dc0);
             near("dw (added)", dw);
 
-            // Truncated BPTT: no gradient arrives at the final state (null is zero).
+            // Truncated BPTT: no gradient arrives at the final state (null is zero). A
+            // training forward first: backward data consumes what its forward kept.
             for (Twin* o : {&dx, &dh0, &dc0}) poison(*o);
             on_both([&](Backend& b, Side on) {
+                b.lstm_forward(plan(on), on(x), on(h0), on(c0), on(w), true, on(y), on(hT), on(cT));
                 b.lstm_backward_data(plan(on), on(y), on(dy), nullptr, nullptr, on(w), on(h0),
                                      on(c0), on(dx), &on(dh0), &on(dc0));
             });

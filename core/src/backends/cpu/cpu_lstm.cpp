@@ -184,6 +184,11 @@ void CpuBackend::lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffe
     const LstmShape& s = p.shape();
     validate::lstm_backward_data(k_name, s, p.dtype(), y, dy, dhT, dcT, w, h0, c0, dx, dh0, dc0);
     require(p.saved, op, "no training forward pass has filled the plan");
+    // cuDNN's backward data overwrites the reserve space its forward filled, so a second
+    // backward of the same forward computes nonsense there: refused here too, so that
+    // code tested on the CPU holds on the GPU.
+    require(!p.backward, op,
+            "backward data already ran for this forward (run a training forward again)");
     const DType dt = p.dtype();
     const bool tf32 = p.math() == MathMode::TF32;
     const std::size_t B = std::size_t(s.batch), H = std::size_t(s.hidden), G = 4 * H,

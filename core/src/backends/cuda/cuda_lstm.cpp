@@ -58,7 +58,8 @@ public:
     std::size_t weight_bytes = 0;
     DeviceMemory seq_lengths; // int32 x batch, every one = steps (cuDNN reads it on the device)
     DeviceMemory workspace, reserve;
-    bool trained = false; // a training forward has filled the reserve space
+    bool trained = false;  // a training forward has filled the reserve space
+    bool backward = false; // backward data has run since (and overwrote the reserve space)
 };
 
 // One linear layer's matrix or bias as cuDNN places it in the weight space.
@@ -270,7 +271,10 @@ void CudaBackend::lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0
         p.state_desc.get(), h0.data(), hT.data(), p.state_desc.get(), c0.data(), cT.data(),
         p.weight_bytes, w.data(), p.workspace.bytes(), p.workspace.get(),
         training ? p.reserve.bytes() : 0, training ? p.reserve.get() : nullptr));
-    if (training) p.trained = true;
+    if (training) {
+        p.trained = true;
+        p.backward = false;
+    }
 }
 
 void CudaBackend::lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buffer& dy,
@@ -282,6 +286,11 @@ void CudaBackend::lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buff
     CudnnLstmPlan& p = own_plan(this, plan, op);
     const LstmShape& s = p.s;
     require(p.trained, op, "no training forward has run on this plan");
+    // cuDNN's backward data overwrites the reserve space the forward filled: a second
+    // one of the same forward reads its own leftovers (measured: nonsense gradients).
+    require(!p.backward, op,
+            "backward data already ran for this forward (run a training forward again)");
+    p.backward = true;
     check_buffer(p, op, y, s.y_count(), "y");
     check_buffer(p, op, dy, s.y_count(), "dy");
     if (dhT) check_buffer(p, op, *dhT, s.state_count(), "dhT");
@@ -307,7 +316,8 @@ void CudaBackend::lstm_backward_weights(LstmPlan& plan, const Buffer& x, const B
     const char* op = "lstm_backward_weights";
     CudnnLstmPlan& p = own_plan(this, plan, op);
     const LstmShape& s = p.s;
-    require(p.trained, op, "no training forward has run on this plan");
+    require(p.trained && p.backward, op,
+            "lstm_backward_data has not run since the last training forward");
     check_buffer(p, op, x, s.x_count(), "x");
     check_buffer(p, op, h0, s.state_count(), "h0");
     check_buffer(p, op, y, s.y_count(), "y");
