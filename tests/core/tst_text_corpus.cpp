@@ -231,7 +231,10 @@ private slots:
         } catch (const DataError& e) {
             const QString message = e.what();
             QVERIFY2(message.contains("word-level text corpus"), qPrintable(message));
-            QVERIFY2(message.contains("embedding") && message.contains("lstm"),
+            // It names the command that reads such a folder, and says plainly that
+            // language models cannot be trained yet (until the layers land).
+            QVERIFY2(message.contains("mixlab-cli corpus FOLDER") &&
+                         message.contains("not available yet"),
                      qPrintable(message));
         }
     }
