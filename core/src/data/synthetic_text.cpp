@@ -172,7 +172,7 @@ TextCorpus make_synthetic_text(const SyntheticTextOptions& options)
     // One text, cut into train, valid and test in that order, as a corpus of articles is.
     data::SplitMix64 rng(data::stream_seed(options.seed, data::TextStream));
     std::int32_t a = 0, b = 0;
-    std::vector<std::int32_t> burn(std::size_t(data::k_burn_in));
+    std::vector<std::int32_t> burn(static_cast<std::size_t>(data::k_burn_in));
     source.generate(a, b, burn.data(), data::k_burn_in, rng);
     const std::int64_t held_out = std::max<std::int64_t>(1, options.train_tokens / 10);
     for (auto [split, n] :
