@@ -50,9 +50,12 @@ std::string describe(const LayerSpec& l)
         s << " units=";
         if (l.units == k_units_classes)
             s << "classes";
+        else if (l.units == k_units_vocab)
+            s << "vocab";
         else
             s << l.units;
         s << " act=" << activation_name(l.activation) << " bias=" << l.use_bias;
+        if (l.tie_weights) s << " tied";
         break;
     case LayerType::Activation: s << " act=" << activation_name(l.activation); break;
     case LayerType::Dropout: s << " rate=" << l.rate; break;
@@ -68,6 +71,17 @@ std::string describe(const LayerSpec& l)
     case LayerType::Residual:
         s << " act=" << activation_name(l.activation) << " body{" << describe_list(l.body)
           << "} shortcut{" << describe_list(l.shortcut) << "}";
+        break;
+    case LayerType::Embedding:
+        s << " vocab=";
+        if (l.vocab == k_vocab_dataset)
+            s << "dataset";
+        else
+            s << l.vocab;
+        s << " dim=" << l.dim;
+        break;
+    case LayerType::Lstm:
+        s << " hidden=" << l.hidden << " layers=" << l.num_layers << " dropout=" << l.rate;
         break;
     }
     if (l.force_fp32) s << " fp32";
@@ -157,9 +171,12 @@ std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, in
         case LayerType::Flatten:
         case LayerType::GlobalAvgPool: break;
         case LayerType::Dense:
-            l.units = coin(rng) ? uniform(rng, 1, 1000000) : k_units_classes;
+            l.units = coin(rng)   ? uniform(rng, 1, 1000000)
+                      : coin(rng) ? k_units_classes
+                                  : k_units_vocab;
             l.activation = acts[uniform(rng, 0, 5)];
             l.use_bias = coin(rng);
+            l.tie_weights = coin(rng);
             break;
         case LayerType::Activation: l.activation = acts[uniform(rng, 0, 5)]; break;
         case LayerType::Dropout: l.rate = std::min(unit(rng), std::nextafter(1.0f, 0.0f)); break;
@@ -180,6 +197,22 @@ std::vector<LayerSpec> random_layers(std::mt19937& rng, int min_n, int max_n, in
             l.body = random_layers(rng, 1, 3, depth + 1);
             l.shortcut = random_layers(rng, 0, 2, depth + 1);
             break;
+        case LayerType::Embedding:
+        case LayerType::Lstm: break; // drawn below
+        }
+        // The sequence layers, as often as one of the others.
+        if (uniform(rng, 0, 10) == 0) {
+            l = LayerSpec{};
+            if (coin(rng)) {
+                l.type = LayerType::Embedding;
+                l.vocab = coin(rng) ? uniform(rng, 1, 1000000) : k_vocab_dataset;
+                l.dim = uniform(rng, 1, 1000000);
+            } else {
+                l.type = LayerType::Lstm;
+                l.hidden = uniform(rng, 1, 1000000);
+                l.num_layers = uniform(rng, 1, 16);
+                if (coin(rng)) l.rate = std::min(unit(rng), std::nextafter(1.0f, 0.0f));
+            }
         }
         l.force_fp32 = coin(rng);
         layers.push_back(l);
@@ -350,6 +383,22 @@ private slots:
                "act=linear bias=1} "
                "shortcut{conv2d filters=8 kernel=1x1 stride=2x2 pad=valid act=linear bias=0; "
                "batchnorm momentum=0.1 eps=1e-05} fp32]";
+        QTest::addRow("language model, defaults")
+            << with_layers(R"([{"type": "embedding", "dim": 200}, {"type": "lstm", "hidden": 200},
+                {"type": "dense", "units": "vocab"}])")
+            << "t: [embedding vocab=dataset dim=200] [lstm hidden=200 layers=1 dropout=0] "
+               "[dense units=vocab act=linear bias=1]";
+        QTest::addRow("language model, every field")
+            << with_layers(
+                   R"([{"type": "embedding", "vocab": 33278, "dim": 650, "dtype": "float32"},
+                {"type": "lstm", "hidden": 650, "layers": 2, "dropout": 0.5},
+                {"type": "dense", "units": "vocab", "tie_weights": true, "use_bias": false}])")
+            << "t: [embedding vocab=33278 dim=650 fp32] [lstm hidden=650 layers=2 dropout=0.5] "
+               "[dense units=vocab act=linear bias=0 tied]";
+        QTest::addRow("tie_weights false, embedding vocab dataset")
+            << with_layers(R"([{"type": "embedding", "vocab": "dataset", "dim": 1},
+                {"type": "dense", "units": 3, "tie_weights": false}])")
+            << "t: [embedding vocab=dataset dim=1] [dense units=3 act=linear bias=1]";
         QTest::addRow("nested residual")
             << with_layers(
                    R"([{"type": "residual", "body": [{"type": "residual", "body": [{"type": "global_avgpool"}],
@@ -441,6 +490,53 @@ private slots:
             << at_layer_5(R"({"type": "dense", "units": "class"})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
                            "got \"class\""};
+        QTest::addRow("units vocabulary")
+            << at_layer_5(R"({"type": "dense", "units": "vocabulary"})")
+            << QStringList{"layer 5 (dense): \"units\" must be a positive integer or \"classes\"",
+                           "\"vocab\" for a language model's decoder", "got \"vocabulary\""};
+        QTest::addRow("tie_weights not a bool")
+            << at_layer_5(R"({"type": "dense", "units": "vocab", "tie_weights": 1})")
+            << QStringList{"layer 5 (dense): \"tie_weights\" must be true or false, got 1"};
+        // Embedding and lstm.
+        QTest::addRow("embedding without dim")
+            << at_layer_5(R"({"type": "embedding", "vocab": "dataset"})")
+            << QStringList{"layer 5 (embedding): missing \"dim\""};
+        QTest::addRow("embedding dim zero")
+            << at_layer_5(R"({"type": "embedding", "dim": 0})")
+            << QStringList{"layer 5 (embedding): \"dim\" must be a positive integer, got 0"};
+        QTest::addRow("embedding vocab words")
+            << at_layer_5(R"({"type": "embedding", "vocab": "words", "dim": 8})")
+            << QStringList{"layer 5 (embedding): \"vocab\" must be a positive integer or "
+                           "\"dataset\"",
+                           "got \"words\""};
+        QTest::addRow("embedding vocab negative")
+            << at_layer_5(R"({"type": "embedding", "vocab": -3, "dim": 8})")
+            << QStringList{"layer 5 (embedding): \"vocab\" must be a positive integer, got -3"};
+        QTest::addRow("embedding vocab too large")
+            << at_layer_5(R"({"type": "embedding", "vocab": 1000001, "dim": 8})")
+            << QStringList{"layer 5 (embedding): \"vocab\" must be at most 1000000"};
+        QTest::addRow("embedding field of lstm")
+            << at_layer_5(R"({"type": "embedding", "dim": 8, "hidden": 8})")
+            << QStringList{"layer 5 (embedding): unknown field \"hidden\"",
+                           "embedding layers take: type, name, dtype, vocab, dim"};
+        QTest::addRow("lstm without hidden") << at_layer_5(R"({"type": "lstm", "layers": 2})")
+                                             << QStringList{"layer 5 (lstm): missing \"hidden\""};
+        QTest::addRow("lstm hidden zero")
+            << at_layer_5(R"({"type": "lstm", "hidden": 0})")
+            << QStringList{"layer 5 (lstm): \"hidden\" must be a positive integer, got 0"};
+        QTest::addRow("lstm layers zero")
+            << at_layer_5(R"({"type": "lstm", "hidden": 8, "layers": 0})")
+            << QStringList{"layer 5 (lstm): \"layers\" must be a positive integer, got 0"};
+        QTest::addRow("lstm layers 200")
+            << at_layer_5(R"({"type": "lstm", "hidden": 8, "layers": 200})")
+            << QStringList{"layer 5 (lstm): \"layers\" must be at most 16, got 200"};
+        QTest::addRow("lstm dropout 1")
+            << at_layer_5(R"({"type": "lstm", "hidden": 8, "dropout": 1})")
+            << QStringList{"layer 5 (lstm): \"dropout\" must be a number in [0, 1), got 1"};
+        QTest::addRow("lstm rate instead of dropout")
+            << at_layer_5(R"({"type": "lstm", "hidden": 8, "rate": 0.5})")
+            << QStringList{"layer 5 (lstm): unknown field \"rate\"",
+                           "lstm layers take: type, name, dtype, hidden, layers, dropout"};
         QTest::addRow("fractional units")
             << at_layer_5(R"({"type": "dense", "units": 30.5})")
             << QStringList{"layer 5 (dense): \"units\" must be a positive integer, got 30.5"};
@@ -722,6 +818,25 @@ private slots:
                 std::string::npos,
             text.c_str());
         QVERIFY(text.find("\"format\": \"mixlab-model/1\"") != std::string::npos);
+        QVERIFY(same(parse_model_spec(text), spec));
+    }
+
+    // A language model's layers: vocab and dim always, the lstm's layers and dropout and
+    // the decoder's tie only when they differ from their defaults.
+    void writes_sequence_layers()
+    {
+        const ModelSpec spec = parse_model_spec(R"({"format": "mixlab-model/1", "layers": [
+            {"type": "embedding", "dim": 650},
+            {"type": "lstm", "hidden": 650},
+            {"type": "lstm", "hidden": 650, "layers": 2, "dropout": 0.65},
+            {"type": "dense", "units": "vocab", "tie_weights": true}]})");
+        const std::string text = model_spec_to_json(spec);
+        for (const char* line : {R"({"type": "embedding", "vocab": "dataset", "dim": 650})",
+                                 R"({"type": "lstm", "hidden": 650})",
+                                 R"({"type": "lstm", "hidden": 650, "layers": 2, "dropout": 0.65})",
+                                 R"({"type": "dense", "units": "vocab", "tie_weights": true})"})
+            QVERIFY2(text.find(line) != std::string::npos,
+                     qPrintable(QString(line) + "\n" + QString::fromStdString(text)));
         QVERIFY(same(parse_model_spec(text), spec));
     }
 

@@ -17,6 +17,8 @@ enum class LayerType {
     AvgPool2D,
     GlobalAvgPool,
     Residual,
+    Embedding, // language models: token ids to vectors (the first layer)
+    Lstm,      // language models: stacked LSTM layers over a sequence
 };
 // "padding": "valid" (none), "same" (symmetric (kernel-1)/2 per side, so the output is
 // ceil(input/stride); odd kernels only, as cuDNN pads symmetrically) or explicit numbers.
@@ -30,16 +32,23 @@ std::string_view padding_name(Padding p);       // "valid", "same", "explicit"
 // dense "units": "classes": as many units as the dataset has classes (presets use it
 // so one file serves CIFAR-10 and CIFAR-100); build_graph resolves it.
 inline constexpr int k_units_classes = -1;
+// dense "units": "vocab": a language model's decoder, one unit per word of the corpus's
+// vocabulary (which is the number of classes of a language model); resolved the same way,
+// kept apart so the file reads back as written.
+inline constexpr int k_units_vocab = -2;
+// embedding "vocab": "dataset": as many rows as the corpus has words; build_graph resolves it.
+inline constexpr int k_vocab_dataset = -1;
 
 // One layer as the user wrote it. Fields a type does not use keep their defaults and
 // are not written back. Images are NHWC: (height, width, channels) per sample.
 struct LayerSpec {
     LayerType type = LayerType::Dense;
-    int units = 0;                            // dense (k_units_classes: one per class)
+    int units = 0; // dense (k_units_classes: one per class; k_units_vocab: one per word)
     Activation activation = Activation::None; // dense/conv2d (fused), activation layer,
                                               // residual (applied after the sum)
     bool use_bias = true;                     // dense, conv2d
-    float rate = 0.0f;                        // dropout probability of zeroing
+    float rate = 0.0f;                        // dropout probability of zeroing; lstm
+                                              // "dropout" between its stacked layers
     bool force_fp32 = false;                  // "dtype": "float32": kept out of reduced precision
 
     // conv2d: "filters", "kernel" (n or [h, w]); pooling: "pool_size" (n or [h, w]),
@@ -55,6 +64,17 @@ struct LayerSpec {
     // + momentum * batch statistic; the running variance is the unbiased one.
     float momentum = 0.1f;
     float epsilon = 1e-5f;
+
+    // embedding: a (vocab x dim) table; "vocab" a number or "dataset" (k_vocab_dataset).
+    int vocab = k_vocab_dataset;
+    int dim = 0;
+    // lstm: "hidden" units per layer, "layers" stacked (PyTorch's nn.LSTM num_layers), with
+    // "dropout" (rate above) on the outputs of every layer but the last, as nn.LSTM does.
+    int hidden = 0;
+    int num_layers = 1;
+    // dense: the decoder of a language model reads the embedding's table as its weights
+    // (Press & Wolf 2017; the example's --tied): shapes checked by build_graph.
+    bool tie_weights = false;
 
     // residual: output = activation(body(x) + shortcut(x)); an empty shortcut is the
     // identity.

@@ -39,6 +39,8 @@ std::string_view layer_type_name(LayerType t)
     case LayerType::AvgPool2D: return "avgpool2d";
     case LayerType::GlobalAvgPool: return "global_avgpool";
     case LayerType::Residual: return "residual";
+    case LayerType::Embedding: return "embedding";
+    case LayerType::Lstm: return "lstm";
     }
     return "unknown";
 }
@@ -76,15 +78,20 @@ constexpr int k_max_window = 64; // kernel, pool size, stride and padding, per d
 // Residual blocks inside residual blocks: real networks nest one or two deep; the bound
 // keeps a pathological file from recursing without end.
 constexpr int k_max_depth = 16;
+// Stacked LSTM layers: language models use 1-4; the bound catches a typo such as 200.
+constexpr int k_max_lstm_layers = 16;
+// An embedding's rows: text_corpus.h's vocabulary limit.
+constexpr std::int64_t k_max_vocab = 1000000;
 
 constexpr LayerType k_layer_types[] = {
     LayerType::Flatten,       LayerType::Dense,     LayerType::Activation, LayerType::Dropout,
     LayerType::Conv2D,        LayerType::BatchNorm, LayerType::MaxPool2D,  LayerType::AvgPool2D,
-    LayerType::GlobalAvgPool, LayerType::Residual};
+    LayerType::GlobalAvgPool, LayerType::Residual,  LayerType::Embedding,  LayerType::Lstm};
 constexpr Activation k_activations[] = {Activation::Relu, Activation::Sigmoid, Activation::Tanh,
                                         Activation::Gelu, Activation::Softmax, Activation::None};
 constexpr const char* k_type_list = "flatten, dense, activation, dropout, conv2d, batchnorm, "
-                                    "maxpool2d, avgpool2d, global_avgpool, residual";
+                                    "maxpool2d, avgpool2d, global_avgpool, residual, embedding, "
+                                    "lstm";
 constexpr const char* k_activation_list = "relu, sigmoid, tanh, gelu, softmax, linear";
 
 const json_util::DocumentKind k_document{
@@ -139,6 +146,7 @@ public:
             layer.units = read_units();
             if (has("activation")) layer.activation = read_activation();
             if (has("use_bias")) layer.use_bias = read_bool("use_bias");
+            if (has("tie_weights")) layer.tie_weights = read_bool("tie_weights");
             break;
         case LayerType::Activation:
             if (!has("activation"))
@@ -183,6 +191,17 @@ public:
                          "\"relu\" or \"linear\", got " +
                          shown(m_j.at("activation")));
             }
+            break;
+        case LayerType::Embedding:
+            if (has("vocab")) layer.vocab = read_vocab();
+            if (!has("dim")) fail("missing \"dim\" (the length of each word's vector)");
+            layer.dim = read_bounded("dim", 1, k_max_units);
+            break;
+        case LayerType::Lstm:
+            if (!has("hidden")) fail("missing \"hidden\" (the number of units per layer)");
+            layer.hidden = read_bounded("hidden", 1, k_max_units);
+            if (has("layers")) layer.num_layers = read_bounded("layers", 1, k_max_lstm_layers);
+            if (has("dropout")) layer.rate = read_rate("dropout");
             break;
         }
         if (has("dtype")) layer.force_fp32 = read_dtype();
@@ -229,7 +248,7 @@ private:
         switch (m_type) {
         case LayerType::Flatten: break;
         case LayerType::Dense:
-            known.insert(known.end(), {"units", "activation", "use_bias"});
+            known.insert(known.end(), {"units", "activation", "use_bias", "tie_weights"});
             break;
         case LayerType::Activation: known.push_back("activation"); break;
         case LayerType::Dropout: known.push_back("rate"); break;
@@ -246,6 +265,8 @@ private:
         case LayerType::Residual:
             known.insert(known.end(), {"body", "shortcut", "activation"});
             break;
+        case LayerType::Embedding: known.insert(known.end(), {"vocab", "dim"}); break;
+        case LayerType::Lstm: known.insert(known.end(), {"hidden", "layers", "dropout"}); break;
         }
         if (const auto key = json_util::unknown_field(m_j, known))
             fail("unknown field \"" + *key + "\"" + did_you_mean(*key, known) + " (" +
@@ -254,14 +275,26 @@ private:
 
     int read_units() const
     {
-        if (!has("units")) fail("missing \"units\" (a positive integer, or \"classes\")");
+        if (!has("units")) fail("missing \"units\" (a positive integer, \"classes\" or \"vocab\")");
         const json& v = m_j.at("units");
         if (v.is_string() && v.get<std::string>() == "classes") return k_units_classes;
+        if (v.is_string() && v.get<std::string>() == "vocab") return k_units_vocab;
         if (!v.is_number())
             fail("\"units\" must be a positive integer or \"classes\" (one unit per class of "
-                 "the dataset), got " +
+                 "the dataset; \"vocab\" for a language model's decoder, one per word), got " +
                  shown(v));
         return read_bounded("units", 1, k_max_units);
+    }
+
+    int read_vocab() const
+    {
+        const json& v = m_j.at("vocab");
+        if (v.is_string() && v.get<std::string>() == "dataset") return k_vocab_dataset;
+        if (!v.is_number())
+            fail("\"vocab\" must be a positive integer or \"dataset\" (as many words as the "
+                 "corpus has), got " +
+                 shown(v));
+        return read_bounded("vocab", 1, k_max_vocab);
     }
 
     // A whole number in [lo, hi]; `lo` is 0 or 1 and decides how the message words it.
@@ -372,10 +405,11 @@ private:
         return v.get<bool>();
     }
 
-    float read_rate() const
+    // dropout's "rate", lstm's "dropout".
+    float read_rate(const char* field = "rate") const
     {
-        const json& v = m_j.at("rate");
-        const std::string msg = "\"rate\" must be a number in [0, 1), got ";
+        const json& v = m_j.at(field);
+        const std::string msg = quoted(field) + " must be a number in [0, 1), got ";
         if (!v.is_number()) fail(msg + shown(v));
         // Check after the conversion to float: 0.999999999 becomes 1.0f.
         const float r = float(v.get<double>());
@@ -468,9 +502,11 @@ Fields layer_fields(const LayerSpec& l)
     case LayerType::Flatten: break;
     case LayerType::Dense:
         f.emplace_back("units", l.units == k_units_classes ? string_text("classes")
+                                : l.units == k_units_vocab ? string_text("vocab")
                                                            : std::to_string(l.units));
         activation();
         if (!l.use_bias) f.emplace_back("use_bias", "false");
+        if (l.tie_weights) f.emplace_back("tie_weights", "true");
         break;
     case LayerType::Activation:
         f.emplace_back("activation", string_text(activation_name(l.activation)));
@@ -492,6 +528,17 @@ Fields layer_fields(const LayerSpec& l)
     case LayerType::AvgPool2D: window("pool_size"); break;
     case LayerType::GlobalAvgPool: break;
     case LayerType::Residual: activation(); break;
+    case LayerType::Embedding:
+        f.emplace_back("vocab", l.vocab == k_vocab_dataset ? string_text("dataset")
+                                                           : std::to_string(l.vocab));
+        f.emplace_back("dim", std::to_string(l.dim));
+        break;
+    case LayerType::Lstm:
+        f.emplace_back("hidden", std::to_string(l.hidden));
+        if (l.num_layers != LayerSpec{}.num_layers)
+            f.emplace_back("layers", std::to_string(l.num_layers));
+        if (l.rate != 0.0f) f.emplace_back("dropout", float_json(l.rate).dump());
+        break;
     }
     if (l.force_fp32) f.emplace_back("dtype", string_text("float32"));
     return f;
