@@ -59,8 +59,10 @@ set(MIXLAB_MODEL_SOURCES
     model/layers/conv2d.cpp
     model/layers/dense.cpp
     model/layers/dropout.cpp
+    model/layers/embedding.cpp
     model/layers/flatten.cpp
     model/layers/layer_rules.cpp
+    model/layers/lstm.cpp
     model/layers/pooling.cpp
     model/layers/registry.cpp
     model/layers/residual.cpp

@@ -48,6 +48,170 @@ private slots:
         QCOMPARE(Shape{{7}}.elements(), std::int64_t(7));
         QVERIFY(image(2, 3, 4) == image(2, 3, 4));
         QVERIFY(!(image(2, 3, 4) == image(4, 3, 2)));
+        // Sequences: per time step, the steps being the run's.
+        QCOMPARE(QString::fromStdString(Shape::tokens().to_string()), QString("T tokens"));
+        QCOMPARE(QString::fromStdString((Shape{{200}, true}).to_string()), QString("T x 200"));
+        QVERIFY(Shape::tokens().is_tokens());
+        QVERIFY(!Shape{{1}}.is_tokens());
+        QVERIFY(!(Shape{{200}, true} == Shape{{200}}));
+        QCOMPARE((Shape{{200}, true}).elements(), std::int64_t(200));
+    }
+
+    // The word_language_model's medium model on WikiText-2, worked out by hand: shapes
+    // per time step, PyTorch's parameter counts, FLOPs per token, tensor-core notes.
+    void language_model()
+    {
+        const int V = 33278;
+        const Graph g = build_graph(spec_of(R"([
+            {"type": "embedding", "vocab": "dataset", "dim": 650},
+            {"type": "dropout", "rate": 0.5},
+            {"type": "lstm", "hidden": 650, "layers": 2, "dropout": 0.5},
+            {"type": "dropout", "rate": 0.5},
+            {"type": "dense", "units": "vocab", "tie_weights": true}])"),
+                                    Shape::tokens(), V);
+        QCOMPARE(g.layers.size(), std::size_t(5));
+        const std::vector<std::string> outs = {"T x 650", "T x 650", "T x 650", "T x 650",
+                                               "T x 33278"};
+        for (std::size_t i = 0; i < outs.size(); ++i)
+            QCOMPARE(g.layers[i].out.to_string(), outs[i]);
+        QCOMPARE(g.layers[0].in, Shape::tokens());
+        QCOMPARE(g.layers[0].spec.vocab, V); // "dataset" resolved
+        QCOMPARE(g.layers[4].spec.units, V); // "vocab" resolved
+        const std::int64_t lstm_layer = 4LL * 650 * (650 + 650 + 2);
+        QCOMPARE(g.layers[0].params, std::int64_t(V) * 650);
+        QCOMPARE(g.layers[2].params, 2 * lstm_layer);
+        QCOMPARE(g.layers[4].params, std::int64_t(V)); // tied: the bias alone
+        QCOMPARE(g.total_params, std::int64_t(V) * 650 + 2 * lstm_layer + V);
+        // Per token: the gate GEMMs 2*4H(I+H) per layer and 17H element-wise; the decoder
+        // 2*H*V and the bias; a lookup costs nothing.
+        QCOMPARE(g.layers[0].flops, std::int64_t(0));
+        QCOMPARE(g.layers[2].flops, 2 * (2LL * 4 * 650 * 1300 + 17 * 650));
+        QCOMPARE(g.layers[4].flops, 2LL * 650 * V + V);
+        QCOMPARE(g.total_flops, g.layers[2].flops + g.layers[4].flops);
+        // 650 is not a multiple of 8, nor is WikiText-2's vocabulary.
+        QVERIFY(g.layers[2].is_gemm);
+        QVERIFY(!g.layers[2].tensor_core_friendly);
+        const QString lstm_note = QString::fromStdString(g.layers[2].tensor_core_note);
+        QVERIFY2(lstm_note.contains("input 650 is not a multiple of 8 (656 would be)") &&
+                     lstm_note.contains("hidden 650") &&
+                     lstm_note.contains("batch a multiple of 8"),
+                 qPrintable(lstm_note));
+        const QString dec_note = QString::fromStdString(g.layers[4].tensor_core_note);
+        QVERIFY2(dec_note.contains("vocab 33278 is not a multiple of 8 (33280 would be)") &&
+                     dec_note.contains("2 never-used words"),
+                 qPrintable(dec_note));
+        QVERIFY(!g.layers[0].is_gemm);
+
+        // 200 units and a vocabulary of 10000 suit tensor cores throughout.
+        const Graph small = build_graph(preset("word-lm-small.json"), Shape::tokens(), 10000);
+        QVERIFY(small.layers[2].tensor_core_friendly);
+        QVERIFY(small.layers[4].tensor_core_friendly);
+        QCOMPARE(small.layers[4].params, 200LL * 10000 + 10000); // untied
+    }
+
+    void language_model_errors_data()
+    {
+        QTest::addColumn<QByteArray>("layers");
+        QTest::addColumn<bool>("tokens");
+        QTest::addColumn<QStringList>("fragments");
+        QTest::addRow("embedding on an image")
+            << QByteArray(R"([{"type": "embedding", "dim": 8}, {"type": "dense", "units": 10}])")
+            << false
+            << QStringList{"layer 0 (embedding): needs token input (one word id per time step) "
+                           "but receives 32x32x3"};
+        QTest::addRow("token input without an embedding")
+            << QByteArray(R"([{"type": "dense", "units": 10}])") << true
+            << QStringList{"layer 0 (dense): a language model's input is one word id per time "
+                           "step; start the model with an embedding layer"};
+        QTest::addRow("embedding not first")
+            << QByteArray(R"([{"type": "embedding", "dim": 8}, {"type": "embedding", "dim": 8}])")
+            << true << QStringList{"layer 1 (embedding): needs token input", "not the first layer"};
+        QTest::addRow("vocab smaller than the corpus")
+            << QByteArray(
+                   R"([{"type": "embedding", "vocab": 5, "dim": 8}, {"type": "dense", "units": "vocab"}])")
+            << true
+            << QStringList{"layer 0 (embedding): \"vocab\" is 5 but the corpus has 10 words",
+                           "\"vocab\": \"dataset\""};
+        QTest::addRow("lstm on an image")
+            << QByteArray(R"([{"type": "lstm", "hidden": 8}])") << false
+            << QStringList{"layer 0 (lstm): needs a sequence (one vector per time step) but "
+                           "receives 32x32x3"};
+        QTest::addRow("flatten on a sequence")
+            << QByteArray(R"([{"type": "embedding", "dim": 8}, {"type": "flatten"}])") << true
+            << QStringList{"layer 1 (flatten): receives a sequence (T x 8)",
+                           "dense layers apply per time step"};
+        QTest::addRow("conv2d on a sequence")
+            << QByteArray(
+                   R"([{"type": "embedding", "dim": 8}, {"type": "conv2d", "filters": 4, "kernel": 3}])")
+            << true
+            << QStringList{"layer 1 (conv2d): needs an image input (H, W, C) but receives T x 8",
+                           "do not apply to a language model"};
+        QTest::addRow("decoder width")
+            << QByteArray(
+                   R"([{"type": "embedding", "dim": 8}, {"type": "lstm", "hidden": 8}, {"type": "dense", "units": 12}])")
+            << true
+            << QStringList{"layer 2 (dense): the model outputs 12 values but the vocabulary has "
+                           "10 words",
+                           "set \"units\" to 10"};
+        QTest::addRow("tie without an embedding")
+            << QByteArray(
+                   R"([{"type": "flatten"}, {"type": "dense", "units": 10, "tie_weights": true}])")
+            << false
+            << QStringList{"layer 1 (dense): \"tie_weights\" shares the table of an embedding "
+                           "layer, but there is none before it"};
+        QTest::addRow("tie with another width")
+            << QByteArray(
+                   R"([{"type": "embedding", "dim": 200}, {"type": "lstm", "hidden": 650}, {"type": "dense", "units": "vocab", "tie_weights": true}])")
+            << true
+            << QStringList{"layer 2 (dense): \"tie_weights\" shares layer 0 (embedding)'s 10 x "
+                           "200 table, but its input is 650 wide",
+                           "\"dim\" (200) must equal the decoder's input width (650)"};
+        QTest::addRow("tie with a larger table")
+            << QByteArray(
+                   R"([{"type": "embedding", "vocab": 16, "dim": 8}, {"type": "dense", "units": "vocab", "tie_weights": true}])")
+            << true
+            << QStringList{"layer 1 (dense): \"tie_weights\" shares layer 0 (embedding)'s 16 x 8 "
+                           "table, but it has 10 units"};
+    }
+    void language_model_errors()
+    {
+        QFETCH(QByteArray, layers);
+        QFETCH(bool, tokens);
+        QFETCH(QStringList, fragments);
+        try {
+            build_graph(spec_of(layers.constData()), tokens ? Shape::tokens() : image(32, 32, 3),
+                        10);
+            QFAIL("built without an error");
+        } catch (const SpecError& e) {
+            const QString msg = QString::fromUtf8(e.what());
+            for (const QString& f : fragments)
+                QVERIFY2(msg.contains(f), qPrintable("message: " + msg + "\nmissing: " + f));
+        }
+    }
+
+    // Specs made in code (the designer's) skip the parser: the graph checks their values.
+    void language_model_errors_from_code()
+    {
+        ModelSpec spec;
+        LayerSpec e;
+        e.type = LayerType::Embedding;
+        e.dim = 0;
+        LayerSpec l;
+        l.type = LayerType::Lstm;
+        l.hidden = 8;
+        spec.layers = {e};
+        QVERIFY_THROWS_EXCEPTION(SpecError, build_graph(spec, Shape::tokens(), 10));
+        e.dim = 8;
+        l.hidden = 0;
+        spec.layers = {e, l};
+        try {
+            build_graph(spec, Shape::tokens(), 10);
+            QFAIL("built");
+        } catch (const SpecError& err) {
+            QVERIFY2(QString(err.what())
+                         .contains("layer 1 (lstm): \"hidden\" must be a positive integer, got 0"),
+                     err.what());
+        }
     }
 
     // The seed's MLP, layer by layer, worked out by hand.
@@ -124,7 +288,12 @@ private slots:
         const QStringList files = QDir(models_dir()).entryList({"*.json"}, QDir::Files);
         QVERIFY(!files.isEmpty());
         for (const QString& f : files) {
-            for (const Shape& in : {image(32, 32, 3), image(28, 28, 1)}) {
+            // Language models read token ids; the vocabulary is their number of classes.
+            const bool lm = f.startsWith("word-lm");
+            const std::vector<Shape> inputs =
+                lm ? std::vector<Shape>{Shape::tokens()}
+                   : std::vector<Shape>{image(32, 32, 3), image(28, 28, 1)};
+            for (const Shape& in : inputs) {
                 try {
                     const Graph g = build_graph(preset(qPrintable(f)), in, 10);
                     std::int64_t params = 0, flops = 0;
@@ -134,7 +303,7 @@ private slots:
                     }
                     QCOMPARE(g.total_params, params);
                     QCOMPARE(g.total_flops, flops);
-                    QCOMPARE(g.layers.back().out, Shape{{10}});
+                    QCOMPARE(g.layers.back().out, (Shape{{10}, lm}));
                     QVERIFY(g.total_params > 0);
                 } catch (const std::exception& e) {
                     QFAIL(qPrintable(f + " on " + QString::fromStdString(in.to_string()) + ": " +
@@ -792,9 +961,9 @@ private slots:
         QCOMPARE(message({block, gap}, image(2, 2, 3), 3), QString());
 
         LayerSpec dense;
-        dense.units = k_units_classes - 1;
+        dense.units = k_units_vocab - 1; // below both sentinels
         msg = message({dense}, Shape{{3}}, 3);
-        QVERIFY2(msg.contains("\"units\" must be a positive integer, got -2"), qPrintable(msg));
+        QVERIFY2(msg.contains("\"units\" must be a positive integer, got -3"), qPrintable(msg));
     }
 
     // A softmax inside a block is warned about like one before the output.

@@ -52,11 +52,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     // The shapes of the bundled datasets: Fashion-MNIST, CIFAR-10, CIFAR-100, plus an
-    // odd small one that makes windows and strides meet their edges.
+    // odd small one that makes windows and strides meet their edges, and token input.
     const struct {
         Shape input;
         int classes;
-    } inputs[] = {{{{28, 28, 1}}, 10}, {{{32, 32, 3}}, 10}, {{{32, 32, 3}}, 100}, {{{5, 3, 2}}, 3}};
+    } inputs[] = {{{{28, 28, 1}}, 10},
+                  {{{32, 32, 3}}, 10},
+                  {{{32, 32, 3}}, 100},
+                  {{{5, 3, 2}}, 3},
+                  {Shape::tokens(), 50}}; // a language model's input, a small vocabulary
     for (const auto& in : inputs) {
         try {
             check_graph(build_graph(spec, in.input, in.classes), spec);

@@ -10,11 +10,16 @@
 
 namespace mixlab {
 
-// Per-sample shape: (H, W, C) for images, (D) after flatten/dense.
+// Per-sample shape: (H, W, C) for images, (D) after flatten/dense. A sequence (a language
+// model's) is per time step: `dims` is what one step holds, (D), and the steps, T, are the
+// run's bptt, not part of the graph. Its model input is one token id per step: tokens().
 struct Shape {
     std::vector<int> dims;
-    std::int64_t elements() const;
-    std::string to_string() const; // "32x32x3", "3000"
+    bool sequence = false;
+    std::int64_t elements() const; // per sample, or per time step of a sequence
+    std::string to_string() const; // "32x32x3", "3000", "T x 200", "T tokens"
+    static Shape tokens() { return Shape{{1}, true}; }
+    bool is_tokens() const { return *this == tokens(); }
     bool operator==(const Shape&) const = default;
 };
 
@@ -24,12 +29,15 @@ struct GraphLayer {
     std::string path; // "layer 4", "layer 4 > body 2", "layer 4 > shortcut 0"
     LayerSpec spec;   // for residual: body/shortcut as written (see below)
     Shape in, out;
-    std::int64_t params = 0;           // residual: the sum over body and shortcut
-    std::int64_t flops = 0;            // forward FLOPs per sample (multiply-add = 2); residual: sum
-    bool is_gemm = false;              // dense and conv2d (a convolution is an implicit GEMM)
-    bool tensor_core_friendly = false; // 16-bit GEMM dims / conv channels multiples of 8
-    std::string tensor_core_note;      // why not, when not
-    bool folded_into_loss = false;     // the final softmax/sigmoid handled by the loss
+    std::int64_t params = 0; // residual: the sum over body and shortcut
+    std::int64_t flops = 0;  // forward FLOPs per sample, per token in a sequence graph
+                             // (multiply-add = 2); residual: sum
+    bool is_gemm = false;    // dense and conv2d (a convolution is an implicit GEMM),
+                             // lstm (its gates are GEMMs, cuDNN's RNN kernels)
+    bool tensor_core_friendly =
+        false;                     // 16-bit GEMM dims / conv channels / RNN sizes multiples of 8
+    std::string tensor_core_note;  // why not, when not
+    bool folded_into_loss = false; // the final softmax/sigmoid handled by the loss
 
     // conv2d and pooling, resolved: stride defaults filled in and "same" turned into
     // symmetric padding per side.
@@ -45,7 +53,7 @@ struct Graph {
     std::vector<GraphLayer> layers;
     OutputHead head = OutputHead::Logits;
     std::int64_t total_params = 0;
-    std::int64_t total_flops = 0;      // forward, per sample
+    std::int64_t total_flops = 0;      // forward, per sample (per token in a sequence graph)
     std::vector<std::string> warnings; // e.g. the sigmoid-output advice
 };
 
@@ -56,7 +64,12 @@ struct Graph {
 //
 // Parameter counts: dense in*units (+units); conv2d kh*kw*cin*filters (+filters);
 // batchnorm 2*channels trainable (scale, shift; the running statistics are not counted,
-// as in PyTorch's parameters()).
+// as in PyTorch's parameters()); embedding vocab*dim; lstm 4H(I+H+2) per layer (PyTorch's
+// count: b_ih and b_hh both); a dense tied to the embedding only its bias.
+//
+// A language model: build_graph(spec, Shape::tokens(), vocabulary size) (its classes are
+// the words). Its first layer must be an embedding; lstm needs a sequence, dense applies
+// per time step, flatten, convolutions and pooling do not apply. FLOPs are per token.
 Graph build_graph(const ModelSpec& spec, const Shape& input, int classes);
 
 } // namespace mixlab

@@ -8,6 +8,7 @@
 #include "model/layers/layer_rules.h"
 #include "model/layers/registry.h"
 
+#include <optional>
 #include <string>
 
 namespace mixlab {
@@ -23,7 +24,8 @@ std::int64_t Shape::elements() const
 std::string Shape::to_string() const
 {
     if (dims.empty()) return "()";
-    std::string s;
+    if (is_tokens()) return "T tokens";
+    std::string s = sequence ? "T x " : "";
     for (std::size_t i = 0; i < dims.size(); ++i) {
         if (i) s += "x";
         s += std::to_string(dims[i]);
@@ -39,6 +41,7 @@ public:
 
     const Shape& model_input() const override { return m_input; }
     int classes() const override { return m_classes; }
+    const GraphLayer* embedding() const override { return m_embedding ? &*m_embedding : nullptr; }
 
     std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs, const Shape& in,
                                        const std::string& prefix, Shape& out) override
@@ -67,12 +70,14 @@ private:
         if (gl.out.elements() > k_max_elements)
             throw SpecError(layer_label(gl) + ": its output " + gl.out.to_string() +
                             " holds more values than one sample may");
+        if (l.type == LayerType::Embedding) m_embedding = gl;
         return gl;
     }
 
     Shape m_input;
     int m_classes;
     int m_next_id = 0;
+    std::optional<GraphLayer> m_embedding; // for a decoder tied to it
 };
 
 void warn_softmax_inside(const std::vector<GraphLayer>& layers, std::vector<std::string>& out)
@@ -106,6 +111,12 @@ Graph build_graph(const ModelSpec& spec, const Shape& input, int classes)
     if (spec.layers.empty())
         throw SpecError("the model has no layers; end it with a dense layer of " +
                         std::to_string(classes) + " units (one per class)");
+    // Token ids are indices, not features: only an embedding reads them.
+    if (input.is_tokens() && spec.layers.front().type != LayerType::Embedding)
+        throw SpecError("layer 0 (" + std::string(layer_type_name(spec.layers.front().type)) +
+                        "): a language model's input is one word id per time step; start the "
+                        "model with an embedding layer ({\"type\": \"embedding\", \"vocab\": "
+                        "\"dataset\", \"dim\": 200})");
 
     Graph g;
     g.name = spec.name;
@@ -131,9 +142,12 @@ Graph build_graph(const ModelSpec& spec, const Shape& input, int classes)
             msg += std::to_string(cur.elements()) + " values";
         else
             msg += "a " + cur.to_string() + " tensor";
-        msg += " but the dataset has " + std::to_string(classes) + " classes";
+        const bool lm = input.sequence;
+        msg += lm ? " but the vocabulary has " + std::to_string(classes) + " words"
+                  : " but the dataset has " + std::to_string(classes) + " classes";
         const std::string dense =
-            "a dense layer of " + std::to_string(classes) + " units (or \"units\": \"classes\")";
+            "a dense layer of " + std::to_string(classes) +
+            (lm ? " units (or \"units\": \"vocab\")" : " units (or \"units\": \"classes\")");
         const char* width_field = layer_unit(c.spec.type).width_field();
         if (width_field && cur.dims.size() == 1)
             msg += "; set \"" + std::string(width_field) + "\" to " + std::to_string(classes);

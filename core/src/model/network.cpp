@@ -8,6 +8,7 @@
 
 #include "mixlab/error.h"
 #include "model/layers/registry.h"
+#include "model/layers/shared_table.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -66,15 +67,19 @@ bool can_absorb_relu(const Node& prev, const Buffer* value)
 // policy's dtypes, and the usual ways into the flow.
 class Network::Builder final : public NodeBuilder {
 public:
-    Builder(Network& net, Policy policy, const OptimizerConfig& opt, int max_batch)
+    // `max_batch` rows per buffer (batch x steps in a sequence graph).
+    Builder(Network& net, Policy policy, const OptimizerConfig& opt, int max_batch, int steps)
         : m_net(net), m_policy(policy), m_traits(policy_traits(policy)), m_opt(opt),
-          m_max_batch(max_batch)
+          m_max_batch(max_batch), m_steps(steps)
     {}
 
     const PolicyTraits& traits() const { return m_traits; }
 
     Backend& backend() override { return m_net.m_backend; }
     int max_batch() const override { return m_max_batch; }
+    int time_steps() const override { return m_steps; }
+    void publish_table(SharedTable* table) override { m_table = table; }
+    SharedTable* shared_table() const override { return m_table; }
 
     Buffer* own(std::size_t count, DType dtype) override
     {
@@ -215,19 +220,35 @@ private:
     PolicyTraits m_traits;
     const OptimizerConfig& m_opt;
     int m_max_batch;
+    int m_steps;
+    SharedTable* m_table = nullptr;
 };
 
 Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
                  int max_batch, std::uint64_t seed)
+    : Network(graph, policy, opt, backend, max_batch, 1, seed)
+{}
+
+Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
+                 int max_batch, int time_steps, std::uint64_t seed)
     : m_backend(backend), m_seed(seed), m_max_batch(max_batch), m_graph(graph)
 {
-    Builder b(*this, policy, opt, max_batch);
+    if (time_steps < 1)
+        throw InputError("time steps per pass must be at least 1, got " +
+                         std::to_string(time_steps));
+    m_steps = m_graph.input.sequence ? time_steps : 1;
+    const int max_rows = rows(max_batch);
+    Builder b(*this, policy, opt, max_rows, m_steps);
+    // Token ids are indices: int32 whatever the policy.
     DType input_dtype = b.traits().compute;
-    first_own_dtype(m_graph.layers, b.traits(), input_dtype);
-    const std::size_t input_count = std::size_t(max_batch) * std::size_t(m_graph.input.elements());
+    if (m_graph.input.is_tokens())
+        input_dtype = DType::I32;
+    else
+        first_own_dtype(m_graph.layers, b.traits(), input_dtype);
+    const std::size_t input_count = std::size_t(max_rows) * std::size_t(m_graph.input.elements());
     m_input = b.own(input_count, input_dtype);
-    m_labels = m_backend.alloc(std::size_t(max_batch), DType::I32);
-    m_device_bytes += std::int64_t(max_batch) * 4;
+    m_labels = m_backend.alloc(std::size_t(max_rows), DType::I32);
+    m_device_bytes += std::int64_t(max_rows) * 4;
 
     Flow flow{m_input, nullptr, input_dtype, m_graph.input};
     flow = b.build_sequence(m_graph.layers, flow, m_nodes);
@@ -238,6 +259,7 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     if (!flow.grad) m_nodes.back()->out_grad = m_dlogits;
 
     init_parameters();
+    reset_state();
     m_param_table = m_backend.prepare_params(m_slots);
 }
 
@@ -252,11 +274,26 @@ void Network::init_parameters()
     }
 }
 
+namespace {
+
+void reset_nodes(const NodeList& nodes, Backend& backend)
+{
+    for (const auto& n : nodes) {
+        n->reset_state(backend);
+        for (const NodeList* branch : n->branches()) reset_nodes(*branch, backend);
+    }
+}
+
+} // namespace
+
+void Network::reset_state() { reset_nodes(m_nodes, m_backend); }
+
 const Buffer& Network::logits() const { return *m_logits; }
 Buffer& Network::dlogits() { return *m_dlogits; }
 
-void Network::forward(int batch, bool training, std::uint64_t step)
+void Network::forward(int samples, bool training, std::uint64_t step)
 {
+    const int batch = rows(samples); // what the nodes see: one row per sample or per token
     const PassContext c{m_backend, m_seed, m_step_counter};
     if (!m_marks) {
         forward_nodes(m_nodes, c, batch, training, step);
@@ -269,8 +306,9 @@ void Network::forward(int batch, bool training, std::uint64_t step)
     m_marks->forward[m_nodes.size()]->record();
 }
 
-void Network::backward(int batch, std::uint64_t step)
+void Network::backward(int samples, std::uint64_t step)
 {
+    const int batch = rows(samples);
     const PassContext c{m_backend, m_seed, m_step_counter};
     if (!m_marks) {
         backward_nodes(m_nodes, c, batch, step);
@@ -360,7 +398,7 @@ std::vector<NodeFacts> Network::top_level_nodes() const
             const Node* next = i + 1 < m_nodes.size() ? m_nodes[i + 1].get() : nullptr;
             f.cast_before = next && next->layer ? next->layer->path : std::string("the loss");
             f.from_dtype = n.in->dtype();
-            f.per_sample = std::int64_t(n.out->count()) / std::max(m_max_batch, 1);
+            f.per_sample = std::int64_t(n.out->count()) / std::max(rows(m_max_batch), 1);
         }
         out.push_back(std::move(f));
     }
@@ -373,7 +411,9 @@ std::vector<std::string> Network::describe() const
     for (const auto& k : kernels()) {
         std::ostringstream s;
         s << k.path << " " << k.type << " " << dtype_name(k.dtype)
-          << (k.type == "conv2d" ? " conv" : " GEMM");
+          << (k.type == "conv2d" ? " conv"
+              : k.type == "lstm" ? " RNN"
+                                 : " GEMM");
         switch (k.math) {
         case MathMode::Pedantic: s << ", fp32 math (no tensor cores)"; break;
         case MathMode::TF32: s << ", TF32 math"; break;
@@ -384,6 +424,7 @@ std::vector<std::string> Network::describe() const
         s << ": " << k.detail;
         lines.push_back(s.str());
     }
+    for (const auto& n : m_nodes) n->describe(lines);
     collect_fused_relus(m_nodes, lines);
     return lines;
 }

@@ -16,21 +16,42 @@
 
 namespace mixlab {
 
+// A sequence graph (a language model: Shape::tokens() input) runs `time_steps` steps per
+// pass (the run's bptt) over `batch` columns, time-major: row t * batch + j is column j at
+// step t. Every layer but the lstm sees batch * time_steps rows; the lstm runs the whole
+// window from the hidden state the previous pass ended in.
 class Network {
 public:
+    Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
+            int max_batch, int time_steps, std::uint64_t seed);
+    // time_steps 1 (what a graph that is not a sequence has anyway).
     Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
             int max_batch, std::uint64_t seed);
     ~Network();
     Network(const Network&) = delete;
     Network& operator=(const Network&) = delete;
 
-    Buffer& input() { return *m_input; }  // (max_batch, input elements), input dtype
-    Buffer& labels() { return m_labels; } // (max_batch) int32
-    const Buffer& logits() const;         // (max_batch, classes)
+    // Images: input (max_batch, input elements) in the input dtype, labels (max_batch).
+    // Sequences: input (time_steps * max_batch) int32 token ids and labels the same (the
+    // next word of each), both time-major; logits then have time_steps * max_batch rows.
+    Buffer& input() { return *m_input; }
+    Buffer& labels() { return m_labels; } // int32
+    const Buffer& logits() const;         // (rows, classes)
     Buffer& dlogits();
+    bool is_sequence() const { return m_graph.input.sequence; }
+    int time_steps() const { return m_steps; }
+    // Rows the per-step layers and the loss see for `batch` samples (columns).
+    int rows(int batch) const { return is_sequence() ? batch * m_steps : batch; }
+
+    // Zeroes the hidden state an lstm carries from pass to pass (truncated BPTT's
+    // repackaged state): at each epoch's start and before each evaluation pass. A training
+    // step carries it after its backward, an evaluation forward at once, on the device.
+    void reset_state();
 
     // `step` seeds dropout masks (the same in forward and backward). `training` picks
     // dropout on/off and batch statistics (training) or running statistics (evaluation).
+    // `batch` counts samples (a sequence graph's columns); a graph with an lstm runs only
+    // at max_batch.
     // Training steps read their step from this counter on the device (dropout masks)
     // when one is set, so that a recorded step replays correctly; `step` otherwise.
     void set_step_counter(const StepCounter& counter) { m_step_counter = counter; }
@@ -51,14 +72,15 @@ public:
 
     ParamTable& param_table() { return *m_param_table; }
     // fp32 values of every parameter tensor, in graph order (weights then bias; batch
-    // norm scale then shift).
+    // norm scale then shift; an lstm's flat buffer per layer; a decoder tied to the
+    // embedding its bias alone: the table is the embedding's, listed once).
     std::vector<float> read_parameters();
     // Test helpers: the same order. write_parameters also refreshes the low copies;
     // read_gradients gives the float32 gradients of the last backward pass.
     void write_parameters(const std::vector<float>& values);
     std::vector<float> read_gradients();
-    // Human-readable facts about what runs: one line per dense or conv layer, and one
-    // per relu run inside a batch norm.
+    // Human-readable facts about what runs: one line per dense, conv or lstm layer, one
+    // per embedding and one per relu run inside a batch norm.
     std::vector<std::string> describe() const;
     std::vector<LayerKernelInfo> kernels() const;
     std::int64_t device_bytes() const { return m_device_bytes; }
@@ -72,7 +94,8 @@ private:
     StepCounter m_step_counter;
     LayerMarks* m_marks = nullptr;
     int m_max_batch;
-    Graph m_graph; // the nodes point into it
+    int m_steps = 1; // a sequence graph's time steps per pass
+    Graph m_graph;   // the nodes point into it
     NodeList m_nodes;
     std::vector<std::unique_ptr<Buffer>> m_owned; // every buffer this network allocated
     Buffer* m_input = nullptr;

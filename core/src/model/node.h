@@ -58,8 +58,14 @@ public:
     virtual void forward(const PassContext& c, int batch, bool training, std::uint64_t step) = 0;
     virtual void backward(const PassContext& c, int batch, std::uint64_t step) = 0;
 
+    // Zeroes the state a node carries from one forward pass to the next (an lstm's hidden
+    // and cell state); Network::reset_state calls it.
+    virtual void reset_state(Backend&) {}
+
     // Appends the kernel facts of the multiplying layers at or under this node.
     virtual void kernels(std::vector<LayerKernelInfo>&) const {}
+    // Appends describe() lines for what is not a kernel (an embedding's lookup).
+    virtual void describe(std::vector<std::string>&) const {}
     // Whether backward overwrites the dY it reads (an activation turned into dZ in place).
     virtual bool overwrites_out_grad() const { return false; }
     // Whether forward and backward can also run a relu that follows (batch norm).

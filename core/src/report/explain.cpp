@@ -127,11 +127,13 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
     for_each_layer(g.layers, [&](const GraphLayer& gl) {
         if (!gl.is_gemm || gl.tensor_core_friendly || gl.spec.force_fp32) return;
         const bool dense = gl.spec.type == LayerType::Dense;
-        const std::int64_t n_out = dense ? gl.spec.units : gl.spec.filters;
+        const bool lstm = gl.spec.type == LayerType::Lstm; // cuDNN's RNN: hidden and input
+        const std::int64_t n_out = dense ? gl.spec.units : lstm ? gl.spec.hidden : gl.spec.filters;
         const std::int64_t n_in = gl.in.dims.empty() ? 0 : gl.in.dims.back();
         const double share = g.total_flops > 0 ? double(gl.flops) / double(g.total_flops) : 0.0;
-        const std::string what = dense ? fmt("dense, %lld units", (long long)n_out)
-                                       : fmt("conv2d, %lld filters", (long long)n_out);
+        const std::string what = dense  ? fmt("dense, %lld units", (long long)n_out)
+                                 : lstm ? fmt("lstm, %lld hidden", (long long)n_out)
+                                        : fmt("conv2d, %lld filters", (long long)n_out);
         std::string sentence = fmt("%s (%s) under %s: %s; it is %.1f%% of the model's forward "
                                    "FLOPs",
                                    gl.path.c_str(), what.c_str(), pol.c_str(),
@@ -154,6 +156,9 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
             e.suggestion = fmt("pad the output to %lld logits and mask the extra %lld "
                                "(set to -inf before the loss)",
                                (long long)padded, (long long)(padded - n_out));
+        } else if (out_off && lstm) {
+            // No one-click fix: the property editor has no lstm fields yet.
+            e.suggestion = fmt("set \"hidden\" of %s to %lld", gl.path.c_str(), (long long)padded);
         } else if (out_off) {
             e.suggestion =
                 reader == Reader::App

@@ -1,8 +1,11 @@
 // dense: Y (batch x units) = act(X (batch x in) . W^T + b), W stored (units x in). One GEMM
-// forward (bias, and relu when there is a bias, in its epilogue), two backward.
+// forward (bias, and relu when there is a bias, in its epilogue), two backward. On a
+// sequence it applies per time step: its rows are batch x steps. A language model's decoder
+// may be tied to the embedding: W is then the embedding's (vocab x dim) table.
 #include "mixlab/error.h"
 #include "model/layers/layer_rules.h"
 #include "model/layers/layer_unit.h"
+#include "model/layers/shared_table.h"
 #include "model/layers/weights.h"
 
 #include <sstream>
@@ -18,8 +21,13 @@ public:
         const LayerSpec& spec = layer->spec;
         act = layer->folded_into_loss ? Activation::None : spec.activation;
         m_fused_relu = act == Activation::Relu && spec.use_bias;
-        m_w = allocate_weights(b, dtype, std::size_t(out_features) * in_features,
-                               spec.use_bias ? out_features : 0, false);
+        if (spec.tie_weights) {
+            tie(b);
+            if (spec.use_bias) m_w = allocate_bias(b, dtype, std::size_t(out_features));
+        } else {
+            m_w = allocate_weights(b, dtype, std::size_t(out_features) * in_features,
+                                   spec.use_bias ? out_features : 0, false);
+        }
         if (act != Activation::None && !m_fused_relu)
             m_pre = b.own(std::size_t(b.max_batch()) * out_features, dtype);
     }
@@ -37,7 +45,7 @@ public:
         g.n = out_features;
         g.k = in_features;
         g.a = in;
-        g.b = &m_w.w_read();
+        g.b = &w_read();
         g.c = m_pre ? m_pre : out;
         g.bias = m_w.b_read();
         g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
@@ -60,7 +68,7 @@ public:
         dw.k = batch;
         dw.a = out_grad;
         dw.b = in;
-        dw.c = m_w.w_grad;
+        dw.c = m_table ? m_table->grad32 : m_w.w_grad; // tied: the embedding adds to it next
         dw.epilogue = m_w.b_grad ? Epilogue::BiasGradA : Epilogue::None;
         dw.bias_grad = m_w.b_grad;
         dw.math = math;
@@ -71,7 +79,7 @@ public:
             dx.n = in_features;
             dx.k = out_features;
             dx.a = out_grad;
-            dx.b = &m_w.w_read();
+            dx.b = &w_read();
             dx.c = in_grad;
             dx.math = math;
             c.backend.gemm(dx);
@@ -84,14 +92,37 @@ public:
         std::ostringstream s;
         s << in_features << "->" << out_features;
         k.tensor_cores = math != MathMode::Pedantic && layer->tensor_core_friendly;
-        k.detail = s.str() + detail_tail(*layer, math, m_w);
+        k.detail = s.str() + detail_tail(*layer, math, m_table ? m_table->weights : m_w);
+        if (m_table) k.detail += "; W tied to " + m_table->layer->path + " (embedding)'s table";
         out.push_back(std::move(k));
     }
 
     bool overwrites_out_grad() const override { return act != Activation::None; }
 
 private:
-    bool m_fused_relu = false; // bias + relu in the GEMM's epilogue
+    const Buffer& w_read() const { return m_table ? m_table->weights.w_read() : m_w.w_read(); }
+
+    // Shapes were checked by the graph; what is left is what only the network knows.
+    void tie(NodeBuilder& b)
+    {
+        m_table = b.shared_table();
+        if (!m_table)
+            throw SpecError(path() + " (dense): \"tie_weights\" needs an embedding before it");
+        if (m_table->decoder)
+            throw SpecError(path() + " (dense): " + m_table->layer->path +
+                            " (embedding) is already tied to " + m_table->decoder->path);
+        // One GEMM reads X and the table: they must share a dtype.
+        if (m_table->dtype != dtype)
+            throw SpecError(path() + " (dense): \"tie_weights\" needs the decoder and " +
+                            m_table->layer->path + " (embedding) in one dtype, got " +
+                            std::string(dtype_name(dtype)) + " and " +
+                            std::string(dtype_name(m_table->dtype)) +
+                            "; give both \"dtype\": \"float32\" or neither");
+        m_table->decoder = layer;
+    }
+
+    bool m_fused_relu = false;      // bias + relu in the GEMM's epilogue
+    SharedTable* m_table = nullptr; // tied: the embedding's table is W (m_w holds the bias)
     Weights m_w;
     Buffer* m_pre = nullptr; // the pre-activation, when the activation runs on its own
 };
@@ -105,7 +136,8 @@ public:
         if (gl.in.dims.size() != 1)
             throw SpecError(label + ": needs a flat input but receives " + gl.in.to_string() +
                             "; add a {\"type\": \"flatten\"} layer before it");
-        if (l.units == k_units_classes) l.units = walk.classes();
+        const bool vocab = l.units == k_units_vocab;
+        if (l.units == k_units_classes || vocab) l.units = walk.classes();
         if (l.units <= 0)
             throw SpecError(label + ": \"units\" must be a positive integer, got " +
                             std::to_string(l.units));
@@ -116,13 +148,44 @@ public:
                             std::to_string(units) +
                             " units is more weights than one layer "
                             "may hold");
-        gl.out = Shape{{l.units}};
-        gl.params = in * units + (l.use_bias ? units : 0);
+        if (l.tie_weights) check_tie(gl, walk);
+        gl.out = Shape{{l.units}, gl.in.sequence}; // per time step on a sequence
+        gl.params = (l.tie_weights ? 0 : in * units) + (l.use_bias ? units : 0);
         gl.flops =
             2 * in * units + (l.use_bias ? units : 0) + activation_flops(l.activation, units);
-        set_gemm_fitness(gl, {{"inputs", in}, {"units", units}});
+        set_gemm_fitness(gl, {{"inputs", in}, {vocab ? "vocab" : "units", units}});
+        // A vocabulary is what the corpus has, not a size one picks: say what the usual
+        // remedy is rather than suggest another count.
+        if (vocab && units % 8 != 0)
+            gl.tensor_core_note += "; padding the decoder (and the embedding) with " +
+                                   std::to_string(8 - units % 8) +
+                                   " never-used words would make it one (MixLab does not pad)";
     }
     bool sets_width() const override { return true; }
+
+private:
+    // The embedding's table (vocab x dim) is W (units x in): both must match.
+    static void check_tie(const GraphLayer& gl, const GraphWalk& walk)
+    {
+        const std::string label = layer_label(gl);
+        const GraphLayer* e = walk.embedding();
+        if (!e)
+            throw SpecError(label + ": \"tie_weights\" shares the table of an embedding layer, "
+                                    "but there is none before it");
+        const std::string shares = label + ": \"tie_weights\" shares " + e->path +
+                                   " (embedding)'s " + std::to_string(e->spec.vocab) + " x " +
+                                   std::to_string(e->spec.dim) + " table, ";
+        if (e->spec.dim != gl.in.dims[0])
+            throw SpecError(shares + "but its input is " + std::to_string(gl.in.dims[0]) +
+                            " wide: the embedding's \"dim\" (" + std::to_string(e->spec.dim) +
+                            ") must equal the decoder's input width (" +
+                            std::to_string(gl.in.dims[0]) + "), e.g. the lstm's \"hidden\"");
+        if (e->spec.vocab != gl.spec.units)
+            throw SpecError(shares + "but it has " + std::to_string(gl.spec.units) +
+                            " units: use \"units\": \"vocab\" and \"vocab\": \"dataset\"");
+    }
+
+public:
     const char* width_field() const override { return "units"; }
     bool folds_output_activation() const override { return true; }
     bool picks_dtype() const override { return true; }

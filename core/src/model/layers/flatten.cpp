@@ -19,6 +19,10 @@ class FlattenUnit final : public LayerUnit {
 public:
     void infer(GraphLayer& gl, GraphWalk&) const override
     {
+        if (gl.in.sequence)
+            throw SpecError(layer_label(gl) + ": receives a sequence (" + gl.in.to_string() +
+                            ") and has no image to flatten; dense layers apply per time step, "
+                            "so none is needed");
         if (gl.in.elements() > k_max_elements)
             throw SpecError(layer_label(gl) + ": flattens " + gl.in.to_string() +
                             ", more values than one sample may hold");

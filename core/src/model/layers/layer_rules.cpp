@@ -67,7 +67,10 @@ void need_image(const GraphLayer& gl, const GraphWalk& walk)
     if (is_image(gl.in)) return;
     std::string msg =
         layer_label(gl) + ": needs an image input (H, W, C) but receives " + gl.in.to_string();
-    if (is_image(walk.model_input()))
+    if (gl.in.sequence)
+        msg += ", a sequence (one vector per time step); convolutions and pooling do not apply "
+               "to a language model";
+    else if (is_image(walk.model_input()))
         msg += "; put it before the flatten or dense layers (they turn the image into a "
                "vector)";
     else

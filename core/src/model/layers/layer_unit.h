@@ -27,6 +27,9 @@ public:
     // The model's input as the dataset gives it (messages say how an image became flat).
     virtual const Shape& model_input() const = 0;
     virtual int classes() const = 0;
+    // The embedding inferred so far (a language model's first layer), null when none: what
+    // a decoder with "tie_weights" shares its table with.
+    virtual const GraphLayer* embedding() const = 0;
     // Infers `specs` in order from `in` (a block's branch); `prefix` starts each path
     // ("layer 4 > body "). Returns the layers and leaves the last output in `out`.
     virtual std::vector<GraphLayer> infer_list(const std::vector<LayerSpec>& specs, const Shape& in,
@@ -37,11 +40,20 @@ protected:
 };
 
 class LayerUnit;
+struct SharedTable;
 
 class NodeBuilder {
 public:
     virtual Backend& backend() = 0;
+    // The rows a per-sample buffer holds: the batch, or in a sequence graph the batch times
+    // the time steps (every layer but the lstm sees each step of each sequence as a row).
     virtual int max_batch() const = 0;
+    // A sequence graph's steps per forward pass (the run's bptt); 1 otherwise.
+    virtual int time_steps() const = 0;
+    // The embedding's table, published by the embedding node for a decoder tied to it
+    // (null until then); valid while the network lives.
+    virtual void publish_table(SharedTable* table) = 0;
+    virtual SharedTable* shared_table() const = 0;
     // A buffer the network owns (and counts in its device bytes); disown frees one that
     // turned out unneeded.
     virtual Buffer* own(std::size_t count, DType dtype) = 0;

@@ -17,6 +17,8 @@ const LayerUnit& maxpool2d_unit();
 const LayerUnit& avgpool2d_unit();
 const LayerUnit& global_avgpool_unit();
 const LayerUnit& residual_unit();
+const LayerUnit& embedding_unit();
+const LayerUnit& lstm_unit();
 
 const LayerUnit& layer_unit(LayerType type)
 {
@@ -31,6 +33,8 @@ const LayerUnit& layer_unit(LayerType type)
     case LayerType::AvgPool2D: return avgpool2d_unit();
     case LayerType::GlobalAvgPool: return global_avgpool_unit();
     case LayerType::Residual: return residual_unit();
+    case LayerType::Embedding: return embedding_unit();
+    case LayerType::Lstm: return lstm_unit();
     }
     throw Error("no layer unit for layer type " + std::to_string(int(type)));
 }

@@ -9,6 +9,17 @@
 
 namespace mixlab {
 
+Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b)
+{
+    const DType master = b.master_dtype(dtype);
+    Weights w;
+    w.b_master = b.own(n_b, master);
+    w.b_grad = b.own(n_b, master);
+    if (master != dtype) w.b_low = b.own(n_b, dtype);
+    b.add_param(w.b_master, w.b_grad, w.b_low);
+    return w;
+}
+
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
                          bool grad_low)
 {
@@ -21,12 +32,22 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
     if (grad_low && master != dtype) w.w_grad_low = b.own(n_w, dtype);
     b.add_param(w.w_master, w.w_grad, w.w_low);
     if (n_b) {
-        w.b_master = b.own(n_b, master);
-        w.b_grad = b.own(n_b, master);
-        if (master != dtype) w.b_low = b.own(n_b, dtype);
-        b.add_param(w.b_master, w.b_grad, w.b_low);
+        const Weights bias = allocate_bias(b, dtype, n_b);
+        w.b_master = bias.b_master;
+        w.b_grad = bias.b_grad;
+        w.b_low = bias.b_low;
     }
     return w;
+}
+
+void init_uniform(Backend& backend, const Weights& w, float limit, std::uint64_t seed,
+                  std::uint64_t stream)
+{
+    std::vector<float> host(w.w_master->count());
+    for (std::size_t i = 0; i < host.size(); ++i)
+        host[i] = (2.0f * hd::uniform01(seed, stream, i) - 1.0f) * limit;
+    backend.upload_f32(*w.w_master, host.data(), host.size());
+    if (w.w_low) backend.cast(*w.w_master, *w.w_low);
 }
 
 // Glorot-uniform weights (Keras's default; for a convolution the fans count the kernel
@@ -35,13 +56,10 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
 void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out, std::uint64_t seed,
                   int layer_id)
 {
-    const float limit = std::sqrt(6.0f / float(fan_in + fan_out));
-    std::vector<float> host(w.w_master->count());
-    const std::uint64_t stream = 0x5EED0000ull + std::uint64_t(layer_id);
-    for (std::size_t i = 0; i < host.size(); ++i)
-        host[i] = (2.0f * hd::uniform01(seed, stream, i) - 1.0f) * limit;
-    backend.upload_f32(*w.w_master, host.data(), host.size());
-    if (w.w_low) backend.cast(*w.w_master, *w.w_low);
+    if (w.w_master) {
+        const float limit = std::sqrt(6.0f / float(fan_in + fan_out));
+        init_uniform(backend, w, limit, seed, 0x5EED0000ull + std::uint64_t(layer_id));
+    }
     if (w.b_master) {
         backend.fill(*w.b_master, 0.0f);
         if (w.b_low) backend.fill(*w.b_low, 0.0f);

@@ -32,10 +32,18 @@ struct Weights {
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
                          bool grad_low);
 
+// A bias alone (a decoder whose weights are the embedding's table): b_* set, w_* null.
+Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b);
+
 // Glorot-uniform weights over the fans given, zero biases; `layer_id` picks the stream
-// of the counter-based generator.
+// of the counter-based generator. Weights it does not own (w_master null) are left alone.
 void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out, std::uint64_t seed,
                   int layer_id);
+
+// Every value of the weights (not the bias) uniform in [-limit, limit), from the stream
+// `stream` of the same generator: PyTorch's embedding (the example's 0.1) and LSTM inits.
+void init_uniform(Backend& backend, const Weights& w, float limit, std::uint64_t seed,
+                  std::uint64_t stream);
 
 // How a kernel's detail line ends: why 16-bit math cannot use tensor cores, when the
 // graph found a dimension off, and whether fp32 master weights stand behind the copy.
