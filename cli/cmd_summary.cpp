@@ -9,6 +9,7 @@
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/text_corpus.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,26 @@ namespace {
 // The input used when neither --input nor --dataset says: CIFAR-10's, the seed MLP's.
 const Shape k_default_input{{32, 32, 3}};
 constexpr int k_default_classes = 10;
+// A language model's vocabulary when no corpus says: synthetic-text's default.
+const int k_default_vocab = SyntheticTextOptions{}.vocab;
+
+// A model that starts with an embedding is a language model: it reads token ids.
+bool is_language_model(const ModelSpec& spec)
+{
+    return !spec.layers.empty() && spec.layers.front().type == LayerType::Embedding;
+}
+
+// The vocabulary of --dataset for a language model: synthetic-text's (without generating
+// it) or a corpus folder's.
+int corpus_vocab(const std::string& name)
+{
+    if (name == "synthetic-text") return k_default_vocab;
+    if (is_text_corpus_folder(name)) return load_text_corpus_folder(name).vocab_size();
+    throw InputError("--dataset " + name +
+                     " is not a text corpus, and this model is a language model (it starts with "
+                     "an embedding): give synthetic-text or a folder of train.txt, valid.txt and "
+                     "test.txt");
+}
 
 Shape parse_input(const std::string& text)
 {
@@ -52,6 +73,13 @@ std::string size_text(int h, int w)
     return h == w ? std::to_string(h) : std::to_string(h) + "x" + std::to_string(w);
 }
 
+std::string rate_text(float rate)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(rate));
+    return buf;
+}
+
 std::string layer_label(const GraphLayer& l)
 {
     const LayerSpec& s = l.spec;
@@ -74,12 +102,16 @@ std::string layer_label(const GraphLayer& l)
         break;
     case LayerType::MaxPool2D:
     case LayerType::AvgPool2D: window(); break;
-    case LayerType::Dropout: {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g", double(s.rate));
-        add(buf);
+    case LayerType::Dropout: add(rate_text(s.rate)); break;
+    case LayerType::Embedding: add(std::to_string(s.vocab) + "x" + std::to_string(s.dim)); break;
+    case LayerType::Lstm:
+        add(std::to_string(s.hidden));
+        if (s.num_layers != 1) add("x" + std::to_string(s.num_layers) + " layers");
+        if (s.rate != 0.0f) add("dropout " + rate_text(s.rate));
         break;
-    }
+    case LayerType::Dense:
+        if (s.tie_weights) add("tied");
+        break;
     default: break;
     }
     const bool shows_activation = s.type == LayerType::Activation ||
@@ -130,8 +162,10 @@ void collect_rows(const std::vector<GraphLayer>& layers, int depth, std::vector<
 
 void print_table(const Graph& g)
 {
-    std::printf("model %s, input %s, %d classes\n", g.name.empty() ? "(unnamed)" : g.name.c_str(),
-                g.input.to_string().c_str(), g.classes);
+    const bool lm = g.input.sequence;
+    std::printf("model %s, input %s, %d %s\n", g.name.empty() ? "(unnamed)" : g.name.c_str(),
+                g.input.to_string().c_str(), g.classes,
+                lm ? "words (a language model)" : "classes");
     std::vector<Row> rows;
     collect_rows(g.layers, 0, rows);
     int layer_w = 5, type_w = 26;
@@ -140,7 +174,7 @@ void print_table(const Graph& g)
         type_w = std::max(type_w, int(r.type.size()));
     }
     std::printf("%-*s %-*s %-12s %12s %14s  %s\n", layer_w, "layer", type_w, "type", "output",
-                "params", "FLOPs/sample", "tensor cores");
+                "params", lm ? "FLOPs/token" : "FLOPs/sample", "tensor cores");
     for (const Row& r : rows) {
         const GraphLayer& l = *r.l;
         std::string tc = tensor_core_text(l);
@@ -149,9 +183,9 @@ void print_table(const Graph& g)
                     r.type.c_str(), l.out.to_string().c_str(), static_cast<long long>(l.params),
                     static_cast<long long>(l.flops), tc.c_str());
     }
-    std::printf("total: %lld parameters, %lld forward FLOPs per sample; output: %s\n",
+    std::printf("total: %lld parameters, %lld forward FLOPs per %s; output: %s\n",
                 static_cast<long long>(g.total_params), static_cast<long long>(g.total_flops),
-                head_text(g.head).c_str());
+                lm ? "token" : "sample", head_text(g.head).c_str());
     for (const std::string& w : g.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
@@ -174,7 +208,19 @@ nlohmann::ordered_json layer_json(const GraphLayer& l)
     o["type"] = std::string(layer_type_name(s.type));
     o["activation"] = std::string(activation_name(s.activation));
     switch (s.type) {
-    case LayerType::Dense: o["units"] = s.units; break;
+    case LayerType::Dense:
+        o["units"] = s.units;
+        o["tie_weights"] = s.tie_weights;
+        break;
+    case LayerType::Embedding:
+        o["vocab"] = s.vocab;
+        o["dim"] = s.dim;
+        break;
+    case LayerType::Lstm:
+        o["hidden"] = s.hidden;
+        o["layers"] = s.num_layers;
+        o["dropout"] = short_double(s.rate);
+        break;
     case LayerType::Dropout: o["rate"] = short_double(s.rate); break;
     case LayerType::Conv2D:
         o["filters"] = s.filters;
@@ -220,6 +266,7 @@ void print_json(const Graph& g)
     j["model"] = g.name;
     j["input"] = g.input.to_string();
     j["classes"] = g.classes;
+    j["flops_per"] = g.input.sequence ? "token" : "sample";
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const GraphLayer& l : g.layers) layers.push_back(layer_json(l));
     j["layers"] = std::move(layers);
@@ -244,7 +291,10 @@ int cmd_summary(int argc, char** argv)
                      "shape, parameters,\nforward FLOPs per sample, whether its GEMM or "
                      "convolution fits tensor cores (and why\nnot), and what the loss absorbs. "
                      "The input shape and classes come from --input/--classes,\nelse from the "
-                     "dataset named, else 32x32x3 and 10 classes.");
+                     "dataset named, else 32x32x3 and 10 classes. A language model (one that "
+                     "starts with\nan embedding) reads one token per step and has as many "
+                     "classes as its corpus has words\n(--dataset synthetic-text or a corpus "
+                     "folder; else 10000); its FLOPs are per token.");
     parser.add_option("--model", "FILE", "model spec (mixlab-model/1 JSON); required");
     parser.add_option("--input", "HxWxC", "per-sample input shape, e.g. 32x32x3");
     parser.add_option("--classes", "N", "number of classes");
@@ -264,6 +314,18 @@ int cmd_summary(int argc, char** argv)
     if (auto v = parser.value("--input")) input = parse_input(*v);
     std::optional<int> classes;
     if (auto v = parser.integer("--classes", 1, 1 << 20)) classes = int(*v);
+    // A language model reads token ids; its classes are the corpus's words.
+    if (is_language_model(spec) && !input) {
+        input = Shape::tokens();
+        if (!classes && parser.has("--dataset")) classes = corpus_vocab(*parser.value("--dataset"));
+        if (!classes) {
+            std::fprintf(stderr,
+                         "summary: a language model: vocabulary %d assumed (synthetic-text's; give "
+                         "--dataset FOLDER|synthetic-text or --classes N)\n",
+                         k_default_vocab);
+            classes = k_default_vocab;
+        }
+    }
     if ((!input || !classes) && parser.has("--dataset")) {
         DatasetOptions options;
         options.name = *parser.value("--dataset");

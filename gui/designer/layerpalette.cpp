@@ -38,6 +38,8 @@ QString tipFor(LayerType t)
     case LayerType::Residual:
         return LayerPalette::tr("An empty residual block, output = relu(body(x) + x): fill its "
                                 "body from the palette");
+    case LayerType::Embedding: return LayerPalette::tr("Word ids to vectors (language models)");
+    case LayerType::Lstm: return LayerPalette::tr("Stacked LSTM layers over a sequence");
     }
     return {};
 }

@@ -108,6 +108,8 @@ LayerSpec defaultLayer(LayerType type)
     case LayerType::AvgPool2D: l.kernel_h = l.kernel_w = 2; break;
     case LayerType::GlobalAvgPool: break;
     case LayerType::Residual: l.activation = Activation::Relu; break;
+    case LayerType::Embedding: l.dim = 200; break; // the word_language_model example's emsize
+    case LayerType::Lstm: l.hidden = 200; break;
     }
     return l;
 }
@@ -150,11 +152,13 @@ QString layerSummary(const LayerSpec &layer)
     case LayerType::Flatten:
     case LayerType::GlobalAvgPool: break;
     case LayerType::Dense:
-        s +=
-            QLatin1Char(' ') +
-            (layer.units == mixlab::k_units_classes ? tr("classes") : QString::number(layer.units));
+        s += QLatin1Char(' ') + (layer.units == mixlab::k_units_classes ? tr("classes")
+                                 : layer.units == mixlab::k_units_vocab
+                                     ? tr("vocab")
+                                     : QString::number(layer.units));
         activation();
         if (!layer.use_bias) s += tr(", no bias");
+        if (layer.tie_weights) s += tr(", tied to the embedding");
         break;
     case LayerType::Activation:
         s += QLatin1Char(' ') + fromView(mixlab::activation_name(layer.activation));
@@ -185,6 +189,17 @@ QString layerSummary(const LayerSpec &layer)
         // relu after the sum is the rule; only its absence is worth the room.
         if (layer.activation == Activation::None) s += tr(" linear");
         s += QLatin1Char(' ') + blockOutline(layer);
+        break;
+    case LayerType::Embedding:
+        s += QLatin1Char(' ') +
+             (layer.vocab == mixlab::k_vocab_dataset ? tr("dataset")
+                                                     : QString::number(layer.vocab)) +
+             QStringLiteral(" x ") + QString::number(layer.dim);
+        break;
+    case LayerType::Lstm:
+        s += QLatin1Char(' ') + QString::number(layer.hidden);
+        if (layer.num_layers != 1) s += tr(" x%1 layers").arg(layer.num_layers);
+        if (layer.rate != 0.0f) s += tr(", dropout %1").arg(double(layer.rate), 0, 'g', 6);
         break;
     }
     if (layer.force_fp32) s += tr(" (float32)");

@@ -42,6 +42,9 @@ Shape image(int h, int w, int c) { return Shape{{h, w, c}}; }
 
 const Shape k_cifar = image(32, 32, 3);
 const Shape k_mnist = image(28, 28, 1);
+const Shape k_tokens = Shape::tokens();
+// WikiText-2's vocabulary, as the word_language_model example reads it.
+constexpr int k_wikitext2_words = 33278;
 
 // Every preset, the input it is meant for and its parameter count. ResNets, CIFAR form
 // (3x3 stem, 100 classes): torchvision's counts (1000 classes, 7x7 stem) minus the 7x7
@@ -71,6 +74,14 @@ const Preset k_presets[] = {
     {"seed-mlp.json", k_cifar, 10, 12230010},
     {"seed-mlp-fixed.json", k_cifar, 10, 12230010},
     {"mnist-mlp.json", k_mnist, 10, 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10},
+    // PyTorch's word_language_model on WikiText-2: embedding V*E, per LSTM layer
+    // 4H(I+H+2) (b_ih and b_hh), decoder H*V+V, or V alone when tied to the embedding.
+    {"word-lm-small.json", k_tokens, k_wikitext2_words,
+     33278LL * 200 + 2 * 4 * 200 * (200 + 200 + 2) + 200LL * 33278 + 33278}, // 13,987,678
+    {"word-lm-medium.json", k_tokens, k_wikitext2_words,
+     33278LL * 650 + 2 * 4 * 650 * (650 + 650 + 2) + 33278}, // 28,434,378
+    {"word-lm-large.json", k_tokens, k_wikitext2_words,
+     33278LL * 1500 + 2LL * 4 * 1500 * (1500 + 1500 + 2) + 33278}, // 85,974,278
 };
 
 } // namespace
@@ -85,9 +96,10 @@ private slots:
         QTest::addColumn<std::vector<int>>("input");
         QTest::addColumn<int>("classes");
         QTest::addColumn<qint64>("params");
+        QTest::addColumn<bool>("sequence");
         for (const Preset& p : k_presets)
-            QTest::addRow("%s", p.file)
-                << QString(p.file) << p.input.dims << p.classes << qint64(p.params);
+            QTest::addRow("%s", p.file) << QString(p.file) << p.input.dims << p.classes
+                                        << qint64(p.params) << p.input.sequence;
     }
     void presets()
     {
@@ -95,11 +107,12 @@ private slots:
         QFETCH(std::vector<int>, input);
         QFETCH(int, classes);
         QFETCH(qint64, params);
+        QFETCH(bool, sequence);
         try {
-            const Graph g = build(file, Shape{input}, classes);
+            const Graph g = build(file, Shape{input, sequence}, classes);
             QCOMPARE(QString::fromStdString(g.name) + ".json", file);
             QCOMPARE(qint64(g.total_params), params);
-            QCOMPARE(g.layers.back().out, Shape{{classes}});
+            QCOMPARE(g.layers.back().out, (Shape{{classes}, sequence}));
             // Only the seed's MLP ends in a sigmoid, on purpose, and is warned about.
             QCOMPARE(g.warnings.size(), std::size_t(file == "seed-mlp.json" ? 1 : 0));
             // Totals are the sums over the top level; ids number the whole tree once.
@@ -132,6 +145,38 @@ private slots:
         files.sort();
         tested.sort();
         QCOMPARE(files, tested);
+    }
+
+    // The language models read tokens, the others images: each given the other's input
+    // says what is wrong rather than building something meaningless.
+    void language_models_need_tokens()
+    {
+        for (const char* f : {"word-lm-small.json", "word-lm-medium.json", "word-lm-large.json"}) {
+            try {
+                build(f, k_cifar, 10);
+                QFAIL(qPrintable(QString(f) + " built on an image input"));
+            } catch (const SpecError& e) {
+                QVERIFY2(QString(e.what()).contains("layer 0 (embedding): needs token input"),
+                         e.what());
+            }
+        }
+        try {
+            build("small-cnn.json", k_tokens, 10000);
+            QFAIL("small-cnn built on token input");
+        } catch (const SpecError& e) {
+            QVERIFY2(QString(e.what()).contains("layer 0 (conv2d): a language model's input is "
+                                                "one word id per time step"),
+                     e.what());
+        }
+        // On synthetic-text's default vocabulary (10000, a multiple of 8) the decoder suits
+        // tensor cores; on WikiText-2's (33278) it does not, and the note says why.
+        const Graph synthetic = build("word-lm-small.json", k_tokens, 10000);
+        QVERIFY(synthetic.layers.back().tensor_core_friendly);
+        const Graph wiki = build("word-lm-small.json", k_tokens, k_wikitext2_words);
+        QVERIFY(!wiki.layers.back().tensor_core_friendly);
+        QVERIFY2(QString::fromStdString(wiki.layers.back().tensor_core_note)
+                     .contains("vocab 33278 is not a multiple of 8 (33280 would be)"),
+                 wiki.layers.back().tensor_core_note.c_str());
     }
 
     // The acceptance: ResNet-18 on CIFAR-100 has 11.2 M parameters, within 1 %.

@@ -93,6 +93,7 @@ class TestDesigner : public QObject {
     Q_OBJECT
 private slots:
     void presets();
+    void languageModelPresets();
     void seedColumns_data();
     void seedColumns();
     void edits_data();
@@ -105,6 +106,30 @@ private slots:
     void undoActions();
     void actionStates();
 };
+
+// The language-model presets load beside the others; on an image dataset the designer
+// shows the engine's message and marks the embedding (showing them on token input is a
+// later step), and on token input they validate.
+void TestDesigner::languageModelPresets()
+{
+    ModelDesigner d;
+    for (const char *n : {"word-lm-small", "word-lm-medium", "word-lm-large"}) {
+        QVERIFY2(d.presetNames().contains(QLatin1String(n)), n);
+        QVERIFY(d.loadPreset(QLatin1String(n)));
+        QCOMPARE(d.layerTree()->topLevelItemCount(), 5);
+        QVERIFY(!d.isValid());
+        QVERIFY2(
+            d.validationMessage().contains(QLatin1String("layer 0 (embedding): needs token input")),
+            qPrintable(d.validationMessage()));
+    }
+    QCOMPARE(cell(d, 0, LayerTree::LayerColumn), QStringLiteral("embedding dataset x 1500"));
+    QCOMPARE(cell(d, 2, LayerTree::LayerColumn),
+             QStringLiteral("lstm 1500 x2 layers, dropout 0.65"));
+    QCOMPARE(cell(d, 4, LayerTree::LayerColumn),
+             QStringLiteral("dense vocab, tied to the embedding"));
+    d.setInput(mixlab::Shape::tokens(), 10000);
+    QVERIFY2(d.isValid(), qPrintable(d.validationMessage()));
+}
 
 void TestDesigner::presets()
 {
