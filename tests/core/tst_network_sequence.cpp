@@ -3,6 +3,7 @@
 // central differences of the loss; the hidden state carried from pass to pass and
 // reset_state; the fixed batch; mixed_fp16 against fp32; what describe() reports.
 #include "mixlab/backend.h"
+#include "mixlab/device.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -50,12 +51,13 @@ std::vector<std::int32_t> tokens(unsigned seed)
 }
 
 struct Lm {
-    std::unique_ptr<Backend> backend = make_backend(DeviceChoice::CPU);
+    std::unique_ptr<Backend> backend;
     Graph graph;
     std::unique_ptr<Network> net;
     Buffer record;
 
-    Lm(const ModelSpec& spec, Policy policy)
+    Lm(const ModelSpec& spec, Policy policy, DeviceChoice device = DeviceChoice::CPU)
+        : backend(make_backend(device))
     {
         graph = build_graph(spec, Shape::tokens(), k_vocab);
         OptimizerConfig opt;
@@ -93,6 +95,15 @@ double max_abs_diff(const Vec& a, const Vec& b)
     double d = 0;
     for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::abs(a[i] - b[i])));
     return d;
+}
+
+// The largest |a - b| / (atol + rtol |b|): at most 1 when every element is within.
+double worst_of_tolerance(const Vec& a, const Vec& b, double atol, double rtol)
+{
+    double w = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        w = std::max(w, std::abs(double(a[i]) - double(b[i])) / (atol + rtol * std::abs(b[i])));
+    return w;
 }
 
 } // namespace
@@ -243,6 +254,71 @@ private slots:
         const double rel = std::sqrt(diff / norm);
         QVERIFY2(rel < 3e-2, qPrintable(QString("relative gradient difference %1").arg(rel)));
         QVERIFY(rel > 0); // fp16 storage did change something: the policy ran
+    }
+
+    // The same model on the GPU (cuDNN's RNN, cuBLASLt, the embedding kernels) against the
+    // CPU reference: fp32 with exact FMA math agrees to float32 summation-order noise
+    // (1e-4 + 1e-3 relative over a few hundred products); the carried state too. Then a
+    // recorded evaluation pass (a CUDA graph) replayed twice carries its state exactly as
+    // two eager passes do: the copies are device operations inside the recording.
+    void cuda_matches_cpu_data()
+    {
+        QTest::addColumn<bool>("tied");
+        QTest::addRow("untied") << false;
+        QTest::addRow("tied") << true;
+    }
+    void cuda_matches_cpu()
+    {
+        if (!cuda_backend_available()) QSKIP("no CUDA device: the GPU path cannot be checked here");
+        QFETCH(bool, tied);
+        Lm cpu(tiny_lm(tied, 0.3f), Policy::FP32);
+        Lm gpu(tiny_lm(tied, 0.3f), Policy::FP32, DeviceChoice::CUDA);
+        QVERIFY(std::abs(cpu.loss(true) - gpu.loss(true)) < 1e-4);
+        const double grads =
+            worst_of_tolerance(gpu.net->read_gradients(), cpu.net->read_gradients(), 1e-4, 1e-3);
+        QVERIFY2(grads <= 1.0, qPrintable(QString("gradients %1 of the tolerance").arg(grads)));
+        for (Lm* lm : {&cpu, &gpu}) {
+            lm->net->reset_state();
+            lm->net->forward(k_batch, false, 0);
+            lm->net->forward(k_batch, false, 0);
+        }
+        QVERIFY(worst_of_tolerance(gpu.logits(), cpu.logits(), 1e-4, 1e-3) <= 1.0);
+
+        // Eager: two passes from zero.
+        gpu.net->reset_state();
+        gpu.net->forward(k_batch, false, 0);
+        const Vec first = gpu.logits();
+        gpu.net->forward(k_batch, false, 0);
+        const Vec second = gpu.logits();
+        // Recorded once, replayed twice from zero.
+        gpu.net->reset_state();
+        QVERIFY(gpu.backend->begin_capture());
+        gpu.net->forward(k_batch, false, 0);
+        std::string why;
+        const auto graph = gpu.backend->end_capture(&why);
+        QVERIFY2(graph, why.c_str());
+        QVERIFY(graph->replay());
+        QCOMPARE(max_abs_diff(gpu.logits(), first), 0.0);
+        QVERIFY(graph->replay());
+        QCOMPARE(max_abs_diff(gpu.logits(), second), 0.0);
+
+        // mixed_fp16 on the GPU: finite gradients near the fp32 ones (as on the CPU).
+        Lm mixed(tiny_lm(tied, 0.3f), Policy::MixedFP16, DeviceChoice::CUDA);
+        mixed.loss(true);
+        const Vec g16 = mixed.net->read_gradients();
+        const Vec g32 = gpu.net->read_gradients();
+        double diff = 0, norm = 0;
+        for (std::size_t i = 0; i < g32.size(); ++i) {
+            QVERIFY(std::isfinite(g16[i]));
+            diff += double(g16[i] - g32[i]) * double(g16[i] - g32[i]);
+            norm += double(g32[i]) * double(g32[i]);
+        }
+        QVERIFY2(std::sqrt(diff / norm) < 3e-2,
+                 qPrintable(QString::number(std::sqrt(diff / norm))));
+        const auto lines = mixed.net->describe();
+        QVERIFY(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+            return l.find("cuDNN RNN, tensor-op math") != std::string::npos;
+        }));
     }
 
     // What describe() says runs: the embedding's lookup, the LSTM on the CPU reference,

@@ -398,7 +398,8 @@ std::vector<NodeFacts> Network::top_level_nodes() const
             const Node* next = i + 1 < m_nodes.size() ? m_nodes[i + 1].get() : nullptr;
             f.cast_before = next && next->layer ? next->layer->path : std::string("the loss");
             f.from_dtype = n.in->dtype();
-            f.per_sample = std::int64_t(n.out->count()) / std::max(rows(m_max_batch), 1);
+            // Per sample: in a sequence graph, per column of time_steps tokens.
+            f.per_sample = std::int64_t(n.out->count()) / std::max(m_max_batch, 1);
         }
         out.push_back(std::move(f));
     }
