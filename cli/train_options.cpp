@@ -82,6 +82,9 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_option("--steps", "N", "stop after N steps instead of whole epochs");
     p.add_option("--lr", "X", "learning rate (default 0.01)");
     p.add_option("--optimizer", "sgd|adam|adamw", "optimizer (default sgd, momentum 0.9)");
+    p.add_option("--clip", "X",
+                 "clip gradients to global L2 norm X after unscaling, as PyTorch's "
+                 "clip_grad_norm_ (default 0: off)");
     p.add_option("--loss-scale", "dynamic|static|none|default",
                  "loss scaling (default: what the policy uses)");
     p.add_option("--loss-scale-init", "X", "initial (or static) loss scale (default 65536)");
@@ -121,6 +124,8 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     }
     if (auto v = p.choice("--optimizer", {"sgd", "adam", "adamw"}))
         c.optimizer.type = parse_optimizer(*v);
+    // Same bound as --lr: only a typo would ask for a norm beyond 1e6 (0 turns it off).
+    if (auto v = p.real("--clip", 0.0, 1e6)) c.optimizer.clip_norm = float(*v);
     if (auto v = p.choice("--loss-scale", {"dynamic", "static", "none", "default"}))
         c.loss_scale.mode = parse_loss_scale(*v);
     // 2^-24 .. 2^32: below, fp16 gradients vanish; above, even fp32 overflows on

@@ -182,6 +182,8 @@ private slots:
         write("run-lr-negative.json", run_head + R"("optimizer": {"type": "sgd", "lr": -0.1}})");
         write("run-lr-string-nan.json", run_head + R"("optimizer": {"type": "sgd", "lr": "nan"}})");
         write("run-lr-inf.json", run_head + R"("optimizer": {"type": "sgd", "lr": 1e999}})");
+        write("run-clip-negative.json",
+              run_head + R"("optimizer": {"type": "sgd", "clip_norm": -1}})");
         write("run-unknown-field.json", run_head + R"("batchsize": 8})");
 
         write_idx("idx-magic", [](QByteArray& b) { b.replace(0, 4, be32(0x00001234)); });
@@ -283,6 +285,7 @@ private slots:
         run("run: lr negative", "run-lr-negative.json", "lr");
         run("run: lr a string", "run-lr-string-nan.json", "lr");
         run("run: lr 1e999", "run-lr-inf.json", "run-lr-inf.json");
+        run("run: clip_norm negative", "run-clip-negative.json", "clip_norm");
         run("run: unknown field", "run-unknown-field.json", "batchsize");
         run("run: missing file", "none-run.json", "none-run.json");
         run("run: a folder", "model-dir.json", "model-dir.json");
@@ -301,6 +304,8 @@ private slots:
         option("--lr nan", {"--lr", "nan"}, "--lr");
         option("--lr inf", {"--lr", "inf"}, "--lr");
         option("--lr 0", {"--lr", "0"}, "--lr");
+        option("--clip -1", {"--clip=-1"}, "--clip");
+        option("--clip inf", {"--clip", "inf"}, "--clip");
         option("--synthetic-size 0", {"--synthetic-size", "0"}, "--synthetic-size");
         option("--log-json in a missing folder", {"--log-json", "@no-such-dir/log.json"},
                "no-such-dir");

@@ -138,6 +138,7 @@ private slots:
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         QVERIFY2(r.out.startsWith("usage: mixlab-cli " + command), qPrintable(r.out));
         QVERIFY(r.out.contains("--model FILE"));
+        if (command != "summary") QVERIFY2(r.out.contains("--clip X"), qPrintable(r.out));
         QVERIFY2(r.out.contains(specific), qPrintable(r.out));
         QVERIFY(r.err.isEmpty());
     }
@@ -177,6 +178,9 @@ private slots:
         QTest::newRow("epochs and steps") << with(train, {"--epochs", "2"}) << "--epochs";
         QTest::newRow("lr nan") << with(train, {"--lr", "nan"}) << "--lr";
         QTest::newRow("lr negative") << with(train, {"--lr", "-0.1"}) << "--lr";
+        QTest::newRow("clip negative") << with(train, {"--clip", "-0.25"}) << "--clip";
+        QTest::newRow("clip nan") << with(train, {"--clip", "nan"}) << "--clip";
+        QTest::newRow("clip not a number") << with(train, {"--clip", "quarter"}) << "--clip";
         QTest::newRow("unknown policy") << with(train, {"--policy", "fp12"}) << "fp12";
         QTest::newRow("unknown option") << with(train, {"--frobnicate", "3"}) << "--frobnicate";
         QTest::newRow("positional argument") << with(train, {"extra"}) << "extra";
@@ -295,8 +299,8 @@ private slots:
             "policy": "mixed_fp16", "batch_size": 16, "steps": 6, "seed": 7, "device": "cpu",
             "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.5}})");
         const QString json = m_dir.filePath("run-log.json");
-        const CliResult r = run(
-            {"train", "--model", m_tiny, "--run", run_file, "--batch", "32", "--log-json", json});
+        const CliResult r = run({"train", "--model", m_tiny, "--run", run_file, "--batch", "32",
+                                 "--clip", "0.25", "--log-json", json});
         QVERIFY2(r.code == 0, qPrintable(details(r)));
         const QJsonObject config = read_json(json)["config"].toObject();
         QCOMPARE(config["batch_size"].toInt(), 32);                   // the option
@@ -304,6 +308,7 @@ private slots:
         QCOMPARE(config["steps"].toInt(), 6);
         QCOMPARE(config["seed"].toInteger(), qint64(7));
         QCOMPARE(config["optimizer"].toObject()["momentum"].toDouble(), 0.5);
+        QCOMPARE(config["optimizer"].toObject()["clip_norm"].toDouble(), 0.25); // the option
         QCOMPARE(read_json(json)["steps"].toArray().size(), 6);
     }
 

@@ -63,6 +63,7 @@ QString differences(const RunConfig& a, const RunConfig& b)
     check(fbits(a.optimizer.beta1) == fbits(b.optimizer.beta1), "optimizer.beta1");
     check(fbits(a.optimizer.beta2) == fbits(b.optimizer.beta2), "optimizer.beta2");
     check(fbits(a.optimizer.eps) == fbits(b.optimizer.eps), "optimizer.eps");
+    check(fbits(a.optimizer.clip_norm) == fbits(b.optimizer.clip_norm), "optimizer.clip_norm");
     check(a.seed == b.seed, "seed");
     check(a.device == b.device, "device");
     return d.join(", ");
@@ -239,7 +240,8 @@ private slots:
                            "growth_interval": 10},
             "batch_size": 1048576, "epochs": 0, "steps": 100,
             "optimizer": {"type": "adamw", "lr": 3e-4, "momentum": 0, "nesterov": true,
-                          "weight_decay": 0.01, "beta1": 0.8, "beta2": 0.95, "eps": 1e-6},
+                          "weight_decay": 0.01, "beta1": 0.8, "beta2": 0.95, "eps": 1e-6,
+                          "clip_norm": 0.25},
             "seed": 18446744073709551615, "device": "cuda")")
                                                  .toStdString());
         QCOMPARE(c.dataset.name, std::string("/data/cifar-100"));
@@ -263,6 +265,7 @@ private slots:
         QCOMPARE(c.optimizer.beta1, 0.8f);
         QCOMPARE(c.optimizer.beta2, 0.95f);
         QCOMPARE(c.optimizer.eps, 1e-6f);
+        QCOMPARE(c.optimizer.clip_norm, 0.25f);
         QCOMPARE(c.seed, std::numeric_limits<std::uint64_t>::max());
         QCOMPARE(c.device, DeviceChoice::CUDA);
 
@@ -390,6 +393,15 @@ private slots:
         QTest::addRow("negative beta2")
             << run(R"("optimizer": {"beta2": -0.5})")
             << QStringList{"\"optimizer.beta2\" must be in [0, 1), got -0.5"};
+        QTest::addRow("negative clip_norm")
+            << run(R"("optimizer": {"clip_norm": -0.25})")
+            << QStringList{"\"optimizer.clip_norm\" must be a finite number >= 0 (0: no "
+                           "clipping), got -0.25"};
+        QTest::addRow("clip_norm overflows float")
+            << run(R"("optimizer": {"clip_norm": 1e39})")
+            << QStringList{"\"optimizer.clip_norm\" must be a finite number", "got inf"};
+        QTest::addRow("clip_norm as text") << run(R"("optimizer": {"clip_norm": "0.25"})")
+                                           << QStringList{"\"optimizer.clip_norm\""};
         QTest::addRow("eps 0") << run(R"("optimizer": {"eps": 0})")
                                << QStringList{
                                       "\"optimizer.eps\" must be a positive finite number, got 0"};
@@ -459,6 +471,11 @@ private slots:
         QTest::addRow("beta1 nan") << "beta1" << nan << "\"optimizer.beta1\"";
         QTest::addRow("beta2 0") << "beta2" << 0.0 << "";
         QTest::addRow("eps inf") << "eps" << inf << "\"optimizer.eps\"";
+        QTest::addRow("clip nan") << "clip_norm" << nan << "\"optimizer.clip_norm\"";
+        QTest::addRow("clip inf") << "clip_norm" << inf << "\"optimizer.clip_norm\"";
+        QTest::addRow("clip negative") << "clip_norm" << -1.0 << "\"optimizer.clip_norm\"";
+        QTest::addRow("clip 0 (off)") << "clip_norm" << 0.0 << "";
+        QTest::addRow("clip 0.25") << "clip_norm" << 0.25 << "";
         QTest::addRow("eps negative") << "eps" << -1e-8 << "\"optimizer.eps\"";
         QTest::addRow("scale nan") << "init" << nan << "\"loss_scale.init\"";
         QTest::addRow("scale inf") << "init" << inf << "\"loss_scale.init\"";
@@ -507,6 +524,8 @@ private slots:
             c.optimizer.beta2 = f;
         else if (field == "eps")
             c.optimizer.eps = f;
+        else if (field == "clip_norm")
+            c.optimizer.clip_norm = f;
         else if (field == "init")
             c.loss_scale.init = f;
         else if (field == "growth_factor")
@@ -632,6 +651,7 @@ private slots:
             c.optimizer.beta1 = float(uni(0, 0.999));
             c.optimizer.beta2 = float(uni(0, 0.9999));
             c.optimizer.eps = float(std::exp2(uni(-40, -5)));
+            c.optimizer.clip_norm = pick(2) ? float(uni(0.01, 10)) : 0.0f;
             c.seed = rng();
             c.device = devices[pick(3)];
             validate_run_config(c);
@@ -673,6 +693,20 @@ private slots:
         const QString good = dir.filePath("good.json");
         write_file(good, k_design_example);
         QCOMPARE(load_run_config(good.toStdString()).batch_size, 256);
+    }
+
+    // Gradient clipping is written only when on: a run without it writes the fields
+    // MixLab 0.1.0 wrote, and one with it says so (the logs carry this config).
+    void clip_norm_written_when_on()
+    {
+        RunConfig c;
+        auto optimizer = [](const RunConfig& rc) {
+            return nlohmann::json::parse(run_config_to_json(rc))["optimizer"];
+        };
+        QVERIFY(!optimizer(c).contains("clip_norm"));
+        c.optimizer.clip_norm = 0.25f;
+        QCOMPARE(optimizer(c)["clip_norm"].get<double>(), 0.25);
+        QCOMPARE(parse_run_config(run_config_to_json(c)).optimizer.clip_norm, 0.25f);
     }
 
     // A run file MixLab 0.1.0 wrote (tests/data/format-v1/run.json) loads, and writes back

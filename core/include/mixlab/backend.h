@@ -258,7 +258,10 @@ enum RecordField : int {
     k_rec_scale = 2,      // loss scale this step used
     k_rec_overflow = 3,   // 1 when gradients held inf/NaN (the step was skipped if scaling)
     k_rec_next_scale = 4, // loss scale after the scaler update
-    k_record_fields = 5,
+    // L2 norm of all unscaled gradients before clipping (OptimizerConfig::clip_norm); 0
+    // when clipping is off (the norm is then not computed), inf when gradients overflowed.
+    k_rec_grad_norm = 5,
+    k_record_fields = 6,
 };
 
 // One trainable tensor and everything the optimizer touches for it.
@@ -473,7 +476,10 @@ public:
     virtual std::unique_ptr<ParamTable> prepare_params(const std::vector<ParamSlot>& slots) = 0;
     // One fused pass: unscale gradients by 1/scale, detect inf/NaN over all of them,
     // and (unless found and scaling is on) update masters, state and low copies.
-    // Then the scaler update, and the record's scale/overflow/next-scale fields.
+    // With opt.clip_norm > 0 the global norm of the unscaled gradients is taken in the
+    // same pass and every gradient scaled by min(1, clip_norm / (norm + 1e-6)) before the
+    // update (PyTorch's unscale_, clip_grad_norm_, step). Then the scaler update, and the
+    // record's scale/overflow/next-scale/grad-norm fields.
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler, Buffer& record,
                                 std::size_t record_offset) = 0;

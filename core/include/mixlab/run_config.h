@@ -27,6 +27,10 @@ struct OptimizerConfig {
     bool nesterov = false;     // SGD
     float weight_decay = 0.0f; // SGD/Adam: L2 added to the gradient; AdamW: decoupled
     float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f; // Adam/AdamW
+    // Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_ after
+    // GradScaler.unscale_): every unscaled gradient times min(1, clip_norm / (norm + 1e-6)),
+    // norm the L2 norm over all of them, before weight decay and the update. 0: off.
+    float clip_norm = 0.0f;
 };
 
 enum class DeviceChoice { Auto, CPU, CUDA };

@@ -162,6 +162,7 @@ std::string optimizer_text(const OptimizerConfig& o)
         s += ", betas " + num(o.beta1) + "/" + num(o.beta2);
     }
     if (o.weight_decay > 0) s += ", weight decay " + num(o.weight_decay);
+    if (o.clip_norm > 0) s += ", gradients clipped to norm " + num(o.clip_norm);
     return s;
 }
 

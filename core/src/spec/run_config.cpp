@@ -234,7 +234,8 @@ void read_loss_scale(const json& j, LossScaleConfig& ls)
 void read_optimizer(const json& j, OptimizerConfig& opt)
 {
     ObjectReader r(j, "optimizer.");
-    r.check_fields({"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
+    r.check_fields({"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps",
+                    "clip_norm"});
     if (r.has("type")) {
         const std::string want = "\"sgd\", \"adam\" or \"adamw\"";
         const auto type = lower(r.string("type", want));
@@ -254,6 +255,7 @@ void read_optimizer(const json& j, OptimizerConfig& opt)
     r.read("beta1", opt.beta1);
     r.read("beta2", opt.beta2);
     r.read("eps", opt.eps);
+    r.read("clip_norm", opt.clip_norm);
 }
 
 void require(bool ok, const std::string& message)
@@ -377,6 +379,8 @@ std::string run_config_to_json(const RunConfig& c)
     o["beta1"] = float_json(c.optimizer.beta1);
     o["beta2"] = float_json(c.optimizer.beta2);
     o["eps"] = float_json(c.optimizer.eps);
+    // Written only when on, so a run without clipping writes what MixLab 0.1.0 wrote.
+    if (c.optimizer.clip_norm != 0.0f) o["clip_norm"] = float_json(c.optimizer.clip_norm);
     j["optimizer"] = o;
     j["seed"] = c.seed;
     j["device"] = std::string(device_choice_name(c.device));
@@ -415,6 +419,9 @@ void validate_run_config(const RunConfig& c)
             "\"optimizer.beta2\" must be in [0, 1), got " + num(o.beta2));
     require(std::isfinite(o.eps) && o.eps > 0,
             "\"optimizer.eps\" must be a positive finite number, got " + num(o.eps));
+    require(std::isfinite(o.clip_norm) && o.clip_norm >= 0,
+            "\"optimizer.clip_norm\" must be a finite number >= 0 (0: no clipping), got " +
+                num(o.clip_norm));
     require(std::isfinite(ls.init) && ls.init > 0,
             "\"loss_scale.init\" must be a positive finite number, got " + num(ls.init));
     require(std::isfinite(ls.growth_factor) && ls.growth_factor > 1,

@@ -1,10 +1,13 @@
-// CPU optimizer step: unscale, inf/NaN check over every gradient, SGD/Adam/AdamW on the
-// master weights (PyTorch's formulas), the low-precision copy, then the loss scaler.
+// CPU optimizer step: unscale, inf/NaN check over every gradient, clipping by the global
+// norm, SGD/Adam/AdamW on the master weights (PyTorch's formulas), the low-precision copy,
+// then the loss scaler.
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/backend_validate.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -34,8 +37,32 @@ bool any_non_finite(const Buffer& grad)
     return bad;
 }
 
+// Sum of the squares of the unscaled gradient: each square in float (as the CUDA kernel
+// forms them), summed in double, so the order of the sum hardly matters.
+double unscaled_square_sum(const Buffer& grad, float inv_scale)
+{
+    const float* g = grad.as<float>();
+    double sum = 0.0;
+    for (std::size_t i = 0; i < grad.count(); ++i) {
+        const float u = g[i] * inv_scale;
+        sum += double(u * u);
+    }
+    return sum;
+}
+
+// torch.nn.utils.clip_grad_norm_'s factor, in float. A non-finite norm (inf/NaN
+// gradients with loss scaling off, the only way one gets here) leaves the gradients as
+// they are: clipping by it would zero or poison every finite gradient, where PyTorch
+// would make every weight NaN; the record's overflow flag says what happened either way.
+float clip_factor(float clip_norm, float norm)
+{
+    if (!std::isfinite(norm)) return 1.0f;
+    return std::min(1.0f, clip_norm / (norm + 1e-6f));
+}
+
 struct StepContext {
     float inv_scale;
+    float clip;      // the clipping factor the unscaled gradient is multiplied by
     bool first_step; // no update has been applied yet: SGD momentum buffers start as g
     float bias_correction1, bias_correction2; // Adam: 1 - beta^t
 };
@@ -51,7 +78,7 @@ void sgd_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext&
     const DType lt = s.low ? s.low->dtype() : DType::F32;
     const float lr = opt.lr, wd = opt.weight_decay, mom = opt.momentum;
     for (std::size_t i = 0; i < n; ++i) {
-        float g = grad[i] * ctx.inv_scale;
+        float g = grad[i] * ctx.inv_scale * ctx.clip;
         if (wd != 0.0f) g += wd * w[i];
         if (mom != 0.0f) {
             // The buffer is stored in the master's dtype and used as stored.
@@ -77,7 +104,7 @@ void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext
     const float lr = opt.lr, wd = opt.weight_decay, b1 = opt.beta1, b2 = opt.beta2;
     const bool decoupled = opt.type == OptimizerType::AdamW;
     for (std::size_t i = 0; i < n; ++i) {
-        float g = grad[i] * ctx.inv_scale;
+        float g = grad[i] * ctx.inv_scale * ctx.clip;
         float wi = w[i];
         if (wd != 0.0f) {
             if (decoupled)
@@ -119,6 +146,18 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     // Checked even without scaling, so a run that overflows says so in its record.
     bool found_inf = false;
     for (const ParamSlot& s : t->slots()) found_inf = found_inf || any_non_finite(*s.grad);
+    // The global norm is over every unscaled gradient together (not per tensor), as
+    // clip_grad_norm_ takes it; only computed when clipping is on.
+    const bool clipping = opt.clip_norm > 0.0f;
+    float norm = 0.0f, factor = 1.0f;
+    if (clipping && found_inf) {
+        norm = std::numeric_limits<float>::infinity();
+    } else if (clipping) {
+        double sum = 0.0;
+        for (const ParamSlot& s : t->slots()) sum += unscaled_square_sum(*s.grad, 1.0f / scale);
+        norm = float(std::sqrt(sum));
+        factor = clip_factor(opt.clip_norm, norm);
+    }
     if (m_inf_check_marker) m_inf_check_marker->record();
 
     if (!(found_inf && scaling_on)) {
@@ -126,6 +165,7 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
         const double step = double(sc[k_optimizer_steps]) + 1.0;
         StepContext ctx;
         ctx.inv_scale = 1.0f / scale;
+        ctx.clip = factor;
         ctx.first_step = sc[k_optimizer_steps] == 0.0f;
         ctx.bias_correction1 = float(1.0 - std::pow(double(opt.beta1), step));
         ctx.bias_correction2 = float(1.0 - std::pow(double(opt.beta2), step));
@@ -156,6 +196,7 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     rec[record_offset + k_rec_scale] = scale;
     rec[record_offset + k_rec_overflow] = found_inf ? 1.0f : 0.0f;
     rec[record_offset + k_rec_next_scale] = next;
+    rec[record_offset + k_rec_grad_norm] = norm;
 }
 
 } // namespace mixlab::cpu

@@ -1,6 +1,6 @@
 // CUDA parameter tables and the optimizer step. prepare_params groups the slots by dtype
 // layout and uploads, once, a tensor table and a chunk list per group; optimizer_step is
-// then a memset and three kinds of launch, with no host sync.
+// then a memset and three kinds of launch (four with gradient clipping), with no host sync.
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/backend_validate.h"
@@ -19,12 +19,17 @@ struct TableGroup {
     OptLayout layout;
     DeviceMemory tensors, chunks;
     int n_chunks = 0;
+    int chunk_offset = 0; // where this group's chunks start among the table's
 };
 
 class CudaParamTable final : public ParamTable {
 public:
     std::vector<TableGroup> groups;
     validate::SlotStates states;
+    // Gradient clipping: a double per chunk of every group, then {norm, factor}. Made
+    // here for every table (a few KB), so that no step allocates whatever its config.
+    DeviceMemory clip_partials, clip_result;
+    int n_chunks = 0;
 };
 
 std::string layout_text(const OptLayout& l)
@@ -82,6 +87,8 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         TableGroup g;
         g.layout = h.layout;
         g.n_chunks = int(h.chunks.size());
+        g.chunk_offset = table->n_chunks;
+        table->n_chunks += g.n_chunks;
         g.tensors =
             DeviceMemory(h.tensors.size() * sizeof(OptTensor), "the optimizer's tensor table");
         g.chunks = DeviceMemory(h.chunks.size() * sizeof(OptChunk), "the optimizer's chunk list");
@@ -92,6 +99,9 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
                                               cudaMemcpyHostToDevice, stream()));
         table->groups.push_back(std::move(g));
     }
+    table->clip_partials = DeviceMemory(std::size_t(std::max(table->n_chunks, 1)) * sizeof(double),
+                                        "the gradient-clipping partial sums");
+    table->clip_result = DeviceMemory(2 * sizeof(float), "the gradient norm");
     // The host vectors die here; a one-off sync at setup keeps the copies valid.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream()));
     return table;
@@ -106,10 +116,17 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     validate::optimizer_step(k_name, opt, scaling, t->states, scaler, record, record_offset);
 
     float* sc = scaler.as<float>();
+    const bool scaling_on = scaling.mode != LossScaleMode::None;
+    // Clipping off launches exactly what ran before it existed: no squares, no norm kernel.
+    const bool clipping = opt.clip_norm > 0.0f;
+    double* partials = clipping ? t->clip_partials.as<double>() : nullptr;
     MIXLAB_CUDA_CHECK(cudaMemsetAsync(sc + k_found_inf, 0, sizeof(float), stream()));
     for (const TableGroup& g : t->groups)
         launch_found_inf(g.layout.grad, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
-                         g.n_chunks, sc, stream());
+                         g.n_chunks, sc, scaling_on, partials ? partials + g.chunk_offset : nullptr,
+                         stream());
+    float* clip = clipping ? t->clip_result.as<float>() : nullptr;
+    if (clipping) launch_grad_norm(partials, t->n_chunks, opt.clip_norm, sc, clip, stream());
     if (m_inf_check_marker) m_inf_check_marker->record();
 
     OptArgs args;
@@ -121,12 +138,13 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     args.beta2 = opt.beta2;
     args.eps = opt.eps;
     args.nesterov = opt.nesterov;
-    args.scaling_on = scaling.mode != LossScaleMode::None;
+    args.scaling_on = scaling_on;
+    args.clip = clip;
     for (const TableGroup& g : t->groups)
         launch_optimizer_update(g.layout, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
                                 g.n_chunks, args, sc, stream());
 
-    launch_scaler_update(scaling, sc, record.as<float>() + record_offset, stream());
+    launch_scaler_update(scaling, sc, record.as<float>() + record_offset, clip, stream());
 }
 
 } // namespace mixlab::cuda

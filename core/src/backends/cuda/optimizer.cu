@@ -3,6 +3,14 @@
 // flag, the loss scale and the step count from device memory: an overflowed step is
 // skipped by the GPU itself and the host never waits. Formulas are PyTorch's, in the
 // same operation order as the CPU reference.
+//
+// Gradient clipping needs the global norm before any update, so it cannot live in the
+// update pass: the inf/NaN pass, which reads every gradient anyway, also sums the squares
+// of the unscaled gradients, one partial per chunk (a block's tree over its threads, each
+// thread's float squares added in double); a one-block kernel sums the partials in chunk
+// order and computes the factor; the update reads it from device memory. No atomics: the
+// norm is bit-for-bit the same on every run and whatever the grid size, and the step
+// stays free of host syncs and allocations (the partials are the table's, made once).
 #include "backends/cuda/optimizer.cuh"
 
 #include "backends/cuda/cuda_check.h"
@@ -48,6 +56,7 @@ __device__ __forceinline__ float stored(float v)
 
 struct StepScalars {
     float inv_scale;
+    float clip; // clipping factor (1 when off)
     bool first_step;
     float bias_correction1, bias_correction2;
 };
@@ -68,7 +77,10 @@ template <class TM>
 __device__ __forceinline__ void update_element(const OptArgs& a, const StepScalars& s, float grad,
                                                float& w, float& s1, float& s2)
 {
+    // (g / scale) * factor in two roundings, as the CPU and PyTorch's unscale_ then
+    // clip_grad_norm_ round it; a factor of 1 changes nothing.
     float g = grad * s.inv_scale;
+    if (a.clip) g *= s.clip;
     if (a.type == OptimizerType::SGD) {
         if (a.weight_decay != 0.0f) g = add_weight_decay(g, a.weight_decay, w);
         if (a.momentum != 0.0f) {
@@ -92,25 +104,87 @@ __device__ __forceinline__ void update_element(const OptArgs& a, const StepScala
     w = stored<TM>(wi);
 }
 
-template <class TG>
-__global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
-                                 float* scaler)
+// Sum over the block, the same on every thread; the order of the additions is fixed by
+// the block shape. `scratch` holds 32 doubles of shared memory.
+__device__ __forceinline__ double block_sum(double v, double* scratch)
 {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = (blockDim.x + 31) >> 5;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    double r = lane < warps ? scratch[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) r += __shfl_xor_sync(0xffffffffu, r, o);
+    __syncthreads();
+    return r;
+}
+
+// Norm: also partials[c] = sum over chunk c of (g / scale)^2. Each square is formed in
+// float (gradients whose unscaled square overflows float, |g| > 1.8e19, make the norm
+// inf on both backends); four of them are added in float, then into a double per thread.
+template <class TG, bool Norm>
+__global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
+                                 float* scaler, bool scaling_on, double* partials)
+{
+    float inv_scale = 1.0f;
+    if constexpr (Norm) inv_scale = 1.0f / (scaling_on ? scaler[k_scale] : 1.0f);
     bool bad = false;
     for (int c = blockIdx.x; c < n_chunks; c += gridDim.x) {
         const OptChunk ch = chunks[c];
         const TG* g = static_cast<const TG*>(tensors[ch.tensor].grad) + ch.start;
         const int full = ch.len & ~3;
+        double squares = 0.0;
         for (int i = threadIdx.x * 4; i < full; i += blockDim.x * 4) {
             float v[4];
             load4(g + i, v);
             // isfinite is false for inf and NaN alike; no early exit keeps loads streaming.
             bad |= !(isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]));
+            if constexpr (Norm) {
+                float q = 0.0f;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const float u = v[k] * inv_scale;
+                    q += u * u;
+                }
+                squares += double(q);
+            }
         }
-        for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x)
-            bad |= !isfinite(to_f32(g[i]));
+        for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
+            const float v = to_f32(g[i]);
+            bad |= !isfinite(v);
+            if constexpr (Norm) {
+                const float u = v * inv_scale;
+                squares += double(u * u);
+            }
+        }
+        if constexpr (Norm) {
+            // The loop bounds are the block's: every thread reaches the barriers.
+            __shared__ double scratch[32];
+            const double sum = block_sum(squares, scratch);
+            if (threadIdx.x == 0) partials[c] = sum;
+        }
     }
     if (__syncthreads_or(bad) && threadIdx.x == 0) scaler[k_found_inf] = 1.0f;
+}
+
+// One block: every thread sums a fixed stride of the partials, then the block's tree.
+__global__ void grad_norm_kernel(const double* partials, int n_partials, float clip_norm,
+                                 const float* scaler, float* out)
+{
+    __shared__ double scratch[32];
+    double sum = 0.0;
+    for (int i = threadIdx.x; i < n_partials; i += blockDim.x) sum += partials[i];
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x != 0) return;
+    // After an overflow the sum is inf or NaN depending on which elements were which; the
+    // record says inf either way, as the CPU does.
+    const bool found = scaler[k_found_inf] != 0.0f;
+    const float norm = found ? INFINITY : float(sqrt(sum));
+    // Rounded as the CPU rounds it, whatever nvcc's division and contraction flags.
+    const float factor =
+        isfinite(norm) ? fminf(1.0f, __fdiv_rn(clip_norm, __fadd_rn(norm, 1e-6f))) : 1.0f;
+    out[0] = norm;
+    out[1] = factor;
 }
 
 template <class TM, class TG, class TL>
@@ -130,6 +204,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
     __syncthreads();
     StepScalars s;
     s.inv_scale = 1.0f / (a.scaling_on ? scaler[k_scale] : 1.0f);
+    s.clip = a.clip ? a.clip[1] : 1.0f;
     s.first_step = steps == 0.0f;
     s.bias_correction1 = bias_correction[0];
     s.bias_correction2 = bias_correction[1];
@@ -170,7 +245,8 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
     }
 }
 
-__global__ void scaler_update_kernel(ScalerParams p, float* s, float* record)
+__global__ void scaler_update_kernel(ScalerParams p, float* s, float* record,
+                                     const float* grad_norm)
 {
     const bool found = s[k_found_inf] != 0.0f;
     const bool on = p.mode != LossScaleMode::None;
@@ -193,6 +269,7 @@ __global__ void scaler_update_kernel(ScalerParams p, float* s, float* record)
     record[k_rec_scale] = scale;
     record[k_rec_overflow] = found ? 1.0f : 0.0f;
     record[k_rec_next_scale] = next;
+    record[k_rec_grad_norm] = grad_norm ? *grad_norm : 0.0f;
 }
 
 constexpr unsigned k_threads = 256;
@@ -222,15 +299,27 @@ bool optimizer_layout_supported(const OptLayout& l)
 }
 
 void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
-                      float* scaler, cudaStream_t stream)
+                      float* scaler, bool scaling_on, double* partials, cudaStream_t stream)
 {
     if (n_chunks == 0) return;
     dispatch_floating(grad_t, "optimizer_step", [&](auto tag) {
         using TG = typename decltype(tag)::type;
-        found_inf_kernel<TG>
-            <<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(tensors, chunks, n_chunks, scaler);
+        const unsigned blocks = chunk_blocks(n_chunks);
+        if (partials)
+            found_inf_kernel<TG, true><<<blocks, k_threads, 0, stream>>>(
+                tensors, chunks, n_chunks, scaler, scaling_on, partials);
+        else
+            found_inf_kernel<TG, false><<<blocks, k_threads, 0, stream>>>(
+                tensors, chunks, n_chunks, scaler, scaling_on, nullptr);
     });
     MIXLAB_CUDA_CHECK_LAUNCH("found_inf_kernel");
+}
+
+void launch_grad_norm(const double* partials, int n_partials, float clip_norm, const float* scaler,
+                      float* out, cudaStream_t stream)
+{
+    grad_norm_kernel<<<1, k_threads, 0, stream>>>(partials, n_partials, clip_norm, scaler, out);
+    MIXLAB_CUDA_CHECK_LAUNCH("grad_norm_kernel");
 }
 
 void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const OptChunk* chunks,
@@ -254,9 +343,9 @@ void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const
 }
 
 void launch_scaler_update(const ScalerParams& params, float* scaler, float* record,
-                          cudaStream_t stream)
+                          const float* grad_norm, cudaStream_t stream)
 {
-    scaler_update_kernel<<<1, 1, 0, stream>>>(params, scaler, record);
+    scaler_update_kernel<<<1, 1, 0, stream>>>(params, scaler, record, grad_norm);
     MIXLAB_CUDA_CHECK_LAUNCH("scaler_update_kernel");
 }
 

@@ -1,6 +1,7 @@
-// Launchers for the multi-tensor optimizer step: inf/NaN check over every gradient,
-// the SGD/Adam/AdamW update (skipped on the device when the step overflowed), and the
-// one-thread loss-scaler update. Nothing here reads device memory back to the host.
+// Launchers for the multi-tensor optimizer step: inf/NaN check over every gradient (with
+// the squares for gradient clipping), the global norm, the SGD/Adam/AdamW update (skipped
+// on the device when the step overflowed), and the one-thread loss-scaler update. Nothing
+// here reads device memory back to the host.
 #pragma once
 #include "mixlab/backend.h"
 
@@ -42,16 +43,27 @@ struct OptArgs {
     float lr = 0, momentum = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
     bool nesterov = false;
     bool scaling_on = false; // a loss-scale mode other than None: overflow skips the step
+    // Gradient clipping: device {norm, factor} from launch_grad_norm; null when off, and
+    // the update then does exactly what it did before clipping existed.
+    const float* clip = nullptr;
 };
 
 // scaler[k_found_inf] = 1 when any gradient element is inf/NaN (the caller zeroes it first).
+// With `partials` (clipping on) it also writes partials[c] = the sum of the squares of chunk
+// c's gradients times 1/scale (1 when !scaling_on), summed in a fixed order.
 void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
-                      float* scaler, cudaStream_t stream);
+                      float* scaler, bool scaling_on, double* partials, cudaStream_t stream);
+// One block: norm = sqrt(sum of the n_partials partials) in a fixed order (inf when
+// scaler[k_found_inf] is set), factor = min(1, clip_norm / (norm + 1e-6)) (1 for a
+// non-finite norm), both into out[0], out[1].
+void launch_grad_norm(const double* partials, int n_partials, float clip_norm, const float* scaler,
+                      float* out, cudaStream_t stream);
 void launch_optimizer_update(const OptLayout& layout, const OptTensor* tensors,
                              const OptChunk* chunks, int n_chunks, const OptArgs& args,
                              const float* scaler, cudaStream_t stream);
-// Steps counter, dynamic scale and growth counter; record's scale/overflow/next fields.
+// Steps counter, dynamic scale and growth counter; record's scale/overflow/next fields,
+// and its grad-norm field: *grad_norm, or 0 when null (clipping off).
 void launch_scaler_update(const ScalerParams& params, float* scaler, float* record,
-                          cudaStream_t stream);
+                          const float* grad_norm, cudaStream_t stream);
 
 } // namespace mixlab::cuda
