@@ -2,8 +2,8 @@
 # The whole benchmark of bench/WORKLOADS.md in one call on one GPU: measured ceilings, W1
 # and W2 for MixLab (mixlab-cli compare) and PyTorch eager, then one table (table.py).
 # Usage: bench/run_bench.sh MIXLAB_CLI OUT_DIR
-# Environment: BENCH_PARTS (default "ceilings w1 w2"), W1_BATCHES (32,256,1024,4096),
-# W2_BATCHES (128,512), BENCH_PART_TIMEOUT (seconds per part, default 300),
+# Environment: BENCH_PARTS (default "ceilings w1 w2 w3"), W1_BATCHES (32,256,1024,4096),
+# W2_BATCHES (128,512), W3_BATCHES (20,80), BENCH_PART_TIMEOUT (seconds per part, default 300),
 # MIXLAB_LIB_PATH (library folders for mixlab-cli only; found by itself when unset).
 # A part that fails is named in OUT_DIR/failures.txt and the rest still runs; the exit
 # status is 1 when any part failed.
@@ -14,9 +14,10 @@ if [ $# -lt 2 ]; then
 fi
 cli="$1"; out="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
-parts="${BENCH_PARTS:-ceilings w1 w2}"
+parts="${BENCH_PARTS:-ceilings w1 w2 w3}"
 w1_batches="${W1_BATCHES:-32,256,1024,4096}"
 w2_batches="${W2_BATCHES:-128,512}"
+w3_batches="${W3_BATCHES:-20,80}"
 part_timeout="${BENCH_PART_TIMEOUT:-300}"
 policies=fp32,tf32,mixed_fp16,mixed_bf16
 mkdir -p "$out"
@@ -110,6 +111,21 @@ PY
   done
   rm -rf "$data"
   part w2_pytorch "$out/w2_pytorch.json" python3 "$here/w2_pytorch.py" --batches "$w2_batches"
+fi
+
+if [[ " $parts " == *" w3 "* ]]; then
+  # word-lm-medium on synthetic-text with WikiText-2's vocabulary size (33,278 words): a
+  # million training tokens give each batch more than 100 full bptt-35 windows, so no
+  # epoch ends inside the timed steps.
+  part w3_summary "$out/w3_summary.json" "${mixlab[@]}" summary \
+    --model "$here/../resources/models/word-lm-medium.json" --classes 33278 --json
+  for b in ${w3_batches//,/ }; do
+    part "w3_mixlab_$b" "$out/w3_mixlab_$b.txt" "${mixlab[@]}" compare \
+      --model "$here/../resources/models/word-lm-medium.json" --dataset synthetic-text \
+      --synthetic-size 1000000 --vocab 33278 --batch "$b" --bptt 35 --steps 100 --device cuda \
+      --policies "$policies" --log-json "$out/w3_mixlab_$b.json"
+  done
+  part w3_pytorch "$out/w3_pytorch.json" python3 "$here/w3_pytorch.py" --batches "$w3_batches"
 fi
 
 # The table reads whatever the parts left; a missing piece shows as "-" with its reason.

@@ -35,8 +35,16 @@ def load_json(path, problems):
     return None
 
 
+# A language model's counts are per token, and a step of batch B reads B x bptt tokens.
+TOKENS_PER_SAMPLE = {"w3": 35}
+
+
 def shape_elems(text):
-    return math.prod(int(v) for v in str(text).split("x"))
+    """Elements of a shape such as "32x32x3"; a sequence's per-step shape ("T x 650") counts
+    one time step, and a token input ("T tokens") one token."""
+    parts = [v.strip() for v in str(text).split("x")]
+    dims = [int(v) for v in parts if v.isdigit()]
+    return math.prod(dims) if dims else 1
 
 
 def gemm_output_elems(layers):
@@ -169,8 +177,9 @@ def main():
                      "mixed_over_fp32": mine / fp32 if mine and fp32 else None,
                      "gemm_dtype": gemm_dtype, "bytes_per_value": s}
                 if counts:
-                    r["flops"] = step_flops(counts, b)
-                    r["bytes"] = step_bytes(counts, b, s)
+                    samples = b * TOKENS_PER_SAMPLE.get(work, 1)
+                    r["flops"] = step_flops(counts, samples)
+                    r["bytes"] = step_bytes(counts, samples, s)
                     t_flop = (r["flops"] / (tflops[gemm_dtype] * 1e12) * 1e3
                               if gemm_dtype in tflops else None)
                     t_byte = r["bytes"] / (copy_gbs * 1e9) * 1e3 if copy_gbs else None

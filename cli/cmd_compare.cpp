@@ -15,10 +15,12 @@ namespace mixlab::cli {
 namespace {
 
 // A run that failed has a row that says so (its error is on stderr and in the log).
-void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOutcome>& runs)
+// A language model's column is its test perplexity where a classifier's is its accuracy.
+void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOutcome>& runs,
+                 bool language_model)
 {
-    std::printf("%-12s %12s %10s %10s %10s %12s\n", "policy", "step ms", "speedup", "test acc",
-                "skipped", "loss scale");
+    std::printf("%-12s %12s %10s %10s %10s %12s\n", "policy", "step ms", "speedup",
+                language_model ? "test ppl" : "test acc", "skipped", "loss scale");
     const auto failed = [&](std::size_t i) { return runs[i].status == RunOutcome::Status::Failed; };
     const double base = runs.empty() || failed(0) ? 0.0 : runs.front().summary.median_step_ms;
     for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -34,7 +36,10 @@ void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOut
             std::snprintf(buf, sizeof buf, "%.2fx", x);
             speedup_text = buf;
         }
-        if (s.final_test_accuracy) {
+        if (language_model && s.final_test_loss) {
+            std::snprintf(buf, sizeof buf, "%.2f", perplexity(*s.final_test_loss));
+            accuracy = buf;
+        } else if (!language_model && s.final_test_accuracy) {
             std::snprintf(buf, sizeof buf, "%.4f", double(*s.final_test_accuracy));
             accuracy = buf;
         }
@@ -72,7 +77,12 @@ int cmd_compare(int argc, char** argv)
     std::printf("device: %s (%s); dataset %s; batch %d\n",
                 std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
                 group.facts.dataset_name.c_str(), in.config.batch_size);
-    print_table(group.configs, group.outcome.runs);
+    print_table(group.configs, group.outcome.runs, group.facts.graph.input.sequence);
+    for (std::size_t i = 0; i < group.outcome.runs.size(); ++i)
+        if (!group.outcome.runs[i].sample.empty())
+            std::printf("\n%s sample (%d words, temperature %g):\n%s\n",
+                        std::string(policy_name(group.configs[i].policy)).c_str(), in.sample_words,
+                        double(in.temperature), group.outcome.runs[i].sample.c_str());
     // A run that failed ended alone: the others trained on, and the log holds them all.
     if (report_failed_runs(group, "compare")) return 1;
     for (const RunOutcome& r : group.outcome.runs)

@@ -245,6 +245,7 @@ int cmd_explain(int argc, char** argv)
     for (std::size_t i = 0; i < configs.size(); ++i) {
         facts[i].policy = configs[i].policy;
         facts[i].batch = configs[i].batch_size;
+        facts[i].bptt = configs[i].bptt;
         facts[i].loss_scale_mode = effective_loss_scale_mode(configs[i]);
         facts[i].baseline = 0; // --help says the first policy is the baseline, as in compare
     }

@@ -30,12 +30,6 @@ constexpr int k_default_classes = 10;
 // A language model's vocabulary when no corpus says: synthetic-text's default.
 const int k_default_vocab = SyntheticTextOptions{}.vocab;
 
-// A model that starts with an embedding is a language model: it reads token ids.
-bool is_language_model(const ModelSpec& spec)
-{
-    return !spec.layers.empty() && spec.layers.front().type == LayerType::Embedding;
-}
-
 // The vocabulary of --dataset for a language model: synthetic-text's (without generating
 // it) or a corpus folder's.
 int corpus_vocab(const std::string& name)

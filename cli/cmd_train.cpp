@@ -18,21 +18,34 @@ namespace {
 
 void print_summary(const RunConfig& c, const Environment& env, const RunSummary& s)
 {
+    // A language model's batch is columns x bptt tokens, its throughput tokens per second.
+    const int per_step = s.language_model ? c.batch_size * c.bptt : c.batch_size;
     std::printf("policy            %s\n", std::string(policy_name(c.policy)).c_str());
     std::printf("loss scaling      %s\n",
                 std::string(loss_scale_mode_name(effective_loss_scale_mode(c))).c_str());
     std::printf("device            %s (%s)\n", std::string(backend_kind_name(env.backend)).c_str(),
                 env.device_name.c_str());
-    std::printf("batch             %d\n", c.batch_size);
+    if (s.language_model)
+        std::printf("batch             %d columns x bptt %d = %d tokens\n", c.batch_size, c.bptt,
+                    per_step);
+    else
+        std::printf("batch             %d\n", c.batch_size);
     std::printf("steps             %lld (%lld skipped)%s\n", static_cast<long long>(s.steps),
                 static_cast<long long>(s.skipped_steps), s.stopped ? ", stopped early" : "");
     std::printf("epochs done       %d\n", s.epochs_done);
     std::printf("step time         %s ms (%s; mean %s ms)\n", format_ms(s.median_step_ms).c_str(),
                 step_time_definition().c_str(), format_ms(s.mean_step_ms).c_str());
-    std::printf("throughput        %s samples/s\n",
-                format_throughput(c.batch_size, s.median_step_ms).c_str());
+    std::printf("throughput        %s %s/s\n",
+                format_throughput(per_step, s.median_step_ms).c_str(),
+                s.language_model ? "tokens" : "samples");
     std::printf("wall time         %.2f s\n", s.wall_seconds);
     std::printf("final train loss  %.4f\n", double(s.final_train_loss));
+    if (s.language_model && s.final_valid_loss)
+        std::printf("valid perplexity  %.2f (loss %.4f)\n", perplexity(*s.final_valid_loss),
+                    double(*s.final_valid_loss));
+    if (s.language_model && s.final_test_loss)
+        std::printf("test perplexity   %.2f\n", perplexity(*s.final_test_loss));
+    if (s.language_model) std::printf("final lr          %g\n", double(s.final_lr));
     if (s.final_test_loss && s.final_test_accuracy) {
         std::printf("test loss         %.4f\n", double(*s.final_test_loss));
         std::printf("test accuracy     %.4f\n", double(*s.final_test_accuracy));
@@ -67,6 +80,13 @@ int cmd_train(int argc, char** argv)
     // needs); the error leaves as it was thrown, for main's message and exit status.
     if (run.status == RunOutcome::Status::Failed) std::rethrow_exception(run.error);
     print_summary(in.config, group.facts.environment, run.summary);
+    if (in.sample_words > 0) {
+        if (!run.sample.empty())
+            std::printf("\nsample (%d words, temperature %g):\n%s\n", in.sample_words,
+                        double(in.temperature), run.sample.c_str());
+        else
+            std::fprintf(stderr, "mixlab-cli train: no sample: %s\n", run.sample_failure.c_str());
+    }
     if (!run.summary.halted.empty()) {
         std::fprintf(stderr, "mixlab-cli train: %s\n", run.summary.halted.c_str());
         return 1;

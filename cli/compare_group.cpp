@@ -101,6 +101,8 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
 {
     RunGroupOptions options;
     options.profile_steps = g.profile_steps;
+    options.sample_words = in.sample_words;
+    options.sample_temperature = in.temperature;
     RunGroup group(in.spec, g.configs, options);
     CliObserver observer(g, in);
     InterruptStop interrupt;

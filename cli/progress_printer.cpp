@@ -69,12 +69,28 @@ void ProgressPrinter::on_epoch(int run, const EpochMetrics& m)
     State& s = state(run);
     std::string epoch = "epoch " + std::to_string(m.epoch);
     if (s.info.epochs > 0) (epoch += '/') += std::to_string(s.info.epochs);
-    std::fprintf(m_out,
-                 "%s%s done in %.2f s: train loss %.4f acc %.3f | test loss %.4f acc %.3f"
-                 " | %lld skipped steps\n",
-                 prefix(s).c_str(), epoch.c_str(), m.seconds, double(m.train_loss),
-                 double(m.train_accuracy), double(m.test_loss), double(m.test_accuracy),
-                 static_cast<long long>(m.skipped_steps));
+    if (m.language_model) {
+        // Perplexities, as the example prints them; the rate, which the plateau lowers.
+        std::string valid = "n/a";
+        if (m.valid_loss) {
+            char text[64];
+            std::snprintf(text, sizeof text, "%.2f", perplexity(*m.valid_loss));
+            valid = text;
+        }
+        std::fprintf(m_out,
+                     "%s%s done in %.2f s: train ppl %.2f | valid ppl %s | test ppl %.2f | lr %g"
+                     " | %lld skipped steps\n",
+                     prefix(s).c_str(), epoch.c_str(), m.seconds, perplexity(m.train_loss),
+                     valid.c_str(), perplexity(m.test_loss), double(m.lr),
+                     static_cast<long long>(m.skipped_steps));
+    } else {
+        std::fprintf(m_out,
+                     "%s%s done in %.2f s: train loss %.4f acc %.3f | test loss %.4f acc %.3f"
+                     " | %lld skipped steps\n",
+                     prefix(s).c_str(), epoch.c_str(), m.seconds, double(m.train_loss),
+                     double(m.train_accuracy), double(m.test_loss), double(m.test_accuracy),
+                     static_cast<long long>(m.skipped_steps));
+    }
     std::fflush(m_out);
 }
 

@@ -28,6 +28,9 @@ struct TrainInputs {
     ModelSpec spec;
     std::optional<std::string> log_json, log_csv;
     std::int64_t progress_every = 0; // 0: automatic
+    // Language models: words to generate after training (0: none) and their temperature.
+    int sample_words = 0;
+    float temperature = 1.0f;
 };
 
 // Reads and validates everything the options name that is cheap to check: the run

@@ -83,6 +83,7 @@ set(MIXLAB_TRAIN_SOURCES
     train/metrics_json.cpp
     train/run_group.cpp
     train/step_time.cpp
+    train/text_sampling.cpp
     train/trainer.cpp
     train/trainer_profile.cpp)
 # report: finished runs turned into logs, explanations and the HTML report.
@@ -129,6 +130,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu
     backends/cuda/gather.cu
+    backends/cuda/token_gather.cu
     backends/cuda/gemm_lt.cpp
     backends/cuda/gemm_tune.cpp
     backends/cuda/loss.cu

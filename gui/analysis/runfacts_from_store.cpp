@@ -56,6 +56,7 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
         mixlab::RunFacts f;
         f.policy = run.config.policy;
         f.batch = run.config.batch_size;
+        f.bptt = run.config.bptt;
         f.summary = *run.summary;
         f.loss_scale_mode = mixlab::effective_loss_scale_mode(run.config);
         f.baseline = 0;

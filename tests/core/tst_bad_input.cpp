@@ -148,6 +148,12 @@ private slots:
         const QByteArray head = R"({"type": "flatten"}, )";
         write("tiny.json", model(head + R"({"type": "dense", "units": 16, "activation": "relu"},
                                            {"type": "dense", "units": 10})"));
+        write("lm.json", model(R"({"type": "embedding", "vocab": "dataset", "dim": 8},
+                                  {"type": "lstm", "hidden": 8},
+                                  {"type": "dense", "units": "vocab", "tie_weights": true})"));
+        write("lm-untied-dim.json", model(R"({"type": "embedding", "vocab": "dataset", "dim": 8},
+                       {"type": "lstm", "hidden": 16},
+                       {"type": "dense", "units": "vocab", "tie_weights": true})"));
         write("malformed.json", R"({"format": "mixlab-model/1", "layers": [{"type": "flatten"},)");
         write("empty.json", "  \n");
         write("array.json", "[1, 2, 3]");
@@ -348,6 +354,39 @@ private slots:
                "train.txt holds 12 tokens, fewer than one batch needs");
         corpus("corpus: missing folder", {"@no-such-corpus"}, "no-such-corpus");
         corpus("corpus: synthetic vocabulary 1", {"synthetic-text", "--vocab", "1"}, "--vocab");
+
+        // Training a language model on the same damaged corpora: the same messages, exit 2,
+        // and the kept log untouched.
+        const QStringList lm = {"train",    "--model",    "@lm.json",      "--steps", "3",
+                                "--device", "cpu",        "--bptt",        "3",       "--batch",
+                                "2",        "--log-json", "@kept-log.json"};
+        auto lm_data = [&](const char* row, const char* folder, const char* fragment) {
+            QTest::newRow(row) << with(lm, {"--dataset", QString("@") + folder}) << 2
+                               << QString(fragment) << qint64(0);
+        };
+        lm_data("lm: missing split", "corpus-missing-valid", "valid.txt is missing");
+        lm_data("lm: empty split", "corpus-empty-test", "test.txt is empty");
+        lm_data("lm: NUL byte", "corpus-nul", "test.txt is not a text file: a NUL byte");
+        lm_data("lm: not UTF-8", "corpus-latin1", "train.txt is not a text file");
+        lm_data("lm: line over 1 MiB", "corpus-long-line", "valid.txt: line 1 is longer");
+        QTest::newRow("lm: shorter than one batch")
+            << with(lm, {"--dataset", "@corpus-ok", "--batch", "20"}) << 2
+            << QString("fewer than one batch needs") << qint64(0);
+        QTest::newRow("lm: images for a language model")
+            << with(lm, {"--dataset", "synthetic"}) << 2 << QString("is a language model")
+            << qint64(0);
+        QTest::newRow("lm: tied decoder wider than the embedding")
+            << with(lm, {"--model", "@lm-untied-dim.json", "--dataset", "@corpus-ok"}) << 2
+            << QString("tie_weights") << qint64(0);
+        QTest::newRow("lm: bptt 0")
+            << with(lm, {"--bptt", "0"}) << 2 << QString("--bptt") << qint64(0);
+        QTest::newRow("lm: temperature 0")
+            << with(lm, {"--sample-words", "5", "--temperature", "0"}) << 2
+            << QString("--temperature") << qint64(0);
+        QTest::newRow("lm: vocab for a corpus folder")
+            << with(lm, {"--dataset", "@corpus-ok", "--vocab", "100"}) << 2 << QString("--vocab")
+            << qint64(0);
+        option("--sample-words for a classifier", {"--sample-words", "5"}, "--sample-words");
 
         QTest::newRow("summary: 10^9-unit dense layer")
             << QStringList{"summary", "--model", "@units-1e9.json", "--input", "8x8x1"} << 2

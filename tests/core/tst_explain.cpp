@@ -114,6 +114,63 @@ private slots:
         QVERIFY(with_id(explain({facts(Policy::MixedFP16, spec, 0.2)}), "speed").empty());
     }
 
+    // The word-lm-medium shape on WikiText-2's vocabulary: the decoder pads to 33,280 with
+    // masked logits, the 20-column batch is off cuDNN's multiple of 8, and at batch 20 the
+    // recurrence is bound by latency on the GPU; at batch 80 with hidden 656 those go quiet.
+    void languageModelRules()
+    {
+        auto lm = [](int hidden) {
+            return parse_model_spec(
+                R"({"format": "mixlab-model/1", "name": "lm", "layers": [
+                    {"type": "embedding", "vocab": "dataset", "dim": )" +
+                std::to_string(hidden) + R"(},
+                    {"type": "lstm", "hidden": )" +
+                std::to_string(hidden) + R"(, "layers": 2},
+                    {"type": "dense", "units": "vocab", "tie_weights": true}]})");
+        };
+        auto lm_facts = [&](Policy p, int hidden, int batch) {
+            RunFacts f = facts(p, lm(hidden), 10.0, gpu_device(9, 0), 33278, Shape::tokens());
+            f.batch = batch;
+            f.bptt = 35;
+            f.summary.language_model = true;
+            return f;
+        };
+        const auto ex =
+            explain({lm_facts(Policy::FP32, 650, 20), lm_facts(Policy::MixedFP16, 650, 20)});
+        const auto decoder = with_id(ex, "dims_multiple_of_8");
+        QCOMPARE(decoder.size(), std::size_t(1));
+        QVERIFY2(decoder[0].suggestion.find("33280 logits") != std::string::npos,
+                 decoder[0].suggestion.c_str());
+        const auto dims = with_id(ex, "rnn_dims");
+        QCOMPARE(dims.size(), std::size_t(1));
+        QVERIFY2(dims[0].sentence.find("hidden 650 (pad to 656)") != std::string::npos,
+                 dims[0].sentence.c_str());
+        const auto batch = with_id(ex, "rnn_batch");
+        QCOMPARE(batch.size(), std::size_t(1));
+        QCOMPARE(batch[0].fix, std::optional(Fix::set_batch(24)));
+        const auto share = with_id(ex, "decoder_share");
+        QCOMPARE(share.size(), std::size_t(1));
+        QVERIFY2(share[0].sentence.find("33278 words, tied to the embedding") != std::string::npos,
+                 share[0].sentence.c_str());
+        const auto latency = with_id(ex, "rnn_latency");
+        QCOMPARE(latency.size(), std::size_t(2)); // both runs
+        QVERIFY2(latency[0].sentence.find("35 sequential time steps") != std::string::npos,
+                 latency[0].sentence.c_str());
+        QCOMPARE(latency[0].fix, std::optional(Fix::set_batch(80)));
+
+        const auto aligned =
+            explain({lm_facts(Policy::FP32, 656, 80), lm_facts(Policy::MixedFP16, 656, 80)});
+        QVERIFY(with_id(aligned, "rnn_dims").empty());
+        QVERIFY(with_id(aligned, "rnn_batch").empty());
+        QVERIFY(with_id(aligned, "rnn_latency").empty());
+        // A classifier hears none of it.
+        const ModelSpec mlp = test::tiny_mlp(k_small);
+        const auto plain =
+            explain({facts(Policy::FP32, mlp, 1.0), facts(Policy::MixedFP16, mlp, 0.5)});
+        QVERIFY(with_id(plain, "decoder_share").empty());
+        QVERIFY(with_id(plain, "rnn_latency").empty());
+    }
+
     void dimsNotMultipleOf8()
     {
         // 3072 inputs -> 1001 -> 10: the hidden layer is almost all the work.

@@ -167,6 +167,11 @@ public:
     {
         QFAIL("the network does not gather batches");
     }
+    void gather_tokens(const Buffer&, std::int64_t, int, int, std::int64_t, const StepCounter&,
+                       Buffer&, Buffer&) override
+    {
+        QFAIL("the network does not gather token windows");
+    }
     void gemm(const GemmCall& c) override
     {
         log << "gemm ta" << c.trans_a << " tb" << c.trans_b << " " << c.m << "x" << c.n << "x"

@@ -66,6 +66,13 @@ QString differences(const RunConfig& a, const RunConfig& b)
     check(fbits(a.optimizer.clip_norm) == fbits(b.optimizer.clip_norm), "optimizer.clip_norm");
     check(a.seed == b.seed, "seed");
     check(a.device == b.device, "device");
+    check(a.bptt == b.bptt, "bptt");
+    check(a.lr_schedule.type == b.lr_schedule.type, "lr_schedule.type");
+    check(fbits(a.lr_schedule.factor) == fbits(b.lr_schedule.factor), "lr_schedule.factor");
+    check(a.dataset.synthetic_text_tokens == b.dataset.synthetic_text_tokens,
+          "dataset.synthetic_text_tokens");
+    check(a.dataset.synthetic_text_vocab == b.dataset.synthetic_text_vocab,
+          "dataset.synthetic_text_vocab");
     return d.join(", ");
 }
 
@@ -282,6 +289,39 @@ private slots:
             OptimizerType::Adam);
     }
 
+    // A language model's settings, and the example's defaults the front ends start from.
+    void language_model_fields()
+    {
+        const RunConfig c = parse_run_config(
+            run(R"("dataset": {"name": "synthetic-text", "synthetic_text_tokens": 5000,
+                               "synthetic_text_vocab": 500},
+                   "bptt": 70, "lr_schedule": {"type": "plateau", "factor": 0.5})")
+                .toStdString());
+        QCOMPARE(c.bptt, 70);
+        QCOMPARE(c.lr_schedule.type, LrSchedule::Plateau);
+        QCOMPARE(c.lr_schedule.factor, 0.5f);
+        QCOMPARE(c.dataset.synthetic_text_tokens, std::int64_t(5000));
+        QCOMPARE(c.dataset.synthetic_text_vocab, 500);
+        QCOMPARE(differences(parse_run_config(run_config_to_json(c)), c), QString());
+
+        // A classifier's config does not mention them (its files read as before).
+        const std::string plain = run_config_to_json(RunConfig{});
+        QVERIFY(plain.find("bptt") == std::string::npos);
+        QVERIFY(plain.find("lr_schedule") == std::string::npos);
+        QVERIFY(plain.find("synthetic_text") == std::string::npos);
+
+        const RunConfig lm = with_language_model_defaults(RunConfig{});
+        QCOMPARE(lm.batch_size, 20);
+        QCOMPARE(lm.bptt, 35);
+        QCOMPARE(lm.optimizer.type, OptimizerType::SGD);
+        QCOMPARE(lm.optimizer.lr, 20.0f);
+        QCOMPARE(lm.optimizer.momentum, 0.0f);
+        QCOMPARE(lm.optimizer.clip_norm, 0.25f);
+        QCOMPARE(lm.lr_schedule.type, LrSchedule::Plateau);
+        QCOMPARE(lm.lr_schedule.factor, 0.25f);
+        validate_run_config(lm);
+    }
+
     void invalid_data()
     {
         QTest::addColumn<QByteArray>("json");
@@ -434,6 +474,15 @@ private slots:
                                       << QStringList{"unknown field \"flip\"", "horizontal_flip"};
         QTest::addRow("augment not an object")
             << run(R"("dataset": {"augment": true})") << QStringList{"augment", "object"};
+        // Language models.
+        QTest::addRow("bptt 0") << run(R"("bptt": 0)")
+                                << QStringList{"\"bptt\" must be between 1 and 4096", "got 0"};
+        QTest::addRow("schedule typo")
+            << run(R"("lr_schedule": {"type": "step"})")
+            << QStringList{"lr_schedule.", "\"constant\" or \"plateau\""};
+        QTest::addRow("schedule factor 1")
+            << run(R"("lr_schedule": {"type": "plateau", "factor": 1})")
+            << QStringList{"\"lr_schedule.factor\" must be in (0, 1), got 1"};
     }
     void invalid()
     {
@@ -654,6 +703,11 @@ private slots:
             c.optimizer.clip_norm = pick(2) ? float(uni(0.01, 10)) : 0.0f;
             c.seed = rng();
             c.device = devices[pick(3)];
+            c.bptt = pick(2) ? 35 : 1 + pick(4096);
+            c.lr_schedule.type = pick(2) ? LrSchedule::Constant : LrSchedule::Plateau;
+            c.lr_schedule.factor = pick(2) ? 0.25f : float(uni(0.01, 0.99));
+            c.dataset.synthetic_text_tokens = pick(2) ? 1000000 : 100 + pick(100000000);
+            c.dataset.synthetic_text_vocab = pick(2) ? 10000 : 16 + pick(1000000 - 16);
             validate_run_config(c);
             const std::string text = run_config_to_json(c);
             const RunConfig back = parse_run_config(text);

@@ -221,22 +221,28 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, check_corpus_fits(c, 0, 35));
     }
 
-    void loadDatasetPointsToLanguageModels()
+    void loadDatasetReadsTextCorpora()
     {
+        // A corpus folder given as the dataset is the language model's data: the vocabulary
+        // is its classes, the splits count tokens.
         DatasetOptions options;
         options.name = folder("tiny").toStdString();
-        try {
-            load_dataset(options, 1);
-            QFAIL("load_dataset read a word corpus as images");
-        } catch (const DataError& e) {
-            const QString message = e.what();
-            QVERIFY2(message.contains("word-level text corpus"), qPrintable(message));
-            // It names the command that reads such a folder, and says plainly that
-            // language models cannot be trained yet (until the layers land).
-            QVERIFY2(message.contains("mixlab-cli corpus FOLDER") &&
-                         message.contains("not available yet"),
-                     qPrintable(message));
-        }
+        const Dataset d = load_dataset(options, 1);
+        QVERIFY(d.is_text());
+        QCOMPARE(d.classes, d.text->vocab_size());
+        QCOMPARE(d.train.n, std::int64_t(d.text->train.size()));
+        QCOMPARE(d.test.n, std::int64_t(d.text->test.size()));
+        QCOMPARE(d.height * d.width * d.channels, 0);
+
+        DatasetOptions synthetic;
+        synthetic.name = "synthetic-text";
+        synthetic.synthetic_text_tokens = 5000;
+        synthetic.synthetic_text_vocab = 300;
+        const Dataset s = load_dataset(synthetic, 7);
+        QVERIFY(s.is_text());
+        QCOMPARE(s.classes, 300);
+        QCOMPARE(s.train.n, std::int64_t(5000));
+        QVERIFY(s.text->entropy_bits.has_value());
     }
 
     void syntheticIsDeterministicBySeed()

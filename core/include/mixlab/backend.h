@@ -356,6 +356,16 @@ public:
                               const Augmentation& aug, const StepCounter& counter, Buffer& out,
                               Buffer& out_labels) = 0;
 
+    // Language models: one truncated-BPTT window of a token stream read as `batch`
+    // columns (text_corpus.h's batchify: column j is stream[j * column_len, (j + 1) *
+    // column_len)), starting at row `row`; with a step counter the device reads the step s
+    // and the window starts at row + (s % steps_per_epoch) * steps. ids[t * batch + j] =
+    // column j at row + t and targets the token after it, for t < steps (time-major, as
+    // LstmShape's x). The window must lie inside the columns (row + steps < column_len).
+    virtual void gather_tokens(const Buffer& stream_i32, std::int64_t column_len, int batch,
+                               int steps, std::int64_t row, const StepCounter& counter,
+                               Buffer& ids_i32, Buffer& targets_i32) = 0;
+
     // ---- layers -------------------------------------------------------------------
     virtual void gemm(const GemmCall& call) = 0;
     // y = act(x + bias) per row of `cols` columns; bias may be null. Same count.

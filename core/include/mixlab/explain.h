@@ -26,6 +26,7 @@ namespace mixlab {
 struct RunFacts {
     Policy policy = Policy::FP32;
     int batch = 0;
+    int bptt = 0; // language models (graph.input.sequence): tokens per column per step
     Graph graph;
     DeviceInfo device;
     RunSummary summary;
@@ -164,6 +165,10 @@ inline constexpr double k_input_share = 0.25; // input phase above: it dominates
 // taking at least this share of a mixed run's step, while its layers got faster.
 inline constexpr double k_fixed_share = 0.3;
 inline constexpr double k_layers_faster = 1.2;
+// An LSTM time step's recurrent GEMM below this many FLOPs (2 x batch x 4 hidden x hidden)
+// is bound by latency on a modern GPU: 200 MFLOP is about 0.4 us of H200 fp16 tensor-core
+// work against several microseconds of per-step overhead.
+inline constexpr double k_min_recurrent_flops = 2e8;
 } // namespace explain_limits
 
 } // namespace mixlab

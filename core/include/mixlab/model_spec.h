@@ -89,6 +89,10 @@ struct ModelSpec {
     bool operator==(const ModelSpec&) const = default;
 };
 
+// A language model: a model whose first layer is an embedding (it reads token ids, and
+// trains on a word-level corpus with truncated BPTT).
+bool is_language_model(const ModelSpec& spec);
+
 inline constexpr std::string_view k_model_format = "mixlab-model/1";
 
 // Throw SpecError with messages such as

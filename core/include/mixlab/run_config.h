@@ -43,6 +43,19 @@ struct DatasetOptions {
     // "horizontal_flip": true}); evaluation never augments. crop_padding 0: no crop.
     int crop_padding = 0;
     bool horizontal_flip = false;
+    // synthetic-text (language models): training tokens (valid and test a tenth each) and
+    // the source's vocabulary; text_corpus.h's SyntheticTextOptions.
+    std::int64_t synthetic_text_tokens = 1'000'000;
+    int synthetic_text_vocab = 10'000;
+};
+
+// How the learning rate changes between epochs. Plateau is the word-language-model
+// example's: after an epoch whose validation loss is no better than the best so far, the
+// rate is multiplied by `factor` (there 1/4). Without a validation split it never fires.
+enum class LrSchedule { Constant, Plateau };
+struct LrScheduleConfig {
+    LrSchedule type = LrSchedule::Constant;
+    float factor = 0.25f;
 };
 
 struct RunConfig {
@@ -53,6 +66,10 @@ struct RunConfig {
     int epochs = 1;
     std::int64_t steps = 0; // > 0: stop after this many steps instead of epochs
     OptimizerConfig optimizer;
+    LrScheduleConfig lr_schedule;
+    // Language models: the truncated-BPTT window, in time steps (tokens per column per
+    // step); a step trains batch_size x bptt tokens. Classifiers ignore it.
+    int bptt = 35;
     std::uint64_t seed = 42;
     DeviceChoice device = DeviceChoice::Auto;
     // Record the training step once as a CUDA graph and replay it (CUDA backend); off
@@ -80,11 +97,18 @@ void validate_run_config(const RunConfig& config);
 // fifth, rounded up.
 std::int64_t synthetic_test_size(std::int64_t synthetic_train);
 
+// `base` with the word-language-model example's training settings (main.py's defaults
+// and Apex's run): batch 20 columns, bptt 35, SGD at lr 20 without momentum, gradient
+// clipping at 0.25, the learning rate divided by 4 when validation stops improving. The
+// app and the CLI start a language model from these.
+RunConfig with_language_model_defaults(RunConfig base);
+
 // The loss-scaling mode a run really uses: Default resolved by the policy.
 LossScaleMode effective_loss_scale_mode(const RunConfig& config);
 
 std::string_view loss_scale_mode_name(LossScaleMode m);
 std::string_view optimizer_name(OptimizerType t);
+std::string_view lr_schedule_name(LrSchedule s); // "constant", "plateau"
 std::string_view device_choice_name(DeviceChoice d);
 DeviceChoice parse_device_choice(std::string_view s);
 

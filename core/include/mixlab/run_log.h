@@ -12,10 +12,15 @@
 //                "samples_per_s", "loss_scale", "next_loss_scale", "overflow", "skipped"}],
 //    "epochs": [{"epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy",
 //                "seconds", "skipped_steps"}],
+//               language models add "valid_loss", "valid_accuracy" (null without a
+//               validation split), "train_perplexity", "valid_perplexity",
+//               "test_perplexity" (exp of the per-token losses) and "lr"; their steps'
+//               "samples_per_s" count tokens
 //    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name
 //    "summary": {"steps", "skipped_steps", "epochs_done", "mean_step_ms",
 //                "median_step_ms", "final_train_loss", "final_test_loss",
-//                "final_test_accuracy", "final_loss_scale", "wall_seconds", "stopped",
+//                "final_test_accuracy", ("final_valid_loss", "final_test_perplexity",
+//                "final_lr": language models), "final_loss_scale", "wall_seconds", "stopped",
 //                "halted" (only when the run ended itself: why)}
 //                or null when the run did not finish}
 //

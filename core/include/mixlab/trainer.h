@@ -18,26 +18,40 @@
 namespace mixlab {
 
 struct StepMetrics {
-    std::int64_t step = 0; // 1-based, counted over the whole run
-    int epoch = 0;         // 1-based
-    float loss = 0;        // mean over the batch
-    float accuracy = 0;    // of the batch
-    float step_ms = 0;     // device time of this step (events around it)
-    double wall_ms = 0;    // host wall time since the run started
-    double samples_per_s = 0;
-    float loss_scale = 1; // the scale this step used
+    std::int64_t step = 0;    // 1-based, counted over the whole run
+    int epoch = 0;            // 1-based
+    float loss = 0;           // mean over the batch
+    float accuracy = 0;       // of the batch
+    float step_ms = 0;        // device time of this step (events around it)
+    double wall_ms = 0;       // host wall time since the run started
+    double samples_per_s = 0; // for a language model: tokens (batch x bptt per step)
+    float loss_scale = 1;     // the scale this step used
     float next_loss_scale = 1;
     bool overflow = false; // gradients held inf/NaN
     bool skipped = false;  // the optimizer skipped the update
 };
 
+// Losses are per sample, or for a language model per token (natural log: its perplexity
+// is exp(loss)); accuracies are of the class, or of the next word.
 struct EpochMetrics {
     int epoch = 0;
     float train_loss = 0, train_accuracy = 0;
     float test_loss = 0, test_accuracy = 0;
     double seconds = 0;
     std::int64_t skipped_steps = 0; // in this epoch
+    // Language models: the validation split, evaluated like the test split each epoch;
+    // the learning rate this epoch trained at (the plateau schedule lowers it).
+    bool language_model = false;
+    std::optional<float> valid_loss, valid_accuracy;
+    float lr = 0;
 };
+
+// InputError, naming both, when a language model (token input) meets images or an image
+// model meets a text corpus.
+void require_matching_data(bool language_model, const std::string& model, const Dataset& data);
+
+// exp(loss), the perplexity of a per-token natural-log cross-entropy.
+double perplexity(double loss);
 
 struct RunEvent {
     enum class Kind { Info, Warning, ScaleChange, SkippedStep, Error };
@@ -58,12 +72,15 @@ public:
 };
 
 // A dataset uploaded once to a backend as uint8; shared by the runs of a compare group.
+// A text corpus (language models) is uploaded as its three token streams (int32); each
+// run reads them in columns of its own batch (gather_tokens).
 struct DeviceDataset {
     DeviceDataset(const Dataset& data, Backend& backend);
     const Dataset& host;
     Buffer train_images, train_labels, test_images, test_labels;
     Buffer test_order; // identity order (int32): evaluation reads the test split in turn
     Normalization norm;
+    Buffer train_tokens, valid_tokens, test_tokens;
 };
 
 struct RunSummary {
@@ -76,6 +93,10 @@ struct RunSummary {
     // At the last evaluation of the test split; none when the run never evaluated (stopped
     // in its first epoch, or a dataset without a test split).
     std::optional<float> final_test_loss, final_test_accuracy;
+    // Language models: the last validation loss, and the learning rate at the end.
+    bool language_model = false;
+    std::optional<float> final_valid_loss;
+    float final_lr = 0;
     float final_loss_scale = 1;
     double wall_seconds = 0;
     bool stopped = false; // by the stop token, or halted
@@ -122,6 +143,13 @@ public:
     // Call after the timed steps (those stay unprofiled); the extra steps train the
     // model and are reported to the sink like any other.
     StepProfile profile(MetricsSink& sink, int steps = 10);
+
+    // Language models, after training: `words` words generated from the trained model as
+    // the word-language-model example's generate.py does (from a random first word, each
+    // next word drawn from softmax(logits / temperature)), deterministic by seed; <eos>
+    // becomes a line break. Throws InputError for a model that is not a language model
+    // or a temperature that is not positive.
+    std::string sample_text(int words, float temperature, std::uint64_t seed);
 
     // Test helpers: current fp32 master parameters in graph order (synchronizes).
     std::vector<float> read_parameters();

@@ -133,6 +133,33 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
     floating(backend, op, out, std::size_t(batch) * std::size_t(image.size()), "out");
 }
 
+void gather_tokens(const char* backend, const Buffer& stream_i32, std::int64_t column_len,
+                   int batch, int steps, std::int64_t row, const StepCounter& counter,
+                   const Buffer& ids_i32, const Buffer& targets_i32)
+{
+    const char* op = "gather_tokens";
+    require(stream_i32.dtype() == DType::I32 && ids_i32.dtype() == DType::I32 &&
+                targets_i32.dtype() == DType::I32,
+            backend, op, "the stream, ids and targets must be int32");
+    require(batch >= 1 && steps >= 1 && column_len >= 2, backend, op,
+            "batch and steps must be positive and a column at least 2 tokens, got batch " +
+                std::to_string(batch) + ", steps " + std::to_string(steps) + ", column " +
+                std::to_string(column_len));
+    require(std::size_t(column_len) * std::size_t(batch) <= stream_i32.count(), backend, op,
+            "the stream holds fewer than batch x column tokens");
+    step_counter(backend, op, counter);
+    // With a counter the window may start as late as row + (steps_per_epoch - 1) * steps;
+    // its targets read one row past its end.
+    const std::int64_t last_row =
+        row + (counter.buffer ? (counter.steps_per_epoch - 1) * std::int64_t(steps) : 0);
+    require(row >= 0 && last_row + steps < column_len, backend, op,
+            "the window runs past the end of the columns (row " + std::to_string(last_row) + " + " +
+                std::to_string(steps) + " steps, columns of " + std::to_string(column_len) + ")");
+    const std::size_t n = std::size_t(steps) * std::size_t(batch);
+    require(ids_i32.count() >= n && targets_i32.count() >= n, backend, op,
+            "ids and targets must hold steps x batch tokens");
+}
+
 void step_counter(const char* backend, const char* op, const StepCounter& counter)
 {
     if (!counter.buffer) return;

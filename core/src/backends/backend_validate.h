@@ -37,6 +37,11 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
                   const Buffer& order_i32, std::int64_t offset, int batch, const ImageShape& image,
                   const Normalization& norm, const Augmentation& aug, const StepCounter& counter,
                   const Buffer& out, const Buffer& out_labels);
+// The stream holds batch columns of column_len tokens; ids and targets hold steps x batch;
+// the window (row .. row + steps, and the targets one row on) lies inside a column.
+void gather_tokens(const char* backend, const Buffer& stream_i32, std::int64_t column_len,
+                   int batch, int steps, std::int64_t row, const StepCounter& counter,
+                   const Buffer& ids_i32, const Buffer& targets_i32);
 // A set counter is an int32 buffer of at least two words, with steps_per_epoch >= 1.
 void step_counter(const char* backend, const char* op, const StepCounter& counter);
 // a, b, y floating with equal counts, act None or Relu.

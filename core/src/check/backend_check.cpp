@@ -348,6 +348,7 @@ private:
     void cast_check(DType tx, DType ty, const std::function<std::vector<float>(Rng&)>& input);
     void cast_checks();
     void gather_checks();
+    void token_gather_checks();
     void gemm_checks();
     // One bias_activation check: inputs uniform in [-range, range), bias (in `in`'s dtype)
     // in [-1, 1); also in place when the output has the input's dtype.
@@ -548,6 +549,61 @@ void Checker::gather_checks()
                         }
                         v.context("");
                     });
+}
+
+// A language model's window: ids and targets picked out of the corpus columns, placed by
+// a host row or by the step counter on the device. A copy: exact.
+void Checker::token_gather_checks()
+{
+    struct Case {
+        int batch, steps;
+        std::int64_t column_len, row;
+    };
+    const Case cases[] = {{20, 35, 400, 35}, {3, 7, 50, 0}, {80, 35, 120, 70}};
+    for (const Case& c : cases)
+        run("gather_tokens/" + std::to_string(c.steps) + "x" + std::to_string(c.batch) + "_col" +
+                std::to_string(c.column_len),
+            [&](Verdict& v, Rng& rng) {
+                std::vector<std::int32_t> stream(std::size_t(c.column_len) * c.batch);
+                for (auto& id : stream) id = rng.integer(0, 33278);
+                Twin tokens = twin(stream.size(), DType::I32);
+                on_both([&](Backend& b, Side on) {
+                    b.upload_raw(on(tokens), stream.data(), stream.size() * sizeof(std::int32_t));
+                });
+                const std::size_t n = std::size_t(c.steps) * c.batch;
+                Twin ids = twin(n, DType::I32), targets = twin(n, DType::I32);
+                poison(ids);
+                poison(targets);
+                on_both([&](Backend& b, Side on) {
+                    b.gather_tokens(on(tokens), c.column_len, c.batch, c.steps, c.row,
+                                    StepCounter{}, on(ids), on(targets));
+                });
+                compare(v, "ids", ids, k_exact);
+                compare(v, "targets", targets, k_exact);
+                // The candidate reads the step from the device counter (a replayed graph);
+                // the reference is given the row that step means.
+                const std::int64_t per_epoch = (c.column_len - 1 - c.row) / c.steps;
+                for (std::uint64_t step : {std::uint64_t(0), std::uint64_t(per_epoch * 3 - 1)}) {
+                    v.context("step " + std::to_string(step) + " from a step counter");
+                    Twin counter = make({float(step), 0.0f}, DType::I32);
+                    poison(ids);
+                    poison(targets);
+                    on_both([&](Backend& b, Side on) {
+                        if (on.ref)
+                            b.gather_tokens(on(tokens), c.column_len, c.batch, c.steps,
+                                            c.row + std::int64_t(step % std::uint64_t(per_epoch)) *
+                                                        c.steps,
+                                            StepCounter{}, on(ids), on(targets));
+                        else
+                            b.gather_tokens(on(tokens), c.column_len, c.batch, c.steps, c.row,
+                                            StepCounter{&on(counter), per_epoch}, on(ids),
+                                            on(targets));
+                    });
+                    compare(v, "ids", ids, k_exact);
+                    compare(v, "targets", targets, k_exact);
+                }
+                v.context("");
+            });
 }
 
 // ---- GEMM ------------------------------------------------------------------------------
@@ -1954,6 +2010,7 @@ std::vector<CheckResult> Checker::run_all()
     fill_checks();
     cast_checks();
     gather_checks();
+    token_gather_checks();
     activation_checks();
     bias_grad_checks();
     dropout_checks();

@@ -17,7 +17,8 @@ using data::fs::path;
 
 std::string all_expected_files()
 {
-    return data::idx_expected_files() + "; or " + data::cifar_expected_files();
+    return data::idx_expected_files() + "; or " + data::cifar_expected_files() +
+           "; or (a word-level text corpus) train.txt, valid.txt and test.txt";
 }
 
 } // namespace
@@ -33,6 +34,13 @@ Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed)
     const std::string name = options.name.empty() ? default_dataset_name() : options.name;
     if (name == "synthetic")
         return make_synthetic(options.synthetic_train, options.synthetic_test, seed);
+    if (name == "synthetic-text") {
+        SyntheticTextOptions text;
+        text.train_tokens = options.synthetic_text_tokens;
+        text.vocab = options.synthetic_text_vocab;
+        text.seed = seed;
+        return text_dataset(make_synthetic_text(text));
+    }
     if (name == "fashion-mnist") {
         // A folder holding some of the files goes on to the loader, whose message names
         // exactly what is missing or damaged.
@@ -49,11 +57,12 @@ Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed)
 
     const path folder(name);
     if (!data::exists_quietly(folder))
-        throw DataError("dataset \"" + name +
-                        "\" is neither a known name (fashion-mnist, synthetic) nor an existing "
-                        "folder; give a folder "
-                        "holding " +
-                        all_expected_files());
+        throw DataError(
+            "dataset \"" + name +
+            "\" is neither a known name (fashion-mnist, synthetic, synthetic-text) nor an existing "
+            "folder; give a folder "
+            "holding " +
+            all_expected_files());
     data::require_folder(folder, all_expected_files());
     const bool idx = data::looks_like_idx_folder(folder);
     const bool cifar = data::looks_like_cifar_folder(folder);
@@ -63,16 +72,21 @@ Dataset load_dataset(const DatasetOptions& options, std::uint64_t seed)
             " holds both IDX (MNIST) and CIFAR files; keep each dataset in a folder of its own");
     if (idx) return load_idx_folder(name);
     if (cifar) return load_cifar_folder(name, options.cifar100_coarse);
-    // Images and labels are what this loader gives; a word corpus is read by
-    // load_text_corpus_folder for language models instead.
-    if (is_text_corpus_folder(name))
-        throw DataError("dataset folder " + folder.string() +
-                        " is a word-level text corpus (train.txt, valid.txt, test.txt) for "
-                        "language models, not images (`mixlab-cli corpus FOLDER` describes "
-                        "it; training language models is not available yet): give a folder "
-                        "of IDX or CIFAR files for this model");
+    if (is_text_corpus_folder(name)) return text_dataset(load_text_corpus_folder(name));
     throw DataError("dataset folder " + folder.string() +
                     " holds no dataset files MixLab recognises; expected " + all_expected_files());
+}
+
+Dataset text_dataset(TextCorpus corpus)
+{
+    Dataset d;
+    d.name = corpus.name;
+    d.source = corpus.source;
+    d.classes = corpus.vocab_size();
+    d.train.n = std::int64_t(corpus.train.size());
+    d.test.n = std::int64_t(corpus.test.size());
+    d.text = std::make_shared<const TextCorpus>(std::move(corpus));
+    return d;
 }
 
 void compute_normalization(Dataset& data)

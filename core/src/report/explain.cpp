@@ -55,6 +55,12 @@ const GraphLayer* output_dense(const Graph& g)
     return nullptr;
 }
 
+// Samples per step are batch x bptt tokens for a language model (its FLOPs are per token).
+std::int64_t tokens_per_sample(const RunFacts& f)
+{
+    return f.graph.input.sequence && f.bptt > 0 ? f.bptt : 1;
+}
+
 int baseline_of(const std::vector<RunFacts>& group, std::size_t i)
 {
     const int b = group[i].baseline;
@@ -126,14 +132,14 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
     const std::string pol = name(it->policy);
     for_each_layer(g.layers, [&](const GraphLayer& gl) {
         if (!gl.is_gemm || gl.tensor_core_friendly || gl.spec.force_fp32) return;
+        // An LSTM's rules are cuDNN's RNN rules (rule_rnn_dims).
+        if (gl.spec.type != LayerType::Dense && gl.spec.type != LayerType::Conv2D) return;
         const bool dense = gl.spec.type == LayerType::Dense;
-        const bool lstm = gl.spec.type == LayerType::Lstm; // cuDNN's RNN: hidden and input
-        const std::int64_t n_out = dense ? gl.spec.units : lstm ? gl.spec.hidden : gl.spec.filters;
+        const std::int64_t n_out = dense ? gl.spec.units : gl.spec.filters;
         const std::int64_t n_in = gl.in.dims.empty() ? 0 : gl.in.dims.back();
         const double share = g.total_flops > 0 ? double(gl.flops) / double(g.total_flops) : 0.0;
-        const std::string what = dense  ? fmt("dense, %lld units", (long long)n_out)
-                                 : lstm ? fmt("lstm, %lld hidden", (long long)n_out)
-                                        : fmt("conv2d, %lld filters", (long long)n_out);
+        const std::string what = dense ? fmt("dense, %lld units", (long long)n_out)
+                                       : fmt("conv2d, %lld filters", (long long)n_out);
         std::string sentence = fmt("%s (%s) under %s: %s; it is %.1f%% of the model's forward "
                                    "FLOPs",
                                    gl.path.c_str(), what.c_str(), pol.c_str(),
@@ -156,9 +162,6 @@ void rule_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
             e.suggestion = fmt("pad the output to %lld logits and mask the extra %lld "
                                "(set to -inf before the loss)",
                                (long long)padded, (long long)(padded - n_out));
-        } else if (out_off && lstm) {
-            // No one-click fix: the property editor has no lstm fields yet.
-            e.suggestion = fmt("set \"hidden\" of %s to %lld", gl.path.c_str(), (long long)padded);
         } else if (out_off) {
             e.suggestion =
                 reader == Reader::App
@@ -368,14 +371,17 @@ void rule_small_batch(const std::vector<RunFacts>& group, Reader reader, Out& ou
     }
     if (fastest < 0) return;
     const RunFacts& f = group[std::size_t(fastest)];
-    const double work = double(f.batch) * double(f.graph.total_flops);
+    // A language model's FLOPs are per token: a step is batch x bptt of them.
+    const double per_step = double(f.batch) * double(tokens_per_sample(f));
+    const double work = per_step * double(f.graph.total_flops);
     const double ms = f.summary.median_step_ms;
     const bool little_work = work < k_min_flops_per_step;
     const bool short_step = ms > 0 && ms < k_min_step_ms;
     if (!little_work && !short_step) return;
     // The smallest doubling of the batch that gives the GPU 1 GFLOP of forward work.
     std::int64_t suggested = std::int64_t(f.batch) * 2;
-    while (double(suggested) * double(f.graph.total_flops) < k_min_flops_per_step &&
+    while (double(suggested) * double(tokens_per_sample(f)) * double(f.graph.total_flops) <
+               k_min_flops_per_step &&
            suggested < (std::int64_t(1) << 20))
         suggested *= 2;
     std::string sentence = fmt("batch %d gives %.3g forward FLOPs per step", f.batch, work);
@@ -388,6 +394,129 @@ void rule_small_batch(const std::vector<RunFacts>& group, Reader reader, Out& ou
                              : fmt("try batch %lld", (long long)suggested));
     e.fix = Fix::set_batch(int(suggested));
     out.push_back(std::move(e));
+}
+
+// ---- language models (LSTM) ----------------------------------------------------------
+
+// 13. cuDNN's RNN rules: its tensor-core kernels want the hidden size, the input size and
+// the batch multiples of 8 in 16-bit math; otherwise it pads internally or falls back.
+void rule_rnn_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    const auto it = std::find_if(group.begin(), group.end(), [](const RunFacts& f) {
+        return is_16bit(f.policy) && f.graph.input.sequence;
+    });
+    if (it == group.end()) return;
+    const std::string pol = name(it->policy);
+    for (const GraphLayer& gl : it->graph.layers) {
+        if (gl.spec.type != LayerType::Lstm || gl.spec.force_fp32) continue;
+        const std::int64_t hidden = gl.spec.hidden;
+        const std::int64_t input = gl.in.dims.empty() ? 0 : gl.in.dims.back();
+        std::vector<std::string> off;
+        if (hidden % k_tensor_core_multiple)
+            off.push_back(fmt("hidden %lld (pad to %lld)", (long long)hidden,
+                              (long long)round_up(hidden, k_tensor_core_multiple)));
+        if (input % k_tensor_core_multiple)
+            off.push_back(fmt("input %lld (pad to %lld)", (long long)input,
+                              (long long)round_up(input, k_tensor_core_multiple)));
+        if (off.empty()) continue;
+        std::string list;
+        for (const std::string& o : off) list += (list.empty() ? "" : ", ") + o;
+        out.push_back(make(
+            "rnn_dims", Severity::Advice, -1,
+            fmt("%s (lstm, %lld x %lld) under %s: cuDNN's RNN kernels use tensor cores fully "
+                "only when the hidden size, the input size and the batch are multiples of 8; "
+                "here %s.",
+                gl.path.c_str(), (long long)input, (long long)hidden, pol.c_str(), list.c_str()),
+            reader == Reader::App
+                ? fmt("set Hidden of %s (and the embedding's Dim, which is its input) to a "
+                      "multiple of 8 in the property editor",
+                      gl.path.c_str())
+                : fmt("set \"hidden\" (and the layer before it's width) to a multiple of 8")));
+    }
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (!is_16bit(f.policy) || !f.graph.input.sequence || f.batch <= 0 ||
+            f.batch % k_tensor_core_multiple == 0)
+            continue;
+        const int padded = int(round_up(f.batch, k_tensor_core_multiple));
+        Explanation e =
+            make("rnn_batch", Severity::Advice, int(i),
+                 fmt("%s runs its LSTM at batch %d: cuDNN's RNN kernels take the batch as a GEMM "
+                     "dimension, which tensor cores want a multiple of 8.",
+                     name(f.policy).c_str(), f.batch),
+                 reader == Reader::App ? fmt("set Batch size to %d in the run panel", padded)
+                                       : fmt("try --batch %d", padded));
+        e.fix = Fix::set_batch(padded);
+        out.push_back(std::move(e));
+    }
+}
+
+// 14. The decoder's share: in a word-level model the output GEMM (hidden x vocabulary per
+// token) is most of the arithmetic, so its speed under a policy is most of the step's.
+void rule_decoder_share(const std::vector<RunFacts>& group, Out& out)
+{
+    const RunFacts& f = group.front();
+    if (!f.graph.input.sequence || !(f.graph.total_flops > 0)) return;
+    const GraphLayer* decoder = output_dense(f.graph);
+    if (!decoder) return;
+    const double share = double(decoder->flops) / double(f.graph.total_flops);
+    std::string sentence = fmt(
+        "The decoder (%s, %lld -> %lld words%s) is %.0f%% of the model's forward FLOPs "
+        "per token",
+        decoder->path.c_str(), (long long)(decoder->in.dims.empty() ? 0 : decoder->in.dims.back()),
+        (long long)decoder->spec.units, decoder->spec.tie_weights ? ", tied to the embedding" : "",
+        100.0 * share);
+    // The measured share of each profiled run, where there is one.
+    for (std::size_t i = 0; i < group.size(); ++i)
+        if (const auto t = layer_time_share(group[i], decoder->path))
+            sentence +=
+                fmt("; %.0f%% of %s's layer time", 100.0 * *t, name(group[i].policy).c_str());
+    sentence += share >= 0.5 ? ": the step is mostly one large GEMM, the part 16-bit tensor "
+                               "cores speed up most."
+                             : ": the recurrent layers carry most of the work.";
+    out.push_back(make("decoder_share", Severity::Info, -1, sentence));
+}
+
+// 15. The recurrence is sequential: each time step's GEMM (batch x hidden by hidden x
+// 4 hidden) waits for the step before. At a small batch that GEMM is a few microseconds of
+// tensor-core work, so launch and synchronisation latency, which precision does not
+// shrink, set the LSTM's pace.
+void rule_rnn_latency(const std::vector<RunFacts>& group, Reader reader, Out& out)
+{
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (!ran_on_gpu(f) || !f.graph.input.sequence || f.batch <= 0) continue;
+        for (const GraphLayer& gl : f.graph.layers) {
+            if (gl.spec.type != LayerType::Lstm) continue;
+            const double h = gl.spec.hidden;
+            const double per_step = 2.0 * f.batch * h * 4.0 * h;
+            if (per_step >= k_min_recurrent_flops) continue;
+            int suggested = f.batch;
+            while (2.0 * suggested * h * 4.0 * h < k_min_recurrent_flops && suggested < 4096)
+                suggested *= 2;
+            std::string sentence =
+                fmt("%s: each of the %d sequential time steps of %s multiplies a %d x %.0f state "
+                    "by the %.0f x %.0f recurrent weights, %.0f MFLOP: a few microseconds of "
+                    "GPU work that must wait for the step before, so the recurrence is bound by "
+                    "latency, which %s does not shorten",
+                    name(f.policy).c_str(), f.bptt, gl.path.c_str(), f.batch, h, h, 4.0 * h,
+                    per_step / 1e6, name(f.policy).c_str());
+            if (const auto t = layer_time_share(f, gl.path))
+                sentence += fmt(" (it took %.0f%% of the layers' time)", 100.0 * *t);
+            sentence += ".";
+            Explanation e =
+                make("rnn_latency", Severity::Advice, int(i), sentence,
+                     reader == Reader::App
+                         ? fmt("set Batch size to %d in the run panel: each step does %dx the work "
+                               "in about the same time",
+                               suggested, suggested / f.batch)
+                         : fmt("try --batch %d: each step does %dx the work in about the same time",
+                               suggested, suggested / f.batch));
+            e.fix = Fix::set_batch(suggested);
+            out.push_back(std::move(e));
+            break; // one per run: the first LSTM layer stands for the rest
+        }
+    }
 }
 
 // 10. Launch- or overhead-bound: the GPU idle much of the step (needs a profile).
@@ -580,6 +709,9 @@ std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader read
     rule_launch_bound(group, out);
     rule_input_bound(group, out);
     rule_fixed_costs(group, out);
+    rule_rnn_dims(group, reader, out);
+    rule_decoder_share(group, out);
+    rule_rnn_latency(group, reader, out);
     return out;
 }
 

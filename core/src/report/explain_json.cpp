@@ -88,6 +88,7 @@ nlohmann::ordered_json run_facts_to_json(const RunFacts& f)
     Json j;
     j["policy"] = std::string(policy_name(f.policy));
     j["batch"] = f.batch;
+    if (f.summary.language_model) j["bptt"] = f.bptt;
     j["loss_scaling"] = std::string(loss_scale_mode_name(f.loss_scale_mode));
     j["baseline"] = f.baseline;
     j["device"] = device_info_to_json(f.device);
@@ -113,6 +114,7 @@ RunFacts run_facts_from_json(const JsonReader& j)
     RunFacts f;
     f.policy = policy_from_json(j.at("policy"));
     f.batch = j.at("batch").int32();
+    if (const auto bptt = j.find("bptt")) f.bptt = bptt->int32();
     f.loss_scale_mode = loss_scaling_from_json(j.at("loss_scaling"));
     f.baseline = j.at("baseline").int32();
     f.device = device_info_from_json(j.object("device"));

@@ -636,4 +636,9 @@ std::string model_spec_to_json(const ModelSpec& spec)
     return out;
 }
 
+bool is_language_model(const ModelSpec& spec)
+{
+    return !spec.layers.empty() && spec.layers.front().type == LayerType::Embedding;
+}
+
 } // namespace mixlab

@@ -36,6 +36,15 @@ std::string_view loss_scale_mode_name(LossScaleMode m)
     return "unknown";
 }
 
+std::string_view lr_schedule_name(LrSchedule s)
+{
+    switch (s) {
+    case LrSchedule::Constant: return "constant";
+    case LrSchedule::Plateau: return "plateau";
+    }
+    return "unknown";
+}
+
 std::string_view optimizer_name(OptimizerType t)
 {
     switch (t) {
@@ -63,6 +72,9 @@ constexpr int k_max_crop_padding = 64; // pixels of zero padding around a random
 // A synthetic set is generated in host memory at 3 KiB per image; this cap keeps a typo
 // from asking for terabytes.
 constexpr std::int64_t k_max_synthetic = 10000000;
+// Longer windows than this are not truncated BPTT any more; the LSTM keeps T x batch x
+// hidden activations per layer.
+constexpr int k_max_bptt = 4096;
 
 const json_util::DocumentKind k_document{"run config", "run config",    k_run_format, "...",
                                          "model spec", "mixlab-model/", false};
@@ -183,7 +195,8 @@ void read_dataset(const json& j, DatasetOptions& d)
         throw InputError("\"dataset\" must be an object like {\"name\": \"fashion-mnist\"}, got " +
                          shown(j));
     ObjectReader r(j, "dataset.");
-    r.check_fields({"name", "cifar100_labels", "synthetic_train", "synthetic_test", "augment"});
+    r.check_fields({"name", "cifar100_labels", "synthetic_train", "synthetic_test", "augment",
+                    "synthetic_text_tokens", "synthetic_text_vocab"});
     if (r.has("name")) d.name = r.string("name", "a dataset name or folder (a string)");
     if (r.has("cifar100_labels")) {
         const auto labels = r.string("cifar100_labels", "\"fine\" or \"coarse\"");
@@ -196,6 +209,8 @@ void read_dataset(const json& j, DatasetOptions& d)
     }
     r.read("synthetic_train", d.synthetic_train);
     r.read("synthetic_test", d.synthetic_test);
+    r.read("synthetic_text_tokens", d.synthetic_text_tokens);
+    r.read("synthetic_text_vocab", d.synthetic_text_vocab);
     if (r.has("augment")) {
         ObjectReader a(r.object("augment"), "dataset.augment.");
         a.check_fields({"crop_padding", "horizontal_flip"});
@@ -258,6 +273,23 @@ void read_optimizer(const json& j, OptimizerConfig& opt)
     r.read("clip_norm", opt.clip_norm);
 }
 
+void read_lr_schedule(const json& j, LrScheduleConfig& ls)
+{
+    ObjectReader r(j, "lr_schedule.");
+    r.check_fields({"type", "factor"});
+    if (r.has("type")) {
+        const std::string want = "\"constant\" or \"plateau\"";
+        const auto type = lower(r.string("type", want));
+        if (type == "constant")
+            ls.type = LrSchedule::Constant;
+        else if (type == "plateau")
+            ls.type = LrSchedule::Plateau;
+        else
+            r.fail("type", want);
+    }
+    r.read("factor", ls.factor);
+}
+
 void require(bool ok, const std::string& message)
 {
     if (!ok) throw InputError(message);
@@ -281,7 +313,8 @@ RunConfig read_run_config(const json& doc)
 {
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
-                    "optimizer", "seed", "device", "cuda_graph", "stop_on_non_finite_loss"});
+                    "optimizer", "lr_schedule", "bptt", "seed", "device", "cuda_graph",
+                    "stop_on_non_finite_loss"});
     RunConfig c;
     if (r.has("dataset")) read_dataset(r.at("dataset"), c.dataset);
     if (r.has("policy")) {
@@ -297,6 +330,8 @@ RunConfig read_run_config(const json& doc)
     r.read("epochs", c.epochs);
     r.read("steps", c.steps);
     if (r.has("optimizer")) read_optimizer(r.object("optimizer"), c.optimizer);
+    if (r.has("lr_schedule")) read_lr_schedule(r.object("lr_schedule"), c.lr_schedule);
+    r.read("bptt", c.bptt);
     r.read("seed", c.seed);
     r.read("cuda_graph", c.cuda_graph);
     r.read("stop_on_non_finite_loss", c.stop_on_non_finite_loss);
@@ -351,6 +386,10 @@ std::string run_config_to_json(const RunConfig& c)
         d["synthetic_train"] = c.dataset.synthetic_train;
     if (c.dataset.synthetic_test != defaults.synthetic_test)
         d["synthetic_test"] = c.dataset.synthetic_test;
+    if (c.dataset.synthetic_text_tokens != defaults.synthetic_text_tokens)
+        d["synthetic_text_tokens"] = c.dataset.synthetic_text_tokens;
+    if (c.dataset.synthetic_text_vocab != defaults.synthetic_text_vocab)
+        d["synthetic_text_vocab"] = c.dataset.synthetic_text_vocab;
     if (c.dataset.crop_padding != 0 || c.dataset.horizontal_flip) {
         ordered_json a;
         a["crop_padding"] = c.dataset.crop_padding;
@@ -382,6 +421,17 @@ std::string run_config_to_json(const RunConfig& c)
     // Written only when on, so a run without clipping writes what MixLab 0.1.0 wrote.
     if (c.optimizer.clip_norm != 0.0f) o["clip_norm"] = float_json(c.optimizer.clip_norm);
     j["optimizer"] = o;
+    // Written when they differ from the defaults, so that a classifier's config (which
+    // neither affects) reads as it always did; read back, a default is what ran.
+    const RunConfig plain;
+    if (c.lr_schedule.type != plain.lr_schedule.type ||
+        c.lr_schedule.factor != plain.lr_schedule.factor) {
+        ordered_json ls2;
+        ls2["type"] = std::string(lr_schedule_name(c.lr_schedule.type));
+        ls2["factor"] = float_json(c.lr_schedule.factor);
+        j["lr_schedule"] = ls2;
+    }
+    if (c.bptt != plain.bptt) j["bptt"] = c.bptt;
     j["seed"] = c.seed;
     j["device"] = std::string(device_choice_name(c.device));
     j["cuda_graph"] = c.cuda_graph;
@@ -431,6 +481,14 @@ void validate_run_config(const RunConfig& c)
             "\"loss_scale.backoff_factor\" must be in (0, 1), got " + num(ls.backoff_factor));
     require(ls.growth_interval >= 1, "\"loss_scale.growth_interval\" must be at least 1, got " +
                                          std::to_string(ls.growth_interval));
+    require(c.bptt >= 1 && c.bptt <= k_max_bptt, "\"bptt\" must be between 1 and " +
+                                                     std::to_string(k_max_bptt) +
+                                                     " time steps, got " + std::to_string(c.bptt));
+    require(std::isfinite(c.lr_schedule.factor) && c.lr_schedule.factor > 0 &&
+                c.lr_schedule.factor < 1,
+            "\"lr_schedule.factor\" must be in (0, 1), got " + num(c.lr_schedule.factor));
+    // synthetic-text's sizes are checked where the corpus is made (make_synthetic_text),
+    // which names the limits; the spec layer does not reach into the data layer.
     require(d.synthetic_train >= 1 && d.synthetic_train <= k_max_synthetic,
             "\"dataset.synthetic_train\" must be between 1 and " + std::to_string(k_max_synthetic) +
                 ", got " + std::to_string(d.synthetic_train));
@@ -446,6 +504,21 @@ void validate_run_config(const RunConfig& c)
 std::int64_t synthetic_test_size(std::int64_t synthetic_train)
 {
     return std::max<std::int64_t>(1, (synthetic_train + 4) / 5);
+}
+
+RunConfig with_language_model_defaults(RunConfig c)
+{
+    c.batch_size = 20;
+    c.bptt = 35;
+    c.optimizer.type = OptimizerType::SGD;
+    c.optimizer.lr = 20.0f;
+    c.optimizer.momentum = 0.0f;
+    c.optimizer.nesterov = false;
+    c.optimizer.weight_decay = 0.0f;
+    c.optimizer.clip_norm = 0.25f;
+    c.lr_schedule.type = LrSchedule::Plateau;
+    c.lr_schedule.factor = 0.25f;
+    return c;
 }
 
 LossScaleMode effective_loss_scale_mode(const RunConfig& config)

@@ -20,8 +20,23 @@ template <class T>
 struct Field {
     const char* key;
     Json (*write)(const T&);
-    void (*read)(const JsonReader&, T&);
+    void (*read)(const JsonReader&, T&); // null: written only (derived from other fields)
+    // Set for a field only some values have (a language model's): written for those,
+    // a table's column only when a row has it, and a document without it reads fine.
+    bool (*present)(const T&) = nullptr;
 };
+
+bool is_lm(const EpochMetrics& m) { return m.language_model; }
+Json optional_number(const std::optional<float>& v) { return v ? json_number(*v) : Json(nullptr); }
+Json optional_perplexity(const std::optional<float>& loss)
+{
+    return loss ? json_number(perplexity(*loss)) : Json(nullptr);
+}
+std::optional<float> read_optional(const JsonReader& r)
+{
+    const double v = r.number();
+    return std::isnan(v) ? std::nullopt : std::optional<float>(float(v));
+}
 
 const Field<StepMetrics> k_step_fields[] = {
     {"step", [](const StepMetrics& m) { return Json(m.step); },
@@ -63,13 +78,36 @@ const Field<EpochMetrics> k_epoch_fields[] = {
      [](const JsonReader& r, EpochMetrics& m) { m.seconds = r.number(); }},
     {"skipped_steps", [](const EpochMetrics& m) { return Json(m.skipped_steps); },
      [](const JsonReader& r, EpochMetrics& m) { m.skipped_steps = r.int64(); }},
+    // Language models: validation, perplexities (exp of the per-token losses: written for
+    // the reader, not read back) and the learning rate of the epoch.
+    {"valid_loss", [](const EpochMetrics& m) { return optional_number(m.valid_loss); },
+     [](const JsonReader& r, EpochMetrics& m) {
+         m.language_model = true;
+         m.valid_loss = read_optional(r);
+     },
+     is_lm},
+    {"valid_accuracy", [](const EpochMetrics& m) { return optional_number(m.valid_accuracy); },
+     [](const JsonReader& r, EpochMetrics& m) { m.valid_accuracy = read_optional(r); }, is_lm},
+    {"train_perplexity",
+     [](const EpochMetrics& m) { return json_number(perplexity(m.train_loss)); }, nullptr, is_lm},
+    {"valid_perplexity", [](const EpochMetrics& m) { return optional_perplexity(m.valid_loss); },
+     nullptr, is_lm},
+    {"test_perplexity", [](const EpochMetrics& m) { return json_number(perplexity(m.test_loss)); },
+     nullptr, is_lm},
+    {"lr", [](const EpochMetrics& m) { return json_number(m.lr); },
+     [](const JsonReader& r, EpochMetrics& m) {
+         m.language_model = true;
+         m.lr = r.number_float();
+     },
+     is_lm},
 };
 
 template <class T, std::size_t N>
 Json object_of(const T& value, const Field<T> (&fields)[N])
 {
     Json j;
-    for (const Field<T>& f : fields) j[f.key] = f.write(value);
+    for (const Field<T>& f : fields)
+        if (!f.present || f.present(value)) j[f.key] = f.write(value);
     return j;
 }
 
@@ -78,19 +116,37 @@ T object_from(const JsonReader& j, const Field<T> (&fields)[N])
 {
     j.as_object();
     T value;
-    for (const Field<T>& f : fields) f.read(j.at(f.key), value);
+    for (const Field<T>& f : fields) {
+        if (!f.read) continue;
+        if (f.present) {
+            if (const auto v = j.find(f.key)) f.read(*v, value);
+        } else {
+            f.read(j.at(f.key), value);
+        }
+    }
     return value;
 }
 
 template <class T, std::size_t N>
 Json table_of(const std::vector<T>& values, const Field<T> (&fields)[N])
 {
+    // An optional field's column when any row has it (a row without it holds null).
+    bool used[N];
+    for (std::size_t k = 0; k < N; ++k) {
+        used[k] = !fields[k].present;
+        for (const T& v : values) used[k] = used[k] || fields[k].present(v);
+    }
     Json columns = Json::array();
-    for (const Field<T>& f : fields) columns.push_back(f.key);
+    for (std::size_t k = 0; k < N; ++k)
+        if (used[k]) columns.push_back(fields[k].key);
     Json rows = Json::array();
     for (const T& v : values) {
         Json row = Json::array();
-        for (const Field<T>& f : fields) row.push_back(f.write(v));
+        for (std::size_t k = 0; k < N; ++k) {
+            if (!used[k]) continue;
+            const bool has = !fields[k].present || fields[k].present(v);
+            row.push_back(has ? fields[k].write(v) : Json(nullptr));
+        }
         rows.push_back(std::move(row));
     }
     Json j;
@@ -111,7 +167,7 @@ std::vector<T> table_from(const JsonReader& table, const Field<T> (&fields)[N])
             const nlohmann::json& name = columns.json()[i];
             if (name.is_string() && name.get<std::string>() == fields[k].key) position[k] = i;
         }
-        if (position[k] == columns.size())
+        if (position[k] == columns.size() && !fields[k].present)
             table.fail("column " + json_util::quoted(fields[k].key) +
                        " is missing from \"columns\"");
     }
@@ -123,8 +179,14 @@ std::vector<T> table_from(const JsonReader& table, const Field<T> (&fields)[N])
         if (!row.json().is_array() || row.json().size() < columns.size())
             row.fail("must be an array of " + std::to_string(columns.size()) + " values");
         T value;
-        for (std::size_t k = 0; k < N; ++k)
-            fields[k].read(row.cell(position[k], json_util::quoted(fields[k].key)), value);
+        for (std::size_t k = 0; k < N; ++k) {
+            if (!fields[k].read || position[k] == columns.size()) continue;
+            const JsonReader cell = row.cell(position[k], json_util::quoted(fields[k].key));
+            // A row of a table that mixes kinds (runs of a compare are one kind, so this
+            // is only a hand-written file) holds null where it lacks an optional field.
+            if (fields[k].present && cell.is_null()) continue;
+            fields[k].read(cell, value);
+        }
         out.push_back(value);
     }
     return out;
@@ -210,6 +272,11 @@ nlohmann::ordered_json run_summary_to_json(const RunSummary& s)
     j["final_test_loss"] = s.final_test_loss ? json_number(*s.final_test_loss) : Json(nullptr);
     j["final_test_accuracy"] =
         s.final_test_accuracy ? json_number(*s.final_test_accuracy) : Json(nullptr);
+    if (s.language_model) {
+        j["final_valid_loss"] = optional_number(s.final_valid_loss);
+        j["final_test_perplexity"] = optional_perplexity(s.final_test_loss);
+        j["final_lr"] = json_number(s.final_lr);
+    }
     j["final_loss_scale"] = json_number(s.final_loss_scale);
     j["wall_seconds"] = json_number(s.wall_seconds);
     j["stopped"] = s.stopped;
@@ -234,6 +301,11 @@ RunSummary run_summary_from_json(const JsonReader& j)
     if (!std::isnan(test_accuracy) && !(test_loss == 0 && test_accuracy == 0)) {
         s.final_test_loss = float(test_loss);
         s.final_test_accuracy = float(test_accuracy);
+    }
+    if (const auto lr = j.find("final_lr")) {
+        s.language_model = true;
+        s.final_lr = lr->number_float();
+        s.final_valid_loss = read_optional(j.at("final_valid_loss"));
     }
     s.final_loss_scale = j.at("final_loss_scale").number_float();
     s.wall_seconds = j.at("wall_seconds").number();

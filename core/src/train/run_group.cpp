@@ -129,14 +129,21 @@ void RunGroup::set_up_shared(RunGroupObserver& observer, const std::stop_token& 
 
     state.phase = GroupPhase::LoadingData;
     observer.on_phase(state.phase, -1);
-    m_data = load_dataset(first.dataset, first.seed);
+    DatasetOptions data_options = first.dataset;
+    const bool language_model = is_language_model(m_model);
+    // synthetic-text is a language model's built-in corpus, as synthetic is an image
+    // model's (and Fashion-MNIST, when installed, its default).
+    if (data_options.name.empty() && language_model) data_options.name = "synthetic-text";
+    m_data = load_dataset(data_options, first.seed);
     check_stop(stop);
+    require_matching_data(language_model, m_model.name, *m_data);
 
     state.phase = GroupPhase::BuildingGraph;
     observer.on_phase(state.phase, -1);
     const Dataset& d = *m_data;
     GroupFacts facts;
-    facts.graph = build_graph(m_model, Shape{{d.height, d.width, d.channels}}, d.classes);
+    facts.graph = build_graph(
+        m_model, d.is_text() ? Shape::tokens() : Shape{{d.height, d.width, d.channels}}, d.classes);
     facts.dataset_name = d.name;
     facts.dataset_source = d.source;
     facts.train_samples = d.train.n;
@@ -206,6 +213,7 @@ GroupOutcome RunGroup::run(MetricsSink& sink, RunGroupObserver& observer, std::s
         return out;
     }
     train_in_lockstep(sink, observer, stop, out);
+    sample_runs(observer, out);
     profile_runs(observer, stop, out);
     return out;
 }
@@ -307,6 +315,26 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
 // run was stopped (a failed run leaves the others a group still worth profiling; a stop
 // does not). A stop ends the pass between runs (one run's pass is too short to cut); the
 // profiles taken are kept. A pass that fails costs the run its profile, not its summary.
+// Before profiling, whose extra steps would train the model on: the sample is of the model
+// the metrics describe. Also after a stop: a stopped model is still a model to read.
+void RunGroup::sample_runs(RunGroupObserver& observer, GroupOutcome& out)
+{
+    if (m_options.sample_words <= 0 || !m_facts || !m_facts->graph.input.sequence) return;
+    for (int i = 0; i < size(); ++i) {
+        TrainingRun* run = m_runs[std::size_t(i)].get();
+        if (!run) continue;
+        RunOutcome& r = out.runs[std::size_t(i)];
+        try {
+            r.sample = run->sample_text(m_options.sample_words, m_options.sample_temperature,
+                                        m_configs[std::size_t(i)].seed);
+        } catch (...) {
+            r.sample_failure = message_of(std::current_exception());
+            continue;
+        }
+        observer.on_run_sampled(i, r.sample);
+    }
+}
+
 void RunGroup::profile_runs(RunGroupObserver& observer, const std::stop_token& stop,
                             GroupOutcome& out)
 {

@@ -10,6 +10,7 @@
 #include "base/hd_math.h"
 #include "mixlab/error.h"
 #include "mixlab/step_time.h"
+#include "mixlab/text_corpus.h"
 #include "model/network.h"
 #include "train/trainer_impl.h"
 
@@ -34,8 +35,37 @@ std::string_view run_event_kind_name(RunEvent::Kind k)
     return "info";
 }
 
+double perplexity(double loss) { return std::exp(loss); }
+
+void require_matching_data(bool language_model, const std::string& model, const Dataset& data)
+{
+    if (language_model == data.is_text()) return;
+    const std::string m = model.empty() ? std::string("the model") : "the model " + model;
+    throw InputError(language_model
+                         ? m +
+                               " is a language model (it starts with an embedding) but the "
+                               "dataset " +
+                               data.name +
+                               " is images; give it a word-level text corpus (a folder of "
+                               "train.txt, valid.txt and test.txt) or synthetic-text"
+                         : "the dataset " + data.name + " is a word-level text corpus but " + m +
+                               " takes images; a language model starts with an embedding (see "
+                               "the word-lm presets)");
+}
+
 DeviceDataset::DeviceDataset(const Dataset& data, Backend& backend) : host(data)
 {
+    if (data.is_text()) {
+        auto upload_i32 = [&backend](const std::vector<std::int32_t>& v) {
+            Buffer b = backend.alloc(std::max<std::size_t>(v.size(), 1), DType::I32);
+            if (!v.empty()) backend.upload_raw(b, v.data(), v.size() * sizeof(std::int32_t));
+            return b;
+        };
+        train_tokens = upload_i32(data.text->train);
+        valid_tokens = upload_i32(data.text->valid);
+        test_tokens = upload_i32(data.text->test);
+        return;
+    }
     auto upload_u8 = [&backend](const std::vector<std::uint8_t>& v) {
         Buffer b = backend.alloc(std::max<std::size_t>(v.size(), 1), DType::U8);
         if (!v.empty()) backend.upload_raw(b, v.data(), v.size());
@@ -108,16 +138,24 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     check_policy_supported(backend.info(), config.policy);
     Impl& s = *m_impl;
     const Dataset& host = data.host;
-    if (graph.input.elements() != host.sample_size())
+    s.lm = graph.input.sequence;
+    require_matching_data(s.lm, graph.name, host);
+    if (s.lm) {
+        if (graph.classes != host.classes)
+            throw InputError("the model's vocabulary is " + std::to_string(graph.classes) +
+                             " words but the corpus has " + std::to_string(host.classes));
+        // Names the split shorter than one batch of bptt + 1 tokens per column.
+        check_corpus_fits(*host.text, config.batch_size, config.bptt);
+    } else if (graph.input.elements() != host.sample_size())
         throw InputError("the model expects inputs of " + graph.input.to_string() +
                          " but the dataset's samples are " + std::to_string(host.height) + "x" +
                          std::to_string(host.width) + "x" + std::to_string(host.channels));
-    if (graph.classes != host.classes)
+    if (!s.lm && graph.classes != host.classes)
         throw InputError("the model is built for " + std::to_string(graph.classes) +
                          " classes but the dataset has " + std::to_string(host.classes));
     // The one check of a batch against the data, for every front end (a batch that does
     // not fit once would leave an epoch of no steps).
-    if (host.train.n < config.batch_size)
+    if (!s.lm && host.train.n < config.batch_size)
         throw InputError("batch size " + std::to_string(config.batch_size) +
                          " is larger than the training split of " + host.name + " (" +
                          std::to_string(host.train.n) + " samples)");
@@ -130,7 +168,19 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     s.augment.seed = config.seed ^ 0xA06A0000ull;
     s.graph_head = graph.head;
     s.classes = graph.classes;
-    s.steps_per_epoch = host.train.n / config.batch_size; // the last partial batch is dropped
+    s.opt = config.optimizer;
+    s.schedule = config.lr_schedule;
+    if (s.lm) {
+        // Full windows only (static shapes): the example's last, shorter window of each
+        // epoch (fewer than bptt rows) is dropped.
+        s.bptt = config.bptt;
+        s.train_column = host.train.n / config.batch_size;
+        s.steps_per_epoch = (s.train_column - 1) / s.bptt;
+        s.rows_per_step = config.batch_size * s.bptt;
+    } else {
+        s.steps_per_epoch = host.train.n / config.batch_size; // the last partial batch is dropped
+        s.rows_per_step = config.batch_size;
+    }
     s.total_steps = config.steps > 0 ? config.steps : s.steps_per_epoch * config.epochs;
 
     const LossScaleMode mode = effective_loss_scale_mode(config);
@@ -140,7 +190,7 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     s.scaling.growth_interval = config.loss_scale.growth_interval;
 
     s.net = std::make_unique<Network>(graph, config.policy, config.optimizer, backend,
-                                      config.batch_size, config.seed);
+                                      config.batch_size, s.lm ? s.bptt : 1, config.seed);
     s.scaler = backend.alloc(k_scaler_fields, DType::F32);
     const float init_scale = mode == LossScaleMode::None ? 1.0f : config.loss_scale.init;
     const float scaler_init[k_scaler_fields] = {init_scale, 0, 0, 0};
@@ -155,7 +205,7 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     s.graph_wanted = config.cuda_graph;
     s.stop_on_non_finite = config.stop_on_non_finite_loss;
     s.eval_record = backend.alloc(k_record_fields, DType::F32);
-    s.order = backend.alloc(std::size_t(host.train.n), DType::I32);
+    if (!s.lm) s.order = backend.alloc(std::size_t(host.train.n), DType::I32);
     s.host_records = backend.host_alloc(std::size_t(k_ring) * k_record_fields);
     for (int i = 0; i < k_ring; ++i) {
         s.start_events.push_back(backend.create_event());
@@ -196,19 +246,26 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
     Augmentation aug = augment;
     aug.step = std::uint64_t(launched);
     mark(0);
-    backend.gather_batch(data.train_images, data.train_labels, order, 0, batch, image, data.norm,
-                         aug, counter, net->input(), net->labels());
+    if (lm)
+        backend.gather_tokens(data.train_tokens, train_column, batch, bptt, 0, counter,
+                              net->input(), net->labels());
+    else
+        backend.gather_batch(data.train_images, data.train_labels, order, 0, batch, image,
+                             data.norm, aug, counter, net->input(), net->labels());
     mark(int(StepPhase::Input) + 1);
     net->forward(batch, true, std::uint64_t(launched));
     mark(int(StepPhase::Forward) + 1);
     const bool scaled = scaling.mode != LossScaleMode::None;
-    backend.cross_entropy(head, net->logits(), net->labels(), batch, classes,
+    // A language model's loss is over every token of the window (rows_per_step rows of
+    // logits), in fp32 like any other.
+    backend.cross_entropy(head, net->logits(), net->labels(), rows_per_step, classes,
                           scaled ? &scaler : nullptr, &net->dlogits(), record, 0);
     mark(int(StepPhase::Loss) + 1);
     net->backward(batch, std::uint64_t(launched));
     mark(int(StepPhase::Backward) + 1);
     // optimizer_step records at[LossScaling + 1] itself, between its check and update.
-    backend.optimizer_step(net->param_table(), config.optimizer, scaling, scaler, record, 0);
+    (void)config; // the rate is the run's own (opt): the plateau schedule lowers it
+    backend.optimizer_step(net->param_table(), opt, scaling, scaler, record, 0);
     backend.advance_step(step_counter);
     mark(int(StepPhase::Optimizer) + 1);
 }
@@ -287,12 +344,12 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     StepMetrics m;
     m.step = step_index + 1;
     m.epoch = int(step_index / s.steps_per_epoch) + 1;
-    m.loss = r[k_rec_loss_sum] / float(s.batch);
-    m.accuracy = r[k_rec_correct] / float(s.batch);
+    m.loss = r[k_rec_loss_sum] / float(s.rows_per_step);
+    m.accuracy = r[k_rec_correct] / float(s.rows_per_step);
     m.step_ms =
         s.end_events[std::size_t(slot)]->elapsed_ms_since(*s.start_events[std::size_t(slot)]);
     m.wall_ms = s.launch_wall_ms[std::size_t(slot)];
-    m.samples_per_s = m.step_ms > 0 ? s.batch / (double(m.step_ms) / 1000.0) : 0.0;
+    m.samples_per_s = m.step_ms > 0 ? s.rows_per_step / (double(m.step_ms) / 1000.0) : 0.0;
     m.loss_scale = r[k_rec_scale];
     m.next_loss_scale = r[k_rec_next_scale];
     m.overflow = r[k_rec_overflow] != 0.0f;
@@ -356,7 +413,26 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     e.train_accuracy = s.epoch_steps ? float(s.epoch_correct / double(s.epoch_steps)) : 0.0f;
     e.skipped_steps = s.epoch_skipped;
     e.seconds = seconds;
-    if (host.test.n > 0) {
+    e.lr = s.opt.lr;
+    if (s.lm) {
+        e.language_model = true;
+        float loss = 0, accuracy = 0;
+        if (!host.text->valid.empty()) {
+            if (!s.evaluate_text(s.data.valid_tokens, std::int64_t(host.text->valid.size()), loss,
+                                 accuracy))
+                return;
+            e.valid_loss = loss;
+            e.valid_accuracy = accuracy;
+            s.last_valid_loss = loss;
+        }
+        if (!s.evaluate_text(s.data.test_tokens, std::int64_t(host.text->test.size()), loss,
+                             accuracy))
+            return;
+        e.test_loss = loss;
+        e.test_accuracy = accuracy;
+        s.last_test_loss = loss;
+        s.last_test_accuracy = accuracy;
+    } else if (host.test.n > 0) {
         s.backend.fill(s.eval_record, 0.0f);
         const Augmentation none; // evaluation sees the images as they are
         for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
@@ -378,12 +454,57 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
         s.last_test_accuracy = e.test_accuracy;
     }
     sink.on_epoch(s.run_index, e);
+    if (s.lm) s.schedule_lr(sink, epoch_number);
     s.epoch_loss = s.epoch_correct = 0;
     s.epoch_steps = s.epoch_skipped = 0;
     s.epoch_started = Clock::now();
     s.last_evaluated_step = s.reported;
     s.eval_wall_ms +=
         std::chrono::duration<double, std::milli>(s.epoch_started - eval_started).count();
+}
+
+bool TrainingRun::Impl::evaluate_text(const Buffer& tokens, std::int64_t split_tokens, float& loss,
+                                      float& accuracy)
+{
+    // The split in columns of the training batch (static shapes; the example evaluates
+    // at batch 10), full windows only, the state carried from window to window from zero.
+    const std::int64_t column = split_tokens / batch;
+    const std::int64_t windows = (column - 1) / bptt;
+    backend.fill(eval_record, 0.0f);
+    net->reset_state();
+    for (std::int64_t w = 0; w < windows; ++w) {
+        if (stop.stop_requested()) return false;
+        backend.gather_tokens(tokens, column, batch, bptt, w * bptt, StepCounter{}, net->input(),
+                              net->labels());
+        net->forward(batch, false, 0);
+        backend.cross_entropy(graph_head, net->logits(), net->labels(), rows_per_step, classes,
+                              nullptr, nullptr, eval_record, 0);
+    }
+    float rec[k_record_fields];
+    backend.download_f32(eval_record, rec, k_record_fields);
+    const double n = double(windows) * double(rows_per_step);
+    loss = float(rec[k_rec_loss_sum] / n);
+    accuracy = float(rec[k_rec_correct] / n);
+    return true;
+}
+
+void TrainingRun::Impl::schedule_lr(MetricsSink& sink, int epoch_number)
+{
+    if (schedule.type != LrSchedule::Plateau || !last_valid_loss) return;
+    const float valid = *last_valid_loss;
+    if (!best_valid_loss || valid < *best_valid_loss) {
+        best_valid_loss = valid;
+        return;
+    }
+    // The example: "Anneal the learning rate if no improvement has been seen in the
+    // validation dataset."
+    const float before = opt.lr;
+    opt.lr = before * schedule.factor;
+    graph.reset(); // the rate is recorded into the step: record it again
+    std::ostringstream o;
+    o << "learning rate " << before << " -> " << opt.lr << " after epoch " << epoch_number
+      << ": validation loss " << valid << " did not improve on " << *best_valid_loss;
+    sink.on_event(run_index, {RunEvent::Kind::Info, reported, o.str()});
 }
 
 void TrainingRun::step(MetricsSink& sink)
@@ -415,8 +536,10 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
               << policy_name(m_config.policy) << " on " << dev.name;
         if (dev.backend == BackendKind::Cuda)
             start << " (sm_" << dev.cc_major << dev.cc_minor << ")";
-        start << ": batch " << s.batch << ", " << s.steps_per_epoch << " steps per epoch, "
-              << s.total_steps << " steps; loss scaling " << loss_scale_mode_name(s.scaling.mode);
+        start << ": batch " << s.batch;
+        if (s.lm) start << " x bptt " << s.bptt << " tokens";
+        start << ", " << s.steps_per_epoch << " steps per epoch, " << s.total_steps
+              << " steps; loss scaling " << loss_scale_mode_name(s.scaling.mode);
         if (s.scaling.mode != LossScaleMode::None) start << " from " << format_scale(s.last_scale);
         sink.on_event(s.run_index, {RunEvent::Kind::Info, 0, start.str()});
         for (const auto& line : s.net->describe())
@@ -426,8 +549,14 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
     }
     if (in_epoch == 0) {
         s.epoch = int(index / s.steps_per_epoch) + 1;
-        const auto order = epoch_order(host.train.n, m_config.seed, s.epoch);
-        s.backend.upload_raw(s.order, order.data(), order.size() * sizeof(std::int32_t));
+        if (s.lm) {
+            // The text is read in order; each epoch starts from a zero state (the
+            // example's init_hidden), carried from window to window after that.
+            s.net->reset_state();
+        } else {
+            const auto order = epoch_order(host.train.n, m_config.seed, s.epoch);
+            s.backend.upload_raw(s.order, order.data(), order.size() * sizeof(std::int32_t));
+        }
     }
 
     const int slot = int(index % k_ring);
@@ -474,6 +603,9 @@ RunSummary TrainingRun::finish(MetricsSink& sink, bool stopped)
     r.final_train_loss = s.last_train_loss;
     r.final_test_loss = s.last_test_loss;
     r.final_test_accuracy = s.last_test_accuracy;
+    r.language_model = s.lm;
+    r.final_valid_loss = s.last_valid_loss;
+    r.final_lr = s.opt.lr;
     r.final_loss_scale = s.last_scale;
     r.wall_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
     r.stopped = stopped || !s.halted.empty();

@@ -81,6 +81,19 @@ struct TrainingRun::Impl {
     ImageShape image;        // one sample's (H, W, C)
     Augmentation augment;    // training batches only; step filled in per step
 
+    // Language models (graph input is a token sequence): a step reads a window of bptt
+    // rows of the training stream laid out in `batch` columns of train_column rows; the
+    // loss is over batch x bptt tokens.
+    bool lm = false;
+    int bptt = 1;
+    std::int64_t train_column = 0;
+    int rows_per_step = 0; // batch, or batch x bptt tokens for a language model
+    // The optimizer as this epoch runs it: the config's, with the learning rate the
+    // plateau schedule left (a change records the step again: the rate is a launch value).
+    OptimizerConfig opt;
+    LrScheduleConfig schedule;
+    std::optional<float> best_valid_loss, last_valid_loss;
+
     void enqueue_step(const RunConfig& config, OutputHead head, int classes);
     bool record_step(MetricsSink& sink, const RunConfig& config, OutputHead head, int classes,
                      std::unique_ptr<StepGraph>& into);
@@ -88,6 +101,12 @@ struct TrainingRun::Impl {
     void report(MetricsSink& sink, std::int64_t step_index);
     void drain(MetricsSink& sink, std::int64_t up_to);
     void evaluate(MetricsSink& sink, int epoch_number);
+    // A language model's loss and next-word accuracy over one split's full windows (the
+    // state reset first), in the record; false when stopped.
+    bool evaluate_text(const Buffer& tokens, std::int64_t split_tokens, float& loss,
+                       float& accuracy);
+    // The plateau schedule after an epoch's validation loss.
+    void schedule_lr(MetricsSink& sink, int epoch_number);
 
     Impl(Backend& b, DeviceDataset& d, int index) : backend(b), data(d), run_index(index) {}
     ~Impl()

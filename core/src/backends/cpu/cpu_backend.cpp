@@ -208,6 +208,29 @@ void CpuBackend::cast(const Buffer& x, Buffer& y)
 
 std::unique_ptr<Event> CpuBackend::create_event() { return std::make_unique<CpuEvent>(); }
 
+void CpuBackend::gather_tokens(const Buffer& stream_i32, std::int64_t column_len, int batch,
+                               int steps, std::int64_t row, const StepCounter& counter,
+                               Buffer& ids_i32, Buffer& targets_i32)
+{
+    validate::gather_tokens(k_name, stream_i32, column_len, batch, steps, row, counter, ids_i32,
+                            targets_i32);
+    // A training step's gather (evaluation passes no counter) starts each step.
+    if (counter.buffer) {
+        m_memory->faults.before_step();
+        row += std::int64_t(read_step(counter) % std::uint64_t(counter.steps_per_epoch)) * steps;
+    }
+    const auto* stream = stream_i32.as<std::int32_t>();
+    auto* ids = ids_i32.as<std::int32_t>();
+    auto* targets = targets_i32.as<std::int32_t>();
+    for (int t = 0; t < steps; ++t)
+        for (int j = 0; j < batch; ++j) {
+            const std::int32_t* column = stream + std::size_t(j) * std::size_t(column_len);
+            const std::size_t out = std::size_t(t) * std::size_t(batch) + std::size_t(j);
+            ids[out] = column[row + t];
+            targets[out] = column[row + t + 1];
+        }
+}
+
 void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                               const Buffer& order_i32, std::int64_t offset, int batch,
                               const ImageShape& image, const Normalization& norm,

@@ -52,6 +52,10 @@ public:
                       const Normalization& norm, const Augmentation& aug,
                       const StepCounter& counter, Buffer& out, Buffer& out_labels) override;
 
+    void gather_tokens(const Buffer& stream_i32, std::int64_t column_len, int batch, int steps,
+                       std::int64_t row, const StepCounter& counter, Buffer& ids_i32,
+                       Buffer& targets_i32) override;
+
     void gemm(const GemmCall& call) override;
     void bias_activation(Activation act, const Buffer& x, const Buffer* bias, int cols,
                          Buffer& y) override;

@@ -8,6 +8,7 @@
 #include "backends/cuda/bias_grad.cuh"
 #include "backends/cuda/dropout.cuh"
 #include "backends/cuda/gather.cuh"
+#include "backends/cuda/token_gather.cuh"
 #include "backends/cuda/loss.cuh"
 
 namespace mixlab::cuda {
@@ -36,6 +37,17 @@ void CudaBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
                         order_i32.as<std::int32_t>(), offset, batch, image, norm, aug,
                         step_word(counter), counter.steps_per_epoch, out.data(), out.dtype(),
                         out_labels.as<std::int32_t>(), stream());
+}
+
+void CudaBackend::gather_tokens(const Buffer& stream_i32, std::int64_t column_len, int batch,
+                                int steps, std::int64_t row, const StepCounter& counter,
+                                Buffer& ids_i32, Buffer& targets_i32)
+{
+    validate::gather_tokens(k_name, stream_i32, column_len, batch, steps, row, counter, ids_i32,
+                            targets_i32);
+    launch_gather_tokens(stream_i32.as<std::int32_t>(), column_len, batch, steps, row,
+                         step_word(counter), counter.steps_per_epoch, ids_i32.as<std::int32_t>(),
+                         targets_i32.as<std::int32_t>(), stream());
 }
 
 void CudaBackend::gemm(const GemmCall& call) { m_gemm->run(call, stream()); }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 15's acceptance run on a CUDA machine (no Qt needed there): word-lm-medium on the
+# built-in synthetic-text (1M training tokens, its default 10,000-word source) for 5 epochs
+# in fp32 / mixed_fp16 / mixed_bf16 in lockstep, with the example's settings (batch 20,
+# bptt 35, SGD lr 20, clipping 0.25, plateau schedule). Passes when the three test
+# perplexities are within 2% of each other and within 15% of the source's floor (2 to the
+# power of its entropy rate, which `mixlab-cli corpus synthetic-text --json` prints).
+# Usage: tests/acceptance/gpu_lm_acceptance.sh MIXLAB_CLI OUT_DIR [EPOCHS]
+set -uo pipefail
+cli="$1"; out="$2"; epochs="${3:-5}"
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+"$cli" corpus synthetic-text --json > "$out/corpus.json" || exit 1
+"$cli" compare --model "$here/../../resources/models/word-lm-medium.json" \
+  --dataset synthetic-text --epochs "$epochs" --device cuda \
+  --policies fp32,mixed_fp16,mixed_bf16 --sample-words 40 --log-json "$out/lm.json" \
+  > "$out/lm.txt" 2> "$out/lm.err"
+rc=$?
+tail -n 20 "$out/lm.err"
+cat "$out/lm.txt"
+[ $rc -eq 0 ] || { echo "FAIL: compare exited $rc"; exit 1; }
+python3 - "$out/corpus.json" "$out/lm.json" <<'PY'
+import json, math, sys
+corpus = json.load(open(sys.argv[1]))
+bits = corpus.get("entropy_bits") or corpus.get("entropy_bits_per_token")
+floor = 2.0 ** bits
+log = json.load(open(sys.argv[2]))
+ppl = {r["policy"]: r["summary"]["final_test_perplexity"] for r in log["runs"]}
+print("floor perplexity %.3f; test perplexities %s" %
+      (floor, ", ".join("%s %.3f" % kv for kv in ppl.items())))
+spread = max(ppl.values()) / min(ppl.values()) - 1
+worst = max(ppl.values()) / floor - 1
+print("spread between policies %.2f%% (limit 2%%), above the floor by %.2f%% (limit 15%%)" %
+      (100 * spread, 100 * worst))
+ok = spread <= 0.02 and worst <= 0.15
+print("PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
