@@ -848,25 +848,32 @@ void TestCpuLayers::cross_entropy_accuracy_and_evaluation_accumulate()
     // row 1 (same logits, label 1) is right.
     const Vec z = {2.0f, 5.0f, 5.0f, 1.0f, 2.0f, 5.0f, 5.0f, 1.0f, 9.0f, 0.0f, 0.0f, 0.0f};
     Buffer logits = upload(be, z), lab = upload_i32(be, {2, 1, 0});
-    Buffer record = upload(be, {0.5f, 1.0f, 0.0f, 0.0f, 0.0f, 7.0f, 7.0f, 0.0f, 0.0f, 0.0f});
+    // Two records, the second at offset k_record_fields.
+    const std::size_t off = k_record_fields;
+    Vec init(2 * k_record_fields, 0.0f);
+    init[0] = 0.5f;
+    init[1] = 1.0f;
+    init[off + k_rec_loss_sum] = 7.0f;
+    init[off + k_rec_correct] = 7.0f;
+    Buffer record = upload(be, init);
     // Evaluation (no dlogits) adds into the record at the offset; a second batch adds again.
-    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, 5);
-    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, 5);
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, off);
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, nullptr, record, off);
     const Vec rec = download(be, record);
     const double row01 = 5.0 + std::log(std::exp(-3.0) + 2.0 + std::exp(-4.0)) - 5.0;
     const double row2 = 9.0 + std::log(1.0 + 3.0 * std::exp(-9.0)) - 9.0;
     const double batch_sum = 2 * row01 + row2;
     EXPECT_EXACT(rec[0], 0.5f); // fields before the offset untouched
     EXPECT_EXACT(rec[1], 1.0f);
-    QVERIFY(std::abs(rec[5] - (7.0 + 2 * batch_sum)) < 1e-5);
-    EXPECT_EXACT(rec[6], 7.0f + 2 * 2.0f);
+    QVERIFY(std::abs(rec[off + k_rec_loss_sum] - (7.0 + 2 * batch_sum)) < 1e-5);
+    EXPECT_EXACT(rec[off + k_rec_correct], 7.0f + 2 * 2.0f);
 
     // Training (dlogits set) overwrites instead.
     Buffer dz = poisoned(be, z.size());
-    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, &dz, record, 5);
+    be.cross_entropy(OutputHead::Logits, logits, lab, 3, 4, nullptr, &dz, record, off);
     const Vec rec2 = download(be, record);
-    QVERIFY(std::abs(rec2[5] - batch_sum) < 1e-5);
-    EXPECT_EXACT(rec2[6], 2.0f);
+    QVERIFY(std::abs(rec2[off + k_rec_loss_sum] - batch_sum) < 1e-5);
+    EXPECT_EXACT(rec2[off + k_rec_correct], 2.0f);
 }
 
 void TestCpuLayers::gather_batch_normalises_and_gathers_labels_data()

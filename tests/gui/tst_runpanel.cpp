@@ -142,6 +142,7 @@ void TestRunPanel::configRoundTrip_data()
         c.optimizer.lr = 3e-4f;
         c.optimizer.beta2 = 0.98f;
         c.optimizer.weight_decay = 0.01f;
+        c.optimizer.clip_norm = 0.25f; // no widget of its own: kept as loaded
         c.seed = (std::uint64_t(1) << 40) + 3;
         c.device = mixlab::DeviceChoice::CPU;
         return c;
