@@ -68,8 +68,32 @@ int main(int argc, char *argv[])
                                  QStringLiteral("[experiment]"));
     const QCommandLineOption dataset(
         QStringLiteral("dataset"),
-        QStringLiteral("fashion-mnist, synthetic or a MNIST/CIFAR folder."),
+        QStringLiteral("fashion-mnist, synthetic, synthetic-text, or a MNIST/CIFAR or word-corpus "
+                       "(train.txt, valid.txt, test.txt) folder."),
         QStringLiteral("name"));
+    const QCommandLineOption preset(
+        QStringLiteral("preset"),
+        QStringLiteral("Load this built-in model (e.g. word-lm-small, small-cnn) into the "
+                       "designer; a language model brings its run settings, which the other "
+                       "options then override."),
+        QStringLiteral("name"));
+    const QCommandLineOption bptt(QStringLiteral("bptt"),
+                                  QStringLiteral("Language models: the BPTT window in words."),
+                                  QStringLiteral("n"));
+    const QCommandLineOption clip(QStringLiteral("clip"),
+                                  QStringLiteral("Gradient clipping norm (0: off)."),
+                                  QStringLiteral("x"));
+    const QCommandLineOption lr(QStringLiteral("lr"), QStringLiteral("Learning rate."),
+                                QStringLiteral("x"));
+    const QCommandLineOption syntheticVocab(
+        QStringLiteral("synthetic-vocab"),
+        QStringLiteral("Words in synthetic-text's vocabulary (default 10000)."),
+        QStringLiteral("n"));
+    const QCommandLineOption sampleWords(
+        QStringLiteral("sample-words"),
+        QStringLiteral("Language models: words each run writes when it ends (default 100; 0: "
+                       "none); shown in the Sample text tab."),
+        QStringLiteral("n"));
     const QCommandLineOption epochs(QStringLiteral("epochs"), QStringLiteral("Epochs per run."),
                                     QStringLiteral("n"));
     const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."),
@@ -79,7 +103,8 @@ int main(int argc, char *argv[])
                                    QStringLiteral("n"));
     const QCommandLineOption syntheticSize(
         QStringLiteral("synthetic-size"),
-        QStringLiteral("Training samples of the synthetic dataset (test split: n/5, rounded up)."),
+        QStringLiteral("Training samples of the synthetic dataset (test split: n/5, rounded up); "
+                       "for synthetic-text, training tokens."),
         QStringLiteral("n"));
     const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("auto, cpu or cuda."),
                                     QStringLiteral("choice"));
@@ -132,8 +157,10 @@ int main(int argc, char *argv[])
         QStringLiteral(
             "Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
     for (const auto &o :
-         {dataset, epochs, batch, steps, syntheticSize, device, start, compare, size, screenshot,
-          model, policies, logJson, save, why, about, maxBatch, noRecover, noAutosave})
+         {dataset, epochs, batch,          steps,      syntheticSize, device,  start,
+          compare, size,   screenshot,     model,      policies,      logJson, save,
+          why,     about,  maxBatch,       noRecover,  noAutosave,    preset,  bptt,
+          clip,    lr,     syntheticVocab, sampleWords})
         parser.addOption(o);
     parser.process(app);
 
@@ -167,6 +194,14 @@ int main(int argc, char *argv[])
 
     if (!parser.positionalArguments().isEmpty())
         window.openFromCommandLine(parser.positionalArguments().front());
+    // Before the settings below: a language model's defaults come with it, the options
+    // given here override them.
+    if (parser.isSet(preset) && !window.designer()->loadPreset(parser.value(preset))) {
+        std::fprintf(stderr, "mixlab: no preset \"%s\"; the built-in ones: %s\n",
+                     qPrintable(parser.value(preset)),
+                     qPrintable(window.designer()->presetNames().join(QStringLiteral(", "))));
+        return 2;
+    }
     try {
         if (parser.isSet(policies)) {
             std::vector<mixlab::Policy> chosen;
@@ -181,9 +216,23 @@ int main(int argc, char *argv[])
         if (parser.isSet(batch)) config.batch_size = parser.value(batch).toInt();
         if (parser.isSet(steps)) config.steps = parser.value(steps).toLongLong();
         if (parser.isSet(syntheticSize)) {
-            config.dataset.synthetic_train = parser.value(syntheticSize).toLongLong();
-            config.dataset.synthetic_test =
-                mixlab::synthetic_test_size(config.dataset.synthetic_train);
+            if (config.dataset.name == "synthetic-text") {
+                config.dataset.synthetic_text_tokens = parser.value(syntheticSize).toLongLong();
+            } else {
+                config.dataset.synthetic_train = parser.value(syntheticSize).toLongLong();
+                config.dataset.synthetic_test =
+                    mixlab::synthetic_test_size(config.dataset.synthetic_train);
+            }
+        }
+        if (parser.isSet(syntheticVocab))
+            config.dataset.synthetic_text_vocab = parser.value(syntheticVocab).toInt();
+        if (parser.isSet(bptt)) config.bptt = parser.value(bptt).toInt();
+        if (parser.isSet(clip)) config.optimizer.clip_norm = parser.value(clip).toFloat();
+        if (parser.isSet(lr)) config.optimizer.lr = parser.value(lr).toFloat();
+        if (parser.isSet(sampleWords)) {
+            TextSampling sampling = window.runPanel()->textSampling();
+            sampling.words = std::max(0, parser.value(sampleWords).toInt());
+            window.runPanel()->setTextSampling(sampling);
         }
         if (parser.isSet(device))
             config.device = mixlab::parse_device_choice(parser.value(device).toStdString());

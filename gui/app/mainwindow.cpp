@@ -20,6 +20,7 @@
 #include "runs/runstable.h"
 #include "runs/runstablemodel.h"
 #include "runs/runstore.h"
+#include "runs/samplepanel.h"
 #include "common/usermessages.h"
 #include "common/wheelguard.h"
 #include "analysis/runfacts_from_store.h"
@@ -41,6 +42,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
+#include <QTabWidget>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QItemSelectionModel>
@@ -139,6 +141,15 @@ void MainWindow::buildParts()
     m_runsTable->setObjectName("runsTable");
     m_log = new LogView(m_store, this);
     m_log->setObjectName("logView");
+    m_samples = new SamplePanel(m_store, this);
+    m_samples->setObjectName("samplePanel");
+    // The log and the language models' text share the bottom right, one tab in view.
+    m_bottomTabs = new QTabWidget(this);
+    m_bottomTabs->setObjectName("bottomTabs");
+    m_bottomTabs->setDocumentMode(true);
+    m_bottomTabs->addTab(m_log, tr("Log"));
+    m_bottomTabs->addTab(m_samples, tr("Sample text"));
+    m_bottomTabs->setTabToolTip(1, tr("The text each language-model run wrote when it ended"));
 
     // The run panel scrolls its own settings on a small screen, with Start / Compare /
     // Stop and the reason they are blocked always in view below them.
@@ -154,7 +165,7 @@ void MainWindow::buildParts()
     m_bottomSplitter = new QSplitter(Qt::Horizontal, this);
     m_bottomSplitter->setObjectName("bottomSplitter");
     m_bottomSplitter->addWidget(m_runsTable);
-    m_bottomSplitter->addWidget(m_log);
+    m_bottomSplitter->addWidget(m_bottomTabs);
     m_bottomSplitter->setStretchFactor(0, 3);
     m_bottomSplitter->setStretchFactor(1, 1);
 
@@ -204,6 +215,14 @@ void MainWindow::buildParts()
     });
 
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
+    // A language model's run settings differ from an image model's (the example's
+    // defaults, bptt, sampling): the run panel follows the designer's model.
+    connect(m_designer, &ModelDesigner::specChanged, this,
+            [this] { m_runPanel->setLanguageModel(m_designer->isLanguageModel()); });
+    connect(m_samples, &SamplePanel::sampleArrived, this, [this] {
+        showSamples();
+        statusBar()->showMessage(tr("Sample text: what each language-model run wrote"), 5000);
+    });
     connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateStartBlocked);
     connect(m_runPanel, &RunPanel::message, this,
             [this](const QString &text) { m_log->appendMessage(text, Kind::Warning); });
@@ -342,6 +361,9 @@ void MainWindow::buildMenus()
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
     m_whyAction->setEnabled(false);
+    QAction *samples = run->addAction(tr("Sample &text"), this, &MainWindow::showSamples);
+    samples->setObjectName(QStringLiteral("sampleTextAction"));
+    samples->setToolTip(tr("The text each language-model run wrote when it ended"));
     buildRunToolBar();
     // One non-modal dialog, kept: it takes the designer's model and the compare settings
     // each time it is shown and started, and its last curves stay until the next search.
@@ -495,6 +517,8 @@ void MainWindow::updateStartBlocked()
     QString reason;
     if (!m_designer->isValid()) {
         reason = tr("The model is not valid: %1").arg(m_designer->validationMessage());
+    } else if (const QString mismatch = m_designer->dataMismatch(); !mismatch.isEmpty()) {
+        reason = mismatch;
     } else {
         try {
             mixlab::validate_run_config(m_runPanel->config());
@@ -548,7 +572,7 @@ void MainWindow::buildRunToolBar()
 void MainWindow::startRun()
 {
     if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
-    m_controller->start(m_designer->spec(), {m_runPanel->config()});
+    m_controller->start(m_designer->spec(), {m_runPanel->config()}, m_runPanel->textSampling());
 }
 
 void MainWindow::startCompare()
@@ -563,8 +587,10 @@ void MainWindow::startCompare()
         c.policy = p;
         runs.push_back(c);
     }
-    m_controller->start(m_designer->spec(), runs);
+    m_controller->start(m_designer->spec(), runs, m_runPanel->textSampling());
 }
+
+void MainWindow::showSamples() { m_bottomTabs->setCurrentWidget(m_samples); }
 
 void MainWindow::stopRuns()
 {
@@ -885,8 +911,11 @@ bool MainWindow::importModel(const QString &path, QString *error)
     }
     try {
         // The designer would take it and only block Start; checking here keeps the
-        // current model when the file cannot train on the chosen data.
-        mixlab::build_graph(spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+        // current model when the file does not build. A language model with images chosen
+        // (or the reverse) is checked on the data it needs: the designer says what to choose.
+        const ModelDesigner::GraphData data = ModelDesigner::graphDataFor(
+            spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+        mixlab::build_graph(spec, data.input, data.classes);
     } catch (const std::exception &e) {
         return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
                             .arg(path, QString::fromUtf8(e.what())));

@@ -34,6 +34,8 @@ class RunController;
 class RunPanel;
 class RunStore;
 class RunsTable;
+class SamplePanel;
+class QTabWidget;
 class ShortcutsDialog;
 class WhyPanel;
 
@@ -51,6 +53,9 @@ public:
     RunsTable *runsTable() const { return m_runsTable; }
     LogView *logView() const { return m_log; }
     WhyPanel *whyPanel() const { return m_why; }
+    // Run > Sample text: what the language-model runs wrote, in a tab beside the log.
+    SamplePanel *samplePanel() const { return m_samples; }
+    void showSamples();
     QAction *whyAction() const { return m_whyAction; }
     QToolBar *runToolBar() const { return m_runToolBar; }
     // Shows the Why? panel for a finished compare group (0: the latest finished one).
@@ -156,6 +161,8 @@ private:
     ChartPanel *m_charts = nullptr;
     RunsTable *m_runsTable = nullptr;
     LogView *m_log = nullptr;
+    SamplePanel *m_samples = nullptr;
+    QTabWidget *m_bottomTabs = nullptr; // the log | sample text
     WhyPanel *m_why = nullptr;
     QDockWidget *m_whyDock = nullptr;
     MaxBatchDialog *m_maxBatchDialog = nullptr;

@@ -8,6 +8,8 @@
 #include "runs/runstore.h"
 #include "charts/seriesdecimator.h"
 
+#include "mixlab/trainer.h"
+
 #include <QBuffer>
 #include <QCheckBox>
 #include <QComboBox>
@@ -27,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #ifdef __GLIBC__
@@ -96,13 +99,14 @@ struct XMapper {
 };
 
 // The per-step quantity each chart draws, one definition for its curve and its readout.
-enum class Metric { Loss, Accuracy, StepMs, Throughput, LossScale };
+enum class Metric { Loss, Accuracy, Perplexity, StepMs, Throughput, LossScale };
 
 double metricValue(const mixlab::StepMetrics &m, Metric metric)
 {
     switch (metric) {
     case Metric::Loss: return m.loss;
     case Metric::Accuracy: return 100.0 * m.accuracy;
+    case Metric::Perplexity: return mixlab::perplexity(m.loss);
     case Metric::StepMs: return m.step_ms;
     case Metric::Throughput: return m.samples_per_s;
     case Metric::LossScale: return m.loss_scale;
@@ -259,6 +263,7 @@ ChartPanel::ChartPanel(RunStore *store, QWidget *parent) : QWidget(parent), m_st
     chart(QStringLiteral("throughput"))->setIncludeZero(true);
     chart(QStringLiteral("accuracy"))->setYCeiling(100.0);
     layoutCharts(3);
+    updateModes();
     setSmoothing(m_smoothing);
 
     m_redrawTimer.setSingleShot(true);
@@ -339,6 +344,46 @@ MetricChart *ChartPanel::chart(const QString &name) const
     return nullptr;
 }
 
+bool ChartPanel::updateModes()
+{
+    bool classifier = false, lm = false;
+    for (int id : m_store->runIds())
+        if (const RunRecord *r = m_store->run(id); r && r->visible)
+            (r->languageModel ? lm : classifier) = true;
+    const bool perplexity = lm && !classifier;
+    const bool changed = perplexity != m_perplexityMode;
+    m_perplexityMode = perplexity;
+    MetricChart *acc = chart(QStringLiteral("accuracy"));
+    if (changed || acc->title().isEmpty()) {
+        if (perplexity) {
+            acc->setLabels(tr("Perplexity"), tr("perplexity"),
+                           tr("exp(loss per word), log scale; solid: train, smoothed; dotted ●: "
+                              "train, dash-dot ●: valid, dashed ●: test, per epoch"));
+            acc->setYCeiling(std::numeric_limits<double>::infinity());
+            acc->setLogY(true);
+        } else {
+            acc->setLabels(tr("Accuracy"), tr("%"),
+                           tr("solid: train, smoothed; dotted ●: train, dashed ●: test, per "
+                              "epoch"));
+            acc->setYCeiling(100.0);
+            acc->setLogY(false);
+        }
+    }
+    // Tokens when every run shown counts tokens; a mix says both.
+    const bool tokens = lm && !classifier;
+    if (tokens != m_tokensMode || changed) {
+        m_tokensMode = tokens;
+        const QString perStep = tr("faint: per step, solid: smoothed");
+        chart(QStringLiteral("throughput"))
+            ->setLabels(tr("Throughput"), tokens ? tr("tokens/s") : tr("samples/s"),
+                        tokens ? perStep + tr("; tokens: batch × bptt a step") : perStep);
+        chart(QStringLiteral("loss"))
+            ->setLabels(tr("Loss"), tokens ? tr("loss per token") : tr("loss"),
+                        perStep + tr("; dashed ●: test, per epoch"));
+    }
+    return changed;
+}
+
 void ChartPanel::markDirty(int runId)
 {
     m_dirty.insert(runId);
@@ -365,6 +410,7 @@ void ChartPanel::startLiveRedraw()
     }
     m_liveIds.clear();
     m_liveIds.swap(m_dirty);
+    if (updateModes()) m_allDirty = true;
     if (m_allDirty) // a new axis mode, smoothing, scale or plot width: every run
         for (int id : m_store->runIds()) m_liveIds.insert(id);
     m_allDirty = false;
@@ -407,6 +453,7 @@ void ChartPanel::redrawNow()
     m_dirty.insert(m_liveIds.begin(), m_liveIds.end());
     m_liveIds.clear();
     m_liveNext = -1;
+    if (updateModes()) m_allDirty = true;
     std::set<int> ids;
     if (m_allDirty) {
         for (int id : m_store->runIds()) ids.insert(id);
@@ -449,11 +496,13 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     if (wStep) stepMs.reserve(n);
     if (wRate) rate.reserve(n);
     if (wScale) scale.reserve(n);
+    const bool ppl = m_perplexityMode;
+    const Metric accMetric = ppl ? Metric::Perplexity : Metric::Accuracy;
     if (wLoss || wAcc || wStep || wRate || wScale)
         for (const mixlab::StepMetrics &m : steps) {
             const double x = xm.step(m);
             if (wLoss) loss.append(QPointF(x, metricValue(m, Metric::Loss)));
-            if (wAcc) acc.append(QPointF(x, metricValue(m, Metric::Accuracy)));
+            if (wAcc) acc.append(QPointF(x, metricValue(m, accMetric)));
             if (wStep) stepMs.append(QPointF(x, metricValue(m, Metric::StepMs)));
             if (wRate) rate.append(QPointF(x, metricValue(m, Metric::Throughput)));
             if (wScale) {
@@ -461,15 +510,22 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
                 if (m.skipped) skipped.append(scale.back());
             }
         }
-    QList<QPointF> testLoss, trainAcc, testAcc;
+    // Per epoch: accuracies, or for perplexity the train, valid and test perplexities.
+    QList<QPointF> testLoss, trainAcc, testAcc, validPpl;
     double seconds = 0;
     if (wLoss || wAcc)
         for (const mixlab::EpochMetrics &e : r->epochs) {
             const double x = xm.epochEnd(e, seconds);
             seconds += e.seconds;
             testLoss.append(QPointF(x, e.test_loss));
-            trainAcc.append(QPointF(x, 100.0 * e.train_accuracy));
-            testAcc.append(QPointF(x, 100.0 * e.test_accuracy));
+            if (ppl) {
+                trainAcc.append(QPointF(x, mixlab::perplexity(e.train_loss)));
+                testAcc.append(QPointF(x, mixlab::perplexity(e.test_loss)));
+                if (e.valid_loss) validPpl.append(QPointF(x, mixlab::perplexity(*e.valid_loss)));
+            } else {
+                trainAcc.append(QPointF(x, 100.0 * e.train_accuracy));
+                testAcc.append(QPointF(x, 100.0 * e.test_accuracy));
+            }
         }
     QList<QPointF> memory;
     if (wMem && n > 0 && r->deviceMemoryMB > 0) {
@@ -490,6 +546,9 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     if (wAcc) {
         auto accCurves = stepCurves(acc, a, true, false);
         accCurves.push_back({tr("train, per epoch"), Style::DottedMarkers, false, trainAcc, {}});
+        if (ppl)
+            accCurves.push_back(
+                {tr("valid, per epoch"), Style::DashDotMarkers, false, validPpl, {}});
         accCurves.push_back({tr("test, per epoch"), Style::DashedMarkers, false, testAcc, {}});
         chart(QStringLiteral("accuracy"))->setRun(runId, label, tip, color, accCurves);
     }
@@ -545,11 +604,14 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
     }
     const MetricChart *c = chart(chartName);
     if (!c) return out;
-    const std::optional<Metric> metric = metricOf(chartName);
-    const QString unit =
-        c->yTitle() == QLatin1String("loss") || c->yTitle() == QLatin1String("scale") ? QString()
-        : c->yTitle() == QLatin1String("%")                                           ? c->yTitle()
-                                            : QStringLiteral(" ") + c->yTitle();
+    std::optional<Metric> metric = metricOf(chartName);
+    if (metric == Metric::Accuracy && m_perplexityMode) metric = Metric::Perplexity;
+    const QString unit = c->yTitle().startsWith(QLatin1String("loss")) ||
+                                 c->yTitle() == QLatin1String("scale") ||
+                                 c->yTitle() == QLatin1String("perplexity")
+                             ? QString()
+                         : c->yTitle() == QLatin1String("%") ? c->yTitle()
+                                                             : QStringLiteral(" ") + c->yTitle();
     for (int id : m_store->runIds()) {
         const RunRecord *r = m_store->run(id);
         if (!r || !r->visible || r->steps.empty()) continue;
@@ -577,7 +639,8 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
             if (at.index < smoothingStart(steady)) value += tr(", warm-up");
             if (*metric == Metric::LossScale && m.skipped) value += tr(", skipped");
             // The latest per-epoch evaluation at or before x.
-            if (*metric == Metric::Loss || *metric == Metric::Accuracy) {
+            if (*metric == Metric::Loss || *metric == Metric::Accuracy ||
+                *metric == Metric::Perplexity) {
                 double seconds = 0;
                 const mixlab::EpochMetrics *last = nullptr;
                 for (const mixlab::EpochMetrics &e : r->epochs) {
@@ -585,7 +648,14 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
                     seconds += e.seconds;
                     last = &e;
                 }
-                if (last)
+                if (last && *metric == Metric::Perplexity)
+                    value += tr("; valid %1, test %2 (epoch %3)")
+                                 .arg(last->valid_loss
+                                          ? readoutValue(mixlab::perplexity(*last->valid_loss))
+                                          : tr("n/a"),
+                                      readoutValue(mixlab::perplexity(last->test_loss)))
+                                 .arg(last->epoch);
+                else if (last)
                     value += tr("; test %1%2 (epoch %3)")
                                  .arg(readoutValue(*metric == Metric::Loss
                                                        ? last->test_loss

@@ -37,7 +37,10 @@ public:
     void setLogScale(bool on); // y axis of the loss and step-time charts
     bool logScale() const { return m_logScale; }
 
-    // "loss", "accuracy", "step_time", "throughput", "loss_scale", "memory".
+    // "loss", "accuracy", "step_time", "throughput", "loss_scale", "memory". While every
+    // visible run is a language model, "accuracy" shows perplexity (log scale) and
+    // throughput counts tokens.
+    bool perplexityMode() const { return m_perplexityMode; }
     QStringList chartNames() const;
     MetricChart *chart(const QString &name) const;
 
@@ -71,6 +74,9 @@ protected:
     void resizeEvent(QResizeEvent *event) override;
 
 private:
+    // Follows the visible runs' kind (perplexityMode); true when the mode changed, and then
+    // every run's curves must be rebuilt.
+    bool updateModes();
     void markDirty(int runId);
     void markAllDirty();
     void updateRun(int runId, MetricChart *only = nullptr);
@@ -85,6 +91,8 @@ private:
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0.6;
     bool m_logScale = false;
+    bool m_perplexityMode = false;
+    bool m_tokensMode = false; // throughput in tokens/s
 
     QComboBox *m_xCombo = nullptr;
     QSlider *m_smoothSlider = nullptr;

@@ -111,7 +111,8 @@ QString noteValue(double v)
 
 MetricChart::MetricChart(const QString &name, const QString &title, const QString &yTitle,
                          const QString &key, QWidget *parent)
-    : QChartView(parent), m_name(name), m_yTitle(yTitle), m_xTitle(tr("step")), m_key(key)
+    : QChartView(parent), m_name(name), m_title(title), m_yTitle(yTitle), m_xTitle(tr("step")),
+      m_key(key)
 {
     setObjectName(QStringLiteral("chart_") + name);
     setRenderHint(QPainter::Antialiasing);
@@ -148,6 +149,17 @@ MetricChart::MetricChart(const QString &name, const QString &title, const QStrin
     m_yAxis = y;
     layOutLegend(c->size());
     fitAxes();
+}
+
+void MetricChart::setLabels(const QString &title, const QString &yTitle, const QString &key)
+{
+    m_title = title;
+    chart()->setTitle(title.toHtmlEscaped());
+    m_yTitle = yTitle;
+    m_yAxis->setTitleText(yTitle);
+    m_key = key;
+    m_legend->setKey(keyText());
+    layOutLegend(chart()->size());
 }
 
 void MetricChart::setXTitle(const QString &title)
@@ -228,11 +240,14 @@ void MetricChart::styleSeries(QXYSeries *series, Style style, const QColor &colo
     case Style::Solid: pen.setWidthF(2.0); break;
     case Style::DashedMarkers:
     case Style::DottedMarkers:
+    case Style::DashDotMarkers:
         pen.setColor(color.darker(130));
         pen.setWidthF(1.6);
-        pen.setStyle(style == Style::DashedMarkers ? Qt::DashLine : Qt::DotLine);
+        pen.setStyle(style == Style::DashedMarkers   ? Qt::DashLine
+                     : style == Style::DottedMarkers ? Qt::DotLine
+                                                     : Qt::DashDotLine);
         series->setPointsVisible(true);
-        series->setMarkerSize(style == Style::DashedMarkers ? 5.0 : 4.0);
+        series->setMarkerSize(style == Style::DottedMarkers ? 4.0 : 5.0);
         break;
     case Style::Scatter: {
         auto *scatter = static_cast<QScatterSeries *>(series);

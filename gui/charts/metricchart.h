@@ -28,11 +28,12 @@ class MetricChart : public QChartView {
     Q_OBJECT
 public:
     enum class Style {
-        Faint,         // raw per-step values: thin, translucent, behind the rest
-        Solid,         // the smoothed curve
-        DashedMarkers, // per-epoch test values
-        DottedMarkers, // per-epoch train values
-        Scatter        // isolated events (skipped steps)
+        Faint,          // raw per-step values: thin, translucent, behind the rest
+        Solid,          // the smoothed curve
+        DashedMarkers,  // per-epoch test values
+        DottedMarkers,  // per-epoch train values
+        DashDotMarkers, // per-epoch validation values (language models)
+        Scatter         // isolated events (skipped steps)
     };
     struct Curve {
         QString role; // "smoothed", "test, per epoch"...
@@ -53,7 +54,10 @@ public:
                 const QString &key, QWidget *parent = nullptr);
 
     QString name() const { return m_name; }
+    QString title() const { return m_title; }
     QString yTitle() const { return m_yTitle; }
+    // Retitles the chart (the accuracy chart becomes perplexity for language models).
+    void setLabels(const QString &title, const QString &yTitle, const QString &key);
     QString xTitle() const { return m_xTitle; }
     void setXTitle(const QString &title);
 
@@ -138,7 +142,7 @@ private:
     void updateMarksAndNote(double ylo, double yhi);
     QList<QPointF> forAxis(const QList<QPointF> &points) const;
 
-    QString m_name, m_yTitle, m_xTitle, m_key, m_note;
+    QString m_name, m_title, m_yTitle, m_xTitle, m_key, m_note;
     bool m_logY = false;
     bool m_powersOfTwo = false;
     bool m_includeZero = false;

@@ -35,7 +35,8 @@ QString layerFieldName(LayerField field, LayerType type)
     case LayerField::UnitsPerClass: return QStringLiteral("units");
     case LayerField::Activation: return QStringLiteral("activation");
     case LayerField::UseBias: return QStringLiteral("use_bias");
-    case LayerField::Rate: return QStringLiteral("rate");
+    case LayerField::Rate:
+        return type == LayerType::Lstm ? QStringLiteral("dropout") : QStringLiteral("rate");
     case LayerField::ForceFp32: return QStringLiteral("dtype");
     case LayerField::Filters: return QStringLiteral("filters");
     case LayerField::Kernel:
@@ -47,6 +48,12 @@ QString layerFieldName(LayerField field, LayerType type)
     case LayerField::PadSize: return QStringLiteral("padding size");
     case LayerField::Momentum: return QStringLiteral("momentum");
     case LayerField::Epsilon: return QStringLiteral("epsilon");
+    case LayerField::UnitsPerWord: return QStringLiteral("units");
+    case LayerField::TieWeights: return QStringLiteral("tie_weights");
+    case LayerField::Vocab: return QStringLiteral("vocab");
+    case LayerField::Dim: return QStringLiteral("dim");
+    case LayerField::Hidden: return QStringLiteral("hidden");
+    case LayerField::NumLayers: return QStringLiteral("layers");
     }
     return {};
 }
@@ -56,7 +63,9 @@ QString fieldValueText(LayerField field, const LayerSpec &layer)
     switch (field) {
     case LayerField::Units:
     case LayerField::UnitsPerClass:
+    case LayerField::UnitsPerWord:
         return layer.units == mixlab::k_units_classes ? tr("classes")
+               : layer.units == mixlab::k_units_vocab ? tr("vocab")
                                                       : QString::number(layer.units);
     case LayerField::Activation: return fromView(mixlab::activation_name(layer.activation));
     case LayerField::UseBias: return layer.use_bias ? tr("on") : tr("off");
@@ -72,6 +81,13 @@ QString fieldValueText(LayerField field, const LayerSpec &layer)
     case LayerField::PadSize: return pairText(layer.pad_h, layer.pad_w);
     case LayerField::Momentum: return QString::number(double(layer.momentum), 'g', 6);
     case LayerField::Epsilon: return QString::number(double(layer.epsilon), 'g', 6);
+    case LayerField::TieWeights: return layer.tie_weights ? tr("on") : tr("off");
+    case LayerField::Vocab:
+        return layer.vocab == mixlab::k_vocab_dataset ? tr("dataset")
+                                                      : QString::number(layer.vocab);
+    case LayerField::Dim: return QString::number(layer.dim);
+    case LayerField::Hidden: return QString::number(layer.hidden);
+    case LayerField::NumLayers: return QString::number(layer.num_layers);
     }
     return {};
 }
@@ -80,7 +96,8 @@ bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b)
 {
     switch (field) {
     case LayerField::Units:
-    case LayerField::UnitsPerClass: return a.units == b.units;
+    case LayerField::UnitsPerClass:
+    case LayerField::UnitsPerWord: return a.units == b.units;
     case LayerField::Activation: return a.activation == b.activation;
     case LayerField::UseBias: return a.use_bias == b.use_bias;
     case LayerField::Rate: return a.rate == b.rate;
@@ -93,6 +110,11 @@ bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b)
     case LayerField::PadSize: return a.pad_h == b.pad_h && a.pad_w == b.pad_w;
     case LayerField::Momentum: return a.momentum == b.momentum;
     case LayerField::Epsilon: return a.epsilon == b.epsilon;
+    case LayerField::TieWeights: return a.tie_weights == b.tie_weights;
+    case LayerField::Vocab: return a.vocab == b.vocab;
+    case LayerField::Dim: return a.dim == b.dim;
+    case LayerField::Hidden: return a.hidden == b.hidden;
+    case LayerField::NumLayers: return a.num_layers == b.num_layers;
     }
     return false;
 }

@@ -38,6 +38,12 @@ enum class LayerField {
     PadSize,
     Momentum,
     Epsilon,
+    UnitsPerWord, // dense "units": "vocab"
+    TieWeights,
+    Vocab, // embedding: a number or "dataset"
+    Dim,
+    Hidden, // lstm
+    NumLayers,
 };
 
 // "units", "kernel", ... as in the JSON; `type` tells a pooling window ("pool_size")

@@ -22,7 +22,8 @@ class LayerPalette : public QWidget {
 public:
     explicit LayerPalette(QWidget *parent = nullptr);
 
-    // "conv2d", ..., "residual", "basic block", "bottleneck block", in palette order.
+    // "conv2d", ..., "residual", "embedding", "lstm", "basic block", "bottleneck block", in
+    // palette order.
     QStringList entryNames() const;
     // As a click on that entry; false for an unknown name.
     bool activate(const QString &name);

@@ -26,6 +26,9 @@ namespace {
 // The parser's limit on "units" (model_spec.cpp): larger is refused there too.
 constexpr int k_maxUnits = 1000000;
 constexpr int k_maxWindow = 64;
+// The parser's limits on an embedding's "vocab" and an lstm's "layers".
+constexpr int k_maxVocab = 1000000;
+constexpr int k_maxLstmLayers = 16;
 
 constexpr Activation k_activations[] = {Activation::None, Activation::Relu, Activation::Sigmoid,
                                         Activation::Tanh, Activation::Gelu, Activation::Softmax};
@@ -98,8 +101,49 @@ LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent)
     m_unitsPerClass->setObjectName(QStringLiteral("unitsPerClass"));
     m_unitsPerClass->setToolTip(tr("As many units as the dataset has classes (\"units\": "
                                    "\"classes\"), so the model fits CIFAR-10 and CIFAR-100 alike"));
-    m_unitsRow = row(this, {m_units, m_unitsPerClass});
+    m_unitsPerWord = new QCheckBox(tr("one per word"), this);
+    m_unitsPerWord->setObjectName(QStringLiteral("unitsPerWord"));
+    m_unitsPerWord->setToolTip(tr("A language model's decoder: one unit per word of the corpus's "
+                                  "vocabulary (\"units\": \"vocab\"), its logits for the next "
+                                  "word"));
+    m_unitsRow = row(this, {m_units, m_unitsPerClass, m_unitsPerWord});
     m_form->addRow(tr("Units"), m_unitsRow);
+
+    m_tieWeights = new QCheckBox(tr("tie to the embedding"), this);
+    m_tieWeights->setObjectName(QStringLiteral("tieWeights"));
+    m_tieWeights->setToolTip(tr("The decoder reads the embedding's table as its weights (the "
+                                "example's --tied, Press & Wolf 2017): vocab x dim fewer "
+                                "parameters, often a lower perplexity. Needs one unit per word "
+                                "and an input as wide as the embedding's dim."));
+    m_form->addRow(tr("Weights"), m_tieWeights);
+
+    m_vocab = spin(this, "vocab", 1, k_maxVocab);
+    m_vocab->setGroupSeparatorShown(true);
+    m_vocab->setMinimumWidth(110);
+    m_vocab->setToolTip(tr("Rows of the table: at least the corpus's number of words"));
+    m_vocabFromData = new QCheckBox(tr("from the dataset"), this);
+    m_vocabFromData->setObjectName(QStringLiteral("vocabFromData"));
+    m_vocabFromData->setToolTip(tr("As many rows as the chosen corpus has words (\"vocab\": "
+                                   "\"dataset\"), so one model fits every corpus"));
+    m_vocabRow = row(this, {m_vocab, m_vocabFromData});
+    m_form->addRow(tr("Vocabulary"), m_vocabRow);
+
+    m_dim = spin(this, "dim", 1, k_maxUnits);
+    m_dim->setToolTip(tr("Length of each word's vector: the LSTM's input width. Multiples of 8 "
+                         "keep fp16/bf16 GEMMs on tensor cores; a tied decoder needs it equal "
+                         "to the last LSTM's hidden size."));
+    m_form->addRow(tr("Dimension"), m_dim);
+
+    m_hidden = spin(this, "hidden", 1, k_maxUnits);
+    m_hidden->setToolTip(tr("Units per LSTM layer. Each time step runs GEMMs of 4 x hidden "
+                            "gate rows; multiples of 8 let fp16/bf16 use tensor cores (200, "
+                            "650 and 1500 in the example: 650 is not, 656 is)."));
+    m_form->addRow(tr("Hidden"), m_hidden);
+
+    m_numLayers = spin(this, "numLayers", 1, k_maxLstmLayers);
+    m_numLayers->setToolTip(tr("Stacked LSTM layers (nn.LSTM's num_layers); each reads the "
+                               "sequence the one below it wrote"));
+    m_form->addRow(tr("Layers"), m_numLayers);
 
     m_filters = spin(this, "filters", 1, 65536);
     m_filters->setToolTip(tr("Output channels. Multiples of 8 let fp16/bf16 convolutions run on "
@@ -187,7 +231,52 @@ LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent)
         LayerSpec l = m_layer;
         l.units = on ? mixlab::k_units_classes : m_units->value();
         m_units->setEnabled(!on);
+        if (on) {
+            const QSignalBlocker block(m_unitsPerWord);
+            m_unitsPerWord->setChecked(false);
+        }
         edit(LayerField::UnitsPerClass, l);
+    });
+    connect(m_unitsPerWord, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.units = on ? mixlab::k_units_vocab : m_units->value();
+        m_units->setEnabled(!on);
+        if (on) {
+            const QSignalBlocker block(m_unitsPerClass);
+            m_unitsPerClass->setChecked(false);
+        }
+        edit(LayerField::UnitsPerWord, l);
+    });
+    connect(m_tieWeights, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.tie_weights = on;
+        edit(LayerField::TieWeights, l);
+    });
+    connect(m_vocab, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.vocab = v;
+        edit(LayerField::Vocab, l);
+    });
+    connect(m_vocabFromData, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.vocab = on ? mixlab::k_vocab_dataset : m_vocab->value();
+        m_vocab->setEnabled(!on);
+        edit(LayerField::Vocab, l);
+    });
+    connect(m_dim, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.dim = v;
+        edit(LayerField::Dim, l);
+    });
+    connect(m_hidden, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.hidden = v;
+        edit(LayerField::Hidden, l);
+    });
+    connect(m_numLayers, &QSpinBox::valueChanged, this, [this](int v) {
+        LayerSpec l = m_layer;
+        l.num_layers = v;
+        edit(LayerField::NumLayers, l);
     });
     connect(m_filters, &QSpinBox::valueChanged, this, [this](int v) {
         LayerSpec l = m_layer;
@@ -288,7 +377,9 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
     m_layer = layer;
     const QSignalBlocker b1(m_units), b2(m_activation), b3(m_useBias), b4(m_rate), b5(m_forceFp32),
         b6(m_unitsPerClass), b7(m_filters), b8(m_kernelH), b9(m_kernelW), b10(m_strideH),
-        b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW), b15(m_momentum), b16(m_epsilon);
+        b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW), b15(m_momentum), b16(m_epsilon),
+        b17(m_unitsPerWord), b18(m_tieWeights), b19(m_vocab), b20(m_vocabFromData), b21(m_dim),
+        b22(m_hidden), b23(m_numLayers);
     QString title = path.toString();
     if (!title.isEmpty()) title[0] = title[0].toUpper();
     m_title->setText(tr("%1: %2").arg(title, fromView(mixlab::layer_type_name(layer.type))));
@@ -296,9 +387,23 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
     const LayerType t = layer.type;
     if (t == LayerType::Dense) {
         const bool perClass = layer.units == mixlab::k_units_classes;
+        const bool perWord = layer.units == mixlab::k_units_vocab;
         m_unitsPerClass->setChecked(perClass);
-        m_units->setEnabled(!perClass);
-        if (!perClass) m_units->setValue(layer.units);
+        m_unitsPerWord->setChecked(perWord);
+        m_units->setEnabled(!perClass && !perWord);
+        if (!perClass && !perWord) m_units->setValue(layer.units);
+        m_tieWeights->setChecked(layer.tie_weights);
+    }
+    if (t == LayerType::Embedding) {
+        const bool fromData = layer.vocab == mixlab::k_vocab_dataset;
+        m_vocabFromData->setChecked(fromData);
+        m_vocab->setEnabled(!fromData);
+        if (!fromData) m_vocab->setValue(layer.vocab);
+        m_dim->setValue(layer.dim);
+    }
+    if (t == LayerType::Lstm) {
+        m_hidden->setValue(layer.hidden);
+        m_numLayers->setValue(layer.num_layers);
     }
     if (t == LayerType::Conv2D) m_filters->setValue(layer.filters);
     if (isWindowed(t)) {
@@ -384,7 +489,18 @@ void LayerPropertyEditor::showRows()
                           any && (t == LayerType::Dense || t == LayerType::Conv2D ||
                                   t == LayerType::Activation || t == LayerType::Residual));
     m_form->setRowVisible(m_useBias, any && (t == LayerType::Dense || t == LayerType::Conv2D));
-    m_form->setRowVisible(m_rate, any && t == LayerType::Dropout);
+    m_form->setRowVisible(m_tieWeights, any && t == LayerType::Dense);
+    m_form->setRowVisible(m_vocabRow, any && t == LayerType::Embedding);
+    m_form->setRowVisible(m_dim, any && t == LayerType::Embedding);
+    m_form->setRowVisible(m_hidden, any && t == LayerType::Lstm);
+    m_form->setRowVisible(m_numLayers, any && t == LayerType::Lstm);
+    m_form->setRowVisible(m_rate, any && (t == LayerType::Dropout || t == LayerType::Lstm));
+    if (auto *label = static_cast<QLabel *>(m_form->labelForField(m_rate)))
+        label->setText(t == LayerType::Lstm ? tr("Dropout") : tr("Rate"));
+    m_rate->setToolTip(t == LayerType::Lstm
+                           ? tr("Fraction of each LSTM layer's outputs zeroed in training before "
+                                "the next layer reads them (not after the last one)")
+                           : tr("Fraction of the inputs zeroed in training."));
     m_form->setRowVisible(m_forceFp32, any && t != LayerType::Residual);
     switch (t) {
     case LayerType::Dense:

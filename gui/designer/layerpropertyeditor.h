@@ -49,6 +49,14 @@ private:
     QWidget *m_unitsRow = nullptr;
     QSpinBox *m_units = nullptr;
     QCheckBox *m_unitsPerClass = nullptr;
+    QCheckBox *m_unitsPerWord = nullptr; // a language model's decoder: "units": "vocab"
+    QCheckBox *m_tieWeights = nullptr;
+    QWidget *m_vocabRow = nullptr; // embedding
+    QSpinBox *m_vocab = nullptr;
+    QCheckBox *m_vocabFromData = nullptr;
+    QSpinBox *m_dim = nullptr;
+    QSpinBox *m_hidden = nullptr; // lstm
+    QSpinBox *m_numLayers = nullptr;
     QSpinBox *m_filters = nullptr;
     QWidget *m_kernelRow = nullptr;
     QSpinBox *m_kernelH = nullptr;

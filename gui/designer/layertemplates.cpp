@@ -108,8 +108,16 @@ LayerSpec defaultLayer(LayerType type)
     case LayerType::AvgPool2D: l.kernel_h = l.kernel_w = 2; break;
     case LayerType::GlobalAvgPool: break;
     case LayerType::Residual: l.activation = Activation::Relu; break;
-    case LayerType::Embedding: l.dim = 200; break; // the word_language_model example's emsize
-    case LayerType::Lstm: l.hidden = 200; break;
+    // The word-language-model example's small model: 200 wide, two LSTM layers.
+    case LayerType::Embedding:
+        l.vocab = mixlab::k_vocab_dataset;
+        l.dim = 200;
+        break;
+    case LayerType::Lstm:
+        l.hidden = 200;
+        l.num_layers = 2;
+        l.rate = 0.2f;
+        break;
     }
     return l;
 }
@@ -160,6 +168,16 @@ QString layerSummary(const LayerSpec &layer)
         if (!layer.use_bias) s += tr(", no bias");
         if (layer.tie_weights) s += tr(", tied to the embedding");
         break;
+    case LayerType::Embedding:
+        s += QLatin1Char(' ') +
+             (layer.vocab == mixlab::k_vocab_dataset ? tr("vocab") : QString::number(layer.vocab)) +
+             QStringLiteral(" \u00d7 ") + QString::number(layer.dim);
+        break;
+    case LayerType::Lstm:
+        s += QLatin1Char(' ') + QString::number(layer.hidden);
+        if (layer.num_layers != 1) s += QStringLiteral(" \u00d7 %1").arg(layer.num_layers);
+        if (layer.rate > 0) s += tr(", dropout %1").arg(double(layer.rate), 0, 'g', 6);
+        break;
     case LayerType::Activation:
         s += QLatin1Char(' ') + fromView(mixlab::activation_name(layer.activation));
         break;
@@ -189,17 +207,6 @@ QString layerSummary(const LayerSpec &layer)
         // relu after the sum is the rule; only its absence is worth the room.
         if (layer.activation == Activation::None) s += tr(" linear");
         s += QLatin1Char(' ') + blockOutline(layer);
-        break;
-    case LayerType::Embedding:
-        s += QLatin1Char(' ') +
-             (layer.vocab == mixlab::k_vocab_dataset ? tr("dataset")
-                                                     : QString::number(layer.vocab)) +
-             QStringLiteral(" x ") + QString::number(layer.dim);
-        break;
-    case LayerType::Lstm:
-        s += QLatin1Char(' ') + QString::number(layer.hidden);
-        if (layer.num_layers != 1) s += tr(" x%1 layers").arg(layer.num_layers);
-        if (layer.rate != 0.0f) s += tr(", dropout %1").arg(double(layer.rate), 0, 'g', 6);
         break;
     }
     if (layer.force_fp32) s += tr(" (float32)");

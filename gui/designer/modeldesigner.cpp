@@ -7,6 +7,7 @@
 #include "designer/layerpalette.h"
 #include "designer/layerpropertyeditor.h"
 #include "designer/layertree.h"
+#include "common/languagemodel.h"
 #include "common/shortcuttext.h"
 #include "mixlab/error.h"
 
@@ -53,7 +54,8 @@ LayerSpec headFor(int classes)
 // not validate. build_graph stops at the first error, so it is asked about shorter
 // prefixes, each put after `context` (the top-level layers that lead to the list's
 // input: a block's body and shortcut see what the layers before the block give) and
-// closed with flatten + dense(classes) to meet the output check. A layer's figures
+// closed with flatten + dense(classes) to meet the output check (a sequence model with
+// dense(classes) alone: dense applies per time step there, and flatten does not apply). A layer's figures
 // depend only on its input, so the rows it returns are the real ones. When inference
 // stops at a residual block, its body and shortcut are inferred the same way, and the
 // block itself gets an entry with its input but no output.
@@ -67,7 +69,7 @@ std::vector<GraphLayer> inferList(const std::vector<LayerSpec> &context,
         ModelSpec probe;
         probe.layers = context;
         probe.layers.insert(probe.layers.end(), list.begin(), list.begin() + std::ptrdiff_t(k));
-        probe.layers.push_back(flatten);
+        if (!input.sequence) probe.layers.push_back(flatten);
         probe.layers.push_back(headFor(classes));
         mixlab::Graph g;
         try {
@@ -141,6 +143,12 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent)
     m_warningLabel->setStyleSheet(QStringLiteral(
         "QLabel { color: #7a4d00; background: rgba(230, 160, 0, 30); "
         "border: 1px solid rgba(230, 160, 0, 120); border-radius: 3px; padding: 4px; }"));
+    m_dataLabel = new QLabel(this);
+    m_dataLabel->setObjectName(QStringLiteral("dataMismatch"));
+    m_dataLabel->setWordWrap(true);
+    m_dataLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_dataLabel->setStyleSheet(m_warningLabel->styleSheet());
+    m_dataLabel->hide();
 
     auto *nameRow = new QHBoxLayout;
     nameRow->addWidget(nameLabel);
@@ -157,6 +165,7 @@ ModelDesigner::ModelDesigner(QWidget *parent) : QWidget(parent)
     listLayout->addWidget(m_totals);
     listLayout->addLayout(errorRow);
     listLayout->addWidget(m_warningLabel);
+    listLayout->addWidget(m_dataLabel);
 
     // The form scrolls rather than squeezing the tree: a convolution has seven fields.
     // Never shorter than a title and four fields, so it stays usable beside a long tree.
@@ -381,6 +390,39 @@ void ModelDesigner::setInput(const mixlab::Shape &input, int classes)
     showSelectedLayer();
 }
 
+bool ModelDesigner::isLanguageModel() const { return ::isLanguageModel(m_spec); }
+
+ModelDesigner::GraphData ModelDesigner::graphDataFor(const ModelSpec &spec,
+                                                     const mixlab::Shape &data, int classes)
+{
+    const bool text = data.is_tokens();
+    if (::isLanguageModel(spec))
+        return {mixlab::Shape::tokens(), text ? classes : defaultTextVocabulary()};
+    if (text) return {mixlab::Shape{{32, 32, 3}}, 10};
+    return {data, classes};
+}
+
+mixlab::Shape ModelDesigner::graphInput() const
+{
+    return graphDataFor(m_spec, m_input, m_classes).input;
+}
+
+int ModelDesigner::graphClasses() const { return graphDataFor(m_spec, m_input, m_classes).classes; }
+
+QString ModelDesigner::dataMismatch() const
+{
+    if (isLanguageModel() && !m_input.is_tokens())
+        return tr("A language model trains on a text corpus, and the dataset chosen holds "
+                  "images: choose synthetic-text or a corpus folder (train.txt, valid.txt, "
+                  "test.txt) in the run panel. The figures are for synthetic-text's %1 words.")
+            .arg(QLocale().toString(defaultTextVocabulary()));
+    if (!isLanguageModel() && m_input.is_tokens())
+        return tr("This model reads images, and the dataset chosen is a text corpus: choose an "
+                  "image dataset, or a language model (a word-lm preset, or an embedding as the "
+                  "first layer). The figures are for 32x32x3 images and 10 classes.");
+    return {};
+}
+
 LayerPath ModelDesigner::selectedPath() const { return m_tree->currentPath(); }
 
 void ModelDesigner::selectPath(const LayerPath &path) { m_tree->selectPath(path); }
@@ -407,7 +449,7 @@ std::optional<mixlab::Shape> ModelDesigner::shapeAt(const LayerPath &at) const
         if (before && !before->out.dims.empty()) return before->out;
         return std::nullopt;
     }
-    if (at.isTopLevel()) return m_input;
+    if (at.isTopLevel()) return graphInput();
     // The first layer of a body or shortcut sees the block's input.
     const GraphLayer *block = graphLayerAt(m_inferred, at.owner());
     if (block && !block->in.dims.empty()) return block->in;
@@ -541,28 +583,40 @@ void ModelDesigner::revalidate()
         // limits build_graph does not (e.g. at most 1,000,000 units), and a run, a
         // saved experiment or the CLI all go through that JSON.
         (void)mixlab::parse_model_spec(mixlab::model_spec_to_json(m_spec));
-        m_graph = mixlab::build_graph(m_spec, m_input, m_classes);
+        m_graph = mixlab::build_graph(m_spec, graphInput(), graphClasses());
         m_inferred = m_graph->layers;
         for (const std::string &w : m_graph->warnings) m_warnings << QString::fromStdString(w);
     } catch (const std::exception &e) {
         message = QString::fromStdString(e.what());
         if (message.isEmpty()) message = tr("the model is not valid");
-        m_inferred = inferList({}, m_spec.layers, m_input, m_classes);
+        m_inferred = inferList({}, m_spec.layers, graphInput(), graphClasses());
     }
     m_message = message;
     m_errorPath = message.isEmpty() ? LayerPath{} : pathNamedIn(message, m_spec);
     m_tree->showLayers(m_spec, m_inferred, m_errorPath, message);
 
     const QLocale locale;
-    const QString io = tr("input %1 \u2192 %2 classes")
-                           .arg(QString::fromStdString(m_input.to_string()))
-                           .arg(m_classes);
+    const bool lm = graphInput().sequence;
+    QString io = lm ? tr("input %1 \u2192 %2 words")
+                          .arg(QString::fromStdString(graphInput().to_string()),
+                               locale.toString(graphClasses()))
+                    : tr("input %1 \u2192 %2 classes")
+                          .arg(QString::fromStdString(graphInput().to_string()))
+                          .arg(graphClasses());
+    // Whose vocabulary the figures are of: the chosen corpus's, or the built-in one's.
+    if (lm)
+        io += m_input.is_tokens() ? tr(" (the dataset's vocabulary)")
+                                  : tr(" (synthetic-text's vocabulary: no text dataset chosen)");
+    const QString per = lm ? tr("per token") : tr("per sample");
     if (m_graph) {
-        m_totals->setText(tr("<b>%1</b> parameters \u00b7 <b>%2</b> FLOPs per sample \u00b7 %3")
+        m_totals->setText(tr("<b>%1</b> parameters \u00b7 <b>%2</b> FLOPs %3 \u00b7 %4")
                               .arg(locale.toString(qint64(m_graph->total_params)),
-                                   compactCount(m_graph->total_flops), io));
-        m_totals->setToolTip(
-            tr("%1 forward FLOPs per sample").arg(locale.toString(qint64(m_graph->total_flops))));
+                                   compactCount(m_graph->total_flops), per, io));
+        m_totals->setToolTip(lm ? tr("%1 forward FLOPs per token (per time step of one "
+                                     "sequence); T is the run's bptt")
+                                      .arg(locale.toString(qint64(m_graph->total_flops)))
+                                : tr("%1 forward FLOPs per sample")
+                                      .arg(locale.toString(qint64(m_graph->total_flops))));
     } else {
         m_totals->setText(io);
         m_totals->setToolTip(QString());
@@ -573,6 +627,9 @@ void ModelDesigner::revalidate()
     m_showErrorButton->setToolTip(tr("Select %1").arg(m_errorPath.toString()));
     m_warningLabel->setText(m_warnings.join(QLatin1Char('\n')));
     m_warningLabel->setVisible(!m_warnings.isEmpty());
+    const QString mismatch = dataMismatch();
+    m_dataLabel->setText(mismatch);
+    m_dataLabel->setVisible(!mismatch.isEmpty());
 
     const bool valid = message.isEmpty();
     if (valid != m_emittedValid || message != m_emittedMessage) {

@@ -35,10 +35,27 @@ public:
     // Replaces the model without an undo step and clears the undo history (opening a
     // file). Residual blocks start collapsed.
     void setSpec(const mixlab::ModelSpec &spec);
-    // The dataset's sample shape and class count; default 32x32x3 and 10.
+    // The dataset's sample shape and class count; default 32x32x3 and 10. A text corpus
+    // gives Shape::tokens() and its vocabulary.
     void setInput(const mixlab::Shape &input, int classes);
     mixlab::Shape input() const { return m_input; }
     int classes() const { return m_classes; }
+    // What the graph is built on: the dataset's input, except when the model and the data
+    // do not go together (a language model with images chosen: token input and
+    // synthetic-text's vocabulary; an image model with a corpus: 32x32x3 and 10 classes),
+    // so the figures stay readable while dataMismatch() says what to change.
+    mixlab::Shape graphInput() const;
+    int graphClasses() const;
+    // The same rule for any model and dataset (importing a model file checks with it).
+    struct GraphData {
+        mixlab::Shape input;
+        int classes = 0;
+    };
+    static GraphData graphDataFor(const mixlab::ModelSpec &spec, const mixlab::Shape &data,
+                                  int classes);
+    bool isLanguageModel() const;
+    // Why the model cannot train on the chosen dataset; empty when it can.
+    QString dataMismatch() const;
 
     // Valid when the spec parses back from its JSON and build_graph accepts it for the
     // current input. validityChanged fires only when this (or the message) changes, so a
@@ -152,4 +169,5 @@ private:
     QLabel *m_errorLabel = nullptr;
     QToolButton *m_showErrorButton = nullptr;
     QLabel *m_warningLabel = nullptr;
+    QLabel *m_dataLabel = nullptr; // dataMismatch()
 };

@@ -54,6 +54,8 @@ Json contextJson(const std::optional<RunContext> &c)
     if (!c) return nullptr;
     Json j;
     j["input"] = c->input.dims;
+    // Language models: the input is a sequence of tokens (optional: images write none).
+    if (c->input.sequence) j["sequence"] = true;
     j["classes"] = c->classes;
     j["dataset_name"] = c->datasetName.toStdString();
     j["dataset_source"] = c->datasetSource.toStdString();
@@ -92,6 +94,15 @@ Json runJson(const RunRecord &r)
     j["summary"] = r.summary ? mixlab::run_summary_to_json(*r.summary) : Json(nullptr);
     // Optional: a run of a stopped or failed group has none.
     if (r.profile) j["profile"] = mixlab::step_profile_to_json(*r.profile);
+    // Optional: what a language model wrote after training.
+    if (r.sample) {
+        Json sj;
+        sj["words"] = r.sample->words;
+        sj["temperature"] = mixlab::json_number(r.sample->temperature);
+        sj["text"] = r.sample->text.toStdString();
+        if (!r.sample->failure.isEmpty()) sj["failure"] = r.sample->failure.toStdString();
+        j["sample"] = std::move(sj);
+    }
     return j;
 }
 
@@ -148,6 +159,7 @@ RunContext contextOf(const mixlab::JsonReader &ctx)
     const mixlab::JsonReader input = ctx.array("input");
     for (std::size_t i = 0; i < input.size(); ++i)
         c.input.dims.push_back(input.cell(i, "\"input\" entries").int32());
+    if (const auto sequence = ctx.find("sequence")) c.input.sequence = sequence->boolean();
     c.classes = ctx.at("classes").int32();
     c.datasetName = QString::fromStdString(ctx.at("dataset_name").string());
     c.datasetSource = QString::fromStdString(ctx.at("dataset_source").string());
@@ -189,6 +201,17 @@ RunRecord runOf(const mixlab::JsonReader &run)
         r.summary = mixlab::run_summary_from_json(run.object("summary"));
     // Optional (files from before the profiling pass have none).
     if (run.find("profile")) r.profile = mixlab::step_profile_from_json(run.object("profile"));
+    // Optional (language models that wrote one).
+    if (run.find("sample")) {
+        const mixlab::JsonReader sj = run.object("sample");
+        RunSample sample;
+        sample.words = sj.at("words").int32();
+        sample.temperature = sj.at("temperature").number_float();
+        sample.text = QString::fromStdString(sj.at("text").string());
+        if (const auto failure = sj.find("failure"))
+            sample.failure = QString::fromStdString(failure->string());
+        r.sample = std::move(sample);
+    }
     return r;
 }
 

@@ -82,7 +82,8 @@ RunController::~RunController()
     delete m_searchWorker;
 }
 
-int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs)
+int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs,
+                         const TextSampling &sampling)
 {
     if (isBusy() || runs.empty() || !m_store) return 0;
     if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
@@ -92,6 +93,7 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     TrainingJob job;
     job.model = model;
     job.runs = runs;
+    job.sampling = sampling;
     for (const mixlab::RunConfig &c : runs)
         job.runIds.push_back(m_store->addRun(c, modelJson, m_group));
     m_jobRuns = job.runIds;
@@ -192,6 +194,7 @@ void RunController::onMetrics(const MetricsBatch &batch)
         m_store->appendSteps(r.runId, r.steps);
         m_store->appendEpochs(r.runId, r.epochs);
         m_store->appendEvents(r.runId, r.events);
+        if (r.sample) m_store->setSample(r.runId, *r.sample);
     }
 }
 

@@ -26,9 +26,11 @@ public:
     bool isRunning() const { return m_job == Job::Training; } // a training job
     bool isSearching() const { return m_job == Job::Search; } // a largest-batch search
     bool isBusy() const { return m_job != Job::None; }
-    // Adds one run per config to the store (one compare group) and starts them.
-    // Returns the group id, or 0 when the worker is busy.
-    int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs);
+    // Adds one run per config to the store (one compare group) and starts them; a
+    // language model's runs write `sampling.words` words each when they end. Returns the
+    // group id, or 0 when the worker is busy.
+    int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs,
+              const TextSampling &sampling = {});
     // Starts a largest-batch search; false (nothing started) when the worker is busy.
     bool startSearch(const SearchJob &search);
     // Immediate: the running job, training or search, stops after the step or trial in

@@ -7,6 +7,7 @@
 #include "common/filedialogs.h"
 #include "common/shortcuttext.h"
 #include "common/usermessages.h"
+#include "runs/lmsettingsbox.h"
 
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
@@ -37,6 +38,7 @@ namespace {
 
 constexpr const char *k_keyFashion = "fashion-mnist";
 constexpr const char *k_keySynthetic = "synthetic";
+constexpr const char *k_keySyntheticText = "synthetic-text";
 // The "Folder..." entry carries no key; picking it opens a folder dialog.
 const QString k_keyChooseFolder;
 // What the steps field shows before a run file or the user sets it.
@@ -86,9 +88,13 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     if (fashionInstalled())
         m_dataset->addItem(tr("Fashion-MNIST"), QString::fromLatin1(k_keyFashion));
     m_dataset->addItem(tr("Synthetic (32x32x3, 10 classes)"), QString::fromLatin1(k_keySynthetic));
+    m_dataset->addItem(tr("Synthetic text (words, for language models)"),
+                       QString::fromLatin1(k_keySyntheticText));
     m_dataset->addItem(tr("Folder..."), k_keyChooseFolder);
     m_dataset->setToolTip(tr("Fashion-MNIST when Debian's dataset-fashion-mnist is installed, "
-                             "the built-in synthetic set, or a MNIST/CIFAR folder"));
+                             "the built-in synthetic images or text, a MNIST/CIFAR folder, or a "
+                             "word corpus folder (train.txt, valid.txt, test.txt: WikiText-2, "
+                             "Penn Treebank) for language models"));
     form->addRow(tr("&Dataset"), m_dataset);
 
     m_policy = new QComboBox(this);
@@ -143,6 +149,16 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     m_momentum->setSingleStep(0.05);
     form->addRow(tr("&Momentum"), m_momentum);
 
+    m_clip = new QLineEdit(this);
+    m_clip->setObjectName("clipEdit");
+    m_clip->setValidator(new QRegularExpressionValidator(
+        QRegularExpression(QStringLiteral(R"(\d*\.?\d*([eE][-+]?\d{0,3})?)")), m_clip));
+    m_clip->setPlaceholderText(tr("off"));
+    m_clip->setToolTip(tr("Gradient clipping: when the gradients' global L2 norm exceeds this, "
+                          "they are scaled down to it (after unscaling, before the update). "
+                          "Empty or 0: off. Any model; the language-model example uses 0.25."));
+    form->addRow(tr("Gradient &clip"), m_clip);
+
     m_seed = new QLineEdit(this);
     m_seed->setObjectName("seedEdit");
     m_seed->setValidator(
@@ -192,6 +208,22 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
                                "goes on (loss scaling may recover from it)."));
     form->addRow(tr("&Faults"), m_stopOnNan);
 
+    m_lmNote = new QLabel(this);
+    m_lmNote->setObjectName("lmDefaultsNote");
+    m_lmNote->setWordWrap(true);
+    m_lmNote->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_lmNote->setStyleSheet(QStringLiteral("color: #1b5e20;"));
+    m_lmNote->setToolTip(
+        tr("When the model becomes a language model, the run settings switch once to those of "
+           "PyTorch's word-language-model example (batch 20, bptt 35, SGD at lr 20 without "
+           "momentum, gradient clipping at 0.25, lr divided by 4 on a plateau) and to "
+           "synthetic-text when images were chosen. Settings you changed by hand since they "
+           "were loaded keep your values. Back to an image model, the replaced values return."));
+    m_lmNote->hide();
+
+    m_lmBox = new LmSettingsBox(this);
+    m_lmBox->hide();
+
     m_deviceLabel = new QLabel(tr("probing the device..."), this);
     m_deviceLabel->setObjectName("deviceLabel");
     m_deviceLabel->setWordWrap(true);
@@ -235,7 +267,9 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     // stay below them, always in view.
     auto *settings = new QWidget(this);
     auto *settingsLayout = new QVBoxLayout(settings);
+    settingsLayout->addWidget(m_lmNote);
     settingsLayout->addLayout(form);
+    settingsLayout->addWidget(m_lmBox);
     settingsLayout->addWidget(compareBox);
     settingsLayout->addStretch(1);
     m_scroll = new QScrollArea(this);
@@ -260,6 +294,20 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
 
     connect(m_dataset, &QComboBox::activated, this, &RunPanel::onDatasetActivated);
     connect(m_policy, &QComboBox::currentIndexChanged, this, &RunPanel::configChanged);
+    // What the user changes by hand is theirs: the language-model defaults leave it.
+    connect(m_batch, &QSpinBox::valueChanged, this, [this] { markEdited(RunField::Batch); });
+    connect(m_optimizer, &QComboBox::currentIndexChanged, this,
+            [this] { markEdited(RunField::Optimizer); });
+    connect(m_lr, &QLineEdit::textEdited, this, [this] { markEdited(RunField::LearningRate); });
+    connect(m_momentum, &QDoubleSpinBox::valueChanged, this,
+            [this] { markEdited(RunField::Momentum); });
+    connect(m_clip, &QLineEdit::textEdited, this, [this] { markEdited(RunField::Clip); });
+    connect(m_clip, &QLineEdit::textEdited, this, &RunPanel::configChanged);
+    connect(m_lmBox, &LmSettingsBox::edited, this, [this](RunField f) {
+        markEdited(f);
+        emit configChanged();
+    });
+    connect(m_lmBox, &LmSettingsBox::samplingEdited, this, &RunPanel::configChanged);
     connect(m_batch, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_epochs, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_steps, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
@@ -304,6 +352,13 @@ mixlab::RunConfig RunPanel::config() const
     const float lr = m_lr->text().toFloat(&ok);
     if (ok && std::isfinite(lr)) c.optimizer.lr = lr;
     c.optimizer.momentum = float(m_momentum->value());
+    const QString clip = m_clip->text().trimmed();
+    const float clipNorm = clip.toFloat(&ok);
+    if (clip.isEmpty())
+        c.optimizer.clip_norm = 0;
+    else if (ok && std::isfinite(clipNorm))
+        c.optimizer.clip_norm = clipNorm;
+    m_lmBox->readInto(c);
     const qulonglong seed = m_seed->text().toULongLong(&ok);
     if (ok) c.seed = seed;
     c.loss_scale.mode = mixlab::LossScaleMode(m_lossScale->currentData().toInt());
@@ -331,6 +386,8 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
         m_optimizer->setCurrentIndex(m_optimizer->findData(int(c.optimizer.type)));
         m_lr->setText(floatText(c.optimizer.lr));
         m_momentum->setValue(c.optimizer.momentum);
+        m_clip->setText(c.optimizer.clip_norm > 0 ? floatText(c.optimizer.clip_norm) : QString());
+        m_lmBox->showConfig(c);
         m_seed->setText(QString::number(qulonglong(c.seed)));
         m_lossScale->setCurrentIndex(m_lossScale->findData(int(c.loss_scale.mode)));
         m_device->setCurrentIndex(m_device->findData(int(c.device)));
@@ -346,8 +403,77 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
     updateOptimizerFields();
     selectDataset(c.dataset.name);
     updateDeviceDependent();
+    // Loaded settings are the new starting point: nothing in them was edited by hand, and
+    // what the language-model defaults replaced before is no longer there to restore.
+    m_edited.clear();
+    m_beforeLm.reset();
+    m_lmApplied.clear();
     emit configChanged();
 }
+
+void RunPanel::markEdited(RunField field) { m_edited.insert(field); }
+
+void RunPanel::setLanguageModel(bool languageModel)
+{
+    if (languageModel == m_languageModel) return;
+    m_languageModel = languageModel;
+    m_lmBox->setVisible(languageModel);
+    const mixlab::RunConfig now = config();
+    if (languageModel) {
+        const LmDefaultsChange change = languageModelDefaults(now, m_edited, isTextDataset());
+        m_beforeLm = now;
+        m_lmApplied = change.applied;
+        if (!change.applied.empty()) {
+            // Through setConfig, keeping what it would clear: the user's edits, the undo.
+            const std::set<RunField> edited = m_edited;
+            const auto before = m_beforeLm;
+            const auto applied = m_lmApplied;
+            setConfig(change.config);
+            m_edited = edited;
+            m_beforeLm = before;
+            m_lmApplied = applied;
+        }
+        QString note =
+            change.applied.empty()
+                ? tr("Language model: the run settings already match the word-language-model "
+                     "example's.")
+                : tr("Language model: switched to the word-language-model example's settings: "
+                     "%1.")
+                      .arg(runFieldsText(change.applied, change.config));
+        if (!change.kept.empty())
+            note += QLatin1Char(' ') +
+                    tr("Kept as you set them: %1.").arg(runFieldsText(change.kept, now));
+        showLmDefaultsNote(note);
+    } else {
+        if (m_beforeLm && !m_lmApplied.empty()) {
+            const mixlab::RunConfig back =
+                restoreBeforeLanguageModel(now, *m_beforeLm, m_lmApplied, m_edited);
+            const std::set<RunField> edited = m_edited;
+            setConfig(back);
+            m_edited = edited;
+            showLmDefaultsNote(tr("Image model: the settings the language-model defaults had "
+                                  "replaced are back (%1).")
+                                   .arg(runFieldsText(m_lmApplied, back)));
+        } else {
+            showLmDefaultsNote(QString());
+        }
+        m_beforeLm.reset();
+        m_lmApplied.clear();
+    }
+    emit configChanged();
+}
+
+QString RunPanel::lmDefaultsNote() const { return m_lmNote->text(); }
+
+void RunPanel::showLmDefaultsNote(const QString &text)
+{
+    m_lmNote->setText(text);
+    m_lmNote->setVisible(!text.isEmpty());
+}
+
+TextSampling RunPanel::textSampling() const { return m_lmBox->sampling(); }
+
+void RunPanel::setTextSampling(const TextSampling &s) { m_lmBox->setSampling(s); }
 
 std::vector<mixlab::Policy> RunPanel::comparePolicies() const
 {
@@ -519,7 +645,10 @@ bool RunPanel::selectDatasetFolder(const QString &folder, QString *error)
             options.cifar100_coarse = m_base.dataset.cifar100_coarse;
             const mixlab::Dataset data = mixlab::load_dataset(options, m_base.seed);
             mixlab::Shape shape;
-            shape.dims = {data.height, data.width, data.channels};
+            if (data.is_text())
+                shape = mixlab::Shape::tokens();
+            else
+                shape.dims = {data.height, data.width, data.channels};
             known = m_folderShapes.emplace(folder, std::make_pair(shape, data.classes)).first;
         } catch (const std::exception &e) {
             if (error) *error = QString::fromStdString(e.what());
@@ -546,7 +675,7 @@ void RunPanel::selectDataset(const std::string &requested)
                "using the synthetic dataset instead"));
         name = k_keySynthetic;
     }
-    if (name != k_keyFashion && name != k_keySynthetic) {
+    if (name != k_keyFashion && name != k_keySynthetic && name != k_keySyntheticText) {
         QString error;
         if (!selectDatasetFolder(QString::fromStdString(name), &error)) {
             emit message(
@@ -560,11 +689,14 @@ void RunPanel::selectDataset(const std::string &requested)
     const int index = m_dataset->findData(QString::fromStdString(name));
     m_dataset->setCurrentIndex(index);
     m_lastDatasetIndex = index;
-    if (name == k_keyFashion)
-        m_shape.dims = {28, 28, 1};
-    else
-        m_shape.dims = {32, 32, 3};
-    m_classes = 10;
+    if (name == k_keySyntheticText) {
+        m_shape = mixlab::Shape::tokens();
+        m_classes = m_base.dataset.synthetic_text_vocab;
+    } else {
+        m_shape = mixlab::Shape{name == k_keyFashion ? std::vector<int>{28, 28, 1}
+                                                     : std::vector<int>{32, 32, 3}};
+        m_classes = 10;
+    }
     emit datasetChanged(m_shape, m_classes);
 }
 
@@ -576,7 +708,8 @@ void RunPanel::onDatasetActivated(int index)
         return;
     }
     if (index == m_lastDatasetIndex) return;
-    if (key == QLatin1String(k_keyFashion) || key == QLatin1String(k_keySynthetic)) {
+    if (key == QLatin1String(k_keyFashion) || key == QLatin1String(k_keySynthetic) ||
+        key == QLatin1String(k_keySyntheticText)) {
         selectDataset(key.toStdString());
         emit configChanged();
         return;
@@ -589,8 +722,9 @@ void RunPanel::onDatasetActivated(int index)
 
 void RunPanel::chooseFolder()
 {
-    const QString folder = askFolder(this, FileKind::DatasetFolder,
-                                     tr("Choose a MNIST, Fashion-MNIST or CIFAR folder"));
+    const QString folder =
+        askFolder(this, FileKind::DatasetFolder,
+                  tr("Choose a MNIST, Fashion-MNIST, CIFAR or word-corpus folder"));
     if (folder.isEmpty()) {
         m_dataset->setCurrentIndex(m_lastDatasetIndex);
         return;
@@ -601,6 +735,7 @@ void RunPanel::chooseFolder()
             this, tr("Dataset"),
             tr("The folder %1 holds no dataset MixLab can read:\n%2\n\n"
                "Expected MNIST-style IDX files (train-images-idx3-ubyte[.gz] ...), "
-               "CIFAR-10 binaries (data_batch_1.bin ...) or CIFAR-100 (train.bin, test.bin).")
+               "CIFAR-10 binaries (data_batch_1.bin ...), CIFAR-100 (train.bin, test.bin) or, "
+               "for language models, a word corpus (train.txt, valid.txt, test.txt).")
                 .arg(folder, error));
 }

@@ -3,7 +3,11 @@
 // to compare, and the Start / Compare / Stop buttons with the reason Start is blocked,
 // which stay in view below the settings when those scroll.
 // It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
+// For a language model it shows the LmSettingsBox and switches to the word-language-model
+// example's settings once (lmdefaults.h), keeping what the user set by hand.
 #pragma once
+#include "runs/lmdefaults.h"
+#include "runs/workermessages.h"
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "mixlab/run_config.h"
@@ -13,12 +17,15 @@
 #include <QWidget>
 
 #include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class LmSettingsBox;
 class QLineEdit;
 class QPushButton;
 class QScrollArea;
@@ -40,16 +47,29 @@ public:
     void setShortcuts(const QKeySequence &start, const QKeySequence &compare,
                       const QKeySequence &stop);
 
-    // The chosen dataset's per-sample shape and classes (what datasetChanged last said).
+    // The chosen dataset's per-sample shape and classes (what datasetChanged last said):
+    // Shape::tokens() and the vocabulary for a text corpus.
     mixlab::Shape datasetShape() const { return m_shape; }
     int datasetClasses() const { return m_classes; }
-    // Selects a MNIST/CIFAR folder after loading it once to learn its shape. On failure
-    // returns false with the loader's message and keeps the current dataset.
+    bool isTextDataset() const { return m_shape.is_tokens(); }
+    // Selects a MNIST/CIFAR or text-corpus folder after loading it once to learn its shape.
+    // On failure returns false with the loader's message and keeps the current dataset.
     bool selectDatasetFolder(const QString &folder, QString *error);
     // Why a policy cannot run on the chosen device; empty when it can.
     QString policyBlockReason(mixlab::Policy p) const;
     bool isStartBlocked() const { return !m_blockReason.isEmpty(); }
     QString startBlockReason() const { return m_blockReason; }
+
+    // The designer's model is (or stopped being) a language model. Becoming one shows the
+    // language-model settings and applies the example's defaults to every field not edited
+    // by hand since the settings were last loaded (setConfig), naming what changed in
+    // lmDefaultsNote(); an image model again gets the replaced values back.
+    void setLanguageModel(bool languageModel);
+    bool isLanguageModel() const { return m_languageModel; }
+    QString lmDefaultsNote() const;
+    // What each language-model run writes when it ends.
+    TextSampling textSampling() const;
+    void setTextSampling(const TextSampling &s);
 
 signals:
     void startRequested();
@@ -70,6 +90,8 @@ private:
     void updateDeviceDependent();
     void updateButtons();
     void updateOptimizerFields();
+    void markEdited(RunField field);
+    void showLmDefaultsNote(const QString &text);
     mixlab::DeviceInfo effectiveDevice() const;
     int addFolderItem(const QString &folder);
 
@@ -82,6 +104,9 @@ private:
     QComboBox *m_optimizer = nullptr;
     QLineEdit *m_lr = nullptr;
     QDoubleSpinBox *m_momentum = nullptr;
+    QLineEdit *m_clip = nullptr; // OptimizerConfig::clip_norm, 0 = off
+    LmSettingsBox *m_lmBox = nullptr;
+    QLabel *m_lmNote = nullptr; // what the language-model defaults changed
     QLineEdit *m_seed = nullptr;
     QComboBox *m_lossScale = nullptr;
     QComboBox *m_device = nullptr;
@@ -108,4 +133,8 @@ private:
     int m_classes = 0;
     int m_lastDatasetIndex = 0;
     std::map<QString, std::pair<mixlab::Shape, int>> m_folderShapes;
+    bool m_languageModel = false;
+    std::set<RunField> m_edited;                 // by hand since the last setConfig
+    std::optional<mixlab::RunConfig> m_beforeLm; // what the defaults replaced
+    std::set<RunField> m_lmApplied;
 };

@@ -93,12 +93,18 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     // Wide enough for the header and a typical value, no wider: the table shares the
     // bottom row with the log. The run's name takes what is left (elided when short of
     // room), so the numbers on the right are never scrolled out of sight.
-    const std::pair<int, const char *> samples[] = {
-        {RunsTableModel::Status, "Finished"},    {RunsTableModel::Progress, "1000 / 1000"},
-        {RunsTableModel::Eta, "59m 59s"},        {RunsTableModel::Policy, "mixed_fp16"},
-        {RunsTableModel::Batch, "1024"},         {RunsTableModel::StepMs, "1234.56"},
-        {RunsTableModel::Speedup, "1.00\u00d7"}, {RunsTableModel::TestAccuracy, "100.00 %"},
-        {RunsTableModel::Skipped, "10000"}};
+    const std::pair<int, const char *> samples[] = {{RunsTableModel::Status, "Finished"},
+                                                    {RunsTableModel::Progress, "1000 / 1000"},
+                                                    {RunsTableModel::Eta, "59m 59s"},
+                                                    {RunsTableModel::Policy, "mixed_fp16"},
+                                                    {RunsTableModel::Batch, "1024"},
+                                                    {RunsTableModel::StepMs, "1234.56"},
+                                                    {RunsTableModel::Speedup, "1.00\u00d7"},
+                                                    {RunsTableModel::TestAccuracy, "100.00 %"},
+                                                    {RunsTableModel::ValidPerplexity, "1234.5"},
+                                                    {RunsTableModel::TestPerplexity, "1234.5"},
+                                                    {RunsTableModel::FinalLr, "0.3125"},
+                                                    {RunsTableModel::Skipped, "10000"}};
     const QFontMetrics values(font());
     const QFontMetrics headers(header->font());
     for (const auto &[column, sample] : samples) {
@@ -127,7 +133,25 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     connect(m_store, &RunStore::runAdded, this, updateEta);
     connect(m_store, &RunStore::runRemoved, this, updateEta);
     updateEta();
+    connect(m_store, &RunStore::runAdded, this, &RunsTable::updateKindColumns);
+    connect(m_store, &RunStore::runRemoved, this, &RunsTable::updateKindColumns);
+    updateKindColumns();
     connect(this, &QWidget::customContextMenuRequested, this, &RunsTable::showContextMenu);
+}
+
+void RunsTable::updateKindColumns()
+{
+    bool classifier = false, lm = false;
+    for (int id : m_store->runIds())
+        if (const RunRecord *run = m_store->run(id)) (run->languageModel ? lm : classifier) = true;
+    const int kinds = (classifier || !lm ? 1 : 0) | (lm ? 2 : 0);
+    if (kinds == m_shownKinds) return;
+    m_shownKinds = kinds;
+    setColumnHidden(RunsTableModel::TestAccuracy, !(kinds & 1));
+    for (int c :
+         {RunsTableModel::ValidPerplexity, RunsTableModel::TestPerplexity, RunsTableModel::FinalLr})
+        setColumnHidden(c, !(kinds & 2));
+    updateGeometry();
 }
 
 QSize RunsTable::sizeHint() const

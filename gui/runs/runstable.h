@@ -1,6 +1,7 @@
 // RunsTable: the table of runs under the charts (RunsTableModel in a QTableView with a
 // progress-bar column) and its context menu: rename, hide/show, delete. The header's menu
-// shows or hides columns (Policy and Batch start hidden: the default run name says them).
+// shows or hides columns (Policy and Batch start hidden: the default run name says them;
+// the language models' perplexity columns show while one is in the table).
 #pragma once
 #include <QTableView>
 
@@ -34,8 +35,13 @@ private:
     void showContextMenu(const QPoint &pos);
     void showColumnMenu(const QPoint &pos);
     bool anyRunning() const;
+    // Perplexity and LR shown while a language model is in the table, test accuracy while
+    // a classifier is (or the table is empty); acted on only when that changes, so the
+    // header menu's choices stand otherwise.
+    void updateKindColumns();
 
     RunStore *m_store;
     RunsTableModel *m_model;
     int m_nameMinimum = 0;
+    int m_shownKinds = -1; // bit 0: a classifier, bit 1: a language model
 };

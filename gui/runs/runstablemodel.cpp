@@ -4,6 +4,7 @@
 
 #include "common/durationtext.h"
 #include "common/enginetext.h"
+#include "common/languagemodel.h"
 #include "runs/runstore.h"
 
 #include "mixlab/policy.h"
@@ -22,6 +23,28 @@ std::optional<float> finalTestAccuracy(const RunRecord &run)
 {
     if (run.summary) return run.summary->final_test_accuracy;
     if (!run.epochs.empty()) return run.epochs.back().test_accuracy;
+    return std::nullopt;
+}
+
+// A language model's last evaluation: the summary's, else the last epoch's.
+std::optional<float> finalValidLoss(const RunRecord &run)
+{
+    if (run.summary) return run.summary->final_valid_loss;
+    if (!run.epochs.empty()) return run.epochs.back().valid_loss;
+    return std::nullopt;
+}
+
+std::optional<float> finalTestLoss(const RunRecord &run)
+{
+    if (run.summary) return run.summary->final_test_loss;
+    if (!run.epochs.empty()) return run.epochs.back().test_loss;
+    return std::nullopt;
+}
+
+std::optional<float> finalLr(const RunRecord &run)
+{
+    if (run.summary && run.summary->final_lr > 0) return run.summary->final_lr;
+    if (!run.epochs.empty() && run.epochs.back().lr > 0) return run.epochs.back().lr;
     return std::nullopt;
 }
 
@@ -187,6 +210,32 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         if (role == Qt::ToolTipRole && ended(*run) && !finalTestAccuracy(*run))
             return tr("The run ended before it evaluated the test split");
         break;
+    case ValidPerplexity:
+    case TestPerplexity: {
+        if (!run->languageModel) break;
+        const bool valid = index.column() == ValidPerplexity;
+        const std::optional<float> loss = valid ? finalValidLoss(*run) : finalTestLoss(*run);
+        if (role == Qt::DisplayRole) {
+            if (!loss) return ended(*run) ? k_noValue : QString();
+            return perplexityText(mixlab::perplexity(*loss));
+        }
+        if (role == Qt::ToolTipRole) {
+            if (!loss)
+                return ended(*run) ? tr("The run ended before it evaluated this split") : QString();
+            return tr("exp(%1), the %2 split's loss per token at the last evaluation")
+                .arg(double(*loss), 0, 'g', 5)
+                .arg(valid ? tr("validation") : tr("test"));
+        }
+        break;
+    }
+    case FinalLr:
+        if (!run->languageModel) break;
+        if (role == Qt::DisplayRole) {
+            const std::optional<float> lr = finalLr(*run);
+            return lr ? QString::number(double(*lr), 'g', 4) : QString();
+        }
+        if (role == Qt::ToolTipRole) return headerData(FinalLr, Qt::Horizontal, Qt::ToolTipRole);
+        break;
     case Skipped:
         if (role == Qt::DisplayRole) return skippedSteps(*run);
         if (role == Qt::ToolTipRole) return headerData(Skipped, Qt::Horizontal, Qt::ToolTipRole);
@@ -210,6 +259,14 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
         case TestAccuracy:
             return tr(
                 "Accuracy on the test split at the last evaluation (\u2014: never evaluated)");
+        case ValidPerplexity:
+            return tr("Language models: perplexity (exp of the loss per word) on the validation "
+                      "split at the last evaluation; lower is better");
+        case TestPerplexity:
+            return tr("Language models: perplexity on the test split at the last evaluation");
+        case FinalLr:
+            return tr("Language models: the learning rate at the end (the plateau schedule "
+                      "lowers it when the validation loss stops improving)");
         case Skipped: return tr("Steps whose update was skipped because the gradients overflowed");
         default: return {};
         }
@@ -226,6 +283,9 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
     case StepMs: return tr("Step ms");
     case Speedup: return tr("Speedup");
     case TestAccuracy: return tr("Test acc");
+    case ValidPerplexity: return tr("Valid ppl");
+    case TestPerplexity: return tr("Test ppl");
+    case FinalLr: return tr("LR");
     case Skipped: return tr("Skipped");
     default: return {};
     }

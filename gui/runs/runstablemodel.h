@@ -1,6 +1,7 @@
 // RunsTableModel: one row per run of a RunStore (in creation order) with its status,
 // progress, step time and speedup (the headline definition of step_time.h, against its
-// compare group's first run), and final accuracy. Name and visibility are editable and
+// compare group's first run), and final accuracy, or for a language model its validation
+// and test perplexity and the learning rate it ended at. Name and visibility are editable and
 // write straight back into the store.
 #pragma once
 #include <QAbstractTableModel>
@@ -25,6 +26,9 @@ public:
         StepMs,
         Speedup,
         TestAccuracy,
+        ValidPerplexity, // language models: where classifiers show accuracy
+        TestPerplexity,
+        FinalLr,
         Skipped,
         ColumnCount
     };

@@ -3,6 +3,7 @@
 #include "runs/runstore.h"
 
 #include "common/enginetext.h"
+#include "common/languagemodel.h"
 #include "common/runcolors.h"
 
 #include "mixlab/policy.h"
@@ -40,6 +41,16 @@ std::optional<TrainedModel> trainedModel(const RunRecord &run, QString *error)
     }
 }
 
+bool isLanguageModelJson(const QString &modelJson)
+{
+    if (modelJson.isEmpty()) return false;
+    try {
+        return isLanguageModel(mixlab::parse_model_spec(modelJson.toStdString()));
+    } catch (const std::exception &) {
+        return false;
+    }
+}
+
 RunStore::RunStore(QObject *parent) : QObject(parent) {}
 
 int RunStore::addRun(const mixlab::RunConfig &config, const QString &modelJson, int group)
@@ -54,6 +65,7 @@ int RunStore::addRun(const mixlab::RunConfig &config, const QString &modelJson, 
     r.color = runColor(r.id);
     r.config = config;
     r.modelJson = modelJson;
+    r.languageModel = isLanguageModelJson(modelJson);
     m_lastGroup = std::max(m_lastGroup, group);
     m_runs.emplace(r.id, std::move(r));
     m_order.push_back(m_lastId);
@@ -70,6 +82,7 @@ int RunStore::insertRecord(RunRecord record)
                           .arg(record.config.batch_size)
                           .arg(record.id);
     if (!record.color.isValid()) record.color = runColor(record.id);
+    record.languageModel = record.languageModel || isLanguageModelJson(record.modelJson);
     m_lastGroup = std::max(m_lastGroup, record.group);
     m_runs.emplace(record.id, std::move(record));
     m_order.push_back(m_lastId);
@@ -197,6 +210,14 @@ void RunStore::setProfile(int id, const mixlab::StepProfile &profile)
     if (!r) return;
     r->profile = profile;
     emit runChanged(id);
+}
+
+void RunStore::setSample(int id, const RunSample &sample)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r) return;
+    r->sample = sample;
+    emit runSampled(id);
 }
 
 void RunStore::setVisible(int id, bool visible)

@@ -42,7 +42,15 @@ struct RunRecord {
     // The profiling pass after the timed steps (phases, layers, host overhead); its
     // steps are not in `steps`. Absent for a stopped or failed group.
     std::optional<mixlab::StepProfile> profile;
+    // A language model (its first layer an embedding): losses per token, perplexities,
+    // throughput in tokens. Set from the model when the run is added.
+    bool languageModel = false;
+    // What a language model wrote after training (RunGroupOptions::sample_words).
+    std::optional<RunSample> sample;
 };
+
+// Whether a model (mixlab-model/1 text) is a language model; false when it does not parse.
+bool isLanguageModelJson(const QString &modelJson);
 
 QString runStatusName(RunRecord::Status s);
 
@@ -82,6 +90,7 @@ public:
     void setSummary(int id, const mixlab::RunSummary &summary);
     void setContext(int id, const RunContext &context);
     void setProfile(int id, const mixlab::StepProfile &profile); // emits runChanged
+    void setSample(int id, const RunSample &sample);             // emits runSampled
     void setVisible(int id, bool visible);
     void rename(int id, const QString &name);
 
@@ -92,6 +101,7 @@ signals:
     void stepsAppended(int id, int firstNewIndex);
     void epochsAppended(int id, int firstNewIndex);
     void eventsAppended(int id, int firstNewIndex);
+    void runSampled(int id); // a language model's sample arrived
 
 private:
     std::map<int, RunRecord> m_runs;

@@ -50,6 +50,13 @@ public:
             r->events.push_back(TimedEvent{QDateTime::currentDateTime(), e});
         flushIfDue();
     }
+    // A run's sample travels with its metrics; it comes once, after training, so it goes
+    // out at once.
+    void sample(int run, RunSample sample)
+    {
+        if (MetricsBatch::PerRun *r = at(run)) r->sample = std::move(sample);
+        flush();
+    }
 
     // Emits what is pending, if anything; called at the end whatever the timing.
     void flush()
@@ -57,12 +64,13 @@ public:
         m_lastEmit = Clock::now();
         MetricsBatch out;
         for (MetricsBatch::PerRun &r : m_pending.runs) {
-            if (r.steps.empty() && r.epochs.empty() && r.events.empty()) continue;
+            if (r.steps.empty() && r.epochs.empty() && r.events.empty() && !r.sample) continue;
             MetricsBatch::PerRun moved;
             moved.runId = r.runId;
             moved.steps.swap(r.steps);
             moved.epochs.swap(r.epochs);
             moved.events.swap(r.events);
+            moved.sample.swap(r.sample);
             out.runs.push_back(std::move(moved));
         }
         if (!out.runs.empty()) emit m_worker.metrics(out);
@@ -109,8 +117,10 @@ std::optional<TrainingWorker::Phase> workerPhase(mixlab::GroupPhase phase)
 // before a failure reach the store before its status.
 class JobObserver : public mixlab::RunGroupObserver {
 public:
-    JobObserver(TrainingWorker &worker, const std::vector<int> &runIds, BatchingSink &sink)
-        : m_worker(worker), m_runIds(runIds), m_sink(sink), m_ended(runIds.size(), false)
+    JobObserver(TrainingWorker &worker, const std::vector<int> &runIds, BatchingSink &sink,
+                const TextSampling &sampling)
+        : m_worker(worker), m_runIds(runIds), m_sink(sink), m_sampling(sampling),
+          m_ended(runIds.size(), false)
     {}
 
     void on_phase(mixlab::GroupPhase phase, int run) override
@@ -145,6 +155,24 @@ public:
     {
         emit m_worker.runProfiled(idOf(run), profile);
     }
+    void on_run_sampled(int run, const std::string &text) override
+    {
+        if (run < 0 || run >= int(m_runIds.size())) return;
+        RunSample s;
+        s.text = QString::fromStdString(text);
+        s.words = m_sampling.words;
+        s.temperature = m_sampling.temperature;
+        m_sink.sample(run, std::move(s));
+    }
+    // The group reports a failed sample only in its outcome.
+    void sampleFailed(int run, const std::string &why)
+    {
+        RunSample s;
+        s.failure = QString::fromStdString(why);
+        s.words = m_sampling.words;
+        s.temperature = m_sampling.temperature;
+        m_sink.sample(run, std::move(s));
+    }
 
     // Ends every run the group did not end (it threw: nothing should, but a slot must not
     // let an exception out, and a run left open would stay "running" in the window).
@@ -166,6 +194,7 @@ private:
     TrainingWorker &m_worker;
     const std::vector<int> &m_runIds;
     BatchingSink &m_sink;
+    const TextSampling &m_sampling;
     std::vector<bool> m_ended;
 };
 
@@ -221,13 +250,20 @@ void TrainingWorker::runJob(const TrainingJob &job)
     }
 
     BatchingSink sink(*this, job.runIds, m_sinkHook);
-    JobObserver observer(*this, job.runIds, sink);
+    JobObserver observer(*this, job.runIds, sink, job.sampling);
     try {
         mixlab::RunGroupOptions options;
         options.profile_steps = k_profileSteps;
         options.profile_seconds = k_profileSeconds;
+        // The group samples language models only; a classifier's job ignores these.
+        options.sample_words = std::max(job.sampling.words, 0);
+        options.sample_temperature = job.sampling.temperature;
         mixlab::RunGroup group(job.model, job.runs, options);
-        logProfilingPass(job, group.run(sink, observer, m_stop.token()), sink);
+        const mixlab::GroupOutcome outcome = group.run(sink, observer, m_stop.token());
+        for (std::size_t i = 0; i < outcome.runs.size(); ++i)
+            if (!outcome.runs[i].sample_failure.empty())
+                observer.sampleFailed(int(i), outcome.runs[i].sample_failure);
+        logProfilingPass(job, outcome, sink);
     } catch (const std::exception &e) {
         observer.failRest(QString::fromUtf8(e.what()));
     } catch (...) {

@@ -15,14 +15,32 @@
 #include <QMetaType>
 #include <QString>
 
+#include <optional>
 #include <vector>
 
 // --- Training (TrainingWorker) ---
+
+// Language models: the text each run writes after training (RunGroupOptions's
+// sample_words and sample_temperature); words 0: none.
+struct TextSampling {
+    static constexpr int k_defaultWords = 100;
+    int words = k_defaultWords;
+    float temperature = 1.0f;
+};
 
 struct TrainingJob {
     mixlab::ModelSpec model;
     std::vector<mixlab::RunConfig> runs; // one per policy, all else equal
     std::vector<int> runIds;             // RunStore ids, same order
+    TextSampling sampling;
+};
+
+// What a language model wrote after training, or why it could not.
+struct RunSample {
+    QString text;
+    QString failure; // set instead of text when sampling failed
+    int words = 0;
+    float temperature = 1.0f;
 };
 
 // A run's event with the wall-clock time the worker saw it (the log shows it).
@@ -38,6 +56,7 @@ struct MetricsBatch {
         std::vector<mixlab::StepMetrics> steps;
         std::vector<mixlab::EpochMetrics> epochs;
         std::vector<TimedEvent> events;
+        std::optional<RunSample> sample; // after training, once
     };
     std::vector<PerRun> runs;
 };
