@@ -170,13 +170,14 @@ QString layerSummary(const LayerSpec &layer)
         break;
     case LayerType::Embedding:
         s += QLatin1Char(' ') +
-             (layer.vocab == mixlab::k_vocab_dataset ? tr("vocab") : QString::number(layer.vocab)) +
-             QStringLiteral(" \u00d7 ") + QString::number(layer.dim);
+             (layer.vocab == mixlab::k_vocab_dataset ? tr("dataset")
+                                                     : QString::number(layer.vocab)) +
+             QStringLiteral(" x ") + QString::number(layer.dim);
         break;
     case LayerType::Lstm:
         s += QLatin1Char(' ') + QString::number(layer.hidden);
-        if (layer.num_layers != 1) s += QStringLiteral(" \u00d7 %1").arg(layer.num_layers);
-        if (layer.rate > 0) s += tr(", dropout %1").arg(double(layer.rate), 0, 'g', 6);
+        if (layer.num_layers != 1) s += tr(" x%1 layers").arg(layer.num_layers);
+        if (layer.rate != 0.0f) s += tr(", dropout %1").arg(double(layer.rate), 0, 'g', 6);
         break;
     case LayerType::Activation:
         s += QLatin1Char(' ') + fromView(mixlab::activation_name(layer.activation));

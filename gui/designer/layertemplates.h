@@ -26,7 +26,7 @@ mixlab::LayerSpec residualBlock(BlockKind kind, int filters, int stride, int inC
 // "3,1" otherwise.
 QString pairText(int h, int w);
 
-// "dense 3000 relu", "dense vocab, tied to the embedding", "embedding vocab \u00d7 200",
-// "lstm 200 \u00d7 2, dropout 0.2", "conv2d 64 3x3 /2 same, no bias", "residual 3x3 128 /2 \u203a 3x3 128,
+// "dense 3000 relu", "dense vocab, tied to the embedding", "embedding dataset x 200",
+// "lstm 200 x2 layers, dropout 0.2", "conv2d 64 3x3 /2 same, no bias", "residual 3x3 128 /2 \u203a 3x3 128,
 // projection" (relu after the sum unless it says "linear"), "activation softmax (float32)".
 QString layerSummary(const mixlab::LayerSpec &layer);
