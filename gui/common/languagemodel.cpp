@@ -5,11 +5,6 @@
 
 #include <cmath>
 
-bool isLanguageModel(const mixlab::ModelSpec &spec)
-{
-    return !spec.layers.empty() && spec.layers.front().type == mixlab::LayerType::Embedding;
-}
-
 int defaultTextVocabulary() { return mixlab::DatasetOptions{}.synthetic_text_vocab; }
 
 QString perplexityText(double perplexity)

@@ -390,13 +390,13 @@ void ModelDesigner::setInput(const mixlab::Shape &input, int classes)
     showSelectedLayer();
 }
 
-bool ModelDesigner::isLanguageModel() const { return ::isLanguageModel(m_spec); }
+bool ModelDesigner::isLanguageModel() const { return mixlab::is_language_model(m_spec); }
 
 ModelDesigner::GraphData ModelDesigner::graphDataFor(const ModelSpec &spec,
                                                      const mixlab::Shape &data, int classes)
 {
     const bool text = data.is_tokens();
-    if (::isLanguageModel(spec))
+    if (mixlab::is_language_model(spec))
         return {mixlab::Shape::tokens(), text ? classes : defaultTextVocabulary()};
     if (text) return {mixlab::Shape{{32, 32, 3}}, 10};
     return {data, classes};

@@ -45,7 +45,7 @@ bool isLanguageModelJson(const QString &modelJson)
 {
     if (modelJson.isEmpty()) return false;
     try {
-        return isLanguageModel(mixlab::parse_model_spec(modelJson.toStdString()));
+        return mixlab::is_language_model(mixlab::parse_model_spec(modelJson.toStdString()));
     } catch (const std::exception &) {
         return false;
     }
