@@ -107,9 +107,9 @@ private slots:
     void actionStates();
 };
 
-// The language-model presets load beside the others; on an image dataset the designer
-// shows the engine's message and marks the embedding (showing them on token input is a
-// later step), and on token input they validate.
+// The language-model presets load beside the others. With an image dataset chosen the
+// designer still shows their figures (built on synthetic-text's vocabulary) and says what
+// to choose instead; on token input they validate with the corpus's vocabulary.
 void TestDesigner::languageModelPresets()
 {
     ModelDesigner d;
@@ -117,18 +117,21 @@ void TestDesigner::languageModelPresets()
         QVERIFY2(d.presetNames().contains(QLatin1String(n)), n);
         QVERIFY(d.loadPreset(QLatin1String(n)));
         QCOMPARE(d.layerTree()->topLevelItemCount(), 5);
-        QVERIFY(!d.isValid());
-        QVERIFY2(
-            d.validationMessage().contains(QLatin1String("layer 0 (embedding): needs token input")),
-            qPrintable(d.validationMessage()));
+        QVERIFY(d.isLanguageModel());
+        QVERIFY2(d.isValid(), qPrintable(d.validationMessage()));
+        QVERIFY(d.graphInput().is_tokens());
+        QVERIFY2(d.dataMismatch().contains(QLatin1String("choose synthetic-text or a corpus")),
+                 qPrintable(d.dataMismatch()));
     }
     QCOMPARE(cell(d, 0, LayerTree::LayerColumn), QStringLiteral("embedding dataset x 1500"));
     QCOMPARE(cell(d, 2, LayerTree::LayerColumn),
              QStringLiteral("lstm 1500 x2 layers, dropout 0.65"));
     QCOMPARE(cell(d, 4, LayerTree::LayerColumn),
              QStringLiteral("dense vocab, tied to the embedding"));
-    d.setInput(mixlab::Shape::tokens(), 10000);
+    d.setInput(mixlab::Shape::tokens(), 33278);
     QVERIFY2(d.isValid(), qPrintable(d.validationMessage()));
+    QVERIFY(d.dataMismatch().isEmpty());
+    QCOMPARE(d.graphClasses(), 33278);
 }
 
 void TestDesigner::presets()
