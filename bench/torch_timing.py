@@ -38,6 +38,12 @@ def median_step_ms(model, x, y, policy, windows, steps_per_window, warmup):
             loss.backward()
             opt.step()
 
+    return timed_median(step, windows, steps_per_window, warmup)
+
+
+def timed_median(step, windows, steps_per_window, warmup):
+    """Median ms per call of step() over timed windows of steps_per_window calls each,
+    after warmup calls; CUDA events around each window."""
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()

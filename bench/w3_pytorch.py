@@ -7,12 +7,10 @@ batches (repackage_hidden). Tokens are random ids already on the GPU: the step t
 not depend on which words they are. Eager, fp32 / tf32 / autocast fp16 / autocast bf16.
 Prints one JSON object: ms/step per policy and batch (median over timed windows, CUDA
 events). Written here from the example's published structure; nothing is downloaded."""
-import statistics
-
 import torch
 import torch.nn as nn
 
-from torch_timing import main, set_math
+from torch_timing import main, set_math, timed_median
 
 VOCAB, DIM, LAYERS, DROPOUT, BPTT = 33278, 650, 2, 0.5, 35
 
@@ -69,19 +67,7 @@ def time_policy(policy, batch, windows, steps_per_window, warmup):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
             opt.step()
 
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(windows):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(steps_per_window):
-            step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / steps_per_window)
-    return statistics.median(times)
+    return timed_median(step, windows, steps_per_window, warmup)
 
 
 if __name__ == "__main__":
