@@ -16,20 +16,27 @@ VOCAB, DIM, LAYERS, DROPOUT, BPTT = 33278, 650, 2, 0.5, 35
 
 
 class RNNModel(nn.Module):
-    def __init__(self):
+    """The example's model: sizes default to W3's (word-lm-medium on 33,278 words);
+    lm_reference.py builds it for other vocabularies and presets."""
+
+    def __init__(self, vocab=VOCAB, dim=DIM, layers=LAYERS, dropout=DROPOUT, tied=True):
         super().__init__()
-        self.drop = nn.Dropout(DROPOUT)
-        self.encoder = nn.Embedding(VOCAB, DIM)
-        self.rnn = nn.LSTM(DIM, DIM, LAYERS, dropout=DROPOUT)
-        self.decoder = nn.Linear(DIM, VOCAB)
-        self.decoder.weight = self.encoder.weight  # tied
+        self.vocab = vocab
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, dim, layers, dropout=dropout)
+        self.decoder = nn.Linear(dim, vocab)
+        if tied:
+            self.decoder.weight = self.encoder.weight
         nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        if not tied:
+            nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
 
     def forward(self, x, hidden):
         emb = self.drop(self.encoder(x))
         out, hidden = self.rnn(emb, hidden)
-        return self.decoder(self.drop(out)).view(-1, VOCAB), hidden
+        return self.decoder(self.drop(out)).view(-1, self.vocab), hidden
 
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):

@@ -27,7 +27,7 @@ constexpr const char* k_synthetic = "synthetic-text";
 // The options that take a value: the corpus is the one argument that is neither an
 // option nor such a value.
 const std::vector<std::string> k_value_options = {"--seed", "--synthetic-tokens", "--vocab",
-                                                  "--batch", "--bptt"};
+                                                  "--batch", "--bptt", "--write"};
 
 // Splits off the corpus argument (FOLDER or synthetic-text) wherever it stands.
 std::optional<std::string> take_corpus(std::vector<std::string>& args)
@@ -103,19 +103,56 @@ void print_json(const TextCorpus& c, const CorpusFacts& f, std::optional<std::ui
     std::printf("%s\n", j.dump(2).c_str());
 }
 
+// Words per line in a written corpus. A WikiText reader (data.py, or MixLab reading the
+// folder back) appends <eos> at every line end: one per thousand words barely changes the
+// text, and lines stay far under k_max_text_line_bytes. Readers that want the exact
+// stream split the files at whitespace only (bench/lm_reference.py does).
+constexpr std::size_t k_written_words_per_line = 1000;
+
+// The corpus as a folder of train.txt, valid.txt and test.txt, so the same text can be
+// trained elsewhere (PyTorch's word_language_model example) or inspected. Never
+// overwrites: a folder already holding any of the three files is refused.
+void write_corpus(const TextCorpus& c, const std::string& folder)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (ec) throw InputError("--write: cannot create '" + folder + "': " + ec.message());
+    for (const char* name : {"train.txt", "valid.txt", "test.txt"})
+        if (fs::exists(fs::path(folder) / name, ec))
+            throw InputError("--write: '" + (fs::path(folder) / name).string() +
+                             "' exists; give a new folder (corpus files are never overwritten)");
+    for (const TextSplit split : {TextSplit::Train, TextSplit::Valid, TextSplit::Test}) {
+        const fs::path path = fs::path(folder) / (std::string(text_split_name(split)) + ".txt");
+        std::FILE* f = std::fopen(path.string().c_str(), "wb");
+        if (!f) throw InputError("--write: cannot open '" + path.string() + "' for writing");
+        const std::vector<std::int32_t>& ids = c.split(split);
+        bool ok = true;
+        for (std::size_t i = 0; i < ids.size() && ok; ++i) {
+            const bool line_end = (i + 1) % k_written_words_per_line == 0 || i + 1 == ids.size();
+            ok = std::fputs(c.words[std::size_t(ids[i])].c_str(), f) >= 0 &&
+                 std::fputc(line_end ? '\n' : ' ', f) != EOF;
+        }
+        if (std::fclose(f) != 0 || !ok)
+            throw InputError("--write: writing '" + path.string() + "' failed (disk full?)");
+    }
+}
+
 } // namespace
 
 int cmd_corpus(int argc, char** argv)
 {
     ArgParser parser("mixlab-cli corpus FOLDER|synthetic-text [--seed N] [--synthetic-tokens N] "
-                     "[--vocab N] [--batch N [--bptt N]] [--json]",
+                     "[--vocab N] [--batch N [--bptt N]] [--json] [--write FOLDER]",
                      "What a word-level language-model corpus holds: a folder of train.txt, "
                      "valid.txt and test.txt\n(WikiText-2, Penn Treebank), or the built-in "
                      "synthetic-text. Prints the vocabulary, tokens\nper split, words of valid "
                      "and test unseen in train (read as <unk>), the unigram perplexity\n"
                      "a model must beat, and for synthetic-text the source's entropy rate "
                      "and perplexity floor.\nWith --batch, exits 2 when a split is shorter than "
-                     "one batch.");
+                     "one batch.\nWith --write, also writes the corpus as FOLDER/train.txt, "
+                     "valid.txt and test.txt\n(1,000 words per line), to train the same text "
+                     "elsewhere.");
     parser.add_option("--seed", "N",
                       "(synthetic-text) seed of the source and its text (default 42)");
     parser.add_option("--synthetic-tokens", "N",
@@ -125,6 +162,9 @@ int cmd_corpus(int argc, char** argv)
     parser.add_option("--batch", "N", "check that every split holds one batch of N columns ...");
     parser.add_option("--bptt", "N", "... of N + 1 tokens each (default 35 when --batch is given)");
     parser.add_flag("--json", "print JSON instead of a table");
+    parser.add_option("--write", "FOLDER",
+                      "write the corpus there as train.txt, valid.txt, test.txt (a new "
+                      "folder; existing corpus files are refused)");
     std::vector<std::string> args(argv + 1, argv + argc);
     const std::optional<std::string> corpus_arg = take_corpus(args);
     parser.parse(args);
@@ -169,6 +209,8 @@ int cmd_corpus(int argc, char** argv)
         check_corpus_fits(corpus, int(*batch),
                           int(parser.integer("--bptt", 1, 1 << 20).value_or(35)));
     }
+
+    if (const auto folder = parser.value("--write")) write_corpus(corpus, *folder);
 
     const CorpusFacts facts{unigram_perplexity(corpus, corpus.train),
                             unigram_perplexity(corpus, corpus.test), sample_text(corpus)};
