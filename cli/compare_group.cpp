@@ -5,6 +5,7 @@
 #include "progress_printer.h"
 
 #include "mixlab/error.h"
+#include "mixlab/model_spec.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,7 +37,8 @@ public:
         const std::string label =
             m_group.log.kind() == RunLog::Kind::Train ? "" : std::string(policy_name(c.policy));
         m_infos.push_back(
-            {label, start.total_steps, start.steps_per_epoch, c.steps > 0 ? 0 : c.epochs});
+            {label, start.total_steps, start.steps_per_epoch, c.steps > 0 ? 0 : c.epochs,
+             is_language_model(m_in.spec)});
     }
 
     void on_phase(GroupPhase phase, int run) override

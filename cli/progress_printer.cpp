@@ -57,9 +57,10 @@ void ProgressPrinter::on_step(int run, const StepMetrics& m)
     if (s.info.epochs > 0) (epoch += '/') += std::to_string(s.info.epochs);
     std::string step = "step " + std::to_string(m.step);
     if (s.info.total_steps > 0) (step += '/') += std::to_string(s.info.total_steps);
-    std::fprintf(m_out, "%s%s %s  loss %.4f  acc %.3f  %.3f ms/step  %.0f samples/s  scale %g%s\n",
+    std::fprintf(m_out, "%s%s %s  loss %.4f  acc %.3f  %.3f ms/step  %.0f %s/s  scale %g%s\n",
                  prefix(s).c_str(), epoch.c_str(), step.c_str(), double(m.loss), double(m.accuracy),
-                 double(m.step_ms), m.samples_per_s, double(m.loss_scale),
+                 double(m.step_ms), m.samples_per_s, s.info.tokens ? "tokens" : "samples",
+                 double(m.loss_scale),
                  m.skipped ? "  (skipped)" : "");
     std::fflush(m_out);
 }

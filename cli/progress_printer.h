@@ -18,6 +18,7 @@ public:
         std::int64_t total_steps = 0;
         std::int64_t steps_per_epoch = 0;
         int epochs = 0;
+        bool tokens = false; // a language model: the step's rows are tokens, not samples
     };
 
     // A step line every `every_n_steps` steps (0: about 20 lines over the run), but no

@@ -408,6 +408,9 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
     m_edited.clear();
     m_beforeLm.reset();
     m_lmApplied.clear();
+    // A note about the defaults switching fields would now name values these settings
+    // replaced (the app's --batch after a language-model preset).
+    showLmDefaultsNote(QString());
     emit configChanged();
 }
 

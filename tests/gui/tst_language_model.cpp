@@ -196,6 +196,21 @@ void TestLanguageModel::runPanelSwitchesToLanguageModelDefaults()
              qPrintable(note));
     QVERIFY2(note.contains(QStringLiteral("Kept as you set them: batch 64")), qPrintable(note));
 
+    // Settings set over the defaults (the app's --batch after a preset) leave no note
+    // naming values they replaced.
+    {
+        RunPanel q;
+        q.setConfig(mixlab::RunConfig{});
+        q.setLanguageModel(true);
+        QVERIFY(q.lmDefaultsNote().contains(QStringLiteral("batch 20")));
+        mixlab::RunConfig c = q.config();
+        c.batch_size = 16;
+        q.setConfig(c);
+        QVERIFY2(!q.lmDefaultsNote().contains(QStringLiteral("batch 20")),
+                 qPrintable(q.lmDefaultsNote()));
+        QCOMPARE(q.config().batch_size, 16);
+    }
+
     // Once: a second call changes nothing, an edit after it stays.
     p.findChild<QSpinBox *>(QStringLiteral("bpttSpin"))->setValue(20);
     p.setLanguageModel(true);
