@@ -506,6 +506,34 @@ private slots:
         QVERIFY(help.out.startsWith("usage: mixlab-cli corpus FOLDER|synthetic-text"));
     }
 
+    // --write: the synthetic text as a corpus folder that reads back with the same words
+    // (plus the <eos> of each written line end); never over a corpus already there.
+    void corpusWritesAFolder()
+    {
+        const QString folder = m_dir.filePath("written");
+        const CliResult w = run({"corpus", "synthetic-text", "--vocab", "200",
+                                 "--synthetic-tokens", "3000", "--write", folder, "--json"});
+        QVERIFY2(w.code == 0, qPrintable(details(w)));
+        QFile train(folder + "/train.txt");
+        QVERIFY(train.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = train.readAll().split('\n');
+        QCOMPARE(lines.size(), 4); // 1,000 words per line, then the empty tail after the last \n
+        QCOMPARE(lines[0].split(' ').size(), 1000);
+        const QJsonObject synthetic = QJsonDocument::fromJson(w.out.toUtf8()).object();
+        const CliResult r = run({"corpus", folder, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QJsonObject back = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(back["tokens"].toObject()["train"].toInt(), 3000 + 3); // an <eos> per line
+        QCOMPARE(back["oov"].toObject()["test"].toInt() <= 10, true);
+        QVERIFY2(back["sample"].toString().startsWith(synthetic["sample"].toString().left(20)),
+                 qPrintable(back["sample"].toString()));
+
+        const CliResult again =
+            run({"corpus", "synthetic-text", "--synthetic-tokens", "1000", "--write", folder});
+        QCOMPARE(again.code, 2);
+        QVERIFY2(again.err.contains("train.txt' exists"), qPrintable(again.err));
+    }
+
     void summaryDefaultsSaySo()
     {
         const CliResult r = run({"summary", "--model", m_tiny});
