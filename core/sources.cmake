@@ -53,6 +53,7 @@ set(MIXLAB_BACKENDS_SOURCES
 set(MIXLAB_MODEL_SOURCES
     model/graph.cpp
     model/network.cpp
+    model/padded_layout.cpp
     model/node.cpp
     model/layers/activation.cpp
     model/layers/batchnorm.cpp

@@ -145,6 +145,13 @@ private slots:
         QCOMPARE(dims.size(), std::size_t(1));
         QVERIFY2(dims[0].sentence.find("hidden 650 (pad to 656)") != std::string::npos,
                  dims[0].sentence.c_str());
+        // The network stores 650 as 656 (zeros): said, and nothing for the user to change.
+        QCOMPARE(dims[0].severity, Explanation::Severity::Info);
+        QVERIFY2(dims[0].sentence.find("MixLab stores them padded") != std::string::npos,
+                 dims[0].sentence.c_str());
+        // The decoder's fault left is the vocabulary alone: its input runs at 656.
+        QVERIFY2(decoder[0].sentence.find("inputs 650") == std::string::npos,
+                 decoder[0].sentence.c_str());
         const auto batch = with_id(ex, "rnn_batch");
         QCOMPARE(batch.size(), std::size_t(1));
         QCOMPARE(batch[0].fix, std::optional(Fix::set_batch(24)));

@@ -88,18 +88,44 @@ private slots:
         QCOMPARE(g.layers[2].flops, 2 * (2LL * 4 * 650 * 1300 + 17 * 650));
         QCOMPARE(g.layers[4].flops, 2LL * 650 * V + V);
         QCOMPARE(g.total_flops, g.layers[2].flops + g.layers[4].flops);
-        // 650 is not a multiple of 8, nor is WikiText-2's vocabulary.
+        // 650 is not a multiple of 8: the network stores the embedding's and the lstm's
+        // outputs padded to 656, and the lstm and the decoder are judged at that width.
+        // WikiText-2's vocabulary is not padded.
+        QCOMPARE(g.layers[0].stored_width, std::int64_t(656));
+        QCOMPARE(g.layers[2].stored_width, std::int64_t(656));
+        QCOMPARE(g.layers[1].stored_width, std::int64_t(0)); // dropout passes it on
+        QCOMPARE(g.layers[4].stored_width, std::int64_t(0));
         QVERIFY(g.layers[2].is_gemm);
-        QVERIFY(!g.layers[2].tensor_core_friendly);
-        const QString lstm_note = QString::fromStdString(g.layers[2].tensor_core_note);
+        QVERIFY2(g.layers[2].tensor_core_friendly, g.layers[2].tensor_core_note.c_str());
+        const QString dec_note = QString::fromStdString(g.layers[4].tensor_core_note);
+        QVERIFY2(dec_note.contains("vocab 33278 is not a multiple of 8 (33280 would be)") &&
+                     dec_note.contains("2 never-used words") && !dec_note.contains("inputs"),
+                 qPrintable(dec_note));
+        // Without the padding (MIXLAB_NO_FEATURE_PADDING, for A/B timing) the sizes as written.
+        qputenv("MIXLAB_NO_FEATURE_PADDING", "1");
+        const Graph plain = build_graph(spec_of(R"([
+            {"type": "embedding", "vocab": "dataset", "dim": 650},
+            {"type": "lstm", "hidden": 650, "layers": 2},
+            {"type": "dense", "units": "vocab", "tie_weights": true}])"),
+                                        Shape::tokens(), V);
+        qunsetenv("MIXLAB_NO_FEATURE_PADDING");
+        QCOMPARE(plain.layers[0].stored_width, std::int64_t(0));
+        QVERIFY(!plain.layers[1].tensor_core_friendly);
+        const QString lstm_note = QString::fromStdString(plain.layers[1].tensor_core_note);
         QVERIFY2(lstm_note.contains("input 650 is not a multiple of 8 (656 would be)") &&
                      lstm_note.contains("hidden 650") &&
                      lstm_note.contains("batch a multiple of 8"),
                  qPrintable(lstm_note));
-        const QString dec_note = QString::fromStdString(g.layers[4].tensor_core_note);
-        QVERIFY2(dec_note.contains("vocab 33278 is not a multiple of 8 (33280 would be)") &&
-                     dec_note.contains("2 never-used words"),
-                 qPrintable(dec_note));
+        // A sigmoid between the lstm and the decoder would turn padding into 0.5: no padding
+        // there, and so none for the tied table either.
+        const Graph sig = build_graph(spec_of(R"([
+            {"type": "embedding", "vocab": "dataset", "dim": 650},
+            {"type": "lstm", "hidden": 650, "layers": 1},
+            {"type": "activation", "activation": "sigmoid"},
+            {"type": "dense", "units": "vocab", "tie_weights": true}])"),
+                                      Shape::tokens(), V);
+        QCOMPARE(sig.layers[0].stored_width, std::int64_t(0));
+        QCOMPARE(sig.layers[1].stored_width, std::int64_t(0));
         QVERIFY(!g.layers[0].is_gemm);
 
         // 200 units and a vocabulary of 10000 suit tensor cores throughout.

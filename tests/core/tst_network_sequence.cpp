@@ -1,7 +1,8 @@
 // Language models through Network on the CPU reference: every parameter's gradient of a
 // tiny embedding -> 2-layer LSTM -> decoder model (untied, tied, with dropout) against
 // central differences of the loss; the hidden state carried from pass to pass and
-// reset_state; the fixed batch; mixed_fp16 against fp32; what describe() reports.
+// reset_state; the fixed batch; mixed_fp16 against fp32; what describe() reports; the
+// zero padding of 6 features to 8 changing no number over training steps.
 #include "mixlab/backend.h"
 #include "mixlab/device.h"
 #include "mixlab/error.h"
@@ -88,6 +89,22 @@ struct Lm {
     }
 
     Vec logits() { return download(*backend, net->logits()); }
+
+    // One training step: SGD with momentum and clipping (the optimizer's state and the
+    // global norm must see the padding as the zeros it is); returns the step's loss.
+    double sgd_step()
+    {
+        OptimizerConfig opt;
+        opt.lr = 0.5f;
+        opt.momentum = 0.9f;
+        opt.clip_norm = 0.5f;
+        Buffer scaler = backend->alloc(k_scaler_fields, DType::F32);
+        const float none[k_scaler_fields] = {1.0f, 0.0f, 0.0f, 0.0f};
+        backend->upload_f32(scaler, none, k_scaler_fields);
+        const double l = loss(true);
+        backend->optimizer_step(net->param_table(), opt, ScalerParams{}, scaler, record, 0);
+        return l;
+    }
 };
 
 double max_abs_diff(const Vec& a, const Vec& b)
@@ -323,6 +340,33 @@ private slots:
 
     // What describe() says runs: the embedding's lookup, the LSTM on the CPU reference,
     // the tied decoder's GEMM.
+    // Six features stored as eight (k_feature_alignment) against the same model stored at
+    // six (MIXLAB_NO_FEATURE_PADDING): the same initial values, and the same losses,
+    // logits and parameters over five training steps (tied; untied; dropout off, its
+    // masks follow the stored layout).
+    void padding_changes_no_number()
+    {
+        for (const bool tied : {false, true}) {
+            qputenv("MIXLAB_NO_FEATURE_PADDING", "1");
+            Lm plain(tiny_lm(tied, 0.0f), Policy::FP32);
+            qunsetenv("MIXLAB_NO_FEATURE_PADDING");
+            Lm padded(tiny_lm(tied, 0.0f), Policy::FP32);
+            const auto described = padded.net->describe();
+            QVERIFY(std::any_of(described.begin(), described.end(), [](const std::string& l) {
+                return l.find("stored padded to 8") != std::string::npos;
+            }));
+            QCOMPARE(padded.net->read_parameters(), plain.net->read_parameters());
+            for (int step = 0; step < 5; ++step) {
+                const double a = plain.sgd_step(), b = padded.sgd_step();
+                QVERIFY2(std::abs(a - b) <= 1e-6 * std::abs(a),
+                         qPrintable(QStringLiteral("step %1: %2 vs %3").arg(step).arg(a).arg(b)));
+            }
+            QVERIFY(max_abs_diff(padded.logits(), plain.logits()) <= 1e-5);
+            QVERIFY(max_abs_diff(padded.net->read_parameters(), plain.net->read_parameters()) <=
+                    1e-5);
+        }
+    }
+
     void describe_lines()
     {
         Lm lm(tiny_lm(true, 0.0f), Policy::MixedFP16);

@@ -38,6 +38,11 @@ struct GraphLayer {
         false;                     // 16-bit GEMM dims / conv channels / RNN sizes multiples of 8
     std::string tensor_core_note;  // why not, when not
     bool folded_into_loss = false; // the final softmax/sigmoid handled by the loss
+    // The network stores this layer's output rows zero-padded to this width (an embedding's
+    // or lstm's features to a multiple of 8, which the layers reading it take as their
+    // tensor-core fitness); 0: stored as out. Exact: the padding stays zero.
+    std::int64_t stored_width = 0;
+    bool vocab_units = false; // dense: "units": "vocab" (a decoder), resolved into spec.units
 
     // conv2d and pooling, resolved: stride defaults filled in and "same" turned into
     // symmetric padding per side.

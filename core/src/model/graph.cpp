@@ -6,8 +6,11 @@
 
 #include "mixlab/error.h"
 #include "model/layers/layer_rules.h"
+#include "model/layers/layer_unit.h"
 #include "model/layers/registry.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -97,6 +100,65 @@ void warn_softmax_inside(const std::vector<GraphLayer>& layers, std::vector<std:
 
 } // namespace
 
+namespace {
+
+// MIXLAB_NO_FEATURE_PADDING=1 stores sequence features at their own width (A/B timing,
+// and the test that padding changes no number).
+bool feature_padding_enabled()
+{
+    const char* v = std::getenv("MIXLAB_NO_FEATURE_PADDING");
+    return !v || !*v || std::strcmp(v, "0") == 0;
+}
+
+// Which outputs the network stores zero-padded (k_feature_alignment, layer_unit.h): an
+// embedding's or lstm's whose width is off the alignment and that reaches a layer reading
+// padding (dense, lstm) through layers keeping it (dropout, relu ...). Any other path
+// keeps the plain width: a sigmoid would turn the zeros into 0.5. The readers' fitness is
+// then judged at the widths they run at. Top-level layers: a language model's.
+void mark_padded_outputs(std::vector<GraphLayer>& layers)
+{
+    if (!feature_padding_enabled()) return;
+    // The reader of layer i's output, past the layers keeping padding; null when none.
+    auto reader_of = [&](std::size_t i) -> GraphLayer* {
+        std::size_t j = i + 1;
+        while (j < layers.size() && layer_unit(layers[j].spec.type).keeps_padding(layers[j].spec))
+            ++j;
+        return j < layers.size() && layer_unit(layers[j].spec.type).reads_padding() ? &layers[j]
+                                                                                    : nullptr;
+    };
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const int n = int(layers[i].out.elements());
+        if (layer_unit(layers[i].spec.type).pads_output() && padded_features(n) != n &&
+            reader_of(i))
+            layers[i].stored_width = padded_features(n);
+    }
+    // A tied decoder multiplies its input by the embedding's table: both padded or neither.
+    for (std::size_t j = 1; j < layers.size(); ++j) {
+        if (!layers[j].spec.tie_weights) continue;
+        std::size_t k = j;
+        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec))
+            --k;
+        GraphLayer* source = k > 0 ? &layers[k - 1] : nullptr;
+        if (!source || source->stored_width != layers[0].stored_width) {
+            layers[0].stored_width = 0;
+            if (source) source->stored_width = 0;
+        }
+    }
+    // Readers judged again at what they run at: a padded input, or their own padded output.
+    for (std::size_t j = 0; j < layers.size(); ++j) {
+        const LayerUnit& u = layer_unit(layers[j].spec.type);
+        if (!u.reads_padding()) continue;
+        std::size_t k = j;
+        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec))
+            --k;
+        const std::int64_t in = k > 0 && layers[k - 1].stored_width ? layers[k - 1].stored_width
+                                                                    : layers[j].in.elements();
+        if (in != layers[j].in.elements() || layers[j].stored_width) u.refit(layers[j], in);
+    }
+}
+
+} // namespace
+
 Graph build_graph(const ModelSpec& spec, const Shape& input, int classes)
 {
     if (input.dims.empty())
@@ -125,6 +187,7 @@ Graph build_graph(const ModelSpec& spec, const Shape& input, int classes)
 
     Shape cur;
     g.layers = GraphBuilder(input, classes).infer_list(spec.layers, input, "layer ", cur);
+    if (input.sequence) mark_padded_outputs(g.layers);
 
     // The output must be one value per class. Name the layer that set the width (the
     // last dense, flatten or global pooling), since that is the one to edit.

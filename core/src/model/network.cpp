@@ -99,13 +99,14 @@ public:
         }
     }
 
-    void add_param(Buffer* master, Buffer* grad, Buffer* low) override
+    void add_param(Buffer* master, Buffer* grad, Buffer* low, PaddedLayout layout) override
     {
         ParamSlot slot{master, grad, low, nullptr, nullptr};
         const bool sgd = m_opt.type == OptimizerType::SGD;
         if (!sgd || m_opt.momentum != 0.0f) slot.state1 = own(master->count(), master->dtype());
         if (!sgd) slot.state2 = own(master->count(), master->dtype());
         m_net.m_slots.push_back(slot);
+        m_net.m_layouts.push_back(std::move(layout));
     }
 
     DType master_dtype(DType dtype) const override
@@ -131,9 +132,14 @@ public:
         n.math = layer_math(dtype);
         n.in = flow.value;
         n.in_grad = flow.grad;
-        n.in_features = int(layer.in.elements());
+        n.in_features = flow.width ? flow.width : int(layer.in.elements());
         n.out_features = int(layer.out.elements());
         n.channels = last_dim(layer.out);
+        if (layer.stored_width) { // build_graph's mark_padded_outputs
+            n.out_features = n.channels = int(layer.stored_width);
+        } else if (flow.width && layer_unit(layer.spec.type).keeps_padding(layer.spec)) {
+            n.out_features = n.channels = flow.width; // dropout, relu ... on a padded row
+        }
     }
 
     Flow build_sequence(const std::vector<GraphLayer>& layers, Flow flow, NodeList& out) override
@@ -152,7 +158,7 @@ public:
         node->in_grad = flow.grad;
         node->out = own(flow.value->count(), dtype);
         node->out_grad = flow.grad ? own(flow.value->count(), dtype) : nullptr;
-        Flow next{node->out, node->out_grad, dtype, flow.shape};
+        Flow next{node->out, node->out_grad, dtype, flow.shape, flow.width};
         out.push_back(std::move(node));
         return next;
     }
@@ -190,7 +196,7 @@ public:
         n.out = own(count, n.dtype);
         const bool needs_grad = flow.grad != nullptr || layer.params > 0;
         n.out_grad = needs_grad ? own(count, n.dtype) : nullptr;
-        Flow next{n.out, n.out_grad, n.dtype, layer.out};
+        Flow next{n.out, n.out_grad, n.dtype, layer.out, padded_width(n, layer)};
         out.push_back(std::move(node));
         return next;
     }
@@ -322,40 +328,41 @@ void Network::backward(int samples, std::uint64_t step)
     m_marks->backward[n]->record();
 }
 
-std::vector<float> Network::read_parameters()
+// Every slot's `which` buffer (master or grad) as the model defines it, in slot order.
+std::vector<float> Network::read_slots(Buffer* ParamSlot::*which)
 {
     std::vector<float> out;
-    for (const auto& slot : m_slots) {
-        const std::size_t at = out.size();
-        out.resize(at + slot.master->count());
-        m_backend.download_f32(*slot.master, out.data() + at, slot.master->count());
+    for (std::size_t i = 0; i < m_slots.size(); ++i) {
+        const Buffer& b = *(m_slots[i].*which);
+        std::vector<float> stored(b.count());
+        m_backend.download_f32(b, stored.data(), stored.size());
+        if (!m_layouts[i].empty()) stored = unpad(m_layouts[i], stored);
+        out.insert(out.end(), stored.begin(), stored.end());
     }
     return out;
 }
+
+std::vector<float> Network::read_parameters() { return read_slots(&ParamSlot::master); }
+
+std::vector<float> Network::read_gradients() { return read_slots(&ParamSlot::grad); }
 
 void Network::write_parameters(const std::vector<float>& values)
 {
     std::size_t at = 0;
-    for (const auto& slot : m_slots) {
-        const std::size_t n = slot.master->count();
+    for (std::size_t i = 0; i < m_slots.size(); ++i) {
+        const ParamSlot& slot = m_slots[i];
+        const PaddedLayout& layout = m_layouts[i];
+        const std::size_t n = layout.empty() ? slot.master->count() : logical_count(layout);
         if (at + n > values.size())
             throw Error("write_parameters: " + std::to_string(values.size()) +
                         " values for more parameters than that");
-        m_backend.upload_f32(*slot.master, values.data() + at, n);
+        std::vector<float> own(values.begin() + std::ptrdiff_t(at),
+                               values.begin() + std::ptrdiff_t(at + n));
+        if (!layout.empty()) own = pad(layout, own);
+        m_backend.upload_f32(*slot.master, own.data(), own.size());
         if (slot.low) m_backend.cast(*slot.master, *slot.low);
         at += n;
     }
-}
-
-std::vector<float> Network::read_gradients()
-{
-    std::vector<float> out;
-    for (const auto& slot : m_slots) {
-        const std::size_t at = out.size();
-        out.resize(at + slot.grad->count());
-        m_backend.download_f32(*slot.grad, out.data() + at, slot.grad->count());
-    }
-    return out;
 }
 
 std::vector<LayerKernelInfo> Network::kernels() const

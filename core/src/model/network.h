@@ -8,6 +8,7 @@
 #include "mixlab/run_config.h"
 #include "model/node.h"
 #include "model/node_facts.h"
+#include "model/padded_layout.h"
 
 #include <cstdint>
 #include <memory>
@@ -73,7 +74,8 @@ public:
     ParamTable& param_table() { return *m_param_table; }
     // fp32 values of every parameter tensor, in graph order (weights then bias; batch
     // norm scale then shift; an lstm's flat buffer per layer; a decoder tied to the
-    // embedding its bias alone: the table is the embedding's, listed once).
+    // embedding its bias alone: the table is the embedding's, listed once), as the model
+    // defines them: a tensor stored zero-padded gives its own values alone.
     std::vector<float> read_parameters();
     // Test helpers: the same order. write_parameters also refreshes the low copies;
     // read_gradients gives the float32 gradients of the last backward pass.
@@ -88,6 +90,7 @@ public:
 private:
     class Builder;
     void init_parameters();
+    std::vector<float> read_slots(Buffer* ParamSlot::*which);
 
     Backend& m_backend;
     std::uint64_t m_seed;
@@ -103,6 +106,7 @@ private:
     Buffer* m_logits = nullptr;
     Buffer* m_dlogits = nullptr;
     std::vector<ParamSlot> m_slots;
+    std::vector<PaddedLayout> m_layouts; // per slot: its padding (empty: none)
     std::unique_ptr<ParamTable> m_param_table;
     std::int64_t m_device_bytes = 0;
 };

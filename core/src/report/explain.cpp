@@ -421,12 +421,30 @@ void rule_rnn_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
         if (off.empty()) continue;
         std::string list;
         for (const std::string& o : off) list += (list.empty() ? "" : ", ") + o;
-        out.push_back(make(
-            "rnn_dims", Severity::Advice, -1,
+        const std::string sizes =
             fmt("%s (lstm, %lld x %lld) under %s: cuDNN's RNN kernels use tensor cores fully "
                 "only when the hidden size, the input size and the batch are multiples of 8; "
                 "here %s.",
-                gl.path.c_str(), (long long)input, (long long)hidden, pol.c_str(), list.c_str()),
+                gl.path.c_str(), (long long)input, (long long)hidden, pol.c_str(), list.c_str());
+        // The network stores such sizes zero-padded when it can (graph.cpp's
+        // mark_padded_outputs): the layer's fitness is then its stored sizes'.
+        if (gl.tensor_core_friendly) {
+            out.push_back(make("rnn_dims", Severity::Info, -1,
+                               sizes + " MixLab stores them padded with zeros, which computes "
+                                       "exactly the model as written: the padding's weights "
+                                       "start at zero and get zero gradients.",
+                               "nothing to do; the padding costs about " +
+                                   fmt("%.1f%%", 100.0 * (double(round_up(hidden, 8)) *
+                                                              double(round_up(hidden, 8) +
+                                                                     round_up(input, 8)) /
+                                                              (double(hidden) *
+                                                               double(hidden + input)) -
+                                                          1.0)) +
+                                   " more recurrent work and memory"));
+            continue;
+        }
+        out.push_back(make(
+            "rnn_dims", Severity::Advice, -1, sizes,
             reader == Reader::App
                 ? fmt("set Hidden of %s (and the embedding's Dim, which is its input) to a "
                       "multiple of 8 in the property editor",

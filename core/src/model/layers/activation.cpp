@@ -37,6 +37,12 @@ public:
         gl.flops = activation_flops(l.activation, gl.in.elements());
     }
     bool folds_output_activation() const override { return true; }
+    // f(0) = 0 keeps zero padding zero; a sigmoid (0.5) or a softmax (over the row) would not.
+    bool keeps_padding(const LayerSpec& spec) const override
+    {
+        return spec.activation == Activation::Relu || spec.activation == Activation::Tanh ||
+               spec.activation == Activation::Gelu || spec.activation == Activation::None;
+    }
     bool picks_dtype() const override { return true; }
     bool absorbable(const LayerSpec& spec) const override
     {

@@ -25,8 +25,12 @@ public:
             tie(b);
             if (spec.use_bias) m_w = allocate_bias(b, dtype, std::size_t(out_features));
         } else {
+            // A padded input (k_feature_alignment): zero weights on its extra columns.
+            const std::int64_t in = layer->in.elements();
+            PaddedLayout layout;
+            if (in != in_features) layout = {{1, out_features, out_features, in, in_features}};
             m_w = allocate_weights(b, dtype, std::size_t(out_features) * in_features,
-                                   spec.use_bias ? out_features : 0, false);
+                                   spec.use_bias ? out_features : 0, false, std::move(layout));
         }
         if (act != Activation::None && !m_fused_relu)
             m_pre = b.own(std::size_t(b.max_batch()) * out_features, dtype);
@@ -34,7 +38,8 @@ public:
 
     void init_parameters(Backend& backend, std::uint64_t seed) override
     {
-        init_weights(backend, m_w, in_features, out_features, seed, layer->id);
+        // The fans are the layer's own, whatever padding its input is stored with.
+        init_weights(backend, m_w, int(layer->in.elements()), out_features, seed, layer->id);
     }
 
     void forward(const PassContext& c, int batch, bool, std::uint64_t) override
@@ -90,7 +95,9 @@ public:
     {
         LayerKernelInfo k = kernel_facts();
         std::ostringstream s;
-        s << in_features << "->" << out_features;
+        s << layer->in.elements() << "->" << out_features;
+        if (in_features != layer->in.elements())
+            s << " (input stored padded to " << in_features << ")";
         k.tensor_cores = math != MathMode::Pedantic && layer->tensor_core_friendly;
         k.detail = s.str() + detail_tail(*layer, math, m_table ? m_table->weights : m_w);
         if (m_table) k.detail += "; W tied to " + m_table->layer->path + " (embedding)'s table";
@@ -118,6 +125,12 @@ private:
                             std::string(dtype_name(dtype)) + " and " +
                             std::string(dtype_name(m_table->dtype)) +
                             "; give both \"dtype\": \"float32\" or neither");
+        // network.cpp pads the decoder's input exactly when it pads the table.
+        if (m_table->width != in_features)
+            throw SpecError(path() + " (dense): \"tie_weights\" reads rows of " +
+                            std::to_string(in_features) + " values but " + m_table->layer->path +
+                            " (embedding)'s table holds rows of " +
+                            std::to_string(m_table->width));
         m_table->decoder = layer;
     }
 
@@ -153,17 +166,27 @@ public:
         gl.params = (l.tie_weights ? 0 : in * units) + (l.use_bias ? units : 0);
         gl.flops =
             2 * in * units + (l.use_bias ? units : 0) + activation_flops(l.activation, units);
-        set_gemm_fitness(gl, {{"inputs", in}, {vocab ? "vocab" : "units", units}});
-        // A vocabulary is what the corpus has, not a size one picks: say what the usual
-        // remedy is rather than suggest another count.
-        if (vocab && units % 8 != 0)
-            gl.tensor_core_note += "; padding the decoder (and the embedding) with " +
-                                   std::to_string(8 - units % 8) +
-                                   " never-used words would make it one (MixLab does not pad)";
+        gl.vocab_units = vocab;
+        fit(gl, in);
     }
     bool sets_width() const override { return true; }
+    void refit(GraphLayer& gl, std::int64_t stored_in) const override { fit(gl, stored_in); }
 
 private:
+    // Tensor-core fitness with the input `in` values wide (as stored).
+    static void fit(GraphLayer& gl, std::int64_t in)
+    {
+        const std::int64_t units = gl.spec.units;
+        set_gemm_fitness(gl, {{"inputs", in}, {gl.vocab_units ? "vocab" : "units", units}});
+        // A vocabulary is what the corpus has, not a size one picks: say what the usual
+        // remedy is rather than suggest another count.
+        if (gl.vocab_units && units % 8 != 0)
+            gl.tensor_core_note += "; padding the decoder (and the embedding) with " +
+                                   std::to_string(8 - units % 8) +
+                                   " never-used words would make it one (MixLab does not pad "
+                                   "the vocabulary)";
+    }
+
     // The embedding's table (vocab x dim) is W (units x in): both must match.
     static void check_tie(const GraphLayer& gl, const GraphWalk& walk)
     {
@@ -189,6 +212,7 @@ public:
     const char* width_field() const override { return "units"; }
     bool folds_output_activation() const override { return true; }
     bool picks_dtype() const override { return true; }
+    bool reads_padding() const override { return true; }
     std::unique_ptr<Node> make_node() const override { return std::make_unique<DenseNode>(); }
 };
 

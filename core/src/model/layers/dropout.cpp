@@ -43,6 +43,7 @@ public:
         gl.out = gl.in;
     }
     bool picks_dtype() const override { return false; }
+    bool keeps_padding(const LayerSpec&) const override { return true; }
     std::unique_ptr<Node> make_node() const override { return std::make_unique<DropoutNode>(); }
 };
 

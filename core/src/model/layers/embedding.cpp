@@ -24,7 +24,12 @@ public:
         const std::size_t n = std::size_t(m_vocab) * std::size_t(out_features);
         m_table.layer = layer;
         m_table.dtype = dtype;
-        m_table.weights = allocate_weights(b, dtype, n, 0, false);
+        m_table.width = out_features;
+        // Rows stored padded (out_features past dim, k_feature_alignment) hold zeros there.
+        const std::int64_t dim = layer->out.elements();
+        PaddedLayout layout;
+        if (out_features != dim) layout = {{1, m_vocab, m_vocab, dim, out_features}};
+        m_table.weights = allocate_weights(b, dtype, n, 0, false, std::move(layout));
         // embedding_backward sums in float32; the fp16 policy's gradient is 16-bit.
         Buffer* grad = m_table.weights.w_grad;
         m_table.grad32 = grad->dtype() == DType::F32 ? grad : b.own(n, DType::F32);
@@ -55,8 +60,10 @@ public:
     void describe(std::vector<std::string>& out) const override
     {
         std::ostringstream s;
-        s << path() << " embedding " << dtype_name(dtype) << ": " << m_vocab << "x" << out_features
-          << " table, a row lookup per token (a gather, no GEMM)";
+        s << path() << " embedding " << dtype_name(dtype) << ": " << m_vocab << "x"
+          << layer->out.elements() << " table, a row lookup per token (a gather, no GEMM)";
+        if (out_features != layer->out.elements())
+            s << "; rows stored padded to " << out_features << " (zeros)";
         if (m_table.weights.w_low) s << "; fp32 master table";
         if (m_table.decoder) s << "; shared with " << m_table.decoder->path << " (tied decoder)";
         out.push_back(s.str());
@@ -103,6 +110,7 @@ public:
         gl.flops = 0; // a copy of one row per token
     }
     bool picks_dtype() const override { return true; }
+    bool pads_output() const override { return true; }
     std::unique_ptr<Node> make_node() const override { return std::make_unique<EmbeddingNode>(); }
 
     // Its input is int32 ids: no cast before it, whatever dtype it computes in.
@@ -116,7 +124,7 @@ public:
         const std::size_t count = std::size_t(b.max_batch()) * std::size_t(n.out_features);
         n.out = b.own(count, n.dtype);
         n.out_grad = b.own(count, n.dtype);
-        Flow next{n.out, n.out_grad, n.dtype, layer.out};
+        Flow next{n.out, n.out_grad, n.dtype, layer.out, padded_width(n, layer)};
         out.push_back(std::move(node));
         return next;
     }

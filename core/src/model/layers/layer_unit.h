@@ -5,6 +5,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "model/node.h"
+#include "model/padded_layout.h"
 
 #include <cstddef>
 #include <memory>
@@ -20,7 +21,23 @@ struct Flow {
     Buffer* grad = nullptr; // null when nothing before needs a gradient
     DType dtype = DType::F32;
     Shape shape;
+    // Values stored per row when more than shape.elements(): the zero-padded width of an
+    // embedding's or lstm's output (k_feature_alignment); 0 when the row is the shape.
+    int width = 0;
 };
+
+// Sequence features (an embedding's dim, an lstm's hidden size) are stored padded to a
+// multiple of this, the extra columns zero: a 16-bit row of 650 values is 1,300 bytes, not
+// a multiple of 16, and cuBLASLt's and cuDNN's RNN tensor-core kernels then fall back to
+// far slower ones (W3 at batch 80, 2026-12-02: 6.7 ms per mixed_fp16 step at 650, 5.0 at
+// 656). The padding is exact: its weights start at zero and get zero gradients (an lstm
+// unit with zero weights and bias keeps c = h = 0; a column of zeros adds nothing), so
+// the network computes what the unpadded one does and the user sees only their sizes.
+inline constexpr int k_feature_alignment = 8;
+inline int padded_features(int n)
+{
+    return (n + k_feature_alignment - 1) / k_feature_alignment * k_feature_alignment;
+}
 
 class GraphWalk {
 public:
@@ -60,7 +77,8 @@ public:
     virtual void disown(Buffer* b) = 0;
     // A trainable tensor for the optimizer, with the state it needs; `low` is the copy in
     // the layer's dtype the operations read, null when they read the master.
-    virtual void add_param(Buffer* master, Buffer* grad, Buffer* low) = 0;
+    // `layout`: master, grad and low are stored zero-padded so (padded_layout.h).
+    virtual void add_param(Buffer* master, Buffer* grad, Buffer* low, PaddedLayout layout = {}) = 0;
     // The dtype of the masters of a layer computing in `dtype` (float32, or the layer's
     // own dtype under a policy without master weights).
     virtual DType master_dtype(DType dtype) const = 0;
@@ -119,6 +137,16 @@ public:
     // says so; a cast goes before it when that differs), rather than in whatever reaches
     // it (dropout, pooling, flatten).
     virtual bool picks_dtype() const = 0;
+    // Padded sequence features (k_feature_alignment): whether its output may be stored
+    // padded (embedding, lstm: their padding is zero by construction), whether it passes a
+    // padded row through keeping the zeros zero (dropout; relu, tanh, gelu), and whether
+    // it reads a padded input correctly (dense and lstm: zero weights on the extra columns).
+    virtual bool pads_output() const { return false; }
+    virtual bool keeps_padding(const LayerSpec&) const { return false; }
+    virtual bool reads_padding() const { return false; }
+    // A reader's tensor-core fitness judged again at the widths it runs at: its input
+    // stored `stored_in` wide (and its own output's stored_width, when set).
+    virtual void refit(GraphLayer&, std::int64_t /*stored_in*/) const {}
     // Whether the node before it may run this layer too (a relu, taken over by a batch
     // norm: Node::takes_relu).
     virtual bool absorbable(const LayerSpec&) const { return false; }
@@ -131,5 +159,11 @@ public:
         return b.add_layer(*this, layer, flow, out);
     }
 };
+
+// The Flow::width after node `n` of `layer`: its row when padded, else 0.
+inline int padded_width(const Node& n, const GraphLayer& layer)
+{
+    return n.out_features != int(layer.out.elements()) ? n.out_features : 0;
+}
 
 } // namespace mixlab

@@ -33,13 +33,14 @@ public:
         m_steps = b.time_steps();
         m_gpu = b.backend().info().is_gpu();
         const int batch = b.max_batch() / m_steps;
-        const int hidden = spec.hidden;
+        const int hidden = out_features; // spec.hidden, or padded (k_feature_alignment)
         m_layers.resize(std::size_t(spec.num_layers));
         for (std::size_t k = 0; k < m_layers.size(); ++k) {
             Layer& L = m_layers[k];
             L.shape = LstmShape{m_steps, batch, k == 0 ? in_features : hidden, hidden};
             // cuDNN's backward weights writes the data's dtype: a 16-bit dW, then cast.
-            L.w = allocate_weights(b, dtype, L.shape.weight_count(), 0, true);
+            L.w = allocate_weights(b, dtype, L.shape.weight_count(), 0, true,
+                                   padded_layout(k, L.shape));
             L.plan = b.backend().lstm_prepare(L.shape, dtype, math);
             for (Buffer** s : {&L.h0, &L.c0, &L.hT, &L.cT})
                 *s = b.own(L.shape.state_count(), dtype);
@@ -126,10 +127,13 @@ public:
         LayerKernelInfo k = kernel_facts();
         const LstmShape& s = m_layers[0].shape;
         std::ostringstream d;
-        d << s.input << "->" << s.hidden << " x" << m_layers.size()
+        d << layer->in.elements() << "->" << layer->spec.hidden << " x" << m_layers.size()
           << (m_layers.size() == 1 ? " layer" : " layers") << ", " << s.steps << " steps of "
           << s.batch;
         if (m_rate > 0.0f && m_layers.size() > 1) d << ", dropout " << m_rate << " between layers";
+        if (s.hidden != layer->spec.hidden || s.input != layer->in.elements())
+            d << "; stored padded to " << s.input << "->" << s.hidden
+              << " (zeros: 16-byte rows for tensor cores)";
         if (m_gpu) {
             d << "; cuDNN RNN, ";
             d << (dtype != DType::F32      ? "tensor-op math (fp32 gates and cell state)"
@@ -152,6 +156,20 @@ private:
         Buffer *y = nullptr, *dy = nullptr; // every layer's but the last (the node's out)
         Buffer *dropped = nullptr, *ddropped = nullptr; // y after dropout, and its gradient
     };
+
+    // Layer k's flat buffer stored padded (k_feature_alignment): the padding units'
+    // weights and biases and the weights on padded inputs are zero, so such a unit keeps
+    // c = h = 0 and passes nothing on. Empty when nothing is padded.
+    PaddedLayout padded_layout(std::size_t k, const LstmShape& s) const
+    {
+        const std::int64_t h = layer->spec.hidden;
+        const std::int64_t in = k == 0 ? layer->in.elements() : h;
+        if (s.hidden == h && s.input == in) return {};
+        return {{4, h, s.hidden, in, s.input}, // w_ih: the four gates' rows
+                {4, h, s.hidden, h, s.hidden}, // w_hh
+                {4, h, s.hidden, 1, 1},        // b_ih
+                {4, h, s.hidden, 1, 1}};       // b_hh
+    }
 
     Buffer& y_of(std::size_t k) { return k + 1 == m_layers.size() ? *out : *m_layers[k].y; }
     Buffer& dy_of(std::size_t k) { return k + 1 == m_layers.size() ? *out_grad : *m_layers[k].dy; }
@@ -189,6 +207,16 @@ private:
 };
 
 class LstmUnit final : public LayerUnit {
+    // cuDNN's RNN kernels use tensor cores when the input and hidden sizes (as stored) and
+    // the batch (a setting of the run) are multiples of 8.
+    static void fit(GraphLayer& gl, std::int64_t in, std::int64_t hidden)
+    {
+        set_gemm_fitness(gl, {{"input", in}, {"hidden", hidden}});
+        if (!gl.tensor_core_friendly)
+            gl.tensor_core_note += "; cuDNN's RNN also wants the batch a multiple of 8 (a "
+                                   "run setting)";
+    }
+
 public:
     void infer(GraphLayer& gl, GraphWalk&) const override
     {
@@ -221,14 +249,16 @@ public:
             gl.flops += 2 * 4 * h * (i + h) + gate_flops(h);
         }
         gl.out = Shape{{l.hidden}, true};
-        // cuDNN's RNN kernels use tensor cores when the input and hidden sizes (and the
-        // batch, a setting of the run) are multiples of 8.
-        set_gemm_fitness(gl, {{"input", in}, {"hidden", h}});
-        if (!gl.tensor_core_friendly)
-            gl.tensor_core_note += "; cuDNN's RNN also wants the batch a multiple of 8 (a "
-                                   "run setting)";
+        fit(gl, in, h);
     }
     bool picks_dtype() const override { return true; }
+    bool pads_output() const override { return true; }
+    bool reads_padding() const override { return true; }
+    void refit(GraphLayer& gl, std::int64_t stored_in) const override
+    {
+        const std::int64_t h = gl.stored_width ? gl.stored_width : gl.spec.hidden;
+        fit(gl, stored_in, h);
+    }
     std::unique_ptr<Node> make_node() const override { return std::make_unique<LstmNode>(); }
 };
 

@@ -12,6 +12,7 @@ struct SharedTable {
     const GraphLayer* layer = nullptr; // the embedding
     Weights weights;                   // its table: master, low copy, gradient
     DType dtype = DType::F32;          // what the table's reader computes in
+    int width = 0; // values per row: dim, or dim zero-padded (k_feature_alignment)
     // float32 (vocab x dim): the gradient itself, or, where the optimizer's gradient is
     // 16-bit (the fp16 policy), the sum the embedding casts into it.
     Buffer* grad32 = nullptr;

@@ -2,6 +2,7 @@
 #include "model/layers/weights.h"
 
 #include "base/hd_math.h"
+#include "mixlab/error.h"
 #include "model/layers/layer_unit.h"
 
 #include <cmath>
@@ -21,8 +22,12 @@ Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b)
 }
 
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
-                         bool grad_low)
+                         bool grad_low, PaddedLayout layout)
 {
+    if (!layout.empty() && stored_count(layout) != n_w)
+        throw Error("allocate_weights: a padded layout of " +
+                    std::to_string(stored_count(layout)) + " values for " +
+                    std::to_string(n_w) + " weights");
     const DType master = b.master_dtype(dtype);
     Weights w;
     w.w_master = b.own(n_w, master);
@@ -30,7 +35,8 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
     if (master != dtype) w.w_low = b.own(n_w, dtype);
     // cuDNN computes dW in the data's dtype; it is cast into the fp32 gradient.
     if (grad_low && master != dtype) w.w_grad_low = b.own(n_w, dtype);
-    b.add_param(w.w_master, w.w_grad, w.w_low);
+    b.add_param(w.w_master, w.w_grad, w.w_low, layout);
+    w.layout = std::move(layout);
     if (n_b) {
         const Weights bias = allocate_bias(b, dtype, n_b);
         w.b_master = bias.b_master;
@@ -43,9 +49,10 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
 void init_uniform(Backend& backend, const Weights& w, float limit, std::uint64_t seed,
                   std::uint64_t stream)
 {
-    std::vector<float> host(w.w_master->count());
+    std::vector<float> host(w.layout.empty() ? w.w_master->count() : logical_count(w.layout));
     for (std::size_t i = 0; i < host.size(); ++i)
         host[i] = (2.0f * hd::uniform01(seed, stream, i) - 1.0f) * limit;
+    if (!w.layout.empty()) host = pad(w.layout, host);
     backend.upload_f32(*w.w_master, host.data(), host.size());
     if (w.w_low) backend.cast(*w.w_master, *w.w_low);
 }

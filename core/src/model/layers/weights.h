@@ -4,6 +4,7 @@
 #pragma once
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
+#include "model/padded_layout.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@ struct Weights {
     Buffer* b_master = nullptr;
     Buffer* b_low = nullptr;
     Buffer* b_grad = nullptr;
+    PaddedLayout layout; // of w_*: where its zero padding is (empty: none)
 
     // What the layer's operations read: the low copy when there is one.
     const Buffer& w_read() const { return w_low ? *w_low : *w_master; }
@@ -29,8 +31,9 @@ struct Weights {
 
 // `n_w` weights and `n_b` biases (0: none) for a layer computing in `dtype`.
 // `grad_low`: the backend computes dW in the layer's dtype (cuDNN's convolutions).
+// `layout`: the weights are stored zero-padded so (n_w is its stored count).
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
-                         bool grad_low);
+                         bool grad_low, PaddedLayout layout = {});
 
 // A bias alone (a decoder whose weights are the embedding's table): b_* set, w_* null.
 Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b);
@@ -42,6 +45,7 @@ void init_weights(Backend& backend, const Weights& w, int fan_in, int fan_out, s
 
 // Every value of the weights (not the bias) uniform in [-limit, limit), from the stream
 // `stream` of the same generator: PyTorch's embedding (the example's 0.1) and LSTM inits.
+// Padded weights get the values the unpadded ones would, their padding zero.
 void init_uniform(Backend& backend, const Weights& w, float limit, std::uint64_t seed,
                   std::uint64_t stream);
 
