@@ -9,7 +9,8 @@ rate divided by 4 when validation loss does not improve.
 
 Two differences from main.py, both to read MixLab's numbers like for like: the files are
 read as one whitespace-separated stream (no <eos> at line ends; the written files break
-lines only to keep them short), and validation and test run at the training batch (the
+lines only to keep them short: the stream is MixLab's synthetic-text itself; --eos reads
+them as data.py and MixLab's folder reader do), and validation and test run at the training batch (the
 example uses 10 columns) and report the current model each epoch (the example reports
 the best-validation model once at the end; printed too, as best_valid_test_perplexity).
 
@@ -32,10 +33,14 @@ PRESETS = {  # word-lm-*.json: dim (= hidden), layers, dropout, tied
 }
 
 
-def read_split(folder, name, index, grow):
+def read_split(folder, name, index, grow, eos):
+    """The words of one split; with eos, "<eos>" after every line as data.py adds it."""
     ids = []
     with open(os.path.join(folder, name), encoding="utf-8") as f:
-        for word in f.read().split():
+        text = f.read()
+    lines = text.splitlines() if eos else [text]
+    for line in lines:
+        for word in line.split() + (["<eos>"] if eos else []):
             if word not in index:
                 if not grow:
                     word = "<unk>"
@@ -55,9 +60,9 @@ def run(a):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     index = {}
-    train = read_split(a.corpus, "train.txt", index, True)
-    valid = read_split(a.corpus, "valid.txt", index, False)
-    test = read_split(a.corpus, "test.txt", index, False)
+    train = read_split(a.corpus, "train.txt", index, True, a.eos)
+    valid = read_split(a.corpus, "valid.txt", index, False, a.eos)
+    test = read_split(a.corpus, "test.txt", index, False, a.eos)
     vocab = len(index)
     dim, layers, dropout, tied = PRESETS[a.preset]
     model = RNNModel(vocab, dim, layers, dropout, tied).cuda()
@@ -122,7 +127,7 @@ def run(a):
             for group in opt.param_groups:
                 group["lr"] = lr
     model.load_state_dict(best_state)
-    return {"corpus": os.path.abspath(a.corpus), "vocab": vocab, "preset": a.preset,
+    return {"corpus": os.path.abspath(a.corpus), "eos": a.eos, "vocab": vocab, "preset": a.preset,
             "policy": a.policy, "batch": a.batch, "bptt": a.bptt, "seed": a.seed,
             "epochs": epochs, "best_valid_test_perplexity": math.exp(evaluate(test_data))}
 
@@ -138,4 +143,7 @@ if __name__ == "__main__":
     p.add_argument("--lr", type=float, default=20.0)
     p.add_argument("--clip", type=float, default=0.25)
     p.add_argument("--seed", type=int, default=1111)  # the example's
+    p.add_argument("--eos", action="store_true",
+                   help="read the files as data.py does, <eos> at each line end (the text "
+                        "MixLab reads from the same folder)")
     print(json.dumps(run(p.parse_args())))

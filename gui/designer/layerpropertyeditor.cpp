@@ -391,7 +391,9 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
         m_unitsPerClass->setChecked(perClass);
         m_unitsPerWord->setChecked(perWord);
         m_units->setEnabled(!perClass && !perWord);
+        // Per class or word: the count it stands for, not whatever the field held before.
         if (!perClass && !perWord) m_units->setValue(layer.units);
+        else if (m_datasetClasses > 0) m_units->setValue(m_datasetClasses);
         m_tieWeights->setChecked(layer.tie_weights);
     }
     if (t == LayerType::Embedding) {
@@ -399,6 +401,7 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
         m_vocabFromData->setChecked(fromData);
         m_vocab->setEnabled(!fromData);
         if (!fromData) m_vocab->setValue(layer.vocab);
+        else if (m_datasetClasses > 0) m_vocab->setValue(m_datasetClasses);
         m_dim->setValue(layer.dim);
     }
     if (t == LayerType::Lstm) {

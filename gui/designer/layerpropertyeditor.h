@@ -27,6 +27,9 @@ public:
     void showGroup(const LayerPath &groupPath, const mixlab::LayerSpec &block);
     // Shows "no layer selected".
     void clearLayer();
+    // The count "units": "classes"/"vocab" and "vocab": "dataset" stand for, shown in their
+    // disabled fields (the next setLayer shows it).
+    void setDatasetClasses(int classes) { m_datasetClasses = classes; }
     // The layer shown; empty when none (or a group).
     LayerPath layerPath() const { return m_path; }
 
@@ -43,6 +46,7 @@ private:
 
     LayerPath m_path;
     mixlab::LayerSpec m_layer;
+    int m_datasetClasses = 0; // 0: unknown
     QLabel *m_title = nullptr;
     QLabel *m_note = nullptr;
     QFormLayout *m_form = nullptr;

@@ -643,6 +643,7 @@ void ModelDesigner::showSelectedLayer()
 {
     const LayerPath path = selectedPath();
     const LayerSpec *layer = path.isGroup() ? nullptr : layerAt(m_spec, path);
+    m_editor->setDatasetClasses(graphDataFor(m_spec, m_input, m_classes).classes);
     if (layer) {
         m_editor->setLayer(path, *layer);
     } else if (path.isGroup()) {

@@ -146,6 +146,15 @@ void TestLanguageModel::wordLmSmallShowsTokenShapes()
     QVERIFY(d.findChild<QLabel *>(QStringLiteral("totals"))
                 ->text()
                 .contains(QStringLiteral("per token")));
+    // "vocab": "dataset" and "units": "vocab" show the vocabulary they stand for, greyed.
+    d.selectRow(0);
+    auto *vocab = d.propertyEditor()->findChild<QSpinBox *>(QStringLiteral("vocab"));
+    QVERIFY(vocab && !vocab->isEnabled());
+    QCOMPARE(vocab->value(), 10000);
+    d.selectRow(int(g.layers.size()) - 1);
+    auto *units = d.propertyEditor()->findChild<QSpinBox *>(QStringLiteral("units"));
+    QVERIFY(units && !units->isEnabled());
+    QCOMPARE(units->value(), 10000);
 }
 
 void TestLanguageModel::dataMismatchIsSaid()
