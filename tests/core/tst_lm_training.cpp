@@ -4,9 +4,11 @@
 // schedule lowers the rate, mixed_fp16 (emulated) ends close to fp32, the trained model
 // writes text, and a model meeting the wrong kind of data is told so.
 #include "mixlab/error.h"
+#include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/run_group.h"
 #include "mixlab/run_log.h"
+#include "mixlab/step_profile.h"
 #include "mixlab/text_corpus.h"
 
 #include "one_omp_thread_main.h"
@@ -78,6 +80,7 @@ private slots:
     void sampleTextIsDeterministic();
     void wrongKindOfDataIsNamed();
     void corpusShorterThanABatch();
+    void profileCountsEveryToken();
 };
 
 // Two epochs: the test perplexity falls well under what word frequencies alone give, and
@@ -267,6 +270,31 @@ void TestLmTraining::corpusShorterThanABatch()
     const std::string m = out.runs.front().failure;
     QVERIFY2(m.find("valid") != std::string::npos || m.find("test") != std::string::npos,
              m.c_str());
+}
+
+// The profile counts a layer's per-token FLOPs over every token of the step (batch x
+// bptt), not over the batch alone: the lstm's forward and backward are 3x its forward.
+void TestLmTraining::profileCountsEveryToken()
+{
+    RunConfig c = lm_config(Policy::FP32, 1);
+    c.steps = 6;
+    RunGroupOptions options;
+    options.profile_steps = 2;
+    RunGroup group(tiny_lm(false), {c}, options);
+    RunLog log;
+    Recorder rec;
+    const GroupOutcome out = group.run(log, rec);
+    QCOMPARE(out.runs.front().status, RunOutcome::Status::Finished);
+    QVERIFY(out.runs.front().profile.has_value());
+    const Graph g = build_graph(tiny_lm(false), Shape::tokens(), c.dataset.synthetic_text_vocab);
+    const double tokens = double(c.batch_size) * c.bptt;
+    bool seen = false;
+    for (const LayerTime& t : out.runs.front().profile->layers)
+        if (t.type == "lstm") {
+            seen = true;
+            QCOMPARE(t.flops, 3.0 * double(g.layers[1].flops) * tokens);
+        }
+    QVERIFY(seen);
 }
 
 MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestLmTraining, QCoreApplication)

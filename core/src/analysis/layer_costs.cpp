@@ -35,8 +35,9 @@ std::string no_tensor_core_reason(const LayerTime& t, const NodeFacts& n, const 
 // kernel are not counted, so achieved GB/s may exceed what the estimate says.
 std::vector<LayerTime> layer_costs(const std::vector<NodeFacts>& nodes,
                                    const std::vector<LayerKernelInfo>& kernels,
-                                   const DeviceInfo& dev, int batch)
+                                   const DeviceInfo& dev, int rows)
 {
+    const double batch = double(rows);
     std::vector<LayerTime> out;
     for (const NodeFacts& n : nodes) {
         LayerTime t;

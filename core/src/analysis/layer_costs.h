@@ -11,9 +11,11 @@
 
 namespace mixlab {
 
-// One LayerTime per node, in the order given, times left at zero.
+// One LayerTime per node, in the order given, times left at zero. `rows`: what a step
+// runs each layer's per-sample counts over: the batch, or batch x bptt tokens in a
+// sequence graph (its FLOPs and shapes are per token).
 std::vector<LayerTime> layer_costs(const std::vector<NodeFacts>& nodes,
                                    const std::vector<LayerKernelInfo>& kernels,
-                                   const DeviceInfo& device, int batch);
+                                   const DeviceInfo& device, int rows);
 
 } // namespace mixlab

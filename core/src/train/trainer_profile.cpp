@@ -46,7 +46,9 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
     const std::size_t nodes = s.net->top_level_count();
     marks.layers.forward = events(s.backend, nodes + 1);
     marks.layers.backward = events(s.backend, nodes + 1);
-    p.layers = layer_costs(s.net->top_level_nodes(), s.net->kernels(), s.backend.info(), s.batch);
+    // Per-sample counts times the rows a step runs: batch x bptt tokens for a language model.
+    p.layers = layer_costs(s.net->top_level_nodes(), s.net->kernels(), s.backend.info(),
+                           s.rows_per_step);
 
     // Each event recorded inside a replayed graph costs the device ~2 us, which at a
     // 0.15 ms step would add 20% if phases and layers were marked in the same steps. So
