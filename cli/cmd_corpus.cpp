@@ -26,8 +26,8 @@ namespace {
 constexpr const char* k_synthetic = "synthetic-text";
 // The options that take a value: the corpus is the one argument that is neither an
 // option nor such a value.
-const std::vector<std::string> k_value_options = {"--seed", "--synthetic-tokens", "--vocab",
-                                                  "--batch", "--bptt", "--write"};
+const std::vector<std::string> k_value_options = {
+    "--seed", "--synthetic-tokens", "--vocab", "--batch", "--bptt", "--write"};
 
 // Splits off the corpus argument (FOLDER or synthetic-text) wherever it stands.
 std::optional<std::string> take_corpus(std::vector<std::string>& args)

@@ -36,9 +36,8 @@ public:
         // One run (train) prints no "[policy] " prefix.
         const std::string label =
             m_group.log.kind() == RunLog::Kind::Train ? "" : std::string(policy_name(c.policy));
-        m_infos.push_back(
-            {label, start.total_steps, start.steps_per_epoch, c.steps > 0 ? 0 : c.epochs,
-             is_language_model(m_in.spec)});
+        m_infos.push_back({label, start.total_steps, start.steps_per_epoch,
+                           c.steps > 0 ? 0 : c.epochs, is_language_model(m_in.spec)});
     }
 
     void on_phase(GroupPhase phase, int run) override

@@ -60,8 +60,7 @@ void ProgressPrinter::on_step(int run, const StepMetrics& m)
     std::fprintf(m_out, "%s%s %s  loss %.4f  acc %.3f  %.3f ms/step  %.0f %s/s  scale %g%s\n",
                  prefix(s).c_str(), epoch.c_str(), step.c_str(), double(m.loss), double(m.accuracy),
                  double(m.step_ms), m.samples_per_s, s.info.tokens ? "tokens" : "samples",
-                 double(m.loss_scale),
-                 m.skipped ? "  (skipped)" : "");
+                 double(m.loss_scale), m.skipped ? "  (skipped)" : "");
     std::fflush(m_out);
 }
 

@@ -392,16 +392,20 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
         m_unitsPerWord->setChecked(perWord);
         m_units->setEnabled(!perClass && !perWord);
         // Per class or word: the count it stands for, not whatever the field held before.
-        if (!perClass && !perWord) m_units->setValue(layer.units);
-        else if (m_datasetClasses > 0) m_units->setValue(m_datasetClasses);
+        if (!perClass && !perWord)
+            m_units->setValue(layer.units);
+        else if (m_datasetClasses > 0)
+            m_units->setValue(m_datasetClasses);
         m_tieWeights->setChecked(layer.tie_weights);
     }
     if (t == LayerType::Embedding) {
         const bool fromData = layer.vocab == mixlab::k_vocab_dataset;
         m_vocabFromData->setChecked(fromData);
         m_vocab->setEnabled(!fromData);
-        if (!fromData) m_vocab->setValue(layer.vocab);
-        else if (m_datasetClasses > 0) m_vocab->setValue(m_datasetClasses);
+        if (!fromData)
+            m_vocab->setValue(layer.vocab);
+        else if (m_datasetClasses > 0)
+            m_vocab->setValue(m_datasetClasses);
         m_dim->setValue(layer.dim);
     }
     if (t == LayerType::Lstm) {

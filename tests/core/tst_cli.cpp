@@ -511,8 +511,8 @@ private slots:
     void corpusWritesAFolder()
     {
         const QString folder = m_dir.filePath("written");
-        const CliResult w = run({"corpus", "synthetic-text", "--vocab", "200",
-                                 "--synthetic-tokens", "3000", "--write", folder, "--json"});
+        const CliResult w = run({"corpus", "synthetic-text", "--vocab", "200", "--synthetic-tokens",
+                                 "3000", "--write", folder, "--json"});
         QVERIFY2(w.code == 0, qPrintable(details(w)));
         QFile train(folder + "/train.txt");
         QVERIFY(train.open(QIODevice::ReadOnly));

@@ -136,8 +136,7 @@ void mark_padded_outputs(std::vector<GraphLayer>& layers)
     for (std::size_t j = 1; j < layers.size(); ++j) {
         if (!layers[j].spec.tie_weights) continue;
         std::size_t k = j;
-        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec))
-            --k;
+        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec)) --k;
         GraphLayer* source = k > 0 ? &layers[k - 1] : nullptr;
         if (!source || source->stored_width != layers[0].stored_width) {
             layers[0].stored_width = 0;
@@ -149,8 +148,7 @@ void mark_padded_outputs(std::vector<GraphLayer>& layers)
         const LayerUnit& u = layer_unit(layers[j].spec.type);
         if (!u.reads_padding()) continue;
         std::size_t k = j;
-        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec))
-            --k;
+        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec)) --k;
         const std::int64_t in = k > 0 && layers[k - 1].stored_width ? layers[k - 1].stored_width
                                                                     : layers[j].in.elements();
         if (in != layers[j].in.elements() || layers[j].stored_width) u.refit(layers[j], in);

@@ -12,7 +12,8 @@ namespace {
 
 // f(stored index, logical index) for every value of the layer's own; returns the
 // stored count the layout covers.
-template <class F> std::size_t walk(const PaddedLayout& layout, F&& f)
+template <class F>
+std::size_t walk(const PaddedLayout& layout, F&& f)
 {
     std::size_t at = 0, value = 0;
     for (const PaddedMatrix& m : layout)

@@ -429,27 +429,26 @@ void rule_rnn_dims(const std::vector<RunFacts>& group, Reader reader, Out& out)
         // The network stores such sizes zero-padded when it can (graph.cpp's
         // mark_padded_outputs): the layer's fitness is then its stored sizes'.
         if (gl.tensor_core_friendly) {
-            out.push_back(make("rnn_dims", Severity::Info, -1,
-                               sizes + " MixLab stores them padded with zeros, which computes "
-                                       "exactly the model as written: the padding's weights "
-                                       "start at zero and get zero gradients.",
-                               "nothing to do; the padding costs about " +
-                                   fmt("%.1f%%", 100.0 * (double(round_up(hidden, 8)) *
-                                                              double(round_up(hidden, 8) +
-                                                                     round_up(input, 8)) /
-                                                              (double(hidden) *
-                                                               double(hidden + input)) -
-                                                          1.0)) +
-                                   " more recurrent work and memory"));
+            out.push_back(make(
+                "rnn_dims", Severity::Info, -1,
+                sizes + " MixLab stores them padded with zeros, which computes "
+                        "exactly the model as written: the padding's weights "
+                        "start at zero and get zero gradients.",
+                "nothing to do; the padding costs about " +
+                    fmt("%.1f%%", 100.0 * (double(round_up(hidden, 8)) *
+                                               double(round_up(hidden, 8) + round_up(input, 8)) /
+                                               (double(hidden) * double(hidden + input)) -
+                                           1.0)) +
+                    " more recurrent work and memory"));
             continue;
         }
-        out.push_back(make(
-            "rnn_dims", Severity::Advice, -1, sizes,
-            reader == Reader::App
-                ? fmt("set Hidden of %s (and the embedding's Dim, which is its input) to a "
-                      "multiple of 8 in the property editor",
-                      gl.path.c_str())
-                : fmt("set \"hidden\" (and the layer before it's width) to a multiple of 8")));
+        out.push_back(
+            make("rnn_dims", Severity::Advice, -1, sizes,
+                 reader == Reader::App
+                     ? fmt("set Hidden of %s (and the embedding's Dim, which is its input) to a "
+                           "multiple of 8 in the property editor",
+                           gl.path.c_str())
+                     : fmt("set \"hidden\" (and the layer before it's width) to a multiple of 8")));
     }
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];

@@ -47,8 +47,8 @@ StepProfile TrainingRun::profile(MetricsSink& sink, int steps)
     marks.layers.forward = events(s.backend, nodes + 1);
     marks.layers.backward = events(s.backend, nodes + 1);
     // Per-sample counts times the rows a step runs: batch x bptt tokens for a language model.
-    p.layers = layer_costs(s.net->top_level_nodes(), s.net->kernels(), s.backend.info(),
-                           s.rows_per_step);
+    p.layers =
+        layer_costs(s.net->top_level_nodes(), s.net->kernels(), s.backend.info(), s.rows_per_step);
 
     // Each event recorded inside a replayed graph costs the device ~2 us, which at a
     // 0.15 ms step would add 20% if phases and layers were marked in the same steps. So

@@ -129,8 +129,7 @@ private:
         if (m_table->width != in_features)
             throw SpecError(path() + " (dense): \"tie_weights\" reads rows of " +
                             std::to_string(in_features) + " values but " + m_table->layer->path +
-                            " (embedding)'s table holds rows of " +
-                            std::to_string(m_table->width));
+                            " (embedding)'s table holds rows of " + std::to_string(m_table->width));
         m_table->decoder = layer;
     }
 

@@ -25,9 +25,8 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
                          bool grad_low, PaddedLayout layout)
 {
     if (!layout.empty() && stored_count(layout) != n_w)
-        throw Error("allocate_weights: a padded layout of " +
-                    std::to_string(stored_count(layout)) + " values for " +
-                    std::to_string(n_w) + " weights");
+        throw Error("allocate_weights: a padded layout of " + std::to_string(stored_count(layout)) +
+                    " values for " + std::to_string(n_w) + " weights");
     const DType master = b.master_dtype(dtype);
     Weights w;
     w.w_master = b.own(n_w, master);
