@@ -118,13 +118,20 @@ bool feature_padding_enabled()
 void mark_padded_outputs(std::vector<GraphLayer>& layers)
 {
     if (!feature_padding_enabled()) return;
+    auto keeps = [&](std::size_t i) {
+        return layer_unit(layers[i].spec.type).keeps_padding(layers[i].spec);
+    };
     // The reader of layer i's output, past the layers keeping padding; null when none.
     auto reader_of = [&](std::size_t i) -> GraphLayer* {
         std::size_t j = i + 1;
-        while (j < layers.size() && layer_unit(layers[j].spec.type).keeps_padding(layers[j].spec))
-            ++j;
+        while (j < layers.size() && keeps(j)) ++j;
         return j < layers.size() && layer_unit(layers[j].spec.type).reads_padding() ? &layers[j]
                                                                                     : nullptr;
+    };
+    // The layer whose output reaches layer j, past the layers keeping padding; null: none.
+    auto feeder_of = [&](std::size_t j) -> GraphLayer* {
+        while (j > 0 && keeps(j - 1)) --j;
+        return j > 0 ? &layers[j - 1] : nullptr;
     };
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const int n = int(layers[i].out.elements());
@@ -135,9 +142,7 @@ void mark_padded_outputs(std::vector<GraphLayer>& layers)
     // A tied decoder multiplies its input by the embedding's table: both padded or neither.
     for (std::size_t j = 1; j < layers.size(); ++j) {
         if (!layers[j].spec.tie_weights) continue;
-        std::size_t k = j;
-        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec)) --k;
-        GraphLayer* source = k > 0 ? &layers[k - 1] : nullptr;
+        GraphLayer* source = feeder_of(j);
         if (!source || source->stored_width != layers[0].stored_width) {
             layers[0].stored_width = 0;
             if (source) source->stored_width = 0;
@@ -147,10 +152,9 @@ void mark_padded_outputs(std::vector<GraphLayer>& layers)
     for (std::size_t j = 0; j < layers.size(); ++j) {
         const LayerUnit& u = layer_unit(layers[j].spec.type);
         if (!u.reads_padding()) continue;
-        std::size_t k = j;
-        while (k > 0 && layer_unit(layers[k - 1].spec.type).keeps_padding(layers[k - 1].spec)) --k;
-        const std::int64_t in = k > 0 && layers[k - 1].stored_width ? layers[k - 1].stored_width
-                                                                    : layers[j].in.elements();
+        const GraphLayer* feeder = feeder_of(j);
+        const std::int64_t in =
+            feeder && feeder->stored_width ? feeder->stored_width : layers[j].in.elements();
         if (in != layers[j].in.elements() || layers[j].stored_width) u.refit(layers[j], in);
     }
 }

@@ -125,7 +125,8 @@ private:
                             std::string(dtype_name(dtype)) + " and " +
                             std::string(dtype_name(m_table->dtype)) +
                             "; give both \"dtype\": \"float32\" or neither");
-        // network.cpp pads the decoder's input exactly when it pads the table.
+        // build_graph (mark_padded_outputs) pads the decoder's input exactly when it pads
+        // the table; this guards that promise.
         if (m_table->width != in_features)
             throw SpecError(path() + " (dense): \"tie_weights\" reads rows of " +
                             std::to_string(in_features) + " values but " + m_table->layer->path +
