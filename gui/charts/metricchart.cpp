@@ -483,10 +483,18 @@ void MetricChart::fitAxes()
         yTicks = mixlab::powerOfTwoTicks(elo, ehi, maxLabels, wanted);
     } else if (m_logY) {
         const double lo = any ? ymin : 1.0, hi = any ? ymax : 10.0;
-        ystep = 10.0;
-        const double elo = std::floor(std::log10(lo) + 1e-9);
+        double elo = std::floor(std::log10(lo) + 1e-9);
         double ehi = std::ceil(std::log10(hi) - 1e-9);
         if (ehi <= elo) ehi = elo + 1;
+        // A label per power of ten until they would not fit (Qt Charts then elides every
+        // label to "..."): a perplexity from 10^5 down to 5 on a short chart gets a label
+        // every second or third decade, the range widened to whole steps of that base.
+        const int maxLabels = plotHeight > 0 ? std::max(2, int(plotHeight / k_labelPitch)) : 5;
+        const int decadesPerLabel =
+            std::max(1, int(std::ceil((ehi - elo) / double(maxLabels - 1) - 1e-9)));
+        elo = std::floor(elo / decadesPerLabel) * decadesPerLabel;
+        ehi = std::ceil(ehi / decadesPerLabel) * decadesPerLabel;
+        ystep = std::pow(10.0, decadesPerLabel);
         // Just outside the powers, so rounding in the axis cannot drop their labels.
         ylo = std::pow(10.0, elo) * (1 - 1e-9);
         yhi = std::pow(10.0, ehi) * (1 + 1e-9);

@@ -22,6 +22,8 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+
+#include <memory>
 #include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QCheckBox>
@@ -368,6 +370,36 @@ void TestCharts::logScaleToggle()
     }
     auto *y = qobject_cast<QLogValueAxis *>(m_panel->chart(QStringLiteral("loss"))->yAxis());
     QVERIFY(y->min() > 0 && y->min() <= 0.2 && y->max() >= 2.3);
+    // Labels a power of ten apart while they fit; a range of many decades on a short chart
+    // gets a coarser base (one label per k decades) rather than Qt's elided "..." labels.
+    {
+        // A curve over ten decades (a diverging loss, a perplexity from an untrained start).
+        MetricChart::Curve curve;
+        curve.points = {QPointF(0, 1e8), QPointF(1, 500.0), QPointF(2, 0.01)};
+        const auto axisAt = [&](int height) {
+            auto *c = new MetricChart(QStringLiteral("ppl"), QStringLiteral("Perplexity"),
+                                      QStringLiteral("perplexity"), QString());
+            c->resize(400, height);
+            c->show();
+            (void)QTest::qWaitForWindowExposed(c);
+            c->setLogY(true);
+            c->setRun(1, QStringLiteral("a"), QString(), Qt::blue, {curve});
+            c->fitAxes();
+            return std::unique_ptr<MetricChart>(c);
+        };
+        const auto tall = axisAt(600);
+        QCOMPARE(qobject_cast<QLogValueAxis *>(tall->yAxis())->base(), 10.0);
+        const auto low = axisAt(120);
+        auto *ly = qobject_cast<QLogValueAxis *>(low->yAxis());
+        const double plot = low->chart()->plotArea().height();
+        const double labels = std::log10(ly->max() / ly->min()) / std::log10(ly->base()) + 1;
+        QVERIFY2(ly->base() >= 100.0 && labels <= std::max(2.0, std::floor(plot / 18.0)) + 0.01,
+                 qPrintable(QStringLiteral("base %1, %2 labels on a %3 px plot")
+                                .arg(ly->base())
+                                .arg(labels)
+                                .arg(plot)));
+        QVERIFY(ly->min() <= 0.01 && ly->max() >= 1e8);
+    }
 
     m_panel->setLogScale(false);
     m_panel->redrawNow();
