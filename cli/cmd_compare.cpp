@@ -7,6 +7,7 @@
 #include "compare_group.h"
 
 #include "mixlab/step_time.h"
+#include "mixlab/text_corpus.h"
 
 #include <cstdio>
 #include <vector>
@@ -78,6 +79,9 @@ int cmd_compare(int argc, char** argv)
                 std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
                 group.facts.dataset_name.c_str(), in.config.batch_size);
     print_table(group.configs, group.outcome.runs, group.facts.graph.input.sequence);
+    if (group.facts.perplexity_references)
+        std::printf("%s\n",
+                    perplexity_references_text(*group.facts.perplexity_references, {}).c_str());
     for (std::size_t i = 0; i < group.outcome.runs.size(); ++i)
         if (!group.outcome.runs[i].sample.empty())
             std::printf("\n%s sample (%d words, temperature %g):\n%s\n",

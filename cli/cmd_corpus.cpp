@@ -55,7 +55,8 @@ constexpr std::size_t k_sample_words = 16;
 
 struct CorpusFacts {
     double train_unigram = 0, test_unigram = 0;
-    std::string sample; // the first words of the test split
+    std::optional<double> test_trigram; // none past k_max_trigram_train_tokens
+    std::string sample;                 // the first words of the test split
 };
 
 std::string sample_text(const TextCorpus& c)
@@ -79,6 +80,10 @@ void print_table(const TextCorpus& c, const CorpusFacts& f, std::optional<std::u
     std::printf("unigram perplexity  test %.1f, train %.1f (train's word frequencies, add-one "
                 "smoothed; a model must beat it)\n",
                 f.test_unigram, f.train_unigram);
+    if (f.test_trigram)
+        std::printf("trigram perplexity  test %.3f (counts of train, interpolated absolute "
+                    "discounting: what the data shows without learning)\n",
+                    *f.test_trigram);
     std::printf("test begins         %s ...\n", f.sample.c_str());
     if (c.entropy_bits)
         std::printf("entropy rate        %.4f bits/token; perplexity floor %.3f (no model can "
@@ -96,6 +101,8 @@ void print_json(const TextCorpus& c, const CorpusFacts& f, std::optional<std::ui
     j["tokens"] = {{"train", c.train.size()}, {"valid", c.valid.size()}, {"test", c.test.size()}};
     j["oov"] = {{"valid", c.valid_oov}, {"test", c.test_oov}};
     j["unigram_perplexity"] = {{"train", f.train_unigram}, {"test", f.test_unigram}};
+    j["trigram_perplexity"] = f.test_trigram ? nlohmann::ordered_json({{"test", *f.test_trigram}})
+                                             : nlohmann::ordered_json(nullptr);
     j["sample"] = f.sample;
     j["entropy_bits"] = c.entropy_bits ? nlohmann::ordered_json(*c.entropy_bits) : nullptr;
     j["perplexity_floor"] =
@@ -213,7 +220,8 @@ int cmd_corpus(int argc, char** argv)
     if (const auto folder = parser.value("--write")) write_corpus(corpus, *folder);
 
     const CorpusFacts facts{unigram_perplexity(corpus, corpus.train),
-                            unigram_perplexity(corpus, corpus.test), sample_text(corpus)};
+                            unigram_perplexity(corpus, corpus.test),
+                            trigram_perplexity(corpus, corpus.test), sample_text(corpus)};
     if (parser.flag("--json"))
         print_json(corpus, facts, seed);
     else

@@ -9,6 +9,7 @@
 #include "mixlab/environment.h"
 #include "mixlab/run_log.h"
 #include "mixlab/step_time.h"
+#include "mixlab/text_corpus.h"
 
 #include <cstdio>
 #include <exception>
@@ -16,8 +17,9 @@
 namespace mixlab::cli {
 namespace {
 
-void print_summary(const RunConfig& c, const Environment& env, const RunSummary& s)
+void print_summary(const RunConfig& c, const GroupFacts& facts, const RunSummary& s)
 {
+    const Environment& env = facts.environment;
     // A language model's batch is columns x bptt tokens, its throughput tokens per second.
     const int per_step = s.language_model ? c.batch_size * c.bptt : c.batch_size;
     std::printf("policy            %s\n", std::string(policy_name(c.policy)).c_str());
@@ -45,6 +47,11 @@ void print_summary(const RunConfig& c, const Environment& env, const RunSummary&
                     double(*s.final_valid_loss));
     if (s.language_model && s.final_test_loss)
         std::printf("test perplexity   %.2f\n", perplexity(*s.final_test_loss));
+    if (s.language_model && s.final_test_loss && facts.perplexity_references)
+        std::printf(
+            "                  (%s)\n",
+            perplexity_references_text(*facts.perplexity_references, perplexity(*s.final_test_loss))
+                .c_str());
     if (s.language_model) std::printf("final lr          %g\n", double(s.final_lr));
     if (s.final_test_loss && s.final_test_accuracy) {
         std::printf("test loss         %.4f\n", double(*s.final_test_loss));
@@ -79,7 +86,7 @@ int cmd_train(int argc, char** argv)
     // The log, written, keeps what the run recorded up to the failure (what a bug report
     // needs); the error leaves as it was thrown, for main's message and exit status.
     if (run.status == RunOutcome::Status::Failed) std::rethrow_exception(run.error);
-    print_summary(in.config, group.facts.environment, run.summary);
+    print_summary(in.config, group.facts, run.summary);
     if (in.sample_words > 0) {
         if (!run.sample.empty())
             std::printf("\nsample (%d words, temperature %g):\n%s\n", in.sample_words,

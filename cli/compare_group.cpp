@@ -6,6 +6,7 @@
 
 #include "mixlab/error.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/text_corpus.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,8 @@ public:
         RunLog& log = m_group.log;
         log.set_model(m_in.spec, facts.graph);
         log.set_environment(facts.environment);
+        if (facts.perplexity_references)
+            log.set_perplexity_references(*facts.perplexity_references);
         for (const RunConfig& c : m_group.configs) log.add_run(c);
     }
 
@@ -73,6 +76,9 @@ private:
         std::fprintf(stderr, "%lld training, %lld test samples of %s\n",
                      static_cast<long long>(f.train_samples),
                      static_cast<long long>(f.test_samples), f.graph.input.to_string().c_str());
+        if (f.perplexity_references)
+            std::fprintf(stderr, "%s\n",
+                         perplexity_references_text(*f.perplexity_references, {}).c_str());
     }
 
     CompareGroup& m_group;

@@ -21,6 +21,7 @@ set(MIXLAB_DATA_SOURCES
     data/dataset_cifar.cpp
     data/dataset_idx.cpp
     data/dataset_synthetic.cpp
+    data/perplexity_references.cpp
     data/synthetic_text.cpp
     data/text_batches.cpp
     data/text_corpus.cpp

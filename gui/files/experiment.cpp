@@ -60,6 +60,10 @@ Json contextJson(const std::optional<RunContext> &c)
     j["dataset_name"] = c->datasetName.toStdString();
     j["dataset_source"] = c->datasetSource.toStdString();
     j["environment"] = mixlab::environment_to_json(c->environment);
+    // Language models (optional: images and older files have none).
+    if (c->perplexityReferences)
+        j["perplexity_references"] =
+            mixlab::perplexity_references_to_json(*c->perplexityReferences);
     return j;
 }
 
@@ -164,6 +168,8 @@ RunContext contextOf(const mixlab::JsonReader &ctx)
     c.datasetName = QString::fromStdString(ctx.at("dataset_name").string());
     c.datasetSource = QString::fromStdString(ctx.at("dataset_source").string());
     c.environment = mixlab::environment_from_json(ctx.object("environment"));
+    if (const auto refs = ctx.find("perplexity_references"))
+        c.perplexityReferences = mixlab::perplexity_references_from_json(*refs);
     return c;
 }
 

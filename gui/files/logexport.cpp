@@ -41,6 +41,8 @@ bool exportLogs(const RunStore &store, const std::vector<int> &runIds, const QSt
                                                : mixlab::RunLog::Kind::Compare);
         log.set_environment(first.context ? first.context->environment
                                           : mixlab::describe_environment(mixlab::DeviceInfo{}));
+        if (first.context && first.context->perplexityReferences)
+            log.set_perplexity_references(*first.context->perplexityReferences);
         for (const RunRecord *r : records) {
             const int index = log.add_run(r->config);
             // Each run's own model: runs of several compare groups may have trained

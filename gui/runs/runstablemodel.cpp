@@ -222,9 +222,15 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         if (role == Qt::ToolTipRole) {
             if (!loss)
                 return ended(*run) ? tr("The run ended before it evaluated this split") : QString();
-            return tr("exp(%1), the %2 split's loss per token at the last evaluation")
-                .arg(double(*loss), 0, 'g', 5)
-                .arg(valid ? tr("validation") : tr("test"));
+            QString tip = tr("exp(%1), the %2 split's loss per token at the last evaluation")
+                              .arg(double(*loss), 0, 'g', 5)
+                              .arg(valid ? tr("validation") : tr("test"));
+            // What the number means: how far from what the data allows.
+            if (!valid && run->context && run->context->perplexityReferences)
+                tip += QStringLiteral("\n") +
+                       QString::fromStdString(mixlab::perplexity_references_text(
+                           *run->context->perplexityReferences, mixlab::perplexity(*loss)));
+            return tip;
         }
         break;
     }

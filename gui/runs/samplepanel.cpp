@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace {
 
@@ -31,6 +32,16 @@ QString sampleFacts(const RunRecord &r)
     if (r.summary && r.summary->final_test_loss)
         facts += QObject::tr(", test perplexity %1")
                      .arg(perplexityText(mixlab::perplexity(*r.summary->final_test_loss)));
+    // How close the model came to what no model beats (synthetic-text's source floor).
+    if (r.summary && r.summary->final_test_loss && r.context && r.context->perplexityReferences &&
+        r.context->perplexityReferences->floor) {
+        const double ratio = mixlab::perplexity(*r.summary->final_test_loss) /
+                             *r.context->perplexityReferences->floor;
+        facts += (ratio >= 1.0 ? QObject::tr(" (%1% above the source's floor %2)")
+                               : QObject::tr(" (%1% below the source's floor %2: chance)"))
+                     .arg(100.0 * std::abs(ratio - 1.0), 0, 'f', 1)
+                     .arg(perplexityText(*r.context->perplexityReferences->floor));
+    }
     if (r.status == RunRecord::Status::Stopped) facts += QObject::tr(", stopped early");
     return facts;
 }

@@ -135,6 +135,7 @@ public:
         context.datasetName = QString::fromStdString(facts.dataset_name);
         context.datasetSource = QString::fromStdString(facts.dataset_source);
         context.environment = facts.environment;
+        context.perplexityReferences = facts.perplexity_references;
         for (int id : m_runIds) emit m_worker.runPrepared(id, context);
     }
     void on_run_started(int run, const mixlab::RunStart &start) override

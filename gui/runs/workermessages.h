@@ -9,6 +9,7 @@
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
+#include "mixlab/text_corpus.h"
 #include "mixlab/trainer.h"
 
 #include <QDateTime>
@@ -68,6 +69,9 @@ struct RunContext {
     int classes = 0;
     QString datasetName, datasetSource;
     mixlab::Environment environment;
+    // Language models: the test perplexities the run reads against (unigram, trigram
+    // count model, the source's floor).
+    std::optional<mixlab::PerplexityReferences> perplexityReferences;
 };
 
 // --- Largest-batch search (MaxBatchWorker) ---

@@ -98,6 +98,10 @@ void TestLmTraining::learnsBelowTheUnigramPerplexity()
     log.set_summary(0, out.runs.front().summary);
     QVERIFY(rec.facts && rec.facts->graph.input.sequence);
     QCOMPARE(rec.facts->graph.classes, 200);
+    // The references the test perplexity reads against, in the facts and the log.
+    QVERIFY(rec.facts->perplexity_references && rec.facts->perplexity_references->floor &&
+            rec.facts->perplexity_references->trigram);
+    log.set_perplexity_references(*rec.facts->perplexity_references);
 
     const RunSummary& s = out.runs.front().summary;
     QVERIFY(s.language_model);
@@ -127,6 +131,10 @@ void TestLmTraining::learnsBelowTheUnigramPerplexity()
     QVERIFY(back.epochs(0).front().language_model);
     QCOMPARE(back.epochs(0).front().valid_loss, epochs.front().valid_loss);
     QVERIFY(back.summary(0)->language_model);
+    QCOMPARE(back.perplexity_references()->unigram, rec.facts->perplexity_references->unigram);
+    QCOMPARE(*back.perplexity_references()->trigram, *rec.facts->perplexity_references->trigram);
+    QCOMPARE(*back.perplexity_references()->floor, *rec.facts->perplexity_references->floor);
+    QCOMPARE(back.to_json(), json);
 }
 
 // An update far below half an ulp of every weight changes nothing, so the validation loss

@@ -10,6 +10,8 @@
 #include "designer/layerpropertyeditor.h"
 #include "designer/layertree.h"
 #include "designer/modeldesigner.h"
+#include "files/experiment.h"
+#include "files/logexport.h"
 #include "runs/lmdefaults.h"
 #include "runs/runcontroller.h"
 #include "runs/runpanel.h"
@@ -21,8 +23,10 @@
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
+#include "mixlab/run_log.h"
 #include "mixlab/trainer.h"
 
+#include <QFile>
 #include <QLabel>
 #include <QSettings>
 #include <QSpinBox>
@@ -297,6 +301,36 @@ void TestLanguageModel::shortCompareShowsPerplexityAndSamples()
     // A 50-word source: a trained model beats guessing uniformly (perplexity 50).
     QVERIFY2(expected < 50, qPrintable(shown));
     QVERIFY(!model->data(model->index(0, RunsTableModel::FinalLr)).toString().isEmpty());
+    // What the number reads against: the source's floor and the count model, in the
+    // tooltip, kept in the experiment file and in an exported log.
+    QVERIFY(first->context && first->context->perplexityReferences &&
+            first->context->perplexityReferences->floor &&
+            first->context->perplexityReferences->trigram);
+    const QString tip =
+        model->data(model->index(0, RunsTableModel::TestPerplexity), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("the source's floor")) &&
+                 tip.contains(QStringLiteral("trigram count model")),
+             qPrintable(tip));
+    QTemporaryDir files;
+    QString error;
+    const QString logPath = files.filePath(QStringLiteral("lm.json"));
+    QVERIFY2(exportLogs(*w.store(), ids, logPath, &error), qPrintable(error));
+    QFile logFile(logPath);
+    QVERIFY(logFile.open(QIODevice::ReadOnly));
+    const mixlab::RunLog exported = mixlab::RunLog::parse(logFile.readAll().toStdString());
+    QVERIFY(exported.perplexity_references());
+    QCOMPARE(*exported.perplexity_references()->floor,
+             *first->context->perplexityReferences->floor);
+    const QString experimentPath = files.filePath(QStringLiteral("lm.mixlab.json"));
+    QVERIFY2(saveExperiment(experimentPath, ExperimentFile{}, *w.store(), &error),
+             qPrintable(error));
+    ExperimentFile reopened;
+    RunStore reopenedRuns;
+    QVERIFY2(loadExperiment(experimentPath, &reopened, &reopenedRuns, &error), qPrintable(error));
+    const RunRecord *back = reopenedRuns.run(reopenedRuns.runIds().front());
+    QVERIFY(back->context && back->context->perplexityReferences);
+    QCOMPARE(*back->context->perplexityReferences->trigram,
+             *first->context->perplexityReferences->trigram);
 
     // The samples, with each run's name and policy, copyable.
     SamplePanel *samples = w.samplePanel();
@@ -305,6 +339,7 @@ void TestLanguageModel::shortCompareShowsPerplexityAndSamples()
     const QString text = samples->plainText();
     QVERIFY(text.contains(QStringLiteral("fp32")) && text.contains(QStringLiteral("mixed_fp16")));
     QVERIFY(text.contains(w.store()->run(ids.back())->sample->text));
+    QVERIFY2(text.contains(QStringLiteral("above the source's floor")), qPrintable(text));
 }
 
 QTEST_MAIN(TestLanguageModel)

@@ -35,6 +35,7 @@
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
+#include "mixlab/text_corpus.h"
 #include "mixlab/trainer.h"
 
 #include <cstdint>
@@ -66,6 +67,8 @@ struct GroupFacts {
     Graph graph; // graph.input: one sample's shape; graph.classes
     std::string dataset_name, dataset_source;
     std::int64_t train_samples = 0, test_samples = 0;
+    // Language models: the test perplexities a trained model reads against.
+    std::optional<PerplexityReferences> perplexity_references;
     DeviceInfo device;
     Environment environment; // the device and the host, for logs and reports
 };

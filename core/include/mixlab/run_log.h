@@ -8,6 +8,8 @@
 //    "graph": {"input": "32x32x3", "classes": 10, "head": "logits",
 //              "total_params": N, "total_flops": N},
 //    "environment": {<environment_to_json fields>},
+//    "perplexity_references": {"unigram", "trigram", "floor"} (language models only; the
+//        trigram null past k_max_trigram_train_tokens, the floor for synthetic-text only),
 //    "steps":  [{"step", "epoch", "loss", "accuracy", "step_ms", "wall_ms",
 //                "samples_per_s", "loss_scale", "next_loss_scale", "overflow", "skipped"}],
 //    "epochs": [{"epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy",
@@ -50,6 +52,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
+#include "mixlab/text_corpus.h"
 #include "mixlab/trainer.h"
 
 #include <optional>
@@ -75,6 +78,16 @@ public:
     // The model every run trained, unless set_run_model says otherwise for a run.
     void set_model(const ModelSpec& spec, const Graph& graph);
     void set_environment(const Environment& env);
+    // A language model's test-perplexity references (unigram, trigram count model, the
+    // source's floor), written as "perplexity_references"; classifiers' logs have none.
+    void set_perplexity_references(const PerplexityReferences& references)
+    {
+        m_perplexity_references = references;
+    }
+    const std::optional<PerplexityReferences>& perplexity_references() const
+    {
+        return m_perplexity_references;
+    }
     // Registers a run; its index is what the trainer passes to the on_* calls
     // (0, 1, ... in the order added).
     int add_run(const RunConfig& config);
@@ -129,6 +142,7 @@ private:
 
     Kind m_kind;
     std::optional<Environment> m_environment;
+    std::optional<PerplexityReferences> m_perplexity_references;
     std::vector<Run> m_runs;
     std::string m_model_json = "null";
     std::string m_graph_json = "null";

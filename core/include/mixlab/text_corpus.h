@@ -10,7 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace mixlab {
+
+class JsonReader;
 
 // The limits a corpus folder is held to; past them a file is refused with a DataError
 // naming it (a line this long is a binary or a file with no line breaks, not prose).
@@ -66,6 +70,32 @@ TextCorpus load_text_corpus_folder(const std::string& folder);
 // word seen in valid or test but never in train (an added <unk>) costs a finite amount:
 // exp(-mean log p(w)), p(w) = (train_counts[w] + 1) / (train tokens + vocabulary size).
 double unigram_perplexity(const TextCorpus& corpus, const std::vector<std::int32_t>& ids);
+
+// The perplexity of `ids` under a trigram count model of train (interpolated absolute
+// discounting, D = 0.75, down to the add-one unigram above): what the training text
+// supports without any learning beyond counting. A network well above it has not yet
+// learned what its data shows; one near the source's floor has. Empty when `ids` is, or
+// when train holds more than k_max_trigram_train_tokens (the counts would take gigabytes).
+inline constexpr std::int64_t k_max_trigram_train_tokens = 20'000'000;
+std::optional<double> trigram_perplexity(const TextCorpus& corpus,
+                                         const std::vector<std::int32_t>& ids);
+
+// What a language model's test perplexity reads against: the unigram (a model must beat
+// it), the trigram count model (what counting train alone reaches) and, for
+// synthetic-text, the source's floor (what no model beats on average).
+struct PerplexityReferences {
+    double unigram = 0;
+    std::optional<double> trigram, floor;
+};
+PerplexityReferences test_perplexity_references(const TextCorpus& corpus);
+// {"unigram": N, "trigram": N or null, "floor": N or null}, in logs and experiment files.
+nlohmann::ordered_json perplexity_references_to_json(const PerplexityReferences& references);
+PerplexityReferences perplexity_references_from_json(const JsonReader& json);
+// One line for logs and tooltips: "test perplexity 5.380 is 14.4% above the source's floor
+// (4.703), 12.1% above a trigram count model of train (4.801), 96.0% below the unigram
+// (135.5)"; without `achieved`, the references alone.
+std::string perplexity_references_text(const PerplexityReferences& references,
+                                       std::optional<double> achieved);
 
 // Throws DataError naming the first split (train, valid, test) shorter than one batch:
 // batch columns of bptt + 1 tokens each (bptt inputs and the targets one token on).

@@ -203,6 +203,9 @@ std::string RunLog::to_json() const
     root["config"] = config;
     root["graph"] = Json::parse(graph_json(first));
     root["environment"] = m_environment ? environment_to_json(*m_environment) : Json(nullptr);
+    // Language models only: a classifier's log, and logs written before, have no such key.
+    if (m_perplexity_references)
+        root["perplexity_references"] = perplexity_references_to_json(*m_perplexity_references);
 
     if (m_kind == Kind::Train) {
         const Run& r = first;

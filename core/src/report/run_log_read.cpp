@@ -67,6 +67,9 @@ RunLog RunLog::parse(std::string_view json_text)
     RunLog log(kind_name == "train" ? Kind::Train : Kind::Compare);
     if (!root.at("environment").is_null())
         log.m_environment = environment_from_json(root.object("environment"));
+    // Logs written before language models have no such key.
+    if (const auto refs = root.find("perplexity_references"))
+        log.m_perplexity_references = perplexity_references_from_json(*refs);
     log.m_graph_json = graph_from_json(root.at("graph"));
 
     // The steps, epochs, events and summary of one run, wherever they sit.

@@ -148,6 +148,7 @@ void RunGroup::set_up_shared(RunGroupObserver& observer, const std::stop_token& 
     facts.dataset_source = d.source;
     facts.train_samples = d.train.n;
     facts.test_samples = d.test.n;
+    if (d.is_text()) facts.perplexity_references = test_perplexity_references(*d.text);
     facts.device = m_backend->info();
     facts.environment = describe_environment(facts.device);
     m_facts = std::move(facts);
