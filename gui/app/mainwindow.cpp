@@ -217,8 +217,12 @@ void MainWindow::buildParts()
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
     // A language model's run settings differ from an image model's (the example's
     // defaults, bptt, sampling): the run panel follows the designer's model.
-    connect(m_designer, &ModelDesigner::specChanged, this,
-            [this] { m_runPanel->setLanguageModel(m_designer->isLanguageModel()); });
+    connect(m_designer, &ModelDesigner::specChanged, this, [this] {
+        const bool lm = m_designer->isLanguageModel();
+        m_runPanel->setLanguageModel(lm);
+        m_charts->setDesignedLanguageModel(lm);
+        m_runsTable->setDesignedLanguageModel(lm);
+    });
     connect(m_samples, &SamplePanel::sampleArrived, this, [this] {
         showSamples();
         statusBar()->showMessage(tr("Sample text: what each language-model run wrote"), 5000);

@@ -344,12 +344,19 @@ MetricChart *ChartPanel::chart(const QString &name) const
     return nullptr;
 }
 
+void ChartPanel::setDesignedLanguageModel(bool languageModel)
+{
+    m_designedLanguageModel = languageModel;
+    if (updateModes()) markAllDirty();
+}
+
 bool ChartPanel::updateModes()
 {
     bool classifier = false, lm = false;
     for (int id : m_store->runIds())
         if (const RunRecord *r = m_store->run(id); r && r->visible)
             (r->languageModel ? lm : classifier) = true;
+    if (!classifier && !lm) (m_designedLanguageModel ? lm : classifier) = true;
     const bool perplexity = lm && !classifier;
     const bool changed = perplexity != m_perplexityMode;
     m_perplexityMode = perplexity;

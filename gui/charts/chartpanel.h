@@ -36,6 +36,9 @@ public:
     double smoothing() const { return m_smoothing; }
     void setLogScale(bool on); // y axis of the loss and step-time charts
     bool logScale() const { return m_logScale; }
+    // The designer's model's kind: with no run shown, the charts are that kind's (a
+    // language model's preset shows perplexity and tokens/s before its first run).
+    void setDesignedLanguageModel(bool languageModel);
 
     // "loss", "accuracy", "step_time", "throughput", "loss_scale", "memory". While every
     // visible run is a language model, "accuracy" shows perplexity (log scale) and
@@ -93,6 +96,7 @@ private:
     bool m_logScale = false;
     bool m_perplexityMode = false;
     bool m_tokensMode = false; // throughput in tokens/s
+    bool m_designedLanguageModel = false;
 
     QComboBox *m_xCombo = nullptr;
     QSlider *m_smoothSlider = nullptr;

@@ -139,12 +139,19 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     connect(this, &QWidget::customContextMenuRequested, this, &RunsTable::showContextMenu);
 }
 
+void RunsTable::setDesignedLanguageModel(bool languageModel)
+{
+    m_designedLanguageModel = languageModel;
+    updateKindColumns();
+}
+
 void RunsTable::updateKindColumns()
 {
     bool classifier = false, lm = false;
     for (int id : m_store->runIds())
         if (const RunRecord *run = m_store->run(id)) (run->languageModel ? lm : classifier) = true;
-    const int kinds = (classifier || !lm ? 1 : 0) | (lm ? 2 : 0);
+    if (!classifier && !lm) (m_designedLanguageModel ? lm : classifier) = true;
+    const int kinds = (classifier ? 1 : 0) | (lm ? 2 : 0);
     if (kinds == m_shownKinds) return;
     m_shownKinds = kinds;
     setColumnHidden(RunsTableModel::TestAccuracy, !(kinds & 1));

@@ -27,6 +27,9 @@ public:
     void renameRun(int id);
     void setRunsVisible(const std::vector<int> &ids, bool visible);
     void deleteRuns(const std::vector<int> &ids);
+    // The designer's model's kind: an empty table shows that kind's columns, so a
+    // language model's preset shows perplexity before its first run.
+    void setDesignedLanguageModel(bool languageModel);
 
 protected:
     void keyPressEvent(QKeyEvent *event) override;
@@ -36,12 +39,13 @@ private:
     void showColumnMenu(const QPoint &pos);
     bool anyRunning() const;
     // Perplexity and LR shown while a language model is in the table, test accuracy while
-    // a classifier is (or the table is empty); acted on only when that changes, so the
-    // header menu's choices stand otherwise.
+    // a classifier is (an empty table: the designed model's kind); acted on only when that
+    // changes, so the header menu's choices stand otherwise.
     void updateKindColumns();
 
     RunStore *m_store;
     RunsTableModel *m_model;
     int m_nameMinimum = 0;
     int m_shownKinds = -1; // bit 0: a classifier, bit 1: a language model
+    bool m_designedLanguageModel = false;
 };

@@ -37,10 +37,15 @@ QString sampleFacts(const RunRecord &r)
         r.context->perplexityReferences->floor) {
         const double ratio = mixlab::perplexity(*r.summary->final_test_loss) /
                              *r.context->perplexityReferences->floor;
-        facts += (ratio >= 1.0 ? QObject::tr(" (%1% above the source's floor %2)")
-                               : QObject::tr(" (%1% below the source's floor %2: chance)"))
-                     .arg(100.0 * std::abs(ratio - 1.0), 0, 'f', 1)
-                     .arg(perplexityText(*r.context->perplexityReferences->floor));
+        const QString floor = perplexityText(*r.context->perplexityReferences->floor);
+        // Far from the floor a multiple reads better than "10742% above".
+        if (ratio >= 2.0)
+            facts += QObject::tr(" (%1x the source's floor %2)").arg(ratio, 0, 'f', 1).arg(floor);
+        else
+            facts += (ratio >= 1.0 ? QObject::tr(" (%1% above the source's floor %2)")
+                                   : QObject::tr(" (%1% below the source's floor %2: chance)"))
+                         .arg(100.0 * std::abs(ratio - 1.0), 0, 'f', 1)
+                         .arg(floor);
     }
     if (r.status == RunRecord::Status::Stopped) facts += QObject::tr(", stopped early");
     return facts;

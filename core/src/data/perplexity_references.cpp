@@ -53,7 +53,8 @@ Counts count(const std::vector<std::int32_t>& train)
     return n;
 }
 
-template <class Map> std::int64_t lookup(const Map& map, std::uint64_t key)
+template <class Map>
+std::int64_t lookup(const Map& map, std::uint64_t key)
 {
     const auto it = map.find(key);
     return it == map.end() ? 0 : it->second;
@@ -90,8 +91,9 @@ std::optional<double> trigram_perplexity(const TextCorpus& corpus,
         if (t >= 1) {
             const std::uint64_t b = std::uint64_t(ids[t - 1]);
             p = interpolate(n.unigram_contexts, n.bigrams, b, c, p);
-            if (t >= 2) p = interpolate(n.bigram_contexts, n.trigrams,
-                                        pack(std::uint64_t(ids[t - 2]), b), c, p);
+            if (t >= 2)
+                p = interpolate(n.bigram_contexts, n.trigrams, pack(std::uint64_t(ids[t - 2]), b),
+                                c, p);
         }
         log_sum += std::log(p);
     }
