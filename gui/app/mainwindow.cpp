@@ -206,7 +206,7 @@ void MainWindow::buildParts()
     connect(m_why, &WhyPanel::applied, this, [this](const QString &what) {
         m_log->appendMessage(tr("Why? applied %1").arg(what), Kind::Info);
     });
-    // However it opens (Run > Why?, View > Why?, a layout restored from the last session).
+    // However it opens (Run > Why?, View > Why?).
     connect(m_whyDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
         if (visible)
             makeRoomForWhy();
@@ -466,6 +466,9 @@ void MainWindow::restoreSettings()
         resize(size);
     }
     restoreState(s.value("window/state").toByteArray());
+    // Why? explains a finished group, and a new session has none: restored open, it showed
+    // an empty panel and (in a window too narrow for both) took the designer's place.
+    m_whyDock->hide();
     const std::pair<const char *, QSplitter *> splitters[] = {
         {"splitters/main", m_mainSplitter},
         {k_leftSplitterKey, m_leftSplitter},

@@ -209,6 +209,7 @@ private slots:
     void mainWindowAction();
     void dockLeavesTheChartsTheirWidth_data();
     void dockLeavesTheChartsTheirWidth();
+    void newSessionOpensWithoutWhy();
 
 private:
     QTemporaryDir m_settingsDir;
@@ -1042,6 +1043,34 @@ void TestWhyPanel::dockLeavesTheChartsTheirWidth()
     QTRY_COMPARE(w.runsTable()->horizontalScrollBar()->maximum(), 0);
     dock->close();
     QTRY_VERIFY(design->isVisible());
+}
+
+// Quitting with Why? open does not open it (empty) at the next start, where at 1280x800 it
+// would take the designer's place.
+void TestWhyPanel::newSessionOpensWithoutWhy()
+{
+    {
+        MainWindow w;
+        w.setConfirmCloseForTesting(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QRandomGenerator rng(19);
+        const int g = w.store()->newGroup();
+        addFinishedRun(*w.store(), g, mixlab::Policy::FP32, 2.0, 0, rng);
+        addFinishedRun(*w.store(), g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
+        w.showWhy(g);
+        QTRY_VERIFY(w.findChild<QDockWidget *>("whyDock")->isVisible());
+        QVERIFY(w.close()); // saves the window's layout
+    }
+    MainWindow next;
+    next.setConfirmCloseForTesting(false);
+    next.resize(1280, 800);
+    next.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&next));
+    QTest::qWait(50);
+    QVERIFY(!next.findChild<QDockWidget *>("whyDock")->isVisible());
+    QVERIFY(next.findChild<QSplitter *>("leftSplitter")->isVisible());
 }
 
 QTEST_MAIN(TestWhyPanel)
