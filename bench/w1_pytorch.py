@@ -5,7 +5,7 @@ and batch (median over timed windows, CUDA events)."""
 import torch
 import torch.nn as nn
 
-from torch_timing import main, median_step_ms, set_math
+from torch_timing import main, median_step_ms, parse_policy, set_math
 
 
 def make_model():
@@ -14,13 +14,16 @@ def make_model():
 
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):
-    set_math(policy)
+    base, _, graphed = parse_policy(policy)
+    set_math(base)
     torch.manual_seed(0)
     model = make_model()
     x = torch.randn(batch, 32, 32, 3, device="cuda")
     y = torch.randint(0, 10, (batch,), device="cuda")
-    return median_step_ms(model, x, y, policy, windows, steps_per_window, warmup)
+    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup, graphed)
 
 
 if __name__ == "__main__":
-    main(time_policy, "32,256,1024,4096", "fp32,tf32,amp_fp16,amp_bf16", 7, 50, 30)
+    main(time_policy, "32,256,1024,4096",
+         "fp32,tf32,amp_fp16,amp_bf16,fp32_graph,tf32_graph,amp_fp16_graph,amp_bf16_graph",
+         7, 50, 30)

@@ -6,7 +6,7 @@ batch (median over timed windows, CUDA events)."""
 import torch
 import torch.nn as nn
 
-from torch_timing import main, median_step_ms, set_math
+from torch_timing import main, median_step_ms, parse_policy, set_math
 
 
 class Block(nn.Module):
@@ -35,15 +35,17 @@ def resnet18(classes=100):
 
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):
-    base = policy.replace("_cl", "")
+    base, channels_last, graphed = parse_policy(policy)
     set_math(base)
     torch.manual_seed(0)
-    fmt = torch.channels_last if policy.endswith("_cl") else torch.contiguous_format
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = resnet18().cuda().to(memory_format=fmt)
     x = torch.randn(batch, 3, 32, 32, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 100, (batch,), device="cuda")
-    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup)
+    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup, graphed)
 
 
 if __name__ == "__main__":
-    main(time_policy, "128,512", "fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl", 5, 10, 10)
+    main(time_policy, "128,512",
+         "fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl,"
+         "fp32_graph,tf32_graph,amp_fp16_cl_graph,amp_bf16_cl_graph", 5, 10, 10)

@@ -4,13 +4,16 @@ RNNModel (embedding, dropout, nn.LSTM through cuDNN, dropout, decoder) in the me
 (WikiText-2's), bptt 35, SGD at lr 20 without momentum, gradient clipping at 0.25 (after
 unscaling under amp_fp16, as the AMP recipe says), the hidden state detached between
 batches (repackage_hidden). Tokens are random ids already on the GPU: the step time does
-not depend on which words they are. Eager, fp32 / tf32 / autocast fp16 / autocast bf16.
+not depend on which words they are. Eager, fp32 / tf32 / autocast fp16 / autocast bf16,
+and each as one captured CUDA graph (..._graph: torch_timing.py says how; the hidden state
+carried in static buffers copied at the step's end).
 Prints one JSON object: ms/step per policy and batch (median over timed windows, CUDA
 events). Written here from the example's published structure; nothing is downloaded."""
 import torch
 import torch.nn as nn
 
-from torch_timing import main, set_math, timed_median
+from torch_timing import (autocast, backward_and_step, capture, main, parse_policy, set_math,
+                          timed_median)
 
 VOCAB, DIM, LAYERS, DROPOUT, BPTT = 33278, 650, 2, 0.5, 35
 
@@ -40,42 +43,34 @@ class RNNModel(nn.Module):
 
 
 def time_policy(policy, batch, windows, steps_per_window, warmup):
+    policy, _, graphed = parse_policy(policy)
     set_math(policy)
     torch.manual_seed(0)
     model = RNNModel().cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=20.0)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=20.0)
     loss_fn = nn.CrossEntropyLoss()
-    scaler = torch.amp.GradScaler("cuda") if policy == "amp_fp16" else None
+    scaler = torch.amp.GradScaler("cuda") if policy == "amp_fp16" and not graphed else None
     dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(policy)
     x = torch.randint(0, VOCAB, (BPTT, batch), device="cuda")
     y = torch.randint(0, VOCAB, (BPTT * batch,), device="cuda")
-    zeros = torch.zeros(LAYERS, batch, DIM, device="cuda")
-    state = {"hidden": (zeros, zeros.clone())}
+    # The carried state: detached from the last window's graph (repackage_hidden); in a
+    # captured step, static buffers the step overwrites after its update.
+    hidden = (torch.zeros(LAYERS, batch, DIM, device="cuda"),
+              torch.zeros(LAYERS, batch, DIM, device="cuda"))
 
     def step():
-        hidden = tuple(h.detach() for h in state["hidden"])
         opt.zero_grad(set_to_none=True)
-        if dtype is not None:
-            with torch.autocast("cuda", dtype=dtype):
-                out, hidden = model(x, hidden)
-                loss = loss_fn(out.float(), y)
-        else:
-            out, hidden = model(x, hidden)
-            loss = loss_fn(out, y)
-        state["hidden"] = hidden
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-            opt.step()
+        with autocast(dtype, graphed):
+            out, (h, c) = model(x, hidden)
+            loss = loss_fn(out.float(), y)
+        backward_and_step(loss, params, opt, policy, graphed, scaler, clip=0.25)
+        hidden[0].copy_(h.detach())
+        hidden[1].copy_(c.detach())
 
-    return timed_median(step, windows, steps_per_window, warmup)
+    return timed_median(capture(step) if graphed else step, windows, steps_per_window, warmup)
 
 
 if __name__ == "__main__":
-    main(time_policy, "20,80", "fp32,tf32,amp_fp16,amp_bf16", 5, 20, 10)
+    main(time_policy, "20,80", "fp32,tf32,amp_fp16,amp_bf16,fp32_graph,tf32_graph,amp_fp16_graph,"
+         "amp_bf16_graph", 5, 20, 10)
