@@ -122,12 +122,16 @@ RunsTable::RunsTable(RunStore *store, QWidget *parent)
     for (RunsTableModel::Column c : k_hiddenByDefault) setColumnHidden(c, true);
     header->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(header, &QWidget::customContextMenuRequested, this, &RunsTable::showColumnMenu);
+    connect(header, &QHeaderView::sectionResized, this, [this](int column) {
+        if (column != RunsTableModel::Name) keepNameReadable(); // a column widened by hand
+    });
     // ETA means something only while a run trains.
     const auto updateEta = [this] {
         const bool hide = !anyRunning();
         if (hide == isColumnHidden(RunsTableModel::Eta)) return;
         setColumnHidden(RunsTableModel::Eta, hide);
         updateGeometry();
+        keepNameReadable();
     };
     connect(m_store, &RunStore::runChanged, this, updateEta);
     connect(m_store, &RunStore::runAdded, this, updateEta);
@@ -159,6 +163,26 @@ void RunsTable::updateKindColumns()
          {RunsTableModel::ValidPerplexity, RunsTableModel::TestPerplexity, RunsTableModel::FinalLr})
         setColumnHidden(c, !(kinds & 2));
     updateGeometry();
+    keepNameReadable();
+}
+
+void RunsTable::resizeEvent(QResizeEvent *event)
+{
+    QTableView::resizeEvent(event);
+    keepNameReadable();
+}
+
+void RunsTable::keepNameReadable()
+{
+    int others = 0;
+    for (int c = 0; c < RunsTableModel::ColumnCount; ++c)
+        if (c != RunsTableModel::Name && !isColumnHidden(c)) others += columnWidth(c);
+    const bool roomy = viewport()->width() - others >= m_nameMinimum;
+    QHeaderView *header = horizontalHeader();
+    const auto mode = roomy ? QHeaderView::Stretch : QHeaderView::Interactive;
+    if (header->sectionResizeMode(RunsTableModel::Name) == mode) return;
+    header->setSectionResizeMode(RunsTableModel::Name, mode);
+    if (!roomy) header->resizeSection(RunsTableModel::Name, m_nameMinimum);
 }
 
 QSize RunsTable::sizeHint() const

@@ -33,6 +33,7 @@ public:
 
 protected:
     void keyPressEvent(QKeyEvent *event) override;
+    void resizeEvent(QResizeEvent *event) override;
 
 private:
     void showContextMenu(const QPoint &pos);
@@ -42,6 +43,10 @@ private:
     // a classifier is (an empty table: the designed model's kind); acted on only when that
     // changes, so the header menu's choices stand otherwise.
     void updateKindColumns();
+    // The run's name stretches into the room the other columns leave, but never below
+    // m_nameMinimum: short of room (a language model's columns at 1280 px) the table
+    // scrolls sideways instead of squeezing every name to "...".
+    void keepNameReadable();
 
     RunStore *m_store;
     RunsTableModel *m_model;

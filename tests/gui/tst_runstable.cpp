@@ -75,6 +75,7 @@ private slots:
     void failedRunShowsReason();
     void headersSayWhatTheNumbersAre();
     void everyShownColumnFits();
+    void nameStaysReadableWhenNarrow();
     void progressTextReadsOnTheFill_data();
     void progressTextReadsOnTheFill();
 };
@@ -321,6 +322,26 @@ void TestRunsTable::everyShownColumnFits()
     for (int id : store.runIds()) store.setStatus(id, RunRecord::Status::Finished);
     QVERIFY(table.isColumnHidden(RunsTableModel::Eta));
     QVERIFY(table.sizeHint().width() < 570); // beside the log at 1280 px
+}
+
+// When a language model's columns come in (wider than a classifier's) the table scrolls
+// sideways and the run's name keeps its width; given room again, the name stretches.
+void TestRunsTable::nameStaysReadableWhenNarrow()
+{
+    RunStore store;
+    RunsTable table(&store);
+    table.resize(table.sizeHint().width(), 200); // a classifier's columns fit
+    table.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&table));
+    QCOMPARE(table.horizontalScrollBar()->maximum(), 0);
+    table.setDesignedLanguageModel(true); // valid and test perplexity, LR
+    const int readable = table.fontMetrics().horizontalAdvance(QStringLiteral("fp32 b256"));
+    QTRY_VERIFY(table.horizontalScrollBar()->maximum() > 0);
+    QVERIFY2(table.columnWidth(RunsTableModel::Name) >= readable,
+             qPrintable(QString::number(table.columnWidth(RunsTableModel::Name))));
+    table.resize(table.sizeHint().width() + 200, 200);
+    QTRY_COMPARE(table.horizontalScrollBar()->maximum(), 0);
+    QVERIFY(table.columnWidth(RunsTableModel::Name) >= readable + 150); // took the room
 }
 
 void TestRunsTable::progressTextReadsOnTheFill_data()
