@@ -116,6 +116,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/conv_cudnn.cpp
     backends/cuda/conv_direct.cu
     backends/cuda/conv_flip.cu
+    backends/cuda/conv_nchw.cpp
     backends/cuda/cuda_backend.cpp
     backends/cuda/cuda_batchnorm.cpp
     backends/cuda/cuda_check.cpp
@@ -135,6 +136,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/token_gather.cu
     backends/cuda/gemm_lt.cpp
     backends/cuda/gemm_tune.cpp
+    backends/cuda/layout_transpose.cu
     backends/cuda/loss.cu
     backends/cuda/module_entry.cpp
     backends/cuda/optimizer.cu

@@ -367,7 +367,8 @@ private:
     void optimizer_checks();
     void optimizer_mixed_dtype_checks();
     void add_activation_checks();
-    void conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_fwd);
+    enum class ConvPath { Planned, BwdAsFwd, Nchw };
+    void conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path);
     void conv_checks();
     void conv_plan_checks();
     void batchnorm_checks();
@@ -1394,15 +1395,21 @@ private:
     bool m_had = false;
 };
 
-// as_fwd: backward data forced onto the forward convolution of dy with flipped weights
-// (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries only), compared with the same reference.
-void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_fwd)
+// path: the directions as the planner chose them; backward data forced onto the forward
+// convolution of dy with flipped weights (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries
+// only); or every direction forced onto the NCHW route (MIXLAB_CONV_LAYOUT=nchw, the
+// operands transposed around cuDNN's NCHW algorithms). All against the same reference.
+void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path)
 {
-    run(std::string(as_fwd ? "conv2d_bwd_as_fwd/" : "conv2d/") + dtype_short_name(t) + "/" +
-            math_mode_name(math) + "/" + conv_text(g),
+    const bool as_fwd = path == ConvPath::BwdAsFwd, nchw = path == ConvPath::Nchw;
+    run(std::string(as_fwd ? "conv2d_bwd_as_fwd/"
+                    : nchw ? "conv2d_nchw/"
+                           : "conv2d/") +
+            dtype_short_name(t) + "/" + math_mode_name(math) + "/" + conv_text(g),
         [&](Verdict& v, Rng& rng) {
             std::unique_ptr<ScopedEnv> force;
             if (as_fwd) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
+            if (nchw) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_LAYOUT", "nchw");
             const std::vector<float> x = rng.values(g.x_count(), t, -1.0f, 1.0f);
             const std::vector<float> w = rng.values(g.w_count(), t, -1.0f, 1.0f);
             const std::vector<float> dy = rng.values(g.y_count(), t, -1.0f, 1.0f);
@@ -1436,6 +1443,16 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, bool as_
                     v.fail("MIXLAB_CONV_BWD_AS_FWD=1 but backward data ran " + algo);
                 v.note("backward data " + algo);
             }
+            if (nchw && m_cand.info().backend == BackendKind::Cuda) {
+                // Every direction cuDNN has an NCHW algorithm for must have run there.
+                for (const std::string* algo :
+                     {&plan.forward_algo, &plan.backward_data_algo, &plan.backward_filter_algo})
+                    if (algo->find("NCHW") == std::string::npos &&
+                        algo->find("direct kernel") == std::string::npos)
+                        v.fail("MIXLAB_CONV_LAYOUT=nchw but a direction ran " + *algo);
+                v.note("forward " + plan.forward_algo + "; backward data " +
+                       plan.backward_data_algo + "; backward filter " + plan.backward_filter_algo);
+            }
         });
 }
 
@@ -1452,12 +1469,16 @@ void Checker::conv_checks()
         conv_geometry_of(2, 9, 7, 4, 6, 3, 1, 2, 1, 1, 0),    // non-square kernel, stride, pad
     };
     for (const ConvGeometry& g : cases)
-        for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, false);
+        for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, ConvPath::Planned);
     // The backward-data-as-forward path where it applies (stride 1, pad <= kernel - 1),
     // in every mode: the planner takes it only where it wins, so force it here.
     for (const ConvGeometry& g : cases)
         if (g.stride_h == 1 && g.stride_w == 1 && g.pad_h < g.kernel_h && g.pad_w < g.kernel_w)
-            for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, true);
+            for (const ConvMode& md : k_conv_modes)
+                conv_check(g, md.t, md.math, ConvPath::BwdAsFwd);
+    // The NCHW route in every mode (the planner takes it only for fp32, where it wins).
+    for (const ConvGeometry& g : cases)
+        for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, ConvPath::Nchw);
 }
 
 // ResNet-18's 3x3 64 -> 64 convolution on 32x32 images at batch 128, per policy: the plan

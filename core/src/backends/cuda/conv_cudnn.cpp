@@ -6,6 +6,7 @@
 #include "backends/cuda/cast_fill.cuh"
 #include "backends/cuda/conv_direct.cuh"
 #include "backends/cuda/conv_flip.cuh"
+#include "backends/cuda/conv_search.h"
 #include "backends/cuda/cuda_check.h"
 #include "mixlab/error.h"
 #include "backends/op_names.h"
@@ -18,113 +19,9 @@
 
 namespace mixlab::cuda {
 
+using namespace conv_search;
+
 namespace {
-
-std::string geometry_text(const ConvGeometry& g)
-{
-    return std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
-           "x" + std::to_string(g.in_c) + " -> " + std::to_string(g.out_h) + "x" +
-           std::to_string(g.out_w) + "x" + std::to_string(g.out_c) + ", kernel " +
-           std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) + ", stride " +
-           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
-           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
-}
-
-// fp32 data: Pedantic (and Reduced, as for GEMMs) stays on FMA kernels; TF32 permits
-// tensor cores, which for fp32 data means TF32 (TENSOR_OP_MATH rather than DEFAULT_MATH,
-// which permits TF32 too, because cuDNN then says in each candidate's mathType whether
-// it runs on tensor cores). 16-bit data: tensor cores with fp32 accumulation (the
-// descriptor's compute type is float in every case).
-cudnnMathType_t requested_math(DType t, MathMode m)
-{
-    if (t != DType::F32) return CUDNN_TENSOR_OP_MATH;
-    return m == MathMode::TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-}
-
-bool fp32_exact(DType t, MathMode m) { return t == DType::F32 && m != MathMode::TF32; }
-
-// A candidate's math type is acceptable for the request: never a down-conversion of
-// fp32 data, never tensor cores for exact fp32.
-bool math_allowed(cudnnMathType_t got, DType t, MathMode m)
-{
-    if (got == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
-    if (fp32_exact(t, m)) return got != CUDNN_TENSOR_OP_MATH;
-    return true;
-}
-
-// The first acceptable candidate (cuDNN sorts them fastest first), preferring the
-// deterministic ones: the same seed then gives the same run, bit for bit.
-template <class Perf>
-const Perf* choose(const Perf* r, int n, std::size_t limit, DType t, MathMode m)
-{
-    const Perf* any = nullptr;
-    for (int i = 0; i < n; ++i) {
-        if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit ||
-            !math_allowed(r[i].mathType, t, m))
-            continue;
-        if (r[i].determinism == CUDNN_DETERMINISTIC) return &r[i];
-        if (!any) any = &r[i];
-    }
-    return any;
-}
-
-// What one direction's search may use, and what it found.
-struct Search {
-    bool can_time;     // scratch tensors and workspace exist: FindEx may run
-    bool force_direct; // MIXLAB_CONV_DIRECT: no search at all
-    std::size_t limit; // the most workspace an algorithm may ask for
-    DType t;
-    MathMode m;
-    std::string what; // the plan, for MIXLAB_CONV_LOG
-};
-
-struct Choice {
-    bool direct = true; // no cuDNN algorithm: our direct kernel
-    int algo = 0;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    std::size_t memory = 0;
-    float ms = 0; // FindEx's time, when timed
-    bool timed = false;
-    bool deterministic = false;
-    bool tensor_cores() const { return !direct && math == CUDNN_TENSOR_OP_MATH; }
-};
-
-// Times the candidates (FindEx) when it can, falls back to cuDNN's heuristics, and
-// leaves the direction to the direct kernel when neither offers an acceptable one.
-template <class Perf, class Find, class Heuristic>
-Choice pick_algorithm(const Search& s, const char* direction, Find find, Heuristic heuristic)
-{
-    Choice c;
-    if (s.force_direct) return c;
-    Perf r[8];
-    int n = 0;
-    const Perf* pick = nullptr;
-    if (s.can_time && find(r, &n) == CUDNN_STATUS_SUCCESS) {
-        pick = choose(r, n, s.limit, s.t, s.m);
-        c.timed = pick != nullptr;
-        // MIXLAB_CONV_LOG=1: every timed candidate on stderr, to see why one was picked.
-        if (std::getenv("MIXLAB_CONV_LOG")) {
-            std::fprintf(stderr, "conv search %s: %s\n", direction, s.what.c_str());
-            for (int i = 0; i < n; ++i)
-                std::fprintf(stderr,
-                             "conv candidate %d: algo %d status %d time %.3f ms memory %zu"
-                             " deterministic %d math %d%s\n",
-                             i, int(r[i].algo), int(r[i].status), double(r[i].time),
-                             std::size_t(r[i].memory), int(r[i].determinism == CUDNN_DETERMINISTIC),
-                             int(r[i].mathType), &r[i] == pick ? " <- chosen" : "");
-        }
-    }
-    // A configuration cuDNN cannot describe at all also ends on the direct kernel.
-    if (!pick && heuristic(r, &n) == CUDNN_STATUS_SUCCESS) pick = choose(r, n, s.limit, s.t, s.m);
-    if (!pick) return c;
-    c.direct = false;
-    c.algo = int(pick->algo);
-    c.math = pick->mathType;
-    c.memory = pick->memory;
-    c.ms = c.timed ? pick->time : 0.0f;
-    c.deterministic = pick->determinism == CUDNN_DETERMINISTIC;
-    return c;
-}
 
 // Backward data of a stride-1 convolution is a forward convolution of dy with the
 // weights flipped in both kernel axes and their channel axes swapped, padded by
@@ -174,45 +71,37 @@ bool prefer_as_fwd(const Choice& d, const Choice& f, BwdAsFwd mode)
     return f.timed && d.timed && f.ms < 0.95f * d.ms && d.ms - f.ms > 0.005f;
 }
 
-const char* fwd_name(cudnnConvolutionFwdAlgo_t a)
-{
-    static const char* const names[] = {
-        "implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
-        "winograd",      "winograd_nonfused"};
-    return unsigned(a) < std::size(names) ? names[a] : "unknown";
-}
-
-const char* bwd_data_name(cudnnConvolutionBwdDataAlgo_t a)
-{
-    static const char* const names[] = {"algo_0",     "algo_1",   "fft",
-                                        "fft_tiling", "winograd", "winograd_nonfused"};
-    return unsigned(a) < std::size(names) ? names[a] : "unknown";
-}
-
-const char* bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a)
-{
-    static const char* const names[] = {
-        "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling"};
-    return unsigned(a) < std::size(names) ? names[a] : "unknown";
-}
-
-// "implicit_precomp_gemm (tensor cores)"; fp32 data on tensor cores is TF32. A
-// DEFAULT_MATH candidate for fp32 under TF32 may or may not use TF32 (cuDNN does not
-// say): the name says it was permitted.
-std::string algo_text(const char* name, cudnnMathType_t mt, DType t, MathMode m)
-{
-    std::string s = name;
-    if (mt == CUDNN_TENSOR_OP_MATH)
-        s += t == DType::F32 ? " (tf32 tensor cores)" : " (tensor cores)";
-    else if (t == DType::F32 && m == MathMode::TF32)
-        s += " (tf32 permitted)";
-    return s;
-}
-
 // "forward implicit_gemm on flipped weights", as the backward-data algorithm.
 std::string as_fwd_name(cudnnConvolutionFwdAlgo_t a)
 {
     return std::string("forward ") + fwd_name(a) + " on flipped weights";
+}
+
+// MIXLAB_CONV_LAYOUT, read at each plan lookup like MIXLAB_CONV_BWD_AS_FWD.
+ConvLayout layout_requested()
+{
+    const char* v = std::getenv("MIXLAB_CONV_LAYOUT");
+    if (v == nullptr) return ConvLayout::Auto;
+    const std::string s = v;
+    return s == "nchw" ? ConvLayout::Nchw : s == "nhwc" ? ConvLayout::Nhwc : ConvLayout::Auto;
+}
+
+// Whether a direction runs in NCHW: where forced and available; else where the NHWC
+// search found nothing, where only NCHW is deterministic, or where NCHW with its
+// transposes is at least 10% faster (a margin wide enough that timing noise does not
+// flip the choice, and so the run's bits, from one process to the next).
+bool prefer_nchw(const Choice& nhwc, const NchwDirection& nchw, ConvLayout mode)
+{
+    if (!nchw.available() || mode == ConvLayout::Nhwc) return false;
+    if (mode == ConvLayout::Nchw || nhwc.direct) return true;
+    if (nhwc.deterministic != nchw.choice.deterministic) return nchw.choice.deterministic;
+    return nhwc.timed && nchw.choice.timed && nchw.ms() < 0.9f * nhwc.ms;
+}
+
+// "implicit_gemm in NCHW (transposed)": the algorithm of a direction on the NCHW route.
+std::string nchw_text(const char* name, const Choice& c, DType t, MathMode m)
+{
+    return algo_text((std::string(name) + " in NCHW (transposed)").c_str(), c.math, t, m);
 }
 
 std::string direct_text(bool forced)
@@ -250,16 +139,6 @@ void regrow(DeviceMemory& mem, std::size_t bytes, const char* what)
     }
 }
 
-ConvDesc make_conv_desc(const ConvGeometry& g, cudnnMathType_t math)
-{
-    ConvDesc d = ConvDesc::create();
-    MIXLAB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.get(), g.pad_h, g.pad_w, g.stride_h,
-                                                       g.stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                       CUDNN_DATA_FLOAT));
-    MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(d.get(), math));
-    return d;
-}
-
 } // namespace
 
 CudnnConv::CudnnConv(cudaStream_t stream)
@@ -292,8 +171,19 @@ void CudnnConv::grow_flipped(std::size_t bytes)
     regrow(m_flipped, bytes, "the flipped convolution weights");
 }
 
+void CudnnConv::grow_nchw(const ConvGeometry& g, DType t)
+{
+    const std::size_t es = dtype_size(t);
+    const std::size_t x = g.x_count() * es, y = g.y_count() * es, w = g.w_count() * es;
+    if (x <= m_nchw.x.bytes() && y <= m_nchw.y.bytes() && w <= m_nchw.w.bytes()) return;
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream)); // as for the workspace
+    if (x > m_nchw.x.bytes()) regrow(m_nchw.x, x, "the NCHW convolution scratch");
+    if (y > m_nchw.y.bytes()) regrow(m_nchw.y, y, "the NCHW convolution scratch");
+    if (w > m_nchw.w.bytes()) regrow(m_nchw.w, w, "the NCHW convolution scratch");
+}
+
 std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t, MathMode math,
-                                                      BwdAsFwd as_fwd_mode)
+                                                      BwdAsFwd as_fwd_mode, ConvLayout layout_mode)
 {
     // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
     // NOT_SUPPORTED, which says nothing to the user.
@@ -304,6 +194,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
                          "); cuDNN's convolutions take at most 2^31 - 1: use a smaller batch");
     auto p = std::make_unique<Plan>();
     p->as_fwd_mode = as_fwd_mode;
+    p->layout_mode = layout_mode;
     const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     p->x = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
@@ -339,6 +230,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
     if (p->bwd_data_as_fwd) grow_flipped(g.w_count() * dtype_size(t));
+    if (p->nchw_fwd || p->nchw_bwd_data || p->nchw_bwd_filter) grow_nchw(g, t);
     return p;
 }
 
@@ -486,25 +378,78 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.bwd_filter_ws = std::max(p.bwd_filter_ws, w.memory);
     }
 
+    // The NCHW route, per direction, against what the NHWC search found. Backward data
+    // forced onto flipped weights (a check of that path) stays there.
+    const Choice& dd = p.bwd_data_as_fwd ? a : d; // backward data as NHWC runs it
+    const bool consider_nchw =
+        p.layout_mode == ConvLayout::Nchw || (p.layout_mode == ConvLayout::Auto && t == DType::F32);
+    if (consider_nchw && !m_force_direct) {
+        p.nchw = std::make_unique<NchwRoute>(g, t, m);
+        p.nchw->plan(h, s, sx.get(), sy.get(), sw.get(), wsp, wsb, m_stream);
+        const NchwDirection &nf = p.nchw->forward_plan(), &nd = p.nchw->backward_data_plan(),
+                            &nw = p.nchw->backward_filter_plan();
+        p.nchw_fwd = prefer_nchw(f, nf, p.layout_mode);
+        p.nchw_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_nchw(dd, nd, p.layout_mode);
+        p.nchw_bwd_filter = prefer_nchw(w, nw, p.layout_mode);
+        if (p.nchw_fwd) {
+            p.direct_fwd = false;
+            p.fwd_ws = nf.workspace;
+        }
+        if (p.nchw_bwd_data) {
+            p.direct_bwd_data = p.bwd_data_as_fwd = false;
+            p.bwd_data_ws = nd.workspace;
+        }
+        if (p.nchw_bwd_filter) {
+            p.direct_bwd_filter = false;
+            p.bwd_filter_ws = nw.workspace;
+        }
+        if (!p.nchw_fwd && !p.nchw_bwd_data && !p.nchw_bwd_filter) p.nchw.reset();
+    }
+
     ConvPlanRecord& r = p.record;
     const auto text = [&](const Choice& c, const char* name) {
         return c.direct ? direct_text(m_force_direct) : algo_text(name, c.math, t, m);
     };
-    r.info.forward_algo = text(f, fwd_name(p.fwd_algo));
-    // The direction as it runs: cuDNN's backward data, or the forward on flipped weights.
-    const Choice& dd = p.bwd_data_as_fwd ? a : d;
-    r.info.backward_data_algo =
-        p.bwd_data_as_fwd
-            ? algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
-                  (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : "")
-            : text(d, bwd_data_name(p.bwd_data_algo));
-    r.info.backward_filter_algo = text(w, bwd_filter_name(p.bwd_filter_algo));
-    r.info.tensor_cores = f.tensor_cores() && dd.tensor_cores() && w.tensor_cores();
+    // Each direction as it runs: NHWC, NCHW on transposed copies, or (backward data) the
+    // forward convolution on flipped weights. Times include the NCHW route's transposes.
+    struct AsRun {
+        std::string algo;
+        float ms;
+        bool timed, tensor_cores;
+    };
+    const auto nchw_run = [&](const NchwDirection& n, const char* name) {
+        return AsRun{nchw_text(name, n.choice, t, m), n.ms(), n.choice.timed,
+                     n.choice.tensor_cores()};
+    };
+    const auto nhwc_run = [&](const Choice& c, std::string algo) {
+        return AsRun{std::move(algo), c.ms, c.timed, c.tensor_cores()};
+    };
+    const AsRun rf =
+        p.nchw_fwd
+            ? nchw_run(p.nchw->forward_plan(),
+                       fwd_name(cudnnConvolutionFwdAlgo_t(p.nchw->forward_plan().choice.algo)))
+            : nhwc_run(f, text(f, fwd_name(p.fwd_algo)));
+    const AsRun rd =
+        p.nchw_bwd_data
+            ? nchw_run(p.nchw->backward_data_plan(), bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
+                                                         p.nchw->backward_data_plan().choice.algo)))
+        : p.bwd_data_as_fwd
+            ? nhwc_run(a, algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
+                              (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""))
+            : nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)));
+    const AsRun rw = p.nchw_bwd_filter ? nchw_run(p.nchw->backward_filter_plan(),
+                                                  bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
+                                                      p.nchw->backward_filter_plan().choice.algo)))
+                                       : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)));
+    r.info.forward_algo = rf.algo;
+    r.info.backward_data_algo = rd.algo;
+    r.info.backward_filter_algo = rw.algo;
+    r.info.tensor_cores = rf.tensor_cores && rd.tensor_cores && rw.tensor_cores;
     r.backward_data_as_forward = p.bwd_data_as_fwd;
-    r.forward_ms = f.ms;
-    r.backward_data_ms = dd.ms;
-    r.backward_filter_ms = w.ms;
-    r.timed = f.timed && dd.timed && w.timed;
+    r.forward_ms = rf.ms;
+    r.backward_data_ms = rd.ms;
+    r.backward_filter_ms = rw.ms;
+    r.timed = rf.timed && rd.timed && rw.timed;
     // The scratch is freed on return; FindEx has finished with it (it synchronises).
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
@@ -513,11 +458,12 @@ CudnnConv::Plan& CudnnConv::plan_for(const ConvGeometry& g, DType t, MathMode ma
 {
     // The variable changes only the plans it applies to: the others stay shared.
     const BwdAsFwd mode = as_fwd_valid(g) ? as_fwd_requested() : BwdAsFwd::Auto;
+    const ConvLayout layout = layout_requested();
     for (auto& p : m_plans)
         if (p->record.geometry == g && p->record.dtype == t && p->record.math == math &&
-            p->as_fwd_mode == mode)
+            p->as_fwd_mode == mode && p->layout_mode == layout)
             return *p;
-    m_plans.push_back(make_plan(g, t, math, mode));
+    m_plans.push_back(make_plan(g, t, math, mode, layout));
     return *m_plans.back();
 }
 
@@ -531,6 +477,10 @@ void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const voi
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
+    if (p.nchw_fwd) {
+        p.nchw->forward(handle(), x, w, y, m_nchw, m_workspace, m_stream);
+        return;
+    }
     if (p.direct_fwd) {
         launch_conv_direct_forward(g, t, x, w, y, m_stream);
         return;
@@ -546,6 +496,10 @@ void CudnnConv::backward_data(const ConvGeometry& g, DType t, MathMode math, con
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
+    if (p.nchw_bwd_data) {
+        p.nchw->backward_data(handle(), dy, w, dx, m_nchw, m_workspace, m_stream);
+        return;
+    }
     const float one = 1.0f, zero = 0.0f;
     if (p.bwd_data_as_fwd) {
         // The weights change every step: flip them again, ahead on the same stream.
@@ -569,6 +523,10 @@ void CudnnConv::backward_filter(const ConvGeometry& g, DType t, MathMode math, c
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
+    if (p.nchw_bwd_filter) {
+        p.nchw->backward_filter(handle(), x, dy, dw, m_nchw, m_workspace, m_stream);
+        return;
+    }
     if (p.direct_bwd_filter) {
         launch_conv_direct_backward_filter(g, t, x, dy, dw, m_stream);
         return;

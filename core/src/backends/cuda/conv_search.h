@@ -1,0 +1,168 @@
+// What the convolution planners share: the math type a request permits, the search
+// over cuDNN's candidates for one direction (timed by FindEx, else the heuristics), and
+// the names that logs and `mixlab-cli check` show for the algorithms chosen.
+#pragma once
+#include "backends/cuda/cudnn_handles.h"
+#include "mixlab/backend.h"
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <string>
+
+namespace mixlab::cuda::conv_search {
+
+inline std::string geometry_text(const ConvGeometry& g)
+{
+    return std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
+           "x" + std::to_string(g.in_c) + " -> " + std::to_string(g.out_h) + "x" +
+           std::to_string(g.out_w) + "x" + std::to_string(g.out_c) + ", kernel " +
+           std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) + ", stride " +
+           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+}
+
+// fp32 data: Pedantic (and Reduced, as for GEMMs) stays on FMA kernels; TF32 permits
+// tensor cores, which for fp32 data means TF32 (TENSOR_OP_MATH rather than DEFAULT_MATH,
+// which permits TF32 too, because cuDNN then says in each candidate's mathType whether
+// it runs on tensor cores). 16-bit data: tensor cores with fp32 accumulation (the
+// descriptor's compute type is float in every case).
+inline cudnnMathType_t requested_math(DType t, MathMode m)
+{
+    if (t != DType::F32) return CUDNN_TENSOR_OP_MATH;
+    return m == MathMode::TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+inline bool fp32_exact(DType t, MathMode m) { return t == DType::F32 && m != MathMode::TF32; }
+
+// A candidate's math type is acceptable for the request: never a down-conversion of
+// fp32 data, never tensor cores for exact fp32.
+inline bool math_allowed(cudnnMathType_t got, DType t, MathMode m)
+{
+    if (got == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+    if (fp32_exact(t, m)) return got != CUDNN_TENSOR_OP_MATH;
+    return true;
+}
+
+// The first acceptable candidate (cuDNN sorts them fastest first), preferring the
+// deterministic ones: the same seed then gives the same run, bit for bit.
+template <class Perf>
+const Perf* choose(const Perf* r, int n, std::size_t limit, DType t, MathMode m)
+{
+    const Perf* any = nullptr;
+    for (int i = 0; i < n; ++i) {
+        if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit ||
+            !math_allowed(r[i].mathType, t, m))
+            continue;
+        if (r[i].determinism == CUDNN_DETERMINISTIC) return &r[i];
+        if (!any) any = &r[i];
+    }
+    return any;
+}
+
+// What one direction's search may use, and what it found.
+struct Search {
+    bool can_time;     // scratch tensors and workspace exist: FindEx may run
+    bool force_direct; // MIXLAB_CONV_DIRECT: no search at all
+    std::size_t limit; // the most workspace an algorithm may ask for
+    DType t;
+    MathMode m;
+    std::string what; // the plan, for MIXLAB_CONV_LOG
+};
+
+struct Choice {
+    bool direct = true; // no cuDNN algorithm: our direct kernel
+    int algo = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    std::size_t memory = 0;
+    float ms = 0; // FindEx's time, when timed
+    bool timed = false;
+    bool deterministic = false;
+    bool tensor_cores() const { return !direct && math == CUDNN_TENSOR_OP_MATH; }
+};
+
+// Times the candidates (FindEx) when it can, falls back to cuDNN's heuristics, and
+// leaves the direction to the direct kernel when neither offers an acceptable one.
+template <class Perf, class Find, class Heuristic>
+Choice pick_algorithm(const Search& s, const char* direction, Find find, Heuristic heuristic)
+{
+    Choice c;
+    if (s.force_direct) return c;
+    Perf r[8];
+    int n = 0;
+    const Perf* pick = nullptr;
+    if (s.can_time && find(r, &n) == CUDNN_STATUS_SUCCESS) {
+        pick = choose(r, n, s.limit, s.t, s.m);
+        c.timed = pick != nullptr;
+        // MIXLAB_CONV_LOG=1: every timed candidate on stderr, to see why one was picked.
+        if (std::getenv("MIXLAB_CONV_LOG")) {
+            std::fprintf(stderr, "conv search %s: %s\n", direction, s.what.c_str());
+            for (int i = 0; i < n; ++i)
+                std::fprintf(stderr,
+                             "conv candidate %d: algo %d status %d time %.3f ms memory %zu"
+                             " deterministic %d math %d%s\n",
+                             i, int(r[i].algo), int(r[i].status), double(r[i].time),
+                             std::size_t(r[i].memory), int(r[i].determinism == CUDNN_DETERMINISTIC),
+                             int(r[i].mathType), &r[i] == pick ? " <- chosen" : "");
+        }
+    }
+    // A configuration cuDNN cannot describe at all also ends on the direct kernel.
+    if (!pick && heuristic(r, &n) == CUDNN_STATUS_SUCCESS) pick = choose(r, n, s.limit, s.t, s.m);
+    if (!pick) return c;
+    c.direct = false;
+    c.algo = int(pick->algo);
+    c.math = pick->mathType;
+    c.memory = pick->memory;
+    c.ms = c.timed ? pick->time : 0.0f;
+    c.deterministic = pick->determinism == CUDNN_DETERMINISTIC;
+    return c;
+}
+
+inline const char* fwd_name(cudnnConvolutionFwdAlgo_t a)
+{
+    static const char* const names[] = {
+        "implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+        "winograd",      "winograd_nonfused"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+inline const char* bwd_data_name(cudnnConvolutionBwdDataAlgo_t a)
+{
+    static const char* const names[] = {"algo_0",     "algo_1",   "fft",
+                                        "fft_tiling", "winograd", "winograd_nonfused"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+inline const char* bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a)
+{
+    static const char* const names[] = {
+        "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling"};
+    return unsigned(a) < std::size(names) ? names[a] : "unknown";
+}
+
+// "implicit_precomp_gemm (tensor cores)"; fp32 data on tensor cores is TF32. A
+// DEFAULT_MATH candidate for fp32 under TF32 may or may not use TF32 (cuDNN does not
+// say): the name says it was permitted.
+inline std::string algo_text(const char* name, cudnnMathType_t mt, DType t, MathMode m)
+{
+    std::string s = name;
+    if (mt == CUDNN_TENSOR_OP_MATH)
+        s += t == DType::F32 ? " (tf32 tensor cores)" : " (tensor cores)";
+    else if (t == DType::F32 && m == MathMode::TF32)
+        s += " (tf32 permitted)";
+    return s;
+}
+
+// A convolution descriptor of g (fp32 compute type) asking for `math`.
+inline ConvDesc make_conv_desc(const ConvGeometry& g, cudnnMathType_t math)
+{
+    ConvDesc d = ConvDesc::create();
+    MIXLAB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.get(), g.pad_h, g.pad_w, g.stride_h,
+                                                       g.stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                       CUDNN_DATA_FLOAT));
+    MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(d.get(), math));
+    return d;
+}
+
+} // namespace mixlab::cuda::conv_search
