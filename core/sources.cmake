@@ -135,6 +135,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/gather.cu
     backends/cuda/token_gather.cu
     backends/cuda/gemm_lt.cpp
+    backends/cuda/gemm_staging.cpp
     backends/cuda/gemm_tune.cpp
     backends/cuda/layout_transpose.cu
     backends/cuda/loss.cu

@@ -386,6 +386,8 @@ private:
         Epilogue epi;
         DType grad = DType::F32;
         float alpha = 1.0f, beta = 0.0f;
+        // Operands with unaligned rows forced through aligned copies (MIXLAB_GEMM_STAGE=1).
+        bool staged = false;
     };
     std::string gemm_name(const GemmCase& g) const;
     void gemm_check(const GemmCase& g);
@@ -607,6 +609,39 @@ void Checker::token_gather_checks()
             });
 }
 
+// Sets an environment variable for one scope and puts back what was there: the CUDA
+// backend reads MIXLAB_CONV_BWD_AS_FWD, MIXLAB_CONV_LAYOUT and MIXLAB_GEMM_STAGE at each
+// plan lookup.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : m_name(name)
+    {
+        if (const char* old = std::getenv(name)) {
+            m_had = true;
+            m_old = old;
+        }
+        set(value);
+    }
+    ~ScopedEnv() { set(m_had ? m_old.c_str() : nullptr); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    void set(const char* value)
+    {
+#ifdef _WIN32
+        _putenv_s(m_name.c_str(), value ? value : "");
+#else
+        if (value)
+            setenv(m_name.c_str(), value, 1);
+        else
+            unsetenv(m_name.c_str());
+#endif
+    }
+    std::string m_name, m_old;
+    bool m_had = false;
+};
+
 // ---- GEMM ------------------------------------------------------------------------------
 
 std::string Checker::gemm_name(const GemmCase& g) const
@@ -618,12 +653,15 @@ std::string Checker::gemm_name(const GemmCase& g) const
          epilogue_name(g.epi);
     if (g.epi == Epilogue::BiasGradA) s += std::string("_") + dtype_short_name(g.grad);
     if (g.beta != 0.0f || g.alpha != 1.0f) s += "/alpha" + num(g.alpha) + "_beta" + num(g.beta);
+    if (g.staged) s += "/staged";
     return s;
 }
 
 void Checker::gemm_check(const GemmCase& g)
 {
     run(gemm_name(g), [&](Verdict& v, Rng& rng) {
+        std::unique_ptr<ScopedEnv> stage;
+        if (g.staged) stage = std::make_unique<ScopedEnv>("MIXLAB_GEMM_STAGE", "1");
         const std::size_t m = g.m, n = g.n, k = g.k;
         // Stored shapes: A (m x k) or (k x m) when transposed; B (k x n) or (n x k).
         const std::vector<float> a = rng.values(m * k, g.ab, -1.0f, 1.0f);
@@ -700,6 +738,20 @@ void Checker::gemm_check(const GemmCase& g)
         if (g.epi == Epilogue::BiasGradA)
             compare(v, "bias_grad", tgrad, Tol{1e-30, out_rtol(g.grad)}, &row_abs,
                     acc + unit_roundoff(g.grad));
+        if (g.staged && m_cand.info().backend == BackendKind::Cuda) {
+            // The staged plan must really have run: else this only repeats the case.
+            const std::string shape = " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                                      std::to_string(g.k) + " " + (g.ta ? "T" : "N") +
+                                      (g.tb ? "T" : "N") + " ";
+            bool staged = false;
+            for (const PlanReport& p : backend_plan_reports(m_cand))
+                if (p.kind == "gemm" && p.description.find(shape) != std::string::npos &&
+                    p.description.find("aligned rows") != std::string::npos) {
+                    staged = true;
+                    v.note(p.description);
+                }
+            if (!staged) v.fail("MIXLAB_GEMM_STAGE=1 but no plan of this shape was staged");
+        }
     });
 }
 
@@ -779,6 +831,23 @@ void Checker::gemm_checks()
         {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
     };
     for (const GemmCase& g : seed_mlp) gemm_check(g);
+    // Operands whose rows are not 16-byte aligned copied through aligned scratch (in
+    // auto mode only for large matrices: W3's 33,278-word logits). Every transpose, the
+    // epilogues that read a bias or write its gradient, beta reading a staged C.
+    for (Mode md : modes)
+        for (int t = 0; t < 4; ++t)
+            for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasGradA}) {
+                GemmCase g{37, 19, 53, (t & 2) != 0, (t & 1) != 0, md.ab, md.ab, md.math, e};
+                g.staged = true;
+                gemm_check(g);
+            }
+    for (Mode md : modes) {
+        GemmCase g{37, 19, 53, false, false, md.ab, DType::F32, md.math, Epilogue::None};
+        g.alpha = 0.5f;
+        g.beta = 0.25f;
+        g.staged = true;
+        gemm_check(g);
+    }
 }
 
 // ---- activations -------------------------------------------------------------------------
@@ -1048,6 +1117,9 @@ void Checker::optimizer_checks()
          LossScaleMode::Dynamic},
         {"f32_master+bf16_low/dynamic", DType::F32, DType::F32, true, DType::BF16,
          LossScaleMode::Dynamic},
+        // mixed_bf16's layout: no scaling, so the CUDA update flags overflow itself.
+        {"f32_master+bf16_low/none", DType::F32, DType::F32, true, DType::BF16,
+         LossScaleMode::None},
         {"f32/none", DType::F32, DType::F32, false, DType::F32, LossScaleMode::None},
         {"f32/static", DType::F32, DType::F32, false, DType::F32, LossScaleMode::Static},
         {"pure_f16/dynamic", DType::F16, DType::F16, false, DType::F16, LossScaleMode::Dynamic},
@@ -1362,38 +1434,6 @@ const ConvMode k_conv_modes[] = {{DType::F32, MathMode::Pedantic},
                                  {DType::F32, MathMode::TF32},
                                  {DType::F16, MathMode::Reduced},
                                  {DType::BF16, MathMode::Reduced}};
-
-// Sets an environment variable for one scope and puts back what was there: the CUDA
-// backend reads MIXLAB_CONV_BWD_AS_FWD at each convolution plan lookup.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : m_name(name)
-    {
-        if (const char* old = std::getenv(name)) {
-            m_had = true;
-            m_old = old;
-        }
-        set(value);
-    }
-    ~ScopedEnv() { set(m_had ? m_old.c_str() : nullptr); }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    void set(const char* value)
-    {
-#ifdef _WIN32
-        _putenv_s(m_name.c_str(), value ? value : "");
-#else
-        if (value)
-            setenv(m_name.c_str(), value, 1);
-        else
-            unsetenv(m_name.c_str());
-#endif
-    }
-    std::string m_name, m_old;
-    bool m_had = false;
-};
 
 // path: the directions as the planner chose them; backward data forced onto the forward
 // convolution of dy with flipped weights (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries

@@ -18,14 +18,14 @@ NchwRoute::NchwRoute(const ConvGeometry& g, DType t, MathMode m) : m_g(g), m_t(t
 {
     const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     m_x = TensorDesc::create();
-    MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(m_x.get(), CUDNN_TENSOR_NCHW, dt, g.batch,
-                                                  g.in_c, g.in_h, g.in_w));
+    MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(m_x.get(), CUDNN_TENSOR_NCHW, dt, g.batch, g.in_c,
+                                                  g.in_h, g.in_w));
     m_y = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(m_y.get(), CUDNN_TENSOR_NCHW, dt, g.batch,
                                                   g.out_c, g.out_h, g.out_w));
     m_w = FilterDesc::create(); // KCRS
-    MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m_w.get(), dt, CUDNN_TENSOR_NCHW, g.out_c,
-                                                  g.in_c, g.kernel_h, g.kernel_w));
+    MIXLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m_w.get(), dt, CUDNN_TENSOR_NCHW, g.out_c, g.in_c,
+                                                  g.kernel_h, g.kernel_w));
     const cudnnMathType_t mt = requested_math(t, m);
     m_fwd_desc = make_conv_desc(g, mt);
     m_data_desc = make_conv_desc(g, mt);
@@ -104,8 +104,8 @@ void NchwRoute::plan(cudnnHandle_t h, const Search& s, void* sx, void* sy, void*
                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, ws, ws_bytes);
         },
         [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
-            return cudnnGetConvolutionForwardAlgorithm_v7(h, m_x.get(), m_w.get(),
-                                                          m_fwd_desc.get(), m_y.get(),
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, m_x.get(), m_w.get(), m_fwd_desc.get(),
+                                                          m_y.get(),
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
         });
     if (m_fwd.available()) {
@@ -172,10 +172,10 @@ void NchwRoute::forward(cudnnHandle_t h, const void* x, const void* w, void* y, 
     x_to_nchw(x, sc.x.get(), stream);
     w_to_kcrs(w, sc.w.get(), stream);
     const float one = 1.0f, zero = 0.0f;
-    MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(
-        h, &one, m_x.get(), sc.x.get(), m_w.get(), sc.w.get(), m_fwd_desc.get(),
-        cudnnConvolutionFwdAlgo_t(m_fwd.choice.algo), ws.get(), ws.bytes(), &zero, m_y.get(),
-        sc.y.get()));
+    MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(h, &one, m_x.get(), sc.x.get(), m_w.get(),
+                                               sc.w.get(), m_fwd_desc.get(),
+                                               cudnnConvolutionFwdAlgo_t(m_fwd.choice.algo),
+                                               ws.get(), ws.bytes(), &zero, m_y.get(), sc.y.get()));
     y_from_nchw(sc.y.get(), y, stream);
 }
 

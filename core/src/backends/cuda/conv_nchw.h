@@ -42,8 +42,8 @@ public:
     // sx, sy, sw of x's, y's and w's sizes, and its workspace) and the transposes each
     // direction needs. A direction stays unavailable where cuDNN has nothing acceptable
     // or there is no room for the transposes' scratch.
-    void plan(cudnnHandle_t h, const conv_search::Search& s, void* sx, void* sy, void* sw,
-              void* ws, std::size_t ws_bytes, cudaStream_t stream);
+    void plan(cudnnHandle_t h, const conv_search::Search& s, void* sx, void* sy, void* sw, void* ws,
+              std::size_t ws_bytes, cudaStream_t stream);
     const NchwDirection& forward_plan() const { return m_fwd; }
     const NchwDirection& backward_data_plan() const { return m_data; }
     const NchwDirection& backward_filter_plan() const { return m_filter; }
@@ -54,8 +54,8 @@ public:
                  const DeviceMemory& ws, cudaStream_t stream) const;
     void backward_data(cudnnHandle_t h, const void* dy, const void* w, void* dx, NchwScratch& sc,
                        const DeviceMemory& ws, cudaStream_t stream) const;
-    void backward_filter(cudnnHandle_t h, const void* x, const void* dy, void* dw,
-                         NchwScratch& sc, const DeviceMemory& ws, cudaStream_t stream) const;
+    void backward_filter(cudnnHandle_t h, const void* x, const void* dy, void* dw, NchwScratch& sc,
+                         const DeviceMemory& ws, cudaStream_t stream) const;
 
 private:
     // NHWC <-> NCHW for x- and y-shaped tensors, KRSC <-> KCRS for filters.

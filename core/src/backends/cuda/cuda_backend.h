@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -161,6 +162,9 @@ private:
     bool m_poison =
         false; // MIXLAB_POISON_BUFFERS (buffer_poison.h): new buffers filled with NaN bytes
     std::vector<unsigned char> m_staging;
+    // MIXLAB_SEPARATE_INF_CHECK=1: the inf/NaN pass runs even where the update could
+    // flag non-finite gradients itself (cuda_optimizer.cpp), for A/B runs.
+    bool m_separate_inf_check = std::getenv("MIXLAB_SEPARATE_INF_CHECK") != nullptr;
 };
 
 } // namespace mixlab::cuda

@@ -120,11 +120,17 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     // Clipping off launches exactly what ran before it existed: no squares, no norm kernel.
     const bool clipping = opt.clip_norm > 0.0f;
     double* partials = clipping ? t->clip_partials.as<double>() : nullptr;
+    // Without loss scaling or clipping the update runs whatever the gradients hold, so
+    // nothing waits on the check: the update flags a non-finite gradient for the step's
+    // record itself, and a pass over every gradient is saved (bf16, tf32 and fp32 runs).
+    // MIXLAB_SEPARATE_INF_CHECK=1 keeps the pass (for A/B runs).
+    const bool check_in_update = !scaling_on && !clipping && !m_separate_inf_check;
     MIXLAB_CUDA_CHECK(cudaMemsetAsync(sc + k_found_inf, 0, sizeof(float), stream()));
     for (const TableGroup& g : t->groups)
-        launch_found_inf(g.layout.grad, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
-                         g.n_chunks, sc, scaling_on, partials ? partials + g.chunk_offset : nullptr,
-                         stream());
+        if (!check_in_update)
+            launch_found_inf(g.layout.grad, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
+                             g.n_chunks, sc, scaling_on,
+                             partials ? partials + g.chunk_offset : nullptr, stream());
     float* clip = clipping ? t->clip_result.as<float>() : nullptr;
     if (clipping) launch_grad_norm(partials, t->n_chunks, opt.clip_norm, sc, clip, stream());
     if (m_inf_check_marker) m_inf_check_marker->record();
@@ -140,6 +146,7 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     args.nesterov = opt.nesterov;
     args.scaling_on = scaling_on;
     args.clip = clip;
+    args.found_inf = check_in_update ? sc + k_found_inf : nullptr;
     for (const TableGroup& g : t->groups)
         launch_optimizer_update(g.layout, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
                                 g.n_chunks, args, sc, stream());

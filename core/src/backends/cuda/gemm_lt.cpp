@@ -5,6 +5,7 @@
 #include "backends/backend_validate.h"
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/bias_grad.cuh"
+#include "backends/cuda/cuda_event.h"
 #include "backends/cuda/gemm_tune.h"
 #include "backends/cuda/skinny_gemm.cuh"
 #include "mixlab/error.h"
@@ -87,6 +88,7 @@ std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
         std::uint64_t(k.epilogue) << 24 | std::uint64_t(k.math) << 32);
     mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 | std::uint64_t(k.align_c) << 32 |
         std::uint64_t(k.align_aux) << 48);
+    mix(std::uint64_t(k.stage));
     return h;
 }
 
@@ -123,7 +125,8 @@ void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
 
 std::unique_ptr<LtGemm::Plan>
 LtGemm::try_plan(const Key& key, const void* aux_ptr,
-                 std::vector<cublasLtMatmulHeuristicResult_t>& candidates)
+                 std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                 const GemmStaging* staging)
 {
     auto plan = std::make_unique<Plan>();
     // TF32 only for fp32 operands; 16-bit operands use the tensor cores with fp32
@@ -146,13 +149,18 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
         set_attr(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
     }
 
-    // Row-major X (r x c) is column-major X^T (c x r) with leading dimension c.
+    // Row-major X (r x c) is column-major X^T (c x r) with leading dimension c (or the
+    // staged copy's row stride).
     const std::uint64_t m = key.m, n = key.n, k = key.k;
-    plan->a = key.trans_b ? make_layout(key.ab, k, n, std::int64_t(k))
-                          : make_layout(key.ab, n, k, std::int64_t(n));
-    plan->b = key.trans_a ? make_layout(key.ab, m, k, std::int64_t(m))
-                          : make_layout(key.ab, k, m, std::int64_t(k));
-    plan->c = make_layout(key.c, n, m, std::int64_t(n));
+    const auto ld = [&](const StagedMatrix* sm, std::uint64_t cols) {
+        return sm && sm->on ? sm->ld : std::int64_t(cols);
+    };
+    const std::int64_t ld_a = ld(staging ? &staging->a : nullptr, key.trans_a ? m : k);
+    const std::int64_t ld_b = ld(staging ? &staging->b : nullptr, key.trans_b ? k : n);
+    const std::int64_t ld_c = ld(staging ? &staging->c : nullptr, n);
+    plan->a = key.trans_b ? make_layout(key.ab, k, n, ld_b) : make_layout(key.ab, n, k, ld_b);
+    plan->b = key.trans_a ? make_layout(key.ab, m, k, ld_a) : make_layout(key.ab, k, m, ld_a);
+    plan->c = make_layout(key.c, n, m, ld_c);
 
     cublasLtMatmulPreference_t p = nullptr;
     MIXLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
@@ -201,7 +209,7 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
     return plan;
 }
 
-void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g,
+void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g, const void* a, const void* b,
                   const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
                   cudaStream_t stream)
 {
@@ -216,11 +224,12 @@ void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g,
     p.a = plan.a.get();
     p.b = plan.b.get();
     p.c = plan.c.get();
-    p.a_ptr = g.b->data(); // cuBLASLt's A is our B (see matmul)
-    p.b_ptr = g.a->data();
+    p.a_ptr = b; // cuBLASLt's A is our B (see matmul)
+    p.b_ptr = a;
     p.alpha = &g.alpha;
     p.beta = &g.beta;
-    p.c_bytes = std::size_t(key.m) * std::size_t(key.n) * dtype_size(key.c);
+    p.c_bytes = plan.staging.c.on ? plan.staging.c.bytes()
+                                  : std::size_t(key.m) * std::size_t(key.n) * dtype_size(key.c);
     p.aux_is_output = key.epilogue == Epilogue::BiasGradA;
     p.aux_bytes = p.aux_is_output ? std::size_t(key.m) * dtype_size(key.aux) : 0;
     p.workspace = m_workspace.get();
@@ -249,6 +258,8 @@ void LtGemm::make_unfused(Plan& plan, const Key& key, const char* why, const Gem
     plan.plain = &plain_plan(key, g, stream);
     plan.fused = false;
     plan.desc.reset();
+    plan.staging = GemmStaging{}; // the plain plan stages (or not) by itself
+    plan.info.staging.clear();
     plan.info.fused = false;
     // The GEMM that runs now is the plain plan's: report its tuning.
     plan.info.tune_timed = plan.plain->info.tune_timed;
@@ -274,7 +285,8 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
     std::vector<cublasLtMatmulHeuristicResult_t> candidates;
     if (key.epilogue == Epilogue::None || m_fuse_epilogues)
         plan = try_plan(key, aux_ptr, candidates);
-    if (plan) tune(*plan, key, g, candidates, stream);
+    if (plan) tune(*plan, key, g, g.a->data(), g.b->data(), candidates, stream);
+    if (plan) consider_staging(plan, key, g, aux_ptr, stream);
     if (!plan) {
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
@@ -296,15 +308,130 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
     return ref;
 }
 
-cublasStatus_t LtGemm::matmul(const Plan& plan, const GemmCall& g, const void* aux_ptr,
-                              cudaStream_t stream)
+void LtGemm::grow_staging(const GemmStaging& s, cudaStream_t stream)
+{
+    const auto needs = [](const StagedMatrix& sm, const DeviceMemory& mem) {
+        return sm.on && sm.bytes() > mem.bytes();
+    };
+    if (!needs(s.a, m_stage_a) && !needs(s.b, m_stage_b) && !needs(s.c, m_stage_c)) return;
+    // Work already enqueued may still read the old copies.
+    MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (needs(s.a, m_stage_a)) {
+        m_stage_a = DeviceMemory();
+        m_stage_a = DeviceMemory(s.a.bytes(), "the GEMM staging copies");
+    }
+    if (needs(s.b, m_stage_b)) {
+        m_stage_b = DeviceMemory();
+        m_stage_b = DeviceMemory(s.b.bytes(), "the GEMM staging copies");
+    }
+    if (needs(s.c, m_stage_c)) {
+        m_stage_c = DeviceMemory();
+        m_stage_c = DeviceMemory(s.c.bytes(), "the GEMM staging copies");
+    }
+}
+
+LtGemm::Operands LtGemm::stage_in(const Plan& plan, const GemmCall& g, cudaStream_t stream)
+{
+    Operands o{g.a->data(), g.b->data(), g.c->data()};
+    const GemmStaging& s = plan.staging;
+    if (s.a.on) {
+        copy_rows(m_stage_a.get(), s.a.ld, o.a, s.a.cols, s.a.rows, s.a.cols, s.a.elem, stream);
+        o.a = m_stage_a.get();
+    }
+    if (s.b.on) {
+        copy_rows(m_stage_b.get(), s.b.ld, o.b, s.b.cols, s.b.rows, s.b.cols, s.b.elem, stream);
+        o.b = m_stage_b.get();
+    }
+    if (s.c.on) {
+        // beta != 0 reads C: it goes in too.
+        if (g.beta != 0.0f)
+            copy_rows(m_stage_c.get(), s.c.ld, o.c, s.c.cols, s.c.rows, s.c.cols, s.c.elem, stream);
+        o.c = m_stage_c.get();
+    }
+    return o;
+}
+
+void LtGemm::stage_out(const Plan& plan, const GemmCall& g, cudaStream_t stream)
+{
+    const StagedMatrix& c = plan.staging.c;
+    if (c.on) copy_rows(g.c->data(), c.cols, m_stage_c.get(), c.ld, c.rows, c.cols, c.elem, stream);
+}
+
+void LtGemm::consider_staging(std::unique_ptr<Plan>& plan, const Key& key, const GemmCall& g,
+                              const void* aux_ptr, cudaStream_t stream)
+{
+    GemmStaging s = staging_for(g, key.stage);
+    if (!s.any()) return;
+    // Not while the step is being recorded (no allocation or timing then), and not
+    // untimed unless forced: only the timing can show that the copies pay.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    if (capture != cudaStreamCaptureStatusNone) return;
+    const bool forced = key.stage == StageMode::Force;
+    // Timing runs both plans into the caller's C, which the call being planned is about
+    // to overwrite: only where that call does not read C (beta 0).
+    const bool can_time = g.beta == 0.0f;
+    if (!forced && !can_time) return;
+    try {
+        grow_staging(s, stream);
+    } catch (const OutOfMemoryError&) {
+        if (forced) throw;
+        return; // no room for the copies: the direct plan stays
+    }
+    // The staged copies are 256-byte aligned (cudaMalloc).
+    Key sk = key;
+    if (s.a.on) sk.align_a = 256;
+    if (s.b.on) sk.align_b = 256;
+    if (s.c.on) sk.align_c = 256;
+    std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+    std::unique_ptr<Plan> staged = try_plan(sk, aux_ptr, candidates, &s);
+    if (!staged) return;
+    staged->staging = s;
+    const Operands ops = stage_in(*staged, g, stream);
+    tune(*staged, sk, g, ops.a, ops.b, candidates, stream);
+    float direct_us = 0, staged_us = 0;
+    if (can_time) {
+        // Whole calls as run() makes them, the copies included: 1 warm-up, 3 timed.
+        const Operands direct{g.a->data(), g.b->data(), g.c->data()};
+        const auto time_us = [&](const std::function<void()>& call) {
+            call();
+            CudaEvent start(stream), stop(stream);
+            start.record();
+            for (int i = 0; i < 3; ++i) call();
+            stop.record();
+            stop.synchronize();
+            return stop.elapsed_ms_since(start) * 1000.0f / 3.0f;
+        };
+        direct_us =
+            time_us([&] { MIXLAB_CUBLAS_CHECK(matmul(*plan, direct, g, aux_ptr, stream)); });
+        staged_us = time_us([&] {
+            MIXLAB_CUBLAS_CHECK(matmul(*staged, stage_in(*staged, g, stream), g, aux_ptr, stream));
+            stage_out(*staged, g, stream);
+        });
+    }
+    const bool wins = can_time && staged_us < (1.0f - k_tune_min_gain) * direct_us;
+    if (!forced && !wins) return;
+    char buf[160];
+    std::snprintf(
+        buf, sizeof buf,
+        "%s%s%scopied to 16-byte aligned rows: %.1f us a call with the copies vs %.1f us%s",
+        s.a.on ? "A " : "", s.b.on ? "B " : "", s.c.on ? "C " : "", staged_us, direct_us,
+        forced ? " (MIXLAB_GEMM_STAGE)" : "");
+    staged->info.staging = buf;
+    plan = std::move(staged);
+}
+
+cublasStatus_t LtGemm::matmul(const Plan& plan, const Operands& ops, const GemmCall& g,
+                              const void* aux_ptr, cudaStream_t stream)
 {
     if (aux_ptr) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
     // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first.
-    return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, g.b->data(), plan.a.get(),
-                          g.a->data(), plan.b.get(), &g.beta, g.c->data(), plan.c.get(),
-                          g.c->data(), plan.c.get(), &plan.algo, m_workspace.get(), plan.workspace,
-                          stream);
+    return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, ops.b, plan.a.get(), ops.a,
+                          plan.b.get(), &g.beta, ops.c, plan.c.get(), ops.c, plan.c.get(),
+                          &plan.algo, m_workspace.get(), plan.workspace, stream);
 }
 
 void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stream)
@@ -358,6 +485,7 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.align_b = alignment(g.b->data());
     key.align_c = alignment(g.c->data());
     key.align_aux = aux ? alignment(aux->data()) : 256;
+    key.stage = stage_requested();
 
     if (skinny_applies(g)) {
         Plan& plan = skinny_plan(key);
@@ -371,9 +499,14 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     }
     Plan& plan = plan_for(key, g, aux ? aux->data() : nullptr, stream);
     ++plan.info.calls;
+    const Operands direct{g.a->data(), g.b->data(), g.c->data()};
     if (plan.fused) {
-        const cublasStatus_t st = matmul(plan, g, aux ? aux->data() : nullptr, stream);
-        if (st == CUBLAS_STATUS_SUCCESS) return;
+        const Operands ops = plan.staging.any() ? stage_in(plan, g, stream) : direct;
+        const cublasStatus_t st = matmul(plan, ops, g, aux ? aux->data() : nullptr, stream);
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            stage_out(plan, g, stream);
+            return;
+        }
         // An epilogue the heuristic offered but the kernel refused on its first use: fall
         // back for good rather than fail the run.
         const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
@@ -381,7 +514,10 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
             MIXLAB_CUBLAS_CHECK(st);
         make_unfused(plan, key, "cuBLASLt refused this epilogue at run time", g, stream);
     }
-    MIXLAB_CUBLAS_CHECK(matmul(*plan.plain, g, nullptr, stream));
+    const Plan& plain = *plan.plain;
+    const Operands ops = plain.staging.any() ? stage_in(plain, g, stream) : direct;
+    MIXLAB_CUBLAS_CHECK(matmul(plain, ops, g, nullptr, stream));
+    stage_out(plain, g, stream);
     run_fallback(plan, g, stream);
 }
 
@@ -442,6 +578,7 @@ std::string describe(const GemmPlanInfo& p)
         s += ", heuristic #1 (" + p.tune_note + ")";
     }
     if (!p.note.empty()) s += " (" + p.note + ")";
+    if (!p.staging.empty()) s += "; " + p.staging;
     return s;
 }
 

@@ -3,10 +3,12 @@
 // steps make no heuristic queries. Building a plan times the heuristic's candidates and
 // keeps a clearly faster one (gemm_tune.h; MIXLAB_GEMM_TUNE=0 keeps the heuristic's
 // first). When cuBLASLt has no algorithm for an epilogue (or MIXLAB_GEMM_UNFUSED is set),
-// the plan runs the plain GEMM plus our own kernel and says so.
+// the plan runs the plain GEMM plus our own kernel and says so. Operands whose rows are
+// not 16-byte aligned may be copied through aligned scratch (gemm_staging.h).
 #pragma once
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm_report.h"
+#include "backends/cuda/gemm_staging.h"
 #include "backends/cuda/lt_handles.h"
 #include "backends/cuda/reduce_scratch.h"
 
@@ -48,6 +50,7 @@ private:
         Epilogue epilogue;
         MathMode math;
         std::uint16_t align_a, align_b, align_c, align_aux; // pointer alignment, capped at 256
+        StageMode stage;                                    // MIXLAB_GEMM_STAGE at the call
         bool operator==(const Key&) const = default;
     };
     struct KeyHash {
@@ -63,6 +66,7 @@ private:
         Fallback fallback = Fallback::None;
         const Plan* plain = nullptr; // the epilogue-free plan an unfused plan runs
         bool skinny = false;         // runs our split-k kernel (skinny_gemm.cuh) instead
+        GemmStaging staging;         // operands copied to aligned rows around the call
         GemmPlanInfo info;
     };
     // Our split-k kernel serves this shape better than any cuBLASLt kernel can.
@@ -76,12 +80,27 @@ private:
     Plan& plain_plan(const Key& key, const GemmCall& call, cudaStream_t stream);
     // Null when the heuristic has no algorithm for this combination. The usable
     // heuristic results, best first, land in `candidates`; the plan takes the first.
+    // With `staging`, the staged operands' layouts take its row strides.
     std::unique_ptr<Plan> try_plan(const Key& key, const void* aux_ptr,
-                                   std::vector<cublasLtMatmulHeuristicResult_t>& candidates);
-    void tune(Plan& plan, const Key& key, const GemmCall& call,
+                                   std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                                   const GemmStaging* staging = nullptr);
+    // Times the candidates on the given operands (the call's own, or staged copies).
+    void tune(Plan& plan, const Key& key, const GemmCall& call, const void* a, const void* b,
               const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
-    cublasStatus_t matmul(const Plan& plan, const GemmCall& call, const void* aux_ptr,
-                          cudaStream_t stream);
+    // Replaces `plan` by a staged one when that times faster (or is forced).
+    void consider_staging(std::unique_ptr<Plan>& plan, const Key& key, const GemmCall& call,
+                          const void* aux_ptr, cudaStream_t stream);
+    // The staged operands copied in (and C's place), for one call of a staged plan.
+    struct Operands {
+        const void* a;
+        const void* b;
+        void* c;
+    };
+    Operands stage_in(const Plan& plan, const GemmCall& call, cudaStream_t stream);
+    void stage_out(const Plan& plan, const GemmCall& call, cudaStream_t stream);
+    void grow_staging(const GemmStaging& s, cudaStream_t stream);
+    cublasStatus_t matmul(const Plan& plan, const Operands& ops, const GemmCall& call,
+                          const void* aux_ptr, cudaStream_t stream);
     void run_fallback(const Plan& plan, const GemmCall& call, cudaStream_t stream);
     void make_unfused(Plan& plan, const Key& key, const char* why, const GemmCall& call,
                       cudaStream_t stream);
@@ -93,6 +112,9 @@ private:
     bool m_fuse_epilogues = true; // MIXLAB_GEMM_UNFUSED=1 runs every epilogue as our kernel
     bool m_tune = true;           // MIXLAB_GEMM_TUNE=0 keeps the heuristic's first choice
     bool m_skinny = true;         // MIXLAB_GEMM_SKINNY=0 leaves skinny shapes to cuBLASLt
+    // The staged copies of A, B and C: one set for every staged plan (stream order keeps
+    // their uses apart), grown while planning.
+    DeviceMemory m_stage_a, m_stage_b, m_stage_c;
     std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> m_plans;
 };
 

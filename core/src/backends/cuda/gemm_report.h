@@ -26,6 +26,9 @@ struct GemmPlanInfo {
     float tune_chosen_us = 0.0f; // median time of the kept algorithm
     float tune_first_us = 0.0f;  // median time of the heuristic's first choice
     std::string tune_note;       // why nothing was timed, when nothing was
+    // Operands copied to 16-byte aligned rows around the call (gemm_staging.h): which, and
+    // the timing that chose it; empty when none were.
+    std::string staging;
 };
 
 // Empty for a backend that is not the CUDA one.

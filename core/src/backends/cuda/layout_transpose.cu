@@ -48,8 +48,8 @@ void launch(const void* src, void* dst, std::size_t batch, int rows, int cols, c
     const dim3 block(k_tile, k_rows);
     const dim3 grid(unsigned((cols + k_tile - 1) / k_tile), unsigned((rows + k_tile - 1) / k_tile),
                     unsigned(std::min<std::size_t>(batch, k_max_grid_z)));
-    transpose_batched_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src),
-                                                            static_cast<T*>(dst), batch, rows, cols);
+    transpose_batched_kernel<T><<<grid, block, 0, stream>>>(
+        static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols);
 }
 
 } // namespace

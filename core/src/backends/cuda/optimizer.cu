@@ -210,6 +210,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
     s.bias_correction2 = bias_correction[1];
     const bool sgd = a.type == OptimizerType::SGD;
     const bool use_s1 = !sgd || a.momentum != 0.0f;
+    bool bad = false; // a non-finite gradient seen, for a.found_inf
 
     for (int c = blockIdx.x; c < n_chunks; c += gridDim.x) {
         const OptChunk ch = chunks[c];
@@ -223,6 +224,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
             float wv[4], gv[4], s1[4] = {0, 0, 0, 0}, s2[4] = {0, 0, 0, 0};
             load4(w + i, wv);
             load4(g + i, gv);
+            bad |= !(isfinite(gv[0]) && isfinite(gv[1]) && isfinite(gv[2]) && isfinite(gv[3]));
             if (m1) load4(m1 + i, s1);
             if (m2) load4(m2 + i, s2);
 #pragma unroll
@@ -235,7 +237,9 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
         }
         for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
             float wv = to_f32(w[i]), s1 = m1 ? to_f32(m1[i]) : 0.0f, s2 = m2 ? to_f32(m2[i]) : 0.0f;
-            update_element<TM>(a, s, to_f32(g[i]), wv, s1, s2);
+            const float gi = to_f32(g[i]);
+            bad |= !isfinite(gi);
+            update_element<TM>(a, s, gi, wv, s1, s2);
             w[i] = from_f32<TM>(wv);
             if (m1) m1[i] = from_f32<TM>(s1);
             if (m2) m2[i] = from_f32<TM>(s2);
@@ -243,6 +247,8 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
                 static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
         }
     }
+    // Uniform over the grid (an argument): every thread of the block reaches the barrier.
+    if (a.found_inf && __syncthreads_or(bad) && threadIdx.x == 0) *a.found_inf = 1.0f;
 }
 
 __global__ void scaler_update_kernel(ScalerParams p, float* s, float* record,

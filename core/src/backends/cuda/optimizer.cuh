@@ -46,6 +46,10 @@ struct OptArgs {
     // Gradient clipping: device {norm, factor} from launch_grad_norm; null when off, and
     // the update then does exactly what it did before clipping existed.
     const float* clip = nullptr;
+    // When set, the update itself writes 1 there on meeting a non-finite gradient: the
+    // check pass (launch_found_inf) is then not needed. Only valid without loss scaling
+    // and clipping, where nothing before the update depends on the check.
+    float* found_inf = nullptr;
 };
 
 // scaler[k_found_inf] = 1 when any gradient element is inf/NaN (the caller zeroes it first).
