@@ -113,10 +113,13 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/batchnorm.cu
     backends/cuda/bias_grad.cu
     backends/cuda/cast_fill.cu
+    backends/cuda/channel_pad.cu
+    backends/cuda/conv_channel_pad.cpp
     backends/cuda/conv_cudnn.cpp
     backends/cuda/conv_direct.cu
     backends/cuda/conv_flip.cu
     backends/cuda/conv_nchw.cpp
+    backends/cuda/conv_route.cpp
     backends/cuda/cuda_backend.cpp
     backends/cuda/cuda_batchnorm.cpp
     backends/cuda/cuda_check.cpp

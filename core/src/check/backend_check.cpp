@@ -367,7 +367,7 @@ private:
     void optimizer_checks();
     void optimizer_mixed_dtype_checks();
     void add_activation_checks();
-    enum class ConvPath { Planned, BwdAsFwd, Nchw };
+    enum class ConvPath { Planned, BwdAsFwd, Nchw, PadChannels };
     void conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path);
     void conv_checks();
     void conv_plan_checks();
@@ -1211,7 +1211,8 @@ void Checker::optimizer_checks()
                 // Without loss scaling nothing skips the overflowing step: the inf/NaN
                 // reaches those weights on both backends.
                 wtol.nan_equal = l.mode == LossScaleMode::None;
-                const Tol ltol = Tol{1e-6, out_rtol(l.low_t)};
+                Tol ltol = Tol{1e-6, out_rtol(l.low_t)};
+                ltol.nan_equal = wtol.nan_equal; // and their 16-bit copies
                 const float gscale = l.mode == LossScaleMode::None ? 1.0f : 512.0f;
                 // Step 3 overflows: skipped (when scaling), scale halved, growth reset.
                 for (int step = 1; step <= 4; ++step) {
@@ -1437,19 +1438,24 @@ const ConvMode k_conv_modes[] = {{DType::F32, MathMode::Pedantic},
 
 // path: the directions as the planner chose them; backward data forced onto the forward
 // convolution of dy with flipped weights (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries
-// only); or every direction forced onto the NCHW route (MIXLAB_CONV_LAYOUT=nchw, the
-// operands transposed around cuDNN's NCHW algorithms). All against the same reference.
+// only); every direction forced onto the NCHW route (MIXLAB_CONV_LAYOUT=nchw, the
+// operands transposed around cuDNN's NCHW algorithms) or onto the channel-padded one
+// (MIXLAB_CONV_PAD_CHANNELS=1, input channels not a multiple of 8 only). All against the
+// same reference.
 void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path)
 {
-    const bool as_fwd = path == ConvPath::BwdAsFwd, nchw = path == ConvPath::Nchw;
-    run(std::string(as_fwd ? "conv2d_bwd_as_fwd/"
-                    : nchw ? "conv2d_nchw/"
-                           : "conv2d/") +
+    const bool as_fwd = path == ConvPath::BwdAsFwd, nchw = path == ConvPath::Nchw,
+               padded = path == ConvPath::PadChannels;
+    run(std::string(as_fwd   ? "conv2d_bwd_as_fwd/"
+                    : nchw   ? "conv2d_nchw/"
+                    : padded ? "conv2d_pad_channels/"
+                             : "conv2d/") +
             dtype_short_name(t) + "/" + math_mode_name(math) + "/" + conv_text(g),
         [&](Verdict& v, Rng& rng) {
             std::unique_ptr<ScopedEnv> force;
             if (as_fwd) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
             if (nchw) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_LAYOUT", "nchw");
+            if (padded) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_PAD_CHANNELS", "1");
             const std::vector<float> x = rng.values(g.x_count(), t, -1.0f, 1.0f);
             const std::vector<float> w = rng.values(g.w_count(), t, -1.0f, 1.0f);
             const std::vector<float> dy = rng.values(g.y_count(), t, -1.0f, 1.0f);
@@ -1483,13 +1489,15 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath
                     v.fail("MIXLAB_CONV_BWD_AS_FWD=1 but backward data ran " + algo);
                 v.note("backward data " + algo);
             }
-            if (nchw && m_cand.info().backend == BackendKind::Cuda) {
-                // Every direction cuDNN has an NCHW algorithm for must have run there.
+            if ((nchw || padded) && m_cand.info().backend == BackendKind::Cuda) {
+                // Every direction cuDNN has an algorithm for on the route must have run there.
+                const char* route = nchw ? "NCHW" : "padded";
                 for (const std::string* algo :
                      {&plan.forward_algo, &plan.backward_data_algo, &plan.backward_filter_algo})
-                    if (algo->find("NCHW") == std::string::npos &&
+                    if (algo->find(route) == std::string::npos &&
                         algo->find("direct kernel") == std::string::npos)
-                        v.fail("MIXLAB_CONV_LAYOUT=nchw but a direction ran " + *algo);
+                        v.fail(std::string("forced onto the ") + route +
+                               " route but a direction ran " + *algo);
                 v.note("forward " + plan.forward_algo + "; backward data " +
                        plan.backward_data_algo + "; backward filter " + plan.backward_filter_algo);
             }
@@ -1519,6 +1527,12 @@ void Checker::conv_checks()
     // The NCHW route in every mode (the planner takes it only for fp32, where it wins).
     for (const ConvGeometry& g : cases)
         for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, ConvPath::Nchw);
+    // The channel-padded route where channels are not a multiple of 8, in every mode (the
+    // planner considers it for 16-bit data only).
+    for (const ConvGeometry& g : cases)
+        if (g.in_c % 8 != 0)
+            for (const ConvMode& md : k_conv_modes)
+                conv_check(g, md.t, md.math, ConvPath::PadChannels);
 }
 
 // ResNet-18's 3x3 64 -> 64 convolution on 32x32 images at batch 128, per policy: the plan

@@ -5,7 +5,9 @@
 
 #include "backends/cuda/cast_fill.cuh"
 #include "backends/cuda/conv_direct.cuh"
+#include "backends/cuda/conv_channel_pad.h"
 #include "backends/cuda/conv_flip.cuh"
+#include "backends/cuda/conv_nchw.h"
 #include "backends/cuda/conv_search.h"
 #include "backends/cuda/cuda_check.h"
 #include "mixlab/error.h"
@@ -86,22 +88,41 @@ ConvLayout layout_requested()
     return s == "nchw" ? ConvLayout::Nchw : s == "nhwc" ? ConvLayout::Nhwc : ConvLayout::Auto;
 }
 
-// Whether a direction runs in NCHW: where forced and available; else where the NHWC
-// search found nothing, where only NCHW is deterministic, or where NCHW with its
-// transposes is at least 10% faster (a margin wide enough that timing noise does not
-// flip the choice, and so the run's bits, from one process to the next).
-bool prefer_nchw(const Choice& nhwc, const NchwDirection& nchw, ConvLayout mode)
+// MIXLAB_CONV_PAD_CHANNELS, read at each plan lookup too.
+PadChannels pad_requested()
 {
-    if (!nchw.available() || mode == ConvLayout::Nhwc) return false;
-    if (mode == ConvLayout::Nchw || nhwc.direct) return true;
-    if (nhwc.deterministic != nchw.choice.deterministic) return nchw.choice.deterministic;
-    return nhwc.timed && nchw.choice.timed && nchw.ms() < 0.9f * nhwc.ms;
+    const char* v = std::getenv("MIXLAB_CONV_PAD_CHANNELS");
+    if (v == nullptr || *v == '\0') return PadChannels::Auto;
+    return std::string(v) == "0" ? PadChannels::Off : PadChannels::Force;
 }
 
-// "implicit_gemm in NCHW (transposed)": the algorithm of a direction on the NCHW route.
-std::string nchw_text(const char* name, const Choice& c, DType t, MathMode m)
+// The route a plan considers, if any: a forced one; else channel padding for 16-bit data
+// whose input channels are not a multiple of 8, NCHW for fp32 data.
+std::unique_ptr<ConvRoute> route_for(const ConvGeometry& g, DType t, MathMode m, ConvLayout layout,
+                                     PadChannels pad, bool* forced)
 {
-    return algo_text((std::string(name) + " in NCHW (transposed)").c_str(), c.math, t, m);
+    const bool odd_channels = g.in_c % ChannelPadRoute::k_channel_multiple != 0;
+    *forced = true;
+    if (layout == ConvLayout::Nchw) return std::make_unique<NchwRoute>(g, t, m);
+    if (pad == PadChannels::Force && odd_channels)
+        return std::make_unique<ChannelPadRoute>(g, t, m);
+    *forced = false;
+    if (pad == PadChannels::Auto && odd_channels && t != DType::F32)
+        return std::make_unique<ChannelPadRoute>(g, t, m);
+    if (layout == ConvLayout::Auto && t == DType::F32) return std::make_unique<NchwRoute>(g, t, m);
+    return nullptr;
+}
+
+// Whether a direction takes the route: where forced and available; else where the NHWC
+// search found nothing, where only the route is deterministic, or where the route with
+// its copies is at least 10% faster (a margin wide enough that timing noise does not flip
+// the choice, and so the run's bits, from one process to the next).
+bool prefer_route(const Choice& nhwc, const RouteDirection& route, bool forced)
+{
+    if (!route.available()) return false;
+    if (forced || nhwc.direct) return true;
+    if (nhwc.deterministic != route.choice.deterministic) return route.choice.deterministic;
+    return nhwc.timed && route.choice.timed && route.ms() < 0.9f * nhwc.ms;
 }
 
 std::string direct_text(bool forced)
@@ -171,19 +192,19 @@ void CudnnConv::grow_flipped(std::size_t bytes)
     regrow(m_flipped, bytes, "the flipped convolution weights");
 }
 
-void CudnnConv::grow_nchw(const ConvGeometry& g, DType t)
+void CudnnConv::grow_route(const ConvRoute& route)
 {
-    const std::size_t es = dtype_size(t);
-    const std::size_t x = g.x_count() * es, y = g.y_count() * es, w = g.w_count() * es;
-    if (x <= m_nchw.x.bytes() && y <= m_nchw.y.bytes() && w <= m_nchw.w.bytes()) return;
+    const std::size_t x = route.x_bytes(), y = route.y_bytes(), w = route.w_bytes();
+    if (x <= m_route.x.bytes() && y <= m_route.y.bytes() && w <= m_route.w.bytes()) return;
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream)); // as for the workspace
-    if (x > m_nchw.x.bytes()) regrow(m_nchw.x, x, "the NCHW convolution scratch");
-    if (y > m_nchw.y.bytes()) regrow(m_nchw.y, y, "the NCHW convolution scratch");
-    if (w > m_nchw.w.bytes()) regrow(m_nchw.w, w, "the NCHW convolution scratch");
+    if (x > m_route.x.bytes()) regrow(m_route.x, x, "the convolution route's copies");
+    if (y > m_route.y.bytes()) regrow(m_route.y, y, "the convolution route's copies");
+    if (w > m_route.w.bytes()) regrow(m_route.w, w, "the convolution route's copies");
 }
 
 std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t, MathMode math,
-                                                      BwdAsFwd as_fwd_mode, ConvLayout layout_mode)
+                                                      BwdAsFwd as_fwd_mode, ConvLayout layout_mode,
+                                                      PadChannels pad_mode)
 {
     // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
     // NOT_SUPPORTED, which says nothing to the user.
@@ -195,6 +216,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     auto p = std::make_unique<Plan>();
     p->as_fwd_mode = as_fwd_mode;
     p->layout_mode = layout_mode;
+    p->pad_mode = pad_mode;
     const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     p->x = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
@@ -230,7 +252,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
     if (p->bwd_data_as_fwd) grow_flipped(g.w_count() * dtype_size(t));
-    if (p->nchw_fwd || p->nchw_bwd_data || p->nchw_bwd_filter) grow_nchw(g, t);
+    if (p->route) grow_route(*p->route);
     return p;
 }
 
@@ -378,69 +400,70 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.bwd_filter_ws = std::max(p.bwd_filter_ws, w.memory);
     }
 
-    // The NCHW route, per direction, against what the NHWC search found. Backward data
-    // forced onto flipped weights (a check of that path) stays there.
+    // The route, per direction, against what the NHWC search found. Backward data forced
+    // onto flipped weights (a check of that path) stays there.
     const Choice& dd = p.bwd_data_as_fwd ? a : d; // backward data as NHWC runs it
-    const bool consider_nchw =
-        p.layout_mode == ConvLayout::Nchw || (p.layout_mode == ConvLayout::Auto && t == DType::F32);
-    if (consider_nchw && !m_force_direct) {
-        p.nchw = std::make_unique<NchwRoute>(g, t, m);
-        p.nchw->plan(h, s, sx.get(), sy.get(), sw.get(), wsp, wsb, m_stream);
-        const NchwDirection &nf = p.nchw->forward_plan(), &nd = p.nchw->backward_data_plan(),
-                            &nw = p.nchw->backward_filter_plan();
-        p.nchw_fwd = prefer_nchw(f, nf, p.layout_mode);
-        p.nchw_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_nchw(dd, nd, p.layout_mode);
-        p.nchw_bwd_filter = prefer_nchw(w, nw, p.layout_mode);
-        if (p.nchw_fwd) {
+    bool forced = false;
+    if (!m_force_direct) p.route = route_for(g, t, m, p.layout_mode, p.pad_mode, &forced);
+    if (p.route) {
+        p.route->plan(h, s, sx.get(), sy.get(), sw.get(), wsp, wsb, m_stream);
+        const RouteDirection &rf = p.route->forward_plan(), &rd = p.route->backward_data_plan(),
+                             &rw = p.route->backward_filter_plan();
+        p.route_fwd = prefer_route(f, rf, forced);
+        p.route_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_route(dd, rd, forced);
+        p.route_bwd_filter = prefer_route(w, rw, forced);
+        if (p.route_fwd) {
             p.direct_fwd = false;
-            p.fwd_ws = nf.workspace;
+            p.fwd_ws = rf.workspace;
         }
-        if (p.nchw_bwd_data) {
+        if (p.route_bwd_data) {
             p.direct_bwd_data = p.bwd_data_as_fwd = false;
-            p.bwd_data_ws = nd.workspace;
+            p.bwd_data_ws = rd.workspace;
         }
-        if (p.nchw_bwd_filter) {
+        if (p.route_bwd_filter) {
             p.direct_bwd_filter = false;
-            p.bwd_filter_ws = nw.workspace;
+            p.bwd_filter_ws = rw.workspace;
         }
-        if (!p.nchw_fwd && !p.nchw_bwd_data && !p.nchw_bwd_filter) p.nchw.reset();
+        if (!p.route_fwd && !p.route_bwd_data && !p.route_bwd_filter) p.route.reset();
     }
 
     ConvPlanRecord& r = p.record;
     const auto text = [&](const Choice& c, const char* name) {
         return c.direct ? direct_text(m_force_direct) : algo_text(name, c.math, t, m);
     };
-    // Each direction as it runs: NHWC, NCHW on transposed copies, or (backward data) the
-    // forward convolution on flipped weights. Times include the NCHW route's transposes.
+    // Each direction as it runs: NHWC, on the route's copies, or (backward data) the
+    // forward convolution on flipped weights. Times include the route's copies.
     struct AsRun {
         std::string algo;
         float ms;
         bool timed, tensor_cores;
     };
-    const auto nchw_run = [&](const NchwDirection& n, const char* name) {
-        return AsRun{nchw_text(name, n.choice, t, m), n.ms(), n.choice.timed,
+    const auto route_run = [&](const RouteDirection& n, const char* name) {
+        const std::string named = std::string(name) + " " + p.route->name();
+        return AsRun{algo_text(named.c_str(), n.choice.math, t, m), n.ms(), n.choice.timed,
                      n.choice.tensor_cores()};
     };
     const auto nhwc_run = [&](const Choice& c, std::string algo) {
         return AsRun{std::move(algo), c.ms, c.timed, c.tensor_cores()};
     };
     const AsRun rf =
-        p.nchw_fwd
-            ? nchw_run(p.nchw->forward_plan(),
-                       fwd_name(cudnnConvolutionFwdAlgo_t(p.nchw->forward_plan().choice.algo)))
+        p.route_fwd
+            ? route_run(p.route->forward_plan(),
+                        fwd_name(cudnnConvolutionFwdAlgo_t(p.route->forward_plan().choice.algo)))
             : nhwc_run(f, text(f, fwd_name(p.fwd_algo)));
     const AsRun rd =
-        p.nchw_bwd_data
-            ? nchw_run(p.nchw->backward_data_plan(), bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
-                                                         p.nchw->backward_data_plan().choice.algo)))
+        p.route_bwd_data ? route_run(p.route->backward_data_plan(),
+                                     bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
+                                         p.route->backward_data_plan().choice.algo)))
         : p.bwd_data_as_fwd
             ? nhwc_run(a, algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
                               (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""))
             : nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)));
-    const AsRun rw = p.nchw_bwd_filter ? nchw_run(p.nchw->backward_filter_plan(),
-                                                  bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
-                                                      p.nchw->backward_filter_plan().choice.algo)))
-                                       : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)));
+    const AsRun rw = p.route_bwd_filter
+                         ? route_run(p.route->backward_filter_plan(),
+                                     bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
+                                         p.route->backward_filter_plan().choice.algo)))
+                         : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)));
     r.info.forward_algo = rf.algo;
     r.info.backward_data_algo = rd.algo;
     r.info.backward_filter_algo = rw.algo;
@@ -459,11 +482,12 @@ CudnnConv::Plan& CudnnConv::plan_for(const ConvGeometry& g, DType t, MathMode ma
     // The variable changes only the plans it applies to: the others stay shared.
     const BwdAsFwd mode = as_fwd_valid(g) ? as_fwd_requested() : BwdAsFwd::Auto;
     const ConvLayout layout = layout_requested();
+    const PadChannels pad = pad_requested();
     for (auto& p : m_plans)
         if (p->record.geometry == g && p->record.dtype == t && p->record.math == math &&
-            p->as_fwd_mode == mode && p->layout_mode == layout)
+            p->as_fwd_mode == mode && p->layout_mode == layout && p->pad_mode == pad)
             return *p;
-    m_plans.push_back(make_plan(g, t, math, mode, layout));
+    m_plans.push_back(make_plan(g, t, math, mode, layout, pad));
     return *m_plans.back();
 }
 
@@ -477,8 +501,8 @@ void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const voi
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.nchw_fwd) {
-        p.nchw->forward(handle(), x, w, y, m_nchw, m_workspace, m_stream);
+    if (p.route_fwd) {
+        p.route->forward(handle(), x, w, y, m_route, m_workspace, m_stream);
         return;
     }
     if (p.direct_fwd) {
@@ -496,8 +520,8 @@ void CudnnConv::backward_data(const ConvGeometry& g, DType t, MathMode math, con
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.nchw_bwd_data) {
-        p.nchw->backward_data(handle(), dy, w, dx, m_nchw, m_workspace, m_stream);
+    if (p.route_bwd_data) {
+        p.route->backward_data(handle(), dy, w, dx, m_route, m_workspace, m_stream);
         return;
     }
     const float one = 1.0f, zero = 0.0f;
@@ -523,8 +547,8 @@ void CudnnConv::backward_filter(const ConvGeometry& g, DType t, MathMode math, c
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.nchw_bwd_filter) {
-        p.nchw->backward_filter(handle(), x, dy, dw, m_nchw, m_workspace, m_stream);
+    if (p.route_bwd_filter) {
+        p.route->backward_filter(handle(), x, dy, dw, m_route, m_workspace, m_stream);
         return;
     }
     if (p.direct_bwd_filter) {

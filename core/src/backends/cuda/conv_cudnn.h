@@ -1,13 +1,14 @@
 // Convolutions through cuDNN over NHWC tensors with KRSC (= cuDNN's NHWC) filters. One
 // plan per (geometry, dtype, math): descriptors plus the forward, backward-data and
 // backward-filter algorithms, chosen once by timing cuDNN's candidates on scratch
-// buffers. A direction may run in NCHW on transposed copies (conv_nchw.h) where that,
-// transposes included, times faster: fp32 convolutions, whose NHWC kernels are slow. Every plan shares one workspace, grown only while planning, so a training
+// buffers. A direction may run on copies of its operands in another form (conv_route.h:
+// NCHW for fp32, channels padded to 8 for a 16-bit stem) where that, copies included,
+// times faster. Every plan shares one workspace, grown only while planning, so a training
 // step never allocates. A direction cuDNN has no algorithm for runs a direct kernel.
 // Stride-1 backward data may run as a forward convolution on flipped weights when that
 // is faster or deterministic where cuDNN's own backward-data algorithms are not.
 #pragma once
-#include "backends/cuda/conv_nchw.h"
+#include "backends/cuda/conv_route.h"
 #include "backends/cuda/conv_report.h"
 #include "backends/cuda/cudnn_handles.h"
 #include "backends/cuda/device_memory.h"
@@ -27,6 +28,10 @@ enum class BwdAsFwd { Auto, Force, Off };
 // direction where its timing wins; nchw, taken wherever cuDNN has an NCHW algorithm (any
 // dtype; for checks); nhwc, never (for A/B runs).
 enum class ConvLayout { Auto, Nchw, Nhwc };
+// The channel-padded route, by MIXLAB_CONV_PAD_CHANNELS: unset, considered for 16-bit data
+// whose input channels are not a multiple of 8; 1, taken wherever they are not (checks);
+// 0, never.
+enum class PadChannels { Auto, Force, Off };
 
 class CudnnConv {
 public:
@@ -70,20 +75,23 @@ private:
         std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
         // Directions cuDNN has no algorithm for run our direct kernels (conv_direct.cuh).
         bool direct_fwd = false, direct_bwd_data = false, direct_bwd_filter = false;
-        // Directions that run in NCHW on transposed copies, through `nchw`.
-        std::unique_ptr<NchwRoute> nchw;
-        bool nchw_fwd = false, nchw_bwd_data = false, nchw_bwd_filter = false;
-        ConvLayout layout_mode = ConvLayout::Auto; // MIXLAB_CONV_LAYOUT when planned (in the key)
+        // Directions that run on copies of their operands, through `route`.
+        std::unique_ptr<ConvRoute> route;
+        bool route_fwd = false, route_bwd_data = false, route_bwd_filter = false;
+        // MIXLAB_CONV_LAYOUT and MIXLAB_CONV_PAD_CHANNELS when planned (in the key).
+        ConvLayout layout_mode = ConvLayout::Auto;
+        PadChannels pad_mode = PadChannels::Auto;
         ConvPlanRecord record;
     };
 
     Plan& plan_for(const ConvGeometry& g, DType t, MathMode math);
     std::unique_ptr<Plan> make_plan(const ConvGeometry& g, DType t, MathMode math,
-                                    BwdAsFwd as_fwd_mode, ConvLayout layout_mode);
+                                    BwdAsFwd as_fwd_mode, ConvLayout layout_mode,
+                                    PadChannels pad_mode);
     void choose_algorithms(Plan& plan, std::size_t limit);
     void grow_workspace(std::size_t bytes);
     void grow_flipped(std::size_t bytes);
-    void grow_nchw(const ConvGeometry& g, DType t);
+    void grow_route(const ConvRoute& route);
 
     cudaStream_t m_stream;
     bool m_force_direct = false; // MIXLAB_CONV_DIRECT=1: every direction on the fallback
@@ -92,7 +100,7 @@ private:
     // The flipped weights of the backward-data-as-forward plans, refilled before each
     // such call: one buffer for all of them (stream order keeps their uses apart).
     DeviceMemory m_flipped;
-    NchwScratch m_nchw; // the NCHW route's transposed operands, shared the same way
+    RouteScratch m_route; // the routes' copies of the operands, shared the same way
     std::vector<std::unique_ptr<Plan>> m_plans; // few per run: a linear search is enough
 };
 

@@ -92,6 +92,14 @@ Choice pick_algorithm(const Search& s, const char* direction, Find find, Heurist
     Perf r[8];
     int n = 0;
     const Perf* pick = nullptr;
+    // The first run of a kernel may load its module (CUDA loads them lazily) and time
+    // far slower than it will run: a warm-up search first, discarded, so that the timed
+    // one compares the kernels as the steps will run them.
+    if (s.can_time) {
+        Perf warm[8];
+        int warm_n = 0;
+        (void)find(warm, &warm_n);
+    }
     if (s.can_time && find(r, &n) == CUDNN_STATUS_SUCCESS) {
         pick = choose(r, n, s.limit, s.t, s.m);
         c.timed = pick != nullptr;

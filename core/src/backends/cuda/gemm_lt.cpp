@@ -414,12 +414,19 @@ void LtGemm::consider_staging(std::unique_ptr<Plan>& plan, const Key& key, const
     }
     const bool wins = can_time && staged_us < (1.0f - k_tune_min_gain) * direct_us;
     if (!forced && !wins) return;
+    const char* which =
+        s.a.on   ? (s.b.on ? (s.c.on ? "A, B and C" : "A and B") : (s.c.on ? "A and C" : "A"))
+        : s.b.on ? (s.c.on ? "B and C" : "B")
+                 : "C";
     char buf[160];
-    std::snprintf(
-        buf, sizeof buf,
-        "%s%s%scopied to 16-byte aligned rows: %.1f us a call with the copies vs %.1f us%s",
-        s.a.on ? "A " : "", s.b.on ? "B " : "", s.c.on ? "C " : "", staged_us, direct_us,
-        forced ? " (MIXLAB_GEMM_STAGE)" : "");
+    if (can_time)
+        std::snprintf(buf, sizeof buf,
+                      "%s copied to 16-byte aligned rows: %.1f us a call with the copies vs %.1f "
+                      "us%s",
+                      which, staged_us, direct_us, forced ? " (MIXLAB_GEMM_STAGE)" : "");
+    else
+        std::snprintf(buf, sizeof buf, "%s copied to 16-byte aligned rows (MIXLAB_GEMM_STAGE)",
+                      which);
     staged->info.staging = buf;
     plan = std::move(staged);
 }

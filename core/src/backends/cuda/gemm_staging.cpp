@@ -39,8 +39,10 @@ GemmStaging staging_for(const GemmCall& g, StageMode mode)
     GemmStaging s;
     const DType ab = g.a->dtype(), ct = g.c->dtype();
     // Row-major storage: A is m x k (k x m when transposed), B k x n (n x k), C m x n.
-    s.a = g.trans_a ? stage_if_unaligned(g.k, g.m, ab, mode) : stage_if_unaligned(g.m, g.k, ab, mode);
-    s.b = g.trans_b ? stage_if_unaligned(g.n, g.k, ab, mode) : stage_if_unaligned(g.k, g.n, ab, mode);
+    s.a =
+        g.trans_a ? stage_if_unaligned(g.k, g.m, ab, mode) : stage_if_unaligned(g.m, g.k, ab, mode);
+    s.b =
+        g.trans_b ? stage_if_unaligned(g.n, g.k, ab, mode) : stage_if_unaligned(g.k, g.n, ab, mode);
     s.c = stage_if_unaligned(g.m, g.n, ct, mode);
     return s;
 }
