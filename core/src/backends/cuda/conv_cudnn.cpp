@@ -285,12 +285,17 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             can_time = false; // no room to time: cuDNN's heuristics choose instead
         }
     }
-    const Search s{
-        can_time, m_force_direct,
-        limit,    t,
-        m,        geometry_text(g) + " " + dtype_short_name(t) + " " + math_mode_name(m)};
+    const Search s{can_time, m_force_direct,
+                   limit,    t,
+                   m,        geometry_text(g) + " " + dtype_short_name(t) + " " + math_mode_name(m),
+                   m_stream};
     void* const wsp = ws.get();
     const std::size_t wsb = ws.bytes();
+    const float one = 1.0f, zero = 0.0f;
+    // A candidate runs with the math type it was timed with (exact fp32 keeps FMA math).
+    const auto with_math = [&](const ConvDesc& desc, cudnnMathType_t mt) {
+        if (!fp32_exact(t, m)) MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(desc.get(), mt));
+    };
 
     const Choice f = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
         s, "forward",
@@ -303,6 +308,12 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.fwd.get(),
                                                           p.y.get(),
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionFwdAlgoPerf_t& c) {
+            with_math(p.fwd, c.mathType);
+            return cudnnConvolutionForward(h, &one, p.x.get(), sx.get(), p.w.get(), sw.get(),
+                                           p.fwd.get(), c.algo, wsp, wsb, &zero, p.y.get(),
+                                           sy.get());
         });
     p.direct_fwd = f.direct;
     if (!f.direct) {
@@ -325,6 +336,12 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(),
                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& c) {
+            with_math(p.bwd_data, c.mathType);
+            return cudnnConvolutionBackwardData(h, &one, p.w.get(), sw.get(), p.y.get(), sy.get(),
+                                                p.bwd_data.get(), c.algo, wsp, wsb, &zero,
+                                                p.x.get(), sx.get());
         });
     // Backward data as a forward convolution: dy (the y descriptor) in, dx (x) out,
     // through the flipped weights (sw stands in for them: the same element count).
@@ -353,6 +370,12 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
                     return cudnnGetConvolutionForwardAlgorithm_v7(
                         h, p.y.get(), p.w_flipped.get(), p.bwd_as_fwd.get(), p.x.get(),
                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
+                },
+                [&](const cudnnConvolutionFwdAlgoPerf_t& c) {
+                    with_math(p.bwd_as_fwd, c.mathType);
+                    return cudnnConvolutionForward(h, &one, p.y.get(), sy.get(), p.w_flipped.get(),
+                                                   sw.get(), p.bwd_as_fwd.get(), c.algo, wsp, wsb,
+                                                   &zero, p.x.get(), sx.get());
                 });
     }
     p.bwd_data_as_fwd = prefer_as_fwd(d, a, p.as_fwd_mode);
@@ -388,6 +411,12 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, p.x.get(), p.y.get(), p.bwd_filter.get(), p.w.get(),
                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionBwdFilterAlgoPerf_t& c) {
+            with_math(p.bwd_filter, c.mathType);
+            return cudnnConvolutionBackwardFilter(h, &one, p.x.get(), sx.get(), p.y.get(), sy.get(),
+                                                  p.bwd_filter.get(), c.algo, wsp, wsb, &zero,
+                                                  p.w.get(), sw.get());
         });
     p.direct_bwd_filter = w.direct;
     if (!w.direct) {

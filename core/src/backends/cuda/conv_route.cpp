@@ -33,6 +33,11 @@ float ConvRoute::time_ms(cudaStream_t stream, const std::function<void()>& work)
 void ConvRoute::search(cudnnHandle_t h, const Search& s, void* x, void* y, void* w, void* ws,
                        std::size_t ws_bytes)
 {
+    const float one = 1.0f, zero = 0.0f;
+    // A candidate runs with the math type it was timed with (exact fp32 keeps FMA math).
+    const auto with_math = [&](const ConvDesc& desc, cudnnMathType_t mt) {
+        if (!fp32_exact(m_t, m_m)) MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(desc.get(), mt));
+    };
     m_fwd.choice = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
         s, "forward on a route",
         [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
@@ -44,6 +49,11 @@ void ConvRoute::search(cudnnHandle_t h, const Search& s, void* x, void* y, void*
             return cudnnGetConvolutionForwardAlgorithm_v7(h, m_x.get(), m_w.get(), m_fwd_desc.get(),
                                                           m_y.get(),
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionFwdAlgoPerf_t& c) {
+            with_math(m_fwd_desc, c.mathType);
+            return cudnnConvolutionForward(h, &one, m_x.get(), x, m_w.get(), w, m_fwd_desc.get(),
+                                           c.algo, ws, ws_bytes, &zero, m_y.get(), y);
         });
     if (m_fwd.available()) {
         const auto algo = cudnnConvolutionFwdAlgo_t(m_fwd.choice.algo);
@@ -65,6 +75,12 @@ void ConvRoute::search(cudnnHandle_t h, const Search& s, void* x, void* y, void*
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 h, m_w.get(), m_y.get(), m_data_desc.get(), m_x.get(),
                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& c) {
+            with_math(m_data_desc, c.mathType);
+            return cudnnConvolutionBackwardData(h, &one, m_w.get(), w, m_y.get(), y,
+                                                m_data_desc.get(), c.algo, ws, ws_bytes, &zero,
+                                                m_x.get(), x);
         });
     if (m_data.available()) {
         const auto algo = cudnnConvolutionBwdDataAlgo_t(m_data.choice.algo);
@@ -86,6 +102,12 @@ void ConvRoute::search(cudnnHandle_t h, const Search& s, void* x, void* y, void*
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, m_x.get(), m_y.get(), m_filter_desc.get(), m_w.get(),
                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r);
+        },
+        [&](const cudnnConvolutionBwdFilterAlgoPerf_t& c) {
+            with_math(m_filter_desc, c.mathType);
+            return cudnnConvolutionBackwardFilter(h, &one, m_x.get(), x, m_y.get(), y,
+                                                  m_filter_desc.get(), c.algo, ws, ws_bytes, &zero,
+                                                  m_w.get(), w);
         });
     if (m_filter.available()) {
         const auto algo = cudnnConvolutionBwdFilterAlgo_t(m_filter.choice.algo);
