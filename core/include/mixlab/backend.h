@@ -177,6 +177,9 @@ struct ConvPlanInfo {
     std::string forward_algo, backward_data_algo, backward_filter_algo;
     bool tensor_cores = false;        // the chosen algorithms use tensor-core math
     std::int64_t workspace_bytes = 0; // the largest of the three
+    // Each direction's time when the plan timed it (its copies included when it runs on a
+    // route); 0 where nothing was timed (the CPU backend, cuDNN's heuristics).
+    float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;
 };
 
 // Max or average pooling over NHWC windows with symmetric padding; padded positions

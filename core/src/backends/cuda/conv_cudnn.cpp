@@ -501,6 +501,9 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
     r.forward_ms = rf.ms;
     r.backward_data_ms = rd.ms;
     r.backward_filter_ms = rw.ms;
+    r.info.forward_ms = rf.timed ? rf.ms : 0.0f;
+    r.info.backward_data_ms = rd.timed ? rd.ms : 0.0f;
+    r.info.backward_filter_ms = rw.timed ? rw.ms : 0.0f;
     r.timed = rf.timed && rd.timed && rw.timed;
     // The scratch is freed on return; FindEx has finished with it (it synchronises).
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));

@@ -5,6 +5,7 @@
 #include "model/layers/layer_unit.h"
 #include "model/layers/weights.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace mixlab {
@@ -81,9 +82,17 @@ public:
         if (g.stride_h != 1 || g.stride_w != 1) s << " stride " << g.stride_h;
         s << " on " << g.in_h << "x" << g.in_w;
         k.tensor_cores = m_plan.tensor_cores;
+        // With the times the plan measured, so that two runs' choices can be compared.
+        const auto timed = [](const std::string& algo, float ms) {
+            if (ms <= 0.0f) return algo;
+            char buf[32];
+            std::snprintf(buf, sizeof buf, " %.3f ms", double(ms));
+            return algo + buf;
+        };
         if (!m_plan.forward_algo.empty())
-            s << "; algorithms fwd " << m_plan.forward_algo << ", bwd data "
-              << m_plan.backward_data_algo << ", bwd filter " << m_plan.backward_filter_algo;
+            s << "; algorithms fwd " << timed(m_plan.forward_algo, m_plan.forward_ms)
+              << ", bwd data " << timed(m_plan.backward_data_algo, m_plan.backward_data_ms)
+              << ", bwd filter " << timed(m_plan.backward_filter_algo, m_plan.backward_filter_ms);
         k.detail = s.str() + detail_tail(*layer, math, m_w);
         out.push_back(std::move(k));
     }
