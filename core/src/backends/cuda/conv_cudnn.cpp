@@ -252,7 +252,6 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
     if (p->bwd_data_as_fwd) grow_flipped(g.w_count() * dtype_size(t));
-    if (p->route) grow_route(*p->route);
     return p;
 }
 
@@ -441,6 +440,17 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.route_fwd = prefer_route(f, rf, forced);
         p.route_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_route(dd, rd, forced);
         p.route_bwd_filter = prefer_route(w, rw, forced);
+        // The route's copies must fit beside everything else. Where they do not, every
+        // direction stays NHWC, so a batch near the device's limit still runs (without
+        // the route), unless the route was forced.
+        if (p.route_fwd || p.route_bwd_data || p.route_bwd_filter) {
+            try {
+                grow_route(*p.route);
+            } catch (const OutOfMemoryError&) {
+                if (forced) throw;
+                p.route_fwd = p.route_bwd_data = p.route_bwd_filter = false;
+            }
+        }
         if (p.route_fwd) {
             p.direct_fwd = false;
             p.fwd_ws = rf.workspace;
