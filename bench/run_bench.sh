@@ -93,16 +93,7 @@ if [[ " $parts " == *" w2 "* ]]; then
   # MixLab reads CIFAR-100-format files of random pixels: the step time does not depend
   # on what the pixels are, and CIFAR itself cannot be downloaded there.
   data="$(mktemp -d)"
-  part w2_data /dev/null python3 - "$data" <<'PY'
-import os, sys
-# CIFAR-100 binary records: coarse label, fine label, 3072 pixel bytes (CHW).
-for name, n in (("train.bin", 20000), ("test.bin", 1000)):
-    rec = bytearray(os.urandom(n * 3074))
-    for i in range(n):
-        rec[i * 3074] = rec[i * 3074] % 20
-        rec[i * 3074 + 1] = rec[i * 3074 + 1] % 100
-    open(os.path.join(sys.argv[1], name), "wb").write(rec)
-PY
+  part w2_data /dev/null python3 "$here/cifar_files.py" "$data"
   for b in ${w2_batches//,/ }; do
     part "w2_mixlab_$b" "$out/w2_mixlab_$b.txt" "${mixlab[@]}" compare \
       --model "$here/../resources/models/resnet18.json" --dataset "$data" \

@@ -81,6 +81,13 @@ def backward_and_step(loss, params, opt, policy, graphed, scaler, clip=None):
 def median_step_ms(model, x, y, policy, windows, steps_per_window, warmup, graphed=False):
     """policy: fp32, tf32, amp_fp16 or amp_bf16 (set_math must have been called); graphed:
     the whole step replayed from one CUDA graph."""
+    return timed_median(make_step(model, x, y, policy, graphed), windows, steps_per_window,
+                        warmup)
+
+
+def make_step(model, x, y, policy, graphed=False):
+    """One training step as a callable (graphed: the replay of its capture), as
+    median_step_ms times it and kernel_profile_torch.py profiles it."""
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
@@ -95,7 +102,7 @@ def median_step_ms(model, x, y, policy, windows, steps_per_window, warmup, graph
             loss = loss_fn(model(x), y)
         backward_and_step(loss, params, opt, policy, graphed, scaler)
 
-    return timed_median(capture(step) if graphed else step, windows, steps_per_window, warmup)
+    return capture(step) if graphed else step
 
 
 def timed_median(step, windows, steps_per_window, warmup):

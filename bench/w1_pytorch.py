@@ -13,15 +13,21 @@ def make_model():
                          nn.Linear(3000, 1000), nn.ReLU(), nn.Linear(1000, 10)).cuda()
 
 
-def time_policy(policy, batch, windows, steps_per_window, warmup):
+def setup(policy, batch):
+    """Model, inputs and labels of one variant ("amp_bf16_graph"), math set for it;
+    returns (model, x, y, base policy, graphed)."""
     base, _, graphed = parse_policy(policy)
     set_math(base)
     torch.manual_seed(0)
     model = make_model()
     x = torch.randn(batch, 32, 32, 3, device="cuda")
     y = torch.randint(0, 10, (batch,), device="cuda")
-    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup, graphed)
+    return model, x, y, base, graphed
 
+
+def time_policy(policy, batch, windows, steps_per_window, warmup):
+    model, x, y, base, graphed = setup(policy, batch)
+    return median_step_ms(model, x, y, base, windows, steps_per_window, warmup, graphed)
 
 if __name__ == "__main__":
     main(time_policy, "32,256,1024,4096",

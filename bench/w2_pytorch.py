@@ -34,7 +34,9 @@ def resnet18(classes=100):
     return nn.Sequential(*layers)
 
 
-def time_policy(policy, batch, windows, steps_per_window, warmup):
+def setup(policy, batch):
+    """Model, inputs and labels of one variant ("amp_fp16_cl_graph"), math set for it;
+    returns (model, x, y, base policy, graphed)."""
     base, channels_last, graphed = parse_policy(policy)
     set_math(base)
     torch.manual_seed(0)
@@ -42,6 +44,11 @@ def time_policy(policy, batch, windows, steps_per_window, warmup):
     model = resnet18().cuda().to(memory_format=fmt)
     x = torch.randn(batch, 3, 32, 32, device="cuda").to(memory_format=fmt)
     y = torch.randint(0, 100, (batch,), device="cuda")
+    return model, x, y, base, graphed
+
+
+def time_policy(policy, batch, windows, steps_per_window, warmup):
+    model, x, y, base, graphed = setup(policy, batch)
     return median_step_ms(model, x, y, base, windows, steps_per_window, warmup, graphed)
 
 

@@ -8,6 +8,8 @@
 #include "mixlab/error.h"
 #include "backends/op_names.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -739,17 +741,24 @@ void Checker::gemm_check(const GemmCase& g)
             compare(v, "bias_grad", tgrad, Tol{1e-30, out_rtol(g.grad)}, &row_abs,
                     acc + unit_roundoff(g.grad));
         if (g.staged && m_cand.info().backend == BackendKind::Cuda) {
-            // The staged plan must really have run: else this only repeats the case.
-            const std::string shape = " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
-                                      std::to_string(g.k) + " " + (g.ta ? "T" : "N") +
-                                      (g.tb ? "T" : "N") + " ";
+            // The staged plan must really have run: else this only repeats the case. The
+            // plan is matched on everything that keys it (shape, transposes, dtypes,
+            // epilogue, math), so another case's plan of the same shape does not count.
             bool staged = false;
-            for (const PlanReport& p : backend_plan_reports(m_cand))
-                if (p.kind == "gemm" && p.description.find(shape) != std::string::npos &&
-                    p.description.find("aligned rows") != std::string::npos) {
+            for (const PlanReport& p : backend_plan_reports(m_cand)) {
+                if (p.kind != "gemm") continue;
+                const auto j = nlohmann::json::parse(p.json);
+                if (j.at("m") == g.m && j.at("n") == g.n && j.at("k") == g.k &&
+                    j.at("trans_a") == g.ta && j.at("trans_b") == g.tb &&
+                    j.at("ab") == std::string(dtype_name(g.ab)) &&
+                    j.at("c") == std::string(dtype_name(g.c)) &&
+                    j.at("epilogue") == epilogue_name(g.epi) &&
+                    j.at("math") == math_mode_name(g.math) &&
+                    !j.at("staging").get<std::string>().empty()) {
                     staged = true;
                     v.note(p.description);
                 }
+            }
             if (!staged) v.fail("MIXLAB_GEMM_STAGE=1 but no plan of this shape was staged");
         }
     });

@@ -5,6 +5,7 @@
 #include "backends/cuda/conv_report.h"
 #include "backends/cuda/cuda_factory.h"
 #include "backends/cuda/gemm_report.h"
+#include "backends/op_names.h"
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -53,6 +54,9 @@ nlohmann::json gemm_json(const mixlab::cuda::GemmPlanInfo& p)
             {"trans_b", p.trans_b},
             {"ab", std::string(dtype_name(p.ab))},
             {"c", std::string(dtype_name(p.c))},
+            {"epilogue", mixlab::epilogue_name(p.epilogue)},
+            {"math", mixlab::math_mode_name(p.math)},
+            {"staging", p.staging},
             {"fused", p.fused},
             {"tensor_cores", p.tensor_cores},
             {"calls", p.calls},
