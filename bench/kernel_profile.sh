@@ -4,9 +4,10 @@
 # Compute (the device has ncu, not nsys) with only one step's kernels measured: MixLab's
 # step MIXLAB_PROFILE_STEP (a replay of its recorded graph between cudaProfilerStart and
 # Stop), PyTorch's one replay of its captured step; each kernel node timed on its own
-# (gpu__time_duration; clocks and caches left alone). kernel_table.py groups them. The
-# sum of a side's kernels is its step without launch gaps: against the event-timed step
-# it shows how much of the step is gaps.
+# (gpu__time_duration in one pass, application replay: under ncu's default kernel replay
+# PyTorch's fp16 step failed in cuDNN's persistent batch-norm kernel; clocks and caches
+# left alone). kernel_table.py groups them. The sum of a side's kernels is its step
+# without launch gaps: against the event-timed step it shows how much of it is gaps.
 # Usage: bench/kernel_profile.sh MIXLAB_CLI OUT_DIR [w2] [batch 128] [policy mixed_fp16]
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,8 +23,8 @@ esac
 ncu_bin="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)"
 [ -x "$ncu_bin" ] || { echo "kernel_profile.sh: ncu (Nsight Compute) not found" >&2; exit 1; }
 ncu=("$ncu_bin" --profile-from-start off --graph-profiling node --clock-control none
-     --cache-control none --metrics gpu__time_duration.sum --csv --page raw
-     --print-units base)
+     --cache-control none --replay-mode application --metrics gpu__time_duration.sum
+     --csv --page raw --print-units base)
 mkdir -p "$out"
 data="$(mktemp -d)"
 case "$workload" in

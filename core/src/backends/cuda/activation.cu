@@ -9,6 +9,8 @@
 #include "backends/cuda/reduce.cuh"
 #include "base/hd_math.h"
 
+#include <cstdint>
+
 namespace mixlab::cuda {
 
 namespace {
@@ -58,30 +60,51 @@ __global__ void softmax_kernel(const TX* x, AnyConst bias, std::size_t rows, int
     }
 }
 
+// The gradient through an elementwise activation: `in` is y for ReLU, sigmoid and tanh
+// and x for GELU (operand_of says which), g the incoming gradient.
+__device__ __forceinline__ float activation_grad(Activation act, float g, float in)
+{
+    switch (act) {
+    case Activation::Relu: return in > 0.0f ? g : 0.0f;
+    case Activation::Sigmoid: return g * in * (1.0f - in);
+    case Activation::Tanh: return g * (1.0f - in * in);
+    case Activation::Gelu: return g * hd::gelu_grad(in);
+    default: return g;
+    }
+}
+
 template <class TDY, class TDX>
-__global__ void activation_backward_kernel(Activation act, AnyConst x, AnyConst y, const TDY* dy,
+__global__ void activation_backward_kernel(Activation act, AnyConst in, const TDY* dy,
                                            std::size_t n, TDX* dx)
 {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-         i += std::size_t(gridDim.x) * blockDim.x) {
-        const float g = to_f32(dy[i]);
-        float d = g;
-        switch (act) {
-        case Activation::Relu: d = y.load(i) > 0.0f ? g : 0.0f; break;
-        case Activation::Sigmoid: {
-            const float s = y.load(i);
-            d = g * s * (1.0f - s);
-            break;
-        }
-        case Activation::Tanh: {
-            const float t = y.load(i);
-            d = g * (1.0f - t * t);
-            break;
-        }
-        case Activation::Gelu: d = g * hd::gelu_grad(x.load(i)); break;
-        default: break;
-        }
-        dx[i] = from_f32<TDX>(d);
+         i += std::size_t(gridDim.x) * blockDim.x)
+        dx[i] = from_f32<TDX>(activation_grad(act, to_f32(dy[i]), in.load(i)));
+}
+
+// Eight elements a thread in 16-byte accesses, where dy, the operand read and dx share one
+// dtype and every pointer is 16-byte aligned (the elements past the last whole eight go
+// to the scalar kernel). The scalar kernel's 2-byte accesses and per-element dtype switch
+// ran ResNet-18's and the MLP's ReLU backward at about half the copy bandwidth
+// (bench/NOTES.md 21).
+template <class T>
+struct alignas(16) Eight {
+    T v[8];
+};
+
+template <class T>
+__global__ void activation_backward_vec_kernel(Activation act, const T* in, const T* dy,
+                                               std::size_t eights, T* dx)
+{
+    for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < eights;
+         k += std::size_t(gridDim.x) * blockDim.x) {
+        const Eight<T> a = reinterpret_cast<const Eight<T>*>(in)[k];
+        const Eight<T> g = reinterpret_cast<const Eight<T>*>(dy)[k];
+        Eight<T> out;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            out.v[j] = from_f32<T>(activation_grad(act, to_f32(g.v[j]), to_f32(a.v[j])));
+        reinterpret_cast<Eight<T>*>(dx)[k] = out;
     }
 }
 
@@ -149,18 +172,41 @@ void launch_activation_backward(Activation act, const void* x, DType tx, const v
     const std::size_t n = rows * std::size_t(cols);
     if (n == 0) return;
     const AnyConst ax{x, tx}, ay{y, ty};
+    const AnyConst in = act == Activation::Gelu ? ax : ay;
+    const auto aligned16 = [](const void* p) {
+        return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    };
+    const bool vector = act != Activation::Softmax && in.t == tdy && tdy == tdx &&
+                        aligned16(in.p) && aligned16(dy) && aligned16(dx);
+    // Eights handled by the vector kernel; the scalar one takes the rest from `done` on.
+    const std::size_t eights = vector ? n / 8 : 0, done = eights * 8;
+    if (eights > 0) {
+        dispatch_floating(tdy, "activation_backward", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            activation_backward_vec_kernel<T>
+                <<<grid_for(eights, k_threads), k_threads, 0, stream>>>(
+                    act, static_cast<const T*>(in.p), static_cast<const T*>(dy), eights,
+                    static_cast<T*>(dx));
+        });
+        MIXLAB_CUDA_CHECK_LAUNCH("activation_backward_vec_kernel");
+        if (done == n) return;
+    }
     dispatch_floating(tdy, "activation_backward", [&](auto tag_dy) {
         using TDY = typename decltype(tag_dy)::type;
         dispatch_floating(tdx, "activation_backward", [&](auto tag_dx) {
             using TDX = typename decltype(tag_dx)::type;
             const TDY* pdy = static_cast<const TDY*>(dy);
             TDX* pdx = static_cast<TDX*>(dx);
-            if (act == Activation::Softmax)
+            if (act == Activation::Softmax) {
                 softmax_backward_kernel<TDY, TDX>
                     <<<row_blocks(rows), row_threads(cols), 0, stream>>>(ay, pdy, rows, cols, pdx);
-            else
+            } else {
+                const std::size_t elem = dtype_size(in.t);
+                const AnyConst rest{static_cast<const char*>(in.p) + done * elem, in.t};
                 activation_backward_kernel<TDY, TDX>
-                    <<<grid_for(n, k_threads), k_threads, 0, stream>>>(act, ax, ay, pdy, n, pdx);
+                    <<<grid_for(n - done, k_threads), k_threads, 0, stream>>>(act, rest, pdy + done,
+                                                                              n - done, pdx + done);
+            }
         });
     });
     MIXLAB_CUDA_CHECK_LAUNCH(act == Activation::Softmax ? "softmax_backward_kernel"

@@ -81,6 +81,15 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
     const int chunks = (sample + k_vec - 1) / k_vec;
     const std::int64_t total = std::int64_t(batch) * chunks;
     const bool augment = a.crop || a.flip;
+    // Every (channel, byte) normalised once per block, by the expression the CPU uses:
+    // the per-element division and the indexing of the parameters by channel had run
+    // the MLP's 4096-sample batch at a fifth of the copy bandwidth (bench/NOTES.md 21).
+    __shared__ float norm[4][256];
+    for (int i = threadIdx.x; i < a.channels * 256; i += blockDim.x) {
+        const int c = i / 256, byte = i % 256;
+        norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
+    }
+    __syncthreads();
     for (std::int64_t t = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; t < total;
          t += std::int64_t(gridDim.x) * blockDim.x) {
         const int b = int(t / chunks);
@@ -93,24 +102,38 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
         hd::AugmentDraw d{};
         if (augment) d = hd::augment_draw(a.seed, step, std::uint64_t(b), a.pad, a.crop, a.flip);
         const int n = min(k_vec, sample - first);
+        // The eight source bytes in one 8-byte load where they are whole and aligned.
+        std::uint8_t bytes[k_vec] = {};
+        if (!augment) {
+            if (n == k_vec && (reinterpret_cast<std::uintptr_t>(img + first) & 7u) == 0) {
+                const uint2 w = *reinterpret_cast<const uint2*>(img + first);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    bytes[i] = std::uint8_t(w.x >> (8 * i));
+                    bytes[4 + i] = std::uint8_t(w.y >> (8 * i));
+                }
+            } else {
+                for (int i = 0; i < n; ++i) bytes[i] = img[first + i];
+            }
+        }
         float v[k_vec];
         int c = first % a.channels;
         int p = first / a.channels;
 #pragma unroll
         for (int i = 0; i < k_vec; ++i) {
-            float raw = 0.0f;
+            int raw = 0;
             if (i < n) {
                 if (!augment) {
-                    raw = float(img[first + i]);
+                    raw = bytes[i];
                 } else {
                     const int r = p / a.width, col = p - r * a.width;
                     int sr = 0, sc = 0;
                     // Zero padding is a raw 0 pixel, normalised like any other.
                     if (hd::augment_source(d, r, col, a.height, a.width, &sr, &sc))
-                        raw = float(img[(std::int64_t(sr) * a.width + sc) * a.channels + c]);
+                        raw = img[(std::int64_t(sr) * a.width + sc) * a.channels + c];
                 }
             }
-            v[i] = (raw / 255.0f - a.mean[c]) * a.inv_std[c];
+            v[i] = norm[c][raw];
             if (++c == a.channels) {
                 c = 0;
                 ++p;
@@ -155,7 +178,9 @@ void launch_gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
     args.steps_per_epoch = steps_per_epoch < 1 ? 1 : steps_per_epoch;
     const std::size_t threads_needed =
         std::size_t(batch) * std::size_t((sample + k_vec - 1) / k_vec);
-    const unsigned blocks = grid_for(threads_needed, k_threads, 65535);
+    // Enough blocks to fill the device a few times over, few enough that each block's
+    // table is built for many samples' worth of work.
+    const unsigned blocks = grid_for(threads_needed, k_threads, 2048);
     dispatch_floating(out_t, "gather_batch", [&](auto tag) {
         using T = typename decltype(tag)::type;
         gather_kernel<T><<<blocks, k_threads, 0, stream>>>(images, labels, order, offset, batch,
