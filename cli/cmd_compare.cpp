@@ -25,7 +25,8 @@ void print_table(const std::vector<RunConfig>& configs, const std::vector<RunOut
     const auto failed = [&](std::size_t i) { return runs[i].status == RunOutcome::Status::Failed; };
     const double base = runs.empty() || failed(0) ? 0.0 : runs.front().summary.median_step_ms;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        const std::string name(policy_name(configs[i].policy));
+        std::string name(policy_name(configs[i].policy));
+        if (configs[i].optimizer.master_weights == MasterWeights::Bf16Split) name += "+split";
         if (failed(i)) {
             std::printf("%-12s %12s\n", name.c_str(), "failed");
             continue;

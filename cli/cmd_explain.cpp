@@ -247,6 +247,7 @@ int cmd_explain(int argc, char** argv)
         facts[i].batch = configs[i].batch_size;
         facts[i].bptt = configs[i].bptt;
         facts[i].loss_scale_mode = effective_loss_scale_mode(configs[i]);
+        facts[i].master_weights = configs[i].optimizer.master_weights;
         facts[i].baseline = 0; // --help says the first policy is the baseline, as in compare
     }
     FactsRecorder recorder(facts, group.log);
@@ -268,6 +269,7 @@ int cmd_explain(int argc, char** argv)
         facts[i].graph = group.facts.graph;
         facts[i].device = group.facts.device;
         facts[i].summary = runs[i].summary;
+        if (i < group.device_bytes.size()) facts[i].device_bytes = group.device_bytes[i];
         if (profiled) facts[i].profile = runs[i].profile;
         if (facts[i].profile && ran_on_gpu(facts[i]))
             facts[i].gpu_busy_fraction = facts[i].profile->gpu_busy_fraction;

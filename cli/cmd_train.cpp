@@ -23,6 +23,9 @@ void print_summary(const RunConfig& c, const GroupFacts& facts, const RunSummary
     // A language model's batch is columns x bptt tokens, its throughput tokens per second.
     const int per_step = s.language_model ? c.batch_size * c.bptt : c.batch_size;
     std::printf("policy            %s\n", std::string(policy_name(c.policy)).c_str());
+    if (c.optimizer.master_weights == MasterWeights::Bf16Split)
+        std::printf("master weights    bf16_split (the bf16 weight + an int16 remainder: "
+                    "exactly the fp32 master)\n");
     std::printf("loss scaling      %s\n",
                 std::string(loss_scale_mode_name(effective_loss_scale_mode(c))).c_str());
     std::printf("device            %s (%s)\n", std::string(backend_kind_name(env.backend)).c_str(),

@@ -36,6 +36,8 @@ public:
     void on_run_started(int run, const RunStart& start) override
     {
         const RunConfig& c = m_group.configs[std::size_t(run)];
+        m_group.device_bytes.resize(m_group.configs.size());
+        m_group.device_bytes[std::size_t(run)] = start.device_bytes;
         // One run (train) prints no "[policy] " prefix.
         const std::string label =
             m_group.log.kind() == RunLog::Kind::Train ? "" : std::string(policy_name(c.policy));

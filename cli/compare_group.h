@@ -24,8 +24,9 @@ struct CompareGroup {
     // Filled by run_compare_group:
     GroupFacts facts;
     RunLog log;
-    GroupOutcome outcome;     // per run: its summary or its failure, and its profile
-    bool interrupted = false; // Ctrl-C ended it early
+    GroupOutcome outcome;                   // per run: its summary or its failure, and its profile
+    std::vector<std::int64_t> device_bytes; // per run: what it allocated on the device
+    bool interrupted = false;               // Ctrl-C ended it early
 };
 
 // Sets the group up and trains it in lockstep. Metrics go to `sink`, which must pass them

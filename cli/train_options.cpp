@@ -91,6 +91,10 @@ void add_train_options(ArgParser& p, bool compare)
                  "plateau: divide the rate by 4 after an epoch whose validation loss did not "
                  "improve (default constant; plateau for a language model)");
     p.add_option("--optimizer", "sgd|adam|adamw", "optimizer (default sgd, momentum 0.9)");
+    p.add_option("--master-weights", "fp32|bf16_split",
+                 "mixed_bf16's masters: fp32 beside a bf16 copy (default), or split into the "
+                 "bf16 weight and an int16 remainder, exactly the same fp32 values in 4 bytes "
+                 "a weight instead of 6");
     p.add_option("--clip", "X",
                  "clip gradients to global L2 norm X after unscaling, as PyTorch's "
                  "clip_grad_norm_ (default 0: off)");
@@ -151,6 +155,9 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         c.optimizer.type = parse_optimizer(*v);
     // Same bound as --lr: only a typo would ask for a norm beyond 1e6 (0 turns it off).
     if (auto v = p.real("--clip", 0.0, 1e6)) c.optimizer.clip_norm = float(*v);
+    if (auto v = p.choice("--master-weights", {"fp32", "bf16_split"}))
+        c.optimizer.master_weights =
+            *v == "bf16_split" ? MasterWeights::Bf16Split : MasterWeights::FP32;
     if (auto v = p.choice("--loss-scale", {"dynamic", "static", "none", "default"}))
         c.loss_scale.mode = parse_loss_scale(*v);
     // 2^-24 .. 2^32: below, fp16 gradients vanish; above, even fp32 overflows on
@@ -198,7 +205,11 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         in.sample_words = int(*v);
     }
     if (auto v = p.real("--temperature", 1e-3, 100.0)) in.temperature = float(*v);
-    validate_run_config(c);
+    // compare's runs take their policies later (configs_for: split masters kept for the
+    // mixed_bf16 run, fp32 masters for the others) and are checked one by one there.
+    RunConfig checked = c;
+    if (compare) checked.optimizer.master_weights = MasterWeights::FP32;
+    validate_run_config(checked);
 
     in.log_json = p.value("--log-json");
     in.log_csv = p.value("--log-csv");
@@ -224,8 +235,7 @@ std::vector<RunConfig> configs_for(const RunConfig& base, const std::vector<Poli
 {
     std::vector<RunConfig> out;
     for (Policy pol : policies) {
-        RunConfig c = base;
-        c.policy = pol;
+        RunConfig c = with_policy(base, pol);
         validate_run_config(c);
         out.push_back(c);
     }

@@ -53,6 +53,7 @@ set(MIXLAB_BACKENDS_SOURCES
 # layer type is a unit of its own under model/layers, listed in model/layers/registry.cpp.
 set(MIXLAB_MODEL_SOURCES
     model/graph.cpp
+    model/master_io.cpp
     model/network.cpp
     model/padded_layout.cpp
     model/node.cpp

@@ -59,6 +59,8 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
         f.bptt = run.config.bptt;
         f.summary = *run.summary;
         f.loss_scale_mode = mixlab::effective_loss_scale_mode(run.config);
+        f.master_weights = run.config.optimizer.master_weights;
+        f.device_bytes = std::int64_t(run.deviceMemoryMB * 1e6);
         f.baseline = 0;
         if (run.context) {
             f.device = mixlab::device_info_of(run.context->environment);

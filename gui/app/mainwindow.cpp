@@ -589,11 +589,7 @@ void MainWindow::startCompare()
     if (policies.size() < 2) return;
     const mixlab::RunConfig base = m_runPanel->config();
     std::vector<mixlab::RunConfig> runs;
-    for (mixlab::Policy p : policies) {
-        mixlab::RunConfig c = base;
-        c.policy = p;
-        runs.push_back(c);
-    }
+    for (mixlab::Policy p : policies) runs.push_back(mixlab::with_policy(base, p));
     m_controller->start(m_designer->spec(), runs, m_runPanel->textSampling());
 }
 

@@ -58,8 +58,8 @@ bool MaxBatchWorker::searchPolicies(const SearchJob &search, const std::stop_tok
     mixlab::RunConfig base = search.config;
     base.batch_size = 1;
     base.steps = 0;
-    std::vector<mixlab::RunConfig> configs(search.policies.size(), base);
-    for (std::size_t i = 0; i < configs.size(); ++i) configs[i].policy = search.policies[i];
+    std::vector<mixlab::RunConfig> configs;
+    for (mixlab::Policy p : search.policies) configs.push_back(mixlab::with_policy(base, p));
 
     SearchObserver observer(*this);
     // The fake trials need no device and no data: only the real search sets them up.

@@ -90,6 +90,7 @@ private:
     void updateDeviceDependent();
     void updateButtons();
     void updateOptimizerFields();
+    void updateMasterWeights(); // enabled for the policies split masters apply to
     void markEdited(RunField field);
     void showLmDefaultsNote(const QString &text);
     mixlab::DeviceInfo effectiveDevice() const;
@@ -104,7 +105,8 @@ private:
     QComboBox *m_optimizer = nullptr;
     QLineEdit *m_lr = nullptr;
     QDoubleSpinBox *m_momentum = nullptr;
-    QLineEdit *m_clip = nullptr; // OptimizerConfig::clip_norm, 0 = off
+    QLineEdit *m_clip = nullptr;         // OptimizerConfig::clip_norm, 0 = off
+    QCheckBox *m_splitMasters = nullptr; // OptimizerConfig::master_weights, mixed_bf16 only
     LmSettingsBox *m_lmBox = nullptr;
     QLabel *m_lmNote = nullptr; // what the language-model defaults changed
     QLineEdit *m_seed = nullptr;

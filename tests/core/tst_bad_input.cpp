@@ -191,6 +191,9 @@ private slots:
         write("run-clip-negative.json",
               run_head + R"("optimizer": {"type": "sgd", "clip_norm": -1}})");
         write("run-unknown-field.json", run_head + R"("batchsize": 8})");
+        write("run-split-fp16.json",
+              run_head +
+                  R"("policy": "mixed_fp16", "optimizer": {"master_weights": "bf16_split"}})");
 
         write_idx("idx-magic", [](QByteArray& b) { b.replace(0, 4, be32(0x00001234)); });
         write_idx("idx-swapped", [](QByteArray& b) { b.replace(0, 4, be32(0x801)); });
@@ -293,6 +296,9 @@ private slots:
         run("run: lr 1e999", "run-lr-inf.json", "run-lr-inf.json");
         run("run: clip_norm negative", "run-clip-negative.json", "clip_norm");
         run("run: unknown field", "run-unknown-field.json", "batchsize");
+        run("run: split masters under mixed_fp16", "run-split-fp16.json",
+            "\"optimizer.master_weights\": \"bf16_split\" splits fp32 masters behind bfloat16 "
+            "weights, so it applies to the mixed_bf16 policy only");
         run("run: missing file", "none-run.json", "none-run.json");
         run("run: a folder", "model-dir.json", "model-dir.json");
         {
@@ -312,6 +318,9 @@ private slots:
         option("--lr 0", {"--lr", "0"}, "--lr");
         option("--clip -1", {"--clip=-1"}, "--clip");
         option("--clip inf", {"--clip", "inf"}, "--clip");
+        option("--master-weights bf16_split under fp32", {"--master-weights", "bf16_split"},
+               "applies to the mixed_bf16 policy only");
+        option("--master-weights typo", {"--master-weights", "bf16"}, "--master-weights");
         option("--synthetic-size 0", {"--synthetic-size", "0"}, "--synthetic-size");
         option("--log-json in a missing folder", {"--log-json", "@no-such-dir/log.json"},
                "no-such-dir");

@@ -1,5 +1,7 @@
 // Tests for the host fp16 / bf16 / tf32 rounding: every half bit pattern, ties to even,
-// overflow, subnormals and NaN, against references written independently of the code.
+// overflow, subnormals and NaN, against references written independently of the code;
+// and the split fp32 master (hd_math.h): exact round trips, its tie rule, its specials.
+#include "base/hd_math.h"
 #include "mixlab/dtype.h"
 
 #include <QtTest/QtTest>
@@ -127,6 +129,9 @@ private slots:
         QCOMPARE(dtype_size(DType::BF16), std::size_t(2));
         QCOMPARE(dtype_size(DType::I32), std::size_t(4));
         QCOMPARE(dtype_size(DType::U8), std::size_t(1));
+        QCOMPARE(dtype_name(DType::I16), std::string_view("int16"));
+        QCOMPARE(dtype_size(DType::I16), std::size_t(2));
+        QVERIFY(!is_floating(DType::I16));
         QVERIFY(is_floating(DType::F32) && is_floating(DType::F16) && is_floating(DType::BF16));
         QVERIFY(!is_floating(DType::I32) && !is_floating(DType::U8));
     }
@@ -394,6 +399,93 @@ private slots:
         QCOMPARE(round_to(DType::U8, -4.0f), 0.0f);
         QCOMPARE(round_to(DType::U8, 17.4f), 17.0f);
         QCOMPARE(round_to(DType::U8, std::nanf("")), 0.0f);
+        QCOMPARE(round_to(DType::I16, -32768.0f), -32768.0f);
+        QCOMPARE(round_to(DType::I16, 40000.0f), 32767.0f);
+        QCOMPARE(round_to(DType::I16, -1e9f), -32768.0f);
+        QCOMPARE(round_to(DType::I16, 12.5f), 12.0f);
+    }
+
+    // Crafted values: the expected halves worked out by hand from the bits.
+    void split_master_crafted_data()
+    {
+        QTest::addColumn<quint32>("w");
+        QTest::addColumn<quint16>("hi");
+        QTest::addColumn<qint16>("lo");
+        auto row = [](const char* name, std::uint32_t w, std::uint16_t hi, std::int16_t lo) {
+            QTest::newRow(name) << quint32(w) << quint16(hi) << qint16(lo);
+        };
+        row("+0", 0x00000000, 0x0000, 0);
+        row("-0", 0x80000000, 0x8000, 0);
+        row("1.0", 0x3F800000, 0x3F80, 0);
+        row("below a tie", 0x3F807FFF, 0x3F80, 0x7FFF);
+        // Ties go away from zero, even where nearest-even would keep the even 0x3F80:
+        // that is what keeps lo = -0x8000 inside int16 (+0x8000 would not be).
+        row("tie, even below", 0x3F808000, 0x3F81, -0x8000);
+        row("tie, odd below", 0x3F818000, 0x3F82, -0x8000);
+        row("above a tie", 0x3F808001, 0x3F81, -0x7FFF);
+        row("negative tie", 0xBF808000, 0xBF81, -0x8000);
+        row("negative below a tie", 0xBF807FFF, 0xBF80, 0x7FFF);
+        row("smallest subnormal", 0x00000001, 0x0000, 1);
+        row("subnormal tie", 0x00008000, 0x0001, -0x8000);
+        row("-subnormal", 0x80012345, 0x8001, 0x2345);
+        row("subnormal to normal", 0x007FFFFF, 0x0080, -1);
+        row("bf16 max", 0x7F7F0000, 0x7F7F, 0);
+        row("below bf16 max + half ulp", 0x7F7F7FFF, 0x7F7F, 0x7FFF);
+        // Past bf16's max plus half an ulp hi is inf (as a cast gives) and lo still exact.
+        row("bf16 max + half ulp", 0x7F7F8000, 0x7F80, -0x8000);
+        row("fp32 max", 0x7F7FFFFF, 0x7F80, -1);
+        row("-fp32 max", 0xFF7FFFFF, 0xFF80, -1);
+        row("+inf", 0x7F800000, 0x7F80, 0);
+        row("-inf", 0xFF800000, 0xFF80, 0);
+    }
+    void split_master_crafted()
+    {
+        QFETCH(quint32, w);
+        QFETCH(quint16, hi);
+        QFETCH(qint16, lo);
+        const hd::SplitMaster s = hd::split_master(from_bits(w));
+        QCOMPARE(quint16(s.hi), hi);
+        QCOMPARE(qint16(s.lo), lo);
+        QCOMPARE(bits(hd::join_master(s.hi, s.lo)), std::uint32_t(w));
+    }
+
+    // Every high half with low halves at and around the rounding points, and random
+    // patterns: join(split(w)) is w bit for bit, and hi is the nearest-even bf16 (the
+    // cast's) except at a tie whose kept bit is even, where it is one ulp further from 0.
+    void split_master_round_trip_and_rounding()
+    {
+        std::vector<std::uint32_t> patterns;
+        const std::uint32_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000,
+                                      0x8001, 0xFFFF, 0x1234, 0xC321};
+        for (std::uint32_t h = 0; h < 0x10000; ++h)
+            for (std::uint32_t l : lows) patterns.push_back((h << 16) | l);
+        std::mt19937 rng(5);
+        for (int i = 0; i < 1000000; ++i) patterns.push_back(rng());
+        std::size_t ties_away = 0;
+        for (std::uint32_t u : patterns) {
+            const float w = from_bits(u);
+            const hd::SplitMaster s = hd::split_master(w);
+            const float j = hd::join_master(s.hi, s.lo);
+            if (std::isnan(w)) {
+                QVERIFY2(std::isnan(j), qPrintable(QString::number(u, 16)));
+                QVERIFY(std::isnan(bf16_bits_to_float(s.hi))); // the GEMMs see NaN too
+                QCOMPARE(s.hi & 0x8000, (u >> 16) & 0x8000);   // with its sign
+                continue;
+            }
+            if (bits(j) != u) QFAIL(qPrintable("round trip of 0x" + QString::number(u, 16)));
+            const std::uint16_t rne = float_to_bf16_bits(w);
+            const bool even_tie = (u & 0x1FFFFu) == 0x8000u;
+            if (even_tie) {
+                ++ties_away;
+                if (s.hi != rne + 1) QFAIL(qPrintable("tie 0x" + QString::number(u, 16)));
+            } else if (s.hi != rne) {
+                QFAIL(qPrintable("0x" + QString::number(u, 16) + " hi 0x" +
+                                 QString::number(s.hi, 16) + " cast 0x" +
+                                 QString::number(rne, 16)));
+            }
+        }
+        // The crafted ties: every even high half but the 128 of inf/NaN exponents.
+        QVERIFY(ties_away >= 0x8000 - 128);
     }
 };
 

@@ -317,6 +317,50 @@ private slots:
                  warn[0].sentence.c_str());
     }
 
+    // Split masters under mixed_bf16: suggested for an fp32-master bf16 run (the other
+    // policies have no bf16 masters to split), explained with the memory when in use, and
+    // carried through the facts' JSON.
+    void masterWeights()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        RunFacts bf16 = facts(Policy::MixedBF16, spec, 0.5);
+        bf16.device_bytes = 3 << 20;
+        std::int64_t copied = 0;
+        for (const GraphLayer& l : bf16.graph.layers)
+            if (!l.spec.force_fp32) copied += l.params;
+        QVERIFY(copied > 0);
+        auto ex = with_id(explain({fp32, bf16}), "master_weights");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1);
+        QVERIFY2(ex[0].sentence.find(std::to_string(copied) + " bf16 parameters") !=
+                     std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY(ex[0].sentence.find("3.0 MiB on the device") != std::string::npos);
+        QVERIFY(ex[0].suggestion.find("--master-weights bf16_split") != std::string::npos);
+        QVERIFY(with_id(explain({fp32, bf16}, Reader::App), "master_weights")[0].suggestion.find(
+                    "run panel") != std::string::npos);
+
+        RunFacts split = bf16;
+        split.master_weights = MasterWeights::Bf16Split;
+        split.device_bytes = 2 << 20;
+        ex = with_id(explain({bf16, split}), "master_weights");
+        QCOMPARE(ex.size(), std::size_t(1)); // the split run says it; no suggestion beside it
+        QCOMPARE(ex[0].run, 1);
+        for (const char* part : {"bit for bit", "4 bytes a parameter instead of 6",
+                                 "2.0 MiB on the device (with fp32 masters: 3.0 MiB)"})
+            QVERIFY2(ex[0].sentence.find(part) != std::string::npos, ex[0].sentence.c_str());
+        QVERIFY(ex[0].suggestion.empty());
+        QVERIFY(with_id(explain({facts(Policy::MixedFP16, spec, 0.5)}), "master_weights").empty());
+
+        const RunFacts back = run_facts_from_json(JsonReader(run_facts_to_json(split)));
+        QCOMPARE(back.master_weights, MasterWeights::Bf16Split);
+        QCOMPARE(back.device_bytes, split.device_bytes);
+        const RunFacts plain = run_facts_from_json(JsonReader(run_facts_to_json(fp32)));
+        QCOMPARE(plain.master_weights, MasterWeights::FP32);
+        QCOMPARE(plain.device_bytes, std::int64_t(0));
+    }
+
     void fp16Stall()
     {
         const ModelSpec spec = test::tiny_mlp(k_small);

@@ -1,16 +1,21 @@
 // SGD (momentum, nesterov, weight decay), Adam and AdamW on the CPU backend against
 // hand-written double-precision references of PyTorch's update rules over several
 // steps, with the low-precision weight copy written in the same pass; gradient clipping
-// by global norm (clip_grad_norm_ after GradScaler.unscale_) with and without loss scaling.
+// by global norm (clip_grad_norm_ after GradScaler.unscale_) with and without loss scaling;
+// split bf16 masters stepping to exactly the fp32 masters' values.
 #include "backends/cpu/cpu_backend.h"
 
+#include "base/hd_math.h"
 #include "mixlab/backend.h"
 #include "test_util.h"
 
 #include <QtTest/QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -103,6 +108,11 @@ struct ClipRig {
     float rec(int field) { return download(*be, record)[std::size_t(field)]; }
 };
 
+bool same_bits(const Vec& a, const Vec& b)
+{
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 Vec times(const Vec& v, float k)
 {
     Vec out(v);
@@ -124,7 +134,126 @@ private slots:
     void clip_overflow_skips_step();
     void clip_matches_pytorch_reference_data();
     void clip_matches_pytorch_reference();
+    void split_master_equals_fp32_master_data();
+    void split_master_equals_fp32_master();
 };
+
+void TestOptimizers::split_master_equals_fp32_master_data()
+{
+    QTest::addColumn<OptimizerType>("type");
+    QTest::addColumn<float>("momentum");
+    QTest::addColumn<bool>("nesterov");
+    QTest::addColumn<float>("weight_decay");
+    QTest::addColumn<float>("clip");
+    QTest::addColumn<LossScaleMode>("mode");
+    const auto sgd = OptimizerType::SGD;
+    const auto none = LossScaleMode::None;
+    QTest::newRow("sgd_plain") << sgd << 0.0f << false << 0.0f << 0.0f << none;
+    QTest::newRow("sgd_momentum") << sgd << 0.9f << false << 0.0f << 0.0f << none;
+    QTest::newRow("sgd_nesterov_wd") << sgd << 0.9f << true << 0.01f << 0.0f << none;
+    QTest::newRow("sgd_momentum_dynamic_clip")
+        << sgd << 0.9f << false << 0.01f << 1.0f << LossScaleMode::Dynamic;
+    QTest::newRow("adam_wd") << OptimizerType::Adam << 0.0f << false << 0.01f << 0.0f << none;
+    QTest::newRow("adamw_dynamic")
+        << OptimizerType::AdamW << 0.0f << false << 0.01f << 0.0f << LossScaleMode::Dynamic;
+}
+
+// The claim of "bf16_split": given the same gradients, the joined split master after each
+// step is the fp32 master after that step, bit for bit, and its high half is the bf16
+// copy the fp32-master layout writes except at exact ties (one ulp further from zero
+// there, hd_math.h). Step 3 overflows: skipped under loss scaling, NaN/inf otherwise.
+void TestOptimizers::split_master_equals_fp32_master()
+{
+    QFETCH(OptimizerType, type);
+    QFETCH(float, momentum);
+    QFETCH(bool, nesterov);
+    QFETCH(float, weight_decay);
+    QFETCH(float, clip);
+    QFETCH(LossScaleMode, mode);
+    OptimizerConfig opt;
+    opt.type = type;
+    opt.lr = type == OptimizerType::SGD ? 0.05f : 0.01f;
+    opt.momentum = momentum;
+    opt.nesterov = nesterov;
+    opt.weight_decay = weight_decay;
+    opt.clip_norm = clip;
+    const bool adam = type != OptimizerType::SGD;
+    const bool state1 = adam || momentum != 0.0f;
+    const std::size_t n = 4099;
+    auto be = cpu::make_cpu_backend();
+
+    Vec w0 = random_vec(n, 21, -2.0f, 2.0f);
+    // Exact ties, both kinds, and values whose high half rounds across a binade.
+    w0[0] = std::bit_cast<float>(0x3F808000u);
+    w0[1] = std::bit_cast<float>(0xBF818000u);
+    w0[2] = std::bit_cast<float>(0x3F7FFFFFu);
+    w0[3] = 0.0f;
+    // The fp32-master layout: fp32 master, bf16 copy.
+    Buffer master = upload(*be, w0), low = be->alloc(n, DType::BF16);
+    be->cast(master, low);
+    // The split: int16 low halves, bf16 high halves.
+    Vec hi0(n), lo0(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const hd::SplitMaster h = hd::split_master(w0[i]);
+        hi0[i] = hd::bits_float(std::uint32_t(h.hi) << 16);
+        lo0[i] = float(h.lo);
+    }
+    Buffer lo = be->alloc(n, DType::I16), hi = be->alloc(n, DType::BF16);
+    be->upload_f32(lo, lo0.data(), n);
+    be->upload_f32(hi, hi0.data(), n);
+    Buffer grads[2], s1[2], s2[2], scalers[2], records[2];
+    std::unique_ptr<ParamTable> tables[2];
+    for (int k = 0; k < 2; ++k) {
+        grads[k] = be->alloc(n, DType::F32);
+        s1[k] = be->alloc(n, DType::F32);
+        s2[k] = be->alloc(n, DType::F32);
+        be->fill(s1[k], 0.0f);
+        be->fill(s2[k], 0.0f);
+        ParamSlot slot{k == 0 ? &master : &lo, &grads[k], k == 0 ? &low : &hi,
+                       state1 ? &s1[k] : nullptr, adam ? &s2[k] : nullptr};
+        QCOMPARE(is_split_master(slot), k == 1);
+        tables[k] = be->prepare_params({slot});
+        scalers[k] = be->alloc(k_scaler_fields, DType::F32);
+        const float scale = mode == LossScaleMode::None ? 1.0f : 1024.0f;
+        be->upload_f32(scalers[k], Vec{scale, 0.0f, 0.0f, 0.0f}.data(), k_scaler_fields);
+        records[k] = be->alloc(k_record_fields, DType::F32);
+    }
+    ScalerParams scaling;
+    scaling.mode = mode;
+    scaling.growth_interval = 2;
+    for (int step = 1; step <= 5; ++step) {
+        Vec g = random_vec(n, 100 + unsigned(step), -1.0f, 1.0f);
+        if (mode != LossScaleMode::None) g = times(g, 1024.0f);
+        if (step == 3) {
+            g[17] = std::numeric_limits<float>::infinity();
+            g[18] = std::numeric_limits<float>::quiet_NaN();
+        }
+        for (int k = 0; k < 2; ++k) {
+            be->upload_f32(grads[k], g.data(), n);
+            be->optimizer_step(*tables[k], opt, scaling, scalers[k], records[k], 0);
+        }
+        const Vec m = download(*be, master), c = download(*be, low);
+        const Vec l = download(*be, lo), h = download(*be, hi);
+        QVERIFY(download(*be, scalers[0]) == download(*be, scalers[1]));
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint16_t hb = std::uint16_t(std::bit_cast<std::uint32_t>(h[i]) >> 16);
+            const float joined = hd::join_master(hb, std::int16_t(l[i]));
+            const std::uint32_t mb = std::bit_cast<std::uint32_t>(m[i]);
+            const QString where = QString("step %1 element %2").arg(step).arg(i);
+            if (std::isnan(m[i])) { // only without loss scaling, from step 3's NaN on
+                QVERIFY2(std::isnan(joined) && std::isnan(h[i]), qPrintable(where));
+                continue;
+            }
+            QVERIFY2(std::bit_cast<std::uint32_t>(joined) == mb,
+                     qPrintable(where + QString(": %1 vs %2").arg(joined).arg(m[i])));
+            const std::uint16_t cb = std::uint16_t(std::bit_cast<std::uint32_t>(c[i]) >> 16);
+            const bool even_tie = (mb & 0x1FFFFu) == 0x8000u;
+            QVERIFY2(hb == (even_tie ? cb + 1 : cb), qPrintable(where));
+        }
+        if (state1) QVERIFY(same_bits(download(*be, s1[0]), download(*be, s1[1])));
+        if (adam) QVERIFY(same_bits(download(*be, s2[0]), download(*be, s2[1])));
+    }
+}
 
 void TestOptimizers::matches_pytorch_reference_data()
 {

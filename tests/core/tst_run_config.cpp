@@ -64,6 +64,7 @@ QString differences(const RunConfig& a, const RunConfig& b)
     check(fbits(a.optimizer.beta2) == fbits(b.optimizer.beta2), "optimizer.beta2");
     check(fbits(a.optimizer.eps) == fbits(b.optimizer.eps), "optimizer.eps");
     check(fbits(a.optimizer.clip_norm) == fbits(b.optimizer.clip_norm), "optimizer.clip_norm");
+    check(a.optimizer.master_weights == b.optimizer.master_weights, "optimizer.master_weights");
     check(a.seed == b.seed, "seed");
     check(a.device == b.device, "device");
     check(a.bptt == b.bptt, "bptt");
@@ -248,7 +249,7 @@ private slots:
             "batch_size": 1048576, "epochs": 0, "steps": 100,
             "optimizer": {"type": "adamw", "lr": 3e-4, "momentum": 0, "nesterov": true,
                           "weight_decay": 0.01, "beta1": 0.8, "beta2": 0.95, "eps": 1e-6,
-                          "clip_norm": 0.25},
+                          "clip_norm": 0.25, "master_weights": "bf16_split"},
             "seed": 18446744073709551615, "device": "cuda")")
                                                  .toStdString());
         QCOMPARE(c.dataset.name, std::string("/data/cifar-100"));
@@ -256,6 +257,7 @@ private slots:
         QCOMPARE(c.dataset.synthetic_train, std::int64_t(500));
         QCOMPARE(c.dataset.synthetic_test, std::int64_t(50));
         QCOMPARE(c.policy, Policy::MixedBF16);
+        QCOMPARE(c.optimizer.master_weights, MasterWeights::Bf16Split);
         QCOMPARE(c.loss_scale.mode, LossScaleMode::Static);
         QCOMPARE(c.loss_scale.init, 128.0f);
         QCOMPARE(c.loss_scale.growth_factor, 4.0f);
@@ -442,6 +444,16 @@ private slots:
             << QStringList{"\"optimizer.clip_norm\" must be a finite number", "got inf"};
         QTest::addRow("clip_norm as text") << run(R"("optimizer": {"clip_norm": "0.25"})")
                                            << QStringList{"\"optimizer.clip_norm\""};
+        QTest::addRow("split masters under mixed_fp16")
+            << run(R"("policy": "mixed_fp16", "optimizer": {"master_weights": "bf16_split"})")
+            << QStringList{"\"optimizer.master_weights\": \"bf16_split\"",
+                           "applies to the mixed_bf16 policy only", "policy \"mixed_fp16\""};
+        QTest::addRow("split masters under fp32")
+            << run(R"("optimizer": {"master_weights": "bf16_split"})")
+            << QStringList{"\"optimizer.master_weights\"", "policy \"fp32\""};
+        QTest::addRow("master_weights typo")
+            << run(R"("policy": "mixed_bf16", "optimizer": {"master_weights": "bf16"})")
+            << QStringList{"master_weights", "\"fp32\" or \"bf16_split\""};
         QTest::addRow("eps 0") << run(R"("optimizer": {"eps": 0})")
                                << QStringList{
                                       "\"optimizer.eps\" must be a positive finite number, got 0"};

@@ -110,6 +110,7 @@ private slots:
     void datasetShapes();
     void datasetFolder();
     void augmentation();
+    void splitMasterWeights();
     void trainForEpochsOrSteps();
     void buttonsStayInView();
     void wheelNeedsFocus_data();
@@ -414,6 +415,36 @@ void TestRunPanel::datasetFolder()
 
 // Random crop (with its padding) and horizontal flip map to DatasetOptions both ways;
 // a crop switched off writes 0 and keeps the spin box's number for next time.
+// The split-master checkbox: only mixed_bf16 can use it; another policy disables it and
+// the config then holds fp32 masters, and coming back to mixed_bf16 restores the choice.
+void TestRunPanel::splitMasterWeights()
+{
+    RunPanel panel;
+    auto *split = panel.findChild<QCheckBox *>("splitMastersCheck");
+    auto *policy = panel.findChild<QComboBox *>("policyCombo");
+    QVERIFY(split && policy);
+    mixlab::RunConfig c;
+    c.dataset.name = "synthetic";
+    c.policy = mixlab::Policy::MixedBF16;
+    c.optimizer.master_weights = mixlab::MasterWeights::Bf16Split;
+    panel.setConfig(c);
+    QVERIFY(split->isEnabled());
+    QVERIFY(split->isChecked());
+    QVERIFY(split->toolTip().contains("bit for bit"));
+    QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::Bf16Split);
+    QCOMPARE(mixlab::run_config_to_json(panel.config()), mixlab::run_config_to_json(c));
+
+    policy->setCurrentIndex(policy->findData(int(mixlab::Policy::MixedFP16)));
+    QVERIFY(!split->isEnabled());
+    QVERIFY(split->toolTip().contains("mixed_bf16 only"));
+    QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::FP32);
+    mixlab::validate_run_config(panel.config()); // no refusal: the panel never offers it
+
+    policy->setCurrentIndex(policy->findData(int(mixlab::Policy::MixedBF16)));
+    QVERIFY(split->isEnabled());
+    QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::Bf16Split);
+}
+
 void TestRunPanel::augmentation()
 {
     RunPanel panel;

@@ -268,13 +268,26 @@ enum RecordField : int {
 };
 
 // One trainable tensor and everything the optimizer touches for it.
+// A split master (OptimizerConfig's MasterWeights::Bf16Split) is an int16 `master`
+// holding the low halves and a bf16 `low` holding the high halves, which the GEMMs read
+// as they read a copy: together the exact fp32 master (hd_math.h's split_master), with
+// fp32 gradient and state. The optimizer joins, updates in fp32 and splits again.
 struct ParamSlot {
     Buffer* master = nullptr; // fp32 master (or the fp16 weights themselves under `fp16`)
     Buffer* grad = nullptr;   // gradient, same count; fp32 except under `fp16`
     Buffer* low = nullptr;    // low-precision copy the GEMMs read; null when none
-    Buffer* state1 = nullptr; // momentum / Adam m (master's dtype)
+    Buffer* state1 = nullptr; // momentum / Adam m (state_dtype)
     Buffer* state2 = nullptr; // Adam v (null for SGD)
 };
+inline bool is_split_master(const ParamSlot& s)
+{
+    return s.master && s.master->dtype() == DType::I16;
+}
+// The optimizer state's dtype: the master's, fp32 for a split master.
+inline DType state_dtype(const ParamSlot& s)
+{
+    return is_split_master(s) ? DType::F32 : s.master->dtype();
+}
 
 // Backend-specific preparation of a parameter list (device pointer tables on CUDA).
 class ParamTable {

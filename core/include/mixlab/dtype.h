@@ -6,9 +6,11 @@
 
 namespace mixlab {
 
-enum class DType : std::uint8_t { F32, F16, BF16, I32, U8 };
+// I16 holds the low halves of split fp32 masters (hd_math.h's split_master): raw
+// 16-bit integers, never an operand of a layer.
+enum class DType : std::uint8_t { F32, F16, BF16, I32, U8, I16 };
 
-std::string_view dtype_name(DType t); // "float32", "float16", "bfloat16", "int32", "uint8"
+std::string_view dtype_name(DType t); // "float32", "float16", "bfloat16", "int32", "uint8", "int16"
 std::size_t dtype_size(DType t);      // bytes per element on the device
 bool is_floating(DType t);
 

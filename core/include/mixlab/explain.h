@@ -36,6 +36,8 @@ struct RunFacts {
     std::vector<std::pair<std::int64_t, float>> scale_history;
     std::vector<float> train_loss;                       // per step, in step order
     LossScaleMode loss_scale_mode = LossScaleMode::None; // resolved (never Default)
+    MasterWeights master_weights = MasterWeights::FP32;  // OptimizerConfig's
+    std::int64_t device_bytes = 0; // what the run allocated on the device; 0: not known
     // Share of the step's wall time the GPU was busy, from a profiling pass; the
     // launch-bound rule stays silent unless this is set.
     std::optional<double> gpu_busy_fraction;

@@ -20,6 +20,14 @@ struct LossScaleConfig {
 
 enum class OptimizerType { SGD, Adam, AdamW };
 
+// How the optimizer holds the fp32 master weights behind bf16 GEMM weights (mixed_bf16).
+// FP32: a 4-byte master beside the 2-byte bf16 copy, the copy rewritten every step.
+// Bf16Split: the master as two 16-bit halves, the bf16 weight the GEMMs read (rounded to
+// nearest, ties away from zero) and an int16 remainder; together the exact fp32 value
+// (hd_math.h's split_master), so every update is the fp32 one. 4 bytes a weight instead
+// of 6, and an SGD-momentum update moves 20 bytes a weight instead of 22.
+enum class MasterWeights { FP32, Bf16Split };
+
 struct OptimizerConfig {
     OptimizerType type = OptimizerType::SGD;
     float lr = 0.01f;
@@ -31,6 +39,7 @@ struct OptimizerConfig {
     // GradScaler.unscale_): every unscaled gradient times min(1, clip_norm / (norm + 1e-6)),
     // norm the L2 norm over all of them, before weight decay and the update. 0: off.
     float clip_norm = 0.0f;
+    MasterWeights master_weights = MasterWeights::FP32; // Bf16Split: mixed_bf16 only
 };
 
 enum class DeviceChoice { Auto, CPU, CUDA };
@@ -103,11 +112,19 @@ std::int64_t synthetic_test_size(std::int64_t synthetic_train);
 // app and the CLI start a language model from these.
 RunConfig with_language_model_defaults(RunConfig base);
 
+// One run of a comparison: `base` under `policy`. Split masters stay where the policy has
+// masters to split (mixed_bf16) and become fp32 masters elsewhere, so one comparison can
+// set them for its bf16 run without every other run refusing them.
+RunConfig with_policy(RunConfig base, Policy policy);
+
 // The loss-scaling mode a run really uses: Default resolved by the policy.
 LossScaleMode effective_loss_scale_mode(const RunConfig& config);
 
 std::string_view loss_scale_mode_name(LossScaleMode m);
 std::string_view optimizer_name(OptimizerType t);
+std::string_view master_weights_name(MasterWeights m); // "fp32", "bf16_split"
+// Whether `policy` has masters the split can hold: fp32 masters behind bf16 weights.
+bool master_weights_apply(MasterWeights m, Policy policy);
 std::string_view lr_schedule_name(LrSchedule s); // "constant", "plateau"
 std::string_view device_choice_name(DeviceChoice d);
 DeviceChoice parse_device_choice(std::string_view s);

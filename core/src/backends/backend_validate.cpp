@@ -91,7 +91,7 @@ void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes)
 {
     const char* op = "upload_raw";
     require(!is_floating(dst.dtype()), backend, op,
-            "raw bytes go to uint8/int32 buffers only; use upload_f32 for " +
+            "raw bytes go to uint8/int16/int32 buffers only; use upload_f32 for " +
                 std::string(dtype_name(dst.dtype())));
     require(bytes <= dst.count() * dtype_size(dst.dtype()), backend, op,
             std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
@@ -372,15 +372,23 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
         const std::string which = "slot " + std::to_string(i) + ": ";
         require(s.master && s.grad, backend, op, which + "master and grad must be set");
         const std::size_t n = s.master->count();
-        floating(backend, op, *s.master, n, "master");
+        if (is_split_master(s)) {
+            require(s.low && s.low->dtype() == DType::BF16 && s.low->count() == n &&
+                        s.grad->dtype() == DType::F32,
+                    backend, op,
+                    which + "a split master (int16 low halves) needs a bfloat16 `low` of " +
+                        std::to_string(n) + " high halves and a float32 gradient");
+        } else {
+            floating(backend, op, *s.master, n, "master");
+        }
         floating(backend, op, *s.grad, n, "grad");
         if (s.low) floating(backend, op, *s.low, n, "low");
         if (s.state1) floating(backend, op, *s.state1, n, "state1");
         if (s.state2) floating(backend, op, *s.state2, n, "state2");
-        // The optimizer stores its state in the master's dtype and reads it back as such.
+        // The optimizer stores its state in state_dtype and reads it back as such.
         for (const Buffer* st : {s.state1, s.state2})
-            require(!st || st->dtype() == s.master->dtype(), backend, op,
-                    which + "optimizer state must have the master's dtype");
+            require(!st || st->dtype() == state_dtype(s), backend, op,
+                    which + "optimizer state must be " + std::string(dtype_name(state_dtype(s))));
         states.all_state1 = states.all_state1 && s.state1;
         states.all_state2 = states.all_state2 && s.state2;
     }

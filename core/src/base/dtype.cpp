@@ -16,6 +16,7 @@ std::string_view dtype_name(DType t)
     case DType::BF16: return "bfloat16";
     case DType::I32: return "int32";
     case DType::U8: return "uint8";
+    case DType::I16: return "int16";
     }
     return "unknown";
 }
@@ -28,6 +29,7 @@ std::size_t dtype_size(DType t)
     case DType::BF16: return 2;
     case DType::I32: return 4;
     case DType::U8: return 1;
+    case DType::I16: return 2;
     }
     return 0;
 }
@@ -174,6 +176,11 @@ float round_to(DType t, float f)
         if (std::isnan(f)) return 0.0f;
         const float r = std::nearbyint(f);
         return r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r);
+    }
+    case DType::I16: {
+        if (std::isnan(f)) return 0.0f;
+        const float r = std::nearbyint(f);
+        return r < -32768.0f ? -32768.0f : (r > 32767.0f ? 32767.0f : r);
     }
     }
     return f;

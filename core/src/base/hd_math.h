@@ -88,4 +88,71 @@ MIXLAB_HD float gelu_grad(float x)
 // Keras clips normalised sigmoid outputs to [eps, 1 - eps] before the log.
 inline constexpr float k_keras_epsilon = 1e-7f;
 
+// ---- the split fp32 master ("master_weights": "bf16_split") ------------------------
+// An fp32 master held as two 16-bit halves: `hi`, the bf16 weight the GEMMs read, and
+// `lo`, an int16 remainder with  bits(w) == (hi << 16) + lo  (mod 2^32) for every w but
+// NaN, so join(split(w)) is w bit for bit and the update runs on the exact fp32 value.
+//
+// hi is w rounded to the nearest bf16 with ties away from zero: hi = (bits + 0x8000)
+// >> 16 on the sign-magnitude bits. The remainder then lies in [-0x8000, 0x7FFF], which
+// is int16 exactly; lo's 16 bits are simply w's low 16 bits. Ties to even (what a cast
+// to bf16 does) cannot be stored: at a tie it leaves hi even with w = hi + 0x8000 or
+// hi - 0x8000, 0x10001 values per hi, one more than 16 bits hold. So hi differs from the
+// round-to-nearest-even copy of an fp32-master run only where w's low 16 bits are
+// exactly 0x8000 and its bit 16 is 0 (one weight in 2^17), by one bf16 ulp away from
+// zero. Truncation (hi = the top 16 bits, lo unsigned) is also exact but every GEMM
+// weight would sit up to a whole ulp toward zero, a bias of half an ulp on average that
+// the forward pass would see on every weight; nearest rounding keeps the GEMMs reading
+// what a cast would give them.
+//
+// Specials: +-0 give hi = +-0, lo = 0; inf gives hi = inf, lo = 0. A finite w at or
+// above bf16's max plus half an ulp (|w| >= 0x7F7F8000, 3.3961776e38) rounds hi to inf,
+// as the cast does there too, and lo (negative) still joins back to w exactly. NaN gives
+// a quiet NaN hi with w's sign and lo = 0: join gives NaN, its low payload bits dropped
+// (0x8000 added to a NaN's bits could carry into the exponent or the sign instead).
+struct SplitMaster {
+    std::uint16_t hi; // bf16 bits
+    std::int16_t lo;
+};
+
+MIXLAB_HD std::uint32_t float_bits(float f)
+{
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(f);
+#else
+    std::uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+MIXLAB_HD float bits_float(std::uint32_t u)
+{
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+MIXLAB_HD SplitMaster split_master(float w)
+{
+    const std::uint32_t u = float_bits(w);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) // NaN
+        return SplitMaster{std::uint16_t((u >> 16) | 0x0040u), 0};
+    // No carry reaches the sign: |bits| + 0x8000 <= 0x7F808000 for every non-NaN.
+    const std::uint16_t hi = std::uint16_t((u + 0x8000u) >> 16);
+    // The low 16 bits, read as two's complement: -0x8000..-1 exactly when hi rounded up.
+    const std::int16_t lo = std::int16_t(std::uint16_t(u & 0xFFFFu));
+    return SplitMaster{hi, lo};
+}
+
+MIXLAB_HD float join_master(std::uint16_t hi, std::int16_t lo)
+{
+    // Unsigned arithmetic wraps: adding a negative lo borrows from hi's bits.
+    return bits_float((std::uint32_t(hi) << 16) + std::uint32_t(std::int32_t(lo)));
+}
+
 } // namespace mixlab::hd

@@ -7,6 +7,7 @@
 #include "backends/backend_validate.h"
 #include "mixlab/error.h"
 #include "backends/op_names.h"
+#include "base/hd_math.h"
 
 #include <nlohmann/json.hpp>
 
@@ -309,6 +310,17 @@ private:
     struct ParamTwin {
         Twin master, grad, low, state1, state2;
     };
+    // A split master's fp32 values on one side: its bf16 high halves (`low`) joined with
+    // its int16 low halves (`master`).
+    std::vector<float> joined(Backend& b, ParamTwin& p, bool ref)
+    {
+        const std::vector<float> hi = get(b, ref ? p.low.ref : p.low.cand);
+        std::vector<float> out = get(b, ref ? p.master.ref : p.master.cand);
+        for (std::size_t i = 0; i < out.size(); ++i)
+            out[i] =
+                hd::join_master(std::uint16_t(hd::float_bits(hi[i]) >> 16), std::int16_t(out[i]));
+        return out;
+    }
     // The parameter table each backend prepared for the same tensors.
     struct TwinTables {
         std::unique_ptr<ParamTable> ref, cand;
@@ -1147,6 +1159,11 @@ void Checker::optimizer_checks()
         {"f32/none", DType::F32, DType::F32, false, DType::F32, LossScaleMode::None},
         {"f32/static", DType::F32, DType::F32, false, DType::F32, LossScaleMode::Static},
         {"pure_f16/dynamic", DType::F16, DType::F16, false, DType::F16, LossScaleMode::Dynamic},
+        // mixed_bf16 with "master_weights": "bf16_split": int16 low halves as the master,
+        // the bf16 high halves as the copy, compared joined (the fp32 masters) and as the
+        // bf16 weights the GEMMs read.
+        {"split_master/none", DType::I16, DType::F32, true, DType::BF16, LossScaleMode::None},
+        {"split_master/dynamic", DType::I16, DType::F32, true, DType::BF16, LossScaleMode::Dynamic},
     };
     struct Opt {
         const char* name;
@@ -1197,23 +1214,37 @@ void Checker::optimizer_checks()
             run(std::string("optimizer/") + o.name + "/" + l.name, [&](Verdict& v, Rng& rng) {
                 const bool adam = o.cfg.type != OptimizerType::SGD;
                 const bool state1 = adam || o.cfg.momentum != 0.0f;
+                const bool split = l.master == DType::I16;
+                const DType state_t = split ? DType::F32 : l.master;
                 // Sizes: two chunks and an odd tail, a bias-like vector, a scalar.
                 const std::size_t sizes[] = {20003, 77, 1};
                 std::vector<ParamTwin> params(std::size(sizes));
                 for (std::size_t p = 0; p < params.size(); ++p) {
                     ParamTwin& q = params[p];
-                    q.master = make(rng.values(sizes[p], l.master, -1.0f, 1.0f), l.master);
+                    if (split) {
+                        const auto w = rng.values(sizes[p], DType::F32, -1.0f, 1.0f);
+                        std::vector<float> hi(w.size()), lo(w.size());
+                        for (std::size_t i = 0; i < w.size(); ++i) {
+                            const hd::SplitMaster h = hd::split_master(w[i]);
+                            hi[i] = hd::bits_float(std::uint32_t(h.hi) << 16);
+                            lo[i] = float(h.lo);
+                        }
+                        q.master = make(lo, DType::I16);
+                        q.low = make(hi, DType::BF16);
+                    } else {
+                        q.master = make(rng.values(sizes[p], l.master, -1.0f, 1.0f), l.master);
+                    }
                     q.grad = twin(sizes[p], l.grad);
-                    if (l.low) {
+                    if (l.low && !split) {
                         q.low = twin(sizes[p], l.low_t);
                         poison(q.low);
                     }
                     if (state1) {
-                        q.state1 = twin(sizes[p], l.master);
+                        q.state1 = twin(sizes[p], state_t);
                         fill(q.state1, 0.0f);
                     }
                     if (adam) {
-                        q.state2 = twin(sizes[p], l.master);
+                        q.state2 = twin(sizes[p], state_t);
                         fill(q.state2, 0.0f);
                     }
                 }
@@ -1231,7 +1262,7 @@ void Checker::optimizer_checks()
 
                 // Master/state: fp32 agrees to a few ulps (fused multiply-adds on the GPU);
                 // 16-bit storage one ulp apart where those land on a rounding boundary.
-                Tol wtol = l.master == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-3, out_rtol(l.master)};
+                Tol wtol = state_t == DType::F32 ? Tol{1e-6, 1e-5} : Tol{1e-3, out_rtol(l.master)};
                 // Without loss scaling nothing skips the overflowing step: the inf/NaN
                 // reaches those weights on both backends.
                 wtol.nan_equal = l.mode == LossScaleMode::None;
@@ -1257,7 +1288,11 @@ void Checker::optimizer_checks()
                     compare_step_record(v, record, off);
                     for (std::size_t p = 0; p < params.size(); ++p) {
                         const std::string i = std::string(1, '[') + std::to_string(p) + ']';
-                        compare(v, "master" + i, params[p].master, wtol);
+                        if (split)
+                            v.compare("master" + i, joined(m_ref, params[p], true),
+                                      joined(m_cand, params[p], false), wtol);
+                        else
+                            compare(v, "master" + i, params[p].master, wtol);
                         if (state1) compare(v, "state1" + i, params[p].state1, wtol);
                         if (adam) compare(v, "state2" + i, params[p].state2, wtol);
                         if (l.low) compare(v, "low" + i, params[p].low, ltol);

@@ -6,6 +6,8 @@
 // nodes; a relu after a batch norm runs inside it; a block's branches share its gradient.
 #include "model/network.h"
 
+#include "model/master_io.h"
+
 #include "mixlab/error.h"
 #include "model/layers/registry.h"
 #include "model/layers/shared_table.h"
@@ -103,14 +105,19 @@ public:
     {
         ParamSlot slot{master, grad, low, nullptr, nullptr};
         const bool sgd = m_opt.type == OptimizerType::SGD;
-        if (!sgd || m_opt.momentum != 0.0f) slot.state1 = own(master->count(), master->dtype());
-        if (!sgd) slot.state2 = own(master->count(), master->dtype());
+        if (!sgd || m_opt.momentum != 0.0f) slot.state1 = own(master->count(), state_dtype(slot));
+        if (!sgd) slot.state2 = own(master->count(), state_dtype(slot));
         m_net.m_slots.push_back(slot);
         m_net.m_layouts.push_back(std::move(layout));
     }
 
     DType master_dtype(DType dtype) const override
     {
+        // Split masters hold their low halves (the copy, bf16, the high ones); a layer kept
+        // in float32 has no copy and keeps a plain fp32 master.
+        if (m_traits.master_weights && dtype == DType::BF16 &&
+            m_opt.master_weights == MasterWeights::Bf16Split)
+            return DType::I16;
         return (m_traits.master_weights || dtype == DType::F32) ? DType::F32 : dtype;
     }
 
@@ -333,9 +340,13 @@ std::vector<float> Network::read_slots(Buffer* ParamSlot::*which)
 {
     std::vector<float> out;
     for (std::size_t i = 0; i < m_slots.size(); ++i) {
-        const Buffer& b = *(m_slots[i].*which);
+        const ParamSlot& slot = m_slots[i];
+        const Buffer& b = *(slot.*which);
         std::vector<float> stored(b.count());
-        m_backend.download_f32(b, stored.data(), stored.size());
+        if (which == &ParamSlot::master)
+            stored = download_master(m_backend, b, slot.low);
+        else
+            m_backend.download_f32(b, stored.data(), stored.size());
         if (!m_layouts[i].empty()) stored = unpad(m_layouts[i], stored);
         out.insert(out.end(), stored.begin(), stored.end());
     }
@@ -359,8 +370,7 @@ void Network::write_parameters(const std::vector<float>& values)
         std::vector<float> own(values.begin() + std::ptrdiff_t(at),
                                values.begin() + std::ptrdiff_t(at + n));
         if (!layout.empty()) own = pad(layout, own);
-        m_backend.upload_f32(*slot.master, own.data(), own.size());
-        if (slot.low) m_backend.cast(*slot.master, *slot.low);
+        upload_master(m_backend, *slot.master, slot.low, own.data(), own.size());
         at += n;
     }
 }

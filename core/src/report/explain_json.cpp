@@ -90,6 +90,10 @@ nlohmann::ordered_json run_facts_to_json(const RunFacts& f)
     j["batch"] = f.batch;
     if (f.summary.language_model) j["bptt"] = f.bptt;
     j["loss_scaling"] = std::string(loss_scale_mode_name(f.loss_scale_mode));
+    // Written when not the default, so documents from before the option read the same.
+    if (f.master_weights != MasterWeights::FP32)
+        j["master_weights"] = std::string(master_weights_name(f.master_weights));
+    if (f.device_bytes > 0) j["device_bytes"] = f.device_bytes;
     j["baseline"] = f.baseline;
     j["device"] = device_info_to_json(f.device);
     j["summary"] = run_summary_to_json(f.summary);
@@ -116,6 +120,14 @@ RunFacts run_facts_from_json(const JsonReader& j)
     f.batch = j.at("batch").int32();
     if (const auto bptt = j.find("bptt")) f.bptt = bptt->int32();
     f.loss_scale_mode = loss_scaling_from_json(j.at("loss_scaling"));
+    if (const auto m = j.find("master_weights")) {
+        const std::string name = m->string();
+        if (name == master_weights_name(MasterWeights::Bf16Split))
+            f.master_weights = MasterWeights::Bf16Split;
+        else if (name != master_weights_name(MasterWeights::FP32))
+            m->fail_type("\"fp32\" or \"bf16_split\"");
+    }
+    if (const auto bytes = j.find("device_bytes")) f.device_bytes = bytes->int64();
     f.baseline = j.at("baseline").int32();
     f.device = device_info_from_json(j.object("device"));
     f.summary = run_summary_from_json(j.object("summary"));

@@ -55,6 +55,30 @@ std::string_view optimizer_name(OptimizerType t)
     return "unknown";
 }
 
+std::string_view master_weights_name(MasterWeights m)
+{
+    switch (m) {
+    case MasterWeights::FP32: return "fp32";
+    case MasterWeights::Bf16Split: return "bf16_split";
+    }
+    return "unknown";
+}
+
+bool master_weights_apply(MasterWeights m, Policy policy)
+{
+    if (m == MasterWeights::FP32) return true;
+    const PolicyTraits t = policy_traits(policy);
+    return t.master_weights && t.compute == DType::BF16;
+}
+
+RunConfig with_policy(RunConfig base, Policy policy)
+{
+    base.policy = policy;
+    if (!master_weights_apply(base.optimizer.master_weights, policy))
+        base.optimizer.master_weights = MasterWeights::FP32;
+    return base;
+}
+
 std::string_view device_choice_name(DeviceChoice d)
 {
     switch (d) {
@@ -250,7 +274,7 @@ void read_optimizer(const json& j, OptimizerConfig& opt)
 {
     ObjectReader r(j, "optimizer.");
     r.check_fields({"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps",
-                    "clip_norm"});
+                    "clip_norm", "master_weights"});
     if (r.has("type")) {
         const std::string want = "\"sgd\", \"adam\" or \"adamw\"";
         const auto type = lower(r.string("type", want));
@@ -271,6 +295,16 @@ void read_optimizer(const json& j, OptimizerConfig& opt)
     r.read("beta2", opt.beta2);
     r.read("eps", opt.eps);
     r.read("clip_norm", opt.clip_norm);
+    if (r.has("master_weights")) {
+        const std::string want = "\"fp32\" or \"bf16_split\"";
+        const auto m = lower(r.string("master_weights", want));
+        if (m == "fp32")
+            opt.master_weights = MasterWeights::FP32;
+        else if (m == "bf16_split")
+            opt.master_weights = MasterWeights::Bf16Split;
+        else
+            r.fail("master_weights", want);
+    }
 }
 
 void read_lr_schedule(const json& j, LrScheduleConfig& ls)
@@ -420,6 +454,9 @@ std::string run_config_to_json(const RunConfig& c)
     o["eps"] = float_json(c.optimizer.eps);
     // Written only when on, so a run without clipping writes what MixLab 0.1.0 wrote.
     if (c.optimizer.clip_norm != 0.0f) o["clip_norm"] = float_json(c.optimizer.clip_norm);
+    // Written only when not the default, so configs from before the option read the same.
+    if (c.optimizer.master_weights != MasterWeights::FP32)
+        o["master_weights"] = std::string(master_weights_name(c.optimizer.master_weights));
     j["optimizer"] = o;
     // Written when they differ from the defaults, so that a classifier's config (which
     // neither affects) reads as it always did; read back, a default is what ran.
@@ -472,6 +509,12 @@ void validate_run_config(const RunConfig& c)
     require(std::isfinite(o.clip_norm) && o.clip_norm >= 0,
             "\"optimizer.clip_norm\" must be a finite number >= 0 (0: no clipping), got " +
                 num(o.clip_norm));
+    require(master_weights_apply(o.master_weights, c.policy),
+            "\"optimizer.master_weights\": \"" +
+                std::string(master_weights_name(o.master_weights)) +
+                "\" splits fp32 masters behind bfloat16 weights, so it applies to the "
+                "mixed_bf16 policy only; policy \"" +
+                std::string(policy_name(c.policy)) + "\" needs \"fp32\" (the default)");
     require(std::isfinite(ls.init) && ls.init > 0,
             "\"loss_scale.init\" must be a positive finite number, got " + num(ls.init));
     require(std::isfinite(ls.growth_factor) && ls.growth_factor > 1,

@@ -24,6 +24,7 @@ std::size_t stored_size(DType t)
 {
     switch (t) {
     case DType::U8: return 1;
+    case DType::I16: return 2;
     case DType::I32: return 4;
     default: return sizeof(float);
     }
@@ -47,6 +48,7 @@ float element(const Buffer& b, std::size_t i)
     switch (b.dtype()) {
     case DType::U8: return float(b.as<std::uint8_t>()[i]);
     case DType::I32: return float(b.as<std::int32_t>()[i]);
+    case DType::I16: return float(b.as<std::int16_t>()[i]);
     default: return b.as<float>()[i];
     }
 }
@@ -57,6 +59,9 @@ void store(Buffer& b, std::size_t i, float v)
     switch (b.dtype()) {
     case DType::U8: b.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(std::lrintf(v)); break;
     case DType::I32: b.as<std::int32_t>()[i] = static_cast<std::int32_t>(std::lrintf(v)); break;
+    case DType::I16:
+        b.as<std::int16_t>()[i] = static_cast<std::int16_t>(round_to(DType::I16, v));
+        break;
     default: b.as<float>()[i] = round_to(b.dtype(), v); break;
     }
 }

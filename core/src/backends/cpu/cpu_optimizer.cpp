@@ -1,9 +1,10 @@
 // CPU optimizer step: unscale, inf/NaN check over every gradient, clipping by the global
-// norm, SGD/Adam/AdamW on the master weights (PyTorch's formulas), the low-precision copy,
-// then the loss scaler.
+// norm, SGD/Adam/AdamW on the master weights (PyTorch's formulas), the low-precision copy
+// (or the split master's halves), then the loss scaler.
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/backend_validate.h"
+#include "base/hd_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -67,45 +68,80 @@ struct StepContext {
     float bias_correction1, bias_correction2; // Adam: 1 - beta^t
 };
 
+// One slot's weights as the update sees them: an element's fp32 (or, under `fp16`,
+// 16-bit) master value, and where the updated value goes: the master and its rounded
+// copy, or a split master's two halves (the bf16 high half held as its float value in
+// `low`, the int16 low half in `master`), so the update itself is the same code.
+class MasterView {
+public:
+    explicit MasterView(const ParamSlot& s)
+        : m_split(is_split_master(s)), m_wt(state_dtype(s)),
+          m_lt(s.low ? s.low->dtype() : DType::F32), m_w(m_split ? nullptr : s.master->as<float>()),
+          m_lo(m_split ? s.master->as<std::int16_t>() : nullptr),
+          m_low(s.low ? s.low->as<float>() : nullptr)
+    {}
+    DType dtype() const { return m_wt; } // what the state and the master round to
+    float get(std::size_t i) const
+    {
+        if (!m_split) return m_w[i];
+        // A bf16 value held as a float has zero low bits: its top 16 are the bf16 bits.
+        return hd::join_master(std::uint16_t(hd::float_bits(m_low[i]) >> 16), m_lo[i]);
+    }
+    void set(std::size_t i, float w) const
+    {
+        if (m_split) {
+            const hd::SplitMaster h = hd::split_master(w);
+            m_lo[i] = h.lo;
+            m_low[i] = hd::bits_float(std::uint32_t(h.hi) << 16);
+            return;
+        }
+        m_w[i] = stored(m_wt, w);
+        if (m_low) m_low[i] = stored(m_lt, m_w[i]);
+    }
+
+private:
+    bool m_split;
+    DType m_wt, m_lt;
+    float* m_w;
+    std::int16_t* m_lo;
+    float* m_low;
+};
+
 void sgd_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext& ctx)
 {
     const std::size_t n = s.master->count();
-    float* w = s.master->as<float>();
+    const MasterView w(s);
     const float* grad = s.grad->as<float>();
     float* buf = s.state1 ? s.state1->as<float>() : nullptr;
-    float* low = s.low ? s.low->as<float>() : nullptr;
-    const DType wt = s.master->dtype();
-    const DType lt = s.low ? s.low->dtype() : DType::F32;
+    const DType wt = w.dtype();
     const float lr = opt.lr, wd = opt.weight_decay, mom = opt.momentum;
     for (std::size_t i = 0; i < n; ++i) {
+        const float wi = w.get(i);
         float g = grad[i] * ctx.inv_scale * ctx.clip;
-        if (wd != 0.0f) g += wd * w[i];
+        if (wd != 0.0f) g += wd * wi;
         if (mom != 0.0f) {
             // The buffer is stored in the master's dtype and used as stored.
             const float b = stored(wt, ctx.first_step ? g : mom * buf[i] + g);
             buf[i] = b;
             g = opt.nesterov ? g + mom * b : b;
         }
-        w[i] = stored(wt, w[i] - lr * g);
-        if (low) low[i] = stored(lt, w[i]);
+        w.set(i, wi - lr * g);
     }
 }
 
 void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext& ctx)
 {
     const std::size_t n = s.master->count();
-    float* w = s.master->as<float>();
+    const MasterView w(s);
     const float* grad = s.grad->as<float>();
     float* m = s.state1->as<float>();
     float* v = s.state2->as<float>();
-    float* low = s.low ? s.low->as<float>() : nullptr;
-    const DType wt = s.master->dtype();
-    const DType lt = s.low ? s.low->dtype() : DType::F32;
+    const DType wt = w.dtype();
     const float lr = opt.lr, wd = opt.weight_decay, b1 = opt.beta1, b2 = opt.beta2;
     const bool decoupled = opt.type == OptimizerType::AdamW;
     for (std::size_t i = 0; i < n; ++i) {
         float g = grad[i] * ctx.inv_scale * ctx.clip;
-        float wi = w[i];
+        float wi = w.get(i);
         if (wd != 0.0f) {
             if (decoupled)
                 wi -= lr * wd * wi;
@@ -117,8 +153,7 @@ void adam_slot(const ParamSlot& s, const OptimizerConfig& opt, const StepContext
         m[i] = mi;
         v[i] = vi;
         wi -= lr * (mi / ctx.bias_correction1) / (std::sqrt(vi / ctx.bias_correction2) + opt.eps);
-        w[i] = stored(wt, wi);
-        if (low) low[i] = stored(lt, w[i]);
+        w.set(i, wi);
     }
 }
 

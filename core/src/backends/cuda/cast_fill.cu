@@ -34,6 +34,7 @@ __device__ float load_generic(const void* p, DType t, std::size_t i)
     switch (t) {
     case DType::U8: return float(static_cast<const std::uint8_t*>(p)[i]);
     case DType::I32: return float(static_cast<const std::int32_t*>(p)[i]);
+    case DType::I16: return float(static_cast<const std::int16_t*>(p)[i]);
     default: return AnyConst{p, t}.load(i);
     }
 }
@@ -43,6 +44,10 @@ __device__ void store_generic(void* p, DType t, std::size_t i, float v)
     switch (t) {
     case DType::U8: static_cast<std::uint8_t*>(p)[i] = std::uint8_t(lrintf(v)); break;
     case DType::I32: static_cast<std::int32_t*>(p)[i] = std::int32_t(lrintf(v)); break;
+    case DType::I16:
+        static_cast<std::int16_t*>(p)[i] =
+            std::int16_t(fminf(fmaxf(rintf(v), -32768.0f), 32767.0f));
+        break;
     default: AnyMut{p, t}.store(i, v); break;
     }
 }
@@ -88,6 +93,10 @@ void launch_fill(void* p, DType t, std::size_t n, float value, cudaStream_t stre
     case DType::U8:
         fill_kernel<std::uint8_t><<<blocks, k_threads, 0, stream>>>(
             static_cast<std::uint8_t*>(p), n, std::uint8_t(std::lrint(value)));
+        break;
+    case DType::I16:
+        fill_kernel<std::int16_t><<<blocks, k_threads, 0, stream>>>(
+            static_cast<std::int16_t*>(p), n, std::int16_t(round_to(DType::I16, value)));
         break;
     }
     MIXLAB_CUDA_CHECK_LAUNCH("fill_kernel");

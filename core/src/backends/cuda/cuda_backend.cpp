@@ -48,6 +48,12 @@ void encode(DType t, const float* src, std::size_t n, unsigned char* dst)
     case DType::U8:
         for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(std::lrintf(src[i]));
         break;
+    case DType::I16: {
+        auto* out = reinterpret_cast<std::int16_t*>(dst);
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = static_cast<std::int16_t>(round_to(DType::I16, src[i]));
+        break;
+    }
     }
 }
 
@@ -70,6 +76,11 @@ void decode(DType t, const unsigned char* src, std::size_t n, float* dst)
     case DType::U8:
         for (std::size_t i = 0; i < n; ++i) dst[i] = float(src[i]);
         break;
+    case DType::I16: {
+        const auto* in = reinterpret_cast<const std::int16_t*>(src);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = float(in[i]);
+        break;
+    }
     }
 }
 

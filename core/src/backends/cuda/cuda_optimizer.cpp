@@ -63,7 +63,8 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         l.low = s.low ? s.low->dtype() : DType::F16;
         require(optimizer_layout_supported(l), op,
                 "slot " + std::to_string(i) + ": no optimizer kernel for " + layout_text(l) +
-                    " (supported: fp32 master and grads with an optional fp16/bf16 copy, or "
+                    " (supported: fp32 master and grads with an optional fp16/bf16 copy, a "
+                    "split master (int16 low halves, bf16 high halves, fp32 grads), or "
                     "16-bit weights and grads of one dtype with no copy)");
         HostGroup* g = nullptr;
         for (auto& h : host)

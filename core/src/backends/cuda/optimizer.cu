@@ -15,6 +15,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
+#include "base/hd_math.h"
 
 #include <type_traits>
 
@@ -23,6 +24,9 @@ namespace mixlab::cuda {
 namespace {
 
 struct NoLow {};
+// The low type of a split master: `master` holds int16 low halves, `low` the bf16 high
+// halves (hd_math.h's split_master); the update joins them, runs in fp32, splits again.
+struct SplitHalves {};
 
 // Four consecutive elements: one 16-byte (fp32) or 8-byte (16-bit) access.
 template <class T>
@@ -45,6 +49,44 @@ __device__ __forceinline__ void store4(T* p, const float in[4])
 #pragma unroll
     for (int k = 0; k < 4; ++k) r.v[k] = from_f32<T>(in[k]);
     *reinterpret_cast<Vec4<T>*>(p) = r;
+}
+
+// Four split masters from element i on: two 8-byte loads instead of one 16-byte one.
+__device__ __forceinline__ void load4_split(const OptTensor& t, std::int64_t i, float out[4])
+{
+    const auto hi =
+        *reinterpret_cast<const Vec4<std::uint16_t>*>(static_cast<const std::uint16_t*>(t.low) + i);
+    const auto lo = *reinterpret_cast<const Vec4<std::int16_t>*>(
+        static_cast<const std::int16_t*>(t.master) + i);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out[k] = hd::join_master(hi.v[k], lo.v[k]);
+}
+
+__device__ __forceinline__ void store4_split(const OptTensor& t, std::int64_t i, const float in[4])
+{
+    Vec4<std::uint16_t> hi;
+    Vec4<std::int16_t> lo;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const hd::SplitMaster h = hd::split_master(in[k]);
+        hi.v[k] = h.hi;
+        lo.v[k] = h.lo;
+    }
+    *reinterpret_cast<Vec4<std::uint16_t>*>(static_cast<std::uint16_t*>(t.low) + i) = hi;
+    *reinterpret_cast<Vec4<std::int16_t>*>(static_cast<std::int16_t*>(t.master) + i) = lo;
+}
+
+__device__ __forceinline__ float load_split(const OptTensor& t, std::int64_t i)
+{
+    return hd::join_master(static_cast<const std::uint16_t*>(t.low)[i],
+                           static_cast<const std::int16_t*>(t.master)[i]);
+}
+
+__device__ __forceinline__ void store_split(const OptTensor& t, std::int64_t i, float w)
+{
+    const hd::SplitMaster h = hd::split_master(w);
+    static_cast<std::uint16_t*>(t.low)[i] = h.hi;
+    static_cast<std::int16_t*>(t.master)[i] = h.lo;
 }
 
 // The value v takes when stored as T (the CPU's `stored`).
@@ -210,41 +252,55 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
     s.bias_correction2 = bias_correction[1];
     const bool sgd = a.type == OptimizerType::SGD;
     const bool use_s1 = !sgd || a.momentum != 0.0f;
+    constexpr bool split = std::is_same_v<TL, SplitHalves>;
+    constexpr bool copy = !split && !std::is_same_v<TL, NoLow>;
     bool bad = false; // a non-finite gradient seen, for a.found_inf
 
     for (int c = blockIdx.x; c < n_chunks; c += gridDim.x) {
         const OptChunk ch = chunks[c];
         const OptTensor t = tensors[ch.tensor];
-        TM* w = static_cast<TM*>(t.master) + ch.start;
+        // A split master's `master` is int16 halves: only the split loads touch it.
+        [[maybe_unused]] TM* w = split ? nullptr : static_cast<TM*>(t.master) + ch.start;
         const TG* g = static_cast<const TG*>(t.grad) + ch.start;
         TM* m1 = use_s1 ? static_cast<TM*>(t.state1) + ch.start : nullptr;
         TM* m2 = sgd ? nullptr : static_cast<TM*>(t.state2) + ch.start;
         const int full = ch.len & ~3;
         for (int i = threadIdx.x * 4; i < full; i += blockDim.x * 4) {
             float wv[4], gv[4], s1[4] = {0, 0, 0, 0}, s2[4] = {0, 0, 0, 0};
-            load4(w + i, wv);
+            if constexpr (split)
+                load4_split(t, ch.start + i, wv);
+            else
+                load4(w + i, wv);
             load4(g + i, gv);
             bad |= !(isfinite(gv[0]) && isfinite(gv[1]) && isfinite(gv[2]) && isfinite(gv[3]));
             if (m1) load4(m1 + i, s1);
             if (m2) load4(m2 + i, s2);
 #pragma unroll
             for (int k = 0; k < 4; ++k) update_element<TM>(a, s, gv[k], wv[k], s1[k], s2[k]);
-            store4(w + i, wv);
+            if constexpr (split)
+                store4_split(t, ch.start + i, wv);
+            else
+                store4(w + i, wv);
             if (m1) store4(m1 + i, s1);
             if (m2) store4(m2 + i, s2);
-            if constexpr (!std::is_same_v<TL, NoLow>)
-                store4(static_cast<TL*>(t.low) + ch.start + i, wv);
+            if constexpr (copy) store4(static_cast<TL*>(t.low) + ch.start + i, wv);
         }
         for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
-            float wv = to_f32(w[i]), s1 = m1 ? to_f32(m1[i]) : 0.0f, s2 = m2 ? to_f32(m2[i]) : 0.0f;
+            float wv = 0.0f, s1 = m1 ? to_f32(m1[i]) : 0.0f, s2 = m2 ? to_f32(m2[i]) : 0.0f;
+            if constexpr (split)
+                wv = load_split(t, ch.start + i);
+            else
+                wv = to_f32(w[i]);
             const float gi = to_f32(g[i]);
             bad |= !isfinite(gi);
             update_element<TM>(a, s, gi, wv, s1, s2);
-            w[i] = from_f32<TM>(wv);
+            if constexpr (split)
+                store_split(t, ch.start + i, wv);
+            else
+                w[i] = from_f32<TM>(wv);
             if (m1) m1[i] = from_f32<TM>(s1);
             if (m2) m2[i] = from_f32<TM>(s2);
-            if constexpr (!std::is_same_v<TL, NoLow>)
-                static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
+            if constexpr (copy) static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
         }
     }
     // Uniform over the grid (an argument): every thread of the block reaches the barrier.
@@ -297,6 +353,8 @@ void update(const OptTensor* tensors, const OptChunk* chunks, int n_chunks, cons
 
 bool optimizer_layout_supported(const OptLayout& l)
 {
+    if (l.master == DType::I16) // a split master: fp32 gradient, bf16 high halves
+        return l.grad == DType::F32 && l.has_low && l.low == DType::BF16;
     if (l.master == DType::F32)
         return l.grad == DType::F32 &&
                (!l.has_low || l.low == DType::F16 || l.low == DType::BF16 || l.low == DType::F32);
@@ -341,6 +399,8 @@ void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const
         update<float, float, bf16>(tensors, chunks, n_chunks, args, scaler, stream);
     else if (l.master == DType::F32 && l.low == DType::F32)
         update<float, float, float>(tensors, chunks, n_chunks, args, scaler, stream);
+    else if (l.master == DType::I16)
+        update<float, float, SplitHalves>(tensors, chunks, n_chunks, args, scaler, stream);
     else if (l.master == DType::F16)
         update<__half, __half, NoLow>(tensors, chunks, n_chunks, args, scaler, stream);
     else

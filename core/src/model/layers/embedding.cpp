@@ -64,7 +64,10 @@ public:
           << layer->out.elements() << " table, a row lookup per token (a gather, no GEMM)";
         if (out_features != layer->out.elements())
             s << "; rows stored padded to " << out_features << " (zeros)";
-        if (m_table.weights.w_low) s << "; fp32 master table";
+        if (m_table.weights.w_master->dtype() == DType::I16)
+            s << "; split fp32 master table (bf16 + int16 halves)";
+        else if (m_table.weights.w_low)
+            s << "; fp32 master table";
         if (m_table.decoder) s << "; shared with " << m_table.decoder->path << " (tied decoder)";
         out.push_back(s.str());
     }

@@ -80,7 +80,8 @@ public:
     // `layout`: master, grad and low are stored zero-padded so (padded_layout.h).
     virtual void add_param(Buffer* master, Buffer* grad, Buffer* low, PaddedLayout layout = {}) = 0;
     // The dtype of the masters of a layer computing in `dtype` (float32, or the layer's
-    // own dtype under a policy without master weights).
+    // own dtype under a policy without master weights, or int16 for split masters: the
+    // low halves, the copy in `dtype` holding the high ones).
     virtual DType master_dtype(DType dtype) const = 0;
     // The dtype a layer that picks its own computes in, and the math for a dtype.
     virtual DType layer_dtype(const LayerSpec& spec) const = 0;

@@ -4,18 +4,26 @@
 #include "base/hd_math.h"
 #include "mixlab/error.h"
 #include "model/layers/layer_unit.h"
+#include "model/master_io.h"
 
 #include <cmath>
 #include <vector>
 
 namespace mixlab {
 
+namespace {
+
+// Gradients have the master's dtype; a split master's (int16 low halves) are fp32.
+DType grad_dtype(DType master) { return master == DType::I16 ? DType::F32 : master; }
+
+} // namespace
+
 Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b)
 {
     const DType master = b.master_dtype(dtype);
     Weights w;
     w.b_master = b.own(n_b, master);
-    w.b_grad = b.own(n_b, master);
+    w.b_grad = b.own(n_b, grad_dtype(master));
     if (master != dtype) w.b_low = b.own(n_b, dtype);
     b.add_param(w.b_master, w.b_grad, w.b_low);
     return w;
@@ -30,7 +38,7 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
     const DType master = b.master_dtype(dtype);
     Weights w;
     w.w_master = b.own(n_w, master);
-    w.w_grad = b.own(n_w, master);
+    w.w_grad = b.own(n_w, grad_dtype(master));
     if (master != dtype) w.w_low = b.own(n_w, dtype);
     // cuDNN computes dW in the data's dtype; it is cast into the fp32 gradient.
     if (grad_low && master != dtype) w.w_grad_low = b.own(n_w, dtype);
@@ -52,8 +60,7 @@ void init_uniform(Backend& backend, const Weights& w, float limit, std::uint64_t
     for (std::size_t i = 0; i < host.size(); ++i)
         host[i] = (2.0f * hd::uniform01(seed, stream, i) - 1.0f) * limit;
     if (!w.layout.empty()) host = pad(w.layout, host);
-    backend.upload_f32(*w.w_master, host.data(), host.size());
-    if (w.w_low) backend.cast(*w.w_master, *w.w_low);
+    upload_master(backend, *w.w_master, w.w_low, host.data(), host.size());
 }
 
 // Glorot-uniform weights (Keras's default; for a convolution the fans count the kernel
@@ -77,7 +84,10 @@ std::string detail_tail(const GraphLayer& layer, MathMode math, const Weights& w
     std::string s;
     if (math == MathMode::Reduced && !layer.tensor_core_friendly)
         s += "; " + layer.tensor_core_note;
-    if (w.w_low) s += "; fp32 master weights";
+    if (w.w_master && w.w_master->dtype() == DType::I16)
+        s += "; split fp32 master (these bf16 weights + int16 low halves)";
+    else if (w.w_low)
+        s += "; fp32 master weights";
     return s;
 }
 
