@@ -550,9 +550,13 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             algo += " (MIXLAB_CONV_API=graph: " + why_not + ")";
         return AsRun{std::move(algo), c.ms, c.timed, c.tensor_cores()};
     };
+    // An engine's numerical notes say whether it runs on tensor cores, so its name says
+    // so or nothing (algo_text's "tf32 permitted" is for the legacy API, which does not).
     const auto graph_run = [&](const GraphConv& c) {
         const Choice& k = c.choice();
-        return AsRun{algo_text(c.name().c_str(), k.math, t, m), k.ms, k.timed, k.tensor_cores()};
+        const std::string algo =
+            k.tensor_cores() ? algo_text(c.name().c_str(), k.math, t, m) : c.name();
+        return AsRun{algo, k.ms, k.timed, k.tensor_cores()};
     };
     const AsRun rf =
         p.route_fwd

@@ -48,6 +48,26 @@ const char* knob_name(cudnnBackendKnobType_t k)
     case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
     case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
     case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
+    default: break;
+    }
+    // Knobs the 9.14 runtime still reports under enumerators newer headers deprecate (by
+    // value, so that no deprecation warning fires where those warnings are on).
+    switch (int(k)) {
+    case 0: return "split_k_old";
+    case 3: return "use_tex";
+    case 5: return "kblock";
+    case 6: return "ldga";
+    case 7: return "ldgb";
+    case 8: return "chunk_k";
+    case 9: return "split_h";
+    case 10: return "wino_tile";
+    case 16: return "cta_split_k";
+    case 19: return "sliced";
+    case 20: return "split_rs";
+    case 21: return "single_buffer";
+    case 22: return "ldgc";
+    case 26: return "tile_cga";
+    case 32: return "c_per_block";
     default: return nullptr;
     }
 }
