@@ -142,7 +142,10 @@ bool prefer_route(const Choice& nhwc, const RouteDirection& route, bool forced)
 // several runs after a warm-up on the same scratch, operands and stream, so the margin
 // only has to cover their run-to-run noise (the routes' 10% also covers their copies'
 // separate timing); a pick that flipped between processes on noise would change the
-// run's bits from one process to the next.
+// run's bits from one process to the next. Both are timed as back-to-back calls from the
+// host, which for small convolutions measures the calls' launch cost more than their
+// kernels (bench/NOTES.md section 18): the step, replayed as a CUDA graph, pays only the
+// kernels.
 bool prefer_graph(const Choice& legacy, const GraphConv* graph, ConvApi api)
 {
     if (!graph || api == ConvApi::Legacy) return false;
