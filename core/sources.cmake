@@ -119,6 +119,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/conv_cudnn.cpp
     backends/cuda/conv_direct.cu
     backends/cuda/conv_flip.cu
+    backends/cuda/conv_graph.cpp
     backends/cuda/conv_nchw.cpp
     backends/cuda/conv_route.cpp
     backends/cuda/cuda_backend.cpp
@@ -133,6 +134,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/cuda_optimizer.cpp
     backends/cuda/cuda_pool.cpp
     backends/cuda/cudnn_check.cpp
+    backends/cuda/cudnn_graph.cpp
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu

@@ -174,6 +174,8 @@ inline ConvGeometry conv_geometry_of(int batch, int in_h, int in_w, int in_c, in
 
 // What the backend chose for a convolution (once per run, cached): reported per layer.
 struct ConvPlanInfo {
+    // Each direction as it runs: a legacy cuDNN algorithm's name, "graph engine N [knobs]"
+    // for an engine of cuDNN's graph API, either on a route's copies, or the direct kernel.
     std::string forward_algo, backward_data_algo, backward_filter_algo;
     bool tensor_cores = false;        // the chosen algorithms use tensor-core math
     std::int64_t workspace_bytes = 0; // the largest of the three

@@ -381,7 +381,7 @@ private:
     void optimizer_checks();
     void optimizer_mixed_dtype_checks();
     void add_activation_checks();
-    enum class ConvPath { Planned, BwdAsFwd, Nchw, PadChannels };
+    enum class ConvPath { Planned, BwdAsFwd, Nchw, PadChannels, GraphApi };
     void conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path);
     void conv_checks();
     void conv_plan_checks();
@@ -624,8 +624,8 @@ void Checker::token_gather_checks()
 }
 
 // Sets an environment variable for one scope and puts back what was there: the CUDA
-// backend reads MIXLAB_CONV_BWD_AS_FWD, MIXLAB_CONV_LAYOUT and MIXLAB_GEMM_STAGE at each
-// plan lookup.
+// backend reads MIXLAB_CONV_BWD_AS_FWD, MIXLAB_CONV_LAYOUT, MIXLAB_CONV_API and
+// MIXLAB_GEMM_STAGE at each plan lookup.
 class ScopedEnv {
 public:
     ScopedEnv(const char* name, const char* value) : m_name(name)
@@ -1499,22 +1499,24 @@ const ConvMode k_conv_modes[] = {{DType::F32, MathMode::Pedantic},
 // convolution of dy with flipped weights (MIXLAB_CONV_BWD_AS_FWD=1, stride-1 geometries
 // only); every direction forced onto the NCHW route (MIXLAB_CONV_LAYOUT=nchw, the
 // operands transposed around cuDNN's NCHW algorithms) or onto the channel-padded one
-// (MIXLAB_CONV_PAD_CHANNELS=1, input channels not a multiple of 8 only). All against the
-// same reference.
+// (MIXLAB_CONV_PAD_CHANNELS=1, input channels not a multiple of 8 only); every direction
+// forced onto cuDNN's graph API (MIXLAB_CONV_API=graph). All against the same reference.
 void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath path)
 {
     const bool as_fwd = path == ConvPath::BwdAsFwd, nchw = path == ConvPath::Nchw,
-               padded = path == ConvPath::PadChannels;
-    run(std::string(as_fwd   ? "conv2d_bwd_as_fwd/"
-                    : nchw   ? "conv2d_nchw/"
-                    : padded ? "conv2d_pad_channels/"
-                             : "conv2d/") +
+               padded = path == ConvPath::PadChannels, graph_api = path == ConvPath::GraphApi;
+    run(std::string(as_fwd      ? "conv2d_bwd_as_fwd/"
+                    : nchw      ? "conv2d_nchw/"
+                    : padded    ? "conv2d_pad_channels/"
+                    : graph_api ? "conv2d_graph/"
+                                : "conv2d/") +
             dtype_short_name(t) + "/" + math_mode_name(math) + "/" + conv_text(g),
         [&](Verdict& v, Rng& rng) {
             std::unique_ptr<ScopedEnv> force;
             if (as_fwd) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_BWD_AS_FWD", "1");
             if (nchw) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_LAYOUT", "nchw");
             if (padded) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_PAD_CHANNELS", "1");
+            if (graph_api) force = std::make_unique<ScopedEnv>("MIXLAB_CONV_API", "graph");
             const std::vector<float> x = rng.values(g.x_count(), t, -1.0f, 1.0f);
             const std::vector<float> w = rng.values(g.w_count(), t, -1.0f, 1.0f);
             const std::vector<float> dy = rng.values(g.y_count(), t, -1.0f, 1.0f);
@@ -1560,6 +1562,18 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath
                 v.note("forward " + plan.forward_algo + "; backward data " +
                        plan.backward_data_algo + "; backward filter " + plan.backward_filter_algo);
             }
+            if (graph_api && m_cand.info().backend == BackendKind::Cuda) {
+                // Every direction must have run an engine of the graph API: a direction it
+                // has nothing for names the reason in its plan text, and fails here. Only
+                // MIXLAB_CONV_DIRECT (every direction on the direct kernels) is exempt.
+                for (const std::string* algo :
+                     {&plan.forward_algo, &plan.backward_data_algo, &plan.backward_filter_algo})
+                    if (algo->rfind("graph engine", 0) != 0 &&
+                        algo->find("MIXLAB_CONV_DIRECT") == std::string::npos)
+                        v.fail("forced onto cuDNN's graph API but a direction ran " + *algo);
+                v.note("forward " + plan.forward_algo + "; backward data " +
+                       plan.backward_data_algo + "; backward filter " + plan.backward_filter_algo);
+            }
         });
 }
 
@@ -1592,6 +1606,10 @@ void Checker::conv_checks()
         if (g.in_c % 8 != 0)
             for (const ConvMode& md : k_conv_modes)
                 conv_check(g, md.t, md.math, ConvPath::PadChannels);
+    // cuDNN's graph API in every mode on every geometry (the planner takes it per direction
+    // only where it times faster than the legacy API's pick).
+    for (const ConvGeometry& g : cases)
+        for (const ConvMode& md : k_conv_modes) conv_check(g, md.t, md.math, ConvPath::GraphApi);
 }
 
 // ResNet-18's 3x3 64 -> 64 convolution on 32x32 images at batch 128, per policy: the plan

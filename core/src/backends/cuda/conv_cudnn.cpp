@@ -96,10 +96,20 @@ PadChannels pad_requested()
     return std::string(v) == "0" ? PadChannels::Off : PadChannels::Force;
 }
 
-// The route a plan considers, if any: a forced one; else channel padding for 16-bit data
-// whose input channels are not a multiple of 8, NCHW for fp32 data.
+// MIXLAB_CONV_API, read at each plan lookup too.
+ConvApi api_requested()
+{
+    const char* v = std::getenv("MIXLAB_CONV_API");
+    if (v == nullptr) return ConvApi::Auto;
+    const std::string s = v;
+    return s == "graph" ? ConvApi::Graph : s == "legacy" ? ConvApi::Legacy : ConvApi::Auto;
+}
+
+// The route a plan considers, if any: a forced one; else (unless the graph API is forced)
+// channel padding for 16-bit data whose input channels are not a multiple of 8, NCHW for
+// fp32 data.
 std::unique_ptr<ConvRoute> route_for(const ConvGeometry& g, DType t, MathMode m, ConvLayout layout,
-                                     PadChannels pad, bool* forced)
+                                     PadChannels pad, ConvApi api, bool* forced)
 {
     const bool odd_channels = g.in_c % ChannelPadRoute::k_channel_multiple != 0;
     *forced = true;
@@ -107,6 +117,7 @@ std::unique_ptr<ConvRoute> route_for(const ConvGeometry& g, DType t, MathMode m,
     if (pad == PadChannels::Force && odd_channels)
         return std::make_unique<ChannelPadRoute>(g, t, m);
     *forced = false;
+    if (api == ConvApi::Graph) return nullptr;
     if (pad == PadChannels::Auto && odd_channels && t != DType::F32)
         return std::make_unique<ChannelPadRoute>(g, t, m);
     if (layout == ConvLayout::Auto && t == DType::F32) return std::make_unique<NchwRoute>(g, t, m);
@@ -123,6 +134,25 @@ bool prefer_route(const Choice& nhwc, const RouteDirection& route, bool forced)
     if (forced || nhwc.direct) return true;
     if (nhwc.deterministic != route.choice.deterministic) return route.choice.deterministic;
     return nhwc.timed && route.choice.timed && route.ms() < 0.9f * nhwc.ms;
+}
+
+// Whether a direction runs the graph API's pick rather than the legacy NHWC one: where
+// forced and available; else where the legacy search found nothing, where only the graph
+// pick is deterministic, or where it is at least 3% faster. Both sides are medians of
+// several runs after a warm-up on the same scratch, operands and stream, so the margin
+// only has to cover their run-to-run noise (the routes' 10% also covers their copies'
+// separate timing); a pick that flipped between processes on noise would change the
+// run's bits from one process to the next. Both are timed as back-to-back calls from the
+// host, which for small convolutions measures the calls' launch cost more than their
+// kernels (bench/NOTES.md section 18): the step, replayed as a CUDA graph, pays only the
+// kernels.
+bool prefer_graph(const Choice& legacy, const GraphConv* graph, ConvApi api)
+{
+    if (!graph || api == ConvApi::Legacy) return false;
+    if (api == ConvApi::Graph || legacy.direct) return true;
+    const Choice& c = graph->choice();
+    if (legacy.deterministic != c.deterministic) return c.deterministic;
+    return legacy.timed && c.ms < 0.97f * legacy.ms;
 }
 
 std::string direct_text(bool forced)
@@ -204,7 +234,7 @@ void CudnnConv::grow_route(const ConvRoute& route)
 
 std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DType t, MathMode math,
                                                       BwdAsFwd as_fwd_mode, ConvLayout layout_mode,
-                                                      PadChannels pad_mode)
+                                                      PadChannels pad_mode, ConvApi api_mode)
 {
     // cuDNN describes tensors with int32 strides: 2^31 elements or more it refuses with
     // NOT_SUPPORTED, which says nothing to the user.
@@ -217,6 +247,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
     p->as_fwd_mode = as_fwd_mode;
     p->layout_mode = layout_mode;
     p->pad_mode = pad_mode;
+    p->api_mode = api_mode;
     const cudnnDataType_t dt = cudnn_data_type(t, "conv2d");
     p->x = TensorDesc::create();
     MIXLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, g.batch,
@@ -295,6 +326,22 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
     const auto with_math = [&](const ConvDesc& desc, cudnnMathType_t mt) {
         if (!fp32_exact(t, m)) MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(desc.get(), mt));
     };
+    // The graph API's pick per direction (conv_graph.h), timed on the same scratch; `why`
+    // keeps the reason a direction has none, for the plan text of a forced run.
+    const bool graph_on = can_time && p.api_mode != ConvApi::Legacy;
+    std::string why_fwd, why_data, why_filter;
+    const auto graph_search = [&](graph::ConvOp op,
+                                  std::string* why) -> std::unique_ptr<GraphConv> {
+        if (!graph_on) return nullptr;
+        return GraphConv::search(h, g, op, s, sx.get(), sy.get(), sw.get(), wsp, wsb, why);
+    };
+    // A graph pick's workspace counts beside the legacy pick's: operands the graph plan was
+    // not made for (not 16-byte aligned) run the legacy pick.
+    const auto take_graph = [&](std::unique_ptr<GraphConv>& from, std::unique_ptr<GraphConv>& to,
+                                std::size_t& workspace) {
+        to = std::move(from);
+        workspace = std::max(workspace, to->workspace());
+    };
 
     const Choice f = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
         s, "forward",
@@ -322,6 +369,8 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             h, p.x.get(), p.w.get(), p.fwd.get(), p.y.get(), p.fwd_algo, &p.fwd_ws));
         p.fwd_ws = std::max(p.fwd_ws, f.memory);
     }
+    std::unique_ptr<GraphConv> gf = graph_search(graph::ConvOp::Forward, &why_fwd);
+    if (prefer_graph(f, gf.get(), p.api_mode)) take_graph(gf, p.graph_fwd, p.fwd_ws);
 
     // Backward data: dy and w in, dx out.
     const Choice d = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
@@ -397,6 +446,12 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             h, p.w.get(), p.y.get(), p.bwd_data.get(), p.x.get(), p.bwd_data_algo, &p.bwd_data_ws));
         p.bwd_data_ws = std::max(p.bwd_data_ws, d.memory);
     }
+    // Against backward data as the legacy NHWC path runs it; backward data forced onto
+    // flipped weights (a check of that path) stays there.
+    std::unique_ptr<GraphConv> gd = graph_search(graph::ConvOp::BackwardData, &why_data);
+    if (p.as_fwd_mode != BwdAsFwd::Force &&
+        prefer_graph(p.bwd_data_as_fwd ? a : d, gd.get(), p.api_mode))
+        take_graph(gd, p.graph_bwd_data, p.bwd_data_ws);
 
     // Backward filter: x and dy in, dw out.
     const Choice w = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
@@ -427,19 +482,26 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             &p.bwd_filter_ws));
         p.bwd_filter_ws = std::max(p.bwd_filter_ws, w.memory);
     }
+    std::unique_ptr<GraphConv> gw = graph_search(graph::ConvOp::BackwardFilter, &why_filter);
+    if (prefer_graph(w, gw.get(), p.api_mode)) take_graph(gw, p.graph_bwd_filter, p.bwd_filter_ws);
 
-    // The route, per direction, against what the NHWC search found. Backward data forced
-    // onto flipped weights (a check of that path) stays there.
-    const Choice& dd = p.bwd_data_as_fwd ? a : d; // backward data as NHWC runs it
+    // The route, per direction, against what the NHWC search found (either API's pick).
+    // Backward data forced onto flipped weights (a check of that path) stays there.
+    const Choice& ff = p.graph_fwd ? p.graph_fwd->choice() : f;
+    const Choice& dd = p.graph_bwd_data    ? p.graph_bwd_data->choice()
+                       : p.bwd_data_as_fwd ? a
+                                           : d; // backward data as NHWC runs it
+    const Choice& ww = p.graph_bwd_filter ? p.graph_bwd_filter->choice() : w;
     bool forced = false;
-    if (!m_force_direct) p.route = route_for(g, t, m, p.layout_mode, p.pad_mode, &forced);
+    if (!m_force_direct)
+        p.route = route_for(g, t, m, p.layout_mode, p.pad_mode, p.api_mode, &forced);
     if (p.route) {
         p.route->plan(h, s, sx.get(), sy.get(), sw.get(), wsp, wsb, m_stream);
         const RouteDirection &rf = p.route->forward_plan(), &rd = p.route->backward_data_plan(),
                              &rw = p.route->backward_filter_plan();
-        p.route_fwd = prefer_route(f, rf, forced);
+        p.route_fwd = prefer_route(ff, rf, forced);
         p.route_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_route(dd, rd, forced);
-        p.route_bwd_filter = prefer_route(w, rw, forced);
+        p.route_bwd_filter = prefer_route(ww, rw, forced);
         // The route's copies must fit beside everything else. Where they do not, every
         // direction stays NHWC, so a batch near the device's limit still runs (without
         // the route), unless the route was forced.
@@ -453,14 +515,17 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         }
         if (p.route_fwd) {
             p.direct_fwd = false;
+            p.graph_fwd.reset();
             p.fwd_ws = rf.workspace;
         }
         if (p.route_bwd_data) {
             p.direct_bwd_data = p.bwd_data_as_fwd = false;
+            p.graph_bwd_data.reset();
             p.bwd_data_ws = rd.workspace;
         }
         if (p.route_bwd_filter) {
             p.direct_bwd_filter = false;
+            p.graph_bwd_filter.reset();
             p.bwd_filter_ws = rw.workspace;
         }
         if (!p.route_fwd && !p.route_bwd_data && !p.route_bwd_filter) p.route.reset();
@@ -482,32 +547,48 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         return AsRun{algo_text(named.c_str(), n.choice.math, t, m), n.ms(), n.choice.timed,
                      n.choice.tensor_cores()};
     };
-    const auto nhwc_run = [&](const Choice& c, std::string algo) {
+    // A direction the graph API was forced onto but could not take says why.
+    const auto nhwc_run = [&](const Choice& c, std::string algo, const std::string& why_not) {
+        if (p.api_mode == ConvApi::Graph && !why_not.empty())
+            algo += " (MIXLAB_CONV_API=graph: " + why_not + ")";
         return AsRun{std::move(algo), c.ms, c.timed, c.tensor_cores()};
+    };
+    // An engine's numerical notes say whether it runs on tensor cores, so its name says
+    // so or nothing (algo_text's "tf32 permitted" is for the legacy API, which does not).
+    const auto graph_run = [&](const GraphConv& c) {
+        const Choice& k = c.choice();
+        const std::string algo =
+            k.tensor_cores() ? algo_text(c.name().c_str(), k.math, t, m) : c.name();
+        return AsRun{algo, k.ms, k.timed, k.tensor_cores()};
     };
     const AsRun rf =
         p.route_fwd
             ? route_run(p.route->forward_plan(),
                         fwd_name(cudnnConvolutionFwdAlgo_t(p.route->forward_plan().choice.algo)))
-            : nhwc_run(f, text(f, fwd_name(p.fwd_algo)));
+        : p.graph_fwd ? graph_run(*p.graph_fwd)
+                      : nhwc_run(f, text(f, fwd_name(p.fwd_algo)), why_fwd);
     const AsRun rd =
-        p.route_bwd_data ? route_run(p.route->backward_data_plan(),
-                                     bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
-                                         p.route->backward_data_plan().choice.algo)))
+        p.route_bwd_data   ? route_run(p.route->backward_data_plan(),
+                                       bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
+                                           p.route->backward_data_plan().choice.algo)))
+        : p.graph_bwd_data ? graph_run(*p.graph_bwd_data)
         : p.bwd_data_as_fwd
-            ? nhwc_run(a, algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
-                              (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""))
-            : nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)));
-    const AsRun rw = p.route_bwd_filter
-                         ? route_run(p.route->backward_filter_plan(),
-                                     bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
-                                         p.route->backward_filter_plan().choice.algo)))
-                         : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)));
+            ? nhwc_run(a,
+                       algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
+                           (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""),
+                       p.as_fwd_mode == BwdAsFwd::Force ? std::string() : why_data)
+            : nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)), why_data);
+    const AsRun rw =
+        p.route_bwd_filter   ? route_run(p.route->backward_filter_plan(),
+                                         bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
+                                             p.route->backward_filter_plan().choice.algo)))
+        : p.graph_bwd_filter ? graph_run(*p.graph_bwd_filter)
+                             : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)), why_filter);
     r.info.forward_algo = rf.algo;
     r.info.backward_data_algo = rd.algo;
     r.info.backward_filter_algo = rw.algo;
     r.info.tensor_cores = rf.tensor_cores && rd.tensor_cores && rw.tensor_cores;
-    r.backward_data_as_forward = p.bwd_data_as_fwd;
+    r.backward_data_as_forward = p.bwd_data_as_fwd && !p.graph_bwd_data;
     r.forward_ms = rf.ms;
     r.backward_data_ms = rd.ms;
     r.backward_filter_ms = rw.ms;
@@ -525,11 +606,13 @@ CudnnConv::Plan& CudnnConv::plan_for(const ConvGeometry& g, DType t, MathMode ma
     const BwdAsFwd mode = as_fwd_valid(g) ? as_fwd_requested() : BwdAsFwd::Auto;
     const ConvLayout layout = layout_requested();
     const PadChannels pad = pad_requested();
+    const ConvApi api = api_requested();
     for (auto& p : m_plans)
         if (p->record.geometry == g && p->record.dtype == t && p->record.math == math &&
-            p->as_fwd_mode == mode && p->layout_mode == layout && p->pad_mode == pad)
+            p->as_fwd_mode == mode && p->layout_mode == layout && p->pad_mode == pad &&
+            p->api_mode == api)
             return *p;
-    m_plans.push_back(make_plan(g, t, math, mode, layout, pad));
+    m_plans.push_back(make_plan(g, t, math, mode, layout, pad, api));
     return *m_plans.back();
 }
 
@@ -545,6 +628,10 @@ void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const voi
     ++p.record.calls;
     if (p.route_fwd) {
         p.route->forward(handle(), x, w, y, m_route, m_workspace, m_stream);
+        return;
+    }
+    if (p.graph_fwd && GraphConv::aligned(x, w, y)) {
+        p.graph_fwd->run(handle(), x, w, y, m_workspace);
         return;
     }
     if (p.direct_fwd) {
@@ -564,6 +651,10 @@ void CudnnConv::backward_data(const ConvGeometry& g, DType t, MathMode math, con
     ++p.record.calls;
     if (p.route_bwd_data) {
         p.route->backward_data(handle(), dy, w, dx, m_route, m_workspace, m_stream);
+        return;
+    }
+    if (p.graph_bwd_data && GraphConv::aligned(dx, w, dy)) {
+        p.graph_bwd_data->run(handle(), dx, w, dy, m_workspace);
         return;
     }
     const float one = 1.0f, zero = 0.0f;
@@ -591,6 +682,10 @@ void CudnnConv::backward_filter(const ConvGeometry& g, DType t, MathMode math, c
     ++p.record.calls;
     if (p.route_bwd_filter) {
         p.route->backward_filter(handle(), x, dy, dw, m_route, m_workspace, m_stream);
+        return;
+    }
+    if (p.graph_bwd_filter && GraphConv::aligned(x, dw, dy)) {
+        p.graph_bwd_filter->run(handle(), x, dw, dy, m_workspace);
         return;
     }
     if (p.direct_bwd_filter) {

@@ -6,8 +6,11 @@
 // times faster. Every plan shares one workspace, grown only while planning, so a training
 // step never allocates. A direction cuDNN has no algorithm for runs a direct kernel.
 // Stride-1 backward data may run as a forward convolution on flipped weights when that
-// is faster or deterministic where cuDNN's own backward-data algorithms are not.
+// is faster or deterministic where cuDNN's own backward-data algorithms are not. Each
+// direction's NHWC pick is the faster of the legacy API's (cudnnFind*Ex) and the graph
+// API's (conv_graph.h: every engine configuration the heuristics offer, timed).
 #pragma once
+#include "backends/cuda/conv_graph.h"
 #include "backends/cuda/conv_route.h"
 #include "backends/cuda/conv_report.h"
 #include "backends/cuda/cudnn_handles.h"
@@ -32,6 +35,10 @@ enum class ConvLayout { Auto, Nchw, Nhwc };
 // whose input channels are not a multiple of 8; 1, taken wherever they are not (checks);
 // 0, never.
 enum class PadChannels { Auto, Force, Off };
+// Which cuDNN API runs the NHWC directions, by MIXLAB_CONV_API: auto (unset), the faster
+// per direction; graph, the graph API's pick wherever it has one, and no route unless
+// one is forced too (for checks); legacy, never the graph API (for A/B runs).
+enum class ConvApi { Auto, Graph, Legacy };
 
 class CudnnConv {
 public:
@@ -78,6 +85,10 @@ private:
         // Directions that run on copies of their operands, through `route`.
         std::unique_ptr<ConvRoute> route;
         bool route_fwd = false, route_bwd_data = false, route_bwd_filter = false;
+        // Directions that run the graph API's pick (operands it was not planned for, not
+        // 16-byte aligned, run the legacy pick instead, whose workspace is counted too).
+        std::unique_ptr<GraphConv> graph_fwd, graph_bwd_data, graph_bwd_filter;
+        ConvApi api_mode = ConvApi::Auto; // MIXLAB_CONV_API when planned (in the key)
         // MIXLAB_CONV_LAYOUT and MIXLAB_CONV_PAD_CHANNELS when planned (in the key).
         ConvLayout layout_mode = ConvLayout::Auto;
         PadChannels pad_mode = PadChannels::Auto;
@@ -87,7 +98,7 @@ private:
     Plan& plan_for(const ConvGeometry& g, DType t, MathMode math);
     std::unique_ptr<Plan> make_plan(const ConvGeometry& g, DType t, MathMode math,
                                     BwdAsFwd as_fwd_mode, ConvLayout layout_mode,
-                                    PadChannels pad_mode);
+                                    PadChannels pad_mode, ConvApi api_mode);
     void choose_algorithms(Plan& plan, std::size_t limit);
     void grow_workspace(std::size_t bytes);
     void grow_flipped(std::size_t bytes);
