@@ -176,8 +176,11 @@ void launch_activation_backward(Activation act, const void* x, DType tx, const v
     const auto aligned16 = [](const void* p) {
         return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
     };
-    const bool vector = act != Activation::Softmax && in.t == tdy && tdy == tdx &&
-                        aligned16(in.p) && aligned16(dy) && aligned16(dx);
+    // Only the activations that read an operand: under `none` y is not passed (null).
+    const bool reads_operand = act == Activation::Relu || act == Activation::Sigmoid ||
+                               act == Activation::Tanh || act == Activation::Gelu;
+    const bool vector = reads_operand && in.p && in.t == tdy && tdy == tdx && aligned16(in.p) &&
+                        aligned16(dy) && aligned16(dx);
     // Eights handled by the vector kernel; the scalar one takes the rest from `done` on.
     const std::size_t eights = vector ? n / 8 : 0, done = eights * 8;
     if (eights > 0) {
