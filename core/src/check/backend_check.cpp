@@ -756,37 +756,42 @@ void Checker::gemm_check(const GemmCase& g)
             // The staged plan must really have run: else this only repeats the case. The
             // plan is matched on everything that keys it (shape, transposes, dtypes,
             // epilogue, math), so another case's plan of the same shape does not count.
-            // An epilogue cuBLASLt could not fuse runs the plain plan of the same key
-            // (epilogue none) and a kernel of ours: then that plain plan must be staged.
+            // The unstaged case of the same key built its own plan earlier (staging is part
+            // of the plan cache's key, not of the report), so the staged one is looked for
+            // among all the plans that match. An epilogue cuBLASLt could not fuse runs the
+            // plain plan of the same key (epilogue none) and a kernel of ours: then that
+            // plain plan must be staged.
             const std::vector<PlanReport> reports = backend_plan_reports(m_cand);
-            const auto plan_of = [&](const char* epilogue) -> const PlanReport* {
+            const auto plans_of = [&](const char* epilogue) {
+                std::vector<nlohmann::json> out;
                 for (const PlanReport& p : reports) {
                     if (p.kind != "gemm") continue;
-                    const auto j = nlohmann::json::parse(p.json);
+                    nlohmann::json j = nlohmann::json::parse(p.json);
                     if (j.at("m") == g.m && j.at("n") == g.n && j.at("k") == g.k &&
                         j.at("trans_a") == g.ta && j.at("trans_b") == g.tb &&
                         j.at("ab") == std::string(dtype_name(g.ab)) &&
                         j.at("c") == std::string(dtype_name(g.c)) && j.at("epilogue") == epilogue &&
                         j.at("math") == math_mode_name(g.math))
-                        return &p;
+                        out.push_back(std::move(j));
                 }
-                return nullptr;
+                return out;
             };
-            const auto staged_plan = [](const PlanReport* p) {
-                return p &&
-                       !nlohmann::json::parse(p->json).at("staging").get<std::string>().empty();
+            const auto staged_of = [](const std::vector<nlohmann::json>& plans) {
+                for (const nlohmann::json& j : plans)
+                    if (!j.at("staging").get<std::string>().empty()) return &j;
+                return static_cast<const nlohmann::json*>(nullptr);
             };
-            const PlanReport* own = plan_of(epilogue_name(g.epi));
-            const PlanReport* ran = own;
-            if (own && !nlohmann::json::parse(own->json).at("fused").get<bool>() &&
-                g.epi != Epilogue::None)
-                ran = plan_of(epilogue_name(Epilogue::None));
-            const bool staged = staged_plan(ran);
-            if (own) v.note(own->description);
-            if (ran != own && ran) v.note(ran->description);
-            if (!staged)
-                v.fail(ran ? "MIXLAB_GEMM_STAGE=1 but the plan that ran was not staged"
-                           : "MIXLAB_GEMM_STAGE=1 but no plan of this case was built");
+            std::vector<nlohmann::json> ran = plans_of(epilogue_name(g.epi));
+            const bool unfused = !ran.empty() && !ran.front().at("fused").get<bool>();
+            if (unfused && g.epi != Epilogue::None) {
+                v.note(ran.front().at("description").get<std::string>());
+                ran = plans_of(epilogue_name(Epilogue::None));
+            }
+            if (const nlohmann::json* staged = staged_of(ran))
+                v.note(staged->at("description").get<std::string>());
+            else
+                v.fail(!ran.empty() ? "MIXLAB_GEMM_STAGE=1 but the plan that ran was not staged"
+                                    : "MIXLAB_GEMM_STAGE=1 but no plan of this case was built");
         }
     });
 }

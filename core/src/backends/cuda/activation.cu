@@ -73,13 +73,14 @@ __device__ __forceinline__ float activation_grad(Activation act, float g, float 
     }
 }
 
+// `in.p` is null where the activation reads no operand (`none`): nothing is loaded then.
 template <class TDY, class TDX>
 __global__ void activation_backward_kernel(Activation act, AnyConst in, const TDY* dy,
                                            std::size_t n, TDX* dx)
 {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * blockDim.x)
-        dx[i] = from_f32<TDX>(activation_grad(act, to_f32(dy[i]), in.load(i)));
+        dx[i] = from_f32<TDX>(activation_grad(act, to_f32(dy[i]), in.p ? in.load(i) : 0.0f));
 }
 
 // Eight elements a thread in 16-byte accesses, where dy, the operand read and dx share one
@@ -205,7 +206,8 @@ void launch_activation_backward(Activation act, const void* x, DType tx, const v
                     <<<row_blocks(rows), row_threads(cols), 0, stream>>>(ay, pdy, rows, cols, pdx);
             } else {
                 const std::size_t elem = dtype_size(in.t);
-                const AnyConst rest{static_cast<const char*>(in.p) + done * elem, in.t};
+                const AnyConst rest{in.p ? static_cast<const char*>(in.p) + done * elem : nullptr,
+                                    in.t};
                 activation_backward_kernel<TDY, TDX>
                     <<<grid_for(n - done, k_threads), k_threads, 0, stream>>>(act, rest, pdy + done,
                                                                               n - done, pdx + done);
