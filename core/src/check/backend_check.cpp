@@ -865,6 +865,8 @@ void Checker::gemm_checks()
         // split-k kernel (skinny_gemm.cuh), at the seed's batches, with and without the
         // bias gradient, accumulating (beta 1), in a 16-bit C and with a ragged last slice.
         {10, 1000, 4096, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
+        // k from 1024 up runs the split-k kernel: 1100 leaves a last slice of 12 rows.
+        {10, 1000, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {10, 1000, 32, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {10, 1000, 300, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None,
          DType::F32, 0.5f, 1.0f},
