@@ -587,7 +587,10 @@ void MainWindow::startCompare()
     if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
     const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
     if (policies.size() < 2) return;
-    const mixlab::RunConfig base = m_runPanel->config();
+    mixlab::RunConfig base = m_runPanel->config();
+    // with_policy keeps it for the mixed_bf16 run only.
+    if (m_runPanel->splitMastersChosen())
+        base.optimizer.master_weights = mixlab::MasterWeights::Bf16Split;
     std::vector<mixlab::RunConfig> runs;
     for (mixlab::Policy p : policies) runs.push_back(mixlab::with_policy(base, p));
     m_controller->start(m_designer->spec(), runs, m_runPanel->textSampling());

@@ -245,6 +245,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
         connect(box, &QCheckBox::clicked, this, [this] {
             m_compareTouched = true;
             updateButtons();
+            updateMasterWeights();
             emit configChanged();
         });
     }
@@ -358,11 +359,14 @@ mixlab::RunConfig RunPanel::config() const
     const float lr = m_lr->text().toFloat(&ok);
     if (ok && std::isfinite(lr)) c.optimizer.lr = lr;
     c.optimizer.momentum = float(m_momentum->value());
-    // Kept for the policies it applies to; a comparison's other runs keep fp32 masters
-    // (mixlab::with_policy).
-    c.optimizer.master_weights = m_splitMasters->isChecked() && m_splitMasters->isEnabled()
-                                     ? mixlab::MasterWeights::Bf16Split
-                                     : mixlab::MasterWeights::FP32;
+    // Only where it applies to the panel's own policy: this config is also the single
+    // run's and the experiment file's. A comparison adds it to its mixed_bf16 run through
+    // splitMastersChosen() and mixlab::with_policy.
+    c.optimizer.master_weights =
+        splitMastersChosen() &&
+                mixlab::master_weights_apply(mixlab::MasterWeights::Bf16Split, c.policy)
+            ? mixlab::MasterWeights::Bf16Split
+            : mixlab::MasterWeights::FP32;
     const QString clip = m_clip->text().trimmed();
     const float clipNorm = clip.toFloat(&ok);
     if (clip.isEmpty())
@@ -509,7 +513,13 @@ void RunPanel::setComparePolicies(const std::vector<mixlab::Policy> &policies)
                         box->isEnabled());
     m_compareTouched = true;
     updateButtons();
+    updateMasterWeights();
     emit configChanged();
+}
+
+bool RunPanel::splitMastersChosen() const
+{
+    return m_splitMasters->isChecked() && m_splitMasters->isEnabled();
 }
 
 void RunPanel::setDeviceInfo(const mixlab::DeviceInfo &info)
@@ -593,6 +603,7 @@ void RunPanel::updateDeviceDependent()
         }
     }
     updateButtons();
+    updateMasterWeights();
     if (policyMoved) emit configChanged();
 }
 
@@ -644,16 +655,30 @@ void RunPanel::updateOptimizerFields()
 void RunPanel::updateMasterWeights()
 {
     const auto policy = mixlab::Policy(m_policy->currentData().toInt());
-    const bool applies = mixlab::master_weights_apply(mixlab::MasterWeights::Bf16Split, policy);
-    m_splitMasters->setEnabled(applies);
-    m_splitMasters->setToolTip(
-        applies ? tr("Hold each fp32 master as the bf16 weight the GEMMs read plus a 16-bit "
-                     "remainder: together exactly the fp32 value, so training is the fp32-master "
-                     "update bit for bit, in 4 bytes a weight instead of 6 and with no copy to "
-                     "write each step. In a comparison it applies to the mixed_bf16 run.")
-                : tr("Split masters apply to mixed_bf16 only: they split fp32 masters behind "
-                     "bfloat16 weights, which %1 does not have")
-                      .arg(policyText(policy)));
+    const bool own = mixlab::master_weights_apply(mixlab::MasterWeights::Bf16Split, policy);
+    // A comparison with mixed_bf16 checked uses it for that run whatever the panel's own
+    // policy is, so the box stays usable then.
+    const QCheckBox *bf16 = m_compare.at(mixlab::Policy::MixedBF16);
+    const bool compared = bf16->isEnabled() && bf16->isChecked();
+    m_splitMasters->setEnabled(own || compared);
+    const QString what =
+        tr("Hold each fp32 master as the bf16 weight the GEMMs read plus a 16-bit "
+           "remainder: together exactly the fp32 value, so training is the fp32-master "
+           "update bit for bit, in 4 bytes a weight instead of 6 and with no copy to "
+           "write each step.");
+    if (own)
+        m_splitMasters->setToolTip(what + tr(" In a comparison it applies to the mixed_bf16 run."));
+    else if (compared)
+        m_splitMasters->setToolTip(
+            what + tr(" Applies to the comparison's mixed_bf16 run only: Start with %1 keeps "
+                      "fp32 masters.")
+                       .arg(policyText(policy)));
+    else
+        m_splitMasters->setToolTip(
+            tr("Split masters apply to mixed_bf16 only: they split fp32 masters behind "
+               "bfloat16 weights, which %1 does not have. Choose mixed_bf16 as the policy, "
+               "or check it under Compare precisions.")
+                .arg(policyText(policy)));
 }
 
 int RunPanel::addFolderItem(const QString &folder)

@@ -39,6 +39,9 @@ public:
     mixlab::RunConfig config() const;
     void setConfig(const mixlab::RunConfig &c);
     std::vector<mixlab::Policy> comparePolicies() const;
+    // Split bf16 masters checked and usable: for the panel's own policy, or for a
+    // comparison's mixed_bf16 run.
+    bool splitMastersChosen() const;
     void setComparePolicies(const std::vector<mixlab::Policy> &p);
     void setDeviceInfo(const mixlab::DeviceInfo &info);
     void setRunning(bool running);

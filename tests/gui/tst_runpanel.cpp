@@ -440,6 +440,21 @@ void TestRunPanel::splitMasterWeights()
     QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::FP32);
     mixlab::validate_run_config(panel.config()); // no refusal: the panel never offers it
 
+    // Checking mixed_bf16 under Compare precisions makes it usable for that run: the
+    // panel's own config (Start, the experiment file) still holds fp32 masters.
+    auto *compareBf16 = panel.findChild<QCheckBox *>("compare_mixed_bf16");
+    QVERIFY(compareBf16 && compareBf16->isEnabled());
+    if (compareBf16->isChecked()) compareBf16->click();
+    QVERIFY(!split->isEnabled());
+    compareBf16->click();
+    QVERIFY(split->isEnabled());
+    QVERIFY(panel.splitMastersChosen());
+    QVERIFY(split->toolTip().contains("comparison's mixed_bf16 run only"));
+    QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::FP32);
+    mixlab::validate_run_config(panel.config());
+    compareBf16->click();
+    QVERIFY(!split->isEnabled());
+
     policy->setCurrentIndex(policy->findData(int(mixlab::Policy::MixedBF16)));
     QVERIFY(split->isEnabled());
     QCOMPARE(panel.config().optimizer.master_weights, mixlab::MasterWeights::Bf16Split);
