@@ -138,6 +138,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu
+    backends/cuda/gated_timing.cpp
     backends/cuda/gather.cu
     backends/cuda/token_gather.cu
     backends/cuda/gemm_lt.cpp

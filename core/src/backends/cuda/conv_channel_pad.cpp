@@ -54,18 +54,20 @@ void ChannelPadRoute::plan(cudnnHandle_t h, const conv_search::Search& s, void* 
         return;
     }
     const int c = m_g.in_c;
-    const float x_in = time_ms(
+    const auto x_in = time_ms(
         stream, [&] { launch_pad_channels(sx, tx.get(), x_rows(), c, m_padded, m_t, stream); });
-    const float x_out = time_ms(
+    const auto x_out = time_ms(
         stream, [&] { launch_unpad_channels(tx.get(), sx, x_rows(), m_padded, c, m_t, stream); });
-    const float w_in = time_ms(
+    const auto w_in = time_ms(
         stream, [&] { launch_pad_channels(sw, tw.get(), w_rows(), c, m_padded, m_t, stream); });
-    const float w_out = time_ms(
+    const auto w_out = time_ms(
         stream, [&] { launch_unpad_channels(tw.get(), sw, w_rows(), m_padded, c, m_t, stream); });
-    search(h, s, tx.get(), sy, tw.get(), ws, ws_bytes);
-    m_fwd.copy_ms = x_in + w_in;
-    m_data.copy_ms = w_in + x_out;
-    m_filter.copy_ms = x_in + w_out;
+    if (x_in && x_out && w_in && w_out) {
+        search(h, s, tx.get(), sy, tw.get(), ws, ws_bytes);
+        m_fwd.copy_ms = *x_in + *w_in;
+        m_data.copy_ms = *w_in + *x_out;
+        m_filter.copy_ms = *x_in + *w_out;
+    } // else untimed copies: the route stays unavailable
     // The padded scratch is freed on return: nothing may still be using it.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

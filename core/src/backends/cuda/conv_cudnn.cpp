@@ -142,10 +142,10 @@ bool prefer_route(const Choice& nhwc, const RouteDirection& route, bool forced)
 // several runs after a warm-up on the same scratch, operands and stream, so the margin
 // only has to cover their run-to-run noise (the routes' 10% also covers their copies'
 // separate timing); a pick that flipped between processes on noise would change the
-// run's bits from one process to the next. Both are timed as back-to-back calls from the
-// host, which for small convolutions measures the calls' launch cost more than their
-// kernels (bench/NOTES.md section 18): the step, replayed as a CUDA graph, pays only the
-// kernels.
+// run's bits from one process to the next. Both are timed behind a host-side gate
+// (gated_timing.h), so that the time is the kernels', which is what the step, replayed as
+// a CUDA graph, pays: timed as back-to-back calls, a small convolution's legacy call
+// measured its launch cost more than its kernel (bench/NOTES.md section 18).
 bool prefer_graph(const Choice& legacy, const GraphConv* graph, ConvApi api)
 {
     if (!graph || api == ConvApi::Legacy) return false;
@@ -282,7 +282,7 @@ std::unique_ptr<CudnnConv::Plan> CudnnConv::make_plan(const ConvGeometry& g, DTy
 
     r.info.workspace_bytes = std::int64_t(std::max({p->fwd_ws, p->bwd_data_ws, p->bwd_filter_ws}));
     grow_workspace(std::size_t(r.info.workspace_bytes));
-    if (p->bwd_data_as_fwd) grow_flipped(g.w_count() * dtype_size(t));
+    if (p->bwd_data_run.may_run(ConvRun::AsForward)) grow_flipped(g.w_count() * dtype_size(t));
     return p;
 }
 
@@ -336,11 +336,13 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         return GraphConv::search(h, g, op, s, sx.get(), sy.get(), sw.get(), wsp, wsb, why);
     };
     // A graph pick's workspace counts beside the legacy pick's: operands the graph plan was
-    // not made for (not 16-byte aligned) run the legacy pick.
+    // not made for (not 16-byte aligned) run the legacy path, which `dir` holds so far.
     const auto take_graph = [&](std::unique_ptr<GraphConv>& from, std::unique_ptr<GraphConv>& to,
-                                std::size_t& workspace) {
+                                std::size_t& workspace, ConvDirection& dir) {
         to = std::move(from);
         workspace = std::max(workspace, to->workspace());
+        dir.unaligned = dir.run;
+        dir.run = ConvRun::Graph;
     };
 
     const Choice f = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
@@ -361,7 +363,7 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
                                            p.fwd.get(), c.algo, wsp, wsb, &zero, p.y.get(),
                                            sy.get());
         });
-    p.direct_fwd = f.direct;
+    p.fwd_run.run = f.direct ? ConvRun::Direct : ConvRun::Legacy;
     if (!f.direct) {
         p.fwd_algo = cudnnConvolutionFwdAlgo_t(f.algo);
         if (!fp32_exact(t, m)) MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.fwd.get(), f.math));
@@ -370,7 +372,7 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.fwd_ws = std::max(p.fwd_ws, f.memory);
     }
     std::unique_ptr<GraphConv> gf = graph_search(graph::ConvOp::Forward, &why_fwd);
-    if (prefer_graph(f, gf.get(), p.api_mode)) take_graph(gf, p.graph_fwd, p.fwd_ws);
+    if (prefer_graph(f, gf.get(), p.api_mode)) take_graph(gf, p.graph_fwd, p.fwd_ws, p.fwd_run);
 
     // Backward data: dy and w in, dx out.
     const Choice d = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
@@ -426,8 +428,9 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
                                                    &zero, p.x.get(), sx.get());
                 });
     }
-    p.bwd_data_as_fwd = prefer_as_fwd(d, a, p.as_fwd_mode);
-    if (p.bwd_data_as_fwd) {
+    const bool as_fwd = prefer_as_fwd(d, a, p.as_fwd_mode);
+    p.bwd_data_run.run = as_fwd ? ConvRun::AsForward : d.direct ? ConvRun::Direct : ConvRun::Legacy;
+    if (as_fwd) {
         p.bwd_as_fwd_algo = cudnnConvolutionFwdAlgo_t(a.algo);
         if (!fp32_exact(t, m))
             MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_as_fwd.get(), a.math));
@@ -437,8 +440,7 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.bwd_data_ws = std::max(p.bwd_data_ws, a.memory);
     }
 
-    p.direct_bwd_data = d.direct && !p.bwd_data_as_fwd;
-    if (!d.direct && !p.bwd_data_as_fwd) {
+    if (p.bwd_data_run.run == ConvRun::Legacy) {
         p.bwd_data_algo = cudnnConvolutionBwdDataAlgo_t(d.algo);
         if (!fp32_exact(t, m))
             MIXLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(p.bwd_data.get(), d.math));
@@ -448,10 +450,10 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
     }
     // Against backward data as the legacy NHWC path runs it; backward data forced onto
     // flipped weights (a check of that path) stays there.
+    const Choice& data_legacy = as_fwd ? a : d;
     std::unique_ptr<GraphConv> gd = graph_search(graph::ConvOp::BackwardData, &why_data);
-    if (p.as_fwd_mode != BwdAsFwd::Force &&
-        prefer_graph(p.bwd_data_as_fwd ? a : d, gd.get(), p.api_mode))
-        take_graph(gd, p.graph_bwd_data, p.bwd_data_ws);
+    if (p.as_fwd_mode != BwdAsFwd::Force && prefer_graph(data_legacy, gd.get(), p.api_mode))
+        take_graph(gd, p.graph_bwd_data, p.bwd_data_ws, p.bwd_data_run);
 
     // Backward filter: x and dy in, dw out.
     const Choice w = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
@@ -472,7 +474,7 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
                                                   p.bwd_filter.get(), c.algo, wsp, wsb, &zero,
                                                   p.w.get(), sw.get());
         });
-    p.direct_bwd_filter = w.direct;
+    p.bwd_filter_run.run = w.direct ? ConvRun::Direct : ConvRun::Legacy;
     if (!w.direct) {
         p.bwd_filter_algo = cudnnConvolutionBwdFilterAlgo_t(w.algo);
         if (!fp32_exact(t, m))
@@ -483,14 +485,13 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.bwd_filter_ws = std::max(p.bwd_filter_ws, w.memory);
     }
     std::unique_ptr<GraphConv> gw = graph_search(graph::ConvOp::BackwardFilter, &why_filter);
-    if (prefer_graph(w, gw.get(), p.api_mode)) take_graph(gw, p.graph_bwd_filter, p.bwd_filter_ws);
+    if (prefer_graph(w, gw.get(), p.api_mode))
+        take_graph(gw, p.graph_bwd_filter, p.bwd_filter_ws, p.bwd_filter_run);
 
     // The route, per direction, against what the NHWC search found (either API's pick).
     // Backward data forced onto flipped weights (a check of that path) stays there.
     const Choice& ff = p.graph_fwd ? p.graph_fwd->choice() : f;
-    const Choice& dd = p.graph_bwd_data    ? p.graph_bwd_data->choice()
-                       : p.bwd_data_as_fwd ? a
-                                           : d; // backward data as NHWC runs it
+    const Choice& dd = p.graph_bwd_data ? p.graph_bwd_data->choice() : data_legacy;
     const Choice& ww = p.graph_bwd_filter ? p.graph_bwd_filter->choice() : w;
     bool forced = false;
     if (!m_force_direct)
@@ -499,36 +500,30 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
         p.route->plan(h, s, sx.get(), sy.get(), sw.get(), wsp, wsb, m_stream);
         const RouteDirection &rf = p.route->forward_plan(), &rd = p.route->backward_data_plan(),
                              &rw = p.route->backward_filter_plan();
-        p.route_fwd = prefer_route(ff, rf, forced);
-        p.route_bwd_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_route(dd, rd, forced);
-        p.route_bwd_filter = prefer_route(ww, rw, forced);
+        bool route_fwd = prefer_route(ff, rf, forced);
+        bool route_data = p.as_fwd_mode != BwdAsFwd::Force && prefer_route(dd, rd, forced);
+        bool route_filter = prefer_route(ww, rw, forced);
         // The route's copies must fit beside everything else. Where they do not, every
         // direction stays NHWC, so a batch near the device's limit still runs (without
         // the route), unless the route was forced.
-        if (p.route_fwd || p.route_bwd_data || p.route_bwd_filter) {
+        if (route_fwd || route_data || route_filter) {
             try {
                 grow_route(*p.route);
             } catch (const OutOfMemoryError&) {
                 if (forced) throw;
-                p.route_fwd = p.route_bwd_data = p.route_bwd_filter = false;
+                route_fwd = route_data = route_filter = false;
             }
         }
-        if (p.route_fwd) {
-            p.direct_fwd = false;
-            p.graph_fwd.reset();
-            p.fwd_ws = rf.workspace;
-        }
-        if (p.route_bwd_data) {
-            p.direct_bwd_data = p.bwd_data_as_fwd = false;
-            p.graph_bwd_data.reset();
-            p.bwd_data_ws = rd.workspace;
-        }
-        if (p.route_bwd_filter) {
-            p.direct_bwd_filter = false;
-            p.graph_bwd_filter.reset();
-            p.bwd_filter_ws = rw.workspace;
-        }
-        if (!p.route_fwd && !p.route_bwd_data && !p.route_bwd_filter) p.route.reset();
+        const auto take_route = [](ConvDirection& dir, std::unique_ptr<GraphConv>& graph,
+                                   std::size_t& workspace, const RouteDirection& route) {
+            dir = ConvDirection{ConvRun::Route};
+            graph.reset();
+            workspace = route.workspace;
+        };
+        if (route_fwd) take_route(p.fwd_run, p.graph_fwd, p.fwd_ws, rf);
+        if (route_data) take_route(p.bwd_data_run, p.graph_bwd_data, p.bwd_data_ws, rd);
+        if (route_filter) take_route(p.bwd_filter_run, p.graph_bwd_filter, p.bwd_filter_ws, rw);
+        if (!route_fwd && !route_data && !route_filter) p.route.reset();
     }
 
     ConvPlanRecord& r = p.record;
@@ -561,34 +556,53 @@ void CudnnConv::choose_algorithms(Plan& p, std::size_t limit)
             k.tensor_cores() ? algo_text(c.name().c_str(), k.math, t, m) : c.name();
         return AsRun{algo, k.ms, k.timed, k.tensor_cores()};
     };
-    const AsRun rf =
-        p.route_fwd
-            ? route_run(p.route->forward_plan(),
-                        fwd_name(cudnnConvolutionFwdAlgo_t(p.route->forward_plan().choice.algo)))
-        : p.graph_fwd ? graph_run(*p.graph_fwd)
-                      : nhwc_run(f, text(f, fwd_name(p.fwd_algo)), why_fwd);
-    const AsRun rd =
-        p.route_bwd_data   ? route_run(p.route->backward_data_plan(),
-                                       bwd_data_name(cudnnConvolutionBwdDataAlgo_t(
-                                           p.route->backward_data_plan().choice.algo)))
-        : p.graph_bwd_data ? graph_run(*p.graph_bwd_data)
-        : p.bwd_data_as_fwd
-            ? nhwc_run(a,
-                       algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
-                           (p.as_fwd_mode == BwdAsFwd::Force ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""),
-                       p.as_fwd_mode == BwdAsFwd::Force ? std::string() : why_data)
-            : nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)), why_data);
-    const AsRun rw =
-        p.route_bwd_filter   ? route_run(p.route->backward_filter_plan(),
-                                         bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(
-                                             p.route->backward_filter_plan().choice.algo)))
-        : p.graph_bwd_filter ? graph_run(*p.graph_bwd_filter)
-                             : nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)), why_filter);
+    // The text and time of what runs a direction; `route` and `nhwc` make them for
+    // those kinds.
+    const auto as_run = [&](ConvRun run, const GraphConv* graph, const auto& route,
+                            const auto& nhwc) -> AsRun {
+        switch (run) {
+        case ConvRun::Route: return route();
+        case ConvRun::Graph: return graph_run(*graph);
+        case ConvRun::Direct:
+        case ConvRun::Legacy:
+        case ConvRun::AsForward: break;
+        }
+        return nhwc();
+    };
+    const AsRun rf = as_run(
+        p.fwd_run.run, p.graph_fwd.get(),
+        [&] {
+            const RouteDirection& rt = p.route->forward_plan();
+            return route_run(rt, fwd_name(cudnnConvolutionFwdAlgo_t(rt.choice.algo)));
+        },
+        [&] { return nhwc_run(f, text(f, fwd_name(p.fwd_algo)), why_fwd); });
+    const AsRun rd = as_run(
+        p.bwd_data_run.run, p.graph_bwd_data.get(),
+        [&] {
+            const RouteDirection& rt = p.route->backward_data_plan();
+            return route_run(rt, bwd_data_name(cudnnConvolutionBwdDataAlgo_t(rt.choice.algo)));
+        },
+        [&] {
+            if (p.bwd_data_run.run != ConvRun::AsForward)
+                return nhwc_run(d, text(d, bwd_data_name(p.bwd_data_algo)), why_data);
+            const bool forced_as_fwd = p.as_fwd_mode == BwdAsFwd::Force;
+            return nhwc_run(a,
+                            algo_text(as_fwd_name(p.bwd_as_fwd_algo).c_str(), a.math, t, m) +
+                                (forced_as_fwd ? " (MIXLAB_CONV_BWD_AS_FWD)" : ""),
+                            forced_as_fwd ? std::string() : why_data);
+        });
+    const AsRun rw = as_run(
+        p.bwd_filter_run.run, p.graph_bwd_filter.get(),
+        [&] {
+            const RouteDirection& rt = p.route->backward_filter_plan();
+            return route_run(rt, bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t(rt.choice.algo)));
+        },
+        [&] { return nhwc_run(w, text(w, bwd_filter_name(p.bwd_filter_algo)), why_filter); });
     r.info.forward_algo = rf.algo;
     r.info.backward_data_algo = rd.algo;
     r.info.backward_filter_algo = rw.algo;
     r.info.tensor_cores = rf.tensor_cores && rd.tensor_cores && rw.tensor_cores;
-    r.backward_data_as_forward = p.bwd_data_as_fwd && !p.graph_bwd_data;
+    r.backward_data_as_forward = p.bwd_data_run.run == ConvRun::AsForward;
     r.forward_ms = rf.ms;
     r.backward_data_ms = rd.ms;
     r.backward_filter_ms = rw.ms;
@@ -626,17 +640,15 @@ void CudnnConv::forward(const ConvGeometry& g, DType t, MathMode math, const voi
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.route_fwd) {
+    switch (p.fwd_run.on(GraphConv::aligned(x, w, y))) {
+    case ConvRun::Route:
         p.route->forward(handle(), x, w, y, m_route, m_workspace, m_stream);
         return;
-    }
-    if (p.graph_fwd && GraphConv::aligned(x, w, y)) {
-        p.graph_fwd->run(handle(), x, w, y, m_workspace);
-        return;
-    }
-    if (p.direct_fwd) {
-        launch_conv_direct_forward(g, t, x, w, y, m_stream);
-        return;
+    case ConvRun::Graph: p.graph_fwd->run(handle(), x, w, y, m_workspace); return;
+    case ConvRun::Direct: launch_conv_direct_forward(g, t, x, w, y, m_stream); return;
+    case ConvRun::Legacy:
+    case ConvRun::AsForward: // backward data's kind only: never planned for forward
+        break;
     }
     const float one = 1.0f, zero = 0.0f;
     MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(handle(), &one, p.x.get(), x, p.w.get(), w,
@@ -649,26 +661,21 @@ void CudnnConv::backward_data(const ConvGeometry& g, DType t, MathMode math, con
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.route_bwd_data) {
+    const float one = 1.0f, zero = 0.0f;
+    switch (p.bwd_data_run.on(GraphConv::aligned(dx, w, dy))) {
+    case ConvRun::Route:
         p.route->backward_data(handle(), dy, w, dx, m_route, m_workspace, m_stream);
         return;
-    }
-    if (p.graph_bwd_data && GraphConv::aligned(dx, w, dy)) {
-        p.graph_bwd_data->run(handle(), dx, w, dy, m_workspace);
-        return;
-    }
-    const float one = 1.0f, zero = 0.0f;
-    if (p.bwd_data_as_fwd) {
+    case ConvRun::Graph: p.graph_bwd_data->run(handle(), dx, w, dy, m_workspace); return;
+    case ConvRun::AsForward:
         // The weights change every step: flip them again, ahead on the same stream.
         launch_conv_flip_weights(g, t, w, m_flipped.get(), m_stream);
         MIXLAB_CUDNN_CHECK(cudnnConvolutionForward(
             handle(), &one, p.y.get(), dy, p.w_flipped.get(), m_flipped.get(), p.bwd_as_fwd.get(),
             p.bwd_as_fwd_algo, m_workspace.get(), m_workspace.bytes(), &zero, p.x.get(), dx));
         return;
-    }
-    if (p.direct_bwd_data) {
-        launch_conv_direct_backward_data(g, t, dy, w, dx, m_stream);
-        return;
+    case ConvRun::Direct: launch_conv_direct_backward_data(g, t, dy, w, dx, m_stream); return;
+    case ConvRun::Legacy: break;
     }
     MIXLAB_CUDNN_CHECK(cudnnConvolutionBackwardData(
         handle(), &one, p.w.get(), w, p.y.get(), dy, p.bwd_data.get(), p.bwd_data_algo,
@@ -680,17 +687,15 @@ void CudnnConv::backward_filter(const ConvGeometry& g, DType t, MathMode math, c
 {
     Plan& p = plan_for(g, t, math);
     ++p.record.calls;
-    if (p.route_bwd_filter) {
+    switch (p.bwd_filter_run.on(GraphConv::aligned(x, dw, dy))) {
+    case ConvRun::Route:
         p.route->backward_filter(handle(), x, dy, dw, m_route, m_workspace, m_stream);
         return;
-    }
-    if (p.graph_bwd_filter && GraphConv::aligned(x, dw, dy)) {
-        p.graph_bwd_filter->run(handle(), x, dw, dy, m_workspace);
-        return;
-    }
-    if (p.direct_bwd_filter) {
-        launch_conv_direct_backward_filter(g, t, x, dy, dw, m_stream);
-        return;
+    case ConvRun::Graph: p.graph_bwd_filter->run(handle(), x, dw, dy, m_workspace); return;
+    case ConvRun::Direct: launch_conv_direct_backward_filter(g, t, x, dy, dw, m_stream); return;
+    case ConvRun::Legacy:
+    case ConvRun::AsForward: // backward data's kind only: never planned for backward filter
+        break;
     }
     const float one = 1.0f, zero = 0.0f;
     MIXLAB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(

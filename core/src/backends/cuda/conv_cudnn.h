@@ -40,6 +40,25 @@ enum class PadChannels { Auto, Force, Off };
 // one is forced too (for checks); legacy, never the graph API (for A/B runs).
 enum class ConvApi { Auto, Graph, Legacy };
 
+// What runs one direction of a plan, resolved once when the plan is made.
+enum class ConvRun {
+    Direct,    // our direct kernel (conv_direct.cuh): cuDNN offered nothing acceptable
+    Legacy,    // the legacy API's NHWC algorithm (cudnnFind*Ex's pick)
+    AsForward, // backward data only: a forward convolution on flipped weights
+    Graph,     // the graph API's pick (conv_graph.h)
+    Route,     // cuDNN on copies of the operands in another form (conv_route.h)
+};
+
+struct ConvDirection {
+    ConvRun run = ConvRun::Legacy;
+    // Where run is Graph: what runs for operands its plan was not made for (not 16-byte
+    // aligned), the legacy API's path (Direct, Legacy or AsForward).
+    ConvRun unaligned = ConvRun::Legacy;
+    ConvRun on(bool aligned) const { return run == ConvRun::Graph && !aligned ? unaligned : run; }
+    // Whether `k` can run, for either operands' alignment (its buffers must exist).
+    bool may_run(ConvRun k) const { return run == k || (run == ConvRun::Graph && unaligned == k); }
+};
+
 class CudnnConv {
 public:
     explicit CudnnConv(cudaStream_t stream);
@@ -69,24 +88,22 @@ private:
         FilterDesc w;
         // One descriptor per direction: each carries the math type its algorithm needs.
         ConvDesc fwd, bwd_data, bwd_filter;
+        // What runs each direction.
+        ConvDirection fwd_run, bwd_data_run, bwd_filter_run;
         // Backward data as a forward convolution of dy with the flipped weights (in_c
-        // outputs, out_c inputs, padding kernel-1-pad), when bwd_data_as_fwd.
+        // outputs, out_c inputs, padding kernel-1-pad), where it may run (AsForward).
         FilterDesc w_flipped;
         ConvDesc bwd_as_fwd;
         cudnnConvolutionFwdAlgo_t bwd_as_fwd_algo{};
-        bool bwd_data_as_fwd = false;
         BwdAsFwd as_fwd_mode = BwdAsFwd::Auto; // MIXLAB_CONV_BWD_AS_FWD when planned (in the key)
         cudnnConvolutionFwdAlgo_t fwd_algo{};
         cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
         cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
         std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
-        // Directions cuDNN has no algorithm for run our direct kernels (conv_direct.cuh).
-        bool direct_fwd = false, direct_bwd_data = false, direct_bwd_filter = false;
-        // Directions that run on copies of their operands, through `route`.
+        // The route of the directions that run on copies of their operands (Route).
         std::unique_ptr<ConvRoute> route;
-        bool route_fwd = false, route_bwd_data = false, route_bwd_filter = false;
-        // Directions that run the graph API's pick (operands it was not planned for, not
-        // 16-byte aligned, run the legacy pick instead, whose workspace is counted too).
+        // The graph API's picks of the directions that run them (Graph; operands it was
+        // not planned for run the legacy path instead, whose workspace is counted too).
         std::unique_ptr<GraphConv> graph_fwd, graph_bwd_data, graph_bwd_filter;
         ConvApi api_mode = ConvApi::Auto; // MIXLAB_CONV_API when planned (in the key)
         // MIXLAB_CONV_LAYOUT and MIXLAB_CONV_PAD_CHANNELS when planned (in the key).

@@ -3,7 +3,7 @@
 // timing, and the run of the one kept.
 #include "backends/cuda/conv_graph.h"
 
-#include "backends/cuda/cuda_event.h"
+#include "backends/cuda/gated_timing.h"
 #include "mixlab/error.h"
 
 #include <algorithm>
@@ -44,30 +44,6 @@ struct Candidate {
     std::size_t workspace = 0;
     float ms = 0;
 };
-
-// The median of k_timed_runs runs of `plan` after a warm-up run (the first launch of a
-// kernel may load its module); negative where a run fails.
-float time_plan(cudnnHandle_t h, const graph::Descriptor& plan, const graph::Descriptor& pack,
-                cudaStream_t stream)
-{
-    if (graph::try_execute(h, plan, pack) != CUDNN_STATUS_SUCCESS) return -1.0f;
-    constexpr int n = GraphConv::k_timed_runs;
-    std::vector<std::unique_ptr<CudaEvent>> marks;
-    for (int i = 0; i <= n; ++i) marks.push_back(std::make_unique<CudaEvent>(stream));
-    marks[0]->record();
-    bool ok = true;
-    for (int i = 1; i <= n && ok; ++i) {
-        ok = graph::try_execute(h, plan, pack) == CUDNN_STATUS_SUCCESS;
-        marks[std::size_t(i)]->record();
-    }
-    marks.back()->synchronize();
-    if (!ok) return -1.0f;
-    std::vector<float> times;
-    for (int i = 1; i <= n; ++i)
-        times.push_back(marks[std::size_t(i)]->elapsed_ms_since(*marks[std::size_t(i) - 1]));
-    std::nth_element(times.begin(), times.begin() + n / 2, times.end());
-    return times[n / 2];
-}
 
 const char* op_name(graph::ConvOp op)
 {
@@ -143,9 +119,20 @@ std::unique_ptr<GraphConv> GraphConv::search(cudnnHandle_t h, const ConvGeometry
     const std::int64_t uids[] = {graph::k_uid_x, graph::k_uid_w, graph::k_uid_y};
     void* const pointers[] = {sx, sw, sy};
     const graph::Descriptor pack = graph::make_variant_pack(uids, pointers, 3, ws);
+    // The median of k_timed_runs runs of each after a warm-up run (the first launch of a
+    // kernel may load its module); a configuration whose run fails is dropped (ms -1).
+    const GatedTimes times =
+        time_gated(s.stream, int(cands.size()), GatedRuns{1, k_timed_runs}, [&](int i) {
+            return graph::try_execute(h, cands[std::size_t(i)].plan, pack) == CUDNN_STATUS_SUCCESS;
+        });
+    if (!times.timed) {
+        *why_not = "its candidates were not timed: " + times.why_not;
+        return nullptr;
+    }
     Candidate* best = nullptr;
-    for (Candidate& c : cands) {
-        c.ms = time_plan(h, c.plan, pack, s.stream);
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+        Candidate& c = cands[i];
+        c.ms = times.median_ms[i].value_or(-1.0f);
         if (c.ms >= 0 && (!best || c.ms < best->ms)) best = &c;
     }
     // MIXLAB_CONV_LOG=1: every timed configuration on stderr, as for the legacy search.

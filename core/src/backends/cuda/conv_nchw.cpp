@@ -61,17 +61,19 @@ void NchwRoute::plan(cudnnHandle_t h, const conv_search::Search& s, void* sx, vo
     } catch (const OutOfMemoryError&) {
         return;
     }
-    const float x_in = time_ms(stream, [&] { x_to_nchw(sx, tx.get(), stream); });
-    const float x_out = time_ms(stream, [&] { x_from_nchw(tx.get(), sx, stream); });
-    const float y_in = time_ms(stream, [&] { y_to_nchw(sy, ty.get(), stream); });
-    const float y_out = time_ms(stream, [&] { y_from_nchw(ty.get(), sy, stream); });
-    const float w_in = time_ms(stream, [&] { w_to_kcrs(sw, tw.get(), stream); });
-    const float w_out = time_ms(stream, [&] { w_from_kcrs(tw.get(), sw, stream); });
-    // The candidates run on the planner's scratch as if it were NCHW: the same sizes.
-    search(h, s, sx, sy, sw, ws, ws_bytes);
-    m_fwd.copy_ms = x_in + w_in + y_out;
-    m_data.copy_ms = y_in + w_in + x_out;
-    m_filter.copy_ms = x_in + y_in + w_out;
+    const auto x_in = time_ms(stream, [&] { x_to_nchw(sx, tx.get(), stream); });
+    const auto x_out = time_ms(stream, [&] { x_from_nchw(tx.get(), sx, stream); });
+    const auto y_in = time_ms(stream, [&] { y_to_nchw(sy, ty.get(), stream); });
+    const auto y_out = time_ms(stream, [&] { y_from_nchw(ty.get(), sy, stream); });
+    const auto w_in = time_ms(stream, [&] { w_to_kcrs(sw, tw.get(), stream); });
+    const auto w_out = time_ms(stream, [&] { w_from_kcrs(tw.get(), sw, stream); });
+    if (x_in && x_out && y_in && y_out && w_in && w_out) {
+        // The candidates run on the planner's scratch as if it were NCHW: the same sizes.
+        search(h, s, sx, sy, sw, ws, ws_bytes);
+        m_fwd.copy_ms = *x_in + *w_in + *y_out;
+        m_data.copy_ms = *y_in + *w_in + *x_out;
+        m_filter.copy_ms = *x_in + *y_in + *w_out;
+    } // else untimed copies: the route stays unavailable
     // The transposes' scratch is freed on return: nothing may still be using it.
     MIXLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

@@ -3,7 +3,7 @@
 #include "backends/cuda/conv_route.h"
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_event.h"
+#include "backends/cuda/gated_timing.h"
 
 #include <algorithm>
 
@@ -19,15 +19,14 @@ void ConvRoute::make_conv_descriptors(const ConvGeometry& g)
     m_filter_desc = make_conv_desc(g, mt);
 }
 
-float ConvRoute::time_ms(cudaStream_t stream, const std::function<void()>& work)
+std::optional<float> ConvRoute::time_ms(cudaStream_t stream, const std::function<void()>& work)
 {
-    work(); // the first launch of a kernel may load its module
-    CudaEvent start(stream), stop(stream);
-    start.record();
-    for (int i = 0; i < 3; ++i) work();
-    stop.record();
-    stop.synchronize();
-    return stop.elapsed_ms_since(start) / 3.0f;
+    // The median of 3 where this took the mean of 3 back-to-back calls: one slow run
+    // (a clock ramp) then moves the copies' time, and so the route's choice, less.
+    return time_gated_ms(stream, GatedRuns{1, 3}, [&] {
+        work(); // the copies' launchers throw on an error; they never refuse
+        return true;
+    });
 }
 
 void ConvRoute::search(cudnnHandle_t h, const Search& s, void* x, void* y, void* w, void* ws,

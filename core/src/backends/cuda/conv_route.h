@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 
 namespace mixlab::cuda {
 
@@ -83,8 +84,9 @@ protected:
                            const DeviceMemory& ws) const;
     void run_backward_filter(cudnnHandle_t h, const void* x, const void* dy, void* dw,
                              const DeviceMemory& ws) const;
-    // Milliseconds per call of `work`: the mean of three after one warm-up call.
-    static float time_ms(cudaStream_t stream, const std::function<void()>& work);
+    // Milliseconds per call of `work` (gated_timing.h): the median of three after one
+    // warm-up call; empty where the stream could not be timed (being captured).
+    static std::optional<float> time_ms(cudaStream_t stream, const std::function<void()>& work);
 
     ConvGeometry m_g;
     DType m_t;

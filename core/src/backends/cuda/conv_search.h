@@ -2,16 +2,15 @@
 // over cuDNN's candidates for one direction (timed by FindEx, else the heuristics), and
 // the names that logs and `mixlab-cli check` show for the algorithms chosen.
 #pragma once
-#include "backends/cuda/cuda_event.h"
 #include "backends/cuda/cudnn_handles.h"
+#include "backends/cuda/gated_timing.h"
 #include "mixlab/backend.h"
 
 #include <cstddef>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <iterator>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,10 +94,11 @@ inline constexpr int k_retime_runs = 5;
 // FindEx runs each candidate once, and at ResNet-18's sizes one run is noisy: the pick
 // moved by tens of microseconds from process to process. The acceptable candidates of
 // the pick's determinism within k_retime_within of its time run again, k_retime_runs
-// times each after a warm-up run, and the fastest median wins; *ms is that median. A
-// pick alone within that range is timed so too: its time is compared with the graph
-// API's pick (conv_graph.h), a median taken the same way, and a margin of a few percent
-// means nothing between a median and FindEx's single run.
+// times each after a warm-up run (gated_timing.h: kernel time, not the calls' host
+// cost), and the fastest median wins; *ms is that median. A pick alone within that
+// range is timed so too: its time is compared with the graph API's pick (conv_graph.h),
+// a median taken the same way, and a margin of a few percent means nothing between a
+// median and FindEx's single run.
 // `run` makes one call of a candidate on the planner's scratch.
 template <class Perf, class Run>
 const Perf* retime(const Perf* r, int n, const Perf* pick, const Search& s, Run run, float* ms)
@@ -111,34 +111,20 @@ const Perf* retime(const Perf* r, int n, const Perf* pick, const Search& s, Run 
             r[i].time <= k_retime_within * pick->time)
             cands.push_back(&r[i]);
     if (cands.empty()) return pick;
+    const GatedTimes times =
+        time_gated(s.stream, int(cands.size()), GatedRuns{1, k_retime_runs},
+                   [&](int i) { return run(*cands[std::size_t(i)]) == CUDNN_STATUS_SUCCESS; });
+    if (!times.timed) return pick; // FindEx's pick and time stand
     const Perf* best = pick;
-    float best_ms = 0;
-    bool any = false;
-    for (const Perf* c : cands) {
-        if (run(*c) != CUDNN_STATUS_SUCCESS) continue; // the warm-up run
-        std::vector<std::unique_ptr<CudaEvent>> marks;
-        for (int i = 0; i <= k_retime_runs; ++i)
-            marks.push_back(std::make_unique<CudaEvent>(s.stream));
-        marks[0]->record();
-        bool ok = true;
-        for (int i = 1; i <= k_retime_runs && ok; ++i) {
-            ok = run(*c) == CUDNN_STATUS_SUCCESS;
-            marks[std::size_t(i)]->record();
-        }
-        marks.back()->synchronize();
-        if (!ok) continue;
-        std::vector<float> times;
-        for (int i = 1; i <= k_retime_runs; ++i)
-            times.push_back(marks[std::size_t(i)]->elapsed_ms_since(*marks[std::size_t(i) - 1]));
-        std::nth_element(times.begin(), times.begin() + k_retime_runs / 2, times.end());
-        const float median = times[k_retime_runs / 2];
-        if (!any || median < best_ms) {
-            best = c;
+    std::optional<float> best_ms;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+        const std::optional<float>& median = times.median_ms[i];
+        if (median && (!best_ms || *median < *best_ms)) {
+            best = cands[i];
             best_ms = median;
-            any = true;
         }
     }
-    if (any) *ms = best_ms;
+    if (best_ms) *ms = *best_ms;
     return best;
 }
 

@@ -247,15 +247,20 @@ void CudaBackend::fill(Buffer& dst, float value)
 void CudaBackend::cast(const Buffer& x, Buffer& y)
 {
     validate::cast(k_name, x, y);
+    copy_or_cast(x.data(), x.dtype(), y.data(), y.dtype(), x.count());
+}
+
+void CudaBackend::copy_or_cast(const void* x, DType tx, void* y, DType ty, std::size_t n)
+{
     // Same dtype: a plain device copy, which runs at the copy engine's full bandwidth
     // (our element-wise kernel reached ~70% of it).
-    if (x.dtype() == y.dtype()) {
-        if (x.count() && x.data() != y.data())
-            MIXLAB_CUDA_CHECK(cudaMemcpyAsync(y.data(), x.data(), x.count() * dtype_size(x.dtype()),
-                                              cudaMemcpyDeviceToDevice, stream()));
+    if (tx == ty) {
+        if (n && x != y)
+            MIXLAB_CUDA_CHECK(
+                cudaMemcpyAsync(y, x, n * dtype_size(tx), cudaMemcpyDeviceToDevice, stream()));
         return;
     }
-    launch_cast(x.data(), x.dtype(), y.data(), y.dtype(), x.count(), stream());
+    launch_cast(x, tx, y, ty, n, stream());
 }
 
 std::unique_ptr<Event> CudaBackend::create_event() { return std::make_unique<CudaEvent>(stream()); }

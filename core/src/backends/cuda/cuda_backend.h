@@ -146,6 +146,9 @@ public:
     std::vector<ConvPlanRecord> conv_plans() const;
 
 private:
+    // y[0..n) = x[0..n) converted to y's dtype: a device copy where the dtypes match
+    // (nothing where x is y), else the cast kernel. Arguments checked by the caller.
+    void copy_or_cast(const void* x, DType tx, void* y, DType ty, std::size_t n);
     void dropout(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
                  const StepCounter& counter, Buffer& y, const char* op);
     // Host bytes for upload/download conversions, grown once (those calls sync anyway).

@@ -65,6 +65,12 @@ void CudaBackend::activation_backward(Activation act, const Buffer& x, const Buf
                                       const Buffer& dy, int cols, Buffer& dx)
 {
     const std::size_t rows = validate::activation_backward(k_name, act, x, y, dy, cols, dx);
+    // The identity's gradient is dy itself: a copy (a cast where dx's dtype differs), or
+    // nothing where dx is dy, never a pass of the element-wise kernel.
+    if (act == Activation::None) {
+        copy_or_cast(dy.data(), dy.dtype(), dx.data(), dx.dtype(), rows * std::size_t(cols));
+        return;
+    }
     const bool uses_x = validate::activation_backward_reads_x(act);
     const bool uses_y = validate::activation_backward_reads_y(act);
     launch_activation_backward(act, uses_x ? x.data() : nullptr, uses_x ? x.dtype() : DType::F32,

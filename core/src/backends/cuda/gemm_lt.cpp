@@ -5,7 +5,7 @@
 #include "backends/backend_validate.h"
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/bias_grad.cuh"
-#include "backends/cuda/cuda_event.h"
+#include "backends/cuda/gated_timing.h"
 #include "backends/cuda/gemm_tune.h"
 #include "backends/cuda/skinny_gemm.cuh"
 #include "mixlab/error.h"
@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
 
 namespace mixlab::cuda {
@@ -364,12 +363,7 @@ void LtGemm::consider_staging(std::unique_ptr<Plan>& plan, const Key& key, const
     if (!s.any()) return;
     // Not while the step is being recorded (no allocation or timing then), and not
     // untimed unless forced: only the timing can show that the copies pay.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return;
-    }
-    if (capture != cudaStreamCaptureStatusNone) return;
+    if (capturing(stream)) return;
     const bool forced = key.stage == StageMode::Force;
     // Timing runs both plans into the caller's C, which the call being planned is about
     // to overwrite: only where that call does not read C (beta 0).
@@ -393,33 +387,37 @@ void LtGemm::consider_staging(std::unique_ptr<Plan>& plan, const Key& key, const
     const Operands ops = stage_in(*staged, g, stream);
     tune(*staged, sk, g, ops.a, ops.b, candidates, stream);
     float direct_us = 0, staged_us = 0;
+    bool timed = false;
     if (can_time) {
-        // Whole calls as run() makes them, the copies included: 1 warm-up, 3 timed.
+        // Whole calls as run() makes them, the copies included: 1 warm-up, 3 timed, the
+        // median of those where this took their mean (the helper's one statistic; one
+        // slow run then moves the comparison less). A call that fails throws, as the
+        // real call would.
         const Operands direct{g.a->data(), g.b->data(), g.c->data()};
-        const auto time_us = [&](const std::function<void()>& call) {
-            call();
-            CudaEvent start(stream), stop(stream);
-            start.record();
-            for (int i = 0; i < 3; ++i) call();
-            stop.record();
-            stop.synchronize();
-            return stop.elapsed_ms_since(start) * 1000.0f / 3.0f;
-        };
-        direct_us =
-            time_us([&] { MIXLAB_CUBLAS_CHECK(matmul(*plan, direct, g, aux_ptr, stream)); });
-        staged_us = time_us([&] {
-            MIXLAB_CUBLAS_CHECK(matmul(*staged, stage_in(*staged, g, stream), g, aux_ptr, stream));
-            stage_out(*staged, g, stream);
+        const GatedTimes t = time_gated(stream, 2, GatedRuns{1, 3}, [&](int i) {
+            if (i == 0) {
+                MIXLAB_CUBLAS_CHECK(matmul(*plan, direct, g, aux_ptr, stream));
+            } else {
+                MIXLAB_CUBLAS_CHECK(
+                    matmul(*staged, stage_in(*staged, g, stream), g, aux_ptr, stream));
+                stage_out(*staged, g, stream);
+            }
+            return true;
         });
+        if (t.timed && t.median_ms[0] && t.median_ms[1]) {
+            timed = true;
+            direct_us = 1000.0f * *t.median_ms[0];
+            staged_us = 1000.0f * *t.median_ms[1];
+        }
     }
-    const bool wins = can_time && staged_us < (1.0f - k_tune_min_gain) * direct_us;
+    const bool wins = timed && staged_us < (1.0f - k_tune_min_gain) * direct_us;
     if (!forced && !wins) return;
     const char* which =
         s.a.on   ? (s.b.on ? (s.c.on ? "A, B and C" : "A and B") : (s.c.on ? "A and C" : "A"))
         : s.b.on ? (s.c.on ? "B and C" : "B")
                  : "C";
     char buf[160];
-    if (can_time)
+    if (timed)
         std::snprintf(buf, sizeof buf,
                       "%s copied to 16-byte aligned rows: %.1f us a call with the copies vs %.1f "
                       "us%s",

@@ -1,23 +1,13 @@
-// Candidate timing for cuBLASLt GEMM plans: scratch outputs, interleaved warm-up and
-// timed launches between CUDA events behind a host-side gate, median per candidate, and
-// the keep-#1-unless-clearly-faster rule.
+// Candidate timing for cuBLASLt GEMM plans: scratch outputs, the candidates timed by
+// gated_timing.h (a median per candidate), and the keep-#1-unless-clearly-faster rule.
 #include "backends/cuda/gemm_tune.h"
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_event.h"
-
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <chrono>
-#include <memory>
-#include <thread>
+#include "backends/cuda/gated_timing.h"
 
 namespace mixlab::cuda {
 
 namespace {
-
-constexpr int k_timed_rounds = 3;
 
 std::size_t round_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -46,55 +36,6 @@ public:
 
 private:
     void* m_p = nullptr;
-};
-
-// True when the stream is being captured (or its state cannot be asked, which happens
-// under another thread's global capture): no syncs or allocations are allowed then.
-bool capturing(cudaStream_t stream)
-{
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return true;
-    }
-    return status != cudaStreamCaptureStatusNone;
-}
-
-// Holds the stream until every timed launch is enqueued. Small GEMMs run faster than
-// the host can submit them: without the gate the GPU idles between launches and the
-// events would time the host's submission, not the kernel (ungated, on an H200, every
-// candidate of a 37x19x53 GEMM timed 9-16 us). The deadline only guards against a
-// submission that blocks; it is not reached in normal use.
-struct Gate {
-    std::atomic<bool> open{false};
-    std::chrono::steady_clock::time_point deadline;
-};
-
-void CUDART_CB wait_for_gate(void* data)
-{
-    auto* gate = static_cast<Gate*>(data);
-    while (!gate->open.load(std::memory_order_acquire) &&
-           std::chrono::steady_clock::now() < gate->deadline)
-        std::this_thread::yield();
-}
-
-// Opens the gate on every way out and waits for the stream, so the host function
-// never reads a Gate that is gone.
-class GateGuard {
-public:
-    GateGuard(Gate& gate, cudaStream_t stream) : m_gate(gate), m_stream(stream) {}
-    GateGuard(const GateGuard&) = delete;
-    GateGuard& operator=(const GateGuard&) = delete;
-    ~GateGuard()
-    {
-        m_gate.open.store(true, std::memory_order_release);
-        MIXLAB_CUDA_LOG(cudaStreamSynchronize(m_stream));
-    }
-    void open() { m_gate.open.store(true, std::memory_order_release); }
-
-private:
-    Gate& m_gate;
-    cudaStream_t m_stream;
 };
 
 } // namespace
@@ -128,64 +69,34 @@ TuneResult tune_gemm(const TuneProblem& p,
             p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &aux, sizeof aux));
     }
 
-    std::vector<bool> ok(std::size_t(n), true);
-    auto launch = [&](int i) {
-        if (!ok[std::size_t(i)]) return;
+    // A candidate the kernel refuses (an epilogue it does not take after all) is left
+    // out; cuBLASLt reports that before launching anything.
+    const GatedTimes times = time_gated(stream, n, GatedRuns{1, 3}, [&](int i) {
         const cublasLtMatmulHeuristicResult_t& cand = candidates[std::size_t(i)];
-        // A candidate the kernel refuses (an epilogue it does not take after all) is
-        // left out; cuBLASLt reports that before launching anything.
-        if (cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta, c, p.c, c,
-                           p.c, &cand.algo, p.workspace, cand.workspaceSize,
-                           stream) != CUBLAS_STATUS_SUCCESS)
-            ok[std::size_t(i)] = false;
-    };
-
-    // The warm-up round runs ungated: it also loads each candidate's kernels, which
-    // must not wait behind the gate.
-    for (int i = 0; i < n; ++i) launch(i);
-    std::array<std::vector<std::unique_ptr<CudaEvent>>, k_timed_rounds> events;
-    for (auto& round : events)
-        for (int i = 0; i <= n; ++i) round.push_back(std::make_unique<CudaEvent>(stream));
-
-    // Round-robin rounds rather than one candidate at a time, so clock and temperature
-    // drift over the timing falls on every candidate alike. Each launch is bracketed by
-    // the events around it: events[r][i] .. events[r][i + 1].
-    Gate gate;
-    gate.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    {
-        GateGuard guard(gate, stream);
-        MIXLAB_CUDA_CHECK(cudaLaunchHostFunc(stream, wait_for_gate, &gate));
-        for (auto& round : events) {
-            round[0]->record();
-            for (int i = 0; i < n; ++i) {
-                launch(i);
-                round[std::size_t(i) + 1]->record();
-            }
-        }
-        guard.open();
-        events.back().back()->synchronize();
+        return cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta, c, p.c,
+                              c, p.c, &cand.algo, p.workspace, cand.workspaceSize,
+                              stream) == CUBLAS_STATUS_SUCCESS;
+    });
+    if (!times.timed) {
+        result.skipped = times.why_not;
+        return result;
     }
-
-    if (!ok[0]) {
+    if (!times.median_ms[0]) {
         // The caller's first real call meets the same refusal and falls back there.
         result.skipped = "cuBLASLt refused its first choice";
         return result;
     }
     std::vector<float> median_us(std::size_t(n), 0.0f);
     for (int i = 0; i < n; ++i) {
-        if (!ok[std::size_t(i)]) continue;
-        std::array<float, k_timed_rounds> t{};
-        for (int r = 0; r < k_timed_rounds; ++r)
-            t[std::size_t(r)] =
-                1000.0f * events[std::size_t(r)][std::size_t(i) + 1]->elapsed_ms_since(
-                              *events[std::size_t(r)][std::size_t(i)]);
-        std::sort(t.begin(), t.end());
-        median_us[std::size_t(i)] = t[k_timed_rounds / 2];
+        const std::optional<float>& ms = times.median_ms[std::size_t(i)];
+        if (!ms) continue;
+        median_us[std::size_t(i)] = 1000.0f * *ms;
         ++result.timed;
     }
     int best = 0;
     for (int i = 1; i < n; ++i)
-        if (ok[std::size_t(i)] && median_us[std::size_t(i)] < median_us[std::size_t(best)])
+        if (times.median_ms[std::size_t(i)] &&
+            median_us[std::size_t(i)] < median_us[std::size_t(best)])
             best = i;
     // Which candidate wins can depend on timing noise, and different algorithms round
     // differently, so two processes could train to different bits. Keeping #1 unless
