@@ -758,11 +758,11 @@ void Checker::gemm_check(const GemmCase& g)
             // epilogue, math), so another case's plan of the same shape does not count.
             // The unstaged case of the same key built its own plan earlier (staging is part
             // of the plan cache's key, not of the report), so the staged one is looked for
-            // among all the plans that match. An epilogue cuBLASLt could not fuse runs the
+            // among all the plans that match; a bias gradient's dtype (aux) keys it too. An epilogue cuBLASLt could not fuse runs the
             // plain plan of the same key (epilogue none) and a kernel of ours: then that
             // plain plan must be staged.
             const std::vector<PlanReport> reports = backend_plan_reports(m_cand);
-            const auto plans_of = [&](const char* epilogue) {
+            const auto plans_of = [&](const char* epilogue, const DType* aux) {
                 std::vector<nlohmann::json> out;
                 for (const PlanReport& p : reports) {
                     if (p.kind != "gemm") continue;
@@ -771,7 +771,8 @@ void Checker::gemm_check(const GemmCase& g)
                         j.at("trans_a") == g.ta && j.at("trans_b") == g.tb &&
                         j.at("ab") == std::string(dtype_name(g.ab)) &&
                         j.at("c") == std::string(dtype_name(g.c)) && j.at("epilogue") == epilogue &&
-                        j.at("math") == math_mode_name(g.math))
+                        j.at("math") == math_mode_name(g.math) &&
+                        (!aux || j.at("aux") == std::string(dtype_name(*aux))))
                         out.push_back(std::move(j));
                 }
                 return out;
@@ -781,11 +782,13 @@ void Checker::gemm_check(const GemmCase& g)
                     if (!j.at("staging").get<std::string>().empty()) return &j;
                 return static_cast<const nlohmann::json*>(nullptr);
             };
-            std::vector<nlohmann::json> ran = plans_of(epilogue_name(g.epi));
+            const bool grad = g.epi == Epilogue::BiasGradA;
+            std::vector<nlohmann::json> ran =
+                plans_of(epilogue_name(g.epi), grad ? &g.grad : nullptr);
             const bool unfused = !ran.empty() && !ran.front().at("fused").get<bool>();
             if (unfused && g.epi != Epilogue::None) {
                 v.note(ran.front().at("description").get<std::string>());
-                ran = plans_of(epilogue_name(Epilogue::None));
+                ran = plans_of(epilogue_name(Epilogue::None), nullptr);
             }
             if (const nlohmann::json* staged = staged_of(ran))
                 v.note(staged->at("description").get<std::string>());
@@ -865,7 +868,7 @@ void Checker::gemm_checks()
         // split-k kernel (skinny_gemm.cuh), at the seed's batches, with and without the
         // bias gradient, accumulating (beta 1), in a 16-bit C and with a ragged last slice.
         {10, 1000, 4096, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
-        // k from 1024 up runs the split-k kernel: 1100 leaves a last slice of 12 rows.
+        // k from 1024 up runs the split-k kernel: 1100 leaves a last slice of 76 rows.
         {10, 1000, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {10, 1000, 32, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {10, 1000, 300, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None,

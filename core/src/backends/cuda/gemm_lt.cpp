@@ -117,6 +117,7 @@ void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
     info.k = key.k;
     info.ab = key.ab;
     info.c = key.c;
+    info.aux = key.aux;
     info.epilogue = key.epilogue;
     info.math = key.math;
     info.fused = true;

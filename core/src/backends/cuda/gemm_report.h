@@ -13,6 +13,7 @@ struct GemmPlanInfo {
     bool trans_a = false, trans_b = false;
     int m = 0, n = 0, k = 0;
     DType ab = DType::F32, c = DType::F32;
+    DType aux = DType::F32; // the bias or bias-gradient dtype (F32 when neither)
     Epilogue epilogue = Epilogue::None;
     MathMode math = MathMode::Pedantic;
     bool fused = false;              // the epilogue ran inside the cuBLASLt kernel

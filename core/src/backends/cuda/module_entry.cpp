@@ -54,6 +54,7 @@ nlohmann::json gemm_json(const mixlab::cuda::GemmPlanInfo& p)
             {"trans_b", p.trans_b},
             {"ab", std::string(dtype_name(p.ab))},
             {"c", std::string(dtype_name(p.c))},
+            {"aux", std::string(dtype_name(p.aux))},
             {"epilogue", mixlab::epilogue_name(p.epilogue)},
             {"math", mixlab::math_mode_name(p.math)},
             {"staging", p.staging},

@@ -11,13 +11,11 @@ namespace mixlab::cuda {
 namespace {
 
 constexpr int k_cols = 256; // columns per block (one per thread)
-// Rows of k per block. Each thread walks its column down the slice, so the slice sets how
-// many loads a thread waits on in turn and the grid how many are in flight: at 128 rows
-// W1's head gradient at batch 4096 (10 x 1000 x 4096) ran as 4 x 32 = 128 blocks, one
-// per SM, in 29 us against cuBLAS's 11 us in PyTorch (bench/NOTES.md 20). 32 rows give
-// 512 blocks, all resident at once; the partial sums they write (m x n floats a slice,
-// 5 MB there) cost less than the latency they hide.
-constexpr int k_slice = 32;
+// Rows of k per block. 32-row slices (4x the blocks, all resident) were tried for W1's
+// head gradient at batch 4096 and did not move the step: mixed_bf16 0.539 ms on the H200
+// (0.536 with 128 rows in an earlier call, 0.682 with cuBLASLt in the same one;
+// bench/NOTES.md 23).
+constexpr int k_slice = 128;
 
 int slices_for(int k) { return (k + k_slice - 1) / k_slice; }
 
@@ -41,7 +39,6 @@ __global__ void skinny_partials(int m, int n, int k, const T* a, const T* b, flo
     for (int i = 0; i < k_skinny_max_m; ++i) acc[i] = 0.0f;
     if (j < n) {
         const T* col = b + std::size_t(k0) * n + j;
-#pragma unroll 4
         for (int r = 0; r < rows; ++r) {
             const float v = to_f32(col[std::size_t(r) * n]);
 #pragma unroll
