@@ -97,6 +97,8 @@ set(MIXLAB_TRAIN_SOURCES
 set(MIXLAB_REPORT_SOURCES
     report/explain.cpp
     report/explain_json.cpp
+    report/explain_numerics.cpp
+    report/numerics_summary.cpp
     report/report_html.cpp
     report/report_svg.cpp
     report/run_log.cpp

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,6 +131,18 @@ struct FormatShares {
 };
 FormatShares format_shares(const ValueHistogram& h, NumberFormat f, int shift = 0);
 
+// Counts by binade without a range: histograms of several samples added, each shifted by
+// its own power of two (gradients unscaled by the scale each step used). A value shifted
+// below fp32's range keeps its binade here (what fp32 itself would do to it is not asked).
+struct BinadeCounts {
+    std::map<int, std::uint64_t> binades; // finite non-zero values by binade
+    std::uint64_t zero = 0, non_finite = 0;
+    void add(const ValueHistogram& h, int shift = 0);
+    std::uint64_t finite_nonzero() const;
+    std::uint64_t total() const { return finite_nonzero() + zero + non_finite; }
+};
+FormatShares format_shares(const BinadeCounts& c, NumberFormat f);
+
 // log2(scale) when scale is a power of two (the loss scaler's scales are: init 2^16,
 // growth x2, backoff x0.5), none otherwise: shifting binades is exact only then.
 std::optional<int> power_of_two_exponent(float scale);
@@ -140,6 +153,7 @@ struct BinadeRange {
     int lo = 0, hi = 0;
 };
 std::optional<BinadeRange> central_range(const ValueHistogram& h, double share = 0.99);
+std::optional<BinadeRange> central_range(const BinadeCounts& c, double share = 0.99);
 
 // The share of the updates that weights stored in f would lose: the update is below half
 // an ulp of its weight, d <= -(mantissa + 2), or it was lost already (unchanged weight,

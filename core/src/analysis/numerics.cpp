@@ -82,31 +82,50 @@ const FormatLimits& format_limits(NumberFormat f)
     return fp16;
 }
 
-FormatShares format_shares(const ValueHistogram& h, NumberFormat f, int shift)
+void BinadeCounts::add(const ValueHistogram& h, int shift)
+{
+    for (int e = k_numerics_binade_min; e <= k_numerics_binade_max; ++e)
+        if (const std::uint64_t c = h.at(e)) binades[e + shift] += c;
+    zero += h.zero;
+    non_finite += h.pos_inf + h.neg_inf + h.nan;
+}
+
+std::uint64_t BinadeCounts::finite_nonzero() const
+{
+    std::uint64_t n = 0;
+    for (const auto& [e, c] : binades) n += c;
+    return n;
+}
+
+FormatShares format_shares(const BinadeCounts& c, NumberFormat f)
 {
     FormatShares s;
-    const double total = double(h.total());
+    const double total = double(c.total());
     if (total == 0) return s;
     const FormatLimits& lim = format_limits(f);
     const int flush_top = lim.min_subnormal_binade() - 2;
     std::uint64_t overflow = 0, subnormal = 0, flush = 0;
-    for (int e = k_numerics_binade_min; e <= k_numerics_binade_max; ++e) {
-        const std::uint64_t c = h.at(e);
-        if (c == 0) continue;
-        const int stored = e + shift;
-        if (stored > lim.max_binade)
-            overflow += c;
-        else if (stored <= flush_top)
-            flush += c;
-        else if (stored < lim.min_normal_binade)
-            subnormal += c;
+    for (const auto& [e, n] : c.binades) {
+        if (e > lim.max_binade)
+            overflow += n;
+        else if (e <= flush_top)
+            flush += n;
+        else if (e < lim.min_normal_binade)
+            subnormal += n;
     }
     s.overflow = double(overflow) / total;
     s.subnormal = double(subnormal) / total;
     s.flush = double(flush) / total;
-    s.zero = double(h.zero) / total;
-    s.non_finite = double(h.pos_inf + h.neg_inf + h.nan) / total;
+    s.zero = double(c.zero) / total;
+    s.non_finite = double(c.non_finite) / total;
     return s;
+}
+
+FormatShares format_shares(const ValueHistogram& h, NumberFormat f, int shift)
+{
+    BinadeCounts c;
+    c.add(h, shift);
+    return format_shares(c, f);
 }
 
 std::optional<int> power_of_two_exponent(float scale)
@@ -118,30 +137,37 @@ std::optional<int> power_of_two_exponent(float scale)
     return e - 1;
 }
 
-std::optional<BinadeRange> central_range(const ValueHistogram& h, double share)
+std::optional<BinadeRange> central_range(const BinadeCounts& c, double share)
 {
-    const std::uint64_t n = h.finite_nonzero();
+    const std::uint64_t n = c.finite_nonzero();
     if (n == 0) return std::nullopt;
     // Leave out at most (1 - share) / 2 of the values at each end.
     const double tail = double(n) * (1.0 - share) / 2.0;
-    BinadeRange r{k_numerics_binade_min, k_numerics_binade_max};
+    BinadeRange r{c.binades.begin()->first, c.binades.rbegin()->first};
     double below = 0;
-    for (int e = k_numerics_binade_min; e <= k_numerics_binade_max; ++e) {
-        below += double(h.at(e));
+    for (auto it = c.binades.begin(); it != c.binades.end(); ++it) {
+        below += double(it->second);
         if (below > tail) {
-            r.lo = e;
+            r.lo = it->first;
             break;
         }
     }
     double above = 0;
-    for (int e = k_numerics_binade_max; e >= k_numerics_binade_min; --e) {
-        above += double(h.at(e));
+    for (auto it = c.binades.rbegin(); it != c.binades.rend(); ++it) {
+        above += double(it->second);
         if (above > tail) {
-            r.hi = e;
+            r.hi = it->first;
             break;
         }
     }
     return r;
+}
+
+std::optional<BinadeRange> central_range(const ValueHistogram& h, double share)
+{
+    BinadeCounts c;
+    c.add(h);
+    return central_range(c, share);
 }
 
 std::optional<double> lost_update_share(const UpdateHistogram& u, NumberFormat f)
