@@ -5,6 +5,7 @@
 #include "base/hd_math.h"
 
 #include "mixlab/backend.h"
+#include "check/step_graph_check.h"
 #include "mixlab/backend_check.h"
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
@@ -144,6 +145,7 @@ private slots:
     void updateHistogramAndLostShares();
     void cpuAgreesWithItselfInCheck();
     void jsonRoundTrip();
+    void runConfigField();
     void pureFp16SeedMlpLosesUpdates();
 };
 
@@ -327,6 +329,11 @@ void TestNumerics::cpuAgreesWithItselfInCheck()
     QVERIFY(results.size() >= 27);
     for (const CheckResult& r : results)
         QVERIFY2(r.passed, qPrintable(QString::fromStdString(r.name + ": " + r.detail)));
+    // The whole-run check of the sampled step's recording (on the CPU both runs go op by
+    // op): a sample every 3 steps, losses as without sampling.
+    const std::vector<CheckResult> runs = run_step_graph_checks(*a, 1, "numerics");
+    QCOMPARE(runs.size(), std::size_t(1));
+    QVERIFY2(runs.front().passed, runs.front().detail.c_str());
 }
 
 void TestNumerics::jsonRoundTrip()
@@ -366,6 +373,23 @@ void TestNumerics::jsonRoundTrip()
     nlohmann::json bad = plain;
     bad["layers"][0]["weights"]["binade_min"] = 127;
     QVERIFY_THROWS_EXCEPTION(InputError, numerics_sample_from_json(JsonReader(bad)));
+}
+
+void TestNumerics::runConfigField()
+{
+    // Written only when on, so configs without it read and write as before.
+    QVERIFY(run_config_to_json(RunConfig{}).find("numerics_every") == std::string::npos);
+    RunConfig c;
+    c.numerics_every = 50;
+    QCOMPARE(parse_run_config(run_config_to_json(c)).numerics_every, 50);
+    try {
+        parse_run_config(R"({"format": "mixlab-run/1", "numerics_every": -3})");
+        QFAIL("a negative interval was accepted");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("\"numerics_every\" must be 0 (off)") !=
+                     std::string::npos,
+                 e.what());
+    }
 }
 
 void TestNumerics::pureFp16SeedMlpLosesUpdates()
