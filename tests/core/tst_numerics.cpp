@@ -147,6 +147,7 @@ private slots:
     void jsonRoundTrip();
     void runConfigField();
     void pureFp16SeedMlpLosesUpdates();
+    void activationsNearFp16Overflow();
 };
 
 void TestNumerics::binadeFromBits()
@@ -469,6 +470,39 @@ void TestNumerics::pureFp16SeedMlpLosesUpdates()
     // Without numerics the rules stay silent.
     f.numerics.clear();
     for (const Explanation& e : explain({f})) QVERIFY(e.id.rfind("numerics_", 0) != 0);
+}
+
+void TestNumerics::activationsNearFp16Overflow()
+{
+    // One sample whose layer 2 output reaches 2^14 (within a factor 4 of 65504) and whose
+    // layer 1 output stays small: the rule names layer 2 with the float32 fix, once.
+    auto be = make_backend(DeviceChoice::CPU);
+    const ModelSpec spec =
+        load_model_spec(std::string(MIXLAB_SOURCE_DIR) + "/resources/models/seed-mlp.json");
+    const Graph graph = build_graph(spec, Shape{{32, 32, 3}}, 10);
+    NumericsSample s;
+    s.step = 30;
+    s.layers.push_back(LayerNumerics{"layer 1", "dense", std::nullopt,
+                                     histogram_of(*be, {1.0f, 300.0f}, DType::F32), std::nullopt,
+                                     std::nullopt});
+    s.layers.push_back(LayerNumerics{"layer 2", "dense", std::nullopt,
+                                     histogram_of(*be, {1.0f, 2.0f, 3.0f, 20000.0f}, DType::F32),
+                                     std::nullopt, std::nullopt});
+    RunFacts f;
+    f.policy = Policy::MixedFP16;
+    f.graph = graph;
+    f.numerics = {s};
+    int found = 0;
+    for (const Explanation& e : explain({f})) {
+        if (e.id != "numerics_activation_headroom") continue;
+        ++found;
+        QVERIFY2(e.sentence.find("layer 2 (dense): 25.00% of its outputs reach 2^14 (from step "
+                                 "30)") == 0,
+                 e.sentence.c_str());
+        QCOMPARE(e.severity, Explanation::Severity::Warning);
+        QVERIFY(e.fix && e.fix->kind == FixKind::SetDtypeFloat32 && e.fix->path == "layer 2");
+    }
+    QCOMPARE(found, 1);
 }
 
 QTEST_APPLESS_MAIN(TestNumerics)

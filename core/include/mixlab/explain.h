@@ -180,6 +180,9 @@ inline constexpr double k_min_recurrent_flops = 2e8;
 // and a share of a layer's updates 16-bit weights lose from which the rule names it.
 inline constexpr double k_flush_needs_scaling = 0.001;
 inline constexpr double k_lost_updates_share = 0.01;
+// Activations within this many binades of fp16's largest (2^14 and up: within a factor 4
+// of 65504) are close enough to overflow that the rule names the layer.
+inline constexpr int k_fp16_headroom_binades = 2;
 } // namespace explain_limits
 
 } // namespace mixlab

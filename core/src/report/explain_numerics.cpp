@@ -3,6 +3,7 @@
 
 #include "mixlab/numerics_summary.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace mixlab {
@@ -107,6 +108,59 @@ void rule_lost_updates(const RunFacts& f, int run, const NumericsSummary& s, Rea
     out.push_back(std::move(e));
 }
 
+// A layer whose outputs come within k_fp16_headroom_binades of fp16's largest binade (or
+// were inf already): under fp16 storage they overflow on a somewhat larger input. Said for
+// the runs that store activations in fp16, and for an fp32 run as what fp16 would meet.
+void rule_activation_headroom(const RunFacts& f, int run,
+                              const std::vector<NumericsSample>& samples, Reader reader,
+                              std::vector<Explanation>& out)
+{
+    if (f.policy != Policy::FP32 && f.policy != Policy::MixedFP16 && f.policy != Policy::FP16)
+        return;
+    const int top = format_limits(NumberFormat::FP16).max_binade;
+    const int near = top - k_fp16_headroom_binades + 1;
+    for (const GraphLayer& gl : f.graph.layers) {
+        const std::string path = gl.path.empty() ? "layer " + std::to_string(gl.index) : gl.path;
+        if (gl.spec.force_fp32) continue; // its outputs are fp32 whatever the policy
+        std::uint64_t close = 0, total = 0;
+        int highest = k_numerics_binade_min - 1;
+        std::int64_t first_step = 0;
+        for (const NumericsSample& s : samples)
+            for (const LayerNumerics& l : s.layers) {
+                if (l.path != path || !l.activations) continue;
+                const ValueHistogram& h = *l.activations;
+                total += h.total();
+                std::uint64_t here = h.pos_inf + h.neg_inf;
+                for (int e = near; e <= k_numerics_binade_max; ++e) {
+                    here += h.at(e);
+                    if (h.at(e)) highest = std::max(highest, e);
+                }
+                if (here && !first_step) first_step = s.step;
+                close += here;
+            }
+        if (close == 0 || total == 0) continue;
+        const bool stores_fp16 = f.policy != Policy::FP32;
+        Explanation e;
+        e.id = "numerics_activation_headroom";
+        e.run = run;
+        e.severity = stores_fp16 ? Severity::Warning : Severity::Info;
+        std::string where = highest >= near ? "reach 2^" + std::to_string(highest)
+                                            : std::string("were already infinite");
+        e.sentence = path + " (" + std::string(layer_type_name(gl.spec.type)) +
+                     "): " + share_text(double(close) / double(total)) + " of its outputs " +
+                     where + " (from step " + std::to_string(first_step) + "), within a factor " +
+                     std::to_string(1 << k_fp16_headroom_binades) +
+                     " of fp16's largest value (65504)" +
+                     (stores_fp16 ? ": a larger input overflows to inf in fp16."
+                                  : ": in fp16 a larger input would overflow to inf.");
+        e.suggestion = reader == Reader::App ? "tick Precision: keep in float32 for " + path +
+                                                   " in the property editor"
+                                             : "set \"dtype\": \"float32\" on " + path;
+        e.fix = Fix::set_dtype_float32(path);
+        out.push_back(std::move(e));
+    }
+}
+
 } // namespace
 
 void explain_numerics(const std::vector<RunFacts>& group, Reader reader,
@@ -118,6 +172,7 @@ void explain_numerics(const std::vector<RunFacts>& group, Reader reader,
         const NumericsSummary s = summarize_numerics(f.numerics);
         rule_loss_scaling(f, int(i), s, reader, out);
         rule_lost_updates(f, int(i), s, reader, out);
+        rule_activation_headroom(f, int(i), f.numerics, reader, out);
     }
 }
 
