@@ -5,6 +5,8 @@
 #include "base/hd_math.h"
 #include "mixlab/error.h"
 
+#include <algorithm>
+
 namespace mixlab {
 
 namespace {
