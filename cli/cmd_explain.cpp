@@ -38,6 +38,12 @@ public:
     }
     void on_epoch(int run, const EpochMetrics& m) override { m_next.on_epoch(run, m); }
     void on_event(int run, const RunEvent& e) override { m_next.on_event(run, e); }
+    void on_numerics(int run, const NumericsSample& sample) override
+    {
+        if (run >= 0 && std::size_t(run) < m_facts.size())
+            m_facts[std::size_t(run)].numerics.push_back(sample);
+        m_next.on_numerics(run, sample);
+    }
 
 private:
     std::vector<RunFacts>& m_facts;

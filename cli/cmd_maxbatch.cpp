@@ -25,8 +25,8 @@ namespace {
 // step count, and writes no training log.
 void reject_training_only(const ArgParser& p)
 {
-    for (const char* name :
-         {"--batch", "--epochs", "--steps", "--log-json", "--log-csv", "--progress-every"})
+    for (const char* name : {"--batch", "--epochs", "--steps", "--log-json", "--log-csv",
+                             "--progress-every", "--numerics-every"})
         if (p.has(name))
             throw InputError(std::string(name) +
                              " does not apply to maxbatch: it searches the batch and runs "

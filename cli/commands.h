@@ -12,5 +12,6 @@ int cmd_check(int argc, char** argv);    // CUDA backend against the CPU referen
 int cmd_maxbatch(int argc, char** argv); // largest batch per policy, throughput curve
 int cmd_ceilings(int argc, char** argv); // device facts and measured GEMM/copy ceilings
 int cmd_corpus(int argc, char** argv);   // a word-level corpus: vocabulary, tokens, perplexities
+int cmd_numerics(int argc, char** argv); // a log's numerics, per layer and format
 
 } // namespace mixlab::cli

@@ -12,21 +12,22 @@ namespace {
 
 void print_usage(std::FILE* out)
 {
-    std::fprintf(out,
-                 "usage: mixlab-cli <command> [options]\n"
-                 "\n"
-                 "commands:\n"
-                 "  train     train a model under one precision policy\n"
-                 "  compare   train under several policies in lockstep and compare them\n"
-                 "  explain   compare policies, then say why precision helped or not\n"
-                 "  maxbatch  largest batch per policy and throughput against batch size\n"
-                 "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
-                 "  check     compare the CUDA backend with the CPU reference, op by op\n"
-                 "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
-                 "  corpus    a word-level corpus: vocabulary, tokens, unigram perplexity, floor\n"
-                 "\n"
-                 "  mixlab-cli <command> --help   options of one command\n"
-                 "  mixlab-cli --version\n");
+    std::fprintf(
+        out, "usage: mixlab-cli <command> [options]\n"
+             "\n"
+             "commands:\n"
+             "  train     train a model under one precision policy\n"
+             "  compare   train under several policies in lockstep and compare them\n"
+             "  explain   compare policies, then say why precision helped or not\n"
+             "  maxbatch  largest batch per policy and throughput against batch size\n"
+             "  summary   per-layer shapes, parameters, FLOPs and tensor-core fit\n"
+             "  check     compare the CUDA backend with the CPU reference, op by op\n"
+             "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
+             "  corpus    a word-level corpus: vocabulary, tokens, unigram perplexity, floor\n"
+             "  numerics  a log's numerics per layer: ranges, overflow, underflow, lost updates\n"
+             "\n"
+             "  mixlab-cli <command> --help   options of one command\n"
+             "  mixlab-cli --version\n");
 }
 
 } // namespace
@@ -55,6 +56,7 @@ int main(int argc, char** argv)
         if (command == "maxbatch") return mixlab::cli::cmd_maxbatch(argc - 1, argv + 1);
         if (command == "ceilings") return mixlab::cli::cmd_ceilings(argc - 1, argv + 1);
         if (command == "corpus") return mixlab::cli::cmd_corpus(argc - 1, argv + 1);
+        if (command == "numerics") return mixlab::cli::cmd_numerics(argc - 1, argv + 1);
     } catch (const mixlab::InputError& e) {
         std::fprintf(stderr, "mixlab-cli %s: %s\n", command.c_str(), e.what());
         return 2;

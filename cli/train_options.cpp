@@ -111,6 +111,10 @@ void add_train_options(ArgParser& p, bool compare)
                  "training samples of the synthetic dataset (test split: N/5, rounded up), or "
                  "training tokens of synthetic-text (valid and test: N/10 each)");
     p.add_option("--vocab", "N", "synthetic-text: vocabulary size (default 10000)");
+    p.add_option("--numerics-every", "N",
+                 "every N steps, record per layer where weights, activations, gradients and "
+                 "updates sit on the number line (histograms of log2|x|) into the JSON log; "
+                 "read them with 'mixlab-cli numerics' (default 0: off)");
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
@@ -171,6 +175,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         c.lr_schedule.type = *v == "plateau" ? LrSchedule::Plateau : LrSchedule::Constant;
     if (p.flag("--no-cuda-graph")) c.cuda_graph = false;
     if (p.flag("--stop-on-nan")) c.stop_on_non_finite_loss = true;
+    if (auto v = p.integer("--numerics-every", 0, 1 << 30)) c.numerics_every = int(*v);
     if (c.dataset.name.empty())
         c.dataset.name = language_model ? "synthetic-text" : default_dataset_name();
     if (c.dataset.name == "synthetic-text") {

@@ -46,6 +46,7 @@ set(MIXLAB_BACKENDS_SOURCES
     backends/cpu/cpu_gemm.cpp
     backends/cpu/cpu_loss.cpp
     backends/cpu/cpu_lstm.cpp
+    backends/cpu/cpu_numerics.cpp
     backends/cpu/cpu_optimizer.cpp
     backends/cpu/cpu_pool.cpp
     backends/cpu/cpu_sgemm.cpp)
@@ -77,6 +78,8 @@ set(MIXLAB_ANALYSIS_SOURCES
     analysis/ceilings.cpp
     analysis/environment.cpp
     analysis/layer_costs.cpp
+    analysis/numerics.cpp
+    analysis/numerics_json.cpp
     analysis/step_profile.cpp)
 # train: training runs, the step, its profile, the group that sets up and steps runs in
 # lockstep (run_group), the max-batch search, step times.
@@ -84,6 +87,7 @@ set(MIXLAB_TRAIN_SOURCES
     train/max_batch.cpp
     train/max_batch_trial.cpp
     train/metrics_json.cpp
+    train/numerics_sampler.cpp
     train/run_group.cpp
     train/step_time.cpp
     train/text_sampling.cpp
@@ -93,6 +97,8 @@ set(MIXLAB_TRAIN_SOURCES
 set(MIXLAB_REPORT_SOURCES
     report/explain.cpp
     report/explain_json.cpp
+    report/explain_numerics.cpp
+    report/numerics_summary.cpp
     report/report_html.cpp
     report/report_svg.cpp
     report/run_log.cpp
@@ -146,6 +152,8 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/gemm_tune.cpp
     backends/cuda/layout_transpose.cu
     backends/cuda/loss.cu
+    backends/cuda/numerics.cu
+    backends/cuda/cuda_numerics.cpp
     backends/cuda/module_entry.cpp
     backends/cuda/optimizer.cu
     backends/cuda/pool.cu

@@ -541,6 +541,52 @@ private slots:
         QVERIFY2(r.err.contains("32x32x3"), qPrintable(r.err));
         QVERIFY(r.out.contains("input 32x32x3, 10 classes"));
     }
+
+    // numerics: a pure fp16 run sampled every 5 steps prints every layer with its kinds and
+    // the updates fp16 weights lost; a log without numerics, a missing log and no log at
+    // all are bad input (exit 2, one line naming what to do).
+    void numericsSummarisesALog()
+    {
+        const QString log = m_dir.filePath("numerics.json");
+        const CliResult t =
+            run(expand({"train", "--model", "@tiny", "--dataset", "synthetic", "--synthetic-size",
+                        "512", "--steps", "20", "--device", "cpu", "--policy", "fp16",
+                        "--numerics-every", "5", "--log-json", log}));
+        QVERIFY2(t.code == 0, qPrintable(details(t)));
+        const CliResult r = run({"numerics", log});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("run 0 (fp16): 4 numerics samples, steps 5..20"),
+                 qPrintable(r.out));
+        for (const char* text : {"layer 1 (dense)", "layer 2 (dense)", "weights", "activations",
+                                 "gradients (applied)", "fp8_e4m3", "updates lost to half-ulp"})
+            QVERIFY2(r.out.contains(text), qPrintable(text + QString(" missing:\n") + r.out));
+    }
+
+    void numericsBadInput()
+    {
+        const QString plain = m_dir.filePath("plain.json");
+        const CliResult t =
+            run(expand({"train", "--model", "@tiny", "--dataset", "synthetic", "--synthetic-size",
+                        "256", "--steps", "4", "--device", "cpu", "--log-json", plain}));
+        QVERIFY2(t.code == 0, qPrintable(details(t)));
+        const CliResult none = run({"numerics", plain});
+        QCOMPARE(none.code, 2);
+        QVERIFY2(none.err.contains("holds no numerics: train with --numerics-every N"),
+                 qPrintable(details(none)));
+        const CliResult missing = run({"numerics", m_dir.filePath("absent.json")});
+        QCOMPARE(missing.code, 2);
+        QVERIFY2(missing.err.contains("cannot read"), qPrintable(details(missing)));
+        const CliResult nothing = run({"numerics"});
+        QCOMPARE(nothing.code, 2);
+        QVERIFY2(nothing.err.contains("name a run log"), qPrintable(details(nothing)));
+        const CliResult model = run(expand({"numerics", "@tiny"}));
+        QCOMPARE(model.code, 2);
+        QVERIFY2(model.err.contains("tiny.json"), qPrintable(details(model)));
+        const CliResult negative =
+            run(expand({"train", "--model", "@tiny", "--device", "cpu", "--numerics-every", "-1"}));
+        QCOMPARE(negative.code, 2);
+        QVERIFY2(negative.err.contains("--numerics-every"), qPrintable(details(negative)));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -133,6 +133,11 @@ public:
         log << "copy_to_host_async " << id(src) << " " << count << " @" << offset << "\n";
         m_inner->copy_to_host_async(src, offset, count, dst);
     }
+    void copy_raw_to_host_async(const Buffer& src, std::size_t bytes, void* dst) override
+    {
+        log << "copy_raw_to_host_async " << id(src) << " " << bytes << "\n";
+        m_inner->copy_raw_to_host_async(src, bytes, dst);
+    }
     float* host_alloc(std::size_t count) override { return m_inner->host_alloc(count); }
     void host_free(float* p) override { m_inner->host_free(p); }
     void fill(Buffer& dst, float value) override
@@ -199,6 +204,18 @@ public:
     {
         log << "bias_grad " << id(dy) << " " << rows << " " << cols << " " << id(out) << "\n";
         m_inner->bias_grad(dy, rows, cols, out);
+    }
+    void value_histogram(const Buffer& x, Buffer& counts, std::size_t offset) override
+    {
+        log << "value_histogram " << id(x) << " " << id(counts) << " @" << offset << "\n";
+        m_inner->value_histogram(x, counts, offset);
+    }
+    void update_histogram(const Buffer& before, const Buffer& after, const Buffer& grad,
+                          Buffer& counts, std::size_t offset) override
+    {
+        log << "update_histogram " << id(before) << " " << id(after) << " " << id(grad) << " "
+            << id(counts) << " @" << offset << "\n";
+        m_inner->update_histogram(before, after, grad, counts, offset);
     }
     void dropout_forward(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
                          const StepCounter& counter, Buffer& y) override

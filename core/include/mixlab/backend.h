@@ -339,6 +339,11 @@ public:
     // y = x converted to y's dtype (same count).
     virtual void cast(const Buffer& x, Buffer& y) = 0;
 
+    // Raw bytes of an I32/I16/U8 buffer, from its start, into pinned host memory from
+    // host_alloc() (which holds floats, four bytes each: any 4-byte-aligned use fits);
+    // asynchronous like copy_to_host_async. The numerics' counts come back this way.
+    virtual void copy_raw_to_host_async(const Buffer& src, std::size_t bytes, void* dst) = 0;
+
     // ---- time ---------------------------------------------------------------------
     virtual std::unique_ptr<Event> create_event() = 0;
     virtual void synchronize() = 0;
@@ -489,6 +494,23 @@ public:
     // fresh gradient. Runs after lstm_backward_data of the same forward.
     virtual void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0,
                                        const Buffer& y, Buffer& dw);
+
+    // ---- numerics (what a precision does to the values; base/hd_math.h's slots) -------
+    // counts is an I32 buffer read as uint32 counters; both ops ADD into
+    // counts[offset, offset + slots), so several tensors (a layer's weights and bias) can
+    // share one histogram, and never read back to the host: they can be recorded in a
+    // step graph. The caller zeroes the counters (fill) before a fresh histogram; a
+    // counter wraps past 2^32 - 1 additions.
+    // Each element of x (any floating dtype, widened exactly to float32) counted in
+    // hd::value_slot's slot: its binade floor(log2|x|) in [-149, 127], zero, +inf, -inf,
+    // NaN (k_value_slots).
+    virtual void value_histogram(const Buffer& x, Buffer& counts, std::size_t offset) = 0;
+    // The optimizer's effect on one parameter, element by element: before (a copy taken
+    // before optimizer_step), after (the parameter now) and grad (the gradient it applied,
+    // any scale) share a count and may differ in floating dtype; counted in
+    // hd::update_slot's slot (k_update_slots).
+    virtual void update_histogram(const Buffer& before, const Buffer& after, const Buffer& grad,
+                                  Buffer& counts, std::size_t offset) = 0;
 
     // ---- loss ---------------------------------------------------------------------
     // Cross-entropy over (batch, classes) logits computed in float32. head: Logits and

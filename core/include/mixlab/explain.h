@@ -5,6 +5,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/numerics.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
@@ -47,6 +48,9 @@ struct RunFacts {
     // Index in the group of the run to compare speed against; -1: the group's fp32 run
     // (or the first run when none is fp32).
     int baseline = -1;
+    // Numerics samples (RunConfig::numerics_every), in step order; the numerics rules
+    // stay silent without them. Not part of the facts' JSON form: the log holds them.
+    std::vector<NumericsSample> numerics;
 };
 
 // What one reported step adds to its run's facts: its loss to train_loss, its loss scale
@@ -171,6 +175,14 @@ inline constexpr double k_layers_faster = 1.2;
 // is bound by latency on a modern GPU: 200 MFLOP is about 0.4 us of H200 fp16 tensor-core
 // work against several microseconds of per-step overhead.
 inline constexpr double k_min_recurrent_flops = 2e8;
+// Numerics: a share of gradients fp16 would flush to zero at scale 1 from which loss
+// scaling is needed (0.1%: ~one gradient element in a thousand silently zero each step),
+// and a share of a layer's updates 16-bit weights lose from which the rule names it.
+inline constexpr double k_flush_needs_scaling = 0.001;
+inline constexpr double k_lost_updates_share = 0.01;
+// Activations within this many binades of fp16's largest (2^14 and up: within a factor 4
+// of 65504) are close enough to overflow that the rule names the layer.
+inline constexpr int k_fp16_headroom_binades = 2;
 } // namespace explain_limits
 
 } // namespace mixlab

@@ -87,6 +87,10 @@ struct RunConfig {
     // A non-finite training loss ends the run (with the step named) instead of a warning
     // and going on.
     bool stop_on_non_finite_loss = false;
+    // Every this many steps the run samples its numerics (mixlab/numerics.h: per layer,
+    // histograms of weights, activations, gradients and updates); 0: never. Sampled steps
+    // run a recording of their own, the others are untouched.
+    int numerics_every = 0;
 };
 
 inline constexpr std::string_view k_run_format = "mixlab-run/1";

@@ -19,6 +19,8 @@
 //               "test_perplexity" (exp of the per-token losses) and "lr"; their steps'
 //               "samples_per_s" count tokens
 //    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name
+//    "numerics": [<numerics_sample_to_json>] (numerics.h; only when the run sampled them,
+//        RunConfig::numerics_every: logs without it read as before),
 //    "summary": {"steps", "skipped_steps", "epochs_done", "mean_step_ms",
 //                "median_step_ms", "final_train_loss", "final_test_loss",
 //                "final_test_accuracy", ("final_valid_loss", "final_test_perplexity",
@@ -30,7 +32,8 @@
 // "policies": [names in run order] added; "graph" and "environment" as above; and
 //   "runs": [{"run": index, "policy": name, "config": {...this run's config and model...},
 //             "graph": {...this run's graph...},
-//             "steps": [...], "epochs": [...], "events": [...], "summary": {...}}]
+//             "steps": [...], "epochs": [...], "events": [...], "numerics": [...] (when
+//             sampled), "summary": {...}}]
 // with no top-level steps/epochs/events/summary. Runs of several groups (the app's
 // export) may have trained different models: each run's config and graph are its own,
 // the top-level ones the first run's.
@@ -108,6 +111,7 @@ public:
     void on_step(int run, const StepMetrics& m) override;
     void on_epoch(int run, const EpochMetrics& m) override;
     void on_event(int run, const RunEvent& e) override;
+    void on_numerics(int run, const NumericsSample& sample) override;
 
     Kind kind() const { return m_kind; }
     int run_count() const { return int(m_runs.size()); }
@@ -115,6 +119,8 @@ public:
     const std::vector<StepMetrics>& steps(int run) const;
     const std::vector<EpochMetrics>& epochs(int run) const;
     const std::vector<RunEvent>& events(int run) const;
+    // The run's numerics samples in step order; empty when it sampled none.
+    const std::vector<NumericsSample>& numerics(int run) const;
     const std::optional<RunSummary>& summary(int run) const;
     // What set_environment was given; none when it was never called.
     std::optional<Environment> environment() const;
@@ -133,6 +139,7 @@ private:
         std::vector<StepMetrics> steps;
         std::vector<EpochMetrics> epochs;
         std::vector<RunEvent> events;
+        std::vector<NumericsSample> numerics;
         std::optional<RunSummary> summary;
     };
     Run& run_at(int run); // grows the list for an index the trainer sends unannounced

@@ -5,6 +5,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/graph.h"
+#include "mixlab/numerics.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
 
@@ -69,6 +70,13 @@ public:
     virtual void on_step(int run, const StepMetrics& m) = 0;
     virtual void on_epoch(int run, const EpochMetrics& m) = 0;
     virtual void on_event(int run, const RunEvent& e) = 0;
+    // A numerics sample (RunConfig::numerics_every), reported with its step's metrics, a
+    // few steps behind like them. Sinks that keep no numerics ignore it.
+    virtual void on_numerics(int run, const NumericsSample& sample)
+    {
+        (void)run;
+        (void)sample;
+    }
 };
 
 // A dataset uploaded once to a backend as uint8; shared by the runs of a compare group.

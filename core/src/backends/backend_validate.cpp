@@ -2,6 +2,8 @@
 // from mixlab/backend.h, with messages that name the buffer and the sizes involved.
 #include "backends/backend_validate.h"
 
+#include "base/hd_math.h"
+
 #include "mixlab/error.h"
 
 #include <string>
@@ -333,6 +335,51 @@ void bias_grad(const char* backend, const Buffer& dy, int rows, int cols, const 
     require(rows >= 0 && cols >= 0, backend, op, "negative shape");
     floating(backend, op, dy, std::size_t(rows) * std::size_t(cols), "dy");
     floating(backend, op, out, std::size_t(cols), "out");
+}
+
+namespace {
+
+void counters(const char* backend, const char* op, const Buffer& counts, std::size_t offset,
+              int slots)
+{
+    require(counts.dtype() == DType::I32, backend, op,
+            "counts must be int32 (read as uint32), got " +
+                std::string(dtype_name(counts.dtype())));
+    element_range(backend, op, counts, offset, std::size_t(slots), true);
+}
+
+} // namespace
+
+void value_histogram(const char* backend, const Buffer& x, const Buffer& counts, std::size_t offset)
+{
+    const char* op = "value_histogram";
+    floating(backend, op, x, x.count(), "x");
+    counters(backend, op, counts, offset, hd::k_value_slots);
+}
+
+void update_histogram(const char* backend, const Buffer& before, const Buffer& after,
+                      const Buffer& grad, const Buffer& counts, std::size_t offset)
+{
+    const char* op = "update_histogram";
+    const std::size_t n = after.count();
+    require(before.count() == n && grad.count() == n, backend, op,
+            "before, after and grad must have one count, got " + std::to_string(before.count()) +
+                ", " + std::to_string(n) + " and " + std::to_string(grad.count()));
+    floating(backend, op, before, n, "before");
+    floating(backend, op, after, n, "after");
+    floating(backend, op, grad, n, "grad");
+    counters(backend, op, counts, offset, hd::k_update_slots);
+}
+
+void copy_raw_to_host(const char* backend, const Buffer& src, std::size_t bytes)
+{
+    const char* op = "copy_raw_to_host_async";
+    require(!is_floating(src.dtype()), backend, op,
+            "copies integer buffers only (a floating one's bytes differ between backends), got " +
+                std::string(dtype_name(src.dtype())));
+    require(bytes <= src.count() * dtype_size(src.dtype()), backend, op,
+            "asked for " + std::to_string(bytes) + " bytes of a buffer of " +
+                std::to_string(src.count() * dtype_size(src.dtype())));
 }
 
 void dropout(const char* backend, const char* op, const Buffer& in, float rate, const Buffer& out)

@@ -69,6 +69,14 @@ std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* 
 std::size_t activation_backward(const char* backend, Activation act, const Buffer& x,
                                 const Buffer& y, const Buffer& dy, int cols, const Buffer& dx);
 void bias_grad(const char* backend, const Buffer& dy, int rows, int cols, const Buffer& out);
+// The numerics ops: floating operands of one count; counts I32 with room for `slots`
+// counters at offset.
+void value_histogram(const char* backend, const Buffer& x, const Buffer& counts,
+                     std::size_t offset);
+void update_histogram(const char* backend, const Buffer& before, const Buffer& after,
+                      const Buffer& grad, const Buffer& counts, std::size_t offset);
+// An I32/I16/U8 buffer holding at least `bytes`.
+void copy_raw_to_host(const char* backend, const Buffer& src, std::size_t bytes);
 // op: "dropout_forward" or "dropout_backward".
 void dropout(const char* backend, const char* op, const Buffer& in, float rate, const Buffer& out);
 void cross_entropy(const char* backend, const Buffer& logits, const Buffer& labels_i32, int batch,

@@ -155,4 +155,86 @@ MIXLAB_HD float join_master(std::uint16_t hi, std::int16_t lo)
     return bits_float((std::uint32_t(hi) << 16) + std::uint32_t(std::int32_t(lo)));
 }
 
+// ---- numerics histograms (Backend::value_histogram, update_histogram) ---------------
+// A value's binade is floor(log2|x|), read from the float's bits: the exponent field for a
+// normal, the position of the highest mantissa bit for a subnormal. No log2 is called, so
+// the boundaries are exact (a float log2 rounds 2^k - tiny up to k) and the same on host
+// and device. Every finite non-zero float32 has a binade in [-149, 127]; 16-bit values are
+// float32s too (widened exactly), so one table serves every dtype with no underflow bin.
+inline constexpr int k_binade_min = -149; // the smallest fp32 subnormal, 2^-149
+inline constexpr int k_binade_max = 127;  // fp32's largest binade, [2^127, 2^128)
+inline constexpr int k_binades = k_binade_max - k_binade_min + 1;
+
+// Slots of a value histogram: one per binade (slot = binade - k_binade_min), then values
+// counted apart.
+enum ValueSlot : int {
+    k_value_zero = k_binades, // +0 and -0
+    k_value_pos_inf,
+    k_value_neg_inf,
+    k_value_nan,
+    k_value_slots
+};
+
+MIXLAB_HD int highest_bit(std::uint32_t m) // m != 0
+{
+#if defined(__CUDA_ARCH__)
+    return 31 - __clz(m);
+#else
+    return 31 - __builtin_clz(m);
+#endif
+}
+
+// floor(log2|x|) for a finite non-zero x.
+MIXLAB_HD int binade_of(float x)
+{
+    const std::uint32_t u = float_bits(x) & 0x7FFFFFFFu;
+    const int field = int(u >> 23);
+    if (field != 0) return field - 127;
+    return k_binade_min + highest_bit(u); // subnormal: mantissa bit b weighs 2^(b - 149)
+}
+
+MIXLAB_HD int value_slot(float x)
+{
+    const std::uint32_t u = float_bits(x);
+    const std::uint32_t a = u & 0x7FFFFFFFu;
+    if (a == 0) return k_value_zero;
+    if (a == 0x7F800000u) return (u >> 31) ? k_value_neg_inf : k_value_pos_inf;
+    if (a > 0x7F800000u) return k_value_nan;
+    return binade_of(x) - k_binade_min;
+}
+
+// Slots of an update histogram: per weight element, d = binade(after - before) -
+// binade(before), the update's size against the weight it went into, in binades. A
+// format with p mantissa bits loses an update of d <= -(p + 2) (smaller than half the
+// weight's ulp, 2^(binade(w) - p - 1)). The difference of two floats within a factor 2 of
+// each other is exact (Sterbenz), so d is exact for every update smaller than its weight.
+inline constexpr int k_update_d_min = -64;
+inline constexpr int k_update_d_max = 63;
+inline constexpr int k_update_ds = k_update_d_max - k_update_d_min + 1;
+enum UpdateSlot : int {
+    k_update_below = k_update_ds, // d < k_update_d_min
+    k_update_above,               // d > k_update_d_max
+    k_update_lost,                // weight unchanged although its gradient was not zero
+    k_update_idle,                // weight unchanged, gradient zero: nothing to apply
+    k_update_from_zero,           // the weight was zero: no size to compare against
+    k_update_non_finite,          // weight before or after, or gradient, inf/NaN
+    k_update_slots
+};
+
+MIXLAB_HD bool finite_bits(float x) { return (float_bits(x) & 0x7F800000u) != 0x7F800000u; }
+
+MIXLAB_HD int update_slot(float before, float after, float grad)
+{
+    if (!finite_bits(before) || !finite_bits(after) || !finite_bits(grad))
+        return k_update_non_finite;
+    if (after == before) return grad == 0.0f ? k_update_idle : k_update_lost;
+    if (before == 0.0f) return k_update_from_zero;
+    const float delta = after - before;
+    if (!finite_bits(delta)) return k_update_non_finite; // two huge weights of opposite sign
+    const int d = binade_of(delta) - binade_of(before);
+    if (d < k_update_d_min) return k_update_below;
+    if (d > k_update_d_max) return k_update_above;
+    return d - k_update_d_min;
+}
+
 } // namespace mixlab::hd

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -110,6 +111,8 @@ public:
         const float u = float(m_gen() >> 40) * (1.0f / 16777216.0f);
         return lo + (hi - lo) * u;
     }
+    // 32 random bits: read as a float, every binade, subnormals, infinities and NaNs.
+    std::uint32_t bits32() { return std::uint32_t(m_gen() >> 32); }
     int integer(int lo, int hi_exclusive)
     {
         return lo + int(m_gen() % std::uint64_t(hi_exclusive - lo));
@@ -376,6 +379,10 @@ private:
     void bias_activation_check(const ActivationCase& c);
     void activation_checks();
     void bias_grad_checks();
+    // The counters of a numerics histogram, read back with copy_raw_to_host_async.
+    std::vector<float> counters(Backend& b, const Buffer& counts);
+    void compare_counts(Verdict& v, const std::string& what, Twin& counts);
+    void numerics_checks();
     void dropout_checks();
     void cross_entropy_checks();
     void optimizer_checks();
@@ -980,6 +987,108 @@ void Checker::activation_checks()
     // A 16-bit input with an fp32 output (a softmax layer kept in float32).
     bias_activation_check(
         ActivationCase{Activation::Softmax, DType::F16, DType::F32, 64, 10, true, 6.0f});
+}
+
+// ---- numerics histograms -------------------------------------------------------------------
+
+// As floats for Verdict::compare: exact for the counts these checks make (below 2^24).
+std::vector<float> Checker::counters(Backend& b, const Buffer& counts)
+{
+    float* host = b.host_alloc(counts.count());
+    b.copy_raw_to_host_async(counts, counts.count() * sizeof(std::uint32_t), host);
+    b.synchronize();
+    std::vector<std::uint32_t> c(counts.count());
+    std::memcpy(c.data(), host, c.size() * sizeof(std::uint32_t));
+    b.host_free(host);
+    return std::vector<float>(c.begin(), c.end());
+}
+
+void Checker::compare_counts(Verdict& v, const std::string& what, Twin& counts)
+{
+    v.compare(what, counters(m_ref, counts.ref), counters(m_cand, counts.cand), k_exact);
+}
+
+void Checker::numerics_checks()
+{
+    // Counting is integer addition: the counts must agree exactly. Inputs are random bit
+    // patterns (every binade, fp32 subnormals, infinities, NaNs, both zeros) rounded to
+    // the dtype, plus each format's edges; the counters start at 5 (the ops add), and two
+    // tensors add into one histogram at an offset, as a layer's weight and bias do.
+    const float edges[] = {0.0f,
+                           -0.0f,
+                           65504.0f,
+                           65520.0f,
+                           6.103515625e-05f,
+                           6.0975552e-05f,
+                           5.9604645e-08f,
+                           2.9802322e-08f,
+                           1.1754944e-38f,
+                           1.4e-45f,
+                           3.4028235e38f,
+                           448.0f,
+                           57344.0f,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           k_nan};
+    auto crafted = [&](Rng& rng, std::size_t n, DType t) {
+        std::vector<float> x(n);
+        for (float& e : x) e = round_to(t, hd::bits_float(rng.bits32()));
+        for (std::size_t i = 0; i < std::size(edges) && i < n; ++i) x[i] = round_to(t, edges[i]);
+        return x;
+    };
+    const std::size_t sizes[] = {1, 1000, 3000001};
+    for (DType t : k_floats)
+        for (std::size_t n : sizes)
+            run(std::string("value_histogram/") + dtype_short_name(t) + "/" + std::to_string(n),
+                [&](Verdict& v, Rng& rng) {
+                    Twin a = make(crafted(rng, n, t), t);
+                    Twin b = make(crafted(rng, n / 3 + 1, t), t);
+                    const std::size_t offset = 7;
+                    Twin counts = twin(offset + hd::k_value_slots, DType::I32);
+                    fill(counts, 5.0f);
+                    on_both([&](Backend& be, Side on) {
+                        be.value_histogram(on(a), on(counts), offset);
+                        be.value_histogram(on(b), on(counts), offset);
+                    });
+                    compare_counts(v, "counts", counts);
+                });
+    // Updates: weights spread over many binades, updates from 2^-40 to 2^4 times the weight
+    // (some lost to the dtype's rounding, some exactly zero), gradients with zeros and a few
+    // non-finite values; after = round(before + update) in the weights' dtype.
+    for (DType tw : k_floats)
+        for (DType tg : {DType::F32, tw})
+            for (std::size_t n : sizes)
+                run(std::string("update_histogram/") + dtype_short_name(tw) + "/grad_" +
+                        dtype_short_name(tg) + "/" + std::to_string(n),
+                    [&](Verdict& v, Rng& rng) {
+                        std::vector<float> before(n), after(n), grad(n);
+                        for (std::size_t i = 0; i < n; ++i) {
+                            const float w =
+                                rng.integer(0, 50) == 0
+                                    ? 0.0f
+                                    : std::ldexp(rng.uniform(-1.0f, 1.0f), rng.integer(-20, 10));
+                            before[i] = round_to(tw, w);
+                            const int kind = rng.integer(0, 20);
+                            const float u = kind == 0
+                                                ? 0.0f
+                                                : std::ldexp(before[i] == 0 ? 1e-3f : before[i],
+                                                             rng.integer(-40, 5)) *
+                                                      rng.uniform(-1.0f, 1.0f);
+                            after[i] = round_to(tw, before[i] + u);
+                            grad[i] = kind == 1 ? 0.0f
+                                      : kind == 2 && rng.integer(0, 50) == 0
+                                          ? std::numeric_limits<float>::infinity()
+                                          : round_to(tg, rng.uniform(-1.0f, 1.0f));
+                        }
+                        if (n > 3) before[3] = round_to(tw, k_nan);
+                        Twin tb = make(before, tw), ta = make(after, tw), tgr = make(grad, tg);
+                        Twin counts = twin(hd::k_update_slots + 3, DType::I32);
+                        fill(counts, 5.0f);
+                        on_both([&](Backend& be, Side on) {
+                            be.update_histogram(on(tb), on(ta), on(tgr), on(counts), 3);
+                        });
+                        compare_counts(v, "counts", counts);
+                    });
 }
 
 // ---- bias gradient -------------------------------------------------------------------------
@@ -2175,6 +2284,7 @@ std::vector<CheckResult> Checker::run_all()
     token_gather_checks();
     activation_checks();
     bias_grad_checks();
+    numerics_checks();
     dropout_checks();
     cross_entropy_checks();
     optimizer_checks();

@@ -2,7 +2,9 @@
 // step recorded once and replayed, and op by op, must agree bit for bit in every
 // reported loss and every final parameter. The runs cross epoch boundaries (a new data
 // order, an evaluation pass between steps) and use dropout and augmentation, the ops
-// whose per-step draws a replay must read from the device's step counter.
+// whose per-step draws a replay must read from the device's step counter. A run sampling
+// its numerics replays a second recording on sampled steps: its samples must agree bit for
+// bit too, and its losses with those of the same run without sampling.
 #include "check/step_graph_check.h"
 
 #include "mixlab/dataset.h"
@@ -24,6 +26,8 @@ struct CollectingSink : MetricsSink {
     std::string refused; // a warning that recording failed
     void on_step(int, const StepMetrics& m) override { losses.push_back(m.loss); }
     void on_epoch(int, const EpochMetrics&) override {}
+    std::vector<NumericsSample> numerics;
+    void on_numerics(int, const NumericsSample& sample) override { numerics.push_back(sample); }
     void on_event(int, const RunEvent& e) override
     {
         if (e.message.find("recorded as one CUDA graph") != std::string::npos) ++recorded;
@@ -38,6 +42,7 @@ struct Case {
     Policy policy;
     int batch;
     bool augment;
+    int numerics_every = 0;
 };
 
 constexpr const char* k_mlp = R"({"format": "mixlab-model/1", "layers": [
@@ -61,10 +66,11 @@ struct Outcome {
     std::vector<float> losses, params;
     int recorded = 0;
     std::string refused;
+    std::vector<NumericsSample> numerics;
 };
 
 Outcome train_once(Backend& backend, DeviceDataset& data, const Graph& graph, const Case& c,
-                   std::uint64_t seed, bool record)
+                   std::uint64_t seed, bool record, int numerics_every)
 {
     RunConfig config;
     config.policy = c.policy;
@@ -72,6 +78,7 @@ Outcome train_once(Backend& backend, DeviceDataset& data, const Graph& graph, co
     config.steps = 14; // 6 steps per epoch below: two epoch ends, two evaluations
     config.seed = seed;
     config.cuda_graph = record;
+    config.numerics_every = numerics_every;
     if (c.augment) {
         config.dataset.crop_padding = 2;
         config.dataset.horizontal_flip = true;
@@ -80,7 +87,7 @@ Outcome train_once(Backend& backend, DeviceDataset& data, const Graph& graph, co
     CollectingSink sink;
     while (!run.finished()) run.step(sink);
     run.finish(sink, false);
-    return {sink.losses, run.read_parameters(), sink.recorded, sink.refused};
+    return {sink.losses, run.read_parameters(), sink.recorded, sink.refused, sink.numerics};
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b)
@@ -97,7 +104,9 @@ std::vector<CheckResult> run_step_graph_checks(Backend& backend, std::uint64_t s
     const Case cases[] = {
         {"mlp_dropout/fp32", k_mlp, Policy::FP32, 32, false},
         {"mlp_dropout/mixed_fp16", k_mlp, Policy::MixedFP16, 32, false},
-        {"cnn_bn_residual_augment/mixed_bf16", k_cnn, Policy::MixedBF16, 32, true}};
+        {"cnn_bn_residual_augment/mixed_bf16", k_cnn, Policy::MixedBF16, 32, true},
+        // Sampled at steps 3, 6, 9, 12: the second recording replays on those.
+        {"mlp_dropout_numerics/mixed_fp16", k_mlp, Policy::MixedFP16, 32, false, 3}};
     std::vector<CheckResult> out;
     const Dataset data = make_synthetic(6 * 32 + 5, 40, seed); // 6 steps, a partial batch
     for (const Case& c : cases) {
@@ -115,9 +124,21 @@ std::vector<CheckResult> run_step_graph_checks(Backend& backend, std::uint64_t s
             const Graph graph =
                 build_graph(parse_model_spec(c.model),
                             Shape{{data.height, data.width, data.channels}}, data.classes);
-            const Outcome ops = train_once(backend, on_device, graph, c, seed, false);
-            const Outcome replayed = train_once(backend, on_device, graph, c, seed, true);
+            const Outcome ops =
+                train_once(backend, on_device, graph, c, seed, false, c.numerics_every);
+            const Outcome replayed =
+                train_once(backend, on_device, graph, c, seed, true, c.numerics_every);
             std::ostringstream d;
+            if (c.numerics_every > 0) {
+                const Outcome unsampled = train_once(backend, on_device, graph, c, seed, true, 0);
+                if (!same_bits(unsampled.losses, replayed.losses))
+                    d << "sampling numerics changed the per-step losses; ";
+                if (replayed.numerics.size() != ops.losses.size() / std::size_t(c.numerics_every))
+                    d << "expected a numerics sample every " << c.numerics_every << " steps, got "
+                      << replayed.numerics.size() << "; ";
+                if (ops.numerics != replayed.numerics)
+                    d << "numerics samples differ between replay and op by op; ";
+            }
             const bool can_record = backend.info().backend == BackendKind::Cuda;
             if (!same_bits(ops.losses, replayed.losses))
                 d << "per-step losses differ between replay and op by op; ";

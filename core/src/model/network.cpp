@@ -109,6 +109,7 @@ public:
         if (!sgd) slot.state2 = own(master->count(), state_dtype(slot));
         m_net.m_slots.push_back(slot);
         m_net.m_layouts.push_back(std::move(layout));
+        m_net.m_slot_layers.push_back(m_building);
     }
 
     DType master_dtype(DType dtype) const override
@@ -135,6 +136,7 @@ public:
     void init_node(Node& n, const GraphLayer& layer, const Flow& flow, DType dtype) const override
     {
         n.layer = &layer;
+        m_building = &layer;
         n.dtype = dtype;
         n.math = layer_math(dtype);
         n.in = flow.value;
@@ -228,6 +230,9 @@ public:
     }
 
 private:
+    // The layer whose node is being built: init_node names it before the node's allocate()
+    // adds its parameters (numerics_layers groups parameters by layer).
+    mutable const GraphLayer* m_building = nullptr;
     Network& m_net;
     Policy m_policy;
     PolicyTraits m_traits;
@@ -445,6 +450,37 @@ std::vector<std::string> Network::describe() const
     for (const auto& n : m_nodes) n->describe(lines);
     collect_fused_relus(m_nodes, lines);
     return lines;
+}
+
+// The top-level part of a layer path: "layer 4" of "layer 4 > body 2".
+static std::string top_level_path(const std::string& path)
+{
+    const std::size_t cut = path.find(" > ");
+    return cut == std::string::npos ? path : path.substr(0, cut);
+}
+
+std::vector<Network::NumericsLayer> Network::numerics_layers() const
+{
+    std::vector<NumericsLayer> out;
+    for (const auto& node : m_nodes) {
+        // Casts are the previous layer's values in another dtype; flatten and an absorbed
+        // relu share another node's buffers.
+        if (!node->layer || node->passthrough || node->absorbed) continue;
+        NumericsLayer l;
+        l.path = node->path();
+        l.type = std::string(layer_type_name(node->layer->spec.type));
+        l.activation = node->out;
+        for (std::size_t i = 0; i < m_slots.size(); ++i) {
+            const GraphLayer* owner = m_slot_layers[i];
+            const std::string owner_path =
+                owner
+                    ? (owner->path.empty() ? "layer " + std::to_string(owner->index) : owner->path)
+                    : std::string();
+            if (owner && top_level_path(owner_path) == l.path) l.params.push_back(m_slots[i]);
+        }
+        out.push_back(std::move(l));
+    }
+    return out;
 }
 
 } // namespace mixlab

@@ -87,6 +87,16 @@ public:
     std::vector<LayerKernelInfo> kernels() const;
     std::int64_t device_bytes() const { return m_device_bytes; }
 
+    // What the numerics sampler reads, per top-level layer that has values of its own (no
+    // casts, flatten or absorbed relu): its output buffer and its parameters (a residual
+    // block's are those of every layer inside it).
+    struct NumericsLayer {
+        std::string path, type;
+        const Buffer* activation = nullptr;
+        std::vector<ParamSlot> params;
+    };
+    std::vector<NumericsLayer> numerics_layers() const;
+
 private:
     class Builder;
     void init_parameters();
@@ -106,7 +116,8 @@ private:
     Buffer* m_logits = nullptr;
     Buffer* m_dlogits = nullptr;
     std::vector<ParamSlot> m_slots;
-    std::vector<PaddedLayout> m_layouts; // per slot: its padding (empty: none)
+    std::vector<PaddedLayout> m_layouts;          // per slot: its padding (empty: none)
+    std::vector<const GraphLayer*> m_slot_layers; // per slot: the layer that added it
     std::unique_ptr<ParamTable> m_param_table;
     std::int64_t m_device_bytes = 0;
 };

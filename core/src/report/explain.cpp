@@ -2,6 +2,8 @@
 // the runs' own numbers, one thing about why precision helped or not.
 #include "mixlab/explain.h"
 
+#include "report/explain_numerics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -791,6 +793,7 @@ std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader read
     rule_decoder_share(group, out);
     rule_rnn_latency(group, reader, out);
     rule_master_weights(group, reader, out);
+    explain_numerics(group, reader, out);
     return out;
 }
 

@@ -125,7 +125,9 @@ std::optional<Environment> RunLog::environment() const { return m_environment; }
 
 int RunLog::add_run(const RunConfig& config)
 {
-    m_runs.push_back(Run{config, {}, {}, {}, {}, {}, std::nullopt});
+    Run r;
+    r.config = config;
+    m_runs.push_back(std::move(r));
     return int(m_runs.size()) - 1;
 }
 
@@ -179,6 +181,13 @@ const RunConfig& RunLog::config(int run) const { return checked(run).config; }
 const std::vector<StepMetrics>& RunLog::steps(int run) const { return checked(run).steps; }
 const std::vector<EpochMetrics>& RunLog::epochs(int run) const { return checked(run).epochs; }
 const std::vector<RunEvent>& RunLog::events(int run) const { return checked(run).events; }
+const std::vector<NumericsSample>& RunLog::numerics(int run) const { return checked(run).numerics; }
+
+void RunLog::on_numerics(int run, const NumericsSample& sample)
+{
+    run_at(run).numerics.push_back(sample);
+    if (m_next) m_next->on_numerics(run, sample);
+}
 const std::optional<RunSummary>& RunLog::summary(int run) const { return checked(run).summary; }
 
 std::string RunLog::to_json() const
@@ -212,6 +221,7 @@ std::string RunLog::to_json() const
         root["steps"] = array_of(r.steps, step_metrics_to_json);
         root["epochs"] = array_of(r.epochs, epoch_metrics_to_json);
         root["events"] = array_of(r.events, run_event_to_json);
+        if (!r.numerics.empty()) root["numerics"] = array_of(r.numerics, numerics_sample_to_json);
         root["summary"] = summary_json(r.summary);
     } else {
         Json runs = Json::array();
@@ -225,6 +235,7 @@ std::string RunLog::to_json() const
             j["steps"] = array_of(r.steps, step_metrics_to_json);
             j["epochs"] = array_of(r.epochs, epoch_metrics_to_json);
             j["events"] = array_of(r.events, run_event_to_json);
+            if (!r.numerics.empty()) j["numerics"] = array_of(r.numerics, numerics_sample_to_json);
             j["summary"] = summary_json(r.summary);
             runs.push_back(std::move(j));
         }

@@ -77,6 +77,10 @@ RunLog RunLog::parse(std::string_view json_text)
         r.steps = array_from<StepMetrics>(j.array("steps"), "step", step_metrics_from_json);
         r.epochs = array_from<EpochMetrics>(j.array("epochs"), "epoch", epoch_metrics_from_json);
         r.events = array_from<RunEvent>(j.array("events"), "event", run_event_from_json);
+        // Runs that sampled no numerics (and logs written before them) have no such key.
+        if (j.find("numerics"))
+            r.numerics = array_from<NumericsSample>(j.array("numerics"), "numerics sample",
+                                                    numerics_sample_from_json);
         if (!j.at("summary").is_null()) r.summary = run_summary_from_json(j.object("summary"));
     };
     Run top;

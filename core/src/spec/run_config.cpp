@@ -348,7 +348,7 @@ RunConfig read_run_config(const json& doc)
     ObjectReader r(doc, "");
     r.check_fields({"format", "dataset", "policy", "loss_scale", "batch_size", "epochs", "steps",
                     "optimizer", "lr_schedule", "bptt", "seed", "device", "cuda_graph",
-                    "stop_on_non_finite_loss"});
+                    "stop_on_non_finite_loss", "numerics_every"});
     RunConfig c;
     if (r.has("dataset")) read_dataset(r.at("dataset"), c.dataset);
     if (r.has("policy")) {
@@ -369,6 +369,7 @@ RunConfig read_run_config(const json& doc)
     r.read("seed", c.seed);
     r.read("cuda_graph", c.cuda_graph);
     r.read("stop_on_non_finite_loss", c.stop_on_non_finite_loss);
+    r.read("numerics_every", c.numerics_every);
     if (r.has("device")) {
         const auto name = r.string("device", "\"auto\", \"cpu\" or \"cuda\"");
         try {
@@ -473,6 +474,7 @@ std::string run_config_to_json(const RunConfig& c)
     j["device"] = std::string(device_choice_name(c.device));
     j["cuda_graph"] = c.cuda_graph;
     j["stop_on_non_finite_loss"] = c.stop_on_non_finite_loss;
+    if (c.numerics_every != 0) j["numerics_every"] = c.numerics_every;
     return j.dump(2) + "\n";
 }
 
@@ -524,6 +526,8 @@ void validate_run_config(const RunConfig& c)
             "\"loss_scale.backoff_factor\" must be in (0, 1), got " + num(ls.backoff_factor));
     require(ls.growth_interval >= 1, "\"loss_scale.growth_interval\" must be at least 1, got " +
                                          std::to_string(ls.growth_interval));
+    require(c.numerics_every >= 0, "\"numerics_every\" must be 0 (off) or a number of steps, got " +
+                                       std::to_string(c.numerics_every));
     require(c.bptt >= 1 && c.bptt <= k_max_bptt, "\"bptt\" must be between 1 and " +
                                                      std::to_string(k_max_bptt) +
                                                      " time steps, got " + std::to_string(c.bptt));

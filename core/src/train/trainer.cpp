@@ -212,6 +212,9 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
         s.end_events.push_back(backend.create_event());
     }
     s.launch_wall_ms.assign(k_ring, 0.0);
+    if (config.numerics_every > 0)
+        s.numerics =
+            std::make_unique<NumericsSampler>(backend, *s.net, config.numerics_every, k_ring);
     if (const char* p = std::getenv("MIXLAB_PROFILE_STEP")) s.profile_step = std::atoll(p);
     s.step_ms.reserve(std::size_t(std::min<std::int64_t>(s.total_steps, 1 << 20)));
 } catch (const OutOfMemoryError& e) {
@@ -254,6 +257,7 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
                              data.norm, aug, counter, net->input(), net->labels());
     mark(int(StepPhase::Input) + 1);
     net->forward(batch, true, std::uint64_t(launched));
+    if (sampling) numerics->enqueue_forward();
     mark(int(StepPhase::Forward) + 1);
     const bool scaled = scaling.mode != LossScaleMode::None;
     // A language model's loss is over every token of the window (rows_per_step rows of
@@ -262,10 +266,12 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
                           scaled ? &scaler : nullptr, &net->dlogits(), record, 0);
     mark(int(StepPhase::Loss) + 1);
     net->backward(batch, std::uint64_t(launched));
+    if (sampling) numerics->enqueue_backward();
     mark(int(StepPhase::Backward) + 1);
     // optimizer_step records at[LossScaling + 1] itself, between its check and update.
     (void)config; // the rate is the run's own (opt): the plateau schedule lowers it
     backend.optimizer_step(net->param_table(), opt, scaling, scaler, record, 0);
+    if (sampling) numerics->enqueue_update();
     backend.advance_step(step_counter);
     mark(int(StepPhase::Optimizer) + 1);
 }
@@ -316,14 +322,21 @@ void TrainingRun::Impl::run_step(MetricsSink& sink, const RunConfig& config, Out
     if (profiling && marks->layers_on) net->set_layer_marks(&marks->layers);
     if (profiling && marks->phases_on)
         backend.set_inf_check_marker(marks->at[std::size_t(StepPhase::LossScaling) + 1].get());
-    std::unique_ptr<StepGraph>& g = profiling ? profile_graph : graph;
+    // A sampled step (numerics) replays a recording of its own: the other steps' recording
+    // holds no numerics ops and costs nothing more.
+    std::unique_ptr<StepGraph>& g = profiling ? profile_graph : sampling ? numerics_graph : graph;
     if (g) {
         if (g->replay()) return;
         g.reset(); // memory it points at may have moved: record again
     }
     const bool replaying_run = graph_wanted && launched >= 1 && (!profiling || recordings > 0);
     if (replaying_run && record_step(sink, config, head, classes, g)) {
-        if (!profiling && recordings++ == 0)
+        if (sampling)
+            sink.on_event(run_index,
+                          {RunEvent::Kind::Info, launched + 1,
+                           "numerics sampling step recorded as a CUDA graph of its own (" +
+                               std::to_string(g->operations()) + " operations)"});
+        else if (!profiling && recordings++ == 0)
             sink.on_event(run_index,
                           {RunEvent::Kind::Info, launched + 1,
                            "training step recorded as one CUDA graph of " +
@@ -393,6 +406,8 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
     }
     s.last_scale = m.next_loss_scale;
     sink.on_step(s.run_index, m);
+    if (s.numerics && s.sampled[std::size_t(slot)])
+        sink.on_numerics(s.run_index, s.numerics->read(slot, m.step, m.loss_scale, m.skipped));
     s.reported = step_index + 1;
 }
 
@@ -501,6 +516,7 @@ void TrainingRun::Impl::schedule_lr(MetricsSink& sink, int epoch_number)
     const float before = opt.lr;
     opt.lr = before * schedule.factor;
     graph.reset(); // the rate is recorded into the step: record it again
+    numerics_graph.reset();
     std::ostringstream o;
     o << "learning rate " << before << " -> " << opt.lr << " after epoch " << epoch_number
       << ": validation loss " << valid << " did not improve on " << *best_valid_loss;
@@ -566,8 +582,13 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
     const bool profiled = index == s.profile_step;
     if (profiled) s.backend.profiler_window(true);
     s.start_events[std::size_t(slot)]->record();
+    // Not while profiling: the profiled steps measure the step as the timed ones ran it.
+    s.sampling = s.numerics && !s.marks && s.numerics->due(index);
     s.run_step(sink, m_config, m_graph.head, m_graph.classes);
     s.backend.copy_to_host_async(s.record, 0, k_record_fields, s.host_records + rec);
+    if (s.sampling) s.numerics->copy_out(slot);
+    s.sampled[std::size_t(slot)] = s.sampling;
+    s.sampling = false;
     s.end_events[std::size_t(slot)]->record();
     if (profiled) s.backend.profiler_window(false);
     s.launched = index + 1;

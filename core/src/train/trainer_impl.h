@@ -4,6 +4,7 @@
 #include "mixlab/trainer.h"
 #include "mixlab/step_profile.h"
 #include "model/network.h"
+#include "train/numerics_sampler.h"
 
 #include <array>
 #include <chrono>
@@ -76,6 +77,12 @@ struct TrainingRun::Impl {
     // the step recorded with them (the timed steps' graph has none).
     PhaseMarks* marks = nullptr;
     std::unique_ptr<StepGraph> profile_graph;
+    // Numerics (RunConfig::numerics_every): the sampler, the sampled step's own recording,
+    // whether the step being enqueued samples, and which ring slots hold a sample.
+    std::unique_ptr<NumericsSampler> numerics;
+    std::unique_ptr<StepGraph> numerics_graph;
+    bool sampling = false;
+    std::array<bool, k_ring> sampled{};
     double eval_wall_ms = 0; // host time spent evaluating, in total
     std::stop_token stop;    // ends an evaluation pass early (set_stop_token)
     ImageShape image;        // one sample's (H, W, C)

@@ -86,6 +86,10 @@ public:
     void activation_backward(Activation act, const Buffer& x, const Buffer& y, const Buffer& dy,
                              int cols, Buffer& dx) override;
     void bias_grad(const Buffer& dy, int rows, int cols, Buffer& out) override;
+    void value_histogram(const Buffer& x, Buffer& counts, std::size_t offset) override;
+    void update_histogram(const Buffer& before, const Buffer& after, const Buffer& grad,
+                          Buffer& counts, std::size_t offset) override;
+    void copy_raw_to_host_async(const Buffer& src, std::size_t bytes, void* dst) override;
     void dropout_forward(const Buffer& x, float rate, std::uint64_t seed, std::uint64_t step,
                          const StepCounter& counter, Buffer& y) override;
     void dropout_backward(const Buffer& dy, float rate, std::uint64_t seed, std::uint64_t step,

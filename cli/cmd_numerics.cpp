@@ -1,0 +1,73 @@
+// `mixlab-cli numerics LOG.json`: the numerics a run sampled (--numerics-every) summed
+// per layer and tensor kind, one table per run of the log.
+#include "commands.h"
+
+#include "args.h"
+
+#include "mixlab/error.h"
+#include "mixlab/numerics_summary.h"
+#include "mixlab/run_log.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace mixlab::cli {
+
+int cmd_numerics(int argc, char** argv)
+{
+    ArgParser parser(
+        "mixlab-cli numerics LOG.json",
+        "Per layer and tensor kind (weights, activations, gradients as applied and as "
+        "computed with the loss scale, updates): the binades holding 99% of the values, the "
+        "share of zeros, and per format (fp16, bf16, fp8 E4M3, fp8 E5M2) the share that would "
+        "overflow, land in subnormals or flush to zero; for updates, the share fp16 and bf16 "
+        "weights would lose to half-ulp rounding. Summed over every sample of each run of a "
+        "log written by train, compare or explain with --numerics-every N.");
+    // The log is the one positional argument; the parser takes options only.
+    std::vector<std::string> args;
+    std::string log_path;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (log_path.empty() && !a.empty() && a[0] != '-')
+            log_path = a;
+        else
+            args.push_back(a);
+    }
+    parser.parse(args);
+    if (parser.help_requested()) {
+        std::printf("%s", parser.help_text().c_str());
+        return 0;
+    }
+    if (log_path.empty())
+        throw InputError("name a run log: mixlab-cli numerics LOG.json (a mixlab-log/1 file "
+                         "written with --log-json and --numerics-every N)");
+    std::ifstream in(log_path, std::ios::binary);
+    if (!in) throw InputError("cannot read '" + log_path + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    RunLog log = [&] {
+        try {
+            return RunLog::parse(text.str());
+        } catch (const InputError& e) {
+            throw InputError(log_path + ": " + e.what());
+        }
+    }();
+    int printed = 0;
+    for (int run = 0; run < log.run_count(); ++run) {
+        const std::vector<NumericsSample>& samples = log.numerics(run);
+        if (samples.empty()) continue;
+        const std::string title = "run " + std::to_string(run) + " (" +
+                                  std::string(policy_name(log.config(run).policy)) + ")";
+        if (printed++) std::printf("\n");
+        std::printf("%s", numerics_summary_text(summarize_numerics(samples), title).c_str());
+    }
+    if (printed == 0)
+        throw InputError(log_path + " holds no numerics: train with --numerics-every N (and "
+                                    "--log-json) to record them");
+    return 0;
+}
+
+} // namespace mixlab::cli
