@@ -256,11 +256,74 @@ Descriptor make_conv_operation(ConvOp op, const Descriptor& conv, const Descript
 
 Descriptor make_operation_graph(cudnnHandle_t h, const Descriptor& op)
 {
-    Descriptor d(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "the convolution's operation graph");
-    d.set_descriptor(CUDNN_ATTR_OPERATIONGRAPH_OPS, op);
+    return make_operation_graph(h, std::vector<const Descriptor*>{&op});
+}
+
+Descriptor make_operation_graph(cudnnHandle_t h, const std::vector<const Descriptor*>& ops)
+{
+    Descriptor d(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "an operation graph");
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (const Descriptor* op : ops) raw.push_back(op->get());
+    d.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(raw.size()),
+          raw.data());
     // Newer headers mark the handle deprecated in favour of a device-properties
     // descriptor; every cuDNN 9 runtime (9.14 on the H200) still takes the handle.
     d.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+    d.finalize();
+    return d;
+}
+
+namespace {
+
+Descriptor make_pointwise(cudnnPointwiseMode_t mode)
+{
+    Descriptor d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "a pointwise descriptor");
+    const cudnnDataType_t math = CUDNN_DATA_FLOAT;
+    d.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    d.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math);
+    d.finalize();
+    return d;
+}
+
+} // namespace
+
+Descriptor make_pointwise_operation(cudnnPointwiseMode_t mode, const Descriptor& x,
+                                    const Descriptor* b, const Descriptor& y)
+{
+    const Descriptor pw = make_pointwise(mode);
+    Descriptor d(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "a pointwise operation");
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (b) d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+    d.finalize();
+    return d;
+}
+
+Descriptor make_relu_backward_operation(const Descriptor& dy, const Descriptor& x,
+                                        const Descriptor& dx)
+{
+    const Descriptor pw = make_pointwise(CUDNN_POINTWISE_RELU_BWD);
+    Descriptor d(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "a ReLU backward operation");
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx);
+    d.finalize();
+    return d;
+}
+
+Descriptor make_genstats_operation(const Descriptor& x, const Descriptor& sum,
+                                   const Descriptor& sqsum)
+{
+    Descriptor d(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, "a GenStats operation");
+    const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+    const cudnnDataType_t math = CUDNN_DATA_FLOAT;
+    d.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+    d.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, x);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
+    d.set_descriptor(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, sqsum);
     d.finalize();
     return d;
 }

@@ -73,6 +73,19 @@ Descriptor make_conv_operation(ConvOp op, const Descriptor& conv, const Descript
                                const Descriptor& w, const Descriptor& y, float alpha, float beta);
 // A graph of the single operation `op`, for the device `h` runs on.
 Descriptor make_operation_graph(cudnnHandle_t h, const Descriptor& op);
+// A graph of several operations joined by their tensors (fusion candidates).
+Descriptor make_operation_graph(cudnnHandle_t h, const std::vector<const Descriptor*>& ops);
+
+// Fusion's operations, fp32 math. A pointwise y = mode(x) or y = mode(x, b) (b a
+// per-channel (1, C, 1, 1) tensor broadcast over the others: ADD, MUL); ReLU's backward
+// dx = dy where x > 0; the per-channel sum and sum of squares of x that batch norm's
+// statistics are made of (GenStats).
+Descriptor make_pointwise_operation(cudnnPointwiseMode_t mode, const Descriptor& x,
+                                    const Descriptor* b, const Descriptor& y);
+Descriptor make_relu_backward_operation(const Descriptor& dy, const Descriptor& x,
+                                        const Descriptor& dx);
+Descriptor make_genstats_operation(const Descriptor& x, const Descriptor& sum,
+                                   const Descriptor& sqsum);
 
 // What an engine configuration is: the engine's global index, its knob settings and the
 // numerical and behaviour notes that say how it computes.
