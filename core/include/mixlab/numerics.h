@@ -155,6 +155,19 @@ struct BinadeRange {
 std::optional<BinadeRange> central_range(const ValueHistogram& h, double share = 0.99);
 std::optional<BinadeRange> central_range(const BinadeCounts& c, double share = 0.99);
 
+// Per-tensor scaling (fp8's recipe) can shift a tensor by any power of two: the shift that
+// keeps the most of c's finite non-zero values inside f's binades that neither flush nor
+// overflow ([min_subnormal - 1, max_binade], as format_shares counts), and the share of
+// c.total() that still flushes or saturates there. `binades` is that window's width. Of
+// equal shifts, the one that puts the lowest kept binade at the window's bottom. None
+// without finite non-zero values.
+struct ShiftFit {
+    int shift = 0;
+    int binades = 0;
+    double flush = 0, saturate = 0;
+};
+std::optional<ShiftFit> best_shift(const BinadeCounts& c, NumberFormat f);
+
 // The share of the updates that weights stored in f would lose: the update is below half
 // an ulp of its weight, d <= -(mantissa + 2), or it was lost already (unchanged weight,
 // non-zero gradient); out of the updates there were (total minus idle and non-finite).
