@@ -3,6 +3,7 @@
 // `mixlab-cli explain` end to end on the CPU.
 #include "mixlab/explain.h"
 #include "mixlab/json_io.h"
+#include "crafted_numerics.h"
 #include "format_v1.h"
 #include "test_models.h"
 
@@ -22,6 +23,8 @@
 #include <utility>
 
 using namespace mixlab;
+using test::updates_at;
+using test::values_at;
 
 namespace {
 
@@ -87,26 +90,6 @@ std::vector<float> loss_curve(int n, float start, float end, unsigned seed)
 }
 
 const test::TinyMlpOptions k_small{.hidden = 16};
-
-// Crafted numerics: `bins` values at each binade {binade, count}, `zero` zeros.
-ValueHistogram values_at(std::initializer_list<std::pair<int, std::uint64_t>> bins,
-                         std::uint64_t zero = 0)
-{
-    ValueHistogram h;
-    for (const auto& [e, n] : bins) h.binades[std::size_t(e - k_numerics_binade_min)] += n;
-    h.zero = zero;
-    return h;
-}
-
-// Updates at each d {d, count}, `lost` of them lost already.
-UpdateHistogram updates_at(std::initializer_list<std::pair<int, std::uint64_t>> ds,
-                           std::uint64_t lost = 0)
-{
-    UpdateHistogram u;
-    for (const auto& [d, n] : ds) u.ratios[std::size_t(d - k_numerics_d_min)] += n;
-    u.lost = lost;
-    return u;
-}
 
 NumericsSample sample_at(std::int64_t step, float scale, std::vector<LayerNumerics> layers)
 {
@@ -651,14 +634,14 @@ private slots:
         const ModelSpec spec = test::tiny_mlp(k_small);
         RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
         // layer 1: 30 of 100 updates at d = -9 (lost in bf16, kept in fp16: d > -12);
-        // layer 2: 1 of 1000; layer 3: none.
-        fp32.numerics = {sample_at(
-            10, 1,
-            {dense("layer 1", values_at({{0, 4}}), values_at({{-10, 4}}),
-                   updates_at({{-9, 30}, {-5, 70}})),
-             dense("layer 2", values_at({{0, 4}}), values_at({{-10, 4}}),
-                   updates_at({{-9, 1}, {-3, 999}})),
-             dense("layer 3", values_at({{0, 4}}), values_at({{-10, 4}}), updates_at({{-3, 5}}))})};
+        // layer 2: 1 of 1000; layer 3: 12 of 100.
+        fp32.numerics = {sample_at(10, 1,
+                                   {dense("layer 1", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 30}, {-5, 70}})),
+                                    dense("layer 2", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 1}, {-3, 999}})),
+                                    dense("layer 3", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 12}, {-3, 88}}))})};
         RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
         mixed.numerics = fp32.numerics;
         auto ex = with_id(explain({fp32, mixed}), "numerics_bf16");
@@ -666,9 +649,13 @@ private slots:
         QCOMPARE(ex[0].run, 0);
         QCOMPARE(ex[0].severity, Explanation::Severity::Info);
         QVERIFY2(ex[0].sentence.find("bf16 weights would lose 30.00% of the updates in layer 1 "
-                                     "(dense) and under 1.00% in 2 other layers: ") == 0,
+                                     "(dense), 12.00% in layer 3 (dense) and under 1.00% in 1 "
+                                     "other layer: ") == 0,
                  ex[0].sentence.c_str());
         QVERIFY2(ex[0].sentence.find("\"master_weights\": \"bf16_split\"") != std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("Without such masters bf16 weights are not safe for this "
+                                     "model.") != std::string::npos,
                  ex[0].sentence.c_str());
         QVERIFY2(ex[0].sentence.find("bf16's range (fp32's exponent) holds this run's activations "
                                      "and gradients: none would overflow or flush to zero.") !=

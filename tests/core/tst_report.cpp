@@ -1,11 +1,14 @@
 // The explain report's HTML: every run and sentence in it, text escaped, one inline SVG
 // per chart (the phase chart only with profiles), balanced tags, the layer table cut at
-// 20, the loss decimation; and `mixlab-cli explain --report` end to end on the CPU.
+// 20, the loss decimation, the numerics heatmaps' cells and band lines; and `mixlab-cli
+// explain --report` end to end on the CPU.
 #include "mixlab/report.h"
 #include "mixlab/step_time.h"
 
 #include "report/report_heatmap.h"
 #include "report/report_svg.h"
+
+#include "crafted_numerics.h"
 
 #include <QFile>
 #include <QProcess>
@@ -23,6 +26,8 @@
 #include <vector>
 
 using namespace mixlab;
+using test::updates_at;
+using test::values_at;
 
 namespace {
 
@@ -142,21 +147,6 @@ QString nesting_error(const QString& html)
         }
     }
     return stack.isEmpty() ? QString() : "unclosed: " + stack.join(",");
-}
-
-// Crafted numerics: `bins` values at each binade {binade, count}.
-ValueHistogram values_at(std::initializer_list<std::pair<int, std::uint64_t>> bins)
-{
-    ValueHistogram h;
-    for (const auto& [e, n] : bins) h.binades[std::size_t(e - k_numerics_binade_min)] += n;
-    return h;
-}
-
-UpdateHistogram updates_at(std::initializer_list<std::pair<int, std::uint64_t>> ds)
-{
-    UpdateHistogram u;
-    for (const auto& [d, n] : ds) u.ratios[std::size_t(d - k_numerics_d_min)] += n;
-    return u;
 }
 
 // The parts of a heatmap SVG the tests read: cells (rectangles inside a <g fill>) and

@@ -110,6 +110,8 @@ struct FormatLimits {
     int max_binade;        // binade of the largest finite value
     double max_finite;     // 65504, 3.39e38, 448 (E4M3 has no inf), 57344
     int min_subnormal_binade() const { return min_normal_binade - mantissa_bits; }
+    // The binades that neither flush nor overflow, [min_subnormal - 1, max] (format_shares).
+    int kept_binades() const { return max_binade - min_subnormal_binade() + 2; }
 };
 const FormatLimits& format_limits(NumberFormat f);
 

@@ -178,7 +178,7 @@ std::optional<ShiftFit> best_shift(const BinadeCounts& c, NumberFormat f)
     const FormatLimits& lim = format_limits(f);
     const int lo = lim.min_subnormal_binade() - 1;
     ShiftFit best;
-    best.binades = lim.max_binade - lo + 1;
+    best.binades = lim.kept_binades();
     // Every shift that puts some value at the window's bottom or top: the best window
     // starts or ends at a value's binade. Kept counts by sliding over the sorted binades.
     std::uint64_t most = 0;

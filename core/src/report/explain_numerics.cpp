@@ -28,8 +28,8 @@ std::string scale_text(float v)
     return b;
 }
 
-// The scale `f` ran with at `step` (its scale history: the entry at or before the step);
-// none when the history is empty.
+// The scale `f` ran with at `step` (its scale history: the entry at or before the step, the
+// first entry for a step before it); none when the history is empty.
 std::optional<float> scale_at(const RunFacts& f, std::int64_t step)
 {
     std::optional<float> scale;
@@ -69,12 +69,11 @@ std::string mixed_scale_clause(const std::vector<RunFacts>& group, const RunFact
         }
         if (!exact || c.total() == 0) return "";
         const FormatShares used = format_shares(c, NumberFormat::FP16);
+        const std::string scales =
+            lo == hi ? scale_text(lo) : scale_text(lo) + " to " + scale_text(hi);
         return "; with the scale run " + std::to_string(m) +
-               " (mixed_fp16) used at the same "
-               "steps (" +
-               (lo == hi ? scale_text(lo) : scale_text(lo) + " to " + scale_text(hi)) + ") " +
-               share_text(used.flush) + " would flush and " + share_text(used.overflow) +
-               " overflow";
+               " (mixed_fp16) used at the same steps (" + scales + ") " + share_text(used.flush) +
+               " would flush and " + share_text(used.overflow) + " overflow";
     }
     return "";
 }
@@ -278,17 +277,21 @@ void rule_bf16(const std::vector<RunFacts>& group, Reader reader, std::vector<Ex
     if (!layers.empty()) {
         const bool many = *layers.front()->lost[bf16] >= k_lost_updates_share;
         if (many) {
-            sentence = "bf16 weights would lose";
-            std::size_t named = 0;
+            // "30.00% of the updates in layer 1 (dense), 12.00% in layer 2 (dense) and under
+            // 1.00% in 2 other layers".
+            std::vector<std::string> parts;
             for (const LayerNumericsSummary* l : layers) {
                 if (*l->lost[bf16] < k_lost_updates_share) break;
-                sentence += std::string(named++ ? ", " : " ") + share_text(*l->lost[bf16]) +
-                            " of the updates in " + l->path + " (" + l->type + ")";
+                parts.push_back(share_text(*l->lost[bf16]) +
+                                (parts.empty() ? " of the updates in " : " in ") + l->path + " (" +
+                                l->type + ")");
             }
-            if (named < layers.size())
-                sentence += " and under " + share_text(k_lost_updates_share) + " in " +
-                            std::to_string(layers.size() - named) + " other layer" +
-                            (layers.size() - named == 1 ? "" : "s");
+            if (const std::size_t rest = layers.size() - parts.size())
+                parts.push_back("under " + share_text(k_lost_updates_share) + " in " +
+                                std::to_string(rest) + " other layer" + (rest == 1 ? "" : "s"));
+            sentence = "bf16 weights would lose";
+            for (std::size_t i = 0; i < parts.size(); ++i)
+                sentence += (i == 0 ? " " : i + 1 == parts.size() ? " and " : ", ") + parts[i];
         } else {
             sentence = "bf16 weights would lose at most " +
                        share_text(*layers.front()->lost[bf16]) + " of the updates in a layer (" +
@@ -298,7 +301,8 @@ void rule_bf16(const std::vector<RunFacts>& group, Reader reader, std::vector<Ex
                     "significant bits, fp16 11). fp32 master weights keep these updates, and so "
                     "do split bf16 masters (\"master_weights\": \"bf16_split\": the bf16 weight "
                     "plus an int16 remainder, the fp32 value exactly in 4 bytes).";
-        if (!many) sentence += " For the updates, bf16 is safe for this model.";
+        sentence += many ? " Without such masters bf16 weights are not safe for this model."
+                         : " For the updates, bf16 is safe for this model.";
     }
     // Gradients as applied exist only when every scale was a power of two.
     const bool range_ok =
@@ -338,14 +342,13 @@ struct Fp8Fit {
 };
 
 constexpr NumberFormat k_fp8[] = {NumberFormat::FP8E4M3, NumberFormat::FP8E5M2};
-constexpr double k_fp8_central = 0.999;
 
 void fit_sample(Fp8Fit& fit, const std::optional<ValueHistogram>& h)
 {
     if (!h) return;
     BinadeCounts c;
     c.add(*h);
-    const std::optional<BinadeRange> r = central_range(c, k_fp8_central);
+    const std::optional<BinadeRange> r = central_range(c, k_fp8_central_share);
     if (!r) return;
     fit.any = true;
     fit.width = std::max(fit.width, r->hi - r->lo + 1);
@@ -358,8 +361,7 @@ std::string fp8_text(const char* kind, const Fp8Fit& fit)
 {
     std::string t = std::string(kind) + " " + std::to_string(fit.width) + " binades (";
     for (std::size_t i = 0; i < std::size(k_fp8); ++i) {
-        const FormatLimits& lim = format_limits(k_fp8[i]);
-        const int span = lim.max_binade - lim.min_subnormal_binade() + 2;
+        const int span = format_limits(k_fp8[i]).kept_binades();
         t += std::string(i ? "; " : "") + (k_fp8[i] == NumberFormat::FP8E4M3 ? "E4M3 " : "E5M2 ") +
              (fit.width <= span ? "fits" : "does not fit") + ", " + share_text(fit.lost[i]) +
              " lost";
@@ -408,8 +410,7 @@ void rule_fp8_headroom(const std::vector<RunFacts>& group, std::vector<Explanati
         }
     // fp8 training's recipe: activations (and weights) in E4M3, gradients in E5M2.
     auto fits = [](const Fp8Fit& fit, NumberFormat fmt) {
-        const FormatLimits& lim = format_limits(fmt);
-        return !fit.any || fit.width <= lim.max_binade - lim.min_subnormal_binade() + 2;
+        return !fit.any || fit.width <= format_limits(fmt).kept_binades();
     };
     std::string per_layer;
     std::vector<std::string> fit, misfit;
@@ -425,20 +426,19 @@ void rule_fp8_headroom(const std::vector<RunFacts>& group, std::vector<Explanati
         (ok ? fit : misfit).push_back(paths[i]);
     }
     if (per_layer.empty()) return;
-    const FormatLimits& e4m3 = format_limits(NumberFormat::FP8E4M3);
-    const FormatLimits& e5m2 = format_limits(NumberFormat::FP8E5M2);
-    auto span = [](const FormatLimits& l) {
-        return std::to_string(l.max_binade - l.min_subnormal_binade() + 2);
-    };
+    auto span = [](NumberFormat fmt) { return std::to_string(format_limits(fmt).kept_binades()); };
     Explanation e;
     e.id = "numerics_fp8_headroom";
     e.run = run;
     e.severity = Severity::Info;
-    e.sentence = "fp8 headroom with a scale per tensor: the central 99.9% of each layer's values "
+    char central[32];
+    std::snprintf(central, sizeof central, "%g%%", 100.0 * k_fp8_central_share);
+    e.sentence = "fp8 headroom with a scale per tensor: the central " + std::string(central) +
+                 " of each layer's values "
                  "(its widest of " +
                  std::to_string(f.numerics.size()) +
                  " samples) against the binades that neither flush nor saturate, E4M3's " +
-                 span(e4m3) + " and E5M2's " + span(e5m2) +
+                 span(NumberFormat::FP8E4M3) + " and E5M2's " + span(NumberFormat::FP8E5M2) +
                  ", and what flushes or saturates at the best shift. " + per_layer + ". " +
                  "With E4M3 activations and E5M2 gradients " + verdict(fit, misfit) + ".";
     out.push_back(std::move(e));
