@@ -752,6 +752,20 @@ private slots:
         QVERIFY2(ex[0].sentence.find("Pure fp16 weights lost 2.75% of the updates in layer 2 "
                                      "(dense) (from step 20)") == 0,
                  ex[0].sentence.c_str());
+        // Runs with master weights say what fp16 weights would do once for the group (its
+        // fp32 run); the pure fp16 run says what its weights did.
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        fp32.numerics = fp16.numerics;
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.numerics = fp16.numerics;
+        const auto group = with_id(explain({mixed, fp32, fp16}), "numerics_lost_updates");
+        QCOMPARE(group.size(), std::size_t(2));
+        QCOMPARE(group[0].run, 1);
+        QCOMPARE(group[0].severity, Explanation::Severity::Info);
+        QVERIFY2(group[0].sentence.find("Pure fp16 weights would lose 2.75% of the updates in "
+                                        "layer 2 (dense)") == 0,
+                 group[0].sentence.c_str());
+        QCOMPARE(group[1].run, 2);
     }
 
     // fp8 headroom per layer: layer 1's gradients span 41 binades (2^-40..2^0, 100 values

@@ -124,10 +124,13 @@ void rule_loss_scaling(const std::vector<RunFacts>& group, int run, const Numeri
 }
 
 // Updates 16-bit weights lose: the layer that loses the largest share, and in a pure fp16
-// run the first sampled step where the share reached the limit.
-void rule_lost_updates(const RunFacts& f, int run, const NumericsSummary& s, Reader reader,
-                       std::vector<Explanation>& out)
+// run the first sampled step where the share reached the limit. A run with master weights
+// only tells what fp16 weights would do to the model's updates: said once for the group, by
+// the run reference_run picks (`speaks`).
+void rule_lost_updates(const RunFacts& f, int run, bool speaks, const NumericsSummary& s,
+                       Reader reader, std::vector<Explanation>& out)
 {
+    if (f.policy != Policy::FP16 && !speaks) return;
     const LayerNumericsSummary* worst = nullptr;
     for (const LayerNumericsSummary& l : s.layers)
         if (l.lost[k_fp16] && (!worst || *l.lost[k_fp16] > *worst->lost[k_fp16])) worst = &l;
@@ -477,12 +480,13 @@ void rule_tf32(const RunFacts& f, int run, const NumericsSummary& s, std::vector
 void explain_numerics(const std::vector<RunFacts>& group, Reader reader,
                       std::vector<Explanation>& out)
 {
+    const int masters_run = reference_run(group, Policy::FP32, false);
     for (std::size_t i = 0; i < group.size(); ++i) {
         const RunFacts& f = group[i];
         if (f.numerics.empty()) continue;
         const NumericsSummary s = summarize_numerics(f.numerics);
         rule_loss_scaling(group, int(i), s, reader, out);
-        rule_lost_updates(f, int(i), s, reader, out);
+        rule_lost_updates(f, int(i), int(i) == masters_run, s, reader, out);
         rule_activation_headroom(f, int(i), f.numerics, reader, out);
         rule_tf32(f, int(i), s, out);
     }
