@@ -8,6 +8,8 @@
 #include "mixlab/numerics_summary.h"
 #include "mixlab/run_log.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,9 +25,11 @@ int cmd_numerics(int argc, char** argv)
         "Per layer and tensor kind (weights, activations, gradients as applied and as "
         "computed with the loss scale, updates): the binades holding 99% of the values, the "
         "share of zeros, and per format (fp16, bf16, fp8 E4M3, fp8 E5M2) the share that would "
-        "overflow, land in subnormals or flush to zero; for updates, the share fp16 and bf16 "
-        "weights would lose to half-ulp rounding. Summed over every sample of each run of a "
-        "log written by train, compare or explain with --numerics-every N.");
+        "overflow, land in subnormals or flush to zero; for updates, the share that weights in "
+        "each format "
+        "weights would lose to half-ulp rounding per format. Summed over every sample of each "
+        "run of a log written by train, compare or explain with --numerics-every N.");
+    parser.add_flag("--json", "print one JSON object (mixlab-numerics/1) instead of tables");
     // The log is the one positional argument; the parser takes options only.
     std::vector<std::string> args;
     std::string log_path;
@@ -56,17 +60,35 @@ int cmd_numerics(int argc, char** argv)
         }
     }();
     int printed = 0;
+    const bool json = parser.flag("--json");
+    nlohmann::ordered_json runs = nlohmann::ordered_json::array();
     for (int run = 0; run < log.run_count(); ++run) {
         const std::vector<NumericsSample>& samples = log.numerics(run);
         if (samples.empty()) continue;
-        const std::string title = "run " + std::to_string(run) + " (" +
-                                  std::string(policy_name(log.config(run).policy)) + ")";
-        if (printed++) std::printf("\n");
-        std::printf("%s", numerics_summary_text(summarize_numerics(samples), title).c_str());
+        const std::string policy(policy_name(log.config(run).policy));
+        const NumericsSummary summary = summarize_numerics(samples);
+        ++printed;
+        if (json) {
+            nlohmann::ordered_json r;
+            r["run"] = run;
+            r["policy"] = policy;
+            r["summary"] = numerics_summary_to_json(summary);
+            runs.push_back(std::move(r));
+            continue;
+        }
+        if (printed > 1) std::printf("\n");
+        const std::string title = "run " + std::to_string(run) + " (" + policy + ")";
+        std::printf("%s", numerics_summary_text(summary, title).c_str());
     }
     if (printed == 0)
         throw InputError(log_path + " holds no numerics: train with --numerics-every N (and "
                                     "--log-json) to record them");
+    if (json) {
+        nlohmann::ordered_json doc;
+        doc["format"] = "mixlab-numerics/1";
+        doc["runs"] = std::move(runs);
+        std::printf("%s\n", doc.dump(2).c_str());
+    }
     return 0;
 }
 

@@ -99,6 +99,8 @@ set(MIXLAB_REPORT_SOURCES
     report/explain_json.cpp
     report/explain_numerics.cpp
     report/numerics_summary.cpp
+    report/numerics_summary_json.cpp
+    report/report_heatmap.cpp
     report/report_html.cpp
     report/report_svg.cpp
     report/run_log.cpp

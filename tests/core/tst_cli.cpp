@@ -9,6 +9,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -560,6 +561,37 @@ private slots:
         for (const char* text : {"layer 1 (dense)", "layer 2 (dense)", "weights", "activations",
                                  "gradients (applied)", "fp8_e4m3", "updates lost to half-ulp"})
             QVERIFY2(r.out.contains(text), qPrintable(text + QString(" missing:\n") + r.out));
+        // The lost updates per format, all four.
+        static const QRegularExpression lost(
+            "updates lost to half-ulp rounding by weights in fp16 [^,]+, bf16 [^,]+, "
+            "fp8_e4m3 [^,]+, fp8_e5m2 \\S+");
+        QVERIFY2(lost.match(r.out).hasMatch(), qPrintable(r.out));
+
+        // --json: the same summary as one object; fp16 weights lost updates in layer 1, and
+        // fp8 weights (fewer mantissa bits) lose at least as many.
+        const CliResult j = run({"numerics", log, "--json"});
+        QVERIFY2(j.code == 0, qPrintable(details(j)));
+        QJsonParseError error;
+        const QJsonObject doc = QJsonDocument::fromJson(j.out.toUtf8(), &error).object();
+        QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(j.out));
+        QCOMPARE(doc["format"].toString(), QString("mixlab-numerics/1"));
+        const QJsonArray runs = doc["runs"].toArray();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0]["policy"].toString(), QString("fp16"));
+        const QJsonObject summary = runs[0]["summary"].toObject();
+        QCOMPARE(summary["samples"].toInt(), 4);
+        const QJsonObject layer1 = summary["layers"].toArray()[0].toObject();
+        QCOMPARE(layer1["path"].toString(), QString("layer 1"));
+        const QJsonObject shares = layer1["lost_updates"].toObject();
+        QVERIFY(shares["fp16"].toDouble() > 0);
+        QVERIFY(shares["fp8_e4m3"].toDouble() >= shares["fp16"].toDouble());
+        QCOMPARE(layer1["lost_updates_fp16_by_step"].toArray().size(), 4);
+        for (const char* kind : {"weights", "activations", "gradients"}) {
+            const QJsonObject k = layer1[kind].toObject();
+            QVERIFY2(k["values"].toDouble() > 0, kind);
+            for (const char* f : {"fp16", "bf16", "fp8_e4m3", "fp8_e5m2"})
+                QVERIFY2(k["formats"][f]["flush"].isDouble(), kind);
+        }
     }
 
     void numericsBadInput()

@@ -3,6 +3,7 @@
 // `mixlab-cli explain` end to end on the CPU.
 #include "mixlab/explain.h"
 #include "mixlab/json_io.h"
+#include "crafted_numerics.h"
 #include "format_v1.h"
 #include "test_models.h"
 
@@ -17,8 +18,13 @@
 #include <QtTest>
 
 #include <cmath>
+#include <initializer_list>
+#include <optional>
+#include <utility>
 
 using namespace mixlab;
+using test::updates_at;
+using test::values_at;
 
 namespace {
 
@@ -84,6 +90,24 @@ std::vector<float> loss_curve(int n, float start, float end, unsigned seed)
 }
 
 const test::TinyMlpOptions k_small{.hidden = 16};
+
+NumericsSample sample_at(std::int64_t step, float scale, std::vector<LayerNumerics> layers)
+{
+    NumericsSample s;
+    s.step = step;
+    s.loss_scale = scale;
+    s.layers = std::move(layers);
+    return s;
+}
+
+LayerNumerics dense(std::string path, std::optional<ValueHistogram> activations,
+                    std::optional<ValueHistogram> gradients = std::nullopt,
+                    std::optional<UpdateHistogram> updates = std::nullopt)
+{
+    return LayerNumerics{std::move(path),       "dense",
+                         values_at({{-4, 10}}), std::move(activations),
+                         std::move(gradients),  std::move(updates)};
+}
 
 } // namespace
 
@@ -600,6 +624,208 @@ private slots:
         RunFacts no_base = fp32;
         no_base.profile.reset();
         QVERIFY(with_id(explain({no_base, mixed}), "fixed_costs").empty());
+    }
+
+    // bf16 safe or not, said once for the group from its fp32 run (no mixed_bf16 run): the
+    // layers whose updates bf16 weights lose (d <= -9: below half a bf16 ulp), with shares,
+    // and bf16's range; from a mixed_bf16 run when the group has one.
+    void numericsBf16()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        // layer 1: 30 of 100 updates at d = -9 (lost in bf16, kept in fp16: d > -12);
+        // layer 2: 1 of 1000; layer 3: 12 of 100.
+        fp32.numerics = {sample_at(10, 1,
+                                   {dense("layer 1", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 30}, {-5, 70}})),
+                                    dense("layer 2", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 1}, {-3, 999}})),
+                                    dense("layer 3", values_at({{0, 4}}), values_at({{-10, 4}}),
+                                          updates_at({{-9, 12}, {-3, 88}}))})};
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.numerics = fp32.numerics;
+        auto ex = with_id(explain({fp32, mixed}), "numerics_bf16");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 0);
+        QCOMPARE(ex[0].severity, Explanation::Severity::Info);
+        QVERIFY2(ex[0].sentence.find("bf16 weights would lose 30.00% of the updates in layer 1 "
+                                     "(dense), 12.00% in layer 3 (dense) and under 1.00% in 1 "
+                                     "other layer: ") == 0,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("\"master_weights\": \"bf16_split\"") != std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("Without such masters bf16 weights are not safe for this "
+                                     "model.") != std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("bf16's range (fp32's exponent) holds this run's activations "
+                                     "and gradients: none would overflow or flush to zero.") !=
+                     std::string::npos,
+                 ex[0].sentence.c_str());
+        // The fp16 lost-updates rule does not repeat bf16's share.
+        for (const Explanation& e : with_id(explain({fp32}), "numerics_lost_updates"))
+            QVERIFY2(e.sentence.find("bf16") == std::string::npos, e.sentence.c_str());
+
+        // A mixed_bf16 run is the one asked; activations at 2^-140 flush in bf16 (<= 2^-135):
+        // 1 of 4, and gradients at 2^-136: 2 of 4.
+        RunFacts bf16 = facts(Policy::MixedBF16, spec, 0.5);
+        bf16.numerics = {
+            sample_at(10, 1,
+                      {dense("layer 1", values_at({{0, 3}, {-140, 1}}),
+                             values_at({{-10, 2}, {-136, 2}}), updates_at({{-9, 1}, {-5, 199}}))})};
+        ex = with_id(explain({fp32, bf16}), "numerics_bf16");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1);
+        QCOMPARE(ex[0].severity, Explanation::Severity::Advice);
+        QVERIFY2(ex[0].sentence.find("bf16 weights would lose at most 0.50% of the updates in a "
+                                     "layer (layer 1)") == 0,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("For the updates, bf16 is safe for this model.") !=
+                     std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("bf16's range would flush 25.00% and overflow 0 of this run's "
+                                     "activations, and flush 50.00% and overflow 0 of its "
+                                     "unscaled gradients.") != std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY(!ex[0].suggestion.empty());
+        // Only a pure fp16 run (its weights lost updates already): not asked.
+        RunFacts fp16 = facts(Policy::FP16, spec, 0.5);
+        fp16.numerics = fp32.numerics;
+        QVERIFY(with_id(explain({fp16}), "numerics_bf16").empty());
+        QVERIFY(with_id(explain({facts(Policy::FP32, spec, 1.0)}), "numerics_bf16").empty());
+    }
+
+    // An fp32 run answers "what would fp16 do": at scale 1, and with the scale the group's
+    // mixed_fp16 run used at the same steps (2^16, then 2^15 from step 15).
+    void numericsFp32AgainstMixedScale()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        // Gradients: two at 2^-30 (flushed at scale 1: <= 2^-26), one at 2^-10, one at 2^0
+        // (overflows at 2^16, not at 2^15).
+        const ValueHistogram g = values_at({{-30, 2}, {-10, 1}, {0, 1}});
+        fp32.numerics = {sample_at(10, 1, {dense("layer 1", values_at({{0, 1}}), g)})};
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.scale_history = {{1, 65536.0f}, {15, 32768.0f}};
+        auto ex = with_id(explain({fp32, mixed}), "numerics_loss_scaling");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 0);
+        QVERIFY2(ex[0].sentence.find("At loss scale 1, fp16 would flush 50.00% of this run's "
+                                     "gradients to zero and hold 0 as subnormals (1 samples, "
+                                     "steps 10-10); with the scale run 1 (mixed_fp16) used at the "
+                                     "same steps (65536) 0 would flush and 25.00% overflow. Loss "
+                                     "scaling is needed for fp16 here.") == 0,
+                 ex[0].sentence.c_str());
+        // Two samples, one under each scale: 2^0 overflows only at step 10's 2^16.
+        fp32.numerics.push_back(sample_at(20, 1, {dense("layer 1", values_at({{0, 1}}), g)}));
+        ex = with_id(explain({fp32, mixed}), "numerics_loss_scaling");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("with the scale run 1 (mixed_fp16) used at the same steps "
+                                     "(32768 to 65536) 0 would flush and 12.50% overflow.") !=
+                     std::string::npos,
+                 ex[0].sentence.c_str());
+        // Alone, the fp32 run says scale 1 only.
+        ex = with_id(explain({fp32}), "numerics_loss_scaling");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("with the scale run") == std::string::npos,
+                 ex[0].sentence.c_str());
+    }
+
+    // Pure fp16: the layer losing the most and the first sampled step at which its share
+    // reached the limit (1%): 0.5% at step 10, 5% at step 20.
+    void numericsLostUpdatesFromStep()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts fp16 = facts(Policy::FP16, spec, 1.0);
+        fp16.numerics = {sample_at(10, 1,
+                                   {dense("layer 1", values_at({{0, 1}}), values_at({{-10, 1}}),
+                                          updates_at({{-5, 1000}})),
+                                    dense("layer 2", values_at({{0, 1}}), values_at({{-10, 1}}),
+                                          updates_at({{-5, 995}}, 5))}),
+                         sample_at(20, 1,
+                                   {dense("layer 1", values_at({{0, 1}}), values_at({{-10, 1}}),
+                                          updates_at({{-5, 1000}})),
+                                    dense("layer 2", values_at({{0, 1}}), values_at({{-10, 1}}),
+                                          updates_at({{-5, 950}, {-12, 20}}, 30))})};
+        const auto ex = with_id(explain({fp16}), "numerics_lost_updates");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].severity, Explanation::Severity::Warning);
+        QVERIFY2(ex[0].sentence.find("Pure fp16 weights lost 2.75% of the updates in layer 2 "
+                                     "(dense) (from step 20)") == 0,
+                 ex[0].sentence.c_str());
+        // Runs with master weights say what fp16 weights would do once for the group (its
+        // fp32 run); the pure fp16 run says what its weights did.
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        fp32.numerics = fp16.numerics;
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.numerics = fp16.numerics;
+        const auto group = with_id(explain({mixed, fp32, fp16}), "numerics_lost_updates");
+        QCOMPARE(group.size(), std::size_t(2));
+        QCOMPARE(group[0].run, 1);
+        QCOMPARE(group[0].severity, Explanation::Severity::Info);
+        QVERIFY2(group[0].sentence.find("Pure fp16 weights would lose 2.75% of the updates in "
+                                        "layer 2 (dense)") == 0,
+                 group[0].sentence.c_str());
+        QCOMPARE(group[1].run, 2);
+    }
+
+    // fp8 headroom per layer: layer 1's gradients span 41 binades (2^-40..2^0, 100 values
+    // each), wider than E5M2's 33 and E4M3's 19; layer 2's 21 fit E5M2. Activations 10
+    // binades fit both. Losses at the best shift: 22 of 41 binades out of E4M3's window,
+    // 8 out of E5M2's; layer 2: 2 of 21 out of E4M3's.
+    void numericsFp8Headroom()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        auto uniform = [](int lo, int hi) {
+            ValueHistogram h;
+            for (int e = lo; e <= hi; ++e) h.binades[std::size_t(e - k_numerics_binade_min)] = 100;
+            return h;
+        };
+        RunFacts fp32 = facts(Policy::FP32, spec, 1.0);
+        fp32.numerics = {sample_at(10, 1,
+                                   {dense("layer 1", uniform(0, 9), uniform(-40, 0)),
+                                    dense("layer 2", uniform(0, 9), uniform(-20, 0))})};
+        RunFacts mixed = facts(Policy::MixedFP16, spec, 0.5);
+        mixed.numerics = fp32.numerics;
+        const auto ex = with_id(explain({mixed, fp32}), "numerics_fp8_headroom");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].run, 1); // the fp32 run's values
+        const std::string& s = ex[0].sentence;
+        QVERIFY2(s.find("E4M3's 19 and E5M2's 33") != std::string::npos, s.c_str());
+        QVERIFY2(s.find("layer 1 (dense): activations 10 binades (E4M3 fits, 0 lost; E5M2 fits, "
+                        "0 lost), gradients 41 binades (E4M3 does not fit, 53.66% lost; E5M2 "
+                        "does not fit, 19.51% lost); layer 2 (dense): activations 10 binades "
+                        "(E4M3 fits, 0 lost; E5M2 fits, 0 lost), gradients 21 binades (E4M3 "
+                        "does not fit, 9.52% lost; E5M2 fits, 0 lost).") != std::string::npos,
+                 s.c_str());
+        QVERIFY2(s.find("With E4M3 activations and E5M2 gradients layer 2 fits; layer 1 does "
+                        "not.") != std::string::npos,
+                 s.c_str());
+    }
+
+    // tf32: the mantissa note, only for a tf32 run with numerics, with fp16's shares of its
+    // values: one of four activations at 2^20 (overflows fp16), one of two gradients at
+    // 2^-30 (flushes).
+    void numericsTf32()
+    {
+        const ModelSpec spec = test::tiny_mlp(k_small);
+        RunFacts tf32 = facts(Policy::TF32, spec, 1.0);
+        tf32.numerics = {sample_at(
+            10, 1,
+            {dense("layer 1", values_at({{0, 3}, {20, 1}}), values_at({{-30, 1}, {-5, 1}}))})};
+        auto ex = with_id(explain({tf32}), "numerics_tf32");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QVERIFY2(ex[0].sentence.find("tf32 rounds the GEMM inputs (activations and weights) to 10 "
+                                     "fraction bits, fp16's precision") == 0,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("in fp16's range 25.00% of this run's activations would "
+                                     "overflow or flush and 50.00% of its gradients flush at "
+                                     "scale 1; in tf32 none do.") != std::string::npos,
+                 ex[0].sentence.c_str());
+        RunFacts fp32 = tf32;
+        fp32.policy = Policy::FP32;
+        QVERIFY(with_id(explain({fp32}), "numerics_tf32").empty());
+        tf32.numerics.clear();
+        QVERIFY(with_id(explain({tf32}), "numerics_tf32").empty());
     }
 
     // The real binary on the CPU: a sigmoid output left in fp16 under mixed_fp16.

@@ -143,6 +143,7 @@ private slots:
     void formatLimitsMatchRounding();
     void shiftedShares();
     void updateHistogramAndLostShares();
+    void bestShiftForPerTensorScaling();
     void cpuAgreesWithItselfInCheck();
     void jsonRoundTrip();
     void runConfigField();
@@ -321,6 +322,37 @@ void TestNumerics::updateHistogramAndLostShares()
     QVERIFY(!lost_update_share(UpdateHistogram{}, NumberFormat::FP16));
 }
 
+void TestNumerics::bestShiftForPerTensorScaling()
+{
+    // 100 values at each of 2^-40..2^0 (41 binades) against E4M3's window of 19 binades
+    // that neither flush nor saturate (2^-10..2^8): 22 binades of values stay out; the
+    // window starts at the lowest value (shift -10 - (-40) = 30), the 22 above saturate.
+    BinadeCounts c;
+    for (int e = -40; e <= 0; ++e) c.binades[e] = 100;
+    c.zero = 100; // zeros are no tail: they stay zero at any shift
+    const std::optional<ShiftFit> e4m3 = best_shift(c, NumberFormat::FP8E4M3);
+    QVERIFY(e4m3);
+    QCOMPARE(e4m3->binades, 19);
+    QCOMPARE(e4m3->shift, 30);
+    QCOMPARE(e4m3->flush, 0.0);
+    QCOMPARE(e4m3->saturate, 2200.0 / 4200.0);
+    // A peak: the window goes where most values are, whatever the order of the bins.
+    BinadeCounts peak;
+    peak.binades[-60] = 1;
+    for (int e = -20; e <= -5; ++e) peak.binades[e] = 10;
+    peak.binades[40] = 1;
+    const std::optional<ShiftFit> p = best_shift(peak, NumberFormat::FP8E4M3);
+    QVERIFY(p);
+    QCOMPARE(p->shift, -10 - (-20));
+    QCOMPARE(p->flush, 1.0 / 162.0);
+    QCOMPARE(p->saturate, 1.0 / 162.0);
+    // E5M2's 33 binades (2^-17..2^15) hold the 41 of the first, but for 8.
+    const std::optional<ShiftFit> e5m2 = best_shift(c, NumberFormat::FP8E5M2);
+    QCOMPARE(e5m2->binades, 33);
+    QCOMPARE(e5m2->flush + e5m2->saturate, 800.0 / 4200.0);
+    QVERIFY(!best_shift(BinadeCounts{}, NumberFormat::FP8E4M3));
+}
+
 void TestNumerics::cpuAgreesWithItselfInCheck()
 {
     // The check cases the GPU run uses (mixlab-cli check --filter histogram) run here with
@@ -441,7 +473,7 @@ void TestNumerics::pureFp16SeedMlpLosesUpdates()
         QVERIFY2(l.updates->lost > 0, qPrintable(QString::fromStdString(l.path)));
     }
     const NumericsSummary sum = summarize_numerics(sampled.numerics);
-    QVERIFY(*sum.layers.front().lost_fp16 > explain_limits::k_lost_updates_share);
+    QVERIFY(*sum.layers.front().lost_in(NumberFormat::FP16) > explain_limits::k_lost_updates_share);
 
     RunFacts f;
     f.policy = Policy::FP16;
@@ -460,7 +492,7 @@ void TestNumerics::pureFp16SeedMlpLosesUpdates()
     // The layer it names is the one with the largest share.
     const LayerNumericsSummary* worst = &sum.layers.front();
     for (const LayerNumericsSummary& l : sum.layers)
-        if (*l.lost_fp16 > *worst->lost_fp16) worst = &l;
+        if (*l.lost_in(NumberFormat::FP16) > *worst->lost_in(NumberFormat::FP16)) worst = &l;
     QVERIFY2(lost->sentence.find(worst->path + " (dense)") != std::string::npos,
              lost->sentence.c_str());
     bool scaling = false;

@@ -1,10 +1,14 @@
 // The explain report's HTML: every run and sentence in it, text escaped, one inline SVG
 // per chart (the phase chart only with profiles), balanced tags, the layer table cut at
-// 20, the loss decimation; and `mixlab-cli explain --report` end to end on the CPU.
+// 20, the loss decimation, the numerics heatmaps' cells and band lines; and `mixlab-cli
+// explain --report` end to end on the CPU.
 #include "mixlab/report.h"
 #include "mixlab/step_time.h"
 
+#include "report/report_heatmap.h"
 #include "report/report_svg.h"
+
+#include "crafted_numerics.h"
 
 #include <QFile>
 #include <QProcess>
@@ -12,11 +16,18 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <random>
+#include <utility>
+#include <vector>
 
 using namespace mixlab;
+using test::updates_at;
+using test::values_at;
 
 namespace {
 
@@ -138,6 +149,70 @@ QString nesting_error(const QString& html)
     return stack.isEmpty() ? QString() : "unclosed: " + stack.join(",");
 }
 
+// The parts of a heatmap SVG the tests read: cells (rectangles inside a <g fill>) and
+// lines, each with the panel it lies in (report::k_heatmap_panel wide, left to right:
+// weights, activations, gradients, updates).
+struct Box {
+    double x, y, w, h;
+    int panel;
+};
+struct Stroke {
+    double x1, x2, y;
+    QString color;
+    int panel;
+};
+
+int panel_of(double x) { return int(x / report::k_heatmap_panel); }
+
+std::vector<Box> cells_of(const QString& svg, const std::string& fill)
+{
+    std::vector<Box> out;
+    static const QRegularExpression group("<g fill=\"([^\"]+)\">\n(.*?)</g>",
+                                          QRegularExpression::DotMatchesEverythingOption);
+    static const QRegularExpression box(
+        "<rect x=\"([-0-9.]+)\" y=\"([-0-9.]+)\" width=\"([0-9.]+)\" height=\"([0-9.]+)\"/>");
+    for (auto g = group.globalMatch(svg); g.hasNext();) {
+        const auto gm = g.next();
+        if (gm.captured(1) != QString::fromStdString(fill)) continue;
+        for (auto b = box.globalMatch(gm.captured(2)); b.hasNext();) {
+            const auto bm = b.next();
+            const double x = bm.captured(1).toDouble();
+            out.push_back({x, bm.captured(2).toDouble(), bm.captured(3).toDouble(),
+                           bm.captured(4).toDouble(), panel_of(x)});
+        }
+    }
+    return out;
+}
+
+std::vector<Stroke> lines_of(const QString& svg, const std::string& color, int panel)
+{
+    std::vector<Stroke> out;
+    static const QRegularExpression line("<line x1=\"([-0-9.]+)\" y1=\"([-0-9.]+)\" "
+                                         "x2=\"([-0-9.]+)\" y2=\"[-0-9.]+\" stroke=\"([^\"]+)\"");
+    for (auto it = line.globalMatch(svg); it.hasNext();) {
+        const auto m = it.next();
+        const double x1 = m.captured(1).toDouble();
+        if (m.captured(4) != QString::fromStdString(color) || panel_of(x1) != panel) continue;
+        out.push_back(
+            {x1, m.captured(3).toDouble(), m.captured(2).toDouble(), m.captured(4), panel});
+    }
+    std::sort(out.begin(), out.end(), [](const Stroke& a, const Stroke& b) {
+        return a.y < b.y || (a.y == b.y && a.x1 < b.x1);
+    });
+    return out;
+}
+
+NumericsSample heatmap_sample(std::int64_t step, float scale)
+{
+    NumericsSample s;
+    s.step = step;
+    s.loss_scale = scale;
+    // Weights: 3 of 4 at binade -3, 1 at binade 0. Gradients (as computed, times the scale):
+    // 2 at binade -5. Updates: 4 at d = -12 (lost by fp16 weights), 4 at d = -5.
+    s.layers.push_back(LayerNumerics{"layer 1", "dense", values_at({{-3, 3}, {0, 1}}), std::nullopt,
+                                     values_at({{-5, 2}}), updates_at({{-12, 4}, {-5, 4}})});
+    return s;
+}
 } // namespace
 
 class TestReport : public QObject {
@@ -347,6 +422,134 @@ private slots:
         QVERIFY(html.contains("tiny&lt;&amp;&gt;"));
         QVERIFY(html.contains("mixed_fp16"));
         QVERIFY(nesting_error(html).isEmpty());
+    }
+
+    // A heatmap's cells hold their column's shares (as colour levels) at their binades, and
+    // the band lines sit at the formats' limits on the same axis: fp16's overflow line at
+    // log2(65504), its smallest normal at 2^-14 and its flush line at 2^-25 (half the
+    // smallest subnormal's binade top); the gradients' band moved down by the loss scale
+    // (2^10); the updates' lines at d = -11 (fp16 loses d <= -12) and -8 (bf16: <= -9).
+    void numericsHeatmapCellsAndBands()
+    {
+        const QString svg = QString::fromStdString(
+            report::numerics_heatmap_svg({heatmap_sample(10, 1024.0f)}, "layer 1", "t"));
+        QVERIFY(svg.startsWith("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        const std::string fp16 = report::band_color(NumberFormat::FP16);
+        const std::vector<Stroke> w = lines_of(svg, fp16, 0);
+        QCOMPARE(w.size(), std::size_t(3)); // overflow, smallest normal, flush: top to bottom
+        const double row = (w[2].y - w[1].y) / 11.0; // -14 down to -25
+        QVERIFY(row > 1);
+        auto near = [](double a, double b) { return std::abs(a - b) < 0.2; };
+        QVERIFY2(near(w[1].y - w[0].y, (std::log2(65504.0) + 14) * row),
+                 qPrintable(QString::number(w[1].y - w[0].y)));
+        // Weights: binade 0 holds 25%, binade -3 75%; each one row tall, where the axis says.
+        const auto quarter = cells_of(svg, report::heatmap_color(0.25));
+        const auto three = cells_of(svg, report::heatmap_color(0.75));
+        QVERIFY(report::heatmap_color(0.25) != report::heatmap_color(0.75));
+        QCOMPARE(quarter.size(), std::size_t(1));
+        QCOMPARE(quarter[0].panel, 0);
+        QVERIFY(near(quarter[0].y, w[1].y - 15 * row) && near(quarter[0].h, row));
+        std::vector<Box> weights_cells, grad_cells, update_cells;
+        for (const Box& b : three)
+            (b.panel == 0 ? weights_cells : b.panel == 2 ? grad_cells : update_cells).push_back(b);
+        QCOMPARE(weights_cells.size(), std::size_t(1));
+        QVERIFY(near(weights_cells[0].y, w[1].y - 12 * row) && near(weights_cells[0].h, row));
+        // Gradients unscaled: 2^-5 / 2^10 = 2^-15, 100%, the row just below 2^-14; the fp16
+        // band of the scaled values ten binades lower than the weights' band.
+        QCOMPARE(grad_cells.size(), std::size_t(1));
+        QVERIFY(near(grad_cells[0].y, w[1].y) && near(grad_cells[0].h, row));
+        const std::vector<Stroke> g = lines_of(svg, fp16, 2);
+        QCOMPARE(g.size(), std::size_t(3));
+        for (int i = 0; i < 3; ++i)
+            QVERIFY2(near(g[std::size_t(i)].y - w[std::size_t(i)].y, 10 * row),
+                     qPrintable(QString::number(g[std::size_t(i)].y - w[std::size_t(i)].y)));
+        // bf16's limits (2^128, 2^-126, 2^-134) lie off this axis.
+        QVERIFY(lines_of(svg, report::band_color(NumberFormat::BF16), 0).empty());
+        // Updates: 50% at d = -12 and at d = -5; fp16's line on top of the -12 row, bf16's
+        // three rows higher, dashed.
+        QCOMPARE(update_cells.size(), std::size_t(2));
+        const std::vector<Stroke> u16 = lines_of(svg, fp16, 3);
+        const std::vector<Stroke> ub16 = lines_of(svg, report::band_color(NumberFormat::BF16), 3);
+        QCOMPARE(u16.size(), std::size_t(1));
+        QCOMPARE(ub16.size(), std::size_t(1));
+        const double urow = (u16[0].y - ub16[0].y) / 3.0;
+        std::sort(update_cells.begin(), update_cells.end(),
+                  [](const Box& a, const Box& b) { return a.y > b.y; });
+        QVERIFY(near(update_cells[0].y, u16[0].y) && near(update_cells[0].h, urow));
+        QVERIFY(near(update_cells[1].y, u16[0].y - 7 * urow));
+        QVERIFY(svg.contains("stroke-dasharray"));
+        // No activations: the panel says so.
+        QVERIFY(svg.contains(">none</text>"));
+    }
+
+    // Two samples at scales 2^10 and 2^11: the gradients' band is two segments per line, the
+    // second a row lower (a larger scale moves the band of the scaled values down).
+    void numericsHeatmapBandFollowsTheScale()
+    {
+        const QString svg = QString::fromStdString(report::numerics_heatmap_svg(
+            {heatmap_sample(10, 1024.0f), heatmap_sample(20, 2048.0f)}, "layer 1", "t"));
+        const std::string fp16 = report::band_color(NumberFormat::FP16);
+        const std::vector<Stroke> w = lines_of(svg, fp16, 0);
+        QCOMPARE(w.size(), std::size_t(3));
+        const double row = (w[2].y - w[1].y) / 11.0;
+        std::vector<Stroke> g = lines_of(svg, fp16, 2);
+        QCOMPARE(g.size(), std::size_t(6));
+        // The overflow line: step 10's segment 10 rows below the weights' line, step 20's 11.
+        std::sort(g.begin(), g.end(), [](const Stroke& a, const Stroke& b) { return a.y < b.y; });
+        QVERIFY(std::abs(g[0].y - w[0].y - 10 * row) < 0.2);
+        QVERIFY(std::abs(g[1].y - w[0].y - 11 * row) < 0.2);
+        QVERIFY(g[0].x2 <= g[1].x1 + 0.01); // step 10 left of step 20
+        QVERIFY(svg.contains(">step 10</text>") && svg.contains(">20</text>"));
+        // A layer no sample holds: no chart.
+        QVERIFY(report::numerics_heatmap_svg({heatmap_sample(10, 1.0f)}, "layer 9", "t").empty());
+    }
+
+    // The report's numerics section: the key once, one figure per run and layer, and a
+    // size that stays small for many samples (columns capped, equal cells merged).
+    void numericsSection()
+    {
+        ReportInput in = make_input(false, 21);
+        std::mt19937 rng(7);
+        std::normal_distribution<double> spread(0.0, 1.0);
+        for (int r = 0; r < 2; ++r)
+            for (int step = 1; step <= 200; ++step) {
+                NumericsSample s;
+                s.step = 10 * step;
+                s.loss_scale = r == 1 ? 65536.0f : 1.0f;
+                for (int l = 1; l <= 3; ++l) {
+                    // Bell-shaped histograms around a layer's own centre, a little noise.
+                    auto bell = [&](int centre, int width) {
+                        ValueHistogram h;
+                        for (int e = centre - width; e <= centre + width; ++e) {
+                            const double z = double(e - centre) / (width / 3.0);
+                            h.binades[std::size_t(e - k_numerics_binade_min)] = std::uint64_t(
+                                10000 * std::exp(-z * z / 2) * (1 + 0.05 * spread(rng)));
+                        }
+                        h.zero = 500;
+                        return h;
+                    };
+                    UpdateHistogram u;
+                    for (int d = -30; d <= -2; ++d)
+                        u.ratios[std::size_t(d - k_numerics_d_min)] = std::uint64_t(100 + d + 30);
+                    s.layers.push_back(LayerNumerics{"layer " + std::to_string(l), "dense",
+                                                     bell(-6, 8), bell(-2, 12),
+                                                     bell(-20 + (r ? 16 : 0), 14), u});
+                }
+                in.runs[std::size_t(r)].numerics.push_back(s);
+            }
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("<h2>Numerics</h2>"));
+        QCOMPARE(count(html, "<svg "), 2 + 1 + 2 * 3); // loss, step time, key, 2 runs x 3 layers
+        QCOMPARE(count(html, "<figure class=\"chart\">"), 2 + 1 + 2 * 3);
+        QVERIFY(html.contains("fp32 &lt;base&gt;: 200 samples, steps 10-2000"));
+        QVERIFY(html.contains("mixed_fp16: layer 3 (dense)"));
+        const QString broken = nesting_error(html);
+        QVERIFY2(broken.isEmpty(), qPrintable(broken));
+        // Six layer charts of 200 samples each: well under 50 KB a chart.
+        QVERIFY2(html.size() < 6 * 50000, qPrintable(QString::number(html.size())));
+        // Without numerics, no section.
+        QVERIFY(!QString::fromStdString(explain_report_html(make_input(false, 21)))
+                     .contains("<h2>Numerics</h2>"));
     }
 
     // An unwritable --report is bad input (exit 2), found before any training.

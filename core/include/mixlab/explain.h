@@ -183,6 +183,10 @@ inline constexpr double k_lost_updates_share = 0.01;
 // Activations within this many binades of fp16's largest (2^14 and up: within a factor 4
 // of 65504) are close enough to overflow that the rule names the layer.
 inline constexpr int k_fp16_headroom_binades = 2;
+// fp8 headroom: the central share of a layer's values whose width in binades is set against
+// E4M3's and E5M2's (99.9%: what is left out, 0.05% at each end, is the tail a per-tensor
+// scale may let flush or saturate; the rule gives that tail's share apart).
+inline constexpr double k_fp8_central_share = 0.999;
 } // namespace explain_limits
 
 } // namespace mixlab

@@ -110,6 +110,8 @@ struct FormatLimits {
     int max_binade;        // binade of the largest finite value
     double max_finite;     // 65504, 3.39e38, 448 (E4M3 has no inf), 57344
     int min_subnormal_binade() const { return min_normal_binade - mantissa_bits; }
+    // The binades that neither flush nor overflow, [min_subnormal - 1, max] (format_shares).
+    int kept_binades() const { return max_binade - min_subnormal_binade() + 2; }
 };
 const FormatLimits& format_limits(NumberFormat f);
 
@@ -154,6 +156,19 @@ struct BinadeRange {
 };
 std::optional<BinadeRange> central_range(const ValueHistogram& h, double share = 0.99);
 std::optional<BinadeRange> central_range(const BinadeCounts& c, double share = 0.99);
+
+// Per-tensor scaling (fp8's recipe) can shift a tensor by any power of two: the shift that
+// keeps the most of c's finite non-zero values inside f's binades that neither flush nor
+// overflow ([min_subnormal - 1, max_binade], as format_shares counts), and the share of
+// c.total() that still flushes or saturates there. `binades` is that window's width. Of
+// equal shifts, the one that puts the lowest kept binade at the window's bottom. None
+// without finite non-zero values.
+struct ShiftFit {
+    int shift = 0;
+    int binades = 0;
+    double flush = 0, saturate = 0;
+};
+std::optional<ShiftFit> best_shift(const BinadeCounts& c, NumberFormat f);
 
 // The share of the updates that weights stored in f would lose: the update is below half
 // an ulp of its weight, d <= -(mantissa + 2), or it was lost already (unchanged weight,

@@ -5,6 +5,8 @@
 #pragma once
 #include "mixlab/numerics.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -29,10 +31,12 @@ struct LayerNumericsSummary {
     // for the power-of-two scales the scaler uses; none when a scale was not one) and as
     // computed (scaled), the latter only when some scale differed from 1.
     std::optional<KindSummary> gradients, gradients_scaled;
-    // Updates lost to half-ulp rounding by fp16 and bf16 weights, over the samples whose
-    // update ran; and per such sample (step, fp16 share).
-    std::optional<double> lost_fp16, lost_bf16;
+    // Updates lost to half-ulp rounding by weights stored in each format (k_number_formats'
+    // order), over the samples whose update ran; none without updates. And per such sample
+    // (step, fp16 share).
+    std::array<std::optional<double>, std::size(k_number_formats)> lost;
     std::vector<std::pair<std::int64_t, double>> lost_fp16_by_step;
+    std::optional<double> lost_in(NumberFormat f) const;
 };
 
 struct NumericsSummary {
@@ -45,10 +49,16 @@ struct NumericsSummary {
     std::optional<KindSummary> gradients, gradients_scaled;
 };
 
+// k_number_formats' index of f: KindSummary::formats and LayerNumericsSummary::lost.
+std::size_t format_index(NumberFormat f);
+
 // Layers are matched by path; a sample of another model (other paths) adds its layers.
 NumericsSummary summarize_numerics(const std::vector<NumericsSample>& samples);
 // The table `mixlab-cli numerics` prints for one run; `title` heads it ("run 0: fp16").
 std::string numerics_summary_text(const NumericsSummary& s, const std::string& title);
+// The summary as JSON (`mixlab-cli numerics --json`; docs/FORMATS.md's mixlab-numerics/1):
+// per layer and kind the range, zero share and per-format shares, and the lost updates.
+nlohmann::ordered_json numerics_summary_to_json(const NumericsSummary& s);
 // "12.35%", "<0.01%" for a share that is not zero but rounds to it, "0" for none.
 std::string share_text(double share);
 

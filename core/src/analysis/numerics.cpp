@@ -5,6 +5,8 @@
 #include "base/hd_math.h"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace mixlab {
 
@@ -168,6 +170,44 @@ std::optional<BinadeRange> central_range(const ValueHistogram& h, double share)
     BinadeCounts c;
     c.add(h);
     return central_range(c, share);
+}
+
+std::optional<ShiftFit> best_shift(const BinadeCounts& c, NumberFormat f)
+{
+    if (c.finite_nonzero() == 0) return std::nullopt;
+    const FormatLimits& lim = format_limits(f);
+    const int lo = lim.min_subnormal_binade() - 1;
+    ShiftFit best;
+    best.binades = lim.kept_binades();
+    // Every shift that puts some value at the window's bottom or top: the best window
+    // starts or ends at a value's binade. Kept counts by sliding over the sorted binades.
+    std::uint64_t most = 0;
+    bool found = false;
+    std::vector<std::pair<int, std::uint64_t>> bins(c.binades.begin(), c.binades.end());
+    auto kept_from = [&](std::size_t first) { // window [bins[first], + binades)
+        std::uint64_t n = 0;
+        for (std::size_t i = first;
+             i < bins.size() && bins[i].first < bins[first].first + best.binades; ++i)
+            n += bins[i].second;
+        return n;
+    };
+    for (std::size_t i = 0; i < bins.size(); ++i) {
+        const std::uint64_t kept = kept_from(i);
+        if (!found || kept > most) {
+            most = kept;
+            best.shift = lo - bins[i].first;
+            found = true;
+        }
+    }
+    const double total = double(c.total());
+    std::uint64_t flush = 0, saturate = 0;
+    for (const auto& [e, n] : bins) {
+        if (e + best.shift < lo) flush += n;
+        if (e + best.shift > lim.max_binade) saturate += n;
+    }
+    best.flush = double(flush) / total;
+    best.saturate = double(saturate) / total;
+    return best;
 }
 
 std::optional<double> lost_update_share(const UpdateHistogram& u, NumberFormat f)

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <type_traits>
+#include <utility>
+
 namespace mixlab {
 
 namespace {
@@ -61,52 +64,52 @@ std::uint64_t count_at(const JsonReader& j, std::string_view key)
     return std::uint64_t(v);
 }
 
-Json value_to_json(const ValueHistogram& h)
+// Where a histogram type keeps its bins and its counts apart, and their JSON keys: the one
+// description the writer and the reader below share.
+template <class H>
+struct Layout;
+
+template <>
+struct Layout<ValueHistogram> {
+    static constexpr const char* lo_key = "binade_min";
+    static constexpr int lo = k_numerics_binade_min;
+    static constexpr auto bins = &ValueHistogram::binades;
+    static constexpr std::pair<const char*, std::uint64_t ValueHistogram::*> counts[] = {
+        {"zero", &ValueHistogram::zero},
+        {"pos_inf", &ValueHistogram::pos_inf},
+        {"neg_inf", &ValueHistogram::neg_inf},
+        {"nan", &ValueHistogram::nan}};
+};
+
+template <>
+struct Layout<UpdateHistogram> {
+    static constexpr const char* lo_key = "d_min";
+    static constexpr int lo = k_numerics_d_min;
+    static constexpr auto bins = &UpdateHistogram::ratios;
+    static constexpr std::pair<const char*, std::uint64_t UpdateHistogram::*> counts[] = {
+        {"below", &UpdateHistogram::below},         {"above", &UpdateHistogram::above},
+        {"lost", &UpdateHistogram::lost},           {"idle", &UpdateHistogram::idle},
+        {"from_zero", &UpdateHistogram::from_zero}, {"non_finite", &UpdateHistogram::non_finite}};
+};
+
+template <class H>
+Json histogram_to_json(const H& h)
 {
+    using L = Layout<H>;
     Json j;
-    trimmed(j, "binade_min", k_numerics_binade_min, h.binades);
-    j["zero"] = h.zero;
-    j["pos_inf"] = h.pos_inf;
-    j["neg_inf"] = h.neg_inf;
-    j["nan"] = h.nan;
+    trimmed(j, L::lo_key, L::lo, h.*L::bins);
+    for (const auto& [key, member] : L::counts) j[key] = h.*member;
     return j;
 }
 
-ValueHistogram value_from_json(const JsonReader& j)
+template <class H>
+H histogram_from_json(const JsonReader& j)
 {
-    ValueHistogram h;
-    untrimmed(j, "binade_min", k_numerics_binade_min, h.binades);
-    h.zero = count_at(j, "zero");
-    h.pos_inf = count_at(j, "pos_inf");
-    h.neg_inf = count_at(j, "neg_inf");
-    h.nan = count_at(j, "nan");
+    using L = Layout<H>;
+    H h;
+    untrimmed(j, L::lo_key, L::lo, h.*L::bins);
+    for (const auto& [key, member] : L::counts) h.*member = count_at(j, key);
     return h;
-}
-
-Json update_to_json(const UpdateHistogram& u)
-{
-    Json j;
-    trimmed(j, "d_min", k_numerics_d_min, u.ratios);
-    j["below"] = u.below;
-    j["above"] = u.above;
-    j["lost"] = u.lost;
-    j["idle"] = u.idle;
-    j["from_zero"] = u.from_zero;
-    j["non_finite"] = u.non_finite;
-    return j;
-}
-
-UpdateHistogram update_from_json(const JsonReader& j)
-{
-    UpdateHistogram u;
-    untrimmed(j, "d_min", k_numerics_d_min, u.ratios);
-    u.below = count_at(j, "below");
-    u.above = count_at(j, "above");
-    u.lost = count_at(j, "lost");
-    u.idle = count_at(j, "idle");
-    u.from_zero = count_at(j, "from_zero");
-    u.non_finite = count_at(j, "non_finite");
-    return u;
 }
 
 } // namespace
@@ -122,10 +125,10 @@ nlohmann::ordered_json numerics_sample_to_json(const NumericsSample& s)
         Json lj;
         lj["path"] = l.path;
         lj["type"] = l.type;
-        if (l.weights) lj["weights"] = value_to_json(*l.weights);
-        if (l.activations) lj["activations"] = value_to_json(*l.activations);
-        if (l.gradients) lj["gradients"] = value_to_json(*l.gradients);
-        if (l.updates) lj["updates"] = update_to_json(*l.updates);
+        if (l.weights) lj["weights"] = histogram_to_json(*l.weights);
+        if (l.activations) lj["activations"] = histogram_to_json(*l.activations);
+        if (l.gradients) lj["gradients"] = histogram_to_json(*l.gradients);
+        if (l.updates) lj["updates"] = histogram_to_json(*l.updates);
         layers.push_back(std::move(lj));
     }
     j["layers"] = std::move(layers);
@@ -145,10 +148,14 @@ NumericsSample numerics_sample_from_json(const JsonReader& j)
         LayerNumerics l;
         l.path = lj.at("path").string();
         l.type = lj.at("type").string();
-        if (lj.find("weights")) l.weights = value_from_json(lj.object("weights"));
-        if (lj.find("activations")) l.activations = value_from_json(lj.object("activations"));
-        if (lj.find("gradients")) l.gradients = value_from_json(lj.object("gradients"));
-        if (lj.find("updates")) l.updates = update_from_json(lj.object("updates"));
+        auto read = [&lj](const char* key, auto& into) {
+            using H = typename std::remove_reference_t<decltype(into)>::value_type;
+            if (lj.find(key)) into = histogram_from_json<H>(lj.object(key));
+        };
+        read("weights", l.weights);
+        read("activations", l.activations);
+        read("gradients", l.gradients);
+        read("updates", l.updates);
         s.layers.push_back(std::move(l));
     }
     return s;

@@ -55,6 +55,18 @@ void add_updates(UpdateHistogram& into, const UpdateHistogram& u)
 
 } // namespace
 
+std::size_t format_index(NumberFormat f)
+{
+    for (std::size_t i = 0; i < std::size(k_number_formats); ++i)
+        if (k_number_formats[i] == f) return i;
+    return 0;
+}
+
+std::optional<double> LayerNumericsSummary::lost_in(NumberFormat f) const
+{
+    return lost[format_index(f)];
+}
+
 std::string share_text(double share)
 {
     if (share == 0) return "0";
@@ -115,10 +127,9 @@ NumericsSummary summarize_numerics(const std::vector<NumericsSample>& samples)
         out.activations = summarize(l.activations);
         if (s.power_of_two_scales) out.gradients = summarize(l.gradients);
         if (any_scaled) out.gradients_scaled = summarize(l.gradients_scaled);
-        if (l.updates) {
-            out.lost_fp16 = lost_update_share(*l.updates, NumberFormat::FP16);
-            out.lost_bf16 = lost_update_share(*l.updates, NumberFormat::BF16);
-        }
+        if (l.updates)
+            for (std::size_t i = 0; i < std::size(k_number_formats); ++i)
+                out.lost[i] = lost_update_share(*l.updates, k_number_formats[i]);
         out.lost_fp16_by_step = std::move(l.lost_fp16_by_step);
         s.layers.push_back(std::move(out));
     }
@@ -172,10 +183,14 @@ std::string numerics_summary_text(const NumericsSummary& s, const std::string& t
         if (l.activations) kind_line("activations", *l.activations);
         if (l.gradients) kind_line("gradients (applied)", *l.gradients);
         if (l.gradients_scaled) kind_line("gradients (scaled)", *l.gradients_scaled);
-        if (l.lost_fp16 || l.lost_bf16)
-            out += "    updates lost to half-ulp rounding: fp16 weights " +
-                   (l.lost_fp16 ? share_text(*l.lost_fp16) : std::string("-")) + ", bf16 weights " +
-                   (l.lost_bf16 ? share_text(*l.lost_bf16) : std::string("-")) + "\n";
+        if (l.lost.front()) {
+            out += "    updates lost to half-ulp rounding by weights in";
+            for (std::size_t i = 0; i < std::size(k_number_formats); ++i)
+                out += std::string(i ? ", " : " ") +
+                       std::string(format_limits(k_number_formats[i]).name) + " " +
+                       (l.lost[i] ? share_text(*l.lost[i]) : std::string("-"));
+            out += "\n";
+        }
     }
     if (!s.power_of_two_scales)
         out += "  (a loss scale was not a power of two: gradients are shown as computed only)\n";

@@ -5,6 +5,7 @@
 #include "base/utc_text.h"
 #include "mixlab/report.h"
 
+#include "report/report_heatmap.h"
 #include "report/report_svg.h"
 
 #include "mixlab/step_time.h"
@@ -367,6 +368,43 @@ std::string layers_section(const ReportInput& in, const std::vector<std::string>
            s;
 }
 
+// Per run with numerics: the key once, then one heatmap figure per layer (a compact grid:
+// a row of four small panels per layer).
+std::string numerics_section(const ReportInput& in, const std::vector<std::string>& names)
+{
+    std::string runs;
+    for (std::size_t r = 0; r < in.runs.size(); ++r) {
+        const std::vector<NumericsSample>& samples = in.runs[r].numerics;
+        if (samples.empty()) continue;
+        std::vector<std::pair<std::string, std::string>> layers; // path, type; first seen
+        for (const NumericsSample& s : samples)
+            for (const LayerNumerics& l : s.layers)
+                if (std::none_of(layers.begin(), layers.end(),
+                                 [&](const auto& x) { return x.first == l.path; }))
+                    layers.emplace_back(l.path, l.type);
+        runs += "<h3>" + esc(names[r]) + ": " + std::to_string(samples.size()) +
+                " samples, steps " + std::to_string(samples.front().step) + "-" +
+                std::to_string(samples.back().step) + "</h3>\n";
+        for (const auto& [path, type] : layers)
+            runs += figure(report::numerics_heatmap_svg(
+                samples, path, names[r] + ": " + path + " (" + type + ")"));
+    }
+    if (runs.empty()) return "";
+    return "<h2>Numerics</h2>\n<p class=\"note\">Where each layer's values sit on the number line "
+           "(mixlab-cli --numerics-every N): per sampled step (x; at most " +
+           std::to_string(report::k_heatmap_columns) +
+           " columns, more samples added together), the share of the values in each binade "
+           "2^e..2^(e+1) (y), and of zeros in the row below. Gradients as applied (each step's "
+           "counts unscaled by its loss scale); updates as d = binade(update) - "
+           "binade(weight), the row below holding updates lost already. Lines: fp16 solid, "
+           "bf16 dashed; for values, top to bottom, the overflow line at the largest finite "
+           "value, the smallest normal, and the flush line below which values fall under half "
+           "the smallest subnormal (for gradients the band of the scaled values the run "
+           "computed, moved by each step's loss scale); for updates, the line at or below which "
+           "weights in that format lose the update (d &lt;= -(mantissa + 2)).</p>\n" +
+           figure(report::numerics_legend_svg()) + runs;
+}
+
 std::string explanations_section(const ReportInput& in, const std::vector<std::string>& names)
 {
     std::string s = "<h2>Explanation</h2>\n";
@@ -437,6 +475,7 @@ std::string explain_report_html(const ReportInput& in)
     h += figure(report::step_time_svg(in.runs, names, baseline));
     h += phases_section(in, names);
     h += layers_section(in, names);
+    h += numerics_section(in, names);
     h += explanations_section(in, names);
     h += "</body>\n</html>\n";
     return h;

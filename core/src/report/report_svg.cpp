@@ -13,10 +13,6 @@
 namespace mixlab::report {
 namespace {
 
-constexpr int k_width = 720;
-constexpr const char* k_font = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
-constexpr const char* k_axis_color = "#555555";
-constexpr const char* k_grid_color = "#e3e3e3";
 constexpr int k_loss_points = 500;
 
 struct Range {
@@ -56,42 +52,6 @@ std::string tick_label(double v, double step)
     return fixed(v, decimals);
 }
 
-std::string svg_open(int height, const std::string& title)
-{
-    std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
-                    std::to_string(k_width) + "\" height=\"" + std::to_string(height) +
-                    "\" viewBox=\"0 0 " + std::to_string(k_width) + " " + std::to_string(height) +
-                    "\">\n";
-    s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(k_width) + "\" height=\"" +
-         std::to_string(height) + "\" fill=\"#ffffff\"/>\n";
-    s += "<text x=\"8\" y=\"18\" " + std::string(k_font) +
-         " font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">" + escape_html(title) +
-         "</text>\n";
-    return s;
-}
-
-std::string text(double x, double y, const std::string& content, const char* anchor = "start",
-                 int size = 11, const char* color = "#222222")
-{
-    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" " + k_font + " font-size=\"" +
-           std::to_string(size) + "\" text-anchor=\"" + anchor + "\" fill=\"" + color + "\">" +
-           escape_html(content) + "</text>\n";
-}
-
-std::string line(double x1, double y1, double x2, double y2, const char* color, double width = 1)
-{
-    return "<line x1=\"" + fixed(x1, 1) + "\" y1=\"" + fixed(y1, 1) + "\" x2=\"" + fixed(x2, 1) +
-           "\" y2=\"" + fixed(y2, 1) + "\" stroke=\"" + color + "\" stroke-width=\"" +
-           fixed(width, 1) + "\"/>\n";
-}
-
-std::string rect(double x, double y, double w, double h, const std::string& fill)
-{
-    return "<rect x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" width=\"" +
-           fixed(std::max(0.0, w), 1) + "\" height=\"" + fixed(h, 1) + "\" fill=\"" + fill +
-           "\"/>\n";
-}
-
 // A time axis along the bottom of a bar chart: grid lines, ticks and "ms" labels.
 std::string time_axis(Range r, double x0, double x1, double top, double bottom,
                       const std::string& unit_label)
@@ -121,6 +81,42 @@ const char* k_phase_colors[] = {"#8c9fca", "#1f77b4", "#9467bd", "#d62728",
                                 "#ff9f1c", "#2ca02c", "#bbbbbb"};
 
 } // namespace
+
+std::string svg_open(int height, const std::string& title)
+{
+    std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
+                    std::to_string(k_width) + "\" height=\"" + std::to_string(height) +
+                    "\" viewBox=\"0 0 " + std::to_string(k_width) + " " + std::to_string(height) +
+                    "\">\n";
+    s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(k_width) + "\" height=\"" +
+         std::to_string(height) + "\" fill=\"#ffffff\"/>\n";
+    s += "<text x=\"8\" y=\"18\" " + std::string(k_font) +
+         " font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">" + escape_html(title) +
+         "</text>\n";
+    return s;
+}
+
+std::string text(double x, double y, const std::string& content, const char* anchor, int size,
+                 const char* color)
+{
+    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" " + k_font + " font-size=\"" +
+           std::to_string(size) + "\" text-anchor=\"" + anchor + "\" fill=\"" + color + "\">" +
+           escape_html(content) + "</text>\n";
+}
+
+std::string line(double x1, double y1, double x2, double y2, const char* color, double width)
+{
+    return "<line x1=\"" + fixed(x1, 1) + "\" y1=\"" + fixed(y1, 1) + "\" x2=\"" + fixed(x2, 1) +
+           "\" y2=\"" + fixed(y2, 1) + "\" stroke=\"" + color + "\" stroke-width=\"" +
+           fixed(width, 1) + "\"/>\n";
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& fill)
+{
+    return "<rect x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" width=\"" +
+           fixed(std::max(0.0, w), 1) + "\" height=\"" + fixed(h, 1) + "\" fill=\"" + fill +
+           "\"/>\n";
+}
 
 std::string escape_html(std::string_view in)
 {

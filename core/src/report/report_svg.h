@@ -10,6 +10,22 @@
 
 namespace mixlab::report {
 
+// The charts' shared look: every chart is k_width wide, in one font, axes and grid lines in
+// these greys.
+inline constexpr int k_width = 720;
+inline constexpr const char* k_font = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+inline constexpr const char* k_axis_color = "#555555";
+inline constexpr const char* k_grid_color = "#e3e3e3";
+
+// SVG pieces with presentation attributes only (what Qt's SVG Tiny renderer paints):
+// the opening <svg> of a chart `height` tall with its white ground and bold title, a text,
+// a line and a filled rectangle. Coordinates are written with one decimal.
+std::string svg_open(int height, const std::string& title);
+std::string text(double x, double y, const std::string& content, const char* anchor = "start",
+                 int size = 11, const char* color = "#222222");
+std::string line(double x1, double y1, double x2, double y2, const char* color, double width = 1);
+std::string rect(double x, double y, double w, double h, const std::string& fill);
+
 // & < > " ' as entities: safe in element text and in quoted attributes.
 std::string escape_html(std::string_view text);
 // "#1f77b4", ...: a stable colour per run index, the same in every chart of a report.

@@ -38,6 +38,12 @@ public:
     NumericsSample read(int slot, std::int64_t step, float loss_scale, bool skipped) const;
 
 private:
+    // `before` is a second copy of every master the layer updates (same count and dtype:
+    // fp32 masters, or pure fp16's fp16 weights), so while numerics are on the masters'
+    // memory is doubled. The copies are allocated once, by the constructor at the run's
+    // start, and only when the run samples numerics at all (the trainer builds a sampler
+    // only for numerics_every > 0); a split master has none (no buffer holds its fp32
+    // value).
     struct Param {
         ParamSlot slot;
         Buffer before; // the masters as the step began; empty: no update statistics
