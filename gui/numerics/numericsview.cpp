@@ -17,6 +17,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
+#include <QPixmap>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
@@ -38,6 +39,15 @@ constexpr int k_heatmapHeight = 170, k_chartHeight = 64, k_titleHeight = 20;
 constexpr int k_exportColumnWidth = 440, k_exportHeaderHeight = 56;
 
 QString powerText(int e) { return QStringLiteral("2^%1").arg(e); }
+
+// The colour scale as a bar, for the controls' row: what a cell's colour means.
+QPixmap colourBar(int width, int height)
+{
+    QImage image(width, 1, QImage::Format_RGB32);
+    for (int x = 0; x < width; ++x)
+        image.setPixel(x, 0, viridis(double(x) / double(width - 1)).rgb());
+    return QPixmap::fromImage(image.scaled(width, height));
+}
 
 } // namespace
 
@@ -71,6 +81,13 @@ NumericsView::NumericsView(RunStore *store, QWidget *parent) : QWidget(parent), 
     bar->addWidget(m_kindCombo);
     bar->addWidget(formatLabel);
     bar->addWidget(m_formatCombo);
+    bar->addSpacing(12);
+    auto *scale = new QLabel(this);
+    scale->setPixmap(colourBar(110, 12));
+    scale->setToolTip(tr("Colour: the share of a layer's values in a binade, log scale"));
+    bar->addWidget(new QLabel(QStringLiteral("%1%").arg(k_shareColorFloor * 100), this));
+    bar->addWidget(scale);
+    bar->addWidget(new QLabel(QStringLiteral("100%"), this));
     bar->addStretch(1);
     bar->addWidget(m_export);
 

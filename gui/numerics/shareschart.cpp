@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -31,8 +33,8 @@ double sharesChartTop(const NumericsGrid &grid)
         if (!c.present) continue;
         top = std::max({top, c.overflow, c.flush, c.lost.value_or(0)});
     }
-    // 1%, 2%, 5%, 10%, 20%, 50%, 100%.
-    for (double bound : {0.01, 0.02, 0.05, 0.1, 0.2, 0.5})
+    // 0.1%, 0.2%, 0.5%, 1%, ... 100%.
+    for (double bound : {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5})
         if (top <= bound) return bound;
     return 1.0;
 }
@@ -87,11 +89,25 @@ void paintSharesChart(QPainter *painter, const QRectF &area, const NumericsGrid 
             painter->drawPath(path);
         };
     painter->setRenderHint(QPainter::Antialiasing);
+    // Which line is which, inside the plot's top right (the lines run along the bottom
+    // while the shares are small).
+    std::vector<std::pair<QColor, QString>> keys;
     if (isUpdates(grid)) {
         line(k_lostColor, [](const NumericsColumn &c) { return c.lost; });
+        keys = {{k_lostColor, SharesChart::tr("lost updates")}};
     } else {
-        line(k_flushColor, [](const NumericsColumn &c) { return std::optional(c.flush); });
         line(k_overflowColor, [](const NumericsColumn &c) { return std::optional(c.overflow); });
+        line(k_flushColor, [](const NumericsColumn &c) { return std::optional(c.flush); });
+        keys = {{k_overflowColor, SharesChart::tr("overflow")},
+                {k_flushColor, SharesChart::tr("flush")}};
+    }
+    double right = plot.right() - 4;
+    for (auto it = keys.rbegin(); it != keys.rend(); ++it) {
+        const double tw = fm.horizontalAdvance(it->second);
+        painter->setPen(it->first);
+        painter->drawText(QRectF(right - tw, plot.top() + 1, tw + 1, fm.height()),
+                          Qt::AlignLeft | Qt::AlignTop, it->second);
+        right -= tw + 8;
     }
     painter->restore();
 }

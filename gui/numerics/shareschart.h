@@ -13,7 +13,7 @@ class QPainter;
 
 void paintSharesChart(QPainter *painter, const QRectF &area, const NumericsGrid &grid);
 // The chart's top: the largest share drawn, rounded up to a readable bound (at least
-// 1%, so a chart of zeros does not show noise as a cliff).
+// 0.1%, so a chart of zeros does not show rounding noise as a cliff).
 double sharesChartTop(const NumericsGrid &grid);
 
 class SharesChart : public QWidget {
