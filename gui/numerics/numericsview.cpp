@@ -118,7 +118,12 @@ NumericsView::NumericsView(RunStore *store, QWidget *parent) : QWidget(parent), 
     m_refresh = new QTimer(this);
     m_refresh->setSingleShot(true);
     m_refresh->setInterval(k_refreshMs);
-    connect(m_refresh, &QTimer::timeout, this, &NumericsView::rebuild);
+    connect(m_refresh, &QTimer::timeout, this, [this] {
+        if (isVisible())
+            rebuild();
+        else
+            m_stale = true;
+    });
     connect(m_kindCombo, &QComboBox::currentIndexChanged, this,
             [this] { setKind(mixlab::TensorKind(m_kindCombo->currentData().toInt())); });
     connect(m_formatCombo, &QComboBox::currentIndexChanged, this,
@@ -186,6 +191,12 @@ void NumericsView::refreshNow()
     rebuild();
 }
 
+void NumericsView::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    if (m_stale) rebuild();
+}
+
 void NumericsView::scheduleRefresh()
 {
     if (!m_refresh->isActive()) m_refresh->start();
@@ -213,7 +224,7 @@ QString NumericsView::missingReason(const RunRecord &run)
     case RunRecord::Status::Finished:
     case RunRecord::Status::Stopped: break;
     }
-    return tr("%1 ended after %2 steps, before its first numerics sample at step %3. Set "
+    return tr("%1 ended at step %2, before its first numerics sample at step %3. Set "
               "\"Numerics every\" lower, or train longer.")
         .arg(run.name)
         .arg(run.steps.empty() ? 0 : run.steps.back().step)
@@ -275,6 +286,7 @@ const NumericsGrid *NumericsView::gridOf(const Column &c, const QString &path) c
 void NumericsView::rebuild()
 {
     m_refresh->stop();
+    m_stale = false;
     m_columns.clear();
     m_shown.clear();
     const RunRecord *selected = m_store->run(m_run);

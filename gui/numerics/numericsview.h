@@ -54,6 +54,9 @@ public:
 signals:
     void message(const QString &text); // an export's result, for the log
 
+protected:
+    void showEvent(QShowEvent *event) override;
+
 private:
     struct Column {
         int runId = 0;
@@ -84,4 +87,7 @@ private:
     mixlab::TensorKind m_kind = mixlab::TensorKind::Gradients;
     mixlab::NumberFormat m_format = mixlab::NumberFormat::FP16;
     std::vector<Column> m_columns;
+    // New samples came while the dock was hidden: rebuilt when it shows, not at every
+    // sample of a run nobody is looking at.
+    bool m_stale = false;
 };

@@ -391,7 +391,9 @@ void TestNumericsDock::emptyStates()
     store.appendSteps(shortId, {m});
     store.setStatus(shortId, RunRecord::Status::Finished);
     view.setRun(shortId);
-    QVERIFY2(view.emptyText().contains("ended after 20 steps"), qPrintable(view.emptyText()));
+    QVERIFY2(
+        view.emptyText().contains("ended at step 20, before its first numerics sample at step 50"),
+        qPrintable(view.emptyText()));
 }
 
 void TestNumericsDock::exportsPngSvgPdf()
