@@ -28,6 +28,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace {
 
@@ -36,7 +37,7 @@ namespace {
 constexpr int k_refreshMs = 250;
 // Heights of one layer's plots, on screen and in the export.
 constexpr int k_heatmapHeight = 170, k_chartHeight = 64, k_titleHeight = 20;
-constexpr int k_exportColumnWidth = 440, k_exportHeaderHeight = 56;
+constexpr int k_exportColumnWidth = 440;
 
 QString powerText(int e) { return QStringLiteral("2^%1").arg(e); }
 
@@ -383,33 +384,50 @@ void NumericsView::rebuild()
     m_stack->setCurrentWidget(m_scroll);
 }
 
+// The legend in plain words, for the export's header.
+QString NumericsView::legendPlainText() const
+{
+    QString legend = m_legend->text();
+    legend.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
+    legend.replace(QStringLiteral("&#9473;"), QStringLiteral("-"))
+        .replace(QStringLiteral("&le;"), QStringLiteral("<="));
+    return legend;
+}
+
+// The title line and the legend wrapped to the picture's width, in the widget's font.
+double NumericsView::headerHeight(double width) const
+{
+    const QFontMetricsF fm(font());
+    const QRectF legend = fm.boundingRect(QRectF(0, 0, width - 16, 1e6),
+                                          Qt::TextWordWrap | Qt::AlignLeft, legendPlainText());
+    return 4 + fm.height() + legend.height() + 8;
+}
+
 QSize NumericsView::exportSize() const
 {
     const int layers = int(layerOrder().size());
     const int columns = std::max<int>(1, int(m_columns.size()));
-    return QSize(std::max(640, columns * k_exportColumnWidth),
-                 k_exportHeaderHeight + k_titleHeight +
-                     layers * (k_titleHeight + k_heatmapHeight + k_chartHeight + 8));
+    const int width = std::max(640, columns * k_exportColumnWidth);
+    return QSize(width, int(std::ceil(headerHeight(width))) + k_titleHeight +
+                            layers * (k_titleHeight + k_heatmapHeight + k_chartHeight + 8));
 }
 
 void NumericsView::render(QPainter *painter, const QSize &size) const
 {
     painter->save();
-    const QFontMetricsF fm(painter->font());
+    painter->setFont(font());
+    const QFontMetricsF fm(font());
     const double w = double(size.width());
     // The header: what is shown, and the legend in plain words.
     painter->setPen(Qt::black);
     QString head = tr("%1, %2's band").arg(tensorKindText(m_kind), numberFormatText(m_format));
     painter->drawText(QRectF(8, 4, w - 16, fm.height()), Qt::AlignLeft, head);
-    QString legend = m_legend->text();
-    legend.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
-    legend.replace(QStringLiteral("&#9473;"), QStringLiteral("-"))
-        .replace(QStringLiteral("&le;"), QStringLiteral("<="));
-    painter->drawText(QRectF(8, 4 + fm.height(), w - 16, k_exportHeaderHeight - fm.height()),
-                      Qt::TextWordWrap | Qt::AlignLeft, legend);
+    const double header = headerHeight(w);
+    painter->drawText(QRectF(8, 4 + fm.height(), w - 16, header - fm.height()),
+                      Qt::TextWordWrap | Qt::AlignLeft, legendPlainText());
     const int n = std::max<int>(1, int(m_columns.size()));
     const double cw = w / n;
-    double y = k_exportHeaderHeight;
+    double y = header;
     for (int i = 0; i < int(m_columns.size()); ++i) {
         painter->setPen(m_columns[std::size_t(i)].color);
         painter->drawText(QRectF(cw * i + 8, y, cw - 16, k_titleHeight), Qt::AlignLeft,

@@ -70,6 +70,8 @@ private:
     void exportDialog();
     void updateLegend();
     std::vector<QString> layerOrder() const;
+    QString legendPlainText() const;
+    double headerHeight(double width) const;
     const NumericsGrid *gridOf(const Column &c, const QString &path) const;
 
     RunStore *m_store;
