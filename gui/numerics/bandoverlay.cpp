@@ -43,6 +43,15 @@ QPainterPath stepPath(const QRectF &plot, int columns,
     return path;
 }
 
+// A line drawn over a light halo, so it reads on the dark and on the bright cells alike.
+void drawLine(QPainter *painter, const QPainterPath &path, const QPen &pen)
+{
+    painter->setPen(QPen(QColor(255, 255, 255, 150), pen.widthF() + 2.5));
+    painter->drawPath(path);
+    painter->setPen(pen);
+    painter->drawPath(path);
+}
+
 } // namespace
 
 void paintBandOverlay(QPainter *painter, const QRectF &plot, const NumericsGrid &grid,
@@ -61,8 +70,10 @@ void paintBandOverlay(QPainter *painter, const QRectF &plot, const NumericsGrid 
         QColor shade = k_lostColor;
         shade.setAlpha(40);
         painter->fillRect(QRectF(plot.left(), y, plot.width(), plot.bottom() - y), shade);
-        painter->setPen(QPen(k_lostColor, 2));
-        painter->drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+        QPainterPath line;
+        line.moveTo(plot.left(), y);
+        line.lineTo(plot.right(), y);
+        drawLine(painter, line, QPen(k_lostColor, 2));
         painter->restore();
         return;
     }
@@ -89,9 +100,9 @@ void paintBandOverlay(QPainter *painter, const QRectF &plot, const NumericsGrid 
     // at and below flushAtOrBelow.
     painter->setPen(QPen(k_normalColor, 1.5, Qt::DashLine));
     painter->drawPath(stepPath(plot, n, level(&FormatBand::normalFrom, -1)));
-    painter->setPen(QPen(k_overflowColor, 2));
-    painter->drawPath(stepPath(plot, n, level(&FormatBand::overflowAbove, 0)));
-    painter->setPen(QPen(k_flushColor, 2));
-    painter->drawPath(stepPath(plot, n, level(&FormatBand::flushAtOrBelow, 0)));
+    drawLine(painter, stepPath(plot, n, level(&FormatBand::overflowAbove, 0)),
+             QPen(k_overflowColor, 2));
+    drawLine(painter, stepPath(plot, n, level(&FormatBand::flushAtOrBelow, 0)),
+             QPen(k_flushColor, 2));
     painter->restore();
 }

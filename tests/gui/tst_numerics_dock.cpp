@@ -317,11 +317,18 @@ void TestNumericsDock::compareGroupSideBySide()
     QCOMPARE(a->grid().columns[0].shift, 0);
     QCOMPARE(b->grid().columns[0].shift, 16);
 
-    // New samples of a shown run arrive through the store.
+    // New samples of a shown run arrive through the store; a hidden dock takes them in
+    // when it shows, a visible one within its refresh interval.
     store.appendNumerics(fp32, {sample(20, 1)});
-    view.refreshNow();
+    QTest::qWait(400);
+    QCOMPARE(heatmapOf(view, fp32, QStringLiteral("layer 1"))->grid().columns.size(),
+             std::size_t(1));
+    view.show();
     QCOMPARE(heatmapOf(view, fp32, QStringLiteral("layer 1"))->grid().columns.size(),
              std::size_t(2));
+    store.appendNumerics(fp32, {sample(30, 1)});
+    QTRY_COMPARE(heatmapOf(view, fp32, QStringLiteral("layer 1"))->grid().columns.size(),
+                 std::size_t(3));
 }
 
 void TestNumericsDock::tooltips()
