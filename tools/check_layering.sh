@@ -5,7 +5,7 @@
 #   core/src:  base < spec < data, backends < model < analysis < train < report < check
 #              (backends/cpu and backends/cuda do not include each other)
 #   public headers core/include/mixlab/X.h rank with the folder that implements them
-#   gui:       common < designer, runs < charts < analysis < files < app
+#   gui:       common < designer, runs < charts < numerics, analysis < files < app
 #   cli/ and gui/ include the engine through its public headers only.
 # Usage: tools/check_layering.sh   Exit status: 0 with one "layering: ..." line; 1 naming
 # every include that runs the wrong way.
@@ -15,7 +15,7 @@ cd "$root"
 
 declare -A core_rank=([base]=0 [spec]=1 [data]=2 [backends]=2 [model]=3 [analysis]=4
                       [train]=5 [report]=6 [check]=7)
-declare -A gui_rank=([common]=0 [designer]=1 [runs]=1 [charts]=2 [analysis]=3 [files]=4 [app]=5)
+declare -A gui_rank=([common]=0 [designer]=1 [runs]=1 [charts]=2 [numerics]=3 [analysis]=3 [files]=4 [app]=5)
 # Public headers without a .cpp of the same name under core/src: the folder they belong to.
 declare -A public_home=([error]=base [dtype]=base [output_head]=base [backend]=backends
                         [device]=backends [step_profile]=analysis [trainer]=train

@@ -140,6 +140,16 @@ int main(int argc, char *argv[])
         QStringLiteral("why"),
         QStringLiteral("When the started job ends, open the Why? panel on it (with no job: on the "
                        "newest finished group), before --screenshot."));
+    const QCommandLineOption numerics(
+        QStringLiteral("numerics"),
+        QStringLiteral("When the started job ends, open the Numerics dock on it (with no job: on "
+                       "the newest run), before --screenshot."));
+    const QCommandLineOption numericsEvery(
+        QStringLiteral("numerics-every"),
+        QStringLiteral("Sample each layer's numerics every n steps (0: off; the app's default "
+                       "is %1).")
+            .arg(RunPanel::k_defaultNumericsEvery),
+        QStringLiteral("n"));
     const QCommandLineOption about(
         QStringLiteral("about"),
         QStringLiteral("Open the About dialog (device facts, ceilings); with --screenshot and no "
@@ -157,10 +167,10 @@ int main(int argc, char *argv[])
         QStringLiteral(
             "Do not autosave the experiment (every 60 s when changed, and at epoch ends)."));
     for (const auto &o :
-         {dataset, epochs, batch,          steps,      syntheticSize, device,  start,
-          compare, size,   screenshot,     model,      policies,      logJson, save,
-          why,     about,  maxBatch,       noRecover,  noAutosave,    preset,  bptt,
-          clip,    lr,     syntheticVocab, sampleWords})
+         {dataset, epochs, batch,          steps,       syntheticSize, device,       start,
+          compare, size,   screenshot,     model,       policies,      logJson,      save,
+          why,     about,  maxBatch,       noRecover,   noAutosave,    preset,       bptt,
+          clip,    lr,     syntheticVocab, sampleWords, numerics,      numericsEvery})
         parser.addOption(o);
     parser.process(app);
 
@@ -229,6 +239,8 @@ int main(int argc, char *argv[])
         if (parser.isSet(bptt)) config.bptt = parser.value(bptt).toInt();
         if (parser.isSet(clip)) config.optimizer.clip_norm = parser.value(clip).toFloat();
         if (parser.isSet(lr)) config.optimizer.lr = parser.value(lr).toFloat();
+        if (parser.isSet(numericsEvery))
+            config.numerics_every = std::max(0, parser.value(numericsEvery).toInt());
         if (parser.isSet(sampleWords)) {
             TextSampling sampling = window.runPanel()->textSampling();
             sampling.words = std::max(0, parser.value(sampleWords).toInt());
@@ -323,6 +335,7 @@ int main(int argc, char *argv[])
             });
         // Connected before the screenshot's handler, so the panel is open when it fires.
         if (parser.isSet(why)) whenJobEnds(window, [&window] { window.showWhy(); });
+        if (parser.isSet(numerics)) whenJobEnds(window, [&window] { window.openNumerics(); });
         if (parser.isSet(screenshot))
             whenJobEnds(window, [&window, file = parser.value(screenshot)] {
                 screenshotAndQuit(window, file);
@@ -330,8 +343,10 @@ int main(int argc, char *argv[])
     } else if (parser.isSet(screenshot) && !parser.isSet(about) && !parser.isSet(maxBatch)) {
         // No job: the window as it opened (an experiment's runs, say), once it is drawn.
         QTimer::singleShot(0, &window,
-                           [&window, file = parser.value(screenshot), openWhy = parser.isSet(why)] {
+                           [&window, file = parser.value(screenshot), openWhy = parser.isSet(why),
+                            openNumerics = parser.isSet(numerics)] {
                                if (openWhy) window.showWhy();
+                               if (openNumerics) window.openNumerics();
                                screenshotAndQuit(window, file);
                            });
     }

@@ -29,6 +29,7 @@
 #include "app/shortcutsdialog.h"
 #include "common/shortcuttext.h"
 #include "analysis/whypanel.h"
+#include "numerics/numericsview.h"
 
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
@@ -127,6 +128,7 @@ MainWindow::~MainWindow()
     // ~QWidget hides the children after this destructor has run, and the dock then says it
     // was hidden: its handler must not reach a MainWindow that is no longer one.
     m_whyDock->disconnect(this);
+    m_numericsDock->disconnect(this);
 }
 
 void MainWindow::buildParts()
@@ -209,9 +211,33 @@ void MainWindow::buildParts()
     // However it opens (Run > Why?, View > Why?).
     connect(m_whyDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
         if (visible)
-            makeRoomForWhy();
+            makeRoomForDock(m_whyDock);
         else if (!m_whyDock->isVisible())
-            restoreAfterWhy();
+            restoreAfterDock();
+    });
+
+    // Numerics docks on the right too, hidden until asked for (View > Numerics); it follows
+    // the run chosen in the runs table, and a new job's first run.
+    m_numerics = new NumericsView(m_store, this);
+    m_numerics->setObjectName("numericsView");
+    m_numericsDock = new QDockWidget(tr("Numerics"), this);
+    m_numericsDock->setObjectName("numericsDock");
+    m_numericsDock->setWidget(m_numerics);
+    m_numericsDock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea |
+                                    Qt::BottomDockWidgetArea);
+    addDockWidget(Qt::RightDockWidgetArea, m_numericsDock);
+    m_numericsDock->hide();
+    connect(m_numerics, &NumericsView::message, this,
+            [this](const QString &text) { m_log->appendMessage(text, Kind::Info); });
+    connect(m_numericsDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible)
+            makeRoomForDock(m_numericsDock);
+        else if (!m_numericsDock->isVisible())
+            restoreAfterDock();
+    });
+    connect(m_controller, &RunController::jobStarted, this, [this](int group) {
+        const std::vector<int> ids = m_store->groupRuns(group);
+        if (!ids.empty()) m_numerics->setRun(ids.front());
     });
 
     connect(m_runPanel, &RunPanel::datasetChanged, m_designer, &ModelDesigner::setInput);
@@ -281,9 +307,14 @@ void MainWindow::buildParts()
     connect(m_store, &RunStore::stepsAppended, this, runsChanged);
     connect(m_designer, &ModelDesigner::specChanged, this, &MainWindow::updateModified);
     connect(m_runPanel, &RunPanel::configChanged, this, &MainWindow::updateModified);
-    if (QItemSelectionModel *selection = m_runsTable->selectionModel())
+    if (QItemSelectionModel *selection = m_runsTable->selectionModel()) {
         connect(selection, &QItemSelectionModel::selectionChanged, this,
                 &MainWindow::updateWhyEnabled);
+        connect(selection, &QItemSelectionModel::selectionChanged, this, [this] {
+            const std::vector<int> ids = m_runsTable->selectedRunIds();
+            if (!ids.empty()) m_numerics->setRun(ids.front());
+        });
+    }
 }
 
 void MainWindow::buildMenus()
@@ -396,6 +427,15 @@ void MainWindow::buildMenus()
     connect(m_logScaleAction, &QAction::toggled, m_charts, &ChartPanel::setLogScale);
     view->addSeparator();
     view->addAction(m_whyDock->toggleViewAction());
+    QAction *numerics = view->addAction(tr("&Numerics"), this, [this] {
+        if (m_numericsDock->isVisible())
+            m_numericsDock->hide();
+        else
+            openNumerics();
+    });
+    numerics->setObjectName("numericsAction");
+    numerics->setToolTip(tr("Where each layer's values sit by binade against fp16, bf16 and "
+                            "fp8, for the chosen run and its compare group"));
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *guide =
@@ -446,6 +486,9 @@ void MainWindow::applyFirstStartDefaults()
     mixlab::RunConfig config;
     config.dataset.name =
         ""; // the run panel resolves it: Fashion-MNIST if installed, else synthetic
+    // Numerics on at a cheap interval, so the Numerics dock has something to show for the
+    // first run; the run settings turn it off (0) or change it.
+    config.numerics_every = RunPanel::k_defaultNumericsEvery;
     m_runPanel->setConfig(config);
     m_designer->setInput(m_runPanel->datasetShape(), m_runPanel->datasetClasses());
     updateStartBlocked();
@@ -469,6 +512,7 @@ void MainWindow::restoreSettings()
     // Why? explains a finished group, and a new session has none: restored open, it showed
     // an empty panel and (in a window too narrow for both) took the designer's place.
     m_whyDock->hide();
+    m_numericsDock->hide(); // as Why?: opened on a run, and a new session has none chosen
     const std::pair<const char *, QSplitter *> splitters[] = {
         {"splitters/main", m_mainSplitter},
         {k_leftSplitterKey, m_leftSplitter},
@@ -665,9 +709,22 @@ void MainWindow::showWhy(int group)
     m_why->showGroup(group);
     // Before the dock shows: a window too narrow for the dock and the design column would
     // otherwise grow past the screen to hold both.
-    makeRoomForWhy();
+    makeRoomForDock(m_whyDock);
     m_whyDock->show();
     m_whyDock->raise();
+}
+
+void MainWindow::openNumerics()
+{
+    const std::vector<int> selected = m_runsTable->selectedRunIds();
+    const std::vector<int> all = m_store->runIds();
+    if (!selected.empty())
+        m_numerics->setRun(selected.front());
+    else if (m_numerics->currentRun() == 0 && !all.empty())
+        m_numerics->setRun(m_store->groupRuns(m_store->run(all.back())->group).front());
+    makeRoomForDock(m_numericsDock);
+    m_numericsDock->show();
+    m_numericsDock->raise();
 }
 
 // The dock's width comes out of the centre, whose charts need two columns and whose
@@ -675,33 +732,44 @@ void MainWindow::showWhy(int group)
 // window holds the design column, that centre and the dock, all three stay; otherwise the
 // dock takes the design column's place until it closes (a squeezed centre would scroll
 // sideways, and a squeezed log wraps a word a line).
-void MainWindow::makeRoomForWhy()
+void MainWindow::makeRoomForDock(QDockWidget *which)
 {
-    if (m_designHiddenForWhy || m_leftSplitter->isHidden()) return;
+    const bool numerics = which == m_numericsDock;
+    const int minimum = numerics ? k_numericsDockMinimum : k_whyDockMinimum;
+    const int preferred = numerics ? k_numericsDockPreferred : k_whyDockPreferred;
+    if (m_designHiddenForDock || m_leftSplitter->isHidden()) {
+        QTimer::singleShot(0, this, [this, which, preferred] {
+            resizeDocks({which}, {preferred}, Qt::Horizontal);
+        });
+        return;
+    }
     constexpr int k_readableLog = 240;
     const int handle = m_mainSplitter->handleWidth();
     const int charts = m_charts->twoColumnWidth();
     const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
     const int centre = std::max(charts, bottom);
     const int design = m_leftSplitter->minimumSizeHint().width();
-    int dock = std::min(width() - design - centre - 2 * handle, k_whyDockPreferred);
-    if (dock < k_whyDockMinimum) {
+    int dock = std::min(width() - design - centre - 2 * handle, preferred);
+    if (dock < minimum) {
         m_leftSplitter->hide();
-        m_designHiddenForWhy = true;
-        dock = k_whyDockPreferred;
-        statusBar()->showMessage(tr("Why? has the designer's place while it is open; close it to "
-                                    "bring the designer back"),
+        m_designHiddenForDock = true;
+        dock = preferred;
+        statusBar()->showMessage(tr("%1 has the designer's place while it is open; close it to "
+                                    "bring the designer back")
+                                     .arg(which->windowTitle()),
                                  10000);
     }
     // Once the layout has taken in the hidden column: until then the centre's minimum
     // still counts it and the dock would get what is left.
-    QTimer::singleShot(0, this, [this, dock] { resizeDocks({m_whyDock}, {dock}, Qt::Horizontal); });
+    QTimer::singleShot(0, this,
+                       [this, which, dock] { resizeDocks({which}, {dock}, Qt::Horizontal); });
 }
 
-void MainWindow::restoreAfterWhy()
+void MainWindow::restoreAfterDock()
 {
-    if (!m_designHiddenForWhy) return;
-    m_designHiddenForWhy = false;
+    // The column comes back when no right-hand dock is open any more.
+    if (!m_designHiddenForDock || m_whyDock->isVisible() || m_numericsDock->isVisible()) return;
+    m_designHiddenForDock = false;
     m_leftSplitter->show();
 }
 
@@ -1184,7 +1252,11 @@ void MainWindow::closeEvent(QCloseEvent *event)
         event->ignore();
         return;
     }
-    restoreAfterWhy(); // the saved layout is the user's, not the one Why? borrowed
+    // The saved layout is the user's, not the one a right-hand dock borrowed.
+    if (m_designHiddenForDock) {
+        m_designHiddenForDock = false;
+        m_leftSplitter->show();
+    }
     saveSettings();
     m_autosave->finish(); // a clean exit: nothing to recover next time
     event->accept();

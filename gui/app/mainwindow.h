@@ -38,6 +38,7 @@ class SamplePanel;
 class QTabWidget;
 class ShortcutsDialog;
 class WhyPanel;
+class NumericsView;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -60,6 +61,11 @@ public:
     QToolBar *runToolBar() const { return m_runToolBar; }
     // Shows the Why? panel for a finished compare group (0: the latest finished one).
     void showWhy(int group = 0);
+    NumericsView *numericsView() const { return m_numerics; }
+    QDockWidget *numericsDock() const { return m_numericsDock; }
+    // Opens the Numerics dock on the run selected in the runs table (the newest run when
+    // none is).
+    void openNumerics();
     // The group whose runs are selected in the runs table, when it is one finished group.
     int selectedFinishedGroup() const;
 
@@ -124,8 +130,12 @@ private:
     void onRunningChanged(bool running);
     void onSearchingChanged(bool searching);
     void updateWhyEnabled();
-    void makeRoomForWhy();
-    void restoreAfterWhy();
+    // The right-hand docks (Why?, Numerics) take their width from the centre, or the design
+    // column's place when the window is too narrow for the three (the column returns when
+    // the last of them closes).
+    void makeRoomForDock(QDockWidget *dock);
+    void restoreAfterDock();
+    void showNumerics();
     void updateStatusProgress();
     void updateTitle();
     // What the experiment is now, against what was last saved or opened.
@@ -165,6 +175,8 @@ private:
     QTabWidget *m_bottomTabs = nullptr; // the log | sample text
     WhyPanel *m_why = nullptr;
     QDockWidget *m_whyDock = nullptr;
+    NumericsView *m_numerics = nullptr;
+    QDockWidget *m_numericsDock = nullptr;
     MaxBatchDialog *m_maxBatchDialog = nullptr;
 
     QSplitter *m_mainSplitter = nullptr;   // left column | centre
@@ -192,8 +204,10 @@ private:
     mixlab::DeviceInfo m_device;
     bool m_deviceKnown = false;
     bool m_confirmClose = true;
-    bool m_designHiddenForWhy = false; // the Why? dock has the design column's place
+    bool m_designHiddenForDock = false; // a right-hand dock has the design column's place
     static constexpr int k_whyDockMinimum = 420, k_whyDockPreferred = 500;
+    // Two runs' heatmaps side by side, each wide enough for its binade labels and steps.
+    static constexpr int k_numericsDockMinimum = 560, k_numericsDockPreferred = 760;
     int m_currentGroup = 0;
     QString m_currentFile;
     // As last saved or opened (or the first-start defaults).

@@ -4,27 +4,23 @@
 #include "charts/axisrange.h"
 #include "charts/chartlegend.h"
 #include "charts/metricchart.h"
+#include "charts/paintexport.h"
 #include "common/enginetext.h"
 #include "runs/runstore.h"
 #include "charts/seriesdecimator.h"
 
 #include "mixlab/trainer.h"
 
-#include <QBuffer>
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QImage>
 #include <QLabel>
 #include <QPainter>
-#include <QPdfWriter>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSlider>
-#include <QSvgGenerator>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -729,75 +725,13 @@ bool ChartPanel::exportChart(const QString &chartName, const QString &path, cons
         return fail(tr("Unknown chart \"%1\": use one of %2, or \"all\".")
                         .arg(chartName, chartNames().join(QStringLiteral(", "))));
     }
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix != QLatin1String("png") && suffix != QLatin1String("svg") &&
-        suffix != QLatin1String("pdf"))
-        return fail(tr("Cannot export to \"%1\": unknown file type \"%2\"; use .png, .svg "
-                       "or .pdf.")
-                        .arg(path, suffix.isEmpty() ? tr("(none)") : "." + suffix));
-    if (pngSize.width() < 16 || pngSize.height() < 16 || pngSize.width() > 20000 ||
-        pngSize.height() > 20000)
-        return fail(tr("Export size %1x%2 is out of range (16 to 20000 pixels a side).")
-                        .arg(pngSize.width())
-                        .arg(pngSize.height()));
-
     // The file shows what the store holds now, not what the next coalesced redraw
     // would have shown: drawing state changes, the panel's data do not.
     const_cast<ChartPanel *>(this)->redrawNow();
-
-    // Unbuffered: Qt 6.4's QSaveFile::commit() misses a failed flush of its buffer, so a
-    // full disk would replace the old file with a truncated one and report success.
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Unbuffered))
-        return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
-
-    const QRectF area(QPointF(0, 0), QSizeF(pngSize));
-    if (suffix == QLatin1String("png")) {
-        QImage image(pngSize, QImage::Format_ARGB32_Premultiplied);
-        image.fill(Qt::white);
-        QPainter painter(&image);
-        painter.setRenderHint(QPainter::Antialiasing);
-        painter.setRenderHint(QPainter::TextAntialiasing);
-        renderGrid(&painter, charts, pngSize);
-        painter.end();
-        // Encoded in memory, then written: a write error then comes back from the file
-        // with the system's reason, and libpng never fails mid-write (Qt leaks its copy
-        // of the image when it does).
-        QByteArray png;
-        QBuffer buffer(&png);
-        buffer.open(QIODevice::WriteOnly);
-        if (!image.save(&buffer, "PNG"))
-            return fail(tr("Cannot write \"%1\": PNG encoding failed").arg(path));
-        if (file.write(png) != png.size())
-            return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
-    } else if (suffix == QLatin1String("svg")) {
-        QSvgGenerator svg;
-        svg.setOutputDevice(&file);
-        svg.setSize(pngSize);
-        svg.setViewBox(area);
-        svg.setTitle(tr("MixLab charts"));
-        QPainter painter;
-        if (!painter.begin(&svg))
-            return fail(tr("Cannot write \"%1\": the SVG writer did not start").arg(path));
-        painter.fillRect(area, Qt::white);
-        renderGrid(&painter, charts, pngSize);
-        painter.end();
-    } else {
-        QPdfWriter pdf(&file);
-        pdf.setCreator(QStringLiteral("MixLab"));
-        pdf.setTitle(tr("MixLab charts"));
-        pdf.setResolution(96); // pngSize pixels map to the page at screen scale
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        pdf.setPageSize(QPageSize(QSizeF(pngSize) * 72.0 / 96.0, QPageSize::Point, QString(),
-                                  QPageSize::ExactMatch));
-        QPainter painter;
-        if (!painter.begin(&pdf))
-            return fail(tr("Cannot write \"%1\": the PDF writer did not start").arg(path));
-        // The page's pixel size can differ from pngSize by rounding; scale onto it.
-        painter.scale(pdf.width() / area.width(), pdf.height() / area.height());
-        renderGrid(&painter, charts, pngSize);
-        painter.end();
-    }
-    if (!file.commit()) return fail(tr("Cannot write \"%1\": %2").arg(path, file.errorString()));
-    return true;
+    return exportPainted(
+        path, pngSize, tr("MixLab charts"),
+        [this, &charts](QPainter *painter, const QSize &size) {
+            renderGrid(painter, charts, size);
+        },
+        error);
 }

@@ -10,6 +10,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/json_io.h"
 #include "mixlab/metrics_json.h"
+#include "mixlab/numerics.h"
 #include "mixlab/step_profile.h"
 #include "mixlab/trainer.h"
 
@@ -96,6 +97,13 @@ Json runJson(const RunRecord &r)
     }
     j["events"] = std::move(events);
     j["summary"] = r.summary ? mixlab::run_summary_to_json(*r.summary) : Json(nullptr);
+    // Optional: a run that sampled no numerics (RunConfig::numerics_every 0) has none.
+    if (!r.numerics.empty()) {
+        Json numerics = Json::array();
+        for (const mixlab::NumericsSample &s : r.numerics)
+            numerics.push_back(mixlab::numerics_sample_to_json(s));
+        j["numerics"] = std::move(numerics);
+    }
     // Optional: a run of a stopped or failed group has none.
     if (r.profile) j["profile"] = mixlab::step_profile_to_json(*r.profile);
     // Optional: what a language model wrote after training.
@@ -205,6 +213,13 @@ RunRecord runOf(const mixlab::JsonReader &run)
     }
     if (!run.at("summary").is_null())
         r.summary = mixlab::run_summary_from_json(run.object("summary"));
+    // Optional (files from before the numerics, and runs that sampled none, have none).
+    if (run.find("numerics")) {
+        const mixlab::JsonReader numerics = run.array("numerics");
+        for (std::size_t i = 0; i < numerics.size(); ++i)
+            r.numerics.push_back(mixlab::numerics_sample_from_json(
+                numerics.element(i, "numerics sample").as_object()));
+    }
     // Optional (files from before the profiling pass have none).
     if (run.find("profile")) r.profile = mixlab::step_profile_from_json(run.object("profile"));
     // Optional (language models that wrote one).

@@ -21,7 +21,8 @@ struct ExperimentFile {
 };
 
 // Writes the file atomically (QSaveFile). Every run in the store is saved with what
-// it has recorded (its profiling pass, when one ran, as an optional "profile"), except
+// it has recorded (its profiling pass, when one ran, as an optional "profile"; its numerics
+// samples, when it took any, as an optional "numerics" array), except
 // queued runs that have not begun. Non-finite metrics are written as null. Returns
 // false with a message in *error on failure.
 bool saveExperiment(const QString &path, const ExperimentFile &file, const RunStore &store,

@@ -54,6 +54,7 @@ bool exportLogs(const RunStore &store, const std::vector<int> &runIds, const QSt
             for (const mixlab::StepMetrics &m : r->steps) log.on_step(index, m);
             for (const mixlab::EpochMetrics &m : r->epochs) log.on_epoch(index, m);
             for (const TimedEvent &e : r->events) log.on_event(index, e.event);
+            for (const mixlab::NumericsSample &s : r->numerics) log.on_numerics(index, s);
             if (r->summary) log.set_summary(index, *r->summary);
         }
         const std::string file = QFile::encodeName(path).toStdString();

@@ -194,6 +194,7 @@ void RunController::onMetrics(const MetricsBatch &batch)
         m_store->appendSteps(r.runId, r.steps);
         m_store->appendEpochs(r.runId, r.epochs);
         m_store->appendEvents(r.runId, r.events);
+        m_store->appendNumerics(r.runId, r.numerics);
         if (r.sample) m_store->setSample(r.runId, *r.sample);
     }
 }

@@ -212,6 +212,18 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
                                "goes on (loss scaling may recover from it)."));
     form->addRow(tr("&Faults"), m_stopOnNan);
 
+    m_numericsEvery = new QSpinBox(this);
+    m_numericsEvery->setObjectName("numericsEverySpin");
+    m_numericsEvery->setRange(0, 1000000);
+    m_numericsEvery->setSpecialValueText(tr("off"));
+    m_numericsEvery->setPrefix(tr("every "));
+    m_numericsEvery->setSuffix(tr(" steps"));
+    m_numericsEvery->setToolTip(
+        tr("Every this many steps each layer's weights, activations, gradients and updates are "
+           "counted by binade (View > Numerics shows them against fp16, bf16 and fp8). The "
+           "sampled steps cost a little more; 0: off."));
+    form->addRow(tr("&Numerics"), m_numericsEvery);
+
     m_lmNote = new QLabel(this);
     m_lmNote->setObjectName("lmDefaultsNote");
     m_lmNote->setWordWrap(true);
@@ -341,6 +353,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     connect(m_cropPadding, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_flip, &QCheckBox::toggled, this, &RunPanel::configChanged);
     connect(m_stopOnNan, &QCheckBox::toggled, this, &RunPanel::configChanged);
+    connect(m_numericsEvery, &QSpinBox::valueChanged, this, &RunPanel::configChanged);
     connect(m_start, &QPushButton::clicked, this, &RunPanel::startRequested);
     connect(m_compareButton, &QPushButton::clicked, this, &RunPanel::compareRequested);
     connect(m_stop, &QPushButton::clicked, this, &RunPanel::stopRequested);
@@ -381,6 +394,7 @@ mixlab::RunConfig RunPanel::config() const
     c.dataset.crop_padding = m_crop->isChecked() ? m_cropPadding->value() : 0;
     c.dataset.horizontal_flip = m_flip->isChecked();
     c.stop_on_non_finite_loss = m_stopOnNan->isChecked();
+    c.numerics_every = m_numericsEvery->value();
     return c;
 }
 
@@ -417,6 +431,8 @@ void RunPanel::setConfig(const mixlab::RunConfig &c)
         m_flip->setChecked(c.dataset.horizontal_flip);
         const QSignalBlocker b11(m_stopOnNan);
         m_stopOnNan->setChecked(c.stop_on_non_finite_loss);
+        const QSignalBlocker b15(m_numericsEvery);
+        m_numericsEvery->setValue(std::max(0, c.numerics_every));
     }
     updateOptimizerFields();
     selectDataset(c.dataset.name);

@@ -1,5 +1,6 @@
 // RunPanel: the run settings (dataset, precision policy, batch, epochs or steps, optimizer,
-// seed, loss scaling, device, training augmentation, stop on a NaN/Inf loss), the policies
+// seed, loss scaling, device, training augmentation, stop on a NaN/Inf loss, numerics
+// sampling), the policies
 // to compare, and the Start / Compare / Stop buttons with the reason Start is blocked,
 // which stay in view below the settings when those scroll.
 // It edits a plain mixlab::RunConfig; settings it has no control for are kept as given.
@@ -35,6 +36,11 @@ class RunPanel : public QWidget {
     Q_OBJECT
 public:
     explicit RunPanel(QWidget *parent = nullptr);
+
+    // What a new experiment samples its numerics at (RunConfig::numerics_every): often
+    // enough for a heatmap of a short run, rarely enough to cost little step time (bench/
+    // NOTES.md has the measurements). The CLI's default stays off.
+    static constexpr int k_defaultNumericsEvery = 50;
 
     mixlab::RunConfig config() const;
     void setConfig(const mixlab::RunConfig &c);
@@ -118,7 +124,8 @@ private:
     QCheckBox *m_crop = nullptr;
     QSpinBox *m_cropPadding = nullptr;
     QCheckBox *m_flip = nullptr;
-    QCheckBox *m_stopOnNan = nullptr; // RunConfig::stop_on_non_finite_loss
+    QCheckBox *m_stopOnNan = nullptr;    // RunConfig::stop_on_non_finite_loss
+    QSpinBox *m_numericsEvery = nullptr; // RunConfig::numerics_every, 0 = off
     QLabel *m_deviceLabel = nullptr;
     std::map<mixlab::Policy, QCheckBox *> m_compare;
     QPushButton *m_start = nullptr;

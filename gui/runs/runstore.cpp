@@ -157,6 +157,15 @@ void RunStore::appendEvents(int id, const std::vector<TimedEvent> &events)
     emit eventsAppended(id, first);
 }
 
+void RunStore::appendNumerics(int id, const std::vector<mixlab::NumericsSample> &samples)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r || samples.empty()) return;
+    const int first = int(r->numerics.size());
+    r->numerics.insert(r->numerics.end(), samples.begin(), samples.end());
+    emit numericsAppended(id, first);
+}
+
 void RunStore::setStatus(int id, RunRecord::Status status, const QString &failure)
 {
     RunRecord *r = mutableRun(id);

@@ -1,5 +1,5 @@
 // RunStore: every run's data on the GUI side (per-run arrays of steps, epochs and
-// events, status, name, colour, visibility, profiling pass). Lives in the GUI thread; the worker's
+// events, numerics samples, status, name, colour, visibility, profiling pass). Lives in the GUI thread; the worker's
 // batches are appended here and the views listen to its signals.
 #pragma once
 #include "runs/workermessages.h"
@@ -36,6 +36,8 @@ struct RunRecord {
     std::vector<mixlab::StepMetrics> steps;
     std::vector<mixlab::EpochMetrics> epochs;
     std::vector<TimedEvent> events;
+    // Numerics samples (RunConfig::numerics_every), in step order; none when it was 0.
+    std::vector<mixlab::NumericsSample> numerics;
     std::optional<mixlab::RunSummary> summary;
     double deviceMemoryMB = 0;         // allocated by the run on the device
     std::optional<RunContext> context; // set once the worker has opened device and data
@@ -85,6 +87,7 @@ public:
     void appendSteps(int id, const std::vector<mixlab::StepMetrics> &steps);
     void appendEpochs(int id, const std::vector<mixlab::EpochMetrics> &epochs);
     void appendEvents(int id, const std::vector<TimedEvent> &events);
+    void appendNumerics(int id, const std::vector<mixlab::NumericsSample> &samples);
     void setStatus(int id, RunRecord::Status status, const QString &failure = {});
     void setStarted(int id, qint64 totalSteps, double deviceMemoryMB);
     void setSummary(int id, const mixlab::RunSummary &summary);
@@ -101,6 +104,7 @@ signals:
     void stepsAppended(int id, int firstNewIndex);
     void epochsAppended(int id, int firstNewIndex);
     void eventsAppended(int id, int firstNewIndex);
+    void numericsAppended(int id, int firstNewIndex);
     void runSampled(int id); // a language model's sample arrived
 
 private:

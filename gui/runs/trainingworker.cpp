@@ -50,6 +50,14 @@ public:
             r->events.push_back(TimedEvent{QDateTime::currentDateTime(), e});
         flushIfDue();
     }
+    // A sample is a few kilobytes a layer and comes every numerics_every steps: it rides
+    // with the next batch like the steps do.
+    void on_numerics(int run, const mixlab::NumericsSample &sample) override
+    {
+        if (m_hook) m_hook(run, "numerics", sample.step);
+        if (MetricsBatch::PerRun *r = at(run)) r->numerics.push_back(sample);
+        flushIfDue();
+    }
     // A run's sample travels with its metrics; it comes once, after training, so it goes
     // out at once.
     void sample(int run, RunSample sample)
@@ -64,12 +72,15 @@ public:
         m_lastEmit = Clock::now();
         MetricsBatch out;
         for (MetricsBatch::PerRun &r : m_pending.runs) {
-            if (r.steps.empty() && r.epochs.empty() && r.events.empty() && !r.sample) continue;
+            if (r.steps.empty() && r.epochs.empty() && r.events.empty() && r.numerics.empty() &&
+                !r.sample)
+                continue;
             MetricsBatch::PerRun moved;
             moved.runId = r.runId;
             moved.steps.swap(r.steps);
             moved.epochs.swap(r.epochs);
             moved.events.swap(r.events);
+            moved.numerics.swap(r.numerics);
             moved.sample.swap(r.sample);
             out.runs.push_back(std::move(moved));
         }

@@ -6,6 +6,7 @@
 #include "mixlab/graph.h"
 #include "mixlab/max_batch.h"
 #include "mixlab/model_spec.h"
+#include "mixlab/numerics.h"
 #include "mixlab/policy.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
@@ -57,7 +58,8 @@ struct MetricsBatch {
         std::vector<mixlab::StepMetrics> steps;
         std::vector<mixlab::EpochMetrics> epochs;
         std::vector<TimedEvent> events;
-        std::optional<RunSample> sample; // after training, once
+        std::vector<mixlab::NumericsSample> numerics; // RunConfig::numerics_every
+        std::optional<RunSample> sample;              // after training, once
     };
     std::vector<PerRun> runs;
 };

@@ -160,7 +160,8 @@ private slots:
             runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
                      QStringLiteral("--synthetic-size"), QString::number(size),
                      QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--batch"),
-                     QStringLiteral("1"), QStringLiteral("--device"), QStringLiteral("cpu")},
+                     QStringLiteral("1"), QStringLiteral("--device"), QStringLiteral("cpu"),
+                     QStringLiteral("--numerics-every"), QStringLiteral("1")},
                     {}, {}, 0);
         if (QTest::currentTestFailed()) return;
         const QJsonObject dataset = app["config"].toObject()["dataset"].toObject();
@@ -169,6 +170,11 @@ private slots:
         QCOMPARE(app["config"].toObject(), cli["config"].toObject());
         QCOMPARE(app["steps"].toArray().size(), 2);
         QCOMPARE(cli["steps"].toArray().size(), 2);
+        // Numerics at every step (the app samples every 50 unless told, the CLI never): the
+        // same samples through the app's worker and store as the CLI writes.
+        QCOMPARE(app["config"].toObject()["numerics_every"].toInt(), 1);
+        QCOMPARE(app["numerics"].toArray().size(), 2);
+        QCOMPARE(app["numerics"].toArray(), cli["numerics"].toArray());
     }
 
     // Out of memory at the CPU backend's 20th training step (its test hook, core/src/
@@ -181,7 +187,8 @@ private slots:
             runBoth({QStringLiteral("--dataset"), QStringLiteral("synthetic"),
                      QStringLiteral("--synthetic-size"), QStringLiteral("512"),
                      QStringLiteral("--steps"), QStringLiteral("40"), QStringLiteral("--batch"),
-                     QStringLiteral("32"), QStringLiteral("--device"), QStringLiteral("cpu")},
+                     QStringLiteral("32"), QStringLiteral("--device"), QStringLiteral("cpu"),
+                     QStringLiteral("--numerics-every"), QStringLiteral("0")},
                     {QStringLiteral("fp32"), QStringLiteral("mixed_fp16")},
                     {QStringLiteral("MIXLAB_FAULT_OOM_AT_STEP=20")}, 1);
         if (QTest::currentTestFailed()) return;
