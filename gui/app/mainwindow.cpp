@@ -737,32 +737,46 @@ void MainWindow::makeRoomForDock(QDockWidget *which)
     const bool numerics = which == m_numericsDock;
     const int minimum = numerics ? k_numericsDockMinimum : k_whyDockMinimum;
     const int preferred = numerics ? k_numericsDockPreferred : k_whyDockPreferred;
-    if (m_designHiddenForDock || m_leftSplitter->isHidden()) {
-        QTimer::singleShot(0, this, [this, which, preferred] {
-            resizeDocks({which}, {preferred}, Qt::Horizontal);
-        });
-        return;
-    }
     constexpr int k_readableLog = 240;
     const int handle = m_mainSplitter->handleWidth();
     const int charts = m_charts->twoColumnWidth();
     const int bottom = m_runsTable->sizeHint().width() + handle + k_readableLog;
     const int centre = std::max(charts, bottom);
-    const int design = m_leftSplitter->minimumSizeHint().width();
-    int dock = std::min(width() - design - centre - 2 * handle, preferred);
-    if (dock < minimum) {
-        m_leftSplitter->hide();
-        m_designHiddenForDock = true;
-        dock = preferred;
-        statusBar()->showMessage(tr("%1 has the designer's place while it is open; close it to "
-                                    "bring the designer back")
-                                     .arg(which->windowTitle()),
-                                 10000);
+    // The window's width before the dock opened (a dock opened twice, by the menu and by
+    // its visibility, keeps the first).
+    if (m_widthBeforeDock == 0) m_widthBeforeDock = width();
+    if (!m_designHiddenForDock && !m_leftSplitter->isHidden()) {
+        const int design = m_leftSplitter->minimumSizeHint().width();
+        if (std::min(width() - design - centre - 2 * handle, preferred) < minimum) {
+            m_leftSplitter->hide();
+            m_designHiddenForDock = true;
+            statusBar()->showMessage(tr("%1 has the designer's place while it is open; close it "
+                                        "to bring the designer back")
+                                         .arg(which->windowTitle()),
+                                     10000);
+        }
     }
     // Once the layout has taken in the hidden column: until then the centre's minimum
-    // still counts it and the dock would get what is left.
-    QTimer::singleShot(0, this,
-                       [this, which, dock] { resizeDocks({which}, {dock}, Qt::Horizontal); });
+    // still counts it, and showing the dock grows the window to that stale minimum (1280
+    // -> 1331 pixels with Numerics), so the window first goes back to its width. Then the
+    // dock gets what the window leaves beside the centre (and the design column where it
+    // shows), at most preferred: more would push the window past the screen.
+    ++m_dockLayoutsPending;
+    QTimer::singleShot(0, this, [this, which, minimum, preferred, centre, handle] {
+        // The layout's minimum must drop before the window can shrink back to it (the
+        // window keeps its layout's last minimum as its own).
+        layout()->activate();
+        int target = width();
+        if (m_widthBeforeDock > 0 && target > m_widthBeforeDock) {
+            target = std::max(m_widthBeforeDock, minimumSizeHint().width());
+            resize(target, height());
+        }
+        if (--m_dockLayoutsPending == 0) m_widthBeforeDock = 0;
+        const int design =
+            m_leftSplitter->isHidden() ? 0 : m_leftSplitter->minimumSizeHint().width();
+        const int dock = std::clamp(target - design - centre - 2 * handle, minimum, preferred);
+        resizeDocks({which}, {dock}, Qt::Horizontal);
+    });
 }
 
 void MainWindow::restoreAfterDock()

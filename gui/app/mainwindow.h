@@ -205,9 +205,11 @@ private:
     bool m_deviceKnown = false;
     bool m_confirmClose = true;
     bool m_designHiddenForDock = false; // a right-hand dock has the design column's place
+    int m_widthBeforeDock = 0;          // while a dock is being opened (makeRoomForDock)
+    int m_dockLayoutsPending = 0;       // makeRoomForDock's layout passes still to run
     static constexpr int k_whyDockMinimum = 420, k_whyDockPreferred = 500;
     // Two runs' heatmaps side by side, each wide enough for its binade labels and steps.
-    static constexpr int k_numericsDockMinimum = 560, k_numericsDockPreferred = 760;
+    static constexpr int k_numericsDockMinimum = 440, k_numericsDockPreferred = 760;
     int m_currentGroup = 0;
     QString m_currentFile;
     // As last saved or opened (or the first-start defaults).

@@ -82,15 +82,19 @@ NumericsView::NumericsView(RunStore *store, QWidget *parent) : QWidget(parent), 
     bar->addWidget(m_kindCombo);
     bar->addWidget(formatLabel);
     bar->addWidget(m_formatCombo);
-    bar->addSpacing(12);
+    bar->addStretch(1);
+    bar->addWidget(m_export);
+    // The colour key on a row of its own: beside the controls it made the dock wider than
+    // a 1280-pixel window leaves it next to the charts.
+    auto *key = new QHBoxLayout;
     auto *scale = new QLabel(this);
     scale->setPixmap(colourBar(110, 12));
     scale->setToolTip(tr("Colour: the share of a layer's values in a binade, log scale"));
-    bar->addWidget(new QLabel(QStringLiteral("%1%").arg(k_shareColorFloor * 100), this));
-    bar->addWidget(scale);
-    bar->addWidget(new QLabel(QStringLiteral("100%"), this));
-    bar->addStretch(1);
-    bar->addWidget(m_export);
+    key->addWidget(new QLabel(tr("Share of a layer's values:"), this));
+    key->addWidget(new QLabel(QStringLiteral("%1%").arg(k_shareColorFloor * 100), this));
+    key->addWidget(scale);
+    key->addWidget(new QLabel(QStringLiteral("100%"), this));
+    key->addStretch(1);
 
     m_legend = new QLabel(this);
     m_legend->setObjectName("numericsLegend");
@@ -113,6 +117,7 @@ NumericsView::NumericsView(RunStore *store, QWidget *parent) : QWidget(parent), 
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(bar);
+    layout->addLayout(key);
     layout->addWidget(m_legend);
     layout->addWidget(m_stack, 1);
 

@@ -39,8 +39,9 @@ public:
 
     // What a new experiment samples its numerics at (RunConfig::numerics_every): often
     // enough for a heatmap of a short run, rarely enough to cost little step time (bench/
-    // NOTES.md has the measurements). The CLI's default stays off.
-    static constexpr int k_defaultNumericsEvery = 50;
+    // NOTES.md 27: under 2% of the step on W1 and W2 on the H200; every 50 was 2.2% for W1
+    // at batch 32). The CLI's default stays off.
+    static constexpr int k_defaultNumericsEvery = 100;
 
     mixlab::RunConfig config() const;
     void setConfig(const mixlab::RunConfig &c);
