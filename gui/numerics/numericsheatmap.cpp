@@ -3,6 +3,7 @@
 
 #include "numerics/bandoverlay.h"
 #include "numerics/colormap.h"
+#include "numerics/hovertip.h"
 
 #include <QFontMetricsF>
 #include <QHelpEvent>
@@ -133,14 +134,6 @@ void NumericsHeatmap::paintEvent(QPaintEvent *)
 
 bool NumericsHeatmap::event(QEvent *event)
 {
-    if (event->type() == QEvent::ToolTip) {
-        auto *help = static_cast<QHelpEvent *>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (answerHover(this, event, [this](QPoint at) { return toolTipAt(at); })) return true;
     return QWidget::event(event);
 }

@@ -2,6 +2,7 @@
 #include "numerics/shareschart.h"
 
 #include "numerics/bandoverlay.h"
+#include "numerics/hovertip.h"
 #include "numerics/numericsheatmap.h"
 
 #include "mixlab/numerics_summary.h"
@@ -158,14 +159,6 @@ void SharesChart::paintEvent(QPaintEvent *)
 
 bool SharesChart::event(QEvent *event)
 {
-    if (event->type() == QEvent::ToolTip) {
-        auto *help = static_cast<QHelpEvent *>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (answerHover(this, event, [this](QPoint at) { return toolTipAt(at); })) return true;
     return QWidget::event(event);
 }
