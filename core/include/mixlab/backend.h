@@ -99,7 +99,31 @@ struct GemmCall {
     const Buffer* bias = nullptr;
     Buffer* bias_grad = nullptr;
     MathMode math = MathMode::Pedantic;
+    // fp8 operands (mixed_fp8): a and b are F8E4M3 / F8E5M2 (not both E5M2), made by
+    // fp8_quantize, and op(A) . op(B) is multiplied by the two tensors' scale_inv, read
+    // on the device from fp8_meta at the float indices a_scale_inv / b_scale_inv
+    // (fp8_scale_inv_index), so a recorded step replays with each step's scales.
+    // Epilogue None, Bias or BiasRelu only: the dense layer takes dB apart (bias_grad).
+    // Hopper's fp8 GEMMs read only the "TN" form (column-major A transposed, B not:
+    // here trans_a == false && trans_b == true) with k, and the leading dimensions, a
+    // multiple of 16; fp8_quantize writes the transposed copies that makes possible.
+    const Buffer* fp8_meta = nullptr;
+    std::size_t a_scale_inv = 0, b_scale_inv = 0;
 };
+
+// ---- fp8 scaling state (mixed_fp8's delayed scaling) ----------------------------------
+// One F32 buffer per network holds a block per fp8 tensor (a dense layer's input,
+// weight and output gradient): the scale its values are multiplied by before rounding,
+// its inverse (the GEMM's descale), the format's largest finite value, the amax the
+// last update took the scale from, then the amax history, newest first. Slot
+// k_fp8_history is the current step's: fp8_quantize folds max|x| into it.
+inline constexpr std::size_t k_fp8_scale = 0, k_fp8_scale_inv = 1, k_fp8_max_finite = 2,
+                             k_fp8_last_amax = 3, k_fp8_history = 4;
+inline std::size_t fp8_block_floats(int history_len) { return k_fp8_history + std::size_t(history_len); }
+inline std::size_t fp8_scale_inv_index(std::size_t block, int history_len)
+{
+    return block * fp8_block_floats(history_len) + k_fp8_scale_inv;
+}
 
 // Per-channel normalization applied when a batch is gathered: (x/255 - mean) / std.
 struct Normalization {
@@ -494,6 +518,21 @@ public:
     // fresh gradient. Runs after lstm_backward_data of the same forward.
     virtual void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0,
                                        const Buffer& y, Buffer& dw);
+
+    // ---- fp8 (mixed_fp8) -------------------------------------------------------------
+    // y = fp8(x * scale), rounded to nearest even and saturating (hd_math.h's
+    // float_to_fp8; y's dtype, F8E4M3 or F8E5M2, says which), for x a rows x cols
+    // matrix; y_t, when given, receives the transpose (cols x rows) in the same pass.
+    // scale is block `block` of meta (history_len floats of history each). With
+    // record_amax the largest finite |x| is folded (max) into the block's current amax
+    // slot; evaluation passes false so it does not move the training history.
+    virtual void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                              int history_len, bool record_amax, Buffer* y, Buffer* y_t);
+    // Delayed scaling, once a step after its last fp8_quantize, for blocks [0, tensors):
+    // amax = the history's max; when finite and > 0, scale = max_finite / amax / 2^margin
+    // and scale_inv = 1 / scale (otherwise both stay); last_amax = amax; then every
+    // history slot moves one older, the oldest dropped, and the current slot is zeroed.
+    virtual void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin);
 
     // ---- numerics (what a precision does to the values; base/hd_math.h's slots) -------
     // counts is an I32 buffer read as uint32 counters; both ops ADD into

@@ -7,12 +7,14 @@
 namespace mixlab {
 
 // I16 holds the low halves of split fp32 masters (hd_math.h's split_master): raw
-// 16-bit integers, never an operand of a layer.
-enum class DType : std::uint8_t { F32, F16, BF16, I32, U8, I16 };
+// 16-bit integers, never an operand of a layer. F8E4M3 / F8E5M2 hold mixed_fp8's scaled
+// GEMM operands (Backend::fp8_quantize), never a layer's activations or parameters.
+enum class DType : std::uint8_t { F32, F16, BF16, I32, U8, I16, F8E4M3, F8E5M2 };
 
 std::string_view dtype_name(DType t); // "float32", "float16", "bfloat16", "int32", "uint8", "int16"
 std::size_t dtype_size(DType t);      // bytes per element on the device
-bool is_floating(DType t);
+bool is_floating(DType t);  // F32, F16, BF16: what layers compute in
+bool is_fp8(DType t);       // F8E4M3, F8E5M2
 
 // IEEE binary16 conversions, round to nearest even; overflow gives inf, tiny values
 // become subnormals or zero exactly as on the GPU.

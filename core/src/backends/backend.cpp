@@ -115,10 +115,10 @@ std::unique_ptr<Backend> make_backend(DeviceChoice choice)
 #endif
 }
 
-// The sequence ops have these defaults so that a backend built before them (a test's
-// fake) still compiles; the CPU and CUDA backends override every one.
+// The sequence and fp8 ops have these defaults so that a backend built before them (a
+// test's fake) still compiles; the CPU and CUDA backends override every one.
 namespace {
-[[noreturn]] void no_sequence_ops(const Backend& b, const char* op)
+[[noreturn]] void not_available(const Backend& b, const char* op)
 {
     throw DeviceError(std::string(op) + " is not available on the " +
                       std::string(backend_kind_name(b.info().backend)) + " backend");
@@ -127,30 +127,39 @@ namespace {
 
 void Backend::embedding_forward(const Buffer&, const Buffer&, int, int, int, Buffer&)
 {
-    no_sequence_ops(*this, "embedding");
+    not_available(*this, "embedding");
 }
 void Backend::embedding_backward(const Buffer&, const Buffer&, int, int, int, bool, Buffer&)
 {
-    no_sequence_ops(*this, "embedding backward");
+    not_available(*this, "embedding backward");
 }
 std::unique_ptr<LstmPlan> Backend::lstm_prepare(const LstmShape&, DType, MathMode)
 {
-    no_sequence_ops(*this, "lstm");
+    not_available(*this, "lstm");
 }
 void Backend::lstm_forward(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, const Buffer&,
                            bool, Buffer&, Buffer&, Buffer&)
 {
-    no_sequence_ops(*this, "lstm");
+    not_available(*this, "lstm");
 }
 void Backend::lstm_backward_data(LstmPlan&, const Buffer&, const Buffer&, const Buffer*,
                                  const Buffer*, const Buffer&, const Buffer&, const Buffer&,
                                  Buffer&, Buffer*, Buffer*)
 {
-    no_sequence_ops(*this, "lstm backward");
+    not_available(*this, "lstm backward");
 }
 void Backend::lstm_backward_weights(LstmPlan&, const Buffer&, const Buffer&, const Buffer&, Buffer&)
 {
-    no_sequence_ops(*this, "lstm backward");
+    not_available(*this, "lstm backward");
+}
+void Backend::fp8_quantize(const Buffer&, int, int, Buffer&, std::size_t, int, bool, Buffer*,
+                           Buffer*)
+{
+    not_available(*this, "fp8 quantize");
+}
+void Backend::fp8_update_scales(Buffer&, int, int, int)
+{
+    not_available(*this, "fp8 scale update");
 }
 
 } // namespace mixlab

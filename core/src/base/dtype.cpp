@@ -2,6 +2,8 @@
 // backend stores the same values the GPU would.
 #include "mixlab/dtype.h"
 
+#include "base/hd_math.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -17,6 +19,8 @@ std::string_view dtype_name(DType t)
     case DType::I32: return "int32";
     case DType::U8: return "uint8";
     case DType::I16: return "int16";
+    case DType::F8E4M3: return "float8_e4m3fn"; // PyTorch's names
+    case DType::F8E5M2: return "float8_e5m2";
     }
     return "unknown";
 }
@@ -30,11 +34,14 @@ std::size_t dtype_size(DType t)
     case DType::I32: return 4;
     case DType::U8: return 1;
     case DType::I16: return 2;
+    case DType::F8E4M3:
+    case DType::F8E5M2: return 1;
     }
     return 0;
 }
 
 bool is_floating(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool is_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
 
 namespace {
 
@@ -182,6 +189,9 @@ float round_to(DType t, float f)
         const float r = std::nearbyint(f);
         return r < -32768.0f ? -32768.0f : (r > 32767.0f ? 32767.0f : r);
     }
+    // Saturating, as fp8_quantize stores (hd_math.h).
+    case DType::F8E4M3: return hd::fp8_to_float(hd::float_to_fp8(f, hd::k_e4m3), hd::k_e4m3);
+    case DType::F8E5M2: return hd::fp8_to_float(hd::float_to_fp8(f, hd::k_e5m2), hd::k_e5m2);
     }
     return f;
 }

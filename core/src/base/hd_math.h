@@ -155,6 +155,74 @@ MIXLAB_HD float join_master(std::uint16_t hi, std::int16_t lo)
     return bits_float((std::uint32_t(hi) << 16) + std::uint32_t(std::int32_t(lo)));
 }
 
+// ---- fp8 (E4M3 and E5M2, the OCP formats Hopper's tensor cores read) ------------------
+// Conversions shared by the CPU reference and the CUDA kernels, written on the bits so
+// that both give the same byte for every float. Rounding is to nearest with ties to even
+// and saturating, as PTX's cvt.rn.satfinite does and as FP8 training uses it: anything
+// beyond the largest finite value (infinities too) becomes that value with its sign,
+// so one outlier costs its own precision instead of turning a whole GEMM into inf/NaN.
+// NaN stays NaN (0x7F with the sign).
+//   E4M3: bias 7, 3 mantissa bits, no infinities (S.1111.111 is NaN): largest 448,
+//         smallest normal 2^-6, smallest subnormal 2^-9.
+//   E5M2: bias 15, 2 mantissa bits, IEEE-like: largest 57344, smallest normal 2^-14,
+//         smallest subnormal 2^-16.
+struct Fp8Format {
+    int mantissa_bits;
+    int bias;
+    std::uint8_t max_code; // the largest finite magnitude's bits
+    float max_finite;
+};
+inline constexpr Fp8Format k_e4m3{3, 7, 0x7E, 448.0f};
+inline constexpr Fp8Format k_e5m2{2, 15, 0x7B, 57344.0f};
+
+MIXLAB_HD std::uint8_t float_to_fp8(float f, Fp8Format fmt)
+{
+    const std::uint32_t u = float_bits(f);
+    const std::uint8_t sign = std::uint8_t((u >> 24) & 0x80u);
+    const std::uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return std::uint8_t(sign | 0x7Fu); // NaN
+    const int min_normal_exp = 1 - fmt.bias;
+    std::uint32_t code;
+    if (a < std::uint32_t(min_normal_exp + 127) << 23) {
+        // Below the smallest normal: the value in units of the smallest subnormal,
+        // 2^(min_normal_exp - mantissa_bits), rounded to an integer. A power-of-two scale
+        // is exact, and rintf rounds ties to even on host and device; a carry to
+        // 2^mantissa_bits is the smallest normal's code, as it should be.
+        const float units = bits_float(a) * bits_float(std::uint32_t(127 - min_normal_exp +
+                                                                     fmt.mantissa_bits) << 23);
+        code = std::uint32_t(rintf(units));
+    } else {
+        // Normal: drop 23 - mantissa_bits bits with ties to even on the float's bits (a
+        // carry out of the mantissa bumps the exponent, as it should), then rebias.
+        const int shift = 23 - fmt.mantissa_bits;
+        const std::uint32_t lsb = (a >> shift) & 1u;
+        const std::uint32_t rounded = (a + ((1u << (shift - 1)) - 1u) + lsb) >> shift;
+        const std::uint32_t rebias = std::uint32_t(127 - fmt.bias) << fmt.mantissa_bits;
+        code = rounded - rebias; // a >= the smallest normal, so no wrap
+    }
+    if (code > fmt.max_code) code = fmt.max_code; // saturate (infinities too)
+    return std::uint8_t(sign | code);
+}
+
+MIXLAB_HD float fp8_to_float(std::uint8_t c, Fp8Format fmt)
+{
+    const std::uint32_t sign = std::uint32_t(c & 0x80u) << 24;
+    const std::uint32_t mag = c & 0x7Fu;
+    const std::uint32_t mant_mask = (1u << fmt.mantissa_bits) - 1u;
+    const std::uint32_t exp = mag >> fmt.mantissa_bits;
+    const std::uint32_t mant = mag & mant_mask;
+    if (mag > fmt.max_code) {
+        // E4M3: only 0x7F is past max (NaN). E5M2: exponent 31, inf when mantissa is 0.
+        if (fmt.bias == 15 && mant == 0) return bits_float(sign | 0x7F800000u);
+        return bits_float(sign | 0x7FC00000u);
+    }
+    if (exp == 0) { // subnormal or zero: mant units of 2^(1 - bias - mantissa_bits), exact
+        const float unit = bits_float(std::uint32_t(127 + 1 - fmt.bias - fmt.mantissa_bits) << 23);
+        return bits_float(sign | float_bits(float(mant) * unit));
+    }
+    return bits_float(sign | ((exp - fmt.bias + 127) << 23) | (mant << (23 - fmt.mantissa_bits)));
+}
+
 // ---- numerics histograms (Backend::value_histogram, update_histogram) ---------------
 // A value's binade is floor(log2|x|), read from the float's bits: the exponent field for a
 // normal, the position of the highest mantissa bit for a subnormal. No log2 is called, so
