@@ -43,6 +43,7 @@ set(MIXLAB_BACKENDS_SOURCES
     backends/cpu/cpu_conv.cpp
     backends/cpu/cpu_dropout.cpp
     backends/cpu/cpu_embedding.cpp
+    backends/cpu/cpu_fp8.cpp
     backends/cpu/cpu_gemm.cpp
     backends/cpu/cpu_loss.cpp
     backends/cpu/cpu_lstm.cpp
