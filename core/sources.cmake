@@ -54,6 +54,7 @@ set(MIXLAB_BACKENDS_SOURCES
 # model: a spec turned into a graph of shaped layers, and the executor of that graph; each
 # layer type is a unit of its own under model/layers, listed in model/layers/registry.cpp.
 set(MIXLAB_MODEL_SOURCES
+    model/fp8_eligibility.cpp
     model/graph.cpp
     model/master_io.cpp
     model/network.cpp
@@ -99,6 +100,7 @@ set(MIXLAB_TRAIN_SOURCES
 set(MIXLAB_REPORT_SOURCES
     report/explain.cpp
     report/explain_json.cpp
+    report/explain_fp8.cpp
     report/explain_numerics.cpp
     report/numerics_summary.cpp
     report/numerics_summary_json.cpp

@@ -2,6 +2,7 @@
 // the runs' own numbers, one thing about why precision helped or not.
 #include "mixlab/explain.h"
 
+#include "report/explain_fp8.h"
 #include "report/explain_numerics.h"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ std::string fmt(const char* format, ...)
 std::string name(Policy p) { return std::string(policy_name(p)); }
 
 // mixed_fp8 stores bf16 around its fp8 GEMMs, with fp32 masters: 16-bit and mixed here
-// (its own rules come with issue 18's explain work).
+// (its own rules: explain_fp8.cpp).
 bool is_16bit(Policy p)
 {
     return p == Policy::MixedFP16 || p == Policy::MixedBF16 || p == Policy::FP16 ||
@@ -800,6 +801,7 @@ std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader read
     rule_rnn_latency(group, reader, out);
     rule_master_weights(group, reader, out);
     explain_numerics(group, reader, out);
+    explain_fp8(group, reader, out);
     return out;
 }
 

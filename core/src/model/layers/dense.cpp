@@ -6,6 +6,7 @@
 // which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
 // network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need.
 #include "mixlab/error.h"
+#include "model/fp8_eligibility.h"
 #include "model/layers/layer_rules.h"
 #include "model/layers/layer_unit.h"
 #include "model/layers/shared_table.h"
@@ -28,24 +29,6 @@ struct Fp8Operands {
     Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in, in x out (E4M3)
     Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out, out x batch (E5M2)
 };
-
-// Why a dense layer under mixed_fp8 stays in bfloat16, or "" when it runs in fp8. Hopper's
-// fp8 GEMMs need k (and the leading dimensions) a multiple of 16: forward reads k = in,
-// dX k = out, dW k = the batch's rows, so all three must be.
-std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, int in, int out, int rows,
-                              bool sequence)
-{
-    if (dtype != DType::BF16) return "kept in " + std::string(dtype_name(dtype)) + " by the layer's dtype";
-    if (spec.no_fp8) return "kept in bfloat16 by the layer's dtype";
-    if (spec.tie_weights)
-        return "kept in bfloat16: its weights are the embedding's table, which is not quantized";
-    if (out % 16 != 0) return "out " + std::to_string(out) + " is not a multiple of 16";
-    if (in % 16 != 0) return "in " + std::to_string(in) + " is not a multiple of 16";
-    if (rows % 16 != 0)
-        return std::string(sequence ? "batch x bptt " : "batch ") + std::to_string(rows) +
-               " is not a multiple of 16";
-    return "";
-}
 
 class DenseNode final : public Node {
 public:
