@@ -43,6 +43,7 @@ set(MIXLAB_BACKENDS_SOURCES
     backends/cpu/cpu_conv.cpp
     backends/cpu/cpu_dropout.cpp
     backends/cpu/cpu_embedding.cpp
+    backends/cpu/cpu_fp8.cpp
     backends/cpu/cpu_gemm.cpp
     backends/cpu/cpu_loss.cpp
     backends/cpu/cpu_lstm.cpp
@@ -53,6 +54,7 @@ set(MIXLAB_BACKENDS_SOURCES
 # model: a spec turned into a graph of shaped layers, and the executor of that graph; each
 # layer type is a unit of its own under model/layers, listed in model/layers/registry.cpp.
 set(MIXLAB_MODEL_SOURCES
+    model/fp8_eligibility.cpp
     model/graph.cpp
     model/master_io.cpp
     model/network.cpp
@@ -84,6 +86,7 @@ set(MIXLAB_ANALYSIS_SOURCES
 # train: training runs, the step, its profile, the group that sets up and steps runs in
 # lockstep (run_group), the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
+    train/fp8_scales.cpp
     train/max_batch.cpp
     train/max_batch_trial.cpp
     train/metrics_json.cpp
@@ -97,6 +100,7 @@ set(MIXLAB_TRAIN_SOURCES
 set(MIXLAB_REPORT_SOURCES
     report/explain.cpp
     report/explain_json.cpp
+    report/explain_fp8.cpp
     report/explain_numerics.cpp
     report/numerics_summary.cpp
     report/numerics_summary_json.cpp

@@ -105,7 +105,8 @@ double metricValue(const mixlab::StepMetrics &m, Metric metric)
     case Metric::Perplexity: return mixlab::perplexity(m.loss);
     case Metric::StepMs: return m.step_ms;
     case Metric::Throughput: return m.samples_per_s;
-    case Metric::LossScale: return m.loss_scale;
+    case Metric::LossScale: // mixed_fp8: the largest tensor's fp8 scale (no loss scaling)
+        return m.fp8_log2_scale_max ? std::exp2(double(*m.fp8_log2_scale_max)) : m.loss_scale;
     }
     return 0;
 }
@@ -349,9 +350,12 @@ void ChartPanel::setDesignedLanguageModel(bool languageModel)
 bool ChartPanel::updateModes()
 {
     bool classifier = false, lm = false;
+    bool fp8 = false;
     for (int id : m_store->runIds())
-        if (const RunRecord *r = m_store->run(id); r && r->visible)
+        if (const RunRecord *r = m_store->run(id); r && r->visible) {
             (r->languageModel ? lm : classifier) = true;
+            fp8 = fp8 || r->config.policy == mixlab::Policy::MixedFP8;
+        }
     if (!classifier && !lm) (m_designedLanguageModel ? lm : classifier) = true;
     const bool perplexity = lm && !classifier;
     const bool changed = perplexity != m_perplexityMode;
@@ -383,6 +387,20 @@ bool ChartPanel::updateModes()
         chart(QStringLiteral("loss"))
             ->setLabels(tr("Loss"), tokens ? tr("loss per token") : tr("loss"),
                         perStep + tr("; dashed ●: test, per epoch"));
+    }
+    // mixed_fp8 scales no loss: its scales are the per-tensor fp8 ones (delayed scaling),
+    // which the same chart draws for such runs, the largest and the smallest tensor's.
+    MetricChart *scale = chart(QStringLiteral("loss_scale"));
+    if (fp8 != m_fp8Mode || scale->title().isEmpty()) {
+        m_fp8Mode = fp8;
+        if (fp8)
+            scale->setLabels(tr("Loss scale · fp8 scales"), tr("scale"),
+                             tr("fp8 runs: solid the largest tensor's fp8 scale, faint the "
+                                "smallest (delayed scaling); others: the loss scale; ▲: "
+                                "skipped step"));
+        else
+            scale->setLabels(tr("Loss scale"), tr("scale"),
+                             tr("▲: skipped step (inf/NaN gradients)"));
     }
     return changed;
 }
@@ -493,7 +511,7 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     const XMapper xm(m_xAxis, *r);
     const auto &steps = r->steps;
     const qsizetype n = qsizetype(steps.size());
-    QList<QPointF> loss, acc, stepMs, rate, scale, skipped;
+    QList<QPointF> loss, acc, stepMs, rate, scale, skipped, fp8Low;
     if (wLoss) loss.reserve(n);
     if (wAcc) acc.reserve(n);
     if (wStep) stepMs.reserve(n);
@@ -511,6 +529,8 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
             if (wScale) {
                 scale.append(QPointF(x, metricValue(m, Metric::LossScale)));
                 if (m.skipped) skipped.append(scale.back());
+                if (m.fp8_log2_scale_min) // mixed_fp8: the tensors' scale range
+                    fp8Low.append(QPointF(x, std::exp2(double(*m.fp8_log2_scale_min))));
             }
         }
     // Per epoch: accuracies, or for perplexity the train, valid and test perplexities.
@@ -561,7 +581,13 @@ void ChartPanel::updateRun(int runId, MetricChart *only)
     if (wRate)
         chart(QStringLiteral("throughput"))
             ->setRun(runId, label, tip, color, stepCurves(rate, a, true, true));
-    if (wScale)
+    if (wScale && !fp8Low.isEmpty())
+        chart(QStringLiteral("loss_scale"))
+            ->setRun(runId, label, tip, color,
+                     {{tr("fp8 scale, largest tensor"), Style::Solid, true, scale, {}},
+                      {tr("fp8 scale, smallest tensor"), Style::Faint, false, fp8Low, {}},
+                      {tr("skipped step"), Style::Scatter, false, skipped, {}}});
+    else if (wScale)
         chart(QStringLiteral("loss_scale"))
             ->setRun(runId, label, tip, color,
                      {{tr("loss scale"), Style::Solid, true, scale, {}},
@@ -640,6 +666,10 @@ MetricChart::Readout ChartPanel::readout(const QString &chartName, double x) con
             else
                 value = readoutValue(at.point.y()) + unit;
             if (at.index < smoothingStart(steady)) value += tr(", warm-up");
+            if (*metric == Metric::LossScale && m.fp8_log2_scale_min)
+                value = tr("fp8 scales 2^%1 … 2^%2")
+                            .arg(double(*m.fp8_log2_scale_min), 0, 'f', 1)
+                            .arg(double(*m.fp8_log2_scale_max), 0, 'f', 1);
             if (*metric == Metric::LossScale && m.skipped) value += tr(", skipped");
             // The latest per-epoch evaluation at or before x.
             if (*metric == Metric::Loss || *metric == Metric::Accuracy ||

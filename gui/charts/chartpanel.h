@@ -96,6 +96,7 @@ private:
     bool m_logScale = false;
     bool m_perplexityMode = false;
     bool m_tokensMode = false; // throughput in tokens/s
+    bool m_fp8Mode = false;    // a mixed_fp8 run is shown: the scale chart also draws fp8 scales
     bool m_designedLanguageModel = false;
 
     QComboBox *m_xCombo = nullptr;

@@ -41,6 +41,7 @@ QColor policyColor(mixlab::Policy policy)
     case mixlab::Policy::MixedBF16: return p[2];
     case mixlab::Policy::TF32: return p[3];
     case mixlab::Policy::FP16: return p[4];
+    case mixlab::Policy::MixedFP8: return p[5];
     }
     return p[7];
 }

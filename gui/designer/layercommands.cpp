@@ -38,6 +38,7 @@ QString layerFieldName(LayerField field, LayerType type)
     case LayerField::Rate:
         return type == LayerType::Lstm ? QStringLiteral("dropout") : QStringLiteral("rate");
     case LayerField::ForceFp32: return QStringLiteral("dtype");
+    case LayerField::NoFp8: return QStringLiteral("dtype");
     case LayerField::Filters: return QStringLiteral("filters");
     case LayerField::Kernel:
         return type == LayerType::MaxPool2D || type == LayerType::AvgPool2D
@@ -71,6 +72,7 @@ QString fieldValueText(LayerField field, const LayerSpec &layer)
     case LayerField::UseBias: return layer.use_bias ? tr("on") : tr("off");
     case LayerField::Rate: return QString::number(double(layer.rate), 'g', 6);
     case LayerField::ForceFp32: return layer.force_fp32 ? tr("float32") : tr("policy dtype");
+    case LayerField::NoFp8: return layer.no_fp8 ? tr("bfloat16 (out of fp8)") : tr("policy dtype");
     case LayerField::Filters: return QString::number(layer.filters);
     case LayerField::Kernel: return QStringLiteral("%1x%2").arg(layer.kernel_h).arg(layer.kernel_w);
     case LayerField::Stride:
@@ -102,6 +104,7 @@ bool sameField(LayerField field, const LayerSpec &a, const LayerSpec &b)
     case LayerField::UseBias: return a.use_bias == b.use_bias;
     case LayerField::Rate: return a.rate == b.rate;
     case LayerField::ForceFp32: return a.force_fp32 == b.force_fp32;
+    case LayerField::NoFp8: return a.no_fp8 == b.no_fp8;
     case LayerField::Filters: return a.filters == b.filters;
     case LayerField::Kernel: return a.kernel_h == b.kernel_h && a.kernel_w == b.kernel_w;
     case LayerField::Stride: return a.stride_h == b.stride_h && a.stride_w == b.stride_w;

@@ -31,6 +31,7 @@ enum class LayerField {
     UseBias,
     Rate,
     ForceFp32,
+    NoFp8, // dense: "dtype": "bfloat16", kept out of fp8 under mixed_fp8
     Filters,
     Kernel,
     Stride,

@@ -222,6 +222,15 @@ LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent)
                                "softmax or sigmoid."));
     m_form->addRow(tr("Precision"), m_forceFp32);
 
+    m_noFp8 = new QCheckBox(tr("keep out of fp8"), this);
+    m_noFp8->setObjectName(QStringLiteral("noFp8"));
+    m_noFp8->setToolTip(tr("Under mixed_fp8, run this dense layer's GEMMs in bfloat16 instead "
+                           "of fp8 (\"dtype\": \"bfloat16\"); other policies ignore it. The "
+                           "first and the last dense layer are the usual ones kept out: the "
+                           "input's and the logits' ranges suffer most from fp8's 3 or 2 "
+                           "mantissa bits."));
+    m_form->addRow(QString(), m_noFp8);
+
     connect(m_units, &QSpinBox::valueChanged, this, [this](int v) {
         LayerSpec l = m_layer;
         l.units = v;
@@ -344,7 +353,14 @@ LayerPropertyEditor::LayerPropertyEditor(QWidget *parent) : QWidget(parent)
     connect(m_forceFp32, &QCheckBox::toggled, this, [this](bool on) {
         LayerSpec l = m_layer;
         l.force_fp32 = on;
+        if (on) l.no_fp8 = false; // one "dtype" field holds either
         edit(LayerField::ForceFp32, l);
+    });
+    connect(m_noFp8, &QCheckBox::toggled, this, [this](bool on) {
+        LayerSpec l = m_layer;
+        l.no_fp8 = on;
+        if (on) l.force_fp32 = false;
+        edit(LayerField::NoFp8, l);
     });
 
     clearLayer();
@@ -379,7 +395,7 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
         b6(m_unitsPerClass), b7(m_filters), b8(m_kernelH), b9(m_kernelW), b10(m_strideH),
         b11(m_strideW), b12(m_padding), b13(m_padH), b14(m_padW), b15(m_momentum), b16(m_epsilon),
         b17(m_unitsPerWord), b18(m_tieWeights), b19(m_vocab), b20(m_vocabFromData), b21(m_dim),
-        b22(m_hidden), b23(m_numLayers);
+        b22(m_hidden), b23(m_numLayers), b24(m_noFp8);
     QString title = path.toString();
     if (!title.isEmpty()) title[0] = title[0].toUpper();
     m_title->setText(tr("%1: %2").arg(title, fromView(mixlab::layer_type_name(layer.type))));
@@ -432,6 +448,7 @@ void LayerPropertyEditor::setLayer(const LayerPath &path, const LayerSpec &layer
     m_useBias->setChecked(layer.use_bias);
     m_rate->setValue(double(layer.rate));
     m_forceFp32->setChecked(layer.force_fp32);
+    m_noFp8->setChecked(layer.no_fp8);
 
     QString note;
     if (t == LayerType::Residual)
@@ -509,6 +526,7 @@ void LayerPropertyEditor::showRows()
                                 "the next layer reads them (not after the last one)")
                            : tr("Fraction of the inputs zeroed in training."));
     m_form->setRowVisible(m_forceFp32, any && t != LayerType::Residual);
+    m_form->setRowVisible(m_noFp8, any && t == LayerType::Dense);
     switch (t) {
     case LayerType::Dense:
     case LayerType::Conv2D:

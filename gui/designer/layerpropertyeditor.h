@@ -78,4 +78,5 @@ private:
     QCheckBox *m_useBias = nullptr;
     QDoubleSpinBox *m_rate = nullptr;
     QCheckBox *m_forceFp32 = nullptr;
+    QCheckBox *m_noFp8 = nullptr;
 };

@@ -211,5 +211,6 @@ QString layerSummary(const LayerSpec &layer)
         break;
     }
     if (layer.force_fp32) s += tr(" (float32)");
+    else if (layer.no_fp8) s += tr(" (out of fp8)");
     return s;
 }

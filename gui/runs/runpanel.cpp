@@ -569,6 +569,20 @@ QString RunPanel::policyBlockReason(mixlab::Policy p) const
     return {};
 }
 
+QString RunPanel::policyNote(mixlab::Policy p) const
+{
+    if (p != mixlab::Policy::MixedFP8) return {};
+    if (effectiveDevice().backend == mixlab::BackendKind::Cpu)
+        return tr("Emulated on the CPU: dense layers' GEMM operands rounded to E4M3 / E5M2 with "
+                  "per-tensor delayed scaling, as the GPU does, so accuracy is what fp8 gives; "
+                  "no fp8 speed. Layers whose sizes are not multiples of 16, and layers set to "
+                  "bfloat16 or float32, stay out of fp8.");
+    return tr("Dense layers' GEMMs in fp8 (E4M3 forward, E5M2 gradients) with per-tensor delayed "
+              "scaling; everything else as mixed_bf16. Layers whose sizes are not multiples of "
+              "16, and layers set to bfloat16 or float32 (often the first and last), stay out "
+              "of fp8.");
+}
+
 mixlab::DeviceInfo RunPanel::effectiveDevice() const
 {
     if (mixlab::DeviceChoice(m_device->currentData().toInt()) == mixlab::DeviceChoice::CPU) {
@@ -591,8 +605,9 @@ void RunPanel::updateDeviceDependent()
 
     bool policyMoved = false;
     for (int i = 0; i < m_policy->count(); ++i) {
-        const QString why = policyBlockReason(mixlab::Policy(m_policy->itemData(i).toInt()));
-        setItemEnabled(m_policy, i, why.isEmpty(), why);
+        const auto p = mixlab::Policy(m_policy->itemData(i).toInt());
+        const QString why = policyBlockReason(p);
+        setItemEnabled(m_policy, i, why.isEmpty(), why.isEmpty() ? policyNote(p) : why);
     }
     if (!itemEnabled(m_policy, m_policy->currentIndex())) {
         m_policy->setCurrentIndex(m_policy->findData(int(mixlab::Policy::FP32)));
@@ -603,10 +618,9 @@ void RunPanel::updateDeviceDependent()
     for (auto &[p, box] : m_compare) {
         const QString why = policyBlockReason(p);
         box->setEnabled(why.isEmpty());
-        box->setToolTip(
-            why.isEmpty()
-                ? tr("Train %1 in lockstep with the other checked policies").arg(policyText(p))
-                : why);
+        QString tip = tr("Train %1 in lockstep with the other checked policies").arg(policyText(p));
+        if (!policyNote(p).isEmpty()) tip += QStringLiteral("\n") + policyNote(p);
+        box->setToolTip(why.isEmpty() ? tip : why);
         if (!why.isEmpty()) box->setChecked(false);
     }
     if (!m_compareTouched) {

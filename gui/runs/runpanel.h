@@ -67,6 +67,9 @@ public:
     bool selectDatasetFolder(const QString &folder, QString *error);
     // Why a policy cannot run on the chosen device; empty when it can.
     QString policyBlockReason(mixlab::Policy p) const;
+    // What a user should know about a policy on the chosen device (mixed_fp8: emulated on
+    // the CPU, which layers run in fp8); empty for most.
+    QString policyNote(mixlab::Policy p) const;
     bool isStartBlocked() const { return !m_blockReason.isEmpty(); }
     QString startBlockReason() const { return m_blockReason; }
 

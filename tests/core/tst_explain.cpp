@@ -626,6 +626,109 @@ private slots:
         QVERIFY(with_id(explain({no_base, mixed}), "fixed_costs").empty());
     }
 
+    // mixed_fp8: which dense layers ran in fp8 and why the others did not (the layer
+    // whose units are off 16 gets a fix with the units that put it in; the 10-class output
+    // is named as the usual one to keep out), the CPU's emulation, and a group with no fp8
+    // run or no dense layer.
+    void fp8Coverage()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1000}); // 3072 -> 1000 -> 10
+        RunFacts fp8 = facts(Policy::MixedFP8, spec, 1.0);
+        const auto all = explain({fp8});
+        const auto cov = with_id(all, "fp8_coverage");
+        QCOMPARE(cov.size(), std::size_t(1));
+        QCOMPARE(cov[0].severity, Explanation::Severity::Warning); // none ran in fp8
+        QVERIFY2(cov[0].sentence.find("0 of the model's 2 dense layers") != std::string::npos,
+                 cov[0].sentence.c_str());
+        QVERIFY2(cov[0].sentence.find("emulated") != std::string::npos, cov[0].sentence.c_str());
+        const auto out = with_id(all, "fp8_layer_out");
+        QCOMPARE(out.size(), std::size_t(2));
+        QVERIFY2(out[0].sentence.find("layer 2") != std::string::npos, out[0].sentence.c_str());
+        QVERIFY2(out[0].sentence.find("out 1000 is not a multiple of 16") != std::string::npos,
+                 out[0].sentence.c_str());
+        QVERIFY(out[0].fix);
+        QCOMPARE(out[0].fix->kind, FixKind::SetUnits);
+        QCOMPARE(out[0].fix->units, 1008);
+        QCOMPARE(out[0].fix->path, std::string("layer 2"));
+        // The output layer: no fix, but why it is the usual one to keep out.
+        QVERIFY(!out[1].fix);
+        QVERIFY2(out[1].sentence.find("out 10 is not a multiple of 16") != std::string::npos,
+                 out[1].sentence.c_str());
+        QVERIFY2(out[1].sentence.find("usual one to keep out") != std::string::npos,
+                 out[1].sentence.c_str());
+
+        // With the fix applied the hidden layer runs in fp8: only the output stays out.
+        const ModelSpec fixed = test::tiny_mlp({.hidden = 1008});
+        const auto after = explain({facts(Policy::MixedFP8, fixed, 1.0)});
+        QCOMPARE(with_id(after, "fp8_coverage")[0].severity, Explanation::Severity::Info);
+        QVERIFY(with_id(after, "fp8_coverage")[0].sentence.find("1 of the model's 2") !=
+                std::string::npos);
+        QCOMPARE(with_id(after, "fp8_layer_out").size(), std::size_t(1));
+        // A batch off 16 keeps every layer out, and the reason says so.
+        RunFacts odd_batch = facts(Policy::MixedFP8, fixed, 1.0);
+        odd_batch.batch = 20;
+        const auto odd = with_id(explain({odd_batch}), "fp8_layer_out");
+        QCOMPARE(odd.size(), std::size_t(2));
+        QVERIFY2(odd[0].sentence.find("batch 20 is not a multiple of 16") != std::string::npos,
+                 odd[0].sentence.c_str());
+        // "dtype": "bfloat16" keeps a layer out by the user's choice: no fix offered.
+        ModelSpec kept = fixed;
+        kept.layers[1].no_fp8 = true;
+        const auto k = with_id(explain({facts(Policy::MixedFP8, kept, 1.0)}), "fp8_layer_out");
+        QVERIFY2(k[0].sentence.find("kept in bfloat16 by the layer's dtype") != std::string::npos,
+                 k[0].sentence.c_str());
+        QVERIFY(!k[0].fix);
+        // Other policies: silent.
+        QVERIFY(with_id(explain({facts(Policy::MixedBF16, spec, 1.0)}), "fp8_coverage").empty());
+    }
+
+    // mixed_fp8 against mixed_bf16 on the GPU: the step, the fp8 layers' own time from both
+    // profiles and what fp8 does not shrink; the test accuracy against bf16's.
+    void fp8SpeedAndAccuracy()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1008});
+        RunFacts bf16 = facts(Policy::MixedBF16, spec, 0.60, gpu_device(9, 0));
+        RunFacts fp8 = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        bf16.summary.final_test_accuracy = 0.885f;
+        fp8.summary.final_test_accuracy = 0.861f;
+        auto with_layers = [](double hidden_ms, double out_ms, double rest_ms) {
+            StepProfile p;
+            p.steps = 10;
+            p.device_ms = hidden_ms + out_ms + rest_ms;
+            p.layers = {{"layer 2", "dense", hidden_ms / 3, 2 * hidden_ms / 3, 0, 0, true, true, ""},
+                        {"layer 3", "dense", out_ms / 3, 2 * out_ms / 3, 0, 0, true, true, ""}};
+            return p;
+        };
+        bf16.profile = with_layers(0.40, 0.02, 0.18);
+        fp8.profile = with_layers(0.25, 0.02, 0.18);
+        const auto all = explain({bf16, fp8});
+        const auto speed = with_id(all, "fp8_speed");
+        QCOMPARE(speed.size(), std::size_t(1));
+        QCOMPARE(speed[0].run, 1);
+        QVERIFY2(speed[0].sentence.find("0.450 ms a step against mixed_bf16's 0.600 ms (1.33x)") !=
+                     std::string::npos,
+                 speed[0].sentence.c_str());
+        QVERIFY2(speed[0].sentence.find("0.250 ms against 0.400 ms in bfloat16 (1.60x)") !=
+                     std::string::npos,
+                 speed[0].sentence.c_str());
+        const auto acc = with_id(all, "fp8_accuracy");
+        QCOMPARE(acc.size(), std::size_t(1));
+        QCOMPARE(acc[0].severity, Explanation::Severity::Warning); // 2.4 points lower
+        QVERIFY2(acc[0].sentence.find("86.10% test accuracy against mixed_bf16's 88.50%: 2.40 "
+                                      "points lower") != std::string::npos,
+                 acc[0].sentence.c_str());
+        QVERIFY(!acc[0].suggestion.empty());
+        // Within half a point: the spread between seeds, said as such.
+        fp8.summary.final_test_accuracy = 0.883f;
+        const auto close = with_id(explain({bf16, fp8}), "fp8_accuracy");
+        QCOMPARE(close[0].severity, Explanation::Severity::Info);
+        QVERIFY(close[0].sentence.find("within the spread between seeds") != std::string::npos);
+        // No mixed_bf16 run in the group: neither rule has a reference.
+        const auto alone = explain({fp8});
+        QVERIFY(with_id(alone, "fp8_speed").empty());
+        QVERIFY(with_id(alone, "fp8_accuracy").empty());
+    }
+
     // bf16 safe or not, said once for the group from its fp32 run (no mixed_bf16 run): the
     // layers whose updates bf16 weights lose (d <= -9: below half a bf16 ulp), with shares,
     // and bf16's range; from a mixed_bf16 run when the group has one.

@@ -54,7 +54,8 @@ bool cuda_backend_available(); // built with CUDA, its module loads and a device
 // no NVIDIA driver, a driver too old, no device. DeviceChoice::Auto then uses the CPU.
 std::string cuda_backend_unavailable_reason();
 
-// Throws DeviceError when the policy needs what the device lacks (bf16/TF32 < sm_80).
+// Throws DeviceError when the policy needs what the device lacks (bf16/TF32 < sm_80,
+// fp8 < sm_89), naming what it needs and what the GPU has.
 void check_policy_supported(const DeviceInfo& info, Policy policy);
 
 } // namespace mixlab

@@ -50,6 +50,9 @@ struct LayerSpec {
     float rate = 0.0f;                        // dropout probability of zeroing; lstm
                                               // "dropout" between its stacked layers
     bool force_fp32 = false;                  // "dtype": "float32": kept out of reduced precision
+    // "dtype": "bfloat16": kept out of fp8 under mixed_fp8 (in the policy's bf16); under
+    // the other policies it changes nothing.
+    bool no_fp8 = false;
 
     // conv2d: "filters", "kernel" (n or [h, w]); pooling: "pool_size" (n or [h, w]),
     // both stored as kernel_h/kernel_w. "stride" (n or [h, w]) defaults to 1 for conv2d

@@ -7,7 +7,9 @@
 
 namespace mixlab {
 
-enum class Policy { FP32, TF32, MixedFP16, MixedBF16, FP16 };
+// MixedFP8: mixed_bf16 with the dense layers' GEMMs in fp8 (E4M3 forward, E5M2 for
+// gradients) under per-tensor delayed scaling (run_config's Fp8Config); emulated on the CPU.
+enum class Policy { FP32, TF32, MixedFP16, MixedBF16, FP16, MixedFP8 };
 
 enum class MathMode {
     Pedantic, // fp32 math, no TF32
@@ -18,7 +20,9 @@ enum class MathMode {
 struct PolicyTraits {
     DType compute;       // activations and the weights the GEMMs read
     bool master_weights; // fp32 master copy updated by the optimizer
-    bool needs_sm80;     // bf16 / tf32 tensor cores need compute capability 8.0+
+    // The compute capability (major * 10 + minor) its tensor cores need: 80 for bf16 and
+    // tf32, 89 for fp8 (Ada and Hopper); 0 for any GPU.
+    int min_cc;
     MathMode math;
     bool default_loss_scaling; // dynamic loss scaling unless the config says otherwise
 };
@@ -27,7 +31,7 @@ Policy parse_policy(std::string_view name); // throws InputError naming the vali
 std::string_view policy_name(Policy p);
 PolicyTraits policy_traits(Policy p);
 // Every policy in table order (for --help text and the GUI).
-inline constexpr Policy k_all_policies[] = {Policy::FP32, Policy::TF32, Policy::MixedFP16,
-                                            Policy::MixedBF16, Policy::FP16};
+inline constexpr Policy k_all_policies[] = {Policy::FP32,      Policy::TF32, Policy::MixedFP16,
+                                            Policy::MixedBF16, Policy::FP16, Policy::MixedFP8};
 
 } // namespace mixlab

@@ -42,6 +42,17 @@ struct OptimizerConfig {
     MasterWeights master_weights = MasterWeights::FP32; // Bf16Split: mixed_bf16 only
 };
 
+// mixed_fp8's delayed scaling ("fp8": {"amax_history": 16, "margin": 0}): each fp8
+// tensor's scale is fp8 max / (the largest amax of its last amax_history steps) / 2^margin,
+// updated once a step. Other policies ignore it.
+struct Fp8Config {
+    int amax_history = 16; // 1 .. k_max_fp8_history steps
+    int margin = 0;        // -k_max_fp8_margin .. k_max_fp8_margin; > 0 leaves headroom
+    bool operator==(const Fp8Config&) const = default;
+};
+inline constexpr int k_max_fp8_history = 1024;
+inline constexpr int k_max_fp8_margin = 8;
+
 enum class DeviceChoice { Auto, CPU, CUDA };
 
 struct DatasetOptions {
@@ -76,6 +87,7 @@ struct RunConfig {
     std::int64_t steps = 0; // > 0: stop after this many steps instead of epochs
     OptimizerConfig optimizer;
     LrScheduleConfig lr_schedule;
+    Fp8Config fp8; // mixed_fp8 only
     // Language models: the truncated-BPTT window, in time steps (tokens per column per
     // step); a step trains batch_size x bptt tokens. Classifiers ignore it.
     int bptt = 35;

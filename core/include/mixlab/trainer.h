@@ -30,6 +30,9 @@ struct StepMetrics {
     float next_loss_scale = 1;
     bool overflow = false; // gradients held inf/NaN
     bool skipped = false;  // the optimizer skipped the update
+    // mixed_fp8: the range of log2(scale) across the fp8 tensors after this step's update
+    // (the scale chart of an fp8 run); unset for every other run.
+    std::optional<float> fp8_log2_scale_min, fp8_log2_scale_max;
 };
 
 // Losses are per sample, or for a language model per token (natural log: its perplexity

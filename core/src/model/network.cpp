@@ -8,6 +8,7 @@
 
 #include "model/master_io.h"
 
+#include "base/hd_math.h"
 #include "mixlab/error.h"
 #include "model/layers/registry.h"
 #include "model/layers/shared_table.h"
@@ -126,6 +127,20 @@ public:
     {
         return spec.force_fp32 ? DType::F32 : m_traits.compute;
     }
+
+    const Fp8Config* fp8() const override
+    {
+        return m_policy == Policy::MixedFP8 ? &m_net.m_fp8 : nullptr;
+    }
+
+    std::size_t fp8_block(DType format, std::string name) override
+    {
+        m_net.m_fp8_names.push_back(std::move(name));
+        m_net.m_fp8_formats.push_back(format);
+        return m_net.m_fp8_names.size() - 1;
+    }
+
+    Buffer& fp8_meta() override { return m_net.m_fp8_meta; }
 
     MathMode layer_math(DType dtype) const override
     {
@@ -248,8 +263,8 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
 {}
 
 Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
-                 int max_batch, int time_steps, std::uint64_t seed)
-    : m_backend(backend), m_seed(seed), m_max_batch(max_batch), m_graph(graph)
+                 int max_batch, int time_steps, std::uint64_t seed, const Fp8Config& fp8)
+    : m_backend(backend), m_seed(seed), m_max_batch(max_batch), m_graph(graph), m_fp8(fp8)
 {
     if (time_steps < 1)
         throw InputError("time steps per pass must be at least 1, got " +
@@ -275,6 +290,13 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     // The loss always writes a gradient, even for a model without parameters.
     m_dlogits = flow.grad ? flow.grad : b.own(flow.value->count(), flow.dtype);
     if (!flow.grad) m_nodes.back()->out_grad = m_dlogits;
+    if (!m_fp8_names.empty()) {
+        const std::size_t floats =
+            m_fp8_names.size() * fp8_block_floats(m_fp8.amax_history);
+        m_fp8_meta = m_backend.alloc(floats, DType::F32);
+        m_device_bytes += std::int64_t(floats * sizeof(float));
+        reset_fp8_meta();
+    }
 
     init_parameters();
     reset_state();
@@ -282,6 +304,21 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
 }
 
 Network::~Network() = default;
+
+void Network::reset_fp8_meta()
+{
+    if (m_fp8_names.empty()) return;
+    const std::size_t stride = fp8_block_floats(m_fp8.amax_history);
+    std::vector<float> meta(m_fp8_names.size() * stride, 0.0f);
+    for (std::size_t t = 0; t < m_fp8_names.size(); ++t) {
+        float* m = meta.data() + t * stride;
+        m[k_fp8_scale] = 1.0f;
+        m[k_fp8_scale_inv] = 1.0f;
+        m[k_fp8_max_finite] = m_fp8_formats[t] == DType::F8E5M2 ? hd::k_e5m2.max_finite
+                                                                : hd::k_e4m3.max_finite;
+    }
+    m_backend.upload_f32(m_fp8_meta, meta.data(), meta.size());
+}
 
 void Network::init_parameters()
 {

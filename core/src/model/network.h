@@ -23,8 +23,10 @@ namespace mixlab {
 // window from the hidden state the previous pass ended in.
 class Network {
 public:
+    // `fp8`: mixed_fp8's delayed scaling (the run's "fp8" settings); other policies
+    // ignore it.
     Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
-            int max_batch, int time_steps, std::uint64_t seed);
+            int max_batch, int time_steps, std::uint64_t seed, const Fp8Config& fp8 = {});
     // time_steps 1 (what a graph that is not a sequence has anyway).
     Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, Backend& backend,
             int max_batch, std::uint64_t seed);
@@ -97,6 +99,18 @@ public:
     };
     std::vector<NumericsLayer> numerics_layers() const;
 
+    // mixed_fp8: the meta buffer of every fp8 tensor's scaling state (backend.h's block
+    // layout, fp8_tensors() blocks of fp8_config().amax_history history slots), null when
+    // no layer runs in fp8; the tensors' names ("layer 3 x", "layer 3 w", "layer 3 dy")
+    // in block order. The step updates it (Backend::fp8_update_scales) after the optimizer.
+    Buffer* fp8_meta() { return m_fp8_names.empty() ? nullptr : &m_fp8_meta; }
+    int fp8_tensors() const { return int(m_fp8_names.size()); }
+    const std::vector<std::string>& fp8_names() const { return m_fp8_names; }
+    const Fp8Config& fp8_config() const { return m_fp8; }
+    // Every block back to its start: scale and scale_inv 1, the format's largest finite
+    // value, no amax seen.
+    void reset_fp8_meta();
+
 private:
     class Builder;
     void init_parameters();
@@ -120,6 +134,10 @@ private:
     std::vector<const GraphLayer*> m_slot_layers; // per slot: the layer that added it
     std::unique_ptr<ParamTable> m_param_table;
     std::int64_t m_device_bytes = 0;
+    Fp8Config m_fp8;
+    Buffer m_fp8_meta; // allocated after the nodes reserved their blocks
+    std::vector<std::string> m_fp8_names;
+    std::vector<DType> m_fp8_formats;
 };
 
 } // namespace mixlab

@@ -2,6 +2,7 @@
 // the runs' own numbers, one thing about why precision helped or not.
 #include "mixlab/explain.h"
 
+#include "report/explain_fp8.h"
 #include "report/explain_numerics.h"
 
 #include <algorithm>
@@ -29,12 +30,18 @@ std::string fmt(const char* format, ...)
 
 std::string name(Policy p) { return std::string(policy_name(p)); }
 
+// mixed_fp8 stores bf16 around its fp8 GEMMs, with fp32 masters: 16-bit and mixed here
+// (its own rules: explain_fp8.cpp).
 bool is_16bit(Policy p)
 {
-    return p == Policy::MixedFP16 || p == Policy::MixedBF16 || p == Policy::FP16;
+    return p == Policy::MixedFP16 || p == Policy::MixedBF16 || p == Policy::FP16 ||
+           p == Policy::MixedFP8;
 }
 
-bool is_mixed(Policy p) { return p == Policy::MixedFP16 || p == Policy::MixedBF16; }
+bool is_mixed(Policy p)
+{
+    return p == Policy::MixedFP16 || p == Policy::MixedBF16 || p == Policy::MixedFP8;
+}
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
@@ -794,6 +801,7 @@ std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader read
     rule_rnn_latency(group, reader, out);
     rule_master_weights(group, reader, out);
     explain_numerics(group, reader, out);
+    explain_fp8(group, reader, out);
     return out;
 }
 

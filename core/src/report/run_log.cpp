@@ -197,6 +197,11 @@ std::string RunLog::to_json() const
     auto config_json = [&](const Run& r) {
         Json j = Json::parse(run_config_to_json(r.config));
         j["model"] = Json::parse(model_json(r));
+        // How a mixed_fp8 run's fp8 GEMMs ran, from the log's device: the CPU emulates
+        // them (E4M3/E5M2 rounding in fp32 math), a GPU runs its fp8 tensor cores.
+        if (r.config.policy == Policy::MixedFP8 && m_environment)
+            j["fp8_execution"] =
+                m_environment->backend == BackendKind::Cpu ? "emulated" : "tensor_cores";
         return j;
     };
 

@@ -19,13 +19,14 @@ const json_util::DocumentKind k_document{
     "experiment", "mixlab-experiment/", false};
 
 // A log's config: a run config with the run's "model" beside its fields (and, at the top
-// of a compare log, the "policies"). The model's text is model_spec_to_json's, or "null".
+// of a compare log, the "policies"; for a mixed_fp8 run, "fp8_execution"). The model's text is model_spec_to_json's, or "null".
 RunConfig config_from_json(const JsonReader& j, std::string& model_json)
 {
     j.as_object();
     nlohmann::json run_only = j.json();
     run_only.erase("model");
     run_only.erase("policies");
+    run_only.erase("fp8_execution"); // written from the environment, which is read apart
     const RunConfig config = run_config_from_json(JsonReader(run_only, j.where(), j.name()));
     const JsonReader model = j.at("model");
     model_json = model.is_null() ? "null" : model_spec_to_json(model_spec_from_json(model));

@@ -204,7 +204,7 @@ public:
             if (has("dropout")) layer.rate = read_rate("dropout");
             break;
         }
-        if (has("dtype")) layer.force_fp32 = read_dtype();
+        if (has("dtype")) read_dtype(layer);
         if (has("name") && !m_j.at("name").is_string())
             fail("\"name\" must be a string, got " + shown(m_j.at("name")));
         return layer;
@@ -440,12 +440,20 @@ private:
         return e;
     }
 
-    bool read_dtype() const
+    void read_dtype(LayerSpec& layer) const
     {
         const json& v = m_j.at("dtype");
-        if (v.is_string() && v.get<std::string>() == "float32") return true;
+        if (v.is_string() && v.get<std::string>() == "float32") {
+            layer.force_fp32 = true;
+            return;
+        }
+        if (v.is_string() && v.get<std::string>() == "bfloat16") {
+            layer.no_fp8 = true;
+            return;
+        }
         fail("\"dtype\" can only be \"float32\" (it keeps the layer in full precision under a "
-             "mixed policy), got " +
+             "mixed policy) or \"bfloat16\" (it keeps a dense layer out of fp8 under "
+             "mixed_fp8), got " +
              shown(v));
     }
 
@@ -541,6 +549,7 @@ Fields layer_fields(const LayerSpec& l)
         break;
     }
     if (l.force_fp32) f.emplace_back("dtype", string_text("float32"));
+    else if (l.no_fp8) f.emplace_back("dtype", string_text("bfloat16"));
     return f;
 }
 

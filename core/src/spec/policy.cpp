@@ -25,6 +25,7 @@ constexpr PolicyName k_names[] = {
     {"mixed_fp16", Policy::MixedFP16},
     {"mixed_bf16", Policy::MixedBF16},
     {"fp16", Policy::FP16},
+    {"mixed_fp8", Policy::MixedFP8},
     {"float32", Policy::FP32},
     {"mixed_float16", Policy::MixedFP16},
     {"mixed_bfloat16", Policy::MixedBF16},
@@ -46,7 +47,7 @@ Policy parse_policy(std::string_view name)
     for (const auto& entry : k_names)
         if (entry.name == key) return entry.policy;
     throw InputError("unknown precision policy \"" + std::string(name) +
-                     "\"; valid policies: fp32, tf32, mixed_fp16, mixed_bf16, fp16 "
+                     "\"; valid policies: fp32, tf32, mixed_fp16, mixed_bf16, fp16, mixed_fp8 "
                      "(Keras's names mixed_float16, mixed_bfloat16 and float32 also work)");
 }
 
@@ -58,6 +59,7 @@ std::string_view policy_name(Policy p)
     case Policy::MixedFP16: return "mixed_fp16";
     case Policy::MixedBF16: return "mixed_bf16";
     case Policy::FP16: return "fp16";
+    case Policy::MixedFP8: return "mixed_fp8";
     }
     return "unknown";
 }
@@ -65,17 +67,21 @@ std::string_view policy_name(Policy p)
 PolicyTraits policy_traits(Policy p)
 {
     switch (p) {
-    case Policy::FP32: return {DType::F32, false, false, MathMode::Pedantic, false};
-    case Policy::TF32: return {DType::F32, false, true, MathMode::TF32, false};
+    case Policy::FP32: return {DType::F32, false, 0, MathMode::Pedantic, false};
+    case Policy::TF32: return {DType::F32, false, 80, MathMode::TF32, false};
     case Policy::MixedFP16:
         // fp16's 5-bit exponent underflows small gradients: scale the loss by default.
-        return {DType::F16, true, false, MathMode::Reduced, true};
+        return {DType::F16, true, 0, MathMode::Reduced, true};
     case Policy::MixedBF16:
         // bf16 has fp32's exponent range, so gradients do not underflow: no scaling.
-        return {DType::BF16, true, true, MathMode::Reduced, false};
+        return {DType::BF16, true, 80, MathMode::Reduced, false};
     case Policy::FP16:
         // Pure fp16 (Apex O3-like): updates land on fp16 weights; scaling is opt-in.
-        return {DType::F16, false, false, MathMode::Reduced, false};
+        return {DType::F16, false, 0, MathMode::Reduced, false};
+    case Policy::MixedFP8:
+        // mixed_bf16 around the fp8 GEMMs: their scales are per tensor (delayed scaling),
+        // so the loss needs none; E5M2 gradients have fp16's range besides.
+        return {DType::BF16, true, 89, MathMode::Reduced, false};
     }
     throw InputError("unknown precision policy");
 }

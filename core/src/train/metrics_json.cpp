@@ -27,6 +27,7 @@ struct Field {
 };
 
 bool is_lm(const EpochMetrics& m) { return m.language_model; }
+bool has_fp8(const StepMetrics& m) { return m.fp8_log2_scale_min.has_value(); }
 Json optional_number(const std::optional<float>& v) { return v ? json_number(*v) : Json(nullptr); }
 Json optional_perplexity(const std::optional<float>& loss)
 {
@@ -61,6 +62,11 @@ const Field<StepMetrics> k_step_fields[] = {
      [](const JsonReader& r, StepMetrics& m) { m.overflow = r.boolean(); }},
     {"skipped", [](const StepMetrics& m) { return Json(m.skipped); },
      [](const JsonReader& r, StepMetrics& m) { m.skipped = r.boolean(); }},
+    // mixed_fp8: the range of log2(scale) across the fp8 tensors.
+    {"fp8_log2_scale_min", [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_min); },
+     [](const JsonReader& r, StepMetrics& m) { m.fp8_log2_scale_min = read_optional(r); }, has_fp8},
+    {"fp8_log2_scale_max", [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_max); },
+     [](const JsonReader& r, StepMetrics& m) { m.fp8_log2_scale_max = read_optional(r); }, has_fp8},
 };
 
 const Field<EpochMetrics> k_epoch_fields[] = {

@@ -190,7 +190,8 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     s.scaling.growth_interval = config.loss_scale.growth_interval;
 
     s.net = std::make_unique<Network>(graph, config.policy, config.optimizer, backend,
-                                      config.batch_size, s.lm ? s.bptt : 1, config.seed);
+                                      config.batch_size, s.lm ? s.bptt : 1, config.seed,
+                                      config.fp8);
     s.scaler = backend.alloc(k_scaler_fields, DType::F32);
     const float init_scale = mode == LossScaleMode::None ? 1.0f : config.loss_scale.init;
     const float scaler_init[k_scaler_fields] = {init_scale, 0, 0, 0};
@@ -212,6 +213,7 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
         s.end_events.push_back(backend.create_event());
     }
     s.launch_wall_ms.assign(k_ring, 0.0);
+    if (s.net->fp8_meta()) s.fp8 = std::make_unique<Fp8ScaleWatch>(backend, *s.net, k_ring);
     if (config.numerics_every > 0)
         s.numerics =
             std::make_unique<NumericsSampler>(backend, *s.net, config.numerics_every, k_ring);
@@ -269,9 +271,14 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
     if (sampling) numerics->enqueue_backward();
     mark(int(StepPhase::Backward) + 1);
     // optimizer_step records at[LossScaling + 1] itself, between its check and update.
-    (void)config; // the rate is the run's own (opt): the plateau schedule lowers it
+    // The rate is the run's own (opt): the plateau schedule lowers it.
     backend.optimizer_step(net->param_table(), opt, scaling, scaler, record, 0);
     if (sampling) numerics->enqueue_update();
+    // mixed_fp8's delayed scaling: every fp8 tensor's next scale from its amax history,
+    // this step's amax among it (recorded with the step, so each replay updates them).
+    if (Buffer* meta = net->fp8_meta())
+        backend.fp8_update_scales(*meta, net->fp8_tensors(), config.fp8.amax_history,
+                                  config.fp8.margin);
     backend.advance_step(step_counter);
     mark(int(StepPhase::Optimizer) + 1);
 }
@@ -405,6 +412,11 @@ void TrainingRun::Impl::report(MetricsSink& sink, std::int64_t step_index)
                                 : "")});
     }
     s.last_scale = m.next_loss_scale;
+    if (s.fp8) {
+        std::vector<RunEvent> jumps;
+        s.fp8->read(slot, m, jumps);
+        for (const RunEvent& e : jumps) sink.on_event(s.run_index, e);
+    }
     sink.on_step(s.run_index, m);
     if (s.numerics && s.sampled[std::size_t(slot)])
         sink.on_numerics(s.run_index, s.numerics->read(slot, m.step, m.loss_scale, m.skipped));
@@ -552,6 +564,10 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
               << policy_name(m_config.policy) << " on " << dev.name;
         if (dev.backend == BackendKind::Cuda)
             start << " (sm_" << dev.cc_major << dev.cc_minor << ")";
+        if (m_config.policy == Policy::MixedFP8)
+            start << (dev.backend == BackendKind::Cpu ? ", fp8 emulated" : ", fp8 tensor cores")
+                  << " on " << s.net->fp8_tensors() / 3 << " dense layers (amax history "
+                  << m_config.fp8.amax_history << ", margin " << m_config.fp8.margin << ")";
         start << ": batch " << s.batch;
         if (s.lm) start << " x bptt " << s.bptt << " tokens";
         start << ", " << s.steps_per_epoch << " steps per epoch, " << s.total_steps
@@ -586,6 +602,7 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
     s.sampling = s.numerics && !s.marks && s.numerics->due(index);
     s.run_step(sink, m_config, m_graph.head, m_graph.classes);
     s.backend.copy_to_host_async(s.record, 0, k_record_fields, s.host_records + rec);
+    if (s.fp8) s.fp8->copy_out(slot);
     if (s.sampling) s.numerics->copy_out(slot);
     s.sampled[std::size_t(slot)] = s.sampling;
     s.sampling = false;

@@ -4,6 +4,7 @@
 #include "mixlab/trainer.h"
 #include "mixlab/step_profile.h"
 #include "model/network.h"
+#include "train/fp8_scales.h"
 #include "train/numerics_sampler.h"
 
 #include <array>
@@ -46,6 +47,7 @@ struct TrainingRun::Impl {
     Buffer eval_record; // F32 x k_record_fields
     Buffer order;       // I32 x n_train, this epoch's permutation
     float* host_records = nullptr;
+    std::unique_ptr<Fp8ScaleWatch> fp8; // mixed_fp8 with fp8 layers: scales read back
     std::vector<std::unique_ptr<Event>> start_events, end_events;
     std::vector<double> launch_wall_ms;
 

@@ -19,7 +19,7 @@ namespace mixlab::cpu {
 
 namespace {
 
-// Bytes one element takes in CPU storage: every floating dtype is held as a float.
+// Bytes one element takes in CPU storage: every floating and fp8 dtype is held as a float.
 std::size_t stored_size(DType t)
 {
     switch (t) {
@@ -169,7 +169,7 @@ void CpuBackend::upload_raw(Buffer& dst, const void* src, std::size_t bytes)
 void CpuBackend::download_f32(const Buffer& src, float* dst, std::size_t count, std::size_t offset)
 {
     validate::element_range(k_name, "download_f32", src, offset, count, false);
-    if (is_floating(src.dtype())) {
+    if (is_floating(src.dtype()) || is_fp8(src.dtype())) {
         if (count) std::memcpy(dst, src.as<float>() + offset, count * sizeof(float));
         return;
     }

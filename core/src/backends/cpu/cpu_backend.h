@@ -1,6 +1,6 @@
-// The CPU reference backend: float32 math with fp16/bf16/tf32 rounding emulated.
-// Every floating buffer stores floats already rounded to its dtype; U8 and I32 buffers
-// store their own type. Operations run synchronously, so events are host timestamps.
+// The CPU reference backend: float32 math with fp16/bf16/tf32/fp8 rounding emulated.
+// Every floating or fp8 buffer stores floats already rounded to its dtype; U8, I16 and
+// I32 buffers store their own type. Operations run synchronously, so events are host timestamps.
 #pragma once
 #include "backends/cpu/cpu_sgemm.h"
 #include "backends/buffer_poison.h"
@@ -118,6 +118,11 @@ public:
                             Buffer& dx, Buffer* dh0, Buffer* dc0) override;
     void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& y,
                                Buffer& dw) override;
+
+    // fp8 (mixed_fp8): cpu_fp8.cpp.
+    void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                      int history_len, bool record_amax, Buffer* y, Buffer* y_t) override;
+    void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,

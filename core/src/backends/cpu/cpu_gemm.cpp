@@ -1,5 +1,8 @@
 // CPU GEMM through Eigen with the dense layer's epilogues (bias, relu/gelu, bias grad)
 // applied in fp32 before C is rounded to its dtype; TF32 math rounds the operands first.
+// fp8 operands (mixed_fp8) hold their scaled values as floats: the product of the stored
+// values in fp32 (exact per term: 4 and 3 significant bits), times the two tensors'
+// scale_inv read from fp8_meta, then the epilogue and the rounding, as cuBLASLt orders it.
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/backend_validate.h"
@@ -67,7 +70,20 @@ void CpuBackend::gemm(const GemmCall& g)
         round_span(g.bias_grad->dtype(), bg, m);
     }
 
-    if (g.math == MathMode::TF32) {
+    // fp8: the descale multiplies the accumulated sum, not each operand, as the GPU's
+    // scaleA * scaleB does; so the product runs unscaled and C is scaled after it.
+    const bool fp8 = is_fp8(g.a->dtype());
+    float alpha = g.alpha, beta = g.beta;
+    float descale = 1.0f;
+    std::vector<float> old_c;
+    if (fp8) {
+        const float* meta = g.fp8_meta->as<float>();
+        descale = g.alpha * (meta[g.a_scale_inv] * meta[g.b_scale_inv]);
+        if (beta != 0.0f) old_c.assign(c, c + m * n); // beta * C joins after the descale
+        alpha = 1.0f;
+        beta = 0.0f;
+    }
+    if (g.math == MathMode::TF32 && !fp8) {
         a = tf32_copy(a, m * k, m_tf32_a);
         b = tf32_copy(b, k * n, m_tf32_b);
     }
@@ -76,13 +92,17 @@ void CpuBackend::gemm(const GemmCall& g)
     ConstMap mb(b, g.trans_b ? en : ek, g.trans_b ? ek : en);
     Map mc(c, em, en);
     if (g.trans_a && g.trans_b)
-        product(ma.transpose(), mb.transpose(), mc, g.alpha, g.beta);
+        product(ma.transpose(), mb.transpose(), mc, alpha, beta);
     else if (g.trans_a)
-        product(ma.transpose(), mb, mc, g.alpha, g.beta);
+        product(ma.transpose(), mb, mc, alpha, beta);
     else if (g.trans_b)
-        product(ma, mb.transpose(), mc, g.alpha, g.beta);
+        product(ma, mb.transpose(), mc, alpha, beta);
     else
-        product(ma, mb, mc, g.alpha, g.beta);
+        product(ma, mb, mc, alpha, beta);
+    if (fp8) {
+        mc *= descale;
+        if (!old_c.empty()) mc += g.beta * ConstMap(old_c.data(), em, en);
+    }
 
     // Epilogue in fp32, then one rounding to C's dtype (what the fused epilogue does).
     const DType ct = g.c->dtype();

@@ -2,17 +2,33 @@
 // forward (bias, and relu when there is a bias, in its epilogue), two backward. On a
 // sequence it applies per time step: its rows are batch x steps. A language model's decoder
 // may be tied to the embedding: W is then the embedding's (vocab x dim) table.
+// Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_eligibility says
+// which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
+// network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need.
 #include "mixlab/error.h"
+#include "model/fp8_eligibility.h"
 #include "model/layers/layer_rules.h"
 #include "model/layers/layer_unit.h"
 #include "model/layers/shared_table.h"
 #include "model/layers/weights.h"
 
+#include <memory>
 #include <sstream>
+#include <string>
 
 namespace mixlab {
 
 namespace {
+
+// mixed_fp8: a dense layer's fp8 operands and their three meta blocks.
+struct Fp8Operands {
+    Buffer* meta = nullptr; // the network's (allocated after every node is built)
+    int history = 0;
+    std::size_t x_block = 0, w_block = 0, dy_block = 0;
+    Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in, in x batch (E4M3)
+    Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in, in x out (E4M3)
+    Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out, out x batch (E5M2)
+};
 
 class DenseNode final : public Node {
 public:
@@ -34,6 +50,7 @@ public:
         }
         if (act != Activation::None && !m_fused_relu)
             m_pre = b.own(std::size_t(b.max_batch()) * out_features, dtype);
+        if (const Fp8Config* fp8 = b.fp8()) allocate_fp8(b, *fp8);
     }
 
     void init_parameters(Backend& backend, std::uint64_t seed) override
@@ -42,8 +59,12 @@ public:
         init_weights(backend, m_w, int(layer->in.elements()), out_features, seed, layer->id);
     }
 
-    void forward(const PassContext& c, int batch, bool, std::uint64_t) override
+    void forward(const PassContext& c, int batch, bool training, std::uint64_t) override
     {
+        if (m_fp8) {
+            forward_fp8(c, batch, training);
+            return;
+        }
         GemmCall g;
         g.trans_b = true; // Y (batch x out) = X (batch x in) . W^T, W stored (out x in)
         g.m = batch;
@@ -65,6 +86,10 @@ public:
         if (act != Activation::None) {
             const Buffer& x = m_pre ? *m_pre : *out;
             c.backend.activation_backward(act, x, *out, *out_grad, out_features, *out_grad);
+        }
+        if (m_fp8) {
+            backward_fp8(c, batch);
+            return;
         }
         GemmCall dw; // dW (out x in) = dZ^T . X, and dB = column sums of dZ
         dw.trans_a = true;
@@ -101,6 +126,12 @@ public:
         k.tensor_cores = math != MathMode::Pedantic && layer->tensor_core_friendly;
         k.detail = s.str() + detail_tail(*layer, math, m_table ? m_table->weights : m_w);
         if (m_table) k.detail += "; W tied to " + m_table->layer->path + " (embedding)'s table";
+        if (m_fp8)
+            k.detail += "; fp8 GEMMs (E4M3 x and w, E5M2 dy; delayed scaling over " +
+                        std::to_string(m_fp8->history) + " steps" +
+                        (m_fp8_emulated ? ", emulated on the CPU)" : ")");
+        else if (!m_fp8_why.empty())
+            k.detail += "; fp8: " + m_fp8_why;
         out.push_back(std::move(k));
     }
 
@@ -108,6 +139,96 @@ public:
 
 private:
     const Buffer& w_read() const { return m_table ? m_table->weights.w_read() : m_w.w_read(); }
+
+    void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
+    {
+        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features,
+                                      b.max_batch(), b.time_steps() > 1);
+        if (!m_fp8_why.empty()) return;
+        m_fp8_emulated = b.backend().info().backend == BackendKind::Cpu;
+        auto f = std::make_unique<Fp8Operands>();
+        f->meta = &b.fp8_meta();
+        f->history = cfg.amax_history;
+        f->x_block = b.fp8_block(DType::F8E4M3, path() + " x");
+        f->w_block = b.fp8_block(DType::F8E4M3, path() + " w");
+        f->dy_block = b.fp8_block(DType::F8E5M2, path() + " dy");
+        const std::size_t rows = std::size_t(b.max_batch());
+        const std::size_t in = std::size_t(in_features), outf = std::size_t(out_features);
+        f->x8 = b.own(rows * in, DType::F8E4M3);
+        f->x8_t = b.own(rows * in, DType::F8E4M3);
+        f->w8 = b.own(outf * in, DType::F8E4M3);
+        f->w8_t = b.own(outf * in, DType::F8E4M3);
+        f->dy8 = b.own(rows * outf, DType::F8E5M2);
+        f->dy8_t = b.own(rows * outf, DType::F8E5M2);
+        m_fp8 = std::move(f);
+    }
+
+    // Y = x8 . w8^T descaled, the bias/relu epilogue as in bf16, Y stored bf16. Training
+    // records each tensor's amax and writes the transposes the backward GEMMs read;
+    // evaluation moves no history and needs no transposes.
+    void forward_fp8(const PassContext& c, int batch, bool training)
+    {
+        Fp8Operands& f = *m_fp8;
+        c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
+                               f.x8, training ? f.x8_t : nullptr);
+        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block,
+                               f.history, training, f.w8, training ? f.w8_t : nullptr);
+        GemmCall g;
+        g.trans_b = true; // the TN form: both operands k-contiguous
+        g.m = batch;
+        g.n = out_features;
+        g.k = in_features;
+        g.a = f.x8;
+        g.b = f.w8;
+        g.c = m_pre ? m_pre : out;
+        g.bias = m_w.b_read();
+        g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
+        g.math = math;
+        g.fp8_meta = f.meta;
+        g.a_scale_inv = fp8_scale_inv_index(f.x_block, f.history);
+        g.b_scale_inv = fp8_scale_inv_index(f.w_block, f.history);
+        c.backend.gemm(g);
+        if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
+    }
+
+    // dZ (already in out_grad) quantized to E5M2 with its transpose; dW (fp32) =
+    // dy8_t . x8_t^T, dB the column sums of dZ (fp8 GEMMs have no bias-gradient
+    // epilogue), dX = dy8 . w8_t^T: all three in the TN form.
+    void backward_fp8(const PassContext& c, int batch)
+    {
+        Fp8Operands& f = *m_fp8;
+        c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history,
+                               true, f.dy8, f.dy8_t);
+        GemmCall dw;
+        dw.trans_b = true;
+        dw.m = out_features;
+        dw.n = in_features;
+        dw.k = batch;
+        dw.a = f.dy8_t;
+        dw.b = f.x8_t;
+        dw.c = m_w.w_grad;
+        dw.math = math;
+        dw.fp8_meta = f.meta;
+        dw.a_scale_inv = fp8_scale_inv_index(f.dy_block, f.history);
+        dw.b_scale_inv = fp8_scale_inv_index(f.x_block, f.history);
+        c.backend.gemm(dw);
+        if (m_w.b_grad) c.backend.bias_grad(*out_grad, batch, out_features, *m_w.b_grad);
+        if (in_grad) {
+            GemmCall dx;
+            dx.trans_b = true;
+            dx.m = batch;
+            dx.n = in_features;
+            dx.k = out_features;
+            dx.a = f.dy8;
+            dx.b = f.w8_t;
+            dx.c = in_grad;
+            dx.math = math;
+            dx.fp8_meta = f.meta;
+            dx.a_scale_inv = fp8_scale_inv_index(f.dy_block, f.history);
+            dx.b_scale_inv = fp8_scale_inv_index(f.w_block, f.history);
+            c.backend.gemm(dx);
+        }
+    }
 
     // Shapes were checked by the graph; what is left is what only the network knows.
     void tie(NodeBuilder& b)
@@ -138,6 +259,9 @@ private:
     SharedTable* m_table = nullptr; // tied: the embedding's table is W (m_w holds the bias)
     Weights m_w;
     Buffer* m_pre = nullptr; // the pre-activation, when the activation runs on its own
+    std::unique_ptr<Fp8Operands> m_fp8; // mixed_fp8, when the layer is eligible
+    std::string m_fp8_why;              // mixed_fp8: why it is not, for kernels()
+    bool m_fp8_emulated = false;        // on the CPU backend
 };
 
 class DenseUnit final : public LayerUnit {

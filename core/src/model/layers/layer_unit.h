@@ -87,6 +87,15 @@ public:
     virtual DType layer_dtype(const LayerSpec& spec) const = 0;
     virtual MathMode layer_math(DType dtype) const = 0;
 
+    // mixed_fp8: the run's delayed-scaling settings; null under every other policy.
+    virtual const Fp8Config* fp8() const = 0;
+    // A block of the network's one fp8 meta buffer (backend.h's layout) for a tensor
+    // quantized to `format` (F8E4M3 or F8E5M2), named for the run's events ("layer 3 x");
+    // returns its index. The buffer, fp8_meta(), is allocated and initialised once every
+    // node has taken its blocks: a node keeps the reference, not the data pointer.
+    virtual std::size_t fp8_block(DType format, std::string name) = 0;
+    virtual Buffer& fp8_meta() = 0;
+
     // The usual way into the flow (LayerUnit::build's default), for a layer that reads
     // the flow's value and writes an output of its own: a cast first when the layer
     // picks a dtype the flow does not have; then either the node before it takes it over

@@ -1,0 +1,234 @@
+// mixed_fp8's rules (explain_fp8.h). The layers' fp8 decisions are recomputed from the
+// run's graph with the dense node's own rule (model/fp8_eligibility.h).
+#include "report/explain_fp8.h"
+
+#include "model/fp8_eligibility.h"
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+namespace mixlab {
+
+namespace {
+
+using Severity = Explanation::Severity;
+
+std::string fmt(const char* format, ...)
+{
+    char buf[640];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(buf, sizeof buf, format, args);
+    va_end(args);
+    return buf;
+}
+
+Explanation make(std::string id, Severity sev, int run, std::string sentence,
+                 std::string suggestion = {})
+{
+    Explanation e;
+    e.id = std::move(id);
+    e.severity = sev;
+    e.run = run;
+    e.sentence = std::move(sentence);
+    e.suggestion = std::move(suggestion);
+    return e;
+}
+
+struct Fp8Layer {
+    const GraphLayer* layer = nullptr;
+    std::string why; // "" when it ran in fp8
+};
+
+// The model's top-level dense layers under mixed_fp8, each with the dense node's verdict.
+// A padded input's stored width comes from the layer feeding it (past dropout and
+// activations, which keep the padding).
+std::vector<Fp8Layer> fp8_layers(const RunFacts& f)
+{
+    std::vector<Fp8Layer> out;
+    const std::vector<GraphLayer>& layers = f.graph.layers;
+    const bool sequence = f.graph.input.sequence;
+    const std::int64_t rows = std::int64_t(f.batch) * (sequence && f.bptt > 0 ? f.bptt : 1);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        if (layers[i].spec.type != LayerType::Dense) continue;
+        std::int64_t stored_in = 0;
+        for (std::size_t j = i; j > 0; --j) {
+            const GraphLayer& prev = layers[j - 1];
+            if (prev.stored_width > 0) {
+                stored_in = prev.stored_width;
+                break;
+            }
+            if (prev.spec.type != LayerType::Dropout && prev.spec.type != LayerType::Activation)
+                break;
+        }
+        out.push_back({&layers[i], fp8_ineligibility(layers[i], stored_in, rows, sequence)});
+    }
+    return out;
+}
+
+const RunFacts* bf16_run(const std::vector<RunFacts>& group)
+{
+    for (const RunFacts& g : group)
+        if (g.policy == Policy::MixedBF16) return &g;
+    return nullptr;
+}
+
+// The profile's forward + backward time of the named layers, or none without a profile
+// or when one of them is missing from it.
+std::optional<double> layers_ms(const RunFacts& f, const std::vector<Fp8Layer>& layers)
+{
+    if (!f.profile) return std::nullopt;
+    double total = 0;
+    for (const Fp8Layer& l : layers) {
+        if (!l.why.empty()) continue;
+        bool found = false;
+        for (const LayerTime& t : f.profile->layers)
+            if (t.path == l.layer->path) {
+                total += t.forward_ms + t.backward_ms;
+                found = true;
+            }
+        if (!found) return std::nullopt;
+    }
+    return total;
+}
+
+// Which layers ran in fp8, and what keeps the others out.
+void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explanation>& out)
+{
+    const std::vector<Fp8Layer> layers = fp8_layers(f);
+    if (layers.empty()) {
+        out.push_back(make("fp8_coverage", Severity::Warning, run,
+                           "mixed_fp8 runs dense layers' GEMMs in fp8, and this model has no "
+                           "dense layer: it ran as mixed_bf16 (convolutions and LSTMs stay in "
+                           "bfloat16 under mixed_fp8).",
+                           "compare mixed_bf16 instead"));
+        return;
+    }
+    std::int64_t flops_in = 0, flops_all = 0;
+    int in_fp8 = 0;
+    for (const Fp8Layer& l : layers) {
+        flops_all += l.layer->flops;
+        if (l.why.empty()) {
+            ++in_fp8;
+            flops_in += l.layer->flops;
+        }
+    }
+    const double share = f.graph.total_flops > 0 ? double(flops_in) / double(f.graph.total_flops)
+                                                 : 0.0;
+    std::string sentence =
+        fmt("mixed_fp8 ran %d of the model's %d dense layers in fp8 (E4M3 weights and "
+            "activations, E5M2 gradients, per-tensor delayed scaling): %.0f%% of its forward "
+            "FLOPs.",
+            in_fp8, int(layers.size()), 100.0 * share);
+    if (f.device.backend == BackendKind::Cpu)
+        sentence += " On the CPU fp8 is emulated: the values are rounded as the GPU rounds "
+                    "them, so the accuracy is fp8's, but nothing runs faster.";
+    out.push_back(make("fp8_coverage", in_fp8 == 0 ? Severity::Warning : Severity::Info, run,
+                       sentence,
+                       in_fp8 == 0 ? "no layer ran in fp8, so this run is mixed_bf16 with extra "
+                                     "work; see why per layer below"
+                                   : ""));
+    const GraphLayer* last = &f.graph.layers.back();
+    for (auto it = f.graph.layers.rbegin(); it != f.graph.layers.rend(); ++it)
+        if (it->spec.type == LayerType::Dense) {
+            last = &*it;
+            break;
+        }
+    for (const Fp8Layer& l : layers) {
+        if (l.why.empty()) continue;
+        const GraphLayer& gl = *l.layer;
+        const double layer_share =
+            f.graph.total_flops > 0 ? double(gl.flops) / double(f.graph.total_flops) : 0.0;
+        Explanation e = make("fp8_layer_out", Severity::Info, run,
+                             fmt("%s (dense, %lld units) stayed in bfloat16 under mixed_fp8: %s; "
+                                 "it is %.1f%% of the model's forward FLOPs.",
+                                 gl.path.c_str(), (long long)gl.spec.units, l.why.c_str(),
+                                 100.0 * layer_share));
+        const bool units_off = gl.spec.units % k_fp8_multiple != 0;
+        if (units_off && &gl != last && layer_share >= explain_limits::k_padding_pays_flops_share) {
+            const int units = int((gl.spec.units + k_fp8_multiple - 1) / k_fp8_multiple *
+                                  k_fp8_multiple);
+            e.severity = Severity::Advice;
+            e.suggestion = reader == Reader::App
+                               ? fmt("set Units of %s to %d in the property editor (and the "
+                                     "inputs of the layer after it follow)",
+                                     gl.path.c_str(), units)
+                               : fmt("set units to %d (the layer after it then reads %d inputs)",
+                                     units, units);
+            e.fix = Fix::set_units(gl.path, units);
+        } else if (&gl == last && units_off) {
+            e.sentence += " The output layer is the usual one to keep out of fp8 anyway: the "
+                          "logits' range and precision matter most for the loss.";
+        }
+        out.push_back(std::move(e));
+    }
+}
+
+// Time against a mixed_bf16 run of the same group, layer by layer where both profiled.
+void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, std::vector<Explanation>& out)
+{
+    if (f.device.backend == BackendKind::Cpu || !bf16) return;
+    const double ms = f.summary.median_step_ms, base = bf16->summary.median_step_ms;
+    if (!(ms > 0) || !(base > 0)) return;
+    const std::vector<Fp8Layer> layers = fp8_layers(f);
+    std::string sentence = fmt("mixed_fp8 took %.3f ms a step against mixed_bf16's %.3f ms "
+                               "(%.2fx).",
+                               ms, base, base / ms);
+    const std::optional<double> mine = layers_ms(f, layers), theirs = layers_ms(*bf16, layers);
+    std::string suggestion;
+    if (mine && theirs && *mine > 0 && f.profile->device_ms > 0) {
+        const double rest = f.profile->device_ms - *mine;
+        sentence += fmt(" Its fp8 layers took %.3f ms against %.3f ms in bfloat16 (%.2fx); the "
+                        "rest of the step (input, other layers, the optimizer's pass over every "
+                        "parameter, the scale update) took %.3f ms, %.0f%% of it, which fp8 "
+                        "does not shrink.",
+                        *mine, *theirs, *theirs / *mine, rest, 100.0 * rest / f.profile->device_ms);
+        if (*theirs / *mine < 1.2)
+            suggestion = "fp8 pays on large GEMMs: at this batch and these widths the "
+                         "quantization passes cost about what the faster GEMMs save; a larger "
+                         "batch or wider layers give fp8 more to gain";
+    } else {
+        sentence += " Profile both runs (explain --profile, or the app's Why panel) to see "
+                    "the fp8 layers' own time.";
+    }
+    out.push_back(make("fp8_speed", Severity::Info, run, sentence, suggestion));
+}
+
+// Test accuracy against mixed_bf16's: what fp8's 3 (E4M3) and 2 (E5M2) mantissa bits cost.
+void rule_accuracy(const RunFacts& f, int run, const RunFacts* bf16, std::vector<Explanation>& out)
+{
+    if (!bf16 || !f.summary.final_test_accuracy || !bf16->summary.final_test_accuracy) return;
+    const double a = 100.0 * *f.summary.final_test_accuracy;
+    const double b = 100.0 * *bf16->summary.final_test_accuracy;
+    const double d = a - b;
+    // Within half a point is the run-to-run spread of one policy over seeds (bench/NOTES 23).
+    const Severity sev = d < -1.0 ? Severity::Warning : Severity::Info;
+    std::string verdict = std::abs(d) <= 0.5 ? "within the spread between seeds"
+                          : d < 0            ? fmt("%.2f points lower", -d)
+                                             : fmt("%.2f points higher", d);
+    out.push_back(make("fp8_accuracy", sev, run,
+                       fmt("mixed_fp8 reached %.2f%% test accuracy against mixed_bf16's %.2f%%: "
+                           "%s.",
+                           a, b, verdict.c_str()),
+                       d < -1.0 ? "keep the first and the last dense layer out of fp8 (\"dtype\": "
+                                  "\"bfloat16\"), or lengthen the amax history"
+                                : ""));
+}
+
+} // namespace
+
+void explain_fp8(const std::vector<RunFacts>& group, Reader reader, std::vector<Explanation>& out)
+{
+    const RunFacts* bf16 = bf16_run(group);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        const RunFacts& f = group[i];
+        if (f.policy != Policy::MixedFP8) continue;
+        rule_coverage(f, int(i), reader, out);
+        rule_speed(f, int(i), bf16, out);
+        rule_accuracy(f, int(i), bf16, out);
+    }
+}
+
+} // namespace mixlab
