@@ -31,6 +31,7 @@ set(MIXLAB_DATA_SOURCES
 set(MIXLAB_BACKENDS_SOURCES
     backends/backend.cpp
     backends/backend_validate.cpp
+    backends/backend_validate_fp8.cpp
     backends/backend_validate_sequence.cpp
     backends/cuda_module.cpp
     backends/device.cpp
@@ -137,6 +138,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/cuda_embedding.cpp
     backends/cuda/cuda_event.cpp
     backends/cuda/cuda_factory.cpp
+    backends/cuda/cuda_fp8.cpp
     backends/cuda/cuda_layers.cpp
     backends/cuda/cuda_lstm.cpp
     backends/cuda/cuda_optimizer.cpp
@@ -146,6 +148,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu
+    backends/cuda/fp8.cu
     backends/cuda/gated_timing.cpp
     backends/cuda/gather.cu
     backends/cuda/token_gather.cu
