@@ -12,6 +12,8 @@ const char* dtype_short_name(DType t)
     case DType::I32: return "i32";
     case DType::U8: return "u8";
     case DType::I16: return "i16";
+    case DType::F8E4M3: return "e4m3";
+    case DType::F8E5M2: return "e5m2";
     }
     return "?";
 }
