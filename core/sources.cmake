@@ -109,6 +109,7 @@ set(MIXLAB_REPORT_SOURCES
 # check: one backend against another, op by op and whole runs (mixlab-cli check).
 set(MIXLAB_CHECK_SOURCES
     check/backend_check.cpp
+    check/backend_check_fp8.cpp
     check/step_graph_check.cpp)
 
 set(MIXLAB_CORE_SOURCES

@@ -223,6 +223,14 @@ MIXLAB_HD float fp8_to_float(std::uint8_t c, Fp8Format fmt)
     return bits_float(sign | ((exp - fmt.bias + 127) << 23) | (mant << (23 - fmt.mantissa_bits)));
 }
 
+// One element of Backend::fp8_quantize: x times its tensor's scale, rounded. A NaN x is
+// rounded as it is, so its sign survives: the sign of a NaN product is not portable (the
+// GPU returns a canonical positive NaN, x86 the operand's). Both backends call this.
+MIXLAB_HD std::uint8_t fp8_quantize_value(float x, float scale, Fp8Format fmt)
+{
+    return float_to_fp8(x != x ? x : x * scale, fmt);
+}
+
 // Delayed scaling (Backend::fp8_update_scales), shared so that the CPU reference and the
 // CUDA kernel store the same bits. The history's amax: its largest slot, NaN when a slot
 // is NaN (slots are filled from finite values only, so NaN or inf means a corrupt state,

@@ -2,6 +2,7 @@
 // mode, transpose combination and epilogue, the loss heads, the optimizer with loss
 // scaling, and a three-step end-to-end training loop; each compared with the reference.
 #include "mixlab/backend_check.h"
+#include "check/backend_check_fp8.h"
 #include "check/check_harness.h"
 #include "check/step_graph_check.h"
 
@@ -2182,6 +2183,8 @@ std::vector<CheckResult> run_backend_checks(Backend& reference, Backend& candida
 {
     Checker checker(reference, candidate, seed, filter);
     std::vector<CheckResult> results = checker.run_all();
+    for (CheckResult& r : run_fp8_checks(reference, candidate, seed, filter))
+        results.push_back(std::move(r));
     for (CheckResult& r : run_step_graph_checks(candidate, seed, filter))
         results.push_back(std::move(r));
     return results;

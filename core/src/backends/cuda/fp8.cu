@@ -38,7 +38,7 @@ __device__ __forceinline__ float fold_amax(float amax, float v)
 template <bool E5M2>
 __device__ __forceinline__ std::uint32_t to_fp8(float v, float scale)
 {
-    return hd::float_to_fp8(v * scale, format<E5M2>());
+    return hd::fp8_quantize_value(v, scale, format<E5M2>());
 }
 
 // N consecutive elements (N * sizeof(T) a multiple of 8 bytes, p aligned to it) as floats.
