@@ -162,14 +162,13 @@ bool supports(const DeviceInfo& info, Policy policy)
 
 nlohmann::json entry_json(const Ceilings& c)
 {
-    return {{"device_key", c.device_key},      {"backend", backend_kind_name(c.backend)},
-            {"device_name", c.device_name},    {"fp32_tflops", c.fp32_tflops},
-            {"tf32_tflops", c.tf32_tflops},    {"fp16_tflops", c.fp16_tflops},
-            {"bf16_tflops", c.bf16_tflops},    {"fp8_tflops", c.fp8_tflops},
-            {"copy_gbs", c.copy_gbs},
-            {"measured_at", c.measured_at},    {"gemm_size", c.gemm_size},
-            {"copy_bytes", c.copy_bytes},      {"repetitions", c.repetitions},
-            {"probe_seconds", c.probe_seconds}};
+    return {{"device_key", c.device_key},   {"backend", backend_kind_name(c.backend)},
+            {"device_name", c.device_name}, {"fp32_tflops", c.fp32_tflops},
+            {"tf32_tflops", c.tf32_tflops}, {"fp16_tflops", c.fp16_tflops},
+            {"bf16_tflops", c.bf16_tflops}, {"fp8_tflops", c.fp8_tflops},
+            {"copy_gbs", c.copy_gbs},       {"measured_at", c.measured_at},
+            {"gemm_size", c.gemm_size},     {"copy_bytes", c.copy_bytes},
+            {"repetitions", c.repetitions}, {"probe_seconds", c.probe_seconds}};
 }
 
 // An entry as the cache holds it; nullopt when any field is missing or of the wrong
@@ -196,8 +195,8 @@ std::optional<Ceilings> entry_from_json(const nlohmann::json& j)
         c.copy_bytes = j.value("copy_bytes", std::size_t(0));
         c.repetitions = j.value("repetitions", 0);
         c.probe_seconds = j.value("probe_seconds", 0.0);
-        for (double v : {c.fp32_tflops, c.tf32_tflops, c.fp16_tflops, c.bf16_tflops, c.fp8_tflops,
-                         c.copy_gbs})
+        for (double v :
+             {c.fp32_tflops, c.tf32_tflops, c.fp16_tflops, c.bf16_tflops, c.fp8_tflops, c.copy_gbs})
             if (!(v >= 0) || v > 1e9) // negative, NaN or absurd: not a measurement
                 return std::nullopt;
         return c;

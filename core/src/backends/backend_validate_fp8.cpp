@@ -99,8 +99,7 @@ void fp8_gemm(const char* backend, const GemmCall& g)
     }
     require(g.fp8_meta != nullptr, backend, op, "fp8 operands need fp8_meta");
     meta_buffer(backend, op, *g.fp8_meta, 0);
-    require(g.a_scale_inv < g.fp8_meta->count() && g.b_scale_inv < g.fp8_meta->count(), backend,
-            op,
+    require(g.a_scale_inv < g.fp8_meta->count() && g.b_scale_inv < g.fp8_meta->count(), backend, op,
             "scale_inv indices " + std::to_string(g.a_scale_inv) + " and " +
                 std::to_string(g.b_scale_inv) + " lie outside fp8_meta's " +
                 std::to_string(g.fp8_meta->count()) + " floats");

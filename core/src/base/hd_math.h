@@ -188,8 +188,9 @@ MIXLAB_HD std::uint8_t float_to_fp8(float f, Fp8Format fmt)
         // 2^(min_normal_exp - mantissa_bits), rounded to an integer. A power-of-two scale
         // is exact, and rintf rounds ties to even on host and device; a carry to
         // 2^mantissa_bits is the smallest normal's code, as it should be.
-        const float units = bits_float(a) * bits_float(std::uint32_t(127 - min_normal_exp +
-                                                                     fmt.mantissa_bits) << 23);
+        const float units =
+            bits_float(a) *
+            bits_float(std::uint32_t(127 - min_normal_exp + fmt.mantissa_bits) << 23);
         code = std::uint32_t(rintf(units));
     } else {
         // Normal: drop 23 - mantissa_bits bits with ties to even on the float's bits (a

@@ -138,8 +138,8 @@ private:
     void reject_checks();
 
     struct QuantizeCase {
-        DType y;          // F8E4M3 or F8E5M2
-        DType x;          // the input's floating dtype
+        DType y; // F8E4M3 or F8E5M2
+        DType x; // the input's floating dtype
         int rows, cols;
         bool write_y, write_y_t, record_amax;
         const char* variant = ""; // "zeros", "odd_scale", "amax_kept"
@@ -167,17 +167,21 @@ private:
 // subnormals, underflow, NaN and infinities of both signs, signed zeros.
 std::vector<float> special_values(DType t)
 {
-    const float u = t == DType::F8E5M2 ? std::ldexp(1.0f, -16) : std::ldexp(1.0f, -9); // min subnormal
+    const float u =
+        t == DType::F8E5M2 ? std::ldexp(1.0f, -16) : std::ldexp(1.0f, -9); // min subnormal
     const float max = format_of(t).max_finite;
-    std::vector<float> v = {0.0f, -0.0f, k_inf, -k_inf, k_nan, -k_nan, max, -max, 1e30f, -1e30f,
-                            0.5f * u, 1.5f * u, 2.5f * u, 3.5f * u, -2.5f * u, 0.25f * u, 1e-20f};
+    std::vector<float> v = {0.0f,     -0.0f,    k_inf,     -k_inf,    k_nan,    -k_nan,
+                            max,      -max,     1e30f,     -1e30f,    0.5f * u, 1.5f * u,
+                            2.5f * u, 3.5f * u, -2.5f * u, 0.25f * u, 1e-20f};
     if (t == DType::F8E5M2) {
-        const float more[] = {61440.0f, -61440.0f, 60000.0f, 1.125f, 1.375f, -1.375f, 2.25f,
-                              2.75f,    7.5f * u,  std::ldexp(1.0f, -14), 1e6f};
+        const float more[] = {61440.0f, -61440.0f, 60000.0f, 1.125f,   1.375f,
+                              -1.375f,  2.25f,     2.75f,    7.5f * u, std::ldexp(1.0f, -14),
+                              1e6f};
         v.insert(v.end(), std::begin(more), std::end(more));
     } else {
-        const float more[] = {464.0f, -464.0f, 470.0f, 1.0625f, 1.1875f, -1.1875f, 3.125f,
-                              3.375f, 7.5f * u, std::ldexp(1.0f, -6), 1000.0f};
+        const float more[] = {464.0f,   -464.0f, 470.0f, 1.0625f,  1.1875f,
+                              -1.1875f, 3.125f,  3.375f, 7.5f * u, std::ldexp(1.0f, -6),
+                              1000.0f};
         v.insert(v.end(), std::begin(more), std::end(more));
     }
     return v;
@@ -335,9 +339,9 @@ void Fp8Checker::update_checks()
                 b[k_fp8_last_amax] = -1.0f;
                 const float amax = amaxes[t];
                 for (int i = 0; i < c.history_len; ++i)
-                    b[k_fp8_history + std::size_t(i)] =
-                        amax == 0.0f || !std::isfinite(amax) ? 0.0f
-                                                             : amax * rng.uniform(0.0f, 0.9f);
+                    b[k_fp8_history + std::size_t(i)] = amax == 0.0f || !std::isfinite(amax)
+                                                            ? 0.0f
+                                                            : amax * rng.uniform(0.0f, 0.9f);
                 b[k_fp8_history + std::size_t(c.history_len - 1)] = amax;
             }
             Twin tmeta = make(meta, DType::F32);
@@ -414,9 +418,11 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         // |descales| ||row_i(A)|| ||row_j(B)|| + |bias_j| bounds what the sum can hold.
         std::vector<double> row_a(m, 0.0), row_b(n, 0.0);
         for (std::size_t i = 0; i < m; ++i)
-            for (std::size_t kk = 0; kk < k; ++kk) row_a[i] += double(a[i * k + kk]) * a[i * k + kk];
+            for (std::size_t kk = 0; kk < k; ++kk)
+                row_a[i] += double(a[i * k + kk]) * a[i * k + kk];
         for (std::size_t j = 0; j < n; ++j)
-            for (std::size_t kk = 0; kk < k; ++kk) row_b[j] += double(b[j * k + kk]) * b[j * k + kk];
+            for (std::size_t kk = 0; kk < k; ++kk)
+                row_b[j] += double(b[j * k + kk]) * b[j * k + kk];
         std::vector<double> scale(m * n);
         const double descale = double(a_scale_inv) * double(b_scale_inv);
         for (std::size_t i = 0; i < m; ++i)
@@ -425,8 +431,8 @@ void Fp8Checker::gemm_check(const GemmCase& g)
                                    (bias.empty() ? 0.0 : std::fabs(bias[j]));
         // Exact products, fp32 sums in another order: 1e-4 of the scale, as for the
         // 16-bit GEMMs, plus one rounding of the output.
-        v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)},
-                  &scale, 1e-4 + unit_roundoff(g.c));
+        v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)}, &scale,
+                  1e-4 + unit_roundoff(g.c));
         // The plan that ran, for the detail (fused or not, its tuning).
         if (m_cand.info().backend == BackendKind::Cuda)
             for (const PlanReport& p : backend_plan_reports(m_cand)) {
@@ -482,11 +488,12 @@ void Fp8Checker::reject_checks()
         DType a, b;
         int k;
     };
-    const Bad bad[] = {{"fp8_gemm/rejects/nn", false, false, DType::F8E4M3, DType::F8E4M3, 64},
-                       {"fp8_gemm/rejects/tn", true, true, DType::F8E4M3, DType::F8E4M3, 64},
-                       {"fp8_gemm/rejects/e5m2.e5m2", false, true, DType::F8E5M2, DType::F8E5M2, 64},
-                       {"fp8_gemm/rejects/k40", false, true, DType::F8E4M3, DType::F8E4M3, 40},
-                       {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64}};
+    const Bad bad[] = {
+        {"fp8_gemm/rejects/nn", false, false, DType::F8E4M3, DType::F8E4M3, 64},
+        {"fp8_gemm/rejects/tn", true, true, DType::F8E4M3, DType::F8E4M3, 64},
+        {"fp8_gemm/rejects/e5m2.e5m2", false, true, DType::F8E5M2, DType::F8E5M2, 64},
+        {"fp8_gemm/rejects/k40", false, true, DType::F8E4M3, DType::F8E4M3, 40},
+        {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64}};
     for (const Bad& c : bad)
         run(c.name, [&](Verdict& v, Rng&) {
             const int m = 32, n = 48;

@@ -36,10 +36,8 @@ __device__ float load_generic(const void* p, DType t, std::size_t i)
     case DType::U8: return float(static_cast<const std::uint8_t*>(p)[i]);
     case DType::I32: return float(static_cast<const std::int32_t*>(p)[i]);
     case DType::I16: return float(static_cast<const std::int16_t*>(p)[i]);
-    case DType::F8E4M3:
-        return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e4m3);
-    case DType::F8E5M2:
-        return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e5m2);
+    case DType::F8E4M3: return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e4m3);
+    case DType::F8E5M2: return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e5m2);
     default: return AnyConst{p, t}.load(i);
     }
 }

@@ -9,9 +9,8 @@
 
 namespace mixlab::cuda {
 
-void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
-                               std::size_t block, int history_len, bool record_amax, Buffer* y,
-                               Buffer* y_t)
+void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                               int history_len, bool record_amax, Buffer* y, Buffer* y_t)
 {
     validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t);
     float* b = meta.as<float>() + block * fp8_block_floats(history_len);
@@ -24,8 +23,8 @@ void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta
 void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)
 {
     validate::fp8_update_scales(k_name, meta, tensors, history_len);
-    launch_fp8_update_scales(meta.as<float>(), tensors, history_len,
-                             fp8_block_floats(history_len), margin, stream());
+    launch_fp8_update_scales(meta.as<float>(), tensors, history_len, fp8_block_floats(history_len),
+                             margin, stream());
 }
 
 } // namespace mixlab::cuda

@@ -160,10 +160,9 @@ __global__ void __launch_bounds__(k_threads)
         const int j = ty + 16 * i, r = 4 * tx; // y_t's row c0 + j, columns r0 + r ..
         const std::size_t at = std::size_t(c0 + j) * std::size_t(rows) + std::size_t(r0 + r);
         if (full) {
-            const std::uint32_t packed = std::uint32_t(tile[r][j]) |
-                                         std::uint32_t(tile[r + 1][j]) << 8 |
-                                         std::uint32_t(tile[r + 2][j]) << 16 |
-                                         std::uint32_t(tile[r + 3][j]) << 24;
+            const std::uint32_t packed =
+                std::uint32_t(tile[r][j]) | std::uint32_t(tile[r + 1][j]) << 8 |
+                std::uint32_t(tile[r + 2][j]) << 16 | std::uint32_t(tile[r + 3][j]) << 24;
             *reinterpret_cast<std::uint32_t*>(y_t + at) = packed;
         } else if (c0 + j < cols) {
 #pragma unroll
@@ -178,7 +177,8 @@ __global__ void fp8_update_kernel(float* meta, int tensors, int history_len,
                                   std::size_t block_floats, int margin)
 {
     const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (t < tensors) hd::fp8_update_block(meta + std::size_t(t) * block_floats, history_len, margin);
+    if (t < tensors)
+        hd::fp8_update_block(meta + std::size_t(t) * block_floats, history_len, margin);
 }
 
 bool aligned_to(const void* p, std::size_t bytes)
@@ -187,13 +187,13 @@ bool aligned_to(const void* p, std::size_t bytes)
 }
 
 template <class T, bool E5M2, bool Amax>
-void quantize(const T* x, int rows, int cols, const float* scale, float* amax_slot,
-              std::uint8_t* y, std::uint8_t* y_t, cudaStream_t stream)
+void quantize(const T* x, int rows, int cols, const float* scale, float* amax_slot, std::uint8_t* y,
+              std::uint8_t* y_t, cudaStream_t stream)
 {
     const std::size_t n = std::size_t(rows) * std::size_t(cols);
     if (!y_t) {
-        const bool vec = aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) &&
-                         aligned_to(y, 8);
+        const bool vec =
+            aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(y, 8);
         const std::size_t groups = vec ? n / 8 : 0;
         const unsigned blocks = grid_for(groups ? groups : n, k_threads);
         fp8_quantize_flat<T, E5M2, Amax>

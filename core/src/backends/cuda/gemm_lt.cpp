@@ -614,16 +614,15 @@ std::vector<GemmPlanInfo> LtGemm::plans() const
 
 std::string describe(const GemmPlanInfo& p)
 {
-    std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
-                    std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
-                    " " + dtype_short_name(p.ab) +
-                    (p.b != p.ab ? std::string(".") + dtype_short_name(p.b) : std::string()) +
-                    "->" + dtype_short_name(p.c) + " " +
-                    epilogue_name(p.epilogue) + " " + math_mode_name(p.math) + ": " +
-                    (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
-                    (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
-                    (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
-                    ", " + std::to_string(p.calls) + " calls";
+    std::string s =
+        "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+        " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") + " " + dtype_short_name(p.ab) +
+        (p.b != p.ab ? std::string(".") + dtype_short_name(p.b) : std::string()) + "->" +
+        dtype_short_name(p.c) + " " + epilogue_name(p.epilogue) + " " + math_mode_name(p.math) +
+        ": " + (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
+        (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
+        (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") + ", " +
+        std::to_string(p.calls) + " calls";
     if (p.tune_timed > 0) {
         char buf[96];
         std::snprintf(buf, sizeof buf, ", tuned %d candidates: #%d %.1f us vs #1 %.1f us",
