@@ -1,5 +1,6 @@
 """The GPU's measured ceilings, for the roofline floors of bench/table.py: achieved TFLOP/s
-of a large GEMM per dtype (fp32 with TF32 off, tf32, fp16, bf16) and achieved GB/s of a
+of a large GEMM per dtype (fp32 with TF32 off, tf32, fp16, bf16, and fp8 E4M3 from compute
+capability 8.9) and achieved GB/s of a
 large device-to-device copy (bytes read plus bytes written), each the median of several
 runs timed with CUDA events after warm-up, on random data (zeros run faster). Prints one
 JSON object."""
@@ -42,6 +43,21 @@ def gemm(name, n, warmup, runs):
             "tflops": flops / (med * 1e-3) / 1e12, "tflops_best": flops / (lo * 1e-3) / 1e12}
 
 
+def gemm_fp8(n, warmup, runs):
+    """E4M3 x E4M3 -> bf16 with fp32 accumulation (fast accumulation off, as MixLab runs
+    it), per-tensor scales of 1: torch._scaled_mm reads B column-major (the TN form)."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.randn(n, n, device="cuda", generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda", generator=g).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda")
+    med, lo, hi = timed_ms(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                    out_dtype=torch.bfloat16), warmup, runs)
+    flops = 2.0 * n ** 3
+    del a, b
+    return {"n": n, "median_ms": med, "min_ms": lo, "max_ms": hi,
+            "tflops": flops / (med * 1e-3) / 1e12, "tflops_best": flops / (lo * 1e-3) / 1e12}
+
+
 def copy(mib, warmup, runs):
     # Far larger than the 60 MB L2, so every run goes to HBM.
     n = mib * (1 << 20) // 4
@@ -67,6 +83,11 @@ def main():
             out["gemm"][name] = gemm(name, a.n, a.warmup, a.runs)
         except Exception as e:  # one dtype failing leaves the others measured
             out["errors"].append(f"gemm {name}: {e}")
+    if torch.cuda.get_device_capability() >= (8, 9):
+        try:
+            out["gemm"]["fp8"] = gemm_fp8(a.n, a.warmup, a.runs)
+        except Exception as e:
+            out["errors"].append(f"gemm fp8: {e}")
     try:
         out["copy"] = copy(a.copy_mib, a.warmup, 3 * a.runs)
     except Exception as e:

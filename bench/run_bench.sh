@@ -3,6 +3,7 @@
 # and W2 for MixLab (mixlab-cli compare) and PyTorch eager, then one table (table.py).
 # Usage: bench/run_bench.sh MIXLAB_CLI OUT_DIR
 # Environment: BENCH_PARTS (default "ceilings w1 w2 w3"), W1_BATCHES (32,256,1024,4096),
+# W1_FP8_BATCHES (32,4096: mixed_fp8 beside mixed_bf16, GPUs of compute capability 8.9 on),
 # W2_BATCHES (128,512), W3_BATCHES (20,80), BENCH_PART_TIMEOUT (seconds per part, default 300),
 # MIXLAB_LIB_PATH (library folders for mixlab-cli only; found by itself when unset).
 # A part that fails is named in OUT_DIR/failures.txt and the rest still runs; the exit
@@ -16,6 +17,7 @@ cli="$1"; out="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
 parts="${BENCH_PARTS:-ceilings w1 w2 w3}"
 w1_batches="${W1_BATCHES:-32,256,1024,4096}"
+w1_fp8_batches="${W1_FP8_BATCHES:-32,4096}"
 w2_batches="${W2_BATCHES:-128,512}"
 w3_batches="${W3_BATCHES:-20,80}"
 part_timeout="${BENCH_PART_TIMEOUT:-300}"
@@ -83,6 +85,16 @@ if [[ " $parts " == *" w1 "* ]]; then
       --model "$here/../resources/models/seed-mlp-fixed.json" --dataset synthetic \
       --synthetic-size "$n" --batch "$b" --steps 300 --device cuda \
       --policies "$policies" --log-json "$out/w1_mixlab_$b.json"
+  done
+  # mixed_fp8 (issue 18) with the same arguments, in a compare of its own beside
+  # mixed_bf16 (one process: its own fp8/bf16 ratio in the .txt), so that a GPU or build
+  # without fp8 fails this part alone; table.py takes its mixed_fp8 row.
+  for b in ${w1_fp8_batches//,/ }; do
+    n=$(( b * 64 > 20000 ? b * 64 : 20000 ))
+    part "w1_mixlab_fp8_$b" "$out/w1_mixlab_fp8_$b.txt" "${mixlab[@]}" compare \
+      --model "$here/../resources/models/seed-mlp-fixed.json" --dataset synthetic \
+      --synthetic-size "$n" --batch "$b" --steps 300 --device cuda \
+      --policies mixed_bf16,mixed_fp8 --log-json "$out/w1_mixlab_fp8_$b.json"
   done
   part w1_pytorch "$out/w1_pytorch.json" python3 "$here/w1_pytorch.py" --batches "$w1_batches"
 fi

@@ -18,6 +18,8 @@ POLICIES = {
     "tf32": ("tf32", "tf32", 4),
     "mixed_fp16": ("amp_fp16", "fp16", 2),
     "mixed_bf16": ("amp_bf16", "bf16", 2),
+    # bf16 storage, fp8 GEMM operands; PyTorch has no eager fp8 policy (its columns stay "-").
+    "mixed_fp8": ("amp_fp8", "fp8", 2),
 }
 WORKLOADS = ("w1", "w2", "w3")
 
@@ -104,17 +106,21 @@ def step_bytes(counts, batch, s):
 
 
 def mixlab_times(root, work, problems):
-    """{batch: {policy: median ms}} from the compare logs; failed runs are left out."""
+    """{batch: {policy: median ms}} from the compare logs; failed runs are left out. The
+    fp8 compares (W_mixlab_fp8_<batch>.json) give their mixed_fp8 run only: the other
+    policies' rows come from the main compare of that batch."""
     out = {}
     for log in root.glob(f"{work}_mixlab_*.json"):
-        m = re.fullmatch(rf"{work}_mixlab_(\d+)", log.stem)
+        m = re.fullmatch(rf"{work}_mixlab_(fp8_)?(\d+)", log.stem)
         if not m:
             continue
         data = load_json(log, problems)
         if not data:
             continue
-        b = int(m.group(1))
+        b = int(m.group(2))
         for r in data.get("runs", []):
+            if m.group(1) and r.get("policy") != "mixed_fp8":
+                continue
             s = r.get("summary")
             if s and s.get("median_step_ms"):
                 out.setdefault(b, {})[r["policy"]] = s["median_step_ms"]

@@ -85,6 +85,7 @@ int cmd_ceilings(int argc, char** argv)
         std::printf("  tf32 GEMM            %s\n", tflops_text(c.tf32_tflops).c_str());
         std::printf("  fp16 GEMM            %s\n", tflops_text(c.fp16_tflops).c_str());
         std::printf("  bf16 GEMM            %s\n", tflops_text(c.bf16_tflops).c_str());
+        std::printf("  fp8 GEMM (E4M3)      %s\n", tflops_text(c.fp8_tflops).c_str());
         std::printf("  device copy          %s (read + write)\n", gbs_text(c.copy_gbs).c_str());
         std::printf("  probe: GEMM %d^3, copy %.0f MiB, median of %d, %.1f s\n", c.gemm_size,
                     double(c.copy_bytes) / (1024.0 * 1024.0), c.repetitions, c.probe_seconds);

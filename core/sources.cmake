@@ -31,6 +31,7 @@ set(MIXLAB_DATA_SOURCES
 set(MIXLAB_BACKENDS_SOURCES
     backends/backend.cpp
     backends/backend_validate.cpp
+    backends/backend_validate_fp8.cpp
     backends/backend_validate_sequence.cpp
     backends/cuda_module.cpp
     backends/device.cpp
@@ -112,6 +113,7 @@ set(MIXLAB_REPORT_SOURCES
 # check: one backend against another, op by op and whole runs (mixlab-cli check).
 set(MIXLAB_CHECK_SOURCES
     check/backend_check.cpp
+    check/backend_check_fp8.cpp
     check/step_graph_check.cpp)
 
 set(MIXLAB_CORE_SOURCES
@@ -141,6 +143,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/cuda_embedding.cpp
     backends/cuda/cuda_event.cpp
     backends/cuda/cuda_factory.cpp
+    backends/cuda/cuda_fp8.cpp
     backends/cuda/cuda_layers.cpp
     backends/cuda/cuda_lstm.cpp
     backends/cuda/cuda_optimizer.cpp
@@ -150,6 +153,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu
+    backends/cuda/fp8.cu
     backends/cuda/gated_timing.cpp
     backends/cuda/gather.cu
     backends/cuda/token_gather.cu

@@ -228,6 +228,7 @@ void AboutDialog::showCeilings(const mixlab::Ceilings *c, const QString &problem
             {tr("TF32 GEMM"), tflopsText(c->tf32_tflops)},
             {tr("fp16 GEMM"), tflopsText(c->fp16_tflops)},
             {tr("bf16 GEMM"), tflopsText(c->bf16_tflops)},
+            {tr("fp8 GEMM (E4M3)"), tflopsText(c->fp8_tflops)},
             {tr("Device copy"),
              tr("%1 GB/s (read + write)").arg(c->copy_gbs, 0, 'f', c->copy_gbs >= 10 ? 0 : 2)},
             // The cube sign is passed as an argument: QString::arg reads "%2\u00b3" as %23.

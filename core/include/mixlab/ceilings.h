@@ -21,6 +21,7 @@ struct Ceilings {
     double tf32_tflops = 0;  // fp32 operands, TF32 tensor-core math
     double fp16_tflops = 0;  // fp16 operands, fp32 accumulate
     double bf16_tflops = 0;  // bf16 operands, fp32 accumulate
+    double fp8_tflops = 0;   // E4M3 operands (TN), fp32 accumulate, bf16 out; CUDA 8.9+ only
     double copy_gbs = 0;     // device copy, bytes read plus bytes written per second
     std::string measured_at; // UTC, ISO 8601: "2026-11-29T23:59:01Z"
     // How it was measured (shown so the numbers can be judged).

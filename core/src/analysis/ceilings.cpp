@@ -97,6 +97,45 @@ double gemm_tflops(Backend& backend, DType dtype, MathMode math, int n, int repe
     return ms > 0 ? 2.0 * double(n) * double(n) * double(n) / (ms * 1e-3) / 1e12 : 0.0;
 }
 
+// The fp8 ceiling: E4M3 operands as mixed_fp8's forward GEMM reads them ("TN": A m x k,
+// B stored n x k, both with k contiguous, the only form Hopper's fp8 kernels take), fp32
+// accumulation, bf16 C, descales of 1 from a meta block on the device. Timed exactly as
+// gemm_tflops times the others.
+double fp8_gemm_tflops(Backend& backend, int n, int repetitions, const std::vector<float>& values)
+{
+    const std::size_t count = std::size_t(n) * std::size_t(n);
+    Buffer a = backend.alloc(count, DType::F8E4M3);
+    Buffer b = backend.alloc(count, DType::F8E4M3);
+    Buffer c = backend.alloc(count, DType::BF16);
+    backend.upload_f32(a, values.data(), count); // [-1, 1): rounded to E4M3 on upload
+    backend.upload_f32(b, values.data(), count);
+    const int history_len = 1;
+    std::vector<float> block(fp8_block_floats(history_len), 0.0f);
+    block[k_fp8_scale] = block[k_fp8_scale_inv] = 1.0f;
+    block[k_fp8_max_finite] = 448.0f;
+    Buffer meta = backend.alloc(block.size(), DType::F32);
+    backend.upload_f32(meta, block.data(), block.size());
+    GemmCall call;
+    call.m = call.n = call.k = n;
+    call.trans_a = false;
+    call.trans_b = true;
+    call.a = &a;
+    call.b = &b;
+    call.c = &c;
+    call.math = MathMode::Reduced;
+    call.fp8_meta = &meta;
+    call.a_scale_inv = call.b_scale_inv = fp8_scale_inv_index(0, history_len);
+    const double ms = median(time_launches(backend, repetitions, [&] { backend.gemm(call); }));
+    return ms > 0 ? 2.0 * double(n) * double(n) * double(n) / (ms * 1e-3) / 1e12 : 0.0;
+}
+
+// fp8 tensor cores: Ada (8.9) and Hopper on. Probed on CUDA only: the CPU backend
+// emulates fp8, and its speed is no ceiling anyone trains against.
+bool has_fp8_tensor_cores(const DeviceInfo& info)
+{
+    return is_cuda(info) && info.cc_major * 10 + info.cc_minor >= 89;
+}
+
 double copy_gbs(Backend& backend, std::size_t bytes, int repetitions)
 {
     const std::size_t count = std::max<std::size_t>(1, bytes / dtype_size(DType::F32));
@@ -123,13 +162,13 @@ bool supports(const DeviceInfo& info, Policy policy)
 
 nlohmann::json entry_json(const Ceilings& c)
 {
-    return {{"device_key", c.device_key},      {"backend", backend_kind_name(c.backend)},
-            {"device_name", c.device_name},    {"fp32_tflops", c.fp32_tflops},
-            {"tf32_tflops", c.tf32_tflops},    {"fp16_tflops", c.fp16_tflops},
-            {"bf16_tflops", c.bf16_tflops},    {"copy_gbs", c.copy_gbs},
-            {"measured_at", c.measured_at},    {"gemm_size", c.gemm_size},
-            {"copy_bytes", c.copy_bytes},      {"repetitions", c.repetitions},
-            {"probe_seconds", c.probe_seconds}};
+    return {{"device_key", c.device_key},   {"backend", backend_kind_name(c.backend)},
+            {"device_name", c.device_name}, {"fp32_tflops", c.fp32_tflops},
+            {"tf32_tflops", c.tf32_tflops}, {"fp16_tflops", c.fp16_tflops},
+            {"bf16_tflops", c.bf16_tflops}, {"fp8_tflops", c.fp8_tflops},
+            {"copy_gbs", c.copy_gbs},       {"measured_at", c.measured_at},
+            {"gemm_size", c.gemm_size},     {"copy_bytes", c.copy_bytes},
+            {"repetitions", c.repetitions}, {"probe_seconds", c.probe_seconds}};
 }
 
 // An entry as the cache holds it; nullopt when any field is missing or of the wrong
@@ -148,13 +187,16 @@ std::optional<Ceilings> entry_from_json(const nlohmann::json& j)
         c.tf32_tflops = j.at("tf32_tflops").get<double>();
         c.fp16_tflops = j.at("fp16_tflops").get<double>();
         c.bf16_tflops = j.at("bf16_tflops").get<double>();
+        // Required: an entry cached before the fp8 probe existed is measured again.
+        c.fp8_tflops = j.at("fp8_tflops").get<double>();
         c.copy_gbs = j.at("copy_gbs").get<double>();
         c.measured_at = j.at("measured_at").get<std::string>();
         c.gemm_size = j.value("gemm_size", 0);
         c.copy_bytes = j.value("copy_bytes", std::size_t(0));
         c.repetitions = j.value("repetitions", 0);
         c.probe_seconds = j.value("probe_seconds", 0.0);
-        for (double v : {c.fp32_tflops, c.tf32_tflops, c.fp16_tflops, c.bf16_tflops, c.copy_gbs})
+        for (double v :
+             {c.fp32_tflops, c.tf32_tflops, c.fp16_tflops, c.bf16_tflops, c.fp8_tflops, c.copy_gbs})
             if (!(v >= 0) || v > 1e9) // negative, NaN or absurd: not a measurement
                 return std::nullopt;
         return c;
@@ -267,6 +309,9 @@ Ceilings probe_ceilings(Backend& backend, const ProbeSizes& asked)
     if (supports(info, Policy::MixedBF16))
         c.bf16_tflops = gemm_tflops(backend, DType::BF16, MathMode::Reduced, s.gemm_size,
                                     s.repetitions, values);
+    // k must be a multiple of 16 for fp8 (any probe size a user would ask for is).
+    if (has_fp8_tensor_cores(info) && s.gemm_size % 16 == 0)
+        c.fp8_tflops = fp8_gemm_tflops(backend, s.gemm_size, s.repetitions, values);
     c.copy_gbs = copy_gbs(backend, s.copy_bytes, s.repetitions);
 
     c.measured_at = utc_now_iso8601();

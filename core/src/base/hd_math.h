@@ -188,8 +188,9 @@ MIXLAB_HD std::uint8_t float_to_fp8(float f, Fp8Format fmt)
         // 2^(min_normal_exp - mantissa_bits), rounded to an integer. A power-of-two scale
         // is exact, and rintf rounds ties to even on host and device; a carry to
         // 2^mantissa_bits is the smallest normal's code, as it should be.
-        const float units = bits_float(a) * bits_float(std::uint32_t(127 - min_normal_exp +
-                                                                     fmt.mantissa_bits) << 23);
+        const float units =
+            bits_float(a) *
+            bits_float(std::uint32_t(127 - min_normal_exp + fmt.mantissa_bits) << 23);
         code = std::uint32_t(rintf(units));
     } else {
         // Normal: drop 23 - mantissa_bits bits with ties to even on the float's bits (a
@@ -221,6 +222,60 @@ MIXLAB_HD float fp8_to_float(std::uint8_t c, Fp8Format fmt)
         return bits_float(sign | float_bits(float(mant) * unit));
     }
     return bits_float(sign | ((exp - fmt.bias + 127) << 23) | (mant << (23 - fmt.mantissa_bits)));
+}
+
+// One element of Backend::fp8_quantize: x times its tensor's scale, rounded. A NaN x is
+// rounded as it is, so its sign survives: the sign of a NaN product is not portable (the
+// GPU returns a canonical positive NaN, x86 the operand's). Both backends call this.
+MIXLAB_HD std::uint8_t fp8_quantize_value(float x, float scale, Fp8Format fmt)
+{
+    return float_to_fp8(x != x ? x : x * scale, fmt);
+}
+
+// Delayed scaling (Backend::fp8_update_scales), shared so that the CPU reference and the
+// CUDA kernel store the same bits. The history's amax: its largest slot, NaN when a slot
+// is NaN (slots are filled from finite values only, so NaN or inf means a corrupt state,
+// which the update then leaves alone).
+MIXLAB_HD float fp8_history_amax(const float* history, int history_len)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < history_len; ++i) {
+        const float h = history[i];
+        if (h != h) return h;
+        if (h > amax) amax = h;
+    }
+    return amax;
+}
+
+// The scale delayed scaling takes from an amax: (max_finite / amax) * 2^-margin, in that
+// order of float operations (2^-margin from ldexpf, exact), when amax is finite and
+// > 0; otherwise old_scale. A tiny amax whose quotient overflows gives the largest float
+// rather than inf (as Transformer Engine does), so x * scale never turns 0 into NaN.
+MIXLAB_HD float fp8_scale_from_amax(float max_finite, float amax, int margin, float old_scale)
+{
+    const std::uint32_t bits = float_bits(amax);
+    const bool finite = (bits & 0x7F800000u) != 0x7F800000u;
+    if (!finite || !(amax > 0.0f)) return old_scale;
+    const float scale = (max_finite / amax) * ldexpf(1.0f, -margin);
+    return (float_bits(scale) & 0x7FFFFFFFu) >= 0x7F800000u ? 3.40282347e38f : scale;
+}
+
+// One tensor's block of the fp8 meta buffer (mixlab/backend.h's k_fp8_* layout: scale,
+// scale_inv, max_finite, last_amax, then the history, newest first) updated as
+// Backend::fp8_update_scales promises; both backends call this for every block.
+MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
+{
+    float* history = block + 4; // k_fp8_history
+    const float amax = fp8_history_amax(history, history_len);
+    const bool finite = (float_bits(amax) & 0x7F800000u) != 0x7F800000u;
+    if (finite && amax > 0.0f) { // otherwise scale and scale_inv stay
+        const float scale = fp8_scale_from_amax(block[2], amax, margin, block[0]);
+        block[0] = scale;
+        block[1] = 1.0f / scale;
+    }
+    block[3] = amax;
+    for (int i = history_len - 1; i > 0; --i) history[i] = history[i - 1];
+    if (history_len > 0) history[0] = 0.0f;
 }
 
 // ---- numerics histograms (Backend::value_histogram, update_histogram) ---------------

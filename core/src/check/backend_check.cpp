@@ -2,6 +2,8 @@
 // mode, transpose combination and epilogue, the loss heads, the optimizer with loss
 // scaling, and a three-step end-to-end training loop; each compared with the reference.
 #include "mixlab/backend_check.h"
+#include "check/backend_check_fp8.h"
+#include "check/check_harness.h"
 #include "check/step_graph_check.h"
 
 #include "backends/backend_validate.h"
@@ -75,10 +77,11 @@ double accumulation_tol(MathMode m, DType ab)
     return 1e-4;
 }
 
-struct Tol {
-    double atol = 0, rtol = 0;
-    bool nan_equal = false; // NaN on both sides passes (an inf gradient applied unscaled)
-};
+// Tolerances, seeded inputs and verdicts: check_harness.h.
+using check_harness::num;
+using check_harness::Rng;
+using check_harness::Tol;
+using check_harness::Verdict;
 constexpr Tol k_exact{0.0, 0.0};
 
 // Check names say "none" where a model spec says "linear".
@@ -86,134 +89,6 @@ std::string activation_text(Activation a)
 {
     return a == Activation::None ? "none" : std::string(activation_name(a));
 }
-
-std::string num(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.7g", v);
-    return buf;
-}
-
-// ---- random inputs -------------------------------------------------------------------
-// Each check seeds its own generator from (seed, name), so a check's inputs do not
-// depend on which other checks the filter kept.
-class Rng {
-public:
-    Rng(std::uint64_t seed, const std::string& name)
-    {
-        std::uint64_t h = 1469598103934665603ull;
-        for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
-        m_gen.seed(seed ^ h);
-    }
-    // Uniform in [lo, hi), the same on every platform (no std distributions).
-    float uniform(float lo, float hi)
-    {
-        const float u = float(m_gen() >> 40) * (1.0f / 16777216.0f);
-        return lo + (hi - lo) * u;
-    }
-    // 32 random bits: read as a float, every binade, subnormals, infinities and NaNs.
-    std::uint32_t bits32() { return std::uint32_t(m_gen() >> 32); }
-    int integer(int lo, int hi_exclusive)
-    {
-        return lo + int(m_gen() % std::uint64_t(hi_exclusive - lo));
-    }
-    // n values in [lo, hi), already rounded to t so the host copy equals what both
-    // backends hold.
-    std::vector<float> values(std::size_t n, DType t, float lo, float hi)
-    {
-        std::vector<float> v(n);
-        for (float& x : v) x = round_to(t, uniform(lo, hi));
-        return v;
-    }
-    // n integers in [0, hi_exclusive) as bytes: pixels, or labels of up to 256 classes.
-    std::vector<std::uint8_t> bytes(std::size_t n, int hi_exclusive)
-    {
-        std::vector<std::uint8_t> v(n);
-        for (auto& b : v) b = std::uint8_t(integer(0, hi_exclusive));
-        return v;
-    }
-
-private:
-    std::mt19937_64 m_gen;
-};
-
-// ---- one check's verdict ---------------------------------------------------------------
-class Verdict {
-public:
-    explicit Verdict(std::string name)
-    {
-        m_result.name = std::move(name);
-        m_result.passed = true;
-    }
-
-    // atol_i = tol.atol + scale_factor * scale[i] when a scale is given.
-    void compare(const std::string& what, const std::vector<float>& ref,
-                 const std::vector<float>& got, Tol tol, const std::vector<double>* scale = nullptr,
-                 double scale_factor = 0.0)
-    {
-        ++m_compared;
-        if (ref.size() != got.size()) {
-            fail(what + ": sizes differ (" + std::to_string(ref.size()) + " vs " +
-                 std::to_string(got.size()) + ")");
-            return;
-        }
-        std::size_t bad = 0, first = 0;
-        double first_allowed = 0;
-        for (std::size_t i = 0; i < ref.size(); ++i) {
-            const double r = ref[i], g = got[i];
-            const double allowed =
-                tol.atol + (scale ? scale_factor * (*scale)[i] : 0.0) + tol.rtol * std::fabs(r);
-            bool ok;
-            double diff;
-            if (r == g || (tol.nan_equal && std::isnan(r) && std::isnan(g))) {
-                ok = true; // also equal infinities
-                diff = 0;
-            } else if (std::isnan(r) || std::isnan(g) || std::isinf(r) || std::isinf(g)) {
-                ok = false; // NaN: unwritten (poisoned) or a real NaN; inf against a number
-                diff = std::numeric_limits<double>::infinity();
-            } else {
-                diff = std::fabs(r - g);
-                ok = diff <= allowed;
-            }
-            m_result.max_abs_err = std::max(m_result.max_abs_err, diff);
-            if (std::fabs(r) > allowed && std::fabs(r) > 0)
-                m_result.max_rel_err = std::max(m_result.max_rel_err, diff / std::fabs(r));
-            if (!ok && bad++ == 0) {
-                first = i;
-                first_allowed = allowed;
-            }
-        }
-        if (bad)
-            fail(what + "[" + std::to_string(first) + "]: ref " + num(ref[first]) + ", got " +
-                 num(got[first]) + " (allowed difference " + num(first_allowed) + "); " +
-                 std::to_string(bad) + " of " + std::to_string(ref.size()) +
-                 " elements out of tolerance");
-    }
-
-    void fail(const std::string& why)
-    {
-        if (m_result.passed) m_result.detail = m_context.empty() ? why : m_context + ": " + why;
-        m_result.passed = false;
-    }
-    // A prefix for failures from here on ("step 3").
-    void context(std::string c) { m_context = std::move(c); }
-    // Extra facts for the detail of a passing check (a plan the backend chose).
-    void note(std::string n) { m_note = std::move(n); }
-
-    CheckResult result()
-    {
-        if (m_result.passed) {
-            m_result.detail = std::to_string(m_compared) + " outputs compared";
-            if (!m_note.empty()) m_result.detail += "; " + m_note;
-        }
-        return m_result;
-    }
-
-private:
-    CheckResult m_result;
-    std::string m_context, m_note;
-    int m_compared = 0;
-};
 
 // ---- a buffer on both backends -----------------------------------------------------------
 struct Twin {
@@ -2308,6 +2183,8 @@ std::vector<CheckResult> run_backend_checks(Backend& reference, Backend& candida
 {
     Checker checker(reference, candidate, seed, filter);
     std::vector<CheckResult> results = checker.run_all();
+    for (CheckResult& r : run_fp8_checks(reference, candidate, seed, filter))
+        results.push_back(std::move(r));
     for (CheckResult& r : run_step_graph_checks(candidate, seed, filter))
         results.push_back(std::move(r));
     return results;

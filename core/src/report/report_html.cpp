@@ -123,10 +123,10 @@ std::string environment_section(const ReportInput& in)
     if (in.ceilings) {
         const Ceilings& c = *in.ceilings;
         auto tf = [](double v) { return v > 0 ? fixed(v, 1) : std::string("-"); };
-        kv("Measured ceilings", "GEMM TFLOP/s: fp32 " + tf(c.fp32_tflops) + ", tf32 " +
-                                    tf(c.tf32_tflops) + ", fp16 " + tf(c.fp16_tflops) + ", bf16 " +
-                                    tf(c.bf16_tflops) + "; copy " + fixed(c.copy_gbs, 0) +
-                                    " GB/s (measured " + c.measured_at + ")");
+        kv("Measured ceilings",
+           "GEMM TFLOP/s: fp32 " + tf(c.fp32_tflops) + ", tf32 " + tf(c.tf32_tflops) + ", fp16 " +
+               tf(c.fp16_tflops) + ", bf16 " + tf(c.bf16_tflops) + ", fp8 " + tf(c.fp8_tflops) +
+               "; copy " + fixed(c.copy_gbs, 0) + " GB/s (measured " + c.measured_at + ")");
     }
     return "<h2>Environment</h2>\n" + t.done();
 }

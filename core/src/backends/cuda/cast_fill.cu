@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
+#include "base/hd_math.h"
 
 #include <cmath>
 #include <cstdint>
@@ -35,6 +36,8 @@ __device__ float load_generic(const void* p, DType t, std::size_t i)
     case DType::U8: return float(static_cast<const std::uint8_t*>(p)[i]);
     case DType::I32: return float(static_cast<const std::int32_t*>(p)[i]);
     case DType::I16: return float(static_cast<const std::int16_t*>(p)[i]);
+    case DType::F8E4M3: return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e4m3);
+    case DType::F8E5M2: return hd::fp8_to_float(static_cast<const std::uint8_t*>(p)[i], hd::k_e5m2);
     default: return AnyConst{p, t}.load(i);
     }
 }
@@ -48,6 +51,9 @@ __device__ void store_generic(void* p, DType t, std::size_t i, float v)
         static_cast<std::int16_t*>(p)[i] =
             std::int16_t(fminf(fmaxf(rintf(v), -32768.0f), 32767.0f));
         break;
+    // Unscaled and saturating, as upload_f32 and the CPU's round_to store fp8.
+    case DType::F8E4M3: static_cast<std::uint8_t*>(p)[i] = hd::float_to_fp8(v, hd::k_e4m3); break;
+    case DType::F8E5M2: static_cast<std::uint8_t*>(p)[i] = hd::float_to_fp8(v, hd::k_e5m2); break;
     default: AnyMut{p, t}.store(i, v); break;
     }
 }
@@ -98,6 +104,14 @@ void launch_fill(void* p, DType t, std::size_t n, float value, cudaStream_t stre
         fill_kernel<std::int16_t><<<blocks, k_threads, 0, stream>>>(
             static_cast<std::int16_t*>(p), n, std::int16_t(round_to(DType::I16, value)));
         break;
+    case DType::F8E4M3:
+    case DType::F8E5M2: {
+        const std::uint8_t byte =
+            hd::float_to_fp8(value, t == DType::F8E4M3 ? hd::k_e4m3 : hd::k_e5m2);
+        fill_kernel<std::uint8_t>
+            <<<blocks, k_threads, 0, stream>>>(static_cast<std::uint8_t*>(p), n, byte);
+        break;
+    }
     }
     MIXLAB_CUDA_CHECK_LAUNCH("fill_kernel");
 }

@@ -1,4 +1,5 @@
-// Launchers for fill and dtype casts (any of float32 / float16 / bfloat16 / int32 / uint8).
+// Launchers for fill and dtype casts (any of float32 / float16 / bfloat16 / int32 / uint8 /
+// int16 / fp8, fp8 unscaled and saturating).
 #pragma once
 #include "mixlab/dtype.h"
 

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_event.h"
 #include "backends/cuda/loss.cuh"
 #include "backends/cuda/step_graph.h"
+#include "base/hd_math.h"
 #include "mixlab/error.h"
 
 #include <cuda_profiler_api.h>
@@ -54,6 +55,13 @@ void encode(DType t, const float* src, std::size_t n, unsigned char* dst)
             out[i] = static_cast<std::int16_t>(round_to(DType::I16, src[i]));
         break;
     }
+    // Unscaled, saturating (hd_math.h): what fp8_quantize stores with a scale of 1.
+    case DType::F8E4M3:
+        for (std::size_t i = 0; i < n; ++i) dst[i] = hd::float_to_fp8(src[i], hd::k_e4m3);
+        break;
+    case DType::F8E5M2:
+        for (std::size_t i = 0; i < n; ++i) dst[i] = hd::float_to_fp8(src[i], hd::k_e5m2);
+        break;
     }
 }
 
@@ -81,6 +89,13 @@ void decode(DType t, const unsigned char* src, std::size_t n, float* dst)
         for (std::size_t i = 0; i < n; ++i) dst[i] = float(in[i]);
         break;
     }
+    // The values as stored (unscaled): byte for byte what the CPU reference holds.
+    case DType::F8E4M3:
+        for (std::size_t i = 0; i < n; ++i) dst[i] = hd::fp8_to_float(src[i], hd::k_e4m3);
+        break;
+    case DType::F8E5M2:
+        for (std::size_t i = 0; i < n; ++i) dst[i] = hd::fp8_to_float(src[i], hd::k_e5m2);
+        break;
     }
 }
 
@@ -130,6 +145,7 @@ CudaBackend::CudaBackend() : m_reduce(m_stream.get())
     gd.tensor_cores = m_info.tensor_cores;
     gd.bf16 = m_info.bf16;
     gd.tf32 = m_info.tf32;
+    gd.fp8 = prop.major * 10 + prop.minor >= 89; // Ada and Hopper on
     m_gemm = std::make_unique<LtGemm>(gd, m_reduce);
     m_conv = std::make_unique<CudnnConv>(stream());
 

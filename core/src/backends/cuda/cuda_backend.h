@@ -135,6 +135,10 @@ public:
     void lstm_backward_weights(LstmPlan& plan, const Buffer& x, const Buffer& h0, const Buffer& y,
                                Buffer& dw) override;
 
+    void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                      int history_len, bool record_amax, Buffer* y, Buffer* y_t) override;
+    void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
+
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,
                        std::size_t record_offset) override;

@@ -3,6 +3,7 @@
 #include "backends/cuda/gemm_lt.h"
 
 #include "backends/backend_validate.h"
+#include "backends/backend_validate_fp8.h"
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/bias_grad.cuh"
 #include "backends/cuda/gated_timing.h"
@@ -28,8 +29,11 @@ cudaDataType_t lt_type(DType t)
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::F8E4M3: return CUDA_R_8F_E4M3;
+    case DType::F8E5M2: return CUDA_R_8F_E5M2;
     default:
-        fail("operands must be float32, float16 or bfloat16, got " + std::string(dtype_name(t)));
+        fail("operands must be float32, float16, bfloat16 or fp8, got " +
+             std::string(dtype_name(t)));
     }
 }
 
@@ -87,7 +91,7 @@ std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
         std::uint64_t(k.epilogue) << 24 | std::uint64_t(k.math) << 32);
     mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 | std::uint64_t(k.align_c) << 32 |
         std::uint64_t(k.align_aux) << 48);
-    mix(std::uint64_t(k.stage));
+    mix(std::uint64_t(k.stage) | std::uint64_t(k.b) << 8);
     return h;
 }
 
@@ -118,6 +122,7 @@ void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
     info.ab = key.ab;
     info.c = key.c;
     info.aux = key.aux;
+    info.b = key.b;
     info.epilogue = key.epilogue;
     info.math = key.math;
     info.fused = true;
@@ -140,6 +145,23 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
     const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     set_attr(d, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
     set_attr(d, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+    const bool fp8 = is_fp8(key.ab);
+    if (fp8) {
+        // fp8 operands (validate::fp8_gemm admits only trans_a false, trans_b true). Our
+        // row-major C (m x n) = A (m x k, stored m x k) . B^T (B stored n x k) is the
+        // column-major C^T (n x m) = B . A^T where cuBLASLt's A is our B and its B our A.
+        // Our B's rows (k apart) read column-major are a k x n matrix with ld k, which
+        // op_a = T (trans_b) turns into n x k; our A's rows read column-major are k x m
+        // with ld k, taken as is, op_b = N (trans_a false). So cuBLASLt sees TRANSA = T,
+        // TRANSB = N, both with k contiguous: the "TN" form Hopper's fp8 kernels read.
+        //
+        // Fast accumulation off (its default, set anyway): Hopper's fp8 MMA accumulates
+        // in fewer bits than fp32, and without the periodic promotion into fp32
+        // registers that this mode skips, long k sums (the weight gradient sums over the
+        // batch, 4096 terms) lose precision; we promise fp32 accumulation.
+        const std::int8_t fast_accum = 0;
+        set_attr(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum);
+    }
     const std::uint32_t epi = lt_epilogue(key.epilogue);
     set_attr(d, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
     if (key.epilogue != Epilogue::None) {
@@ -158,7 +180,7 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
     const std::int64_t ld_a = ld(staging ? &staging->a : nullptr, key.trans_a ? m : k);
     const std::int64_t ld_b = ld(staging ? &staging->b : nullptr, key.trans_b ? k : n);
     const std::int64_t ld_c = ld(staging ? &staging->c : nullptr, n);
-    plan->a = key.trans_b ? make_layout(key.ab, k, n, ld_b) : make_layout(key.ab, n, k, ld_b);
+    plan->a = key.trans_b ? make_layout(key.b, k, n, ld_b) : make_layout(key.b, n, k, ld_b);
     plan->b = key.trans_a ? make_layout(key.ab, m, k, ld_a) : make_layout(key.ab, k, m, ld_a);
     plan->c = make_layout(key.c, n, m, ld_c);
 
@@ -202,8 +224,9 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
     set_shape(info, key);
     const bool half = key.ab == DType::F16 || key.ab == DType::BF16;
     info.tensor_cores = (key.ab == DType::F16 && m_device.tensor_cores) ||
-                        (key.ab == DType::BF16 && m_device.bf16) || (tf32 && m_device.tf32);
-    const int q = half ? 8 : 4;
+                        (key.ab == DType::BF16 && m_device.bf16) || (tf32 && m_device.tf32) ||
+                        (fp8 && m_device.fp8);
+    const int q = fp8 ? 16 : half ? 8 : 4;
     info.tensor_core_shapes =
         info.tensor_cores && key.m % q == 0 && key.n % q == 0 && key.k % q == 0;
     return plan;
@@ -233,6 +256,8 @@ void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g, const void* a, 
     p.aux_is_output = key.epilogue == Epilogue::BiasGradA;
     p.aux_bytes = p.aux_is_output ? std::size_t(key.m) * dtype_size(key.aux) : 0;
     p.workspace = m_workspace.get();
+    // The candidates of an fp8 plan read the call's descales like the real call.
+    set_fp8_scales(plan.desc.get(), g);
     const TuneResult r = tune_gemm(p, candidates, stream);
     plan.algo = candidates[std::size_t(r.chosen)].algo;
     plan.workspace = candidates[std::size_t(r.chosen)].workspaceSize;
@@ -434,10 +459,24 @@ cublasStatus_t LtGemm::matmul(const Plan& plan, const Operands& ops, const GemmC
                               const void* aux_ptr, cudaStream_t stream)
 {
     if (aux_ptr) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
+    set_fp8_scales(plan.desc.get(), g);
     // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first.
     return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, ops.b, plan.a.get(), ops.a,
                           plan.b.get(), &g.beta, ops.c, plan.c.get(), ops.c, plan.c.get(),
                           &plan.algo, m_workspace.get(), plan.workspace, stream);
+}
+
+void LtGemm::set_fp8_scales(cublasLtMatmulDesc_t desc, const GemmCall& g)
+{
+    if (!desc || !is_fp8(g.a->dtype())) return;
+    // Device addresses, set on every call (the plan is shared by every call of its shape):
+    // the values are read when the kernel runs, so a recorded step replays with the scales
+    // of each step. cuBLASLt's A is our B: its A scale is our B's scale_inv.
+    const float* meta = g.fp8_meta->as<float>();
+    const float* a_scale = meta + g.b_scale_inv;
+    const float* b_scale = meta + g.a_scale_inv;
+    set_attr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
+    set_attr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
 }
 
 void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stream)
@@ -466,7 +505,14 @@ void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stre
 
 void LtGemm::run(const GemmCall& g, cudaStream_t stream)
 {
-    validate::gemm("cuda", g);
+    const bool fp8 = validate::is_fp8_gemm(g);
+    if (fp8) {
+        validate::fp8_gemm("cuda", g);
+        if (!m_device.fp8)
+            fail("fp8 operands need fp8 tensor cores (compute capability 8.9 or newer)");
+    } else {
+        validate::gemm("cuda", g);
+    }
     // cuBLASLt has no empty matrices (the CPU reference accepts them).
     if (g.m == 0 || g.n == 0 || g.k == 0)
         fail("dimensions must be positive, got m=" + std::to_string(g.m) +
@@ -483,6 +529,7 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.n = g.n;
     key.k = g.k;
     key.ab = ab;
+    key.b = g.b->dtype();
     key.c = ct;
     key.aux = aux ? aux->dtype() : DType::F32;
     key.epilogue = g.epilogue;
@@ -567,14 +614,15 @@ std::vector<GemmPlanInfo> LtGemm::plans() const
 
 std::string describe(const GemmPlanInfo& p)
 {
-    std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
-                    std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
-                    " " + dtype_short_name(p.ab) + "->" + dtype_short_name(p.c) + " " +
-                    epilogue_name(p.epilogue) + " " + math_mode_name(p.math) + ": " +
-                    (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
-                    (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
-                    (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
-                    ", " + std::to_string(p.calls) + " calls";
+    std::string s =
+        "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+        " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") + " " + dtype_short_name(p.ab) +
+        (p.b != p.ab ? std::string(".") + dtype_short_name(p.b) : std::string()) + "->" +
+        dtype_short_name(p.c) + " " + epilogue_name(p.epilogue) + " " + math_mode_name(p.math) +
+        ": " + (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
+        (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
+        (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") + ", " +
+        std::to_string(p.calls) + " calls";
     if (p.tune_timed > 0) {
         char buf[96];
         std::snprintf(buf, sizeof buf, ", tuned %d candidates: #%d %.1f us vs #1 %.1f us",

@@ -25,6 +25,7 @@ struct GemmDevice {
     bool tensor_cores = false; // fp16 (7.0+)
     bool bf16 = false;         // bf16 (8.0+)
     bool tf32 = false;         // tf32 (8.0+)
+    bool fp8 = false;          // E4M3/E5M2 operands (8.9+)
 };
 
 class LtGemm {
@@ -47,6 +48,7 @@ private:
         bool trans_a, trans_b;
         int m, n, k;
         DType ab, c, aux; // aux: bias or bias-grad dtype (F32 when neither)
+        DType b;          // B's dtype: ab's but for fp8 GEMMs, whose operands may differ
         Epilogue epilogue;
         MathMode math;
         std::uint16_t align_a, align_b, align_c, align_aux; // pointer alignment, capped at 256
@@ -101,6 +103,9 @@ private:
     void grow_staging(const GemmStaging& s, cudaStream_t stream);
     cublasStatus_t matmul(const Plan& plan, const Operands& ops, const GemmCall& call,
                           const void* aux_ptr, cudaStream_t stream);
+    // An fp8 plan's descale pointers, the call's own (the plan may serve several calls).
+    // No-op for other calls.
+    static void set_fp8_scales(cublasLtMatmulDesc_t desc, const GemmCall& call);
     void run_fallback(const Plan& plan, const GemmCall& call, cudaStream_t stream);
     void make_unfused(Plan& plan, const Key& key, const char* why, const GemmCall& call,
                       cudaStream_t stream);

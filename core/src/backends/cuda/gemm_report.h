@@ -14,6 +14,7 @@ struct GemmPlanInfo {
     int m = 0, n = 0, k = 0;
     DType ab = DType::F32, c = DType::F32;
     DType aux = DType::F32; // the bias or bias-gradient dtype (F32 when neither)
+    DType b = DType::F32;   // B's dtype: ab's, except in an fp8 GEMM (E4M3 . E5M2)
     Epilogue epilogue = Epilogue::None;
     MathMode math = MathMode::Pedantic;
     bool fused = false;              // the epilogue ran inside the cuBLASLt kernel

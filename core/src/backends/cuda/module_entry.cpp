@@ -53,6 +53,7 @@ nlohmann::json gemm_json(const mixlab::cuda::GemmPlanInfo& p)
             {"trans_a", p.trans_a},
             {"trans_b", p.trans_b},
             {"ab", std::string(dtype_name(p.ab))},
+            {"b", std::string(dtype_name(p.b))},
             {"c", std::string(dtype_name(p.c))},
             {"aux", std::string(dtype_name(p.aux))},
             {"epilogue", mixlab::epilogue_name(p.epilogue)},

@@ -1,0 +1,108 @@
+// The fp8 argument checks both backends share (see backend_validate_fp8.h).
+#include "backends/backend_validate_fp8.h"
+
+#include "backends/backend_validate.h"
+
+#include <string>
+
+namespace mixlab::validate {
+
+namespace {
+
+std::string name_of(DType t) { return std::string(dtype_name(t)); }
+
+void meta_buffer(const char* backend, const char* op, const Buffer& meta, std::size_t need)
+{
+    require(meta.dtype() == DType::F32, backend, op,
+            "meta must be float32, got " + name_of(meta.dtype()));
+    require(meta.count() >= need && (need == 0 || meta.data() != nullptr), backend, op,
+            "meta holds " + std::to_string(meta.count()) + " floats, needs " +
+                std::to_string(need));
+}
+
+void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_t need,
+                const char* name)
+{
+    require(is_fp8(y.dtype()), backend, op,
+            std::string(name) + " must be float8_e4m3fn or float8_e5m2, got " + name_of(y.dtype()));
+    require(y.count() >= need && (need == 0 || y.data() != nullptr), backend, op,
+            std::string(name) + " holds " + std::to_string(y.count()) + " elements, needs " +
+                std::to_string(need));
+}
+
+} // namespace
+
+void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
+                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t)
+{
+    const char* op = "fp8_quantize";
+    require(rows >= 0 && cols >= 0, backend, op,
+            "negative shape " + std::to_string(rows) + "x" + std::to_string(cols));
+    require(history_len >= 1, backend, op,
+            "history_len must be at least 1, got " + std::to_string(history_len));
+    const std::size_t n = std::size_t(rows) * std::size_t(cols);
+    floating(backend, op, x, n, "x");
+    require(y || y_t, backend, op, "y or y_t must be given");
+    if (y) fp8_output(backend, op, *y, n, "y");
+    if (y_t) fp8_output(backend, op, *y_t, n, "y_t");
+    if (y && y_t)
+        require(y->dtype() == y_t->dtype(), backend, op,
+                "y and y_t must share a dtype, got " + name_of(y->dtype()) + " and " +
+                    name_of(y_t->dtype()));
+    meta_buffer(backend, op, meta, (block + 1) * fp8_block_floats(history_len));
+}
+
+void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len)
+{
+    const char* op = "fp8_update_scales";
+    require(tensors >= 0, backend, op, "negative tensor count " + std::to_string(tensors));
+    require(history_len >= 1, backend, op,
+            "history_len must be at least 1, got " + std::to_string(history_len));
+    meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));
+}
+
+void fp8_gemm(const char* backend, const GemmCall& g)
+{
+    const char* op = "gemm";
+    require(g.a && g.b && g.c, backend, op, "a, b and c must be set");
+    const DType ta = g.a->dtype(), tb = g.b->dtype(), tc = g.c->dtype();
+    require(is_fp8(ta) && is_fp8(tb), backend, op,
+            "fp8 GEMMs take two fp8 operands, got " + name_of(ta) + " and " + name_of(tb));
+    require(!(ta == DType::F8E5M2 && tb == DType::F8E5M2), backend, op,
+            "a and b cannot both be float8_e5m2 (no such fp8 GEMM)");
+    require(!g.trans_a && g.trans_b, backend, op,
+            std::string("fp8 operands must come in the TN form (trans_a false, trans_b true), "
+                        "got trans_a ") +
+                (g.trans_a ? "true" : "false") + ", trans_b " + (g.trans_b ? "true" : "false") +
+                ": fp8_quantize's transposed copies make it possible");
+    require(g.m > 0 && g.n > 0 && g.k > 0, backend, op,
+            "fp8 GEMM dimensions must be positive, got m=" + std::to_string(g.m) +
+                " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
+    require(g.k % 16 == 0, backend, op,
+            "fp8 GEMMs need k (the operands' leading dimension) a multiple of 16, got " +
+                std::to_string(g.k));
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    fp8_output(backend, op, *g.a, m * k, "a");
+    fp8_output(backend, op, *g.b, n * k, "b");
+    require(tc == DType::BF16 || tc == DType::F32, backend, op,
+            "an fp8 GEMM's c must be bfloat16 or float32, got " + name_of(tc));
+    floating(backend, op, *g.c, m * n, "c");
+    require(g.epilogue == Epilogue::None || g.epilogue == Epilogue::Bias ||
+                g.epilogue == Epilogue::BiasRelu,
+            backend, op, "an fp8 GEMM's epilogue must be None, Bias or BiasRelu");
+    if (epilogue_adds_bias(g.epilogue)) {
+        require(tc == DType::BF16, backend, op, "an fp8 GEMM with a bias writes bfloat16 c");
+        require(g.bias != nullptr, backend, op, "this epilogue needs a bias");
+        floating(backend, op, *g.bias, n, "bias");
+        require(g.bias->dtype() == DType::BF16, backend, op,
+                "an fp8 GEMM's bias must be bfloat16, got " + name_of(g.bias->dtype()));
+    }
+    require(g.fp8_meta != nullptr, backend, op, "fp8 operands need fp8_meta");
+    meta_buffer(backend, op, *g.fp8_meta, 0);
+    require(g.a_scale_inv < g.fp8_meta->count() && g.b_scale_inv < g.fp8_meta->count(), backend, op,
+            "scale_inv indices " + std::to_string(g.a_scale_inv) + " and " +
+                std::to_string(g.b_scale_inv) + " lie outside fp8_meta's " +
+                std::to_string(g.fp8_meta->count()) + " floats");
+}
+
+} // namespace mixlab::validate

@@ -1,0 +1,30 @@
+// Argument checks of mixed_fp8's ops (fp8_quantize, fp8_update_scales, GEMMs on fp8
+// operands) that every backend makes before computing anything: what mixlab/backend.h
+// promises, one copy for the CPU reference and the CUDA backend. Messages as in
+// backend_validate.h.
+#pragma once
+#include "mixlab/backend.h"
+
+#include <cstddef>
+
+namespace mixlab::validate {
+
+// x floating (rows x cols), at least one of y and y_t, each an fp8 buffer of rows * cols
+// (one fp8 dtype when both), meta float32 holding block `block` of history_len >= 1.
+void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
+                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t);
+// meta float32 holding `tensors` blocks of history_len >= 1; tensors >= 0.
+void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len);
+// A GEMM whose a or b is fp8 (GemmCall's fp8 rules): both fp8, not both E5M2, the "TN"
+// form (trans_a false, trans_b true), positive sizes with k a multiple of 16, c bfloat16
+// or float32, epilogue None, Bias or BiasRelu (with c and the bias bfloat16), fp8_meta
+// float32 holding both scale_inv indices.
+void fp8_gemm(const char* backend, const GemmCall& call);
+
+// Whether a GEMM call is an fp8 one (either operand fp8): fp8_gemm checks it, not gemm.
+inline bool is_fp8_gemm(const GemmCall& call)
+{
+    return (call.a && is_fp8(call.a->dtype())) || (call.b && is_fp8(call.b->dtype()));
+}
+
+} // namespace mixlab::validate

@@ -1,0 +1,30 @@
+// CUDA fp8 ops (mixed_fp8): the shared argument checks, then one launch on the stream.
+// The scale each quantization multiplies by and the amax slot it folds into are device
+// addresses inside the meta buffer, never host values, so a recorded step replays with
+// each step's scales.
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/backend_validate_fp8.h"
+#include "backends/cuda/fp8.cuh"
+
+namespace mixlab::cuda {
+
+void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                               int history_len, bool record_amax, Buffer* y, Buffer* y_t)
+{
+    validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t);
+    float* b = meta.as<float>() + block * fp8_block_floats(history_len);
+    const DType ty = y ? y->dtype() : y_t->dtype();
+    launch_fp8_quantize(x.data(), x.dtype(), rows, cols, b + k_fp8_scale,
+                        record_amax ? b + k_fp8_history : nullptr, y ? y->data() : nullptr,
+                        y_t ? y_t->data() : nullptr, ty, stream());
+}
+
+void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)
+{
+    validate::fp8_update_scales(k_name, meta, tensors, history_len);
+    launch_fp8_update_scales(meta.as<float>(), tensors, history_len, fp8_block_floats(history_len),
+                             margin, stream());
+}
+
+} // namespace mixlab::cuda

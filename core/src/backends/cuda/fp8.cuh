@@ -1,0 +1,26 @@
+// Launchers for mixed_fp8's kernels (Backend::fp8_quantize, fp8_update_scales): scaled
+// rounding to E4M3/E5M2 with hd_math.h's float_to_fp8 (the CPU reference's function, so
+// both store the same byte for every input), the optional transposed copy, the amax folded
+// into the meta buffer, and delayed scaling's update. Scales are read on the device, so
+// a recorded step replays with each step's values.
+#pragma once
+#include "mixlab/dtype.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace mixlab::cuda {
+
+// y[i] = fp8(x[i] * block[k_fp8_scale]) for the rows x cols matrix x (floating dtype tx),
+// y_t (when not null) its transpose, cols x rows; ty (F8E4M3 or F8E5M2) picks the format.
+// With amax_slot not null, max |x| over finite elements is folded (atomic max on the
+// float's bits) into *amax_slot. scale: the block's scale in device memory.
+void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const float* scale,
+                         float* amax_slot, void* y, void* y_t, DType ty, cudaStream_t stream);
+
+// hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
+void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,
+                              int margin, cudaStream_t stream);
+
+} // namespace mixlab::cuda

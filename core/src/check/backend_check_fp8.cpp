@@ -1,0 +1,548 @@
+// The fp8 op checks: quantization (E4M3 and E5M2 from every floating input dtype, with and
+// without the transposed copy and the amax, over ties, subnormals, saturation, NaN and
+// infinities), delayed scaling's update (history roll, margin, zero and non-finite
+// amax), and the three GEMMs of an fp8 dense layer against the reference. Quantization
+// and the update are one exact function (hd_math.h) on both sides: their outputs must
+// agree bit for bit. GEMMs see identical fp8 operands and descales, so only the order of
+// the fp32 accumulation differs (the tolerances of backend_check.cpp's 16-bit GEMMs).
+#include "check/backend_check_fp8.h"
+
+#include "backends/op_names.h"
+#include "base/hd_math.h"
+#include "check/check_harness.h"
+#include "mixlab/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixlab {
+
+namespace {
+
+using check_harness::num;
+using check_harness::Rng;
+using check_harness::Tol;
+using check_harness::Verdict;
+
+constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+
+hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::k_e4m3; }
+
+std::string hex(std::uint32_t bits)
+{
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", bits);
+    return buf;
+}
+
+struct Twin {
+    Buffer ref, cand;
+    DType dtype = DType::F32;
+    std::size_t count = 0;
+};
+
+class Fp8Checker {
+public:
+    Fp8Checker(Backend& ref, Backend& cand, std::uint64_t seed, std::string filter)
+        : m_ref(ref), m_cand(cand), m_seed(seed), m_filter(std::move(filter))
+    {}
+
+    std::vector<CheckResult> run_all()
+    {
+        quantize_checks();
+        update_checks();
+        gemm_checks();
+        reject_checks();
+        return std::move(m_results);
+    }
+
+private:
+    using Body = std::function<void(Verdict&, Rng&)>;
+    void run(const std::string& name, const Body& body)
+    {
+        if (!m_filter.empty() && name.find(m_filter) == std::string::npos) return;
+        Verdict v(name);
+        Rng rng(m_seed, name);
+        try {
+            body(v, rng);
+        } catch (const std::exception& e) {
+            v.fail(std::string("threw: ") + e.what());
+        }
+        m_results.push_back(v.result());
+    }
+
+    // op(backend, ref) once per backend, reference first, with the same arguments.
+    template <class Op>
+    void on_both(const Op& op)
+    {
+        op(m_ref, true);
+        op(m_cand, false);
+    }
+    static Buffer& side(Twin& w, bool ref) { return ref ? w.ref : w.cand; }
+
+    Twin twin(std::size_t n, DType t)
+    {
+        Twin w;
+        w.ref = m_ref.alloc(n, t);
+        w.cand = m_cand.alloc(n, t);
+        w.dtype = t;
+        w.count = n;
+        return w;
+    }
+    void set(Twin& w, const std::vector<float>& v)
+    {
+        on_both([&](Backend& b, bool ref) { b.upload_f32(side(w, ref), v.data(), v.size(), 0); });
+    }
+    Twin make(const std::vector<float>& v, DType t)
+    {
+        Twin w = twin(v.size(), t);
+        set(w, v);
+        return w;
+    }
+    // NaN everywhere (fp8 buffers: the NaN byte): anything an op fails to write shows.
+    void poison(Twin& w) { set(w, std::vector<float>(w.count, k_nan)); }
+    std::vector<float> get(Backend& b, const Buffer& buf)
+    {
+        std::vector<float> v(buf.count());
+        b.download_f32(buf, v.data(), v.size());
+        return v;
+    }
+
+    // Bit for bit: the sign of a NaN and of a zero count too.
+    void compare_bits(Verdict& v, const std::string& what, Twin& w)
+    {
+        const std::vector<float> r = get(m_ref, w.ref), c = get(m_cand, w.cand);
+        std::size_t bad = 0, first = 0;
+        for (std::size_t i = 0; i < r.size() && i < c.size(); ++i)
+            if (hd::float_bits(r[i]) != hd::float_bits(c[i]) && bad++ == 0) first = i;
+        if (bad)
+            v.fail(what + "[" + std::to_string(first) + "]: ref " + num(r[first]) + " (" +
+                   hex(hd::float_bits(r[first])) + "), got " + num(c[first]) + " (" +
+                   hex(hd::float_bits(c[first])) + "); " + std::to_string(bad) + " of " +
+                   std::to_string(r.size()) + " elements differ");
+        v.compare(what, r, c, Tol{0.0, 0.0, true}); // sizes, and the count of outputs
+    }
+
+    void quantize_checks();
+    void update_checks();
+    void gemm_checks();
+    void reject_checks();
+
+    struct QuantizeCase {
+        DType y; // F8E4M3 or F8E5M2
+        DType x; // the input's floating dtype
+        int rows, cols;
+        bool write_y, write_y_t, record_amax;
+        const char* variant = ""; // "zeros", "odd_scale", "amax_kept"
+    };
+    void quantize_check(const QuantizeCase& c);
+
+    struct GemmCase {
+        int m, n, k;
+        DType a, b, c;
+        Epilogue epi;
+    };
+    void gemm_check(const GemmCase& g);
+
+    Backend& m_ref;
+    Backend& m_cand;
+    std::uint64_t m_seed;
+    std::string m_filter;
+    std::vector<CheckResult> m_results;
+};
+
+// ---- fp8_quantize --------------------------------------------------------------------
+
+// Values in the scaled domain (what float_to_fp8 sees) at every boundary of the format:
+// saturation (the tie above the largest value too), ties to even among normals and
+// subnormals, underflow, NaN and infinities of both signs, signed zeros.
+std::vector<float> special_values(DType t)
+{
+    const float u =
+        t == DType::F8E5M2 ? std::ldexp(1.0f, -16) : std::ldexp(1.0f, -9); // min subnormal
+    const float max = format_of(t).max_finite;
+    std::vector<float> v = {0.0f,     -0.0f,    k_inf,     -k_inf,    k_nan,    -k_nan,
+                            max,      -max,     1e30f,     -1e30f,    0.5f * u, 1.5f * u,
+                            2.5f * u, 3.5f * u, -2.5f * u, 0.25f * u, 1e-20f};
+    if (t == DType::F8E5M2) {
+        const float more[] = {61440.0f, -61440.0f, 60000.0f, 1.125f,   1.375f,
+                              -1.375f,  2.25f,     2.75f,    7.5f * u, std::ldexp(1.0f, -14),
+                              1e6f};
+        v.insert(v.end(), std::begin(more), std::end(more));
+    } else {
+        const float more[] = {464.0f,   -464.0f, 470.0f, 1.0625f,  1.1875f,
+                              -1.1875f, 3.125f,  3.375f, 7.5f * u, std::ldexp(1.0f, -6),
+                              1000.0f};
+        v.insert(v.end(), std::begin(more), std::end(more));
+    }
+    return v;
+}
+
+void Fp8Checker::quantize_check(const QuantizeCase& c)
+{
+    std::string outputs = c.write_y ? (c.write_y_t ? "y+y_t" : "y") : "y_t";
+    std::string name = std::string("fp8_quantize/") + dtype_short_name(c.y) + "/" +
+                       dtype_short_name(c.x) + "/" + std::to_string(c.rows) + "x" +
+                       std::to_string(c.cols) + "/" + outputs + "/" +
+                       (c.record_amax ? "amax" : "no_amax");
+    if (*c.variant) name += std::string("/") + c.variant;
+    run(name, [&](Verdict& v, Rng& rng) {
+        const std::string variant = c.variant;
+        const std::size_t n = std::size_t(c.rows) * std::size_t(c.cols);
+        // The scale: a power of two, so that a tie in x is a tie after scaling, or (odd_scale)
+        // the scale delayed scaling would take from an amax of 3.7.
+        const float scale = variant == "odd_scale" ? format_of(c.y).max_finite / 3.7f : 2.0f;
+        std::vector<float> x(n, 0.0f);
+        if (variant != "zeros") {
+            // Magnitudes spread over the format's whole range and past it (log-uniform),
+            // random signs, rounded to x's dtype.
+            const bool e5 = c.y == DType::F8E5M2;
+            for (float& e : x) {
+                const float mag = std::exp2(rng.uniform(e5 ? -20.0f : -13.0f, e5 ? 17.0f : 10.0f));
+                e = round_to(c.x, rng.uniform(0.0f, 1.0f) < 0.5f ? -mag : mag);
+            }
+            // The boundary values, divided by the scale (exact for 2), at random places:
+            // in vector groups, tails and partial tiles alike.
+            if (variant != "odd_scale")
+                for (float s : special_values(c.y)) {
+                    const std::size_t i = std::size_t(rng.integer(0, int(n)));
+                    x[i] = round_to(c.x, s / scale);
+                }
+            // fp32 input: raw bit patterns too (every binade, fp32 subnormals, NaN payloads).
+            if (c.x == DType::F32)
+                for (int i = 0; i < 64; ++i)
+                    x[std::size_t(rng.integer(0, int(n)))] = hd::bits_float(rng.bits32());
+        }
+        Twin tx = make(x, c.x);
+
+        const int history_len = 4, blocks = 3;
+        const std::size_t block = 1, bf = fp8_block_floats(history_len);
+        std::vector<float> meta(bf * blocks);
+        for (std::size_t i = 0; i < meta.size(); ++i) meta[i] = rng.uniform(0.5f, 4.0f);
+        float* b = meta.data() + block * bf;
+        b[k_fp8_scale] = scale;
+        b[k_fp8_scale_inv] = 1.0f / scale;
+        b[k_fp8_max_finite] = format_of(c.y).max_finite;
+        b[k_fp8_last_amax] = 5.0f;
+        // The current slot already holds an amax from an earlier quantization this step:
+        // the fold keeps the larger (amax_kept: the earlier one).
+        b[k_fp8_history] = variant == "amax_kept" ? 1e35f : 0.25f;
+        b[k_fp8_history + 1] = 7.0f;
+        Twin tmeta = make(meta, DType::F32);
+
+        Twin ty, tyt;
+        if (c.write_y) {
+            ty = twin(n, c.y);
+            poison(ty);
+        }
+        if (c.write_y_t) {
+            tyt = twin(n, c.y);
+            poison(tyt);
+        }
+        on_both([&](Backend& be, bool ref) {
+            be.fp8_quantize(side(tx, ref), c.rows, c.cols, side(tmeta, ref), block, history_len,
+                            c.record_amax, c.write_y ? &side(ty, ref) : nullptr,
+                            c.write_y_t ? &side(tyt, ref) : nullptr);
+        });
+        if (c.write_y) compare_bits(v, "y", ty);
+        if (c.write_y_t) compare_bits(v, "y_t", tyt);
+        // The amax slot (or, without record_amax, every float of meta unchanged).
+        compare_bits(v, "meta", tmeta);
+        // The reference's own y_t must be its y transposed (a backend writing the copy
+        // through another path could agree with a wrong reference only by accident).
+        if (c.write_y && c.write_y_t) {
+            const std::vector<float> y = get(m_ref, ty.ref), yt = get(m_ref, tyt.ref);
+            for (int r = 0; r < c.rows; ++r)
+                for (int col = 0; col < c.cols; ++col) {
+                    const float a = y[std::size_t(r) * std::size_t(c.cols) + std::size_t(col)];
+                    const float t = yt[std::size_t(col) * std::size_t(c.rows) + std::size_t(r)];
+                    if (hd::float_bits(a) != hd::float_bits(t)) {
+                        v.fail("reference: y_t is not y transposed at row " + std::to_string(r) +
+                               ", column " + std::to_string(col));
+                        return;
+                    }
+                }
+        }
+        if (c.record_amax && variant == "zeros") {
+            const std::vector<float> m = get(m_cand, tmeta.cand);
+            if (m[block * bf + k_fp8_history] != 0.25f)
+                v.fail("an all-zero x moved the amax slot to " +
+                       num(m[block * bf + k_fp8_history]));
+        }
+    });
+}
+
+void Fp8Checker::quantize_checks()
+{
+    struct Shape {
+        int rows, cols;
+    };
+    // Full 64 x 64 tiles with aligned rows; odd sizes (partial tiles, no vector path,
+    // a tail); the dense layer's wgrad operand shape (a batch of 128 by 256 features).
+    const Shape shapes[] = {{64, 784}, {37, 53}, {128, 256}};
+    struct Outputs {
+        bool y, y_t, amax;
+    };
+    const Outputs outputs[] = {
+        {true, false, true}, {false, true, false}, {true, true, true}, {true, true, false}};
+    for (DType fmt : {DType::F8E4M3, DType::F8E5M2})
+        for (DType tx : {DType::BF16, DType::F32})
+            for (Shape s : shapes)
+                for (Outputs o : outputs)
+                    quantize_check({fmt, tx, s.rows, s.cols, o.y, o.y_t, o.amax});
+    for (DType fmt : {DType::F8E4M3, DType::F8E5M2}) {
+        quantize_check({fmt, DType::F16, 64, 784, true, true, true});
+        quantize_check({fmt, DType::BF16, 64, 784, true, true, true, "odd_scale"});
+        quantize_check({fmt, DType::F32, 37, 53, true, false, true, "odd_scale"});
+        quantize_check({fmt, DType::BF16, 16, 32, true, true, true, "zeros"});
+        quantize_check({fmt, DType::BF16, 128, 256, false, true, true, "amax_kept"});
+    }
+}
+
+// ---- fp8_update_scales ---------------------------------------------------------------
+
+void Fp8Checker::update_checks()
+{
+    struct Case {
+        int history_len, margin, updates;
+    };
+    const Case cases[] = {{4, 0, 1}, {4, 2, 1}, {1, 0, 1}, {16, 1, 1}, {4, 0, 3}, {16, -1, 2}};
+    for (const Case& c : cases) {
+        const std::string name = "fp8_update_scales/history" + std::to_string(c.history_len) +
+                                 "/margin" + std::to_string(c.margin) +
+                                 (c.updates > 1 ? "/x" + std::to_string(c.updates) : "");
+        run(name, [&](Verdict& v, Rng& rng) {
+            const std::size_t bf = fp8_block_floats(c.history_len);
+            // Each block's largest history value, kept in its oldest slot (so that a
+            // second update drops it): an ordinary amax, one exactly the format's largest,
+            // zero (the scale stays), inf and NaN (a corrupt state: the scale stays), and
+            // an fp32 subnormal whose quotient overflows (the scale becomes FLT_MAX).
+            const float amaxes[] = {7.0f, 3e-2f, 448.0f, 0.0f, k_inf, k_nan, 1e-39f, 1234.5f};
+            const int tensors = int(std::size(amaxes));
+            std::vector<float> meta(bf * std::size_t(tensors + 1)); // one more: left alone
+            for (std::size_t i = 0; i < meta.size(); ++i) meta[i] = rng.uniform(0.5f, 4.0f);
+            for (int t = 0; t < tensors; ++t) {
+                float* b = meta.data() + std::size_t(t) * bf;
+                const bool e5 = t % 2 == 1;
+                b[k_fp8_scale] = rng.uniform(1.0f, 100.0f);
+                b[k_fp8_scale_inv] = 1.0f / b[k_fp8_scale];
+                b[k_fp8_max_finite] = e5 ? 57344.0f : 448.0f;
+                b[k_fp8_last_amax] = -1.0f;
+                const float amax = amaxes[t];
+                for (int i = 0; i < c.history_len; ++i)
+                    b[k_fp8_history + std::size_t(i)] = amax == 0.0f || !std::isfinite(amax)
+                                                            ? 0.0f
+                                                            : amax * rng.uniform(0.0f, 0.9f);
+                b[k_fp8_history + std::size_t(c.history_len - 1)] = amax;
+            }
+            Twin tmeta = make(meta, DType::F32);
+            for (int u = 0; u < c.updates; ++u) {
+                on_both([&](Backend& be, bool ref) {
+                    be.fp8_update_scales(side(tmeta, ref), tensors, c.history_len, c.margin);
+                });
+                compare_bits(v, "meta after update " + std::to_string(u + 1), tmeta);
+            }
+        });
+    }
+}
+
+// ---- fp8 GEMMs -------------------------------------------------------------------------
+
+double out_rtol(DType t) { return t == DType::BF16 ? 2e-2 : 1e-5; }
+double unit_roundoff(DType t) { return t == DType::BF16 ? 1.0 / 256.0 : 0.0; }
+
+void Fp8Checker::gemm_check(const GemmCase& g)
+{
+    const std::string name = std::string("fp8_gemm/") + dtype_short_name(g.a) + "." +
+                             dtype_short_name(g.b) + "->" + dtype_short_name(g.c) + "/" +
+                             std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                             std::to_string(g.k) + "/" + epilogue_name(g.epi);
+    run(name, [&](Verdict& v, Rng& rng) {
+        const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+        // Operands as fp8_quantize leaves them (values up to a few hundred, E5M2's
+        // further), already fp8 values so both backends hold the same bytes.
+        auto operand = [&](std::size_t count, DType t) {
+            const float r = t == DType::F8E5M2 ? 4000.0f : 400.0f;
+            std::vector<float> x(count);
+            for (float& e : x) e = round_to(t, rng.uniform(-r, r));
+            return x;
+        };
+        const std::vector<float> a = operand(m * k, g.a); // m x k
+        const std::vector<float> b = operand(n * k, g.b); // stored n x k (trans_b)
+        Twin ta = make(a, g.a), tb = make(b, g.b);
+        Twin tc = twin(m * n, g.c);
+        poison(tc);
+        // Descales as delayed scaling leaves them: two blocks of history 1.
+        const float a_scale_inv = 1.0f / 36.7f, b_scale_inv = 1.0f / 211.3f;
+        const int history_len = 1;
+        std::vector<float> meta(2 * fp8_block_floats(history_len), 1.0f);
+        meta[fp8_scale_inv_index(0, history_len)] = a_scale_inv;
+        meta[fp8_scale_inv_index(1, history_len)] = b_scale_inv;
+        Twin tmeta = make(meta, DType::F32);
+        const bool has_bias = g.epi == Epilogue::Bias || g.epi == Epilogue::BiasRelu;
+        std::vector<float> bias;
+        Twin tbias;
+        if (has_bias) {
+            bias = std::vector<float>(n);
+            for (float& e : bias) e = round_to(DType::BF16, rng.uniform(-40.0f, 40.0f));
+            tbias = make(bias, DType::BF16);
+        }
+        GemmCall call;
+        call.trans_a = false;
+        call.trans_b = true;
+        call.m = g.m;
+        call.n = g.n;
+        call.k = g.k;
+        call.epilogue = g.epi;
+        call.math = MathMode::Reduced;
+        call.a_scale_inv = fp8_scale_inv_index(0, history_len);
+        call.b_scale_inv = fp8_scale_inv_index(1, history_len);
+        on_both([&](Backend& be, bool ref) {
+            call.a = &side(ta, ref);
+            call.b = &side(tb, ref);
+            call.c = &side(tc, ref);
+            call.bias = has_bias ? &side(tbias, ref) : nullptr;
+            call.fp8_meta = &side(tmeta, ref);
+            be.gemm(call);
+        });
+        // The magnitude scale of each element, as backend_check.cpp's GEMM checks take it:
+        // |descales| ||row_i(A)|| ||row_j(B)|| + |bias_j| bounds what the sum can hold.
+        std::vector<double> row_a(m, 0.0), row_b(n, 0.0);
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t kk = 0; kk < k; ++kk)
+                row_a[i] += double(a[i * k + kk]) * a[i * k + kk];
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t kk = 0; kk < k; ++kk)
+                row_b[j] += double(b[j * k + kk]) * b[j * k + kk];
+        std::vector<double> scale(m * n);
+        const double descale = double(a_scale_inv) * double(b_scale_inv);
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j)
+                scale[i * n + j] = descale * std::sqrt(row_a[i] * row_b[j]) +
+                                   (bias.empty() ? 0.0 : std::fabs(bias[j]));
+        // Exact products, fp32 sums in another order: 1e-4 of the scale, as for the
+        // 16-bit GEMMs, plus one rounding of the output.
+        v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)}, &scale,
+                  1e-4 + unit_roundoff(g.c));
+        // The plan that ran, for the detail (fused or not, its tuning).
+        if (m_cand.info().backend == BackendKind::Cuda)
+            for (const PlanReport& p : backend_plan_reports(m_cand)) {
+                if (p.kind != "gemm") continue;
+                const nlohmann::json j = nlohmann::json::parse(p.json);
+                if (j.at("m") == g.m && j.at("n") == g.n && j.at("k") == g.k &&
+                    j.at("ab") == std::string(dtype_name(g.a)) &&
+                    j.value("b", std::string()) == std::string(dtype_name(g.b)) &&
+                    j.at("c") == std::string(dtype_name(g.c)) &&
+                    j.at("epilogue") == epilogue_name(g.epi)) {
+                    v.note(j.at("description").get<std::string>());
+                    break;
+                }
+            }
+    });
+}
+
+// fp8 GEMMs need fp8 tensor cores on a GPU (compute capability 8.9 on); the CPU emulates them.
+bool runs_fp8_gemms(const DeviceInfo& info)
+{
+    return info.backend != BackendKind::Cuda || info.cc_major * 10 + info.cc_minor >= 89;
+}
+
+void Fp8Checker::gemm_checks()
+{
+    // Left out on older GPUs, where the CUDA backend refuses them by design (the
+    // quantization and update kernels run there, and the refusals are checked below).
+    if (!runs_fp8_gemms(m_ref.info()) || !runs_fp8_gemms(m_cand.info())) return;
+    const DType e4 = DType::F8E4M3, e5 = DType::F8E5M2, bf = DType::BF16, f32 = DType::F32;
+    // A dense layer of `in` inputs and `out` units at batch `batch`, as mixed_fp8 runs it:
+    //   forward  y (batch x out)  = x8 (batch x in) . w8 (out x in)^T    E4M3 . E4M3 -> bf16
+    //   dgrad    dx (batch x in)  = dy8 (batch x out) . w8_t (in x out)^T E5M2 . E4M3 -> bf16
+    //   wgrad    dw (out x in)    = dy8_t (out x batch) . x8_t (in x batch)^T
+    //                                                                  E5M2 . E4M3 -> fp32
+    struct Layer {
+        int batch, in, out;
+    };
+    // W1's first layer's inputs (784) at a small batch, a 256 -> 64 layer at batch 128,
+    // and W1's width (3008 units) at batch 128.
+    const Layer layers[] = {{64, 784, 256}, {128, 256, 64}};
+    for (const Layer& l : layers) {
+        for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasRelu})
+            gemm_check({l.batch, l.out, l.in, e4, e4, bf, e});
+        gemm_check({l.batch, l.in, l.out, e5, e4, bf, Epilogue::None});
+        gemm_check({l.out, l.in, l.batch, e5, e4, f32, Epilogue::None});
+    }
+    gemm_check({128, 3008, 784, e4, e4, bf, Epilogue::BiasRelu});
+    gemm_check({128, 784, 3008, e5, e4, bf, Epilogue::None});
+    gemm_check({3008, 784, 128, e5, e4, f32, Epilogue::None});
+    // The other mixed pair and an fp32 forward output.
+    gemm_check({64, 256, 784, e4, e5, bf, Epilogue::None});
+    gemm_check({64, 256, 784, e4, e4, f32, Epilogue::None});
+}
+
+// Calls outside the fp8 GEMM's rules must be refused by both backends before anything
+// runs (a CPU that computed them would hide a layer the GPU cannot run).
+void Fp8Checker::reject_checks()
+{
+    struct Bad {
+        const char* name;
+        bool ta, tb;
+        DType a, b;
+        int k;
+    };
+    const Bad bad[] = {
+        {"fp8_gemm/rejects/nn", false, false, DType::F8E4M3, DType::F8E4M3, 64},
+        {"fp8_gemm/rejects/tn", true, true, DType::F8E4M3, DType::F8E4M3, 64},
+        {"fp8_gemm/rejects/e5m2.e5m2", false, true, DType::F8E5M2, DType::F8E5M2, 64},
+        {"fp8_gemm/rejects/k40", false, true, DType::F8E4M3, DType::F8E4M3, 40},
+        {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64}};
+    for (const Bad& c : bad)
+        run(c.name, [&](Verdict& v, Rng&) {
+            const int m = 32, n = 48;
+            Twin ta = twin(std::size_t(m) * std::size_t(c.k), c.a);
+            Twin tb = twin(std::size_t(n) * std::size_t(c.k), c.b);
+            Twin tc = twin(std::size_t(m) * std::size_t(n), DType::BF16);
+            Twin tmeta = make(std::vector<float>(2 * fp8_block_floats(1), 1.0f), DType::F32);
+            GemmCall call;
+            call.trans_a = c.ta;
+            call.trans_b = c.tb;
+            call.m = m;
+            call.n = n;
+            call.k = c.k;
+            call.math = MathMode::Reduced;
+            call.a_scale_inv = fp8_scale_inv_index(0, 1);
+            call.b_scale_inv = fp8_scale_inv_index(1, 1);
+            on_both([&](Backend& be, bool ref) {
+                call.a = &side(ta, ref);
+                call.b = &side(tb, ref);
+                call.c = &side(tc, ref);
+                call.fp8_meta = &side(tmeta, ref);
+                try {
+                    be.gemm(call);
+                    v.fail(std::string(ref ? "the reference" : "the candidate") +
+                           " ran a GEMM the fp8 rules exclude");
+                } catch (const Error&) {
+                    // refused, as it should be
+                }
+                be.synchronize();
+            });
+            v.compare("refused", {1.0f}, {1.0f}, Tol{});
+        });
+}
+
+} // namespace
+
+std::vector<CheckResult> run_fp8_checks(Backend& reference, Backend& candidate, std::uint64_t seed,
+                                        const std::string& filter)
+{
+    return Fp8Checker(reference, candidate, seed, filter).run_all();
+}
+
+} // namespace mixlab
