@@ -505,7 +505,7 @@ void Fp8Checker::reject_checks()
     };
     const Bad bad[] = {
         {"fp8_gemm/rejects/nn", false, false, DType::F8E4M3, DType::F8E4M3, 64},
-        {"fp8_gemm/rejects/tn", true, true, DType::F8E4M3, DType::F8E4M3, 64},
+        {"fp8_gemm/rejects/tt", true, true, DType::F8E4M3, DType::F8E4M3, 64},
         {"fp8_gemm/rejects/e5m2.e5m2", false, true, DType::F8E5M2, DType::F8E5M2, 64},
         {"fp8_gemm/rejects/k40", false, true, DType::F8E4M3, DType::F8E4M3, 40},
         {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64}};
