@@ -316,8 +316,9 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
                  std::to_string(key.n) + "x" + std::to_string(key.k) + " " +
-                 dtype_short_name(key.ab) + "->" + dtype_short_name(key.c) + " (" +
-                 math_mode_name(key.math) + " math)");
+                 dtype_short_name(key.ab) +
+                 (key.b != key.ab ? std::string(".") + dtype_short_name(key.b) : std::string()) +
+                 "->" + dtype_short_name(key.c) + " (" + math_mode_name(key.math) + " math)");
         // The plain plan supplies the shape info; its epilogue is ours.
         plan = std::make_unique<Plan>();
         plan->info = plain_plan(key, g, stream).info;
