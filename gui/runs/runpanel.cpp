@@ -603,10 +603,15 @@ void RunPanel::updateDeviceDependent()
     for (auto &[p, box] : m_compare) {
         const QString why = policyBlockReason(p);
         box->setEnabled(why.isEmpty());
-        box->setToolTip(
+        QString tip =
             why.isEmpty()
                 ? tr("Train %1 in lockstep with the other checked policies").arg(policyText(p))
-                : why);
+                : why;
+        // The CPU has no fp8 arithmetic: it rounds to E4M3/E5M2 and computes in fp32.
+        if (why.isEmpty() && p == mixlab::Policy::MixedFP8 &&
+            dev.backend == mixlab::BackendKind::Cpu)
+            tip += tr(" (fp8 emulated on the CPU)");
+        box->setToolTip(tip);
         if (!why.isEmpty()) box->setChecked(false);
     }
     if (!m_compareTouched) {

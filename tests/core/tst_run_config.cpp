@@ -163,8 +163,8 @@ private slots:
                               << int(MathMode::Pedantic) << false;
         QTest::addRow("tf32") << Policy::TF32 << int(DType::F32) << false << 80
                               << int(MathMode::TF32) << false;
-        QTest::addRow("mixed_fp16") << Policy::MixedFP16 << int(DType::F16) << true << 0
-                                    << int(MathMode::Reduced) << true;
+        QTest::addRow("mixed_fp16")
+            << Policy::MixedFP16 << int(DType::F16) << true << 0 << int(MathMode::Reduced) << true;
         QTest::addRow("mixed_bf16") << Policy::MixedBF16 << int(DType::BF16) << true << 80
                                     << int(MathMode::Reduced) << false;
         QTest::addRow("fp16") << Policy::FP16 << int(DType::F16) << false << 0
@@ -374,10 +374,9 @@ private slots:
         QTest::addRow("fp8 margin 12")
             << run(R"("fp8": {"margin": 12})")
             << QStringList{"\"fp8.margin\" must be an integer between -8 and 8", "got 12"};
-        QTest::addRow("fp8 field")
-            << run(R"("fp8": {"amax_histroy": 8})")
-            << QStringList{"unknown field \"amax_histroy\" in \"fp8\"",
-                           "did you mean \"amax_history\"?"};
+        QTest::addRow("fp8 field") << run(R"("fp8": {"amax_histroy": 8})")
+                                   << QStringList{"unknown field \"amax_histroy\" in \"fp8\"",
+                                                  "did you mean \"amax_history\"?"};
         QTest::addRow("unknown device")
             << run(R"("device": "gpu")")
             << QStringList{"\"device\": unknown device \"gpu\"; valid devices: auto, cpu, cuda"};

@@ -402,7 +402,8 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
                        int margin)
 {
     const char* op = "fp8_update_scales";
-    require(tensors >= 0, backend, op, "tensors must not be negative, got " + std::to_string(tensors));
+    require(tensors >= 0, backend, op,
+            "tensors must not be negative, got " + std::to_string(tensors));
     require(margin >= -k_max_fp8_margin && margin <= k_max_fp8_margin, backend, op,
             "margin must be between -" + std::to_string(k_max_fp8_margin) + " and " +
                 std::to_string(k_max_fp8_margin) + ", got " + std::to_string(margin));

@@ -20,9 +20,8 @@ hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::
 
 } // namespace
 
-void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
-                              std::size_t block, int history_len, bool record_amax, Buffer* y,
-                              Buffer* y_t)
+void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                              int history_len, bool record_amax, Buffer* y, Buffer* y_t)
 {
     validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t);
     float* m = meta.as<float>() + block * fp8_block_floats(history_len);

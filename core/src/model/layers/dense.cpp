@@ -35,7 +35,8 @@ struct Fp8Operands {
 std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, int in, int out, int rows,
                               bool sequence)
 {
-    if (dtype != DType::BF16) return "kept in " + std::string(dtype_name(dtype)) + " by the layer's dtype";
+    if (dtype != DType::BF16)
+        return "kept in " + std::string(dtype_name(dtype)) + " by the layer's dtype";
     if (spec.no_fp8) return "kept in bfloat16 by the layer's dtype";
     if (spec.tie_weights)
         return "kept in bfloat16: its weights are the embedding's table, which is not quantized";
@@ -159,8 +160,8 @@ private:
 
     void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
     {
-        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features,
-                                      b.max_batch(), b.time_steps() > 1);
+        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features, b.max_batch(),
+                                      b.time_steps() > 1);
         if (!m_fp8_why.empty()) return;
         m_fp8_emulated = b.backend().info().backend == BackendKind::Cpu;
         auto f = std::make_unique<Fp8Operands>();
@@ -188,8 +189,8 @@ private:
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
                                f.x8, training ? f.x8_t : nullptr);
-        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block,
-                               f.history, training, f.w8, training ? f.w8_t : nullptr);
+        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
+                               training, f.w8, training ? f.w8_t : nullptr);
         GemmCall g;
         g.trans_b = true; // the TN form: both operands k-contiguous
         g.m = batch;
@@ -214,8 +215,8 @@ private:
     void backward_fp8(const PassContext& c, int batch)
     {
         Fp8Operands& f = *m_fp8;
-        c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history,
-                               true, f.dy8, f.dy8_t);
+        c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
+                               f.dy8, f.dy8_t);
         GemmCall dw;
         dw.trans_b = true;
         dw.m = out_features;
@@ -275,7 +276,7 @@ private:
     bool m_fused_relu = false;      // bias + relu in the GEMM's epilogue
     SharedTable* m_table = nullptr; // tied: the embedding's table is W (m_w holds the bias)
     Weights m_w;
-    Buffer* m_pre = nullptr; // the pre-activation, when the activation runs on its own
+    Buffer* m_pre = nullptr;            // the pre-activation, when the activation runs on its own
     std::unique_ptr<Fp8Operands> m_fp8; // mixed_fp8, when the layer is eligible
     std::string m_fp8_why;              // mixed_fp8: why it is not, for kernels()
     bool m_fp8_emulated = false;        // on the CPU backend
