@@ -14,6 +14,8 @@
 #include "mixlab/run_config.h"
 #include "mixlab/run_log.h"
 #include "mixlab/trainer.h"
+#include "model/network.h"
+#include "train/fp8_scales.h"
 
 #include <QtTest>
 
@@ -126,9 +128,9 @@ private slots:
         // Largest normal, 1.75 * 2^8, and everything beyond it, saturating.
         QCOMPARE(c4(448.0f), std::uint8_t(0x7E));
         QCOMPARE(e4m3(448.0f), 448.0f);
-        QCOMPARE(e4m3(460.0f), 448.0f);    // below the half ulp
-        QCOMPARE(e4m3(464.0f), 448.0f);    // max + half ulp (32 / 2): the tie saturates
-        QCOMPARE(e4m3(480.0f), 448.0f);    // a whole ulp past
+        QCOMPARE(e4m3(460.0f), 448.0f); // below the half ulp
+        QCOMPARE(e4m3(464.0f), 448.0f); // max + half ulp (32 / 2): the tie saturates
+        QCOMPARE(e4m3(480.0f), 448.0f); // a whole ulp past
         QCOMPARE(e4m3(1e30f), 448.0f);
         QCOMPARE(c4(inf), std::uint8_t(0x7E));
         QCOMPARE(c4(-inf), std::uint8_t(0xFE));
@@ -141,14 +143,14 @@ private slots:
         QCOMPARE(c4(0.015625f), std::uint8_t(0x08));
         QCOMPARE(c4(7 * 0.001953125f), std::uint8_t(0x07));
         QCOMPARE(e4m3(7 * 0.001953125f), 0.013671875f);
-        QCOMPARE(e4m3(7.5f * 0.001953125f), 0.015625f); // tie: 8 units (the normal) is even
+        QCOMPARE(e4m3(7.5f * 0.001953125f), 0.015625f);        // tie: 8 units (the normal) is even
         QCOMPARE(e4m3(6.5f * 0.001953125f), 6 * 0.001953125f); // tie: 6 is even
         QCOMPARE(c4(0.001953125f), std::uint8_t(0x01));
-        QCOMPARE(e4m3(0.0009765625f), 0.0f);             // half the smallest: ties to 0
-        QCOMPARE(e4m3(0.00097657f), 0.001953125f);       // just above half
+        QCOMPARE(e4m3(0.0009765625f), 0.0f);                   // half the smallest: ties to 0
+        QCOMPARE(e4m3(0.00097657f), 0.001953125f);             // just above half
         QCOMPARE(e4m3(1.5f * 0.001953125f), 2 * 0.001953125f); // 1.5 units: tie to 2
-        QCOMPARE(e4m3(0.00048828125f), 0.0f);            // a quarter
-        QVERIFY(same(e4m3(-0.0009765625f), -0.0f));      // the sign survives to zero
+        QCOMPARE(e4m3(0.00048828125f), 0.0f);                  // a quarter
+        QVERIFY(same(e4m3(-0.0009765625f), -0.0f));            // the sign survives to zero
         QCOMPARE(c4(0.0f), std::uint8_t(0x00));
         QCOMPARE(c4(-0.0f), std::uint8_t(0x80));
         QVERIFY(same(e4m3(-0.0f), -0.0f));
@@ -326,7 +328,7 @@ private slots:
         auto be = make_backend(DeviceChoice::CPU);
         const int m = 2, n = 3, k = 16;
         std::vector<float> a(m * k), b(n * k);
-        for (int i = 0; i < m * k; ++i) a[std::size_t(i)] = float((i % 5) - 2);     // -2..2
+        for (int i = 0; i < m * k; ++i) a[std::size_t(i)] = float((i % 5) - 2); // -2..2
         for (int i = 0; i < n * k; ++i) b[std::size_t(i)] = float((i % 7) - 3) * 0.5f;
         Buffer ba = be->alloc(a.size(), DType::F8E4M3), bb = be->alloc(b.size(), DType::F8E5M2);
         be->upload_f32(ba, a.data(), a.size());
@@ -462,16 +464,16 @@ private slots:
         // A mixed_fp8 run writes its defaults too: what it ran with.
         RunConfig plain;
         plain.policy = Policy::MixedFP8;
-        QVERIFY(QString::fromStdString(run_config_to_json(plain))
-                    .contains("\"amax_history\": 16"));
+        QVERIFY(QString::fromStdString(run_config_to_json(plain)).contains("\"amax_history\": 16"));
     }
 
     void runConfigFp8BadInput_data()
     {
         QTest::addColumn<QString>("fp8");
         QTest::addColumn<QString>("message");
-        QTest::addRow("history 0") << R"({"amax_history": 0})"
-                                   << "\"fp8.amax_history\" must be between 1 and 1024 steps, got 0";
+        QTest::addRow("history 0")
+            << R"({"amax_history": 0})"
+            << "\"fp8.amax_history\" must be between 1 and 1024 steps, got 0";
         QTest::addRow("history huge") << R"({"amax_history": 5000})"
                                       << "\"fp8.amax_history\" must be between 1 and 1024";
         QTest::addRow("history text") << R"({"amax_history": "16"})"
@@ -482,7 +484,8 @@ private slots:
                                          << "\"fp8.margin\" must be an integer, got 0.5";
         QTest::addRow("unknown field") << R"({"history": 4})"
                                        << "unknown field \"history\" in \"fp8\"";
-        QTest::addRow("not an object") << "16" << "\"fp8\" must be an object";
+        QTest::addRow("not an object") << "16"
+                                       << "\"fp8\" must be an object";
     }
     void runConfigFp8BadInput()
     {
@@ -513,10 +516,12 @@ private slots:
                                                            "delayed scaling over 16 steps, "
                                                            "emulated on the CPU)"),
                  lines[0].c_str());
-        QVERIFY2(QString::fromStdString(lines[1]).contains("fp8: kept in bfloat16 by the layer's dtype"),
-                 lines[1].c_str());
-        QVERIFY2(QString::fromStdString(lines[2]).contains("fp8: kept in float32 by the layer's dtype"),
-                 lines[2].c_str());
+        QVERIFY2(
+            QString::fromStdString(lines[1]).contains("fp8: kept in bfloat16 by the layer's dtype"),
+            lines[1].c_str());
+        QVERIFY2(
+            QString::fromStdString(lines[2]).contains("fp8: kept in float32 by the layer's dtype"),
+            lines[2].c_str());
         QVERIFY2(QString::fromStdString(lines[3]).contains("fp8: out 10 is not a multiple of 16"),
                  lines[3].c_str());
         RecordingSink sink;
@@ -529,7 +534,8 @@ private slots:
         RunConfig odd = cfg;
         odd.batch_size = 24;
         TrainingRun run24(graph, odd, dev, *be);
-        QVERIFY(QString::fromStdString(run24.describe()[0]).contains("fp8: batch 24 is not a multiple of 16"));
+        QVERIFY(QString::fromStdString(run24.describe()[0])
+                    .contains("fp8: batch 24 is not a multiple of 16"));
         RecordingSink sink24;
         train(run24, sink24);
         QVERIFY(!sink24.steps[0].fp8_log2_scale_min.has_value());
@@ -578,6 +584,53 @@ private slots:
         const auto pj = nlohmann::json::parse(plain.to_json());
         QVERIFY(!pj.at("steps").at(0).contains("fp8_log2_scale_min"));
         QVERIFY(!pj.at("config").contains("fp8_execution"));
+    }
+
+    // The scales read back with a step's record: their log2 range, and a warning when a
+    // tensor's amax leaps past its history.
+    void amaxJumpWarns()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(10)});
+        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
+        OptimizerConfig opt;
+        Fp8Config fp8;
+        fp8.amax_history = 3;
+        Network net(graph, Policy::MixedFP8, opt, *be, 16, 1, 1, fp8);
+        QCOMPARE(net.fp8_tensors(), 3);
+        QCOMPARE(net.fp8_names()[2], std::string("layer 1 dy"));
+        const std::size_t s = fp8_block_floats(3);
+        std::vector<float> m = download(*be, *net.fp8_meta());
+        QCOMPARE(m[2 * s + k_fp8_max_finite], 57344.0f); // dy: E5M2
+        QCOMPARE(m[k_fp8_max_finite], 448.0f);
+        Fp8ScaleWatch watch(*be, net, 2);
+        auto step = [&](int slot, float x_amax, float w_scale) {
+            // What a step's update leaves: this step's amax one slot older, the current zero.
+            m[k_fp8_history + 2] = m[k_fp8_history + 1];
+            m[k_fp8_history + 1] = x_amax;
+            m[s + k_fp8_scale] = w_scale;
+            be->upload_f32(*net.fp8_meta(), m.data(), m.size());
+            watch.copy_out(slot);
+        };
+        std::vector<RunEvent> events;
+        StepMetrics sm;
+        step(0, 2.0f, 4.0f);
+        watch.read(0, sm, events);
+        QCOMPARE(*sm.fp8_log2_scale_min, 0.0f); // x and dy still at 1
+        QCOMPARE(*sm.fp8_log2_scale_max, 2.0f);
+        QVERIFY(events.empty()); // the first step has no history to leap past
+        step(1, 30.0f, 0.25f);   // 15x the history's 2: not yet a jump
+        watch.read(1, sm, events);
+        QCOMPARE(*sm.fp8_log2_scale_min, -2.0f);
+        QVERIFY(events.empty());
+        sm.step = 3;
+        step(0, 500.0f, 1.0f); // 16.7x the history's 30
+        watch.read(0, sm, events);
+        QCOMPARE(int(events.size()), 1);
+        QCOMPARE(events[0].kind, RunEvent::Kind::Warning);
+        QCOMPARE(events[0].step, std::int64_t(3));
+        const QString msg = QString::fromStdString(events[0].message);
+        QVERIFY2(msg.startsWith("fp8 amax jump: layer 1 x reached |x| 500"), qPrintable(msg));
     }
 
     // ---- issue 18's CPU criterion: within 1 point of fp32 after one epoch ----------------
