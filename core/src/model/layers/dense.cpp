@@ -2,7 +2,7 @@
 // forward (bias, and relu when there is a bias, in its epilogue), two backward. On a
 // sequence it applies per time step: its rows are batch x steps. A language model's decoder
 // may be tied to the embedding: W is then the embedding's (vocab x dim) table.
-// Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_eligibility says
+// Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_ineligibility says
 // which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
 // network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need.
 #include "mixlab/error.h"
