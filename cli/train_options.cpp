@@ -115,6 +115,12 @@ void add_train_options(ArgParser& p, bool compare)
                  "every N steps, record per layer where weights, activations, gradients and "
                  "updates sit on the number line (histograms of log2|x|) into the JSON log; "
                  "read them with 'mixlab-cli numerics' (default 0: off)");
+    p.add_option("--fp8-history", "N",
+                 "mixed_fp8: steps of amax history each fp8 tensor's scale is taken from, "
+                 "1 to 1024 (default 16)");
+    p.add_option("--fp8-margin", "N",
+                 "mixed_fp8: powers of two of headroom below the fp8 maximum, -8 to 8 "
+                 "(default 0; a negative one as --fp8-margin=-1)");
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
@@ -176,6 +182,9 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     if (p.flag("--no-cuda-graph")) c.cuda_graph = false;
     if (p.flag("--stop-on-nan")) c.stop_on_non_finite_loss = true;
     if (auto v = p.integer("--numerics-every", 0, 1 << 30)) c.numerics_every = int(*v);
+    if (auto v = p.integer("--fp8-history", 1, k_max_fp8_history)) c.fp8.amax_history = int(*v);
+    if (auto v = p.integer("--fp8-margin", -k_max_fp8_margin, k_max_fp8_margin))
+        c.fp8.margin = int(*v);
     if (c.dataset.name.empty())
         c.dataset.name = language_model ? "synthetic-text" : default_dataset_name();
     if (c.dataset.name == "synthetic-text") {

@@ -115,7 +115,7 @@ endif()
 # CPack puts the summary above this text itself.
 set(_mixlab_desc_common
 "MixLab designs a network, trains it under a precision policy (fp32, tf32,
-mixed_fp16 with dynamic loss scaling, mixed_bf16, fp16) and compares policies
+mixed_fp16 with dynamic loss scaling, mixed_bf16, fp16, mixed_fp8) and compares policies
 side by side in lockstep: the Qt 6 desktop app mixlab and the headless
 mixlab-cli (train, compare, explain, maxbatch, ceilings, summary, check, corpus).
 Model presets are installed in /usr/share/mixlab/models.")

@@ -194,6 +194,9 @@ private slots:
         write("run-split-fp16.json",
               run_head +
                   R"("policy": "mixed_fp16", "optimizer": {"master_weights": "bf16_split"}})");
+        write("run-fp8-history-zero.json",
+              run_head + R"("policy": "mixed_fp8", "fp8": {"amax_history": 0}})");
+        write("run-fp8-margin-fraction.json", run_head + R"("fp8": {"margin": 1.5}})");
 
         write_idx("idx-magic", [](QByteArray& b) { b.replace(0, 4, be32(0x00001234)); });
         write_idx("idx-swapped", [](QByteArray& b) { b.replace(0, 4, be32(0x801)); });
@@ -299,6 +302,10 @@ private slots:
         run("run: split masters under mixed_fp16", "run-split-fp16.json",
             "\"optimizer.master_weights\": \"bf16_split\" splits fp32 masters behind bfloat16 "
             "weights, so it applies to the mixed_bf16 policy only");
+        run("run: fp8 amax_history 0", "run-fp8-history-zero.json",
+            "\"fp8.amax_history\" must be between 1 and 1024 steps, got 0");
+        run("run: fp8 margin 1.5", "run-fp8-margin-fraction.json",
+            "\"fp8.margin\" must be an integer, got 1.5");
         run("run: missing file", "none-run.json", "none-run.json");
         run("run: a folder", "model-dir.json", "model-dir.json");
         {

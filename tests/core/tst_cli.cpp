@@ -181,6 +181,8 @@ private slots:
         QTest::newRow("lr negative") << with(train, {"--lr", "-0.1"}) << "--lr";
         QTest::newRow("clip negative") << with(train, {"--clip", "-0.25"}) << "--clip";
         QTest::newRow("clip nan") << with(train, {"--clip", "nan"}) << "--clip";
+        QTest::newRow("fp8 history 0") << with(train, {"--fp8-history", "0"}) << "--fp8-history";
+        QTest::newRow("fp8 margin 9") << with(train, {"--fp8-margin", "9"}) << "--fp8-margin";
         QTest::newRow("clip not a number") << with(train, {"--clip", "quarter"}) << "--clip";
         QTest::newRow("unknown policy") << with(train, {"--policy", "fp12"}) << "fp12";
         QTest::newRow("unknown option") << with(train, {"--frobnicate", "3"}) << "--frobnicate";

@@ -131,7 +131,7 @@ private slots:
             QCOMPARE(parse_policy(policy_name(p)), p);
             ++n;
         }
-        QCOMPARE(n, 5);
+        QCOMPARE(n, 6);
         QCOMPARE(policy_name(Policy::MixedBF16), std::string_view("mixed_bf16"));
     }
 
@@ -156,32 +156,34 @@ private slots:
         QTest::addColumn<Policy>("policy");
         QTest::addColumn<int>("compute");
         QTest::addColumn<bool>("master");
-        QTest::addColumn<bool>("sm80");
+        QTest::addColumn<int>("min_cc");
         QTest::addColumn<int>("math");
         QTest::addColumn<bool>("scaling");
-        QTest::addRow("fp32") << Policy::FP32 << int(DType::F32) << false << false
+        QTest::addRow("fp32") << Policy::FP32 << int(DType::F32) << false << 0
                               << int(MathMode::Pedantic) << false;
-        QTest::addRow("tf32") << Policy::TF32 << int(DType::F32) << false << true
+        QTest::addRow("tf32") << Policy::TF32 << int(DType::F32) << false << 80
                               << int(MathMode::TF32) << false;
-        QTest::addRow("mixed_fp16") << Policy::MixedFP16 << int(DType::F16) << true << false
-                                    << int(MathMode::Reduced) << true;
-        QTest::addRow("mixed_bf16") << Policy::MixedBF16 << int(DType::BF16) << true << true
+        QTest::addRow("mixed_fp16")
+            << Policy::MixedFP16 << int(DType::F16) << true << 0 << int(MathMode::Reduced) << true;
+        QTest::addRow("mixed_bf16") << Policy::MixedBF16 << int(DType::BF16) << true << 80
                                     << int(MathMode::Reduced) << false;
-        QTest::addRow("fp16") << Policy::FP16 << int(DType::F16) << false << false
+        QTest::addRow("fp16") << Policy::FP16 << int(DType::F16) << false << 0
                               << int(MathMode::Reduced) << false;
+        QTest::addRow("mixed_fp8") << Policy::MixedFP8 << int(DType::BF16) << true << 89
+                                   << int(MathMode::Reduced) << false;
     }
     void policy_traits_table()
     {
         QFETCH(Policy, policy);
         QFETCH(int, compute);
         QFETCH(bool, master);
-        QFETCH(bool, sm80);
+        QFETCH(int, min_cc);
         QFETCH(int, math);
         QFETCH(bool, scaling);
         const PolicyTraits t = policy_traits(policy);
         QCOMPARE(int(t.compute), compute);
         QCOMPARE(t.master_weights, master);
-        QCOMPARE(t.needs_sm80, sm80);
+        QCOMPARE(t.min_cc, min_cc);
         QCOMPARE(int(t.math), math);
         QCOMPARE(t.default_loss_scaling, scaling);
     }
@@ -365,6 +367,16 @@ private slots:
                            "fp32, tf32, mixed_fp16, mixed_bf16, fp16"};
         QTest::addRow("policy not a string")
             << run(R"("policy": 16)") << QStringList{"\"policy\" must be a policy name", "got 16"};
+        // mixed_fp8's delayed scaling (tst_fp8 has the rest).
+        QTest::addRow("fp8 history 0")
+            << run(R"("fp8": {"amax_history": 0})")
+            << QStringList{"\"fp8.amax_history\" must be between 1 and 1024 steps, got 0"};
+        QTest::addRow("fp8 margin 12")
+            << run(R"("fp8": {"margin": 12})")
+            << QStringList{"\"fp8.margin\" must be an integer between -8 and 8", "got 12"};
+        QTest::addRow("fp8 field") << run(R"("fp8": {"amax_histroy": 8})")
+                                   << QStringList{"unknown field \"amax_histroy\" in \"fp8\"",
+                                                  "did you mean \"amax_history\"?"};
         QTest::addRow("unknown device")
             << run(R"("device": "gpu")")
             << QStringList{"\"device\": unknown device \"gpu\"; valid devices: auto, cpu, cuda"};

@@ -1,6 +1,7 @@
 // The argument checks both backends share (see backend_validate.h): each op's contract
 // from mixlab/backend.h, with messages that name the buffer and the sizes involved.
 #include "backends/backend_validate.h"
+#include "backends/backend_validate_fp8.h"
 
 #include "base/hd_math.h"
 
@@ -308,105 +309,6 @@ void gemm(const char* backend, const GemmCall& g)
         require(g.bias_grad != nullptr, backend, op, "BiasGradA needs bias_grad");
         floating(backend, op, *g.bias_grad, m, "bias_grad");
     }
-}
-
-namespace {
-
-std::string name_of(DType t) { return std::string(dtype_name(t)); }
-
-// meta is a float32 buffer holding `blocks` blocks of history_len history slots.
-void fp8_meta(const char* backend, const char* op, const Buffer& meta, std::size_t blocks,
-              int history_len)
-{
-    require(history_len >= 1, backend, op,
-            "history_len must be at least 1, got " + std::to_string(history_len));
-    require(meta.dtype() == DType::F32, backend, op,
-            "meta must be float32, got " + name_of(meta.dtype()));
-    const std::size_t need = blocks * fp8_block_floats(history_len);
-    require(meta.count() >= need && (need == 0 || meta.data() != nullptr), backend, op,
-            "meta holds " + std::to_string(meta.count()) + " floats, needs " +
-                std::to_string(need) + " (" + std::to_string(blocks) + " blocks of " +
-                std::to_string(fp8_block_floats(history_len)) + ")");
-}
-
-void fp8_operand(const char* backend, const char* op, const Buffer& b, std::size_t need,
-                 const char* name)
-{
-    require(is_fp8(b.dtype()), backend, op,
-            std::string(name) + " must be float8_e4m3fn or float8_e5m2 (both operands fp8), got " +
-                name_of(b.dtype()));
-    require(b.count() >= need && (need == 0 || b.data() != nullptr), backend, op,
-            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
-                std::to_string(need));
-}
-
-} // namespace
-
-void fp8_gemm(const char* backend, const GemmCall& g)
-{
-    const char* op = "gemm (fp8)";
-    require(g.a && g.b && g.c, backend, op, "a, b and c must be set");
-    require(g.m >= 0 && g.n >= 0 && g.k >= 0, backend, op,
-            "dimensions must not be negative, got m=" + std::to_string(g.m) +
-                " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
-    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
-    fp8_operand(backend, op, *g.a, m * k, "a");
-    fp8_operand(backend, op, *g.b, n * k, "b");
-    require(!(g.a->dtype() == DType::F8E5M2 && g.b->dtype() == DType::F8E5M2), backend, op,
-            "a and b cannot both be float8_e5m2 (no fp8 tensor core reads that pair)");
-    require(!g.trans_a && g.trans_b, backend, op,
-            std::string("fp8 operands must be in the TN form (trans_a false, trans_b true), "
-                        "got trans_a ") +
-                (g.trans_a ? "true" : "false") + ", trans_b " + (g.trans_b ? "true" : "false") +
-                "; quantize a transposed copy instead");
-    require(g.k % 16 == 0, backend, op,
-            "k must be a multiple of 16 for fp8 tensor cores, got " + std::to_string(g.k));
-    const DType ct = g.c->dtype();
-    require(ct == DType::F32 || ct == DType::BF16 || ct == DType::F16, backend, op,
-            "c must be float32, bfloat16 or float16, got " + name_of(ct));
-    floating(backend, op, *g.c, m * n, "c");
-    require(g.epilogue == Epilogue::None || g.epilogue == Epilogue::Bias ||
-                g.epilogue == Epilogue::BiasRelu,
-            backend, op, "the epilogue must be none, bias or bias + relu (dB is bias_grad's)");
-    if (epilogue_adds_bias(g.epilogue)) {
-        require(g.bias != nullptr, backend, op, "this epilogue needs a bias");
-        floating(backend, op, *g.bias, n, "bias");
-    }
-    require(g.fp8_meta != nullptr, backend, op, "fp8 operands need fp8_meta (their scales)");
-    require(g.fp8_meta->dtype() == DType::F32, backend, op,
-            "fp8_meta must be float32, got " + name_of(g.fp8_meta->dtype()));
-    const std::size_t last = std::max(g.a_scale_inv, g.b_scale_inv);
-    require(last < g.fp8_meta->count(), backend, op,
-            "scale_inv index " + std::to_string(last) + " is past fp8_meta's " +
-                std::to_string(g.fp8_meta->count()) + " floats");
-}
-
-void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
-                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t)
-{
-    const char* op = "fp8_quantize";
-    require(rows >= 0 && cols >= 0, backend, op,
-            "negative shape " + std::to_string(rows) + " x " + std::to_string(cols));
-    const std::size_t n = std::size_t(rows) * std::size_t(cols);
-    floating(backend, op, x, n, "x");
-    require(y != nullptr || y_t != nullptr, backend, op, "y or y_t must be given");
-    if (y) fp8_operand(backend, op, *y, n, "y");
-    if (y_t) fp8_operand(backend, op, *y_t, n, "y_t");
-    require(!y || !y_t || y->dtype() == y_t->dtype(), backend, op,
-            "y and y_t must share an fp8 format, got " + name_of(y ? y->dtype() : DType::F32) +
-                " and " + name_of(y_t ? y_t->dtype() : DType::F32));
-    fp8_meta(backend, op, meta, block + 1, history_len);
-}
-
-void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
-                       int margin)
-{
-    const char* op = "fp8_update_scales";
-    require(tensors >= 0, backend, op, "tensors must not be negative, got " + std::to_string(tensors));
-    require(margin >= -k_max_fp8_margin && margin <= k_max_fp8_margin, backend, op,
-            "margin must be between -" + std::to_string(k_max_fp8_margin) + " and " +
-                std::to_string(k_max_fp8_margin) + ", got " + std::to_string(margin));
-    fp8_meta(backend, op, meta, std::size_t(tensors), history_len);
 }
 
 std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* bias, int cols,

@@ -62,23 +62,8 @@ void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, i
 // `in` x-sized, `out` y-sized, same floating dtype.
 void pool(const char* backend, const char* op, const PoolGeometry& g, const Buffer& in,
           const Buffer& out);
-// Also checks an fp8 GEMM (operands F8E4M3/F8E5M2) with fp8_gemm below.
+// An fp8 GEMM (either operand F8E4M3/F8E5M2) goes to backend_validate_fp8.h's fp8_gemm.
 void gemm(const char* backend, const GemmCall& call);
-// mixed_fp8's GEMMs: a and b fp8 (not both E5M2) holding m*k and n*k values, the "TN"
-// form (trans_a false, trans_b true), k a multiple of 16 (Hopper's fp8 rule, which both
-// backends keep so that the CPU rejects what the GPU would), c float32, bfloat16 or
-// float16, epilogue None/Bias/BiasRelu, fp8_meta a float32 buffer holding both scale_inv
-// indices. gemm() calls it when either operand is fp8.
-void fp8_gemm(const char* backend, const GemmCall& call);
-// fp8_quantize: x floating with rows*cols values; y (and y_t, when given) fp8 of one
-// format with as many; at least one of them; meta float32 holding block `block` of
-// history_len (>= 1) history slots.
-void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
-                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t);
-// fp8_update_scales: meta float32 holding `tensors` blocks, history_len >= 1, margin
-// within [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
-void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
-                       int margin);
 // Both return the number of rows.
 std::size_t bias_activation(const char* backend, const Buffer& x, const Buffer* bias, int cols,
                             const Buffer& y);

@@ -2,6 +2,7 @@
 #include "backends/backend_validate_fp8.h"
 
 #include "backends/backend_validate.h"
+#include "mixlab/run_config.h"
 
 #include <string>
 
@@ -52,10 +53,14 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
     meta_buffer(backend, op, meta, (block + 1) * fp8_block_floats(history_len));
 }
 
-void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len)
+void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
+                       int margin)
 {
     const char* op = "fp8_update_scales";
     require(tensors >= 0, backend, op, "negative tensor count " + std::to_string(tensors));
+    require(margin >= -k_max_fp8_margin && margin <= k_max_fp8_margin, backend, op,
+            "margin must be between -" + std::to_string(k_max_fp8_margin) + " and " +
+                std::to_string(k_max_fp8_margin) + ", got " + std::to_string(margin));
     require(history_len >= 1, backend, op,
             "history_len must be at least 1, got " + std::to_string(history_len));
     meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));

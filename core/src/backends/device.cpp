@@ -86,13 +86,12 @@ void check_policy_supported(const DeviceInfo& info, Policy policy)
     if (!info.is_gpu()) return;
     const int need = policy_traits(policy).min_cc;
     if (info.cc_major * 10 + info.cc_minor >= need) return;
-    const std::string has = info.name + " has compute capability " +
-                            std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor);
+    const std::string has = info.name + " has compute capability " + std::to_string(info.cc_major) +
+                            "." + std::to_string(info.cc_minor);
     if (policy == Policy::MixedFP8)
         throw DeviceError("policy 'mixed_fp8' needs fp8 tensor cores (compute capability 8.9 or "
                           "newer, e.g. an H100, H200 or RTX 40xx), but " +
-                          has +
-                          "; choose mixed_bf16 on this GPU, or --device cpu to emulate it");
+                          has + "; choose mixed_bf16 on this GPU, or --device cpu to emulate it");
     const std::string what = policy == Policy::TF32 ? "TF32 tensor cores" : "bfloat16 tensor cores";
     throw DeviceError("policy '" + std::string(policy_name(policy)) + "' needs " + what +
                       " (compute capability 8.0 or newer, e.g. an A100 or RTX 30xx), but " + has +

@@ -291,8 +291,7 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     m_dlogits = flow.grad ? flow.grad : b.own(flow.value->count(), flow.dtype);
     if (!flow.grad) m_nodes.back()->out_grad = m_dlogits;
     if (!m_fp8_names.empty()) {
-        const std::size_t floats =
-            m_fp8_names.size() * fp8_block_floats(m_fp8.amax_history);
+        const std::size_t floats = m_fp8_names.size() * fp8_block_floats(m_fp8.amax_history);
         m_fp8_meta = m_backend.alloc(floats, DType::F32);
         m_device_bytes += std::int64_t(floats * sizeof(float));
         reset_fp8_meta();
@@ -314,8 +313,8 @@ void Network::reset_fp8_meta()
         float* m = meta.data() + t * stride;
         m[k_fp8_scale] = 1.0f;
         m[k_fp8_scale_inv] = 1.0f;
-        m[k_fp8_max_finite] = m_fp8_formats[t] == DType::F8E5M2 ? hd::k_e5m2.max_finite
-                                                                : hd::k_e4m3.max_finite;
+        m[k_fp8_max_finite] =
+            m_fp8_formats[t] == DType::F8E5M2 ? hd::k_e5m2.max_finite : hd::k_e4m3.max_finite;
     }
     m_backend.upload_f32(m_fp8_meta, meta.data(), meta.size());
 }

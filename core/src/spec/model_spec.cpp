@@ -548,8 +548,10 @@ Fields layer_fields(const LayerSpec& l)
         if (l.rate != 0.0f) f.emplace_back("dropout", float_json(l.rate).dump());
         break;
     }
-    if (l.force_fp32) f.emplace_back("dtype", string_text("float32"));
-    else if (l.no_fp8) f.emplace_back("dtype", string_text("bfloat16"));
+    if (l.force_fp32)
+        f.emplace_back("dtype", string_text("float32"));
+    else if (l.no_fp8)
+        f.emplace_back("dtype", string_text("bfloat16"));
     return f;
 }
 

@@ -63,9 +63,11 @@ const Field<StepMetrics> k_step_fields[] = {
     {"skipped", [](const StepMetrics& m) { return Json(m.skipped); },
      [](const JsonReader& r, StepMetrics& m) { m.skipped = r.boolean(); }},
     // mixed_fp8: the range of log2(scale) across the fp8 tensors.
-    {"fp8_log2_scale_min", [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_min); },
+    {"fp8_log2_scale_min",
+     [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_min); },
      [](const JsonReader& r, StepMetrics& m) { m.fp8_log2_scale_min = read_optional(r); }, has_fp8},
-    {"fp8_log2_scale_max", [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_max); },
+    {"fp8_log2_scale_max",
+     [](const StepMetrics& m) { return optional_number(m.fp8_log2_scale_max); },
      [](const JsonReader& r, StepMetrics& m) { m.fp8_log2_scale_max = read_optional(r); }, has_fp8},
 };
 

@@ -189,9 +189,9 @@ try : m_impl(std::make_unique<Impl>(backend, data, run_index)), m_graph(graph), 
     s.scaling.backoff_factor = config.loss_scale.backoff_factor;
     s.scaling.growth_interval = config.loss_scale.growth_interval;
 
-    s.net = std::make_unique<Network>(graph, config.policy, config.optimizer, backend,
-                                      config.batch_size, s.lm ? s.bptt : 1, config.seed,
-                                      config.fp8);
+    s.net =
+        std::make_unique<Network>(graph, config.policy, config.optimizer, backend,
+                                  config.batch_size, s.lm ? s.bptt : 1, config.seed, config.fp8);
     s.scaler = backend.alloc(k_scaler_fields, DType::F32);
     const float init_scale = mode == LossScaleMode::None ? 1.0f : config.loss_scale.init;
     const float scaler_init[k_scaler_fields] = {init_scale, 0, 0, 0};

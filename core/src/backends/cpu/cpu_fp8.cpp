@@ -6,7 +6,7 @@
 // the CUDA kernels'.
 #include "backends/cpu/cpu_backend.h"
 
-#include "backends/backend_validate.h"
+#include "backends/backend_validate_fp8.h"
 #include "base/hd_math.h"
 
 #include <algorithm>
@@ -20,9 +20,8 @@ hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::
 
 } // namespace
 
-void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
-                              std::size_t block, int history_len, bool record_amax, Buffer* y,
-                              Buffer* y_t)
+void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
+                              int history_len, bool record_amax, Buffer* y, Buffer* y_t)
 {
     validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t);
     float* m = meta.as<float>() + block * fp8_block_floats(history_len);
@@ -39,7 +38,7 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
         for (std::size_t c = 0; c < c_n; ++c) {
             const float v = px[r * c_n + c];
             if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
-            const float q = hd::fp8_to_float(hd::float_to_fp8(v * scale, fmt), fmt);
+            const float q = hd::fp8_to_float(hd::fp8_quantize_value(v, scale, fmt), fmt);
             if (py) py[r * c_n + c] = q;
             if (pt) pt[c * r_n + r] = q;
         }
@@ -49,23 +48,11 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
 void CpuBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)
 {
     validate::fp8_update_scales(k_name, meta, tensors, history_len, margin);
+    // hd_math.h's update, the one the CUDA kernel runs: the scale from the history's amax
+    // (kept when that is zero or not finite), the history rolled.
     const std::size_t stride = fp8_block_floats(history_len);
-    for (int t = 0; t < tensors; ++t) {
-        float* m = meta.as<float>() + std::size_t(t) * stride;
-        float* h = m + k_fp8_history;
-        const float amax = *std::max_element(h, h + history_len);
-        // In float, as the kernel computes it: max_finite / amax, then the margin's power
-        // of two (an exact ldexp). A zero or non-finite amax (nothing seen yet, or only
-        // infs and NaNs) keeps the scale the tensor has.
-        if (std::isfinite(amax) && amax > 0.0f) {
-            const float scale = std::ldexp(m[k_fp8_max_finite] / amax, -margin);
-            m[k_fp8_scale] = scale;
-            m[k_fp8_scale_inv] = 1.0f / scale;
-        }
-        m[k_fp8_last_amax] = amax;
-        for (int j = history_len - 1; j > 0; --j) h[j] = h[j - 1];
-        h[0] = 0.0f;
-    }
+    for (int t = 0; t < tensors; ++t)
+        hd::fp8_update_block(meta.as<float>() + std::size_t(t) * stride, history_len, margin);
 }
 
 } // namespace mixlab::cpu

@@ -22,7 +22,7 @@ void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta
 
 void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)
 {
-    validate::fp8_update_scales(k_name, meta, tensors, history_len);
+    validate::fp8_update_scales(k_name, meta, tensors, history_len, margin);
     launch_fp8_update_scales(meta.as<float>(), tensors, history_len, fp8_block_floats(history_len),
                              margin, stream());
 }

@@ -2,7 +2,7 @@
 // forward (bias, and relu when there is a bias, in its epilogue), two backward. On a
 // sequence it applies per time step: its rows are batch x steps. A language model's decoder
 // may be tied to the embedding: W is then the embedding's (vocab x dim) table.
-// Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_eligibility says
+// Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_ineligibility says
 // which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
 // network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need.
 #include "mixlab/error.h"
@@ -142,8 +142,8 @@ private:
 
     void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
     {
-        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features,
-                                      b.max_batch(), b.time_steps() > 1);
+        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features, b.max_batch(),
+                                      b.time_steps() > 1);
         if (!m_fp8_why.empty()) return;
         m_fp8_emulated = b.backend().info().backend == BackendKind::Cpu;
         auto f = std::make_unique<Fp8Operands>();
@@ -171,8 +171,8 @@ private:
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
                                f.x8, training ? f.x8_t : nullptr);
-        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block,
-                               f.history, training, f.w8, training ? f.w8_t : nullptr);
+        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
+                               training, f.w8, training ? f.w8_t : nullptr);
         GemmCall g;
         g.trans_b = true; // the TN form: both operands k-contiguous
         g.m = batch;
@@ -197,8 +197,8 @@ private:
     void backward_fp8(const PassContext& c, int batch)
     {
         Fp8Operands& f = *m_fp8;
-        c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history,
-                               true, f.dy8, f.dy8_t);
+        c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
+                               f.dy8, f.dy8_t);
         GemmCall dw;
         dw.trans_b = true;
         dw.m = out_features;
@@ -258,7 +258,7 @@ private:
     bool m_fused_relu = false;      // bias + relu in the GEMM's epilogue
     SharedTable* m_table = nullptr; // tied: the embedding's table is W (m_w holds the bias)
     Weights m_w;
-    Buffer* m_pre = nullptr; // the pre-activation, when the activation runs on its own
+    Buffer* m_pre = nullptr;            // the pre-activation, when the activation runs on its own
     std::unique_ptr<Fp8Operands> m_fp8; // mixed_fp8, when the layer is eligible
     std::string m_fp8_why;              // mixed_fp8: why it is not, for kernels()
     bool m_fp8_emulated = false;        // on the CPU backend

@@ -1,0 +1,679 @@
+// mixed_fp8 (issue 18) on the CPU: E4M3/E5M2 rounding at every boundary, the CPU fp8
+// ops (quantize, scale update, the fp8 GEMM) and their argument checks, the policy and
+// its device gate, the run file's "fp8" object, which dense layers run in fp8 and why
+// the others do not, what a run's log says, and one epoch of Fashion-MNIST against fp32.
+#include "base/hd_math.h"
+#include "mixlab/backend.h"
+#include "mixlab/dataset.h"
+#include "mixlab/device.h"
+#include "mixlab/environment.h"
+#include "mixlab/error.h"
+#include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/policy.h"
+#include "mixlab/run_config.h"
+#include "mixlab/run_log.h"
+#include "mixlab/trainer.h"
+#include "model/network.h"
+#include "train/fp8_scales.h"
+
+#include <QtTest>
+
+#include <chrono>
+#include <functional>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+using namespace mixlab;
+
+namespace {
+
+float e4m3(float f) { return hd::fp8_to_float(hd::float_to_fp8(f, hd::k_e4m3), hd::k_e4m3); }
+float e5m2(float f) { return hd::fp8_to_float(hd::float_to_fp8(f, hd::k_e5m2), hd::k_e5m2); }
+std::uint8_t c4(float f) { return hd::float_to_fp8(f, hd::k_e4m3); }
+std::uint8_t c5(float f) { return hd::float_to_fp8(f, hd::k_e5m2); }
+
+// Bitwise equality, so that +0 and -0 differ.
+bool same(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+struct RecordingSink : MetricsSink {
+    std::vector<StepMetrics> steps;
+    std::vector<EpochMetrics> epochs;
+    std::vector<RunEvent> events;
+    void on_step(int, const StepMetrics& m) override { steps.push_back(m); }
+    void on_epoch(int, const EpochMetrics& m) override { epochs.push_back(m); }
+    void on_event(int, const RunEvent& e) override { events.push_back(e); }
+};
+
+LayerSpec dense(int units, Activation act = Activation::None)
+{
+    LayerSpec l;
+    l.units = units;
+    l.activation = act;
+    return l;
+}
+
+ModelSpec mlp(std::vector<LayerSpec> dense_layers)
+{
+    ModelSpec spec;
+    spec.name = "fp8-mlp";
+    LayerSpec flatten;
+    flatten.type = LayerType::Flatten;
+    spec.layers.push_back(flatten);
+    for (const auto& l : dense_layers) spec.layers.push_back(l);
+    LayerSpec act;
+    act.type = LayerType::Activation;
+    act.activation = Activation::Softmax;
+    act.force_fp32 = true;
+    spec.layers.push_back(act);
+    return spec;
+}
+
+RunConfig cpu_config(Policy policy, int batch)
+{
+    RunConfig c;
+    c.policy = policy;
+    c.batch_size = batch;
+    c.device = DeviceChoice::CPU;
+    c.optimizer.lr = 0.01f;
+    c.optimizer.momentum = 0.9f;
+    return c;
+}
+
+std::vector<float> download(Backend& b, const Buffer& buf)
+{
+    std::vector<float> v(buf.count());
+    b.download_f32(buf, v.data(), v.size());
+    return v;
+}
+
+// A meta buffer of `blocks` blocks of `history` slots, each scale 1 / max_finite e4m3.
+Buffer fresh_meta(Backend& b, int blocks, int history)
+{
+    const std::size_t stride = fp8_block_floats(history);
+    std::vector<float> m(std::size_t(blocks) * stride, 0.0f);
+    for (int t = 0; t < blocks; ++t) {
+        m[std::size_t(t) * stride + k_fp8_scale] = 1.0f;
+        m[std::size_t(t) * stride + k_fp8_scale_inv] = 1.0f;
+        m[std::size_t(t) * stride + k_fp8_max_finite] = 448.0f;
+    }
+    Buffer buf = b.alloc(m.size(), DType::F32);
+    b.upload_f32(buf, m.data(), m.size());
+    return buf;
+}
+
+void expect_error(const std::function<void()>& f, const QString& part)
+{
+    try {
+        f();
+    } catch (const std::exception& e) {
+        QVERIFY2(QString(e.what()).contains(part), e.what());
+        return;
+    }
+    QFAIL(qPrintable("no error; expected one containing: " + part));
+}
+
+} // namespace
+
+class TestFp8 : public QObject {
+    Q_OBJECT
+private slots:
+    // ---- rounding (hd_math.h), exact values ----------------------------------------------
+    void e4m3Boundaries()
+    {
+        const float inf = std::numeric_limits<float>::infinity();
+        // Largest normal, 1.75 * 2^8, and everything beyond it, saturating.
+        QCOMPARE(c4(448.0f), std::uint8_t(0x7E));
+        QCOMPARE(e4m3(448.0f), 448.0f);
+        QCOMPARE(e4m3(460.0f), 448.0f); // below the half ulp
+        QCOMPARE(e4m3(464.0f), 448.0f); // max + half ulp (32 / 2): the tie saturates
+        QCOMPARE(e4m3(480.0f), 448.0f); // a whole ulp past
+        QCOMPARE(e4m3(1e30f), 448.0f);
+        QCOMPARE(c4(inf), std::uint8_t(0x7E));
+        QCOMPARE(c4(-inf), std::uint8_t(0xFE));
+        QCOMPARE(e4m3(-inf), -448.0f);
+        QCOMPARE(e4m3(-464.0f), -448.0f);
+        // Below the top: 416 (1.625 * 2^8) + half its ulp ties to the even 448.
+        QCOMPARE(e4m3(432.0f), 448.0f);
+        QCOMPARE(e4m3(431.0f), 416.0f);
+        // Smallest normal 2^-6, largest subnormal 7 * 2^-9, smallest subnormal 2^-9.
+        QCOMPARE(c4(0.015625f), std::uint8_t(0x08));
+        QCOMPARE(c4(7 * 0.001953125f), std::uint8_t(0x07));
+        QCOMPARE(e4m3(7 * 0.001953125f), 0.013671875f);
+        QCOMPARE(e4m3(7.5f * 0.001953125f), 0.015625f);        // tie: 8 units (the normal) is even
+        QCOMPARE(e4m3(6.5f * 0.001953125f), 6 * 0.001953125f); // tie: 6 is even
+        QCOMPARE(c4(0.001953125f), std::uint8_t(0x01));
+        QCOMPARE(e4m3(0.0009765625f), 0.0f);                   // half the smallest: ties to 0
+        QCOMPARE(e4m3(0.00097657f), 0.001953125f);             // just above half
+        QCOMPARE(e4m3(1.5f * 0.001953125f), 2 * 0.001953125f); // 1.5 units: tie to 2
+        QCOMPARE(e4m3(0.00048828125f), 0.0f);                  // a quarter
+        QVERIFY(same(e4m3(-0.0009765625f), -0.0f));            // the sign survives to zero
+        QCOMPARE(c4(0.0f), std::uint8_t(0x00));
+        QCOMPARE(c4(-0.0f), std::uint8_t(0x80));
+        QVERIFY(same(e4m3(-0.0f), -0.0f));
+        // NaN stays NaN, with its sign.
+        QCOMPARE(c4(std::nanf("")), std::uint8_t(0x7F));
+        QCOMPARE(c4(-std::nanf("")), std::uint8_t(0xFF));
+        QVERIFY(std::isnan(e4m3(std::nanf(""))));
+        // Ties to even mid-range: the ulp at 1 is 1/8.
+        QCOMPARE(c4(1.0f), std::uint8_t(0x38));
+        QCOMPARE(e4m3(1.0625f), 1.0f);  // between 1 (even) and 1.125
+        QCOMPARE(e4m3(1.1875f), 1.25f); // between 1.125 and 1.25 (even)
+        QCOMPARE(e4m3(1.0626f), 1.125f);
+        QCOMPARE(e4m3(-3.3f), -3.25f);
+    }
+
+    void e5m2Boundaries()
+    {
+        const float inf = std::numeric_limits<float>::infinity();
+        QCOMPARE(c5(57344.0f), std::uint8_t(0x7B)); // 1.75 * 2^15
+        QCOMPARE(e5m2(57344.0f), 57344.0f);
+        QCOMPARE(e5m2(61440.0f), 57344.0f); // max + half ulp (8192 / 2): the tie saturates
+        QCOMPARE(e5m2(61439.0f), 57344.0f);
+        QCOMPARE(e5m2(70000.0f), 57344.0f);
+        QCOMPARE(c5(inf), std::uint8_t(0x7B)); // saturating: no infinities come out
+        QCOMPARE(c5(-inf), std::uint8_t(0xFB));
+        QCOMPARE(e5m2(-1e38f), -57344.0f);
+        // Smallest normal 2^-14, largest subnormal 3 * 2^-16, smallest subnormal 2^-16.
+        const float unit = 1.0f / 65536.0f;
+        QCOMPARE(c5(1.0f / 16384.0f), std::uint8_t(0x04));
+        QCOMPARE(c5(3 * unit), std::uint8_t(0x03));
+        QCOMPARE(e5m2(3.5f * unit), 4 * unit); // tie: the normal's 4 units are even
+        QCOMPARE(e5m2(2.5f * unit), 2 * unit); // tie: 2 is even
+        QCOMPARE(c5(unit), std::uint8_t(0x01));
+        QCOMPARE(e5m2(0.5f * unit), 0.0f); // half the smallest: ties to 0
+        QCOMPARE(e5m2(0.50001f * unit), unit);
+        QCOMPARE(e5m2(1.5f * unit), 2 * unit);
+        QCOMPARE(e5m2(0.25f * unit), 0.0f);
+        QCOMPARE(c5(-0.0f), std::uint8_t(0x80));
+        QVERIFY(same(e5m2(-0.0f), -0.0f));
+        QCOMPARE(c5(std::nanf("")), std::uint8_t(0x7F));
+        QVERIFY(std::isnan(e5m2(std::nanf(""))));
+        // The codes past the largest: infinities and NaNs, read as such.
+        QCOMPARE(hd::fp8_to_float(0x7C, hd::k_e5m2), inf);
+        QCOMPARE(hd::fp8_to_float(0xFC, hd::k_e5m2), -inf);
+        QVERIFY(std::isnan(hd::fp8_to_float(0x7D, hd::k_e5m2)));
+        // Ties to even mid-range: the ulp at 1 is 1/4.
+        QCOMPARE(c5(1.0f), std::uint8_t(0x3C));
+        QCOMPARE(e5m2(1.125f), 1.0f);
+        QCOMPARE(e5m2(1.375f), 1.5f);
+        QCOMPARE(e5m2(1.126f), 1.25f);
+    }
+
+    void everyCodeRoundTrips()
+    {
+        for (const hd::Fp8Format fmt : {hd::k_e4m3, hd::k_e5m2}) {
+            int finite = 0;
+            for (int c = 0; c < 256; ++c) {
+                const float f = hd::fp8_to_float(std::uint8_t(c), fmt);
+                const std::uint8_t back = hd::float_to_fp8(f, fmt);
+                if (std::isnan(f)) {
+                    QCOMPARE(back & 0x7F, 0x7F);
+                } else if (std::isinf(f)) {
+                    QCOMPARE(back, std::uint8_t((c & 0x80) | fmt.max_code)); // saturates
+                } else {
+                    QCOMPARE(int(back), c);
+                    QCOMPARE(round_to(fmt.bias == 7 ? DType::F8E4M3 : DType::F8E5M2, f), f);
+                    ++finite;
+                }
+            }
+            QCOMPARE(finite, fmt.bias == 7 ? 254 : 248); // E4M3: 2 NaNs; E5M2: 2 inf, 6 NaN
+        }
+    }
+
+    // ---- the CPU ops ---------------------------------------------------------------------
+    void quantizeScalesTransposesAndRecordsAmax()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int h = 4;
+        Buffer meta = fresh_meta(*be, 2, h);
+        // Block 1: scale 2 and an amax of 100 already in the current slot.
+        const std::size_t b1 = fp8_block_floats(h);
+        const float two = 2.0f, hundred = 100.0f;
+        be->upload_f32(meta, &two, 1, b1 + k_fp8_scale);
+        be->upload_f32(meta, &hundred, 1, b1 + k_fp8_history);
+        const float inf = std::numeric_limits<float>::infinity();
+        const std::vector<float> x = {1.0f, -2.1f, 500.0f, 0.3f, inf, -std::nanf("")};
+        Buffer bx = be->alloc(6, DType::BF16);
+        be->upload_f32(bx, x.data(), x.size());
+        Buffer y = be->alloc(6, DType::F8E4M3), yt = be->alloc(6, DType::F8E4M3);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y, &yt);
+        const std::vector<float> q = download(*be, y);
+        // x (as bf16: -2.1 -> -2.09375, 0.3 -> 0.30078125) times 2, in E4M3, saturated.
+        QCOMPARE(q[0], 2.0f);
+        QCOMPARE(q[1], -4.0f);  // -4.1875 rounds to -4
+        QCOMPARE(q[2], 448.0f); // 1000 saturates
+        QCOMPARE(q[3], 0.625f); // 0.6015625 rounds to 0.625 (ulp 1/16 in [0.5, 1))
+        QCOMPARE(q[4], 448.0f); // inf saturates
+        QVERIFY(std::isnan(q[5]));
+        const std::vector<float> t = download(*be, yt); // 3 x 2
+        QCOMPARE(t[0], q[0]);
+        QCOMPARE(t[1], q[3]);
+        QCOMPARE(t[2], q[1]);
+        QCOMPARE(t[3], q[4]);
+        QCOMPARE(t[4], q[2]);
+        // amax: the largest finite |x| (500), folded into block 1's current slot.
+        std::vector<float> m = download(*be, meta);
+        QCOMPARE(m[b1 + k_fp8_history], 500.0f);
+        QCOMPARE(m[k_fp8_history], 0.0f); // block 0 untouched
+        // Evaluation: no amax recorded, y_t may be left out.
+        const float big = 4000.0f;
+        be->upload_f32(bx, &big, 1, 0);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, false, &y, nullptr);
+        m = download(*be, meta);
+        QCOMPARE(m[b1 + k_fp8_history], 500.0f);
+        QCOMPARE(download(*be, y)[0], 448.0f);
+        // E5M2 keeps the range: 4000 * 2 fits.
+        Buffer y5 = be->alloc(6, DType::F8E5M2);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr);
+        QCOMPARE(download(*be, y5)[0], 8192.0f);
+        QCOMPARE(download(*be, meta)[b1 + k_fp8_history], 4000.0f);
+    }
+
+    void updateScalesRollsTheHistory()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int h = 4;
+        const std::size_t s = fp8_block_floats(h);
+        Buffer meta = fresh_meta(*be, 3, h);
+        std::vector<float> m = download(*be, meta);
+        // Block 0: history (newest first) 2, 8, 1, 4 -> amax 8.
+        const float h0[] = {2, 8, 1, 4};
+        std::copy(h0, h0 + 4, m.begin() + k_fp8_history);
+        // Block 1: nothing seen (all zero) with scale 3: kept.
+        m[s + k_fp8_scale] = 3.0f;
+        m[s + k_fp8_scale_inv] = 1.0f / 3.0f;
+        // Block 2: E5M2, an infinite amax: the scale stays.
+        m[2 * s + k_fp8_max_finite] = 57344.0f;
+        m[2 * s + k_fp8_scale] = 5.0f;
+        m[2 * s + k_fp8_history + 2] = std::numeric_limits<float>::infinity();
+        be->upload_f32(meta, m.data(), m.size());
+        be->fp8_update_scales(meta, 3, h, 1);
+        m = download(*be, meta);
+        QCOMPARE(m[k_fp8_scale], 28.0f); // 448 / 8 / 2^1
+        QCOMPARE(m[k_fp8_scale_inv], 1.0f / 28.0f);
+        QCOMPARE(m[k_fp8_last_amax], 8.0f);
+        QCOMPARE(m[k_fp8_max_finite], 448.0f);
+        const float rolled[] = {0, 2, 8, 1}; // 4, the oldest, dropped
+        for (int j = 0; j < 4; ++j) QCOMPARE(m[k_fp8_history + j], rolled[j]);
+        QCOMPARE(m[s + k_fp8_scale], 3.0f);
+        QCOMPARE(m[s + k_fp8_scale_inv], 1.0f / 3.0f);
+        QCOMPARE(m[s + k_fp8_last_amax], 0.0f);
+        QCOMPARE(m[2 * s + k_fp8_scale], 5.0f);
+        QVERIFY(std::isinf(m[2 * s + k_fp8_last_amax]));
+        QVERIFY(std::isinf(m[2 * s + k_fp8_history + 3]));
+        // A negative margin gives headroom the other way; the next update sees 8 again.
+        be->fp8_update_scales(meta, 1, h, -2);
+        m = download(*be, meta);
+        QCOMPARE(m[k_fp8_scale], 224.0f); // 448 / 8 * 4
+        QCOMPARE(m[k_fp8_history + 3], 8.0f);
+        // 8 leaves the history after two more updates: then amax 2, then nothing at all.
+        be->fp8_update_scales(meta, 1, h, 0); // history 0 0 2 8: amax 8
+        QCOMPARE(download(*be, meta)[k_fp8_scale], 56.0f);
+        be->fp8_update_scales(meta, 1, h, 0); // 0 0 0 2: amax 2
+        m = download(*be, meta);
+        QCOMPARE(m[k_fp8_scale], 224.0f);
+        QCOMPARE(m[k_fp8_last_amax], 2.0f);
+        be->fp8_update_scales(meta, 1, h, 0); // all zero: the scale stays
+        m = download(*be, meta);
+        QCOMPARE(m[k_fp8_scale], 224.0f);
+        QCOMPARE(m[k_fp8_last_amax], 0.0f);
+    }
+
+    void fp8GemmMatchesHandComputed()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int m = 2, n = 3, k = 16;
+        std::vector<float> a(m * k), b(n * k);
+        for (int i = 0; i < m * k; ++i) a[std::size_t(i)] = float((i % 5) - 2); // -2..2
+        for (int i = 0; i < n * k; ++i) b[std::size_t(i)] = float((i % 7) - 3) * 0.5f;
+        Buffer ba = be->alloc(a.size(), DType::F8E4M3), bb = be->alloc(b.size(), DType::F8E5M2);
+        be->upload_f32(ba, a.data(), a.size());
+        be->upload_f32(bb, b.data(), b.size());
+        Buffer meta = fresh_meta(*be, 2, 1);
+        const float sa = 0.5f, sb = 0.25f; // scale_inv of each
+        be->upload_f32(meta, &sa, 1, fp8_scale_inv_index(0, 1));
+        be->upload_f32(meta, &sb, 1, fp8_scale_inv_index(1, 1));
+        const float bias_v[] = {1.0f, -100.0f, 0.5f};
+        Buffer bias = be->alloc(3, DType::F32);
+        be->upload_f32(bias, bias_v, 3);
+        Buffer c = be->alloc(std::size_t(m * n), DType::F32);
+        GemmCall g;
+        g.m = m;
+        g.n = n;
+        g.k = k;
+        g.a = &ba;
+        g.b = &bb;
+        g.c = &c;
+        g.trans_b = true;
+        g.bias = &bias;
+        g.epilogue = Epilogue::BiasRelu;
+        g.math = MathMode::Reduced;
+        g.fp8_meta = &meta;
+        g.a_scale_inv = fp8_scale_inv_index(0, 1);
+        g.b_scale_inv = fp8_scale_inv_index(1, 1);
+        be->gemm(g);
+        const std::vector<float> out = download(*be, c);
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) {
+                double dot = 0;
+                for (int p = 0; p < k; ++p)
+                    dot += double(a[std::size_t(i * k + p)]) * double(b[std::size_t(j * k + p)]);
+                const double want = std::max(dot * 0.125 + bias_v[j], 0.0);
+                QCOMPARE(out[std::size_t(i * n + j)], float(want));
+            }
+        QCOMPARE(out[1], 0.0f); // the relu
+        // A bf16 C is the same sums rounded once.
+        Buffer c16 = be->alloc(std::size_t(m * n), DType::BF16);
+        g.c = &c16;
+        g.epilogue = Epilogue::None;
+        be->gemm(g);
+        const std::vector<float> o16 = download(*be, c16);
+        double dot00 = 0;
+        for (int p = 0; p < k; ++p) dot00 += double(a[std::size_t(p)]) * double(b[std::size_t(p)]);
+        QCOMPARE(o16[0], round_to(DType::BF16, float(dot00 * 0.125)));
+
+        // The checks both backends share.
+        GemmCall bad = g;
+        bad.trans_b = false;
+        expect_error([&] { be->gemm(bad); }, "TN form");
+        bad = g;
+        bad.k = 8;
+        expect_error([&] { be->gemm(bad); }, "k must be a multiple of 16");
+        bad = g;
+        bad.a = &bb;
+        expect_error([&] { be->gemm(bad); }, "cannot both be float8_e5m2");
+        bad = g;
+        bad.fp8_meta = nullptr;
+        expect_error([&] { be->gemm(bad); }, "need fp8_meta");
+        bad = g;
+        bad.b_scale_inv = 99;
+        expect_error([&] { be->gemm(bad); }, "past fp8_meta");
+        bad = g;
+        bad.epilogue = Epilogue::BiasGelu;
+        expect_error([&] { be->gemm(bad); }, "epilogue");
+        Buffer f16 = be->alloc(b.size(), DType::BF16);
+        bad = g;
+        bad.b = &f16;
+        expect_error([&] { be->gemm(bad); }, "b must be float8_e4m3fn or float8_e5m2");
+        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr); },
+                     "meta holds");
+        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr); },
+                     "y or y_t must be given");
+        expect_error([&] { be->fp8_update_scales(meta, 2, 1, 9); }, "margin must be between");
+    }
+
+    // ---- the policy ----------------------------------------------------------------------
+    void policyAndDeviceGate()
+    {
+        QVERIFY(parse_policy("mixed_fp8") == Policy::MixedFP8);
+        QVERIFY(parse_policy("MIXED_FP8") == Policy::MixedFP8);
+        QCOMPARE(policy_name(Policy::MixedFP8), std::string_view("mixed_fp8"));
+        const PolicyTraits t = policy_traits(Policy::MixedFP8);
+        QCOMPARE(int(t.compute), int(DType::BF16));
+        QVERIFY(t.master_weights);
+        QCOMPARE(t.min_cc, 89);
+        QCOMPARE(int(t.math), int(MathMode::Reduced));
+        QVERIFY(!t.default_loss_scaling);
+        QVERIFY(k_all_policies[5] == Policy::MixedFP8);
+
+        DeviceInfo gpu;
+        gpu.backend = BackendKind::Cuda;
+        gpu.name = "NVIDIA A100";
+        gpu.cc_major = 8;
+        gpu.cc_minor = 0;
+        expect_error([&] { check_policy_supported(gpu, Policy::MixedFP8); },
+                     "policy 'mixed_fp8' needs fp8 tensor cores (compute capability 8.9 or newer");
+        expect_error([&] { check_policy_supported(gpu, Policy::MixedFP8); },
+                     "NVIDIA A100 has compute capability 8.0");
+        check_policy_supported(gpu, Policy::MixedBF16);
+        gpu.cc_minor = 9;
+        check_policy_supported(gpu, Policy::MixedFP8);
+        gpu.cc_major = 9;
+        gpu.cc_minor = 0;
+        check_policy_supported(gpu, Policy::MixedFP8);
+        check_policy_supported(DeviceInfo{}, Policy::MixedFP8); // the CPU emulates it
+        // Split masters stay mixed_bf16's.
+        RunConfig c;
+        c.policy = Policy::MixedFP8;
+        c.optimizer.master_weights = MasterWeights::Bf16Split;
+        expect_error([&] { validate_run_config(c); }, "mixed_bf16 policy only");
+        QVERIFY(with_policy(c, Policy::MixedFP8).optimizer.master_weights == MasterWeights::FP32);
+    }
+
+    // ---- the run file's "fp8" object -----------------------------------------------------
+    void runConfigFp8()
+    {
+        const RunConfig d = parse_run_config(R"({"format": "mixlab-run/1"})");
+        QCOMPARE(d.fp8.amax_history, 16);
+        QCOMPARE(d.fp8.margin, 0);
+        QVERIFY(!QString::fromStdString(run_config_to_json(d)).contains("fp8"));
+        const RunConfig c = parse_run_config(
+            R"({"format": "mixlab-run/1", "policy": "mixed_fp8", "fp8": {"amax_history": 32, "margin": -1}})");
+        QVERIFY(c.policy == Policy::MixedFP8);
+        QCOMPARE(c.fp8.amax_history, 32);
+        QCOMPARE(c.fp8.margin, -1);
+        const std::string text = run_config_to_json(c);
+        const auto j = nlohmann::json::parse(text);
+        QCOMPARE(j.at("fp8").at("amax_history").get<int>(), 32);
+        QCOMPARE(j.at("fp8").at("margin").get<int>(), -1);
+        QVERIFY(parse_run_config(text).fp8 == c.fp8);
+        // A mixed_fp8 run writes its defaults too: what it ran with.
+        RunConfig plain;
+        plain.policy = Policy::MixedFP8;
+        QVERIFY(QString::fromStdString(run_config_to_json(plain)).contains("\"amax_history\": 16"));
+    }
+
+    void runConfigFp8BadInput_data()
+    {
+        QTest::addColumn<QString>("fp8");
+        QTest::addColumn<QString>("message");
+        QTest::addRow("history 0")
+            << R"({"amax_history": 0})"
+            << "\"fp8.amax_history\" must be between 1 and 1024 steps, got 0";
+        QTest::addRow("history huge") << R"({"amax_history": 5000})"
+                                      << "\"fp8.amax_history\" must be between 1 and 1024";
+        QTest::addRow("history text") << R"({"amax_history": "16"})"
+                                      << "\"fp8.amax_history\" must be an integer";
+        QTest::addRow("margin 9") << R"({"margin": 9})"
+                                  << "\"fp8.margin\" must be an integer between -8 and 8";
+        QTest::addRow("margin fraction") << R"({"margin": 0.5})"
+                                         << "\"fp8.margin\" must be an integer, got 0.5";
+        QTest::addRow("unknown field") << R"({"history": 4})"
+                                       << "unknown field \"history\" in \"fp8\"";
+        QTest::addRow("not an object") << "16"
+                                       << "\"fp8\" must be an object";
+    }
+    void runConfigFp8BadInput()
+    {
+        QFETCH(QString, fp8);
+        QFETCH(QString, message);
+        const std::string doc = R"({"format": "mixlab-run/1", "fp8": )" + fp8.toStdString() + "}";
+        expect_error([&] { parse_run_config(doc); }, message);
+    }
+
+    // ---- which layers run in fp8 ---------------------------------------------------------
+    void layersSayWhyTheyStayBf16()
+    {
+        const Dataset data = make_synthetic(256, 64, 5); // 32x32x3: 3072 inputs
+        auto be = make_backend(DeviceChoice::CPU);
+        DeviceDataset dev(data, *be);
+        LayerSpec kept = dense(32, Activation::Relu);
+        kept.no_fp8 = true;
+        LayerSpec wide = dense(32, Activation::Relu);
+        wide.force_fp32 = true;
+        const ModelSpec spec = mlp({dense(64, Activation::Relu), kept, wide, dense(10)});
+        const Graph graph = build_graph(spec, Shape{{32, 32, 3}}, data.classes);
+        RunConfig cfg = cpu_config(Policy::MixedFP8, 32);
+        cfg.steps = 3;
+        TrainingRun run(graph, cfg, dev, *be);
+        const std::vector<std::string> lines = run.describe();
+        QCOMPARE(int(lines.size()), 4);
+        QVERIFY2(QString::fromStdString(lines[0]).contains("fp8 GEMMs (E4M3 x and w, E5M2 dy; "
+                                                           "delayed scaling over 16 steps, "
+                                                           "emulated on the CPU)"),
+                 lines[0].c_str());
+        QVERIFY2(
+            QString::fromStdString(lines[1]).contains("fp8: kept in bfloat16 by the layer's dtype"),
+            lines[1].c_str());
+        QVERIFY2(
+            QString::fromStdString(lines[2]).contains("fp8: kept in float32 by the layer's dtype"),
+            lines[2].c_str());
+        QVERIFY2(QString::fromStdString(lines[3]).contains("fp8: out 10 is not a multiple of 16"),
+                 lines[3].c_str());
+        RecordingSink sink;
+        train(run, sink);
+        QCOMPARE(int(sink.steps.size()), 3);
+        QVERIFY(sink.steps[0].fp8_log2_scale_min.has_value());
+        // One fp8 layer, three tensors: a scale moved off 1 after the first update.
+        QVERIFY(*sink.steps[0].fp8_log2_scale_max > 0.0f);
+        // A batch that is not a multiple of 16 keeps every layer out.
+        RunConfig odd = cfg;
+        odd.batch_size = 24;
+        TrainingRun run24(graph, odd, dev, *be);
+        QVERIFY(QString::fromStdString(run24.describe()[0])
+                    .contains("fp8: batch 24 is not a multiple of 16"));
+        RecordingSink sink24;
+        train(run24, sink24);
+        QVERIFY(!sink24.steps[0].fp8_log2_scale_min.has_value());
+        // "dtype": "bfloat16" is read and written back.
+        const ModelSpec back = parse_model_spec(model_spec_to_json(spec));
+        QVERIFY(back.layers[2].no_fp8);
+        QVERIFY(back == spec);
+    }
+
+    void runLogSaysEmulated()
+    {
+        const Dataset data = make_synthetic(256, 64, 6);
+        auto be = make_backend(DeviceChoice::CPU);
+        DeviceDataset dev(data, *be);
+        const ModelSpec spec = mlp({dense(32, Activation::Relu), dense(10)});
+        const Graph graph = build_graph(spec, Shape{{32, 32, 3}}, data.classes);
+        RunConfig cfg = cpu_config(Policy::MixedFP8, 32);
+        cfg.steps = 4;
+        cfg.fp8.amax_history = 4;
+        cfg.fp8.margin = 1;
+        RunLog log;
+        log.set_model(spec, graph);
+        log.set_environment(describe_environment(be->info()));
+        const int index = log.add_run(cfg);
+        TrainingRun run(graph, cfg, dev, *be, index);
+        const RunSummary s = train(run, log);
+        log.set_summary(index, s);
+        const std::string text = log.to_json();
+        const auto j = nlohmann::json::parse(text);
+        QCOMPARE(j.at("config").at("fp8_execution").get<std::string>(), std::string("emulated"));
+        QCOMPARE(j.at("config").at("fp8").at("amax_history").get<int>(), 4);
+        QCOMPARE(j.at("config").at("fp8").at("margin").get<int>(), 1);
+        QVERIFY(j.at("steps").at(0).contains("fp8_log2_scale_min"));
+        QVERIFY(j.at("steps").at(0).contains("fp8_log2_scale_max"));
+        QVERIFY(QString::fromStdString(j.at("events").at(0).at("message").get<std::string>())
+                    .contains("fp8 emulated on 1 dense layers (amax history 4, margin 1)"));
+        // Read back, the log writes the same document.
+        QCOMPARE(RunLog::parse(text).to_json(), text);
+        // An fp32 run's steps carry no fp8 fields.
+        RunLog plain;
+        plain.set_environment(describe_environment(be->info()));
+        const RunConfig fp32 = cpu_config(Policy::FP32, 32);
+        plain.add_run(fp32);
+        StepMetrics m;
+        plain.on_step(0, m);
+        const auto pj = nlohmann::json::parse(plain.to_json());
+        QVERIFY(!pj.at("steps").at(0).contains("fp8_log2_scale_min"));
+        QVERIFY(!pj.at("config").contains("fp8_execution"));
+    }
+
+    // The scales read back with a step's record: their log2 range, and a warning when a
+    // tensor's amax leaps past its history.
+    void amaxJumpWarns()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(10)});
+        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
+        OptimizerConfig opt;
+        Fp8Config fp8;
+        fp8.amax_history = 3;
+        Network net(graph, Policy::MixedFP8, opt, *be, 16, 1, 1, fp8);
+        QCOMPARE(net.fp8_tensors(), 3);
+        QCOMPARE(net.fp8_names()[2], std::string("layer 1 dy"));
+        const std::size_t s = fp8_block_floats(3);
+        std::vector<float> m = download(*be, *net.fp8_meta());
+        QCOMPARE(m[2 * s + k_fp8_max_finite], 57344.0f); // dy: E5M2
+        QCOMPARE(m[k_fp8_max_finite], 448.0f);
+        Fp8ScaleWatch watch(*be, net, 2);
+        auto step = [&](int slot, float x_amax, float w_scale) {
+            // What a step's update leaves: this step's amax one slot older, the current zero.
+            m[k_fp8_history + 2] = m[k_fp8_history + 1];
+            m[k_fp8_history + 1] = x_amax;
+            m[s + k_fp8_scale] = w_scale;
+            be->upload_f32(*net.fp8_meta(), m.data(), m.size());
+            watch.copy_out(slot);
+        };
+        std::vector<RunEvent> events;
+        StepMetrics sm;
+        step(0, 2.0f, 4.0f);
+        watch.read(0, sm, events);
+        QCOMPARE(*sm.fp8_log2_scale_min, 0.0f); // x and dy still at 1
+        QCOMPARE(*sm.fp8_log2_scale_max, 2.0f);
+        QVERIFY(events.empty()); // the first step has no history to leap past
+        step(1, 30.0f, 0.25f);   // 15x the history's 2: not yet a jump
+        watch.read(1, sm, events);
+        QCOMPARE(*sm.fp8_log2_scale_min, -2.0f);
+        QVERIFY(events.empty());
+        sm.step = 3;
+        step(0, 500.0f, 1.0f); // 16.7x the history's 30
+        watch.read(0, sm, events);
+        QCOMPARE(int(events.size()), 1);
+        QCOMPARE(events[0].kind, RunEvent::Kind::Warning);
+        QCOMPARE(events[0].step, std::int64_t(3));
+        const QString msg = QString::fromStdString(events[0].message);
+        QVERIFY2(msg.startsWith("fp8 amax jump: layer 1 x reached |x| 500"), qPrintable(msg));
+    }
+
+    // ---- issue 18's CPU criterion: within 1 point of fp32 after one epoch ----------------
+    void fashionMnistWithinOnePointOfFp32()
+    {
+        if (!std::filesystem::exists(std::string(k_debian_fashion_mnist_dir)))
+            QSKIP("Debian's dataset-fashion-mnist is not installed");
+        DatasetOptions opts;
+        opts.name = "fashion-mnist";
+        const Dataset data = load_dataset(opts, 1);
+        auto be = make_backend(DeviceChoice::CPU);
+        DeviceDataset dev(data, *be);
+        const ModelSpec spec =
+            load_model_spec(std::string(MIXLAB_SOURCE_DIR) + "/resources/models/mnist-mlp.json");
+        const Graph graph =
+            build_graph(spec, Shape{{data.height, data.width, data.channels}}, data.classes);
+        float accuracy[2] = {0, 0};
+        const Policy policies[2] = {Policy::FP32, Policy::MixedFP8};
+        for (int i = 0; i < 2; ++i) {
+            RunConfig cfg = cpu_config(policies[i], 128);
+            cfg.epochs = 1;
+            const auto t0 = std::chrono::steady_clock::now();
+            TrainingRun run(graph, cfg, dev, *be);
+            RecordingSink sink;
+            const RunSummary s = train(run, sink);
+            QVERIFY(s.final_test_accuracy.has_value());
+            accuracy[i] = *s.final_test_accuracy;
+            qInfo("%s: test accuracy %.4f after one epoch in %.1f s",
+                  std::string(policy_name(policies[i])).c_str(), double(accuracy[i]),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            if (policies[i] == Policy::MixedFP8) {
+                // Two of the three dense layers run in fp8 (the last, 10 wide, cannot).
+                int fp8_lines = 0;
+                for (const auto& l : run.describe())
+                    fp8_lines += QString::fromStdString(l).contains("fp8 GEMMs") ? 1 : 0;
+                QCOMPARE(fp8_lines, 2);
+            }
+        }
+        QVERIFY2(accuracy[0] >= 0.80f, qPrintable(QString("fp32 %1").arg(accuracy[0])));
+        QVERIFY2(accuracy[1] >= accuracy[0] - 0.01f,
+                 qPrintable(QString("mixed_fp8 %1 vs fp32 %2").arg(accuracy[1]).arg(accuracy[0])));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFp8)
+#include "tst_fp8.moc"
