@@ -113,13 +113,19 @@ struct GemmCall {
 
 // ---- fp8 scaling state (mixed_fp8's delayed scaling) ----------------------------------
 // One F32 buffer per network holds a block per fp8 tensor (a dense layer's input,
-// weight and output gradient): the scale its values are multiplied by before rounding,
-// its inverse (the GEMM's descale), the format's largest finite value, the amax the
-// last update took the scale from, then the amax history, newest first. Slot
-// k_fp8_history is the current step's: fp8_quantize folds max|x| into it.
-inline constexpr std::size_t k_fp8_scale = 0, k_fp8_scale_inv = 1, k_fp8_max_finite = 2,
+// weight and output gradient): the inverse of its scale (the GEMM's descale), the scale
+// its values are multiplied by before rounding, the format's largest finite value, the
+// amax the last update took the scale from, then the amax history, newest first, padded
+// to a multiple of four floats. Slot k_fp8_history is the current step's: fp8_quantize
+// folds max|x| into it. Blocks are 16-byte multiples and scale_inv comes first, so the
+// descale cuBLASLt reads by pointer is 16-byte aligned. hd_math.h's fp8_update_block
+// keeps the same layout (static_assert in backends/backend.cpp).
+inline constexpr std::size_t k_fp8_scale_inv = 0, k_fp8_scale = 1, k_fp8_max_finite = 2,
                              k_fp8_last_amax = 3, k_fp8_history = 4;
-inline std::size_t fp8_block_floats(int history_len) { return k_fp8_history + std::size_t(history_len); }
+inline std::size_t fp8_block_floats(int history_len)
+{
+    return k_fp8_history + (std::size_t(history_len) + 3) / 4 * 4;
+}
 inline std::size_t fp8_scale_inv_index(std::size_t block, int history_len)
 {
     return block * fp8_block_floats(history_len) + k_fp8_scale_inv;

@@ -4,6 +4,7 @@
 
 #include "mixlab/error.h"
 #include "backends/cpu/cpu_backend.h"
+#include "base/hd_math.h"
 #include "backends/cuda_module.h"
 
 #include <string>
@@ -11,6 +12,14 @@
 #include <vector>
 
 namespace mixlab {
+
+// The fp8 meta block's layout, written twice: for the engine (backend.h) and for the
+// update both backends share (hd_math.h, below the public headers).
+static_assert(k_fp8_scale_inv == std::size_t(hd::k_fp8_block_scale_inv) &&
+              k_fp8_scale == std::size_t(hd::k_fp8_block_scale) &&
+              k_fp8_max_finite == std::size_t(hd::k_fp8_block_max_finite) &&
+              k_fp8_last_amax == std::size_t(hd::k_fp8_block_last_amax) &&
+              k_fp8_history == std::size_t(hd::k_fp8_block_history));
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept
 {

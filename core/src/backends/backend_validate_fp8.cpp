@@ -4,6 +4,7 @@
 #include "backends/backend_validate.h"
 #include "mixlab/run_config.h"
 
+#include <cstdint>
 #include <string>
 
 namespace mixlab::validate {
@@ -108,6 +109,15 @@ void fp8_gemm(const char* backend, const GemmCall& g)
             "scale_inv indices " + std::to_string(g.a_scale_inv) + " and " +
                 std::to_string(g.b_scale_inv) + " lie outside fp8_meta's " +
                 std::to_string(g.fp8_meta->count()) + " floats");
+    // cuBLASLt reads the descales by pointer and refuses one that is not 16-byte aligned;
+    // backend.h's block layout keeps scale_inv there. Both backends refuse it alike.
+    const auto aligned = [&](std::size_t index) {
+        return (reinterpret_cast<std::uintptr_t>(g.fp8_meta->as<float>() + index) & 15u) == 0;
+    };
+    require(aligned(g.a_scale_inv) && aligned(g.b_scale_inv), backend, op,
+            "the descales fp8_meta[" + std::to_string(g.a_scale_inv) + "] and [" +
+                std::to_string(g.b_scale_inv) +
+                "] must sit at 16-byte aligned addresses (fp8_scale_inv_index gives them)");
 }
 
 } // namespace mixlab::validate

@@ -224,12 +224,14 @@ MIXLAB_HD float fp8_to_float(std::uint8_t c, Fp8Format fmt)
     return bits_float(sign | ((exp - fmt.bias + 127) << 23) | (mant << (23 - fmt.mantissa_bits)));
 }
 
-// One element of Backend::fp8_quantize: x times its tensor's scale, rounded. A NaN x is
-// rounded as it is, so its sign survives: the sign of a NaN product is not portable (the
-// GPU returns a canonical positive NaN, x86 the operand's). Both backends call this.
+// One element of Backend::fp8_quantize: x times its tensor's scale, rounded. Every NaN
+// becomes the positive NaN 0x7F: a NaN's sign is not portable (the GPU's fp16 -> fp32
+// conversion and its products give a canonical positive NaN, x86 keeps the operand's;
+// the H200 check of 2026-12-03 found a negative fp16 NaN stored 0xFF on the CPU and 0x7F
+// on the GPU), and a NaN means the same either way. Both backends call this.
 MIXLAB_HD std::uint8_t fp8_quantize_value(float x, float scale, Fp8Format fmt)
 {
-    return float_to_fp8(x != x ? x : x * scale, fmt);
+    return x != x ? std::uint8_t(0x7F) : float_to_fp8(x * scale, fmt);
 }
 
 // Delayed scaling (Backend::fp8_update_scales), shared so that the CPU reference and the
@@ -260,20 +262,24 @@ MIXLAB_HD float fp8_scale_from_amax(float max_finite, float amax, int margin, fl
     return (float_bits(scale) & 0x7FFFFFFFu) >= 0x7F800000u ? 3.40282347e38f : scale;
 }
 
-// One tensor's block of the fp8 meta buffer (mixlab/backend.h's k_fp8_* layout: scale,
-// scale_inv, max_finite, last_amax, then the history, newest first) updated as
+// One tensor's block of the fp8 meta buffer (mixlab/backend.h's k_fp8_* layout:
+// scale_inv, scale, max_finite, last_amax, then the history, newest first) updated as
 // Backend::fp8_update_scales promises; both backends call this for every block.
+inline constexpr int k_fp8_block_scale_inv = 0, k_fp8_block_scale = 1,
+                     k_fp8_block_max_finite = 2, k_fp8_block_last_amax = 3,
+                     k_fp8_block_history = 4;
 MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
 {
-    float* history = block + 4; // k_fp8_history
+    float* history = block + k_fp8_block_history;
     const float amax = fp8_history_amax(history, history_len);
     const bool finite = (float_bits(amax) & 0x7F800000u) != 0x7F800000u;
     if (finite && amax > 0.0f) { // otherwise scale and scale_inv stay
-        const float scale = fp8_scale_from_amax(block[2], amax, margin, block[0]);
-        block[0] = scale;
-        block[1] = 1.0f / scale;
+        const float scale = fp8_scale_from_amax(block[k_fp8_block_max_finite], amax, margin,
+                                                block[k_fp8_block_scale]);
+        block[k_fp8_block_scale] = scale;
+        block[k_fp8_block_scale_inv] = 1.0f / scale;
     }
-    block[3] = amax;
+    block[k_fp8_block_last_amax] = amax;
     for (int i = history_len - 1; i > 0; --i) history[i] = history[i - 1];
     if (history_len > 0) history[0] = 0.0f;
 }

@@ -435,10 +435,14 @@ void Fp8Checker::gemm_check(const GemmCase& g)
             for (std::size_t j = 0; j < n; ++j)
                 scale[i * n + j] = descale * std::sqrt(row_a[i] * row_b[j]) +
                                    (bias.empty() ? 0.0 : std::fabs(bias[j]));
-        // Exact products, fp32 sums in another order: 1e-4 of the scale, as for the
-        // 16-bit GEMMs, plus one rounding of the output.
+        // Exact products on both sides, but Hopper's fp8 tensor cores add them in an
+        // accumulator narrower than fp32 before cuBLASLt promotes the partial sums into
+        // fp32 (fast accumulation off only makes that promotion frequent; DeepSeek-V3's
+        // report puts the MMA's own sums at about 14 bits). The H200 check of 2026-12-03
+        // measured up to 3.1e-4 of the scale (e5m2 x e4m3 -> float32 at k 64 and 128)
+        // against the 1e-4 of the 16-bit GEMMs, so 1e-3 here, plus one rounding of c.
         v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)}, &scale,
-                  1e-4 + unit_roundoff(g.c));
+                  1e-3 + unit_roundoff(g.c));
         // The plan that ran, for the detail (fused or not, its tuning).
         if (m_cand.info().backend == BackendKind::Cuda)
             for (const PlanReport& p : backend_plan_reports(m_cand)) {

@@ -472,7 +472,10 @@ void LtGemm::set_fp8_scales(cublasLtMatmulDesc_t desc, const GemmCall& g)
     if (!desc || !is_fp8(g.a->dtype())) return;
     // Device addresses, set on every call (the plan is shared by every call of its shape):
     // the values are read when the kernel runs, so a recorded step replays with the scales
-    // of each step. cuBLASLt's A is our B: its A scale is our B's scale_inv.
+    // of each step. cuBLASLt's A is our B: its A scale is our B's scale_inv. cuBLASLt
+    // refuses a scale pointer that is not 16-byte aligned (NOT_SUPPORTED from
+    // cublasLtMatmul, H200 2026-12-03: offsets of 4 bytes failed, 16 ran), which the meta
+    // block's layout guarantees (backend.h).
     const float* meta = g.fp8_meta->as<float>();
     const float* a_scale = meta + g.b_scale_inv;
     const float* b_scale = meta + g.a_scale_inv;
