@@ -81,6 +81,8 @@ double accumulation_tol(MathMode m, DType ab)
 using check_harness::num;
 using check_harness::Rng;
 using check_harness::Tol;
+using check_harness::CheckBody;
+using check_harness::run_check;
 using check_harness::Verdict;
 constexpr Tol k_exact{0.0, 0.0};
 
@@ -106,18 +108,10 @@ public:
     std::vector<CheckResult> run_all();
 
 private:
-    using Body = std::function<void(Verdict&, Rng&)>;
+    using Body = CheckBody;
     void run(const std::string& name, const Body& body)
     {
-        if (!m_filter.empty() && name.find(m_filter) == std::string::npos) return;
-        Verdict v(name);
-        Rng rng(m_seed, name);
-        try {
-            body(v, rng);
-        } catch (const std::exception& e) {
-            v.fail(std::string("threw: ") + e.what());
-        }
-        m_results.push_back(v.result());
+        run_check(name, m_filter, m_seed, body, m_results);
     }
 
     // One backend's half of every Twin: on(w) is w.ref on the reference, w.cand on the

@@ -30,6 +30,8 @@ namespace {
 using check_harness::num;
 using check_harness::Rng;
 using check_harness::Tol;
+using check_harness::CheckBody;
+using check_harness::run_check;
 using check_harness::Verdict;
 
 constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
@@ -67,18 +69,10 @@ public:
     }
 
 private:
-    using Body = std::function<void(Verdict&, Rng&)>;
+    using Body = CheckBody;
     void run(const std::string& name, const Body& body)
     {
-        if (!m_filter.empty() && name.find(m_filter) == std::string::npos) return;
-        Verdict v(name);
-        Rng rng(m_seed, name);
-        try {
-            body(v, rng);
-        } catch (const std::exception& e) {
-            v.fail(std::string("threw: ") + e.what());
-        }
-        m_results.push_back(v.result());
+        run_check(name, m_filter, m_seed, body, m_results);
     }
 
     // op(backend, ref) once per backend, reference first, with the same arguments.

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -149,5 +151,22 @@ private:
     std::string m_context, m_note;
     int m_compared = 0;
 };
+
+// One named check: skipped unless its name holds `filter`; its inputs from its own Rng
+// (seed, name); an exception it throws is its failure. The result goes to `out`.
+using CheckBody = std::function<void(Verdict&, Rng&)>;
+inline void run_check(const std::string& name, const std::string& filter, std::uint64_t seed,
+                      const CheckBody& body, std::vector<CheckResult>& out)
+{
+    if (!filter.empty() && name.find(filter) == std::string::npos) return;
+    Verdict v(name);
+    Rng rng(seed, name);
+    try {
+        body(v, rng);
+    } catch (const std::exception& e) {
+        v.fail(std::string("threw: ") + e.what());
+    }
+    out.push_back(v.result());
+}
 
 } // namespace mixlab::check_harness

@@ -4,6 +4,7 @@
 
 #include "report/explain_fp8.h"
 #include "report/explain_numerics.h"
+#include "report/explain_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,15 +19,8 @@ namespace {
 using namespace explain_limits;
 using Severity = Explanation::Severity;
 
-std::string fmt(const char* format, ...)
-{
-    char buf[512];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(buf, sizeof buf, format, args);
-    va_end(args);
-    return buf;
-}
+using explain_text::fmt;
+using explain_text::make;
 
 std::string name(Policy p) { return std::string(policy_name(p)); }
 
@@ -79,17 +73,6 @@ int baseline_of(const std::vector<RunFacts>& group, std::size_t i)
     return 0;
 }
 
-Explanation make(std::string id, Severity sev, int run, std::string sentence,
-                 std::string suggestion = {})
-{
-    Explanation e;
-    e.id = std::move(id);
-    e.severity = sev;
-    e.run = run;
-    e.sentence = std::move(sentence);
-    e.suggestion = std::move(suggestion);
-    return e;
-}
 
 using Out = std::vector<Explanation>;
 

@@ -3,6 +3,7 @@
 #include "report/explain_fp8.h"
 
 #include "model/fp8_eligibility.h"
+#include "report/explain_text.h"
 
 #include <cmath>
 #include <cstdarg>
@@ -15,27 +16,9 @@ namespace {
 
 using Severity = Explanation::Severity;
 
-std::string fmt(const char* format, ...)
-{
-    char buf[640];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(buf, sizeof buf, format, args);
-    va_end(args);
-    return buf;
-}
+using explain_text::fmt;
+using explain_text::make;
 
-Explanation make(std::string id, Severity sev, int run, std::string sentence,
-                 std::string suggestion = {})
-{
-    Explanation e;
-    e.id = std::move(id);
-    e.severity = sev;
-    e.run = run;
-    e.sentence = std::move(sentence);
-    e.suggestion = std::move(suggestion);
-    return e;
-}
 
 struct Fp8Layer {
     const GraphLayer* layer = nullptr;
