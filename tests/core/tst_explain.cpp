@@ -643,13 +643,13 @@ private slots:
         QVERIFY2(cov[0].sentence.find("emulated") != std::string::npos, cov[0].sentence.c_str());
         const auto out = with_id(all, "fp8_layer_out");
         QCOMPARE(out.size(), std::size_t(2));
-        QVERIFY2(out[0].sentence.find("layer 2") != std::string::npos, out[0].sentence.c_str());
+        QVERIFY2(out[0].sentence.find("layer 1") != std::string::npos, out[0].sentence.c_str());
         QVERIFY2(out[0].sentence.find("out 1000 is not a multiple of 16") != std::string::npos,
                  out[0].sentence.c_str());
         QVERIFY(out[0].fix);
         QCOMPARE(out[0].fix->kind, FixKind::SetUnits);
         QCOMPARE(out[0].fix->units, 1008);
-        QCOMPARE(out[0].fix->path, std::string("layer 2"));
+        QCOMPARE(out[0].fix->path, std::string("layer 1"));
         // The output layer: no fix, but why it is the usual one to keep out.
         QVERIFY(!out[1].fix);
         QVERIFY2(out[1].sentence.find("out 10 is not a multiple of 16") != std::string::npos,
@@ -695,8 +695,8 @@ private slots:
             StepProfile p;
             p.steps = 10;
             p.device_ms = hidden_ms + out_ms + rest_ms;
-            p.layers = {{"layer 2", "dense", hidden_ms / 3, 2 * hidden_ms / 3, 0, 0, true, true, ""},
-                        {"layer 3", "dense", out_ms / 3, 2 * out_ms / 3, 0, 0, true, true, ""}};
+            p.layers = {{"layer 1", "dense", hidden_ms / 3, 2 * hidden_ms / 3, 0, 0, true, true, ""},
+                        {"layer 2", "dense", out_ms / 3, 2 * out_ms / 3, 0, 0, true, true, ""}};
             return p;
         };
         bf16.profile = with_layers(0.40, 0.02, 0.18);

@@ -337,9 +337,7 @@ private slots:
         const float sa = 0.5f, sb = 0.25f; // scale_inv of each
         be->upload_f32(meta, &sa, 1, fp8_scale_inv_index(0, 1));
         be->upload_f32(meta, &sb, 1, fp8_scale_inv_index(1, 1));
-        const float bias_v[] = {1.0f, -100.0f, 0.5f};
-        Buffer bias = be->alloc(3, DType::F32);
-        be->upload_f32(bias, bias_v, 3);
+        // Exact sums in float32 C (no epilogue: cuBLASLt's fp8 epilogues write bf16).
         Buffer c = be->alloc(std::size_t(m * n), DType::F32);
         GemmCall g;
         g.m = m;
@@ -349,32 +347,35 @@ private slots:
         g.b = &bb;
         g.c = &c;
         g.trans_b = true;
-        g.bias = &bias;
-        g.epilogue = Epilogue::BiasRelu;
         g.math = MathMode::Reduced;
         g.fp8_meta = &meta;
         g.a_scale_inv = fp8_scale_inv_index(0, 1);
         g.b_scale_inv = fp8_scale_inv_index(1, 1);
         be->gemm(g);
         const std::vector<float> out = download(*be, c);
+        auto dot = [&](int i, int j) {
+            double d = 0;
+            for (int p = 0; p < k; ++p)
+                d += double(a[std::size_t(i * k + p)]) * double(b[std::size_t(j * k + p)]);
+            return d;
+        };
         for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j) {
-                double dot = 0;
-                for (int p = 0; p < k; ++p)
-                    dot += double(a[std::size_t(i * k + p)]) * double(b[std::size_t(j * k + p)]);
-                const double want = std::max(dot * 0.125 + bias_v[j], 0.0);
-                QCOMPARE(out[std::size_t(i * n + j)], float(want));
-            }
-        QCOMPARE(out[1], 0.0f); // the relu
-        // A bf16 C is the same sums rounded once.
+            for (int j = 0; j < n; ++j) QCOMPARE(out[std::size_t(i * n + j)], float(dot(i, j) * 0.125));
+        // bf16 C with bias + relu: the descaled sum plus the bias, clamped, rounded once.
+        const float bias_v[] = {1.0f, -100.0f, 0.5f};
+        Buffer bias = be->alloc(3, DType::BF16);
+        be->upload_f32(bias, bias_v, 3);
         Buffer c16 = be->alloc(std::size_t(m * n), DType::BF16);
         g.c = &c16;
-        g.epilogue = Epilogue::None;
+        g.bias = &bias;
+        g.epilogue = Epilogue::BiasRelu;
         be->gemm(g);
         const std::vector<float> o16 = download(*be, c16);
-        double dot00 = 0;
-        for (int p = 0; p < k; ++p) dot00 += double(a[std::size_t(p)]) * double(b[std::size_t(p)]);
-        QCOMPARE(o16[0], round_to(DType::BF16, float(dot00 * 0.125)));
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j)
+                QCOMPARE(o16[std::size_t(i * n + j)],
+                         round_to(DType::BF16, float(std::max(dot(i, j) * 0.125 + bias_v[j], 0.0))));
+        QCOMPARE(o16[1], 0.0f); // the relu
 
         // The checks both backends share.
         GemmCall bad = g;
@@ -382,7 +383,7 @@ private slots:
         expect_error([&] { be->gemm(bad); }, "TN form");
         bad = g;
         bad.k = 8;
-        expect_error([&] { be->gemm(bad); }, "k must be a multiple of 16");
+        expect_error([&] { be->gemm(bad); }, "a multiple of 16");
         bad = g;
         bad.a = &bb;
         expect_error([&] { be->gemm(bad); }, "cannot both be float8_e5m2");
@@ -391,14 +392,14 @@ private slots:
         expect_error([&] { be->gemm(bad); }, "need fp8_meta");
         bad = g;
         bad.b_scale_inv = 99;
-        expect_error([&] { be->gemm(bad); }, "past fp8_meta");
+        expect_error([&] { be->gemm(bad); }, "outside fp8_meta");
         bad = g;
         bad.epilogue = Epilogue::BiasGelu;
         expect_error([&] { be->gemm(bad); }, "epilogue");
         Buffer f16 = be->alloc(b.size(), DType::BF16);
         bad = g;
         bad.b = &f16;
-        expect_error([&] { be->gemm(bad); }, "b must be float8_e4m3fn or float8_e5m2");
+        expect_error([&] { be->gemm(bad); }, "two fp8 operands");
         expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr); },
                      "meta holds");
         expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr); },

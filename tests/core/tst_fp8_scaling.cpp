@@ -89,7 +89,7 @@ void TestFp8Scaling::updateBlockRollsHistory()
     QCOMPARE(b[k_fp8_last_amax], 3.5f);
     QCOMPARE(b[k_fp8_scale], 128.0f);
     // History of one: the current slot is the whole history.
-    float one[] = {1.0f, 1.0f, 57344.0f, 0.0f, 14336.0f};
+    float one[] = {1.0f, 1.0f, 57344.0f, 0.0f, 14336.0f}; // scale_inv, scale, max, last, history
     hd::fp8_update_block(one, 1, 1);
     QCOMPARE(one[k_fp8_scale], 2.0f);
     QCOMPARE(one[k_fp8_scale_inv], 0.5f);
@@ -99,7 +99,7 @@ void TestFp8Scaling::updateBlockRollsHistory()
 void TestFp8Scaling::updateBlockKeepsScaleOnBadAmax()
 {
     for (float amax : {0.0f, k_inf, k_nan}) {
-        float b[] = {3.0f, 0.25f, 448.0f, 9.0f, amax, 0.0f};
+        float b[] = {0.25f, 3.0f, 448.0f, 9.0f, amax, 0.0f}; // scale_inv, scale, ...
         hd::fp8_update_block(b, 2, 0);
         QCOMPARE(b[k_fp8_scale], 3.0f);
         QCOMPARE(b[k_fp8_scale_inv], 0.25f); // left as it was, even if not 1/scale
