@@ -395,9 +395,8 @@ bool ChartPanel::updateModes()
         m_fp8Mode = fp8;
         if (fp8)
             scale->setLabels(tr("Loss scale · fp8 scales"), tr("scale"),
-                             tr("fp8 runs: solid the largest tensor's fp8 scale, faint the "
-                                "smallest (delayed scaling); others: the loss scale; ▲: "
-                                "skipped step"));
+                             tr("fp8 runs: largest (solid) and smallest (faint) tensor "
+                                "scale; ▲: skipped step"));
         else
             scale->setLabels(tr("Loss scale"), tr("scale"),
                              tr("▲: skipped step (inf/NaN gradients)"));
