@@ -210,7 +210,9 @@ QString layerSummary(const LayerSpec &layer)
         s += QLatin1Char(' ') + blockOutline(layer);
         break;
     }
-    if (layer.force_fp32) s += tr(" (float32)");
-    else if (layer.no_fp8) s += tr(" (out of fp8)");
+    if (layer.force_fp32)
+        s += tr(" (float32)");
+    else if (layer.no_fp8)
+        s += tr(" (out of fp8)");
     return s;
 }

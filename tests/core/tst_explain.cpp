@@ -695,8 +695,9 @@ private slots:
             StepProfile p;
             p.steps = 10;
             p.device_ms = hidden_ms + out_ms + rest_ms;
-            p.layers = {{"layer 1", "dense", hidden_ms / 3, 2 * hidden_ms / 3, 0, 0, true, true, ""},
-                        {"layer 2", "dense", out_ms / 3, 2 * out_ms / 3, 0, 0, true, true, ""}};
+            p.layers = {
+                {"layer 1", "dense", hidden_ms / 3, 2 * hidden_ms / 3, 0, 0, true, true, ""},
+                {"layer 2", "dense", out_ms / 3, 2 * out_ms / 3, 0, 0, true, true, ""}};
             return p;
         };
         bf16.profile = with_layers(0.40, 0.02, 0.18);

@@ -360,7 +360,8 @@ private slots:
             return d;
         };
         for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j) QCOMPARE(out[std::size_t(i * n + j)], float(dot(i, j) * 0.125));
+            for (int j = 0; j < n; ++j)
+                QCOMPARE(out[std::size_t(i * n + j)], float(dot(i, j) * 0.125));
         // bf16 C with bias + relu: the descaled sum plus the bias, clamped, rounded once.
         const float bias_v[] = {1.0f, -100.0f, 0.5f};
         Buffer bias = be->alloc(3, DType::BF16);
@@ -373,8 +374,9 @@ private slots:
         const std::vector<float> o16 = download(*be, c16);
         for (int i = 0; i < m; ++i)
             for (int j = 0; j < n; ++j)
-                QCOMPARE(o16[std::size_t(i * n + j)],
-                         round_to(DType::BF16, float(std::max(dot(i, j) * 0.125 + bias_v[j], 0.0))));
+                QCOMPARE(
+                    o16[std::size_t(i * n + j)],
+                    round_to(DType::BF16, float(std::max(dot(i, j) * 0.125 + bias_v[j], 0.0))));
         QCOMPARE(o16[1], 0.0f); // the relu
 
         // The checks both backends share.

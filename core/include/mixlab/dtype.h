@@ -13,8 +13,8 @@ enum class DType : std::uint8_t { F32, F16, BF16, I32, U8, I16, F8E4M3, F8E5M2 }
 
 std::string_view dtype_name(DType t); // "float32", "float16", "bfloat16", "int32", "uint8", "int16"
 std::size_t dtype_size(DType t);      // bytes per element on the device
-bool is_floating(DType t);  // F32, F16, BF16: what layers compute in
-bool is_fp8(DType t);       // F8E4M3, F8E5M2
+bool is_floating(DType t);            // F32, F16, BF16: what layers compute in
+bool is_fp8(DType t);                 // F8E4M3, F8E5M2
 
 // IEEE binary16 conversions, round to nearest even; overflow gives inf, tiny values
 // become subnormals or zero exactly as on the GPU.

@@ -265,9 +265,8 @@ MIXLAB_HD float fp8_scale_from_amax(float max_finite, float amax, int margin, fl
 // One tensor's block of the fp8 meta buffer (mixlab/backend.h's k_fp8_* layout:
 // scale_inv, scale, max_finite, last_amax, then the history, newest first) updated as
 // Backend::fp8_update_scales promises; both backends call this for every block.
-inline constexpr int k_fp8_block_scale_inv = 0, k_fp8_block_scale = 1,
-                     k_fp8_block_max_finite = 2, k_fp8_block_last_amax = 3,
-                     k_fp8_block_history = 4;
+inline constexpr int k_fp8_block_scale_inv = 0, k_fp8_block_scale = 1, k_fp8_block_max_finite = 2,
+                     k_fp8_block_last_amax = 3, k_fp8_block_history = 4;
 MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
 {
     float* history = block + k_fp8_block_history;

@@ -78,11 +78,11 @@ double accumulation_tol(MathMode m, DType ab)
 }
 
 // Tolerances, seeded inputs and verdicts: check_harness.h.
+using check_harness::CheckBody;
 using check_harness::num;
 using check_harness::Rng;
-using check_harness::Tol;
-using check_harness::CheckBody;
 using check_harness::run_check;
+using check_harness::Tol;
 using check_harness::Verdict;
 constexpr Tol k_exact{0.0, 0.0};
 

@@ -27,11 +27,11 @@ namespace mixlab {
 
 namespace {
 
+using check_harness::CheckBody;
 using check_harness::num;
 using check_harness::Rng;
-using check_harness::Tol;
-using check_harness::CheckBody;
 using check_harness::run_check;
+using check_harness::Tol;
 using check_harness::Verdict;
 
 constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();

@@ -2,8 +2,8 @@
 
 namespace mixlab {
 
-std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in,
-                              std::int64_t out, std::int64_t rows, bool sequence)
+std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in, std::int64_t out,
+                              std::int64_t rows, bool sequence)
 {
     if (dtype != DType::BF16)
         return "kept in " + std::string(dtype_name(dtype)) + " by the layer's dtype";

@@ -19,8 +19,8 @@ inline constexpr int k_fp8_multiple = 16;
 // computes in (bfloat16 under mixed_fp8 unless "dtype": "float32"); in and out are the
 // widths it runs at (a padded input's stored width); rows the batch, or batch x bptt for a
 // sequence.
-std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in,
-                              std::int64_t out, std::int64_t rows, bool sequence);
+std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in, std::int64_t out,
+                              std::int64_t rows, bool sequence);
 
 // The same for a dense layer of a walked graph (explain): its dtype under mixed_fp8 from
 // the spec, its input width as stored (`stored_in`, the feeder's padded width or 0).

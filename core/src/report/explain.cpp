@@ -73,7 +73,6 @@ int baseline_of(const std::vector<RunFacts>& group, std::size_t i)
     return 0;
 }
 
-
 using Out = std::vector<Explanation>;
 
 // 1. Each run's speed against the baseline.

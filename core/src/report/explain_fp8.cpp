@@ -19,7 +19,6 @@ using Severity = Explanation::Severity;
 using explain_text::fmt;
 using explain_text::make;
 
-
 struct Fp8Layer {
     const GraphLayer* layer = nullptr;
     std::string why; // "" when it ran in fp8
@@ -98,8 +97,8 @@ void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explan
             flops_in += l.layer->flops;
         }
     }
-    const double share = f.graph.total_flops > 0 ? double(flops_in) / double(f.graph.total_flops)
-                                                 : 0.0;
+    const double share =
+        f.graph.total_flops > 0 ? double(flops_in) / double(f.graph.total_flops) : 0.0;
     std::string sentence =
         fmt("mixed_fp8 ran %d of the model's %d dense layers in fp8 (E4M3 weights and "
             "activations, E5M2 gradients, per-tensor delayed scaling): %.0f%% of its forward "
@@ -131,8 +130,8 @@ void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explan
                                  100.0 * layer_share));
         const bool units_off = gl.spec.units % k_fp8_multiple != 0;
         if (units_off && &gl != last && layer_share >= explain_limits::k_padding_pays_flops_share) {
-            const int units = int((gl.spec.units + k_fp8_multiple - 1) / k_fp8_multiple *
-                                  k_fp8_multiple);
+            const int units =
+                int((gl.spec.units + k_fp8_multiple - 1) / k_fp8_multiple * k_fp8_multiple);
             e.severity = Severity::Advice;
             e.suggestion = reader == Reader::App
                                ? fmt("set Units of %s to %d in the property editor (and the "
