@@ -168,9 +168,12 @@ void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, std::vector<Ex
                         "does not shrink.",
                         *mine, *theirs, *theirs / *mine, rest, 100.0 * rest / f.profile->device_ms);
         if (*theirs / *mine < 1.2)
-            suggestion = "fp8 pays on large GEMMs: at this batch and these widths the "
-                         "quantization passes cost about what the faster GEMMs save; a larger "
-                         "batch or wider layers give fp8 more to gain";
+            // The layers' time holds the quantize passes and the GEMMs together; which
+            // of them took the gain is not measured apart, so say what may, not what did.
+            suggestion = "fp8 pays on large GEMMs: the layers' time includes quantizing "
+                         "their inputs, weights and gradients (with transposed copies), "
+                         "which may cost what the faster GEMMs save at this batch and these "
+                         "widths; a larger batch or wider layers give fp8 more to gain";
     } else {
         sentence += " Profile both runs (explain --profile, or the app's Why panel) to see "
                     "the fp8 layers' own time.";
