@@ -239,22 +239,32 @@ private slots:
         const std::vector<float> x = {1.0f, -2.1f, 500.0f, 0.3f, inf, -std::nanf("")};
         Buffer bx = be->alloc(6, DType::BF16);
         be->upload_f32(bx, x.data(), x.size());
-        Buffer y = be->alloc(6, DType::F8E4M3), yt = be->alloc(6, DType::F8E4M3);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y, &yt);
+        // 2 x 3, stored with k padded to 16 (fp8_padded): y 2 x 16, y_t 3 x 16.
+        Buffer y = be->alloc(32, DType::F8E4M3), yt = be->alloc(48, DType::F8E4M3);
+        const float nan = std::nanf("");
+        be->upload_f32(y, std::vector<float>(32, nan).data(), 32);
+        be->upload_f32(yt, std::vector<float>(48, nan).data(), 48);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y, &yt, nullptr);
         const std::vector<float> q = download(*be, y);
         // x (as bf16: -2.1 -> -2.09375, 0.3 -> 0.30078125) times 2, in E4M3, saturated.
         QCOMPARE(q[0], 2.0f);
-        QCOMPARE(q[1], -4.0f);  // -4.1875 rounds to -4
-        QCOMPARE(q[2], 448.0f); // 1000 saturates
-        QCOMPARE(q[3], 0.625f); // 0.6015625 rounds to 0.625 (ulp 1/16 in [0.5, 1))
-        QCOMPARE(q[4], 448.0f); // inf saturates
-        QVERIFY(std::isnan(q[5]));
-        const std::vector<float> t = download(*be, yt); // 3 x 2
+        QCOMPARE(q[1], -4.0f);   // -4.1875 rounds to -4
+        QCOMPARE(q[2], 448.0f);  // 1000 saturates
+        QCOMPARE(q[16], 0.625f); // 0.6015625 rounds to 0.625 (ulp 1/16 in [0.5, 1))
+        QCOMPARE(q[17], 448.0f); // inf saturates
+        QVERIFY(std::isnan(q[18]));
+        // The padding is written, zero: a GEMM over k = 16 adds nothing from it.
+        for (int r = 0; r < 2; ++r)
+            for (int c = 3; c < 16; ++c) QCOMPARE(q[std::size_t(r * 16 + c)], 0.0f);
+        const std::vector<float> t = download(*be, yt); // 3 x 2, rows padded to 16
         QCOMPARE(t[0], q[0]);
-        QCOMPARE(t[1], q[3]);
-        QCOMPARE(t[2], q[1]);
-        QCOMPARE(t[3], q[4]);
-        QCOMPARE(t[4], q[2]);
+        QCOMPARE(t[1], q[16]);
+        QCOMPARE(t[16], q[1]);
+        QCOMPARE(t[17], q[17]);
+        QCOMPARE(t[32], q[2]);
+        QVERIFY(std::isnan(t[33]));
+        for (int c = 0; c < 3; ++c)
+            for (int r = 2; r < 16; ++r) QCOMPARE(t[std::size_t(c * 16 + r)], 0.0f);
         // amax: the largest finite |x| (500), folded into block 1's current slot.
         std::vector<float> m = download(*be, meta);
         QCOMPARE(m[b1 + k_fp8_history], 500.0f);
@@ -262,15 +272,39 @@ private slots:
         // Evaluation: no amax recorded, y_t may be left out.
         const float big = 4000.0f;
         be->upload_f32(bx, &big, 1, 0);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, false, &y, nullptr);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, false, &y, nullptr, nullptr);
         m = download(*be, meta);
         QCOMPARE(m[b1 + k_fp8_history], 500.0f);
         QCOMPARE(download(*be, y)[0], 448.0f);
         // E5M2 keeps the range: 4000 * 2 fits.
-        Buffer y5 = be->alloc(6, DType::F8E5M2);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr);
+        Buffer y5 = be->alloc(32, DType::F8E5M2);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr, nullptr);
         QCOMPARE(download(*be, y5)[0], 8192.0f);
         QCOMPARE(download(*be, meta)[b1 + k_fp8_history], 4000.0f);
+    }
+
+    // dZ's pass also gives the bias gradient: x's column sums, unscaled and unrounded by
+    // the fp8 format, in the sums' own dtype.
+    void quantizeSumsColumns()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int h = 1;
+        Buffer meta = fresh_meta(*be, 1, h);
+        const std::vector<float> x = {1.0f, -2.5f, 0.125f, 3.0f, 0.5f, -0.375f};
+        Buffer bx = be->alloc(6, DType::F32);
+        be->upload_f32(bx, x.data(), x.size());
+        Buffer y = be->alloc(32, DType::F8E5M2);
+        Buffer sums = be->alloc(3, DType::F32), sums16 = be->alloc(3, DType::BF16);
+        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums);
+        const std::vector<float> s = download(*be, sums);
+        QCOMPARE(s[0], 4.0f);
+        QCOMPARE(s[1], -2.0f);
+        QCOMPARE(s[2], -0.25f);
+        // A bf16 bias gradient: the fp32 sum rounded once (1.00390625 + 2 -> 3.00390625 -> 3).
+        const std::vector<float> x2 = {1.00390625f, 1.0f, 1.0f, 2.0f, 1.0f, 1.0f};
+        be->upload_f32(bx, x2.data(), x2.size());
+        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums16);
+        QCOMPARE(download(*be, sums16)[0], 3.0f);
     }
 
     void updateScalesRollsTheHistory()
@@ -326,7 +360,7 @@ private slots:
     void fp8GemmMatchesHandComputed()
     {
         auto be = make_backend(DeviceChoice::CPU);
-        const int m = 2, n = 3, k = 16;
+        const int m = 2, n = 8, k = 16; // n: c's rows on 16 bytes in bf16 too
         std::vector<float> a(m * k), b(n * k);
         for (int i = 0; i < m * k; ++i) a[std::size_t(i)] = float((i % 5) - 2); // -2..2
         for (int i = 0; i < n * k; ++i) b[std::size_t(i)] = float((i % 7) - 3) * 0.5f;
@@ -363,9 +397,9 @@ private slots:
             for (int j = 0; j < n; ++j)
                 QCOMPARE(out[std::size_t(i * n + j)], float(dot(i, j) * 0.125));
         // bf16 C with bias + relu: the descaled sum plus the bias, clamped, rounded once.
-        const float bias_v[] = {1.0f, -100.0f, 0.5f};
-        Buffer bias = be->alloc(3, DType::BF16);
-        be->upload_f32(bias, bias_v, 3);
+        const float bias_v[] = {1.0f, -100.0f, 0.5f, 2.0f, -1.0f, 0.0f, 3.0f, -0.25f};
+        Buffer bias = be->alloc(8, DType::BF16);
+        be->upload_f32(bias, bias_v, 8);
         Buffer c16 = be->alloc(std::size_t(m * n), DType::BF16);
         g.c = &c16;
         g.bias = &bias;
@@ -402,10 +436,11 @@ private slots:
         bad = g;
         bad.b = &f16;
         expect_error([&] { be->gemm(bad); }, "two fp8 operands");
-        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr); },
+        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr, nullptr); },
                      "meta holds");
-        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr); },
-                     "y or y_t must be given");
+        expect_error(
+            [&] { be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr, nullptr); },
+            "y or y_t must be given");
         expect_error([&] { be->fp8_update_scales(meta, 2, 1, 9); }, "margin must be between");
     }
 
@@ -525,7 +560,7 @@ private slots:
         QVERIFY2(
             QString::fromStdString(lines[2]).contains("fp8: kept in float32 by the layer's dtype"),
             lines[2].c_str());
-        QVERIFY2(QString::fromStdString(lines[3]).contains("fp8: out 10 is not a multiple of 16"),
+        QVERIFY2(QString::fromStdString(lines[3]).contains("fp8: out 10 is not a multiple of 8"),
                  lines[3].c_str());
         RecordingSink sink;
         train(run, sink);
@@ -533,15 +568,16 @@ private slots:
         QVERIFY(sink.steps[0].fp8_log2_scale_min.has_value());
         // One fp8 layer, three tensors: a scale moved off 1 after the first update.
         QVERIFY(*sink.steps[0].fp8_log2_scale_max > 0.0f);
-        // A batch that is not a multiple of 16 keeps every layer out.
+        // A batch that is not a multiple of 16 runs in fp8 too: the wgrad GEMM's k (the
+        // batch) is padded in the transposed copies.
         RunConfig odd = cfg;
         odd.batch_size = 24;
         TrainingRun run24(graph, odd, dev, *be);
-        QVERIFY(QString::fromStdString(run24.describe()[0])
-                    .contains("fp8: batch 24 is not a multiple of 16"));
+        QVERIFY(QString::fromStdString(run24.describe()[0]).contains("fp8 GEMMs"));
         RecordingSink sink24;
         train(run24, sink24);
-        QVERIFY(!sink24.steps[0].fp8_log2_scale_min.has_value());
+        QVERIFY(sink24.steps[0].fp8_log2_scale_min.has_value());
+        QVERIFY(std::isfinite(sink24.steps.back().loss));
         // "dtype": "bfloat16" is read and written back.
         const ModelSpec back = parse_model_spec(model_spec_to_json(spec));
         QVERIFY(back.layers[2].no_fp8);

@@ -127,31 +127,42 @@ void TestFp8Scaling::quantizeChecks()
     Backend& b = *cpu;
     const int history = 4;
     const char* be = "cpu";
+    // x is 2 x 3: y is stored 2 x 16 and y_t 3 x 16 (k padded, fp8_padded).
     Buffer x = b.alloc(6, DType::BF16);
-    Buffer y = b.alloc(6, DType::F8E4M3);
-    Buffer y_t = b.alloc(6, DType::F8E4M3);
-    Buffer y5 = b.alloc(6, DType::F8E5M2);
-    Buffer small = b.alloc(5, DType::F8E4M3);
-    Buffer not_fp8 = b.alloc(6, DType::BF16);
+    Buffer y = b.alloc(32, DType::F8E4M3);
+    Buffer y_t = b.alloc(48, DType::F8E4M3);
+    Buffer y5 = b.alloc(48, DType::F8E5M2);
+    Buffer small = b.alloc(31, DType::F8E4M3);
+    Buffer not_fp8 = b.alloc(32, DType::BF16);
+    Buffer sums = b.alloc(3, DType::F32), few_sums = b.alloc(2, DType::F32);
+    Buffer fp8_sums = b.alloc(3, DType::F8E4M3);
     Buffer meta = b.alloc(2 * fp8_block_floats(history), DType::F32);
     Buffer meta_bf16 = b.alloc(2 * fp8_block_floats(history), DType::BF16);
-    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y_t);
-    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, &y5);
-    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y5));
+    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y_t, &sums);
+    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, &y5, nullptr);
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y5, nullptr));
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &small, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, nullptr, nullptr));
+    // One byte short of the padded 2 x 16.
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &not_fp8, nullptr));
-    QVERIFY_THROWS_EXCEPTION(Error,
-                             validate::fp8_quantize(be, x, 2, 4, meta, 1, history, &y, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &small, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &not_fp8, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(
+        Error, validate::fp8_quantize(be, x, 2, 4, meta, 1, history, &y, nullptr, nullptr));
+    // The column sums: one per column, in a floating (not fp8) dtype.
+    QVERIFY_THROWS_EXCEPTION(
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, nullptr, &few_sums));
+    QVERIFY_THROWS_EXCEPTION(
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, nullptr, &fp8_sums));
     // Block 2 lies past a meta buffer of two blocks; history 0 is no history.
-    QVERIFY_THROWS_EXCEPTION(Error,
-                             validate::fp8_quantize(be, x, 2, 3, meta, 2, history, &y, nullptr));
-    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 0, 0, &y, nullptr));
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta_bf16, 0, history, &y, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 2, history, &y, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error,
+                             validate::fp8_quantize(be, x, 2, 3, meta, 0, 0, &y, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(
+        Error, validate::fp8_quantize(be, x, 2, 3, meta_bf16, 0, history, &y, nullptr, nullptr));
     validate::fp8_update_scales(be, meta, 2, history, 0);
     QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_update_scales(be, meta, 3, history, 0));
     QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_update_scales(be, meta, 1, 0, 0));
@@ -204,6 +215,16 @@ void TestFp8Scaling::gemmChecks()
         x.b = &w5;
     }));
     QVERIFY(refused([](GemmCall& x) { x.k = 40; }));
+    // c's rows on 16 bytes: n = 44 bfloat16 values is not, 44 float32 values are.
+    QVERIFY(refused([](GemmCall& x) { x.n = 44; }));
+    QVERIFY(!refused([&](GemmCall& x) {
+        x.n = 44;
+        x.c = &c32;
+    }));
+    QVERIFY(refused([&](GemmCall& x) {
+        x.n = 42;
+        x.c = &c32;
+    }));
     QVERIFY(refused([&](GemmCall& x) { x.c = &c16; }));
     QVERIFY(refused([](GemmCall& x) { x.fp8_meta = nullptr; }));
     QVERIFY(refused([](GemmCall& x) { x.b_scale_inv = 1000; }));

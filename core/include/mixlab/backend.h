@@ -106,7 +106,8 @@ struct GemmCall {
     // Epilogue None, Bias or BiasRelu only: the dense layer takes dB apart (bias_grad).
     // Hopper's fp8 GEMMs read only the "TN" form (column-major A transposed, B not:
     // here trans_a == false && trans_b == true) with k, and the leading dimensions, a
-    // multiple of 16; fp8_quantize writes the transposed copies that makes possible.
+    // multiple of 16; fp8_quantize writes the transposed copies that makes possible,
+    // with k zero-padded to fp8_padded (zeros add nothing to a dot product).
     const Buffer* fp8_meta = nullptr;
     std::size_t a_scale_inv = 0, b_scale_inv = 0;
 };
@@ -130,6 +131,12 @@ inline std::size_t fp8_scale_inv_index(std::size_t block, int history_len)
 {
     return block * fp8_block_floats(history_len) + k_fp8_scale_inv;
 }
+// fp8 operands are stored with their k dimension (their row length) rounded up to a
+// multiple of this, the extra values zero: Hopper's fp8 GEMMs need k and the leading
+// dimensions a multiple of 16, and padding in the quantize pass costs nothing a layer
+// of 3000 units would notice, where refusing it would keep the layer out of fp8.
+inline constexpr int k_fp8_pad = 16;
+inline int fp8_padded(int n) { return (n + k_fp8_pad - 1) / k_fp8_pad * k_fp8_pad; }
 
 // Per-channel normalization applied when a batch is gathered: (x/255 - mean) / std.
 struct Normalization {
@@ -528,12 +535,17 @@ public:
     // ---- fp8 (mixed_fp8) -------------------------------------------------------------
     // y = fp8(x * scale), rounded to nearest even and saturating (hd_math.h's
     // float_to_fp8; y's dtype, F8E4M3 or F8E5M2, says which), for x a rows x cols
-    // matrix; y_t, when given, receives the transpose (cols x rows) in the same pass.
-    // scale is block `block` of meta (history_len floats of history each). With
+    // matrix, stored rows x fp8_padded(cols) with zeros past col cols; y_t, when given,
+    // receives the transpose in the same pass, cols x fp8_padded(rows), zeros past row
+    // rows. scale is block `block` of meta (history_len floats of history each). With
     // record_amax the largest finite |x| is folded (max) into the block's current amax
-    // slot; evaluation passes false so it does not move the training history.
+    // slot; evaluation passes false so it does not move the training history. col_sums,
+    // when given, receives x's column sums (cols values, in its own floating dtype): a
+    // dense layer's bias gradient taken in the pass that reads dZ anyway, since fp8
+    // GEMMs have no bias-gradient epilogue.
     virtual void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
-                              int history_len, bool record_amax, Buffer* y, Buffer* y_t);
+                              int history_len, bool record_amax, Buffer* y, Buffer* y_t,
+                              Buffer* col_sums);
     // Delayed scaling, once a step after its last fp8_quantize, for blocks [0, tensors):
     // amax = the history's max; when finite and > 0, scale = max_finite / amax / 2^margin
     // and scale_inv = 1 / scale (otherwise both stay); last_amax = amax; then every

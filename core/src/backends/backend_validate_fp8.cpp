@@ -35,7 +35,8 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
 } // namespace
 
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
-                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t)
+                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
+                  const Buffer* col_sums)
 {
     const char* op = "fp8_quantize";
     require(rows >= 0 && cols >= 0, backend, op,
@@ -45,8 +46,11 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
     const std::size_t n = std::size_t(rows) * std::size_t(cols);
     floating(backend, op, x, n, "x");
     require(y || y_t, backend, op, "y or y_t must be given");
-    if (y) fp8_output(backend, op, *y, n, "y");
-    if (y_t) fp8_output(backend, op, *y_t, n, "y_t");
+    // Stored with k padded (mixlab/backend.h's fp8_padded): y's rows, y_t's columns.
+    if (y) fp8_output(backend, op, *y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y");
+    if (y_t)
+        fp8_output(backend, op, *y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
+    if (col_sums) floating(backend, op, *col_sums, std::size_t(cols), "col_sums");
     if (y && y_t)
         require(y->dtype() == y_t->dtype(), backend, op,
                 "y and y_t must share a dtype, got " + name_of(y->dtype()) + " and " +
@@ -93,6 +97,11 @@ void fp8_gemm(const char* backend, const GemmCall& g)
     require(tc == DType::BF16 || tc == DType::F32, backend, op,
             "an fp8 GEMM's c must be bfloat16 or float32, got " + name_of(tc));
     floating(backend, op, *g.c, m * n, "c");
+    // cuBLASLt's fp8 kernels write c's rows on 16-byte boundaries.
+    const int c_align = tc == DType::BF16 ? 8 : 4;
+    require(g.n % c_align == 0, backend, op,
+            "an fp8 GEMM's c rows (n = " + std::to_string(g.n) + ") must be a multiple of " +
+                std::to_string(c_align) + " " + name_of(tc) + " values (16 bytes)");
     require(g.epilogue == Epilogue::None || g.epilogue == Epilogue::Bias ||
                 g.epilogue == Epilogue::BiasRelu,
             backend, op, "an fp8 GEMM's epilogue must be None, Bias or BiasRelu");

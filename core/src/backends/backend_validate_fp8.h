@@ -12,14 +12,15 @@ namespace mixlab::validate {
 // x floating (rows x cols), at least one of y and y_t, each an fp8 buffer of rows * cols
 // (one fp8 dtype when both), meta float32 holding block `block` of history_len >= 1.
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
-                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t);
+                  std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
+                  const Buffer* col_sums);
 // meta float32 holding `tensors` blocks of history_len >= 1; tensors >= 0; margin within
 // [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
 void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
                        int margin);
 // A GEMM whose a or b is fp8 (GemmCall's fp8 rules): both fp8, not both E5M2, the "TN"
-// form (trans_a false, trans_b true), positive sizes with k a multiple of 16, c bfloat16
-// or float32, epilogue None, Bias or BiasRelu (with c and the bias bfloat16), fp8_meta
+// form (trans_a false, trans_b true), positive sizes with k a multiple of 16 and c's rows
+// 16-byte multiples, c bfloat16 or float32, epilogue None, Bias or BiasRelu (with c and the bias bfloat16), fp8_meta
 // float32 holding both scale_inv indices.
 void fp8_gemm(const char* backend, const GemmCall& call);
 

@@ -142,7 +142,8 @@ private:
         DType x; // the input's floating dtype
         int rows, cols;
         bool write_y, write_y_t, record_amax;
-        const char* variant = ""; // "zeros", "odd_scale", "amax_kept"
+        const char* variant = ""; // "zeros", "odd_scale", "amax_kept", "sums"
+        DType sums = DType::F32;  // the column sums' dtype, for "sums"
     };
     void quantize_check(const QuantizeCase& c);
 
@@ -159,6 +160,10 @@ private:
     std::string m_filter;
     std::vector<CheckResult> m_results;
 };
+
+// An output's tolerance as backend_check.cpp takes it, and the rounding to its dtype.
+double out_rtol(DType t) { return t == DType::BF16 ? 2e-2 : 1e-5; }
+double unit_roundoff(DType t) { return t == DType::BF16 ? 1.0 / 256.0 : 0.0; }
 
 // ---- fp8_quantize --------------------------------------------------------------------
 
@@ -195,14 +200,22 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
                        std::to_string(c.cols) + "/" + outputs + "/" +
                        (c.record_amax ? "amax" : "no_amax");
     if (*c.variant) name += std::string("/") + c.variant;
+    const bool sums = std::string(c.variant) == "sums";
+    if (sums) name += std::string("/") + dtype_short_name(c.sums);
     run(name, [&](Verdict& v, Rng& rng) {
         const std::string variant = c.variant;
         const std::size_t n = std::size_t(c.rows) * std::size_t(c.cols);
+        // Stored with k padded (fp8_padded): y's rows, y_t's columns; the padding is zero.
+        const std::size_t y_ld = std::size_t(fp8_padded(c.cols));
+        const std::size_t t_ld = std::size_t(fp8_padded(c.rows));
         // The scale: a power of two, so that a tie in x is a tie after scaling, or (odd_scale)
         // the scale delayed scaling would take from an amax of 3.7.
         const float scale = variant == "odd_scale" ? format_of(c.y).max_finite / 3.7f : 2.0f;
         std::vector<float> x(n, 0.0f);
-        if (variant != "zeros") {
+        if (sums) {
+            // Finite values of either sign whose sums stay far from the formats' ends.
+            for (float& e : x) e = round_to(c.x, rng.uniform(-3.0f, 3.0f));
+        } else if (variant != "zeros") {
             // Magnitudes spread over the format's whole range and past it (log-uniform),
             // random signs, rounded to x's dtype.
             const bool e5 = c.y == DType::F8E5M2;
@@ -239,22 +252,38 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
         b[k_fp8_history + 1] = 7.0f;
         Twin tmeta = make(meta, DType::F32);
 
-        Twin ty, tyt;
+        Twin ty, tyt, tsums;
         if (c.write_y) {
-            ty = twin(n, c.y);
+            ty = twin(std::size_t(c.rows) * y_ld, c.y);
             poison(ty);
         }
         if (c.write_y_t) {
-            tyt = twin(n, c.y);
+            tyt = twin(std::size_t(c.cols) * t_ld, c.y);
             poison(tyt);
+        }
+        if (sums) {
+            tsums = twin(std::size_t(c.cols), c.sums);
+            poison(tsums);
         }
         on_both([&](Backend& be, bool ref) {
             be.fp8_quantize(side(tx, ref), c.rows, c.cols, side(tmeta, ref), block, history_len,
                             c.record_amax, c.write_y ? &side(ty, ref) : nullptr,
-                            c.write_y_t ? &side(tyt, ref) : nullptr);
+                            c.write_y_t ? &side(tyt, ref) : nullptr,
+                            sums ? &side(tsums, ref) : nullptr);
         });
+        // The padding too: poisoned above, so a byte left unwritten shows as NaN.
         if (c.write_y) compare_bits(v, "y", ty);
         if (c.write_y_t) compare_bits(v, "y_t", tyt);
+        if (sums) {
+            // Sums in another order (64-row tiles, then tile order): within the fp32
+            // rounding of a sum of |x|, plus one rounding to the output's dtype.
+            std::vector<double> scale(std::size_t(c.cols), 0.0);
+            for (std::size_t r = 0; r < std::size_t(c.rows); ++r)
+                for (std::size_t col = 0; col < std::size_t(c.cols); ++col)
+                    scale[col] += std::fabs(double(x[r * std::size_t(c.cols) + col]));
+            v.compare("col_sums", get(m_ref, tsums.ref), get(m_cand, tsums.cand),
+                      Tol{1e-30, out_rtol(c.sums)}, &scale, 1e-5 + unit_roundoff(c.sums));
+        }
         // The amax slot (or, without record_amax, every float of meta unchanged).
         compare_bits(v, "meta", tmeta);
         // The reference's own y_t must be its y transposed (a backend writing the copy
@@ -263,8 +292,8 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
             const std::vector<float> y = get(m_ref, ty.ref), yt = get(m_ref, tyt.ref);
             for (int r = 0; r < c.rows; ++r)
                 for (int col = 0; col < c.cols; ++col) {
-                    const float a = y[std::size_t(r) * std::size_t(c.cols) + std::size_t(col)];
-                    const float t = yt[std::size_t(col) * std::size_t(c.rows) + std::size_t(r)];
+                    const float a = y[std::size_t(r) * y_ld + std::size_t(col)];
+                    const float t = yt[std::size_t(col) * t_ld + std::size_t(r)];
                     if (hd::float_bits(a) != hd::float_bits(t)) {
                         v.fail("reference: y_t is not y transposed at row " + std::to_string(r) +
                                ", column " + std::to_string(col));
@@ -287,8 +316,9 @@ void Fp8Checker::quantize_checks()
         int rows, cols;
     };
     // Full 64 x 64 tiles with aligned rows; odd sizes (partial tiles, no vector path,
-    // a tail); the dense layer's wgrad operand shape (a batch of 128 by 256 features).
-    const Shape shapes[] = {{64, 784}, {37, 53}, {128, 256}};
+    // a tail, both copies padded); the dense layer's wgrad operand shape (a batch of 128
+    // by 256 features); W1's 1000 units at a batch of 200 (both padded, to 1008 and 208).
+    const Shape shapes[] = {{64, 784}, {37, 53}, {128, 256}, {200, 1000}};
     struct Outputs {
         bool y, y_t, amax;
     };
@@ -306,6 +336,12 @@ void Fp8Checker::quantize_checks()
         quantize_check({fmt, DType::BF16, 16, 32, true, true, true, "zeros"});
         quantize_check({fmt, DType::BF16, 128, 256, false, true, true, "amax_kept"});
     }
+    // dZ's pass with the bias gradient: a bf16 and an fp32 bias, odd sizes, and a matrix
+    // wide and tall enough that a block takes several row tiles (the partials' cap).
+    quantize_check({DType::F8E5M2, DType::BF16, 200, 1000, true, true, true, "sums", DType::BF16});
+    quantize_check({DType::F8E5M2, DType::BF16, 37, 53, true, true, true, "sums", DType::F32});
+    quantize_check({DType::F8E5M2, DType::F32, 64, 784, true, true, true, "sums", DType::F32});
+    quantize_check({DType::F8E5M2, DType::BF16, 2560, 8200, true, true, true, "sums", DType::F32});
 }
 
 // ---- fp8_update_scales ---------------------------------------------------------------
@@ -356,9 +392,6 @@ void Fp8Checker::update_checks()
 }
 
 // ---- fp8 GEMMs -------------------------------------------------------------------------
-
-double out_rtol(DType t) { return t == DType::BF16 ? 2e-2 : 1e-5; }
-double unit_roundoff(DType t) { return t == DType::BF16 ? 1.0 / 256.0 : 0.0; }
 
 void Fp8Checker::gemm_check(const GemmCase& g)
 {
@@ -477,6 +510,14 @@ void Fp8Checker::gemm_checks()
     // W1's first layer's inputs (784) at a small batch, a 256 -> 64 layer at batch 128,
     // and W1's width (3008 units) at batch 128.
     const Layer layers[] = {{64, 784, 256}, {128, 256, 64}};
+    // W1's second layer (3000 -> 1000) at a batch of 100: every k padded (fp8_padded),
+    // n a multiple of 8 but not of 16.
+    {
+        const int batch = 100, in = 3000, out = 1000;
+        gemm_check({batch, out, fp8_padded(in), e4, e4, bf, Epilogue::BiasRelu});
+        gemm_check({batch, in, fp8_padded(out), e5, e4, bf, Epilogue::None});
+        gemm_check({out, in, fp8_padded(batch), e5, e4, f32, Epilogue::None});
+    }
     for (const Layer& l : layers) {
         for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasRelu})
             gemm_check({l.batch, l.out, l.in, e4, e4, bf, e});
@@ -568,9 +609,9 @@ void Fp8Checker::graph_checks()
         upload(x, values(std::size_t(batch) * in, 3.0f));
         upload(w, values(std::size_t(out) * in, 0.1f));
         upload(bias, values(std::size_t(out), 1.0f));
-        Buffer x8 = b.alloc(std::size_t(batch) * in, DType::F8E4M3);
-        Buffer x8_t = b.alloc(std::size_t(batch) * in, DType::F8E4M3);
-        Buffer w8 = b.alloc(std::size_t(out) * in, DType::F8E4M3);
+        Buffer x8 = b.alloc(std::size_t(batch) * std::size_t(fp8_padded(in)), DType::F8E4M3);
+        Buffer x8_t = b.alloc(std::size_t(fp8_padded(batch)) * in, DType::F8E4M3);
+        Buffer w8 = b.alloc(std::size_t(out) * std::size_t(fp8_padded(in)), DType::F8E4M3);
         Buffer c = b.alloc(std::size_t(batch) * out, DType::BF16);
         // Scales of 1 to start with: the first update moves them far (448 / amax).
         const std::size_t bf = fp8_block_floats(history_len);
@@ -581,15 +622,15 @@ void Fp8Checker::graph_checks()
         }
         Buffer meta = b.alloc(meta0.size(), DType::F32);
         auto step = [&] {
-            b.fp8_quantize(x, batch, in, meta, 0, history_len, true, &x8, &x8_t);
-            b.fp8_quantize(w, out, in, meta, 1, history_len, true, &w8, nullptr);
+            b.fp8_quantize(x, batch, in, meta, 0, history_len, true, &x8, &x8_t, nullptr);
+            b.fp8_quantize(w, out, in, meta, 1, history_len, true, &w8, nullptr, nullptr);
             if (gemm) {
                 GemmCall call;
                 call.trans_a = false;
                 call.trans_b = true;
                 call.m = batch;
                 call.n = out;
-                call.k = in;
+                call.k = fp8_padded(in);
                 call.a = &x8;
                 call.b = &w8;
                 call.c = &c;

@@ -11,20 +11,20 @@
 
 namespace mixlab {
 
-// Hopper's fp8 GEMMs need k, and the leading dimensions, a multiple of this: the forward
-// GEMM reads k = in, dX k = out, dW k = the batch's rows, so all three must be.
-inline constexpr int k_fp8_multiple = 16;
+// A layer's in and out must be a multiple of this: the fp8 GEMMs write bfloat16 Y
+// (batch x out) and dX (batch x in) and float32 dW (out x in), and cuBLASLt's fp8 kernels
+// want every output row on a 16-byte boundary. k needs no rule: fp8_quantize pads the
+// operands' rows to a multiple of 16 (mixlab/backend.h's fp8_padded), the batch's too.
+inline constexpr int k_fp8_width_multiple = 8;
 
 // Why the layer stays out of fp8, or "" when it runs in fp8. `dtype` is what the layer
 // computes in (bfloat16 under mixed_fp8 unless "dtype": "float32"); in and out are the
-// widths it runs at (a padded input's stored width); rows the batch, or batch x bptt for a
-// sequence.
-std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in, std::int64_t out,
-                              std::int64_t rows, bool sequence);
+// widths it runs at (a padded input's stored width).
+std::string fp8_ineligibility(const LayerSpec& spec, DType dtype, std::int64_t in,
+                              std::int64_t out);
 
 // The same for a dense layer of a walked graph (explain): its dtype under mixed_fp8 from
 // the spec, its input width as stored (`stored_in`, the feeder's padded width or 0).
-std::string fp8_ineligibility(const GraphLayer& layer, std::int64_t stored_in, std::int64_t rows,
-                              bool sequence);
+std::string fp8_ineligibility(const GraphLayer& layer, std::int64_t stored_in);
 
 } // namespace mixlab

@@ -31,8 +31,6 @@ std::vector<Fp8Layer> fp8_layers(const RunFacts& f)
 {
     std::vector<Fp8Layer> out;
     const std::vector<GraphLayer>& layers = f.graph.layers;
-    const bool sequence = f.graph.input.sequence;
-    const std::int64_t rows = std::int64_t(f.batch) * (sequence && f.bptt > 0 ? f.bptt : 1);
     for (std::size_t i = 0; i < layers.size(); ++i) {
         if (layers[i].spec.type != LayerType::Dense) continue;
         std::int64_t stored_in = 0;
@@ -45,7 +43,7 @@ std::vector<Fp8Layer> fp8_layers(const RunFacts& f)
             if (prev.spec.type != LayerType::Dropout && prev.spec.type != LayerType::Activation)
                 break;
         }
-        out.push_back({&layers[i], fp8_ineligibility(layers[i], stored_in, rows, sequence)});
+        out.push_back({&layers[i], fp8_ineligibility(layers[i], stored_in)});
     }
     return out;
 }
@@ -128,10 +126,10 @@ void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explan
                                  "it is %.1f%% of the model's forward FLOPs.",
                                  gl.path.c_str(), (long long)gl.spec.units, l.why.c_str(),
                                  100.0 * layer_share));
-        const bool units_off = gl.spec.units % k_fp8_multiple != 0;
+        const bool units_off = gl.spec.units % k_fp8_width_multiple != 0;
         if (units_off && &gl != last && layer_share >= explain_limits::k_padding_pays_flops_share) {
-            const int units =
-                int((gl.spec.units + k_fp8_multiple - 1) / k_fp8_multiple * k_fp8_multiple);
+            const int units = int((gl.spec.units + k_fp8_width_multiple - 1) /
+                                  k_fp8_width_multiple * k_fp8_width_multiple);
             e.severity = Severity::Advice;
             e.suggestion = reader == Reader::App
                                ? fmt("set Units of %s to %d in the property editor (and the "

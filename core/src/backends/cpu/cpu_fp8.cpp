@@ -1,6 +1,6 @@
 // CPU fp8 ops (mixed_fp8's delayed scaling): quantize a matrix to E4M3/E5M2 with its
-// block's scale (and its transpose in the same pass), folding max|x| into the block's
-// current amax slot; and the once-a-step scale update from the amax history. An fp8
+// block's scale (and its transpose, and its column sums, in the same pass), folding
+// max|x| into the block's current amax slot; and the once-a-step scale update from the amax history. An fp8
 // buffer on the CPU holds floats equal to the fp8 values it stores: the scaled values,
 // not descaled (the GEMM multiplies by scale_inv). Rounding is hd_math.h's, bit for bit
 // the CUDA kernels'.
@@ -21,16 +21,23 @@ hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::
 } // namespace
 
 void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
-                              int history_len, bool record_amax, Buffer* y, Buffer* y_t)
+                              int history_len, bool record_amax, Buffer* y, Buffer* y_t,
+                              Buffer* col_sums)
 {
-    validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t);
+    validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t, col_sums);
     float* m = meta.as<float>() + block * fp8_block_floats(history_len);
     const float scale = m[k_fp8_scale];
     const hd::Fp8Format fmt = format_of(y ? y->dtype() : y_t->dtype());
     const float* px = x.as<float>();
     float* py = y ? y->as<float>() : nullptr;
     float* pt = y_t ? y_t->as<float>() : nullptr;
+    float* sums = col_sums ? col_sums->as<float>() : nullptr;
     const std::size_t r_n = std::size_t(rows), c_n = std::size_t(cols);
+    // k padded with zeros (mixlab/backend.h's fp8_padded): y's rows, y_t's columns.
+    const std::size_t y_ld = std::size_t(fp8_padded(cols)), t_ld = std::size_t(fp8_padded(rows));
+    if (py) std::fill(py, py + r_n * y_ld, 0.0f);
+    if (pt) std::fill(pt, pt + c_n * t_ld, 0.0f);
+    if (sums) std::fill(sums, sums + c_n, 0.0f);
     // amax of the unscaled values, finite ones only: an inf or NaN says nothing about the
     // range the next steps need (and would pin the scale); the values themselves saturate.
     float amax = 0.0f;
@@ -39,9 +46,11 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
             const float v = px[r * c_n + c];
             if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
             const float q = hd::fp8_to_float(hd::fp8_quantize_value(v, scale, fmt), fmt);
-            if (py) py[r * c_n + c] = q;
-            if (pt) pt[c * r_n + r] = q;
+            if (py) py[r * y_ld + c] = q;
+            if (pt) pt[c * t_ld + r] = q;
+            if (sums) sums[c] += v; // row order, as bias_grad adds
         }
+    if (sums) round_span(col_sums->dtype(), sums, c_n);
     if (record_amax) m[k_fp8_history] = std::max(m[k_fp8_history], amax);
 }
 

@@ -54,13 +54,18 @@ void launch_column_sums(const void* x, DType tx, std::size_t rows, std::size_t c
         float* partial = s.splits > 1 ? scratch.get(s.partials()) : nullptr;
         launch_column_partials<T>(px, rows, int(cols), partial, o, s, stream);
         MIXLAB_CUDA_CHECK_LAUNCH("column_partials_kernel");
-        if (partial) {
-            constexpr unsigned threads = 256;
-            column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(partial, s.splits,
-                                                                                  s.ld, cols, o);
-            MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
-        }
+        if (partial) launch_column_finish(partial, s.splits, s.ld, cols, out, tout, stream);
     });
+}
+
+void launch_column_finish(const float* partial, unsigned splits, std::size_t ld, std::size_t cols,
+                          void* out, DType tout, cudaStream_t stream)
+{
+    if (cols == 0) return;
+    constexpr unsigned threads = 256;
+    column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(partial, splits, ld, cols,
+                                                                          AnyMut{out, tout});
+    MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
 }
 
 void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,

@@ -1,16 +1,20 @@
-// fp8 kernels: quantize (flat, or through a shared-memory tile when the transposed copy
-// is wanted, so that both writes are coalesced) and the delayed-scaling update. Every
-// rounding is hd::float_to_fp8, the CPU reference's function, in software: bit-equal to
-// the reference by construction (NaN keeps its sign there, which PTX's cvt.satfinite
-// does not), on every architecture the build targets, and cheap next to the memory
-// traffic of this pass (about 20 integer instructions an element).
+// fp8 kernels: quantize (flat, or through a shared-memory tile when a transposed copy,
+// zero padding or column sums are wanted, so that every write is coalesced) and the
+// delayed-scaling update. One pass reads x once and writes what the dense layer's three
+// GEMMs read (y, y_t, k padded to 16) and, for dZ, the bias gradient's partial sums.
 #include "backends/cuda/fp8.cuh"
 
+#include "backends/cuda/bias_grad.cuh"
+#include "backends/cuda/column_split.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/reduce.cuh"
 #include "base/hd_math.h"
+#include "mixlab/backend.h"
 
+#include <cuda_fp8.h>
+
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 
@@ -35,10 +39,28 @@ __device__ __forceinline__ float fold_amax(float amax, float v)
     return a <= FLT_MAX ? fmaxf(amax, a) : amax;
 }
 
+// Four values times the scale, rounded, packed little-endian (v[0] in the low byte).
+// On sm_89 and newer PTX's cvt.rn.satfinite, two values an instruction: round to nearest
+// even, saturating (infinities too), every NaN to 0x7F, which is hd::fp8_quantize_value's
+// byte for every input (mixlab-cli check compares each fp8 case with the CPU's bytes).
+// Older GPUs have no fp8 GEMMs; they round in software with the CPU's function.
 template <bool E5M2>
-__device__ __forceinline__ std::uint32_t to_fp8(float v, float scale)
+__device__ __forceinline__ std::uint32_t quantize4(const float (&v)[4], float scale)
 {
-    return hd::fp8_quantize_value(v, scale, format<E5M2>());
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    constexpr __nv_fp8_interpretation_t kind = E5M2 ? __NV_E5M2 : __NV_E4M3;
+    const std::uint32_t lo =
+        __nv_cvt_float2_to_fp8x2(make_float2(v[0] * scale, v[1] * scale), __NV_SATFINITE, kind);
+    const std::uint32_t hi =
+        __nv_cvt_float2_to_fp8x2(make_float2(v[2] * scale, v[3] * scale), __NV_SATFINITE, kind);
+    return lo | hi << 16;
+#else
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        packed |= std::uint32_t(hd::fp8_quantize_value(v[q], scale, format<E5M2>())) << (8 * q);
+    return packed;
+#endif
 }
 
 // N consecutive elements (N * sizeof(T) a multiple of 8 bytes, p aligned to it) as floats.
@@ -77,8 +99,9 @@ __device__ __forceinline__ void publish_amax(float amax, float* slot)
     }
 }
 
-// y only: 8 elements a thread per iteration (16-byte loads of 16-bit x, two of fp32 x;
-// 8-byte stores) over the first vec_groups * 8 elements, one at a time after that.
+// y only, rows already a multiple of fp8_padded (nothing to pad): 8 elements a thread per
+// iteration (16-byte loads of 16-bit x, two of fp32 x; 8-byte stores) over the first
+// vec_groups * 8 elements, one at a time after that.
 template <class T, bool E5M2, bool Amax>
 __global__ void __launch_bounds__(k_threads)
     fp8_quantize_flat(const T* __restrict__ x, std::size_t n, std::size_t vec_groups,
@@ -92,82 +115,113 @@ __global__ void __launch_bounds__(k_threads)
     for (std::size_t g = tid; g < vec_groups; g += stride) {
         float v[8];
         load_vec<8>(x + g * 8, v);
-        std::uint32_t lo = 0, hi = 0;
+        float lo[4] = {v[0], v[1], v[2], v[3]}, hi[4] = {v[4], v[5], v[6], v[7]};
+        if (Amax) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            if (Amax) amax = fold_amax(fold_amax(amax, v[i]), v[i + 4]);
-            lo |= to_fp8<E5M2>(v[i], scale) << (8 * i);
-            hi |= to_fp8<E5M2>(v[i + 4], scale) << (8 * i);
+            for (int i = 0; i < 8; ++i) amax = fold_amax(amax, v[i]);
         }
-        reinterpret_cast<uint2*>(y)[g] = make_uint2(lo, hi);
+        reinterpret_cast<uint2*>(y)[g] =
+            make_uint2(quantize4<E5M2>(lo, scale), quantize4<E5M2>(hi, scale));
     }
     for (std::size_t i = vec_groups * 8 + tid; i < n; i += stride) {
-        const float v = to_f32(x[i]);
-        if (Amax) amax = fold_amax(amax, v);
-        y[i] = std::uint8_t(to_fp8<E5M2>(v, scale));
+        float v[4] = {to_f32(x[i]), 0.0f, 0.0f, 0.0f};
+        if (Amax) amax = fold_amax(amax, v[0]);
+        y[i] = std::uint8_t(quantize4<E5M2>(v, scale) & 0xFFu);
     }
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// y_t (and y when WriteY): one 64 x 64 tile of x per block. Thread (tx, ty) = (t % 16,
-// t / 16) converts 4 consecutive elements of rows ty, ty + 16, ty + 32, ty + 48 (one
-// 4-element load, one 4-byte store to y), keeps the bytes in shared memory, then writes
-// 4 consecutive bytes of y_t's rows ty, ty + 16, ... (4 bytes of one column of the
-// tile). `aligned`: x's rows start on 4-element boundaries and y's and y_t's rows on
-// 4-byte ones, so full tiles take the vector loads and stores.
-template <class T, bool E5M2, bool Amax, bool WriteY>
+// Four bytes to p: one store when p is 4-byte aligned.
+__device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bool aligned)
+{
+    if (aligned) {
+        *reinterpret_cast<std::uint32_t*>(p) = packed;
+        return;
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) p[q] = std::uint8_t(packed >> (8 * q));
+}
+
+// One 64 x 64 tile of x per block, x read as zero past its rows and columns so that the
+// tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to t_ld:
+// both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
+// converts 4 consecutive elements of rows ty, ty + 16, ty + 32, ty + 48 (one 4-element
+// load, one 4-byte store to y) and keeps the bytes in shared memory; then writes 4
+// consecutive bytes of y_t's rows ty, ty + 16, ... (4 bytes of one column of the tile).
+// A block takes row tiles blockIdx.x, + gridDim.x, ... (so that the partials stay
+// within the reduction scratch). Sums: its column sums of x over those rows to
+// partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element boundaries and y and y_t on 4
+// bytes, so full tiles take the vector loads and every store is 4 bytes.
+template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
-    fp8_quantize_tiled(const T* __restrict__ x, int rows, int cols,
+    fp8_quantize_tiled(const T* __restrict__ x, int rows, int cols, int y_ld, int t_ld,
                        const float* __restrict__ scale_p, float* amax_slot,
-                       std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t, bool aligned)
+                       std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
+                       float* __restrict__ partials, bool aligned)
 {
     __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
+    __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
     const float scale = *scale_p;
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
-    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile;
-    const bool full = aligned && r0 + k_tile <= rows && c0 + k_tile <= cols;
+    const int c0 = int(blockIdx.y) * k_tile, c = 4 * tx, gc = c0 + c;
     float amax = 0.0f;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int row_tiles = (rows + k_tile - 1) / k_tile;
+    for (int rt = int(blockIdx.x); rt < row_tiles; rt += int(gridDim.x)) {
+        const int r0 = rt * k_tile;
+        const bool full = aligned && r0 + k_tile <= rows && c0 + k_tile <= cols;
 #pragma unroll
-    for (int i = 0; i < k_tile / 16; ++i) {
-        const int r = ty + 16 * i, c = 4 * tx;
-        const std::size_t at = std::size_t(r0 + r) * std::size_t(cols) + std::size_t(c0 + c);
-        std::uint32_t packed = 0;
-        if (full) {
+        for (int i = 0; i < k_tile / 16; ++i) {
+            const int r = ty + 16 * i, gr = r0 + r;
             float v[4];
-            load_vec<4>(x + at, v);
+            if (full) {
+                load_vec<4>(x + std::size_t(gr) * std::size_t(cols) + std::size_t(gc), v);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+                    v[q] =
+                        gr < rows && gc + q < cols
+                            ? to_f32(x[std::size_t(gr) * std::size_t(cols) + std::size_t(gc + q)])
+                            : 0.0f;
+            }
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 if (Amax) amax = fold_amax(amax, v[q]);
-                packed |= to_fp8<E5M2>(v[q], scale) << (8 * q);
+                if (Sums) s[q] += v[q];
             }
-            if (WriteY) *reinterpret_cast<std::uint32_t*>(y + at) = packed;
-        } else {
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (r0 + r >= rows || c0 + c + q >= cols) continue;
-                const float v = to_f32(x[at + q]);
-                if (Amax) amax = fold_amax(amax, v);
-                const std::uint32_t b = to_fp8<E5M2>(v, scale);
-                packed |= b << (8 * q);
-                if (WriteY) y[at + q] = std::uint8_t(b);
+            const std::uint32_t packed = quantize4<E5M2>(v, scale);
+            if (WriteY && gr < rows && gc < y_ld) {
+                std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
+                store4(at, packed, aligned);
             }
+            if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
         }
-        *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
+        if constexpr (WriteT) {
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < k_tile / 16; ++i) {
+                const int j = ty + 16 * i, r = 4 * tx; // y_t's row c0 + j, columns r0 + r ..
+                if (c0 + j >= cols || r0 + r >= t_ld) continue;
+                const std::uint32_t packed =
+                    std::uint32_t(tile[r][j]) | std::uint32_t(tile[r + 1][j]) << 8 |
+                    std::uint32_t(tile[r + 2][j]) << 16 | std::uint32_t(tile[r + 3][j]) << 24;
+                std::uint8_t* at =
+                    y_t + std::size_t(c0 + j) * std::size_t(t_ld) + std::size_t(r0 + r);
+                store4(at, packed, aligned);
+            }
+            __syncthreads(); // the tile is written again by the next row tile
+        }
     }
-    __syncthreads();
+    if constexpr (Sums) {
 #pragma unroll
-    for (int i = 0; i < k_tile / 16; ++i) {
-        const int j = ty + 16 * i, r = 4 * tx; // y_t's row c0 + j, columns r0 + r ..
-        const std::size_t at = std::size_t(c0 + j) * std::size_t(rows) + std::size_t(r0 + r);
-        if (full) {
-            const std::uint32_t packed =
-                std::uint32_t(tile[r][j]) | std::uint32_t(tile[r + 1][j]) << 8 |
-                std::uint32_t(tile[r + 2][j]) << 16 | std::uint32_t(tile[r + 3][j]) << 24;
-            *reinterpret_cast<std::uint32_t*>(y_t + at) = packed;
-        } else if (c0 + j < cols) {
+        for (int q = 0; q < 4; ++q) sums[ty][c + q] = s[q];
+        __syncthreads();
+        if (threadIdx.x < unsigned(k_tile) && c0 + int(threadIdx.x) < cols) {
+            float total = 0.0f;
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (r0 + r + q < rows) y_t[at + q] = tile[r + q][j];
+            for (int k = 0; k < 16; ++k) total += sums[k][threadIdx.x];
+            partials[std::size_t(blockIdx.x) * std::size_t(cols) + std::size_t(c0) + threadIdx.x] =
+                total;
         }
     }
     publish_amax<Amax>(amax, amax_slot);
@@ -186,54 +240,94 @@ bool aligned_to(const void* p, std::size_t bytes)
     return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
-template <class T, bool E5M2, bool Amax>
-void quantize(const T* x, int rows, int cols, const float* scale, float* amax_slot, std::uint8_t* y,
-              std::uint8_t* y_t, cudaStream_t stream)
+struct QuantizeArgs {
+    int rows, cols;
+    const float* scale;
+    float* amax_slot;
+    std::uint8_t *y, *y_t;
+    float* partials;     // column-sum partials, row_blocks x cols, or null
+    unsigned row_blocks; // blocks along the rows, each taking every row_blocks-th tile
+};
+
+template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
+void launch_tiled(const T* x, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
-    const std::size_t n = std::size_t(rows) * std::size_t(cols);
-    if (!y_t) {
+    const dim3 grid(a.row_blocks, unsigned((a.cols + k_tile - 1) / k_tile));
+    fp8_quantize_tiled<T, E5M2, Amax, WriteY, WriteT, Sums>
+        <<<grid, k_threads, 0, stream>>>(x, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows),
+                                         a.scale, a.amax_slot, a.y, a.y_t, a.partials, aligned);
+    MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
+}
+
+template <class T, bool E5M2, bool Amax>
+void quantize(const T* x, const QuantizeArgs& a, cudaStream_t stream)
+{
+    const std::size_t n = std::size_t(a.rows) * std::size_t(a.cols);
+    if (!a.y_t && !a.partials && a.cols % k_fp8_pad == 0) { // nothing to pad or transpose
         const bool vec =
-            aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(y, 8);
+            aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(a.y, 8);
         const std::size_t groups = vec ? n / 8 : 0;
         const unsigned blocks = grid_for(groups ? groups : n, k_threads);
         fp8_quantize_flat<T, E5M2, Amax>
-            <<<blocks, k_threads, 0, stream>>>(x, n, groups, scale, amax_slot, y);
+            <<<blocks, k_threads, 0, stream>>>(x, n, groups, a.scale, a.amax_slot, a.y);
         MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_flat");
         return;
     }
-    const bool aligned = cols % 4 == 0 && rows % 4 == 0 && aligned_to(x, 4 * sizeof(T)) &&
-                         (!y || aligned_to(y, 4)) && aligned_to(y_t, 4);
-    const dim3 grid(unsigned((rows + k_tile - 1) / k_tile), unsigned((cols + k_tile - 1) / k_tile));
-    if (y)
-        fp8_quantize_tiled<T, E5M2, Amax, true>
-            <<<grid, k_threads, 0, stream>>>(x, rows, cols, scale, amax_slot, y, y_t, aligned);
+    const bool aligned = a.cols % 4 == 0 && aligned_to(x, 4 * sizeof(T)) &&
+                         (!a.y || aligned_to(a.y, 4)) && (!a.y_t || aligned_to(a.y_t, 4));
+    const bool sums = a.partials != nullptr;
+    if (a.y && a.y_t && sums)
+        launch_tiled<T, E5M2, Amax, true, true, true>(x, a, aligned, stream);
+    else if (a.y && a.y_t)
+        launch_tiled<T, E5M2, Amax, true, true, false>(x, a, aligned, stream);
+    else if (a.y_t && sums)
+        launch_tiled<T, E5M2, Amax, false, true, true>(x, a, aligned, stream);
+    else if (a.y_t)
+        launch_tiled<T, E5M2, Amax, false, true, false>(x, a, aligned, stream);
+    else if (sums)
+        launch_tiled<T, E5M2, Amax, true, false, true>(x, a, aligned, stream);
     else
-        fp8_quantize_tiled<T, E5M2, Amax, false>
-            <<<grid, k_threads, 0, stream>>>(x, rows, cols, scale, amax_slot, y, y_t, aligned);
-    MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
+        launch_tiled<T, E5M2, Amax, true, false, false>(x, a, aligned, stream);
 }
 
 } // namespace
 
 void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const float* scale,
-                         float* amax_slot, void* y, void* y_t, DType ty, cudaStream_t stream)
+                         float* amax_slot, void* y, void* y_t, DType ty, void* col_sums,
+                         DType tsums, ReduceScratch& scratch, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return;
-    auto* out = static_cast<std::uint8_t*>(y);
-    auto* out_t = static_cast<std::uint8_t*>(y_t);
+    const unsigned row_tiles = unsigned((rows + k_tile - 1) / k_tile);
+    // With column sums, at most k_max_partials_per_array partials: the scratch holds that
+    // many without growing, which it could not do inside a recorded step.
+    const unsigned cap =
+        unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
+    QuantizeArgs a{rows,
+                   cols,
+                   scale,
+                   amax_slot,
+                   static_cast<std::uint8_t*>(y),
+                   static_cast<std::uint8_t*>(y_t),
+                   nullptr,
+                   col_sums ? std::min(row_tiles, cap) : row_tiles};
+    if (col_sums) a.partials = scratch.get(std::size_t(a.row_blocks) * std::size_t(cols));
     dispatch_floating(tx, "fp8_quantize", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = static_cast<const T*>(x);
         const bool e5m2 = ty == DType::F8E5M2;
         if (e5m2 && amax_slot)
-            quantize<T, true, true>(in, rows, cols, scale, amax_slot, out, out_t, stream);
+            quantize<T, true, true>(in, a, stream);
         else if (e5m2)
-            quantize<T, true, false>(in, rows, cols, scale, nullptr, out, out_t, stream);
+            quantize<T, true, false>(in, a, stream);
         else if (amax_slot)
-            quantize<T, false, true>(in, rows, cols, scale, amax_slot, out, out_t, stream);
+            quantize<T, false, true>(in, a, stream);
         else
-            quantize<T, false, false>(in, rows, cols, scale, nullptr, out, out_t, stream);
+            quantize<T, false, false>(in, a, stream);
     });
+    // The tiles' partials added in tile order, rounded once to the sums' dtype.
+    if (col_sums)
+        launch_column_finish(a.partials, a.row_blocks, std::size_t(cols), std::size_t(cols),
+                             col_sums, tsums, stream);
 }
 
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

@@ -1,9 +1,10 @@
 // Launchers for mixed_fp8's kernels (Backend::fp8_quantize, fp8_update_scales): scaled
-// rounding to E4M3/E5M2 with hd_math.h's float_to_fp8 (the CPU reference's function, so
-// both store the same byte for every input), the optional transposed copy, the amax folded
-// into the meta buffer, and delayed scaling's update. Scales are read on the device, so
+// rounding to E4M3/E5M2 (the same byte as hd_math.h's fp8_quantize_value, the CPU
+// reference's, for every input), the optional transposed copy, zero padding and column
+// sums, the amax folded into the meta buffer, and delayed scaling's update. Scales are read on the device, so
 // a recorded step replays with each step's values.
 #pragma once
+#include "backends/cuda/reduce_scratch.h"
 #include "mixlab/dtype.h"
 
 #include <cuda_runtime.h>
@@ -12,12 +13,16 @@
 
 namespace mixlab::cuda {
 
-// y[i] = fp8(x[i] * block[k_fp8_scale]) for the rows x cols matrix x (floating dtype tx),
-// y_t (when not null) its transpose, cols x rows; ty (F8E4M3 or F8E5M2) picks the format.
-// With amax_slot not null, max |x| over finite elements is folded (atomic max on the
-// float's bits) into *amax_slot. scale: the block's scale in device memory.
+// y = fp8(x * scale) for the rows x cols matrix x (floating dtype tx), stored rows x
+// fp8_padded(cols) with zeros past col cols; y_t (when not null) its transpose, cols x
+// fp8_padded(rows), zeros past row rows; ty (F8E4M3 or F8E5M2) picks the format. With
+// amax_slot not null, max |x| over finite elements is folded (atomic max on the float's
+// bits) into *amax_slot. scale: the block's scale in device memory. col_sums (not null):
+// x's column sums in dtype tsums, through partials in `scratch` (a second launch adds
+// them in a fixed order).
 void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const float* scale,
-                         float* amax_slot, void* y, void* y_t, DType ty, cudaStream_t stream);
+                         float* amax_slot, void* y, void* y_t, DType ty, void* col_sums,
+                         DType tsums, ReduceScratch& scratch, cudaStream_t stream);
 
 // hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

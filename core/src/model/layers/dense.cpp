@@ -4,7 +4,8 @@
 // may be tied to the embedding: W is then the embedding's (vocab x dim) table.
 // Under mixed_fp8 an eligible layer runs its three GEMMs in fp8 (fp8_ineligibility says
 // which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
-// network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need.
+// network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need,
+// every copy's k zero-padded to a multiple of 16 (fp8_padded) so any width qualifies.
 #include "mixlab/error.h"
 #include "model/fp8_eligibility.h"
 #include "model/layers/layer_rules.h"
@@ -25,9 +26,10 @@ struct Fp8Operands {
     Buffer* meta = nullptr; // the network's (allocated after every node is built)
     int history = 0;
     std::size_t x_block = 0, w_block = 0, dy_block = 0;
-    Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in, in x batch (E4M3)
-    Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in, in x out (E4M3)
-    Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out, out x batch (E5M2)
+    // Each stored with its row padded (fp8_padded, written "p"): the GEMM's k.
+    Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in_p, in x batch_p (E4M3)
+    Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in_p, in x out_p (E4M3)
+    Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out_p, out x batch_p (E5M2)
 };
 
 class DenseNode final : public Node {
@@ -142,8 +144,7 @@ private:
 
     void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
     {
-        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features, b.max_batch(),
-                                      b.time_steps() > 1);
+        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features);
         if (!m_fp8_why.empty()) return;
         m_fp8_emulated = b.backend().info().backend == BackendKind::Cpu;
         auto f = std::make_unique<Fp8Operands>();
@@ -152,14 +153,15 @@ private:
         f->x_block = b.fp8_block(DType::F8E4M3, path() + " x");
         f->w_block = b.fp8_block(DType::F8E4M3, path() + " w");
         f->dy_block = b.fp8_block(DType::F8E5M2, path() + " dy");
+        const auto padded = [](int n) { return std::size_t(fp8_padded(n)); };
         const std::size_t rows = std::size_t(b.max_batch());
         const std::size_t in = std::size_t(in_features), outf = std::size_t(out_features);
-        f->x8 = b.own(rows * in, DType::F8E4M3);
-        f->x8_t = b.own(rows * in, DType::F8E4M3);
-        f->w8 = b.own(outf * in, DType::F8E4M3);
-        f->w8_t = b.own(outf * in, DType::F8E4M3);
-        f->dy8 = b.own(rows * outf, DType::F8E5M2);
-        f->dy8_t = b.own(rows * outf, DType::F8E5M2);
+        f->x8 = b.own(rows * padded(in_features), DType::F8E4M3);
+        f->x8_t = b.own(in * padded(b.max_batch()), DType::F8E4M3);
+        f->w8 = b.own(outf * padded(in_features), DType::F8E4M3);
+        f->w8_t = b.own(in * padded(out_features), DType::F8E4M3);
+        f->dy8 = b.own(rows * padded(out_features), DType::F8E5M2);
+        f->dy8_t = b.own(outf * padded(b.max_batch()), DType::F8E5M2);
         m_fp8 = std::move(f);
     }
 
@@ -170,14 +172,14 @@ private:
     {
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
-                               f.x8, training ? f.x8_t : nullptr);
+                               f.x8, training ? f.x8_t : nullptr, nullptr);
         c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
-                               training, f.w8, training ? f.w8_t : nullptr);
+                               training, f.w8, training ? f.w8_t : nullptr, nullptr);
         GemmCall g;
         g.trans_b = true; // the TN form: both operands k-contiguous
         g.m = batch;
         g.n = out_features;
-        g.k = in_features;
+        g.k = fp8_padded(in_features);
         g.a = f.x8;
         g.b = f.w8;
         g.c = m_pre ? m_pre : out;
@@ -191,19 +193,19 @@ private:
         if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
     }
 
-    // dZ (already in out_grad) quantized to E5M2 with its transpose; dW (fp32) =
-    // dy8_t . x8_t^T, dB the column sums of dZ (fp8 GEMMs have no bias-gradient
-    // epilogue), dX = dy8 . w8_t^T: all three in the TN form.
+    // dZ (already in out_grad) quantized to E5M2 with its transpose, and dB its column
+    // sums in the same pass (fp8 GEMMs have no bias-gradient epilogue); dW (fp32) =
+    // dy8_t . x8_t^T, dX = dy8 . w8_t^T: all three in the TN form.
     void backward_fp8(const PassContext& c, int batch)
     {
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
-                               f.dy8, f.dy8_t);
+                               f.dy8, f.dy8_t, m_w.b_grad);
         GemmCall dw;
         dw.trans_b = true;
         dw.m = out_features;
         dw.n = in_features;
-        dw.k = batch;
+        dw.k = fp8_padded(batch);
         dw.a = f.dy8_t;
         dw.b = f.x8_t;
         dw.c = m_w.w_grad;
@@ -212,13 +214,12 @@ private:
         dw.a_scale_inv = fp8_scale_inv_index(f.dy_block, f.history);
         dw.b_scale_inv = fp8_scale_inv_index(f.x_block, f.history);
         c.backend.gemm(dw);
-        if (m_w.b_grad) c.backend.bias_grad(*out_grad, batch, out_features, *m_w.b_grad);
         if (in_grad) {
             GemmCall dx;
             dx.trans_b = true;
             dx.m = batch;
             dx.n = in_features;
-            dx.k = out_features;
+            dx.k = fp8_padded(out_features);
             dx.a = f.dy8;
             dx.b = f.w8_t;
             dx.c = in_grad;
