@@ -165,6 +165,27 @@ private:
         m_fp8 = std::move(f);
     }
 
+    // One fp8 GEMM in the TN form: c (m x n) = a (m x k) . b (n x k)^T, both operands
+    // k-contiguous with k = fp8_padded(k_real), descaled by the two tensors' scale_inv.
+    GemmCall fp8_gemm(int m, int n, int k_real, Buffer* a, std::size_t a_block, Buffer* b,
+                      std::size_t b_block, Buffer* c_out) const
+    {
+        const Fp8Operands& f = *m_fp8;
+        GemmCall g;
+        g.trans_b = true;
+        g.m = m;
+        g.n = n;
+        g.k = fp8_padded(k_real);
+        g.a = a;
+        g.b = b;
+        g.c = c_out;
+        g.math = math;
+        g.fp8_meta = f.meta;
+        g.a_scale_inv = fp8_scale_inv_index(a_block, f.history);
+        g.b_scale_inv = fp8_scale_inv_index(b_block, f.history);
+        return g;
+    }
+
     // Y = x8 . w8^T descaled, the bias/relu epilogue as in bf16, Y stored bf16. Training
     // records each tensor's amax and writes the transposes the backward GEMMs read;
     // evaluation moves no history and needs no transposes.
@@ -175,20 +196,10 @@ private:
                                f.x8, training ? f.x8_t : nullptr, nullptr);
         c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
                                training, f.w8, training ? f.w8_t : nullptr, nullptr);
-        GemmCall g;
-        g.trans_b = true; // the TN form: both operands k-contiguous
-        g.m = batch;
-        g.n = out_features;
-        g.k = fp8_padded(in_features);
-        g.a = f.x8;
-        g.b = f.w8;
-        g.c = m_pre ? m_pre : out;
+        GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
+                              m_pre ? m_pre : out);
         g.bias = m_w.b_read();
         g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
-        g.math = math;
-        g.fp8_meta = f.meta;
-        g.a_scale_inv = fp8_scale_inv_index(f.x_block, f.history);
-        g.b_scale_inv = fp8_scale_inv_index(f.w_block, f.history);
         c.backend.gemm(g);
         if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
     }
@@ -201,34 +212,11 @@ private:
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
                                f.dy8, f.dy8_t, m_w.b_grad);
-        GemmCall dw;
-        dw.trans_b = true;
-        dw.m = out_features;
-        dw.n = in_features;
-        dw.k = fp8_padded(batch);
-        dw.a = f.dy8_t;
-        dw.b = f.x8_t;
-        dw.c = m_w.w_grad;
-        dw.math = math;
-        dw.fp8_meta = f.meta;
-        dw.a_scale_inv = fp8_scale_inv_index(f.dy_block, f.history);
-        dw.b_scale_inv = fp8_scale_inv_index(f.x_block, f.history);
-        c.backend.gemm(dw);
-        if (in_grad) {
-            GemmCall dx;
-            dx.trans_b = true;
-            dx.m = batch;
-            dx.n = in_features;
-            dx.k = fp8_padded(out_features);
-            dx.a = f.dy8;
-            dx.b = f.w8_t;
-            dx.c = in_grad;
-            dx.math = math;
-            dx.fp8_meta = f.meta;
-            dx.a_scale_inv = fp8_scale_inv_index(f.dy_block, f.history);
-            dx.b_scale_inv = fp8_scale_inv_index(f.w_block, f.history);
-            c.backend.gemm(dx);
-        }
+        c.backend.gemm(fp8_gemm(out_features, in_features, batch, f.dy8_t, f.dy_block, f.x8_t,
+                                f.x_block, m_w.w_grad));
+        if (in_grad)
+            c.backend.gemm(fp8_gemm(batch, in_features, out_features, f.dy8, f.dy_block, f.w8_t,
+                                    f.w_block, in_grad));
     }
 
     // Shapes were checked by the graph; what is left is what only the network knows.
