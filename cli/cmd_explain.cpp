@@ -37,7 +37,12 @@ public:
         m_next.on_step(run, m);
     }
     void on_epoch(int run, const EpochMetrics& m) override { m_next.on_epoch(run, m); }
-    void on_event(int run, const RunEvent& e) override { m_next.on_event(run, e); }
+    void on_event(int run, const RunEvent& e) override
+    {
+        if (run >= 0 && std::size_t(run) < m_facts.size())
+            record_event(m_facts[std::size_t(run)], e);
+        m_next.on_event(run, e);
+    }
     void on_numerics(int run, const NumericsSample& sample) override
     {
         if (run >= 0 && std::size_t(run) < m_facts.size())
@@ -268,6 +273,10 @@ int cmd_explain(int argc, char** argv)
     // without one.
     const bool profiled = std::all_of(runs.begin(), runs.end(),
                                       [](const RunOutcome& r) { return r.profile.has_value(); });
+    // Roofline floors and the fp8 rule's ceilings only when `mixlab-cli ceilings` measured
+    // this device already: explain never starts a probe of its own.
+    const std::optional<Ceilings> roof =
+        cached_ceilings(group.facts.device, default_ceilings_cache_path());
     for (std::size_t i = 0; i < runs.size(); ++i) {
         if (!runs[i].profile_failure.empty())
             throw Error("profiling the " + std::string(policy_name(configs[i].policy)) +
@@ -277,6 +286,7 @@ int cmd_explain(int argc, char** argv)
         facts[i].summary = runs[i].summary;
         if (i < group.device_bytes.size()) facts[i].device_bytes = group.device_bytes[i];
         if (profiled) facts[i].profile = runs[i].profile;
+        facts[i].ceilings = roof;
         if (facts[i].profile && ran_on_gpu(facts[i]))
             facts[i].gpu_busy_fraction = facts[i].profile->gpu_busy_fraction;
     }
@@ -287,7 +297,7 @@ int cmd_explain(int argc, char** argv)
                 std::string(backend_kind_name(env.backend)).c_str(), env.device_name.c_str(),
                 group.facts.dataset_name.c_str(), in.config.batch_size,
                 static_cast<long long>(runs.front().summary.steps));
-    print_report(facts, ex, cached_ceilings(group.facts.device, default_ceilings_cache_path()));
+    print_report(facts, ex, roof);
     if (json_path) {
         std::ofstream f(*json_path);
         f << explain_to_json(facts, ex);
@@ -301,9 +311,7 @@ int cmd_explain(int argc, char** argv)
         report.configs = configs;
         report.explanations = ex;
         report.environment = env;
-        // Roofline floors only when `mixlab-cli ceilings` measured this device already:
-        // explain never starts a probe of its own.
-        report.ceilings = cached_ceilings(group.facts.device, default_ceilings_cache_path());
+        report.ceilings = roof;
         std::ofstream f(*report_path);
         f << explain_report_html(report);
         if (!f) throw InputError("--report: could not write '" + *report_path + "'");

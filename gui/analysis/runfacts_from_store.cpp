@@ -77,6 +77,7 @@ std::vector<mixlab::RunFacts> runFactsFromStore(const RunStore &store, int group
             if (mixlab::ran_on_gpu(f)) f.gpu_busy_fraction = run.profile->gpu_busy_fraction;
         }
         for (const mixlab::StepMetrics &m : run.steps) mixlab::record_step(f, m);
+        for (const TimedEvent &e : run.events) mixlab::record_event(f, e.event);
         facts.push_back(std::move(f));
     }
     return facts;

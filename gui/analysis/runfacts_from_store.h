@@ -1,5 +1,7 @@
 // RunFacts from the GUI's RunStore: what mixlab::explain() needs about each run of a
-// compare group (policy, graph, device, summary, losses, loss-scale changes, profile).
+// compare group (policy, graph, device, summary, losses, loss-scale changes, fp8 amax
+// jumps, profile). The device's ceilings are the caller's to set: it knows where they come
+// from.
 #pragma once
 #include "mixlab/explain.h"
 

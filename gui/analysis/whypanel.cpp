@@ -336,6 +336,13 @@ void WhyPanel::setCeilings(const std::optional<mixlab::Ceilings> &ceilings)
     showProfiledRun(m_runCombo->currentIndex());
 }
 
+std::optional<mixlab::Ceilings> WhyPanel::ceilingsFor(const mixlab::DeviceInfo &device) const
+{
+    if (m_ceilingsSet) return m_ceilings;
+    // The cache the About dialog measures into; reading it never throws.
+    return mixlab::cached_ceilings(device, mixlab::default_ceilings_cache_path());
+}
+
 QString WhyPanel::phaseLine(const mixlab::RunFacts &f)
 {
     const mixlab::StepProfile &p = *f.profile;
@@ -419,11 +426,7 @@ void WhyPanel::showProfiledRun(int comboIndex)
         m_layerModel->sort(column, m_layerView->horizontalHeader()->sortIndicatorOrder());
     m_layerView->resizeColumnsToContents();
 
-    std::optional<mixlab::Ceilings> ceilings = m_ceilings;
-    if (!m_ceilingsSet) {
-        // The cache the About dialog measures into; reading it never throws.
-        ceilings = mixlab::cached_ceilings(f.device, mixlab::default_ceilings_cache_path());
-    }
+    const std::optional<mixlab::Ceilings> ceilings = ceilingsFor(f.device);
     m_roofline->setRun(*f.profile, f.policy, ceilings);
     const int gemms = int(m_roofline->points().size());
     QString note =
@@ -470,9 +473,9 @@ void WhyPanel::rebuild()
     m_facts.clear();
 
     QString error;
-    const std::vector<mixlab::RunFacts> facts = m_group > 0
-                                                    ? runFactsFromStore(*m_store, m_group, &error)
-                                                    : std::vector<mixlab::RunFacts>{};
+    std::vector<mixlab::RunFacts> facts = m_group > 0 ? runFactsFromStore(*m_store, m_group, &error)
+                                                      : std::vector<mixlab::RunFacts>{};
+    for (mixlab::RunFacts &f : facts) f.ceilings = ceilingsFor(f.device); // the fp8 rule's
     if (facts.empty()) {
         m_title->setText(tr("Why?"));
         auto *empty =

@@ -59,7 +59,9 @@ public:
     LayerTableModel *layerModel() const { return m_layerModel; }
     QTableView *layerView() const { return m_layerView; }
     RooflineChart *roofline() const { return m_roofline; }
-    // The roofline's ceilings; without a call, the device's cached ones (as About shows).
+    // The roofline's and the explanations' ceilings; without a call, the device's cached
+    // ones (as About shows). The roofline follows at once, the explanations at the next
+    // refresh (set them before showGroup).
     void setCeilings(const std::optional<mixlab::Ceilings> &ceilings);
 
     // Whether the explanation has a fix; the panel applies every FixKind.
@@ -81,6 +83,7 @@ private:
     void rebuildProfile(const std::vector<mixlab::RunFacts> &facts);
     void showProfiledRun(int comboIndex);
     static QString phaseLine(const mixlab::RunFacts &f);
+    std::optional<mixlab::Ceilings> ceilingsFor(const mixlab::DeviceInfo &device) const;
 
     RunStore *m_store;
     ModelDesigner *m_designer = nullptr;

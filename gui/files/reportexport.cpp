@@ -400,12 +400,13 @@ bool reportInputFromStore(const RunStore &store, int group, mixlab::ReportInput 
             in.dataset = run.context->datasetName.toStdString();
         }
     }
-    in.explanations = mixlab::explain(facts, mixlab::Reader::App);
-    in.model_name = facts.front().graph.name;
-    in.title = reportTitle(store, group).toStdString();
     if (haveEnvironment)
         in.ceilings =
             mixlab::cached_ceilings(facts.front().device, mixlab::default_ceilings_cache_path());
+    for (mixlab::RunFacts &f : facts) f.ceilings = in.ceilings; // the fp8 rule's
+    in.explanations = mixlab::explain(facts, mixlab::Reader::App);
+    in.model_name = facts.front().graph.name;
+    in.title = reportTitle(store, group).toStdString();
     in.runs = std::move(facts);
     *input = std::move(in);
     return true;

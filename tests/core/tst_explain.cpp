@@ -17,7 +17,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <utility>
@@ -725,6 +727,118 @@ private slots:
         const auto alone = explain({fp8});
         QVERIFY(with_id(alone, "fp8_speed").empty());
         QVERIFY(with_id(alone, "fp8_accuracy").empty());
+    }
+
+    // The fp8 layers' achieved TFLOP/s against the device's measured fp8 ceiling, and the
+    // bf16 run's same layers against the bf16 ceiling; without ceilings, how to measure them.
+    void fp8AgainstCeilings()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1008}); // layer 1 in fp8, layer 2 out
+        RunFacts bf16 = facts(Policy::MixedBF16, spec, 0.60, gpu_device(9, 0));
+        RunFacts fp8 = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        // Layer 1's FLOPs per step as the profile counts them (analysis/layer_costs.cpp):
+        // forward plus the weight gradient, the first layer having no input gradient.
+        const auto hidden =
+            std::find_if(fp8.graph.layers.begin(), fp8.graph.layers.end(),
+                         [](const GraphLayer& l) { return l.spec.type == LayerType::Dense; });
+        QCOMPARE(hidden->path, std::string("layer 1"));
+        const double flops = 2.0 * 64 * double(hidden->flops);
+        auto with_layers = [flops](double hidden_ms) {
+            StepProfile p;
+            p.steps = 10;
+            p.device_ms = hidden_ms + 0.2;
+            p.layers = {
+                {"layer 1", "dense", hidden_ms / 3, 2 * hidden_ms / 3, flops, 0, true, true, ""},
+                {"layer 2", "dense", 0.01, 0.01, 1e6, 0, true, true, ""}};
+            return p;
+        };
+        bf16.profile = with_layers(0.40);
+        fp8.profile = with_layers(0.25);
+        Ceilings c;
+        c.fp8_tflops = 8.0;
+        c.bf16_tflops = 4.0;
+        bf16.ceilings = fp8.ceilings = c;
+        // By hand: TFLOP/s = FLOPs / (ms * 1e9).
+        const double fp8_tflops = flops / (0.25 * 1e9), bf16_tflops = flops / (0.40 * 1e9);
+        char expected[200];
+        std::snprintf(expected, sizeof expected,
+                      " The fp8 layers ran at %.1f TFLOP/s, %.0f%% of this GPU's measured fp8 "
+                      "ceiling (8 TFLOP/s); in bfloat16 they ran at %.1f TFLOP/s, %.0f%% of its "
+                      "bf16 ceiling (4 TFLOP/s).",
+                      fp8_tflops, 100.0 * fp8_tflops / 8.0, bf16_tflops, 100.0 * bf16_tflops / 4.0);
+        const auto speed = with_id(explain({bf16, fp8}), "fp8_speed");
+        QCOMPARE(speed.size(), std::size_t(1));
+        QVERIFY2(speed[0].sentence.find(expected) != std::string::npos, speed[0].sentence.c_str());
+        QVERIFY(speed[0].sentence.find("mixlab-cli ceilings") == std::string::npos);
+        // A device without a bf16 ceiling: the fp8 half alone.
+        bf16.ceilings->bf16_tflops = 0;
+        const std::string fp8_only = with_id(explain({bf16, fp8}), "fp8_speed")[0].sentence;
+        QVERIFY2(fp8_only.find("fp8 ceiling (8 TFLOP/s).") != std::string::npos, fp8_only.c_str());
+        QVERIFY(fp8_only.find("bf16 ceiling") == std::string::npos);
+        // Ceilings measured, but no fp8 one: nothing to compare with, nothing said.
+        fp8.ceilings->fp8_tflops = 0;
+        QVERIFY(with_id(explain({bf16, fp8}), "fp8_speed")[0].sentence.find("TFLOP/s") ==
+                std::string::npos);
+        // No ceilings: how to measure them, in the reader's words.
+        fp8.ceilings.reset();
+        bf16.ceilings.reset();
+        const std::string cli = with_id(explain({bf16, fp8}), "fp8_speed")[0].sentence;
+        QVERIFY2(cli.find("Run `mixlab-cli ceilings` to compare the fp8 layers' TFLOP/s with "
+                          "this GPU's fp8 ceiling.") != std::string::npos,
+                 cli.c_str());
+        const std::string app = with_id(explain({bf16, fp8}, Reader::App), "fp8_speed")[0].sentence;
+        QVERIFY2(app.find("Help > About > Measure now") != std::string::npos, app.c_str());
+        // Without profiles there are no layer times to rate: the ceilings go unmentioned.
+        fp8.profile.reset();
+        QVERIFY(with_id(explain({bf16, fp8}), "fp8_speed")[0].sentence.find("ceilings") ==
+                std::string::npos);
+    }
+
+    // The trainer's "fp8 amax jump" warnings, kept by record_event: the first one's tensor
+    // and step, how many steps jumped, and what absorbs it; silent without jumps.
+    void fp8AmaxJumps()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1008});
+        RunFacts fp8 = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        QVERIFY(with_id(explain({fp8}), "fp8_amax").empty());
+        const std::string jump = "fp8 amax jump: layer 1 x reached |x| 500, 31.25x the largest "
+                                 "of its history (16): its values saturate until the scale "
+                                 "follows";
+        // Only the jump warnings are kept.
+        record_event(fp8, {RunEvent::Kind::Info, 0, "fp8 amax jump: not a warning"});
+        record_event(fp8, {RunEvent::Kind::Warning, 3, "gradient overflow"});
+        record_event(fp8, {RunEvent::Kind::Warning, 42, jump});
+        record_event(fp8, {RunEvent::Kind::Warning, 90, jump});
+        QCOMPARE(fp8.fp8_amax_jumps.size(), std::size_t(2));
+        const auto ex = with_id(explain({fp8}), "fp8_amax");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].severity, Explanation::Severity::Warning);
+        QCOMPARE(ex[0].run, 0);
+        QVERIFY2(ex[0].sentence.find("At step 42 an fp8 amax jumped: layer 1 x reached |x| 500, "
+                                     "31.25x") == 0,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].sentence.find("In all 2 steps had one.") != std::string::npos,
+                 ex[0].sentence.c_str());
+        QVERIFY2(ex[0].suggestion.find("--fp8-history") != std::string::npos &&
+                     ex[0].suggestion.find("--fp8-margin 1") != std::string::npos &&
+                     ex[0].suggestion.find("keep layer 1 out of fp8") != std::string::npos,
+                 ex[0].suggestion.c_str());
+        const auto app = with_id(explain({fp8}, Reader::App), "fp8_amax");
+        QVERIFY2(app[0].suggestion.find("\"keep out of fp8\" for layer 1") != std::string::npos,
+                 app[0].suggestion.c_str());
+        // One jump; then the trainer's cap, after which it reports no more.
+        RunFacts once = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        record_event(once, {RunEvent::Kind::Warning, 7, jump});
+        QVERIFY(with_id(explain({once}), "fp8_amax")[0].sentence.find(
+                    "It was the run's only step with a jump.") != std::string::npos);
+        RunFacts capped = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        for (int i = 0; i < 20; ++i) record_event(capped, {RunEvent::Kind::Warning, 10 + i, jump});
+        record_event(capped, {RunEvent::Kind::Warning, 30,
+                              "fp8 amax jump: 20 jumps reported; later ones are not"});
+        const std::string s = with_id(explain({capped}), "fp8_amax")[0].sentence;
+        QVERIFY2(s.find("More than 20 steps had one; the trainer reported the first 20.") !=
+                     std::string::npos,
+                 s.c_str());
     }
 
     // bf16 safe or not, said once for the group from its fp32 run (no mixed_bf16 run): the

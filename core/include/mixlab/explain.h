@@ -3,6 +3,7 @@
 // edit, a typed fix (FixKind) the GUI can apply.
 #pragma once
 #include "mixlab/backend.h"
+#include "mixlab/ceilings.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/numerics.h"
@@ -51,12 +52,22 @@ struct RunFacts {
     // Numerics samples (RunConfig::numerics_every), in step order; the numerics rules
     // stay silent without them. Not part of the facts' JSON form: the log holds them.
     std::vector<NumericsSample> numerics;
+    // mixed_fp8's "fp8 amax jump" warnings, in step order (record_event keeps them); the
+    // trainer stops after k_fp8_max_jump_events and says so in one more. Not part of the
+    // facts' JSON form: the log holds every event.
+    std::vector<RunEvent> fp8_amax_jumps;
+    // The device's measured ceilings when known (mixlab-cli ceilings' cache), for the
+    // fp8 layers' TFLOP/s against them. Not part of the facts' JSON form.
+    std::optional<Ceilings> ceilings;
 };
 
 // What one reported step adds to its run's facts: its loss to train_loss, its loss scale
 // to scale_history when it differs from the last one there, its accuracy as the final
 // one. The CLI's recorder and the app's stored runs fill RunFacts through it alike.
 void record_step(RunFacts& facts, const StepMetrics& step);
+// What one reported event adds: an "fp8 amax jump" warning to fp8_amax_jumps; the other
+// events add nothing (the rules read what they need from the steps).
+void record_event(RunFacts& facts, const RunEvent& event);
 
 // Whether the run's device was a GPU. "GPU busy" and the launch-bound rule mean something
 // only then: on the CPU backend device and host time are the same clock's.

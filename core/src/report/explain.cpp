@@ -5,6 +5,7 @@
 #include "report/explain_fp8.h"
 #include "report/explain_numerics.h"
 #include "report/explain_text.h"
+#include "train/fp8_scales.h" // k_fp8_amax_jump_prefix
 
 #include <algorithm>
 #include <cmath>
@@ -759,6 +760,13 @@ void record_step(RunFacts& facts, const StepMetrics& step)
     if (facts.scale_history.empty() || facts.scale_history.back().second != step.loss_scale)
         facts.scale_history.emplace_back(step.step, step.loss_scale);
     facts.final_train_accuracy = step.accuracy;
+}
+
+void record_event(RunFacts& facts, const RunEvent& event)
+{
+    if (event.kind == RunEvent::Kind::Warning &&
+        std::string_view(event.message).starts_with(k_fp8_amax_jump_prefix))
+        facts.fp8_amax_jumps.push_back(event);
 }
 
 std::vector<Explanation> explain(const std::vector<RunFacts>& group, Reader reader)

@@ -4,11 +4,13 @@
 
 #include "model/fp8_eligibility.h"
 #include "report/explain_text.h"
+#include "train/fp8_scales.h" // k_fp8_amax_jump_prefix
 
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace mixlab {
 
@@ -55,23 +57,56 @@ const RunFacts* bf16_run(const std::vector<RunFacts>& group)
     return nullptr;
 }
 
-// The profile's forward + backward time of the named layers, or none without a profile
-// or when one of them is missing from it.
-std::optional<double> layers_ms(const RunFacts& f, const std::vector<Fp8Layer>& layers)
+// The profile's forward + backward time of the layers that ran in fp8, and their FLOPs
+// (forward + backward, as the profile counts them: analysis/layer_costs.cpp), or none
+// without a profile or when one of them is missing from it.
+struct LayersTime {
+    double ms = 0, flops = 0;
+};
+std::optional<LayersTime> layers_time(const RunFacts& f, const std::vector<Fp8Layer>& layers)
 {
     if (!f.profile) return std::nullopt;
-    double total = 0;
+    LayersTime total;
     for (const Fp8Layer& l : layers) {
         if (!l.why.empty()) continue;
         bool found = false;
         for (const LayerTime& t : f.profile->layers)
             if (t.path == l.layer->path) {
-                total += t.forward_ms + t.backward_ms;
+                total.ms += t.forward_ms + t.backward_ms;
+                total.flops += t.flops;
                 found = true;
             }
         if (!found) return std::nullopt;
     }
     return total;
+}
+
+// The layers' achieved training TFLOP/s against the fp8 ceiling, and the bf16 run's same
+// layers against the bf16 ceiling, when mixlab-cli ceilings measured them; without
+// ceilings, how to measure them.
+std::string ceiling_text(const RunFacts& f, const LayersTime& mine, const RunFacts& bf16,
+                         const LayersTime& theirs, Reader reader)
+{
+    if (!f.ceilings)
+        return reader == Reader::App
+                   ? " Measure this GPU's ceilings (Help > About > Measure now) to compare "
+                     "the fp8 layers' TFLOP/s with its fp8 ceiling."
+                   : " Run `mixlab-cli ceilings` to compare the fp8 layers' TFLOP/s with this "
+                     "GPU's fp8 ceiling.";
+    const double fp8 = f.ceilings->fp8_tflops;
+    if (!(fp8 > 0) || !(mine.flops > 0)) return {};
+    const double tflops = mine.flops / (mine.ms * 1e9);
+    std::string text = fmt(" The fp8 layers ran at %.1f TFLOP/s, %.0f%% of this GPU's "
+                           "measured fp8 ceiling (%.0f TFLOP/s)",
+                           tflops, 100.0 * tflops / fp8, fp8);
+    const double bf16_roof = bf16.ceilings ? bf16.ceilings->bf16_tflops : 0.0;
+    if (bf16_roof > 0 && theirs.ms > 0 && theirs.flops > 0) {
+        const double b = theirs.flops / (theirs.ms * 1e9);
+        text += fmt("; in bfloat16 they ran at %.1f TFLOP/s, %.0f%% of its bf16 ceiling "
+                    "(%.0f TFLOP/s)",
+                    b, 100.0 * b / bf16_roof, bf16_roof);
+    }
+    return text + ".";
 }
 
 // Which layers ran in fp8, and what keeps the others out.
@@ -147,7 +182,8 @@ void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explan
 }
 
 // Time against a mixed_bf16 run of the same group, layer by layer where both profiled.
-void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, std::vector<Explanation>& out)
+void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, Reader reader,
+                std::vector<Explanation>& out)
 {
     if (f.device.backend == BackendKind::Cpu || !bf16) return;
     const double ms = f.summary.median_step_ms, base = bf16->summary.median_step_ms;
@@ -156,16 +192,19 @@ void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, std::vector<Ex
     std::string sentence = fmt("mixed_fp8 took %.3f ms a step against mixed_bf16's %.3f ms "
                                "(%.2fx).",
                                ms, base, base / ms);
-    const std::optional<double> mine = layers_ms(f, layers), theirs = layers_ms(*bf16, layers);
+    const std::optional<LayersTime> mine = layers_time(f, layers),
+                                    theirs = layers_time(*bf16, layers);
     std::string suggestion;
-    if (mine && theirs && *mine > 0 && f.profile->device_ms > 0) {
-        const double rest = f.profile->device_ms - *mine;
+    if (mine && theirs && mine->ms > 0 && f.profile->device_ms > 0) {
+        const double rest = f.profile->device_ms - mine->ms;
         sentence += fmt(" Its fp8 layers took %.3f ms against %.3f ms in bfloat16 (%.2fx); the "
                         "rest of the step (input, other layers, the optimizer's pass over every "
                         "parameter, the scale update) took %.3f ms, %.0f%% of it, which fp8 "
                         "does not shrink.",
-                        *mine, *theirs, *theirs / *mine, rest, 100.0 * rest / f.profile->device_ms);
-        if (*theirs / *mine < 1.2)
+                        mine->ms, theirs->ms, theirs->ms / mine->ms, rest,
+                        100.0 * rest / f.profile->device_ms);
+        sentence += ceiling_text(f, *mine, *bf16, *theirs, reader);
+        if (theirs->ms / mine->ms < 1.2)
             // The layers' time holds the quantize passes and the GEMMs together; which
             // of them took the gain is not measured apart, so say what may, not what did.
             suggestion = "fp8 pays on large GEMMs: the layers' time includes quantizing "
@@ -200,6 +239,39 @@ void rule_accuracy(const RunFacts& f, int run, const RunFacts* bf16, std::vector
                                 : ""));
 }
 
+// mixed_fp8's amax jumps (record_event): a tensor whose amax leapt past its history
+// saturated at the format's maximum until its scale followed.
+void rule_amax(const RunFacts& f, int run, Reader reader, std::vector<Explanation>& out)
+{
+    if (f.fp8_amax_jumps.empty()) return;
+    const RunEvent& first = f.fp8_amax_jumps.front();
+    const std::string_view what =
+        std::string_view(first.message).substr(k_fp8_amax_jump_prefix.size());
+    // The trainer's last word, once it stops reporting, names no tensor.
+    const bool capped = f.fp8_amax_jumps.back().message.find(" reached ") == std::string::npos;
+    const int jumps = int(f.fp8_amax_jumps.size()) - (capped ? 1 : 0);
+    // "<layer path> x|w|dy reached ...": the layer is the tensor's name less its last word.
+    const std::string tensor(what.substr(0, what.find(" reached ")));
+    const std::string layer = tensor.substr(0, tensor.rfind(' '));
+    const std::string count = jumps == 1 ? std::string("It was the run's only step with a jump.")
+                              : capped   ? fmt("More than %d steps had one; the trainer "
+                                                 "reported the first %d.",
+                                               jumps, jumps)
+                                         : fmt("In all %d steps had one.", jumps);
+    out.push_back(
+        make("fp8_amax", Severity::Warning, run,
+             fmt("At step %lld an fp8 amax jumped: %.*s. %s", (long long)first.step,
+                 int(what.size()), what.data(), count.c_str()),
+             reader == Reader::App
+                 ? fmt("a longer amax history or a margin of 1 (mixlab-cli's --fp8-history and "
+                       "--fp8-margin) absorbs such jumps; or tick \"keep out of fp8\" for %s in "
+                       "the property editor",
+                       layer.c_str())
+                 : fmt("lengthen the amax history (--fp8-history 64) or leave headroom "
+                       "(--fp8-margin 1); or keep %s out of fp8 (\"dtype\": \"bfloat16\")",
+                       layer.c_str())));
+}
+
 } // namespace
 
 void explain_fp8(const std::vector<RunFacts>& group, Reader reader, std::vector<Explanation>& out)
@@ -209,8 +281,9 @@ void explain_fp8(const std::vector<RunFacts>& group, Reader reader, std::vector<
         const RunFacts& f = group[i];
         if (f.policy != Policy::MixedFP8) continue;
         rule_coverage(f, int(i), reader, out);
-        rule_speed(f, int(i), bf16, out);
+        rule_speed(f, int(i), bf16, reader, out);
         rule_accuracy(f, int(i), bf16, out);
+        rule_amax(f, int(i), reader, out);
     }
 }
 

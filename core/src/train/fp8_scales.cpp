@@ -61,10 +61,11 @@ void Fp8ScaleWatch::read(int slot, StepMetrics& m, std::vector<RunEvent>& events
     if (jumped == 0 || m_jumps_reported > k_fp8_max_jump_events) return;
     std::ostringstream o;
     if (m_jumps_reported == k_fp8_max_jump_events) {
-        o << "fp8 amax jump: " << k_fp8_max_jump_events << " jumps reported; later ones are not";
+        o << k_fp8_amax_jump_prefix << k_fp8_max_jump_events
+          << " jumps reported; later ones are not";
     } else {
-        o << "fp8 amax jump: " << m_net.fp8_names()[worst] << " reached |x| " << worst_amax << ", "
-          << worst_ratio << "x the largest of its history (" << worst_before
+        o << k_fp8_amax_jump_prefix << m_net.fp8_names()[worst] << " reached |x| " << worst_amax
+          << ", " << worst_ratio << "x the largest of its history (" << worst_before
           << "): its values saturate until the scale follows";
         if (jumped > 1) o << " (" << jumped - 1 << " more tensors jumped this step)";
     }

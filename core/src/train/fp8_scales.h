@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mixlab {
@@ -20,6 +21,9 @@ namespace mixlab {
 inline constexpr float k_fp8_amax_jump = 16.0f;
 // Warnings per run; one more says that later jumps go unreported.
 inline constexpr int k_fp8_max_jump_events = 20;
+// What every jump warning starts with; explain's record_event picks them out by it. A jump
+// reads "<prefix><tensor> reached |x| ...", the tensor "<layer path> x|w|dy".
+inline constexpr std::string_view k_fp8_amax_jump_prefix = "fp8 amax jump: ";
 
 class Fp8ScaleWatch {
 public:
