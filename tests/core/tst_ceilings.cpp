@@ -358,6 +358,12 @@ void TestCeilings::policyCeiling()
     QCOMPARE(policy_tflops(c, Policy::MixedFP16), 780.5);
     QCOMPARE(policy_tflops(c, Policy::FP16), 780.5);
     QCOMPARE(policy_tflops(c, Policy::MixedBF16), 790.75);
+    // mixed_fp8: the fp8 rate where measured (its floor must hold for its fp8 layers),
+    // bf16's on a GPU without fp8 GEMMs.
+    QCOMPARE(policy_tflops(c, Policy::MixedFP8), 790.75);
+    Ceilings hopper = c;
+    hopper.fp8_tflops = 1418.0;
+    QCOMPARE(policy_tflops(hopper, Policy::MixedFP8), 1418.0);
 }
 
 void TestCeilings::capabilityFacts()

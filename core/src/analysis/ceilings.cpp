@@ -377,9 +377,10 @@ double policy_tflops(const Ceilings& c, Policy policy)
     case Policy::MixedFP16:
     case Policy::FP16: return c.fp16_tflops;
     case Policy::MixedBF16: return c.bf16_tflops;
-    // The ceilings do not probe fp8 GEMMs yet: bf16's rate is what the rest of a mixed_fp8
-    // step runs at, and a floor that is too high rather than one that is too low.
-    case Policy::MixedFP8: return c.bf16_tflops;
+    // A floor must bound every layer from below: its fp8 layers' GEMMs can run at the fp8
+    // rate (the others at bf16's, which this makes a looser floor, never a wrong one).
+    // bf16's where the GPU has no fp8 GEMMs, whose mixed_fp8 runs nothing in fp8.
+    case Policy::MixedFP8: return c.fp8_tflops > 0 ? c.fp8_tflops : c.bf16_tflops;
     }
     return 0;
 }
