@@ -575,12 +575,12 @@ QString RunPanel::policyNote(mixlab::Policy p) const
     if (effectiveDevice().backend == mixlab::BackendKind::Cpu)
         return tr("Emulated on the CPU: dense layers' GEMM operands rounded to E4M3 / E5M2 with "
                   "per-tensor delayed scaling, as the GPU does, so accuracy is what fp8 gives; "
-                  "no fp8 speed. Layers whose sizes are not multiples of 16, and layers set to "
-                  "bfloat16 or float32, stay out of fp8.");
+                  "no fp8 speed. Layers whose inputs or units are not multiples of 8, and "
+                  "layers set to bfloat16 or float32, stay out of fp8.");
     return tr("Dense layers' GEMMs in fp8 (E4M3 forward, E5M2 gradients) with per-tensor delayed "
-              "scaling; everything else as mixed_bf16. Layers whose sizes are not multiples of "
-              "16, and layers set to bfloat16 or float32 (often the first and last), stay out "
-              "of fp8.");
+              "scaling; everything else as mixed_bf16. Layers whose inputs or units are not "
+              "multiples of 8, and layers set to bfloat16 or float32 (often the first and "
+              "last), stay out of fp8.");
 }
 
 mixlab::DeviceInfo RunPanel::effectiveDevice() const
