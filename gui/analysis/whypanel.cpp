@@ -475,7 +475,11 @@ void WhyPanel::rebuild()
     QString error;
     std::vector<mixlab::RunFacts> facts = m_group > 0 ? runFactsFromStore(*m_store, m_group, &error)
                                                       : std::vector<mixlab::RunFacts>{};
-    for (mixlab::RunFacts &f : facts) f.ceilings = ceilingsFor(f.device); // the fp8 rule's
+    // The fp8 rule's ceilings: one device per group, so the cache is read once.
+    if (!facts.empty()) {
+        const std::optional<mixlab::Ceilings> ceilings = ceilingsFor(facts.front().device);
+        for (mixlab::RunFacts &f : facts) f.ceilings = ceilings;
+    }
     if (facts.empty()) {
         m_title->setText(tr("Why?"));
         auto *empty =

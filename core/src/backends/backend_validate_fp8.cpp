@@ -97,7 +97,8 @@ void fp8_gemm(const char* backend, const GemmCall& g)
     require(tc == DType::BF16 || tc == DType::F32, backend, op,
             "an fp8 GEMM's c must be bfloat16 or float32, got " + name_of(tc));
     floating(backend, op, *g.c, m * n, "c");
-    // cuBLASLt's fp8 kernels write c's rows on 16-byte boundaries.
+    // c's rows on 16-byte boundaries (fp8_eligibility.h: the widths the H200 ran, widths
+    // off it untried), so that neither backend runs what the GPU was not checked on.
     const int c_align = tc == DType::BF16 ? 8 : 4;
     require(g.n % c_align == 0, backend, op,
             "an fp8 GEMM's c rows (n = " + std::to_string(g.n) + ") must be a multiple of " +

@@ -12,8 +12,9 @@
 namespace mixlab {
 
 // A layer's in and out must be a multiple of this: the fp8 GEMMs write bfloat16 Y
-// (batch x out) and dX (batch x in) and float32 dW (out x in), and cuBLASLt's fp8 kernels
-// want every output row on a 16-byte boundary. k needs no rule: fp8_quantize pads the
+// (batch x out) and dX (batch x in) and float32 dW (out x in), and we keep every output
+// row on a 16-byte boundary, the tensor-core rule of the 16-bit GEMMs (cuBLASLt's fp8
+// GEMMs were run with n = 1000 and 3000, not with widths off 8). k needs no rule: fp8_quantize pads the
 // operands' rows to a multiple of 16 (mixlab/backend.h's fp8_padded), the batch's too.
 inline constexpr int k_fp8_width_multiple = 8;
 

@@ -99,7 +99,7 @@ __device__ __forceinline__ void publish_amax(float amax, float* slot)
     }
 }
 
-// y only, rows already a multiple of fp8_padded (nothing to pad): 8 elements a thread per
+// y only, its row length (cols) a multiple of k_fp8_pad (nothing to pad): 8 elements a thread per
 // iteration (16-byte loads of 16-bit x, two of fp32 x; 8-byte stores) over the first
 // vec_groups * 8 elements, one at a time after that.
 template <class T, bool E5M2, bool Amax>
@@ -150,8 +150,9 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
 // consecutive bytes of y_t's rows ty, ty + 16, ... (4 bytes of one column of the tile).
 // A block takes row tiles blockIdx.x, + gridDim.x, ... (so that the partials stay
 // within the reduction scratch). Sums: its column sums of x over those rows to
-// partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element boundaries and y and y_t on 4
-// bytes, so full tiles take the vector loads and every store is 4 bytes.
+// partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element
+// boundaries and y and y_t on 4 bytes, so full tiles take the vector loads and every
+// store is 4 bytes.
 template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
     fp8_quantize_tiled(const T* __restrict__ x, int rows, int cols, int y_ld, int t_ld,
