@@ -121,6 +121,9 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_option("--fp8-margin", "N",
                  "mixed_fp8: powers of two of headroom below the fp8 maximum, -8 to 8 "
                  "(default 0; a negative one as --fp8-margin=-1)");
+    p.add_option("--fp8-fast-forward", "on|off",
+                 "mixed_fp8: the forward GEMM with Hopper's fast accumulation, as Transformer "
+                 "Engine runs it; the gradients' GEMMs never (default on)");
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
@@ -185,6 +188,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     if (auto v = p.integer("--fp8-history", 1, k_max_fp8_history)) c.fp8.amax_history = int(*v);
     if (auto v = p.integer("--fp8-margin", -k_max_fp8_margin, k_max_fp8_margin))
         c.fp8.margin = int(*v);
+    if (auto v = p.choice("--fp8-fast-forward", {"on", "off"})) c.fp8.fast_forward = *v == "on";
     if (c.dataset.name.empty())
         c.dataset.name = language_model ? "synthetic-text" : default_dataset_name();
     if (c.dataset.name == "synthetic-text") {

@@ -244,7 +244,7 @@ private slots:
         const float nan = std::nanf("");
         be->upload_f32(y, std::vector<float>(32, nan).data(), 32);
         be->upload_f32(yt, std::vector<float>(48, nan).data(), 48);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y, &yt, nullptr);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y, &yt, nullptr, nullptr);
         const std::vector<float> q = download(*be, y);
         // x (as bf16: -2.1 -> -2.09375, 0.3 -> 0.30078125) times 2, in E4M3, saturated.
         QCOMPARE(q[0], 2.0f);
@@ -272,13 +272,13 @@ private slots:
         // Evaluation: no amax recorded, y_t may be left out.
         const float big = 4000.0f;
         be->upload_f32(bx, &big, 1, 0);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, false, &y, nullptr, nullptr);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, false, &y, nullptr, nullptr, nullptr);
         m = download(*be, meta);
         QCOMPARE(m[b1 + k_fp8_history], 500.0f);
         QCOMPARE(download(*be, y)[0], 448.0f);
         // E5M2 keeps the range: 4000 * 2 fits.
         Buffer y5 = be->alloc(32, DType::F8E5M2);
-        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr, nullptr);
+        be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr, nullptr, nullptr);
         QCOMPARE(download(*be, y5)[0], 8192.0f);
         QCOMPARE(download(*be, meta)[b1 + k_fp8_history], 4000.0f);
     }
@@ -295,7 +295,7 @@ private slots:
         be->upload_f32(bx, x.data(), x.size());
         Buffer y = be->alloc(32, DType::F8E5M2);
         Buffer sums = be->alloc(3, DType::F32), sums16 = be->alloc(3, DType::BF16);
-        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums);
+        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums, nullptr);
         const std::vector<float> s = download(*be, sums);
         QCOMPARE(s[0], 4.0f);
         QCOMPARE(s[1], -2.0f);
@@ -303,8 +303,46 @@ private slots:
         // A bf16 bias gradient: the fp32 sum rounded once (1.00390625 + 2 -> 3.00390625 -> 3).
         const std::vector<float> x2 = {1.00390625f, 1.0f, 1.0f, 2.0f, 1.0f, 1.0f};
         be->upload_f32(bx, x2.data(), x2.size());
-        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums16);
+        be->fp8_quantize(bx, 2, 3, meta, 0, h, true, &y, nullptr, &sums16, nullptr);
         QCOMPARE(download(*be, sums16)[0], 3.0f);
+    }
+
+    // Under relu the pass reads dY gated by the layer's output (dZ = dY where Y > 0):
+    // quantized values, sums and amax all see the gated x, as relu's backward would give.
+    void quantizeGatesByRelu()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int h = 1;
+        Buffer meta = fresh_meta(*be, 1, h);
+        const std::vector<float> dy = {1.0f, -2.5f, 300.0f, 3.0f, 0.5f, -0.375f};
+        const std::vector<float> y = {0.5f, 0.0f, -0.0f, 2.0f, 1e-30f, 0.0f};
+        Buffer bdy = be->alloc(6, DType::F32), by = be->alloc(6, DType::F32);
+        be->upload_f32(bdy, dy.data(), dy.size());
+        be->upload_f32(by, y.data(), y.size());
+        Buffer q = be->alloc(32, DType::F8E5M2), qt = be->alloc(48, DType::F8E5M2);
+        Buffer sums = be->alloc(3, DType::F32);
+        be->fp8_quantize(bdy, 2, 3, meta, 0, h, true, &q, &qt, &sums, &by);
+        const std::vector<float> v = download(*be, q);
+        QCOMPARE(v[0], 1.0f);
+        QCOMPARE(v[1], 0.0f);
+        QCOMPARE(v[2], 0.0f); // 300 gated by -0: never seen, not even by the amax
+        QCOMPARE(v[16], 3.0f);
+        QCOMPARE(v[17], 0.5f); // a tiny positive output still passes the gradient
+        QCOMPARE(v[18], 0.0f);
+        const std::vector<float> s = download(*be, sums);
+        QCOMPARE(s[0], 4.0f);
+        QCOMPARE(s[1], 0.5f);
+        QCOMPARE(s[2], 0.0f);
+        QCOMPARE(download(*be, meta)[k_fp8_history], 3.0f);
+        // A gate of another dtype is refused.
+        Buffer wrong = be->alloc(6, DType::BF16);
+        bool refused = false;
+        try {
+            be->fp8_quantize(bdy, 2, 3, meta, 0, h, true, &q, nullptr, nullptr, &wrong);
+        } catch (const Error& e) {
+            refused = QString::fromStdString(e.what()).contains("relu_gate must share x's dtype");
+        }
+        QVERIFY(refused);
     }
 
     void updateScalesRollsTheHistory()
@@ -436,10 +474,13 @@ private slots:
         bad = g;
         bad.b = &f16;
         expect_error([&] { be->gemm(bad); }, "two fp8 operands");
-        expect_error([&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr, nullptr); },
-                     "meta holds");
         expect_error(
-            [&] { be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr, nullptr); },
+            [&] { be->fp8_quantize(f16, 3, 16, meta, 5, 1, true, &bb, nullptr, nullptr, nullptr); },
+            "meta holds");
+        expect_error(
+            [&] {
+                be->fp8_quantize(f16, 3, 16, meta, 0, 1, true, nullptr, nullptr, nullptr, nullptr);
+            },
             "y or y_t must be given");
         expect_error([&] { be->fp8_update_scales(meta, 2, 1, 9); }, "margin must be between");
     }
@@ -490,14 +531,17 @@ private slots:
         QCOMPARE(d.fp8.margin, 0);
         QVERIFY(!QString::fromStdString(run_config_to_json(d)).contains("fp8"));
         const RunConfig c = parse_run_config(
-            R"({"format": "mixlab-run/1", "policy": "mixed_fp8", "fp8": {"amax_history": 32, "margin": -1}})");
+            R"({"format": "mixlab-run/1", "policy": "mixed_fp8", "fp8": {"amax_history": 32, "margin": -1, "fast_forward": false}})");
         QVERIFY(c.policy == Policy::MixedFP8);
         QCOMPARE(c.fp8.amax_history, 32);
         QCOMPARE(c.fp8.margin, -1);
+        QVERIFY(!c.fp8.fast_forward);
+        QVERIFY(d.fp8.fast_forward); // Transformer Engine's recipe by default
         const std::string text = run_config_to_json(c);
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j.at("fp8").at("amax_history").get<int>(), 32);
         QCOMPARE(j.at("fp8").at("margin").get<int>(), -1);
+        QCOMPARE(j.at("fp8").at("fast_forward").get<bool>(), false);
         QVERIFY(parse_run_config(text).fp8 == c.fp8);
         // A mixed_fp8 run writes its defaults too: what it ran with.
         RunConfig plain;
@@ -516,6 +560,8 @@ private slots:
                                       << "\"fp8.amax_history\" must be between 1 and 1024";
         QTest::addRow("history text") << R"({"amax_history": "16"})"
                                       << "\"fp8.amax_history\" must be an integer";
+        QTest::addRow("fast_forward text") << R"({"fast_forward": "yes"})"
+                                           << "\"fp8.fast_forward\" must be";
         QTest::addRow("margin 9") << R"({"margin": 9})"
                                   << "\"fp8.margin\" must be an integer between -8 and 8";
         QTest::addRow("margin fraction") << R"({"margin": 0.5})"

@@ -138,31 +138,31 @@ void TestFp8Scaling::quantizeChecks()
     Buffer fp8_sums = b.alloc(3, DType::F8E4M3);
     Buffer meta = b.alloc(2 * fp8_block_floats(history), DType::F32);
     Buffer meta_bf16 = b.alloc(2 * fp8_block_floats(history), DType::BF16);
-    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y_t, &sums);
-    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, &y5, nullptr);
+    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y_t, &sums, nullptr);
+    validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, &y5, nullptr, nullptr);
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y5, nullptr));
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr, nullptr, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, &y5, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, nullptr,
+                                                           nullptr, nullptr, nullptr));
     // One byte short of the padded 2 x 16.
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &small, nullptr, nullptr));
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &not_fp8, nullptr, nullptr));
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 4, meta, 1, history, &y, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &small,
+                                                           nullptr, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &not_fp8,
+                                                           nullptr, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 4, meta, 1, history, &y,
+                                                           nullptr, nullptr, nullptr));
     // The column sums: one per column, in a floating (not fp8) dtype.
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, nullptr, &few_sums));
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y, nullptr, &fp8_sums));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y,
+                                                           nullptr, &few_sums, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 1, history, &y,
+                                                           nullptr, &fp8_sums, nullptr));
     // Block 2 lies past a meta buffer of two blocks; history 0 is no history.
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta, 2, history, &y,
+                                                           nullptr, nullptr, nullptr));
     QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta, 2, history, &y, nullptr, nullptr));
-    QVERIFY_THROWS_EXCEPTION(Error,
-                             validate::fp8_quantize(be, x, 2, 3, meta, 0, 0, &y, nullptr, nullptr));
-    QVERIFY_THROWS_EXCEPTION(
-        Error, validate::fp8_quantize(be, x, 2, 3, meta_bf16, 0, history, &y, nullptr, nullptr));
+        Error, validate::fp8_quantize(be, x, 2, 3, meta, 0, 0, &y, nullptr, nullptr, nullptr));
+    QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_quantize(be, x, 2, 3, meta_bf16, 0, history, &y,
+                                                           nullptr, nullptr, nullptr));
     validate::fp8_update_scales(be, meta, 2, history, 0);
     QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_update_scales(be, meta, 3, history, 0));
     QVERIFY_THROWS_EXCEPTION(Error, validate::fp8_update_scales(be, meta, 1, 0, 0));

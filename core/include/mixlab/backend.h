@@ -110,6 +110,13 @@ struct GemmCall {
     // with k zero-padded to fp8_padded (zeros add nothing to a dot product).
     const Buffer* fp8_meta = nullptr;
     std::size_t a_scale_inv = 0, b_scale_inv = 0;
+    // fp8 only: Hopper's fast accumulation (cuBLASLt's FAST_ACCUM), which leaves the
+    // tensor cores' partial sums in their narrower accumulator instead of promoting
+    // them into fp32 registers every few k-blocks. Faster; less exact over long k.
+    // Transformer Engine's recipe takes it for the forward GEMM only (k = the layer's
+    // inputs), never for the gradients' sums (k = the batch for dW). The CPU backend
+    // accumulates in fp32 either way.
+    bool fp8_fast_accum = false;
 };
 
 // ---- fp8 scaling state (mixed_fp8's delayed scaling) ----------------------------------
@@ -542,10 +549,12 @@ public:
     // slot; evaluation passes false so it does not move the training history. col_sums,
     // when given, receives x's column sums (cols values, in its own floating dtype): a
     // dense layer's bias gradient taken in the pass that reads dZ anyway, since fp8
-    // GEMMs have no bias-gradient epilogue.
+    // GEMMs have no bias-gradient epilogue. relu_gate, when given (x's shape and dtype),
+    // makes x read as 0 wherever relu_gate <= 0: relu's backward (dZ = dY where Y > 0)
+    // in the same pass, so dZ is never written in 16 bits; amax and sums see the gated x.
     virtual void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                               int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                              Buffer* col_sums);
+                              Buffer* col_sums, const Buffer* relu_gate);
     // Delayed scaling, once a step after its last fp8_quantize, for blocks [0, tensors):
     // amax = the history's max; when finite and > 0, scale = max_finite / amax / 2^margin
     // and scale_inv = 1 / scale (otherwise both stay); last_amax = amax; then every

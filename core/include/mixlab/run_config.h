@@ -48,6 +48,9 @@ struct OptimizerConfig {
 struct Fp8Config {
     int amax_history = 16; // 1 .. k_max_fp8_history steps
     int margin = 0;        // -k_max_fp8_margin .. k_max_fp8_margin; > 0 leaves headroom
+    // The forward GEMM with Hopper's fast accumulation (GemmCall::fp8_fast_accum); the
+    // backward GEMMs never take it.
+    bool fast_forward = true;
     bool operator==(const Fp8Config&) const = default;
 };
 inline constexpr int k_max_fp8_history = 1024;

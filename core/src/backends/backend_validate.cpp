@@ -289,6 +289,9 @@ void gemm(const char* backend, const GemmCall& g)
         fp8_gemm(backend, g);
         return;
     }
+    require(!g.fp8_fast_accum, backend, op,
+            "fast accumulation is an fp8 GEMM's option; a and b are " +
+                std::string(dtype_name(g.a->dtype())));
     require(g.m >= 0 && g.n >= 0 && g.k >= 0, backend, op,
             "dimensions must not be negative, got m=" + std::to_string(g.m) +
                 " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));

@@ -36,7 +36,7 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
 
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
                   std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
-                  const Buffer* col_sums)
+                  const Buffer* col_sums, const Buffer* relu_gate)
 {
     const char* op = "fp8_quantize";
     require(rows >= 0 && cols >= 0, backend, op,
@@ -51,6 +51,12 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
     if (y_t)
         fp8_output(backend, op, *y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
     if (col_sums) floating(backend, op, *col_sums, std::size_t(cols), "col_sums");
+    if (relu_gate) {
+        floating(backend, op, *relu_gate, n, "relu_gate");
+        require(relu_gate->dtype() == x.dtype(), backend, op,
+                "relu_gate must share x's dtype, got " + name_of(relu_gate->dtype()) + " and " +
+                    name_of(x.dtype()));
+    }
     if (y && y_t)
         require(y->dtype() == y_t->dtype(), backend, op,
                 "y and y_t must share a dtype, got " + name_of(y->dtype()) + " and " +

@@ -13,7 +13,7 @@ namespace mixlab::validate {
 // (one fp8 dtype when both), meta float32 holding block `block` of history_len >= 1.
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
                   std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
-                  const Buffer* col_sums);
+                  const Buffer* col_sums, const Buffer* relu_gate);
 // meta float32 holding `tensors` blocks of history_len >= 1; tensors >= 0; margin within
 // [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
 void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,

@@ -144,6 +144,7 @@ private:
         bool write_y, write_y_t, record_amax;
         const char* variant = ""; // "zeros", "odd_scale", "amax_kept", "sums"
         DType sums = DType::F32;  // the column sums' dtype, for "sums"
+        bool relu_gate = false;   // x gated by a relu output (dense backward's dZ)
     };
     void quantize_check(const QuantizeCase& c);
 
@@ -151,6 +152,7 @@ private:
         int m, n, k;
         DType a, b, c;
         Epilogue epi;
+        bool fast = false; // GemmCall::fp8_fast_accum (mixed_fp8's forward by default)
     };
     void gemm_check(const GemmCase& g);
 
@@ -202,6 +204,7 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
     if (*c.variant) name += std::string("/") + c.variant;
     const bool sums = std::string(c.variant) == "sums";
     if (sums) name += std::string("/") + dtype_short_name(c.sums);
+    if (c.relu_gate) name += "/relu_gate";
     run(name, [&](Verdict& v, Rng& rng) {
         const std::string variant = c.variant;
         const std::size_t n = std::size_t(c.rows) * std::size_t(c.cols);
@@ -236,6 +239,22 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
                     x[std::size_t(rng.integer(0, int(n)))] = hd::bits_float(rng.bits32());
         }
         Twin tx = make(x, c.x);
+        // A relu output: zero (both signs) in about half the places, positive elsewhere,
+        // some of those tiny; x as the reference sees it for the sums' scale below.
+        Twin tgate;
+        if (c.relu_gate) {
+            std::vector<float> gate(n);
+            for (float& e : gate) {
+                const float u = rng.uniform(0.0f, 1.0f);
+                e = round_to(c.x, u < 0.45f   ? 0.0f
+                                  : u < 0.5f  ? -0.0f
+                                  : u < 0.55f ? 1e-30f
+                                              : rng.uniform(0.0f, 5.0f));
+            }
+            tgate = make(gate, c.x);
+            for (std::size_t i = 0; i < n; ++i)
+                if (!(gate[i] > 0.0f)) x[i] = 0.0f;
+        }
 
         const int history_len = 4, blocks = 3;
         const std::size_t block = 1, bf = fp8_block_floats(history_len);
@@ -266,10 +285,10 @@ void Fp8Checker::quantize_check(const QuantizeCase& c)
             poison(tsums);
         }
         on_both([&](Backend& be, bool ref) {
-            be.fp8_quantize(side(tx, ref), c.rows, c.cols, side(tmeta, ref), block, history_len,
-                            c.record_amax, c.write_y ? &side(ty, ref) : nullptr,
-                            c.write_y_t ? &side(tyt, ref) : nullptr,
-                            sums ? &side(tsums, ref) : nullptr);
+            be.fp8_quantize(
+                side(tx, ref), c.rows, c.cols, side(tmeta, ref), block, history_len, c.record_amax,
+                c.write_y ? &side(ty, ref) : nullptr, c.write_y_t ? &side(tyt, ref) : nullptr,
+                sums ? &side(tsums, ref) : nullptr, c.relu_gate ? &side(tgate, ref) : nullptr);
         });
         // The padding too: poisoned above, so a byte left unwritten shows as NaN.
         if (c.write_y) compare_bits(v, "y", ty);
@@ -342,6 +361,11 @@ void Fp8Checker::quantize_checks()
     quantize_check({DType::F8E5M2, DType::BF16, 37, 53, true, true, true, "sums", DType::F32});
     quantize_check({DType::F8E5M2, DType::F32, 64, 784, true, true, true, "sums", DType::F32});
     quantize_check({DType::F8E5M2, DType::BF16, 2560, 8200, true, true, true, "sums", DType::F32});
+    // A dense layer's dZ under relu: dY gated by Y > 0 in the quantize pass (and its sums).
+    quantize_check(
+        {DType::F8E5M2, DType::BF16, 200, 1000, true, true, true, "sums", DType::BF16, true});
+    quantize_check({DType::F8E5M2, DType::F32, 37, 53, true, true, true, "sums", DType::F32, true});
+    quantize_check({DType::F8E5M2, DType::BF16, 64, 784, true, true, true, "", DType::F32, true});
 }
 
 // ---- fp8_update_scales ---------------------------------------------------------------
@@ -395,10 +419,10 @@ void Fp8Checker::update_checks()
 
 void Fp8Checker::gemm_check(const GemmCase& g)
 {
-    const std::string name = std::string("fp8_gemm/") + dtype_short_name(g.a) + "." +
-                             dtype_short_name(g.b) + "->" + dtype_short_name(g.c) + "/" +
-                             std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
-                             std::to_string(g.k) + "/" + epilogue_name(g.epi);
+    const std::string name =
+        std::string("fp8_gemm/") + dtype_short_name(g.a) + "." + dtype_short_name(g.b) + "->" +
+        dtype_short_name(g.c) + "/" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+        std::to_string(g.k) + "/" + epilogue_name(g.epi) + (g.fast ? "/fast" : "");
     run(name, [&](Verdict& v, Rng& rng) {
         const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
         // Operands as fp8_quantize leaves them (values up to a few hundred, E5M2's
@@ -436,6 +460,7 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         call.n = g.n;
         call.k = g.k;
         call.epilogue = g.epi;
+        call.fp8_fast_accum = g.fast;
         call.math = MathMode::Reduced;
         call.a_scale_inv = fp8_scale_inv_index(0, history_len);
         call.b_scale_inv = fp8_scale_inv_index(1, history_len);
@@ -468,6 +493,8 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         // report puts the MMA's own sums at about 14 bits). The H200 check of 2026-12-03
         // measured up to 3.1e-4 of the scale (e5m2 x e4m3 -> float32 at k 64 and 128)
         // against the 1e-4 of the 16-bit GEMMs, so 1e-3 here, plus one rounding of c.
+        // Fast accumulation (never promoted) is held to the same bound: an error of u per
+        // addition into a sum that grows like sqrt(k) stays ~u of a scale that grows like k.
         v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)}, &scale,
                   1e-3 + unit_roundoff(g.c));
         // The plan that ran, for the detail (fused or not, its tuning).
@@ -479,7 +506,8 @@ void Fp8Checker::gemm_check(const GemmCase& g)
                     j.at("ab") == std::string(dtype_name(g.a)) &&
                     j.value("b", std::string()) == std::string(dtype_name(g.b)) &&
                     j.at("c") == std::string(dtype_name(g.c)) &&
-                    j.at("epilogue") == epilogue_name(g.epi)) {
+                    j.at("epilogue") == epilogue_name(g.epi) &&
+                    j.value("fast_accum", false) == g.fast) {
                     v.note(j.at("description").get<std::string>());
                     break;
                 }
@@ -515,16 +543,20 @@ void Fp8Checker::gemm_checks()
     {
         const int batch = 100, in = 3000, out = 1000;
         gemm_check({batch, out, fp8_padded(in), e4, e4, bf, Epilogue::BiasRelu});
+        gemm_check({batch, out, fp8_padded(in), e4, e4, bf, Epilogue::BiasRelu, true});
         gemm_check({batch, in, fp8_padded(out), e5, e4, bf, Epilogue::None});
         gemm_check({out, in, fp8_padded(batch), e5, e4, f32, Epilogue::None});
     }
     for (const Layer& l : layers) {
         for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasRelu})
             gemm_check({l.batch, l.out, l.in, e4, e4, bf, e});
+        gemm_check({l.batch, l.out, l.in, e4, e4, bf, Epilogue::BiasRelu, true});
         gemm_check({l.batch, l.in, l.out, e5, e4, bf, Epilogue::None});
         gemm_check({l.out, l.in, l.batch, e5, e4, f32, Epilogue::None});
     }
     gemm_check({128, 3008, 784, e4, e4, bf, Epilogue::BiasRelu});
+    // The bench's W1 on its synthetic 3 x 32 x 32 inputs: the longest forward k (3072).
+    gemm_check({128, 3000, 3072, e4, e4, bf, Epilogue::BiasRelu, true});
     gemm_check({128, 784, 3008, e5, e4, bf, Epilogue::None});
     gemm_check({3008, 784, 128, e5, e4, f32, Epilogue::None});
     // The other mixed pair and an fp32 forward output.
@@ -622,8 +654,8 @@ void Fp8Checker::graph_checks()
         }
         Buffer meta = b.alloc(meta0.size(), DType::F32);
         auto step = [&] {
-            b.fp8_quantize(x, batch, in, meta, 0, history_len, true, &x8, &x8_t, nullptr);
-            b.fp8_quantize(w, out, in, meta, 1, history_len, true, &w8, nullptr, nullptr);
+            b.fp8_quantize(x, batch, in, meta, 0, history_len, true, &x8, &x8_t, nullptr, nullptr);
+            b.fp8_quantize(w, out, in, meta, 1, history_len, true, &w8, nullptr, nullptr, nullptr);
             if (gemm) {
                 GemmCall call;
                 call.trans_a = false;

@@ -329,9 +329,10 @@ void read_lr_schedule(const json& j, LrScheduleConfig& ls)
 void read_fp8(const json& j, Fp8Config& f)
 {
     ObjectReader r(j, "fp8.");
-    r.check_fields({"amax_history", "margin"});
+    r.check_fields({"amax_history", "margin", "fast_forward"});
     r.read("amax_history", f.amax_history);
     r.read("margin", f.margin);
+    r.read("fast_forward", f.fast_forward);
 }
 
 void require(bool ok, const std::string& message)
@@ -485,6 +486,7 @@ std::string run_config_to_json(const RunConfig& c)
         ordered_json f;
         f["amax_history"] = c.fp8.amax_history;
         f["margin"] = c.fp8.margin;
+        f["fast_forward"] = c.fp8.fast_forward;
         j["fp8"] = f;
     }
     if (c.bptt != plain.bptt) j["bptt"] = c.bptt;

@@ -121,8 +121,8 @@ public:
 
     // fp8 (mixed_fp8): cpu_fp8.cpp.
     void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
-                      int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                      Buffer* col_sums) override;
+                      int history_len, bool record_amax, Buffer* y, Buffer* y_t, Buffer* col_sums,
+                      const Buffer* relu_gate) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,

@@ -1,5 +1,5 @@
 // CPU fp8 ops (mixed_fp8's delayed scaling): quantize a matrix to E4M3/E5M2 with its
-// block's scale (and its transpose, and its column sums, in the same pass), folding
+// block's scale (and its transpose, and its column sums, and relu's backward gate, in the same pass), folding
 // max|x| into the block's current amax slot; and the once-a-step scale update from the amax history. An fp8
 // buffer on the CPU holds floats equal to the fp8 values it stores: the scaled values,
 // not descaled (the GEMM multiplies by scale_inv). Rounding is hd_math.h's, bit for bit
@@ -22,13 +22,15 @@ hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::
 
 void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                               int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                              Buffer* col_sums)
+                              Buffer* col_sums, const Buffer* relu_gate)
 {
-    validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t, col_sums);
+    validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t, col_sums,
+                           relu_gate);
     float* m = meta.as<float>() + block * fp8_block_floats(history_len);
     const float scale = m[k_fp8_scale];
     const hd::Fp8Format fmt = format_of(y ? y->dtype() : y_t->dtype());
     const float* px = x.as<float>();
+    const float* gate = relu_gate ? relu_gate->as<float>() : nullptr;
     float* py = y ? y->as<float>() : nullptr;
     float* pt = y_t ? y_t->as<float>() : nullptr;
     float* sums = col_sums ? col_sums->as<float>() : nullptr;
@@ -43,7 +45,7 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
     float amax = 0.0f;
     for (std::size_t r = 0; r < r_n; ++r)
         for (std::size_t c = 0; c < c_n; ++c) {
-            const float v = px[r * c_n + c];
+            const float v = !gate || gate[r * c_n + c] > 0.0f ? px[r * c_n + c] : 0.0f;
             if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
             const float q = hd::fp8_to_float(hd::fp8_quantize_value(v, scale, fmt), fmt);
             if (py) py[r * y_ld + c] = q;

@@ -23,7 +23,9 @@ namespace mixlab::cuda {
 namespace {
 
 constexpr unsigned k_threads = 256;
-constexpr int k_tile = 64; // the transposing kernel's tile: 64 x 64 elements, 256 threads
+// The transposing kernel's tile: 64 x 64 elements, 256 threads. (128 rows, eight loads in
+// flight a thread, measured slower on the H200: 107.6 us for W1's passes against 99.2.)
+constexpr int k_tile = 64, k_tile_rows = 64;
 
 template <bool E5M2>
 __device__ __forceinline__ hd::Fp8Format format()
@@ -63,26 +65,46 @@ __device__ __forceinline__ std::uint32_t quantize4(const float (&v)[4], float sc
 #endif
 }
 
-// N consecutive elements (N * sizeof(T) a multiple of 8 bytes, p aligned to it) as floats.
+// The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
+// from the word's bits: reading a loaded array back through a T pointer (the first
+// version) put it in local memory, and the H200's profile showed the quantize passes
+// waiting on those loads at a third of the copy bandwidth.
+__device__ __forceinline__ void unpack2(std::uint32_t w, bf16, float& lo, float& hi)
+{
+    lo = __uint_as_float(w << 16); // bf16 is fp32's upper half
+    hi = __uint_as_float(w & 0xFFFF0000u);
+}
+__device__ __forceinline__ void unpack2(std::uint32_t w, __half, float& lo, float& hi)
+{
+    lo = __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xFFFFu)));
+    hi = __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
+}
+
+// N (4 or 8) consecutive elements as floats, p aligned to N * sizeof(T) bytes: 16-byte
+// loads (8-byte ones for four 16-bit elements), unpacked in registers.
 template <int N, class T>
 __device__ __forceinline__ void load_vec(const T* p, float (&v)[N])
 {
-    constexpr int bytes = N * int(sizeof(T));
-    if constexpr (bytes % 16 == 0) {
-        uint4 raw[bytes / 16];
+    static_assert(N == 4 || N == 8, "four or eight elements");
+    if constexpr (sizeof(T) == 4) {
 #pragma unroll
-        for (int w = 0; w < bytes / 16; ++w) raw[w] = reinterpret_cast<const uint4*>(p)[w];
-        const T* e = reinterpret_cast<const T*>(raw);
-#pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = to_f32(e[i]);
+        for (int w = 0; w < N / 4; ++w) {
+            const float4 f = reinterpret_cast<const float4*>(p)[w];
+            v[4 * w] = f.x;
+            v[4 * w + 1] = f.y;
+            v[4 * w + 2] = f.z;
+            v[4 * w + 3] = f.w;
+        }
+    } else if constexpr (N == 4) {
+        const uint2 w = *reinterpret_cast<const uint2*>(p);
+        unpack2(w.x, T{}, v[0], v[1]);
+        unpack2(w.y, T{}, v[2], v[3]);
     } else {
-        static_assert(bytes % 8 == 0, "8-byte loads at least");
-        uint2 raw[bytes / 8];
-#pragma unroll
-        for (int w = 0; w < bytes / 8; ++w) raw[w] = reinterpret_cast<const uint2*>(p)[w];
-        const T* e = reinterpret_cast<const T*>(raw);
-#pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = to_f32(e[i]);
+        const uint4 w = *reinterpret_cast<const uint4*>(p);
+        unpack2(w.x, T{}, v[0], v[1]);
+        unpack2(w.y, T{}, v[2], v[3]);
+        unpack2(w.z, T{}, v[4], v[5]);
+        unpack2(w.w, T{}, v[6], v[7]);
     }
 }
 
@@ -142,12 +164,13 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
     for (int q = 0; q < 4; ++q) p[q] = std::uint8_t(packed >> (8 * q));
 }
 
-// One 64 x 64 tile of x per block, x read as zero past its rows and columns so that the
-// tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to t_ld:
-// both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
-// converts 4 consecutive elements of rows ty, ty + 16, ty + 32, ty + 48 (one 4-element
-// load, one 4-byte store to y) and keeps the bytes in shared memory; then writes 4
-// consecutive bytes of y_t's rows ty, ty + 16, ... (4 bytes of one column of the tile).
+// One k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
+// that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
+// t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
+// converts 4 consecutive elements of rows ty, ty + 16, ... (one 4-element load, one
+// 4-byte store to y each) and keeps the bytes in shared memory; then transposes the
+// tile's 4 x 4 bytes at rows 4 tx (+ 64 ...), columns 4 ty, into 4 bytes of y_t's rows
+// 4 ty .. 4 ty + 3 each.
 // A block takes row tiles blockIdx.x, + gridDim.x, ... (so that the partials stay
 // within the reduction scratch). Sums: its column sums of x over those rows to
 // partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element
@@ -155,35 +178,42 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
 // store is 4 bytes.
 template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
-    fp8_quantize_tiled(const T* __restrict__ x, int rows, int cols, int y_ld, int t_ld,
-                       const float* __restrict__ scale_p, float* amax_slot,
+    fp8_quantize_tiled(const T* __restrict__ x, const T* __restrict__ gate, int rows, int cols,
+                       int y_ld, int t_ld, const float* __restrict__ scale_p, float* amax_slot,
                        std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
                        float* __restrict__ partials, bool aligned)
 {
-    __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
+    __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
     const float scale = *scale_p;
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const int c0 = int(blockIdx.y) * k_tile, c = 4 * tx, gc = c0 + c;
     float amax = 0.0f;
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const int row_tiles = (rows + k_tile - 1) / k_tile;
+    const int row_tiles = (rows + k_tile_rows - 1) / k_tile_rows;
     for (int rt = int(blockIdx.x); rt < row_tiles; rt += int(gridDim.x)) {
-        const int r0 = rt * k_tile;
-        const bool full = aligned && r0 + k_tile <= rows && c0 + k_tile <= cols;
+        const int r0 = rt * k_tile_rows;
+        const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
 #pragma unroll
-        for (int i = 0; i < k_tile / 16; ++i) {
+        for (int i = 0; i < k_tile_rows / 16; ++i) {
             const int r = ty + 16 * i, gr = r0 + r;
-            float v[4];
+            const std::size_t at = std::size_t(gr) * std::size_t(cols) + std::size_t(gc);
+            float v[4], g[4] = {1.0f, 1.0f, 1.0f, 1.0f};
             if (full) {
-                load_vec<4>(x + std::size_t(gr) * std::size_t(cols) + std::size_t(gc), v);
+                load_vec<4>(x + at, v);
+                if (gate) load_vec<4>(gate + at, g);
             } else {
 #pragma unroll
-                for (int q = 0; q < 4; ++q)
-                    v[q] =
-                        gr < rows && gc + q < cols
-                            ? to_f32(x[std::size_t(gr) * std::size_t(cols) + std::size_t(gc + q)])
-                            : 0.0f;
+                for (int q = 0; q < 4; ++q) {
+                    const bool in = gr < rows && gc + q < cols;
+                    v[q] = in ? to_f32(x[at + std::size_t(q)]) : 0.0f;
+                    if (gate && in) g[q] = to_f32(gate[at + std::size_t(q)]);
+                }
+            }
+            // relu's backward: dZ = dY where Y > 0 (a uniform branch: gate is per launch).
+            if (gate) {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) v[q] = g[q] > 0.0f ? v[q] : 0.0f;
             }
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
@@ -199,16 +229,36 @@ __global__ void __launch_bounds__(k_threads)
         }
         if constexpr (WriteT) {
             __syncthreads();
+            // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
+            // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
+            // at columns r0 + 4 tx (a byte read per byte had the warps waiting on shared
+            // memory).
 #pragma unroll
-            for (int i = 0; i < k_tile / 16; ++i) {
-                const int j = ty + 16 * i, r = 4 * tx; // y_t's row c0 + j, columns r0 + r ..
-                if (c0 + j >= cols || r0 + r >= t_ld) continue;
-                const std::uint32_t packed =
-                    std::uint32_t(tile[r][j]) | std::uint32_t(tile[r + 1][j]) << 8 |
-                    std::uint32_t(tile[r + 2][j]) << 16 | std::uint32_t(tile[r + 3][j]) << 24;
-                std::uint8_t* at =
-                    y_t + std::size_t(c0 + j) * std::size_t(t_ld) + std::size_t(r0 + r);
-                store4(at, packed, aligned);
+            for (int h = 0; h < k_tile_rows / 64; ++h) {
+                const int r = 4 * tx + 64 * h, j = 4 * ty;
+                if (r0 + r < t_ld) {
+                    std::uint32_t w[4];
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+                    const std::uint32_t lo01 =
+                        __byte_perm(w[0], w[1], 0x5140); // w0.b0 w1.b0 w0.b1 w1.b1
+                    const std::uint32_t hi01 =
+                        __byte_perm(w[0], w[1], 0x7362); // w0.b2 w1.b2 w0.b3 w1.b3
+                    const std::uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140);
+                    const std::uint32_t hi23 = __byte_perm(w[2], w[3], 0x7362);
+                    const std::uint32_t col[4] = {__byte_perm(lo01, lo23, 0x5410), // the bytes 0
+                                                  __byte_perm(lo01, lo23, 0x7632), // the bytes 1
+                                                  __byte_perm(hi01, hi23, 0x5410),
+                                                  __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        if (c0 + j + q >= cols) break;
+                        std::uint8_t* at =
+                            y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) + std::size_t(r0 + r);
+                        store4(at, col[q], aligned);
+                    }
+                }
             }
             __syncthreads(); // the tile is written again by the next row tile
         }
@@ -251,20 +301,21 @@ struct QuantizeArgs {
 };
 
 template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
-void launch_tiled(const T* x, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
+void launch_tiled(const T* x, const T* gate, const QuantizeArgs& a, bool aligned,
+                  cudaStream_t stream)
 {
     const dim3 grid(a.row_blocks, unsigned((a.cols + k_tile - 1) / k_tile));
-    fp8_quantize_tiled<T, E5M2, Amax, WriteY, WriteT, Sums>
-        <<<grid, k_threads, 0, stream>>>(x, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows),
-                                         a.scale, a.amax_slot, a.y, a.y_t, a.partials, aligned);
+    fp8_quantize_tiled<T, E5M2, Amax, WriteY, WriteT, Sums><<<grid, k_threads, 0, stream>>>(
+        x, gate, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale, a.amax_slot, a.y,
+        a.y_t, a.partials, aligned);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
 template <class T, bool E5M2, bool Amax>
-void quantize(const T* x, const QuantizeArgs& a, cudaStream_t stream)
+void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t stream)
 {
     const std::size_t n = std::size_t(a.rows) * std::size_t(a.cols);
-    if (!a.y_t && !a.partials && a.cols % k_fp8_pad == 0) { // nothing to pad or transpose
+    if (!a.y_t && !a.partials && !gate && a.cols % k_fp8_pad == 0) { // nothing to pad or transpose
         const bool vec =
             aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(a.y, 8);
         const std::size_t groups = vec ? n / 8 : 0;
@@ -275,30 +326,31 @@ void quantize(const T* x, const QuantizeArgs& a, cudaStream_t stream)
         return;
     }
     const bool aligned = a.cols % 4 == 0 && aligned_to(x, 4 * sizeof(T)) &&
+                         (!gate || aligned_to(gate, 4 * sizeof(T))) &&
                          (!a.y || aligned_to(a.y, 4)) && (!a.y_t || aligned_to(a.y_t, 4));
     const bool sums = a.partials != nullptr;
     if (a.y && a.y_t && sums)
-        launch_tiled<T, E5M2, Amax, true, true, true>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, true, true, true>(x, gate, a, aligned, stream);
     else if (a.y && a.y_t)
-        launch_tiled<T, E5M2, Amax, true, true, false>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, true, true, false>(x, gate, a, aligned, stream);
     else if (a.y_t && sums)
-        launch_tiled<T, E5M2, Amax, false, true, true>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, false, true, true>(x, gate, a, aligned, stream);
     else if (a.y_t)
-        launch_tiled<T, E5M2, Amax, false, true, false>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, false, true, false>(x, gate, a, aligned, stream);
     else if (sums)
-        launch_tiled<T, E5M2, Amax, true, false, true>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, true, false, true>(x, gate, a, aligned, stream);
     else
-        launch_tiled<T, E5M2, Amax, true, false, false>(x, a, aligned, stream);
+        launch_tiled<T, E5M2, Amax, true, false, false>(x, gate, a, aligned, stream);
 }
 
 } // namespace
 
-void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const float* scale,
-                         float* amax_slot, void* y, void* y_t, DType ty, void* col_sums,
-                         DType tsums, ReduceScratch& scratch, cudaStream_t stream)
+void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int rows, int cols,
+                         const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
+                         void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return;
-    const unsigned row_tiles = unsigned((rows + k_tile - 1) / k_tile);
+    const unsigned row_tiles = unsigned((rows + k_tile_rows - 1) / k_tile_rows);
     // With column sums, at most k_max_partials_per_array partials: the scratch holds that
     // many without growing, which it could not do inside a recorded step.
     const unsigned cap =
@@ -315,15 +367,16 @@ void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const floa
     dispatch_floating(tx, "fp8_quantize", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = static_cast<const T*>(x);
+        const T* gate = static_cast<const T*>(relu_gate);
         const bool e5m2 = ty == DType::F8E5M2;
         if (e5m2 && amax_slot)
-            quantize<T, true, true>(in, a, stream);
+            quantize<T, true, true>(in, gate, a, stream);
         else if (e5m2)
-            quantize<T, true, false>(in, a, stream);
+            quantize<T, true, false>(in, gate, a, stream);
         else if (amax_slot)
-            quantize<T, false, true>(in, a, stream);
+            quantize<T, false, true>(in, gate, a, stream);
         else
-            quantize<T, false, false>(in, a, stream);
+            quantize<T, false, false>(in, gate, a, stream);
     });
     // The tiles' partials added in tile order, rounded once to the sums' dtype.
     if (col_sums)

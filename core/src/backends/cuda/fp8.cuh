@@ -19,10 +19,11 @@ namespace mixlab::cuda {
 // amax_slot not null, max |x| over finite elements is folded (atomic max on the float's
 // bits) into *amax_slot. scale: the block's scale in device memory. col_sums (not null):
 // x's column sums in dtype tsums, through partials in `scratch` (a second launch adds
-// them in a fixed order).
-void launch_fp8_quantize(const void* x, DType tx, int rows, int cols, const float* scale,
-                         float* amax_slot, void* y, void* y_t, DType ty, void* col_sums,
-                         DType tsums, ReduceScratch& scratch, cudaStream_t stream);
+// them in a fixed order). relu_gate (not null, x's dtype and shape): x read as 0 where
+// relu_gate <= 0, relu's backward in the same pass.
+void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int rows, int cols,
+                         const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
+                         void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream);
 
 // hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

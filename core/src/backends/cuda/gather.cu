@@ -27,42 +27,40 @@ struct GatherArgs {
     std::int64_t steps_per_epoch;
 };
 
-constexpr int k_vec = 8; // output elements per thread
+// Output elements per thread. (16, one 16-byte load of source bytes, measured no faster
+// on the H200: 23.8 us for W1's 4096 x 3072 batch against 23.7.)
+constexpr int k_vec = 8;
 
-template <class T>
-struct Pack8;
-template <>
-struct Pack8<float> {
-    static constexpr int words = 2;
-    using V = float4;
-};
-template <>
-struct Pack8<__half> {
-    static constexpr int words = 1;
-    using V = uint4;
-};
-template <>
-struct Pack8<bf16> {
-    static constexpr int words = 1;
-    using V = uint4;
-};
+// Two values rounded to a 16-bit T, packed in a word (the first in the low half).
+__device__ __forceinline__ std::uint32_t pack2(float a, float b, bf16)
+{
+    return std::uint32_t(__bfloat16_as_ushort(from_f32<bf16>(a))) |
+           std::uint32_t(__bfloat16_as_ushort(from_f32<bf16>(b))) << 16;
+}
+__device__ __forceinline__ std::uint32_t pack2(float a, float b, __half)
+{
+    return std::uint32_t(__half_as_ushort(from_f32<__half>(a))) |
+           std::uint32_t(__half_as_ushort(from_f32<__half>(b))) << 16;
+}
 
-// Eight values to dst, as 16-byte stores when dst allows it.
+// Eight values to dst, as 16-byte stores when dst allows it. Packed in registers: an
+// array of T read back as vectors (the first version) lived in local memory.
 template <class T>
-__device__ __forceinline__ void store8(T* dst, const float (&v)[k_vec], bool wide)
+__device__ __forceinline__ void store8(T* dst, const float* v, bool wide)
 {
     if (wide) {
-        T packed[k_vec];
-#pragma unroll
-        for (int i = 0; i < k_vec; ++i) packed[i] = from_f32<T>(v[i]);
-        using V = typename Pack8<T>::V;
-        const V* src = reinterpret_cast<const V*>(packed);
-        V* out = reinterpret_cast<V*>(dst);
-#pragma unroll
-        for (int w = 0; w < Pack8<T>::words; ++w) out[w] = src[w];
+        if constexpr (sizeof(T) == 4) {
+            float4* out = reinterpret_cast<float4*>(dst);
+            out[0] = make_float4(v[0], v[1], v[2], v[3]);
+            out[1] = make_float4(v[4], v[5], v[6], v[7]);
+        } else {
+            *reinterpret_cast<uint4*>(dst) =
+                make_uint4(pack2(v[0], v[1], T{}), pack2(v[2], v[3], T{}), pack2(v[4], v[5], T{}),
+                           pack2(v[6], v[7], T{}));
+        }
     } else {
 #pragma unroll
-        for (int i = 0; i < k_vec; ++i) dst[i] = from_f32<T>(v[i]);
+        for (int i = 0; i < 8; ++i) dst[i] = from_f32<T>(v[i]);
     }
 }
 
@@ -80,19 +78,25 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
     const int sample = a.height * a.width * a.channels;
     const int chunks = (sample + k_vec - 1) / k_vec;
     const std::int64_t total = std::int64_t(batch) * chunks;
+    // 32-bit division where the indices fit (every batch we have seen): a 64-bit one is
+    // a long software sequence, per 8 elements.
+    const bool narrow = total + std::int64_t(gridDim.x) * blockDim.x < (std::int64_t(1) << 31);
     const bool augment = a.crop || a.flip;
     // Every (channel, byte) normalised once per block, by the expression the CPU uses:
     // the per-element division and the indexing of the parameters by channel had run
     // the MLP's 4096-sample batch at a fifth of the copy bandwidth (bench/NOTES.md 21).
     __shared__ float norm[4][256];
-    for (int i = threadIdx.x; i < a.channels * 256; i += blockDim.x) {
-        const int c = i / 256, byte = i % 256;
-        norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
+    // The channel loop unrolled: a parameter array indexed at run time is copied to
+    // local memory first.
+    for (int byte = threadIdx.x; byte < 256; byte += blockDim.x) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            if (c < a.channels) norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
     }
     __syncthreads();
     for (std::int64_t t = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; t < total;
          t += std::int64_t(gridDim.x) * blockDim.x) {
-        const int b = int(t / chunks);
+        const int b = narrow ? int(unsigned(t) / unsigned(chunks)) : int(t / chunks);
         const int first = int(t - std::int64_t(b) * chunks) * k_vec;
         const std::int64_t src = order[offset + b];
         const std::uint8_t* img = images + src * sample;
@@ -113,7 +117,9 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
                     bytes[4 + i] = std::uint8_t(w.y >> (8 * i));
                 }
             } else {
-                for (int i = 0; i < n; ++i) bytes[i] = img[first + i];
+#pragma unroll
+                for (int i = 0; i < k_vec; ++i) // constant indices: bytes stays in registers
+                    if (i < n) bytes[i] = img[first + i];
             }
         }
         float v[k_vec];
@@ -143,7 +149,9 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
             const bool wide = (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0;
             store8(dst, v, wide);
         } else {
-            for (int i = 0; i < n; ++i) dst[i] = from_f32<T>(v[i]);
+#pragma unroll
+            for (int i = 0; i < k_vec; ++i) // constant indices: v stays in registers
+                if (i < n) dst[i] = from_f32<T>(v[i]);
         }
     }
 }

@@ -91,7 +91,7 @@ std::size_t LtGemm::KeyHash::operator()(const Key& k) const noexcept
         std::uint64_t(k.epilogue) << 24 | std::uint64_t(k.math) << 32);
     mix(std::uint64_t(k.align_a) | std::uint64_t(k.align_b) << 16 | std::uint64_t(k.align_c) << 32 |
         std::uint64_t(k.align_aux) << 48);
-    mix(std::uint64_t(k.stage) | std::uint64_t(k.b) << 8);
+    mix(std::uint64_t(k.stage) | std::uint64_t(k.b) << 8 | std::uint64_t(k.fast_accum) << 16);
     return h;
 }
 
@@ -125,6 +125,7 @@ void LtGemm::set_shape(GemmPlanInfo& info, const Key& key)
     info.b = key.b;
     info.epilogue = key.epilogue;
     info.math = key.math;
+    info.fast_accum = key.fast_accum;
     info.fused = true;
 }
 
@@ -155,11 +156,11 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
         // with ld k, taken as is, op_b = N (trans_a false). So cuBLASLt sees TRANSA = T,
         // TRANSB = N, both with k contiguous: the "TN" form Hopper's fp8 kernels read.
         //
-        // Fast accumulation off (its default, set anyway): Hopper's fp8 MMA accumulates
-        // in fewer bits than fp32, and without the periodic promotion into fp32
-        // registers that this mode skips, long k sums (the weight gradient sums over the
-        // batch, 4096 terms) lose precision; we promise fp32 accumulation.
-        const std::int8_t fast_accum = 0;
+        // Fast accumulation only when the call asks (GemmCall::fp8_fast_accum): Hopper's
+        // fp8 MMA accumulates in fewer bits than fp32, and without the periodic promotion
+        // into fp32 registers that this mode skips, long k sums (the weight gradient
+        // sums over the batch, 4096 terms) lose precision.
+        const std::int8_t fast_accum = key.fast_accum ? 1 : 0;
         set_attr(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum);
     }
     const std::uint32_t epi = lt_epilogue(key.epilogue);
@@ -543,6 +544,7 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.align_c = alignment(g.c->data());
     key.align_aux = aux ? alignment(aux->data()) : 256;
     key.stage = stage_requested();
+    key.fast_accum = g.fp8_fast_accum;
 
     if (skinny_applies(g)) {
         Plan& plan = skinny_plan(key);
@@ -618,15 +620,16 @@ std::vector<GemmPlanInfo> LtGemm::plans() const
 
 std::string describe(const GemmPlanInfo& p)
 {
-    std::string s =
-        "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
-        " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") + " " + dtype_short_name(p.ab) +
-        (p.b != p.ab ? std::string(".") + dtype_short_name(p.b) : std::string()) + "->" +
-        dtype_short_name(p.c) + " " + epilogue_name(p.epilogue) + " " + math_mode_name(p.math) +
-        ": " + (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
-        (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
-        (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") + ", " +
-        std::to_string(p.calls) + " calls";
+    std::string s = "gemm " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+                    std::to_string(p.k) + " " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") +
+                    " " + dtype_short_name(p.ab) +
+                    (p.b != p.ab ? std::string(".") + dtype_short_name(p.b) : std::string()) +
+                    "->" + dtype_short_name(p.c) + " " + epilogue_name(p.epilogue) + " " +
+                    math_mode_name(p.math) + (p.fast_accum ? " fast-accumulation" : "") + ": " +
+                    (p.epilogue == Epilogue::None ? "plain" : (p.fused ? "fused" : "unfused")) +
+                    (p.tensor_cores ? ", tensor cores" : ", no tensor cores") +
+                    (p.tensor_cores && !p.tensor_core_shapes ? " (dims not multiples of 8)" : "") +
+                    ", " + std::to_string(p.calls) + " calls";
     if (p.tune_timed > 0) {
         char buf[96];
         std::snprintf(buf, sizeof buf, ", tuned %d candidates: #%d %.1f us vs #1 %.1f us",

@@ -53,6 +53,7 @@ private:
         MathMode math;
         std::uint16_t align_a, align_b, align_c, align_aux; // pointer alignment, capped at 256
         StageMode stage;                                    // MIXLAB_GEMM_STAGE at the call
+        bool fast_accum;                                    // fp8 only: GemmCall's
         bool operator==(const Key&) const = default;
     };
     struct KeyHash {

@@ -17,6 +17,7 @@ struct GemmPlanInfo {
     DType b = DType::F32;   // B's dtype: ab's, except in an fp8 GEMM (E4M3 . E5M2)
     Epilogue epilogue = Epilogue::None;
     MathMode math = MathMode::Pedantic;
+    bool fast_accum = false;         // fp8: Hopper's fast accumulation (GemmCall's)
     bool fused = false;              // the epilogue ran inside the cuBLASLt kernel
     bool tensor_cores = false;       // operand types, math mode and device allow tensor cores
     bool tensor_core_shapes = false; // m, n, k multiples of 8 (16-bit) or 4 (TF32)

@@ -1,6 +1,6 @@
 // Cross-entropy in fp32 whatever the logits' dtype: one warp per row (classes up to a
 // few thousand), per-block partials, and the last block to finish adds the partials in
-// block order. That keeps the loss sum reproducible bit for bit, without atomics on
+// a fixed tree order. That keeps the loss sum reproducible bit for bit, without atomics on
 // floats and without a second launch.
 #include "backends/cuda/loss.cuh"
 
@@ -120,16 +120,30 @@ __global__ void __launch_bounds__(k_warps * 32)
         is_last = atomicAdd(&scratch->ticket, 1u) == gridDim.x - 1;
     }
     __syncthreads();
-    if (is_last && threadIdx.x == 0) {
-        __threadfence();
-        const volatile double* pl = scratch->loss;
-        const volatile float* pc = scratch->correct;
-        double l = 0.0;
-        float c = 0.0f;
-        for (unsigned b = 0; b < gridDim.x; ++b) {
-            l += pl[b];
-            c += pc[b];
+    if (!is_last) return;
+    // The last block adds the partials: one per thread, then a tree in a fixed order
+    // (reproducible, like the rest). One thread reading them in turn took most of the
+    // kernel's 17 us at batch 4096 on the H200.
+    static_assert(k_warps * 32 == k_loss_max_blocks, "a thread per block's partial");
+    __shared__ double tree_loss[k_loss_max_blocks];
+    __shared__ float tree_correct[k_loss_max_blocks];
+    __threadfence();
+    const unsigned tid = threadIdx.x;
+    tree_loss[tid] =
+        tid < gridDim.x ? static_cast<const volatile double*>(scratch->loss)[tid] : 0.0;
+    tree_correct[tid] =
+        tid < gridDim.x ? static_cast<const volatile float*>(scratch->correct)[tid] : 0.0f;
+    __syncthreads();
+    for (unsigned half = k_loss_max_blocks / 2; half > 0; half /= 2) {
+        if (tid < half) {
+            tree_loss[tid] += tree_loss[tid + half];
+            tree_correct[tid] += tree_correct[tid + half];
         }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        const double l = tree_loss[0];
+        const float c = tree_correct[0];
         if (dlogits) { // a training step: this batch's numbers
             record[k_rec_loss_sum] = float(l);
             record[k_rec_correct] = c;

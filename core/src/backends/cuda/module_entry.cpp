@@ -58,6 +58,7 @@ nlohmann::json gemm_json(const mixlab::cuda::GemmPlanInfo& p)
             {"aux", std::string(dtype_name(p.aux))},
             {"epilogue", mixlab::epilogue_name(p.epilogue)},
             {"math", mixlab::math_mode_name(p.math)},
+            {"fast_accum", p.fast_accum},
             {"staging", p.staging},
             {"fused", p.fused},
             {"tensor_cores", p.tensor_cores},

@@ -25,6 +25,7 @@ namespace {
 struct Fp8Operands {
     Buffer* meta = nullptr; // the network's (allocated after every node is built)
     int history = 0;
+    bool fast_forward = false; // the forward GEMM with fast accumulation (Fp8Config)
     std::size_t x_block = 0, w_block = 0, dy_block = 0;
     // Each stored with its row padded (fp8_padded, written "p"): the GEMM's k.
     Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in_p, in x batch_p (E4M3)
@@ -84,8 +85,9 @@ public:
 
     void backward(const PassContext& c, int batch, std::uint64_t) override
     {
-        // dZ overwrites dY in place: every activation here is element-wise.
-        if (act != Activation::None) {
+        // dZ overwrites dY in place: every activation here is element-wise. An fp8 layer
+        // takes relu's in its quantize pass instead (backward_fp8).
+        if (act != Activation::None && !(m_fp8 && act == Activation::Relu)) {
             const Buffer& x = m_pre ? *m_pre : *out;
             c.backend.activation_backward(act, x, *out, *out_grad, out_features, *out_grad);
         }
@@ -131,6 +133,10 @@ public:
         if (m_fp8)
             k.detail += "; fp8 GEMMs (E4M3 x and w, E5M2 dy; delayed scaling over " +
                         std::to_string(m_fp8->history) + " steps" +
+                        // The CPU accumulates exactly whatever the setting.
+                        (m_fp8->fast_forward && !m_fp8_emulated
+                             ? "; the forward GEMM with fast accumulation"
+                             : "") +
                         (m_fp8_emulated ? ", emulated on the CPU)" : ")");
         else if (!m_fp8_why.empty())
             k.detail += "; fp8: " + m_fp8_why;
@@ -150,6 +156,7 @@ private:
         auto f = std::make_unique<Fp8Operands>();
         f->meta = &b.fp8_meta();
         f->history = cfg.amax_history;
+        f->fast_forward = cfg.fast_forward;
         f->x_block = b.fp8_block(DType::F8E4M3, path() + " x");
         f->w_block = b.fp8_block(DType::F8E4M3, path() + " w");
         f->dy_block = b.fp8_block(DType::F8E5M2, path() + " dy");
@@ -193,25 +200,28 @@ private:
     {
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
-                               f.x8, training ? f.x8_t : nullptr, nullptr);
+                               f.x8, training ? f.x8_t : nullptr, nullptr, nullptr);
         c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
-                               training, f.w8, training ? f.w8_t : nullptr, nullptr);
+                               training, f.w8, training ? f.w8_t : nullptr, nullptr, nullptr);
         GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
                               m_pre ? m_pre : out);
         g.bias = m_w.b_read();
         g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
+        g.fp8_fast_accum = f.fast_forward; // k = in_features: a short sum (Fp8Config)
         c.backend.gemm(g);
         if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
     }
 
-    // dZ (already in out_grad) quantized to E5M2 with its transpose, and dB its column
-    // sums in the same pass (fp8 GEMMs have no bias-gradient epilogue); dW (fp32) =
-    // dy8_t . x8_t^T, dX = dy8 . w8_t^T: all three in the TN form.
+    // dZ quantized to E5M2 with its transpose, and dB its column sums in the same pass
+    // (fp8 GEMMs have no bias-gradient epilogue); dW (fp32) = dy8_t . x8_t^T, dX = dy8 .
+    // w8_t^T: all three in the TN form. Under relu dZ is never written in 16 bits: the
+    // pass reads dY (out_grad) gated by Y > 0; other activations left dZ in out_grad.
     void backward_fp8(const PassContext& c, int batch)
     {
         Fp8Operands& f = *m_fp8;
+        const Buffer* relu_gate = act == Activation::Relu ? out : nullptr;
         c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
-                               f.dy8, f.dy8_t, m_w.b_grad);
+                               f.dy8, f.dy8_t, m_w.b_grad, relu_gate);
         c.backend.gemm(fp8_gemm(out_features, in_features, batch, f.dy8_t, f.dy_block, f.x8_t,
                                 f.x_block, m_w.w_grad));
         if (in_grad)
