@@ -294,6 +294,21 @@ void TestSafetensors::residual_and_lstm_names()
     Network b(graph, Policy::FP32, OptimizerConfig{}, *backend, 2, 3, 99);
     load_weights_bytes(b, bytes, "test");
     QVERIFY(b.read_parameters() == a.read_parameters());
+
+    // A decoder tied to the embedding: PyTorch's state_dict lists the shared table under
+    // the decoder's name too, so the file does; loading takes it back once.
+    emb.dim = 6;
+    decoder.tie_weights = true;
+    const ModelSpec tied = model("tied", {emb, lstm, decoder});
+    const Graph tied_graph = build_graph(tied, Shape::tokens(), 11);
+    Network t(tied_graph, Policy::FP32, OptimizerConfig{}, *backend, 2, 3, 7);
+    const std::string tied_bytes = encode_weights(t, tied, Policy::FP32, 0);
+    const Header th = read_header(tied_bytes);
+    QVERIFY(th.json.at("2.weight").at("shape") == nlohmann::json({11, 6}));
+    QVERIFY(floats_at(tied_bytes, th, "2.weight") == floats_at(tied_bytes, th, "0.weight"));
+    Network u(tied_graph, Policy::FP32, OptimizerConfig{}, *backend, 2, 3, 99);
+    load_weights_bytes(u, tied_bytes, "test");
+    QVERIFY(u.read_parameters() == t.read_parameters());
 }
 
 void TestSafetensors::metadata()

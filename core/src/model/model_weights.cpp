@@ -148,8 +148,7 @@ void plan_slot(Network& net, std::size_t slot, int part, const LayerNaming& n,
     const GraphLayer& l = net.slot_layer(slot);
     const LayerSpec& spec = l.spec;
     const std::string& p = n.prefix;
-    // The slot's own values: read once here to know its size (exact for each shape below).
-    const std::size_t count = net.read_slot(slot).size();
+    const std::size_t count = net.slot_size(slot); // each shape below must cover it exactly
     const auto unknown = [&] {
         return InputError(label(l) + ": parameter " + std::to_string(part) +
                           " has no PyTorch name in this writer");
@@ -161,7 +160,7 @@ void plan_slot(Network& net, std::size_t slot, int part, const LayerNaming& n,
             // PyTorch's tied decoder lists the embedding's table under its own name too;
             // strict loading wants it, so the table is written a second time.
             if (part != 0) throw unknown();
-            const std::size_t table = net.read_slot(embedding_slot).size();
+            const std::size_t table = net.slot_size(embedding_slot);
             out.push_back(
                 slot_tensor(p + "weight", embedding_slot, {std::int64_t(table) / in, in}));
             out.push_back(slot_tensor(p + "bias", slot, {units}));

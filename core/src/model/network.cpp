@@ -396,6 +396,12 @@ std::vector<float> Network::read_slots(Buffer* ParamSlot::*which)
 
 std::vector<float> Network::read_parameters() { return read_slots(&ParamSlot::master); }
 
+std::size_t Network::slot_size(std::size_t i) const
+{
+    const PaddedLayout& layout = m_layouts.at(i);
+    return layout.empty() ? m_slots[i].master->count() : logical_count(layout);
+}
+
 std::vector<float> Network::read_slot(std::size_t i)
 {
     const ParamSlot& slot = m_slots.at(i);
@@ -407,7 +413,7 @@ void Network::write_slot(std::size_t i, const std::vector<float>& values)
 {
     const ParamSlot& slot = m_slots.at(i);
     const PaddedLayout& layout = m_layouts[i];
-    const std::size_t n = layout.empty() ? slot.master->count() : logical_count(layout);
+    const std::size_t n = slot_size(i);
     if (values.size() != n)
         throw Error("write_slot: " + std::to_string(values.size()) + " values for a tensor of " +
                     std::to_string(n));

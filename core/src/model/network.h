@@ -91,6 +91,7 @@ public:
     const Graph& graph() const { return m_graph; }
     std::size_t slot_count() const { return m_slots.size(); }
     const GraphLayer& slot_layer(std::size_t slot) const { return *m_slot_layers[slot]; }
+    std::size_t slot_size(std::size_t slot) const; // its values as the model defines them
     std::vector<float> read_slot(std::size_t slot);
     void write_slot(std::size_t slot, const std::vector<float>& values);
     struct StateTensor {
