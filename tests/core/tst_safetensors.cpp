@@ -77,11 +77,11 @@ struct Net {
     Graph graph;
     std::unique_ptr<Network> net;
 
-    Net(const ModelSpec& spec, const Shape& input, int classes, std::uint64_t seed)
+    Net(const ModelSpec& spec, const Shape& input, int classes, std::uint64_t seed,
+        Policy policy = Policy::FP32, OptimizerConfig opt = {})
     {
         graph = build_graph(spec, input, classes);
-        net = std::make_unique<Network>(graph, Policy::FP32, OptimizerConfig{}, *backend, k_batch,
-                                        seed);
+        net = std::make_unique<Network>(graph, policy, opt, *backend, k_batch, seed);
     }
     // Fresh random masters (not the initial ones: zero biases would hide a swap).
     void randomize(unsigned seed)
@@ -151,6 +151,7 @@ class TestSafetensors : public QObject {
 private slots:
     void dense_file_read_by_hand();
     void dense_round_trip();
+    void masters_of_every_scheme();
     void conv_batchnorm_round_trip_and_layouts();
     void residual_and_lstm_names();
     void metadata();
@@ -194,6 +195,28 @@ void TestSafetensors::dense_file_read_by_hand()
     std::memcpy(&u, &first, 4);
     for (int b = 0; b < 4; ++b)
         QCOMPARE(std::uint8_t(bytes[h.data_start + std::size_t(b)]), std::uint8_t(u >> (8 * b)));
+}
+
+// Under every scheme of masters (fp32 beside a 16-bit copy, bf16 split into two halves)
+// the file holds the fp32 masters, and loading rebuilds the copies from them.
+void TestSafetensors::masters_of_every_scheme()
+{
+    OptimizerConfig split;
+    split.master_weights = MasterWeights::Bf16Split;
+    for (const auto& [policy, opt] : {std::pair{Policy::MixedFP16, OptimizerConfig{}},
+                                      {Policy::MixedBF16, OptimizerConfig{}},
+                                      {Policy::MixedBF16, split}}) {
+        Net a(tiny_mlp(), Shape{{2, 2, 1}}, 3, 7, policy, opt);
+        a.randomize(51);
+        const std::string bytes = encode_weights(*a.net, tiny_mlp(), policy, 1);
+        const Vec masters = a.net->read_parameters();
+        QVERIFY(floats_at(bytes, read_header(bytes), "1.weight") ==
+                Vec(masters.begin(), masters.begin() + 20));
+        Net b(tiny_mlp(), Shape{{2, 2, 1}}, 3, 99, policy, opt);
+        load_weights_bytes(*b.net, bytes, "test");
+        QVERIFY(b.net->read_parameters() == a.net->read_parameters());
+        QVERIFY(b.logits() == a.logits());
+    }
 }
 
 void TestSafetensors::dense_round_trip()
