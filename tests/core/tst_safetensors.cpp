@@ -157,6 +157,7 @@ private slots:
     void metadata();
     void damaged_files_refused();
     void mismatched_models_refused();
+    void inexpressible_models_refused();
 };
 
 // The format as the public description has it: length, a space-padded JSON header, then
@@ -427,6 +428,35 @@ void TestSafetensors::mismatched_models_refused()
     EXPECT_REFUSED(load_weights_bytes(*n.net, encode_safetensors(extra, {}), "w.st"),
                    "tensor \"9.weight\" is not in this model");
     QVERIFY(n.net->read_parameters() == before);
+}
+
+// What the PyTorch naming cannot express is refused, not written wrong.
+void TestSafetensors::inexpressible_models_refused()
+{
+    LayerSpec block = of_type(LayerType::Residual);
+    block.body = {dense(8)};
+    const ModelSpec mixed_orders = model("r", {of_type(LayerType::Flatten), block, dense(3)});
+    Net r(mixed_orders, Shape{{2, 2, 2}}, 3, 7);
+    EXPECT_REFUSED(network_tensors(*r.net, 0),
+                   "layer 1 (residual): a residual block reading a flattened image of several "
+                   "channels cannot be saved in PyTorch's feature order");
+    // One channel: both orders are the same, so it saves.
+    Net one(mixed_orders, Shape{{2, 4, 1}}, 3, 7);
+    QCOMPARE(network_tensors(*one.net, 0).size(), std::size_t(4));
+
+    LayerSpec emb = of_type(LayerType::Embedding);
+    emb.vocab = 11;
+    emb.dim = 6;
+    LayerSpec lstm = of_type(LayerType::Lstm);
+    lstm.hidden = 6;
+    LayerSpec decoder = dense(k_units_vocab);
+    decoder.tie_weights = true;
+    decoder.use_bias = false;
+    const ModelSpec lm = model("lm", {emb, lstm, decoder});
+    auto backend = make_backend(DeviceChoice::CPU);
+    Network t(build_graph(lm, Shape::tokens(), 11), Policy::FP32, OptimizerConfig{}, *backend, 2, 3,
+              7);
+    EXPECT_REFUSED(network_tensors(t, 0), "layer 2 (dense): a tied decoder without a bias");
 }
 
 QTEST_APPLESS_MAIN(TestSafetensors)
