@@ -112,6 +112,8 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
     options.profile_steps = g.profile_steps;
     options.sample_words = in.sample_words;
     options.sample_temperature = in.temperature;
+    options.load_weights = in.load_weights.value_or("");
+    options.save_weights = in.save_weights.value_or("");
     RunGroup group(in.spec, g.configs, options);
     CliObserver observer(g, in);
     InterruptStop interrupt;

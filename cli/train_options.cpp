@@ -124,6 +124,17 @@ void add_train_options(ArgParser& p, bool compare)
     p.add_option("--fp8-fast-forward", "on|off",
                  "mixed_fp8: the forward GEMM with Hopper's fast accumulation, as Transformer "
                  "Engine runs it; the gradients' GEMMs never (default on)");
+    if (!compare) {
+        p.add_option("--load-weights", "FILE",
+                     "start from the weights in FILE (a file --save-weights wrote for this "
+                     "model) instead of the seed's initial ones");
+        p.add_option("--save-weights", "FILE",
+                     "after training, write the model's weights here in the safetensors "
+                     "format: every fp32 master weight and bias and batch norm's running "
+                     "statistics, named as PyTorch's equivalent nn.Sequential names them "
+                     "(docs/WEIGHTS.md), with the model spec, policy and step count in its "
+                     "metadata");
+    }
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
     p.add_option("--progress-every", "N", "a progress line every N steps (default: ~20 per run)");
@@ -236,6 +247,18 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     if (in.log_json && in.log_csv &&
         std::filesystem::absolute(*in.log_json) == std::filesystem::absolute(*in.log_csv))
         throw InputError("--log-json and --log-csv name the same file '" + *in.log_json + "'");
+
+    if (!compare) {
+        in.load_weights = p.value("--load-weights");
+        in.save_weights = p.value("--save-weights");
+        if (in.load_weights) {
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(*in.load_weights, ec))
+                throw InputError("--load-weights: '" + *in.load_weights +
+                                 "' is not a file that can be read");
+        }
+        if (in.save_weights) check_output_path(*in.save_weights, "--save-weights");
+    }
 
     if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name)) {
         // A file given where the folder belongs exists: "does not exist" would mislead.

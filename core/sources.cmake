@@ -6,6 +6,7 @@
 
 # base: element types and their rounding, JSON reading and writing, host/device scalar math.
 set(MIXLAB_BASE_SOURCES
+    base/atomic_file.cpp
     base/dtype.cpp
     base/json_io.cpp
     base/json_util.cpp)
@@ -58,8 +59,10 @@ set(MIXLAB_MODEL_SOURCES
     model/fp8_eligibility.cpp
     model/graph.cpp
     model/master_io.cpp
+    model/model_weights.cpp
     model/network.cpp
     model/padded_layout.cpp
+    model/safetensors.cpp
     model/node.cpp
     model/layers/activation.cpp
     model/layers/batchnorm.cpp

@@ -234,6 +234,22 @@ private slots:
         corpus("corpus-latin1", "caf\xE9 au lait\n", words, words);
         corpus("corpus-long-line", words, QByteArray(1 << 20, 'x') + "yz\n", words);
 
+        // Saved weights of tiny.json, cut 10 bytes short, and of a wider model.
+        write("tiny-wide.json",
+              model(head + R"({"type": "dense", "units": 32, "activation": "relu"},
+                                                {"type": "dense", "units": 10})"));
+        for (const char* m : {"tiny", "tiny-wide"}) {
+            const CliResult r =
+                run(expand({"train", "--model", QString("@%1.json").arg(m), "--dataset",
+                            "synthetic", "--synthetic-size", "32", "--steps", "1", "--batch", "16",
+                            "--device", "cpu", "--save-weights", QString("@%1.st").arg(m)}),
+                    0);
+            QVERIFY2(r.code == 0, qPrintable(details(r)));
+        }
+        QFile tiny(path("tiny.st"));
+        QVERIFY(tiny.open(QIODevice::ReadOnly));
+        write("truncated.st", tiny.readAll().chopped(10));
+
         // Already saved: a log from an earlier run that failing runs must not touch.
         write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
     }
@@ -332,6 +348,13 @@ private slots:
         option("--log-json in a missing folder", {"--log-json", "@no-such-dir/log.json"},
                "no-such-dir");
         option("--log-json is a folder", {"--log-json", "@model-dir.json"}, "--log-json");
+        option("--load-weights truncated", {"--load-weights", "@truncated.st"},
+               "truncated: tensor \"2.bias\" ends at byte offset");
+        option("--load-weights of another model", {"--load-weights", "@tiny-wide.st"},
+               "tensor \"1.weight\": expected shape [16, 3072], found [32, 3072]");
+        option("--load-weights missing file", {"--load-weights", "@none.st"}, "none.st");
+        option("--save-weights in a missing folder", {"--save-weights", "@no-such-dir/w.st"},
+               "no-such-dir");
         {
             QStringList args = with(train, {"--epochs", "0"});
             args.remove(args.indexOf("--steps"), 2);

@@ -293,6 +293,42 @@ private slots:
         QVERIFY(!QFile::exists(csv + ".tmp"));
     }
 
+    // --save-weights: a safetensors file whose header names the model's tensors in
+    // PyTorch's names (tst_safetensors checks the bytes); --load-weights takes it back.
+    void trainSavesWeights()
+    {
+        const QString weights = m_dir.filePath("tiny.st");
+        const QStringList base = {"train",     "--model",          m_tiny, "--dataset",
+                                  "synthetic", "--synthetic-size", "64",   "--device",
+                                  "cpu",       "--batch",          "16"};
+        CliResult r = run(base + QStringList{"--steps", "5", "--save-weights", weights});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("weights") && r.out.contains("tiny.st"), qPrintable(r.out));
+        QVERIFY(!QFile::exists(weights + ".tmp"));
+        QFile f(weights);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        QVERIFY(bytes.size() > 8);
+        quint64 n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | quint8(bytes[i]);
+        QVERIFY(n % 8 == 0 && 8 + n <= quint64(bytes.size()));
+        const QJsonObject header = QJsonDocument::fromJson(bytes.mid(8, qsizetype(n))).object();
+        QCOMPARE(header["1.weight"].toObject()["shape"].toArray(), QJsonArray({16, 3072}));
+        QCOMPARE(header["2.bias"].toObject()["dtype"].toString(), QString("F32"));
+        const QJsonObject meta = header["__metadata__"].toObject();
+        QCOMPARE(meta["format"].toString(), QString("mixlab-weights/1"));
+        QCOMPARE(meta["policy"].toString(), QString("fp32"));
+        QCOMPARE(meta["step"].toString(), QString("5"));
+        QVERIFY(meta["model"].toString().contains("\"tiny\""));
+
+        r = run(base + QStringList{"--steps", "1", "--load-weights", weights});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        r = run({"train", "--help"});
+        QVERIFY(r.out.contains("--save-weights") && r.out.contains("safetensors"));
+        r = run({"compare", "--help"});
+        QVERIFY(!r.out.contains("--save-weights"));
+    }
+
     void runConfigUnderOptions()
     {
         // --run gives the config; options on the command line win over it.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<name>/): the model presets,
-a few run configs, and tiny valid IDX and CIFAR files framed as the targets expect
+a few run configs, tiny valid IDX and CIFAR files framed as the targets expect
 (one flags byte, then the files split by the part marker; see fuzz_idx.cpp and
-fuzz_cifar.cpp). The experiment seeds are files the app saved, kept as they are.
+fuzz_cifar.cpp), and safetensors weights for fuzz_safetensors.cpp's network. The experiment seeds are files the app saved, kept as they are.
 Run it again after changing a format; the output is deterministic."""
 import gzip
 import json
@@ -113,8 +113,40 @@ def cifar_set(hundred, subfolder, coarse):
     return bytes([flags]) + MARKER.join(files)
 
 
+def safetensors(tensors, metadata):
+    """A safetensors file: (name, dtype, shape, bytes) in order, header padded to 8."""
+    header, at = {"__metadata__": metadata}, 0
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(data)]}
+        at += len(data)
+    text = compact(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
+
+
+def safetensors_seeds():
+    # The fuzz target's network (fuzz_safetensors.cpp): conv 2x1x1, batchnorm, flatten,
+    # dense 3 on 2x2x2 samples. A generator of its own: the seeds do not move when the
+    # other corpora change.
+    r = random.Random(19)
+
+    def f32(n):
+        return struct.pack("<%df" % n, *(r.uniform(-1, 1) for _ in range(n)))
+    tensors = [("0.weight", "F32", [2, 2, 1, 1], f32(4)), ("0.bias", "F32", [2], f32(2)),
+               ("1.weight", "F32", [2], f32(2)), ("1.bias", "F32", [2], f32(2)),
+               ("1.running_mean", "F32", [2], f32(2)), ("1.running_var", "F32", [2], f32(2)),
+               ("1.num_batches_tracked", "I64", [], struct.pack("<q", 5)),
+               ("3.weight", "F32", [3, 8], f32(24)), ("3.bias", "F32", [3], f32(3))]
+    meta = {"format": "mixlab-weights/1", "model": "{}", "policy": "fp32", "step": "5"}
+    good = safetensors(tensors, meta)
+    write("safetensors", "fuzz-net.safetensors", good)
+    write("safetensors", "truncated.safetensors", good[:-6])
+    write("safetensors", "other-shape.safetensors",
+          safetensors(tensors[:7] + [("3.weight", "F32", [3, 4], f32(12))] + tensors[8:], meta))
+
+
 def main():
-    for name in ("model_spec", "run_config", "idx", "cifar"):
+    for name in ("model_spec", "run_config", "idx", "cifar", "safetensors"):
         shutil.rmtree(HERE / "corpus" / name, ignore_errors=True)
     model_specs()
     run_configs()
@@ -124,6 +156,7 @@ def main():
     write("cifar", "cifar10-subfolder.bin", cifar_set(False, True, False))
     write("cifar", "cifar100-fine.bin", cifar_set(True, False, False))
     write("cifar", "cifar100-coarse-subfolder.bin", cifar_set(True, True, True))
+    safetensors_seeds()
 
 
 if __name__ == "__main__":

@@ -94,6 +94,9 @@ struct RunOutcome {
     // Language models with RunGroupOptions::sample_words: the text the trained model wrote,
     // or why it could not (sample_failure).
     std::string sample, sample_failure;
+    // RunGroupOptions::save_weights: why the weights could not be written; empty when
+    // they were (or none were asked for).
+    std::string weights_failure;
 };
 
 struct GroupOutcome {
@@ -146,6 +149,13 @@ struct RunGroupOptions {
     // run that did not fail (TrainingRun::sample_text) at this temperature; 0: none.
     int sample_words = 0;
     float sample_temperature = 1.0f;
+    // Non-empty: each run takes its starting weights from this safetensors file
+    // (TrainingRun::load_weights) once set up; a file that does not fit fails the setup.
+    std::string load_weights;
+    // Non-empty (a group of one run): after training, before any profiling pass, the run's
+    // weights are written here (TrainingRun::save_weights), also when it was stopped;
+    // not when it failed. A write that fails is RunOutcome::weights_failure.
+    std::string save_weights;
 };
 
 // The profiling steps for a run that trained with `summary` under `options`.
@@ -206,6 +216,7 @@ private:
     void fail_run(int run, std::exception_ptr error, MetricsSink& sink, RunGroupObserver& observer,
                   GroupOutcome& out);
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
+    void save_weights(GroupOutcome& out);
     void sample_runs(RunGroupObserver& observer, GroupOutcome& out);
     void require_prepared(const char* what) const;
     void require_fresh(const char* what) const;

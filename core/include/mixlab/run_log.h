@@ -51,6 +51,7 @@
 //
 // Not thread-safe: record and write from one thread (the one driving the runs).
 #pragma once
+#include "mixlab/atomic_file.h" // write_file_atomically, which the logs use
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -163,9 +164,5 @@ private:
 // writable, or the path is itself a folder. Call before a run starts, so that a long
 // run does not end in a log it cannot write. Leaves no file behind.
 void check_output_path(const std::string& path, std::string_view option = {});
-
-// Writes `content` to path.tmp, flushes it to disk and renames it over `path`.
-// Throws Error naming the path on failure; the .tmp is removed.
-void write_file_atomically(const std::string& path, std::string_view content);
 
 } // namespace mixlab

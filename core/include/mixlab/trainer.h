@@ -5,6 +5,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/graph.h"
+#include "mixlab/model_spec.h"
 #include "mixlab/numerics.h"
 #include "mixlab/run_config.h"
 #include "mixlab/step_profile.h"
@@ -161,6 +162,14 @@ public:
     // becomes a line break. Throws InputError for a model that is not a language model
     // or a temperature that is not positive.
     std::string sample_text(int words, float temperature, std::uint64_t seed);
+
+    // The model's fp32 masters (and batch norm's running statistics) as a safetensors
+    // file named for PyTorch's nn.Sequential (docs/WEIGHTS.md), written atomically; `spec`
+    // is the model as the run was given it, kept in the file's metadata with the policy
+    // and the steps done. load_weights takes such a file's values for this model, before
+    // training: InputError naming what does not fit, and nothing loaded.
+    void save_weights(const std::string& path, const ModelSpec& spec);
+    void load_weights(const std::string& path);
 
     // Test helpers: current fp32 master parameters in graph order (synchronizes).
     std::vector<float> read_parameters();

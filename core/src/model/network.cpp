@@ -396,6 +396,67 @@ std::vector<float> Network::read_slots(Buffer* ParamSlot::*which)
 
 std::vector<float> Network::read_parameters() { return read_slots(&ParamSlot::master); }
 
+std::size_t Network::slot_size(std::size_t i) const
+{
+    const PaddedLayout& layout = m_layouts.at(i);
+    return layout.empty() ? m_slots[i].master->count() : logical_count(layout);
+}
+
+std::vector<float> Network::read_slot(std::size_t i)
+{
+    const ParamSlot& slot = m_slots.at(i);
+    std::vector<float> stored = download_master(m_backend, *slot.master, slot.low);
+    return m_layouts[i].empty() ? stored : unpad(m_layouts[i], stored);
+}
+
+void Network::write_slot(std::size_t i, const std::vector<float>& values)
+{
+    const ParamSlot& slot = m_slots.at(i);
+    const PaddedLayout& layout = m_layouts[i];
+    const std::size_t n = slot_size(i);
+    if (values.size() != n)
+        throw Error("write_slot: " + std::to_string(values.size()) + " values for a tensor of " +
+                    std::to_string(n));
+    const std::vector<float> stored = layout.empty() ? values : pad(layout, values);
+    upload_master(m_backend, *slot.master, slot.low, stored.data(), stored.size());
+}
+
+namespace {
+
+void collect_state(const NodeList& nodes, std::vector<Network::StateTensor>& out)
+{
+    for (const auto& n : nodes) {
+        std::vector<Node::StateBuffer> own;
+        n->state_buffers(own);
+        for (auto& b : own) out.push_back({n->layer, std::move(b.name), b.buffer});
+        for (const NodeList* branch : n->branches()) collect_state(*branch, out);
+    }
+}
+
+} // namespace
+
+std::vector<Network::StateTensor> Network::state_tensors() const
+{
+    std::vector<StateTensor> out;
+    collect_state(m_nodes, out);
+    return out;
+}
+
+std::vector<float> Network::read_state(const StateTensor& t)
+{
+    std::vector<float> values(t.buffer->count());
+    m_backend.download_f32(*t.buffer, values.data(), values.size());
+    return values;
+}
+
+void Network::write_state(const StateTensor& t, const std::vector<float>& values)
+{
+    if (values.size() != t.buffer->count())
+        throw Error("write_state: " + std::to_string(values.size()) + " values for a tensor of " +
+                    std::to_string(t.buffer->count()));
+    m_backend.upload_f32(*t.buffer, values.data(), values.size());
+}
+
 std::vector<float> Network::read_gradients() { return read_slots(&ParamSlot::grad); }
 
 void Network::write_parameters(const std::vector<float>& values)

@@ -83,6 +83,25 @@ public:
     // read_gradients gives the float32 gradients of the last backward pass.
     void write_parameters(const std::vector<float>& values);
     std::vector<float> read_gradients();
+
+    // Tensor by tensor, for a saved model (model/model_weights.h): the graph the slots'
+    // layers point into; per parameter slot (the order above) the layer that added it and
+    // its fp32 master values as the model defines them (no padding); the other tensors a
+    // saved model holds (batch norm's running statistics), each with its layer.
+    const Graph& graph() const { return m_graph; }
+    std::size_t slot_count() const { return m_slots.size(); }
+    const GraphLayer& slot_layer(std::size_t slot) const { return *m_slot_layers[slot]; }
+    std::size_t slot_size(std::size_t slot) const; // its values as the model defines them
+    std::vector<float> read_slot(std::size_t slot);
+    void write_slot(std::size_t slot, const std::vector<float>& values);
+    struct StateTensor {
+        const GraphLayer* layer = nullptr;
+        std::string name; // PyTorch's: "running_mean", "running_var"
+        Buffer* buffer = nullptr;
+    };
+    std::vector<StateTensor> state_tensors() const;
+    std::vector<float> read_state(const StateTensor& t);
+    void write_state(const StateTensor& t, const std::vector<float>& values);
     // Human-readable facts about what runs: one line per dense, conv or lstm layer, one
     // per embedding and one per relu run inside a batch norm.
     std::vector<std::string> describe() const;

@@ -72,6 +72,13 @@ public:
     virtual bool takes_relu() const { return false; }
     // A block's branches (a residual's body and shortcut), in that order; empty otherwise.
     virtual std::vector<const NodeList*> branches() const { return {}; }
+    // Float32 tensors other than parameters that a saved model holds (a batch norm's
+    // running statistics), by the names PyTorch's equivalent module gives them.
+    struct StateBuffer {
+        std::string name;
+        Buffer* buffer = nullptr;
+    };
+    virtual void state_buffers(std::vector<StateBuffer>&) {}
 
     // "layer 4 > body 0"; the kernel facts' common part.
     std::string path() const;

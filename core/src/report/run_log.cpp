@@ -1,6 +1,6 @@
 // RunLog: records runs' metrics and writes them as `mixlab-log/1` JSON (each type in its
-// own JSON form) and CSV; also the atomic file writing and the up-front check that an
-// output path can be written. Reading a log back is run_log_read.cpp.
+// own JSON form) and CSV; also the up-front check that an output path can be written
+// (the atomic writing itself is atomic_file.h's). Reading a log back is run_log_read.cpp.
 #include "mixlab/run_log.h"
 
 #include "mixlab/error.h"
@@ -299,39 +299,6 @@ void check_output_path(const std::string& path, std::string_view option)
     }
     ::close(fd);
     if (!existed) ::unlink(probe.c_str());
-}
-
-void write_file_atomically(const std::string& path, std::string_view content)
-{
-    const std::string tmp = path + ".tmp";
-    auto fail = [&](const std::string& step, int err) {
-        ::unlink(tmp.c_str());
-        throw Error("cannot write '" + path + "': " + step + ": " + describe_errno(err));
-    };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        const int err = errno;
-        throw Error("cannot write '" + path + "': creating '" + tmp + "': " + describe_errno(err));
-    }
-    std::size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const int err = errno;
-            ::close(fd);
-            fail("writing", err);
-        }
-        done += std::size_t(n);
-    }
-    // Flushed before the rename, so a crash leaves the old file or the new one, whole.
-    if (::fsync(fd) != 0) {
-        const int err = errno;
-        ::close(fd);
-        fail("flushing", err);
-    }
-    if (::close(fd) != 0) fail("closing", errno);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("renaming the .tmp over it", errno);
 }
 
 } // namespace mixlab

@@ -83,6 +83,9 @@ RunGroup::RunGroup(ModelSpec model, std::vector<RunConfig> configs, RunGroupOpti
     : m_model(std::move(model)), m_configs(std::move(configs)), m_options(options)
 {
     if (m_configs.empty()) throw InputError("a run group needs at least one run config");
+    if (!m_options.save_weights.empty() && m_configs.size() != 1)
+        throw InputError("saving weights takes a group of one run, not " +
+                         std::to_string(m_configs.size()));
 }
 
 RunGroup::~RunGroup() = default;
@@ -171,6 +174,7 @@ void RunGroup::set_up_runs(RunGroupObserver& observer, const std::stop_token& st
         m_runs.push_back(std::make_unique<TrainingRun>(m_facts->graph, m_configs[std::size_t(i)],
                                                        *m_device_data, *m_backend, i));
         m_runs.back()->set_stop_token(stop);
+        if (!m_options.load_weights.empty()) m_runs.back()->load_weights(m_options.load_weights);
     }
     check_stop(stop);
     state.run = -1;
@@ -214,6 +218,7 @@ GroupOutcome RunGroup::run(MetricsSink& sink, RunGroupObserver& observer, std::s
         return out;
     }
     train_in_lockstep(sink, observer, stop, out);
+    save_weights(out);
     sample_runs(observer, out);
     profile_runs(observer, stop, out);
     return out;
@@ -310,6 +315,22 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
     }
     for (int i = 0; i < size(); ++i)
         if (m_runs[std::size_t(i)]) observer.on_run_finished(i, out.runs[std::size_t(i)].summary);
+}
+
+// Before profiling, whose extra steps would train the model on: the weights are those of
+// the model the metrics describe.
+void RunGroup::save_weights(GroupOutcome& out)
+{
+    if (m_options.save_weights.empty()) return;
+    for (int i = 0; i < size(); ++i) {
+        TrainingRun* run = m_runs[std::size_t(i)].get();
+        if (!run) continue;
+        try {
+            run->save_weights(m_options.save_weights, m_model);
+        } catch (...) {
+            out.runs[std::size_t(i)].weights_failure = message_of(std::current_exception());
+        }
+    }
 }
 
 // Each run alone, one after the other, so its wall time per step is its own. Only when no

@@ -11,6 +11,7 @@
 #include "mixlab/error.h"
 #include "mixlab/step_time.h"
 #include "mixlab/text_corpus.h"
+#include "model/model_weights.h"
 #include "model/network.h"
 #include "train/trainer_impl.h"
 
@@ -237,6 +238,16 @@ bool TrainingRun::finished() const
 std::vector<std::string> TrainingRun::describe() const { return m_impl->net->describe(); }
 
 std::vector<float> TrainingRun::read_parameters() { return m_impl->net->read_parameters(); }
+
+void TrainingRun::save_weights(const std::string& path, const ModelSpec& spec)
+{
+    mixlab::save_weights(*m_impl->net, path, spec, m_config.policy, steps_done());
+}
+
+void TrainingRun::load_weights(const std::string& path)
+{
+    mixlab::load_weights(*m_impl->net, path);
+}
 
 // The step itself, with every step-dependent value read from the step counter on the
 // device (the host numbers passed along are the same values, for backends that run

@@ -67,6 +67,12 @@ public:
 
     bool takes_relu() const override { return true; }
 
+    void state_buffers(std::vector<StateBuffer>& out) override
+    {
+        out.push_back({"running_mean", m_running_mean});
+        out.push_back({"running_var", m_running_var});
+    }
+
 private:
     Buffer* m_scale = nullptr;
     Buffer* m_scale_grad = nullptr;
