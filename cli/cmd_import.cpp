@@ -30,15 +30,16 @@ std::string shape_text(const std::vector<int>& dims)
 
 int cmd_import(int argc, char** argv)
 {
-    ArgParser parser("mixlab-cli import FILE -o MODEL.json",
-                     "Reads a Keras model's JSON (the output of model.to_json(), Keras 2 or 3, or "
-                     "the config.json inside a .keras archive), Sequential or Functional, and "
-                     "writes it as a MixLab model spec. Layers: InputLayer, Flatten, Dense, "
-                     "Activation, Dropout, Conv2D, BatchNormalization, MaxPooling2D, "
-                     "AveragePooling2D, GlobalAveragePooling2D, Add (residual blocks). A "
-                     "mixed_float16 or mixed_bfloat16 model is printed as the policy to train "
-                     "with; its float32 layers keep \"dtype\": \"float32\". Anything else is "
-                     "refused (exit 2) and nothing is written.");
+    ArgParser parser(
+        "mixlab-cli import FILE -o MODEL.json",
+        "Reads a Keras model's JSON (the output of model.to_json(), Keras 2 or 3, or "
+        "the config.json inside a .keras archive), Sequential or Functional, and "
+        "writes it as a MixLab model spec. Layers: InputLayer, Flatten, Dense, "
+        "Activation, ReLU, Softmax, Dropout, Conv2D, BatchNormalization, MaxPooling2D, "
+        "AveragePooling2D, GlobalAveragePooling2D, Add (residual blocks). A "
+        "mixed_float16 or mixed_bfloat16 model is printed as the policy to train "
+        "with; its float32 layers keep \"dtype\": \"float32\". Anything else is "
+        "refused (exit 2) and nothing is written.");
     parser.add_option("--output", "FILE", "the model spec to write (also -o FILE)");
     // The Keras file is the one positional argument; -o is the usual short form.
     std::vector<std::string> args;

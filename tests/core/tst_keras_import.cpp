@@ -283,6 +283,10 @@ private slots:
         row("Activation gelu", "Activation", R"({"activation": "gelu"})",
             R"({"type": "activation", "activation": "gelu"})");
         row("Activation linear (the identity)", "Activation", R"({"activation": "linear"})", "");
+        row("ReLU", "ReLU", R"({"max_value": null, "negative_slope": 0.0, "threshold": 0.0})",
+            R"({"type": "activation", "activation": "relu"})");
+        row("Softmax", "Softmax", R"({"axis": -1})",
+            R"({"type": "activation", "activation": "softmax"})");
         row("Dropout", "Dropout", R"({"rate": 0.5, "noise_shape": null, "seed": null})",
             R"({"type": "dropout", "rate": 0.5})");
         row("Conv2D", "Conv2D", R"({"filters": 8, "kernel_size": [3, 3], "strides": [1, 1],
@@ -439,9 +443,10 @@ private slots:
         }
     }
 
-    // Residual blocks nested in a body, an Add followed by something other than relu
-    // (kept as a layer), and an Add straight after the input (the identity shortcut of
-    // the input itself).
+    // Residual blocks nested in a body (the inner one's relu a ReLU layer, folded into the
+    // block as an Activation would be), an Add followed by something other than relu (kept
+    // as a layer), and an Add straight after the input (the identity shortcut of the input
+    // itself).
     void functionalResidualShapes()
     {
         const json conv = {{"filters", 4}, {"kernel_size", {3, 3}}, {"padding", "same"}};
@@ -452,7 +457,7 @@ private slots:
                             {"Conv2D", "outer_a", {"in"}, conv},
                             {"Conv2D", "inner", {"outer_a"}, conv},
                             {"Add", "inner_add", {"inner", "outer_a"}},
-                            {"Activation", "inner_relu", {"inner_add"}, {{"activation", "relu"}}},
+                            {"ReLU", "inner_relu", {"inner_add"}},
                             {"Add", "outer_add", {"in", "inner_relu"}},
                             {"Activation", "tanh", {"outer_add"}, {{"activation", "tanh"}}},
                             {"Flatten", "flat", {"tanh"}},
@@ -506,6 +511,10 @@ private slots:
         row("Dense elu", "Dense", R"({"units": 4, "activation": "elu"})",
             "layer \"x\" (Dense): activation \"elu\" has no MixLab equivalent; MixLab supports "
             "linear, relu");
+        row("ReLU6", "ReLU", R"({"max_value": 6.0})",
+            "layer \"x\" (ReLU): \"max_value\" 6.0 is not supported");
+        row("Softmax over axis 1", "Softmax", R"({"axis": 1})",
+            "(Softmax): \"axis\" 1 is not supported");
         row("Dense no units", "Dense", R"({"activation": "relu"})", "(Dense): has no \"units\"");
         row("Dense units 0", "Dense", R"({"units": 0})", "\"units\" must be an integer from 1");
         row("Dense custom activation", "Dense",

@@ -17,8 +17,9 @@ using json_util::shown;
 using nlohmann::json;
 
 const char* const k_supported_classes =
-    "InputLayer, Flatten, Dense, Activation, Dropout, Conv2D, BatchNormalization, "
-    "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D and Add (residual blocks)";
+    "InputLayer, Flatten, Dense, Activation, ReLU, Softmax, Dropout, Conv2D, "
+    "BatchNormalization, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D and Add "
+    "(residual blocks)";
 
 namespace {
 
@@ -269,6 +270,20 @@ std::vector<LayerSpec> convert_layer(const Layer& l, bool mixed)
         s.type = LayerType::Activation;
         s.activation = activation(l);
         if (s.activation == Activation::None) return {}; // linear: the identity
+    } else if (c == "ReLU") {
+        // A capped (relu6), leaky or shifted relu has no MixLab equivalent.
+        for (const char* key : {"max_value", "negative_slope", "threshold"})
+            if (const json* v = field(l, key); v && *v != 0)
+                fail(l, json_util::quoted(key) + " " + shown(*v) +
+                            " is not supported: MixLab's relu is max(x, 0)");
+        s.type = LayerType::Activation;
+        s.activation = Activation::Relu;
+    } else if (c == "Softmax") {
+        if (const json* axis = field(l, "axis"); axis && *axis != -1 && *axis != json::array({-1}))
+            fail(l, "\"axis\" " + shown(*axis) +
+                        " is not supported: MixLab's softmax is over the last axis (-1)");
+        s.type = LayerType::Activation;
+        s.activation = Activation::Softmax;
     } else if (c == "Dropout") {
         s.type = LayerType::Dropout;
         const json* rate = field(l, "rate");
