@@ -3,6 +3,7 @@
 // with residual blocks, dtype policies, and the refusals with the messages a user sees.
 // The files under tests/data/keras are written as Keras writes them (make_keras_json.py).
 #include "mixlab/error.h"
+#include "mixlab/graph.h"
 #include "mixlab/keras_import.h"
 #include "mixlab/model_spec.h"
 
@@ -257,6 +258,11 @@ private slots:
         QCOMPARE(k.model_class, std::string("Functional"));
         QCOMPARE(k.keras_major, gen);
         QCOMPARE(k.input_shape, (std::vector<int>{32, 32, 3}));
+        // The shapes Keras gave every layer hold in MixLab's graph too: 16x16x32 after
+        // the strided block, 7x7x32 after the pooling.
+        const Graph g = build_graph(k.spec, Shape{{32, 32, 3}}, 10);
+        QCOMPARE(g.layers[4].out.to_string(), std::string("16x16x32"));
+        QCOMPARE(g.layers[6].out.to_string(), std::string("7x7x32"));
     }
 
     // Each supported layer alone after an InputLayer, with its options, in both
