@@ -13,5 +13,6 @@ int cmd_maxbatch(int argc, char** argv); // largest batch per policy, throughput
 int cmd_ceilings(int argc, char** argv); // device facts and measured GEMM/copy ceilings
 int cmd_corpus(int argc, char** argv);   // a word-level corpus: vocabulary, tokens, perplexities
 int cmd_numerics(int argc, char** argv); // a log's numerics, per layer and format
+int cmd_import(int argc, char** argv);   // a Keras model's JSON as a MixLab model spec
 
 } // namespace mixlab::cli

@@ -25,6 +25,7 @@ void print_usage(std::FILE* out)
              "  ceilings  device facts and its measured GEMM TFLOP/s and copy GB/s (cached)\n"
              "  corpus    a word-level corpus: vocabulary, tokens, unigram perplexity, floor\n"
              "  numerics  a log's numerics per layer: ranges, overflow, underflow, lost updates\n"
+             "  import    a Keras model's JSON (model.to_json()) as a MixLab model spec\n"
              "\n"
              "  mixlab-cli <command> --help   options of one command\n"
              "  mixlab-cli --version\n");
@@ -57,6 +58,7 @@ int main(int argc, char** argv)
         if (command == "ceilings") return mixlab::cli::cmd_ceilings(argc - 1, argv + 1);
         if (command == "corpus") return mixlab::cli::cmd_corpus(argc - 1, argv + 1);
         if (command == "numerics") return mixlab::cli::cmd_numerics(argc - 1, argv + 1);
+        if (command == "import") return mixlab::cli::cmd_import(argc - 1, argv + 1);
     } catch (const mixlab::InputError& e) {
         std::fprintf(stderr, "mixlab-cli %s: %s\n", command.c_str(), e.what());
         return 2;

@@ -10,8 +10,11 @@ set(MIXLAB_BASE_SOURCES
     base/dtype.cpp
     base/json_io.cpp
     base/json_util.cpp)
-# spec: the documents a user writes: mixlab-model/1, mixlab-run/1, precision policies.
+# spec: the documents a user writes: mixlab-model/1, mixlab-run/1, precision policies;
+# Keras model JSON read into mixlab-model/1 (keras_import, keras_layers).
 set(MIXLAB_SPEC_SOURCES
+    spec/keras_import.cpp
+    spec/keras_layers.cpp
     spec/model_spec.cpp
     spec/policy.cpp
     spec/run_config.cpp)

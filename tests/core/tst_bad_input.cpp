@@ -249,6 +249,23 @@ private slots:
         QFile tiny(path("tiny.st"));
         QVERIFY(tiny.open(QIODevice::ReadOnly));
         write("truncated.st", tiny.readAll().chopped(10));
+        // Keras models for mixlab-cli import (Keras 2's to_json() form), and a spec an
+        // earlier import wrote, which a refused import must leave as it is.
+        auto keras = [](const QByteArray& layers) {
+            return R"({"class_name": "Sequential", "config": {"name": "k", "layers": [)" + layers +
+                   R"(]}, "keras_version": "2.13.1", "backend": "tensorflow"})";
+        };
+        write("keras-lstm.json", keras(R"({"class_name": "LSTM", "config": {"name": "lstm",
+              "units": 8}}, {"class_name": "Dense", "config": {"name": "d", "units": 10}})"));
+        write("keras-dilated.json",
+              keras(R"({"class_name": "Conv2D", "config": {"name": "conv", "filters": 4,
+                       "kernel_size": [3, 3], "dilation_rate": [2, 2]}})"));
+        write("keras-malformed.json", keras("").left(40));
+        write("keras-layer.json", R"({"class_name": "Dense", "config": {"layers": []}})");
+        QFile seed(QStringLiteral(MIXLAB_SOURCE_DIR) + "/tests/data/keras/seed-mlp.keras2.json");
+        QVERIFY(seed.open(QIODevice::ReadOnly));
+        write("keras-seed.json", seed.readAll());
+        write("kept-model.json", model(R"({"type": "flatten"}, {"type": "dense", "units": 10})"));
 
         // Already saved: a log from an earlier run that failing runs must not touch.
         write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
@@ -426,6 +443,28 @@ private slots:
             << with(lm, {"--dataset", "@corpus-ok", "--vocab", "100"}) << 2 << QString("--vocab")
             << qint64(0);
         option("--sample-words for a classifier", {"--sample-words", "5"}, "--sample-words");
+
+        // mixlab-cli import: a refused Keras model writes nothing, not even over a spec an
+        // earlier import left.
+        auto keras = [&](const char* row, const char* file, const char* fragment) {
+            QTest::newRow(row) << QStringList{"import", QString("@") + file, "-o",
+                                              "@kept-model.json"}
+                               << 2 << QString(fragment) << qint64(0);
+        };
+        keras("import: unsupported layer", "keras-lstm.json",
+              "layer \"lstm\" (LSTM): MixLab has no equivalent");
+        keras("import: dilated Conv2D", "keras-dilated.json",
+              "layer \"conv\" (Conv2D): \"dilation_rate\"");
+        keras("import: malformed JSON", "keras-malformed.json", "not valid JSON");
+        keras("import: a MixLab spec", "tiny.json", "not a Keras model");
+        keras("import: a layer, not a model", "keras-layer.json", "Sequential and Functional");
+        keras("import: missing file", "none-keras.json", "none-keras.json");
+        keras("import: a folder", "model-dir.json", "model-dir.json");
+        QTest::newRow("import: no -o") << QStringList{"import", "@keras-seed.json"} << 2
+                                       << QString("-o MODEL.json") << qint64(0);
+        QTest::newRow("import: -o in a missing folder")
+            << QStringList{"import", "@keras-seed.json", "-o", "@missing/model.json"} << 2
+            << QString("missing/model.json") << qint64(0);
 
         QTest::newRow("summary: 10^9-unit dense layer")
             << QStringList{"summary", "--model", "@units-1e9.json", "--input", "8x8x1"} << 2

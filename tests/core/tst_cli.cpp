@@ -573,6 +573,51 @@ private slots:
         QVERIFY2(again.err.contains("train.txt' exists"), qPrintable(again.err));
     }
 
+    // The seed model as Keras 3 writes it imports to seed-mlp.json, and the policy its
+    // layers ran under is printed as the one to train with.
+    void importWritesTheSeed()
+    {
+        const QString out = m_dir.filePath("imported-seed.json");
+        const CliResult r = run(
+            {"import", QStringLiteral(MIXLAB_SOURCE_DIR) + "/tests/data/keras/seed-mlp.keras3.json",
+             "-o", out});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QFile written(out),
+            seed(QStringLiteral(MIXLAB_SOURCE_DIR) + "/resources/models/seed-mlp.json");
+        QVERIFY(written.open(QIODevice::ReadOnly) && seed.open(QIODevice::ReadOnly));
+        QCOMPARE(written.readAll(), seed.readAll());
+        QVERIFY2(r.out.contains("--policy mixed_fp16"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("Keras's mixed_float16"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("--input 32x32x3"), qPrintable(r.out));
+        QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+
+        const CliResult help = run({"import", "--help"});
+        QVERIFY2(help.code == 0, qPrintable(details(help)));
+        QVERIFY2(help.out.startsWith("usage: mixlab-cli import FILE -o MODEL.json"),
+                 qPrintable(help.out));
+    }
+
+    // A refused layer: exit 2, one line naming the layer, its class and what MixLab
+    // supports, and no file written.
+    void importRefusesAndWritesNothing()
+    {
+        const QString keras = m_dir.filePath("keras-dilated.json");
+        write(keras, R"({"class_name": "Sequential", "config": {"name": "k", "layers": [
+            {"class_name": "Conv2D", "config": {"name": "conv", "filters": 4,
+             "kernel_size": [3, 3], "dilation_rate": [2, 2]}}]},
+            "keras_version": "2.13.1", "backend": "tensorflow"})");
+        const QString out = m_dir.filePath("refused.json");
+        const CliResult r = run({"import", keras, "-o", out});
+        QVERIFY2(r.code == 2, qPrintable(details(r)));
+        QVERIFY2(r.err.startsWith("mixlab-cli import: "), qPrintable(r.err));
+        QVERIFY2(r.err.contains("layer \"conv\" (Conv2D)"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("dilation_rate 1 only"), qPrintable(r.err));
+        QCOMPARE(r.err.trimmed().count('\n'), 0);
+        QVERIFY(r.out.isEmpty());
+        QVERIFY(!QFile::exists(out));
+        QVERIFY(!QFile::exists(out + ".tmp"));
+    }
+
     void summaryDefaultsSaySo()
     {
         const CliResult r = run({"summary", "--model", m_tiny});

@@ -58,6 +58,12 @@ def model_specs():
         ensure_ascii=False))
 
 
+def keras_models():
+    # The Keras files tst_keras_import reads: both generations, Sequential and Functional.
+    for model in sorted((ROOT / "tests" / "data" / "keras").glob("*.json")):
+        write("keras_import", model.name, compact(json.loads(model.read_text())))
+
+
 def run_configs():
     write("run_config", "minimal.json", '{"format": "mixlab-run/1"}')
     write("run_config", "design-example.json", compact({
@@ -149,6 +155,7 @@ def main():
     for name in ("model_spec", "run_config", "idx", "cifar", "safetensors"):
         shutil.rmtree(HERE / "corpus" / name, ignore_errors=True)
     model_specs()
+    keras_models()
     run_configs()
     write("idx", "mnist-2x3x4.bin", idx_set(2, 3, 3, 4, False))
     write("idx", "mnist-gz-3x1x28.bin", idx_set(3, 1, 28, 1, True))

@@ -69,19 +69,6 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
     return n;
 }
 
-// nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest carries
-// the line and column the user needs. It quotes the bytes it last read as they are,
-// broken UTF-8 included.
-std::string json_error_text(const std::exception& e)
-{
-    std::string s = printable_utf8(e.what());
-    if (!s.empty() && s.front() == '[') {
-        const auto close = s.find("] ");
-        if (close != std::string::npos) s = s.substr(close + 2);
-    }
-    return s;
-}
-
 // Accepts kind.format; with `version`, also the family's older versions, whose number
 // it sets (kind.format's own when that is the one).
 void check_format(const json& doc, const DocumentKind& kind, int* version)
@@ -146,6 +133,19 @@ std::string printable_utf8(std::string_view text)
         }
     }
     return out;
+}
+
+// nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest carries
+// the line and column the user needs. It quotes the bytes it last read as they are,
+// broken UTF-8 included.
+std::string json_error_text(const std::exception& e)
+{
+    std::string s = printable_utf8(e.what());
+    if (!s.empty() && s.front() == '[') {
+        const auto close = s.find("] ");
+        if (close != std::string::npos) s = s.substr(close + 2);
+    }
+    return s;
 }
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known)

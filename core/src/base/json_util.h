@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,10 @@ std::string shown(const nlohmann::json& v);
 // `text` with every byte that is not part of well-formed UTF-8 written as \xNN, so a
 // message quoting a damaged file stays valid text (dialogs, JSON logs).
 std::string printable_utf8(std::string_view text);
+
+// A JSON library error as one line for the user: its "[json.exception...] " tag dropped,
+// the line and column kept, bytes that are not UTF-8 written as \xNN.
+std::string json_error_text(const std::exception& e);
 
 // "; did you mean "units"?" when one known word is a small typo away, else "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known);

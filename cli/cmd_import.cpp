@@ -1,0 +1,89 @@
+// `mixlab-cli import FILE -o model.json`: a Keras model's JSON (model.to_json(), or a .keras
+// archive's config.json) written as a mixlab-model/1 spec, with the policy and input its
+// Keras layers ran under printed as the run's suggestion (a spec holds neither).
+#include "commands.h"
+
+#include "args.h"
+
+#include "mixlab/error.h"
+#include "mixlab/keras_import.h"
+#include "mixlab/model_spec.h"
+#include "mixlab/run_log.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mixlab::cli {
+
+namespace {
+
+std::string shape_text(const std::vector<int>& dims)
+{
+    std::string s;
+    for (int d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+    return s;
+}
+
+} // namespace
+
+int cmd_import(int argc, char** argv)
+{
+    ArgParser parser(
+        "mixlab-cli import FILE -o MODEL.json",
+        "Reads a Keras model's JSON (the output of model.to_json(), Keras 2 or 3, or "
+        "the config.json inside a .keras archive), Sequential or Functional, and "
+        "writes it as a MixLab model spec. Layers: InputLayer, Flatten, Dense, "
+        "Activation, ReLU, Softmax, Dropout, Conv2D, BatchNormalization, MaxPooling2D, "
+        "AveragePooling2D, GlobalAveragePooling2D, Add (residual blocks). A "
+        "mixed_float16 or mixed_bfloat16 model is printed as the policy to train "
+        "with; its float32 layers keep \"dtype\": \"float32\". Anything else is "
+        "refused (exit 2) and nothing is written.");
+    parser.add_option("--output", "FILE", "the model spec to write (also -o FILE)");
+    // The Keras file is the one positional argument; -o is the usual short form.
+    std::vector<std::string> args;
+    std::string keras_path;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-o")
+            args.push_back("--output");
+        else if (a.rfind("-o", 0) == 0 && a.size() > 2 && a[2] != '-')
+            args.push_back("--output=" + a.substr(2));
+        else if (keras_path.empty() && !a.empty() && a[0] != '-' &&
+                 (args.empty() || args.back() != "--output"))
+            keras_path = a;
+        else
+            args.push_back(a);
+    }
+    parser.parse(args);
+    if (parser.help_requested()) {
+        std::printf("%s", parser.help_text().c_str());
+        return 0;
+    }
+    if (keras_path.empty())
+        throw InputError("name a Keras model: mixlab-cli import FILE -o MODEL.json (FILE: the "
+                         "JSON of model.to_json() or a .keras archive's config.json)");
+    const std::optional<std::string> output = parser.value("--output");
+    if (!output) throw InputError("say where to write the model: -o MODEL.json");
+    check_output_path(*output, "-o");
+
+    const KerasImport imported = load_keras_model(keras_path);
+    // Written only whole: a refused model above leaves no file, a failed write no half one.
+    write_file_atomically(*output, model_spec_to_json(imported.spec));
+
+    const ModelSpec& spec = imported.spec;
+    std::printf("wrote %s: %s, %zu layers, from a Keras %d %s model\n", output->c_str(),
+                spec.name.empty() ? "(unnamed)" : spec.name.c_str(), spec.layers.size(),
+                imported.keras_major, imported.model_class.c_str());
+    std::printf("policy: %s (Keras's %s): mixlab-cli train --model %s --policy %s\n",
+                std::string(policy_name(imported.policy)).c_str(), imported.keras_policy.c_str(),
+                output->c_str(), std::string(policy_name(imported.policy)).c_str());
+    if (!imported.input_shape.empty())
+        std::printf("input: %s (Keras's input layer): mixlab-cli summary --model %s --input %s\n",
+                    shape_text(imported.input_shape).c_str(), output->c_str(),
+                    shape_text(imported.input_shape).c_str());
+    return 0;
+}
+
+} // namespace mixlab::cli

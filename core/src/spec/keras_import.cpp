@@ -1,0 +1,463 @@
+// Keras model JSON into a MixLab model spec: the document (Keras 2's and Keras 3's forms),
+// the model-wide dtype policy, and a Functional graph read back into MixLab's shape, a
+// chain of layers and residual blocks (body(x) + shortcut(x), then an optional relu).
+#include "mixlab/keras_import.h"
+
+#include "base/json_util.h"
+#include "mixlab/error.h"
+#include "spec/keras_layers.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixlab {
+
+using json_util::shown;
+using keras::Layer;
+using keras::LayerDtype;
+using nlohmann::json;
+
+namespace {
+
+// Residual blocks nest like model_spec's (its k_max_depth): deeper is refused before the
+// walk could exhaust the stack on a pathological file.
+constexpr int k_max_depth = 16;
+
+const json_util::DocumentKind k_document{"Keras model", "Keras model file", "", "", "", "", true};
+
+const char* const k_not_keras =
+    "not a Keras model: expected the JSON of model.to_json() or of a .keras archive's "
+    "config.json, an object with \"class_name\" (Sequential or Functional) and \"config\"";
+
+std::vector<Layer> read_layers(const json& config)
+{
+    const json& list = config.at("layers");
+    std::vector<Layer> layers;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const json& entry = list[i];
+        const std::string where = "layer " + std::to_string(i) + " of the Keras model";
+        if (!entry.is_object() || !entry.contains("class_name") ||
+            !entry.at("class_name").is_string())
+            throw SpecError(where + " has no \"class_name\": got " + shown(entry));
+        Layer l;
+        l.class_name = entry.at("class_name").get<std::string>();
+        if (!entry.contains("config") || !entry.at("config").is_object())
+            throw SpecError(where + " (" + json_util::printable_utf8(l.class_name) +
+                            ") has no \"config\" object");
+        l.config = &entry.at("config");
+        // Functional layers carry their name beside the config as well; Sequential ones
+        // only inside it.
+        const json* name = entry.contains("name")       ? &entry.at("name")
+                           : l.config->contains("name") ? &l.config->at("name")
+                                                        : nullptr;
+        l.name = name && name->is_string() ? name->get<std::string>() : "#" + std::to_string(i);
+        layers.push_back(std::move(l));
+    }
+    return layers;
+}
+
+// The one mixed policy the model's layers run under, if any; float32 layers in a mixed
+// model are its per-layer overrides. Keras 3 also records the model's own policy, which
+// stands when no layer says.
+LayerDtype model_dtype(const std::vector<Layer>& layers, const Layer& model)
+{
+    LayerDtype mixed = LayerDtype::Unset;
+    const Layer* first_mixed = nullptr;
+    bool any = false;
+    for (const Layer& l : layers) {
+        if (l.class_name == "InputLayer") continue; // its dtype is the input tensor's
+        const LayerDtype d = keras::layer_dtype(l);
+        any = any || d != LayerDtype::Unset;
+        if (d != LayerDtype::MixedFloat16 && d != LayerDtype::MixedBfloat16) continue;
+        if (first_mixed && d != mixed)
+            keras::fail(l, "runs under " + std::string(keras::dtype_name(d)) + " while " +
+                               keras::layer_label(*first_mixed) + " runs under " +
+                               std::string(keras::dtype_name(mixed)) +
+                               "; MixLab runs a model under one policy");
+        mixed = d;
+        first_mixed = &l;
+    }
+    if (mixed != LayerDtype::Unset) return mixed;
+    if (!any) {
+        const LayerDtype d = keras::layer_dtype(model);
+        if (d != LayerDtype::Unset) return d;
+    }
+    return LayerDtype::Float32;
+}
+
+bool is_mixed(LayerDtype d)
+{
+    return d == LayerDtype::MixedFloat16 || d == LayerDtype::MixedBfloat16;
+}
+
+std::vector<int> input_layer_shape(const Layer& l)
+{
+    for (const char* key : {"batch_shape", "batch_input_shape"})
+        if (l.config->contains(key)) return keras::input_shape_of(l.config->at(key));
+    return {};
+}
+
+void append(std::vector<LayerSpec>& to, std::vector<LayerSpec> more)
+{
+    for (LayerSpec& s : more) to.push_back(std::move(s));
+}
+
+// ---- Sequential ----
+
+void read_sequential(const std::vector<Layer>& layers, const json& config, bool mixed,
+                     KerasImport& out)
+{
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const Layer& l = layers[i];
+        if (l.class_name == "InputLayer") {
+            if (i != 0) keras::fail(l, "an InputLayer can only start a Sequential model");
+            out.input_shape = input_layer_shape(l);
+            continue;
+        }
+        if (l.class_name == "Add")
+            keras::fail(l, "adds several tensors, which a Sequential model cannot give it; MixLab "
+                           "imports Add from a Functional model's residual blocks");
+        // Keras 2 keeps the input shape on the first layer when no InputLayer was written.
+        if (out.input_shape.empty() && out.spec.layers.empty() &&
+            l.config->contains("batch_input_shape"))
+            out.input_shape = keras::input_shape_of(l.config->at("batch_input_shape"));
+        append(out.spec.layers, keras::convert_layer(l, mixed));
+    }
+    if (out.input_shape.empty() && config.contains("build_input_shape"))
+        out.input_shape = keras::input_shape_of(config.at("build_input_shape"));
+}
+
+// ---- Functional ----
+
+// The layer names a "keras_history" or a Keras 2 node entry points at, refusing a second
+// call of a layer or a second output (MixLab has no shared layers).
+std::string history_name(const Layer& l, const json& h)
+{
+    if (!h.is_array() || h.size() < 3 || !h[0].is_string())
+        keras::fail(l, "has an inbound tensor " + shown(h) + " that names no layer");
+    if (h[1] != 0 || h[2] != 0)
+        keras::fail(l, "reads " + shown(h) +
+                           ", a shared layer's second call or a second output; MixLab imports "
+                           "graphs in which each layer is called once");
+    return h[0].get<std::string>();
+}
+
+// Keras 3: every __keras_tensor__ in a node's args and kwargs (Add takes them as a list).
+void collect_tensors(const Layer& l, const json& v, std::vector<std::string>& names, int depth)
+{
+    if (depth > 8) return; // tensors sit at most two lists deep; deeper is not a node
+    if (v.is_object() && v.value("class_name", json()) == "__keras_tensor__") {
+        const json* h = nullptr;
+        if (v.contains("config") && v.at("config").is_object() &&
+            v.at("config").contains("keras_history"))
+            h = &v.at("config").at("keras_history");
+        if (!h) keras::fail(l, "has an inbound tensor without \"keras_history\"");
+        names.push_back(history_name(l, *h));
+        return;
+    }
+    if (v.is_array() || v.is_object())
+        for (const auto& item : v) collect_tensors(l, item, names, depth + 1);
+}
+
+void read_inbound(Layer& l, const json& entry)
+{
+    if (!entry.contains("inbound_nodes")) return;
+    const json& nodes = entry.at("inbound_nodes");
+    if (!nodes.is_array()) keras::fail(l, "\"inbound_nodes\" must be a list, got " + shown(nodes));
+    if (nodes.empty()) return;
+    if (nodes.size() > 1)
+        keras::fail(l, "is called " + std::to_string(nodes.size()) +
+                           " times (a shared layer); MixLab imports graphs in which each layer "
+                           "is called once");
+    const json& node = nodes[0];
+    if (node.is_object()) { // Keras 3: {"args": [...], "kwargs": {...}}
+        collect_tensors(l, node.value("args", json::array()), l.inputs, 0);
+        collect_tensors(l, node.value("kwargs", json::object()), l.inputs, 0);
+    } else if (node.is_array()) { // Keras 2: [["name", 0, 0, {}], ...]
+        for (const json& t : node) l.inputs.push_back(history_name(l, t));
+    } else {
+        keras::fail(l, "has an inbound node " + shown(node) + " that is neither form Keras writes");
+    }
+}
+
+// "input_layers" / "output_layers": [["name", 0, 0]] (one triple alone in some versions).
+std::vector<std::string> endpoint_names(const json& config, const char* key, const Layer& model)
+{
+    if (!config.contains(key))
+        throw SpecError("the Functional model has no " + json_util::quoted(key));
+    const json& v = config.at(key);
+    std::vector<std::string> names;
+    if (v.is_array() && !v.empty() && v[0].is_string()) {
+        names.push_back(history_name(model, v));
+    } else if (v.is_array()) {
+        for (const json& t : v) names.push_back(history_name(model, t));
+    } else {
+        throw SpecError("the Functional model's " + json_util::quoted(key) + " " + shown(v) +
+                        " is not a list of layers; MixLab imports one input and one output");
+    }
+    return names;
+}
+
+class GraphReader {
+public:
+    GraphReader(std::vector<Layer>& layers, bool mixed) : m_layers(layers), m_mixed(mixed)
+    {
+        for (std::size_t i = 0; i < layers.size(); ++i)
+            if (!m_index.emplace(layers[i].name, i).second)
+                keras::fail(layers[i], "shares its name with another layer of the model");
+        for (const Layer& l : layers)
+            for (const std::string& in : l.inputs) (void)at(l, in);
+    }
+
+    // The layers from `input` (an InputLayer) to `output`, which every other layer must
+    // lie on.
+    std::vector<LayerSpec> read(const std::string& input, const std::string& output)
+    {
+        std::vector<LayerSpec> spec = chain(input, output, 0);
+        for (std::size_t i = 0; i < m_layers.size(); ++i)
+            if (!m_seen.count(i) && m_layers[i].name != input)
+                keras::fail(m_layers[i],
+                            "is not on the path from the input to the output through chains "
+                            "and residual blocks; MixLab imports such graphs only");
+        return spec;
+    }
+
+private:
+    const Layer& at(const Layer& from, const std::string& name) const
+    {
+        const auto it = m_index.find(name);
+        if (it == m_index.end())
+            keras::fail(from, "reads from " + shown(json(name)) + ", which is not in the model");
+        return m_layers[it->second];
+    }
+    std::size_t index(const Layer& l) const { return std::size_t(&l - m_layers.data()); }
+
+    // Walks back from `to` until `from`, each layer once: the MixLab layers in between,
+    // `from` excluded. A branch that never meets `from` is a graph MixLab cannot hold.
+    std::vector<LayerSpec> chain(const std::string& from, const std::string& to, int depth)
+    {
+        std::vector<std::vector<LayerSpec>> backwards;
+        const Layer* cur = &at(m_layers.front(), to);
+        while (cur->name != from) {
+            const Layer& l = *cur;
+            if (!m_seen.insert(index(l)).second)
+                keras::fail(l, "is reached twice on the walk from the output (a cycle, or a "
+                               "branch outside a residual block); MixLab imports chains and "
+                               "residual blocks");
+            // The model's one input (read_functional checked that): a residual branch that
+            // reaches it has walked past its block's own input.
+            if (l.class_name == "InputLayer")
+                throw SpecError("the Functional graph is not a chain of layers and residual "
+                                "blocks (a branch of an Add reaches back past the tensor it "
+                                "forks from); MixLab imports such graphs only");
+            if (l.class_name == "Add") {
+                auto [block, fork] = residual(l, depth);
+                backwards.push_back({std::move(block)});
+                cur = fork;
+                continue;
+            }
+            if (l.inputs.size() != 1)
+                keras::fail(l, "takes " + std::to_string(l.inputs.size()) +
+                                   " inputs; MixLab's layers take one (Add aside)");
+            const Layer& in = at(l, l.inputs[0]);
+            std::vector<LayerSpec> converted = keras::convert_layer(l, m_mixed);
+            // Add then relu is a residual block's own activation, as resnet18.json writes it.
+            if (in.class_name == "Add" && converted.size() == 1 &&
+                converted[0].type == LayerType::Activation &&
+                converted[0].activation == Activation::Relu && consumers(in) == 1) {
+                if (!m_seen.insert(index(in)).second)
+                    keras::fail(in, "is reached twice on the walk from the output");
+                auto [block, fork] = residual(in, depth);
+                if (block.force_fp32 == converted[0].force_fp32) {
+                    block.activation = Activation::Relu;
+                    backwards.push_back({std::move(block)});
+                } else {
+                    backwards.push_back(std::move(converted));
+                    backwards.push_back({std::move(block)});
+                }
+                cur = fork;
+                continue;
+            }
+            backwards.push_back(std::move(converted));
+            cur = &in;
+        }
+        std::vector<LayerSpec> layers;
+        for (auto it = backwards.rbegin(); it != backwards.rend(); ++it) append(layers, *it);
+        return layers;
+    }
+
+    int consumers(const Layer& l) const
+    {
+        int n = 0;
+        for (const Layer& other : m_layers)
+            n += int(std::count(other.inputs.begin(), other.inputs.end(), l.name));
+        return n;
+    }
+
+    // The layers `name` is computed from, itself included.
+    std::set<std::string> ancestors(const Layer& from, const std::string& name) const
+    {
+        std::set<std::string> seen;
+        std::vector<std::string> todo{name};
+        while (!todo.empty()) {
+            const std::string n = todo.back();
+            todo.pop_back();
+            if (!seen.insert(n).second) continue;
+            for (const std::string& in : at(from, n).inputs) todo.push_back(in);
+        }
+        return seen;
+    }
+
+    // The longest path from a graph input: the latest of several common ancestors is the
+    // one deepest (memoised; a cycle counts as depth 0 here and is refused by the walk).
+    int depth_of(const Layer& from, const std::string& name)
+    {
+        if (const auto it = m_depth.find(name); it != m_depth.end()) return it->second;
+        m_depth[name] = 0;
+        int d = 0;
+        for (const std::string& in : at(from, name).inputs) d = std::max(d, depth_of(from, in) + 1);
+        return m_depth[name] = d;
+    }
+
+    // An Add of two branches from one fork: body and shortcut (the longer branch is the
+    // body; an empty one, the identity, is the shortcut). Returns the block and the fork.
+    std::pair<LayerSpec, const Layer*> residual(const Layer& add, int depth)
+    {
+        if (depth >= k_max_depth)
+            keras::fail(add,
+                        "nests residual blocks more than " + std::to_string(k_max_depth) + " deep");
+        if (add.inputs.size() != 2)
+            keras::fail(add, "adds " + std::to_string(add.inputs.size()) +
+                                 " tensors; MixLab's residual block adds two, a branch and its "
+                                 "shortcut");
+        const std::set<std::string> a = ancestors(add, add.inputs[0]);
+        const std::set<std::string> b = ancestors(add, add.inputs[1]);
+        const Layer* fork = nullptr;
+        for (const std::string& n : a)
+            if (b.count(n) && (!fork || depth_of(add, n) > depth_of(add, fork->name)))
+                fork = &at(add, n);
+        if (!fork)
+            keras::fail(add, "adds two tensors that share no input; MixLab imports Add as a "
+                             "residual block, a branch and its shortcut from one tensor");
+        if (add.inputs[0] == add.inputs[1])
+            keras::fail(add, "adds a tensor to itself; MixLab imports Add as a residual block, a "
+                             "branch and its shortcut");
+        LayerSpec block;
+        block.type = LayerType::Residual;
+        block.body = chain(fork->name, add.inputs[0], depth + 1);
+        block.shortcut = chain(fork->name, add.inputs[1], depth + 1);
+        if (block.body.size() < block.shortcut.size()) std::swap(block.body, block.shortcut);
+        if (block.body.empty())
+            keras::fail(add, "adds two tensors with no layer between them and their input");
+        if (m_mixed && keras::layer_dtype(add) == LayerDtype::Float32) block.force_fp32 = true;
+        return {std::move(block), fork};
+    }
+
+    std::vector<Layer>& m_layers;
+    bool m_mixed;
+    std::map<std::string, std::size_t> m_index;
+    std::map<std::string, int> m_depth;
+    std::set<std::size_t> m_seen;
+};
+
+void read_functional(std::vector<Layer>& layers, const json& config, const json& list, bool mixed,
+                     const Layer& model, KerasImport& out)
+{
+    if (layers.empty()) throw SpecError("the Keras model has no layers");
+    for (std::size_t i = 0; i < layers.size(); ++i) read_inbound(layers[i], list[i]);
+    const auto inputs = endpoint_names(config, "input_layers", model);
+    const auto outputs = endpoint_names(config, "output_layers", model);
+    if (inputs.size() != 1 || outputs.size() != 1)
+        throw SpecError("the Functional model has " + std::to_string(inputs.size()) +
+                        " inputs and " + std::to_string(outputs.size()) +
+                        " outputs; MixLab imports models with one of each");
+    GraphReader graph(layers, mixed);
+    const auto input = std::find_if(layers.begin(), layers.end(),
+                                    [&](const Layer& l) { return l.name == inputs[0]; });
+    if (input == layers.end() || input->class_name != "InputLayer")
+        throw SpecError("the Functional model's input " + shown(json(inputs[0])) +
+                        " is not one of its InputLayers");
+    out.input_shape = input_layer_shape(*input);
+    out.spec.layers = graph.read(inputs[0], outputs[0]);
+}
+
+} // namespace
+
+KerasImport import_keras_model(std::string_view json_text)
+{
+    json doc;
+    try {
+        doc = json::parse(json_text.begin(), json_text.end());
+    } catch (const json::exception& e) {
+        throw SpecError("the Keras model is not valid JSON: " + json_util::json_error_text(e));
+    }
+    if (!doc.is_object()) throw SpecError(std::string(k_not_keras) + ", got " + shown(doc));
+    if (doc.contains("format") && doc.at("format").is_string() &&
+        doc.at("format").get<std::string>().rfind("mixlab-", 0) == 0)
+        throw SpecError("this is a MixLab document (" + shown(doc.at("format")) +
+                        "), not a Keras model; open it directly");
+    const json cls = doc.value("class_name", json());
+    const json* config = doc.contains("config") ? &doc.at("config") : nullptr;
+    if (!cls.is_string() || !config || !config->is_object() || !config->contains("layers") ||
+        !config->at("layers").is_array())
+        throw SpecError(k_not_keras);
+    const std::string model_class = cls.get<std::string>();
+    const bool sequential = model_class == "Sequential";
+    // Keras 2.0-2.3 called a Functional model "Model".
+    if (!sequential && model_class != "Functional" && model_class != "Model")
+        throw SpecError("the Keras object is a " + shown(cls) +
+                        "; MixLab imports Sequential and Functional models");
+
+    KerasImport out;
+    out.model_class = sequential ? "Sequential" : "Functional";
+    const std::string version = doc.value("keras_version", json("")).is_string()
+                                    ? doc.value("keras_version", std::string())
+                                    : std::string();
+    // Keras 3's to_json() writes no version, but every object carries its "module".
+    out.keras_major = version.rfind("2.", 0) == 0   ? 2
+                      : version.rfind("3.", 0) == 0 ? 3
+                      : doc.contains("module")      ? 3
+                                                    : 2;
+    if (config->contains("name") && config->at("name").is_string())
+        out.spec.name = config->at("name").get<std::string>();
+
+    std::vector<Layer> layers = read_layers(*config);
+    const Layer model{out.spec.name, out.model_class, config, {}};
+    const LayerDtype dtype = model_dtype(layers, model);
+    const bool mixed = is_mixed(dtype);
+    out.keras_policy = keras::dtype_name(dtype);
+    out.policy = dtype == LayerDtype::MixedFloat16    ? Policy::MixedFP16
+                 : dtype == LayerDtype::MixedBfloat16 ? Policy::MixedBF16
+                                                      : Policy::FP32;
+    if (sequential)
+        read_sequential(layers, *config, mixed, out);
+    else
+        read_functional(layers, *config, config->at("layers"), mixed, model, out);
+    if (out.spec.layers.empty()) throw SpecError("the Keras model has no layers besides its input");
+
+    // The spec read back as a file is: whatever the importer let through that MixLab's
+    // own checks refuse is refused here, in MixLab's words.
+    try {
+        out.spec = parse_model_spec(model_spec_to_json(out.spec));
+    } catch (const SpecError& e) {
+        throw SpecError(std::string("the imported model is not a valid MixLab model: ") + e.what());
+    }
+    return out;
+}
+
+KerasImport load_keras_model(const std::string& path)
+{
+    const std::string text = json_util::read_document_file(path, k_document);
+    try {
+        return import_keras_model(text);
+    } catch (const SpecError& e) {
+        throw SpecError("Keras model file \"" + path + "\": " + e.what());
+    }
+}
+
+} // namespace mixlab

@@ -1,0 +1,44 @@
+// One Keras layer's config as MixLab layers, and its dtype policy: what keras_import's
+// Sequential and Functional readers share.
+#pragma once
+#include "mixlab/model_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mixlab::keras {
+
+// A layer's dtype policy as Keras wrote it: a dtype string, a Policy / DTypePolicy object,
+// or nothing (the layer follows the model).
+enum class LayerDtype { Unset, Float32, MixedFloat16, MixedBfloat16 };
+
+struct Layer {
+    std::string name, class_name;
+    const nlohmann::json* config = nullptr; // an object, never null once read
+    std::vector<std::string> inputs;        // the layers feeding it (Functional only)
+};
+
+// "layer 'dense_1' (Dense)": how every message names a Keras layer.
+std::string layer_label(const Layer& l);
+
+// [[noreturn]]: a SpecError "layer 'x' (Class): what", one line.
+[[noreturn]] void fail(const Layer& l, const std::string& what);
+
+LayerDtype layer_dtype(const Layer& l);
+std::string_view dtype_name(LayerDtype d); // the Keras name, "mixed_float16"
+
+// The classes convert_layer knows, for messages: "InputLayer, Flatten, Dense, ...".
+extern const char* const k_supported_classes;
+
+// The MixLab layers for one Keras layer (none for a linear Activation, two for a Conv2D
+// with a fused softmax), force_fp32 set when `mixed` and the layer is float32. InputLayer
+// and Add are the graph's business, not this function's.
+std::vector<LayerSpec> convert_layer(const Layer& l, bool mixed);
+
+// The per-sample shape of an InputLayer's "batch_shape" / "batch_input_shape" (the batch
+// dimension dropped); empty when unknown sizes (null) are in it.
+std::vector<int> input_shape_of(const nlohmann::json& batch_shape);
+
+} // namespace mixlab::keras
