@@ -5,10 +5,15 @@ Reads the safetensors file with struct and json (no safetensors package), builds
 equivalent nn.Sequential from the model spec in its __metadata__ (flatten, dense,
 activation, dropout; docs/WEIGHTS.md has the names), loads the tensors with
 load_state_dict(strict=True) and prints what it loaded. With --input N it also prints
-the logits of N deterministic inputs (torch.manual_seed(0), uniform [0, 1)).
+the logits of N deterministic inputs (torch.manual_seed(0), uniform [0, 1)). With --idx
+DIR it evaluates the model on that folder's IDX test set (t10k-*, gzipped or not),
+normalised as MixLab does (the training images' mean and standard deviation), and
+prints the test accuracy to set beside the one `mixlab-cli train` printed.
 
-Usage: tools/load_weights_torch.py FILE [--input N]   Needs torch alone.
+Usage: tools/load_weights_torch.py FILE [--input N] [--idx DIR]   Needs torch alone.
 """
+import gzip
+import os
 import argparse
 import json
 import struct
@@ -67,6 +72,33 @@ def activation(name):
     return ACTIVATIONS[name]()
 
 
+def read_idx(folder, stem):
+    """An IDX file's array (uint8), from stem or stem.gz in folder."""
+    for name in (stem, stem + ".gz"):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with (gzip.open if name.endswith(".gz") else open)(path, "rb") as f:
+                data = f.read()
+            dims = data[3]
+            shape = struct.unpack(f">{dims}I", data[4:4 + 4 * dims])
+            raw = bytearray(data[4 + 4 * dims:])
+            return torch.frombuffer(raw, dtype=torch.uint8).reshape(shape)
+    sys.exit(f"{folder}: no {stem} (or {stem}.gz)")
+
+
+def idx_accuracy(model, folder):
+    """Test accuracy on an IDX folder, inputs normalised by the training set's statistics
+    (one channel: MixLab's per-channel mean and standard deviation)."""
+    train = read_idx(folder, "train-images-idx3-ubyte").double() / 255.0
+    mean, std = train.mean().item(), train.std(unbiased=False).item()
+    images = read_idx(folder, "t10k-images-idx3-ubyte").float() / 255.0
+    labels = read_idx(folder, "t10k-labels-idx1-ubyte").long()
+    x = ((images - mean) * (1.0 / max(std, 1e-3))).reshape(len(labels), -1)
+    with torch.no_grad():
+        predicted = model(x).argmax(dim=1)
+    return (predicted == labels).double().mean().item(), len(labels)
+
+
 def build_mlp(spec, tensors):
     """nn.Sequential with module i for layer i; a dense layer's sizes from its tensors."""
     layers = spec["layers"]
@@ -101,6 +133,8 @@ def main():
     parser.add_argument("file")
     parser.add_argument("--input", type=int, default=0,
                         help="print the logits of N inputs of the model's first layer's width")
+    parser.add_argument("--idx", metavar="DIR",
+                        help="evaluate on DIR's IDX test set (Fashion-MNIST's layout)")
     args = parser.parse_args()
 
     metadata, tensors = read_safetensors(args.file)
@@ -123,6 +157,10 @@ def main():
         x = torch.rand(args.input, first.in_features)
         with torch.no_grad():
             print("logits:", model(x))
+    if args.idx:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        accuracy, n = idx_accuracy(model, args.idx)
+        print(f"PyTorch test accuracy on {n} images of {args.idx}: {accuracy:.4f}")
 
 
 if __name__ == "__main__":
