@@ -1,6 +1,7 @@
 // safetensors encoding and strict decoding, with nlohmann::json for the header.
 #include "model/safetensors.h"
 
+#include "base/json_util.h"
 #include "mixlab/error.h"
 
 #include <nlohmann/json.hpp>
@@ -86,7 +87,8 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& wh
     try {
         header = Json::parse(bytes.substr(k_length_bytes, std::size_t(n)));
     } catch (const nlohmann::json::exception& e) {
-        fail(std::string("the header is not JSON: ") + e.what());
+        fail("the header is not JSON: " +
+             json_util::json_error_text(e)); // its quote of the bytes made printable
     }
     if (!header.is_object()) fail("the header is not a JSON object");
 
