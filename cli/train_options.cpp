@@ -134,6 +134,10 @@ void add_train_options(ArgParser& p, bool compare)
                      "statistics, named as PyTorch's equivalent nn.Sequential names them "
                      "(docs/WEIGHTS.md), with the model spec, policy and step count in its "
                      "metadata");
+        p.add_option("--save-predictions", "FILE",
+                     "after training, write the test split's images, labels and the model's "
+                     "logits for each (safetensors, docs/WEIGHTS.md): what "
+                     "tools/load_weights_torch.py --predictions compares PyTorch against");
     }
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
@@ -251,6 +255,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
     if (!compare) {
         in.load_weights = p.value("--load-weights");
         in.save_weights = p.value("--save-weights");
+        in.save_predictions = p.value("--save-predictions");
         if (in.load_weights) {
             std::error_code ec;
             if (!std::filesystem::is_regular_file(*in.load_weights, ec))
@@ -258,6 +263,12 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
                                  "' is not a file that can be read");
         }
         if (in.save_weights) check_output_path(*in.save_weights, "--save-weights");
+        if (in.save_predictions) check_output_path(*in.save_predictions, "--save-predictions");
+        if (in.save_weights && in.save_predictions &&
+            std::filesystem::absolute(*in.save_weights) ==
+                std::filesystem::absolute(*in.save_predictions))
+            throw InputError("--save-weights and --save-predictions name the same file '" +
+                             *in.save_weights + "'");
     }
 
     if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name)) {

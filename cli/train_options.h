@@ -28,7 +28,7 @@ struct TrainInputs {
     ModelSpec spec;
     std::optional<std::string> log_json, log_csv;
     // train only: --load-weights, --save-weights (safetensors files).
-    std::optional<std::string> load_weights, save_weights;
+    std::optional<std::string> load_weights, save_weights, save_predictions;
     std::int64_t progress_every = 0; // 0: automatic
     // Language models: words to generate after training (0: none) and their temperature.
     int sample_words = 0;
