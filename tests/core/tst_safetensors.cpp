@@ -389,6 +389,13 @@ void TestSafetensors::damaged_files_refused()
     EXPECT_REFUSED(load(with_header(short_range)),
                    "tensor \"1.bias\": \"data_offsets\" [80, 96] hold 16 bytes, its shape [5] of "
                    "F32 needs 20");
+    // Two dimensions of 2^40 multiply to 2^80, which wraps a 64-bit count to 0: the count
+    // is checked before each multiplication.
+    nlohmann::json huge_shape = h.json;
+    huge_shape["1.bias"]["shape"] = {huge, huge};
+    EXPECT_REFUSED(load(with_header(huge_shape)),
+                   "tensor \"1.bias\": its shape [1099511627776, 1099511627776]... holds more "
+                   "than 2^40 elements");
     nlohmann::json odd_dtype = h.json;
     odd_dtype["1.bias"]["dtype"] = "F33";
     EXPECT_REFUSED(load(with_header(odd_dtype)), "tensor \"1.bias\": unknown dtype \"F33\"");

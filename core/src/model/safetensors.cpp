@@ -132,8 +132,12 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& wh
             if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40))
                 fail(label + ": \"shape\" must hold non-negative integers");
             t.shape.push_back(d.get<std::int64_t>());
-            elements *= d.get<std::uint64_t>();
-            if (elements > (1ull << 40)) fail(label + ": its shape holds too many elements");
+            // Checked before multiplying: two dimensions of 2^40 would wrap to 0.
+            const std::uint64_t dim = d.get<std::uint64_t>();
+            if (dim != 0 && elements > (1ull << 40) / dim)
+                fail(label + ": its shape " + shape_text(t.shape) +
+                     "... holds more than 2^40 elements");
+            elements *= dim;
         }
         const std::uint64_t begin = (*offsets)[0], end = (*offsets)[1];
         if (begin > end)

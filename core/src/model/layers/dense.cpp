@@ -87,7 +87,7 @@ public:
     {
         // dZ overwrites dY in place: every activation here is element-wise. An fp8 layer
         // takes relu's in its quantize pass instead (backward_fp8).
-        if (act != Activation::None && !(m_fp8 && act == Activation::Relu)) {
+        if (overwrites_out_grad()) {
             const Buffer& x = m_pre ? *m_pre : *out;
             c.backend.activation_backward(act, x, *out, *out_grad, out_features, *out_grad);
         }
@@ -143,7 +143,11 @@ public:
         out.push_back(std::move(k));
     }
 
-    bool overwrites_out_grad() const override { return act != Activation::None; }
+    // An fp8 relu layer reads dY in its quantize pass and leaves it as it was.
+    bool overwrites_out_grad() const override
+    {
+        return act != Activation::None && !(m_fp8 && act == Activation::Relu);
+    }
 
 private:
     const Buffer& w_read() const { return m_table ? m_table->weights.w_read() : m_w.w_read(); }
