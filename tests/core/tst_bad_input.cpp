@@ -257,7 +257,7 @@ private slots:
             return R"({"class_name": "Sequential", "config": {"name": "k", "layers": [)" + layers +
                    R"(]}, "keras_version": "2.13.1", "backend": "tensorflow"})";
         };
-        write("keras-lstm.json", keras(R"({"class_name": "LSTM", "config": {"name": "lstm",
+        write("keras-gru.json", keras(R"({"class_name": "GRU", "config": {"name": "gru",
               "units": 8}}, {"class_name": "Dense", "config": {"name": "d", "units": 10}})"));
         write("keras-dilated.json",
               keras(R"({"class_name": "Conv2D", "config": {"name": "conv", "filters": 4,
@@ -476,8 +476,8 @@ private slots:
                                               "@kept-model.json"}
                                << 2 << QString(fragment) << qint64(0);
         };
-        keras("import: unsupported layer", "keras-lstm.json",
-              "layer \"lstm\" (LSTM): MixLab has no equivalent");
+        keras("import: unsupported layer", "keras-gru.json",
+              "layer \"gru\" (GRU): MixLab has no equivalent");
         keras("import: dilated Conv2D", "keras-dilated.json",
               "layer \"conv\" (Conv2D): \"dilation_rate\"");
         keras("import: malformed JSON", "keras-malformed.json", "not valid JSON");

@@ -10,9 +10,10 @@
 
 namespace mixlab {
 
-// Where a layer of the spec came from: the Keras layers whose variables it holds (none
-// for a layer without any), and the same for a residual block's branches. Parallel to
-// the spec's lists, so the weights of an archive find their MixLab layer.
+// Where a layer of the spec came from: the Keras layer it was converted from (a stack of
+// LSTMs: each, in order; none for the softmax split off a Conv2D), and the same for a
+// residual block's branches. Parallel to the spec's lists, so the weights of an archive
+// find their MixLab layer.
 struct KerasOrigin {
     std::vector<std::string> keras_layers;
     std::vector<KerasOrigin> body, shortcut;

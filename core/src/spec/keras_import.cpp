@@ -126,6 +126,80 @@ void append(Pieces& to, Pieces more)
     for (KerasOrigin& o : more.origins) to.origins.push_back(std::move(o));
 }
 
+// Whether a layer's output is never negative: it ends in a relu.
+bool ends_in_relu(const Layer& l)
+{
+    if (l.class_name == "InputLayer") return false;
+    const std::vector<LayerSpec> c = keras::convert_layer(l, false);
+    return !c.empty() && c.back().type != LayerType::Residual &&
+           c.back().activation == Activation::Relu;
+}
+
+// A ZeroPadding2D folded into the layer after it, `next` (converted into `into`), as that
+// layer's explicit padding: exact for a Conv2D (it pads with zeros too), and for a
+// MaxPooling2D whose input comes from a relu (`before`), where a zero never beats the
+// window's largest value (ResNet-50's stem). Anything else is refused.
+void fold_padding(const Layer& pad, const Layer& next, const Layer* before,
+                  std::vector<LayerSpec>& into)
+{
+    const auto [h, w] = keras::zero_padding(pad);
+    LayerSpec& s = into.front();
+    const bool conv = s.type == LayerType::Conv2D;
+    const bool max_after_relu = s.type == LayerType::MaxPool2D && before && ends_in_relu(*before);
+    if (!conv && !max_after_relu)
+        keras::fail(pad, "is followed by " + keras::layer_label(next) +
+                             "; MixLab folds a ZeroPadding2D into the Conv2D after it, or into a "
+                             "MaxPooling2D whose input comes from a relu (MixLab's pooling does "
+                             "not count padding as zeros), and has no padding layer");
+    if (s.padding != Padding::Valid)
+        keras::fail(pad, "is followed by " + keras::layer_label(next) +
+                             " with \"padding\": \"same\"; MixLab folds a ZeroPadding2D only "
+                             "into a layer with \"padding\": \"valid\"");
+    if (h == 0 && w == 0) return;
+    s.padding = Padding::Explicit;
+    s.pad_h = h;
+    s.pad_w = w;
+}
+
+// Consecutive LSTMs of the same units, a Dropout between each two or none, as one lstm of
+// several layers (PyTorch's nn.LSTM num_layers, its dropout between them): the form of
+// MixLab's lstm (and PyTorch's, whose weights the file names). Where the dropouts differ,
+// the layers stay apart, which MixLab also runs.
+void stack_lstms(Pieces& p)
+{
+    Pieces out;
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        LayerSpec& s = p.layers[i];
+        const std::size_t n = out.layers.size();
+        if (s.type == LayerType::Lstm && n > 0) {
+            std::size_t at = n - 1;
+            float rate = 0.0f;
+            const bool dropout = out.layers[at].type == LayerType::Dropout;
+            if (dropout && n >= 2) {
+                rate = out.layers[at].rate;
+                --at;
+            }
+            LayerSpec& prev = out.layers[at];
+            if (prev.type == LayerType::Lstm && (!dropout || n >= 2) && prev.hidden == s.hidden &&
+                prev.force_fp32 == s.force_fp32 && (prev.num_layers == 1 || prev.rate == rate) &&
+                prev.num_layers < 16) {
+                ++prev.num_layers;
+                prev.rate = rate;
+                for (std::string& name : p.origins[i].keras_layers)
+                    out.origins[at].keras_layers.push_back(std::move(name));
+                if (dropout) {
+                    out.layers.pop_back();
+                    out.origins.pop_back();
+                }
+                continue;
+            }
+        }
+        out.layers.push_back(std::move(s));
+        out.origins.push_back(std::move(p.origins[i]));
+    }
+    p = std::move(out);
+}
+
 // ---- Sequential ----
 
 void read_sequential(const std::vector<Layer>& layers, const json& config, bool mixed,
@@ -146,8 +220,17 @@ void read_sequential(const std::vector<Layer>& layers, const json& config, bool 
         if (out.input_shape.empty() && pieces.layers.empty() &&
             l.config->contains("batch_input_shape"))
             out.input_shape = keras::input_shape_of(l.config->at("batch_input_shape"));
+        if (l.class_name == "ZeroPadding2D" && i + 1 < layers.size()) {
+            const Layer& next = layers[i + 1];
+            std::vector<LayerSpec> converted = keras::convert_layer(next, mixed);
+            fold_padding(l, next, i > 0 ? &layers[i - 1] : nullptr, converted);
+            append(pieces, from_layer(next, std::move(converted)));
+            ++i;
+            continue;
+        }
         append(pieces, from_layer(l, keras::convert_layer(l, mixed)));
     }
+    stack_lstms(pieces);
     out.spec.layers = std::move(pieces.layers);
     out.origins = std::move(pieces.origins);
     if (out.input_shape.empty() && config.contains("build_input_shape"))
@@ -288,6 +371,15 @@ private:
                                    " inputs; MixLab's layers take one (Add aside)");
             const Layer& in = at(l, l.inputs[0]);
             std::vector<LayerSpec> converted = keras::convert_layer(l, m_mixed);
+            if (in.class_name == "ZeroPadding2D" && consumers(in) == 1 && in.inputs.size() == 1) {
+                if (!m_seen.insert(index(in)).second)
+                    keras::fail(in, "is reached twice on the walk from the output");
+                const Layer& before = at(in, in.inputs[0]);
+                fold_padding(in, l, &before, converted);
+                backwards.push_back(from_layer(l, std::move(converted)));
+                cur = &before;
+                continue;
+            }
             Pieces pieces = from_layer(l, converted);
             // Add then relu is a residual block's own activation, as resnet18.json writes it.
             if (in.class_name == "Add" && converted.size() == 1 &&
@@ -416,6 +508,7 @@ void read_functional(std::vector<Layer>& layers, const json& config, const json&
                         " is not one of its InputLayers");
     out.input_shape = input_layer_shape(*input);
     Pieces pieces = graph.read(inputs[0], outputs[0]);
+    stack_lstms(pieces);
     out.spec.layers = std::move(pieces.layers);
     out.origins = std::move(pieces.origins);
 }
