@@ -142,6 +142,71 @@ struct ConvWeights {
     }
 };
 
+// Keras 3's Sequential language model: Embedding(5, 3), LSTM(2), Dropout, LSTM(2) (one
+// MixLab lstm of 2 layers), Dense(5) per time step.
+const char* const k_lm_config = R"({"module": "keras", "class_name": "Sequential",
+  "config": {"name": "lm", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_shape": [null, null], "name": "tokens"}},
+    {"class_name": "Embedding", "config": {"name": "emb", "input_dim": 5, "output_dim": 3}},
+    {"class_name": "LSTM", "config": {"name": "lstm", "units": 2, "return_sequences": true}},
+    {"class_name": "Dropout", "config": {"name": "drop", "rate": 0.3}},
+    {"class_name": "LSTM", "config": {"name": "lstm_1", "units": 2, "return_sequences": true}},
+    {"class_name": "Dense", "config": {"name": "dense", "units": 5}}]}})";
+
+struct LmWeights {
+    Vec table = numbers(15, 1.6f, -0.8f); // [5, 3]
+    Vec k1 = numbers(24, 1.0f, -0.5f), u1 = numbers(16, 0.8f, -0.4f), b1 = numbers(8, 0.4f, -0.1f);
+    Vec k2 = numbers(16, 0.9f, -0.5f), u2 = numbers(16, 0.7f, -0.3f), b2 = numbers(8, 0.3f, 0.0f);
+    Vec dense = numbers(10, 1.2f, -0.6f), dense_bias = numbers(5, 0.2f, -0.1f); // [2, 5], [5]
+    std::vector<H5Var> vars() const
+    {
+        return {
+            {"layers/emb/vars/0", {5, 3}, table},      {"layers/lstm/cell/vars/0", {3, 8}, k1},
+            {"layers/lstm/cell/vars/1", {2, 8}, u1},   {"layers/lstm/cell/vars/2", {8}, b1},
+            {"layers/lstm_1/cell/vars/0", {2, 8}, k2}, {"layers/lstm_1/cell/vars/1", {2, 8}, u2},
+            {"layers/lstm_1/cell/vars/2", {8}, b2},    {"layers/dense/vars/0", {2, 5}, dense},
+            {"layers/dense/vars/1", {5}, dense_bias}};
+    }
+    // Keras's LSTM from a zero state: z = x K + h U + b split into gates i, f, c, o.
+    static std::vector<Vec> lstm(const std::vector<Vec>& xs, const Vec& k, const Vec& u,
+                                 const Vec& b)
+    {
+        const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+        const std::size_t in = xs[0].size(), h = 2;
+        Vec hs(h, 0.0f), cs(h, 0.0f);
+        std::vector<Vec> out;
+        for (const Vec& x : xs) {
+            Vec z(4 * h);
+            for (std::size_t j = 0; j < 4 * h; ++j) {
+                float s = b[j];
+                for (std::size_t i = 0; i < in; ++i) s += x[i] * k[i * 4 * h + j];
+                for (std::size_t i = 0; i < h; ++i) s += hs[i] * u[i * 4 * h + j];
+                z[j] = s;
+            }
+            for (std::size_t j = 0; j < h; ++j) {
+                cs[j] = sigmoid(z[h + j]) * cs[j] + sigmoid(z[j]) * std::tanh(z[2 * h + j]);
+                hs[j] = sigmoid(z[3 * h + j]) * std::tanh(cs[j]);
+            }
+            out.push_back(hs);
+        }
+        return out;
+    }
+    Vec logits(const std::vector<int>& ids) const
+    {
+        std::vector<Vec> xs;
+        for (int id : ids) xs.emplace_back(table.begin() + id * 3, table.begin() + id * 3 + 3);
+        const std::vector<Vec> hs = lstm(lstm(xs, k1, u1, b1), k2, u2, b2);
+        Vec y;
+        for (const Vec& hv : hs)
+            for (int c = 0; c < 5; ++c) {
+                float s = dense_bias[c];
+                for (int i = 0; i < 2; ++i) s += hv[i] * dense[i * 5 + c];
+                y.push_back(s);
+            }
+        return y;
+    }
+};
+
 // The imported model with its converted weights file loaded, evaluated on one sample.
 Vec mixlab_logits(const KerasImport& imported, const Vec& x)
 {
@@ -306,6 +371,36 @@ private slots:
         const KerasImport imported = load_keras_model(archive("w.keras", k_mlp_config, vars));
         const QString message = refusal([&] { (void)keras_weights_file(imported); });
         QVERIFY2(message.contains(fragment), qPrintable(message));
+    }
+
+    void lstmLogitsMatchTheHandComputedOnes()
+    {
+        const LmWeights w;
+        const KerasImport imported = load_keras_model(archive("lm.keras", k_lm_config, w.vars()));
+        QCOMPARE(imported.spec.layers.size(), std::size_t(3));
+        QCOMPARE(imported.spec.layers[1].num_layers, 2);
+        const std::vector<int> ids = {3, 0, 4, 1};
+        auto backend = make_backend(DeviceChoice::CPU);
+        const Graph graph = build_graph(imported.spec, Shape::tokens(), 5);
+        Network net(graph, Policy::FP32, OptimizerConfig{}, *backend, 1, int(ids.size()), 7);
+        load_weights_bytes(net, keras_weights_file(imported), "converted weights");
+        const std::vector<std::int32_t> tokens(ids.begin(), ids.end());
+        backend->upload_raw(net.input(), tokens.data(), tokens.size() * 4);
+        net.reset_state();
+        net.forward(1, false, 0);
+        const Vec got = download(*backend, net.logits()), want = w.logits(ids);
+        QCOMPARE(got.size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i)
+            QVERIFY2(std::abs(got[i] - want[i]) < 1e-5f,
+                     qPrintable(QString("logit %1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
+        // A stacked layer's weights missing: named by its Keras layer.
+        std::vector<H5Var> vars = w.vars();
+        vars.erase(vars.begin() + 5);
+        const KerasImport broken = load_keras_model(archive("lm-broken.keras", k_lm_config, vars));
+        const QString message = refusal([&] { (void)keras_weights_file(broken); });
+        QVERIFY2(
+            message.contains("Keras layer 'lstm_1' has 2 variables in layers/lstm_1/cell/vars"),
+            qPrintable(message));
     }
 
     // The command line end to end: the spec and the weights written, then trained from.
