@@ -443,6 +443,36 @@ private slots:
         QVERIFY(!QFile::exists(spec));
     }
 
+    // Keras's "same" with a stride of 2 pads an even input only at the bottom and right:
+    // with weights, that conv would compute other windows in MixLab, so it is refused; an
+    // odd input pads evenly in both and is converted.
+    void strideTwoSameOnAnEvenInputIsRefused()
+    {
+        const auto config = [](int side) {
+            return R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+              {"class_name": "InputLayer", "config": {"batch_shape": [null, )" +
+                   std::to_string(side) + ", " + std::to_string(side) + R"(, 1], "name": "in"}},
+              {"class_name": "Conv2D", "config": {"name": "conv", "filters": 1,
+               "kernel_size": [3, 3], "strides": [2, 2], "padding": "same"}},
+              {"class_name": "Flatten", "config": {"name": "flat"}},
+              {"class_name": "Dense", "config": {"name": "out", "units": 2}}]}})";
+        };
+        const auto vars = [](int out_side) {
+            const std::uint64_t n = std::uint64_t(out_side * out_side);
+            return std::vector<H5Var>{{"layers/conv/vars/0", {3, 3, 1, 1}, numbers(9, 1.0f, 0.0f)},
+                                      {"layers/conv/vars/1", {1}, {0.1f}},
+                                      {"layers/out/vars/0", {n, 2}, numbers(2 * n, 1.0f, -0.5f)},
+                                      {"layers/out/vars/1", {2}, {0.0f, 0.0f}}};
+        };
+        const KerasImport even = load_keras_model(archive("even.keras", config(4), vars(2)));
+        const QString message = refusal([&] { (void)keras_weights_file(even); });
+        QVERIFY2(message.contains("Keras layer 'conv': \"padding\": \"same\" on a 4x4x1 input "
+                                  "with stride 2x2 pads more at the bottom and right"),
+                 qPrintable(message));
+        const KerasImport odd = load_keras_model(archive("odd.keras", config(5), vars(3)));
+        QVERIFY(!keras_weights_file(odd).empty());
+    }
+
     void weightsThatAreNotHdf5AreRefused()
     {
         write_zip(path("nothdf5.keras"),

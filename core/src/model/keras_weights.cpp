@@ -17,6 +17,7 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -91,6 +92,12 @@ public:
         return true;
     }
 
+    // Whether the root has a link of exactly this name ('/' not special).
+    bool has_link(const std::string& name) const
+    {
+        return H5Lexists(m_file.get(), name.c_str(), H5P_DEFAULT) > 0;
+    }
+
     // The count of datasets in a vars group.
     std::size_t count(const std::string& group) const
     {
@@ -140,6 +147,10 @@ public:
         : m_h5(h5), m_layer("Keras layer '" + layer + "'")
     {
         m_group = "layers/" + layer + (cell ? std::string("/") + cell : "") + "/vars";
+        // Keras 3 on Windows joined the path with backslashes: one link of that name.
+        std::string windows = m_group;
+        std::replace(windows.begin(), windows.end(), '/', '\\');
+        if (!h5.has(m_group) && h5.has_link(windows)) m_group = windows;
         if (!h5.has(m_group))
             throw InputError(std::string(k_what) + ": " + m_layer + " has no variables (no group " +
                              m_group + "; weights of another model?)");
@@ -190,6 +201,39 @@ void map_origins(const std::vector<GraphLayer>& layers, const std::vector<KerasO
         out[&layers[i]] = &origins[i];
         map_origins(layers[i].body, origins[i].body, out);
         map_origins(layers[i].shortcut, origins[i].shortcut, out);
+    }
+}
+
+// Keras's "same" pads (out - 1) * stride + size - in in total, the odd one at the bottom
+// and right; MixLab pads (size - 1) / 2 on each side. Where they differ (a stride above 1
+// over an even input, typically) the windows sit apart and the weights would compute
+// something else: refused, naming the layer.
+void check_same_padding(const std::vector<GraphLayer>& layers,
+                        const std::map<const GraphLayer*, const KerasOrigin*>& origins)
+{
+    const auto keras_top = [](int in, int stride, int size) {
+        const int out = (in + stride - 1) / stride;
+        return std::max((out - 1) * stride + size - in, 0) / 2;
+    };
+    for (const GraphLayer& l : layers) {
+        check_same_padding(l.body, origins);
+        check_same_padding(l.shortcut, origins);
+        const LayerSpec& s = l.spec;
+        const bool windowed = s.type == LayerType::Conv2D || s.type == LayerType::MaxPool2D ||
+                              s.type == LayerType::AvgPool2D;
+        if (!windowed || s.padding != Padding::Same || l.in.dims.size() != 3) continue;
+        const int top = keras_top(l.in.dims[0], l.stride_h, s.kernel_h);
+        const int left = keras_top(l.in.dims[1], l.stride_w, s.kernel_w);
+        if (top == l.pad_h && left == l.pad_w) continue;
+        const KerasOrigin* o = origins.at(&l);
+        const std::string keras =
+            o->keras_layers.empty() ? l.path : "Keras layer '" + o->keras_layers[0] + "'";
+        throw InputError(keras + ": \"padding\": \"same\" on a " + l.in.to_string() +
+                         " input with stride " + std::to_string(l.stride_h) + "x" +
+                         std::to_string(l.stride_w) +
+                         " pads more at the bottom and right in Keras, evenly in MixLab: its "
+                         "weights would compute shifted windows (a ZeroPadding2D and "
+                         "\"valid\" padding express it exactly)");
     }
 }
 
@@ -279,6 +323,7 @@ std::string keras_weights_file(const KerasImport& imported)
 
     std::map<const GraphLayer*, const KerasOrigin*> origins;
     map_origins(net.graph().layers, imported.origins, origins);
+    check_same_padding(net.graph().layers, origins);
     std::map<const GraphLayer*, int> parts;
     for (std::size_t s = 0; s < net.slot_count(); ++s) {
         const GraphLayer& l = net.slot_layer(s);
