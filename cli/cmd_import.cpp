@@ -7,6 +7,7 @@
 
 #include "mixlab/error.h"
 #include "mixlab/keras_import.h"
+#include "mixlab/keras_weights.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/run_log.h"
 
@@ -31,16 +32,20 @@ std::string shape_text(const std::vector<int>& dims)
 int cmd_import(int argc, char** argv)
 {
     ArgParser parser(
-        "mixlab-cli import FILE -o MODEL.json",
-        "Reads a Keras model's JSON (the output of model.to_json(), Keras 2 or 3, or "
-        "the config.json inside a .keras archive), Sequential or Functional, and "
-        "writes it as a MixLab model spec. Layers: InputLayer, Flatten, Dense, "
+        "mixlab-cli import FILE -o MODEL.json [--weights-out WEIGHTS.safetensors]",
+        "Reads a Keras model: the output of model.to_json() (Keras 2 or 3), or a "
+        ".keras archive (model.save()), Sequential or Functional, and writes it as a "
+        "MixLab model spec; with --weights-out, an archive's model.weights.h5 as a "
+        "MixLab weights file for mixlab-cli train --load-weights. Layers: InputLayer, Flatten, "
+        "Dense, "
         "Activation, ReLU, Softmax, Dropout, Conv2D, BatchNormalization, MaxPooling2D, "
         "AveragePooling2D, GlobalAveragePooling2D, Add (residual blocks). A "
         "mixed_float16 or mixed_bfloat16 model is printed as the policy to train "
         "with; its float32 layers keep \"dtype\": \"float32\". Anything else is "
         "refused (exit 2) and nothing is written.");
     parser.add_option("--output", "FILE", "the model spec to write (also -o FILE)");
+    parser.add_option("--weights-out", "FILE",
+                      "write the archive's weights as a mixlab-weights/1 safetensors file");
     // The Keras file is the one positional argument; -o is the usual short form.
     std::vector<std::string> args;
     std::string keras_path;
@@ -67,10 +72,15 @@ int cmd_import(int argc, char** argv)
     const std::optional<std::string> output = parser.value("--output");
     if (!output) throw InputError("say where to write the model: -o MODEL.json");
     check_output_path(*output, "-o");
+    const std::optional<std::string> weights_out = parser.value("--weights-out");
+    if (weights_out) check_output_path(*weights_out, "--weights-out");
 
     const KerasImport imported = load_keras_model(keras_path);
+    // Both files are made before either is written: refused weights leave no spec behind.
+    const std::string weights = weights_out ? keras_weights_file(imported) : std::string();
     // Written only whole: a refused model above leaves no file, a failed write no half one.
     write_file_atomically(*output, model_spec_to_json(imported.spec));
+    if (weights_out) write_file_atomically(*weights_out, weights);
 
     const ModelSpec& spec = imported.spec;
     std::printf("wrote %s: %s, %zu layers, from a Keras %d %s model\n", output->c_str(),
@@ -79,6 +89,12 @@ int cmd_import(int argc, char** argv)
     std::printf("policy: %s (Keras's %s): mixlab-cli train --model %s --policy %s\n",
                 std::string(policy_name(imported.policy)).c_str(), imported.keras_policy.c_str(),
                 output->c_str(), std::string(policy_name(imported.policy)).c_str());
+    if (weights_out)
+        std::printf("wrote %s: the Keras model's weights: mixlab-cli train --model %s "
+                    "--load-weights %s\n",
+                    weights_out->c_str(), output->c_str(), weights_out->c_str());
+    else if (!imported.weights_h5.empty())
+        std::printf("the archive holds weights: add --weights-out FILE to keep them\n");
     if (!imported.input_shape.empty())
         std::printf("input: %s (Keras's input layer): mixlab-cli summary --model %s --input %s\n",
                     shape_text(imported.input_shape).c_str(), output->c_str(),

@@ -13,6 +13,7 @@ set(MIXLAB_BASE_SOURCES
 # spec: the documents a user writes: mixlab-model/1, mixlab-run/1, precision policies;
 # Keras model JSON read into mixlab-model/1 (keras_import, keras_layers).
 set(MIXLAB_SPEC_SOURCES
+    spec/keras_archive.cpp
     spec/keras_import.cpp
     spec/keras_layers.cpp
     spec/model_spec.cpp
@@ -61,6 +62,7 @@ set(MIXLAB_BACKENDS_SOURCES
 set(MIXLAB_MODEL_SOURCES
     model/fp8_eligibility.cpp
     model/graph.cpp
+    model/keras_weights.cpp
     model/master_io.cpp
     model/model_weights.cpp
     model/network.cpp

@@ -89,7 +89,7 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://mixlab.invalid/")
 # platform plugins, which libqt6gui6 only recommends and without which the app cannot start.
 set(_mixlab_deps
     "libc6 (>= 2.36)" "libstdc++6 (>= 12)" "libgcc-s1 (>= 3.4)" "libgomp1 (>= 12)"
-    "zlib1g (>= 1:1.2.13)")
+    "zlib1g (>= 1:1.2.13)" "libzip4 (>= 1.7.3)" "libhdf5-103-1 (>= 1.10.8)")
 if(MIXLAB_WITH_GUI)
   list(APPEND _mixlab_deps
        "libqt6core6 (>= 6.4.2)" "libqt6gui6 (>= 6.4.2)" "libqt6widgets6 (>= 6.4.2)"

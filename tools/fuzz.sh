@@ -4,7 +4,8 @@
 # in tests/fuzz/regressions/<name>/ (replayed by the normal ctest run from then on) and
 # the script exits non-zero naming the target and the file.
 # Usage: tools/fuzz.sh [seconds per target, default 60] [target ...]
-#        (targets: model_spec keras_import run_config experiment idx cifar safetensors; default all)
+#        (targets: model_spec keras_import keras_archive run_config experiment idx cifar
+#         safetensors; default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ apt_install_missing fuzz clang libclang-rt-14-dev
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(model_spec keras_import run_config experiment idx cifar safetensors)
+[ ${#targets[@]} -eq 0 ] && targets=(model_spec keras_import keras_archive run_config experiment idx cifar safetensors)
 build="${MIXLAB_FUZZ_BUILD:-build-fuzz}"
 jobs="${MIXLAB_JOBS:-2}"
 
@@ -32,7 +33,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
 cmake --build "$build" --parallel "$jobs" --target "${targets[@]/#/fuzz_}"
 
 # Past these lengths an input only costs time: a CIFAR-10 set needs six 3073-byte files.
-declare -A max_len=([model_spec]=16384 [keras_import]=32768 [run_config]=4096 [experiment]=32768 [idx]=16384 [cifar]=65536 [safetensors]=65536)
+declare -A max_len=([model_spec]=16384 [keras_import]=32768 [keras_archive]=65536 [run_config]=4096 [experiment]=32768 [idx]=16384 [cifar]=65536 [safetensors]=65536)
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 failed=()
 for t in "${targets[@]}"; do

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
-          libeigen3-dev qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev dataset-fashion-mnist)
+          libeigen3-dev libzip-dev libhdf5-dev qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev dataset-fashion-mnist)
 # shellcheck source=lib/apt_install.sh
 source tools/lib/apt_install.sh
 apt_install_missing setup "${packages[@]}"

@@ -1,6 +1,8 @@
 // Bad input to mixlab-cli, one row each: broken model and run files, bad sizes and
 // options, damaged dataset files. Every row must end with its exit code, a short stderr
 // naming the problem, no crash, and every file already in the folder left as it was.
+#include "keras_archive_writer.h"
+
 #include <QCryptographicHash>
 #include <QDir>
 #include <QDirIterator>
@@ -255,7 +257,7 @@ private slots:
             return R"({"class_name": "Sequential", "config": {"name": "k", "layers": [)" + layers +
                    R"(]}, "keras_version": "2.13.1", "backend": "tensorflow"})";
         };
-        write("keras-lstm.json", keras(R"({"class_name": "LSTM", "config": {"name": "lstm",
+        write("keras-gru.json", keras(R"({"class_name": "GRU", "config": {"name": "gru",
               "units": 8}}, {"class_name": "Dense", "config": {"name": "d", "units": 10}})"));
         write("keras-dilated.json",
               keras(R"({"class_name": "Conv2D", "config": {"name": "conv", "filters": 4,
@@ -266,6 +268,29 @@ private slots:
         QVERIFY(seed.open(QIODevice::ReadOnly));
         write("keras-seed.json", seed.readAll());
         write("kept-model.json", model(R"({"type": "flatten"}, {"type": "dense", "units": 10})"));
+        // .keras archives (zips written with libzip): text named .keras, a whole archive cut
+        // in half, a zip without config.json, one with a malformed config, and one whose
+        // model.weights.h5 lacks a layer's variables.
+        write("keras-text.keras", keras(""));
+        const std::string seed3 = [] {
+            QFile f(QStringLiteral(MIXLAB_SOURCE_DIR) + "/tests/data/keras/seed-mlp.keras3.json");
+            return f.open(QIODevice::ReadOnly) ? f.readAll().toStdString() : std::string();
+        }();
+        QVERIFY(!seed3.empty());
+        const auto zip = [&](const char* name,
+                             const std::vector<std::pair<std::string, std::string>>& members) {
+            mixlab::test::write_zip(path(name).toStdString(), members);
+        };
+        zip("keras-seed.keras", {{"metadata.json", "{}"}, {"config.json", seed3}});
+        QFile whole(path("keras-seed.keras"));
+        QVERIFY(whole.open(QIODevice::ReadOnly));
+        const QByteArray archive = whole.readAll();
+        write("keras-cut.keras", archive.left(archive.size() / 2));
+        zip("keras-noconfig.keras", {{"metadata.json", "{}"}});
+        zip("keras-badconfig.keras", {{"config.json", keras("").left(40).toStdString()}});
+        zip("keras-noweights.keras",
+            {{"config.json", seed3},
+             {"model.weights.h5", mixlab::test::h5_bytes({{"layers/dense/vars/0", {1}, {0.0f}}})}});
 
         // Already saved: a log from an earlier run that failing runs must not touch.
         write("kept-log.json", R"({"format": "mixlab-log/1", "kind": "train", "earlier": true})");
@@ -451,8 +476,8 @@ private slots:
                                               "@kept-model.json"}
                                << 2 << QString(fragment) << qint64(0);
         };
-        keras("import: unsupported layer", "keras-lstm.json",
-              "layer \"lstm\" (LSTM): MixLab has no equivalent");
+        keras("import: unsupported layer", "keras-gru.json",
+              "layer \"gru\" (GRU): MixLab has no equivalent");
         keras("import: dilated Conv2D", "keras-dilated.json",
               "layer \"conv\" (Conv2D): \"dilation_rate\"");
         keras("import: malformed JSON", "keras-malformed.json", "not valid JSON");
@@ -460,6 +485,19 @@ private slots:
         keras("import: a layer, not a model", "keras-layer.json", "Sequential and Functional");
         keras("import: missing file", "none-keras.json", "none-keras.json");
         keras("import: a folder", "model-dir.json", "model-dir.json");
+        keras("import: .keras not a zip", "keras-text.keras", "is not a whole zip archive");
+        keras("import: .keras truncated", "keras-cut.keras", "is not a whole zip archive");
+        keras("import: .keras without config.json", "keras-noconfig.keras", "holds no config.json");
+        keras("import: .keras with a bad config", "keras-badconfig.keras",
+              "config.json: the Keras model is not valid JSON");
+        QTest::newRow("import: .keras without weights, --weights-out")
+            << QStringList{"import",           "@keras-seed.keras", "-o",
+                           "@kept-model.json", "--weights-out",     "@kept-weights.st"}
+            << 2 << QString("came without weights") << qint64(0);
+        QTest::newRow("import: .keras missing a layer's weights")
+            << QStringList{"import",           "@keras-noweights.keras", "-o",
+                           "@kept-model.json", "--weights-out",          "@kept-weights.st"}
+            << 2 << QString("Keras layer 'dense' has 1 variables") << qint64(0);
         QTest::newRow("import: no -o") << QStringList{"import", "@keras-seed.json"} << 2
                                        << QString("-o MODEL.json") << qint64(0);
         QTest::newRow("import: -o in a missing folder")

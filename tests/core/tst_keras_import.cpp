@@ -490,8 +490,8 @@ private slots:
         auto row = [](const char* tag, const char* cls, const char* config, const char* fragment) {
             QTest::newRow(tag) << cls << config << fragment;
         };
-        row("unknown class", "LSTM", R"({"units": 8})",
-            "layer \"x\" (LSTM): MixLab has no equivalent of this layer; it imports InputLayer, "
+        row("unknown class", "GRU", R"({"units": 8})",
+            "layer \"x\" (GRU): MixLab has no equivalent of this layer; it imports InputLayer, "
             "Flatten, Dense");
         row("Conv2D dilation", "Conv2D",
             R"({"filters": 4, "kernel_size": [3, 3], "dilation_rate": [2, 2]})",
@@ -542,6 +542,114 @@ private slots:
             "(InputLayer): an InputLayer can only start");
         row("not an object dtype", "Dense", R"({"units": 4, "dtype": 5})",
             "\"dtype\" must be a dtype name or a dtype policy");
+        row("ZeroPadding2D before a Dense", "ZeroPadding2D", R"({"padding": [[1, 1], [1, 1]]})",
+            "layer \"x\" (ZeroPadding2D): is followed by layer \"out\" (Dense); MixLab folds");
+        row("ZeroPadding2D uneven", "ZeroPadding2D", R"({"padding": [[0, 1], [0, 1]]})",
+            "(ZeroPadding2D): \"padding\" [[0,1],[0,1]] pads one side more than the other");
+        row("LSTM last output only", "LSTM", R"({"units": 8})",
+            "layer \"x\" (LSTM): \"return_sequences\": false is not supported");
+        row("LSTM backwards", "LSTM",
+            R"({"units": 8, "return_sequences": true, "go_backwards": true})",
+            "(LSTM): \"go_backwards\": true is not supported");
+        row("LSTM stateful", "LSTM", R"({"units": 8, "return_sequences": true, "stateful": true})",
+            "(LSTM): \"stateful\": true is not supported");
+        row("LSTM relu", "LSTM", R"({"units": 8, "return_sequences": true, "activation": "relu"})",
+            "(LSTM): \"activation\" \"relu\" is not supported: MixLab's lstm runs tanh");
+        row("LSTM hard_sigmoid gates", "LSTM",
+            R"({"units": 8, "return_sequences": true, "recurrent_activation": "hard_sigmoid"})",
+            "(LSTM): \"recurrent_activation\" \"hard_sigmoid\" is not supported");
+        row("LSTM recurrent dropout", "LSTM",
+            R"({"units": 8, "return_sequences": true, "recurrent_dropout": 0.1})",
+            "(LSTM): \"recurrent_dropout\" 0.1 is not supported");
+        row("Embedding mask_zero", "Embedding",
+            R"({"input_dim": 100, "output_dim": 8, "mask_zero": true})",
+            "(Embedding): \"mask_zero\": true is not supported");
+    }
+
+    // ZeroPadding2D folded into the Conv2D after it, and into a MaxPooling2D after a relu
+    // (ResNet-50's stem: conv, batch norm, relu, pad 1, max pool 3/2), in both generations
+    // and both model classes; refused before an average pooling or a max pooling of values
+    // that may be negative.
+    void zeroPadding()
+    {
+        for (int gen : {2, 3}) {
+            const KerasImport seq = import_keras_model(sequential(
+                gen, {layer(gen, "ZeroPadding2D", "pad", {{"padding", {{1, 1}, {2, 2}}}}, ""),
+                      layer(gen, "Conv2D", "conv",
+                            {{"filters", 4}, {"kernel_size", {3, 3}}, {"padding", "valid"}}, ""),
+                      layer(gen, "Flatten", "flat", json::object(), ""),
+                      layer(gen, "Dense", "out", k_dense10, "")}));
+            QCOMPARE(layers_text(seq.spec.layers),
+                     expected_text(R"({"type": "conv2d", "filters": 4, "kernel": 3,
+                                       "padding": [1, 2]}, {"type": "flatten"},
+                                      {"type": "dense", "units": 10})"));
+            const auto stem = [&](const char* act, const char* pool) {
+                return functional(
+                    gen,
+                    {{"InputLayer", "in", {}},
+                     {"Conv2D",
+                      "conv1",
+                      {"in"},
+                      {{"filters", 8}, {"kernel_size", {3, 3}}, {"padding", "same"}}},
+                     {"BatchNormalization", "bn1", {"conv1"}},
+                     {"Activation", "act1", {"bn1"}, {{"activation", act}}},
+                     {"ZeroPadding2D", "pool1_pad", {"act1"}, {{"padding", {{1, 1}, {1, 1}}}}},
+                     {pool, "pool1", {"pool1_pad"}, {{"pool_size", {3, 3}}, {"strides", {2, 2}}}},
+                     {"GlobalAveragePooling2D", "gap", {"pool1"}},
+                     {"Dense", "out", {"gap"}, k_dense10}},
+                    "out");
+            };
+            const KerasImport fn = import_keras_model(stem("relu", "MaxPooling2D"));
+            QCOMPARE(layers_text(fn.spec.layers),
+                     expected_text(R"({"type": "conv2d", "filters": 8, "kernel": 3,
+                                       "padding": "same"}, {"type": "batchnorm", "momentum": 0.01,
+                                       "epsilon": 0.001}, {"type": "activation", "activation": "relu"},
+                                      {"type": "maxpool2d", "pool_size": 3, "stride": 2,
+                                       "padding": 1}, {"type": "global_avgpool"},
+                                      {"type": "dense", "units": 10})"));
+            QVERIFY2(refusal(stem("relu", "AveragePooling2D"))
+                         .contains("layer \"pool1_pad\" (ZeroPadding2D): is followed by layer "
+                                   "\"pool1\" (AveragePooling2D)"),
+                     qPrintable(refusal(stem("relu", "AveragePooling2D"))));
+            QVERIFY(
+                refusal(stem("tanh", "MaxPooling2D")).contains("whose input comes from a relu"));
+        }
+    }
+
+    // Embedding and LSTM: consecutive LSTMs of the same units, a Dropout of one rate
+    // between them, are one lstm of several layers; other units stay apart. The Keras
+    // layers each MixLab layer came from are its origins, an lstm's in stacking order.
+    void sequenceLayers()
+    {
+        const json lstm32 = {{"units", 32},
+                             {"return_sequences", true},
+                             {"activation", "tanh"},
+                             {"recurrent_activation", "sigmoid"},
+                             {"unroll", false}};
+        for (int gen : {2, 3}) {
+            json lstm16 = lstm32;
+            lstm16["units"] = 16;
+            const KerasImport k = import_keras_model(sequential(
+                gen, {layer(gen, "Embedding", "emb", {{"input_dim", 100}, {"output_dim", 24}}, ""),
+                      layer(gen, "LSTM", "l1", lstm32, ""),
+                      layer(gen, "Dropout", "d1", {{"rate", 0.2}}, ""),
+                      layer(gen, "LSTM", "l2", lstm32, ""),
+                      layer(gen, "Dropout", "d2", {{"rate", 0.2}}, ""),
+                      layer(gen, "LSTM", "l3", lstm32, ""),
+                      layer(gen, "Dropout", "d3", {{"rate", 0.5}}, ""),
+                      layer(gen, "LSTM", "l4", lstm16, ""),
+                      layer(gen, "Dense", "out", {{"units", 100}}, "")}));
+            QCOMPARE(layers_text(k.spec.layers),
+                     expected_text(R"({"type": "embedding", "vocab": 100, "dim": 24},
+                                      {"type": "lstm", "hidden": 32, "layers": 3, "dropout": 0.2},
+                                      {"type": "dropout", "rate": 0.5},
+                                      {"type": "lstm", "hidden": 16},
+                                      {"type": "dense", "units": 100})"));
+            QCOMPARE(k.origins.size(), std::size_t(5));
+            QCOMPARE(k.origins[1].keras_layers, (std::vector<std::string>{"l1", "l2", "l3"}));
+            QCOMPARE(k.origins[3].keras_layers, (std::vector<std::string>{"l4"}));
+            QCOMPARE(k.origins[2].keras_layers, (std::vector<std::string>{"d3"}));
+        }
     }
     void refusals()
     {

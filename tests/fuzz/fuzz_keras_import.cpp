@@ -10,6 +10,22 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+namespace {
+
+void check_origins(const std::vector<mixlab::LayerSpec>& layers,
+                   const std::vector<mixlab::KerasOrigin>& origins)
+{
+    if (layers.size() != origins.size())
+        mixlab::fuzz::fail("the import's origins do not match its layers one to one");
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        check_origins(layers[i].body, origins[i].body);
+        check_origins(layers[i].shortcut, origins[i].shortcut);
+    }
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -36,5 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            written);
     }
     if (imported.spec.layers.empty()) mixlab::fuzz::fail("an import with no layers");
+    // The weights of an archive find their layers through the origins: one per layer, at
+    // every depth.
+    check_origins(imported.spec.layers, imported.origins);
     return 0;
 }

@@ -2,14 +2,17 @@
 """Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<name>/): the model presets,
 a few run configs, tiny valid IDX and CIFAR files framed as the targets expect
 (one flags byte, then the files split by the part marker; see fuzz_idx.cpp and
-fuzz_cifar.cpp), and safetensors weights for fuzz_safetensors.cpp's network. The experiment seeds are files the app saved, kept as they are.
+fuzz_cifar.cpp), safetensors weights for fuzz_safetensors.cpp's network, and small
+.keras archives (zips) for fuzz_keras_archive.cpp. The experiment seeds are files the app saved, kept as they are.
 Run it again after changing a format; the output is deterministic."""
 import gzip
 import json
 import pathlib
 import random
+import io
 import shutil
 import struct
+import zipfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -62,6 +65,28 @@ def keras_models():
     # The Keras files tst_keras_import reads: both generations, Sequential and Functional.
     for model in sorted((ROOT / "tests" / "data" / "keras").glob("*.json")):
         write("keras_import", model.name, compact(json.loads(model.read_text())))
+
+
+def keras_archive(members, method):
+    """A zip of (name, text) members with fixed timestamps, so the bytes are the same."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as z:
+        for name, text in members:
+            info = zipfile.ZipInfo(name, date_time=(2026, 12, 4, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, text)
+    return out.getvalue()
+
+
+def keras_archives():
+    seed = compact(json.loads((ROOT / "tests" / "data" / "keras" / "seed-mlp.keras3.json").read_text()))
+    meta = compact({"keras_version": "3.6.0", "date_saved": "2026-12-04@00:00:00"})
+    whole = keras_archive([("metadata.json", meta), ("config.json", seed)], zipfile.ZIP_DEFLATED)
+    write("keras_archive", "seed-mlp.keras", whole)
+    write("keras_archive", "stored.keras", keras_archive([("config.json", seed)], zipfile.ZIP_STORED))
+    write("keras_archive", "no-config.keras",
+          keras_archive([("metadata.json", meta)], zipfile.ZIP_STORED))
+    write("keras_archive", "truncated.keras", whole[: len(whole) // 2])
 
 
 def run_configs():
@@ -152,7 +177,7 @@ def safetensors_seeds():
 
 
 def main():
-    for name in ("model_spec", "run_config", "idx", "cifar", "safetensors"):
+    for name in ("model_spec", "run_config", "idx", "cifar", "safetensors", "keras_archive"):
         shutil.rmtree(HERE / "corpus" / name, ignore_errors=True)
     model_specs()
     keras_models()
@@ -164,6 +189,7 @@ def main():
     write("cifar", "cifar100-fine.bin", cifar_set(True, False, False))
     write("cifar", "cifar100-coarse-subfolder.bin", cifar_set(True, True, True))
     safetensors_seeds()
+    keras_archives()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,16 @@
 
 namespace mixlab {
 
+// Where a layer of the spec came from: the Keras layer it was converted from (a stack of
+// LSTMs: each, in order; none for the softmax split off a Conv2D), and the same for a
+// residual block's branches. Parallel to the spec's lists, so the weights of an archive
+// find their MixLab layer.
+struct KerasOrigin {
+    std::vector<std::string> keras_layers;
+    std::vector<KerasOrigin> body, shortcut;
+    bool operator==(const KerasOrigin&) const = default;
+};
+
 // What an import found besides the layers: MixLab's model spec has no policy or input
 // shape (both belong to a run: the run config and the dataset), so they come back here
 // for the caller to suggest.
@@ -19,17 +29,23 @@ struct KerasImport {
     // MixedBF16, float32 -> FP32. Layers kept in float32 under a mixed policy carry
     // "dtype": "float32" in the spec.
     Policy policy = Policy::FP32;
-    std::string keras_policy;     // the Keras name: "mixed_float16", "float32"
-    std::vector<int> input_shape; // per sample (H, W, C), empty when the file does not say
-    int keras_major = 0;          // 2 or 3: which generation wrote the JSON
-    std::string model_class;      // "Sequential" or "Functional"
+    std::string keras_policy;         // the Keras name: "mixed_float16", "float32"
+    std::vector<int> input_shape;     // per sample (H, W, C), empty when the file does not say
+    int keras_major = 0;              // 2 or 3: which generation wrote the JSON
+    std::string model_class;          // "Sequential" or "Functional"
+    std::vector<KerasOrigin> origins; // one per spec.layers entry
+    // A .keras archive's model.weights.h5 (empty for JSON, or an archive without one).
+    std::string weights_h5;
 };
 
 // Throws SpecError naming the Keras layer (its name and class) and what MixLab supports
 // when a layer, an option or the graph's shape has no MixLab equivalent, and when the
 // text is not JSON or not a Keras model. The spec it returns validates as a file would.
 KerasImport import_keras_model(std::string_view json_text);
-// The same from a file; messages name it (InputError when it is missing or unreadable).
+// The same from a file: the JSON, or a .keras archive (a zip: its config.json, and its
+// model.weights.h5 kept in weights_h5), told apart by the name or the zip's first bytes.
+// Messages name the file (InputError when it is missing, unreadable, not a whole zip or
+// an archive without config.json).
 KerasImport load_keras_model(const std::string& path);
 
 } // namespace mixlab

@@ -5,6 +5,7 @@
 
 #include "base/json_util.h"
 #include "mixlab/error.h"
+#include "spec/keras_archive.h"
 #include "spec/keras_layers.h"
 
 #include <algorithm>
@@ -102,9 +103,101 @@ std::vector<int> input_layer_shape(const Layer& l)
     return {};
 }
 
-void append(std::vector<LayerSpec>& to, std::vector<LayerSpec> more)
+// MixLab layers and where each came from, kept in step.
+struct Pieces {
+    std::vector<LayerSpec> layers;
+    std::vector<KerasOrigin> origins;
+};
+
+// The layers converted from one Keras layer: the one that holds its variables (the first;
+// a Conv2D's split softmax holds none) is its origin.
+Pieces from_layer(const Layer& l, std::vector<LayerSpec> layers)
 {
-    for (LayerSpec& s : more) to.push_back(std::move(s));
+    Pieces p;
+    p.origins.resize(layers.size());
+    if (!layers.empty()) p.origins[0].keras_layers.push_back(l.name);
+    p.layers = std::move(layers);
+    return p;
+}
+
+void append(Pieces& to, Pieces more)
+{
+    for (LayerSpec& s : more.layers) to.layers.push_back(std::move(s));
+    for (KerasOrigin& o : more.origins) to.origins.push_back(std::move(o));
+}
+
+// Whether a layer's output is never negative: it ends in a relu.
+bool ends_in_relu(const Layer& l)
+{
+    if (l.class_name == "InputLayer") return false;
+    const std::vector<LayerSpec> c = keras::convert_layer(l, false);
+    return !c.empty() && c.back().type != LayerType::Residual &&
+           c.back().activation == Activation::Relu;
+}
+
+// A ZeroPadding2D folded into the layer after it, `next` (converted into `into`), as that
+// layer's explicit padding: exact for a Conv2D (it pads with zeros too), and for a
+// MaxPooling2D whose input comes from a relu (`before`), where a zero never beats the
+// window's largest value (ResNet-50's stem). Anything else is refused.
+void fold_padding(const Layer& pad, const Layer& next, const Layer* before,
+                  std::vector<LayerSpec>& into)
+{
+    const auto [h, w] = keras::zero_padding(pad);
+    LayerSpec& s = into.front();
+    const bool conv = s.type == LayerType::Conv2D;
+    const bool max_after_relu = s.type == LayerType::MaxPool2D && before && ends_in_relu(*before);
+    if (!conv && !max_after_relu)
+        keras::fail(pad, "is followed by " + keras::layer_label(next) +
+                             "; MixLab folds a ZeroPadding2D into the Conv2D after it, or into a "
+                             "MaxPooling2D whose input comes from a relu (MixLab's pooling does "
+                             "not count padding as zeros), and has no padding layer");
+    if (s.padding != Padding::Valid)
+        keras::fail(pad, "is followed by " + keras::layer_label(next) +
+                             " with \"padding\": \"same\"; MixLab folds a ZeroPadding2D only "
+                             "into a layer with \"padding\": \"valid\"");
+    if (h == 0 && w == 0) return;
+    s.padding = Padding::Explicit;
+    s.pad_h = h;
+    s.pad_w = w;
+}
+
+// Consecutive LSTMs of the same units, a Dropout between each two or none, as one lstm of
+// several layers (PyTorch's nn.LSTM num_layers, its dropout between them): the form of
+// MixLab's lstm (and PyTorch's, whose weights the file names). Where the dropouts differ,
+// the layers stay apart, which MixLab also runs.
+void stack_lstms(Pieces& p)
+{
+    Pieces out;
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        LayerSpec& s = p.layers[i];
+        const std::size_t n = out.layers.size();
+        if (s.type == LayerType::Lstm && n > 0) {
+            std::size_t at = n - 1;
+            float rate = 0.0f;
+            const bool dropout = out.layers[at].type == LayerType::Dropout;
+            if (dropout && n >= 2) {
+                rate = out.layers[at].rate;
+                --at;
+            }
+            LayerSpec& prev = out.layers[at];
+            if (prev.type == LayerType::Lstm && (!dropout || n >= 2) && prev.hidden == s.hidden &&
+                prev.force_fp32 == s.force_fp32 && (prev.num_layers == 1 || prev.rate == rate) &&
+                prev.num_layers < 16) {
+                ++prev.num_layers;
+                prev.rate = rate;
+                for (std::string& name : p.origins[i].keras_layers)
+                    out.origins[at].keras_layers.push_back(std::move(name));
+                if (dropout) {
+                    out.layers.pop_back();
+                    out.origins.pop_back();
+                }
+                continue;
+            }
+        }
+        out.layers.push_back(std::move(s));
+        out.origins.push_back(std::move(p.origins[i]));
+    }
+    p = std::move(out);
 }
 
 // ---- Sequential ----
@@ -112,6 +205,7 @@ void append(std::vector<LayerSpec>& to, std::vector<LayerSpec> more)
 void read_sequential(const std::vector<Layer>& layers, const json& config, bool mixed,
                      KerasImport& out)
 {
+    Pieces pieces;
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const Layer& l = layers[i];
         if (l.class_name == "InputLayer") {
@@ -123,11 +217,22 @@ void read_sequential(const std::vector<Layer>& layers, const json& config, bool 
             keras::fail(l, "adds several tensors, which a Sequential model cannot give it; MixLab "
                            "imports Add from a Functional model's residual blocks");
         // Keras 2 keeps the input shape on the first layer when no InputLayer was written.
-        if (out.input_shape.empty() && out.spec.layers.empty() &&
+        if (out.input_shape.empty() && pieces.layers.empty() &&
             l.config->contains("batch_input_shape"))
             out.input_shape = keras::input_shape_of(l.config->at("batch_input_shape"));
-        append(out.spec.layers, keras::convert_layer(l, mixed));
+        if (l.class_name == "ZeroPadding2D" && i + 1 < layers.size()) {
+            const Layer& next = layers[i + 1];
+            std::vector<LayerSpec> converted = keras::convert_layer(next, mixed);
+            fold_padding(l, next, i > 0 ? &layers[i - 1] : nullptr, converted);
+            append(pieces, from_layer(next, std::move(converted)));
+            ++i;
+            continue;
+        }
+        append(pieces, from_layer(l, keras::convert_layer(l, mixed)));
     }
+    stack_lstms(pieces);
+    out.spec.layers = std::move(pieces.layers);
+    out.origins = std::move(pieces.origins);
     if (out.input_shape.empty() && config.contains("build_input_shape"))
         out.input_shape = keras::input_shape_of(config.at("build_input_shape"));
 }
@@ -216,9 +321,9 @@ public:
 
     // The layers from `input` (an InputLayer) to `output`, which every other layer must
     // lie on.
-    std::vector<LayerSpec> read(const std::string& input, const std::string& output)
+    Pieces read(const std::string& input, const std::string& output)
     {
-        std::vector<LayerSpec> spec = chain(input, output, 0);
+        Pieces spec = chain(input, output, 0);
         for (std::size_t i = 0; i < m_layers.size(); ++i)
             if (!m_seen.count(i) && m_layers[i].name != input)
                 keras::fail(m_layers[i],
@@ -239,9 +344,9 @@ private:
 
     // Walks back from `to` until `from`, each layer once: the MixLab layers in between,
     // `from` excluded. A branch that never meets `from` is a graph MixLab cannot hold.
-    std::vector<LayerSpec> chain(const std::string& from, const std::string& to, int depth)
+    Pieces chain(const std::string& from, const std::string& to, int depth)
     {
-        std::vector<std::vector<LayerSpec>> backwards;
+        std::vector<Pieces> backwards;
         const Layer* cur = &at(m_layers.front(), to);
         while (cur->name != from) {
             const Layer& l = *cur;
@@ -257,7 +362,7 @@ private:
                                 "forks from); MixLab imports such graphs only");
             if (l.class_name == "Add") {
                 auto [block, fork] = residual(l, depth);
-                backwards.push_back({std::move(block)});
+                backwards.push_back(std::move(block));
                 cur = fork;
                 continue;
             }
@@ -266,6 +371,16 @@ private:
                                    " inputs; MixLab's layers take one (Add aside)");
             const Layer& in = at(l, l.inputs[0]);
             std::vector<LayerSpec> converted = keras::convert_layer(l, m_mixed);
+            if (in.class_name == "ZeroPadding2D" && consumers(in) == 1 && in.inputs.size() == 1) {
+                if (!m_seen.insert(index(in)).second)
+                    keras::fail(in, "is reached twice on the walk from the output");
+                const Layer& before = at(in, in.inputs[0]);
+                fold_padding(in, l, &before, converted);
+                backwards.push_back(from_layer(l, std::move(converted)));
+                cur = &before;
+                continue;
+            }
+            Pieces pieces = from_layer(l, converted);
             // Add then relu is a residual block's own activation, as resnet18.json writes it.
             if (in.class_name == "Add" && converted.size() == 1 &&
                 converted[0].type == LayerType::Activation &&
@@ -273,21 +388,22 @@ private:
                 if (!m_seen.insert(index(in)).second)
                     keras::fail(in, "is reached twice on the walk from the output");
                 auto [block, fork] = residual(in, depth);
-                if (block.force_fp32 == converted[0].force_fp32) {
-                    block.activation = Activation::Relu;
-                    backwards.push_back({std::move(block)});
+                if (block.layers[0].force_fp32 == converted[0].force_fp32) {
+                    block.layers[0].activation = Activation::Relu;
+                    backwards.push_back(std::move(block));
                 } else {
-                    backwards.push_back(std::move(converted));
-                    backwards.push_back({std::move(block)});
+                    backwards.push_back(std::move(pieces));
+                    backwards.push_back(std::move(block));
                 }
                 cur = fork;
                 continue;
             }
-            backwards.push_back(std::move(converted));
+            backwards.push_back(std::move(pieces));
             cur = &in;
         }
-        std::vector<LayerSpec> layers;
-        for (auto it = backwards.rbegin(); it != backwards.rend(); ++it) append(layers, *it);
+        Pieces layers;
+        for (auto it = backwards.rbegin(); it != backwards.rend(); ++it)
+            append(layers, std::move(*it));
         return layers;
     }
 
@@ -325,8 +441,9 @@ private:
     }
 
     // An Add of two branches from one fork: body and shortcut (the longer branch is the
-    // body; an empty one, the identity, is the shortcut). Returns the block and the fork.
-    std::pair<LayerSpec, const Layer*> residual(const Layer& add, int depth)
+    // body; an empty one, the identity, is the shortcut). Returns the block (one layer)
+    // and the fork.
+    std::pair<Pieces, const Layer*> residual(const Layer& add, int depth)
     {
         if (depth >= k_max_depth)
             keras::fail(add,
@@ -347,14 +464,21 @@ private:
         if (add.inputs[0] == add.inputs[1])
             keras::fail(add, "adds a tensor to itself; MixLab imports Add as a residual block, a "
                              "branch and its shortcut");
-        LayerSpec block;
-        block.type = LayerType::Residual;
-        block.body = chain(fork->name, add.inputs[0], depth + 1);
-        block.shortcut = chain(fork->name, add.inputs[1], depth + 1);
-        if (block.body.size() < block.shortcut.size()) std::swap(block.body, block.shortcut);
-        if (block.body.empty())
+        Pieces body = chain(fork->name, add.inputs[0], depth + 1);
+        Pieces shortcut = chain(fork->name, add.inputs[1], depth + 1);
+        if (body.layers.size() < shortcut.layers.size()) std::swap(body, shortcut);
+        if (body.layers.empty())
             keras::fail(add, "adds two tensors with no layer between them and their input");
-        if (m_mixed && keras::layer_dtype(add) == LayerDtype::Float32) block.force_fp32 = true;
+        Pieces block;
+        block.layers.resize(1);
+        block.origins.resize(1);
+        LayerSpec& spec = block.layers[0];
+        spec.type = LayerType::Residual;
+        spec.body = std::move(body.layers);
+        spec.shortcut = std::move(shortcut.layers);
+        block.origins[0].body = std::move(body.origins);
+        block.origins[0].shortcut = std::move(shortcut.origins);
+        if (m_mixed && keras::layer_dtype(add) == LayerDtype::Float32) spec.force_fp32 = true;
         return {std::move(block), fork};
     }
 
@@ -383,7 +507,10 @@ void read_functional(std::vector<Layer>& layers, const json& config, const json&
         throw SpecError("the Functional model's input " + shown(json(inputs[0])) +
                         " is not one of its InputLayers");
     out.input_shape = input_layer_shape(*input);
-    out.spec.layers = graph.read(inputs[0], outputs[0]);
+    Pieces pieces = graph.read(inputs[0], outputs[0]);
+    stack_lstms(pieces);
+    out.spec.layers = std::move(pieces.layers);
+    out.origins = std::move(pieces.origins);
 }
 
 } // namespace
@@ -452,6 +579,16 @@ KerasImport import_keras_model(std::string_view json_text)
 
 KerasImport load_keras_model(const std::string& path)
 {
+    if (keras::is_archive_path(path)) {
+        keras::Archive archive = keras::read_archive(path);
+        try {
+            KerasImport out = import_keras_model(archive.config_json);
+            out.weights_h5 = std::move(archive.weights_h5);
+            return out;
+        } catch (const SpecError& e) {
+            throw SpecError("Keras archive '" + path + "': config.json: " + e.what());
+        }
+    }
     const std::string text = json_util::read_document_file(path, k_document);
     try {
         return import_keras_model(text);

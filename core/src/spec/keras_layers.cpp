@@ -18,8 +18,9 @@ using nlohmann::json;
 
 const char* const k_supported_classes =
     "InputLayer, Flatten, Dense, Activation, ReLU, Softmax, Dropout, Conv2D, "
-    "BatchNormalization, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D and Add "
-    "(residual blocks)";
+    "BatchNormalization, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Add "
+    "(residual blocks), ZeroPadding2D (folded into the Conv2D or pooling after it), "
+    "Embedding and LSTM";
 
 namespace {
 
@@ -28,6 +29,8 @@ constexpr const char* k_activation_list = "linear, relu, sigmoid, tanh, gelu and
 constexpr std::int64_t k_max_units = 1000000;
 constexpr std::int64_t k_max_filters = 65536;
 constexpr std::int64_t k_max_window = 64;
+constexpr std::int64_t k_max_vocab = 1000000;
+constexpr std::int64_t k_max_hidden = 65536;
 
 // A config field, nullptr when absent or null (Keras writes null for "not set").
 const json* field(const Layer& l, const char* key)
@@ -208,7 +211,89 @@ LayerSpec batchnorm(const Layer& l)
     return s;
 }
 
+// Embedding(input_dim, output_dim): MixLab's embedding, a (vocab x dim) table.
+LayerSpec embedding(const Layer& l)
+{
+    LayerSpec s;
+    s.type = LayerType::Embedding;
+    s.vocab = positive_int(l, "input_dim", k_max_vocab);
+    s.dim = positive_int(l, "output_dim", k_max_hidden);
+    if (boolean(l, "mask_zero", false))
+        fail(l, "\"mask_zero\": true is not supported: MixLab's embedding masks no token");
+    return s;
+}
+
+// LSTM: MixLab's lstm is PyTorch's nn.LSTM (tanh, sigmoid gates, both biases, the whole
+// output sequence, running forwards); every option that computes something else is
+// refused by name. "unroll" and "implementation" only choose how Keras runs the loop.
+LayerSpec lstm(const Layer& l)
+{
+    LayerSpec s;
+    s.type = LayerType::Lstm;
+    s.hidden = positive_int(l, "units", k_max_hidden);
+    const auto expect_text = [&](const char* key, const char* want) {
+        const json* v = field(l, key);
+        if (!v) return;
+        const std::string got = v->is_string() ? v->get<std::string>() : shown(*v);
+        if (got != want)
+            fail(l, json_util::quoted(key) + " " + shown(*v) + " is not supported: MixLab's lstm " +
+                        (std::string(key) == "activation" ? "runs tanh" : "gates with sigmoid") +
+                        " (" + want + " only)");
+    };
+    expect_text("activation", "tanh");
+    expect_text("recurrent_activation", "sigmoid");
+    // Each option read with Keras's default (return_sequences is false unless written).
+    const auto expect_bool = [&](const char* key, bool keras_default, bool want, const char* why) {
+        if (boolean(l, key, keras_default) != want)
+            fail(l, json_util::quoted(key) + ": " + (want ? "false" : "true") +
+                        " is not supported: " + why);
+    };
+    expect_bool("use_bias", true, true, "MixLab's lstm has biases");
+    expect_bool("return_sequences", false, true,
+                "MixLab's lstm gives the whole output sequence (a language model's); write "
+                "return_sequences=True");
+    expect_bool("return_state", false, false, "MixLab's lstm gives its output sequence only");
+    expect_bool("go_backwards", false, false, "MixLab's lstm runs forwards");
+    expect_bool("stateful", false, false,
+                "MixLab's lstm carries its state between windows of a corpus itself");
+    expect_bool("time_major", false, false, "MixLab's lstm reads batch-major Keras input");
+    for (const char* key : {"dropout", "recurrent_dropout"})
+        if (const json* v = field(l, key); v && *v != 0 && *v != 0.0)
+            fail(l, json_util::quoted(key) + " " + shown(*v) +
+                        " is not supported: MixLab's lstm drops out only between stacked "
+                        "layers (a Dropout layer between two LSTMs)");
+    return s;
+}
+
 } // namespace
+
+std::pair<int, int> zero_padding(const Layer& l)
+{
+    check_channels_last(l);
+    const json* v = field(l, "padding");
+    const auto side = [&](const json& n) {
+        if (!n.is_number_integer() || n.get<std::int64_t>() < 0 ||
+            n.get<std::int64_t>() > k_max_window)
+            fail(l, "\"padding\" " + shown(*v) + " must hold integers from 0 to " +
+                        std::to_string(k_max_window));
+        return int(n.get<std::int64_t>());
+    };
+    if (!v) return {1, 1};
+    if (v->is_number()) return {side(*v), side(*v)};
+    if (v->is_array() && v->size() == 2 && (*v)[0].is_number() && (*v)[1].is_number())
+        return {side((*v)[0]), side((*v)[1])};
+    if (v->is_array() && v->size() == 2 && (*v)[0].is_array() && (*v)[0].size() == 2 &&
+        (*v)[1].is_array() && (*v)[1].size() == 2) {
+        const int top = side((*v)[0][0]), bottom = side((*v)[0][1]);
+        const int left = side((*v)[1][0]), right = side((*v)[1][1]);
+        if (top != bottom || left != right)
+            fail(l, "\"padding\" " + shown(*v) +
+                        " pads one side more than the other; MixLab pads both sides of an "
+                        "image equally");
+        return {top, left};
+    }
+    fail(l, "\"padding\" " + shown(*v) + " is not n, [h, w] or [[top, bottom], [left, right]]");
+}
 
 std::string layer_label(const Layer& l)
 {
@@ -316,6 +401,15 @@ std::vector<LayerSpec> convert_layer(const Layer& l, bool mixed)
             fail(l, "\"keepdims\": true is not supported: MixLab's global_avgpool gives one "
                     "value per channel");
         s.type = LayerType::GlobalAvgPool;
+    } else if (c == "Embedding") {
+        s = embedding(l);
+    } else if (c == "LSTM") {
+        s = lstm(l);
+    } else if (c == "ZeroPadding2D") {
+        (void)zero_padding(l);
+        fail(l, "is imported only folded into the Conv2D with \"padding\": \"valid\" right "
+                "after it (or a MaxPooling2D after a relu, where a zero never wins a max): "
+                "MixLab has no padding layer");
     } else {
         fail(l, "MixLab has no equivalent of this layer; it imports " +
                     std::string(k_supported_classes));

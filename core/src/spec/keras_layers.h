@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mixlab::keras {
@@ -36,6 +37,10 @@ extern const char* const k_supported_classes;
 // with a fused softmax), force_fp32 set when `mixed` and the layer is float32. InputLayer
 // and Add are the graph's business, not this function's.
 std::vector<LayerSpec> convert_layer(const Layer& l, bool mixed);
+
+// A ZeroPadding2D's rows and columns added on each side (top = bottom, left = right;
+// another form is refused).
+std::pair<int, int> zero_padding(const Layer& l);
 
 // The per-sample shape of an InputLayer's "batch_shape" / "batch_input_shape" (the batch
 // dimension dropped); empty when unknown sizes (null) are in it.
