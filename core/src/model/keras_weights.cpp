@@ -15,7 +15,9 @@
 #include "model/network.h"
 #include "model/safetensors.h"
 
+#if MIXLAB_KERAS_ARCHIVES
 #include <hdf5.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -24,6 +26,7 @@
 
 namespace mixlab {
 
+#if MIXLAB_KERAS_ARCHIVES
 namespace {
 
 const char* const k_what = "the archive's model.weights.h5";
@@ -304,8 +307,15 @@ std::vector<float> slot_values(const H5Weights& h5, const GraphLayer& l, const K
 
 } // namespace
 
+#endif
+
 std::string keras_weights_file(const KerasImport& imported)
 {
+#if !MIXLAB_KERAS_ARCHIVES
+    (void)imported;
+    throw InputError("Keras weights: this MixLab was built without .keras archive support "
+                     "(configured with -DMIXLAB_KERAS_ARCHIVES=OFF)");
+#else
     if (imported.weights_h5.empty())
         throw InputError("the Keras model came without weights: only a .keras archive holding "
                          "model.weights.h5 has them (model.to_json() writes none)");
@@ -345,6 +355,7 @@ std::string keras_weights_file(const KerasImport& imported)
             net.write_state(st, v.get(3, "moving_variance", {c}));
     }
     return encode_weights(net, spec, imported.policy, 0);
+#endif
 }
 
 void save_keras_weights(const KerasImport& imported, const std::string& path)

@@ -5,7 +5,9 @@
 
 #include "mixlab/error.h"
 
+#if MIXLAB_KERAS_ARCHIVES
 #include <zip.h>
+#endif
 
 #include <cstdint>
 #include <fstream>
@@ -13,6 +15,7 @@
 
 namespace mixlab::keras {
 
+#if MIXLAB_KERAS_ARCHIVES
 namespace {
 
 // config.json of a real model is kilobytes, ResNet-50's weights ~100 MB: these bounds
@@ -72,6 +75,8 @@ bool read_member(zip_t* z, const char* name, std::uint64_t max_bytes, std::strin
 
 } // namespace
 
+#endif
+
 bool is_archive_path(const std::string& path)
 {
     if (path.size() >= 6 && path.compare(path.size() - 6, 6, ".keras") == 0) return true;
@@ -84,6 +89,11 @@ bool is_archive_path(const std::string& path)
 Archive read_archive(const std::string& path)
 {
     const std::string what = "Keras archive '" + path + "'";
+#if !MIXLAB_KERAS_ARCHIVES
+    throw InputError("cannot read " + what + ": this MixLab was built without .keras archive "
+                     "support (configured with -DMIXLAB_KERAS_ARCHIVES=OFF); import the "
+                     "model's JSON (model.to_json(), or the archive's config.json) instead");
+#else
     int code = 0;
     std::unique_ptr<zip_t, ZipCloser> z(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
     if (!z) {
@@ -102,6 +112,7 @@ Archive read_archive(const std::string& path)
     read_member(z.get(), "metadata.json", k_max_config_bytes, a.metadata_json, what);
     read_member(z.get(), "model.weights.h5", k_max_weights_bytes, a.weights_h5, what);
     return a;
+#endif
 }
 
 } // namespace mixlab::keras
