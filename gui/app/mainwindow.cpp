@@ -340,10 +340,6 @@ void MainWindow::buildMenus()
     open->setShortcut(QKeySequence::Open);
     file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)
         ->setObjectName("importModelAction");
-    m_saveWeightsAction =
-        file->addAction(tr("Save &weights..."), this, &MainWindow::saveWeightsDialog);
-    m_saveWeightsAction->setObjectName("saveWeightsAction");
-    updateSaveWeightsEnabled();
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName("recentMenu");
     rebuildRecentMenu();
@@ -355,6 +351,11 @@ void MainWindow::buildMenus()
     saveAs->setShortcuts(
         standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
     file->addSeparator();
+    // What a run leaves besides its curves: its trained tensors (docs/WEIGHTS.md).
+    m_saveWeightsAction =
+        file->addAction(tr("Save &weights..."), this, &MainWindow::saveWeightsDialog);
+    m_saveWeightsAction->setObjectName("saveWeightsAction");
+    updateSaveWeightsEnabled();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
     // The explain report of a group the user picks: the selected one, else the newest.
@@ -409,17 +410,17 @@ void MainWindow::buildMenus()
     m_stopAction->setObjectName(QStringLiteral("stopAction"));
     m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
     m_stopAction->setEnabled(false);
+    QAction *startWeights =
+        run->addAction(tr("Start from &weights..."), this, &MainWindow::startWeightsDialog);
+    startWeights->setObjectName(QStringLiteral("startWeightsAction"));
+    startWeights->setToolTip(
+        tr("The next run starts from a safetensors file of this model's weights"));
     run->addSeparator();
     m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this,
                                  [this] { showWhy(selectedFinishedGroup()); });
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
     m_whyAction->setEnabled(false);
-    QAction *startWeights =
-        run->addAction(tr("Start from &weights..."), this, &MainWindow::startWeightsDialog);
-    startWeights->setObjectName(QStringLiteral("startWeightsAction"));
-    startWeights->setToolTip(
-        tr("The next run starts from a safetensors file of this model's weights"));
     QAction *samples = run->addAction(tr("Sample &text"), this, &MainWindow::showSamples);
     samples->setObjectName(QStringLiteral("sampleTextAction"));
     samples->setToolTip(tr("The text each language-model run wrote when it ended"));
@@ -1112,18 +1113,18 @@ bool MainWindow::applyImportedModel(const ImportedModel &model, const QString &p
     };
     if (model.keras) {
         // A Keras model is a new experiment (File > New with this model and its policy):
-        // the runs of the current one trained another model.
+        // the runs of the current one trained another model. The run settings stay (the
+        // data the user chose, `mixlab --dataset ... --model`'s options), the policy
+        // becomes the model's.
         if (m_controller->isBusy())
             return failWith(tr("a run or a largest-batch search is in progress; stop it "
                                "first (importing a Keras model starts a new experiment)"));
         m_store->clear();
         m_currentGroup = 0;
         m_currentFile.clear();
-        applyFirstStartDefaults();
-        m_runPanel->setDeviceInfo(m_device);
         updateStatusProgress();
-        markSaved(); // the defaults are the new experiment's "saved" state...
-        // ...and the imported model and policy its first, unsaved, changes. No dataset
+        markSaved(); // the new experiment starts from what is shown...
+        // ...and the imported model and policy are its first, unsaved, changes. No dataset
         // check here: the designer says when the chosen data does not fit the model (its
         // input shape is in the notice), and Start waits for the right one.
         m_designer->setSpec(model.spec);
@@ -1149,7 +1150,14 @@ bool MainWindow::applyImportedModel(const ImportedModel &model, const QString &p
         m_designer->setSpec(model.spec);
     }
     const QString summary = importSummary(model, path);
-    m_log->appendMessage(summary, Kind::Info);
+    QString hint;
+    if (model.keras && !model.inputShape.empty() &&
+        mixlab::Shape{model.inputShape} != m_runPanel->datasetShape())
+        hint = tr("; the chosen data has %1 samples, Keras trained it on %2: choose such data "
+                  "to train it as in Keras")
+                   .arg(QString::fromStdString(m_runPanel->datasetShape().to_string()),
+                        QString::fromStdString(mixlab::Shape{model.inputShape}.to_string()));
+    m_log->appendMessage(summary + hint, Kind::Info);
     statusBar()->showMessage(summary, 15000);
     return true;
 }
@@ -1166,7 +1174,7 @@ void MainWindow::importModelDialog()
     // the experiment as it was.
     const std::optional<ImportedModel> model = readModelFile(path, &error);
     if (!model) {
-        warn(tr("Import model"), tr("Could not import the model %1:\n%2").arg(path, error));
+        warn(tr("Import model"), tr("Could not import the model %1:\n\n%2").arg(path, error));
         return;
     }
     if (model->keras && m_controller->isBusy()) {

@@ -77,16 +77,17 @@ QString importSummary(const ImportedModel &model, const QString &path)
             .arg(name)
             .arg(model.spec.layers.size())
             .arg(path);
-    QString text = QStringLiteral("Imported %1 from Keras %2 (%3, %4 layers; Keras policy %5 "
-                                  "-> %6")
+    // One line the status bar holds at 1280 pixels: the class, the size, the policy as
+    // Keras named it and as MixLab does, and the input shape to choose data for.
+    QString text = QStringLiteral("Imported %1 from Keras %2: %3, %4 layers, Keras policy %5 "
+                                  "\u2192 %6")
                        .arg(name)
                        .arg(model.kerasMajor)
                        .arg(model.modelClass)
                        .arg(model.spec.layers.size())
                        .arg(model.kerasPolicy, policyText(model.policy));
     text += model.inputShape.empty()
-                ? QStringLiteral("; the file gives no input shape)")
-                : QStringLiteral("; Keras input %1: choose a dataset of that shape)")
-                      .arg(shapeText(model.inputShape));
+                ? QStringLiteral(", no input shape in the file")
+                : QStringLiteral(", input %1").arg(shapeText(model.inputShape));
     return text;
 }

@@ -27,7 +27,7 @@ struct ImportedModel {
 // message in *error, when the file is refused; nothing else happens.
 std::optional<ImportedModel> readModelFile(const QString &path, QString *error);
 
-// One line for the status bar and the log: what a Keras import brought in.
-// "Imported seed-mlp from Keras 2 (Sequential, 5 layers; Keras policy mixed_float16 ->
-// mixed_fp16; input 32x32x3)".
+// One line for the status bar and the log: what an import brought in. "Imported seed-mlp
+// from Keras 2: Sequential, 5 layers, Keras policy mixed_float16 → mixed_fp16, input
+// 32x32x3".
 QString importSummary(const ImportedModel &model, const QString &path);

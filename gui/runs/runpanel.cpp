@@ -575,8 +575,8 @@ void RunPanel::setStartWeights(const QString &path)
 {
     m_startWeights = path;
     m_startWeightsRow->setVisible(!path.isEmpty());
-    m_startWeightsLabel->setText(tr("The next run starts from the weights in <b>%1</b>")
-                                     .arg(QFileInfo(path).fileName().toHtmlEscaped()));
+    m_startWeightsLabel->setText(
+        tr("Next run starts from <b>%1</b>").arg(QFileInfo(path).fileName().toHtmlEscaped()));
     m_startWeightsLabel->setToolTip(
         tr("%1\nLoaded into every run of the next Start or Compare (the file must hold this "
            "model's tensors), then cleared.")
