@@ -3,7 +3,8 @@
 // question to save the current one; Cancel keeps everything), File > Save weights of a
 // trained run (greyed out, saying why, until a run has weights; an atomic copy of the
 // safetensors file the run left), and Run > Start from weights (shown in the run panel,
-// written in the run's log with the file's SHA-256, the run training on from it).
+// written in the run's log with the file's SHA-256, the run training on from it); a run
+// whose weights cannot be written says so in its log and in the menu's tooltip.
 #include "app/mainwindow.h"
 #include "common/filedialogs.h"
 #include "common/usermessages.h"
@@ -67,6 +68,7 @@ private slots:
     void saveWeightsGreyedOutWithoutWeights();
     void weightsOutAndBackIn();
     void compareRunsEachKeepTheirWeights();
+    void weightsThatCannotBeKeptAreSaid();
 
 private:
     QTemporaryDir m_dir, m_settingsDir;
@@ -337,6 +339,33 @@ void TestAppImportWeights::compareRunsEachKeepTheirWeights()
         QCOMPARE(w.runsTable()->selectedRunIds(), std::vector<int>{id});
         QCOMPARE(w.weightsRun(), id);
     }
+}
+
+void TestAppImportWeights::weightsThatCannotBeKeptAreSaid()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    // A folder that is not there: the write fails, the run does not.
+    w.controller()->setWeightsFolder(m_dir.filePath(QStringLiteral("no/such/folder")));
+    const int id = startAndWait(w);
+    QVERIFY(id != 0);
+    const RunRecord *r = w.store()->run(id);
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QVERIFY(r->weightsPath.isEmpty());
+    QVERIFY(r->weightsFailure.contains(QLatin1String("no/such/folder")));
+    bool logged = false;
+    for (const TimedEvent &e : r->events)
+        logged = logged || (e.event.kind == mixlab::RunEvent::Kind::Warning &&
+                            QString::fromStdString(e.event.message).contains("Save weights"));
+    QVERIFY(logged);
+    QAction *save = action(w, "saveWeightsAction");
+    QVERIFY(!save->isEnabled());
+    w.runsTable()->selectRow(0);
+    QVERIFY2(save->toolTip().contains(QLatin1String("could not be kept")) &&
+                 save->toolTip().contains(r->weightsFailure),
+             qPrintable(save->toolTip()));
 }
 
 QTEST_MAIN(TestAppImportWeights)
