@@ -121,7 +121,9 @@ int main(int argc, char *argv[])
         QStringLiteral("file"));
     const QCommandLineOption model(
         QStringLiteral("model"),
-        QStringLiteral("Load this model file (mixlab-model/1) into the designer."),
+        QStringLiteral(
+            "Load this model file into the designer: a MixLab model (mixlab-model/1), or a "
+            "Keras model (model.to_json() JSON, or .keras), which brings its policy."),
         QStringLiteral("file"));
     const QCommandLineOption policies(QStringLiteral("policies"),
                                       QStringLiteral("Policies to compare, e.g. fp32,mixed_fp16."),

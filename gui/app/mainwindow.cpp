@@ -12,6 +12,7 @@
 #include "common/filedialogs.h"
 #include "app/guidedialog.h"
 #include "files/logexport.h"
+#include "files/modelimport.h"
 #include "runs/logview.h"
 #include "runs/maxbatchdialog.h"
 #include "designer/modeldesigner.h"
@@ -21,6 +22,7 @@
 #include "runs/runstablemodel.h"
 #include "runs/runstore.h"
 #include "runs/samplepanel.h"
+#include "runs/weightsfolder.h"
 #include "common/usermessages.h"
 #include "common/wheelguard.h"
 #include "analysis/runfacts_from_store.h"
@@ -63,6 +65,7 @@
 #include <QUndoStack>
 
 #include <algorithm>
+#include <optional>
 
 namespace {
 
@@ -93,6 +96,8 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     WheelGuard::install();
     m_store = new RunStore(this);
     m_controller = new RunController(m_store, this);
+    m_weights = new WeightsFolder(m_store, {}, this);
+    m_controller->setWeightsFolder(m_weights->path());
     m_probe = new DeviceProbe(this);
     m_autosave = new Autosave(
         m_store,
@@ -106,6 +111,10 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
         this);
 
     buildParts();
+    if (!m_weights->error().isEmpty())
+        m_log->appendMessage(
+            tr("File > Save weights is off this session: %1").arg(m_weights->error()),
+            Kind::Warning);
     buildMenus();
     m_runPanel->setShortcuts(m_startAction->shortcut(), m_compareAction->shortcut(),
                              m_stopAction->shortcut());
@@ -278,6 +287,8 @@ void MainWindow::buildParts()
         updateWhyEnabled();
     });
     connect(m_store, &RunStore::runRemoved, this, &MainWindow::updateWhyEnabled);
+    connect(m_store, &RunStore::runChanged, this, [this] { updateSaveWeightsEnabled(); });
+    connect(m_store, &RunStore::runRemoved, this, [this] { updateSaveWeightsEnabled(); });
 
     // Anything the experiment file holds marks the autosave as due; an epoch's end
     // saves at once, so a crash loses at most the epoch in flight.
@@ -310,6 +321,8 @@ void MainWindow::buildParts()
     if (QItemSelectionModel *selection = m_runsTable->selectionModel()) {
         connect(selection, &QItemSelectionModel::selectionChanged, this,
                 &MainWindow::updateWhyEnabled);
+        connect(selection, &QItemSelectionModel::selectionChanged, this,
+                [this] { updateSaveWeightsEnabled(); });
         connect(selection, &QItemSelectionModel::selectionChanged, this, [this] {
             const std::vector<int> ids = m_runsTable->selectedRunIds();
             if (!ids.empty()) m_numerics->setRun(ids.front());
@@ -320,6 +333,7 @@ void MainWindow::buildParts()
 void MainWindow::buildMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
+    file->setToolTipsVisible(true); // Save weights says why it is greyed out
     QAction *newAction = file->addAction(tr("&New"), this, &MainWindow::newExperiment);
     newAction->setShortcut(QKeySequence::New);
     QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
@@ -337,6 +351,11 @@ void MainWindow::buildMenus()
     saveAs->setShortcuts(
         standardKeys(QKeySequence::SaveAs, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
     file->addSeparator();
+    // What a run leaves besides its curves: its trained tensors (docs/WEIGHTS.md).
+    m_saveWeightsAction =
+        file->addAction(tr("Save &weights..."), this, &MainWindow::saveWeightsDialog);
+    m_saveWeightsAction->setObjectName("saveWeightsAction");
+    updateSaveWeightsEnabled();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
     // The explain report of a group the user picks: the selected one, else the newest.
@@ -380,6 +399,7 @@ void MainWindow::buildMenus()
     edit->addAction(m_designer->redoAction());
 
     QMenu *run = menuBar()->addMenu(tr("&Run"));
+    run->setToolTipsVisible(true);
     m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startRun);
     m_startAction->setObjectName(QStringLiteral("startAction"));
     m_startAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
@@ -390,6 +410,11 @@ void MainWindow::buildMenus()
     m_stopAction->setObjectName(QStringLiteral("stopAction"));
     m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
     m_stopAction->setEnabled(false);
+    QAction *startWeights =
+        run->addAction(tr("Start from &weights..."), this, &MainWindow::startWeightsDialog);
+    startWeights->setObjectName(QStringLiteral("startWeightsAction"));
+    startWeights->setToolTip(
+        tr("The next run starts from a safetensors file of this model's weights"));
     run->addSeparator();
     m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this,
                                  [this] { showWhy(selectedFinishedGroup()); });
@@ -623,7 +648,9 @@ void MainWindow::buildRunToolBar()
 void MainWindow::startRun()
 {
     if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
-    m_controller->start(m_designer->spec(), {m_runPanel->config()}, m_runPanel->textSampling());
+    if (m_controller->start(m_designer->spec(), {m_runPanel->config()}, m_runPanel->textSampling(),
+                            m_runPanel->startWeights()) != 0)
+        m_runPanel->setStartWeights({}); // the next run's, once: the log keeps which file
 }
 
 void MainWindow::startCompare()
@@ -637,7 +664,9 @@ void MainWindow::startCompare()
         base.optimizer.master_weights = mixlab::MasterWeights::Bf16Split;
     std::vector<mixlab::RunConfig> runs;
     for (mixlab::Policy p : policies) runs.push_back(mixlab::with_policy(base, p));
-    m_controller->start(m_designer->spec(), runs, m_runPanel->textSampling());
+    if (m_controller->start(m_designer->spec(), runs, m_runPanel->textSampling(),
+                            m_runPanel->startWeights()) != 0)
+        m_runPanel->setStartWeights({});
 }
 
 void MainWindow::showSamples() { m_bottomTabs->setCurrentWidget(m_samples); }
@@ -702,6 +731,93 @@ int MainWindow::selectedFinishedGroup() const
 void MainWindow::updateWhyEnabled()
 {
     if (m_whyAction) m_whyAction->setEnabled(selectedFinishedGroup() != 0);
+}
+
+int MainWindow::weightsRun(QString *why) const
+{
+    const auto none = [why](const QString &text) {
+        if (why) *why = text;
+        return 0;
+    };
+    const std::vector<int> selected = m_runsTable->selectedRunIds();
+    for (int id : selected)
+        if (const RunRecord *r = m_store->run(id); r && !r->weightsPath.isEmpty()) return id;
+    if (!selected.empty()) {
+        const RunRecord *r = m_store->run(selected.front());
+        if (r && !r->weightsFailure.isEmpty())
+            return none(
+                tr("The weights of %1 could not be kept: %2").arg(r->name, r->weightsFailure));
+        return none(tr("The selected run has no weights: only runs trained in this session "
+                       "that finished or were stopped keep theirs (not failed runs, nor those "
+                       "of an opened experiment)"));
+    }
+    const std::vector<int> all = m_store->runIds();
+    for (auto it = all.rbegin(); it != all.rend(); ++it)
+        if (const RunRecord *r = m_store->run(*it); r && !r->weightsPath.isEmpty()) return *it;
+    return none(m_weights->path().isEmpty()
+                    ? tr("Weights cannot be kept this session: %1").arg(m_weights->error())
+                    : tr("No run has trained weights yet: train a run; when it finishes or is "
+                         "stopped, its weights can be saved"));
+}
+
+void MainWindow::updateSaveWeightsEnabled()
+{
+    if (!m_saveWeightsAction) return;
+    QString why;
+    const int id = weightsRun(&why);
+    m_saveWeightsAction->setEnabled(id != 0);
+    const RunRecord *r = m_store->run(id);
+    m_saveWeightsAction->setToolTip(
+        r ? tr("Write the trained weights of %1 as a safetensors file (PyTorch's state_dict "
+               "names; docs/WEIGHTS.md)")
+                .arg(r->name)
+          : why);
+}
+
+bool MainWindow::saveRunWeights(int runId, const QString &path, QString *error)
+{
+    const RunRecord *r = m_store->run(runId);
+    if (!r || r->weightsPath.isEmpty()) {
+        if (error) *error = tr("run #%1 has no weights to save").arg(runId);
+        return false;
+    }
+    if (!WeightsFolder::copyWeights(r->weightsPath, path, error)) return false;
+    m_log->appendMessage(tr("Weights of %1 written to %2").arg(r->name, path), Kind::Info);
+    return true;
+}
+
+void MainWindow::saveWeightsDialog()
+{
+    QString why;
+    const int id = weightsRun(&why);
+    if (id == 0) {
+        warn(tr("Save weights"), why);
+        return;
+    }
+    const RunRecord *r = m_store->run(id);
+    QString path = askSaveFile(this, FileKind::Weights, tr("Save the weights of %1").arg(r->name),
+                               fileStem(r->name) + QStringLiteral(".safetensors"),
+                               tr("safetensors (*.safetensors);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString error;
+    if (!saveRunWeights(id, path, &error))
+        warn(tr("Save weights"),
+             tr("Could not save the weights to %1:\n%2").arg(path, withWriteReason(path, error)));
+}
+
+void MainWindow::startWeightsDialog()
+{
+    const QString path = askOpenFile(this, FileKind::Weights, tr("Start from weights"),
+                                     tr("safetensors (*.safetensors);;All files (*)"));
+    if (path.isEmpty()) return;
+    if (!QFileInfo(path).isFile()) {
+        warn(tr("Start from weights"), tr("Could not use %1:\nit is not a file").arg(path));
+        return;
+    }
+    // Checked against the model by the engine when the run is set up (before its first
+    // step): the designer's model may still change until Start.
+    m_runPanel->setStartWeights(path);
+    m_log->appendMessage(tr("The next run starts from the weights in %1").arg(path), Kind::Info);
 }
 
 void MainWindow::showWhy(int group)
@@ -985,41 +1101,91 @@ bool MainWindow::applyExperiment(const QString &path, QString *error, QString *w
 
 bool MainWindow::importModel(const QString &path, QString *error)
 {
+    const std::optional<ImportedModel> model = readModelFile(path, error);
+    return model && applyImportedModel(*model, path, error);
+}
+
+bool MainWindow::applyImportedModel(const ImportedModel &model, const QString &path, QString *error)
+{
     const auto failWith = [error](const QString &text) {
         if (error) *error = text;
         return false;
     };
-    if (QFileInfo(path).isDir())
-        return failWith(tr("'%1' is a folder, not a model file").arg(path));
-    mixlab::ModelSpec spec;
-    try {
-        spec = mixlab::load_model_spec(QFile::encodeName(path).toStdString());
-    } catch (const std::exception &e) {
-        return failWith(QString::fromUtf8(e.what()));
+    if (model.keras) {
+        // A Keras model is a new experiment (File > New with this model and its policy):
+        // the runs of the current one trained another model. The run settings stay (the
+        // data the user chose, `mixlab --dataset ... --model`'s options), the policy
+        // becomes the model's.
+        if (m_controller->isBusy())
+            return failWith(tr("a run or a largest-batch search is in progress; stop it "
+                               "first (importing a Keras model starts a new experiment)"));
+        m_store->clear();
+        m_currentGroup = 0;
+        m_currentFile.clear();
+        updateStatusProgress();
+        markSaved(); // the new experiment starts from what is shown...
+        // ...and the imported model and policy are its first, unsaved, changes. No dataset
+        // check here: the designer says when the chosen data does not fit the model (its
+        // input shape is in the notice), and Start waits for the right one.
+        m_designer->setSpec(model.spec);
+        mixlab::RunConfig config = m_runPanel->config();
+        config.policy = model.policy;
+        m_runPanel->setConfig(config);
+        updateStartBlocked();
+        updateModified();
+        updateTitle();
+    } else {
+        try {
+            // The designer would take it and only block Start; checking here keeps the
+            // current model when the file does not build. A language model with images
+            // chosen (or the reverse) is checked on the data it needs: the designer says
+            // what to choose.
+            const ModelDesigner::GraphData data = ModelDesigner::graphDataFor(
+                model.spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
+            mixlab::build_graph(model.spec, data.input, data.classes);
+        } catch (const std::exception &e) {
+            return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
+                                .arg(path, QString::fromUtf8(e.what())));
+        }
+        m_designer->setSpec(model.spec);
     }
-    try {
-        // The designer would take it and only block Start; checking here keeps the
-        // current model when the file does not build. A language model with images chosen
-        // (or the reverse) is checked on the data it needs: the designer says what to choose.
-        const ModelDesigner::GraphData data = ModelDesigner::graphDataFor(
-            spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
-        mixlab::build_graph(spec, data.input, data.classes);
-    } catch (const std::exception &e) {
-        return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
-                            .arg(path, QString::fromUtf8(e.what())));
-    }
-    m_designer->setSpec(spec);
-    m_log->appendMessage(tr("Imported the model %1").arg(path), Kind::Info);
+    const QString summary = importSummary(model, path);
+    QString hint;
+    if (model.keras && !model.inputShape.empty() &&
+        mixlab::Shape{model.inputShape} != m_runPanel->datasetShape())
+        hint = tr("; the chosen data has %1 samples, Keras trained it on %2: choose such data "
+                  "to train it as in Keras")
+                   .arg(QString::fromStdString(m_runPanel->datasetShape().to_string()),
+                        QString::fromStdString(mixlab::Shape{model.inputShape}.to_string()));
+    m_log->appendMessage(summary + hint, Kind::Info);
+    statusBar()->showMessage(summary, 15000);
     return true;
 }
 
 void MainWindow::importModelDialog()
 {
-    const QString path = askOpenFile(this, FileKind::Model, tr("Import model"),
-                                     tr("MixLab models (*.json);;All files (*)"));
+    const QString path = askOpenFile(
+        this, FileKind::Model, tr("Import model"),
+        tr("Models: MixLab, Keras JSON or .keras (*.json *.keras);;MixLab models (*.json);;Keras "
+           "models (*.json *.keras);;All files (*)"));
     if (path.isEmpty()) return;
     QString error;
-    if (!importModel(path, &error))
+    // Read and converted whole before anything is asked or changed: a refused file leaves
+    // the experiment as it was.
+    const std::optional<ImportedModel> model = readModelFile(path, &error);
+    if (!model) {
+        warn(tr("Import model"), tr("Could not import the model %1:\n\n%2").arg(path, error));
+        return;
+    }
+    if (model->keras && m_controller->isBusy()) {
+        warn(tr("Import model"), tr("Could not import the model %1:\na run or a largest-batch "
+                                    "search is in progress; stop it first (importing a Keras "
+                                    "model starts a new experiment)")
+                                     .arg(path));
+        return;
+    }
+    if (model->keras && !maybeSaveChanges(tr("Import model"))) return;
+    if (!applyImportedModel(*model, path, &error))
         warn(tr("Import model"), tr("Could not import the model %1:\n%2").arg(path, error));
 }
 

@@ -20,6 +20,7 @@ class Autosave;
 class ChartPanel;
 class DeviceProbe;
 class GuideDialog;
+struct ImportedModel;
 class LogView;
 class MaxBatchDialog;
 class ModelDesigner;
@@ -37,6 +38,7 @@ class RunsTable;
 class SamplePanel;
 class QTabWidget;
 class ShortcutsDialog;
+class WeightsFolder;
 class WhyPanel;
 class NumericsView;
 
@@ -85,8 +87,11 @@ public:
     // says why in *warning.
     bool openExperiment(const QString &path, QString *error, QString *warning = nullptr);
     bool saveExperimentAs(const QString &path, QString *error);
-    // A model file (mixlab-model/1) into the designer, checked against the chosen
-    // dataset first; on failure nothing changes.
+    // A model file into the designer; on failure nothing changes. A MixLab model
+    // (mixlab-model/1) replaces the designer's model, checked against the chosen dataset
+    // first. A Keras model (JSON or .keras) starts a new, unsaved experiment with it and
+    // its policy (refused while a job runs); File > Import model asks to save the current
+    // experiment first, this call does not.
     bool importModel(const QString &path, QString *error);
     // `mixlab <file>`: opens the experiment, or says in a dialog why it cannot.
     void openFromCommandLine(const QString &path);
@@ -101,6 +106,13 @@ public:
     // aside. Returns true when an experiment was recovered.
     bool offerRecovery(const QString &dir);
     QStringList recentFiles() const;
+
+    // File > Save weights: the run whose weights it writes (the first selected run that
+    // has some, else the newest that has), 0 when none; why not in *why.
+    int weightsRun(QString *why = nullptr) const;
+    // The same without the dialog; false with *error.
+    bool saveRunWeights(int runId, const QString &path, QString *error);
+    WeightsFolder *weightsFolder() const { return m_weights; }
 
     // Run menu actions. While a largest-batch search holds the worker, Start and Compare
     // are disabled (the tooltips say why) and Stop stops the search.
@@ -130,6 +142,9 @@ private:
     void onRunningChanged(bool running);
     void onSearchingChanged(bool searching);
     void updateWhyEnabled();
+    void updateSaveWeightsEnabled();
+    void saveWeightsDialog();
+    void startWeightsDialog();
     // The right-hand docks (Why?, Numerics) take their width from the centre, or the design
     // column's place when the window is too narrow for the three (the column returns when
     // the last of them closes).
@@ -152,6 +167,7 @@ private:
     bool applyExperiment(const QString &path, QString *error, QString *warning);
     void newExperiment();
     void importModelDialog();
+    bool applyImportedModel(const ImportedModel &model, const QString &path, QString *error);
     void openExperimentDialog();
     bool saveExperimentDialog(bool askPath);
     void exportChartsDialog();
@@ -165,6 +181,7 @@ private:
     RunStore *m_store = nullptr;
     Autosave *m_autosave = nullptr;
     RunController *m_controller = nullptr;
+    WeightsFolder *m_weights = nullptr;
     DeviceProbe *m_probe = nullptr;
     ModelDesigner *m_designer = nullptr;
     RunPanel *m_runPanel = nullptr;
@@ -188,6 +205,7 @@ private:
     QAction *m_compareAction = nullptr;
     QAction *m_stopAction = nullptr;
     QAction *m_whyAction = nullptr;
+    QAction *m_saveWeightsAction = nullptr;
     QToolBar *m_runToolBar = nullptr; // Start, Compare, Stop, Why?: always in view
     QAction *m_logScaleAction = nullptr;
     QList<QAction *> m_xAxisActions;

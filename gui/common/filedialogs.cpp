@@ -28,6 +28,7 @@ QString settingsKey(FileKind kind)
     case FileKind::Chart: return QStringLiteral("folders/chart");
     case FileKind::Report: return QStringLiteral("folders/report");
     case FileKind::DatasetFolder: return QStringLiteral("folders/dataset");
+    case FileKind::Weights: return QStringLiteral("folders/weights");
     }
     return QStringLiteral("folders/other");
 }

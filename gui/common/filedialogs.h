@@ -9,7 +9,7 @@
 
 class QWidget;
 
-enum class FileKind { Experiment, Model, Log, Chart, Report, DatasetFolder };
+enum class FileKind { Experiment, Model, Log, Chart, Report, DatasetFolder, Weights };
 
 struct FileRequest {
     enum class Mode { Open, Save, Folder };

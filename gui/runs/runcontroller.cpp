@@ -57,6 +57,7 @@ RunController::RunController(RunStore *store, QObject *parent) : QObject(parent)
     connect(m_worker, &TrainingWorker::runFinished, this, &RunController::onRunFinished);
     connect(m_worker, &TrainingWorker::runFailed, this, &RunController::onRunFailed);
     connect(m_worker, &TrainingWorker::runProfiled, this, &RunController::onRunProfiled);
+    connect(m_worker, &TrainingWorker::runWeightsSaved, this, &RunController::onRunWeightsSaved);
     connect(m_worker, &TrainingWorker::jobFinished, this, &RunController::onJobFinished);
     // Queued (the worker emits on its thread), then passed on from this thread.
     connect(m_searchWorker, &MaxBatchWorker::searchPrepared, this, &RunController::searchPrepared);
@@ -83,7 +84,7 @@ RunController::~RunController()
 }
 
 int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs,
-                         const TextSampling &sampling)
+                         const TextSampling &sampling, const QString &startWeights)
 {
     if (isBusy() || runs.empty() || !m_store) return 0;
     if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
@@ -94,6 +95,8 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     job.model = model;
     job.runs = runs;
     job.sampling = sampling;
+    job.startWeights = startWeights;
+    job.weightsFolder = m_weightsFolder;
     for (const mixlab::RunConfig &c : runs)
         job.runIds.push_back(m_store->addRun(c, modelJson, m_group));
     m_jobRuns = job.runIds;
@@ -214,6 +217,11 @@ void RunController::onRunFailed(int runId, const QString &message)
 void RunController::onRunProfiled(int runId, const mixlab::StepProfile &profile)
 {
     if (m_store) m_store->setProfile(runId, profile);
+}
+
+void RunController::onRunWeightsSaved(int runId, const QString &path, const QString &failure)
+{
+    if (m_store) m_store->setWeights(runId, path, failure);
 }
 
 void RunController::onJobFinished()

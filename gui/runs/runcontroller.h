@@ -29,8 +29,13 @@ public:
     // Adds one run per config to the store (one compare group) and starts them; a
     // language model's runs write `sampling.words` words each when they end. Returns the
     // group id, or 0 when the worker is busy.
+    // `startWeights`: a safetensors file every run of the job starts from (empty: none).
     int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs,
-              const TextSampling &sampling = {});
+              const TextSampling &sampling = {}, const QString &startWeights = {});
+    // Where the runs of later jobs write their trained weights (RunRecord::weightsPath);
+    // empty (the default): nowhere.
+    void setWeightsFolder(const QString &folder) { m_weightsFolder = folder; }
+    QString weightsFolder() const { return m_weightsFolder; }
     // Starts a largest-batch search; false (nothing started) when the worker is busy.
     bool startSearch(const SearchJob &search);
     // Immediate: the running job, training or search, stops after the step or trial in
@@ -69,6 +74,7 @@ private:
     void onRunFinished(int runId, const mixlab::RunSummary &summary, bool stopped);
     void onRunFailed(int runId, const QString &message);
     void onRunProfiled(int runId, const mixlab::StepProfile &profile);
+    void onRunWeightsSaved(int runId, const QString &path, const QString &failure);
     void onJobFinished();
     void onSearchFinished(bool stopped);
 
@@ -80,4 +86,5 @@ private:
     Job m_job = Job::None;
     int m_group = 0;
     std::vector<int> m_jobRuns; // the running job's run ids
+    QString m_weightsFolder;
 };

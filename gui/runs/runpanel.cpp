@@ -15,6 +15,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -273,6 +274,24 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     buttons->addWidget(m_compareButton);
     buttons->addWidget(m_stop);
 
+    // Run > Start from weights: shown beside the buttons it changes, in view however the
+    // settings scroll, with the way back.
+    m_startWeightsRow = new QWidget(this);
+    m_startWeightsRow->setObjectName("startWeightsRow");
+    m_startWeightsLabel = new QLabel(m_startWeightsRow);
+    m_startWeightsLabel->setObjectName("startWeightsLabel");
+    m_startWeightsLabel->setWordWrap(true);
+    m_startWeightsLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto *clearWeights = new QPushButton(tr("Clear"), m_startWeightsRow);
+    clearWeights->setObjectName("clearStartWeightsButton");
+    clearWeights->setToolTip(tr("Start the next run from fresh random weights"));
+    connect(clearWeights, &QPushButton::clicked, this, [this] { setStartWeights({}); });
+    auto *weightsLayout = new QHBoxLayout(m_startWeightsRow);
+    weightsLayout->setContentsMargins(0, 0, 0, 0);
+    weightsLayout->addWidget(m_startWeightsLabel, 1);
+    weightsLayout->addWidget(clearWeights);
+    m_startWeightsRow->hide();
+
     m_blockLabel = new QLabel(this);
     m_blockLabel->setObjectName("blockLabel");
     m_blockLabel->setWordWrap(true);
@@ -301,6 +320,7 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_scroll, 1);
     auto *actions = new QVBoxLayout;
     actions->setContentsMargins(9, 0, 9, 6);
+    actions->addWidget(m_startWeightsRow);
     actions->addLayout(buttons);
     actions->addWidget(m_blockLabel);
     layout->addLayout(actions);
@@ -549,6 +569,19 @@ void RunPanel::setRunning(bool running)
 {
     m_running = running;
     updateButtons();
+}
+
+void RunPanel::setStartWeights(const QString &path)
+{
+    m_startWeights = path;
+    m_startWeightsRow->setVisible(!path.isEmpty());
+    m_startWeightsLabel->setText(
+        tr("Next run starts from <b>%1</b>").arg(QFileInfo(path).fileName().toHtmlEscaped()));
+    m_startWeightsLabel->setToolTip(
+        tr("%1\nLoaded into every run of the next Start or Compare (the file must hold this "
+           "model's tensors), then cleared.")
+            .arg(path));
+    emit startWeightsChanged(path);
 }
 
 void RunPanel::setStartBlocked(const QString &reason)

@@ -53,6 +53,10 @@ public:
     void setDeviceInfo(const mixlab::DeviceInfo &info);
     void setRunning(bool running);
     void setStartBlocked(const QString &reason); // empty = allowed
+    // Run > Start from weights: the safetensors file the next job's runs start from
+    // (RunGroupOptions::load_weights), shown above the buttons; empty: none.
+    QString startWeights() const { return m_startWeights; }
+    void setStartWeights(const QString &path);
     // The keys of the window's Start / Compare / Stop actions, named in the buttons' tooltips.
     void setShortcuts(const QKeySequence &start, const QKeySequence &compare,
                       const QKeySequence &stop);
@@ -90,6 +94,7 @@ signals:
     void stopRequested();
     void datasetChanged(const mixlab::Shape &input, int classes);
     void configChanged();
+    void startWeightsChanged(const QString &path);
     // Something the user should read in the log (a dataset folder that failed to load).
     void message(const QString &text);
 
@@ -136,6 +141,9 @@ private:
     QPushButton *m_compareButton = nullptr;
     QPushButton *m_stop = nullptr;
     QLabel *m_blockLabel = nullptr;
+    QWidget *m_startWeightsRow = nullptr;
+    QLabel *m_startWeightsLabel = nullptr;
+    QString m_startWeights;
     QScrollArea *m_scroll = nullptr; // the settings, above the buttons
     QKeySequence m_startKey, m_compareKey, m_stopKey;
 

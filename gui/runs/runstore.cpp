@@ -229,6 +229,15 @@ void RunStore::setSample(int id, const RunSample &sample)
     emit runSampled(id);
 }
 
+void RunStore::setWeights(int id, const QString &path, const QString &failure)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r) return;
+    r->weightsPath = path;
+    r->weightsFailure = failure;
+    emit runChanged(id);
+}
+
 void RunStore::setVisible(int id, bool visible)
 {
     RunRecord *r = mutableRun(id);

@@ -49,6 +49,10 @@ struct RunRecord {
     bool languageModel = false;
     // What a language model wrote after training (RunGroupOptions::sample_words).
     std::optional<RunSample> sample;
+    // This session's copy of the weights the run ended with (safetensors, written by the
+    // worker as the run ended), or why there is none; both empty while running, for a
+    // failed run, and for runs of an opened experiment (files hold no weights).
+    QString weightsPath, weightsFailure;
 };
 
 // Whether a model (mixlab-model/1 text) is a language model; false when it does not parse.
@@ -92,8 +96,9 @@ public:
     void setStarted(int id, qint64 totalSteps, double deviceMemoryMB);
     void setSummary(int id, const mixlab::RunSummary &summary);
     void setContext(int id, const RunContext &context);
-    void setProfile(int id, const mixlab::StepProfile &profile); // emits runChanged
-    void setSample(int id, const RunSample &sample);             // emits runSampled
+    void setProfile(int id, const mixlab::StepProfile &profile);          // emits runChanged
+    void setSample(int id, const RunSample &sample);                      // emits runSampled
+    void setWeights(int id, const QString &path, const QString &failure); // emits runChanged
     void setVisible(int id, bool visible);
     void rename(int id, const QString &name);
 

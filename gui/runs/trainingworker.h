@@ -54,6 +54,9 @@ signals:
     // are not in the run's metrics). Emitted between the runFinished and jobFinished.
     void runProfiled(int runId, const mixlab::StepProfile &profile);
     void runFailed(int runId, const QString &message);
+    // TrainingJob::weightsFolder: the run's weights written to `path` (failure empty), or
+    // why not. Emitted just before the run's runFinished.
+    void runWeightsSaved(int runId, const QString &path, const QString &failure);
     void jobFinished();
 
 private:

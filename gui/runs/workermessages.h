@@ -35,7 +35,18 @@ struct TrainingJob {
     std::vector<mixlab::RunConfig> runs; // one per policy, all else equal
     std::vector<int> runIds;             // RunStore ids, same order
     TextSampling sampling;
+    // Non-empty: every run starts from this safetensors file (RunGroupOptions::load_weights).
+    QString startWeights;
+    // Non-empty: each run that ends unfailed writes its weights to
+    // weightsFolder/run-<id>.safetensors (TrainingWorker says why there, not in memory).
+    QString weightsFolder;
 };
+
+// Where a job's run `runId` writes its trained weights in `folder`.
+inline QString runWeightsPath(const QString &folder, int runId)
+{
+    return folder + QStringLiteral("/run-%1.safetensors").arg(runId);
+}
 
 // What a language model wrote after training, or why it could not.
 struct RunSample {

@@ -6,6 +6,7 @@
 #include "app/mainwindow.h"
 #include "designer/modeldesigner.h"
 #include "files/experiment.h"
+#include "runs/runcontroller.h"
 #include "runs/runpanel.h"
 #include "runs/runstore.h"
 #include "common/usermessages.h"
@@ -215,6 +216,27 @@ private slots:
                 R"({"type": "conv2d", "filters": 4, "kernel": 31}, {"type": "conv2d", "filters": 4, "kernel": 9}, )" +
                 head + R"({"type": "dense", "units": 10})"));
         QVERIFY(QDir().mkpath(path("model-dir.json")));
+        // Keras: a layer MixLab has no equivalent of, Python instead of JSON, an archive
+        // that is no archive.
+        write("keras-gru.json",
+              R"({"class_name": "Sequential", "config": {"name": "rnn", "layers": [
+                   {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 20, 8],
+                    "dtype": "float32", "name": "input_1"}},
+                   {"class_name": "GRU", "config": {"name": "gru_1", "units": 16}},
+                   {"class_name": "Dense", "config": {"name": "dense", "units": 10}}]},
+                 "keras_version": "2.13.1", "backend": "tensorflow"})");
+        write("keras-python.json", "model = keras.Sequential([keras.layers.Dense(10)])\n");
+        write("keras-garbage.keras", randomBytes(m_rng, 512));
+        // Weights of another model: a valid safetensors file whose one tensor is not the
+        // tiny model's (it has 1.weight, 1.bias, 2.weight, 2.bias).
+        {
+            QByteArray header =
+                R"({"__metadata__": {"format": "mixlab-weights/1"}, "0.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}})";
+            while (header.size() % 8 != 0) header += ' ';
+            QByteArray file(8, '\0');
+            for (int i = 0; i < 8; ++i) file[i] = char((quint64(header.size()) >> (8 * i)) & 0xff);
+            write("other-model.safetensors", file + header + QByteArray(16, '\0'));
+        }
 
         const QByteArray cfg =
             R"({"format": "mixlab-run/1", "device": "cpu", "dataset": "synthetic")";
@@ -345,6 +367,11 @@ private slots:
         row("import: does not build for the data", Route::ImportMenu, "too-deep.json",
             "does not build");
         row("import: missing file", Route::CommandLine, "none-model.json", "none-model.json");
+        row("import: Keras layer without an equivalent", Route::ImportMenu, "keras-gru.json",
+            "\"gru_1\" (GRU): MixLab has no equivalent");
+        row("import: Keras, not JSON", Route::ImportMenu, "keras-python.json", "not valid JSON");
+        row("import: .keras that is no archive", Route::ImportMenu, "keras-garbage.keras", "keras");
+        row("import: missing .keras", Route::CommandLine, "none-model.keras", "none-model.keras");
         // File > Open... (experiment files)
         row("open: malformed JSON", Route::OpenMenu, "exp-malformed.mixlab.json", "malformed JSON");
         row("open: truncated", Route::OpenMenu, "exp-truncated.mixlab.json", "malformed JSON");
@@ -455,6 +482,55 @@ private slots:
         QCOMPARE(snapshotFiles(), filesBefore);
         QCOMPARE(m_window->store()->runIds().size(), std::size_t(2));
         QVERIFY(QApplication::activeModalWidget() == nullptr);
+    }
+
+    // Run > Start from weights with another model's file: the run is refused as it is set
+    // up, before a step, with the engine's message naming the tensor; the experiment's
+    // runs stay, and the next run (from fresh weights) trains.
+    void startWeightsOfAnotherModel()
+    {
+        QString error;
+        QVERIFY2(m_window->openExperiment(m_baseline, &error), qPrintable(error));
+        m_messages.clear();
+        mixlab::RunConfig quick = m_window->runPanel()->config();
+        quick.steps = 4;
+        quick.dataset.synthetic_train = 96;
+        quick.dataset.synthetic_test = 24;
+        m_window->runPanel()->setConfig(quick);
+        const QString file = path("other-model.safetensors");
+        {
+            FileDialogAnswerer answer(file);
+            QMetaObject::invokeMethod(
+                m_window.get(),
+                [this] { m_window->findChild<QAction *>("startWeightsAction")->trigger(); },
+                Qt::QueuedConnection);
+            QTRY_COMPARE(m_window->runPanel()->startWeights(), file);
+        }
+        m_window->startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->isRunning(), 60000);
+        std::vector<int> ids = m_window->store()->runIds();
+        QCOMPARE(ids.size(), std::size_t(3));
+        const RunRecord *refused = m_window->store()->run(ids.back());
+        QCOMPARE(refused->status, RunRecord::Status::Failed);
+        QVERIFY2(refused->failure.contains(file) && refused->failure.contains("1.weight") &&
+                     refused->failure.contains("another model"),
+                 qPrintable(refused->failure));
+        QVERIFY(refused->steps.empty());
+        QVERIFY(refused->weightsPath.isEmpty());
+        for (int i = 0; i < 2; ++i)
+            QCOMPARE(m_window->store()->run(ids[std::size_t(i)])->status,
+                     RunRecord::Status::Finished);
+
+        QVERIFY(m_window->runPanel()->startWeights().isEmpty());
+        m_window->startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->controller()->isRunning(), 60000);
+        ids = m_window->store()->runIds();
+        QCOMPARE(ids.size(), std::size_t(4));
+        const RunRecord *next = m_window->store()->run(ids.back());
+        QCOMPARE(next->status, RunRecord::Status::Finished);
+        QCOMPARE(next->steps.size(), std::size_t(4));
+        QVERIFY(m_messages.empty());
+        QVERIFY2(m_window->openExperiment(m_baseline, &error), qPrintable(error));
     }
 
     // An experiment that reads fine but whose dataset is not usable here opens (its runs
