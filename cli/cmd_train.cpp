@@ -105,6 +105,14 @@ int cmd_train(int argc, char** argv)
     if (in.save_weights)
         std::printf("weights           %s (safetensors, step %lld)\n", in.save_weights->c_str(),
                     static_cast<long long>(run.summary.steps));
+    if (!run.checkpoint_failure.empty()) {
+        std::fprintf(stderr, "mixlab-cli train: the checkpoint was not saved: %s\n",
+                     run.checkpoint_failure.c_str());
+        return 1;
+    }
+    if (in.save_checkpoint)
+        std::printf("checkpoint        %s (step %lld; --resume continues from it)\n",
+                    in.save_checkpoint->c_str(), static_cast<long long>(run.summary.steps));
     if (!run.summary.halted.empty()) {
         std::fprintf(stderr, "mixlab-cli train: %s\n", run.summary.halted.c_str());
         return 1;
