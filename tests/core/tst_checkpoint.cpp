@@ -210,8 +210,7 @@ void TestCheckpoint::resumedRunIsBitIdentical_data()
     row("adam dropout mixed_fp16", "dropout", Policy::MixedFP16, OptimizerType::Adam);
     row("sgd conv batchnorm augment", "conv", Policy::FP32, OptimizerType::SGD);
     row("adam mixed_fp8", "mlp", Policy::MixedFP8, OptimizerType::Adam);
-    row("adamw mixed_bf16 bf16_split", "mlp", Policy::MixedBF16, OptimizerType::AdamW, false,
-        true);
+    row("adamw mixed_bf16 bf16_split", "mlp", Policy::MixedBF16, OptimizerType::AdamW, false, true);
     row("sgd lstm language model fp32", "lm", Policy::FP32, OptimizerType::SGD);
     row("sgd lstm language model mixed_fp16", "lm", Policy::MixedFP16, OptimizerType::SGD);
 }
@@ -429,9 +428,9 @@ void TestCheckpoint::loadWeightsTakesACheckpointsWeights()
     RunConfig again = c;
     again.steps = 1;
     const Trained from_ckpt = train(spec, again, RunGroupOptions{.load_weights = ck}, path("a.st"));
-    const Trained from_weights = train(
-        spec, again, RunGroupOptions{.load_weights = path("weights-of.st").toStdString()},
-        path("b.st"));
+    const Trained from_weights =
+        train(spec, again, RunGroupOptions{.load_weights = path("weights-of.st").toStdString()},
+              path("b.st"));
     QCOMPARE(from_ckpt.losses.size(), std::size_t(1));
     QCOMPARE(bits(from_ckpt.losses.at(1)), bits(from_weights.losses.at(1)));
     QVERIFY(from_ckpt.weights == from_weights.weights);
