@@ -9,6 +9,7 @@
 #include "mixlab/error.h"
 #include "mixlab/run_group.h"
 #include "mixlab/trainer.h"
+#include "model/model_weights.h"
 #include "model/safetensors.h"
 
 #include "one_omp_thread_main.h"

@@ -3,18 +3,16 @@
 // language model's carried state, and in "__metadata__" the model, the run config and
 // where the run stands), from which `--resume` continues the run bit for bit on the CPU.
 // TrainingRun::save_checkpoint and TrainingRun::resume write and read it; the layout is
-// docs/WEIGHTS.md's "Checkpoints".
+// docs/WEIGHTS.md's "Checkpoints". The format's name, "mixlab-checkpoint/1", is
+// model/model_weights.h's k_checkpoint_format (--load-weights takes a checkpoint's weights).
 #pragma once
 #include "mixlab/model_spec.h"
 #include "mixlab/run_config.h"
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace mixlab {
-
-inline constexpr std::string_view k_checkpoint_format = "mixlab-checkpoint/1";
 
 // What a front end needs before it sets a resumed run up: the model and the run as the
 // checkpoint's run trained them, and where it stood.

@@ -2,7 +2,6 @@
 // into the equivalent nn.Sequential with load_state_dict(strict=True), and back into a
 // network of the same model. The naming, the layouts written and why: docs/WEIGHTS.md.
 #pragma once
-#include "mixlab/checkpoint.h"
 #include "mixlab/model_spec.h"
 #include "mixlab/policy.h"
 #include "model/network.h"
@@ -17,6 +16,9 @@
 namespace mixlab {
 
 inline constexpr std::string_view k_weights_format = "mixlab-weights/1";
+// A checkpoint (mixlab/checkpoint.h): the same tensors, with the optimizer's and the run's
+// state beside them under names is_checkpoint_extra recognises.
+inline constexpr std::string_view k_checkpoint_format = "mixlab-checkpoint/1";
 
 // Every tensor of the network under its PyTorch state_dict name, in graph order, with
 // PyTorch's shapes and layouts: fp32 masters as F32, batch norm's running statistics as
