@@ -145,16 +145,18 @@ ModelSpec conv_bn()
         {"type": "dense", "units": 10}]})");
 }
 
-ModelSpec tiny_lm()
+// A decoder tied to the embedding holds no table of its own: its optimizer state is the
+// embedding's, written under both names.
+ModelSpec tiny_lm(bool tied)
 {
-    return parse_model_spec(R"({"format": "mixlab-model/1", "name": "tiny-lm", "layers": [
-        {"type": "embedding", "vocab": "dataset", "dim": 16},
+    return parse_model_spec(std::string(R"({"format": "mixlab-model/1", "name": "tiny-lm",
+        "layers": [{"type": "embedding", "vocab": "dataset", "dim": 16},
         {"type": "lstm", "hidden": 16, "layers": 2, "dropout": 0.2},
-        {"type": "dense", "units": "vocab"}]})");
+        {"type": "dense", "units": "vocab")") +
+                            (tied ? R"(, "tie_weights": true)" : "") + "}]}");
 }
 
-// A word corpus: sentences drawn from 40 words by a fixed generator, so the model has
-// an order to learn and the test needs no file of its own.
+// A word corpus of 40 words the test writes, so it needs no file of its own.
 void write_corpus(const QString& folder)
 {
     QDir().mkpath(folder);
@@ -168,7 +170,12 @@ void write_corpus(const QString& folder)
         std::string text;
         int prev = 0;
         for (int i = 0; i < words; ++i) {
-            prev = (prev * 7 + int(next() % 5)) % 40;
+            // train.txt and test.txt follow one rule, valid.txt another with a random
+            // step: the better the model learns the first, the worse its validation loss,
+            // so the plateau schedule lowers the rate after epoch 2 (from the best loss,
+            // epoch 1's, which the resumed run must know).
+            const bool valid = std::string(name) == "valid.txt";
+            prev = valid ? (prev * 3 + 1 + int(next() % 2)) % 40 : (prev * 7 + 1) % 40;
             text += "w" + std::to_string(prev);
             text += (i % 12 == 11) ? "\n" : " ";
         }
@@ -194,7 +201,7 @@ private slots:
 
 void TestCheckpoint::resumedRunIsBitIdentical_data()
 {
-    QTest::addColumn<QString>("model"); // "mlp", "dropout", "conv", "lm"
+    QTest::addColumn<QString>("model"); // "mlp", "dropout", "conv", "lm", "lm-tied"
     QTest::addColumn<int>("policy");
     QTest::addColumn<int>("optimizer");
     QTest::addColumn<bool>("scaler_busy"); // mixed_fp16: a loss scale that skips and grows
@@ -214,6 +221,7 @@ void TestCheckpoint::resumedRunIsBitIdentical_data()
     row("adamw mixed_bf16 bf16_split", "mlp", Policy::MixedBF16, OptimizerType::AdamW, false, true);
     row("sgd lstm language model fp32", "lm", Policy::FP32, OptimizerType::SGD);
     row("sgd lstm language model mixed_fp16", "lm", Policy::MixedFP16, OptimizerType::SGD);
+    row("adam lstm language model tied decoder", "lm-tied", Policy::FP32, OptimizerType::Adam);
 }
 
 // Straight: 2 epochs. Then 1 epoch with a checkpoint, resumed to 2; and 2 epochs stopped
@@ -236,11 +244,15 @@ void TestCheckpoint::resumedRunIsBitIdentical()
         c.dataset.crop_padding = 4;
         c.dataset.horizontal_flip = true;
     }
-    if (model == "lm") {
-        spec = tiny_lm();
+    if (model.startsWith("lm")) {
+        spec = tiny_lm(model == "lm-tied");
         const QString corpus = path("corpus");
         if (!QFileInfo::exists(corpus)) write_corpus(corpus);
         c = with_language_model_defaults(c);
+        if (OptimizerType(optimizer) != OptimizerType::SGD) {
+            c.optimizer.type = OptimizerType(optimizer);
+            c.optimizer.lr = 0.003f;
+        }
         c.dataset = DatasetOptions{};
         c.dataset.name = corpus.toStdString();
         c.batch_size = 4;
@@ -267,6 +279,12 @@ void TestCheckpoint::resumedRunIsBitIdentical()
         QVERIFY2(down && up, "the loss scale should both back off and grow in this run");
     }
 
+    if (model == "lm") {
+        bool annealed = false;
+        for (const RunEvent& e : straight.events)
+            annealed = annealed || contains(e.message, "learning rate 20 -> 5");
+        QVERIFY2(annealed, "the plateau schedule should lower the rate in this run");
+    }
     const std::int64_t per_epoch = std::int64_t(straight.losses.size()) / c.epochs;
     // 1 epoch, checkpointed at its end; resumed as the CLI does it: the model and config
     // from the file, the epochs extended.
