@@ -98,13 +98,16 @@ int cmd_train(int argc, char** argv)
             std::fprintf(stderr, "mixlab-cli train: no sample: %s\n", run.sample_failure.c_str());
     }
     if (!run.weights_failure.empty()) {
-        std::fprintf(stderr, "mixlab-cli train: the weights were not saved: %s\n",
+        std::fprintf(stderr, "mixlab-cli train: the weights or predictions were not saved: %s\n",
                      run.weights_failure.c_str());
         return 1;
     }
     if (in.save_weights)
         std::printf("weights           %s (safetensors, step %lld)\n", in.save_weights->c_str(),
                     static_cast<long long>(run.summary.steps));
+    if (in.save_predictions)
+        std::printf("predictions       %s (the test split's logits)\n",
+                    in.save_predictions->c_str());
     if (!run.checkpoint_failure.empty()) {
         std::fprintf(stderr, "mixlab-cli train: the checkpoint was not saved: %s\n",
                      run.checkpoint_failure.c_str());

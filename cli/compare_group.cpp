@@ -114,6 +114,7 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
     options.sample_temperature = in.temperature;
     options.load_weights = in.load_weights.value_or("");
     options.save_weights = in.save_weights.value_or("");
+    options.save_predictions = in.save_predictions.value_or("");
     options.save_checkpoint = in.save_checkpoint.value_or("");
     options.resume = in.resume.value_or("");
     RunGroup group(in.spec, g.configs, options);

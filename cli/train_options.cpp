@@ -134,6 +134,10 @@ void add_train_options(ArgParser& p, bool compare)
                      "statistics, named as PyTorch's equivalent nn.Sequential names them "
                      "(docs/WEIGHTS.md), with the model spec, policy and step count in its "
                      "metadata");
+        p.add_option("--save-predictions", "FILE",
+                     "after training, write the test split's images, labels and the model's "
+                     "logits for each (safetensors, docs/WEIGHTS.md): what "
+                     "tools/load_weights_torch.py --predictions compares PyTorch against");
         p.add_option("--save-checkpoint", "FILE",
                      "write a checkpoint here at every epoch's end and when the run ends "
                      "(also on Ctrl-C): the weights as --save-weights names them, the "
@@ -272,6 +276,7 @@ void read_output_options(const ArgParser& p, TrainInputs& in, bool compare)
     if (!compare) {
         in.load_weights = p.value("--load-weights");
         in.save_weights = p.value("--save-weights");
+        in.save_predictions = p.value("--save-predictions");
         in.save_checkpoint = p.value("--save-checkpoint");
         if (in.load_weights) {
             std::error_code ec;
@@ -280,12 +285,20 @@ void read_output_options(const ArgParser& p, TrainInputs& in, bool compare)
                                  "' is not a file that can be read");
         }
         if (in.save_weights) check_output_path(*in.save_weights, "--save-weights");
+        if (in.save_predictions) check_output_path(*in.save_predictions, "--save-predictions");
         if (in.save_checkpoint) check_output_path(*in.save_checkpoint, "--save-checkpoint");
-        if (in.save_weights && in.save_checkpoint &&
-            std::filesystem::absolute(*in.save_weights) ==
-                std::filesystem::absolute(*in.save_checkpoint))
-            throw InputError("--save-weights and --save-checkpoint name the same file '" +
-                             *in.save_weights + "'");
+        // No two of the files written after training may be one file.
+        const std::vector<std::pair<const std::optional<std::string>*, const char*>> outputs = {
+            {&in.save_weights, "--save-weights"},
+            {&in.save_predictions, "--save-predictions"},
+            {&in.save_checkpoint, "--save-checkpoint"}};
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            for (std::size_t j = i + 1; j < outputs.size(); ++j)
+                if (*outputs[i].first && *outputs[j].first &&
+                    std::filesystem::absolute(**outputs[i].first) ==
+                        std::filesystem::absolute(**outputs[j].first))
+                    throw InputError(std::string(outputs[i].second) + " and " + outputs[j].second +
+                                     " name the same file '" + **outputs[i].first + "'");
     }
 }
 

@@ -28,7 +28,7 @@ struct TrainInputs {
     ModelSpec spec;
     std::optional<std::string> log_json, log_csv;
     // train only: --load-weights, --save-weights (safetensors files).
-    std::optional<std::string> load_weights, save_weights;
+    std::optional<std::string> load_weights, save_weights, save_predictions;
     // train only: --save-checkpoint, --resume (mixlab/checkpoint.h).
     std::optional<std::string> save_checkpoint, resume;
     std::int64_t progress_every = 0; // 0: automatic

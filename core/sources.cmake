@@ -103,6 +103,7 @@ set(MIXLAB_TRAIN_SOURCES
     train/step_time.cpp
     train/text_sampling.cpp
     train/trainer.cpp
+    train/trainer_predict.cpp
     train/trainer_profile.cpp)
 # report: finished runs turned into logs, explanations and the HTML report.
 set(MIXLAB_REPORT_SOURCES

@@ -13,7 +13,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace {
 
@@ -327,6 +329,67 @@ private slots:
         QVERIFY(r.out.contains("--save-weights") && r.out.contains("safetensors"));
         r = run({"compare", "--help"});
         QVERIFY(!r.out.contains("--save-weights"));
+    }
+
+    void trainSavesPredictions()
+    {
+        // The test split's images, labels and logits: the logits' argmax must give the
+        // accuracy the run printed (the same evaluation).
+        const QString preds = m_dir.filePath("tiny.pred.st");
+        const QStringList base = {"train",     "--model",          m_tiny, "--dataset",
+                                  "synthetic", "--synthetic-size", "200",  "--device",
+                                  "cpu",       "--batch",          "16",   "--steps",
+                                  "8"};
+        CliResult r = run(base + QStringList{"--save-predictions", preds});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("predictions") && r.out.contains("tiny.pred.st"),
+                 qPrintable(r.out));
+        QFile f(preds);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        quint64 n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | quint8(bytes[i]);
+        QVERIFY(n % 8 == 0 && 8 + n <= quint64(bytes.size()));
+        const QJsonObject header = QJsonDocument::fromJson(bytes.mid(8, qsizetype(n))).object();
+        const QJsonArray label_shape = header["labels"].toObject()["shape"].toArray();
+        QCOMPARE(label_shape.size(), 1);
+        const int samples = label_shape[0].toInt();
+        QVERIFY(samples > 0);
+        QCOMPARE(header["images"].toObject()["shape"].toArray(), QJsonArray({samples, 32, 32, 3}));
+        QCOMPARE(header["images"].toObject()["dtype"].toString(), QString("U8"));
+        const QJsonObject logits = header["logits"].toObject();
+        QCOMPARE(logits["shape"].toArray(), QJsonArray({samples, 10}));
+        QCOMPARE(logits["dtype"].toString(), QString("F32"));
+        const QJsonObject meta = header["__metadata__"].toObject();
+        QCOMPARE(meta["format"].toString(), QString("mixlab-predictions/1"));
+        QCOMPARE(meta["step"].toString(), QString("8"));
+        QCOMPARE(
+            QJsonDocument::fromJson(meta["normalization_mean"].toString().toUtf8()).array().size(),
+            3);
+
+        // Recount the accuracy from the raw tensors.
+        const qsizetype data = qsizetype(8 + n);
+        const auto range = [&](const char* name) {
+            return header[name].toObject()["data_offsets"].toArray()[0].toInteger() + data;
+        };
+        int correct = 0;
+        for (int i = 0; i < samples; ++i) {
+            float row[10];
+            std::memcpy(row, bytes.constData() + range("logits") + i * 40, sizeof row);
+            qint64 label = 0;
+            std::memcpy(&label, bytes.constData() + range("labels") + i * 8, sizeof label);
+            correct += int(std::max_element(row, row + 10) - row) == label;
+        }
+        const QString printed = QString::number(double(correct) / samples, 'f', 4);
+        QVERIFY2(r.out.contains("test accuracy     " + printed),
+                 qPrintable(printed + " not in:\n" + r.out));
+
+        // Refused before training: one file for both, or a group of several runs.
+        r = run(base + QStringList{"--save-predictions", preds, "--save-weights", preds});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("the same file"), qPrintable(r.err));
+        r = run({"compare", "--help"});
+        QVERIFY(!r.out.contains("--save-predictions"));
     }
 
     // --save-checkpoint, then --resume: the resumed run's steps and final weights are those

@@ -94,8 +94,8 @@ struct RunOutcome {
     // Language models with RunGroupOptions::sample_words: the text the trained model wrote,
     // or why it could not (sample_failure).
     std::string sample, sample_failure;
-    // RunGroupOptions::save_weights: why the weights could not be written; empty when
-    // they were (or none were asked for).
+    // RunGroupOptions::save_weights / save_predictions: why the weights or predictions
+    // could not be written; empty when they were (or none were asked for).
     std::string weights_failure;
     // RunGroupOptions::save_checkpoint: why the last checkpoint could not be written.
     std::string checkpoint_failure;
@@ -158,6 +158,9 @@ struct RunGroupOptions {
     // weights are written here (TrainingRun::save_weights), also when it was stopped;
     // not when it failed. A write that fails is RunOutcome::weights_failure.
     std::string save_weights;
+    // Non-empty (a group of one run): with the weights, the test split's logits
+    // (TrainingRun::save_predictions); a write that fails is RunOutcome::weights_failure.
+    std::string save_predictions;
     // Non-empty (a group of one run): a checkpoint (mixlab/checkpoint.h) written here,
     // atomically, after each epoch's last step and when the run ends, also when stopped;
     // not when it failed. A write that fails during training fails the run; at the end it

@@ -170,6 +170,13 @@ public:
     // training: InputError naming what does not fit, and nothing loaded.
     void save_weights(const std::string& path, const ModelSpec& spec);
     void load_weights(const std::string& path);
+    // The test split as evaluation sees it, after training: a safetensors file holding
+    // "images" (U8, N x H x W x C, as the dataset holds them), "labels" (I64) and "logits"
+    // (F32, N x classes: the model's outputs before a softmax or sigmoid folded into the
+    // loss), the normalisation, model, policy, step and accuracy in "__metadata__"
+    // (format "mixlab-predictions/1"); written atomically. InputError for a language
+    // model or a dataset without a test split.
+    void save_predictions(const std::string& path, const ModelSpec& spec);
 
     // A checkpoint (mixlab/checkpoint.h) of the run as it stands, written atomically: call
     // when every launched step has been reported (after an epoch's last step, or after

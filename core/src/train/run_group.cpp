@@ -83,8 +83,9 @@ RunGroup::RunGroup(ModelSpec model, std::vector<RunConfig> configs, RunGroupOpti
     : m_model(std::move(model)), m_configs(std::move(configs)), m_options(options)
 {
     if (m_configs.empty()) throw InputError("a run group needs at least one run config");
-    if (!m_options.save_weights.empty() && m_configs.size() != 1)
-        throw InputError("saving weights takes a group of one run, not " +
+    if ((!m_options.save_weights.empty() || !m_options.save_predictions.empty()) &&
+        m_configs.size() != 1)
+        throw InputError("saving weights or predictions takes a group of one run, not " +
                          std::to_string(m_configs.size()));
     if ((!m_options.save_checkpoint.empty() || !m_options.resume.empty()) && m_configs.size() != 1)
         throw InputError("checkpoints take a group of one run, not " +
@@ -336,16 +337,18 @@ void RunGroup::save_checkpoint(int i)
     m_checkpointed = run->steps_done();
 }
 
-// Before profiling, whose extra steps would train the model on: the weights are those of
-// the model the metrics describe.
+// Before profiling, whose extra steps would train the model on: the weights (and the
+// predictions) are those of the model the metrics describe.
 void RunGroup::save_weights(GroupOutcome& out)
 {
-    if (m_options.save_weights.empty()) return;
+    if (m_options.save_weights.empty() && m_options.save_predictions.empty()) return;
     for (int i = 0; i < size(); ++i) {
         TrainingRun* run = m_runs[std::size_t(i)].get();
         if (!run) continue;
         try {
-            run->save_weights(m_options.save_weights, m_model);
+            if (!m_options.save_weights.empty()) run->save_weights(m_options.save_weights, m_model);
+            if (!m_options.save_predictions.empty())
+                run->save_predictions(m_options.save_predictions, m_model);
         } catch (...) {
             out.runs[std::size_t(i)].weights_failure = message_of(std::current_exception());
         }
