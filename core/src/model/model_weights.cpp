@@ -270,13 +270,6 @@ std::vector<TensorPlan> plan_tensors(Network& net)
     return out;
 }
 
-std::string float_bytes(const std::vector<float>& v)
-{
-    std::string s(v.size() * sizeof(float), '\0');
-    std::memcpy(s.data(), v.data(), s.size());
-    return s;
-}
-
 } // namespace
 
 namespace {
@@ -296,35 +289,43 @@ std::string optimizer_name(const std::string& tensor, const std::string& state)
     return "optimizer." + tensor + "." + state;
 }
 
-// The planned tensors' values from the slots' `which` buffers (master: the weights);
-// `rename` gives each its name in the file.
-std::vector<SafeTensor> slot_tensors(Network& net, const std::vector<TensorPlan>& plans,
-                                     Buffer* ParamSlot::*which, std::int64_t step,
-                                     const std::function<std::string(const TensorPlan&)>& rename)
+// The planned tensors' values from the slots' `which` buffers (master: the weights), each
+// under the name paired with it. Written straight into the tensors' bytes: a model's
+// tensors are copied once (a checkpoint of the seed MLP is 100 MB).
+using NamedPlan = std::pair<const TensorPlan*, std::string>;
+std::vector<SafeTensor> slot_tensors(Network& net, const std::vector<NamedPlan>& plans,
+                                     Buffer* ParamSlot::*which, std::int64_t step)
 {
     std::map<std::size_t, std::vector<float>> slots; // read once each
     std::vector<SafeTensor> out;
-    for (const TensorPlan& t : plans) {
-        SafeTensor st{rename(t), t.dtype, t.shape, {}};
+    out.reserve(plans.size());
+    for (const auto& [plan, name] : plans) {
+        const TensorPlan& t = *plan;
+        SafeTensor st{name, t.dtype, t.shape, {}};
         if (t.source == TensorPlan::Source::Steps) {
             st.data.resize(sizeof step);
             std::memcpy(st.data.data(), &step, sizeof step);
             out.push_back(std::move(st));
             continue;
         }
-        std::vector<float> from;
+        std::vector<float> state;
+        const float* from = nullptr;
         if (t.source == TensorPlan::Source::State) {
-            from = net.read_state(t.state);
+            state = net.read_state(t.state);
+            from = state.data();
         } else {
-            if (!slots.count(t.slot)) slots[t.slot] = net.read_slot_buffer(t.slot, which);
-            const auto& all = slots[t.slot];
-            from.assign(all.begin() + std::ptrdiff_t(t.offset),
-                        all.begin() + std::ptrdiff_t(t.offset + t.count()));
+            auto it = slots.find(t.slot);
+            if (it == slots.end())
+                it = slots.emplace(t.slot, net.read_slot_buffer(t.slot, which)).first;
+            from = it->second.data() + t.offset;
         }
-        std::vector<float> values(t.count());
-        for (std::size_t i = 0; i < values.size(); ++i)
-            values[i] = from[t.perm.empty() ? i : t.perm[i]];
-        st.data = float_bytes(values);
+        const std::size_t n = t.count();
+        st.data.resize(n * sizeof(float));
+        float* to = reinterpret_cast<float*>(st.data.data());
+        if (t.perm.empty())
+            std::memcpy(to, from, n * sizeof(float));
+        else
+            for (std::size_t i = 0; i < n; ++i) to[i] = from[t.perm[i]];
         out.push_back(std::move(st));
     }
     return out;
@@ -334,32 +335,30 @@ std::vector<SafeTensor> slot_tensors(Network& net, const std::vector<TensorPlan>
 
 std::vector<SafeTensor> network_tensors(Network& net, std::int64_t step)
 {
-    return slot_tensors(net, plan_tensors(net), &ParamSlot::master, step,
-                        [](const TensorPlan& t) { return t.name; });
+    const std::vector<TensorPlan> plans = plan_tensors(net);
+    std::vector<NamedPlan> named;
+    for (const TensorPlan& t : plans) named.emplace_back(&t, t.name);
+    return slot_tensors(net, named, &ParamSlot::master, step);
 }
 
 std::vector<SafeTensor> optimizer_tensors(Network& net)
 {
+    const std::vector<TensorPlan> plans = plan_tensors(net);
     std::vector<SafeTensor> out;
-    std::vector<TensorPlan> params;
-    for (const TensorPlan& t : plan_tensors(net))
-        if (t.source == TensorPlan::Source::Slot) params.push_back(t);
     // One pass per state kind, so that a slot's buffer is read once per kind; the file
     // lists every tensor's first state, then every tensor's second (Adam).
     for (int kind = 0; kind < 2; ++kind) {
-        std::vector<TensorPlan> with;
-        std::string state;
+        std::vector<NamedPlan> with;
         Buffer* ParamSlot::*which = nullptr;
-        for (const TensorPlan& t : params) {
+        for (const TensorPlan& t : plans) {
+            if (t.source != TensorPlan::Source::Slot) continue;
             const auto states = slot_states(net, t.slot);
             if (std::size_t(kind) >= states.size()) continue;
-            with.push_back(t);
-            with.back().name = optimizer_name(t.name, states[std::size_t(kind)].first);
+            with.emplace_back(&t, optimizer_name(t.name, states[std::size_t(kind)].first));
             which = states[std::size_t(kind)].second;
         }
         if (with.empty()) continue;
-        auto part = slot_tensors(net, with, which, 0, [](const TensorPlan& t) { return t.name; });
-        for (auto& t : part) out.push_back(std::move(t));
+        for (SafeTensor& t : slot_tensors(net, with, which, 0)) out.push_back(std::move(t));
     }
     return out;
 }
