@@ -108,6 +108,14 @@ int cmd_train(int argc, char** argv)
     if (in.save_predictions)
         std::printf("predictions       %s (the test split's logits)\n",
                     in.save_predictions->c_str());
+    if (!run.checkpoint_failure.empty()) {
+        std::fprintf(stderr, "mixlab-cli train: the checkpoint was not saved: %s\n",
+                     run.checkpoint_failure.c_str());
+        return 1;
+    }
+    if (in.save_checkpoint)
+        std::printf("checkpoint        %s (step %lld; --resume continues from it)\n",
+                    in.save_checkpoint->c_str(), static_cast<long long>(run.summary.steps));
     if (!run.summary.halted.empty()) {
         std::fprintf(stderr, "mixlab-cli train: %s\n", run.summary.halted.c_str());
         return 1;

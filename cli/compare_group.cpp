@@ -115,6 +115,8 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
     options.load_weights = in.load_weights.value_or("");
     options.save_weights = in.save_weights.value_or("");
     options.save_predictions = in.save_predictions.value_or("");
+    options.save_checkpoint = in.save_checkpoint.value_or("");
+    options.resume = in.resume.value_or("");
     RunGroup group(in.spec, g.configs, options);
     CliObserver observer(g, in);
     InterruptStop interrupt;

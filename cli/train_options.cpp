@@ -138,6 +138,15 @@ void add_train_options(ArgParser& p, bool compare)
                      "after training, write the test split's images, labels and the model's "
                      "logits for each (safetensors, docs/WEIGHTS.md): what "
                      "tools/load_weights_torch.py --predictions compares PyTorch against");
+        p.add_option("--save-checkpoint", "FILE",
+                     "write a checkpoint here at every epoch's end and when the run ends "
+                     "(also on Ctrl-C): the weights as --save-weights names them, the "
+                     "optimizer state, the loss scaler, fp8 scales and the data position, "
+                     "from which --resume continues the run exactly (docs/WEIGHTS.md)");
+        p.add_option("--resume", "FILE",
+                     "continue the run a checkpoint was written by, with its model and "
+                     "settings; --epochs/--steps may extend it; options that would change the "
+                     "run (model, policy, batch, optimizer, seed ...) are refused");
     }
     p.add_option("--log-json", "FILE", "write the run log (mixlab-log/1 JSON) here");
     p.add_option("--log-csv", "FILE", "write one CSV row per step here");
@@ -150,6 +159,7 @@ void add_train_options(ArgParser& p, bool compare)
 
 TrainInputs read_train_inputs(const ArgParser& p, bool compare)
 {
+    if (!compare && p.has("--resume")) return read_resume_inputs(p);
     TrainInputs in;
     RunConfig& c = in.config;
     if (auto run = p.value("--run")) c = load_run_config(*run);
@@ -229,6 +239,23 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         c.dataset.crop_padding = v->find("crop") != std::string::npos ? 4 : 0;
         c.dataset.horizontal_flip = v->find("flip") != std::string::npos;
     }
+    check_train_config(in, compare);
+    read_output_options(p, in, compare);
+    if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name)) {
+        // A file given where the folder belongs exists: "does not exist" would mislead.
+        std::error_code ec;
+        if (std::filesystem::exists(c.dataset.name, ec))
+            throw InputError(
+                "--dataset: '" + c.dataset.name +
+                "' is a file, not a folder; give the folder that holds the dataset files");
+        throw InputError("--dataset: the folder '" + c.dataset.name + "' does not exist");
+    }
+    return in;
+}
+
+void read_output_options(const ArgParser& p, TrainInputs& in, bool compare)
+{
+    const bool language_model = is_language_model(in.spec);
     if (auto v = p.integer("--progress-every", 1, k_max_steps)) in.progress_every = *v;
     if (auto v = p.integer("--sample-words", 1, 100000)) {
         if (!language_model)
@@ -238,12 +265,6 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         in.sample_words = int(*v);
     }
     if (auto v = p.real("--temperature", 1e-3, 100.0)) in.temperature = float(*v);
-    // compare's runs take their policies later (configs_for: split masters kept for the
-    // mixed_bf16 run, fp32 masters for the others) and are checked one by one there.
-    RunConfig checked = c;
-    if (compare) checked.optimizer.master_weights = MasterWeights::FP32;
-    validate_run_config(checked);
-
     in.log_json = p.value("--log-json");
     in.log_csv = p.value("--log-csv");
     if (in.log_json) check_output_path(*in.log_json, "--log-json");
@@ -256,6 +277,7 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         in.load_weights = p.value("--load-weights");
         in.save_weights = p.value("--save-weights");
         in.save_predictions = p.value("--save-predictions");
+        in.save_checkpoint = p.value("--save-checkpoint");
         if (in.load_weights) {
             std::error_code ec;
             if (!std::filesystem::is_regular_file(*in.load_weights, ec))
@@ -264,23 +286,30 @@ TrainInputs read_train_inputs(const ArgParser& p, bool compare)
         }
         if (in.save_weights) check_output_path(*in.save_weights, "--save-weights");
         if (in.save_predictions) check_output_path(*in.save_predictions, "--save-predictions");
-        if (in.save_weights && in.save_predictions &&
-            std::filesystem::absolute(*in.save_weights) ==
-                std::filesystem::absolute(*in.save_predictions))
-            throw InputError("--save-weights and --save-predictions name the same file '" +
-                             *in.save_weights + "'");
+        if (in.save_checkpoint) check_output_path(*in.save_checkpoint, "--save-checkpoint");
+        // No two of the files written after training may be one file.
+        const std::vector<std::pair<const std::optional<std::string>*, const char*>> outputs = {
+            {&in.save_weights, "--save-weights"},
+            {&in.save_predictions, "--save-predictions"},
+            {&in.save_checkpoint, "--save-checkpoint"}};
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            for (std::size_t j = i + 1; j < outputs.size(); ++j)
+                if (*outputs[i].first && *outputs[j].first &&
+                    std::filesystem::absolute(**outputs[i].first) ==
+                        std::filesystem::absolute(**outputs[j].first))
+                    throw InputError(std::string(outputs[i].second) + " and " + outputs[j].second +
+                                     " name the same file '" + **outputs[i].first + "'");
     }
+}
 
-    if (looks_like_path(c.dataset.name) && !std::filesystem::is_directory(c.dataset.name)) {
-        // A file given where the folder belongs exists: "does not exist" would mislead.
-        std::error_code ec;
-        if (std::filesystem::exists(c.dataset.name, ec))
-            throw InputError(
-                "--dataset: '" + c.dataset.name +
-                "' is a file, not a folder; give the folder that holds the dataset files");
-        throw InputError("--dataset: the folder '" + c.dataset.name + "' does not exist");
-    }
-    return in;
+void check_train_config(const TrainInputs& in, bool compare)
+{
+    const RunConfig& c = in.config;
+    // compare's runs take their policies later (configs_for: split masters kept for the
+    // mixed_bf16 run, fp32 masters for the others) and are checked one by one there.
+    RunConfig checked = c;
+    if (compare) checked.optimizer.master_weights = MasterWeights::FP32;
+    validate_run_config(checked);
 }
 
 std::vector<RunConfig> configs_for(const RunConfig& base, const std::vector<Policy>& policies)

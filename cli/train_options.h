@@ -29,6 +29,8 @@ struct TrainInputs {
     std::optional<std::string> log_json, log_csv;
     // train only: --load-weights, --save-weights (safetensors files).
     std::optional<std::string> load_weights, save_weights, save_predictions;
+    // train only: --save-checkpoint, --resume (mixlab/checkpoint.h).
+    std::optional<std::string> save_checkpoint, resume;
     std::int64_t progress_every = 0; // 0: automatic
     // Language models: words to generate after training (0: none) and their temperature.
     int sample_words = 0;
@@ -38,6 +40,16 @@ struct TrainInputs {
 // Reads and validates everything the options name that is cheap to check: the run
 // config, the model file, the log paths. Throws InputError naming the option.
 TrainInputs read_train_inputs(const ArgParser& parser, bool compare);
+
+// What read_train_inputs does with --resume (cli/resume_options.cpp): the model and run
+// config from the checkpoint, --epochs/--steps to extend it, the output options; an
+// option that would change the run is refused, naming it.
+TrainInputs read_resume_inputs(const ArgParser& parser);
+// The output options (logs, progress, sample, weights and checkpoint files) into `in`,
+// whose spec is set; InputError naming the option.
+void read_output_options(const ArgParser& parser, TrainInputs& in, bool compare);
+// validate_run_config on in.config as the runs will take it.
+void check_train_config(const TrainInputs& in, bool compare);
 
 // One config per policy: `base` under each, validated (InputError naming the field).
 std::vector<RunConfig> configs_for(const RunConfig& base, const std::vector<Policy>& policies);

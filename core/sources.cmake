@@ -95,6 +95,7 @@ set(MIXLAB_ANALYSIS_SOURCES
 # train: training runs, the step, its profile, the group that sets up and steps runs in
 # lockstep (run_group), the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
+    train/checkpoint.cpp
     train/fp8_scales.cpp
     train/max_batch.cpp
     train/max_batch_trial.cpp

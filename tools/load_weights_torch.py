@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Loads a `mixlab-cli train --save-weights` file into PyTorch.
+"""Loads a `mixlab-cli train --save-weights` file (or a --save-checkpoint file's
+weights) into PyTorch.
 
 Reads the safetensors file with struct and json (no safetensors package), builds the
 equivalent nn.Sequential from the model spec in its __metadata__ (flatten, dense, conv2d,
@@ -263,9 +264,14 @@ def main():
     args = parser.parse_args()
 
     metadata, tensors = read_safetensors(args.file)
-    if metadata.get("format") != "mixlab-weights/1":
+    if metadata.get("format") == "mixlab-checkpoint/1":
+        # A checkpoint holds the same weight tensors; its optimizer state and run state
+        # ("optimizer.*", "mixlab.*") have no place in the model's state_dict.
+        tensors = {k: v for k, v in tensors.items()
+                   if not k.startswith(("optimizer.", "mixlab."))}
+    elif metadata.get("format") != "mixlab-weights/1":
         sys.exit(f"{args.file}: __metadata__ format is {metadata.get('format')!r}, "
-                 "not 'mixlab-weights/1'")
+                 "not 'mixlab-weights/1' or 'mixlab-checkpoint/1'")
     spec = json.loads(metadata["model"])
     print(f"model {spec.get('name')!r}, policy {metadata.get('policy')}, "
           f"step {metadata.get('step')}")

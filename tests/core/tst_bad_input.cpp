@@ -7,6 +7,8 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMap>
 #include <QProcess>
 #include <QRandomGenerator>
@@ -251,6 +253,33 @@ private slots:
         QFile tiny(path("tiny.st"));
         QVERIFY(tiny.open(QIODevice::ReadOnly));
         write("truncated.st", tiny.readAll().chopped(10));
+        // A checkpoint of tiny.json after 2 steps; cut short; and its tensors under a header
+        // whose model is tiny-wide.json (a checkpoint whose model and tensors disagree).
+        {
+            const CliResult r =
+                run(expand({"train", "--model", "@tiny.json", "--dataset", "synthetic",
+                            "--synthetic-size", "64", "--steps", "2", "--batch", "16", "--device",
+                            "cpu", "--save-checkpoint", "@tiny.ckpt"}),
+                    0);
+            QVERIFY2(r.code == 0, qPrintable(details(r)));
+            QFile ck(path("tiny.ckpt"));
+            QVERIFY(ck.open(QIODevice::ReadOnly));
+            const QByteArray bytes = ck.readAll();
+            write("truncated.ckpt", bytes.chopped(6));
+            quint64 n = 0;
+            for (int i = 7; i >= 0; --i) n = (n << 8) | quint8(bytes[i]);
+            QJsonObject header = QJsonDocument::fromJson(bytes.mid(8, qsizetype(n))).object();
+            QJsonObject meta = header["__metadata__"].toObject();
+            QFile wide(path("tiny-wide.json"));
+            QVERIFY(wide.open(QIODevice::ReadOnly));
+            meta["model"] = QString::fromUtf8(wide.readAll());
+            header["__metadata__"] = meta;
+            QByteArray json = QJsonDocument(header).toJson(QJsonDocument::Compact);
+            while (json.size() % 8) json += ' ';
+            QByteArray len(8, '\0');
+            for (int i = 0; i < 8; ++i) len[i] = char((quint64(json.size()) >> (8 * i)) & 0xff);
+            write("other-model.ckpt", len + json + bytes.mid(8 + qsizetype(n)));
+        }
         // Keras models for mixlab-cli import (Keras 2's to_json() form), and a spec an
         // earlier import wrote, which a refused import must leave as it is.
         auto keras = [](const QByteArray& layers) {
@@ -397,6 +426,35 @@ private slots:
         option("--load-weights missing file", {"--load-weights", "@none.st"}, "none.st");
         option("--save-weights in a missing folder", {"--save-weights", "@no-such-dir/w.st"},
                "no-such-dir");
+        option("--save-checkpoint in a missing folder",
+               {"--save-checkpoint", "@no-such-dir/c.ckpt"}, "no-such-dir");
+        option("--load-weights of a truncated checkpoint", {"--load-weights", "@truncated.ckpt"},
+               "truncated.ckpt");
+
+        // --resume: valid apart from each row's change (tiny.ckpt is at step 2 of 2).
+        const QStringList resume = {"train", "--resume",   "@tiny.ckpt",    "--steps",
+                                    "4",     "--log-json", "@kept-log.json"};
+        auto resumed = [&](const char* row, const QStringList& extra, const char* fragment) {
+            QTest::newRow(row) << with(resume, extra) << 2 << QString(fragment) << qint64(0);
+        };
+        resumed("--resume truncated", {"--resume", "@truncated.ckpt"}, "ends at byte offset");
+        resumed("--resume a weights file", {"--resume", "@tiny.st"},
+                "is a weights file (mixlab-weights/1), not a checkpoint");
+        resumed("--resume a model file", {"--resume", "@tiny.json"}, "tiny.json");
+        resumed("--resume missing file", {"--resume", "@none.ckpt"}, "none.ckpt");
+        resumed("--resume tensors of another model", {"--resume", "@other-model.ckpt"},
+                "tensor \"1.weight\": expected shape [32, 3072], found [16, 3072]");
+        resumed("--resume at its end", {"--steps", "2"},
+                "the checkpoint is at step 2 and the run ends at step 2");
+        for (const QStringList& changed :
+             {QStringList{"--model", "@tiny.json"}, QStringList{"--policy", "mixed_fp16"},
+              QStringList{"--batch", "8"}, QStringList{"--optimizer", "adam"},
+              QStringList{"--lr", "0.5"}, QStringList{"--seed", "3"},
+              QStringList{"--dataset", "synthetic"}, QStringList{"--load-weights", "@tiny.st"}}) {
+            const QByteArray row = ("--resume with " + changed.front()).toUtf8();
+            resumed(row.constData(), changed,
+                    (changed.front() + " cannot be given with --resume").toUtf8().constData());
+        }
         {
             QStringList args = with(train, {"--epochs", "0"});
             args.remove(args.indexOf("--steps"), 2);

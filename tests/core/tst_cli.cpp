@@ -392,6 +392,61 @@ private slots:
         QVERIFY(!r.out.contains("--save-predictions"));
     }
 
+    // --save-checkpoint, then --resume: the resumed run's steps and final weights are those
+    // of the run that never stopped (tst_checkpoint checks every case; this is the CLI's
+    // round trip), its log says so and carries the checkpoint's settings.
+    void trainResumesFromCheckpoint()
+    {
+        const QStringList base = {
+            "train",      "--model",     m_tiny, "--dataset", "synthetic", "--synthetic-size",
+            "64",         "--device",    "cpu",  "--batch",   "16",        "--policy",
+            "mixed_fp16", "--optimizer", "adam", "--lr",      "0.002"};
+        const QString straight_csv = m_dir.filePath("straight.csv");
+        const QString straight_st = m_dir.filePath("straight.st");
+        CliResult r = run(base + QStringList{"--epochs", "2", "--log-csv", straight_csv,
+                                             "--save-weights", straight_st});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        const QString ck = m_dir.filePath("tiny.ckpt");
+        r = run(base + QStringList{"--epochs", "1", "--save-checkpoint", ck});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QVERIFY2(r.out.contains("checkpoint") && r.out.contains("tiny.ckpt"), qPrintable(r.out));
+        QVERIFY(!QFile::exists(ck + ".tmp"));
+
+        const QString csv = m_dir.filePath("resumed.csv");
+        const QString json = m_dir.filePath("resumed.json");
+        const QString st = m_dir.filePath("resumed.st");
+        r = run({"train", "--resume", ck, "--epochs", "2", "--log-csv", csv, "--log-json", json,
+                 "--save-weights", st});
+        QVERIFY2(r.code == 0, qPrintable(details(r)));
+        QFile a(straight_st), b(st);
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QVERIFY2(a.readAll() == b.readAll(), "resumed weights differ from the straight run's");
+        // Steps 5..8, each loss as the straight run wrote it.
+        const QStringList straight = read_lines(straight_csv), resumed = read_lines(csv);
+        QCOMPARE(straight.size(), 1 + 8);
+        QCOMPARE(resumed.size(), 1 + 4);
+        for (int i = 1; i <= 4; ++i) {
+            QCOMPARE(resumed[i].section(',', 2, 2), QString::number(4 + i));
+            QCOMPARE(resumed[i].section(',', 4, 4), straight[4 + i].section(',', 4, 4));
+        }
+        const QJsonObject log = read_json(json);
+        const QJsonObject config = log["config"].toObject();
+        QCOMPARE(config["policy"].toString(), QString("mixed_fp16"));
+        QCOMPARE(config["optimizer"].toObject()["type"].toString(), QString("adam"));
+        QCOMPARE(config["epochs"].toInt(), 2);
+        QCOMPARE(config["model"].toObject()["name"].toString(), QString("tiny"));
+        bool said = false;
+        for (const QJsonValue& e : log["events"].toArray())
+            said = said || e.toObject()["message"].toString().contains("resumed from checkpoint '" +
+                                                                       ck + "' at step 4");
+        QVERIFY2(said, "the log should say the run resumed, from which file and step");
+
+        r = run({"train", "--help"});
+        QVERIFY(r.out.contains("--save-checkpoint") && r.out.contains("--resume"));
+        r = run({"compare", "--help"});
+        QVERIFY(!r.out.contains("--resume"));
+    }
+
     void runConfigUnderOptions()
     {
         // --run gives the config; options on the command line win over it.

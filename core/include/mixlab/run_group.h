@@ -97,6 +97,8 @@ struct RunOutcome {
     // RunGroupOptions::save_weights / save_predictions: why the weights or predictions
     // could not be written; empty when they were (or none were asked for).
     std::string weights_failure;
+    // RunGroupOptions::save_checkpoint: why the last checkpoint could not be written.
+    std::string checkpoint_failure;
 };
 
 struct GroupOutcome {
@@ -159,6 +161,15 @@ struct RunGroupOptions {
     // Non-empty (a group of one run): with the weights, the test split's logits
     // (TrainingRun::save_predictions); a write that fails is RunOutcome::weights_failure.
     std::string save_predictions;
+    // Non-empty (a group of one run): a checkpoint (mixlab/checkpoint.h) written here,
+    // atomically, after each epoch's last step and when the run ends, also when stopped;
+    // not when it failed. A write that fails during training fails the run; at the end it
+    // is RunOutcome::checkpoint_failure.
+    std::string save_checkpoint;
+    // Non-empty (a group of one run, whose model and config are the checkpoint's:
+    // read_checkpoint_header): the run continues from this checkpoint
+    // (TrainingRun::resume) once set up; a file that does not fit fails the setup.
+    std::string resume;
 };
 
 // The profiling steps for a run that trained with `summary` under `options`.
@@ -220,6 +231,7 @@ private:
                   GroupOutcome& out);
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
     void save_weights(GroupOutcome& out);
+    void save_checkpoint(int run); // after an epoch's end or the run's end, once per step
     void sample_runs(RunGroupObserver& observer, GroupOutcome& out);
     void require_prepared(const char* what) const;
     void require_fresh(const char* what) const;
@@ -233,6 +245,7 @@ private:
     std::optional<GroupFacts> m_facts; // holds the graph
     std::unique_ptr<DeviceDataset> m_device_data;
     std::vector<std::unique_ptr<TrainingRun>> m_runs;
+    std::int64_t m_checkpointed = -1; // the step of the last checkpoint written
 };
 
 } // namespace mixlab

@@ -178,6 +178,17 @@ public:
     // model or a dataset without a test split.
     void save_predictions(const std::string& path, const ModelSpec& spec);
 
+    // A checkpoint (mixlab/checkpoint.h) of the run as it stands, written atomically: call
+    // when every launched step has been reported (after an epoch's last step, or after
+    // finish()). `spec` as for save_weights. Reads the device's state back (synchronizes).
+    void save_checkpoint(const std::string& path, const ModelSpec& spec);
+    // Before the first step: takes the whole state of the run that wrote `path` and goes
+    // on from its step, as that run would have. The run must have been built from the
+    // checkpoint's model and config (the epochs or steps may be more). InputError naming
+    // the tensor, the metadata key or the byte offset that does not fit; nothing is
+    // loaded unless everything fits.
+    void resume(const std::string& path);
+
     // Test helpers: current fp32 master parameters in graph order (synchronizes).
     std::vector<float> read_parameters();
     // What runs, one line per layer (dtypes, GEMM math, master weights).

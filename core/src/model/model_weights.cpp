@@ -9,9 +9,11 @@
 #include "mixlab/atomic_file.h"
 #include "mixlab/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -268,41 +270,95 @@ std::vector<TensorPlan> plan_tensors(Network& net)
     return out;
 }
 
-std::string float_bytes(const std::vector<float>& v)
-{
-    std::string s(v.size() * sizeof(float), '\0');
-    std::memcpy(s.data(), v.data(), s.size());
-    return s;
-}
-
 } // namespace
 
-std::vector<SafeTensor> network_tensors(Network& net, std::int64_t step)
+namespace {
+
+// The name torch.optim gives a slot's state buffers: SGD's momentum, Adam's two moments.
+std::vector<std::pair<std::string, Buffer * ParamSlot::*>> slot_states(Network& net,
+                                                                       std::size_t slot)
+{
+    if (!net.has_slot_buffer(slot, &ParamSlot::state1)) return {};
+    if (!net.has_slot_buffer(slot, &ParamSlot::state2))
+        return {{"momentum_buffer", &ParamSlot::state1}};
+    return {{"exp_avg", &ParamSlot::state1}, {"exp_avg_sq", &ParamSlot::state2}};
+}
+
+std::string optimizer_name(const std::string& tensor, const std::string& state)
+{
+    return "optimizer." + tensor + "." + state;
+}
+
+// The planned tensors' values from the slots' `which` buffers (master: the weights), each
+// under the name paired with it. Written straight into the tensors' bytes: a model's
+// tensors are copied once (a checkpoint of the seed MLP is 100 MB).
+using NamedPlan = std::pair<const TensorPlan*, std::string>;
+std::vector<SafeTensor> slot_tensors(Network& net, const std::vector<NamedPlan>& plans,
+                                     Buffer* ParamSlot::*which, std::int64_t step)
 {
     std::map<std::size_t, std::vector<float>> slots; // read once each
     std::vector<SafeTensor> out;
-    for (const TensorPlan& t : plan_tensors(net)) {
-        SafeTensor st{t.name, t.dtype, t.shape, {}};
+    out.reserve(plans.size());
+    for (const auto& [plan, name] : plans) {
+        const TensorPlan& t = *plan;
+        SafeTensor st{name, t.dtype, t.shape, {}};
         if (t.source == TensorPlan::Source::Steps) {
             st.data.resize(sizeof step);
             std::memcpy(st.data.data(), &step, sizeof step);
             out.push_back(std::move(st));
             continue;
         }
-        std::vector<float> from;
+        std::vector<float> state;
+        const float* from = nullptr;
         if (t.source == TensorPlan::Source::State) {
-            from = net.read_state(t.state);
+            state = net.read_state(t.state);
+            from = state.data();
         } else {
-            if (!slots.count(t.slot)) slots[t.slot] = net.read_slot(t.slot);
-            const auto& all = slots[t.slot];
-            from.assign(all.begin() + std::ptrdiff_t(t.offset),
-                        all.begin() + std::ptrdiff_t(t.offset + t.count()));
+            auto it = slots.find(t.slot);
+            if (it == slots.end())
+                it = slots.emplace(t.slot, net.read_slot_buffer(t.slot, which)).first;
+            from = it->second.data() + t.offset;
         }
-        std::vector<float> values(t.count());
-        for (std::size_t i = 0; i < values.size(); ++i)
-            values[i] = from[t.perm.empty() ? i : t.perm[i]];
-        st.data = float_bytes(values);
+        const std::size_t n = t.count();
+        st.data.resize(n * sizeof(float));
+        float* to = reinterpret_cast<float*>(st.data.data());
+        if (t.perm.empty())
+            std::memcpy(to, from, n * sizeof(float));
+        else
+            for (std::size_t i = 0; i < n; ++i) to[i] = from[t.perm[i]];
         out.push_back(std::move(st));
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<SafeTensor> network_tensors(Network& net, std::int64_t step)
+{
+    const std::vector<TensorPlan> plans = plan_tensors(net);
+    std::vector<NamedPlan> named;
+    for (const TensorPlan& t : plans) named.emplace_back(&t, t.name);
+    return slot_tensors(net, named, &ParamSlot::master, step);
+}
+
+std::vector<SafeTensor> optimizer_tensors(Network& net)
+{
+    const std::vector<TensorPlan> plans = plan_tensors(net);
+    std::vector<SafeTensor> out;
+    // One pass per state kind, so that a slot's buffer is read once per kind; the file
+    // lists every tensor's first state, then every tensor's second (Adam).
+    for (int kind = 0; kind < 2; ++kind) {
+        std::vector<NamedPlan> with;
+        Buffer* ParamSlot::*which = nullptr;
+        for (const TensorPlan& t : plans) {
+            if (t.source != TensorPlan::Source::Slot) continue;
+            const auto states = slot_states(net, t.slot);
+            if (std::size_t(kind) >= states.size()) continue;
+            with.emplace_back(&t, optimizer_name(t.name, states[std::size_t(kind)].first));
+            which = states[std::size_t(kind)].second;
+        }
+        if (with.empty()) continue;
+        for (SafeTensor& t : slot_tensors(net, with, which, 0)) out.push_back(std::move(t));
     }
     return out;
 }
@@ -323,49 +379,89 @@ void save_weights(Network& net, const std::string& path, const ModelSpec& spec, 
     write_file_atomically(path, encode_weights(net, spec, policy, step));
 }
 
+PendingLoad check_weights(Network& net, const SafetensorsFile& file, const std::string& what,
+                          bool with_optimizer)
+{
+    const auto fail = [&](const std::string& message) { throw InputError(what + ": " + message); };
+    PendingLoad load;
+    const std::vector<TensorPlan> plans = plan_tensors(net);
+    // One pass per buffer kind: the weights (master), then each optimizer state.
+    struct Pass {
+        Buffer* ParamSlot::*which;
+        std::string state; // empty: the weights
+    };
+    std::vector<Pass> passes{{&ParamSlot::master, ""}};
+    if (with_optimizer && net.slot_count() > 0)
+        for (const auto& [state, which] : slot_states(net, 0)) passes.push_back({which, state});
+    for (const Pass& pass : passes) {
+        // Every tensor checked and placed before any is written: nothing half-loaded.
+        std::map<std::size_t, std::vector<float>> slots;
+        for (const TensorPlan& p : plans) {
+            if (!pass.state.empty() && p.source != TensorPlan::Source::Slot) continue;
+            const std::string name =
+                pass.state.empty() ? p.name : optimizer_name(p.name, pass.state);
+            load.names.push_back(name);
+            const SafeTensor* t = file.find(name);
+            if (!t)
+                fail("tensor \"" + name + "\" is missing" +
+                     (pass.state.empty() ? " (weights of another model?)"
+                                         : " (a checkpoint of another optimizer?)"));
+            if (t->dtype != p.dtype)
+                fail("tensor \"" + name + "\" is " + t->dtype + ", expected " + p.dtype);
+            if (t->shape != p.shape)
+                fail("tensor \"" + name + "\": expected shape " + shape_text(p.shape) + ", found " +
+                     shape_text(t->shape));
+            if (p.source == TensorPlan::Source::Steps) continue; // PyTorch's counter: not used
+            std::vector<float> values(p.count());
+            std::memcpy(values.data(), t->data.data(), t->data.size());
+            if (p.source == TensorPlan::Source::State) {
+                std::vector<float> ours(values.size());
+                for (std::size_t i = 0; i < values.size(); ++i)
+                    ours[p.perm.empty() ? i : p.perm[i]] = values[i];
+                load.writes.push_back(
+                    [&net, st = p.state, v = std::move(ours)] { net.write_state(st, v); });
+                continue;
+            }
+            auto& slot = slots[p.slot];
+            if (slot.empty()) slot.assign(net.slot_size(p.slot), 0.0f);
+            for (std::size_t i = 0; i < values.size(); ++i)
+                slot[p.offset + (p.perm.empty() ? i : p.perm[i])] = values[i];
+        }
+        for (auto& [s, values] : slots)
+            load.writes.push_back([&net, s = s, which = pass.which, v = std::move(values)] {
+                net.write_slot_buffer(s, which, v);
+            });
+    }
+    return load;
+}
+
+void PendingLoad::apply()
+{
+    for (const auto& write : writes) write();
+}
+
 void load_weights_bytes(Network& net, std::string_view bytes, const std::string& what)
 {
     const auto fail = [&](const std::string& message) { throw InputError(what + ": " + message); };
     const SafetensorsFile file = decode_safetensors(bytes, what);
     const auto format = file.metadata.find("format");
-    if (format != file.metadata.end() && format->second != k_weights_format)
+    // A checkpoint holds the weights under the same names: its weights alone are taken.
+    const bool checkpoint = format != file.metadata.end() && format->second == k_checkpoint_format;
+    if (format != file.metadata.end() && format->second != k_weights_format && !checkpoint)
         fail("\"__metadata__\" \"format\" is \"" + format->second + "\", not \"" +
              std::string(k_weights_format) + "\"");
-    const std::vector<TensorPlan> plans = plan_tensors(net);
-    // Every tensor checked and placed before any is written: nothing half-loaded.
-    std::map<std::size_t, std::vector<float>> slots;
-    std::vector<std::pair<const TensorPlan*, std::vector<float>>> states;
-    for (const TensorPlan& p : plans) {
-        const SafeTensor* t = file.find(p.name);
-        if (!t) fail("tensor \"" + p.name + "\" is missing (weights of another model?)");
-        if (t->dtype != p.dtype)
-            fail("tensor \"" + p.name + "\" is " + t->dtype + ", expected " + p.dtype);
-        if (t->shape != p.shape)
-            fail("tensor \"" + p.name + "\": expected shape " + shape_text(p.shape) + ", found " +
-                 shape_text(t->shape));
-        if (p.source == TensorPlan::Source::Steps) continue; // PyTorch's counter: not used
-        std::vector<float> values(p.count());
-        std::memcpy(values.data(), t->data.data(), t->data.size());
-        if (p.source == TensorPlan::Source::State) {
-            std::vector<float> ours(values.size());
-            for (std::size_t i = 0; i < values.size(); ++i)
-                ours[p.perm.empty() ? i : p.perm[i]] = values[i];
-            states.emplace_back(&p, std::move(ours));
-            continue;
-        }
-        auto& slot = slots[p.slot];
-        if (slot.empty()) slot = net.read_slot(p.slot);
-        for (std::size_t i = 0; i < values.size(); ++i)
-            slot[p.offset + (p.perm.empty() ? i : p.perm[i])] = values[i];
-    }
+    PendingLoad load = check_weights(net, file, what, false);
     for (const SafeTensor& t : file.tensors) {
-        bool known = false;
-        for (const TensorPlan& p : plans) known = known || p.name == t.name;
-        if (!known)
+        if (checkpoint && is_checkpoint_extra(t.name)) continue;
+        if (std::find(load.names.begin(), load.names.end(), t.name) == load.names.end())
             fail("tensor \"" + t.name + "\" is not in this model (weights of another model?)");
     }
-    for (const auto& [s, values] : slots) net.write_slot(s, values);
-    for (const auto& [p, values] : states) net.write_state(p->state, values);
+    load.apply();
+}
+
+bool is_checkpoint_extra(std::string_view name)
+{
+    return name.starts_with("optimizer.") || name.starts_with("mixlab.");
 }
 
 void load_weights(Network& net, const std::string& path)

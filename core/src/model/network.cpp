@@ -442,6 +442,44 @@ std::vector<Network::StateTensor> Network::state_tensors() const
     return out;
 }
 
+std::vector<Network::StateTensor> Network::carried_tensors() const
+{
+    std::vector<StateTensor> out;
+    for (const auto& n : m_nodes) {
+        std::vector<Node::StateBuffer> own;
+        n->carried_buffers(own);
+        for (auto& b : own) out.push_back({n->layer, std::move(b.name), b.buffer});
+    }
+    return out;
+}
+
+bool Network::has_slot_buffer(std::size_t i, Buffer* ParamSlot::*which) const
+{
+    return m_slots.at(i).*which != nullptr;
+}
+
+std::vector<float> Network::read_slot_buffer(std::size_t i, Buffer* ParamSlot::*which)
+{
+    if (which == &ParamSlot::master) return read_slot(i);
+    const Buffer& b = *(m_slots.at(i).*which);
+    std::vector<float> stored(b.count());
+    m_backend.download_f32(b, stored.data(), stored.size());
+    return m_layouts[i].empty() ? stored : unpad(m_layouts[i], stored);
+}
+
+void Network::write_slot_buffer(std::size_t i, Buffer* ParamSlot::*which,
+                                const std::vector<float>& values)
+{
+    if (which == &ParamSlot::master) return write_slot(i, values);
+    if (values.size() != slot_size(i))
+        throw Error("write_slot_buffer: " + std::to_string(values.size()) +
+                    " values for a tensor of " + std::to_string(slot_size(i)));
+    Buffer& b = *(m_slots.at(i).*which);
+    // Padding stays zero: no gradient reaches it, so no optimizer state either.
+    const std::vector<float> stored = m_layouts[i].empty() ? values : pad(m_layouts[i], values);
+    m_backend.upload_f32(b, stored.data(), stored.size());
+}
+
 std::vector<float> Network::read_state(const StateTensor& t)
 {
     std::vector<float> values(t.buffer->count());

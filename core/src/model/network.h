@@ -100,6 +100,15 @@ public:
         Buffer* buffer = nullptr;
     };
     std::vector<StateTensor> state_tensors() const;
+    // What a training step carries to the next one besides parameters and statistics (an
+    // lstm's hidden and cell state, named "h_l0", "c_l0", ...), as stored; for checkpoints.
+    std::vector<StateTensor> carried_tensors() const;
+    // A slot's optimizer state (ParamSlot::state1: momentum / Adam m, state2: Adam v) as
+    // the model defines it (no padding); null buffers have none (has_slot_buffer false).
+    bool has_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which) const;
+    std::vector<float> read_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which);
+    void write_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which,
+                           const std::vector<float>& values);
     std::vector<float> read_state(const StateTensor& t);
     void write_state(const StateTensor& t, const std::vector<float>& values);
     // Human-readable facts about what runs: one line per dense, conv or lstm layer, one

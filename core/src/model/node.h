@@ -79,6 +79,9 @@ public:
         Buffer* buffer = nullptr;
     };
     virtual void state_buffers(std::vector<StateBuffer>&) {}
+    // What reset_state zeroes and a training step carries to the next (an lstm's hidden
+    // and cell state per layer, as stored: padded, the layer's dtype), for a checkpoint.
+    virtual void carried_buffers(std::vector<StateBuffer>&) {}
 
     // "layer 4 > body 0"; the kernel facts' common part.
     std::string path() const;

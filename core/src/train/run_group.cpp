@@ -87,6 +87,9 @@ RunGroup::RunGroup(ModelSpec model, std::vector<RunConfig> configs, RunGroupOpti
         m_configs.size() != 1)
         throw InputError("saving weights or predictions takes a group of one run, not " +
                          std::to_string(m_configs.size()));
+    if ((!m_options.save_checkpoint.empty() || !m_options.resume.empty()) && m_configs.size() != 1)
+        throw InputError("checkpoints take a group of one run, not " +
+                         std::to_string(m_configs.size()));
 }
 
 RunGroup::~RunGroup() = default;
@@ -176,6 +179,7 @@ void RunGroup::set_up_runs(RunGroupObserver& observer, const std::stop_token& st
                                                        *m_device_data, *m_backend, i));
         m_runs.back()->set_stop_token(stop);
         if (!m_options.load_weights.empty()) m_runs.back()->load_weights(m_options.load_weights);
+        if (!m_options.resume.empty()) m_runs.back()->resume(m_options.resume);
     }
     check_stop(stop);
     state.run = -1;
@@ -295,6 +299,8 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             }
             try {
                 run->step(sink);
+                // An epoch's last step: every step reported, the epoch evaluated.
+                if (run->steps_done() % run->steps_per_epoch() == 0) save_checkpoint(i);
             } catch (...) {
                 fail_run(i, std::current_exception(), sink, observer, out);
             }
@@ -310,12 +316,25 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             r.summary = run->finish(sink, stopped);
             r.status =
                 r.summary.stopped ? RunOutcome::Status::Stopped : RunOutcome::Status::Finished;
+            try {
+                save_checkpoint(i);
+            } catch (...) {
+                r.checkpoint_failure = message_of(std::current_exception());
+            }
         } catch (...) {
             fail_run(i, std::current_exception(), sink, observer, out);
         }
     }
     for (int i = 0; i < size(); ++i)
         if (m_runs[std::size_t(i)]) observer.on_run_finished(i, out.runs[std::size_t(i)].summary);
+}
+
+void RunGroup::save_checkpoint(int i)
+{
+    TrainingRun* run = m_runs[std::size_t(i)].get();
+    if (m_options.save_checkpoint.empty() || !run || run->steps_done() == m_checkpointed) return;
+    run->save_checkpoint(m_options.save_checkpoint, m_model);
+    m_checkpointed = run->steps_done();
 }
 
 // Before profiling, whose extra steps would train the model on: the weights (and the

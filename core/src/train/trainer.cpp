@@ -87,8 +87,6 @@ DeviceDataset::DeviceDataset(const Dataset& data, Backend& backend) : host(data)
     }
 }
 
-namespace {
-
 std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int epoch)
 {
     // Fisher-Yates driven by the counter-based hash: the same order on every backend,
@@ -103,6 +101,8 @@ std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int ep
     }
     return order;
 }
+
+namespace {
 
 // An OutOfMemoryError from the backend, with what the user can change named: the run,
 // its batch, and (where the policy keeps activations in 32 bits) mixed precision.
@@ -347,7 +347,8 @@ void TrainingRun::Impl::run_step(MetricsSink& sink, const RunConfig& config, Out
         if (g->replay()) return;
         g.reset(); // memory it points at may have moved: record again
     }
-    const bool replaying_run = graph_wanted && launched >= 1 && (!profiling || recordings > 0);
+    const bool replaying_run =
+        graph_wanted && launched > first_step && (!profiling || recordings > 0);
     if (replaying_run && record_step(sink, config, head, classes, g)) {
         if (sampling)
             sink.on_event(run_index,
@@ -567,7 +568,7 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
     const Dataset& host = s.data.host;
     const std::int64_t index = s.launched;
     const std::int64_t in_epoch = index % s.steps_per_epoch;
-    if (index == 0) {
+    if (index == s.first_step) {
         s.started = s.epoch_started = Clock::now();
         const DeviceInfo dev = s.backend.info();
         std::ostringstream start;
@@ -589,6 +590,13 @@ void TrainingRun::step_unchecked(MetricsSink& sink, bool& evaluating)
             sink.on_event(s.run_index, {RunEvent::Kind::Info, 0, line});
         for (const auto& w : m_graph.warnings)
             sink.on_event(s.run_index, {RunEvent::Kind::Warning, 0, w});
+        if (!s.resumed_from.empty())
+            sink.on_event(s.run_index, {RunEvent::Kind::Info, index,
+                                        "resumed from checkpoint '" + s.resumed_from +
+                                            "' at step " + std::to_string(index) + " (epoch " +
+                                            std::to_string(index / s.steps_per_epoch + 1) + ", " +
+                                            std::to_string(in_epoch) + " of its " +
+                                            std::to_string(s.steps_per_epoch) + " steps done)"});
     }
     if (in_epoch == 0) {
         s.epoch = int(index / s.steps_per_epoch) + 1;

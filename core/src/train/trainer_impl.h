@@ -31,6 +31,10 @@ struct PhaseMarks {
     bool phases_on = true, layers_on = true; // which of the two a profiled step records
 };
 
+// The training split's order in epoch `epoch` (1-based): a permutation of 0..n-1 drawn
+// from the seed and the epoch alone, so a resumed run draws it again.
+std::vector<std::int32_t> epoch_order(std::int64_t n, std::uint64_t seed, int epoch);
+
 struct TrainingRun::Impl {
     Backend& backend;
     DeviceDataset& data;
@@ -53,6 +57,10 @@ struct TrainingRun::Impl {
 
     std::int64_t steps_per_epoch = 0, total_steps = 0;
     std::int64_t launched = 0; // steps enqueued
+    // The step this run started from: 0, or a checkpoint's (TrainingRun::resume), and the
+    // file it came from.
+    std::int64_t first_step = 0;
+    std::string resumed_from;
     std::int64_t reported = 0; // steps whose records were read
     int epoch = 0;             // 1-based epoch of the last launched step
     int last_evaluated_epoch = 0;

@@ -74,6 +74,14 @@ public:
             for (Buffer* s : {L.h0, L.c0}) backend.fill(*s, 0.0f);
     }
 
+    void carried_buffers(std::vector<StateBuffer>& out) override
+    {
+        for (std::size_t k = 0; k < m_layers.size(); ++k) {
+            out.push_back({"h_l" + std::to_string(k), m_layers[k].h0});
+            out.push_back({"c_l" + std::to_string(k), m_layers[k].c0});
+        }
+    }
+
     void forward(const PassContext& c, int rows, bool training, std::uint64_t step) override
     {
         check_rows(rows);
