@@ -70,15 +70,45 @@ void ArgParser::parse(int argc, char** argv)
     parse(args);
 }
 
-void ArgParser::parse(const std::vector<std::string>& args)
+void ArgParser::accept_positional(const std::string& value_name) { m_positional_name = value_name; }
+
+void ArgParser::add_short(char letter, const std::string& name)
 {
+    if (!declared(name).takes_value)
+        throw std::logic_error("ArgParser: -" + std::string(1, letter) + " for a flag");
+    m_shorts[letter] = name;
+}
+
+void ArgParser::parse(const std::vector<std::string>& given)
+{
+    // Short forms first: "-o FILE" is "--output FILE", "-oFILE" is "--output=FILE".
+    std::vector<std::string> args;
+    for (const std::string& arg : given) {
+        const auto s = arg.size() >= 2 && arg[0] == '-' && arg[1] != '-' ? m_shorts.find(arg[1])
+                                                                         : m_shorts.end();
+        if (s == m_shorts.end())
+            args.push_back(arg);
+        else if (arg.size() == 2)
+            args.push_back(s->second);
+        else
+            args.push_back(s->second + "=" + arg.substr(2));
+    }
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         if (arg == "--help" || arg == "-h") {
             m_help = true;
             continue;
         }
-        if (arg.size() < 3 || arg.compare(0, 2, "--") != 0)
+        const bool option = arg.size() >= 3 && arg.compare(0, 2, "--") == 0;
+        if (!option && !m_positional_name.empty() && !m_positional && !arg.empty() &&
+            arg[0] != '-') {
+            m_positional = arg;
+            continue;
+        }
+        if (!option && m_positional)
+            throw InputError("unexpected argument " + quoted(arg) + "; one " + m_positional_name +
+                             " is given already (" + quoted(*m_positional) + ")");
+        if (!option)
             throw InputError("unexpected argument " + quoted(arg) +
                              "; options start with -- (valid options: " + valid_options() + ")");
         const auto eq = arg.find('=');

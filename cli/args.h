@@ -19,6 +19,11 @@ public:
     void add_option(const std::string& name, const std::string& value_name,
                     const std::string& help);
     void add_flag(const std::string& name, const std::string& help);
+    // The command takes one argument that is not an option (a file: `import FILE`,
+    // `numerics LOG.json`), read back with positional(); a second one is refused.
+    void accept_positional(const std::string& value_name);
+    // `-X VALUE` and `-XVALUE` as another way to write an option with a value (-o FILE).
+    void add_short(char letter, const std::string& name);
 
     // args excludes the command name. `--help`/`-h` is always known. Throws InputError
     // for unknown options, missing values, values given to flags, repeated options and
@@ -32,6 +37,8 @@ public:
     bool has(const std::string& name) const; // given on the command line
     bool flag(const std::string& name) const;
     std::optional<std::string> value(const std::string& name) const;
+    // The accept_positional() argument, when one was given.
+    const std::optional<std::string>& positional() const { return m_positional; }
     std::string value_or(const std::string& name, const std::string& fallback) const;
 
     // Numbers, validated: an InputError names the option, what it got and the range.
@@ -57,6 +64,9 @@ private:
     std::vector<Spec> m_specs;
     std::map<std::string, std::string> m_values; // flags map to ""
     bool m_help = false;
+    std::string m_positional_name; // empty: no positional argument taken
+    std::optional<std::string> m_positional;
+    std::map<char, std::string> m_shorts; // -o -> --output
 };
 
 // Number parsing shared by the parser and by compound values such as --input 32x32x3.

@@ -38,34 +38,23 @@ int cmd_import(int argc, char** argv)
         "MixLab model spec; with --weights-out, an archive's model.weights.h5 as a "
         "MixLab weights file for mixlab-cli train --load-weights. Layers: InputLayer, Flatten, "
         "Dense, "
-        "Activation, ReLU, Softmax, Dropout, Conv2D, BatchNormalization, MaxPooling2D, "
-        "AveragePooling2D, GlobalAveragePooling2D, Add (residual blocks). A "
+        "Activation, ReLU, Softmax, Dropout, Conv2D, ZeroPadding2D (folded into the next "
+        "layer), BatchNormalization, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
+        "Add (residual blocks), Embedding, LSTM. A "
         "mixed_float16 or mixed_bfloat16 model is printed as the policy to train "
         "with; its float32 layers keep \"dtype\": \"float32\". Anything else is "
         "refused (exit 2) and nothing is written.");
     parser.add_option("--output", "FILE", "the model spec to write (also -o FILE)");
     parser.add_option("--weights-out", "FILE",
                       "write the archive's weights as a mixlab-weights/1 safetensors file");
-    // The Keras file is the one positional argument; -o is the usual short form.
-    std::vector<std::string> args;
-    std::string keras_path;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "-o")
-            args.push_back("--output");
-        else if (a.rfind("-o", 0) == 0 && a.size() > 2 && a[2] != '-')
-            args.push_back("--output=" + a.substr(2));
-        else if (keras_path.empty() && !a.empty() && a[0] != '-' &&
-                 (args.empty() || args.back() != "--output"))
-            keras_path = a;
-        else
-            args.push_back(a);
-    }
-    parser.parse(args);
+    parser.add_short('o', "--output");
+    parser.accept_positional("FILE");
+    parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
         return 0;
     }
+    const std::string keras_path = parser.positional().value_or("");
     if (keras_path.empty())
         throw InputError("name a Keras model: mixlab-cli import FILE -o MODEL.json (FILE: the "
                          "JSON of model.to_json() or a .keras archive's config.json)");

@@ -30,21 +30,13 @@ int cmd_numerics(int argc, char** argv)
         "weights would lose to half-ulp rounding per format. Summed over every sample of each "
         "run of a log written by train, compare or explain with --numerics-every N.");
     parser.add_flag("--json", "print one JSON object (mixlab-numerics/1) instead of tables");
-    // The log is the one positional argument; the parser takes options only.
-    std::vector<std::string> args;
-    std::string log_path;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (log_path.empty() && !a.empty() && a[0] != '-')
-            log_path = a;
-        else
-            args.push_back(a);
-    }
-    parser.parse(args);
+    parser.accept_positional("LOG.json");
+    parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
         return 0;
     }
+    const std::string log_path = parser.positional().value_or("");
     if (log_path.empty())
         throw InputError("name a run log: mixlab-cli numerics LOG.json (a mixlab-log/1 file "
                          "written with --log-json and --numerics-every N)");
