@@ -90,7 +90,8 @@ Archive read_archive(const std::string& path)
 {
     const std::string what = "Keras archive '" + path + "'";
 #if !MIXLAB_KERAS_ARCHIVES
-    throw InputError("cannot read " + what + ": this MixLab was built without .keras archive "
+    throw InputError("cannot read " + what +
+                     ": this MixLab was built without .keras archive "
                      "support (configured with -DMIXLAB_KERAS_ARCHIVES=OFF); import the "
                      "model's JSON (model.to_json(), or the archive's config.json) instead");
 #else
