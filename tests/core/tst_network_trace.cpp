@@ -644,6 +644,10 @@ const Shape k_5x5x4{{5, 5, 4}};
 const Shape k_12{{12}};
 const Shape k_6{{6}};
 
+// The CNN cases' numbers were pinned again on 2026-12-04 when the CPU filter gradient
+// stopped cutting the batch by thread count (CpuBackend::k_filter_lanes): before, they
+// held only on a machine of two threads. Every case now holds for any thread count
+// (ctest runs this suite again under three) and any L1 size (CpuBackend's constructor).
 // clang-format off
 const Case k_cases[] = {
     {"mnist-mlp fp32", mnist_mlp, k_mnist, 10, Policy::FP32, SGD, false,
@@ -657,17 +661,17 @@ const Case k_cases[] = {
     {"mnist-mlp fp16", mnist_mlp, k_mnist, 10, Policy::FP16, SGD, false,
      0x1dbcc76e47d8b458ull, 0xa78c7b0c4d244226ull, 0x872839b44da7f245ull},
     {"lenet5 fp32", lenet5, k_mnist, 10, Policy::FP32, SGD, false,
-     0xf68fbf1591c5fea9ull, 0xad15ca2460a17d3dull, 0xfa94c616fe2b0bb2ull},
+     0xf68fbf1591c5fea9ull, 0xde2ce27bb296a64bull, 0xfa94c616fe2b0bb2ull},
     {"lenet5 mixed_fp16", lenet5, k_mnist, 10, Policy::MixedFP16, Adam, false,
      0xf5fc10955a4739b9ull, 0xe1cb190a40bf557full, 0xe586cfdc124aea32ull},
     {"small-cnn mixed_bf16", small_cnn, k_mnist, 10, Policy::MixedBF16, SGD, false,
-     0xc2e4c4ca9b3ba7d6ull, 0x07f2882898ae5c10ull, 0x23481875869a9b28ull},
+     0xc2e4c4ca9b3ba7d6ull, 0x5cbc24d971959d7dull, 0x23481875869a9b28ull},
     {"small-cnn fp16", small_cnn, k_mnist, 10, Policy::FP16, SGD, false,
-     0x362c0b84ebd7924full, 0xfda2e5eb70b5d957ull, 0x23d5d539c7a6ff48ull},
+     0x362c0b84ebd7924full, 0xbb8566922f70c6b5ull, 0x23d5d539c7a6ff48ull},
     {"seed-mlp mixed_fp16", seed_mlp, k_small_image, 10, Policy::MixedFP16, SGD, false,
      0x18d8481f6dd6b4e0ull, 0x4df508ba6748b260ull, 0x60755685ad126081ull},
     {"resnet18 mixed_bf16", resnet18, k_small_image, 10, Policy::MixedBF16, SGD, false,
-     0x711c235bb53d3c24ull, 0x79c5b26c4caa9a17ull, 0x3106fba3469a66deull},
+     0x711c235bb53d3c24ull, 0xe6c47f8d391462fcull, 0x3106fba3469a66deull},
     {"mlp-edges fp32", mlp_edges, k_12, 4, Policy::FP32, SGD, false,
      0x1c7bb7acf684253dull, 0x85ab2b015c511b24ull, 0x439b110600cb7daaull},
     {"mlp-edges tf32", mlp_edges, k_12, 4, Policy::TF32, SGD, false,

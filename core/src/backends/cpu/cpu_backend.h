@@ -30,6 +30,7 @@ public:
 
 class CpuBackend final : public Backend {
 public:
+    CpuBackend();
     DeviceInfo info() const override;
 
     Buffer alloc(std::size_t count, DType dtype) override;
@@ -141,20 +142,32 @@ private:
     // allocate (the same rule the CUDA backend keeps).
     std::vector<float> m_tf32_a, m_tf32_b;
     std::vector<float> m_row; // one row of logits (cross_entropy may run in place)
-    // One worker thread's convolution scratch: a chunk's im2col matrix, its TF32-rounded
-    // dy, the GEMM's packing buffer and a partial filter gradient.
+    // One worker thread's (or filter-gradient lane's) convolution scratch: a chunk's
+    // im2col matrix, its TF32-rounded dy, the GEMM's packing buffer and a partial filter
+    // gradient.
     struct ConvScratch {
         std::vector<float> col, dy, dw;
         SgemmScratch gemm;
     };
-    // Convolution scratch per worker thread and the TF32-rounded weights, sized by
-    // conv2d_prepare so that steps do not allocate.
+    // The filter gradient sums over the batch, so how the batch is cut decides its bits.
+    // It is cut the same way whatever the thread count: into chunks of
+    // conv_filter_chunk_images, dealt in order to this many lanes, each lane summed on
+    // one thread into its own partial, the partials added in lane order. Two machines
+    // with different core counts then train a CNN to the same bits (the pinned traces of
+    // tst_network_trace; a run resumed on another machine).
+    static constexpr int k_filter_lanes = 8;
+    // Convolution scratch per worker thread (at least one per lane) and the TF32-rounded
+    // weights, sized by conv2d_prepare so that steps do not allocate.
     std::vector<ConvScratch> m_conv;
     std::vector<float> m_tf32_w;
     std::size_t m_conv_chunk_floats = k_default_conv_chunk_floats;
-    // Images per chunk for g: enough chunks to share among the threads, each within
-    // the limit, at least one image.
+    // Images per chunk for g's forward and data gradient: enough chunks to share among
+    // the threads, each within the limit, at least one image. (Their outputs are per
+    // image, so the chunking does not change their bits.)
     int conv_chunk_images(const ConvGeometry& g) const;
+    // Images per chunk for g's filter gradient: two chunks a lane, within the limit, at
+    // least one image; independent of the thread count.
+    int conv_filter_chunk_images(const ConvGeometry& g) const;
     // Grows every thread's scratch for g (and the weight copy under TF32).
     void reserve_conv(const ConvGeometry& g, MathMode math);
     // Batch-norm statistics in double, per channel (sums of up to rows values).

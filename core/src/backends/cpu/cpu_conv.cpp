@@ -183,12 +183,22 @@ int CpuBackend::conv_chunk_images(const ConvGeometry& g) const
     return int(std::clamp<std::size_t>(std::min(fit, share), 1, std::size_t(g.batch)));
 }
 
+int CpuBackend::conv_filter_chunk_images(const ConvGeometry& g) const
+{
+    const std::size_t per_image = out_pixels(g) * std::max(patch_size(g), std::size_t(g.out_c));
+    const std::size_t fit = m_conv_chunk_floats / std::max<std::size_t>(per_image, 1);
+    const std::size_t share =
+        (std::size_t(g.batch) + 2 * k_filter_lanes - 1) / (2 * std::size_t(k_filter_lanes));
+    return int(std::clamp<std::size_t>(std::min(fit, share), 1, std::size_t(g.batch)));
+}
+
 void CpuBackend::reserve_conv(const ConvGeometry& g, MathMode math)
 {
     const bool tf32 = math == MathMode::TF32;
-    const std::size_t threads = std::size_t(worker_threads());
-    if (m_conv.size() < threads) m_conv.resize(threads);
-    const int rows = conv_chunk_images(g) * int(out_pixels(g));
+    const std::size_t scratches = std::max<std::size_t>(worker_threads(), k_filter_lanes);
+    if (m_conv.size() < scratches) m_conv.resize(scratches);
+    const int rows =
+        std::max(conv_chunk_images(g), conv_filter_chunk_images(g)) * int(out_pixels(g));
     const int patch = int(patch_size(g)), k = g.out_c;
     const std::size_t col = is_pointwise(g) && !tf32 ? 0 : std::size_t(rows) * patch;
     const std::size_t dy = tf32 ? std::size_t(rows) * k : 0;
@@ -211,7 +221,8 @@ ConvPlanInfo CpuBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, Math
     require(is_floating(dtype), op,
             "convolutions need a floating dtype, got " + std::string(dtype_name(dtype)));
     reserve_conv(g, math);
-    const std::size_t rows = std::size_t(conv_chunk_images(g)) * out_pixels(g);
+    const std::size_t rows =
+        std::size_t(std::max(conv_chunk_images(g), conv_filter_chunk_images(g))) * out_pixels(g);
     const std::size_t per_thread =
         (is_pointwise(g) && math != MathMode::TF32 ? 0 : rows * patch_size(g)) +
         (math == MathMode::TF32 ? rows * std::size_t(g.out_c) : 0);
@@ -222,7 +233,7 @@ ConvPlanInfo CpuBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, Math
                                               : sgemm_kernel_name() + std::string(" + col2im");
     info.backward_filter_algo = forward_algo(g);
     info.tensor_cores = false;
-    info.workspace_bytes = std::int64_t(per_thread * std::size_t(worker_threads()) * sizeof(float));
+    info.workspace_bytes = std::int64_t(per_thread * m_conv.size() * sizeof(float));
     return info;
 }
 
@@ -305,39 +316,45 @@ void CpuBackend::conv2d_backward_filter(const ConvGeometry& g, const Buffer& x, 
     const bool tf32 = math == MathMode::TF32;
     const std::size_t patch = patch_size(g), k = std::size_t(g.out_c);
     const bool direct = is_pointwise(g) && !tf32;
-    const int chunk = conv_chunk_images(g), chunks = chunk_count(g, chunk);
+    const int chunk = conv_filter_chunk_images(g), chunks = chunk_count(g, chunk);
     const float* px = x.as<float>();
     const float* pdy = dy.as<float>();
-    // Each thread sums its chunks' dy^T (out_c x rows) . col (rows x patch) into its own
-    // partial; the partials are then added in thread order. The static schedule fixes
-    // which chunks each thread sums, so the result is the same on every run.
-    for (ConvScratch& s : m_conv)
-        std::fill(s.dw.begin(), s.dw.begin() + std::ptrdiff_t(k * patch), 0.0f);
-
+    // Lane l sums chunks [l * chunks / lanes, (l + 1) * chunks / lanes) in order, dy^T
+    // (out_c x rows) . col (rows x patch), into its own partial; the partials are then
+    // added in lane order (k_filter_lanes says why not by thread).
+    const int lanes = std::min(k_filter_lanes, chunks);
+    const std::size_t size = k * patch;
     MIXLAB_OMP_FOR_IF(conv_macs(g))
-    for (int ci = 0; ci < chunks; ++ci) {
-        ConvScratch& s = m_conv[std::size_t(worker_index())];
-        const int n0 = ci * chunk, count = std::min(chunk, g.batch - n0);
-        const std::size_t rows = std::size_t(count) * out_pixels(g);
-        const float* a = px + std::size_t(n0) * in_pixels(g) * g.in_c;
-        if (!direct) {
-            im2col(g, px, n0, count, tf32, s.col.data());
-            a = s.col.data();
+    for (int lane = 0; lane < lanes; ++lane) {
+        ConvScratch& s = m_conv[std::size_t(lane)];
+        std::fill(s.dw.begin(), s.dw.begin() + std::ptrdiff_t(size), 0.0f);
+        const int first = lane * chunks / lanes, last = (lane + 1) * chunks / lanes;
+        for (int ci = first; ci < last; ++ci) {
+            const int n0 = ci * chunk, count = std::min(chunk, g.batch - n0);
+            const std::size_t rows = std::size_t(count) * out_pixels(g);
+            const float* a = px + std::size_t(n0) * in_pixels(g) * g.in_c;
+            if (!direct) {
+                im2col(g, px, n0, count, tf32, s.col.data());
+                a = s.col.data();
+            }
+            const float* d = pdy + std::size_t(n0) * out_pixels(g) * k;
+            if (tf32) {
+                copy_values(d, rows * k, true, s.dy.data());
+                d = s.dy.data();
+            }
+            sgemm(int(k), int(patch), int(rows), transposed(d, k), rows_of(a, patch), s.dw.data(),
+                  std::ptrdiff_t(patch), true, s.gemm);
         }
-        const float* d = pdy + std::size_t(n0) * out_pixels(g) * k;
-        if (tf32) {
-            copy_values(d, rows * k, true, s.dy.data());
-            d = s.dy.data();
-        }
-        sgemm(int(k), int(patch), int(rows), transposed(d, k), rows_of(a, patch), s.dw.data(),
-              std::ptrdiff_t(patch), true, s.gemm);
     }
 
     float* out = dw.as<float>();
-    std::copy(m_conv[0].dw.begin(), m_conv[0].dw.begin() + std::ptrdiff_t(k * patch), out);
-    for (std::size_t t = 1; t < m_conv.size(); ++t)
-        for (std::size_t i = 0; i < k * patch; ++i) out[i] += m_conv[t].dw[i];
-    round_span(dw.dtype(), out, k * patch);
+    MIXLAB_OMP_FOR_IF(size * std::size_t(lanes))
+    for (std::size_t i = 0; i < size; ++i) {
+        float sum = m_conv[0].dw[i];
+        for (int lane = 1; lane < lanes; ++lane) sum += m_conv[std::size_t(lane)].dw[i];
+        out[i] = sum;
+    }
+    round_span(dw.dtype(), out, size);
 }
 
 } // namespace mixlab::cpu
