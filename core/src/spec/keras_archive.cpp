@@ -78,10 +78,12 @@ bool read_member(zip_t* z, const char* name, std::uint64_t max_bytes, std::strin
 
 // The Keras that wrote the archive (metadata.json's "keras_version"), refused unless it is
 // Keras 3: tf.keras 2.13-2.15 wrote .keras archives too, whose model.weights.h5 groups a
-// model's layers under _layer_checkpoint_dependencies/ and numbers them in another way
-// (Keras 3 itself reads them through a compatibility path), so reading their weights as
-// Keras 3's could put one layer's values into another of the same shape. An archive
-// without a readable version is read as Keras 3's (Keras 3 always writes one).
+// model's layers under _layer_checkpoint_dependencies/ (the Functional model's dict of
+// its layers, which saving_lib walked before `layers`; Keras 3 reads them through a
+// compatibility path). How that walk numbered the groups was not checked against
+// tf.keras's own code here, and a wrong guess would put one layer's values into another
+// of the same shape without a word: refused, naming the version. An archive without a
+// readable version is read as Keras 3's (Keras 3 always writes one).
 void check_keras_version(const std::string& metadata, const std::string& what)
 {
     const nlohmann::json m = nlohmann::json::parse(metadata, nullptr, false);
