@@ -298,8 +298,9 @@ private slots:
         write("keras-seed.json", seed.readAll());
         write("kept-model.json", model(R"({"type": "flatten"}, {"type": "dense", "units": 10})"));
         // .keras archives (zips written with libzip): text named .keras, a whole archive cut
-        // in half, a zip without config.json, one with a malformed config, and one whose
-        // model.weights.h5 lacks a layer's variables.
+        // in half, a zip without config.json, one with a malformed config, one tf.keras 2.13
+        // wrote (another weights layout), and one whose model.weights.h5 lacks a layer's
+        // variables.
         write("keras-text.keras", keras(""));
         const std::string seed3 = [] {
             QFile f(QStringLiteral(MIXLAB_SOURCE_DIR) + "/tests/data/keras/seed-mlp.keras3.json");
@@ -316,6 +317,10 @@ private slots:
         const QByteArray archive = whole.readAll();
         write("keras-cut.keras", archive.left(archive.size() / 2));
         zip("keras-noconfig.keras", {{"metadata.json", "{}"}});
+        zip("keras-213.keras",
+            {{"metadata.json",
+              R"({"keras_version": "2.13.1", "date_saved": "2023-08-01@10:00:00"})"},
+             {"config.json", seed3}});
         zip("keras-badconfig.keras", {{"config.json", keras("").left(40).toStdString()}});
         zip("keras-noweights.keras",
             {{"config.json", seed3},
@@ -548,6 +553,8 @@ private slots:
         keras("import: .keras without config.json", "keras-noconfig.keras", "holds no config.json");
         keras("import: .keras with a bad config", "keras-badconfig.keras",
               "config.json: the Keras model is not valid JSON");
+        keras("import: .keras written by Keras 2.13", "keras-213.keras",
+              "was written by Keras 2.13.1 (metadata.json's keras_version)");
         QTest::newRow("import: .keras without weights, --weights-out")
             << QStringList{"import",           "@keras-seed.keras", "-o",
                            "@kept-model.json", "--weights-out",     "@kept-weights.st"}

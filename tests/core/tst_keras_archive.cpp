@@ -3,7 +3,10 @@
 // conv + batch norm + flatten + dense model (Functional) imported with their weights give
 // on the CPU backend the logits computed here by hand from the same numbers in Keras's
 // layouts; archives that are not zips, are truncated, lack config.json or hold a bad
-// config, and weights that are missing or of another shape are refused by name.
+// config, and weights that are missing or of another shape are refused by name. The
+// variables sit where Keras's saving_lib puts them: layers/<class in snake case>[_k] by
+// class and position in the model's list (not by the layers' names), a nested model's
+// under its own group, layers/sequential/layers/dense.
 #include "keras_archive_writer.h"
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
@@ -107,14 +110,14 @@ struct ConvWeights {
     Vec dense_bias = numbers(2, 0.2f, 0.0f);
     std::vector<H5Var> vars() const
     {
-        return {{"layers/conv/vars/0", {2, 2, 2, 2}, kernel},
-                {"layers/conv/vars/1", {2}, bias},
-                {"layers/bn/vars/0", {2}, gamma},
-                {"layers/bn/vars/1", {2}, beta},
-                {"layers/bn/vars/2", {2}, mean},
-                {"layers/bn/vars/3", {2}, var},
-                {"layers/out/vars/0", {8, 2}, dense},
-                {"layers/out/vars/1", {2}, dense_bias}};
+        return {{"layers/conv2d/vars/0", {2, 2, 2, 2}, kernel},
+                {"layers/conv2d/vars/1", {2}, bias},
+                {"layers/batch_normalization/vars/0", {2}, gamma},
+                {"layers/batch_normalization/vars/1", {2}, beta},
+                {"layers/batch_normalization/vars/2", {2}, mean},
+                {"layers/batch_normalization/vars/3", {2}, var},
+                {"layers/dense/vars/0", {8, 2}, dense},
+                {"layers/dense/vars/1", {2}, dense_bias}};
     }
     // x is (3, 3, 2) HWC; Keras's conv kernel is [kh][kw][in][out], Flatten reads HWC.
     Vec logits(const Vec& x) const
@@ -142,6 +145,63 @@ struct ConvWeights {
     }
 };
 
+// Keras 3's Functional model using a Sequential block as a layer: Input(3), Dense "pre"(3),
+// block = Sequential[Dense "hidden"(4, relu), Dense "mid"(4)], Dense "head"(2). Keras keeps
+// the outer Dense layers at layers/dense and layers/dense_1, the block's at
+// layers/sequential/layers/dense and .../dense_1.
+std::string nested_config()
+{
+    return R"({"module": "keras", "class_name": "Functional", "config": {"name": "outer",
+      "layers": [
+        {"class_name": "InputLayer", "name": "x", "config": {"batch_shape": [null, 3],
+         "name": "x"}, "inbound_nodes": []},)" +
+           functional_layer("Dense", "pre", "x", R"(, "units": 3)") + R"(,
+        {"module": "keras", "class_name": "Sequential", "name": "block", "config": {
+           "name": "block", "layers": [
+             {"class_name": "InputLayer", "config": {"batch_shape": [null, 3], "name": "bin"}},
+             {"class_name": "Dense", "config": {"name": "hidden", "units": 4,
+              "activation": "relu"}},
+             {"class_name": "Dense", "config": {"name": "mid", "units": 4}}]},
+         "inbound_nodes": [{"args": [)" +
+           tensor("pre") + R"(], "kwargs": {}}]},)" +
+           functional_layer("Dense", "head", "block", R"(, "units": 2)") + R"(],
+      "input_layers": [["x", 0, 0]], "output_layers": [["head", 0, 0]]}})";
+}
+
+struct NestedWeights {
+    Vec pre = numbers(9, 1.0f, -0.5f), pre_b = numbers(3, 0.2f, -0.1f);  // [3, 3], [3]
+    Vec hid = numbers(12, 1.4f, -0.6f), hid_b = numbers(4, 0.3f, -0.1f); // [3, 4], [4]
+    Vec mid = numbers(16, 1.1f, -0.5f), mid_b = numbers(4, 0.2f, 0.05f); // [4, 4], [4]
+    Vec head = numbers(8, 1.3f, -0.7f), head_b = numbers(2, 0.1f, 0.0f); // [4, 2], [2]
+    std::vector<H5Var> vars() const
+    {
+        return {{"layers/dense/vars/0", {3, 3}, pre},
+                {"layers/dense/vars/1", {3}, pre_b},
+                {"layers/sequential/layers/dense/vars/0", {3, 4}, hid},
+                {"layers/sequential/layers/dense/vars/1", {4}, hid_b},
+                {"layers/sequential/layers/dense_1/vars/0", {4, 4}, mid},
+                {"layers/sequential/layers/dense_1/vars/1", {4}, mid_b},
+                {"layers/dense_1/vars/0", {4, 2}, head},
+                {"layers/dense_1/vars/1", {2}, head_b}};
+    }
+    // Keras's Dense: y[u] = sum_i x[i] * kernel[i][u] + bias[u].
+    static Vec dense(const Vec& x, const Vec& k, const Vec& b, bool relu)
+    {
+        Vec y(b.size());
+        for (std::size_t u = 0; u < b.size(); ++u) {
+            float s = b[u];
+            for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * k[i * b.size() + u];
+            y[u] = relu ? std::max(s, 0.0f) : s;
+        }
+        return y;
+    }
+    Vec logits(const Vec& x) const
+    {
+        return dense(dense(dense(dense(x, pre, pre_b, false), hid, hid_b, true), mid, mid_b, false),
+                     head, head_b, false);
+    }
+};
+
 // Keras 3's Sequential language model: Embedding(5, 3), LSTM(2), Dropout, LSTM(2) (one
 // MixLab lstm of 2 layers), Dense(5) per time step.
 const char* const k_lm_config = R"({"module": "keras", "class_name": "Sequential",
@@ -161,10 +221,10 @@ struct LmWeights {
     std::vector<H5Var> vars() const
     {
         return {
-            {"layers/emb/vars/0", {5, 3}, table},      {"layers/lstm/cell/vars/0", {3, 8}, k1},
-            {"layers/lstm/cell/vars/1", {2, 8}, u1},   {"layers/lstm/cell/vars/2", {8}, b1},
-            {"layers/lstm_1/cell/vars/0", {2, 8}, k2}, {"layers/lstm_1/cell/vars/1", {2, 8}, u2},
-            {"layers/lstm_1/cell/vars/2", {8}, b2},    {"layers/dense/vars/0", {2, 5}, dense},
+            {"layers/embedding/vars/0", {5, 3}, table}, {"layers/lstm/cell/vars/0", {3, 8}, k1},
+            {"layers/lstm/cell/vars/1", {2, 8}, u1},    {"layers/lstm/cell/vars/2", {8}, b1},
+            {"layers/lstm_1/cell/vars/0", {2, 8}, k2},  {"layers/lstm_1/cell/vars/1", {2, 8}, u2},
+            {"layers/lstm_1/cell/vars/2", {8}, b2},     {"layers/dense/vars/0", {2, 5}, dense},
             {"layers/dense/vars/1", {5}, dense_bias}};
     }
     // Keras's LSTM from a zero state: z = x K + h U + b split into gates i, f, c, o.
@@ -403,6 +463,46 @@ private slots:
             qPrintable(message));
     }
 
+    // A nested model's weights come from its own group, each layer's by class and
+    // position: the logits are those computed by hand, and a missing variable is named by
+    // the layer's path and the group Keras would have written.
+    void nestedModelLogitsMatchTheHandComputedOnes()
+    {
+        const NestedWeights w;
+        const KerasImport imported =
+            load_keras_model(archive("nested.keras", nested_config(), w.vars()));
+        QCOMPARE(imported.spec.layers.size(), std::size_t(4));
+        for (const Vec& x : {Vec{0.3f, -1.2f, 0.8f}, Vec{1.0f, 0.5f, -0.25f}}) {
+            const Vec want = w.logits(x), got = mixlab_logits(imported, x);
+            QCOMPARE(got.size(), want.size());
+            for (std::size_t i = 0; i < want.size(); ++i)
+                QVERIFY2(std::abs(got[i] - want[i]) < 1e-5f,
+                         qPrintable(QString("logit %1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
+        }
+        std::vector<H5Var> vars = w.vars();
+        vars.erase(vars.begin() + 4, vars.begin() + 6);
+        const KerasImport broken =
+            load_keras_model(archive("nested-broken.keras", nested_config(), vars));
+        const QString message = refusal([&] { (void)keras_weights_file(broken); });
+        QVERIFY2(message.contains("Keras layer 'block/mid' has no variables (no group "
+                                  "layers/sequential/layers/dense_1/vars"),
+                 qPrintable(message));
+    }
+
+    // tf.keras 2.13-2.15 wrote .keras archives too, with the weights in another layout:
+    // refused by the version metadata.json gives, before anything is converted.
+    void keras2ArchivesAreRefusedByVersion()
+    {
+        write_zip(path("k213.keras"), {{"metadata.json", R"({"keras_version": "2.13.1"})"},
+                                       {"config.json", k_mlp_config},
+                                       {"model.weights.h5", h5_bytes(MlpWeights().vars())}});
+        const QString message = refusal([&] { (void)load_keras_model(path("k213.keras")); });
+        QVERIFY2(message.contains("was written by Keras 2.13.1") &&
+                     message.contains("MixLab reads .keras archives written by Keras 3"),
+                 qPrintable(message));
+        QVERIFY(!message.contains('\n'));
+    }
+
     // The command line end to end: the spec and the weights written, then trained from.
     void cliImportsAndTrainingLoadsTheWeights()
     {
@@ -459,10 +559,11 @@ private slots:
         };
         const auto vars = [](int out_side) {
             const std::uint64_t n = std::uint64_t(out_side * out_side);
-            return std::vector<H5Var>{{"layers/conv/vars/0", {3, 3, 1, 1}, numbers(9, 1.0f, 0.0f)},
-                                      {"layers/conv/vars/1", {1}, {0.1f}},
-                                      {"layers/out/vars/0", {n, 2}, numbers(2 * n, 1.0f, -0.5f)},
-                                      {"layers/out/vars/1", {2}, {0.0f, 0.0f}}};
+            return std::vector<H5Var>{
+                {"layers/conv2d/vars/0", {3, 3, 1, 1}, numbers(9, 1.0f, 0.0f)},
+                {"layers/conv2d/vars/1", {1}, {0.1f}},
+                {"layers/dense/vars/0", {n, 2}, numbers(2 * n, 1.0f, -0.5f)},
+                {"layers/dense/vars/1", {2}, {0.0f, 0.0f}}};
         };
         const KerasImport even = load_keras_model(archive("even.keras", config(4), vars(2)));
         const QString message = refusal([&] { (void)keras_weights_file(even); });

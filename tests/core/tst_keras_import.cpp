@@ -649,7 +649,81 @@ private slots:
             QCOMPARE(k.origins[1].keras_layers, (std::vector<std::string>{"l1", "l2", "l3"}));
             QCOMPARE(k.origins[3].keras_layers, (std::vector<std::string>{"l4"}));
             QCOMPARE(k.origins[2].keras_layers, (std::vector<std::string>{"d3"}));
+            // Keras's model.weights.h5 names them by class and position, not by name.
+            QCOMPARE(k.origins[1].h5_groups,
+                     (std::vector<std::string>{"layers/lstm", "layers/lstm_1", "layers/lstm_2"}));
+            QCOMPARE(k.origins[2].h5_groups, (std::vector<std::string>{"layers/dropout_2"}));
+            QCOMPARE(k.origins[4].h5_groups, (std::vector<std::string>{"layers/dense"}));
         }
+    }
+
+    // Models used as layers (a Functional backbone, a Sequential block) are flattened into
+    // the model using them: their layers in their place, named by their path, their
+    // variables' groups under the nested model's own. Keras 2 numbers the call of a nested
+    // Functional model 1 (after its own built-in call), Keras 3 0 in a layer's inputs.
+    void nestedModelsFlatten()
+    {
+        const json conv = {
+            {"filters", 4}, {"kernel_size", {3, 3}}, {"padding", "same"}, {"activation", "relu"}};
+        for (int gen : {2, 3}) {
+            const std::string backbone = functional(gen,
+                                                    {{"InputLayer", "bin", {}},
+                                                     {"Conv2D", "conv", {"bin"}, conv},
+                                                     {"Flatten", "flat", {"conv"}}},
+                                                    "flat");
+            const std::string block = sequential(
+                gen,
+                {layer(gen, "Dense", "hidden", {{"units", 32}, {"activation", "relu"}}, "float32"),
+                 layer(gen, "Dropout", "drop", {{"rate", 0.25}}, "float32")});
+            json doc = json::parse(functional(gen,
+                                              {{"InputLayer", "in", {}},
+                                               {"Dense", "backbone", {"in"}},
+                                               {"Dense", "block", {"backbone"}},
+                                               {"Dense", "logits", {"block"}, k_dense10}},
+                                              "logits"));
+            const auto nest = [&](std::size_t at, const std::string& model) {
+                const json m = json::parse(model);
+                json& entry = doc["config"]["layers"][at];
+                entry["class_name"] = m["class_name"];
+                entry["config"] = m["config"];
+                entry["config"]["name"] = entry["name"];
+            };
+            nest(1, backbone);
+            nest(2, block);
+            if (gen == 2) doc["config"]["layers"][2]["inbound_nodes"][0][0][1] = 1;
+            const KerasImport k = import_keras_model(doc.dump());
+            QCOMPARE(layers_text(k.spec.layers), expected_text(R"(
+                {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same", "activation": "relu"},
+                {"type": "flatten"}, {"type": "dense", "units": 32, "activation": "relu"},
+                {"type": "dropout", "rate": 0.25}, {"type": "dense", "units": 10})"));
+            QCOMPARE(k.input_shape, (std::vector<int>{8, 8, 4}));
+            QCOMPARE(k.origins.size(), std::size_t(5));
+            QCOMPARE(k.origins[0].keras_layers, (std::vector<std::string>{"backbone/conv"}));
+            QCOMPARE(k.origins[0].h5_groups,
+                     (std::vector<std::string>{"layers/functional/layers/conv2d"}));
+            QCOMPARE(k.origins[2].keras_layers, (std::vector<std::string>{"block/hidden"}));
+            QCOMPARE(k.origins[2].h5_groups,
+                     (std::vector<std::string>{"layers/sequential/layers/dense"}));
+            QCOMPARE(k.origins[4].keras_layers, (std::vector<std::string>{"logits"}));
+            // The outer Dense is the model's first: the nested ones count in their own lists.
+            QCOMPARE(k.origins[4].h5_groups, (std::vector<std::string>{"layers/dense"}));
+
+            // A nested model's refusal names the layer by its path.
+            json bad = doc;
+            bad["config"]["layers"][2]["config"]["layers"][2]["config"]["rate"] = 2;
+            QVERIFY2(refusal(bad.dump()).contains("layer \"block/drop\" (Dropout)"),
+                     qPrintable(refusal(bad.dump())));
+        }
+        // A Sequential model whose input is its first layer's, a nested model's.
+        json outer = json::parse(sequential(3, {layer(3, "Dense", "d", k_dense10, "")}));
+        json& list = outer["config"]["layers"];
+        list[0] = json::parse(sequential(3, {layer(3, "Flatten", "f", json::object(), "")}));
+        list[0]["config"]["name"] = "stem";
+        const KerasImport k = import_keras_model(outer.dump());
+        QCOMPARE(k.input_shape, (std::vector<int>{8, 8, 4}));
+        QCOMPARE(layers_text(k.spec.layers),
+                 expected_text(R"({"type": "flatten"}, {"type": "dense", "units": 10})"));
+        QCOMPARE(k.origins[0].keras_layers, (std::vector<std::string>{"stem/f"}));
     }
     void refusals()
     {
@@ -681,6 +755,7 @@ private slots:
         QTest::newRow("unknown inbound layer") << 6 << "reads from \"ghost\"";
         QTest::newRow("cycle") << 7 << "reached twice";
         QTest::newRow("second output of a layer") << 8 << "a second output";
+        QTest::newRow("second call of a layer") << 9 << "a shared layer's second call";
     }
     void graphRefusals()
     {
@@ -761,6 +836,17 @@ private slots:
                     node[0][2] = 1;
                 else
                     node["args"][0]["config"]["keras_history"][2] = 1;
+                text = doc.dump();
+                break;
+            }
+            case 9: { // call 1 of a layer that is not a nested model
+                json doc = json::parse(
+                    functional(gen, {{"InputLayer", "in", {}}, {"Flatten", "f", {"in"}}}, "f"));
+                json& node = doc["config"]["layers"][1]["inbound_nodes"][0];
+                if (gen == 2)
+                    node[0][1] = 1;
+                else
+                    node["args"][0]["config"]["keras_history"][1] = 1;
                 text = doc.dump();
                 break;
             }

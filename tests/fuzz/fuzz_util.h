@@ -1,6 +1,11 @@
 // What the fuzz targets share: splitting one input into several files, a scratch folder
-// in /dev/shm for loaders that read files, and the failure that libFuzzer reports.
+// in /dev/shm for loaders that read files, the failure that libFuzzer reports, and the
+// checks both Keras importers' targets make of a refusal and of an accepted import.
 #pragma once
+#include "mixlab/error.h"
+#include "mixlab/keras_import.h"
+#include "mixlab/model_spec.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +60,44 @@ inline void check_message(const char* message)
     } catch (const nlohmann::json::exception&) {
         fail("an error message that is not UTF-8: " + m);
     }
+}
+
+// A refusal is one line of UTF-8: the CLI prints it on stderr, the app in a dialog.
+inline void check_refusal(const Error& e)
+{
+    check_message(e.what());
+    if (std::string_view(e.what()).find('\n') != std::string_view::npos)
+        fail(std::string("a message of several lines: ") + e.what());
+}
+
+// An import's origins: one per layer, at every depth (the weights of an archive find
+// their layers through them).
+inline void check_origins(const std::vector<LayerSpec>& layers,
+                          const std::vector<KerasOrigin>& origins)
+{
+    if (layers.size() != origins.size())
+        fail("the import's origins do not match its layers one to one");
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        if (origins[i].keras_layers.size() != origins[i].h5_groups.size())
+            fail("an origin's Keras layers and their weight groups differ in number");
+        check_origins(layers[i].body, origins[i].body);
+        check_origins(layers[i].shortcut, origins[i].shortcut);
+    }
+}
+
+// An accepted import: a spec file the user then opens, so it must write and read back as
+// is; it has layers, and origins for every one of them.
+inline void check_import(const KerasImport& imported)
+{
+    const std::string written = model_spec_to_json(imported.spec);
+    try {
+        if (!(parse_model_spec(written) == imported.spec))
+            fail("imported spec changed on a write/read round trip:\n" + written);
+    } catch (const Error& e) {
+        fail(std::string("an imported spec does not read back: ") + e.what() + "\n" + written);
+    }
+    if (imported.spec.layers.empty()) fail("an import with no layers");
+    check_origins(imported.spec.layers, imported.origins);
 }
 
 // One scratch folder per process, emptied before each input: RAM-backed so that

@@ -65,6 +65,51 @@ def keras_models():
     # The Keras files tst_keras_import reads: both generations, Sequential and Functional.
     for model in sorted((ROOT / "tests" / "data" / "keras").glob("*.json")):
         write("keras_import", model.name, compact(json.loads(model.read_text())))
+    write("keras_import", "nested-models.keras3.json", compact(keras_nested_model()))
+
+
+def keras3_tensor(name, node=0):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": [None, 8, 8, 4], "dtype": "float32", "keras_history": [name, node, 0]}}
+
+
+def keras3_layer(cls, name, config, inputs=None):
+    entry = {"module": "keras.layers", "class_name": cls, "config": dict(config, name=name),
+             "registered_name": None, "name": name}
+    if inputs is not None:
+        entry["inbound_nodes"] = [{"args": [keras3_tensor(i) for i in inputs], "kwargs": {}}]
+    return entry
+
+
+def keras_nested_model():
+    """Keras 3's JSON of a Functional model using models as layers: a Functional backbone
+    (Conv2D, Flatten) and a Sequential block (Dense, Dropout) before its Dense head."""
+    backbone = {"name": "backbone", "trainable": True, "layers": [
+        {"module": "keras.layers", "class_name": "InputLayer", "name": "bin", "inbound_nodes": [],
+         "config": {"batch_shape": [None, 8, 8, 4], "dtype": "float32", "name": "bin"}},
+        keras3_layer("Conv2D", "conv", {"filters": 4, "kernel_size": [3, 3], "padding": "same",
+                                        "activation": "relu"}, ["bin"]),
+        keras3_layer("Flatten", "flat", {}, ["conv"])],
+        "input_layers": [["bin", 0, 0]], "output_layers": [["flat", 0, 0]]}
+    block = {"name": "block", "layers": [
+        {"module": "keras.layers", "class_name": "InputLayer",
+         "config": {"batch_shape": [None, 256], "dtype": "float32", "name": "block_in"}},
+        keras3_layer("Dense", "hidden", {"units": 32, "activation": "relu"}),
+        keras3_layer("Dropout", "drop", {"rate": 0.25})]}
+    layers = [
+        {"module": "keras.layers", "class_name": "InputLayer", "name": "in", "inbound_nodes": [],
+         "config": {"batch_shape": [None, 8, 8, 4], "dtype": "float32", "name": "in"}},
+        {"module": "keras.src.models.functional", "class_name": "Functional", "name": "backbone",
+         "config": backbone, "registered_name": "Functional",
+         "inbound_nodes": [{"args": [keras3_tensor("in")], "kwargs": {}}]},
+        {"module": "keras", "class_name": "Sequential", "name": "block", "config": block,
+         "registered_name": None,
+         "inbound_nodes": [{"args": [keras3_tensor("backbone")], "kwargs": {}}]},
+        keras3_layer("Dense", "logits", {"units": 10}, ["block"])]
+    return {"module": "keras.src.models.functional", "class_name": "Functional",
+            "config": {"name": "nested", "trainable": True, "layers": layers,
+                       "input_layers": [["in", 0, 0]], "output_layers": [["logits", 0, 0]]},
+            "registered_name": "Functional"}
 
 
 def keras_archive(members, method):
@@ -87,6 +132,13 @@ def keras_archives():
     write("keras_archive", "no-config.keras",
           keras_archive([("metadata.json", meta)], zipfile.ZIP_STORED))
     write("keras_archive", "truncated.keras", whole[: len(whole) // 2])
+    write("keras_archive", "nested-models.keras",
+          keras_archive([("metadata.json", meta), ("config.json", compact(keras_nested_model()))],
+                        zipfile.ZIP_DEFLATED))
+    # tf.keras 2.13-2.15's archives: refused by the version metadata.json gives.
+    write("keras_archive", "keras-2.13.keras",
+          keras_archive([("metadata.json", compact({"keras_version": "2.13.1"})),
+                         ("config.json", seed)], zipfile.ZIP_DEFLATED))
 
 
 def run_configs():

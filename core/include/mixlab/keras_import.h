@@ -13,9 +13,13 @@ namespace mixlab {
 // Where a layer of the spec came from: the Keras layer it was converted from (a stack of
 // LSTMs: each, in order; none for the softmax split off a Conv2D), and the same for a
 // residual block's branches. Parallel to the spec's lists, so the weights of an archive
-// find their MixLab layer.
+// find their MixLab layer. A layer of a nested model (a Sequential or Functional model
+// used as a layer, flattened into the spec) is named by its path, "backbone/conv".
 struct KerasOrigin {
     std::vector<std::string> keras_layers;
+    // Parallel to keras_layers: where model.weights.h5 keeps each one's variables, as Keras
+    // names them, by class and position: "layers/conv2d_1", "layers/sequential/layers/dense".
+    std::vector<std::string> h5_groups;
     std::vector<KerasOrigin> body, shortcut;
     bool operator==(const KerasOrigin&) const = default;
 };

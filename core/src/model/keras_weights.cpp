@@ -1,10 +1,11 @@
 // Keras 3's model.weights.h5 into a network's parameter slots. The file (saving_lib's
 // H5IOStore) keeps each layer's variables, in the order the layer created them, as
-// datasets "0", "1", ... of the group layers/<layer name>/vars (an RNN's under
-// layers/<name>/cell/vars: its cell holds them). Sequential and Functional models name
-// their layers alike, and a nested model would add layers/<model>/layers/..., which the
-// importer does not accept. The values go into a CPU network of the imported spec in
-// MixLab's own layouts; model_weights' writer then gives the file PyTorch's.
+// datasets "0", "1", ... of the group <layer's group>/vars (an RNN's under
+// <group>/cell/vars: its cell holds them). saving_lib names a model's layers by class and
+// position, not by their names (layers/dense, layers/dense_1, layers/conv2d); a nested
+// model's under its own group (layers/sequential/layers/dense): the importer works the
+// groups out (KerasOrigin::h5_groups). The values go into a CPU network of the imported
+// spec in MixLab's own layouts; model_weights' writer then gives the file PyTorch's.
 #include "mixlab/keras_weights.h"
 
 #include "mixlab/atomic_file.h"
@@ -143,13 +144,18 @@ private:
     Handle m_file;
 };
 
+// A Keras layer: its name (a path of names in a nested model) and its variables' group.
+struct KerasLayer {
+    std::string name, group;
+};
+
 // One Keras layer's variables, checked against the shapes the model's config gives.
 class KerasVars {
 public:
-    KerasVars(const H5Weights& h5, const std::string& layer, const char* cell, std::size_t expected)
-        : m_h5(h5), m_layer("Keras layer '" + layer + "'")
+    KerasVars(const H5Weights& h5, const KerasLayer& layer, const char* cell, std::size_t expected)
+        : m_h5(h5), m_layer("Keras layer '" + layer.name + "'")
     {
-        m_group = "layers/" + layer + (cell ? std::string("/") + cell : "") + "/vars";
+        m_group = layer.group + (cell ? std::string("/") + cell : "") + "/vars";
         // Keras 3 on Windows joined the path with backslashes: one link of that name.
         std::string windows = m_group;
         std::replace(windows.begin(), windows.end(), '/', '\\');
@@ -249,21 +255,24 @@ int output_width(const std::vector<LayerSpec>& layers)
                      "give one value per class");
 }
 
+// The k-th Keras layer a MixLab layer came from.
+KerasLayer keras_layer(const GraphLayer& l, const KerasOrigin& o, std::size_t k)
+{
+    if (k >= o.keras_layers.size() || k >= o.h5_groups.size())
+        throw Error("keras weights: " + l.path + " has no Keras layer for its parameters");
+    return {o.keras_layers[k], o.h5_groups[k]};
+}
+
 // The values of parameter slot `part` of a layer from its Keras variables, in MixLab's
 // layout (model_weights.cpp's plan_slot reads the same layouts back).
 std::vector<float> slot_values(const H5Weights& h5, const GraphLayer& l, const KerasOrigin& o,
                                int part)
 {
     const LayerSpec& s = l.spec;
-    const auto keras_name = [&](std::size_t k) {
-        if (k >= o.keras_layers.size())
-            throw Error("keras weights: " + l.path + " has no Keras layer for its parameters");
-        return o.keras_layers[k];
-    };
     switch (s.type) {
     case LayerType::Dense: {
         const std::int64_t in = l.in.elements(), units = l.out.elements();
-        const KerasVars v(h5, keras_name(0), nullptr, s.use_bias ? 2 : 1);
+        const KerasVars v(h5, keras_layer(l, o, 0), nullptr, s.use_bias ? 2 : 1);
         // Keras's kernel is [in, units], MixLab's (PyTorch's) weight [units, in]; a
         // flattened image's features are HWC in both.
         if (part == 0)
@@ -272,7 +281,7 @@ std::vector<float> slot_values(const H5Weights& h5, const GraphLayer& l, const K
     }
     case LayerType::Conv2D: {
         const std::int64_t c = l.in.dims[2], k = s.filters, r = s.kernel_h, w = s.kernel_w;
-        const KerasVars v(h5, keras_name(0), nullptr, s.use_bias ? 2 : 1);
+        const KerasVars v(h5, keras_layer(l, o, 0), nullptr, s.use_bias ? 2 : 1);
         if (part == 1) return v.get(1, "bias", {k});
         // Keras's kernel is [kh, kw, in channels, filters] (RSCK), MixLab stores KRSC.
         const std::vector<float> rsck = v.get(0, "kernel", {r, w, c, k});
@@ -280,11 +289,11 @@ std::vector<float> slot_values(const H5Weights& h5, const GraphLayer& l, const K
     }
     case LayerType::BatchNorm: {
         const std::int64_t c = l.in.dims.back();
-        const KerasVars v(h5, keras_name(0), nullptr, 4);
+        const KerasVars v(h5, keras_layer(l, o, 0), nullptr, 4);
         return part == 0 ? v.get(0, "gamma", {c}) : v.get(1, "beta", {c});
     }
     case LayerType::Embedding: {
-        const KerasVars v(h5, keras_name(0), nullptr, 1);
+        const KerasVars v(h5, keras_layer(l, o, 0), nullptr, 1);
         return v.get(0, "embeddings", {s.vocab, s.dim});
     }
     case LayerType::Lstm: {
@@ -292,7 +301,7 @@ std::vector<float> slot_values(const H5Weights& h5, const GraphLayer& l, const K
         // MixLab (PyTorch): w_ih [4H, I], w_hh [4H, H], b_ih, b_hh [4H], gates i, f, g, o
         // (the same order). Keras has one bias: it goes to b_ih, b_hh is zero.
         const std::int64_t h = s.hidden, g = 4 * h, in = part == 0 ? l.in.elements() : h;
-        const KerasVars v(h5, keras_name(std::size_t(part)), "cell", 3);
+        const KerasVars v(h5, keras_layer(l, o, std::size_t(part)), "cell", 3);
         std::vector<float> out =
             transposed(v.get(0, "kernel", {in, g}), std::size_t(in), std::size_t(g));
         append(out,
@@ -348,7 +357,7 @@ std::string keras_weights_file(const KerasImport& imported)
     for (const Network::StateTensor& st : net.state_tensors()) {
         const GraphLayer& l = *st.layer;
         const std::int64_t c = l.in.dims.back();
-        const KerasVars v(h5, origins.at(&l)->keras_layers.at(0), nullptr, 4);
+        const KerasVars v(h5, keras_layer(l, *origins.at(&l), 0), nullptr, 4);
         if (st.name == "running_mean")
             net.write_state(st, v.get(2, "moving_mean", {c}));
         else if (st.name == "running_var")

@@ -21,7 +21,59 @@ namespace mixlab {
 
 namespace {
 
-using Perm = std::vector<std::size_t>; // PyTorch's flat index -> MixLab's; empty: the same
+// PyTorch's flat index -> MixLab's, as a transpose: PyTorch's tensor read as `dims` (outer
+// first), each of which steps `strides` values through MixLab's storage. Computed index by
+// index, never held as a table: a dense layer of 3000 units over a flattened 32x32x3 image
+// would want 9.2M entries (74 MB), built again for every save and load. Empty: the same
+// order.
+struct Perm {
+    std::vector<std::size_t> dims, strides;
+    bool empty() const { return dims.empty(); }
+    void clear() { *this = {}; }
+    std::size_t size() const
+    {
+        std::size_t n = 1;
+        for (std::size_t d : dims) n *= d;
+        return n;
+    }
+    // f(i, ours) for every PyTorch index i in order, `ours` its index in MixLab's storage:
+    // an odometer over the dims, so no division per value.
+    template <typename F>
+    void walk(F&& f) const
+    {
+        std::vector<std::size_t> digit(dims.size(), 0);
+        std::size_t ours = 0;
+        const std::size_t n = size();
+        for (std::size_t i = 0; i < n; ++i) {
+            f(i, ours);
+            for (std::size_t k = dims.size(); k-- > 0;) {
+                ours += strides[k];
+                if (++digit[k] < dims[k]) break;
+                ours -= strides[k] * dims[k];
+                digit[k] = 0;
+            }
+        }
+    }
+    // n values from MixLab's order (`ours`) into PyTorch's (`torch`), and back.
+    void to_torch(const float* ours, float* torch, std::size_t n) const
+    {
+        if (empty()) return void(std::memcpy(torch, ours, n * sizeof(float)));
+        check(n);
+        walk([&](std::size_t i, std::size_t at) { torch[i] = ours[at]; });
+    }
+    void from_torch(const float* torch, float* ours, std::size_t n) const
+    {
+        if (empty()) return void(std::memcpy(ours, torch, n * sizeof(float)));
+        check(n);
+        walk([&](std::size_t i, std::size_t at) { ours[at] = torch[i]; });
+    }
+    void check(std::size_t n) const
+    {
+        if (size() != n) // a plan's shape and its reorder disagree: this file's bug
+            throw Error("model weights: a reorder of " + std::to_string(size()) +
+                        " values for a tensor of " + std::to_string(n));
+    }
+};
 
 // Where one PyTorch tensor's values come from: a parameter slot's values (as the model
 // defines them, no padding) from `offset`, reordered by `perm`; a state buffer; or the
@@ -58,10 +110,7 @@ Perm flatten_perm(const Shape& image)
     const std::size_t h = std::size_t(image.dims[0]), w = std::size_t(image.dims[1]),
                       c = std::size_t(image.dims[2]);
     if (c == 1 || h * w == 1) return {};
-    Perm p(h * w * c);
-    for (std::size_t ci = 0; ci < c; ++ci)
-        for (std::size_t pixel = 0; pixel < h * w; ++pixel) p[ci * h * w + pixel] = pixel * c + ci;
-    return p;
+    return {{c, h * w}, {1, c}}; // PyTorch's (channel, pixel)
 }
 
 std::string label(const GraphLayer& l)
@@ -111,10 +160,9 @@ void name_layers(const std::vector<GraphLayer>& layers, const std::string& prefi
 Perm column_perm(std::size_t rows, const Perm& cols_perm)
 {
     if (cols_perm.empty()) return {};
-    const std::size_t cols = cols_perm.size();
-    Perm p(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < cols; ++c) p[r * cols + c] = r * cols + cols_perm[c];
+    Perm p = cols_perm;
+    p.dims.insert(p.dims.begin(), rows);
+    p.strides.insert(p.strides.begin(), cols_perm.size());
     return p;
 }
 
@@ -122,13 +170,7 @@ Perm column_perm(std::size_t rows, const Perm& cols_perm)
 // (filters, in channels, kh, kw).
 Perm krsc_to_kcrs(std::size_t k, std::size_t r, std::size_t s, std::size_t c)
 {
-    Perm p(k * c * r * s);
-    for (std::size_t ki = 0; ki < k; ++ki)
-        for (std::size_t ci = 0; ci < c; ++ci)
-            for (std::size_t ri = 0; ri < r; ++ri)
-                for (std::size_t si = 0; si < s; ++si)
-                    p[((ki * c + ci) * r + ri) * s + si] = ((ki * r + ri) * s + si) * c + ci;
-    return p;
+    return {{k, c, r, s}, {r * s * c, 1, s * c, c}};
 }
 
 TensorPlan slot_tensor(std::string name, std::size_t slot, std::vector<std::int64_t> shape,
@@ -322,10 +364,7 @@ std::vector<SafeTensor> slot_tensors(Network& net, const std::vector<NamedPlan>&
         const std::size_t n = t.count();
         st.data.resize(n * sizeof(float));
         float* to = reinterpret_cast<float*>(st.data.data());
-        if (t.perm.empty())
-            std::memcpy(to, from, n * sizeof(float));
-        else
-            for (std::size_t i = 0; i < n; ++i) to[i] = from[t.perm[i]];
+        t.perm.to_torch(from, to, n);
         out.push_back(std::move(st));
     }
     return out;
@@ -416,16 +455,14 @@ PendingLoad check_weights(Network& net, const SafetensorsFile& file, const std::
             std::memcpy(values.data(), t->data.data(), t->data.size());
             if (p.source == TensorPlan::Source::State) {
                 std::vector<float> ours(values.size());
-                for (std::size_t i = 0; i < values.size(); ++i)
-                    ours[p.perm.empty() ? i : p.perm[i]] = values[i];
+                p.perm.from_torch(values.data(), ours.data(), values.size());
                 load.writes.push_back(
                     [&net, st = p.state, v = std::move(ours)] { net.write_state(st, v); });
                 continue;
             }
             auto& slot = slots[p.slot];
             if (slot.empty()) slot.assign(net.slot_size(p.slot), 0.0f);
-            for (std::size_t i = 0; i < values.size(); ++i)
-                slot[p.offset + (p.perm.empty() ? i : p.perm[i])] = values[i];
+            p.perm.from_torch(values.data(), slot.data() + p.offset, values.size());
         }
         for (auto& [s, values] : slots)
             load.writes.push_back([&net, s = s, which = pass.which, v = std::move(values)] {

@@ -3,7 +3,10 @@
 // names the archive and what is wrong with it.
 #include "spec/keras_archive.h"
 
+#include "base/json_util.h"
 #include "mixlab/error.h"
+
+#include <nlohmann/json.hpp>
 
 #if MIXLAB_KERAS_ARCHIVES
 #include <zip.h>
@@ -73,6 +76,35 @@ bool read_member(zip_t* z, const char* name, std::uint64_t max_bytes, std::strin
     return true;
 }
 
+// The Keras that wrote the archive (metadata.json's "keras_version"), refused unless it is
+// Keras 3: tf.keras 2.13-2.15 wrote .keras archives too, whose model.weights.h5 groups a
+// model's layers under _layer_checkpoint_dependencies/ (the Functional model's dict of
+// its layers, which saving_lib walked before `layers`; Keras 3 reads them through a
+// compatibility path). How that walk numbered the groups was not checked against
+// tf.keras's own code here, and a wrong guess would put one layer's values into another
+// of the same shape without a word: refused, naming the version. An archive without a
+// readable version is read as Keras 3's (Keras 3 always writes one).
+void check_keras_version(const std::string& metadata, const std::string& what)
+{
+    const nlohmann::json m = nlohmann::json::parse(metadata, nullptr, false);
+    if (!m.is_object() || !m.contains("keras_version") || !m.at("keras_version").is_string())
+        return;
+    const std::string version = m.at("keras_version").get<std::string>();
+    const std::size_t dot = version.find('.');
+    const std::string major = version.substr(0, dot);
+    if (major == "3") return;
+    const std::string shown = json_util::printable_utf8(version);
+    const bool older = major.size() == 1 && major[0] >= '0' && major[0] < '3';
+    throw InputError(
+        what + " was written by Keras " + shown + " (metadata.json's keras_version)" +
+        (older ? ", whose saving code keeps the weights in model.weights.h5 under other "
+                 "names than Keras 3 (_layer_checkpoint_dependencies/...)"
+               : ", which MixLab does not know") +
+        "; MixLab reads .keras archives written by Keras 3 (load this one in Keras 3 and "
+        "model.save() it again), and a model's JSON (model.to_json()) of Keras 2 or 3 "
+        "without its weights");
+}
+
 } // namespace
 
 #endif
@@ -110,7 +142,8 @@ Archive read_archive(const std::string& path)
         throw InputError(what + " holds no config.json: it is a zip, but not one Keras's "
                                 "model.save() wrote (config.json, metadata.json, "
                                 "model.weights.h5)");
-    read_member(z.get(), "metadata.json", k_max_config_bytes, a.metadata_json, what);
+    if (read_member(z.get(), "metadata.json", k_max_config_bytes, a.metadata_json, what))
+        check_keras_version(a.metadata_json, what);
     read_member(z.get(), "model.weights.h5", k_max_weights_bytes, a.weights_h5, what);
     return a;
 #endif

@@ -18,7 +18,9 @@ bool is_archive_path(const std::string& path);
 
 // Throws InputError "Keras archive '<path>': <problem>": not a zip (or a truncated one:
 // its central directory is at the end), no config.json, a member that fails its CRC or
-// cannot be read whole, a member larger than the engine reads.
+// cannot be read whole, a member larger than the engine reads, or an archive whose
+// metadata.json names another Keras than 3 (tf.keras 2.13-2.15 wrote its weights in
+// another layout).
 Archive read_archive(const std::string& path);
 
 } // namespace mixlab::keras

@@ -1,6 +1,7 @@
 // Keras model JSON into a MixLab model spec: the document (Keras 2's and Keras 3's forms),
 // the model-wide dtype policy, and a Functional graph read back into MixLab's shape, a
-// chain of layers and residual blocks (body(x) + shortcut(x), then an optional relu).
+// chain of layers and residual blocks (body(x) + shortcut(x), then an optional relu). A
+// Sequential or Functional model used as a layer is flattened into the model using it.
 #include "mixlab/keras_import.h"
 
 #include "base/json_util.h"
@@ -25,8 +26,8 @@ using nlohmann::json;
 
 namespace {
 
-// Residual blocks nest like model_spec's (its k_max_depth): deeper is refused before the
-// walk could exhaust the stack on a pathological file.
+// Residual blocks nest like model_spec's (its k_max_depth), and models inside models no
+// deeper: deeper is refused before the walk could exhaust the stack on a pathological file.
 constexpr int k_max_depth = 16;
 
 const json_util::DocumentKind k_document{"Keras model", "Keras model file", "", "", "", "", true};
@@ -35,10 +36,14 @@ const char* const k_not_keras =
     "not a Keras model: expected the JSON of model.to_json() or of a .keras archive's "
     "config.json, an object with \"class_name\" (Sequential or Functional) and \"config\"";
 
-std::vector<Layer> read_layers(const json& config)
+// A model's list of layers, and a nested model's own list under it (`depth` models deep):
+// each layer's path of names and the group of its variables (keras::h5_group) under its
+// model's (`parent`'s path and group are empty at the top).
+std::vector<Layer> read_layers(const json& config, const Layer* parent, int depth)
 {
     const json& list = config.at("layers");
     std::vector<Layer> layers;
+    std::map<std::string, int> classes_seen;
     for (std::size_t i = 0; i < list.size(); ++i) {
         const json& entry = list[i];
         const std::string where = "layer " + std::to_string(i) + " of the Keras model";
@@ -57,9 +62,29 @@ std::vector<Layer> read_layers(const json& config)
                            : l.config->contains("name") ? &l.config->at("name")
                                                         : nullptr;
         l.name = name && name->is_string() ? name->get<std::string>() : "#" + std::to_string(i);
+        l.entry = &entry;
+        l.path = parent->path.empty() ? l.name : parent->path + "/" + l.name;
+        l.h5_group = keras::h5_group(parent->h5_group.empty() ? "" : parent->h5_group + "/",
+                                     l.class_name, classes_seen);
+        if (keras::is_model(l)) {
+            if (depth >= k_max_depth)
+                keras::fail(l, "nests models more than " + std::to_string(k_max_depth) + " deep");
+            l.layers = read_layers(*l.config, &l, depth + 1);
+        }
         layers.push_back(std::move(l));
     }
     return layers;
+}
+
+// The layers that convert to MixLab layers: those of nested models in place of the models.
+void leaves(const std::vector<Layer>& layers, std::vector<Layer>& out)
+{
+    for (const Layer& l : layers) {
+        if (keras::is_model(l))
+            leaves(l.layers, out);
+        else
+            out.push_back(l);
+    }
 }
 
 // The one mixed policy the model's layers run under, if any; float32 layers in a mixed
@@ -115,7 +140,10 @@ Pieces from_layer(const Layer& l, std::vector<LayerSpec> layers)
 {
     Pieces p;
     p.origins.resize(layers.size());
-    if (!layers.empty()) p.origins[0].keras_layers.push_back(l.name);
+    if (!layers.empty()) {
+        p.origins[0].keras_layers.push_back(l.path);
+        p.origins[0].h5_groups.push_back(l.h5_group);
+    }
     p.layers = std::move(layers);
     return p;
 }
@@ -129,7 +157,7 @@ void append(Pieces& to, Pieces more)
 // Whether a layer's output is never negative: it ends in a relu.
 bool ends_in_relu(const Layer& l)
 {
-    if (l.class_name == "InputLayer") return false;
+    if (l.class_name == "InputLayer" || keras::is_model(l)) return false;
     const std::vector<LayerSpec> c = keras::convert_layer(l, false);
     return !c.empty() && c.back().type != LayerType::Residual &&
            c.back().activation == Activation::Relu;
@@ -143,6 +171,10 @@ void fold_padding(const Layer& pad, const Layer& next, const Layer* before,
                   std::vector<LayerSpec>& into)
 {
     const auto [h, w] = keras::zero_padding(pad);
+    if (into.empty())
+        keras::fail(pad, "is followed by " + keras::layer_label(next) +
+                             ", which computes nothing; MixLab folds a ZeroPadding2D into the "
+                             "Conv2D or MaxPooling2D right after it");
     LayerSpec& s = into.front();
     const bool conv = s.type == LayerType::Conv2D;
     const bool max_after_relu = s.type == LayerType::MaxPool2D && before && ends_in_relu(*before);
@@ -187,6 +219,8 @@ void stack_lstms(Pieces& p)
                 prev.rate = rate;
                 for (std::string& name : p.origins[i].keras_layers)
                     out.origins[at].keras_layers.push_back(std::move(name));
+                for (std::string& group : p.origins[i].h5_groups)
+                    out.origins[at].h5_groups.push_back(std::move(group));
                 if (dropout) {
                     out.layers.pop_back();
                     out.origins.pop_back();
@@ -200,12 +234,30 @@ void stack_lstms(Pieces& p)
     p = std::move(out);
 }
 
+// A model's layers as MixLab layers with their origins, and the input shape it states.
+struct ModelPieces {
+    Pieces pieces;
+    std::vector<int> input_shape;
+};
+
+ModelPieces read_model(const Layer& model, bool mixed);
+
+// A ZeroPadding2D folds into the layer after it in its own model only.
+void check_fold_target(const Layer& pad, const Layer& next)
+{
+    if (keras::is_model(next))
+        keras::fail(pad, "is followed by the nested model " + keras::layer_label(next) +
+                             "; MixLab folds a ZeroPadding2D into the Conv2D or MaxPooling2D "
+                             "right after it in the same model");
+}
+
 // ---- Sequential ----
 
-void read_sequential(const std::vector<Layer>& layers, const json& config, bool mixed,
-                     KerasImport& out)
+ModelPieces read_sequential(const Layer& model, bool mixed)
 {
-    Pieces pieces;
+    const std::vector<Layer>& layers = model.layers;
+    ModelPieces out;
+    Pieces& pieces = out.pieces;
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const Layer& l = layers[i];
         if (l.class_name == "InputLayer") {
@@ -216,12 +268,21 @@ void read_sequential(const std::vector<Layer>& layers, const json& config, bool 
         if (l.class_name == "Add")
             keras::fail(l, "adds several tensors, which a Sequential model cannot give it; MixLab "
                            "imports Add from a Functional model's residual blocks");
+        if (keras::is_model(l)) {
+            ModelPieces nested = read_model(l, mixed);
+            // A model whose first layer is a model with an input: that input is its own.
+            if (out.input_shape.empty() && pieces.layers.empty())
+                out.input_shape = std::move(nested.input_shape);
+            append(pieces, std::move(nested.pieces));
+            continue;
+        }
         // Keras 2 keeps the input shape on the first layer when no InputLayer was written.
         if (out.input_shape.empty() && pieces.layers.empty() &&
             l.config->contains("batch_input_shape"))
             out.input_shape = keras::input_shape_of(l.config->at("batch_input_shape"));
         if (l.class_name == "ZeroPadding2D" && i + 1 < layers.size()) {
             const Layer& next = layers[i + 1];
+            check_fold_target(l, next);
             std::vector<LayerSpec> converted = keras::convert_layer(next, mixed);
             fold_padding(l, next, i > 0 ? &layers[i - 1] : nullptr, converted);
             append(pieces, from_layer(next, std::move(converted)));
@@ -230,30 +291,52 @@ void read_sequential(const std::vector<Layer>& layers, const json& config, bool 
         }
         append(pieces, from_layer(l, keras::convert_layer(l, mixed)));
     }
-    stack_lstms(pieces);
-    out.spec.layers = std::move(pieces.layers);
-    out.origins = std::move(pieces.origins);
-    if (out.input_shape.empty() && config.contains("build_input_shape"))
-        out.input_shape = keras::input_shape_of(config.at("build_input_shape"));
+    if (out.input_shape.empty() && model.config->contains("build_input_shape"))
+        out.input_shape = keras::input_shape_of(model.config->at("build_input_shape"));
+    return out;
 }
 
 // ---- Functional ----
 
-// The layer names a "keras_history" or a Keras 2 node entry points at, refusing a second
-// call of a layer or a second output (MixLab has no shared layers).
-std::string history_name(const Layer& l, const json& h)
+// A tensor a layer reads: the layer giving it and which of that layer's calls.
+struct TensorRef {
+    std::string name;
+    int node = 0;
+};
+
+// What a "keras_history" or a Keras 2 node entry points at. The call is 0, or 1 for a
+// nested Functional model (Keras counts its calls after the model's own built-in one;
+// GraphReader checks that the layer is one); a later call of a layer or a second output
+// is refused (MixLab has no shared layers).
+TensorRef history_ref(const Layer& l, const json& h)
 {
     if (!h.is_array() || h.size() < 3 || !h[0].is_string())
         keras::fail(l, "has an inbound tensor " + shown(h) + " that names no layer");
-    if (h[1] != 0 || h[2] != 0)
+    if ((h[1] != 0 && h[1] != 1) || h[2] != 0)
         keras::fail(l, "reads " + shown(h) +
                            ", a shared layer's second call or a second output; MixLab imports "
                            "graphs in which each layer is called once");
-    return h[0].get<std::string>();
+    return {h[0].get<std::string>(), h[1] == 1 ? 1 : 0};
+}
+
+// A call numbered 1 is a nested model's first: of any other layer, its second.
+void check_call(const Layer& reader, const Layer& source, int node)
+{
+    if (node == 1 && !keras::is_model(source))
+        keras::fail(reader, "reads " + shown(json::array({source.name, 1, 0})) +
+                                ", a shared layer's second call or a second output; MixLab "
+                                "imports graphs in which each layer is called once");
+}
+
+void add_input(Layer& l, const json& h)
+{
+    TensorRef t = history_ref(l, h);
+    l.inputs.push_back(std::move(t.name));
+    l.input_nodes.push_back(t.node);
 }
 
 // Keras 3: every __keras_tensor__ in a node's args and kwargs (Add takes them as a list).
-void collect_tensors(const Layer& l, const json& v, std::vector<std::string>& names, int depth)
+void collect_tensors(Layer& l, const json& v, int depth)
 {
     if (depth > 8) return; // tensors sit at most two lists deep; deeper is not a node
     if (v.is_object() && v.value("class_name", json()) == "__keras_tensor__") {
@@ -262,15 +345,16 @@ void collect_tensors(const Layer& l, const json& v, std::vector<std::string>& na
             v.at("config").contains("keras_history"))
             h = &v.at("config").at("keras_history");
         if (!h) keras::fail(l, "has an inbound tensor without \"keras_history\"");
-        names.push_back(history_name(l, *h));
+        add_input(l, *h);
         return;
     }
     if (v.is_array() || v.is_object())
-        for (const auto& item : v) collect_tensors(l, item, names, depth + 1);
+        for (const auto& item : v) collect_tensors(l, item, depth + 1);
 }
 
-void read_inbound(Layer& l, const json& entry)
+void read_inbound(Layer& l)
 {
+    const json& entry = *l.entry;
     if (!entry.contains("inbound_nodes")) return;
     const json& nodes = entry.at("inbound_nodes");
     if (!nodes.is_array()) keras::fail(l, "\"inbound_nodes\" must be a list, got " + shown(nodes));
@@ -281,31 +365,40 @@ void read_inbound(Layer& l, const json& entry)
                            "is called once");
     const json& node = nodes[0];
     if (node.is_object()) { // Keras 3: {"args": [...], "kwargs": {...}}
-        collect_tensors(l, node.value("args", json::array()), l.inputs, 0);
-        collect_tensors(l, node.value("kwargs", json::object()), l.inputs, 0);
+        collect_tensors(l, node.value("args", json::array()), 0);
+        collect_tensors(l, node.value("kwargs", json::object()), 0);
     } else if (node.is_array()) { // Keras 2: [["name", 0, 0, {}], ...]
-        for (const json& t : node) l.inputs.push_back(history_name(l, t));
+        for (const json& t : node) add_input(l, t);
     } else {
         keras::fail(l, "has an inbound node " + shown(node) + " that is neither form Keras writes");
     }
 }
 
-// "input_layers" / "output_layers": [["name", 0, 0]] (one triple alone in some versions).
-std::vector<std::string> endpoint_names(const json& config, const char* key, const Layer& model)
+// How messages name a Functional model: the one imported, or one nested in it.
+std::string model_words(const Layer& model)
 {
+    return model.path.empty() ? "the Functional model"
+                              : "the nested model " + shown(json(model.path)) + " (" +
+                                    json_util::printable_utf8(model.class_name) + ")";
+}
+
+// "input_layers" / "output_layers": [["name", 0, 0]] (one triple alone in some versions).
+std::vector<TensorRef> endpoints(const Layer& model, const char* key)
+{
+    const json& config = *model.config;
     if (!config.contains(key))
-        throw SpecError("the Functional model has no " + json_util::quoted(key));
+        throw SpecError(model_words(model) + " has no " + json_util::quoted(key));
     const json& v = config.at(key);
-    std::vector<std::string> names;
+    std::vector<TensorRef> refs;
     if (v.is_array() && !v.empty() && v[0].is_string()) {
-        names.push_back(history_name(model, v));
+        refs.push_back(history_ref(model, v));
     } else if (v.is_array()) {
-        for (const json& t : v) names.push_back(history_name(model, t));
+        for (const json& t : v) refs.push_back(history_ref(model, t));
     } else {
-        throw SpecError("the Functional model's " + json_util::quoted(key) + " " + shown(v) +
+        throw SpecError(model_words(model) + "'s " + json_util::quoted(key) + " " + shown(v) +
                         " is not a list of layers; MixLab imports one input and one output");
     }
-    return names;
+    return refs;
 }
 
 class GraphReader {
@@ -316,7 +409,8 @@ public:
             if (!m_index.emplace(layers[i].name, i).second)
                 keras::fail(layers[i], "shares its name with another layer of the model");
         for (const Layer& l : layers)
-            for (const std::string& in : l.inputs) (void)at(l, in);
+            for (std::size_t k = 0; k < l.inputs.size(); ++k)
+                check_call(l, at(l, l.inputs[k]), l.input_nodes[k]);
     }
 
     // The layers from `input` (an InputLayer) to `output`, which every other layer must
@@ -370,8 +464,14 @@ private:
                 keras::fail(l, "takes " + std::to_string(l.inputs.size()) +
                                    " inputs; MixLab's layers take one (Add aside)");
             const Layer& in = at(l, l.inputs[0]);
+            if (keras::is_model(l)) { // its layers in its place
+                backwards.push_back(read_model(l, m_mixed).pieces);
+                cur = &in;
+                continue;
+            }
             std::vector<LayerSpec> converted = keras::convert_layer(l, m_mixed);
             if (in.class_name == "ZeroPadding2D" && consumers(in) == 1 && in.inputs.size() == 1) {
+                check_fold_target(in, l);
                 if (!m_seen.insert(index(in)).second)
                     keras::fail(in, "is reached twice on the walk from the output");
                 const Layer& before = at(in, in.inputs[0]);
@@ -489,28 +589,38 @@ private:
     std::set<std::size_t> m_seen;
 };
 
-void read_functional(std::vector<Layer>& layers, const json& config, const json& list, bool mixed,
-                     const Layer& model, KerasImport& out)
+ModelPieces read_functional(const Layer& model, bool mixed)
 {
-    if (layers.empty()) throw SpecError("the Keras model has no layers");
-    for (std::size_t i = 0; i < layers.size(); ++i) read_inbound(layers[i], list[i]);
-    const auto inputs = endpoint_names(config, "input_layers", model);
-    const auto outputs = endpoint_names(config, "output_layers", model);
+    if (model.layers.empty()) throw SpecError(model_words(model) + " has no layers");
+    std::vector<Layer> layers = model.layers;
+    for (Layer& l : layers) read_inbound(l);
+    const auto inputs = endpoints(model, "input_layers");
+    const auto outputs = endpoints(model, "output_layers");
     if (inputs.size() != 1 || outputs.size() != 1)
-        throw SpecError("the Functional model has " + std::to_string(inputs.size()) +
+        throw SpecError(model_words(model) + " has " + std::to_string(inputs.size()) +
                         " inputs and " + std::to_string(outputs.size()) +
                         " outputs; MixLab imports models with one of each");
     GraphReader graph(layers, mixed);
-    const auto input = std::find_if(layers.begin(), layers.end(),
-                                    [&](const Layer& l) { return l.name == inputs[0]; });
-    if (input == layers.end() || input->class_name != "InputLayer")
-        throw SpecError("the Functional model's input " + shown(json(inputs[0])) +
+    const auto named = [&](const std::string& name) {
+        return std::find_if(layers.begin(), layers.end(),
+                            [&](const Layer& l) { return l.name == name; });
+    };
+    const auto input = named(inputs[0].name);
+    if (input == layers.end() || input->class_name != "InputLayer" || inputs[0].node != 0)
+        throw SpecError(model_words(model) + "'s input " + shown(json(inputs[0].name)) +
                         " is not one of its InputLayers");
+    if (const auto output = named(outputs[0].name); output != layers.end())
+        check_call(model, *output, outputs[0].node);
+    ModelPieces out;
     out.input_shape = input_layer_shape(*input);
-    Pieces pieces = graph.read(inputs[0], outputs[0]);
-    stack_lstms(pieces);
-    out.spec.layers = std::move(pieces.layers);
-    out.origins = std::move(pieces.origins);
+    out.pieces = graph.read(inputs[0].name, outputs[0].name);
+    return out;
+}
+
+ModelPieces read_model(const Layer& model, bool mixed)
+{
+    return model.class_name == "Sequential" ? read_sequential(model, mixed)
+                                            : read_functional(model, mixed);
 }
 
 } // namespace
@@ -553,18 +663,25 @@ KerasImport import_keras_model(std::string_view json_text)
     if (config->contains("name") && config->at("name").is_string())
         out.spec.name = config->at("name").get<std::string>();
 
-    std::vector<Layer> layers = read_layers(*config);
-    const Layer model{out.spec.name, out.model_class, config, {}};
-    const LayerDtype dtype = model_dtype(layers, model);
+    Layer model;
+    model.name = out.spec.name;
+    model.class_name = model_class;
+    model.config = config;
+    model.entry = &doc;
+    model.layers = read_layers(*config, &model, 0);
+    std::vector<Layer> converted; // the layers that convert, nested models' included
+    leaves(model.layers, converted);
+    const LayerDtype dtype = model_dtype(converted, model);
     const bool mixed = is_mixed(dtype);
     out.keras_policy = keras::dtype_name(dtype);
     out.policy = dtype == LayerDtype::MixedFloat16    ? Policy::MixedFP16
                  : dtype == LayerDtype::MixedBfloat16 ? Policy::MixedBF16
                                                       : Policy::FP32;
-    if (sequential)
-        read_sequential(layers, *config, mixed, out);
-    else
-        read_functional(layers, *config, config->at("layers"), mixed, model, out);
+    ModelPieces pieces = read_model(model, mixed);
+    stack_lstms(pieces.pieces);
+    out.spec.layers = std::move(pieces.pieces.layers);
+    out.origins = std::move(pieces.pieces.origins);
+    out.input_shape = std::move(pieces.input_shape);
     if (out.spec.layers.empty()) throw SpecError("the Keras model has no layers besides its input");
 
     // The spec read back as a file is: whatever the importer let through that MixLab's

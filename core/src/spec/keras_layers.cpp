@@ -297,7 +297,53 @@ std::pair<int, int> zero_padding(const Layer& l)
 
 std::string layer_label(const Layer& l)
 {
-    return "layer " + shown(json(l.name)) + " (" + json_util::printable_utf8(l.class_name) + ")";
+    return "layer " + shown(json(l.path.empty() ? l.name : l.path)) + " (" +
+           json_util::printable_utf8(l.class_name) + ")";
+}
+
+bool is_model(const Layer& l)
+{
+    const std::string& c = l.class_name;
+    return (c == "Sequential" || c == "Functional" || c == "Model") &&
+           l.config->contains("layers") && l.config->at("layers").is_array();
+}
+
+// Keras's naming.to_snake_case: non-word characters dropped, "_" before each capital
+// that starts a lower-case run ("BatchNormalization" -> "Batch_Normalization") and between
+// a lower-case letter and a capital, then lower case: "conv2d", "batch_normalization".
+std::string snake_case(const std::string& name)
+{
+    const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+    const auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+    std::string word;
+    for (char c : name)
+        if (upper(c) || lower(c) || (c >= '0' && c <= '9') || c == '_') word += c;
+    // re.sub("(.)([A-Z][a-z]+)", r"\1_\2"): matches left to right, never overlapping.
+    std::string a;
+    for (std::size_t i = 0; i < word.size(); ++i) {
+        if (i > 0 && upper(word[i]) && i + 1 < word.size() && lower(word[i + 1])) {
+            a += '_';
+            a += word[i];
+            while (i + 1 < word.size() && lower(word[i + 1])) a += word[++i];
+            continue;
+        }
+        a += word[i];
+    }
+    // re.sub("([a-z])([A-Z])", r"\1_\2"), then lower case.
+    std::string out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (i > 0 && upper(a[i]) && lower(a[i - 1])) out += '_';
+        out += upper(a[i]) ? char(a[i] - 'A' + 'a') : a[i];
+    }
+    return out;
+}
+
+std::string h5_group(const std::string& parent, const std::string& class_name,
+                     std::map<std::string, int>& seen)
+{
+    const std::string snake = snake_case(class_name);
+    const int k = seen[snake]++;
+    return parent + "layers/" + snake + (k ? "_" + std::to_string(k) : "");
 }
 
 void fail(const Layer& l, const std::string& what)

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,11 +19,29 @@ enum class LayerDtype { Unset, Float32, MixedFloat16, MixedBfloat16 };
 struct Layer {
     std::string name, class_name;
     const nlohmann::json* config = nullptr; // an object, never null once read
+    const nlohmann::json* entry = nullptr;  // the model's list entry holding the config
     std::vector<std::string> inputs;        // the layers feeding it (Functional only)
+    std::vector<int> input_nodes;           // the call of each input read (0, a model's 1)
+    // Where the layer sits: its name under the nested models holding it, "backbone/conv"
+    // (the name alone at the top), and the group model.weights.h5 keeps its variables in.
+    std::string path, h5_group;
+    std::vector<Layer> layers; // a nested Sequential or Functional model's own layers
 };
 
-// "layer 'dense_1' (Dense)": how every message names a Keras layer.
+// "layer 'dense_1' (Dense)", "layer 'backbone/conv' (Conv2D)": how every message names a
+// Keras layer.
 std::string layer_label(const Layer& l);
+
+// A Sequential or Functional model (Keras 2.0-2.3's "Model" too) with its list of layers:
+// one used as a layer of another is flattened into it.
+bool is_model(const Layer& l);
+
+// The group Keras's saving_lib keeps a layer's variables in, under its model's `parent`
+// group ("" at the top): "<parent>layers/<class in snake case>", with "_<k>" for the k-th
+// earlier layer of the same class in the model's list (_save_container_state: layers are
+// not addressed by their names). `seen` counts the classes so far.
+std::string h5_group(const std::string& parent, const std::string& class_name,
+                     std::map<std::string, int>& seen);
 
 // [[noreturn]]: a SpecError "layer 'x' (Class): what", one line.
 [[noreturn]] void fail(const Layer& l, const std::string& what);

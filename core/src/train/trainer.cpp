@@ -473,18 +473,12 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
         s.last_test_accuracy = accuracy;
     } else if (host.test.n > 0) {
         s.backend.fill(s.eval_record, 0.0f);
-        const Augmentation none; // evaluation sees the images as they are
-        for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
-            // A stopped run reports no half-evaluated epoch; finish() evaluates nothing.
-            if (s.stop.stop_requested()) return;
-            const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
-            s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at, b,
-                                   s.image, s.data.norm, none, StepCounter{}, s.net->input(),
-                                   s.net->labels());
-            s.net->forward(b, false, 0);
-            s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b, s.classes,
-                                    nullptr, nullptr, s.eval_record, 0);
-        }
+        // A stopped run reports no half-evaluated epoch; finish() evaluates nothing.
+        if (!s.forward_test_split(s.stop, [&](std::int64_t, int b) {
+                s.backend.cross_entropy(s.graph_head, s.net->logits(), s.net->labels(), b,
+                                        s.classes, nullptr, nullptr, s.eval_record, 0);
+            }))
+            return;
         float rec[k_record_fields];
         s.backend.download_f32(s.eval_record, rec, k_record_fields);
         e.test_loss = rec[k_rec_loss_sum] / float(host.test.n);
@@ -500,6 +494,22 @@ void TrainingRun::Impl::evaluate(MetricsSink& sink, int epoch_number)
     s.last_evaluated_step = s.reported;
     s.eval_wall_ms +=
         std::chrono::duration<double, std::milli>(s.epoch_started - eval_started).count();
+}
+
+bool TrainingRun::Impl::forward_test_split(const std::stop_token& until,
+                                           const std::function<void(std::int64_t, int)>& each)
+{
+    const std::int64_t n = data.host.test.n;
+    const Augmentation none; // evaluation sees the images as they are
+    for (std::int64_t at = 0; at < n; at += batch) {
+        if (until.stop_requested()) return false;
+        const int b = int(std::min<std::int64_t>(batch, n - at));
+        backend.gather_batch(data.test_images, data.test_labels, data.test_order, at, b, image,
+                             data.norm, none, StepCounter{}, net->input(), net->labels());
+        net->forward(b, false, 0);
+        each(at, b);
+    }
+    return true;
 }
 
 bool TrainingRun::Impl::evaluate_text(const Buffer& tokens, std::int64_t split_tokens, float& loss,

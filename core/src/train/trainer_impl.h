@@ -9,6 +9,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -118,6 +119,12 @@ struct TrainingRun::Impl {
     void report(MetricsSink& sink, std::int64_t step_index);
     void drain(MetricsSink& sink, std::int64_t up_to);
     void evaluate(MetricsSink& sink, int epoch_number);
+    // The test split through the network in evaluation mode, batch by batch: the gather
+    // without augmentation, the forward, then each(at, b) with batch [at, at + b)'s logits
+    // in net->logits(). What evaluate and save_predictions both read; false when `until`
+    // ended the pass early.
+    bool forward_test_split(const std::stop_token& until,
+                            const std::function<void(std::int64_t at, int b)>& each);
     // A language model's loss and next-word accuracy over one split's full windows (the
     // state reset first), in the record; false when stopped.
     bool evaluate_text(const Buffer& tokens, std::int64_t split_tokens, float& loss,

@@ -44,20 +44,14 @@ void TrainingRun::save_predictions(const std::string& path, const ModelSpec& spe
                          "test split is a token stream (its perplexity is in the log)");
     if (host.test.n == 0) throw InputError("predictions: the dataset has no test split");
 
-    // The evaluation pass of Impl::evaluate, with the logits of each batch brought back:
-    // the same gather (no augmentation), the same forward in evaluation mode.
+    // The evaluation pass of Impl::evaluate, with the logits of each batch brought back.
+    // It runs to the end even after a stop: a stopped run's model is still one to check.
     const int classes = s.classes;
     std::vector<float> logits(std::size_t(host.test.n) * std::size_t(classes));
-    const Augmentation none;
-    for (std::int64_t at = 0; at < host.test.n; at += s.batch) {
-        const int b = int(std::min<std::int64_t>(s.batch, host.test.n - at));
-        s.backend.gather_batch(s.data.test_images, s.data.test_labels, s.data.test_order, at, b,
-                               s.image, s.data.norm, none, StepCounter{}, s.net->input(),
-                               s.net->labels());
-        s.net->forward(b, false, 0);
+    s.forward_test_split(std::stop_token{}, [&](std::int64_t at, int b) {
         s.backend.download_f32(s.net->logits(), logits.data() + at * classes,
                                std::size_t(b) * std::size_t(classes));
-    }
+    });
 
     std::int64_t correct = 0;
     for (std::int64_t i = 0; i < host.test.n; ++i) {
