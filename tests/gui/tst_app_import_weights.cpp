@@ -72,9 +72,7 @@ private slots:
 
 private:
     QTemporaryDir m_dir, m_settingsDir;
-    std::vector<UserMessage> m_messages;
-    std::deque<int> m_answers;
-    std::deque<QString> m_fileAnswers;
+    DialogScript m_dialogs;
 
     int startAndWait(MainWindow &w, bool compare = false)
     {
@@ -102,29 +100,11 @@ void TestAppImportWeights::initTestCase()
 
 void TestAppImportWeights::init()
 {
-    m_messages.clear();
-    m_answers.clear();
-    m_fileAnswers.clear();
-    setUserMessageRecorder([this](const UserMessage &m) {
-        m_messages.push_back(m);
-        if (m.kind != UserMessage::Kind::Question || m_answers.empty()) return -1;
-        const int choice = m_answers.front();
-        m_answers.pop_front();
-        return choice;
-    });
-    setFileDialogAnswerer([this](const FileRequest &, QString *) {
-        if (m_fileAnswers.empty()) return QString();
-        const QString path = m_fileAnswers.front();
-        m_fileAnswers.pop_front();
-        return path;
-    });
+    // No dialog ever blocks a test: messages and file dialogs are answered here.
+    m_dialogs.install();
 }
 
-void TestAppImportWeights::cleanupTestCase()
-{
-    setUserMessageRecorder({});
-    setFileDialogAnswerer({});
-}
+void TestAppImportWeights::cleanupTestCase() { DialogScript::uninstall(); }
 
 void TestAppImportWeights::kerasImportIsANewUnsavedExperiment_data()
 {
@@ -164,12 +144,12 @@ void TestAppImportWeights::kerasImportIsANewUnsavedExperiment()
     addFinishedRun(*w.store(), w.store()->newGroup(), run, rng);
     QVERIFY(w.isModified());
 
-    m_answers = {1}; // Discard
-    m_fileAnswers = {path};
+    m_dialogs.answers = {1}; // Discard
+    m_dialogs.fileAnswers = {path};
     action(w, "importModelAction")->trigger();
 
-    QCOMPARE(int(m_messages.size()), 1);
-    QCOMPARE(m_messages.front().kind, UserMessage::Kind::Question);
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
+    QCOMPARE(m_dialogs.messages.front().kind, UserMessage::Kind::Question);
     // The designer holds exactly the file's model, the run panel its policy.
     QVERIFY(w.designer()->spec() == expected.spec);
     QCOMPARE(w.runPanel()->config().policy, expected.policy);
@@ -205,10 +185,10 @@ void TestAppImportWeights::kerasImportCancelledKeepsTheExperiment()
     addFinishedRun(*w.store(), w.store()->newGroup(), run, rng);
     const mixlab::RunConfig config = w.runPanel()->config();
 
-    m_answers = {2}; // Cancel
-    m_fileAnswers = {source("tests/data/keras/seed-mlp.keras2.json")};
+    m_dialogs.answers = {2}; // Cancel
+    m_dialogs.fileAnswers = {source("tests/data/keras/seed-mlp.keras2.json")};
     action(w, "importModelAction")->trigger();
-    QCOMPARE(int(m_messages.size()), 1);
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
     QVERIFY(w.designer()->spec() == tinyGuiModel());
     QCOMPARE(w.store()->runIds().size(), std::size_t(1));
     QCOMPARE(mixlab::run_config_to_json(w.runPanel()->config()),
@@ -230,9 +210,9 @@ void TestAppImportWeights::mixlabModelImportKeepsTheRuns()
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(mixlab::model_spec_to_json(tinyGuiModel()).c_str());
     f.close();
-    m_fileAnswers = {path};
+    m_dialogs.fileAnswers = {path};
     action(w, "importModelAction")->trigger();
-    QVERIFY(m_messages.empty());
+    QVERIFY(m_dialogs.messages.empty());
     QVERIFY(w.designer()->spec() == tinyGuiModel());
     QCOMPARE(w.store()->runIds().size(), std::size_t(1));
 }
@@ -272,9 +252,10 @@ void TestAppImportWeights::weightsOutAndBackIn()
     QVERIFY(save->isEnabled());
     QVERIFY2(save->toolTip().contains(trained->name), qPrintable(save->toolTip()));
     const QString saved = m_dir.filePath("tiny.safetensors");
-    m_fileAnswers = {saved};
+    m_dialogs.fileAnswers = {saved};
     save->trigger();
-    QVERIFY2(m_messages.empty(), m_messages.empty() ? "" : qPrintable(m_messages.front().text));
+    QVERIFY2(m_dialogs.messages.empty(),
+             m_dialogs.messages.empty() ? "" : qPrintable(m_dialogs.messages.front().text));
     const QByteArray bytes = readAll(saved);
     QCOMPARE(bytes, readAll(trained->weightsPath));
     QVERIFY(bytes.size() > 8);
@@ -284,7 +265,7 @@ void TestAppImportWeights::weightsOutAndBackIn()
 
     // Run > Start from weights: shown in the run panel, then in the run's log with the
     // file's hash, the run starting where the first ended.
-    m_fileAnswers = {saved};
+    m_dialogs.fileAnswers = {saved};
     action(w, "startWeightsAction")->trigger();
     QCOMPARE(w.runPanel()->startWeights(), saved);
     auto *row = w.runPanel()->findChild<QWidget *>("startWeightsRow");
