@@ -263,8 +263,11 @@ private slots:
             QVERIFY(whole.open(QIODevice::ReadOnly));
             const QByteArray bytes = whole.readAll();
             write("ckpt-truncated.safetensors", bytes.left(bytes.size() / 2));
-            QByteArray header = R"({"__metadata__": {"format": "mixlab-checkpoint/1", "model": ")" +
-                                tiny.simplified().replace('"', "\\\"") + R"("}})";
+            // (moc reads this file too: plain strings, no raw string with unbalanced braces.)
+            const QByteArray quoted = tiny.simplified().replace('"', "\\\"");
+            QByteArray header = "{\"__metadata__\": {\"format\": \"mixlab-checkpoint/1\", "
+                                "\"model\": \"" +
+                                quoted + "\"}}";
             while (header.size() % 8 != 0) header += ' ';
             QByteArray file(8, '\0');
             for (int i = 0; i < 8; ++i) file[i] = char((quint64(header.size()) >> (8 * i)) & 0xff);

@@ -312,6 +312,21 @@ void TestAppCheckpoints::continueIsBitIdenticalToAStraightRun()
     w.resize(1280, 800);
     QTest::qWait(50);
     shoot(w, QStringLiteral("continued-run"));
+    // The continued run has checkpoints of its own (epoch 4): it can be continued again.
+    QVERIFY(!checkpointfolders::newest(cont->checkpointFolder).isEmpty());
+    QVERIFY(cont->checkpointFolder != source->checkpointFolder);
+    bool offered = false;
+    QTimer::singleShot(200, this, [&] {
+        if (auto *menu = qobject_cast<QMenu *>(QApplication::activePopupWidget())) {
+            offered = action(*menu, "continueRunAction")->isEnabled();
+            shoot(*menu, QStringLiteral("runs-table-menu-in"), &w);
+            menu->close();
+        }
+    });
+    const int row = int(w.store()->runIds().size()) - 1;
+    emit w.runsTable()->customContextMenuRequested(
+        w.runsTable()->visualRect(w.runsTable()->model()->index(row, 0)).center());
+    QVERIFY(offered);
 }
 
 // Run > Continue training from checkpoint...: the file dialog, then the epochs (a total
