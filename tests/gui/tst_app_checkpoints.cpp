@@ -315,10 +315,10 @@ void TestAppCheckpoints::continueIsBitIdenticalToAStraightRun()
     // The continued run has checkpoints of its own (epoch 4): it can be continued again.
     QVERIFY(!checkpointfolders::newest(cont->checkpointFolder).isEmpty());
     QVERIFY(cont->checkpointFolder != source->checkpointFolder);
-    bool offered = false;
+    bool continuable = false;
     QTimer::singleShot(200, this, [&] {
         if (auto *menu = qobject_cast<QMenu *>(QApplication::activePopupWidget())) {
-            offered = action(*menu, "continueRunAction")->isEnabled();
+            continuable = action(*menu, "continueRunAction")->isEnabled();
             shoot(*menu, QStringLiteral("runs-table-menu-in"), &w);
             menu->close();
         }
@@ -326,7 +326,7 @@ void TestAppCheckpoints::continueIsBitIdenticalToAStraightRun()
     const int row = int(w.store()->runIds().size()) - 1;
     emit w.runsTable()->customContextMenuRequested(
         w.runsTable()->visualRect(w.runsTable()->model()->index(row, 0)).center());
-    QVERIFY(offered);
+    QVERIFY(continuable);
 }
 
 // Run > Continue training from checkpoint...: the file dialog, then the epochs (a total
