@@ -109,6 +109,8 @@ Json runJson(const RunRecord &r)
     // Optional: the run's checkpoint folder (Run > Checkpoints at epoch ends), which
     // outlives the session: an opened experiment's runs can still be continued.
     if (!r.checkpointFolder.isEmpty()) j["checkpoint_folder"] = r.checkpointFolder.toStdString();
+    // Optional: the weights file the run started from (Run > Start from weights).
+    if (!r.startWeights.isEmpty()) j["start_weights"] = r.startWeights.toStdString();
     // Optional: what a language model wrote after training.
     if (r.sample) {
         Json sj;
@@ -228,6 +230,9 @@ RunRecord runOf(const mixlab::JsonReader &run)
     // Optional (runs that wrote no checkpoints).
     if (const auto folder = run.find("checkpoint_folder"))
         r.checkpointFolder = QString::fromStdString(folder->string());
+    // Optional (runs that started from fresh weights).
+    if (const auto weights = run.find("start_weights"))
+        r.startWeights = QString::fromStdString(weights->string());
     // Optional (language models that wrote one).
     if (run.find("sample")) {
         const mixlab::JsonReader sj = run.object("sample");

@@ -128,6 +128,7 @@ int RunController::startJob(TrainingJob job, const QStringList &names)
         const mixlab::RunConfig &c = job.runs[i];
         const int id = m_store->addRun(c, modelJson, m_group);
         job.runIds.push_back(id);
+        if (RunRecord *r = m_store->mutableRun(id)) r->startWeights = job.startWeights;
         if (int(i) < names.size() && !names[int(i)].isEmpty()) m_store->rename(id, names[int(i)]);
         if (checkpoints) {
             job.checkpointFolders.push_back(

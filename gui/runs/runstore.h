@@ -57,6 +57,9 @@ struct RunRecord {
     // ends; empty: it does not), a folder of its own that outlives the session, and why
     // the last checkpoint that failed could not be written (the run went on).
     QString checkpointFolder, checkpointFailure;
+    // The weights file the run started from (Run > Start from weights; empty: none): the
+    // exported log's config says it as "start_weights".
+    QString startWeights;
 };
 
 // Whether a model (mixlab-model/1 text) is a language model; false when it does not parse.

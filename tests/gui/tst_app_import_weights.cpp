@@ -9,6 +9,7 @@
 #include "common/filedialogs.h"
 #include "common/usermessages.h"
 #include "designer/modeldesigner.h"
+#include "files/logexport.h"
 #include "runs/logview.h"
 #include "runs/runcontroller.h"
 #include "runs/runpanel.h"
@@ -285,6 +286,15 @@ void TestAppImportWeights::weightsOutAndBackIn()
         logged = logged || (QString::fromStdString(e.event.message).contains(saved) &&
                             QString::fromStdString(e.event.message).contains(sha));
     QVERIFY(logged);
+    // ...and in its config, as the exported log (and the experiment file) writes it.
+    QCOMPARE(resumed->startWeights, saved);
+    const QString exported = m_dir.filePath(QStringLiteral("started-log.json"));
+    QString exportError;
+    QVERIFY2(exportLogs(*w.store(), {second}, exported, &exportError), qPrintable(exportError));
+    QVERIFY2(QString::fromUtf8(readAll(exported))
+                 .contains(QStringLiteral("\"start_weights\": \"%1\"").arg(saved)),
+             qPrintable(QString::fromUtf8(readAll(exported)).left(600)));
+    QVERIFY(w.store()->run(first)->startWeights.isEmpty());
     // Trained weights: the second run's first loss is below the first run's.
     QVERIFY2(resumed->steps.front().loss < trained->steps.front().loss,
              qPrintable(QStringLiteral("%1 vs %2")
