@@ -30,7 +30,10 @@ public:
         log.set_environment(facts.environment);
         if (facts.perplexity_references)
             log.set_perplexity_references(*facts.perplexity_references);
-        for (const RunConfig& c : m_group.configs) log.add_run(c);
+        for (const RunConfig& c : m_group.configs) {
+            const int run = log.add_run(c);
+            if (m_in.load_weights) log.set_run_start_weights(run, *m_in.load_weights);
+        }
     }
 
     void on_run_started(int run, const RunStart& start) override

@@ -96,6 +96,7 @@ set(MIXLAB_ANALYSIS_SOURCES
 # lockstep (run_group), the max-batch search, step times.
 set(MIXLAB_TRAIN_SOURCES
     train/checkpoint.cpp
+    train/checkpoint_folder.cpp
     train/fp8_scales.cpp
     train/max_batch.cpp
     train/max_batch_trial.cpp

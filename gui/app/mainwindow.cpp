@@ -8,6 +8,7 @@
 #include "files/autosave.h"
 #include "charts/chartpanel.h"
 #include "common/deviceprobe.h"
+#include "common/enginetext.h"
 #include "files/experiment.h"
 #include "common/filedialogs.h"
 #include "app/guidedialog.h"
@@ -23,6 +24,8 @@
 #include "runs/runstore.h"
 #include "runs/samplepanel.h"
 #include "runs/weightsfolder.h"
+#include "runs/checkpointfolders.h"
+#include "runs/continuedialog.h"
 #include "common/usermessages.h"
 #include "common/wheelguard.h"
 #include "analysis/runfacts_from_store.h"
@@ -33,6 +36,7 @@
 #include "analysis/whypanel.h"
 #include "numerics/numericsview.h"
 
+#include "mixlab/checkpoint.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
@@ -42,10 +46,12 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QTabWidget>
+#include <QFile>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QItemSelectionModel>
@@ -63,6 +69,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
+#include <QUrl>
 
 #include <algorithm>
 #include <optional>
@@ -272,6 +279,12 @@ void MainWindow::buildParts()
     connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRuns);
 
     connect(m_controller, &RunController::runningChanged, this, &MainWindow::onRunningChanged);
+    connect(m_controller, &RunController::jobFinished, this, &MainWindow::reportCheckpoints);
+    connect(m_runsTable, &RunsTable::continueTrainingRequested, this, [this](int id) {
+        if (const RunRecord *r = m_store->run(id))
+            continueTrainingDialog(checkpointfolders::newest(r->checkpointFolder), r->name);
+    });
+    connect(m_runsTable, &RunsTable::showCheckpointsRequested, this, &MainWindow::showCheckpoints);
     connect(m_controller, &RunController::searchingChanged, this, &MainWindow::onSearchingChanged);
     connect(m_controller, &RunController::jobStarted, this, [this](int group) {
         m_currentGroup = group;
@@ -338,8 +351,10 @@ void MainWindow::buildMenus()
     newAction->setShortcut(QKeySequence::New);
     QAction *open = file->addAction(tr("&Open..."), this, &MainWindow::openExperimentDialog);
     open->setShortcut(QKeySequence::Open);
-    file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog)
-        ->setObjectName("importModelAction");
+    QAction *importModel =
+        file->addAction(tr("&Import model..."), this, &MainWindow::importModelDialog);
+    importModel->setObjectName("importModelAction");
+    importModel->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName("recentMenu");
     rebuildRecentMenu();
@@ -355,6 +370,7 @@ void MainWindow::buildMenus()
     m_saveWeightsAction =
         file->addAction(tr("Save &weights..."), this, &MainWindow::saveWeightsDialog);
     m_saveWeightsAction->setObjectName("saveWeightsAction");
+    m_saveWeightsAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
     updateSaveWeightsEnabled();
     file->addAction(tr("Export &chart(s)..."), this, &MainWindow::exportChartsDialog);
     file->addAction(tr("Export &logs..."), this, &MainWindow::exportLogsDialog);
@@ -415,6 +431,14 @@ void MainWindow::buildMenus()
     startWeights->setObjectName(QStringLiteral("startWeightsAction"));
     startWeights->setToolTip(
         tr("The next run starts from a safetensors file of this model's weights"));
+    startWeights->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+    QAction *resume = run->addAction(tr("C&ontinue training from checkpoint..."), this,
+                                     [this] { continueTrainingDialog(); });
+    resume->setObjectName(QStringLiteral("continueTrainingAction"));
+    resume->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K));
+    resume->setToolTip(tr("A new run that goes on from a checkpoint, with its model and "
+                          "settings (the runs table's menu offers a run's own)"));
+    buildCheckpointMenu(run);
     run->addSeparator();
     m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this,
                                  [this] { showWhy(selectedFinishedGroup()); });
@@ -648,6 +672,7 @@ void MainWindow::buildRunToolBar()
 void MainWindow::startRun()
 {
     if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
+    armCheckpoints();
     if (m_controller->start(m_designer->spec(), {m_runPanel->config()}, m_runPanel->textSampling(),
                             m_runPanel->startWeights()) != 0)
         m_runPanel->setStartWeights({}); // the next run's, once: the log keeps which file
@@ -658,6 +683,7 @@ void MainWindow::startCompare()
     if (m_controller->isBusy() || m_runPanel->isStartBlocked()) return;
     const std::vector<mixlab::Policy> policies = m_runPanel->comparePolicies();
     if (policies.size() < 2) return;
+    armCheckpoints();
     mixlab::RunConfig base = m_runPanel->config();
     // with_policy keeps it for the mixed_bf16 run only.
     if (m_runPanel->splitMastersChosen())
@@ -818,6 +844,145 @@ void MainWindow::startWeightsDialog()
     // step): the designer's model may still change until Start.
     m_runPanel->setStartWeights(path);
     m_log->appendMessage(tr("The next run starts from the weights in %1").arg(path), Kind::Info);
+}
+
+void MainWindow::buildCheckpointMenu(QMenu *run)
+{
+    QMenu *menu = run->addMenu(tr("Chec&kpoints at epoch ends"));
+    menu->setObjectName(QStringLiteral("checkpointMenu"));
+    menu->setToolTipsVisible(true);
+    auto *group = new QActionGroup(menu);
+    const int current = checkpointfolders::keepSetting();
+    std::vector<int> choices{0, 1, 2, 5, 10};
+    if (std::find(choices.begin(), choices.end(), current) == choices.end())
+        choices.push_back(current); // a value set elsewhere stays choosable
+    for (int keep : choices) {
+        QAction *a = menu->addAction(
+            keep == 0 ? tr("Off") : tr("Save one at each epoch end, keep the last %1").arg(keep));
+        a->setObjectName(QStringLiteral("checkpointKeep%1").arg(keep));
+        a->setCheckable(true);
+        a->setChecked(keep == current);
+        a->setToolTip(keep == 0 ? tr("Runs write no checkpoints: they cannot be continued")
+                                : tr("Each run writes a checkpoint into its own folder under "
+                                     "%1 (the seed MLP's: about 98 MB each)")
+                                      .arg(checkpointfolders::rootFolder()));
+        group->addAction(a);
+        connect(a, &QAction::triggered, this, [keep] { checkpointfolders::setKeepSetting(keep); });
+    }
+}
+
+void MainWindow::armCheckpoints()
+{
+    m_controller->setCheckpoints(checkpointfolders::experimentFolder(m_currentFile),
+                                 checkpointfolders::keepSetting());
+}
+
+void MainWindow::reportCheckpoints(int group)
+{
+    for (int id : m_store->groupRuns(group)) {
+        const RunRecord *r = m_store->run(id);
+        if (!r || r->checkpointFolder.isEmpty()) continue;
+        if (!r->checkpointFailure.isEmpty()) {
+            const QString text = tr("A checkpoint of %1 could not be written (the run went on): "
+                                    "%2")
+                                     .arg(r->name, r->checkpointFailure);
+            m_log->appendMessage(text, Kind::Warning);
+            statusBar()->showMessage(text, 15000);
+        }
+        if (r->status != RunRecord::Status::Failed)
+            m_log->appendMessage(
+                tr("Checkpoints of %1: %2")
+                    .arg(r->name, checkpointfolders::describe(r->checkpointFolder)),
+                Kind::Info);
+    }
+}
+
+bool MainWindow::continueTraining(const QString &checkpoint, int totalEpochs, QString *error,
+                                  const QString &source)
+{
+    const auto failWith = [error](const QString &text) {
+        if (error) *error = text;
+        return false;
+    };
+    if (m_controller->isBusy())
+        return failWith(tr("a run or a largest-batch search is in progress; stop it first"));
+    mixlab::CheckpointHeader h;
+    try {
+        h = mixlab::read_checkpoint_header(QFile::encodeName(checkpoint).toStdString());
+    } catch (const std::exception &e) {
+        return failWith(QString::fromUtf8(e.what()));
+    }
+    const std::int64_t done = ContinueDialog::epochsDone(h);
+    if (totalEpochs < ContinueDialog::minimumTotal(h))
+        return failWith(tr("the checkpoint is at step %1, after epoch %2: train to a later "
+                           "epoch than %2, not %3")
+                            .arg(h.step)
+                            .arg(done)
+                            .arg(totalEpochs));
+    mixlab::RunConfig config = h.config;
+    config.epochs = totalEpochs;
+    config.steps = 0; // the new end is an epoch's
+    const bool atEpochEnd = h.steps_per_epoch > 0 && h.step % h.steps_per_epoch == 0;
+    const QString from = atEpochEnd
+                             ? tr("continued after epoch %1").arg(done)
+                             : tr("continued from step %1 (epoch %2)").arg(h.step).arg(done + 1);
+    const QString what =
+        !source.isEmpty() ? source
+                          : tr("%1 %2 (%3)")
+                                .arg(QString::fromStdString(h.model.name),
+                                     policyText(config.policy), QFileInfo(checkpoint).fileName());
+    armCheckpoints();
+    if (m_controller->continueFrom(checkpoint, h.model, config, tr("%1, %2").arg(what, from)) == 0)
+        return failWith(tr("the worker is busy"));
+    m_log->appendMessage(tr("Continuing %1 from %2 (step %3) to epoch %4")
+                             .arg(what, checkpoint)
+                             .arg(h.step)
+                             .arg(totalEpochs),
+                         Kind::Info);
+    return true;
+}
+
+void MainWindow::continueTrainingDialog(const QString &given, const QString &source)
+{
+    const QString title = tr("Continue training");
+    const QString path =
+        !given.isEmpty()
+            ? given
+            : askOpenFile(this, FileKind::Weights, tr("Continue training from checkpoint"),
+                          tr("MixLab checkpoints (*.safetensors);;All files (*)"));
+    if (path.isEmpty()) return;
+    const auto refuse = [&](const QString &why) {
+        warn(title, tr("Could not continue training from %1:\n\n%2").arg(path, why));
+    };
+    if (m_controller->isBusy()) {
+        refuse(tr("a run or a largest-batch search is in progress; stop it first"));
+        return;
+    }
+    mixlab::CheckpointHeader h;
+    try {
+        h = mixlab::read_checkpoint_header(QFile::encodeName(path).toStdString());
+    } catch (const std::exception &e) {
+        refuse(QString::fromUtf8(e.what()));
+        return;
+    }
+    ContinueDialog ask(path, h, this);
+    const int total = ask.ask();
+    if (total <= 0) return;
+    QString error;
+    if (!continueTraining(path, total, &error, source)) refuse(error);
+}
+
+void MainWindow::showCheckpoints(int runId)
+{
+    const RunRecord *r = m_store->run(runId);
+    if (!r || r->checkpointFolder.isEmpty()) return;
+    QString text = checkpointfolders::describe(r->checkpointFolder);
+    if (!r->checkpointFailure.isEmpty())
+        text += tr("\n\nThe last checkpoint that failed: %1").arg(r->checkpointFailure);
+    statusBar()->showMessage(checkpointfolders::describe(r->checkpointFolder), 15000);
+    if (askUser(this, tr("Checkpoints of %1").arg(r->name), text,
+                {tr("Open folder"), tr("Close")}) == 0)
+        QDesktopServices::openUrl(QUrl::fromLocalFile(r->checkpointFolder));
 }
 
 void MainWindow::showWhy(int group)

@@ -114,6 +114,21 @@ public:
     bool saveRunWeights(int runId, const QString &path, QString *error);
     WeightsFolder *weightsFolder() const { return m_weights; }
 
+    // Run > Continue training: a new run continuing `checkpoint` to epoch `totalEpochs`,
+    // with the checkpoint's model and settings, added to this experiment's runs under a
+    // name saying what it continues (`source`: the run it came from, else the file) and
+    // from where. The designer and run panel stay as they are, so nothing unsaved is lost.
+    // False, nothing started, with *error (the core's message names the file and what is
+    // wrong) for a file that is not a whole checkpoint, an epoch not beyond it, or a
+    // busy worker. The run itself may still fail at setup (tensors that do not fit).
+    bool continueTraining(const QString &checkpoint, int totalEpochs, QString *error,
+                          const QString &source = {});
+    // The same with the questions: the file (when none is given), then ContinueDialog.
+    void continueTrainingDialog(const QString &checkpoint = {}, const QString &source = {});
+    // Runs table > Show checkpoints: what the run's checkpoint folder holds, in a message
+    // that offers to open it.
+    void showCheckpoints(int runId);
+
     // Run menu actions. While a largest-batch search holds the worker, Start and Compare
     // are disabled (the tooltips say why) and Stop stops the search.
     void startRun();
@@ -145,6 +160,13 @@ private:
     void updateSaveWeightsEnabled();
     void saveWeightsDialog();
     void startWeightsDialog();
+    // Run > Checkpoints at epoch ends: the app's setting (checkpointfolders).
+    void buildCheckpointMenu(QMenu *run);
+    // Before a job starts: where its runs' checkpoints go (this experiment's folder) and
+    // how many each keeps.
+    void armCheckpoints();
+    // After a job: each run's checkpoints in the log, a failed one as a warning.
+    void reportCheckpoints(int group);
     // The right-hand docks (Why?, Numerics) take their width from the centre, or the design
     // column's place when the window is too narrow for the three (the column returns when
     // the last of them closes).

@@ -106,6 +106,11 @@ Json runJson(const RunRecord &r)
     }
     // Optional: a run of a stopped or failed group has none.
     if (r.profile) j["profile"] = mixlab::step_profile_to_json(*r.profile);
+    // Optional: the run's checkpoint folder (Run > Checkpoints at epoch ends), which
+    // outlives the session: an opened experiment's runs can still be continued.
+    if (!r.checkpointFolder.isEmpty()) j["checkpoint_folder"] = r.checkpointFolder.toStdString();
+    // Optional: the weights file the run started from (Run > Start from weights).
+    if (!r.startWeights.isEmpty()) j["start_weights"] = r.startWeights.toStdString();
     // Optional: what a language model wrote after training.
     if (r.sample) {
         Json sj;
@@ -222,6 +227,12 @@ RunRecord runOf(const mixlab::JsonReader &run)
     }
     // Optional (files from before the profiling pass have none).
     if (run.find("profile")) r.profile = mixlab::step_profile_from_json(run.object("profile"));
+    // Optional (runs that wrote no checkpoints).
+    if (const auto folder = run.find("checkpoint_folder"))
+        r.checkpointFolder = QString::fromStdString(folder->string());
+    // Optional (runs that started from fresh weights).
+    if (const auto weights = run.find("start_weights"))
+        r.startWeights = QString::fromStdString(weights->string());
     // Optional (language models that wrote one).
     if (run.find("sample")) {
         const mixlab::JsonReader sj = run.object("sample");

@@ -51,6 +51,8 @@ bool exportLogs(const RunStore &store, const std::vector<int> &runIds, const QSt
             // whose model does not build (it never trained), keeps the model null.
             if (const std::optional<TrainedModel> trained = trainedModel(*r))
                 log.set_run_model(index, trained->spec, trained->graph);
+            if (!r->startWeights.isEmpty())
+                log.set_run_start_weights(index, QFile::encodeName(r->startWeights).toStdString());
             for (const mixlab::StepMetrics &m : r->steps) log.on_step(index, m);
             for (const mixlab::EpochMetrics &m : r->epochs) log.on_epoch(index, m);
             for (const TimedEvent &e : r->events) log.on_event(index, e.event);

@@ -3,6 +3,7 @@
 // and joins the thread when asked or destroyed.
 #include "runs/runcontroller.h"
 
+#include "runs/checkpointfolders.h"
 #include "runs/runstore.h"
 
 #include "mixlab/model_spec.h"
@@ -58,6 +59,8 @@ RunController::RunController(RunStore *store, QObject *parent) : QObject(parent)
     connect(m_worker, &TrainingWorker::runFailed, this, &RunController::onRunFailed);
     connect(m_worker, &TrainingWorker::runProfiled, this, &RunController::onRunProfiled);
     connect(m_worker, &TrainingWorker::runWeightsSaved, this, &RunController::onRunWeightsSaved);
+    connect(m_worker, &TrainingWorker::runCheckpointFailed, this,
+            &RunController::onRunCheckpointFailed);
     connect(m_worker, &TrainingWorker::jobFinished, this, &RunController::onJobFinished);
     // Queued (the worker emits on its thread), then passed on from this thread.
     connect(m_searchWorker, &MaxBatchWorker::searchPrepared, this, &RunController::searchPrepared);
@@ -87,18 +90,52 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
                          const TextSampling &sampling, const QString &startWeights)
 {
     if (isBusy() || runs.empty() || !m_store) return 0;
-    if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
-
-    const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(model));
-    m_group = m_store->newGroup();
     TrainingJob job;
     job.model = model;
     job.runs = runs;
     job.sampling = sampling;
     job.startWeights = startWeights;
+    return startJob(std::move(job), {});
+}
+
+int RunController::continueFrom(const QString &checkpoint, const mixlab::ModelSpec &model,
+                                const mixlab::RunConfig &config, const QString &name)
+{
+    if (isBusy() || !m_store) return 0;
+    TrainingJob job;
+    job.model = model;
+    job.runs = {config};
+    job.resumeFrom = checkpoint;
+    return startJob(std::move(job), {name});
+}
+
+void RunController::setCheckpoints(const QString &experimentFolder, int keep)
+{
+    m_checkpointFolder = experimentFolder;
+    m_keepCheckpoints = keep;
+}
+
+int RunController::startJob(TrainingJob job, const QStringList &names)
+{
+    if (!m_thread.isRunning()) m_thread.start(); // after stopAndWait()
+
+    const QString modelJson = QString::fromStdString(mixlab::model_spec_to_json(job.model));
+    m_group = m_store->newGroup();
     job.weightsFolder = m_weightsFolder;
-    for (const mixlab::RunConfig &c : runs)
-        job.runIds.push_back(m_store->addRun(c, modelJson, m_group));
+    const bool checkpoints = !m_checkpointFolder.isEmpty() && m_keepCheckpoints > 0;
+    job.keepCheckpoints = std::max(m_keepCheckpoints, 1);
+    for (std::size_t i = 0; i < job.runs.size(); ++i) {
+        const mixlab::RunConfig &c = job.runs[i];
+        const int id = m_store->addRun(c, modelJson, m_group);
+        job.runIds.push_back(id);
+        if (RunRecord *r = m_store->mutableRun(id)) r->startWeights = job.startWeights;
+        if (int(i) < names.size() && !names[int(i)].isEmpty()) m_store->rename(id, names[int(i)]);
+        if (checkpoints) {
+            job.checkpointFolders.push_back(
+                checkpointfolders::runFolder(m_checkpointFolder, id, c.policy));
+            m_store->setCheckpointFolder(id, job.checkpointFolders.back());
+        }
+    }
     m_jobRuns = job.runIds;
 
     // No job is in flight, so the worker is not reading its stop source now; the
@@ -108,7 +145,7 @@ int RunController::start(const mixlab::ModelSpec &model, const std::vector<mixla
     TrainingWorker *worker = m_worker;
     QMetaObject::invokeMethod(
         m_worker,
-        [worker, job] {
+        [worker, job = std::move(job)] {
             lowerWorkerThreadPriority();
             worker->runJob(job);
         },
@@ -222,6 +259,11 @@ void RunController::onRunProfiled(int runId, const mixlab::StepProfile &profile)
 void RunController::onRunWeightsSaved(int runId, const QString &path, const QString &failure)
 {
     if (m_store) m_store->setWeights(runId, path, failure);
+}
+
+void RunController::onRunCheckpointFailed(int runId, const QString &message)
+{
+    if (m_store) m_store->setCheckpointFailure(runId, message);
 }
 
 void RunController::onJobFinished()

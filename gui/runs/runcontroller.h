@@ -9,6 +9,7 @@
 
 #include <QObject>
 #include <QPointer>
+#include <QStringList>
 #include <QThread>
 
 #include <vector>
@@ -32,10 +33,19 @@ public:
     // `startWeights`: a safetensors file every run of the job starts from (empty: none).
     int start(const mixlab::ModelSpec &model, const std::vector<mixlab::RunConfig> &runs,
               const TextSampling &sampling = {}, const QString &startWeights = {});
+    // One run continuing `checkpoint` (RunGroupOptions::resume): `model` and `config` are
+    // the checkpoint's (read_checkpoint_header), with a later end; the run is added under
+    // `name`. Returns the group id, or 0 when the worker is busy.
+    int continueFrom(const QString &checkpoint, const mixlab::ModelSpec &model,
+                     const mixlab::RunConfig &config, const QString &name);
     // Where the runs of later jobs write their trained weights (RunRecord::weightsPath);
     // empty (the default): nowhere.
     void setWeightsFolder(const QString &folder) { m_weightsFolder = folder; }
     QString weightsFolder() const { return m_weightsFolder; }
+    // Checkpoints at each epoch end for the runs of later jobs: each run gets a folder of
+    // its own in `experimentFolder` (checkpointfolders::runFolder; RunRecord::
+    // checkpointFolder), keeping the newest `keep`. An empty folder or keep 0: none.
+    void setCheckpoints(const QString &experimentFolder, int keep);
     // Starts a largest-batch search; false (nothing started) when the worker is busy.
     bool startSearch(const SearchJob &search);
     // Immediate: the running job, training or search, stops after the step or trial in
@@ -75,6 +85,10 @@ private:
     void onRunFailed(int runId, const QString &message);
     void onRunProfiled(int runId, const mixlab::StepProfile &profile);
     void onRunWeightsSaved(int runId, const QString &path, const QString &failure);
+    void onRunCheckpointFailed(int runId, const QString &message);
+    // Adds the job's runs to the store (`names`: their names, empty to keep the default)
+    // and queues it; the group id.
+    int startJob(TrainingJob job, const QStringList &names);
     void onJobFinished();
     void onSearchFinished(bool stopped);
 
@@ -87,4 +101,6 @@ private:
     int m_group = 0;
     std::vector<int> m_jobRuns; // the running job's run ids
     QString m_weightsFolder;
+    QString m_checkpointFolder;
+    int m_keepCheckpoints = 0;
 };

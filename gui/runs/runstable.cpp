@@ -2,6 +2,7 @@
 #include "runs/runstable.h"
 
 #include "runs/runstablemodel.h"
+#include "runs/checkpointfolders.h"
 #include "runs/runstore.h"
 
 #include <QApplication>
@@ -283,6 +284,16 @@ void RunsTable::showContextMenu(const QPoint &pos)
     rename->setEnabled(ids.size() == 1);
     QAction *toggle = menu.addAction(anyHidden ? tr("Show in charts") : tr("Hide from charts"));
     menu.addSeparator();
+    // A run's checkpoints (Run > Checkpoints at epoch ends): one run at a time.
+    const RunRecord *one = ids.size() == 1 ? m_store->run(ids.front()) : nullptr;
+    const QString folder = one && !anyActive ? one->checkpointFolder : QString();
+    QAction *resume = menu.addAction(tr("Continue training..."));
+    resume->setObjectName(QStringLiteral("continueRunAction"));
+    resume->setEnabled(!folder.isEmpty() && !checkpointfolders::newest(folder).isEmpty());
+    QAction *showFolder = menu.addAction(tr("Show checkpoints"));
+    showFolder->setObjectName(QStringLiteral("showCheckpointsAction"));
+    showFolder->setEnabled(!folder.isEmpty());
+    menu.addSeparator();
     QAction *remove =
         menu.addAction(ids.size() == 1 ? tr("Delete run") : tr("Delete %1 runs").arg(ids.size()));
     remove->setEnabled(!anyActive);
@@ -293,6 +304,10 @@ void RunsTable::showContextMenu(const QPoint &pos)
         renameRun(ids.front());
     else if (chosen == toggle)
         setRunsVisible(ids, anyHidden);
+    else if (chosen == resume)
+        emit continueTrainingRequested(ids.front());
+    else if (chosen == showFolder)
+        emit showCheckpointsRequested(ids.front());
     else if (chosen == remove)
         deleteRuns(ids);
 }

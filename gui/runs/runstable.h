@@ -1,5 +1,6 @@
 // RunsTable: the table of runs under the charts (RunsTableModel in a QTableView with a
-// progress-bar column) and its context menu: rename, hide/show, delete. The header's menu
+// progress-bar column) and its context menu: rename, hide/show, continue training from the
+// run's newest checkpoint, show its checkpoints, delete. The header's menu
 // shows or hides columns (Policy and Batch start hidden: the default run name says them;
 // the language models' perplexity columns show while one is in the table).
 #pragma once
@@ -30,6 +31,12 @@ public:
     // The designer's model's kind: an empty table shows that kind's columns, so a
     // language model's preset shows perplexity before its first run.
     void setDesignedLanguageModel(bool languageModel);
+
+signals:
+    // The context menu's checkpoint entries (the main window acts on them): offered for
+    // one run that is not training and has a checkpoint folder (Continue: a checkpoint in it).
+    void continueTrainingRequested(int id);
+    void showCheckpointsRequested(int id);
 
 protected:
     void keyPressEvent(QKeyEvent *event) override;

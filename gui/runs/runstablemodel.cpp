@@ -141,15 +141,23 @@ QVariant RunsTableModel::data(const QModelIndex &index, int role) const
         if (role == Qt::CheckStateRole) return run->visible ? Qt::Checked : Qt::Unchecked;
         if (role == Qt::DisplayRole || role == Qt::EditRole) return run->name;
         if (role == Qt::DecorationRole) return run->color;
-        if (role == Qt::ToolTipRole)
-            return tr("%1 on %2, batch %3, seed %4. Checkbox: show in the charts; double-click to "
-                      "rename")
-                .arg(policyText(run->config.policy),
-                     QString::fromStdString(run->config.dataset.name.empty()
-                                                ? std::string("default dataset")
-                                                : run->config.dataset.name))
-                .arg(run->config.batch_size)
-                .arg(qulonglong(run->config.seed));
+        if (role == Qt::ToolTipRole) {
+            // The whole name first: a long one (a continued run's) is elided in the cell.
+            QString tip = tr("%1: %2 on %3, batch %4, seed %5. Checkbox: show in the charts; "
+                             "double-click to rename")
+                              .arg(run->name, policyText(run->config.policy),
+                                   QString::fromStdString(run->config.dataset.name.empty()
+                                                              ? std::string("default dataset")
+                                                              : run->config.dataset.name))
+                              .arg(run->config.batch_size)
+                              .arg(qulonglong(run->config.seed));
+            if (!run->checkpointFolder.isEmpty())
+                tip += tr("\nCheckpoints: %1 (right-click: Continue training, Show checkpoints)")
+                           .arg(run->checkpointFolder);
+            if (!run->checkpointFailure.isEmpty())
+                tip += tr("\nA checkpoint could not be written: %1").arg(run->checkpointFailure);
+            return tip;
+        }
         break;
     case Status:
         if (role == Qt::DisplayRole)

@@ -238,6 +238,22 @@ void RunStore::setWeights(int id, const QString &path, const QString &failure)
     emit runChanged(id);
 }
 
+void RunStore::setCheckpointFolder(int id, const QString &folder)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r) return;
+    r->checkpointFolder = folder;
+    emit runChanged(id);
+}
+
+void RunStore::setCheckpointFailure(int id, const QString &failure)
+{
+    RunRecord *r = mutableRun(id);
+    if (!r) return;
+    r->checkpointFailure = failure;
+    emit runChanged(id);
+}
+
 void RunStore::setVisible(int id, bool visible)
 {
     RunRecord *r = mutableRun(id);

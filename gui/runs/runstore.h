@@ -53,6 +53,13 @@ struct RunRecord {
     // worker as the run ended), or why there is none; both empty while running, for a
     // failed run, and for runs of an opened experiment (files hold no weights).
     QString weightsPath, weightsFailure;
+    // Where the run writes a checkpoint at each epoch end (Run > Checkpoints at epoch
+    // ends; empty: it does not), a folder of its own that outlives the session, and why
+    // the last checkpoint that failed could not be written (the run went on).
+    QString checkpointFolder, checkpointFailure;
+    // The weights file the run started from (Run > Start from weights; empty: none): the
+    // exported log's config says it as "start_weights".
+    QString startWeights;
 };
 
 // Whether a model (mixlab-model/1 text) is a language model; false when it does not parse.
@@ -99,6 +106,8 @@ public:
     void setProfile(int id, const mixlab::StepProfile &profile);          // emits runChanged
     void setSample(int id, const RunSample &sample);                      // emits runSampled
     void setWeights(int id, const QString &path, const QString &failure); // emits runChanged
+    void setCheckpointFolder(int id, const QString &folder);              // emits runChanged
+    void setCheckpointFailure(int id, const QString &failure);            // emits runChanged
     void setVisible(int id, bool visible);
     void rename(int id, const QString &name);
 

@@ -137,26 +137,6 @@ public:
           m_ended(runIds.size(), false)
     {}
 
-    // Each run that ends unfailed writes its weights into `folder` (empty: none) as it ends.
-    //
-    // Why a file at the run's end and not the network kept for File > Save weights: a
-    // TrainingRun holds its parameters, gradients, optimizer state and activations on the
-    // device; keeping every ended run's alive until the user perhaps saves would hold that
-    // memory (a ResNet's gigabytes) from the runs that follow, for the whole session. One
-    // device-to-host copy of the fp32 masters at the end costs milliseconds to seconds and
-    // the file its size on disk (the seed MLP: 21 MB on Fashion-MNIST, 49 on CIFAR-10); the
-    // menu then copies the file. And here, not through RunGroupOptions::save_weights: that
-    // writes one file for a group of one run, and the app's compare groups have several
-    // (the group's training_run() reaches each run while it lives). on_run_finished comes
-    // after the run's last step and before the profiling pass, whose extra steps would
-    // train on: the file holds the model the metrics describe.
-    void setWeights(mixlab::RunGroup *group, const mixlab::ModelSpec *model, const QString &folder)
-    {
-        m_group = group;
-        m_model = model;
-        m_weightsFolder = folder;
-    }
-
     void on_phase(mixlab::GroupPhase phase, int run) override
     {
         if (const auto p = workerPhase(phase)) emit m_worker.phaseStarted(*p, run);
@@ -178,7 +158,6 @@ public:
     }
     void on_run_finished(int run, const mixlab::RunSummary &summary) override
     {
-        saveWeights(run, summary);
         m_sink.flush();
         m_ended[std::size_t(run)] = true;
         emit m_worker.runFinished(idOf(run), summary, summary.stopped);
@@ -220,26 +199,6 @@ public:
 
 private:
     int idOf(int run) const { return m_runIds[std::size_t(run)]; }
-    void saveWeights(int run, const mixlab::RunSummary &summary)
-    {
-        if (m_weightsFolder.isEmpty() || !m_group || summary.steps <= 0) return;
-        mixlab::TrainingRun *training = m_group->training_run(run);
-        if (!training) return; // stopped while it was being set up: nothing trained
-        const QString path = runWeightsPath(m_weightsFolder, idOf(run));
-        QString failure;
-        try {
-            training->save_weights(QFile::encodeName(path).toStdString(), *m_model);
-        } catch (const std::exception &e) {
-            failure = QString::fromUtf8(e.what());
-            // In the run's log too: the menu's tooltip is not where a user looks first.
-            m_sink.on_event(run, mixlab::RunEvent{mixlab::RunEvent::Kind::Warning, summary.steps,
-                                                  "the weights could not be kept for File > "
-                                                  "Save weights: " +
-                                                      std::string(e.what())});
-        }
-        emit m_worker.runWeightsSaved(idOf(run), failure.isEmpty() ? path : QString(), failure);
-    }
-
     void failed(int run, const QString &message)
     {
         m_sink.flush();
@@ -252,10 +211,61 @@ private:
     BatchingSink &m_sink;
     const TextSampling &m_sampling;
     std::vector<bool> m_ended;
-    mixlab::RunGroup *m_group = nullptr;
-    const mixlab::ModelSpec *m_model = nullptr;
-    QString m_weightsFolder;
 };
+
+// Each run's own files (RunGroupOptions::run_outputs): its weights in the job's weights
+// folder, kept for File > Save weights, and its checkpoints in its checkpoint folder.
+//
+// Why a weights file at the run's end and not the network kept for File > Save weights: a
+// TrainingRun holds its parameters, gradients, optimizer state and activations on the
+// device; keeping every ended run's alive until the user perhaps saves would hold that
+// memory (a ResNet's gigabytes) from the runs that follow, for the whole session. One
+// device-to-host copy of the fp32 masters at the end costs milliseconds to seconds and
+// the file its size on disk (the seed MLP: 21 MB on Fashion-MNIST, 49 on CIFAR-10); the
+// menu then copies the file. The group writes it after the run's last step and before the
+// profiling pass, whose extra steps would train on: the file holds the model the metrics
+// describe.
+std::vector<mixlab::RunGroupOptions::RunOutputs> runOutputs(const TrainingJob &job)
+{
+    std::vector<mixlab::RunGroupOptions::RunOutputs> out;
+    if (job.weightsFolder.isEmpty() && job.checkpointFolders.empty()) return out;
+    out.resize(job.runIds.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!job.weightsFolder.isEmpty())
+            out[i].weights =
+                QFile::encodeName(runWeightsPath(job.weightsFolder, job.runIds[i])).toStdString();
+        if (i < job.checkpointFolders.size())
+            out[i].checkpoint_folder = QFile::encodeName(job.checkpointFolders[i]).toStdString();
+        out[i].keep_checkpoints = std::max(job.keepCheckpoints, 1);
+    }
+    return out;
+}
+
+// What the group says of each run's files once it is done: the weights kept (or why not,
+// also in the run's log: the menu's tooltip is not where a user looks first) and a
+// checkpoint that failed (its warning is in the log already).
+void reportRunOutputs(TrainingWorker &worker, const TrainingJob &job,
+                      const mixlab::GroupOutcome &outcome, BatchingSink &sink)
+{
+    for (std::size_t i = 0; i < outcome.runs.size(); ++i) {
+        const mixlab::RunOutcome &r = outcome.runs[i];
+        const int id = job.runIds[i];
+        if (!r.checkpoint_failure.empty())
+            emit worker.runCheckpointFailed(id, QString::fromStdString(r.checkpoint_failure));
+        if (job.weightsFolder.isEmpty() || r.status == mixlab::RunOutcome::Status::Failed ||
+            r.summary.steps <= 0)
+            continue;
+        if (!r.weights_failure.empty())
+            sink.on_event(int(i), mixlab::RunEvent{mixlab::RunEvent::Kind::Warning, r.summary.steps,
+                                                   "the weights could not be kept for File > "
+                                                   "Save weights: " +
+                                                       r.weights_failure});
+        emit worker.runWeightsSaved(
+            id, r.weights_failure.empty() ? runWeightsPath(job.weightsFolder, id) : QString(),
+            QString::fromStdString(r.weights_failure));
+    }
+    sink.flush();
+}
 
 // The line that puts the start weights in each run's log before anything else: the file,
 // its size and SHA-256, so the log says exactly which bytes the run started from (a file
@@ -339,10 +349,12 @@ void TrainingWorker::runJob(const TrainingJob &job)
         options.sample_words = std::max(job.sampling.words, 0);
         options.sample_temperature = job.sampling.temperature;
         options.load_weights = QFile::encodeName(job.startWeights).toStdString();
+        options.resume = QFile::encodeName(job.resumeFrom).toStdString();
+        options.run_outputs = runOutputs(job);
         logStartWeights(job, sink);
         mixlab::RunGroup group(job.model, job.runs, options);
-        observer.setWeights(&group, &job.model, job.weightsFolder);
         const mixlab::GroupOutcome outcome = group.run(sink, observer, m_stop.token());
+        reportRunOutputs(*this, job, outcome, sink);
         for (std::size_t i = 0; i < outcome.runs.size(); ++i)
             if (!outcome.runs[i].sample_failure.empty())
                 observer.sampleFailed(int(i), outcome.runs[i].sample_failure);

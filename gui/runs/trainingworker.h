@@ -55,8 +55,13 @@ signals:
     void runProfiled(int runId, const mixlab::StepProfile &profile);
     void runFailed(int runId, const QString &message);
     // TrainingJob::weightsFolder: the run's weights written to `path` (failure empty), or
-    // why not. Emitted just before the run's runFinished.
+    // why not.
+    // Emitted after the run's runFinished, before jobFinished (the group writes the
+    // weights after every run's end, before the profiling pass).
     void runWeightsSaved(int runId, const QString &path, const QString &failure);
+    // TrainingJob::checkpointFolders: a checkpoint of the run could not be written (the
+    // run went on; the run's log has a warning at the step). After the run's runFinished.
+    void runCheckpointFailed(int runId, const QString &message);
     void jobFinished();
 
 private:

@@ -4,10 +4,16 @@
 #include "runs/runstore.h"
 #include "runs/workermessages.h"
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QRegularExpression>
 #include <QFile>
 #include <QSaveFile>
 #include <QStandardPaths>
+
+#include <signal.h>
+
+#include <cerrno>
 
 WeightsFolder::WeightsFolder(RunStore *store, const QString &base, QObject *parent)
     : QObject(parent)
@@ -20,7 +26,9 @@ WeightsFolder::WeightsFolder(RunStore *store, const QString &base, QObject *pare
         m_error = tr("cannot make the folder %1 for the runs' weights").arg(root);
         return;
     }
-    m_dir = std::make_unique<QTemporaryDir>(root + QStringLiteral("/session-XXXXXX"));
+    removeAbandoned(root);
+    m_dir = std::make_unique<QTemporaryDir>(
+        root + QStringLiteral("/session-%1-XXXXXX").arg(QCoreApplication::applicationPid()));
     if (!m_dir->isValid()) {
         m_error = tr("cannot make a folder for the runs' weights in %1: %2")
                       .arg(root, m_dir->errorString());
@@ -33,6 +41,23 @@ WeightsFolder::WeightsFolder(RunStore *store, const QString &base, QObject *pare
 }
 
 WeightsFolder::~WeightsFolder() = default;
+
+int WeightsFolder::removeAbandoned(const QString &base)
+{
+    static const QRegularExpression name(QStringLiteral("^session-(\\d+)-.+$"));
+    int removed = 0;
+    const QStringList folders = QDir(base).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &folder : folders) {
+        const QRegularExpressionMatch m = name.match(folder);
+        bool ok = false;
+        const qint64 pid = m.hasMatch() ? m.captured(1).toLongLong(&ok) : 0;
+        if (!ok || pid <= 0 || pid == QCoreApplication::applicationPid()) continue;
+        // Signal 0 only asks whether the process exists; EPERM: it does, as another user's.
+        if (::kill(pid_t(pid), 0) == 0 || errno == EPERM) continue;
+        if (QDir(base + QLatin1Char('/') + folder).removeRecursively()) ++removed;
+    }
+    return removed;
+}
 
 QString WeightsFolder::path() const { return m_dir ? m_dir->path() : QString(); }
 

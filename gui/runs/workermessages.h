@@ -40,6 +40,14 @@ struct TrainingJob {
     // Non-empty: each run that ends unfailed writes its weights to
     // weightsFolder/run-<id>.safetensors (TrainingWorker says why there, not in memory).
     QString weightsFolder;
+    // Empty, or one per run (an empty entry: none for that run): each run writes a
+    // checkpoint into its folder at each epoch end, keeping the newest keepCheckpoints
+    // (RunGroupOptions::RunOutputs).
+    std::vector<QString> checkpointFolders;
+    int keepCheckpoints = 1;
+    // Non-empty (a job of one run, whose model and config are the checkpoint's): the run
+    // continues from this checkpoint (RunGroupOptions::resume).
+    QString resumeFrom;
 };
 
 // Where a job's run `runId` writes its trained weights in `folder`.

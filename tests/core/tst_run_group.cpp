@@ -3,6 +3,8 @@
 // train exactly as they would alone, failures while setting up named per run, Stop at every
 // setup phase, in training and in the profiling pass, the synthetic split rule, the
 // profiling step count, and max-batch searches on the group's device and data.
+#include "mixlab/checkpoint.h"
+#include "mixlab/checkpoint_folder.h"
 #include "mixlab/error.h"
 #include "mixlab/max_batch.h"
 #include "mixlab/run_group.h"
@@ -12,6 +14,8 @@
 #include <QtTest>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <stop_token>
@@ -115,6 +119,9 @@ private slots:
     void stopDuringSetup();
     void stopDuringTraining();
     void stopDuringProfiling();
+    void runOutputsPerRun();
+    void runCheckpointFailureLetsTheRunGoOn();
+    void runOutputsCountChecked();
     void syntheticSplitRule();
     void profileStepsFollowStepTime();
     void maxBatchSearchOnTheGroup();
@@ -539,5 +546,108 @@ void TestRunGroup::maxBatchSyntheticSizing()
     QCOMPARE(size_synthetic_for_search(unnamed, o), default_dataset_name() == "synthetic");
 }
 
+// A compare group of two runs, each with its own outputs: both write their weights, and a
+// checkpoint at each of their three epoch ends into their own folder, run 0 keeping the
+// newest two, run 1 the newest one (the older ones deleted once the new one is in place).
+// A file of the same name pattern that the group did not write is never deleted.
+void TestRunGroup::runOutputsPerRun()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string root = dir.path().toStdString();
+    std::filesystem::create_directories(root + "/run1");
+    const std::string foreign = root + "/run1/" + checkpoint_file_name(0, 1);
+    std::ofstream(foreign) << "another run's file";
+
+    std::vector<RunConfig> configs = {cpu_config(Policy::FP32, 32, 0),
+                                      cpu_config(Policy::MixedFP16, 32, 0)};
+    for (RunConfig& c : configs) c.epochs = 3; // 512 samples, batch 32: 16 steps an epoch
+    RunGroupOptions options;
+    options.run_outputs.resize(2);
+    for (int i = 0; i < 2; ++i) {
+        RunGroupOptions::RunOutputs& o = options.run_outputs[std::size_t(i)];
+        o.weights = root + "/weights-" + std::to_string(i) + ".safetensors";
+        o.checkpoint_folder = root + "/run" + std::to_string(i);
+        o.keep_checkpoints = 2 - i;
+    }
+    RunGroup group(tiny(), configs, options);
+    Recorder rec;
+    const GroupOutcome out = group.run(rec, rec);
+    QVERIFY(!out.any_failed());
+
+    const auto steps_in = [](const std::string& folder) {
+        std::vector<std::int64_t> steps;
+        for (const CheckpointFile& f : list_checkpoints(folder)) steps.push_back(f.step);
+        return steps;
+    };
+    QVERIFY(steps_in(root + "/run0") == (std::vector<std::int64_t>{32, 48}));
+    QVERIFY(steps_in(root + "/run1") == (std::vector<std::int64_t>{1, 48})); // 1: the foreign file
+    QVERIFY(std::filesystem::exists(foreign));
+    for (int i = 0; i < 2; ++i) {
+        const RunOutcome& r = out.runs[std::size_t(i)];
+        QVERIFY2(r.weights_failure.empty(), r.weights_failure.c_str());
+        QVERIFY2(r.checkpoint_failure.empty(), r.checkpoint_failure.c_str());
+        const std::string newest =
+            root + "/run" + std::to_string(i) + "/" + checkpoint_file_name(3, 48);
+        const CheckpointHeader h = read_checkpoint_header(newest);
+        QCOMPARE(h.step, std::int64_t(48));
+        QCOMPARE(h.config.policy, configs[std::size_t(i)].policy);
+        QVERIFY(std::filesystem::file_size(options.run_outputs[std::size_t(i)].weights) > 0);
+    }
+    // Each run's weights are its own: the two policies trained different values.
+    std::ifstream a(options.run_outputs[0].weights, std::ios::binary),
+        b(options.run_outputs[1].weights, std::ios::binary);
+    const std::string wa((std::istreambuf_iterator<char>(a)), {}),
+        wb((std::istreambuf_iterator<char>(b)), {});
+    QVERIFY(wa != wb);
+}
+
+// A checkpoint folder that cannot be made (its parent is a file): every epoch's write
+// fails, each says so in the run's log as a warning at its step, the outcome keeps the
+// last failure, and the run trains to its end all the same.
+void TestRunGroup::runCheckpointFailureLetsTheRunGoOn()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string blocker = dir.path().toStdString() + "/a-file";
+    std::ofstream(blocker) << "not a folder";
+    RunConfig c = cpu_config(Policy::FP32, 32, 0);
+    c.epochs = 2;
+    RunGroupOptions options;
+    options.run_outputs.resize(1);
+    options.run_outputs[0].checkpoint_folder = blocker + "/checkpoints";
+    RunGroup group(tiny(), {c}, options);
+    Recorder rec;
+    const GroupOutcome out = group.run(rec, rec);
+    QCOMPARE(out.runs[0].status, RunOutcome::Status::Finished);
+    QCOMPARE(out.runs[0].summary.steps, std::int64_t(32));
+    QVERIFY(contains(out.runs[0].checkpoint_failure, "checkpoint at step 32"));
+    QVERIFY(contains(out.runs[0].checkpoint_failure, blocker));
+    std::vector<std::int64_t> warned;
+    for (const auto& [run, e] : rec.events)
+        if (e.kind == RunEvent::Kind::Warning && contains(e.message, "could not be written"))
+            warned.push_back(e.step);
+    QVERIFY(warned == (std::vector<std::int64_t>{16, 32}));
+}
+
+void TestRunGroup::runOutputsCountChecked()
+{
+    RunGroupOptions options;
+    options.run_outputs.resize(1);
+    try {
+        RunGroup group(tiny(), {cpu_config(Policy::FP32, 32, 4), cpu_config(Policy::FP16, 32, 4)},
+                       options);
+        QFAIL("two runs with one run's outputs were taken");
+    } catch (const InputError& e) {
+        QVERIFY2(contains(e.what(), "1 given for 2 runs"), e.what());
+    }
+    options.run_outputs.resize(2);
+    options.run_outputs[1].checkpoint_folder = "somewhere";
+    options.run_outputs[1].keep_checkpoints = 0;
+    QVERIFY_THROWS_EXCEPTION(
+        InputError,
+        RunGroup(tiny(), {cpu_config(Policy::FP32, 32, 4), cpu_config(Policy::FP16, 32, 4)},
+                 options));
+}
 MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestRunGroup, QCoreApplication)
 #include "tst_run_group.moc"

@@ -585,6 +585,17 @@ private slots:
         train.add_run(config_for(Policy::FP32));
         for (const auto& s : fake_steps(3, 4, 10)) train.on_step(0, s);
         QCOMPARE(RunLog::parse(train.to_json()).to_json(), train.to_json());
+        // A run that started from a weights file says so in its config, and reads back.
+        QVERIFY(Json::parse(train.to_json())["config"].count("start_weights") == 0);
+        train.set_run_start_weights(0, "/data/seed weights.safetensors");
+        QCOMPARE(Json::parse(train.to_json())["config"]["start_weights"].get<std::string>(),
+                 std::string("/data/seed weights.safetensors"));
+        const RunLog started = RunLog::parse(train.to_json());
+        QCOMPARE(started.start_weights(0), std::string("/data/seed weights.safetensors"));
+        QCOMPARE(started.to_json(), train.to_json());
+        log.set_run_start_weights(1, "w.safetensors");
+        QCOMPARE(RunLog::parse(log.to_json()).start_weights(1), std::string("w.safetensors"));
+        QVERIFY(RunLog::parse(log.to_json()).start_weights(0).empty());
 
         Json bad = Json::parse(log.to_json());
         bad["runs"][1]["steps"][2]["skipped"] = 1;

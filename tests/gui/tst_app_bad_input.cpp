@@ -1,6 +1,7 @@
 // Bad input to the app, one row each, entering the ways a user would: File > Open and
-// File > Import model (through their file dialogs), `mixlab <file>` on the command line,
-// the run panel's dataset folder dialog and the settings fields. Every row must end in a
+// File > Import model and Run > Continue training from checkpoint (through their file
+// dialogs), `mixlab <file>` on the command line, the run panel's dataset folder dialog and
+// the settings fields. Every row must end in a
 // dialog naming the problem, with the experiment shown, its runs and every file on disk
 // left exactly as they were.
 #include "app/mainwindow.h"
@@ -12,6 +13,7 @@
 #include "common/usermessages.h"
 
 #include "mixlab/model_spec.h"
+#include "mixlab/run_group.h"
 
 #include <QAction>
 #include <QApplication>
@@ -53,7 +55,7 @@ QByteArray randomBytes(QRandomGenerator &rng, qsizetype n, int below = 256)
     return b;
 }
 
-enum class Route { OpenMenu, CommandLine, ImportMenu, DatasetFolder };
+enum class Route { OpenMenu, CommandLine, ImportMenu, ContinueMenu, DatasetFolder };
 
 // Answers every modal QFileDialog with `path`, as a user typing it and pressing Open,
 // for as long as it lives; a message box the file dialog raises itself is recorded and
@@ -238,6 +240,41 @@ private slots:
             write("other-model.safetensors", file + header + QByteArray(16, '\0'));
         }
 
+        // A real checkpoint of the tiny model (four CPU steps), cut in half; and a
+        // checkpoint's header whose metadata lacks the run config.
+        {
+            mixlab::RunConfig c;
+            c.dataset.name = "synthetic";
+            c.dataset.synthetic_train = 64;
+            c.dataset.synthetic_test = 16;
+            c.batch_size = 16;
+            c.epochs = 1;
+            c.device = mixlab::DeviceChoice::CPU;
+            mixlab::RunGroupOptions options;
+            options.save_checkpoint = path("whole.safetensors").toStdString();
+            mixlab::RunGroup group(mixlab::parse_model_spec(tiny.toStdString()), {c}, options);
+            struct : mixlab::MetricsSink, mixlab::RunGroupObserver {
+                void on_step(int, const mixlab::StepMetrics &) override {}
+                void on_epoch(int, const mixlab::EpochMetrics &) override {}
+                void on_event(int, const mixlab::RunEvent &) override {}
+            } quiet;
+            QVERIFY(!group.run(quiet, quiet).any_failed());
+            QFile whole(path("whole.safetensors"));
+            QVERIFY(whole.open(QIODevice::ReadOnly));
+            const QByteArray bytes = whole.readAll();
+            write("ckpt-truncated.safetensors", bytes.left(bytes.size() / 2));
+            // (moc reads this file too: plain strings, no raw string with unbalanced braces.)
+            const QByteArray quoted = tiny.simplified().replace('"', "\\\"");
+            QByteArray header = "{\"__metadata__\": {\"format\": \"mixlab-checkpoint/1\", "
+                                "\"model\": \"" +
+                                quoted + "\"}}";
+            while (header.size() % 8 != 0) header += ' ';
+            QByteArray file(8, '\0');
+            for (int i = 0; i < 8; ++i) file[i] = char((quint64(header.size()) >> (8 * i)) & 0xff);
+            write("ckpt-no-run.safetensors", file + header);
+            write("ckpt-text.safetensors", "step 16, epoch 2, lr 0.05\n");
+        }
+
         const QByteArray cfg =
             R"({"format": "mixlab-run/1", "device": "cpu", "dataset": "synthetic")";
         write("exp-malformed.mixlab.json", experiment(tiny, cfg + "}").left(80));
@@ -372,6 +409,13 @@ private slots:
         row("import: Keras, not JSON", Route::ImportMenu, "keras-python.json", "not valid JSON");
         row("import: .keras that is no archive", Route::ImportMenu, "keras-garbage.keras", "keras");
         row("import: missing .keras", Route::CommandLine, "none-model.keras", "none-model.keras");
+        // Run > Continue training from checkpoint...
+        row("continue: truncated checkpoint", Route::ContinueMenu, "ckpt-truncated.safetensors",
+            "truncated");
+        row("continue: a weights file", Route::ContinueMenu, "other-model.safetensors",
+            "is a weights file");
+        row("continue: a text file", Route::ContinueMenu, "ckpt-text.safetensors", "header length");
+        row("continue: no run config", Route::ContinueMenu, "ckpt-no-run.safetensors", "\"run\"");
         // File > Open... (experiment files)
         row("open: malformed JSON", Route::OpenMenu, "exp-malformed.mixlab.json", "malformed JSON");
         row("open: truncated", Route::OpenMenu, "exp-truncated.mixlab.json", "malformed JSON");
@@ -440,6 +484,12 @@ private slots:
             QMetaObject::invokeMethod(
                 m_window.get(),
                 [this] { m_window->findChild<QAction *>("importModelAction")->trigger(); },
+                Qt::QueuedConnection);
+            break;
+        case Route::ContinueMenu:
+            QMetaObject::invokeMethod(
+                m_window.get(),
+                [this] { m_window->findChild<QAction *>("continueTrainingAction")->trigger(); },
                 Qt::QueuedConnection);
             break;
         case Route::CommandLine:

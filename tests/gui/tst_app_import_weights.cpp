@@ -9,6 +9,7 @@
 #include "common/filedialogs.h"
 #include "common/usermessages.h"
 #include "designer/modeldesigner.h"
+#include "files/logexport.h"
 #include "runs/logview.h"
 #include "runs/runcontroller.h"
 #include "runs/runpanel.h"
@@ -72,9 +73,7 @@ private slots:
 
 private:
     QTemporaryDir m_dir, m_settingsDir;
-    std::vector<UserMessage> m_messages;
-    std::deque<int> m_answers;
-    std::deque<QString> m_fileAnswers;
+    DialogScript m_dialogs;
 
     int startAndWait(MainWindow &w, bool compare = false)
     {
@@ -102,29 +101,11 @@ void TestAppImportWeights::initTestCase()
 
 void TestAppImportWeights::init()
 {
-    m_messages.clear();
-    m_answers.clear();
-    m_fileAnswers.clear();
-    setUserMessageRecorder([this](const UserMessage &m) {
-        m_messages.push_back(m);
-        if (m.kind != UserMessage::Kind::Question || m_answers.empty()) return -1;
-        const int choice = m_answers.front();
-        m_answers.pop_front();
-        return choice;
-    });
-    setFileDialogAnswerer([this](const FileRequest &, QString *) {
-        if (m_fileAnswers.empty()) return QString();
-        const QString path = m_fileAnswers.front();
-        m_fileAnswers.pop_front();
-        return path;
-    });
+    // No dialog ever blocks a test: messages and file dialogs are answered here.
+    m_dialogs.install();
 }
 
-void TestAppImportWeights::cleanupTestCase()
-{
-    setUserMessageRecorder({});
-    setFileDialogAnswerer({});
-}
+void TestAppImportWeights::cleanupTestCase() { DialogScript::uninstall(); }
 
 void TestAppImportWeights::kerasImportIsANewUnsavedExperiment_data()
 {
@@ -164,12 +145,12 @@ void TestAppImportWeights::kerasImportIsANewUnsavedExperiment()
     addFinishedRun(*w.store(), w.store()->newGroup(), run, rng);
     QVERIFY(w.isModified());
 
-    m_answers = {1}; // Discard
-    m_fileAnswers = {path};
+    m_dialogs.answers = {1}; // Discard
+    m_dialogs.fileAnswers = {path};
     action(w, "importModelAction")->trigger();
 
-    QCOMPARE(int(m_messages.size()), 1);
-    QCOMPARE(m_messages.front().kind, UserMessage::Kind::Question);
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
+    QCOMPARE(m_dialogs.messages.front().kind, UserMessage::Kind::Question);
     // The designer holds exactly the file's model, the run panel its policy.
     QVERIFY(w.designer()->spec() == expected.spec);
     QCOMPARE(w.runPanel()->config().policy, expected.policy);
@@ -205,10 +186,10 @@ void TestAppImportWeights::kerasImportCancelledKeepsTheExperiment()
     addFinishedRun(*w.store(), w.store()->newGroup(), run, rng);
     const mixlab::RunConfig config = w.runPanel()->config();
 
-    m_answers = {2}; // Cancel
-    m_fileAnswers = {source("tests/data/keras/seed-mlp.keras2.json")};
+    m_dialogs.answers = {2}; // Cancel
+    m_dialogs.fileAnswers = {source("tests/data/keras/seed-mlp.keras2.json")};
     action(w, "importModelAction")->trigger();
-    QCOMPARE(int(m_messages.size()), 1);
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
     QVERIFY(w.designer()->spec() == tinyGuiModel());
     QCOMPARE(w.store()->runIds().size(), std::size_t(1));
     QCOMPARE(mixlab::run_config_to_json(w.runPanel()->config()),
@@ -230,9 +211,9 @@ void TestAppImportWeights::mixlabModelImportKeepsTheRuns()
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(mixlab::model_spec_to_json(tinyGuiModel()).c_str());
     f.close();
-    m_fileAnswers = {path};
+    m_dialogs.fileAnswers = {path};
     action(w, "importModelAction")->trigger();
-    QVERIFY(m_messages.empty());
+    QVERIFY(m_dialogs.messages.empty());
     QVERIFY(w.designer()->spec() == tinyGuiModel());
     QCOMPARE(w.store()->runIds().size(), std::size_t(1));
 }
@@ -272,9 +253,10 @@ void TestAppImportWeights::weightsOutAndBackIn()
     QVERIFY(save->isEnabled());
     QVERIFY2(save->toolTip().contains(trained->name), qPrintable(save->toolTip()));
     const QString saved = m_dir.filePath("tiny.safetensors");
-    m_fileAnswers = {saved};
+    m_dialogs.fileAnswers = {saved};
     save->trigger();
-    QVERIFY2(m_messages.empty(), m_messages.empty() ? "" : qPrintable(m_messages.front().text));
+    QVERIFY2(m_dialogs.messages.empty(),
+             m_dialogs.messages.empty() ? "" : qPrintable(m_dialogs.messages.front().text));
     const QByteArray bytes = readAll(saved);
     QCOMPARE(bytes, readAll(trained->weightsPath));
     QVERIFY(bytes.size() > 8);
@@ -284,7 +266,7 @@ void TestAppImportWeights::weightsOutAndBackIn()
 
     // Run > Start from weights: shown in the run panel, then in the run's log with the
     // file's hash, the run starting where the first ended.
-    m_fileAnswers = {saved};
+    m_dialogs.fileAnswers = {saved};
     action(w, "startWeightsAction")->trigger();
     QCOMPARE(w.runPanel()->startWeights(), saved);
     auto *row = w.runPanel()->findChild<QWidget *>("startWeightsRow");
@@ -304,6 +286,15 @@ void TestAppImportWeights::weightsOutAndBackIn()
         logged = logged || (QString::fromStdString(e.event.message).contains(saved) &&
                             QString::fromStdString(e.event.message).contains(sha));
     QVERIFY(logged);
+    // ...and in its config, as the exported log (and the experiment file) writes it.
+    QCOMPARE(resumed->startWeights, saved);
+    const QString exported = m_dir.filePath(QStringLiteral("started-log.json"));
+    QString exportError;
+    QVERIFY2(exportLogs(*w.store(), {second}, exported, &exportError), qPrintable(exportError));
+    QVERIFY2(QString::fromUtf8(readAll(exported))
+                 .contains(QStringLiteral("\"start_weights\": \"%1\"").arg(saved)),
+             qPrintable(QString::fromUtf8(readAll(exported)).left(600)));
+    QVERIFY(w.store()->run(first)->startWeights.isEmpty());
     // Trained weights: the second run's first loss is below the first run's.
     QVERIFY2(resumed->steps.front().loss < trained->steps.front().loss,
              qPrintable(QStringLiteral("%1 vs %2")

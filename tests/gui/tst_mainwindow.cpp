@@ -174,19 +174,12 @@ private slots:
 
 private:
     // Answers the next question (-1: the dialog closed); errors are recorded too.
-    void answerNext(int choice) { m_answers.push_back(choice); }
+    void answerNext(int choice) { m_dialogs.answers.push_back(choice); }
     QTemporaryDir m_settingsDir;
-    std::vector<UserMessage> m_messages;
-    std::deque<int> m_answers;
-    std::vector<FileRequest> m_fileRequests;
-    std::deque<QString> m_fileAnswers;
+    DialogScript m_dialogs;
 };
 
-void TestMainWindow::cleanupTestCase()
-{
-    setUserMessageRecorder({});
-    setFileDialogAnswerer({});
-}
+void TestMainWindow::cleanupTestCase() { DialogScript::uninstall(); }
 
 void TestMainWindow::initTestCase()
 {
@@ -201,25 +194,8 @@ void TestMainWindow::init()
 {
     QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")).clear();
     QTRY_COMPARE_WITH_TIMEOUT(trainingThreads(), 0, 2000);
-    m_messages.clear();
-    m_answers.clear();
-    m_fileRequests.clear();
-    m_fileAnswers.clear();
     // No dialog ever blocks a test: messages and file dialogs are answered here.
-    setUserMessageRecorder([this](const UserMessage &m) {
-        m_messages.push_back(m);
-        if (m.kind != UserMessage::Kind::Question || m_answers.empty()) return -1;
-        const int choice = m_answers.front();
-        m_answers.pop_front();
-        return choice;
-    });
-    setFileDialogAnswerer([this](const FileRequest &request, QString *) {
-        m_fileRequests.push_back(request);
-        if (m_fileAnswers.empty()) return QString();
-        const QString path = m_fileAnswers.front();
-        m_fileAnswers.pop_front();
-        return path;
-    });
+    m_dialogs.install();
 }
 
 void TestMainWindow::constructsWithPartsAndDefaults()
@@ -658,7 +634,7 @@ void TestMainWindow::titleMarksUnsavedChanges()
     w.designer()->undoStack()->redo();
     QVERIFY(!w.isWindowModified());
     QVERIFY(w.close());
-    QVERIFY(m_messages.empty());
+    QVERIFY(m_dialogs.messages.empty());
 }
 
 void TestMainWindow::quitAsksToSaveChanges_data()
@@ -705,7 +681,7 @@ void TestMainWindow::quitAsksToSaveChanges()
     if (file == QLatin1String("gone")) QVERIFY(QDir(folder).removeRecursively());
     if (!saveAs.isEmpty()) {
         path = dir.filePath(saveAs);
-        m_fileAnswers.push_back(path);
+        m_dialogs.fileAnswers.push_back(path);
     }
     w.designer()->selectRow(1);
     w.designer()->addLayer(mixlab::LayerType::Dropout);
@@ -714,15 +690,16 @@ void TestMainWindow::quitAsksToSaveChanges()
     answerNext(answer);
     QCOMPARE(w.close(), closes);
     QCOMPARE(w.isVisible(), !closes);
-    QVERIFY(!m_messages.empty());
-    const UserMessage &question = m_messages.front();
+    QVERIFY(!m_dialogs.messages.empty());
+    const UserMessage &question = m_dialogs.messages.front();
     QCOMPARE(question.kind, UserMessage::Kind::Question);
     QCOMPARE(question.title, QStringLiteral("Quit MixLab"));
     QCOMPARE(question.choices, (QStringList{"Save", "Discard", "Cancel"}));
     QCOMPARE(fileText(path).contains("\"dropout\""), written);
     if (file == QLatin1String("gone")) { // the failure is said, naming the file
-        QCOMPARE(m_messages.size(), std::size_t(2));
-        QVERIFY2(m_messages.back().text.contains(path), qPrintable(m_messages.back().text));
+        QCOMPARE(m_dialogs.messages.size(), std::size_t(2));
+        QVERIFY2(m_dialogs.messages.back().text.contains(path),
+                 qPrintable(m_dialogs.messages.back().text));
     }
     if (!closes) {
         QVERIFY(w.isWindowModified()); // nothing lost: the edit is still there, unsaved
@@ -747,7 +724,7 @@ void TestMainWindow::noQuestionRightAfterSave()
     QVERIFY(!w.isWindowModified());
 
     menuAction(w, QStringLiteral("File"), QStringLiteral("New"))->trigger();
-    QVERIFY(m_messages.empty());
+    QVERIFY(m_dialogs.messages.empty());
     QVERIFY(w.store()->runIds().empty());
     QCOMPARE(QString::fromStdString(w.designer()->spec().name), QStringLiteral("seed-mlp"));
     QVERIFY(!w.isWindowModified());
@@ -758,8 +735,8 @@ void TestMainWindow::noQuestionRightAfterSave()
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
     answerNext(2); // Cancel
     menuAction(w, QStringLiteral("File"), QStringLiteral("New"))->trigger();
-    QCOMPARE(m_messages.size(), std::size_t(1));
-    QCOMPARE(m_messages.front().title, QStringLiteral("New experiment"));
+    QCOMPARE(m_dialogs.messages.size(), std::size_t(1));
+    QCOMPARE(m_dialogs.messages.front().title, QStringLiteral("New experiment"));
     QCOMPARE(w.store()->runIds().size(), std::size_t(1));
     QVERIFY(w.isWindowModified());
     w.setConfirmCloseForTesting(false);
@@ -778,32 +755,34 @@ void TestMainWindow::fileDialogsRememberFoldersAndNameFiles()
     {
         MainWindow w;
         w.designer()->setSpec(tinyGuiModel()); // named "tiny"
-        m_fileAnswers.push_back(experiments.filePath(QStringLiteral("first.mixlab.json")));
+        m_dialogs.fileAnswers.push_back(experiments.filePath(QStringLiteral("first.mixlab.json")));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start,
+        QCOMPARE(m_dialogs.fileRequests.back().start,
                  QDir(here).filePath(QStringLiteral("tiny.mixlab.json")));
-        QCOMPARE(m_fileRequests.back().mode, FileRequest::Mode::Save);
+        QCOMPARE(m_dialogs.fileRequests.back().mode, FileRequest::Mode::Save);
         QVERIFY(QFile::exists(experiments.filePath(QStringLiteral("first.mixlab.json"))));
         // Saving again under another name starts at the file itself.
         menuAction(w, QStringLiteral("File"), QStringLiteral("Save As..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start,
+        QCOMPARE(m_dialogs.fileRequests.back().start,
                  experiments.filePath(QStringLiteral("first.mixlab.json")));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Open..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start, experiments.path());
+        QCOMPARE(m_dialogs.fileRequests.back().start, experiments.path());
         // Another kind of file has its own folder.
         menuAction(w, QStringLiteral("File"), QStringLiteral("Import model..."))->trigger();
-        QCOMPARE(m_fileRequests.back().kind, FileKind::Model);
-        QCOMPARE(m_fileRequests.back().start, here);
+        QCOMPARE(m_dialogs.fileRequests.back().kind, FileKind::Model);
+        QCOMPARE(m_dialogs.fileRequests.back().start, here);
 
         w.runPanel()->setConfig(quickCpuConfig(1));
         w.startRun();
         QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isRunning(), k_runTimeoutMs);
-        m_fileAnswers.push_back(logs.filePath(QStringLiteral("tiny-log.json")));
+        m_dialogs.fileAnswers.push_back(logs.filePath(QStringLiteral("tiny-log.json")));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Export logs..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start, QDir(here).filePath(QStringLiteral("tiny-log.json")));
+        QCOMPARE(m_dialogs.fileRequests.back().start,
+                 QDir(here).filePath(QStringLiteral("tiny-log.json")));
         QVERIFY(QFile::exists(logs.filePath(QStringLiteral("tiny-log.json"))));
         menuAction(w, QStringLiteral("File"), QStringLiteral("Export logs..."))->trigger();
-        QCOMPARE(m_fileRequests.back().start, logs.filePath(QStringLiteral("tiny-log.json")));
+        QCOMPARE(m_dialogs.fileRequests.back().start,
+                 logs.filePath(QStringLiteral("tiny-log.json")));
         // The report first asks which group (ReportGroupDialog): take the one it offers.
         QTimer::singleShot(0, &w, [] {
             if (auto *choose = qobject_cast<ReportGroupDialog *>(QApplication::activeModalWidget()))
@@ -811,16 +790,16 @@ void TestMainWindow::fileDialogsRememberFoldersAndNameFiles()
         });
         menuAction(w, QStringLiteral("File"), QStringLiteral("Export report..."))->trigger();
         QVERIFY2(QRegularExpression(QStringLiteral("^tiny-group-\\d+-report\\.html$"))
-                     .match(QFileInfo(m_fileRequests.back().start).fileName())
+                     .match(QFileInfo(m_dialogs.fileRequests.back().start).fileName())
                      .hasMatch(),
-                 qPrintable(m_fileRequests.back().start));
+                 qPrintable(m_dialogs.fileRequests.back().start));
         w.setConfirmCloseForTesting(false);
     }
     // The next start remembers the folders.
     MainWindow w;
     menuAction(w, QStringLiteral("File"), QStringLiteral("Open..."))->trigger();
-    QCOMPARE(m_fileRequests.back().start, experiments.path());
-    QVERIFY2(m_messages.empty(), qPrintable(m_messages.front().text));
+    QCOMPARE(m_dialogs.fileRequests.back().start, experiments.path());
+    QVERIFY2(m_dialogs.messages.empty(), qPrintable(m_dialogs.messages.front().text));
 }
 
 // "Train for N steps" trains that many steps, and the experiment file keeps the choice.
@@ -880,6 +859,14 @@ void TestMainWindow::shortcutListHasEveryMenuKey()
             qPrintable(wanted + QStringLiteral(" not in:\n") + entries.join(QLatin1Char('\n'))));
     }
     QVERIFY(entries.contains(QStringLiteral("Run: Start = Ctrl+R")));
+    // Bringing models and weights in and out, and continuing from a checkpoint (issue 19).
+    for (const char *entry :
+         {"File: Import model... = Ctrl+I", "File: Save weights... = Ctrl+Shift+W",
+          "Run: Start from weights... = Ctrl+Shift+L",
+          "Run: Continue training from checkpoint... = Ctrl+Shift+K"})
+        QVERIFY2(entries.contains(QLatin1String(entry)),
+                 qPrintable(QLatin1String(entry) + QStringLiteral(" not in:\n") +
+                            entries.join(QLatin1Char('\n'))));
     QVERIFY2(entries.contains(QStringLiteral("File: Quit = Ctrl+Q")),
              qPrintable(entries.join(QLatin1Char('\n'))));
     QVERIFY(entries.contains(QStringLiteral("Layer tree (while it has the focus): Remove = Del")));

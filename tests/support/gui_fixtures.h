@@ -1,9 +1,12 @@
 // The tiny model and quick CPU run the app's window-level suites train: a few seconds of
-// work at most on the CPU backend (256 synthetic images, batch 32); and a finished run
-// put into a RunStore by hand, as the worker would leave it, for the suites that explain
-// or report on runs without training them.
+// work at most on the CPU backend (256 synthetic images, batch 32); a finished run put
+// into a RunStore by hand, as the worker would leave it, for the suites that explain or
+// report on runs without training them; and the script that answers the window's
+// questions and file dialogs so that none blocks a suite.
 #pragma once
 
+#include "common/filedialogs.h"
+#include "common/usermessages.h"
 #include "runs/runstore.h"
 
 #include "mixlab/model_spec.h"
@@ -13,8 +16,45 @@
 #include <QString>
 
 #include <cmath>
+#include <deque>
 #include <string>
 #include <vector>
+
+// Records every message the app shows and answers its questions and file dialogs from
+// queues: install() in a suite's init() (it starts empty), uninstall() in cleanupTestCase().
+struct DialogScript {
+    std::vector<UserMessage> messages;
+    std::deque<int> answers; // the next questions' choices; none left: -1 (closed)
+    std::vector<FileRequest> fileRequests;
+    std::deque<QString> fileAnswers; // the next file dialogs' paths; none left: cancelled
+
+    void install()
+    {
+        messages.clear();
+        answers.clear();
+        fileRequests.clear();
+        fileAnswers.clear();
+        setUserMessageRecorder([this](const UserMessage& m) {
+            messages.push_back(m);
+            if (m.kind != UserMessage::Kind::Question || answers.empty()) return -1;
+            const int choice = answers.front();
+            answers.pop_front();
+            return choice;
+        });
+        setFileDialogAnswerer([this](const FileRequest& request, QString*) {
+            fileRequests.push_back(request);
+            if (fileAnswers.empty()) return QString();
+            const QString path = fileAnswers.front();
+            fileAnswers.pop_front();
+            return path;
+        });
+    }
+    static void uninstall()
+    {
+        setUserMessageRecorder({});
+        setFileDialogAnswerer({});
+    }
+};
 
 inline mixlab::ModelSpec tinyGuiModel()
 {

@@ -28,6 +28,7 @@
 // the <policy> run of this group could not start: <message>".
 #pragma once
 #include "mixlab/backend.h"
+#include "mixlab/checkpoint_folder.h"
 #include "mixlab/dataset.h"
 #include "mixlab/environment.h"
 #include "mixlab/graph.h"
@@ -97,7 +98,9 @@ struct RunOutcome {
     // RunGroupOptions::save_weights / save_predictions: why the weights or predictions
     // could not be written; empty when they were (or none were asked for).
     std::string weights_failure;
-    // RunGroupOptions::save_checkpoint: why the last checkpoint could not be written.
+    // RunGroupOptions::save_checkpoint: why the last checkpoint could not be written;
+    // RunOutputs::checkpoint_folder: why the last one that failed could not be (the run
+    // went on).
     std::string checkpoint_failure;
 };
 
@@ -170,6 +173,27 @@ struct RunGroupOptions {
     // read_checkpoint_header): the run continues from this checkpoint
     // (TrainingRun::resume) once set up; a file that does not fit fails the setup.
     std::string resume;
+
+    // Where one run of the group leaves its files: what save_weights and save_checkpoint
+    // do for a group of one, for each run of a group of several (the app's compare groups,
+    // whose runs each keep their weights and checkpoints).
+    struct RunOutputs {
+        // Non-empty: the run's weights, as save_weights writes them (after training,
+        // before profiling, also when stopped; not when failed or stopped before its
+        // first step); a write that fails is RunOutcome::weights_failure.
+        std::string weights;
+        // Non-empty: a checkpoint at each epoch's end, and at the run's end when that is
+        // not one (a stop), written atomically into this folder (made when missing) under
+        // checkpoint_file_name (mixlab/checkpoint_folder.h); once one is in place, the
+        // run's older ones beyond the newest keep_checkpoints are deleted. A write that
+        // fails is a Warning event in the run's log and RunOutcome::checkpoint_failure,
+        // and the run goes on: these checkpoints are a safety net the front end set up,
+        // not the output a user asked for by name (save_checkpoint fails the run instead).
+        std::string checkpoint_folder;
+        int keep_checkpoints = 1;
+    };
+    // Empty, or one per config (InputError otherwise): run i's outputs.
+    std::vector<RunOutputs> run_outputs;
 };
 
 // The profiling steps for a run that trained with `summary` under `options`.
@@ -215,7 +239,7 @@ public:
     const GroupFacts& facts() const;
     // Run i's TrainingRun while it exists (from on_run_started until it fails or the group
     // goes), else null: for the engine's tests, which read parameters; front ends use the
-    // observer's values.
+    // observer's values and RunGroupOptions::run_outputs.
     TrainingRun* training_run(int run);
 
 private:
@@ -232,6 +256,8 @@ private:
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
     void save_weights(GroupOutcome& out);
     void save_checkpoint(int run); // after an epoch's end or the run's end, once per step
+    // RunOutputs::checkpoint_folder's: the same points; a failure is reported, not thrown.
+    void save_run_checkpoint(int run, MetricsSink& sink, GroupOutcome& out);
     void sample_runs(RunGroupObserver& observer, GroupOutcome& out);
     void require_prepared(const char* what) const;
     void require_fresh(const char* what) const;
@@ -246,6 +272,9 @@ private:
     std::unique_ptr<DeviceDataset> m_device_data;
     std::vector<std::unique_ptr<TrainingRun>> m_runs;
     std::int64_t m_checkpointed = -1; // the step of the last checkpoint written
+    // Per run with a RunOutputs::checkpoint_folder: its rotation and last step written.
+    std::vector<std::optional<CheckpointRotation>> m_rotations;
+    std::vector<std::int64_t> m_run_checkpointed;
 };
 
 } // namespace mixlab

@@ -4,7 +4,9 @@
 //
 // JSON, one run (kind "train"):
 //   {"format": "mixlab-log/1", "kind": "train",
-//    "config": {<run_config_to_json fields>, "model": <model_spec_to_json>},
+//    "config": {<run_config_to_json fields>, "model": <model_spec_to_json>,
+//               "start_weights": PATH (only for a run that started from a weights file:
+//               --load-weights, the app's Run > Start from weights)},
 //    "graph": {"input": "32x32x3", "classes": 10, "head": "logits",
 //              "total_params": N, "total_flops": N},
 //    "environment": {<environment_to_json fields>},
@@ -97,6 +99,9 @@ public:
     int add_run(const RunConfig& config);
     // The model this run trained, when it is not the log's (set_model) one.
     void set_run_model(int run, const ModelSpec& spec, const Graph& graph);
+    // The weights file the run started from (its config's "start_weights"); empty: none.
+    void set_run_start_weights(int run, std::string path);
+    const std::string& start_weights(int run) const;
     void set_summary(int run, const RunSummary& summary);
     // Every call is recorded, then passed on to `next` (e.g. a progress printer).
     void forward_to(MetricsSink* next) { m_next = next; }
@@ -137,6 +142,7 @@ private:
     struct Run {
         RunConfig config;
         std::string model_json, graph_json; // empty: the log's
+        std::string start_weights;
         std::vector<StepMetrics> steps;
         std::vector<EpochMetrics> epochs;
         std::vector<RunEvent> events;

@@ -102,6 +102,13 @@ void RunLog::set_model(const ModelSpec& spec, const Graph& graph)
     m_graph_json = graph_json_of(graph);
 }
 
+void RunLog::set_run_start_weights(int run, std::string path)
+{
+    run_at(run).start_weights = std::move(path);
+}
+
+const std::string& RunLog::start_weights(int run) const { return checked(run).start_weights; }
+
 void RunLog::set_run_model(int run, const ModelSpec& spec, const Graph& graph)
 {
     Run& r = run_at(run);
@@ -197,6 +204,9 @@ std::string RunLog::to_json() const
     auto config_json = [&](const Run& r) {
         Json j = Json::parse(run_config_to_json(r.config));
         j["model"] = Json::parse(model_json(r));
+        // Where the run's first weights came from is part of how it was set up: beside the
+        // model, not only in the events (a reader of the config alone sees it).
+        if (!r.start_weights.empty()) j["start_weights"] = r.start_weights;
         // How a mixed_fp8 run's fp8 GEMMs ran, from the log's device: the CPU emulates
         // them (E4M3/E5M2 rounding in fp32 math), a GPU runs its fp8 tensor cores.
         if (r.config.policy == Policy::MixedFP8 && m_environment)

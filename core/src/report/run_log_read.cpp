@@ -19,14 +19,18 @@ const json_util::DocumentKind k_document{
     "experiment", "mixlab-experiment/", false};
 
 // A log's config: a run config with the run's "model" beside its fields (and, at the top
-// of a compare log, the "policies"; for a mixed_fp8 run, "fp8_execution"). The model's text is model_spec_to_json's, or "null".
-RunConfig config_from_json(const JsonReader& j, std::string& model_json)
+// of a compare log, the "policies"; for a mixed_fp8 run, "fp8_execution"; for a run that
+// started from a weights file, "start_weights"). The model's text is model_spec_to_json's,
+// or "null".
+RunConfig config_from_json(const JsonReader& j, std::string& model_json, std::string& start_weights)
 {
     j.as_object();
     nlohmann::json run_only = j.json();
     run_only.erase("model");
     run_only.erase("policies");
     run_only.erase("fp8_execution"); // written from the environment, which is read apart
+    run_only.erase("start_weights");
+    if (const auto weights = j.find("start_weights")) start_weights = weights->string();
     const RunConfig config = run_config_from_json(JsonReader(run_only, j.where(), j.name()));
     const JsonReader model = j.at("model");
     model_json = model.is_null() ? "null" : model_spec_to_json(model_spec_from_json(model));
@@ -85,7 +89,7 @@ RunLog RunLog::parse(std::string_view json_text)
         if (!j.at("summary").is_null()) r.summary = run_summary_from_json(j.object("summary"));
     };
     Run top;
-    top.config = config_from_json(root.object("config"), log.m_model_json);
+    top.config = config_from_json(root.object("config"), log.m_model_json, top.start_weights);
     if (log.m_kind == Kind::Train) {
         read_metrics(root, top);
         log.m_runs.push_back(std::move(top));
@@ -95,7 +99,7 @@ RunLog RunLog::parse(std::string_view json_text)
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const JsonReader j = runs.element(i, "run").as_object();
         Run r;
-        r.config = config_from_json(j.object("config"), r.model_json);
+        r.config = config_from_json(j.object("config"), r.model_json, r.start_weights);
         r.graph_json = graph_from_json(j.at("graph"));
         read_metrics(j, r);
         log.m_runs.push_back(std::move(r));

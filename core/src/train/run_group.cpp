@@ -90,6 +90,20 @@ RunGroup::RunGroup(ModelSpec model, std::vector<RunConfig> configs, RunGroupOpti
     if ((!m_options.save_checkpoint.empty() || !m_options.resume.empty()) && m_configs.size() != 1)
         throw InputError("checkpoints take a group of one run, not " +
                          std::to_string(m_configs.size()));
+    const std::vector<RunGroupOptions::RunOutputs>& outputs = m_options.run_outputs;
+    if (!outputs.empty() && outputs.size() != m_configs.size())
+        throw InputError("run outputs: " + std::to_string(outputs.size()) + " given for " +
+                         std::to_string(m_configs.size()) + " runs (give one per run, or none)");
+    m_run_checkpointed.assign(m_configs.size(), -1);
+    m_rotations.resize(m_configs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        if (outputs[i].checkpoint_folder.empty()) continue;
+        if (outputs[i].keep_checkpoints < 1)
+            throw InputError("run outputs of run " + std::to_string(i) +
+                             ": keep_checkpoints must be at least 1, got " +
+                             std::to_string(outputs[i].keep_checkpoints));
+        m_rotations[i].emplace(outputs[i].checkpoint_folder, outputs[i].keep_checkpoints);
+    }
 }
 
 RunGroup::~RunGroup() = default;
@@ -300,7 +314,10 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             try {
                 run->step(sink);
                 // An epoch's last step: every step reported, the epoch evaluated.
-                if (run->steps_done() % run->steps_per_epoch() == 0) save_checkpoint(i);
+                if (run->steps_done() % run->steps_per_epoch() == 0) {
+                    save_checkpoint(i);
+                    save_run_checkpoint(i, sink, out);
+                }
             } catch (...) {
                 fail_run(i, std::current_exception(), sink, observer, out);
             }
@@ -321,6 +338,7 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             } catch (...) {
                 r.checkpoint_failure = message_of(std::current_exception());
             }
+            save_run_checkpoint(i, sink, out);
         } catch (...) {
             fail_run(i, std::current_exception(), sink, observer, out);
         }
@@ -337,16 +355,42 @@ void RunGroup::save_checkpoint(int i)
     m_checkpointed = run->steps_done();
 }
 
+void RunGroup::save_run_checkpoint(int i, MetricsSink& sink, GroupOutcome& out)
+{
+    std::optional<CheckpointRotation>& rotation = m_rotations[std::size_t(i)];
+    TrainingRun* run = m_runs[std::size_t(i)].get();
+    std::int64_t& last = m_run_checkpointed[std::size_t(i)];
+    if (!rotation || !run || run->steps_done() == last || run->steps_done() == 0) return;
+    const std::int64_t step = run->steps_done();
+    last = step;
+    std::string problem;
+    try {
+        const std::string path = rotation->path_for(step / run->steps_per_epoch(), step);
+        run->save_checkpoint(path, m_model);
+        problem = rotation->written(path);
+    } catch (...) {
+        problem = "the checkpoint at step " + std::to_string(step) +
+                  " could not be written: " + message_of(std::current_exception());
+        out.runs[std::size_t(i)].checkpoint_failure = problem;
+    }
+    if (!problem.empty()) sink.on_event(i, RunEvent{RunEvent::Kind::Warning, step, problem});
+}
+
 // Before profiling, whose extra steps would train the model on: the weights (and the
 // predictions) are those of the model the metrics describe.
 void RunGroup::save_weights(GroupOutcome& out)
 {
-    if (m_options.save_weights.empty() && m_options.save_predictions.empty()) return;
     for (int i = 0; i < size(); ++i) {
         TrainingRun* run = m_runs[std::size_t(i)].get();
         if (!run) continue;
+        // A run's own file beside the group's (a group of one may name both); none for a
+        // run stopped before its first step: nothing trained.
+        std::string own;
+        if (!m_options.run_outputs.empty() && run->steps_done() > 0)
+            own = m_options.run_outputs[std::size_t(i)].weights;
         try {
-            if (!m_options.save_weights.empty()) run->save_weights(m_options.save_weights, m_model);
+            for (const std::string* path : {&m_options.save_weights, &own})
+                if (!path->empty()) run->save_weights(*path, m_model);
             if (!m_options.save_predictions.empty())
                 run->save_predictions(m_options.save_predictions, m_model);
         } catch (...) {

@@ -1,0 +1,47 @@
+// A run's checkpoint folder: the checkpoints a run writes at its epoch ends into a folder
+// of its own (RunGroupOptions::RunOutputs::checkpoint_folder), named for the epoch and
+// step they hold, of which the run keeps the newest few. A front end lists them to offer
+// "continue from here" (the app's runs table) without reading any file whole.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace mixlab {
+
+// "epoch-<E>-step-<S>.safetensors": E the epochs completed, S the steps done.
+std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step);
+
+struct CheckpointFile {
+    std::string path;
+    std::int64_t epoch = 0, step = 0;
+    std::int64_t bytes = 0;
+};
+// The files in `folder` named as checkpoint_file_name names them, oldest step first;
+// none when the folder does not exist. Other files are left out (a name alone says
+// nothing of what a file holds: read_checkpoint_header checks that).
+std::vector<CheckpointFile> list_checkpoints(const std::string& folder);
+
+// The newest `keep` checkpoints a run wrote into its folder, the older ones deleted as each
+// new one is in place: write to path_for(), then written(). Only files this rotation wrote
+// are ever deleted, so a folder shared by mistake loses nothing of another run's.
+class CheckpointRotation {
+public:
+    CheckpointRotation(std::string folder, int keep);
+    // Where the checkpoint at this point goes; makes the folder (Error naming it when it
+    // cannot be made).
+    std::string path_for(std::int64_t epoch, std::int64_t step) const;
+    // `path` is written whole (atomically): the checkpoints beyond the newest `keep` go.
+    // A file that cannot be deleted is kept (and named in the returned text); the new
+    // one stands either way.
+    std::string written(const std::string& path);
+    const std::string& folder() const { return m_folder; }
+
+private:
+    std::string m_folder;
+    int m_keep = 1;
+    std::deque<std::string> m_written; // oldest first
+};
+
+} // namespace mixlab

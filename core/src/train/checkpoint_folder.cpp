@@ -1,0 +1,93 @@
+// A run's checkpoint folder: the names its checkpoints take, the listing a front end
+// offers, and the rotation that keeps the newest few.
+#include "mixlab/checkpoint_folder.h"
+
+#include "mixlab/error.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+namespace mixlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A whole non-negative number at the front of `text`, advancing it; false otherwise.
+bool take_number(std::string_view& text, std::int64_t& value)
+{
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end == text.data() || value < 0) return false;
+    text.remove_prefix(std::size_t(end - text.data()));
+    return true;
+}
+
+bool take(std::string_view& text, std::string_view prefix)
+{
+    if (text.substr(0, prefix.size()) != prefix) return false;
+    text.remove_prefix(prefix.size());
+    return true;
+}
+
+// The epoch and step of a name checkpoint_file_name wrote; false for any other name.
+bool parse_name(std::string_view name, std::int64_t& epoch, std::int64_t& step)
+{
+    return take(name, "epoch-") && take_number(name, epoch) && take(name, "-step-") &&
+           take_number(name, step) && name == ".safetensors";
+}
+
+} // namespace
+
+std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step)
+{
+    return "epoch-" + std::to_string(epoch) + "-step-" + std::to_string(step) + ".safetensors";
+}
+
+std::vector<CheckpointFile> list_checkpoints(const std::string& folder)
+{
+    std::vector<CheckpointFile> out;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
+        CheckpointFile f;
+        if (!e.is_regular_file(ec) || !parse_name(e.path().filename().string(), f.epoch, f.step))
+            continue;
+        f.path = e.path().string();
+        const std::uintmax_t size = e.file_size(ec);
+        f.bytes = ec ? 0 : std::int64_t(size);
+        out.push_back(std::move(f));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const CheckpointFile& a, const CheckpointFile& b) { return a.step < b.step; });
+    return out;
+}
+
+CheckpointRotation::CheckpointRotation(std::string folder, int keep)
+    : m_folder(std::move(folder)), m_keep(std::max(keep, 1))
+{}
+
+std::string CheckpointRotation::path_for(std::int64_t epoch, std::int64_t step) const
+{
+    std::error_code ec;
+    fs::create_directories(m_folder, ec);
+    if (ec) throw Error("cannot make the checkpoint folder '" + m_folder + "': " + ec.message());
+    return (fs::path(m_folder) / checkpoint_file_name(epoch, step)).string();
+}
+
+std::string CheckpointRotation::written(const std::string& path)
+{
+    // The same step written twice (a stop right after an epoch's end) is one file.
+    m_written.erase(std::remove(m_written.begin(), m_written.end(), path), m_written.end());
+    m_written.push_back(path);
+    std::string kept;
+    while (int(m_written.size()) > m_keep) {
+        std::error_code ec;
+        fs::remove(m_written.front(), ec);
+        if (ec) kept += (kept.empty() ? "" : "; ") + m_written.front() + ": " + ec.message();
+        m_written.pop_front();
+    }
+    return kept.empty() ? kept : "older checkpoints could not be deleted: " + kept;
+}
+
+} // namespace mixlab

@@ -1,0 +1,96 @@
+// Where the app keeps its runs' checkpoints: the setting, the folders' names, and what a
+// folder holds, read through the core's listing (mixlab/checkpoint_folder.h).
+#include "runs/checkpointfolders.h"
+
+#include "common/appsettings.h"
+
+#include "mixlab/checkpoint_folder.h"
+
+#include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+#include <QLocale>
+#include <QObject>
+#include <QStandardPaths>
+
+#include <algorithm>
+
+namespace checkpointfolders {
+namespace {
+
+const QString k_keepKey = QStringLiteral("checkpoints/keep");
+
+QString &testRoot()
+{
+    static QString root;
+    return root;
+}
+
+std::vector<mixlab::CheckpointFile> listed(const QString &folder)
+{
+    return folder.isEmpty() ? std::vector<mixlab::CheckpointFile>{}
+                            : mixlab::list_checkpoints(QFile::encodeName(folder).toStdString());
+}
+
+} // namespace
+
+int keepSetting()
+{
+    bool ok = false;
+    const int keep = appSettings().value(k_keepKey, k_defaultKeep).toInt(&ok);
+    return ok ? std::clamp(keep, 0, k_maxKeep) : k_defaultKeep;
+}
+
+void setKeepSetting(int keep) { appSettings().setValue(k_keepKey, std::clamp(keep, 0, k_maxKeep)); }
+
+QString rootFolder()
+{
+    if (!testRoot().isEmpty()) return testRoot();
+    return QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+           QStringLiteral("/checkpoints");
+}
+
+void setRootFolderForTesting(const QString &base) { testRoot() = base; }
+
+QString experimentFolder(const QString &experimentFile)
+{
+    QString name = QFileInfo(experimentFile).fileName();
+    if (name.endsWith(QLatin1String(".mixlab.json"))) name.chop(12);
+    const QString stem = name.isEmpty() ? QStringLiteral("untitled") : QFileInfo(name).baseName();
+    return rootFolder() + QLatin1Char('/') + (stem.isEmpty() ? QStringLiteral("untitled") : stem);
+}
+
+QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy)
+{
+    return experimentFolder +
+           QStringLiteral("/%1-run%2-%3")
+               .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+               .arg(runId)
+               .arg(QString::fromLatin1(mixlab::policy_name(policy).data(),
+                                        qsizetype(mixlab::policy_name(policy).size())));
+}
+
+QString describe(const QString &runFolder)
+{
+    const std::vector<mixlab::CheckpointFile> files = listed(runFolder);
+    if (files.empty()) return QObject::tr("no checkpoint yet in %1").arg(runFolder);
+    qint64 bytes = 0;
+    for (const mixlab::CheckpointFile &f : files) bytes += f.bytes;
+    const mixlab::CheckpointFile &last = files.back();
+    const QString count = files.size() == 1
+                              ? QObject::tr("1 checkpoint")
+                              : QObject::tr("%1 checkpoints").arg(qsizetype(files.size()));
+    return QObject::tr("%1 (%2), newest at epoch %3, step %4: %5")
+        .arg(count, QLocale().formattedDataSize(bytes, 0))
+        .arg(last.epoch)
+        .arg(last.step)
+        .arg(runFolder);
+}
+
+QString newest(const QString &runFolder)
+{
+    const std::vector<mixlab::CheckpointFile> files = listed(runFolder);
+    return files.empty() ? QString() : QFile::decodeName(files.back().path.c_str());
+}
+
+} // namespace checkpointfolders

@@ -1,0 +1,37 @@
+// Where the app keeps its runs' checkpoints (Run > Checkpoints at epoch ends): a folder per
+// experiment and run under the app's data folder, outliving the session (unlike the
+// session's weights folder), so that a run stopped, crashed or finished last week can be
+// continued (Run > Continue training). The setting is the app's, not the experiment's.
+#pragma once
+#include "mixlab/policy.h"
+
+#include <QString>
+
+namespace checkpointfolders {
+
+// Keep the newest 1 by default: a checkpoint holds the fp32 masters, the optimizer's state
+// and the low-precision copies, about 98 MB for the seed MLP on CIFAR-10 (a ResNet-18's
+// ~135 MB), per run, and what continuing needs is the newest; more would cost a compare
+// group of three hundreds of megabytes per epoch kept. 0 turns them off.
+constexpr int k_defaultKeep = 1;
+constexpr int k_maxKeep = 100;
+int keepSetting(); // 0: off
+void setKeepSetting(int keep);
+
+// AppLocalDataLocation/checkpoints, or `base` where one is set (tests).
+QString rootFolder();
+void setRootFolderForTesting(const QString &base);
+// The folder of an experiment's runs: the experiment file's name without its suffixes
+// ("untitled" before it is saved).
+QString experimentFolder(const QString &experimentFile);
+// A run's own folder in it: the time the run started, its id and policy
+// ("20261204-181502-run3-mixed_fp16"), so runs of several sessions never share one.
+QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy);
+
+// One line saying what a run's folder holds: "2 checkpoints (196 MB), newest epoch 4 step
+// 32: PATH", or that it holds none yet.
+QString describe(const QString &runFolder);
+// The newest checkpoint in the folder; empty when there is none.
+QString newest(const QString &runFolder);
+
+} // namespace checkpointfolders

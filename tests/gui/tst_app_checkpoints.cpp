@@ -1,0 +1,457 @@
+// The app's checkpoints, offscreen on the CPU backend: Run > Checkpoints at epoch ends
+// (each run of a compare group keeps its newest K in a folder of its own), Continue
+// training (from the runs table's menu or a file: a new run, named for what it continues,
+// bit-identical to a straight run, the designer's unsaved edits untouched), a checkpoint
+// that cannot be written (said, the run goes on), the session weights folders a crashed
+// session left, and the new actions' keys. With MIXLAB_SHOTS_DIR set, the new UI is
+// saved there as PNGs at 1600x1000 and 1280x800.
+#include "app/mainwindow.h"
+#include "app/shortcutsdialog.h"
+#include "designer/modeldesigner.h"
+#include "files/logexport.h"
+#include "runs/checkpointfolders.h"
+#include "runs/continuedialog.h"
+#include "runs/logview.h"
+#include "runs/runcontroller.h"
+#include "runs/runpanel.h"
+#include "runs/runstable.h"
+#include "runs/runstore.h"
+#include "runs/weightsfolder.h"
+
+#include "mixlab/checkpoint.h"
+#include "mixlab/checkpoint_folder.h"
+
+#include "gui_fixtures.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QFile>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include <algorithm>
+
+namespace {
+
+constexpr int k_runTimeoutMs = 60000;
+
+QByteArray readAll(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+QAction *action(const QWidget &w, const char *name)
+{
+    auto *a = w.findChild<QAction *>(name);
+    if (!a) qFatal("no action %s", name);
+    return a;
+}
+
+std::vector<mixlab::CheckpointFile> checkpointsOf(const RunRecord &r)
+{
+    return mixlab::list_checkpoints(QFile::encodeName(r.checkpointFolder).toStdString());
+}
+
+// MIXLAB_SHOTS_DIR/<name>-<width>x<height>.png (the size of `sizeOf`, else the widget's
+// window), when that is set.
+void shoot(QWidget &widget, const QString &name, const QWidget *sizeOf = nullptr)
+{
+    const QString dir = qEnvironmentVariable("MIXLAB_SHOTS_DIR");
+    if (dir.isEmpty()) return;
+    QDir().mkpath(dir);
+    const QWidget *window = sizeOf ? sizeOf : widget.window();
+    widget.grab().save(QStringLiteral("%1/%2-%3x%4.png")
+                           .arg(dir, name)
+                           .arg(window->width())
+                           .arg(window->height()));
+}
+
+} // namespace
+
+class TestAppCheckpoints : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void cleanupTestCase();
+    void compareRunsKeepTheirNewestCheckpoint();
+    void continueIsBitIdenticalToAStraightRun();
+    void continueFromAFileAsksForTheEpochs();
+    void checkpointThatCannotBeWrittenIsSaid();
+    void offSettingWritesNone();
+    void crashedSessionsWeightsFoldersGo();
+    void newActionsHaveTheirOwnKeys();
+
+private:
+    QTemporaryDir m_settingsDir, m_dir;
+    DialogScript m_dialogs;
+
+    // Starts the run panel's run (or compare) and waits for the job; the new runs' ids.
+    std::vector<int> trainAndWait(MainWindow &w, bool compare = false)
+    {
+        const std::vector<int> before = w.store()->runIds();
+        compare ? w.startCompare() : w.startRun();
+        if (!waitIdle(w)) return {};
+        return newRuns(w, before);
+    }
+    static bool waitIdle(MainWindow &w)
+    {
+        return QTest::qWaitFor([&] { return !w.controller()->isRunning(); }, k_runTimeoutMs);
+    }
+    static std::vector<int> newRuns(const MainWindow &w, const std::vector<int> &before)
+    {
+        std::vector<int> out;
+        for (int id : w.store()->runIds())
+            if (std::find(before.begin(), before.end(), id) == before.end()) out.push_back(id);
+        return out;
+    }
+};
+
+void TestAppCheckpoints::initTestCase()
+{
+    QVERIFY(m_settingsDir.isValid());
+    QVERIFY(m_dir.isValid());
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
+}
+
+void TestAppCheckpoints::init()
+{
+    QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")).clear();
+    checkpointfolders::setRootFolderForTesting(m_dir.filePath(QStringLiteral("checkpoints")));
+    m_dialogs.install();
+}
+
+void TestAppCheckpoints::cleanup() { ContinueDialog::setAnswererForTesting({}); }
+
+void TestAppCheckpoints::cleanupTestCase()
+{
+    DialogScript::uninstall();
+    checkpointfolders::setRootFolderForTesting({});
+}
+
+// Two epochs of a two-run compare group with "keep the last 1": each run has a folder of
+// its own under the experiment's, holding exactly one checkpoint, the second epoch's
+// (256 samples, batch 32: step 16), which the core reads as that run's. The log says
+// where they are; Show checkpoints says it too.
+void TestAppCheckpoints::compareRunsKeepTheirNewestCheckpoint()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.resize(1600, 1000);
+    action(w, "checkpointKeep1")->trigger();
+    QCOMPARE(checkpointfolders::keepSetting(), 1);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(2));
+    w.runPanel()->setComparePolicies({mixlab::Policy::FP32, mixlab::Policy::MixedFP16});
+    const std::vector<int> ids = trainAndWait(w, true);
+    QCOMPARE(ids.size(), std::size_t(2));
+    QString folders[2];
+    for (int i = 0; i < 2; ++i) {
+        const RunRecord *r = w.store()->run(ids[std::size_t(i)]);
+        QCOMPARE(r->status, RunRecord::Status::Finished);
+        QVERIFY2(r->checkpointFolder.startsWith(checkpointfolders::experimentFolder({})),
+                 qPrintable(r->checkpointFolder));
+        const std::vector<mixlab::CheckpointFile> files = checkpointsOf(*r);
+        QCOMPARE(files.size(), std::size_t(1));
+        QCOMPARE(files.front().step, std::int64_t(16));
+        QCOMPARE(files.front().epoch, std::int64_t(2));
+        const mixlab::CheckpointHeader h = mixlab::read_checkpoint_header(files.front().path);
+        QCOMPARE(h.config.policy, r->config.policy);
+        QVERIFY(r->checkpointFailure.isEmpty());
+        folders[i] = r->checkpointFolder;
+        QVERIFY2(w.logView()->plainText().contains(
+                     QStringLiteral("Checkpoints of %1: 1 checkpoint").arg(r->name)),
+                 qPrintable(w.logView()->plainText()));
+    }
+    QVERIFY(folders[0] != folders[1]);
+    // The folders outlive the session, and the experiment file keeps where they are.
+    const QString saved = m_dir.filePath(QStringLiteral("compare.mixlab.json"));
+    QString error;
+    QVERIFY2(w.saveExperimentAs(saved, &error), qPrintable(error));
+    {
+        MainWindow reopened;
+        reopened.setConfirmCloseForTesting(false);
+        QVERIFY2(reopened.openExperiment(saved, &error), qPrintable(error));
+        const std::vector<int> again = reopened.store()->runIds();
+        QCOMPARE(again.size(), std::size_t(2));
+        for (int i = 0; i < 2; ++i)
+            QCOMPARE(reopened.store()->run(again[std::size_t(i)])->checkpointFolder, folders[i]);
+    }
+
+    // Show checkpoints: the folder, the count and the newest's epoch, offering to open it.
+    m_dialogs.answers = {1}; // Close
+    emit w.runsTable()->showCheckpointsRequested(ids[0]);
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
+    const QString text = m_dialogs.messages.front().text;
+    QVERIFY2(text.contains(folders[0]) && text.contains(QLatin1String("epoch 2")),
+             qPrintable(text));
+    QCOMPARE(m_dialogs.messages.front().choices.front(), QStringLiteral("Open folder"));
+
+    // The runs table's menu: Continue and Show for the one selected run.
+    w.show();
+    w.runsTable()->selectRow(0);
+    bool offered = false;
+    QTimer::singleShot(200, this, [&] {
+        if (auto *menu = qobject_cast<QMenu *>(QApplication::activePopupWidget())) {
+            offered = action(*menu, "continueRunAction")->isEnabled() &&
+                      action(*menu, "showCheckpointsAction")->isEnabled();
+            shoot(*menu, QStringLiteral("runs-table-menu-in"), &w);
+            menu->close();
+        }
+    });
+    emit w.runsTable()->customContextMenuRequested(
+        w.runsTable()->visualRect(w.runsTable()->model()->index(0, 0)).center());
+    QVERIFY(offered);
+    // The Run menu with the checkpoint setting open.
+    auto *menu = w.findChild<QMenu *>("checkpointMenu");
+    QVERIFY(menu);
+    menu->adjustSize();
+    shoot(*menu, QStringLiteral("run-checkpoint-menu"));
+    for (QMenu *m : w.menuBar()->findChildren<QMenu *>())
+        if (m->title() == QLatin1String("&Run")) {
+            m->adjustSize();
+            shoot(*m, QStringLiteral("run-menu"));
+        }
+}
+
+// Two epochs, then Continue training (the runs table's entry) to four: the continued run's
+// weights file is byte for byte that of a straight four-epoch run, and its last two
+// epochs' metrics and steps equal the straight run's; it is named for the run it
+// continues and the epoch, its log (and exported log) says it resumed from the file at
+// step 16, and the designer keeps its unsaved model.
+void TestAppCheckpoints::continueIsBitIdenticalToAStraightRun()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.resize(1600, 1000);
+    w.show();
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(4));
+    const std::vector<int> straight = trainAndWait(w);
+    QCOMPARE(straight.size(), std::size_t(1));
+    w.runPanel()->setConfig(quickCpuConfig(2));
+    const std::vector<int> first = trainAndWait(w);
+    QCOMPARE(first.size(), std::size_t(1));
+    const RunRecord *source = w.store()->run(first.front());
+    QCOMPARE(checkpointsOf(*source).size(), std::size_t(1));
+    const QString checkpoint = checkpointfolders::newest(source->checkpointFolder);
+
+    // An unsaved edit of the design: continuing must leave it alone.
+    mixlab::ModelSpec edited = tinyGuiModel();
+    edited.layers[1].units = 24;
+    w.designer()->setSpec(edited);
+    QVERIFY(w.isModified());
+
+    int offered = 0;
+    ContinueDialog::setAnswererForTesting([&](ContinueDialog &d) {
+        offered = d.totalEpochs();
+        d.resize(d.sizeHint());
+        shoot(d, QStringLiteral("continue-dialog"));
+        d.setTotalEpochs(4);
+        return d.totalEpochs();
+    });
+    const std::vector<int> before = w.store()->runIds();
+    emit w.runsTable()->continueTrainingRequested(first.front());
+    QVERIFY(w.controller()->isRunning());
+    QVERIFY(waitIdle(w));
+    QCOMPARE(offered, 4); // a finished 2-epoch run: as many again
+    const std::vector<int> added = newRuns(w, before);
+    QCOMPARE(added.size(), std::size_t(1));
+    const RunRecord *cont = w.store()->run(added.front());
+    const RunRecord *ref = w.store()->run(straight.front());
+    QCOMPARE(cont->status, RunRecord::Status::Finished);
+    QVERIFY2(cont->name.contains(source->name) &&
+                 cont->name.contains(QLatin1String("continued after epoch 2")),
+             qPrintable(cont->name));
+    QVERIFY(w.designer()->spec() == edited);
+    QVERIFY(w.isModified());
+
+    // Bit for bit: the weights, the last epochs, the steps after the checkpoint.
+    QVERIFY(!cont->weightsPath.isEmpty() && !ref->weightsPath.isEmpty());
+    QCOMPARE(readAll(cont->weightsPath), readAll(ref->weightsPath));
+    QCOMPARE(cont->epochs.size(), std::size_t(2));
+    for (std::size_t e = 0; e < 2; ++e) {
+        const mixlab::EpochMetrics &a = cont->epochs[e], &b = ref->epochs[e + 2];
+        QCOMPARE(a.epoch, b.epoch);
+        QCOMPARE(a.train_loss, b.train_loss);
+        QCOMPARE(a.test_loss, b.test_loss);
+        QCOMPARE(a.test_accuracy, b.test_accuracy);
+    }
+    QCOMPARE(cont->steps.size(), std::size_t(16));
+    for (std::size_t s = 0; s < 16; ++s) {
+        QCOMPARE(cont->steps[s].step, ref->steps[s + 16].step);
+        QCOMPARE(cont->steps[s].loss, ref->steps[s + 16].loss);
+    }
+
+    // The log and the exported log say where it came from.
+    const QString resumed =
+        QStringLiteral("resumed from checkpoint '%1' at step 16").arg(checkpoint);
+    bool logged = false;
+    for (const TimedEvent &e : cont->events)
+        logged = logged || QString::fromStdString(e.event.message).contains(resumed);
+    QVERIFY(logged);
+    const QString exported = m_dir.filePath(QStringLiteral("continued-log.json"));
+    QString error;
+    QVERIFY2(exportLogs(*w.store(), {cont->id}, exported, &error), qPrintable(error));
+    QVERIFY(QString::fromUtf8(readAll(exported)).contains(resumed));
+    w.runsTable()->selectRow(int(w.store()->runIds().size()) - 1);
+    shoot(w, QStringLiteral("continued-run"));
+    w.resize(1280, 800);
+    QTest::qWait(50);
+    shoot(w, QStringLiteral("continued-run"));
+    // The continued run has checkpoints of its own (epoch 4): it can be continued again.
+    QVERIFY(!checkpointfolders::newest(cont->checkpointFolder).isEmpty());
+    QVERIFY(cont->checkpointFolder != source->checkpointFolder);
+    bool continuable = false;
+    QTimer::singleShot(200, this, [&] {
+        if (auto *menu = qobject_cast<QMenu *>(QApplication::activePopupWidget())) {
+            continuable = action(*menu, "continueRunAction")->isEnabled();
+            shoot(*menu, QStringLiteral("runs-table-menu-in"), &w);
+            menu->close();
+        }
+    });
+    const int row = int(w.store()->runIds().size()) - 1;
+    emit w.runsTable()->customContextMenuRequested(
+        w.runsTable()->visualRect(w.runsTable()->model()->index(row, 0)).center());
+    QVERIFY(continuable);
+}
+
+// Run > Continue training from checkpoint...: the file dialog, then the epochs (a total
+// not beyond the checkpoint is refused by name, nothing started).
+void TestAppCheckpoints::continueFromAFileAsksForTheEpochs()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    const std::vector<int> first = trainAndWait(w);
+    QCOMPARE(first.size(), std::size_t(1));
+    const QString checkpoint =
+        checkpointfolders::newest(w.store()->run(first.front())->checkpointFolder);
+    QVERIFY(!checkpoint.isEmpty());
+
+    QString error;
+    QVERIFY(!w.continueTraining(checkpoint, 1, &error));
+    QVERIFY2(error.contains(QLatin1String("after epoch 1")), qPrintable(error));
+    QVERIFY(!w.controller()->isRunning());
+
+    ContinueDialog::setAnswererForTesting([](ContinueDialog &d) {
+        d.setTotalEpochs(2);
+        return d.totalEpochs();
+    });
+    m_dialogs.fileAnswers = {checkpoint};
+    const std::vector<int> before = w.store()->runIds();
+    action(w, "continueTrainingAction")->trigger();
+    QVERIFY(waitIdle(w));
+    const std::vector<int> added = newRuns(w, before);
+    QCOMPARE(added.size(), std::size_t(1));
+    const RunRecord *r = w.store()->run(added.front());
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->steps.size(), std::size_t(8));
+    QVERIFY2(r->name.contains(QFileInfo(checkpoint).fileName()), qPrintable(r->name));
+    QVERIFY(m_dialogs.messages.empty());
+}
+
+// A checkpoint folder that cannot be made: the run trains to its end, its log warns at
+// each epoch, and the job's end says so in the log and the status bar.
+void TestAppCheckpoints::checkpointThatCannotBeWrittenIsSaid()
+{
+    const QString blocker = m_dir.filePath(QStringLiteral("a-file"));
+    {
+        QFile f(blocker);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a folder");
+    }
+    checkpointfolders::setRootFolderForTesting(blocker);
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(2));
+    const std::vector<int> ids = trainAndWait(w);
+    QCOMPARE(ids.size(), std::size_t(1));
+    const RunRecord *r = w.store()->run(ids.front());
+    QCOMPARE(r->status, RunRecord::Status::Finished);
+    QCOMPARE(r->steps.size(), std::size_t(16));
+    QVERIFY2(r->checkpointFailure.contains(blocker), qPrintable(r->checkpointFailure));
+    QVERIFY2(w.logView()->plainText().contains(QLatin1String("could not be written (the run "
+                                                             "went on)")),
+             qPrintable(w.logView()->plainText()));
+}
+
+void TestAppCheckpoints::offSettingWritesNone()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    action(w, "checkpointKeep0")->trigger();
+    QCOMPARE(checkpointfolders::keepSetting(), 0);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    const std::vector<int> ids = trainAndWait(w);
+    QCOMPARE(ids.size(), std::size_t(1));
+    QVERIFY(w.store()->run(ids.front())->checkpointFolder.isEmpty());
+}
+
+// A folder named for a process that is gone goes; one of this process, of a live one
+// (pid 1) or named otherwise stays.
+void TestAppCheckpoints::crashedSessionsWeightsFoldersGo()
+{
+    QTemporaryDir base;
+    QVERIFY(base.isValid());
+    const QString own = QStringLiteral("session-%1-abcdef").arg(QCoreApplication::applicationPid());
+    const QStringList folders = {QStringLiteral("session-999999999-dead01"), own,
+                                 QStringLiteral("session-1-init01"),
+                                 QStringLiteral("session-Xy12ab")};
+    for (const QString &f : folders) {
+        QVERIFY(QDir(base.path()).mkpath(f));
+        QFile file(base.path() + QLatin1Char('/') + f + QStringLiteral("/run-1.safetensors"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+    }
+    QCOMPARE(WeightsFolder::removeAbandoned(base.path()), 1);
+    QVERIFY(!QDir(base.path() + QStringLiteral("/session-999999999-dead01")).exists());
+    for (const QString &f : folders.mid(1))
+        QVERIFY2(QDir(base.path() + '/' + f).exists(), qPrintable(f));
+}
+
+// Import model, Save weights, Start from weights and Continue training each have a key
+// that no other action of the window has, and the shortcuts list shows it.
+void TestAppCheckpoints::newActionsHaveTheirOwnKeys()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    const QList<ShortcutsDialog::Group> groups = ShortcutsDialog::collect(&w, {});
+    ShortcutsDialog dialog(groups);
+    const QStringList entries = dialog.entries();
+    for (const char *name : {"importModelAction", "saveWeightsAction", "startWeightsAction",
+                             "continueTrainingAction"}) {
+        const QKeySequence key = action(w, name)->shortcut();
+        QVERIFY2(!key.isEmpty(), name);
+        for (QAction *other : w.findChildren<QAction *>())
+            if (other != action(w, name))
+                for (const QKeySequence &k : other->shortcuts())
+                    QVERIFY2(k != key, qPrintable(QStringLiteral("%1 and %2 share %3")
+                                                      .arg(QLatin1String(name), other->text(),
+                                                           key.toString())));
+        const QString shown = key.toString(QKeySequence::NativeText);
+        QVERIFY2(std::any_of(entries.begin(), entries.end(),
+                             [&](const QString &e) { return e.contains(shown); }),
+                 qPrintable(entries.join('\n')));
+    }
+    dialog.resize(dialog.sizeHint());
+    shoot(dialog, QStringLiteral("shortcuts"));
+}
+
+QTEST_MAIN(TestAppCheckpoints)
+#include "tst_app_checkpoints.moc"
