@@ -750,6 +750,9 @@ void Checker::gemm_checks()
         {10, 1000, 300, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None,
          DType::F32, 0.5f, 1.0f},
         {3, 777, 1000, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
+        // A row of B not a multiple of 4 columns: the split-k kernel's one-column loads.
+        {3, 777, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
+        {13, 998, 2049, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None},
         {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
     };
     for (const GemmCase& g : seed_mlp) gemm_check(g);
