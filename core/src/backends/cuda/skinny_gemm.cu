@@ -4,14 +4,15 @@
 //
 // The kernel should be bound by reading B (W1's head: 4096 x 1000 values, 8 MB; 10
 // multiply-adds a value), so what decides its time is how many of B's bytes are in
-// flight. One 2-byte load a thread at a time, one row after the other, read those 8 MB
-// at 0.34 TB/s (24.4 us on the H200; 32-row slices with four times the blocks did not
-// help, bench/NOTES.md 23: each thread still waited on every load). Now each thread reads
-// four columns at once (8 bytes) for eight rows before it multiplies, and two row groups
-// share a block's 64 rows, adding their sums in a fixed order: 18.9 us, and the finish
-// 7.7 us over 64 slices where it took 4.8 over 32 (bench/NOTES.md 34). Still far from
-// the ~3 us the bytes need: one wave of 64 blocks whose loads, reduction and stores run
-// one after the other.
+// flight and how long each block's chain of steps is. One 2-byte load a thread at a
+// time, one row after the other, read those 8 MB at 0.34 TB/s (24.4 us on the H200 and
+// 4.8 for the finish; 32-row slices with four times the blocks did not help, bench/
+// NOTES.md 23: each thread still waited on every load). Now each thread reads four
+// columns at once (8 bytes) for eight rows before it multiplies; a block is 256 columns
+// by 64 rows, four row groups of 16 rows adding their sums in a fixed order, so W1's
+// head is 4 x 64 blocks in one wave; the finish gives each output four threads. 11.7 +
+// 5.1 us (bench/NOTES.md 34). A first version with one column tile of 1024 columns and
+// two row groups (64 blocks, 32 rows a thread) took 18.9 + 7.7.
 #include "backends/cuda/skinny_gemm.cuh"
 
 #include "backends/cuda/column_reduce.cuh"
@@ -22,11 +23,12 @@ namespace mixlab::cuda {
 
 namespace {
 
-constexpr int k_col_threads = 256; // threads across the columns of a block
-constexpr int k_groups = 2;        // row groups of a block, each a half of its slice
-constexpr int k_slice = 64;        // rows of k per block
+constexpr int k_col_threads = 64; // threads across the columns of a block
+constexpr int k_groups = 4;       // row groups of a block, each a quarter of its slice
+constexpr int k_slice = 64;       // rows of k per block
 constexpr int k_group_rows = k_slice / k_groups;
 constexpr int k_unroll = 8; // rows whose loads a thread issues before it multiplies
+constexpr int k_finish_lanes = 4; // threads that share one output's slices in the finish
 
 int slices_for(int k) { return (k + k_slice - 1) / k_slice; }
 
@@ -50,7 +52,7 @@ __global__ void __launch_bounds__(k_col_threads* k_groups)
 {
     // A's slice, zero past its last row: a ragged last slice multiplies zeros.
     __shared__ float as[k_slice][k_skinny_max_m];
-    __shared__ float second[k_col_threads][V]; // the second row group's sums for one i
+    __shared__ float others[k_groups - 1][k_col_threads][V]; // groups 1.. for one i
     const int s = blockIdx.y;
     const int k0 = s * k_slice;
     const int rows = min(k_slice, k - k0);
@@ -93,20 +95,24 @@ __global__ void __launch_bounds__(k_col_threads* k_groups)
                     }
         }
     }
-    // First group + second group, row by row of the output (a fixed order).
+    // The groups' sums added in group order, row by row of the output (a fixed order).
     float* out = partial + std::size_t(s) * m * n;
 #pragma unroll
     for (int i = 0; i < k_skinny_max_m; ++i) {
         if (i >= m) break;
-        if (g == 1) {
+        if (g > 0) {
 #pragma unroll
-            for (int q = 0; q < V; ++q) second[tx][q] = acc[i][q];
+            for (int q = 0; q < V; ++q) others[g - 1][tx][q] = acc[i][q];
         }
         __syncthreads();
         if (g == 0) {
 #pragma unroll
-            for (int q = 0; q < V; ++q)
-                if (j + q < n) out[std::size_t(i) * n + j + q] = acc[i][q] + second[tx][q];
+            for (int q = 0; q < V; ++q) {
+                float v = acc[i][q];
+#pragma unroll
+                for (int o = 0; o < k_groups - 1; ++o) v += others[o][tx][q];
+                if (j + q < n) out[std::size_t(i) * n + j + q] = v;
+            }
         }
         __syncthreads();
     }
@@ -117,28 +123,45 @@ __global__ void __launch_bounds__(k_col_threads* k_groups)
     }
 }
 
-// One thread an output element: the slices in slice order, 16 loads in flight.
+// k_finish_lanes threads an output element, each adding a quarter of the slices in slice
+// order, the quarters then added in lane order (a fixed tree: deterministic).
 template <class TC>
 __global__ void skinny_finish(int m, int n, int slices, const float* partial, float alpha,
                               float beta, TC* c, const float* bias_partial, AnyMut bias_grad)
 {
-    constexpr int k_in_flight = 16;
     const std::size_t total = std::size_t(m) * n;
-    for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < total;
-         t += std::size_t(gridDim.x) * blockDim.x) {
+    const int lane = int(threadIdx.x) % k_finish_lanes;
+    const int per_lane = (slices + k_finish_lanes - 1) / k_finish_lanes;
+    const int s0 = lane * per_lane, s1 = min(slices, s0 + per_lane);
+    const std::size_t outputs_per_grid = std::size_t(gridDim.x) * blockDim.x / k_finish_lanes;
+    // Every thread runs the same number of iterations: the shuffles need the whole warp.
+    for (std::size_t base = 0; base < total; base += outputs_per_grid) {
+        const std::size_t t =
+            base + (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / k_finish_lanes;
         float v = 0.0f;
-        int s = 0;
-        for (; s + k_in_flight <= slices; s += k_in_flight) {
-            float p[k_in_flight];
+        if (t < total) {
+            int s = s0;
+            for (; s + 8 <= s1; s += 8) {
+                float p[8];
 #pragma unroll
-            for (int q = 0; q < k_in_flight; ++q) p[q] = partial[std::size_t(s + q) * total + t];
+                for (int q = 0; q < 8; ++q) p[q] = partial[std::size_t(s + q) * total + t];
 #pragma unroll
-            for (int q = 0; q < k_in_flight; ++q) v += p[q];
+                for (int q = 0; q < 8; ++q) v += p[q];
+            }
+            for (; s < s1; ++s) v += partial[std::size_t(s) * total + t];
         }
-        for (; s < slices; ++s) v += partial[std::size_t(s) * total + t];
-        v *= alpha;
-        if (beta != 0.0f) v = fmaf(beta, to_f32(c[t]), v);
-        c[t] = from_f32<TC>(v);
+        // Lane 0 gathers lanes 1, 2, 3 in order.
+        float sum = v;
+#pragma unroll
+        for (int o = 1; o < k_finish_lanes; ++o) {
+            const float w = __shfl_down_sync(0xffffffffu, v, o, k_finish_lanes);
+            if (lane == 0) sum += w;
+        }
+        if (lane == 0 && t < total) {
+            sum *= alpha;
+            if (beta != 0.0f) sum = fmaf(beta, to_f32(c[t]), sum);
+            c[t] = from_f32<TC>(sum);
+        }
     }
     if (bias_partial && blockIdx.x == 0 && threadIdx.x < m) {
         float sum = 0.0f;
@@ -184,7 +207,7 @@ void launch_skinny_gemm(int m, int n, int k, const void* a, const void* b, DType
     });
     MIXLAB_CUDA_CHECK_LAUNCH("skinny_partials");
     const AnyMut bias{bias_grad, bias_t};
-    const unsigned blocks = grid_for(std::size_t(m) * n, 256, 1024);
+    const unsigned blocks = grid_for(std::size_t(m) * n * k_finish_lanes, 256, 1024);
     dispatch_floating(ct, "skinny_gemm", [&](auto tag) {
         using TC = typename decltype(tag)::type;
         skinny_finish<TC><<<blocks, 256, 0, stream>>>(m, n, slices, partial, alpha, beta,
