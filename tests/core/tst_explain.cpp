@@ -3,6 +3,8 @@
 // `mixlab-cli explain` end to end on the CPU.
 #include "mixlab/explain.h"
 #include "mixlab/json_io.h"
+#include "mixlab/run_log.h"
+#include "train/fp8_scales.h" // fp8_amax_jump_text: the trainer's words
 #include "crafted_numerics.h"
 #include "format_v1.h"
 #include "test_models.h"
@@ -839,6 +841,110 @@ private slots:
         QVERIFY2(s.find("More than 20 steps had one; the trainer reported the first 20.") !=
                      std::string::npos,
                  s.c_str());
+    }
+
+    // Jumps that carry their facts (RunEvent::fp8_amax_jump, what the trainer reports now):
+    // the rule reads the layer and the cap from them, not from the message, so a layer
+    // path holding " reached " is named whole and a message worded otherwise changes nothing.
+    void fp8AmaxJumpFacts()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1008});
+        Fp8AmaxJump jump;
+        jump.layer = "layer 1 reached 2";
+        jump.operand = Fp8Operand::W;
+        jump.amax = 500;
+        jump.history_max = 16;
+        jump.more_tensors = 2;
+        RunFacts fp8 = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        // Kept by their facts whatever the message says; an info event is still no jump.
+        record_event(fp8, {RunEvent::Kind::Info, 1, "an info with data", jump});
+        record_event(fp8, {RunEvent::Kind::Warning, 42, "the tensor's values leapt", jump});
+        record_event(fp8, {RunEvent::Kind::Warning, 90, "", jump});
+        QCOMPARE(fp8.fp8_amax_jumps.size(), std::size_t(2));
+        const auto ex = with_id(explain({fp8}), "fp8_amax");
+        QCOMPARE(ex.size(), std::size_t(1));
+        QCOMPARE(ex[0].sentence,
+                 std::string("At step 42 an fp8 amax jumped: layer 1 reached 2 w reached |x| 500, "
+                             "31.25x the largest of its history (16): its values saturate until "
+                             "the scale follows (2 more tensors jumped this step). In all 2 "
+                             "steps had one."));
+        QVERIFY2(ex[0].suggestion.find("keep layer 1 reached 2 out of fp8") != std::string::npos,
+                 ex[0].suggestion.c_str());
+        const auto app = with_id(explain({fp8}, Reader::App), "fp8_amax");
+        QVERIFY2(app[0].suggestion.find("\"keep out of fp8\" for layer 1 reached 2 in") !=
+                     std::string::npos,
+                 app[0].suggestion.c_str());
+
+        // The cap is its flag, though its message says " reached " and names no jump.
+        Fp8AmaxJump stop;
+        stop.reports_stopped = true;
+        RunFacts capped = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        for (int i = 0; i < 20; ++i)
+            record_event(capped, {RunEvent::Kind::Warning, 10 + i, "a jump", jump});
+        record_event(capped, {RunEvent::Kind::Warning, 30, "the count reached 20: no more", stop});
+        const std::string s = with_id(explain({capped}), "fp8_amax")[0].sentence;
+        QVERIFY2(s.find("At step 10 an fp8 amax jumped: layer 1 reached 2 w reached |x| 500") ==
+                         0 &&
+                     s.find("More than 20 steps had one; the trainer reported the first 20.") !=
+                         std::string::npos,
+                 s.c_str());
+        // A cap alone (a log cut short) names no tensor: nothing to say.
+        RunFacts only_cap = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+        record_event(only_cap, {RunEvent::Kind::Warning, 30, "", stop});
+        QVERIFY(with_id(explain({only_cap}), "fp8_amax").empty());
+    }
+
+    // A log written before the jumps carried their facts: its events hold the message
+    // alone. Read back through RunLog::parse, it is explained as the same log with the
+    // facts is; and the message's own words, read from their end, name a layer whose
+    // path holds " reached " whole.
+    void fp8AmaxJumpsOfAnOldLog()
+    {
+        const ModelSpec spec = test::tiny_mlp({.hidden = 1008});
+        RunConfig config;
+        config.policy = Policy::MixedFP8;
+        config.dataset.name = "synthetic";
+        RunLog log;
+        log.add_run(config);
+        Fp8AmaxJump jump;
+        jump.layer = "layer 1 reached 2";
+        jump.operand = Fp8Operand::X;
+        jump.amax = 500;
+        jump.history_max = 16;
+        Fp8AmaxJump stop;
+        stop.reports_stopped = true;
+        // As the trainer reports them: the prefix and the facts' words.
+        const auto report = [](std::int64_t step, const Fp8AmaxJump& j) {
+            return RunEvent{RunEvent::Kind::Warning, step,
+                            "fp8 amax jump: " + fp8_amax_jump_text(j), j};
+        };
+        log.on_event(0, {RunEvent::Kind::Info, 0, "training under mixed_fp8"});
+        log.on_event(0, report(42, jump));
+        log.on_event(0, report(90, jump));
+        log.on_event(0, report(95, stop));
+        nlohmann::json now = nlohmann::json::parse(log.to_json());
+        nlohmann::json old = now;
+        for (nlohmann::json& e : old["events"]) e.erase("fp8_amax_jump");
+        QVERIFY(old != now);
+
+        const auto explained = [&](const nlohmann::json& doc) {
+            const RunLog back = RunLog::parse(doc.dump());
+            RunFacts f = facts(Policy::MixedFP8, spec, 0.45, gpu_device(9, 0));
+            for (const RunEvent& e : back.events(0)) record_event(f, e);
+            const auto ex = with_id(explain({f}), "fp8_amax");
+            return ex.size() == 1 ? ex[0] : Explanation{};
+        };
+        const Explanation from_facts = explained(now), from_text = explained(old);
+        QCOMPARE(from_text.sentence,
+                 std::string("At step 42 an fp8 amax jumped: layer 1 reached 2 x reached |x| 500, "
+                             "31.25x the largest of its history (16): its values saturate until "
+                             "the scale follows. More than 2 steps had one; the trainer reported "
+                             "the first 2."));
+        QCOMPARE(from_text.sentence, from_facts.sentence);
+        QCOMPARE(from_text.suggestion, from_facts.suggestion);
+        QVERIFY2(from_text.suggestion.find("keep layer 1 reached 2 out of fp8") !=
+                     std::string::npos,
+                 from_text.suggestion.c_str());
     }
 
     // bf16 safe or not, said once for the group from its fp32 run (no mixed_bf16 run): the

@@ -716,6 +716,33 @@ private slots:
         QCOMPARE(events[0].step, std::int64_t(3));
         const QString msg = QString::fromStdString(events[0].message);
         QVERIFY2(msg.startsWith("fp8 amax jump: layer 1 x reached |x| 500"), qPrintable(msg));
+        // The same facts as data, which explain reads instead of the words.
+        QVERIFY(events[0].fp8_amax_jump.has_value());
+        const Fp8AmaxJump& jump = *events[0].fp8_amax_jump;
+        QVERIFY(!jump.reports_stopped);
+        QCOMPARE(jump.layer, std::string("layer 1"));
+        QCOMPARE(jump.operand, Fp8Operand::X);
+        QCOMPARE(jump.amax, 500.0f);
+        QCOMPARE(jump.history_max, 30.0f);
+        QCOMPARE(jump.more_tensors, 0);
+        QCOMPARE(events[0].message, std::string(k_fp8_amax_jump_prefix) + fp8_amax_jump_text(jump));
+        // Every step a jump (17x the last): k_fp8_max_jump_events reports, then one that
+        // says no more follow, then silence.
+        float amax = 500.0f;
+        for (int i = 0; i < k_fp8_max_jump_events + 1; ++i) {
+            amax *= 17.0f;
+            sm.step = 4 + i;
+            step((i + 1) % 2, amax, 1.0f);
+            watch.read((i + 1) % 2, sm, events);
+        }
+        QCOMPARE(int(events.size()), k_fp8_max_jump_events + 1);
+        QVERIFY(!events[std::size_t(k_fp8_max_jump_events) - 1].fp8_amax_jump->reports_stopped);
+        const RunEvent& last = events.back();
+        QVERIFY(last.fp8_amax_jump && last.fp8_amax_jump->reports_stopped);
+        QCOMPARE(last.message, std::string("fp8 amax jump: 20 jumps reported; later ones are not"));
+        step(1, amax * 17.0f, 1.0f);
+        watch.read(1, sm, events);
+        QCOMPARE(int(events.size()), k_fp8_max_jump_events + 1);
     }
 
     // ---- issue 18's CPU criterion: within 1 point of fp32 after one epoch ----------------

@@ -408,10 +408,59 @@ private slots:
             QVERIFY(parse_run_event_kind(run_event_kind_name(k)) == k);
         }
         Json bad = through_text(run_event_to_json(RunEvent{}));
+        QVERIFY(!bad.contains("fp8_amax_jump")); // an event without facts: as before them
         bad["kind"] = "boom";
         QCOMPARE(QString::fromStdString(
                      error_of([&] { run_event_from_json(JsonReader(bad, "run 1 event 2")); })),
                  QString("run 1 event 2: unknown event kind \"boom\""));
+    }
+
+    // An fp8 amax jump's facts ride on its event and read back whole; the trainer's last
+    // report is its flag alone; wrong facts are named.
+    void fp8AmaxJumpEvents()
+    {
+        Fp8AmaxJump jump;
+        jump.layer = "layer 4 > body 2 reached x";
+        jump.operand = Fp8Operand::Dy;
+        jump.amax = 1.5e-3f;
+        jump.history_max = 3.0517578e-5f;
+        jump.more_tensors = 3;
+        const RunEvent e{RunEvent::Kind::Warning, 77, "fp8 amax jump: words", jump};
+        const Json text = through_text(run_event_to_json(e));
+        QCOMPARE(text["fp8_amax_jump"],
+                 Json::parse(R"({"reports_stopped": false, "layer": "layer 4 > body 2 reached x",
+                                 "operand": "dy", "amax": 0.0015,
+                                 "history_max": 3.0517578e-05, "more_tensors": 3})"));
+        const RunEvent back = run_event_from_json(JsonReader(text));
+        QCOMPARE(back.message, e.message);
+        QVERIFY(back.fp8_amax_jump == jump);
+        for (Fp8Operand o : {Fp8Operand::X, Fp8Operand::W, Fp8Operand::Dy})
+            QVERIFY(parse_fp8_operand(fp8_operand_name(o)) == o);
+
+        Fp8AmaxJump stop;
+        stop.reports_stopped = true;
+        const Json stopped =
+            through_text(run_event_to_json(RunEvent{RunEvent::Kind::Warning, 90, "no more", stop}));
+        QCOMPARE(stopped["fp8_amax_jump"], Json::parse(R"({"reports_stopped": true})"));
+        QVERIFY(run_event_from_json(JsonReader(stopped)).fp8_amax_jump == stop);
+
+        const auto error = [](const Json& j) {
+            return QString::fromStdString(
+                error_of([&] { run_event_from_json(JsonReader(j, "run 1 event 3")); }));
+        };
+        Json bad = text;
+        bad["fp8_amax_jump"]["operand"] = "dw";
+        QCOMPARE(error(bad), QString("run 1 event 3 fp8_amax_jump: \"operand\" must be \"x\", "
+                                     "\"w\" or \"dy\", got \"dw\""));
+        bad = text;
+        bad["fp8_amax_jump"].erase("layer");
+        QVERIFY2(error(bad).contains("\"layer\""), qPrintable(error(bad)));
+        bad = text;
+        bad["fp8_amax_jump"]["more_tensors"] = -1;
+        QVERIFY2(error(bad).contains("\"more_tensors\" must be a count"), qPrintable(error(bad)));
+        bad = text;
+        bad["fp8_amax_jump"] = "layer 1 x";
+        QVERIFY2(error(bad).contains("must be an object"), qPrintable(error(bad)));
     }
 
     void summary()

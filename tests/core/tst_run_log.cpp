@@ -566,6 +566,12 @@ private slots:
         }
         log.on_epoch(1, fake_epoch(1, 2));
         log.on_event(1, RunEvent{RunEvent::Kind::ScaleChange, 4, "65536 -> 32768"});
+        Fp8AmaxJump jump;
+        jump.layer = "layer 2";
+        jump.operand = Fp8Operand::W;
+        jump.amax = 96;
+        jump.history_max = 2;
+        log.on_event(1, RunEvent{RunEvent::Kind::Warning, 9, "fp8 amax jump: layer 2 w", jump});
         RunSummary halted = fake_summary(12);
         halted.halted = "loss is NaN at step 4";
         log.set_summary(1, halted);
@@ -580,6 +586,11 @@ private slots:
         QVERIFY(!back.summary(0));
         QCOMPARE(back.environment()->cpu_model, m_env.cpu_model);
         QCOMPARE(back.config(1).policy, Policy::MixedFP16);
+        // An event's facts (an fp8 amax jump's) come back with it; the others have none.
+        QCOMPARE(back.events(1).size(), std::size_t(2));
+        QVERIFY(!back.events(1)[0].fp8_amax_jump);
+        QVERIFY(back.events(1)[1].fp8_amax_jump == jump);
+        QCOMPARE(back.events(1)[1].message, std::string("fp8 amax jump: layer 2 w"));
 
         RunLog train;
         train.add_run(config_for(Policy::FP32));

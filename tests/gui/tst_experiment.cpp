@@ -88,6 +88,15 @@ RunRecord fabricate(std::mt19937 &rng, Policy policy, int nSteps, std::uint64_t 
         {t0.addMSecs(17), RunEvent{RunEvent::Kind::ScaleChange, 5, "scale 1024 -> 512"}});
     r.events.push_back({t0.addMSecs(33), RunEvent{RunEvent::Kind::SkippedStep, 5, "skipped"}});
     r.events.push_back({t0.addMSecs(40), RunEvent{RunEvent::Kind::Warning, 0, "sigmoid output"}});
+    // An fp8 amax jump's facts ride with its event (mixlab/metrics_json.h's form).
+    Fp8AmaxJump jump;
+    jump.layer = "layer 2";
+    jump.operand = Fp8Operand::Dy;
+    jump.amax = 8192 * (1 + u(rng));
+    jump.history_max = 16 * (1 + u(rng));
+    jump.more_tensors = 1;
+    r.events.push_back(
+        {t0.addMSecs(52), RunEvent{RunEvent::Kind::Warning, 7, "fp8 amax jump: layer 2 dy", jump}});
     RunSummary s;
     s.steps = nSteps;
     s.skipped_steps = nSteps / 5;
@@ -257,6 +266,7 @@ void compareRuns(const RunRecord &l, const RunRecord &s)
         QCOMPARE(l.events[i].event.kind, s.events[i].event.kind);
         QCOMPARE(l.events[i].event.step, s.events[i].event.step);
         QCOMPARE(l.events[i].event.message, s.events[i].event.message);
+        QVERIFY(l.events[i].event.fp8_amax_jump == s.events[i].event.fp8_amax_jump);
     }
     QCOMPARE(l.summary.has_value(), s.summary.has_value());
     if (s.summary) {

@@ -53,7 +53,8 @@ struct RunFacts {
     // stay silent without them. Not part of the facts' JSON form: the log holds them.
     std::vector<NumericsSample> numerics;
     // mixed_fp8's "fp8 amax jump" warnings, in step order (record_event keeps them); the
-    // trainer stops after k_fp8_max_jump_events and says so in one more. Not part of the
+    // trainer stops after k_fp8_max_jump_events and says so in one more (its
+    // Fp8AmaxJump::reports_stopped; an older log's names no tensor). Not part of the
     // facts' JSON form: the log holds every event.
     std::vector<RunEvent> fp8_amax_jumps;
     // The device's measured ceilings when known (mixlab-cli ceilings' cache), for the
@@ -65,7 +66,8 @@ struct RunFacts {
 // to scale_history when it differs from the last one there, its accuracy as the final
 // one. The CLI's recorder and the app's stored runs fill RunFacts through it alike.
 void record_step(RunFacts& facts, const StepMetrics& step);
-// What one reported event adds: an "fp8 amax jump" warning to fp8_amax_jumps; the other
+// What one reported event adds: an "fp8 amax jump" warning (one with RunEvent::fp8_amax_jump,
+// or from an older log, one whose message starts "fp8 amax jump: ") to fp8_amax_jumps; the other
 // events add nothing (the rules read what they need from the steps).
 void record_event(RunFacts& facts, const RunEvent& event);
 

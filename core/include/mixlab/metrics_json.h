@@ -32,11 +32,19 @@ std::vector<StepMetrics> step_metrics_from_table(const JsonReader& json);
 nlohmann::ordered_json epoch_metrics_table(const std::vector<EpochMetrics>& epochs);
 std::vector<EpochMetrics> epoch_metrics_from_table(const JsonReader& json);
 
-// {"step", "kind": run_event_kind_name, "message"}.
+// {"step", "kind": run_event_kind_name, "message"}, and "fp8_amax_jump" on the events that
+// carry one (fp8_amax_jump_to_json's form); events without the key read as message only.
 nlohmann::ordered_json run_event_to_json(const RunEvent& e);
 RunEvent run_event_from_json(const JsonReader& json);
 // The kind run_event_kind_name gives `name`, or none.
 std::optional<RunEvent::Kind> parse_run_event_kind(std::string_view name);
+
+// {"reports_stopped": false, "layer", "operand": fp8_operand_name, "amax", "history_max",
+//  "more_tensors"} for a jump; {"reports_stopped": true} alone for the trainer's last report.
+nlohmann::ordered_json fp8_amax_jump_to_json(const Fp8AmaxJump& jump);
+Fp8AmaxJump fp8_amax_jump_from_json(const JsonReader& json);
+// The operand fp8_operand_name gives `name`, or none.
+std::optional<Fp8Operand> parse_fp8_operand(std::string_view name);
 
 // {"steps", "skipped_steps", "epochs_done", "mean_step_ms", "median_step_ms",
 //  "final_train_loss", "final_test_loss", "final_test_accuracy", "final_loss_scale",

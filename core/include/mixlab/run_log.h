@@ -20,7 +20,11 @@
 //               validation split), "train_perplexity", "valid_perplexity",
 //               "test_perplexity" (exp of the per-token losses) and "lr"; their steps'
 //               "samples_per_s" count tokens
-//    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name
+//    "events": [{"step", "kind", "message"}],   kind: run_event_kind_name; a mixed_fp8
+//        run's amax jump warnings add "fp8_amax_jump": {"reports_stopped": false, "layer",
+//        "operand": "x"|"w"|"dy", "amax", "history_max", "more_tensors"}, or
+//        {"reports_stopped": true} on the last, after which none are reported (older logs:
+//        the message alone, which explain still reads)
 //    "numerics": [<numerics_sample_to_json>] (numerics.h; only when the run sampled them,
 //        RunConfig::numerics_every: logs without it read as before),
 //    "summary": {"steps", "skipped_steps", "epochs_done", "mean_step_ms",

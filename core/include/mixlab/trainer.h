@@ -58,14 +58,38 @@ void require_matching_data(bool language_model, const std::string& model, const 
 // exp(loss), the perplexity of a per-token natural-log cross-entropy.
 double perplexity(double loss);
 
+// Which operand of a dense layer's fp8 GEMMs a tensor is: its input, its weights, or the
+// gradient of its output.
+enum class Fp8Operand { X, W, Dy };
+
+// mixed_fp8's amax jump as data, carried by the trainer's "fp8 amax jump" warning beside
+// its message (train/fp8_scales.h), so that explain reads facts rather than a sentence
+// whose layer path may hold any words.
+struct Fp8AmaxJump {
+    // The trainer's last report, after which it reports no more jumps: it names no tensor,
+    // and the fields below keep their defaults.
+    bool reports_stopped = false;
+    std::string layer; // the tensor's layer, by graph path ("layer 3")
+    Fp8Operand operand = Fp8Operand::X;
+    float amax = 0;        // the tensor's amax this step
+    float history_max = 0; // the largest of its history the step before (its scale's source)
+    int more_tensors = 0;  // other tensors that jumped at the same step (one report a step)
+    bool operator==(const Fp8AmaxJump&) const = default;
+};
+
 struct RunEvent {
     enum class Kind { Info, Warning, ScaleChange, SkippedStep, Error };
     Kind kind = Kind::Info;
     std::int64_t step = 0;
     std::string message;
+    // Set on the fp8 amax jump warnings of runs that wrote it; events of older logs and
+    // app files have the message only.
+    std::optional<Fp8AmaxJump> fp8_amax_jump = std::nullopt;
 };
 
 std::string_view run_event_kind_name(RunEvent::Kind k);
+// "x", "w", "dy": the last word of the tensor's name ("layer 3 dy").
+std::string_view fp8_operand_name(Fp8Operand o);
 
 class MetricsSink {
 public:

@@ -5,7 +5,7 @@
 #include "report/explain_fp8.h"
 #include "report/explain_numerics.h"
 #include "report/explain_text.h"
-#include "train/fp8_scales.h" // k_fp8_amax_jump_prefix
+#include "train/fp8_scales.h" // k_fp8_amax_jump_prefix (older logs' jumps)
 
 #include <algorithm>
 #include <cmath>
@@ -764,8 +764,9 @@ void record_step(RunFacts& facts, const StepMetrics& step)
 
 void record_event(RunFacts& facts, const RunEvent& event)
 {
-    if (event.kind == RunEvent::Kind::Warning &&
-        std::string_view(event.message).starts_with(k_fp8_amax_jump_prefix))
+    if (event.kind != RunEvent::Kind::Warning) return;
+    // Logs and app files written before the jump carried its facts: by the message's prefix.
+    if (event.fp8_amax_jump || std::string_view(event.message).starts_with(k_fp8_amax_jump_prefix))
         facts.fp8_amax_jumps.push_back(event);
 }
 

@@ -4,11 +4,12 @@
 
 #include "model/fp8_eligibility.h"
 #include "report/explain_text.h"
-#include "train/fp8_scales.h" // k_fp8_amax_jump_prefix
+#include "train/fp8_scales.h" // fp8_amax_jump_text, k_fp8_amax_jump_prefix
 
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -239,20 +240,46 @@ void rule_accuracy(const RunFacts& f, int run, const RunFacts* bf16, std::vector
                                 : ""));
 }
 
+// One reported amax jump as rule_amax reads it.
+struct JumpReport {
+    bool reports_stopped = false; // the trainer's last report: it names no tensor
+    std::string text;             // what the warning says after its prefix
+    std::string layer;            // the jumping tensor's layer path
+};
+
+JumpReport report_of(const RunEvent& e)
+{
+    if (e.fp8_amax_jump) {
+        const Fp8AmaxJump& j = *e.fp8_amax_jump;
+        return {j.reports_stopped, fp8_amax_jump_text(j), j.layer};
+    }
+    // A log or app file written before the warning carried its facts: only the message,
+    // "<prefix><layer path> x|w|dy reached |x| ...", or the last report, which names no
+    // tensor. Read from the end of the tensor's name, its operand being one word.
+    std::string_view what = e.message;
+    if (what.starts_with(k_fp8_amax_jump_prefix)) what.remove_prefix(k_fp8_amax_jump_prefix.size());
+    const std::size_t reached = what.rfind(" reached |x| ");
+    if (reached == std::string_view::npos) return {true, std::string(what), ""};
+    const std::string_view tensor = what.substr(0, reached);
+    return {false, std::string(what), std::string(tensor.substr(0, tensor.rfind(' ')))};
+}
+
 // mixed_fp8's amax jumps (record_event): a tensor whose amax leapt past its history
 // saturated at the format's maximum until its scale followed.
 void rule_amax(const RunFacts& f, int run, Reader reader, std::vector<Explanation>& out)
 {
-    if (f.fp8_amax_jumps.empty()) return;
-    const RunEvent& first = f.fp8_amax_jumps.front();
-    const std::string_view what =
-        std::string_view(first.message).substr(k_fp8_amax_jump_prefix.size());
-    // The trainer's last word, once it stops reporting, names no tensor.
-    const bool capped = f.fp8_amax_jumps.back().message.find(" reached ") == std::string::npos;
-    const int jumps = int(f.fp8_amax_jumps.size()) - (capped ? 1 : 0);
-    // "<layer path> x|w|dy reached ...": the layer is the tensor's name less its last word.
-    const std::string tensor(what.substr(0, what.find(" reached ")));
-    const std::string layer = tensor.substr(0, tensor.rfind(' '));
+    std::optional<std::pair<std::int64_t, JumpReport>> first;
+    int jumps = 0;
+    bool capped = false;
+    for (const RunEvent& e : f.fp8_amax_jumps) {
+        JumpReport r = report_of(e);
+        capped = capped || r.reports_stopped;
+        if (r.reports_stopped) continue;
+        ++jumps;
+        if (!first) first.emplace(e.step, std::move(r));
+    }
+    if (!first) return;
+    const auto& [step, jump] = *first;
     const std::string count = jumps == 1 ? std::string("It was the run's only step with a jump.")
                               : capped   ? fmt("More than %d steps had one; the trainer "
                                                  "reported the first %d.",
@@ -260,16 +287,16 @@ void rule_amax(const RunFacts& f, int run, Reader reader, std::vector<Explanatio
                                          : fmt("In all %d steps had one.", jumps);
     out.push_back(
         make("fp8_amax", Severity::Warning, run,
-             fmt("At step %lld an fp8 amax jumped: %.*s. %s", (long long)first.step,
-                 int(what.size()), what.data(), count.c_str()),
+             // Joined, not fmt's: the layer's path is of any length.
+             "At step " + std::to_string(step) + " an fp8 amax jumped: " + jump.text + ". " + count,
              reader == Reader::App
                  ? fmt("a longer amax history or a margin of 1 (mixlab-cli's --fp8-history and "
                        "--fp8-margin) absorbs such jumps; or tick \"keep out of fp8\" for %s in "
                        "the property editor",
-                       layer.c_str())
+                       jump.layer.c_str())
                  : fmt("lengthen the amax history (--fp8-history 64) or leave headroom "
                        "(--fp8-margin 1); or keep %s out of fp8 (\"dtype\": \"bfloat16\")",
-                       layer.c_str())));
+                       jump.layer.c_str())));
 }
 
 } // namespace

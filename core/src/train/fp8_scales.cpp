@@ -1,15 +1,52 @@
 // mixed_fp8's scales read back with the step's record (fp8_scales.h).
 #include "train/fp8_scales.h"
 
+#include "mixlab/error.h"
+#include "mixlab/metrics_json.h" // parse_fp8_operand
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 namespace mixlab {
+namespace {
+
+// The network names a tensor "<layer path> x|w|dy" (network.h): the operand is the last
+// word, the path may hold spaces. Read once here, where the name is made, so that the
+// jumps carry the two apart and nothing downstream splits a sentence.
+Fp8AmaxJump tensor_of(const std::string& name)
+{
+    const std::size_t space = name.rfind(' ');
+    const std::optional<Fp8Operand> operand =
+        space == std::string::npos ? std::nullopt : parse_fp8_operand(name.substr(space + 1));
+    if (!operand || space == 0)
+        throw Error("fp8 tensor \"" + name + "\" is not named \"<layer path> x|w|dy\"");
+    Fp8AmaxJump t;
+    t.layer = name.substr(0, space);
+    t.operand = *operand;
+    return t;
+}
+
+} // namespace
+
+std::string fp8_amax_jump_text(const Fp8AmaxJump& jump)
+{
+    std::ostringstream o;
+    if (jump.reports_stopped) {
+        o << k_fp8_max_jump_events << " jumps reported; later ones are not";
+        return o.str();
+    }
+    o << jump.layer << ' ' << fp8_operand_name(jump.operand) << " reached |x| " << jump.amax << ", "
+      << jump.amax / jump.history_max << "x the largest of its history (" << jump.history_max
+      << "): its values saturate until the scale follows";
+    if (jump.more_tensors > 0) o << " (" << jump.more_tensors << " more tensors jumped this step)";
+    return o.str();
+}
 
 Fp8ScaleWatch::Fp8ScaleWatch(Backend& backend, Network& net, int ring)
     : m_backend(backend), m_net(net)
 {
+    for (const std::string& name : net.fp8_names()) m_tensors.push_back(tensor_of(name));
     m_floats = std::size_t(net.fp8_tensors()) * fp8_block_floats(net.fp8_config().amax_history);
     m_host = backend.host_alloc(std::size_t(ring) * m_floats);
     m_previous_max.assign(std::size_t(net.fp8_tensors()), 0.0f);
@@ -59,18 +96,18 @@ void Fp8ScaleWatch::read(int slot, StepMetrics& m, std::vector<RunEvent>& events
     m.fp8_log2_scale_min = lo;
     m.fp8_log2_scale_max = hi;
     if (jumped == 0 || m_jumps_reported > k_fp8_max_jump_events) return;
-    std::ostringstream o;
+    Fp8AmaxJump jump;
     if (m_jumps_reported == k_fp8_max_jump_events) {
-        o << k_fp8_amax_jump_prefix << k_fp8_max_jump_events
-          << " jumps reported; later ones are not";
+        jump.reports_stopped = true;
     } else {
-        o << k_fp8_amax_jump_prefix << m_net.fp8_names()[worst] << " reached |x| " << worst_amax
-          << ", " << worst_ratio << "x the largest of its history (" << worst_before
-          << "): its values saturate until the scale follows";
-        if (jumped > 1) o << " (" << jumped - 1 << " more tensors jumped this step)";
+        jump = m_tensors[worst];
+        jump.amax = worst_amax;
+        jump.history_max = worst_before;
+        jump.more_tensors = jumped - 1;
     }
     ++m_jumps_reported;
-    events.push_back({RunEvent::Kind::Warning, m.step, o.str()});
+    events.push_back({RunEvent::Kind::Warning, m.step,
+                      std::string(k_fp8_amax_jump_prefix) + fp8_amax_jump_text(jump), jump});
 }
 
 } // namespace mixlab

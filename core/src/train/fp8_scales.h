@@ -21,9 +21,15 @@ namespace mixlab {
 inline constexpr float k_fp8_amax_jump = 16.0f;
 // Warnings per run; one more says that later jumps go unreported.
 inline constexpr int k_fp8_max_jump_events = 20;
-// What every jump warning starts with; explain's record_event picks them out by it. A jump
-// reads "<prefix><tensor> reached |x| ...", the tensor "<layer path> x|w|dy".
+// What every jump warning's message starts with. The warning carries its facts as data
+// too (RunEvent::fp8_amax_jump); explain's record_event picks out by this prefix only the
+// warnings of logs written before that.
 inline constexpr std::string_view k_fp8_amax_jump_prefix = "fp8 amax jump: ";
+
+// A jump's words after the prefix, from its facts: "<layer path> x|w|dy reached |x| ...",
+// or for the trainer's last report "20 jumps reported; later ones are not". The warning's
+// message is the prefix and these; explain quotes them.
+std::string fp8_amax_jump_text(const Fp8AmaxJump& jump);
 
 class Fp8ScaleWatch {
 public:
@@ -44,7 +50,8 @@ private:
     Network& m_net;
     std::size_t m_floats = 0;
     float* m_host = nullptr;
-    std::vector<float> m_previous_max; // per tensor: its history's max after the step before
+    std::vector<Fp8AmaxJump> m_tensors; // per tensor: its layer and operand, for its jumps
+    std::vector<float> m_previous_max;  // per tensor: its history's max after the step before
     int m_jumps_reported = 0;
 };
 

@@ -244,12 +244,52 @@ std::optional<RunEvent::Kind> parse_run_event_kind(std::string_view name)
     return std::nullopt;
 }
 
+std::optional<Fp8Operand> parse_fp8_operand(std::string_view name)
+{
+    using O = Fp8Operand;
+    for (O o : {O::X, O::W, O::Dy})
+        if (fp8_operand_name(o) == name) return o;
+    return std::nullopt;
+}
+
+nlohmann::ordered_json fp8_amax_jump_to_json(const Fp8AmaxJump& jump)
+{
+    Json j;
+    j["reports_stopped"] = jump.reports_stopped;
+    if (jump.reports_stopped) return j;
+    j["layer"] = jump.layer;
+    j["operand"] = std::string(fp8_operand_name(jump.operand));
+    j["amax"] = json_number(jump.amax);
+    j["history_max"] = json_number(jump.history_max);
+    j["more_tensors"] = jump.more_tensors;
+    return j;
+}
+
+Fp8AmaxJump fp8_amax_jump_from_json(const JsonReader& j)
+{
+    j.as_object();
+    Fp8AmaxJump jump;
+    jump.reports_stopped = j.at("reports_stopped").boolean();
+    if (jump.reports_stopped) return jump;
+    jump.layer = j.at("layer").string();
+    const JsonReader operand = j.at("operand");
+    const std::optional<Fp8Operand> o = parse_fp8_operand(operand.string());
+    if (!o) operand.fail_type("\"x\", \"w\" or \"dy\"");
+    jump.operand = *o;
+    jump.amax = j.at("amax").number_float();
+    jump.history_max = j.at("history_max").number_float();
+    jump.more_tensors = j.at("more_tensors").int32();
+    if (jump.more_tensors < 0) j.at("more_tensors").fail_type("a count (0 or more)");
+    return jump;
+}
+
 nlohmann::ordered_json run_event_to_json(const RunEvent& e)
 {
     Json j;
     j["step"] = e.step;
     j["kind"] = std::string(run_event_kind_name(e.kind));
     j["message"] = e.message;
+    if (e.fp8_amax_jump) j["fp8_amax_jump"] = fp8_amax_jump_to_json(*e.fp8_amax_jump);
     return j;
 }
 
@@ -263,6 +303,9 @@ RunEvent run_event_from_json(const JsonReader& j)
     if (!k) j.fail("unknown event kind \"" + kind.string() + "\"");
     e.kind = *k;
     e.message = j.at("message").string();
+    // Events written before the key, and every event but an fp8 amax jump, have none.
+    if (j.find("fp8_amax_jump"))
+        e.fp8_amax_jump = fp8_amax_jump_from_json(j.object("fp8_amax_jump"));
     return e;
 }
 

@@ -36,6 +36,16 @@ std::string_view run_event_kind_name(RunEvent::Kind k)
     return "info";
 }
 
+std::string_view fp8_operand_name(Fp8Operand o)
+{
+    switch (o) {
+    case Fp8Operand::X: return "x";
+    case Fp8Operand::W: return "w";
+    case Fp8Operand::Dy: return "dy";
+    }
+    return "x";
+}
+
 double perplexity(double loss) { return std::exp(loss); }
 
 void require_matching_data(bool language_model, const std::string& model, const Dataset& data)
