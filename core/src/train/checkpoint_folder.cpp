@@ -1,5 +1,5 @@
 // A run's checkpoint folder: the names its checkpoints take, the listing a front end
-// offers, and the rotation that keeps the newest few.
+// offers, and the rotation that keeps the newest few (or one file under its own name).
 #include "mixlab/checkpoint_folder.h"
 
 #include "mixlab/error.h"
@@ -67,8 +67,16 @@ CheckpointRotation::CheckpointRotation(std::string folder, int keep)
     : m_folder(std::move(folder)), m_keep(std::max(keep, 1))
 {}
 
+CheckpointRotation CheckpointRotation::one_file(std::string path)
+{
+    CheckpointRotation r(fs::path(path).parent_path().string(), 1);
+    r.m_file = std::move(path);
+    return r;
+}
+
 std::string CheckpointRotation::path_for(std::int64_t epoch, std::int64_t step) const
 {
+    if (!m_file.empty()) return m_file;
     std::error_code ec;
     fs::create_directories(m_folder, ec);
     if (ec) throw Error("cannot make the checkpoint folder '" + m_folder + "': " + ec.message());
