@@ -363,6 +363,29 @@ void TestAppCheckpoints::continueFromAFileAsksForTheEpochs()
     QCOMPARE(r->steps.size(), std::size_t(8));
     QVERIFY2(r->name.contains(QFileInfo(checkpoint).fileName()), qPrintable(r->name));
     QVERIFY(m_dialogs.messages.empty());
+
+    // The dialog's header is the one the continue uses (the file is read once before the
+    // run): a file gone while the question is open is not read again to refuse; the run
+    // starts from what was read and its setup, which reads the whole file, names it.
+    const QString gone = checkpoint + QStringLiteral(".moved");
+    ContinueDialog::setAnswererForTesting([&](ContinueDialog &d) {
+        QFile::rename(checkpoint, gone);
+        d.setTotalEpochs(2);
+        return d.totalEpochs();
+    });
+    m_dialogs.fileAnswers = {checkpoint};
+    const std::vector<int> beforeGone = w.store()->runIds();
+    action(w, "continueTrainingAction")->trigger();
+    QVERIFY(waitIdle(w));
+    QVERIFY(QFile::exists(gone) && !QFile::exists(checkpoint));
+    const std::vector<int> failed = newRuns(w, beforeGone);
+    QCOMPARE(failed.size(), std::size_t(1));
+    const RunRecord *f = w.store()->run(failed.front());
+    QCOMPARE(f->status, RunRecord::Status::Failed);
+    QVERIFY2(f->failure.contains(checkpoint), qPrintable(f->failure));
+    for (const UserMessage &m : m_dialogs.messages)
+        QVERIFY2(!m.text.contains(QLatin1String("Could not continue training")),
+                 qPrintable(m.text));
 }
 
 // A checkpoint folder that cannot be made: the run trains to its end, its log warns at
