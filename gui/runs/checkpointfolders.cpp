@@ -93,4 +93,21 @@ QString newest(const QString &runFolder)
     return files.empty() ? QString() : QFile::decodeName(files.back().path.c_str());
 }
 
+Held held(const QString &runFolder)
+{
+    Held h;
+    for (const mixlab::CheckpointFile &f : listed(runFolder)) {
+        ++h.count;
+        h.bytes += f.bytes;
+    }
+    return h;
+}
+
+QString deleteCheckpoints(const QString &runFolder)
+{
+    if (runFolder.isEmpty()) return {};
+    return QString::fromStdString(
+        mixlab::delete_checkpoints(QFile::encodeName(runFolder).toStdString()));
+}
+
 } // namespace checkpointfolders

@@ -34,4 +34,14 @@ QString describe(const QString &runFolder);
 // The newest checkpoint in the folder; empty when there is none.
 QString newest(const QString &runFolder);
 
+// What deleting a run takes with it (mixlab::delete_checkpoints): its checkpoints' count
+// and bytes, and their deletion (the folder too when left empty). deleteCheckpoints
+// returns what could not be deleted and why; empty when all went.
+struct Held {
+    int count = 0;
+    qint64 bytes = 0;
+};
+Held held(const QString &runFolder);
+QString deleteCheckpoints(const QString &runFolder);
+
 } // namespace checkpointfolders

@@ -23,6 +23,12 @@ struct CheckpointFile {
 // nothing of what a file holds: read_checkpoint_header checks that).
 std::vector<CheckpointFile> list_checkpoints(const std::string& folder);
 
+// A run's checkpoints deleted with the run (the app's Delete run): the files
+// list_checkpoints lists, which in a folder of the run's own are the ones it wrote, then
+// the folder when that leaves it empty; any other file stays, and so does its folder.
+// Returns what could not be deleted, "path: reason" each, "; " between; empty when all went.
+std::string delete_checkpoints(const std::string& folder);
+
 // The newest `keep` checkpoints a run wrote into its folder, the older ones deleted as each
 // new one is in place: write to path_for(), then written(). Only files this rotation wrote
 // are ever deleted, so a folder shared by mistake loses nothing of another run's.

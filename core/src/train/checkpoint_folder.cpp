@@ -1,5 +1,6 @@
 // A run's checkpoint folder: the names its checkpoints take, the listing a front end
-// offers, and the rotation that keeps the newest few (or one file under its own name).
+// offers, their deletion with the run, and the rotation that keeps the newest few (or one
+// file under its own name).
 #include "mixlab/checkpoint_folder.h"
 
 #include "mixlab/error.h"
@@ -61,6 +62,25 @@ std::vector<CheckpointFile> list_checkpoints(const std::string& folder)
     std::sort(out.begin(), out.end(),
               [](const CheckpointFile& a, const CheckpointFile& b) { return a.step < b.step; });
     return out;
+}
+
+std::string delete_checkpoints(const std::string& folder)
+{
+    std::string kept;
+    const auto keep = [&kept](const std::string& path, const std::error_code& ec) {
+        kept += (kept.empty() ? "" : "; ") + path + ": " + ec.message();
+    };
+    for (const CheckpointFile& f : list_checkpoints(folder)) {
+        std::error_code ec;
+        fs::remove(f.path, ec);
+        if (ec) keep(f.path, ec);
+    }
+    std::error_code ec;
+    if (fs::is_directory(folder, ec) && fs::is_empty(folder, ec) && !ec) {
+        fs::remove(folder, ec);
+        if (ec) keep(folder, ec);
+    }
+    return kept;
 }
 
 CheckpointRotation::CheckpointRotation(std::string folder, int keep)
