@@ -25,7 +25,8 @@ void setRootFolderForTesting(const QString &base);
 // ("untitled" before it is saved).
 QString experimentFolder(const QString &experimentFile);
 // A run's own folder in it: the time the run started, its id and policy
-// ("20261204-181502-run3-mixed_fp16"), so runs of several sessions never share one.
+// ("20261204-181502-run3-mixed_fp16"), with "-2", "-3" ... when that one exists already,
+// so runs of several sessions (each numbering its runs from 1) do not share one.
 QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy);
 
 // One line saying what a run's folder holds: "2 checkpoints (196 MB), newest epoch 4 step

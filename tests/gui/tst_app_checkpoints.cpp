@@ -93,6 +93,7 @@ private slots:
     void checkpointThatCannotBeWrittenIsSaid();
     void offSettingWritesNone();
     void deletingARunDeletesItsCheckpoints();
+    void runFoldersAreNotShared();
     void crashedSessionsWeightsFoldersGo();
     void newActionsHaveTheirOwnKeys();
 
@@ -487,6 +488,20 @@ void TestAppCheckpoints::deletingARunDeletesItsCheckpoints()
     w.runsTable()->deleteRuns(plain);
     QVERIFY(!w.store()->run(plain.front()));
     QCOMPARE(int(m_dialogs.messages.size()), 3);
+}
+
+// A run numbered as a run of an earlier session (or window) in the same second gets a
+// folder of its own: the earlier one's checkpoints are not offered, nor deleted, as its.
+void TestAppCheckpoints::runFoldersAreNotShared()
+{
+    const QString experiment = checkpointfolders::experimentFolder({});
+    QStringList made;
+    for (int i = 0; i < 3; ++i) {
+        const QString folder = checkpointfolders::runFolder(experiment, 1, mixlab::Policy::FP32);
+        QVERIFY2(!made.contains(folder) && !QFileInfo::exists(folder), qPrintable(folder));
+        QVERIFY(QDir().mkpath(folder));
+        made << folder;
+    }
 }
 
 // A folder named for a process that is gone goes; one of this process, of a live one
