@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string>
 
 namespace mixlab::cli {
 namespace {
@@ -118,7 +119,15 @@ void run_compare_group(CompareGroup& g, const TrainInputs& in, MetricsSink* sink
     options.load_weights = in.load_weights.value_or("");
     options.save_weights = in.save_weights.value_or("");
     options.save_predictions = in.save_predictions.value_or("");
-    options.save_checkpoint = in.save_checkpoint.value_or("");
+    if (in.save_checkpoint) {
+        // train's run (a group of one): the file it names, written as the app's checkpoint
+        // folders are, except that a write that fails fails the run.
+        if (g.configs.size() != 1)
+            throw InputError("--save-checkpoint takes one run, not " +
+                             std::to_string(g.configs.size()));
+        options.run_outputs.resize(1);
+        options.run_outputs.front().checkpoint_file = *in.save_checkpoint;
+    }
     options.resume = in.resume.value_or("");
     RunGroup group(in.spec, g.configs, options);
     CliObserver observer(g, in);

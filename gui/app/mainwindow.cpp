@@ -912,6 +912,16 @@ bool MainWindow::continueTraining(const QString &checkpoint, int totalEpochs, QS
     } catch (const std::exception &e) {
         return failWith(QString::fromUtf8(e.what()));
     }
+    return continueFromHeader(checkpoint, h, totalEpochs, error, source);
+}
+
+bool MainWindow::continueFromHeader(const QString &checkpoint, const mixlab::CheckpointHeader &h,
+                                    int totalEpochs, QString *error, const QString &source)
+{
+    const auto failWith = [error](const QString &text) {
+        if (error) *error = text;
+        return false;
+    };
     const std::int64_t done = ContinueDialog::epochsDone(h);
     if (totalEpochs < ContinueDialog::minimumTotal(h))
         return failWith(tr("the checkpoint is at step %1, after epoch %2: train to a later "
@@ -932,8 +942,10 @@ bool MainWindow::continueTraining(const QString &checkpoint, int totalEpochs, QS
                                 .arg(QString::fromStdString(h.model.name),
                                      policyText(config.policy), QFileInfo(checkpoint).fileName());
     armCheckpoints();
+    // The controller refuses when busy (the callers asked before reading the file; a dialog
+    // in between cannot start a job, but the controller's word is the last).
     if (m_controller->continueFrom(checkpoint, h.model, config, tr("%1, %2").arg(what, from)) == 0)
-        return failWith(tr("the worker is busy"));
+        return failWith(tr("a run or a largest-batch search is in progress; stop it first"));
     m_log->appendMessage(tr("Continuing %1 from %2 (step %3) to epoch %4")
                              .arg(what, checkpoint)
                              .arg(h.step)
@@ -969,7 +981,7 @@ void MainWindow::continueTrainingDialog(const QString &given, const QString &sou
     const int total = ask.ask();
     if (total <= 0) return;
     QString error;
-    if (!continueTraining(path, total, &error, source)) refuse(error);
+    if (!continueFromHeader(path, h, total, &error, source)) refuse(error);
 }
 
 void MainWindow::showCheckpoints(int runId)

@@ -15,6 +15,9 @@
 
 #include <string>
 
+namespace mixlab {
+struct CheckpointHeader;
+}
 class AboutDialog;
 class Autosave;
 class ChartPanel;
@@ -167,6 +170,10 @@ private:
     void armCheckpoints();
     // After a job: each run's checkpoints in the log, a failed one as a warning.
     void reportCheckpoints(int group);
+    // continueTraining once the file's header `h` is read (by it, or by the dialog, which
+    // reads it to ask its question): the header is read once per continue.
+    bool continueFromHeader(const QString &checkpoint, const mixlab::CheckpointHeader &h,
+                            int totalEpochs, QString *error, const QString &source);
     // The right-hand docks (Why?, Numerics) take their width from the centre, or the design
     // column's place when the window is too narrow for the three (the column returns when
     // the last of them closes).

@@ -62,12 +62,19 @@ QString experimentFolder(const QString &experimentFile)
 
 QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy)
 {
-    return experimentFolder +
-           QStringLiteral("/%1-run%2-%3")
-               .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
-               .arg(runId)
-               .arg(QString::fromLatin1(mixlab::policy_name(policy).data(),
-                                        qsizetype(mixlab::policy_name(policy).size())));
+    const QString name =
+        experimentFolder +
+        QStringLiteral("/%1-run%2-%3")
+            .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+            .arg(runId)
+            .arg(QString::fromLatin1(mixlab::policy_name(policy).data(),
+                                     qsizetype(mixlab::policy_name(policy).size())));
+    // Run ids start again in each session (and each window): a run numbered as one of a
+    // session that started a run in the same second must not share its folder, whose
+    // checkpoints Continue training would offer and Delete run would delete.
+    QString folder = name;
+    for (int n = 2; QFileInfo::exists(folder); ++n) folder = name + QStringLiteral("-%1").arg(n);
+    return folder;
 }
 
 QString describe(const QString &runFolder)
@@ -91,6 +98,23 @@ QString newest(const QString &runFolder)
 {
     const std::vector<mixlab::CheckpointFile> files = listed(runFolder);
     return files.empty() ? QString() : QFile::decodeName(files.back().path.c_str());
+}
+
+Held held(const QString &runFolder)
+{
+    Held h;
+    for (const mixlab::CheckpointFile &f : listed(runFolder)) {
+        ++h.count;
+        h.bytes += f.bytes;
+    }
+    return h;
+}
+
+QString deleteCheckpoints(const QString &runFolder)
+{
+    if (runFolder.isEmpty()) return {};
+    return QString::fromStdString(
+        mixlab::delete_checkpoints(QFile::encodeName(runFolder).toStdString()));
 }
 
 } // namespace checkpointfolders

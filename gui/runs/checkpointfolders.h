@@ -25,7 +25,8 @@ void setRootFolderForTesting(const QString &base);
 // ("untitled" before it is saved).
 QString experimentFolder(const QString &experimentFile);
 // A run's own folder in it: the time the run started, its id and policy
-// ("20261204-181502-run3-mixed_fp16"), so runs of several sessions never share one.
+// ("20261204-181502-run3-mixed_fp16"), with "-2", "-3" ... when that one exists already,
+// so runs of several sessions (each numbering its runs from 1) do not share one.
 QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy);
 
 // One line saying what a run's folder holds: "2 checkpoints (196 MB), newest epoch 4 step
@@ -33,5 +34,15 @@ QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy pol
 QString describe(const QString &runFolder);
 // The newest checkpoint in the folder; empty when there is none.
 QString newest(const QString &runFolder);
+
+// What deleting a run takes with it (mixlab::delete_checkpoints): its checkpoints' count
+// and bytes, and their deletion (the folder too when left empty). deleteCheckpoints
+// returns what could not be deleted and why; empty when all went.
+struct Held {
+    int count = 0;
+    qint64 bytes = 0;
+};
+Held held(const QString &runFolder);
+QString deleteCheckpoints(const QString &runFolder);
 
 } // namespace checkpointfolders

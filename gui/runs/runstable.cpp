@@ -5,10 +5,13 @@
 #include "runs/checkpointfolders.h"
 #include "runs/runstore.h"
 
+#include "common/usermessages.h"
+
 #include <QApplication>
 #include <QFontMetrics>
 #include <QHeaderView>
 #include <QKeyEvent>
+#include <QLocale>
 #include <QMenu>
 #include <QPainter>
 #include <QScrollBar>
@@ -245,14 +248,57 @@ void RunsTable::setRunsVisible(const std::vector<int> &ids, bool visible)
     for (int id : ids) m_store->setVisible(id, visible);
 }
 
+// A run's checkpoints go with it (Continue training is what they are for, and they
+// outlive the session in the app's data folder, where no one would find them to clean
+// up): the question says how many and how large first. Runs without any go unasked, as
+// before checkpoints existed.
 void RunsTable::deleteRuns(const std::vector<int> &ids)
 {
+    std::vector<int> gone;
+    QStringList folders;
+    checkpointfolders::Held held;
     for (int id : ids) {
         const RunRecord *run = m_store->run(id);
-        if (run && run->status != RunRecord::Status::Running &&
-            run->status != RunRecord::Status::Queued)
-            m_store->removeRun(id);
+        if (!run || run->status == RunRecord::Status::Running ||
+            run->status == RunRecord::Status::Queued)
+            continue;
+        gone.push_back(id);
+        const checkpointfolders::Held h = checkpointfolders::held(run->checkpointFolder);
+        if (h.count == 0) continue;
+        folders << run->checkpointFolder;
+        held.count += h.count;
+        held.bytes += h.bytes;
     }
+    if (gone.empty()) return;
+    const QString title = gone.size() == 1 ? tr("Delete run") : tr("Delete runs");
+    if (held.count > 0) {
+        const QString what = gone.size() == 1 ? tr("Delete %1?").arg(m_store->run(gone[0])->name)
+                                              : tr("Delete %1 runs?").arg(gone.size());
+        const QString count =
+            held.count == 1 ? tr("1 checkpoint") : tr("%1 checkpoints").arg(held.count);
+        const QString deleted =
+            gone.size() == 1
+                ? tr("Its checkpoints are deleted too: %1 (%2) in %3. Without them it cannot "
+                     "be continued.")
+                : tr("Their checkpoints are deleted too: %1 (%2) in %3. Without them they "
+                     "cannot be continued.");
+        const QString text = what + QStringLiteral("\n\n") +
+                             deleted.arg(count, QLocale().formattedDataSize(held.bytes, 0),
+                                         folders.join(QStringLiteral(", ")));
+        if (askUser(this, title, text, {tr("Delete"), tr("Cancel")}) != 0) return;
+    }
+    for (int id : gone) m_store->removeRun(id);
+    QStringList problems;
+    for (const QString &folder : folders)
+        if (const QString p = checkpointfolders::deleteCheckpoints(folder); !p.isEmpty())
+            problems << p;
+    if (!problems.isEmpty())
+        showUserError(this, title,
+                      (gone.size() == 1 ? tr("The run is deleted, but some of its checkpoints "
+                                             "could not be:\n\n%1")
+                                        : tr("The runs are deleted, but some of their "
+                                             "checkpoints could not be:\n\n%1"))
+                          .arg(problems.join(QLatin1Char('\n'))));
 }
 
 void RunsTable::keyPressEvent(QKeyEvent *event)

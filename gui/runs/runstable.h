@@ -24,7 +24,8 @@ public:
     RunsTableModel *tableModel() const { return m_model; }
 
     // The context menu's actions, callable directly. Runs still training are not
-    // deleted (the worker is writing to them): they are left in place.
+    // deleted (the worker is writing to them): they are left in place. Deleting runs
+    // with checkpoints asks first, saying how many and how large, and deletes them too.
     void renameRun(int id);
     void setRunsVisible(const std::vector<int> &ids, bool visible);
     void deleteRuns(const std::vector<int> &ids);

@@ -91,6 +91,16 @@ Trained train(const ModelSpec& spec, const RunConfig& config, RunGroupOptions op
     return t;
 }
 
+// A group of one run that writes its checkpoint to `path`, as mixlab-cli train
+// --save-checkpoint asks for it.
+RunGroupOptions checkpoint_to(const std::string& path)
+{
+    RunGroupOptions o;
+    o.run_outputs.resize(1);
+    o.run_outputs.front().checkpoint_file = path;
+    return o;
+}
+
 std::uint32_t bits(float f)
 {
     std::uint32_t b;
@@ -291,9 +301,7 @@ void TestCheckpoint::resumedRunIsBitIdentical()
     const QString ck = path(tag + "-epoch.ckpt");
     RunConfig first = c;
     first.epochs = 1;
-    RunGroupOptions save;
-    save.save_checkpoint = ck.toStdString();
-    const Trained one = train(spec, first, save, path(tag + "-one.st"));
+    const Trained one = train(spec, first, checkpoint_to(ck.toStdString()), path(tag + "-one.st"));
     QCOMPARE(std::int64_t(one.losses.size()), per_epoch);
     CheckpointHeader h = read_checkpoint_header(ck.toStdString());
     QCOMPARE(h.step, per_epoch);
@@ -314,10 +322,9 @@ void TestCheckpoint::resumedRunIsBitIdentical()
 
     // Stopped in the middle of the last epoch (a checkpoint at the stop), then resumed.
     const QString mid = path(tag + "-mid.ckpt");
-    RunGroupOptions save_mid;
-    save_mid.save_checkpoint = mid.toStdString();
     const std::int64_t stop_at = (c.epochs - 1) * per_epoch + per_epoch / 2;
-    const Trained stopped = train(spec, c, save_mid, path(tag + "-stopped.st"), stop_at);
+    const Trained stopped =
+        train(spec, c, checkpoint_to(mid.toStdString()), path(tag + "-stopped.st"), stop_at);
     QVERIFY(stopped.summary.stopped);
     h = read_checkpoint_header(mid.toStdString());
     QVERIFY2(h.step % per_epoch != 0, "the stop should fall inside an epoch");
@@ -337,9 +344,7 @@ void TestCheckpoint::fileHoldsTheRunsState()
     RunConfig c = mlp_config(Policy::MixedFP16, OptimizerType::Adam);
     c.epochs = 1;
     const QString ck = path("state.ckpt");
-    RunGroupOptions o;
-    o.save_checkpoint = ck.toStdString();
-    train(spec, c, o, path("state.st"));
+    train(spec, c, checkpoint_to(ck.toStdString()), path("state.st"));
     const std::string bytes = read_bytes(ck.toStdString());
     const SafetensorsFile f = decode_safetensors(bytes, "state.ckpt");
     QCOMPARE(f.metadata.at("format"), std::string(k_checkpoint_format));
@@ -371,7 +376,7 @@ void TestCheckpoint::refusesFilesThatDoNotFit()
     RunConfig c = mlp_config(Policy::FP32, OptimizerType::SGD);
     c.epochs = 1;
     const std::string ck = path("fit.ckpt").toStdString();
-    train(spec, c, RunGroupOptions{.save_checkpoint = ck}, path("fit.st"));
+    train(spec, c, checkpoint_to(ck), path("fit.st"));
     const std::string bytes = read_bytes(ck);
 
     // Set up as a resume would be, then given a file: it must throw naming `fragment`,
@@ -443,7 +448,7 @@ void TestCheckpoint::loadWeightsTakesACheckpointsWeights()
     RunConfig c = mlp_config(Policy::FP32, OptimizerType::Adam);
     c.epochs = 1;
     const std::string ck = path("weights-of.ckpt").toStdString();
-    train(spec, c, RunGroupOptions{.save_checkpoint = ck}, path("weights-of.st"));
+    train(spec, c, checkpoint_to(ck), path("weights-of.st"));
     RunConfig again = c;
     again.steps = 1;
     const Trained from_ckpt = train(spec, again, RunGroupOptions{.load_weights = ck}, path("a.st"));

@@ -122,6 +122,9 @@ private slots:
     void runOutputsPerRun();
     void runCheckpointFailureLetsTheRunGoOn();
     void runOutputsCountChecked();
+    void namedCheckpointFileReplacedInPlace();
+    void namedCheckpointFailureFailsTheRun();
+    void stopBeforeTheFirstStep();
     void syntheticSplitRule();
     void profileStepsFollowStepTime();
     void maxBatchSearchOnTheGroup();
@@ -649,5 +652,103 @@ void TestRunGroup::runOutputsCountChecked()
         RunGroup(tiny(), {cpu_config(Policy::FP32, 32, 4), cpu_config(Policy::FP16, 32, 4)},
                  options));
 }
+// RunOutputs::checkpoint_file (mixlab-cli train --save-checkpoint): one file, replaced at
+// each epoch's end, so after two epochs it holds step 32 and its folder holds nothing else
+// (no epoch-named files, no .tmp left behind).
+void TestRunGroup::namedCheckpointFileReplacedInPlace()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string file = dir.path().toStdString() + "/mine.ckpt";
+    RunConfig c = cpu_config(Policy::FP32, 32, 0);
+    c.epochs = 2;
+    RunGroupOptions options;
+    options.run_outputs.resize(1);
+    options.run_outputs[0].checkpoint_file = file;
+    std::vector<std::int64_t> seen; // the file's step as each epoch's first step begins
+    Recorder rec;
+    rec.at_step = [&](int, const StepMetrics& m) {
+        if (m.step == 17) seen.push_back(read_checkpoint_header(file).step);
+    };
+    RunGroup group(tiny(), {c}, options);
+    const GroupOutcome out = group.run(rec, rec);
+    QCOMPARE(out.runs[0].status, RunOutcome::Status::Finished);
+    QVERIFY2(out.runs[0].checkpoint_failure.empty(), out.runs[0].checkpoint_failure.c_str());
+    QVERIFY(seen == (std::vector<std::int64_t>{16}));
+    QCOMPARE(read_checkpoint_header(file).step, std::int64_t(32));
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path().toStdString()))
+        names.push_back(e.path().filename().string());
+    QVERIFY(names == (std::vector<std::string>{"mine.ckpt"}));
+}
+
+// A named checkpoint that cannot be written (its folder is missing) fails its run at the
+// first epoch's end, naming the file; the other run of the group, whose checkpoint folder
+// is the app's safety net, trains to its end and keeps its checkpoint.
+void TestRunGroup::namedCheckpointFailureFailsTheRun()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string root = dir.path().toStdString();
+    const std::string file = root + "/no-such-folder/mine.ckpt";
+    std::vector<RunConfig> configs = {cpu_config(Policy::FP32, 32, 0),
+                                      cpu_config(Policy::MixedFP16, 32, 0)};
+    for (RunConfig& c : configs) c.epochs = 2;
+    RunGroupOptions options;
+    options.run_outputs.resize(2);
+    options.run_outputs[0].checkpoint_file = file;
+    options.run_outputs[1].checkpoint_folder = root + "/run1";
+    RunGroup group(tiny(), configs, options);
+    Recorder rec;
+    const GroupOutcome out = group.run(rec, rec);
+    QCOMPARE(out.runs[0].status, RunOutcome::Status::Failed);
+    QVERIFY2(contains(out.runs[0].failure, file), out.runs[0].failure.c_str());
+    QCOMPARE(std::int64_t(rec.losses(0).size()), std::int64_t(16));
+    QVERIFY(rec.failed == (std::vector<int>{0}));
+    QVERIFY(!std::filesystem::exists(root + "/no-such-folder"));
+    QCOMPARE(out.runs[1].status, RunOutcome::Status::Finished);
+    const std::vector<CheckpointFile> kept = list_checkpoints(root + "/run1");
+    QCOMPARE(kept.size(), std::size_t(1));
+    QCOMPARE(kept[0].step, std::int64_t(32));
+
+    // Both forms for one run: refused, naming both.
+    options.run_outputs[1].checkpoint_file = file;
+    try {
+        RunGroup both(tiny(), configs, options);
+        QFAIL("a run with a checkpoint folder and a checkpoint file was taken");
+    } catch (const InputError& e) {
+        QVERIFY2(contains(e.what(), "run outputs of run 1") && contains(e.what(), "not both"),
+                 e.what());
+    }
+}
+
+// Stopped as training begins: the named file holds step 0 (the user asked for it, and
+// --resume continues from it); the safety net writes nothing, as nothing trained.
+void TestRunGroup::stopBeforeTheFirstStep()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string root = dir.path().toStdString();
+    std::stop_source stop;
+    Recorder rec;
+    rec.at_phase = [&](GroupPhase phase, int) {
+        if (phase == GroupPhase::Training) stop.request_stop();
+    };
+    RunGroupOptions options;
+    options.run_outputs.resize(2);
+    options.run_outputs[0].checkpoint_file = root + "/mine.ckpt";
+    options.run_outputs[1].checkpoint_folder = root + "/run1";
+    RunGroup group(tiny(), {cpu_config(Policy::FP32, 32, 0), cpu_config(Policy::MixedFP16, 32, 0)},
+                   options);
+    const GroupOutcome out = group.run(rec, rec, stop.get_token());
+    for (const RunOutcome& r : out.runs) {
+        QCOMPARE(r.status, RunOutcome::Status::Stopped);
+        QCOMPARE(r.summary.steps, std::int64_t(0));
+        QVERIFY2(r.checkpoint_failure.empty(), r.checkpoint_failure.c_str());
+    }
+    QCOMPARE(read_checkpoint_header(root + "/mine.ckpt").step, std::int64_t(0));
+    QVERIFY(!std::filesystem::exists(root + "/run1"));
+}
+
 MIXLAB_TEST_MAIN_ONE_OMP_THREAD(TestRunGroup, QCoreApplication)
 #include "tst_run_group.moc"

@@ -251,7 +251,8 @@ private slots:
             c.epochs = 1;
             c.device = mixlab::DeviceChoice::CPU;
             mixlab::RunGroupOptions options;
-            options.save_checkpoint = path("whole.safetensors").toStdString();
+            options.run_outputs.resize(1);
+            options.run_outputs.front().checkpoint_file = path("whole.safetensors").toStdString();
             mixlab::RunGroup group(mixlab::parse_model_spec(tiny.toStdString()), {c}, options);
             struct : mixlab::MetricsSink, mixlab::RunGroupObserver {
                 void on_step(int, const mixlab::StepMetrics &) override {}

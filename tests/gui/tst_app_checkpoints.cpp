@@ -2,9 +2,10 @@
 // (each run of a compare group keeps its newest K in a folder of its own), Continue
 // training (from the runs table's menu or a file: a new run, named for what it continues,
 // bit-identical to a straight run, the designer's unsaved edits untouched), a checkpoint
-// that cannot be written (said, the run goes on), the session weights folders a crashed
-// session left, and the new actions' keys. With MIXLAB_SHOTS_DIR set, the new UI is
-// saved there as PNGs at 1600x1000 and 1280x800.
+// that cannot be written (said, the run goes on), Delete run taking the run's checkpoints
+// (asked first), the session weights folders a crashed session left, and the new actions'
+// keys. With MIXLAB_SHOTS_DIR set, the new UI is saved there as PNGs at 1600x1000 and
+// 1280x800.
 #include "app/mainwindow.h"
 #include "app/shortcutsdialog.h"
 #include "designer/modeldesigner.h"
@@ -29,6 +30,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QFile>
+#include <QLocale>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSettings>
@@ -90,6 +92,8 @@ private slots:
     void continueFromAFileAsksForTheEpochs();
     void checkpointThatCannotBeWrittenIsSaid();
     void offSettingWritesNone();
+    void deletingARunDeletesItsCheckpoints();
+    void runFoldersAreNotShared();
     void crashedSessionsWeightsFoldersGo();
     void newActionsHaveTheirOwnKeys();
 
@@ -363,6 +367,29 @@ void TestAppCheckpoints::continueFromAFileAsksForTheEpochs()
     QCOMPARE(r->steps.size(), std::size_t(8));
     QVERIFY2(r->name.contains(QFileInfo(checkpoint).fileName()), qPrintable(r->name));
     QVERIFY(m_dialogs.messages.empty());
+
+    // The dialog's header is the one the continue uses (the file is read once before the
+    // run): a file gone while the question is open is not read again to refuse; the run
+    // starts from what was read and its setup, which reads the whole file, names it.
+    const QString gone = checkpoint + QStringLiteral(".moved");
+    ContinueDialog::setAnswererForTesting([&](ContinueDialog &d) {
+        QFile::rename(checkpoint, gone);
+        d.setTotalEpochs(2);
+        return d.totalEpochs();
+    });
+    m_dialogs.fileAnswers = {checkpoint};
+    const std::vector<int> beforeGone = w.store()->runIds();
+    action(w, "continueTrainingAction")->trigger();
+    QVERIFY(waitIdle(w));
+    QVERIFY(QFile::exists(gone) && !QFile::exists(checkpoint));
+    const std::vector<int> failed = newRuns(w, beforeGone);
+    QCOMPARE(failed.size(), std::size_t(1));
+    const RunRecord *f = w.store()->run(failed.front());
+    QCOMPARE(f->status, RunRecord::Status::Failed);
+    QVERIFY2(f->failure.contains(checkpoint), qPrintable(f->failure));
+    for (const UserMessage &m : m_dialogs.messages)
+        QVERIFY2(!m.text.contains(QLatin1String("Could not continue training")),
+                 qPrintable(m.text));
 }
 
 // A checkpoint folder that cannot be made: the run trains to its end, its log warns at
@@ -402,6 +429,79 @@ void TestAppCheckpoints::offSettingWritesNone()
     const std::vector<int> ids = trainAndWait(w);
     QCOMPARE(ids.size(), std::size_t(1));
     QVERIFY(w.store()->run(ids.front())->checkpointFolder.isEmpty());
+}
+
+// Delete run on a run with checkpoints: the question names the run, their count, size and
+// folder; Cancel keeps all; Delete removes the run and the checkpoints, leaving a file it
+// did not write (and so its folder); a folder left empty goes. Without checkpoints, no
+// question.
+void TestAppCheckpoints::deletingARunDeletesItsCheckpoints()
+{
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    action(w, "checkpointKeep2")->trigger();
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(2));
+    w.runPanel()->setComparePolicies({mixlab::Policy::FP32, mixlab::Policy::MixedFP16});
+    const std::vector<int> ids = trainAndWait(w, true);
+    QCOMPARE(ids.size(), std::size_t(2));
+    const RunRecord *a = w.store()->run(ids[0]);
+    const QString folderA = a->checkpointFolder, folderB = w.store()->run(ids[1])->checkpointFolder;
+    const std::vector<mixlab::CheckpointFile> files = checkpointsOf(*a);
+    QCOMPARE(files.size(), std::size_t(2));
+    qint64 bytes = 0;
+    for (const mixlab::CheckpointFile &f : files) bytes += f.bytes;
+    const QString notes = folderA + QStringLiteral("/notes.txt");
+    {
+        QFile f(notes);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("the user's own file");
+    }
+
+    m_dialogs.messages.clear();
+    m_dialogs.answers = {1}; // Cancel
+    w.runsTable()->deleteRuns({ids[0]});
+    QCOMPARE(int(m_dialogs.messages.size()), 1);
+    const UserMessage &asked = m_dialogs.messages.front();
+    QCOMPARE(asked.kind, UserMessage::Kind::Question);
+    for (const QString &part :
+         {a->name, QStringLiteral("2 checkpoints"), QLocale().formattedDataSize(bytes, 0), folderA})
+        QVERIFY2(asked.text.contains(part), qPrintable(asked.text + "\n  expected: " + part));
+    QVERIFY(w.store()->run(ids[0]));
+    QCOMPARE(checkpointsOf(*w.store()->run(ids[0])).size(), std::size_t(2));
+
+    m_dialogs.answers = {0}; // Delete
+    w.runsTable()->deleteRuns({ids[0]});
+    QVERIFY(!w.store()->run(ids[0]));
+    QVERIFY(mixlab::list_checkpoints(QFile::encodeName(folderA).toStdString()).empty());
+    QVERIFY(QFile::exists(notes));
+    m_dialogs.answers = {0};
+    w.runsTable()->deleteRuns({ids[1]});
+    QVERIFY(!w.store()->run(ids[1]));
+    QVERIFY(!QFileInfo::exists(folderB));
+    QCOMPARE(int(m_dialogs.messages.size()), 3); // one question each, no error
+
+    // A run without checkpoints goes unasked.
+    action(w, "checkpointKeep0")->trigger();
+    const std::vector<int> plain = trainAndWait(w);
+    QCOMPARE(plain.size(), std::size_t(1));
+    w.runsTable()->deleteRuns(plain);
+    QVERIFY(!w.store()->run(plain.front()));
+    QCOMPARE(int(m_dialogs.messages.size()), 3);
+}
+
+// A run numbered as a run of an earlier session (or window) in the same second gets a
+// folder of its own: the earlier one's checkpoints are not offered, nor deleted, as its.
+void TestAppCheckpoints::runFoldersAreNotShared()
+{
+    const QString experiment = checkpointfolders::experimentFolder({});
+    QStringList made;
+    for (int i = 0; i < 3; ++i) {
+        const QString folder = checkpointfolders::runFolder(experiment, 1, mixlab::Policy::FP32);
+        QVERIFY2(!made.contains(folder) && !QFileInfo::exists(folder), qPrintable(folder));
+        QVERIFY(QDir().mkpath(folder));
+        made << folder;
+    }
 }
 
 // A folder named for a process that is gone goes; one of this process, of a live one

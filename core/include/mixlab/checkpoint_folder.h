@@ -23,14 +23,24 @@ struct CheckpointFile {
 // nothing of what a file holds: read_checkpoint_header checks that).
 std::vector<CheckpointFile> list_checkpoints(const std::string& folder);
 
+// A run's checkpoints deleted with the run (the app's Delete run): the files
+// list_checkpoints lists, which in a folder of the run's own are the ones it wrote, then
+// the folder when that leaves it empty; any other file stays, and so does its folder.
+// Returns what could not be deleted, "path: reason" each, "; " between; empty when all went.
+std::string delete_checkpoints(const std::string& folder);
+
 // The newest `keep` checkpoints a run wrote into its folder, the older ones deleted as each
 // new one is in place: write to path_for(), then written(). Only files this rotation wrote
 // are ever deleted, so a folder shared by mistake loses nothing of another run's.
 class CheckpointRotation {
 public:
     CheckpointRotation(std::string folder, int keep);
+    // A rotation of one under one name, each checkpoint replacing the last in place: the
+    // file a user names (mixlab-cli train --save-checkpoint). Its folder is not made: one
+    // that is missing is a mistake in the name, which the write reports.
+    static CheckpointRotation one_file(std::string path);
     // Where the checkpoint at this point goes; makes the folder (Error naming it when it
-    // cannot be made).
+    // cannot be made), except for one_file's, whose name is the same at every point.
     std::string path_for(std::int64_t epoch, std::int64_t step) const;
     // `path` is written whole (atomically): the checkpoints beyond the newest `keep` go.
     // A file that cannot be deleted is kept (and named in the returned text); the new
@@ -40,6 +50,7 @@ public:
 
 private:
     std::string m_folder;
+    std::string m_file; // one_file's path; empty for a folder's rotation
     int m_keep = 1;
     std::deque<std::string> m_written; // oldest first
 };

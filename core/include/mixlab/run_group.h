@@ -98,9 +98,9 @@ struct RunOutcome {
     // RunGroupOptions::save_weights / save_predictions: why the weights or predictions
     // could not be written; empty when they were (or none were asked for).
     std::string weights_failure;
-    // RunGroupOptions::save_checkpoint: why the last checkpoint could not be written;
-    // RunOutputs::checkpoint_folder: why the last one that failed could not be (the run
-    // went on).
+    // RunOutputs::checkpoint_folder: why the last checkpoint that failed could not be
+    // written (the run went on); RunOutputs::checkpoint_file: why the one at the run's end
+    // could not be (one that fails during training fails the run).
     std::string checkpoint_failure;
 };
 
@@ -164,33 +164,35 @@ struct RunGroupOptions {
     // Non-empty (a group of one run): with the weights, the test split's logits
     // (TrainingRun::save_predictions); a write that fails is RunOutcome::weights_failure.
     std::string save_predictions;
-    // Non-empty (a group of one run): a checkpoint (mixlab/checkpoint.h) written here,
-    // atomically, after each epoch's last step and when the run ends, also when stopped;
-    // not when it failed. A write that fails during training fails the run; at the end it
-    // is RunOutcome::checkpoint_failure.
-    std::string save_checkpoint;
     // Non-empty (a group of one run, whose model and config are the checkpoint's:
     // read_checkpoint_header): the run continues from this checkpoint
     // (TrainingRun::resume) once set up; a file that does not fit fails the setup.
     std::string resume;
 
-    // Where one run of the group leaves its files: what save_weights and save_checkpoint
-    // do for a group of one, for each run of a group of several (the app's compare groups,
-    // whose runs each keep their weights and checkpoints).
+    // Where one run of the group leaves its files: what save_weights does for a group of
+    // one, for each run of a group of several (the app's compare groups, whose runs each
+    // keep their weights and checkpoints); and each run's checkpoints (mixlab/checkpoint.h),
+    // written atomically after each epoch's last step and when the run ends, also when
+    // stopped, not when it failed, by one path (CheckpointRotation) in one of two forms.
     struct RunOutputs {
         // Non-empty: the run's weights, as save_weights writes them (after training,
         // before profiling, also when stopped; not when failed or stopped before its
         // first step); a write that fails is RunOutcome::weights_failure.
         std::string weights;
-        // Non-empty: a checkpoint at each epoch's end, and at the run's end when that is
-        // not one (a stop), written atomically into this folder (made when missing) under
-        // checkpoint_file_name (mixlab/checkpoint_folder.h); once one is in place, the
-        // run's older ones beyond the newest keep_checkpoints are deleted. A write that
-        // fails is a Warning event in the run's log and RunOutcome::checkpoint_failure,
-        // and the run goes on: these checkpoints are a safety net the front end set up,
-        // not the output a user asked for by name (save_checkpoint fails the run instead).
+        // Non-empty: the app's safety net. A checkpoint at each epoch's end, and at the
+        // run's end when that is not one (a stop), none before the first step, into this
+        // folder (made when missing) under checkpoint_file_name
+        // (mixlab/checkpoint_folder.h); once one is in place, the run's older ones beyond
+        // the newest keep_checkpoints are deleted. A write that fails is a Warning event in
+        // the run's log and RunOutcome::checkpoint_failure, and the run goes on.
         std::string checkpoint_folder;
         int keep_checkpoints = 1;
+        // Non-empty: the output a user asked for by name (mixlab-cli train
+        // --save-checkpoint). One file, replaced at the same points (also at a stop before
+        // the first step); its folder must exist. A write that fails during training fails
+        // the run; at the run's end it is RunOutcome::checkpoint_failure (no log event:
+        // the front end that named the file says so). Not with checkpoint_folder.
+        std::string checkpoint_file;
     };
     // Empty, or one per config (InputError otherwise): run i's outputs.
     std::vector<RunOutputs> run_outputs;
@@ -255,9 +257,9 @@ private:
                   GroupOutcome& out);
     void profile_runs(RunGroupObserver& observer, const std::stop_token& stop, GroupOutcome& out);
     void save_weights(GroupOutcome& out);
-    void save_checkpoint(int run); // after an epoch's end or the run's end, once per step
-    // RunOutputs::checkpoint_folder's: the same points; a failure is reported, not thrown.
-    void save_run_checkpoint(int run, MetricsSink& sink, GroupOutcome& out);
+    // Run i's checkpoint (RunOutputs), once per step, after an epoch's end or the run's
+    // end (at_end). A failure is reported; a named file's during training is thrown.
+    void save_checkpoint(int run, bool at_end, MetricsSink& sink, GroupOutcome& out);
     void sample_runs(RunGroupObserver& observer, GroupOutcome& out);
     void require_prepared(const char* what) const;
     void require_fresh(const char* what) const;
@@ -271,10 +273,14 @@ private:
     std::optional<GroupFacts> m_facts; // holds the graph
     std::unique_ptr<DeviceDataset> m_device_data;
     std::vector<std::unique_ptr<TrainingRun>> m_runs;
-    std::int64_t m_checkpointed = -1; // the step of the last checkpoint written
-    // Per run with a RunOutputs::checkpoint_folder: its rotation and last step written.
-    std::vector<std::optional<CheckpointRotation>> m_rotations;
-    std::vector<std::int64_t> m_run_checkpointed;
+    // Per run with a checkpoint output: where its checkpoints go, whether it is a file the
+    // user named, and the step of the last one written (-1: none yet).
+    struct RunCheckpoints {
+        CheckpointRotation rotation;
+        bool named = false;
+        std::int64_t last_step = -1;
+    };
+    std::vector<std::optional<RunCheckpoints>> m_checkpoints;
 };
 
 } // namespace mixlab

@@ -1,5 +1,6 @@
 // A run's checkpoint folder: the names its checkpoints take, the listing a front end
-// offers, and the rotation that keeps the newest few.
+// offers, their deletion with the run, and the rotation that keeps the newest few (or one
+// file under its own name).
 #include "mixlab/checkpoint_folder.h"
 
 #include "mixlab/error.h"
@@ -63,12 +64,39 @@ std::vector<CheckpointFile> list_checkpoints(const std::string& folder)
     return out;
 }
 
+std::string delete_checkpoints(const std::string& folder)
+{
+    std::string kept;
+    const auto keep = [&kept](const std::string& path, const std::error_code& ec) {
+        kept += (kept.empty() ? "" : "; ") + path + ": " + ec.message();
+    };
+    for (const CheckpointFile& f : list_checkpoints(folder)) {
+        std::error_code ec;
+        fs::remove(f.path, ec);
+        if (ec) keep(f.path, ec);
+    }
+    std::error_code ec;
+    if (fs::is_directory(folder, ec) && fs::is_empty(folder, ec) && !ec) {
+        fs::remove(folder, ec);
+        if (ec) keep(folder, ec);
+    }
+    return kept;
+}
+
 CheckpointRotation::CheckpointRotation(std::string folder, int keep)
     : m_folder(std::move(folder)), m_keep(std::max(keep, 1))
 {}
 
+CheckpointRotation CheckpointRotation::one_file(std::string path)
+{
+    CheckpointRotation r(fs::path(path).parent_path().string(), 1);
+    r.m_file = std::move(path);
+    return r;
+}
+
 std::string CheckpointRotation::path_for(std::int64_t epoch, std::int64_t step) const
 {
+    if (!m_file.empty()) return m_file;
     std::error_code ec;
     fs::create_directories(m_folder, ec);
     if (ec) throw Error("cannot make the checkpoint folder '" + m_folder + "': " + ec.message());

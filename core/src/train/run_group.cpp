@@ -87,22 +87,29 @@ RunGroup::RunGroup(ModelSpec model, std::vector<RunConfig> configs, RunGroupOpti
         m_configs.size() != 1)
         throw InputError("saving weights or predictions takes a group of one run, not " +
                          std::to_string(m_configs.size()));
-    if ((!m_options.save_checkpoint.empty() || !m_options.resume.empty()) && m_configs.size() != 1)
-        throw InputError("checkpoints take a group of one run, not " +
+    if (!m_options.resume.empty() && m_configs.size() != 1)
+        throw InputError("resuming from a checkpoint takes a group of one run, not " +
                          std::to_string(m_configs.size()));
     const std::vector<RunGroupOptions::RunOutputs>& outputs = m_options.run_outputs;
     if (!outputs.empty() && outputs.size() != m_configs.size())
         throw InputError("run outputs: " + std::to_string(outputs.size()) + " given for " +
                          std::to_string(m_configs.size()) + " runs (give one per run, or none)");
-    m_run_checkpointed.assign(m_configs.size(), -1);
-    m_rotations.resize(m_configs.size());
+    m_checkpoints.resize(m_configs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i) {
-        if (outputs[i].checkpoint_folder.empty()) continue;
-        if (outputs[i].keep_checkpoints < 1)
-            throw InputError("run outputs of run " + std::to_string(i) +
-                             ": keep_checkpoints must be at least 1, got " +
-                             std::to_string(outputs[i].keep_checkpoints));
-        m_rotations[i].emplace(outputs[i].checkpoint_folder, outputs[i].keep_checkpoints);
+        const RunGroupOptions::RunOutputs& o = outputs[i];
+        const std::string which = "run outputs of run " + std::to_string(i) + ": ";
+        if (!o.checkpoint_folder.empty() && !o.checkpoint_file.empty())
+            throw InputError(which + "a checkpoint folder ('" + o.checkpoint_folder +
+                             "') or a checkpoint file ('" + o.checkpoint_file + "'), not both");
+        if (!o.checkpoint_file.empty())
+            m_checkpoints[i] =
+                RunCheckpoints{CheckpointRotation::one_file(o.checkpoint_file), true};
+        if (o.checkpoint_folder.empty()) continue;
+        if (o.keep_checkpoints < 1)
+            throw InputError(which + "keep_checkpoints must be at least 1, got " +
+                             std::to_string(o.keep_checkpoints));
+        m_checkpoints[i] =
+            RunCheckpoints{CheckpointRotation(o.checkpoint_folder, o.keep_checkpoints), false};
     }
 }
 
@@ -314,10 +321,8 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             try {
                 run->step(sink);
                 // An epoch's last step: every step reported, the epoch evaluated.
-                if (run->steps_done() % run->steps_per_epoch() == 0) {
-                    save_checkpoint(i);
-                    save_run_checkpoint(i, sink, out);
-                }
+                if (run->steps_done() % run->steps_per_epoch() == 0)
+                    save_checkpoint(i, false, sink, out);
             } catch (...) {
                 fail_run(i, std::current_exception(), sink, observer, out);
             }
@@ -333,12 +338,7 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
             r.summary = run->finish(sink, stopped);
             r.status =
                 r.summary.stopped ? RunOutcome::Status::Stopped : RunOutcome::Status::Finished;
-            try {
-                save_checkpoint(i);
-            } catch (...) {
-                r.checkpoint_failure = message_of(std::current_exception());
-            }
-            save_run_checkpoint(i, sink, out);
+            save_checkpoint(i, true, sink, out);
         } catch (...) {
             fail_run(i, std::current_exception(), sink, observer, out);
         }
@@ -347,31 +347,29 @@ void RunGroup::train_in_lockstep(MetricsSink& sink, RunGroupObserver& observer,
         if (m_runs[std::size_t(i)]) observer.on_run_finished(i, out.runs[std::size_t(i)].summary);
 }
 
-void RunGroup::save_checkpoint(int i)
+// One path for both kinds of checkpoint (RunOutputs): they differ in what a failure does
+// and in a stop before the first step. A named file is the output the user asked for, so a
+// run that cannot write it during training fails (better at epoch 1 than after the last);
+// the folder's are a safety net the front end set up, so the run goes on with a warning.
+void RunGroup::save_checkpoint(int i, bool at_end, MetricsSink& sink, GroupOutcome& out)
 {
+    std::optional<RunCheckpoints>& target = m_checkpoints[std::size_t(i)];
     TrainingRun* run = m_runs[std::size_t(i)].get();
-    if (m_options.save_checkpoint.empty() || !run || run->steps_done() == m_checkpointed) return;
-    run->save_checkpoint(m_options.save_checkpoint, m_model);
-    m_checkpointed = run->steps_done();
-}
-
-void RunGroup::save_run_checkpoint(int i, MetricsSink& sink, GroupOutcome& out)
-{
-    std::optional<CheckpointRotation>& rotation = m_rotations[std::size_t(i)];
-    TrainingRun* run = m_runs[std::size_t(i)].get();
-    std::int64_t& last = m_run_checkpointed[std::size_t(i)];
-    if (!rotation || !run || run->steps_done() == last || run->steps_done() == 0) return;
+    if (!target || !run || run->steps_done() == target->last_step) return;
     const std::int64_t step = run->steps_done();
-    last = step;
+    if (step == 0 && !target->named) return; // nothing trained: nothing worth keeping
+    target->last_step = step;
     std::string problem;
     try {
-        const std::string path = rotation->path_for(step / run->steps_per_epoch(), step);
+        const std::string path = target->rotation.path_for(step / run->steps_per_epoch(), step);
         run->save_checkpoint(path, m_model);
-        problem = rotation->written(path);
+        problem = target->rotation.written(path);
     } catch (...) {
+        if (target->named && !at_end) throw; // fails the run, as any error of its step would
         problem = "the checkpoint at step " + std::to_string(step) +
                   " could not be written: " + message_of(std::current_exception());
         out.runs[std::size_t(i)].checkpoint_failure = problem;
+        if (target->named) return; // the front end that named it says so
     }
     if (!problem.empty()) sink.on_event(i, RunEvent{RunEvent::Kind::Warning, step, problem});
 }
