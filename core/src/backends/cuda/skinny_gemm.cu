@@ -27,7 +27,7 @@ constexpr int k_col_threads = 64; // threads across the columns of a block
 constexpr int k_groups = 4;       // row groups of a block, each a quarter of its slice
 constexpr int k_slice = 64;       // rows of k per block
 constexpr int k_group_rows = k_slice / k_groups;
-constexpr int k_unroll = 8; // rows whose loads a thread issues before it multiplies
+constexpr int k_unroll = 8;       // rows whose loads a thread issues before it multiplies
 constexpr int k_finish_lanes = 4; // threads that share one output's slices in the finish
 
 int slices_for(int k) { return (k + k_slice - 1) / k_slice; }
