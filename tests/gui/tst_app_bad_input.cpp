@@ -15,6 +15,8 @@
 #include "mixlab/model_spec.h"
 #include "mixlab/run_group.h"
 
+#include "app_test_mode.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
@@ -183,7 +185,7 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         QVERIFY(m_settingsDir.isValid());
-        QStandardPaths::setTestModeEnabled(true);
+        enterAppTestMode();
         QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
         QApplication::setAttribute(Qt::AA_DontUseNativeDialogs);

@@ -126,7 +126,7 @@ void TestAppCheckpoints::initTestCase()
 {
     QVERIFY(m_settingsDir.isValid());
     QVERIFY(m_dir.isValid());
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

@@ -94,7 +94,7 @@ void TestAppImportWeights::initTestCase()
 {
     QVERIFY(m_dir.isValid());
     QVERIFY(m_settingsDir.isValid());
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

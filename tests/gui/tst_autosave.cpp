@@ -132,7 +132,7 @@ private slots:
     void initTestCase()
     {
         QVERIFY(m_settingsDir.isValid());
-        QStandardPaths::setTestModeEnabled(true);
+        enterAppTestMode();
         QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
         setUserMessageRecorder([this](const UserMessage &m) {

@@ -86,7 +86,7 @@ private:
 void TestFirstHour::initTestCase()
 {
     QVERIFY(m_settingsDir.isValid());
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings(QStringLiteral("MixLab"), QStringLiteral("mixlab")).clear();

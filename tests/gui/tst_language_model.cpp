@@ -26,6 +26,8 @@
 #include "mixlab/run_log.h"
 #include "mixlab/trainer.h"
 
+#include "app_test_mode.h"
+
 #include <QFile>
 #include <QLabel>
 #include <QSettings>
@@ -95,7 +97,7 @@ private:
 void TestLanguageModel::initTestCase()
 {
     QVERIFY(m_settingsDir.isValid());
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

@@ -185,7 +185,7 @@ void TestMainWindow::initTestCase()
 {
     QVERIFY(m_settingsDir.isValid());
     // Never touch the user's own settings.
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

@@ -121,7 +121,7 @@ private slots:
 
 void TestMaxBatchDialog::initTestCase()
 {
-    QStandardPaths::setTestModeEnabled(true); // MainWindow's QSettings stay out of $HOME
+    enterAppTestMode(); // MainWindow's QSettings stay out of $HOME
 }
 
 void TestMaxBatchDialog::cpuSearchDrawsCurves()

@@ -15,6 +15,8 @@
 
 #include "mixlab/model_spec.h"
 
+#include "app_test_mode.h"
+
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -138,7 +140,7 @@ void TestNumericsDock::initTestCase()
 {
     QVERIFY(m_settingsDir.isValid());
     // Never touch the user's own settings (the main window reads and writes them).
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

@@ -8,6 +8,8 @@
 #include "files/reportgroupdialog.h"
 #include "runs/runstore.h"
 
+#include "app_test_mode.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QFile>
@@ -181,7 +183,7 @@ private slots:
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
-        QStandardPaths::setTestModeEnabled(true);
+        enterAppTestMode();
         QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
         QRandomGenerator rng(21);

@@ -150,7 +150,7 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         QVERIFY(m_settingsDir.isValid());
-        QStandardPaths::setTestModeEnabled(true);
+        enterAppTestMode();
         QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
         QApplication::setAttribute(Qt::AA_DontUseNativeDialogs);

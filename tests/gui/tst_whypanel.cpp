@@ -217,7 +217,7 @@ private:
 
 void TestWhyPanel::initTestCase()
 {
-    QStandardPaths::setTestModeEnabled(true);
+    enterAppTestMode();
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_settingsDir.path());
 }

@@ -5,6 +5,7 @@
 // questions and file dialogs so that none blocks a suite.
 #pragma once
 
+#include "app_test_mode.h"
 #include "common/filedialogs.h"
 #include "common/usermessages.h"
 #include "runs/runstore.h"
