@@ -366,6 +366,12 @@ void Fp8Checker::quantize_checks()
         {DType::F8E5M2, DType::BF16, 200, 1000, true, true, true, "sums", DType::BF16, true});
     quantize_check({DType::F8E5M2, DType::F32, 37, 53, true, true, true, "sums", DType::F32, true});
     quantize_check({DType::F8E5M2, DType::BF16, 64, 784, true, true, true, "", DType::F32, true});
+    // A network's first layer has no dX: its dZ pass writes only the transpose (dW's
+    // operand) with the sums, gated.
+    quantize_check(
+        {DType::F8E5M2, DType::BF16, 200, 1000, false, true, true, "sums", DType::BF16, true});
+    quantize_check(
+        {DType::F8E5M2, DType::BF16, 37, 53, false, true, true, "sums", DType::F32, true});
 }
 
 // ---- fp8_update_scales ---------------------------------------------------------------

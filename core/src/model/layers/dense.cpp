@@ -31,6 +31,7 @@ struct Fp8Operands {
     Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in_p, in x batch_p (E4M3)
     Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in_p, in x out_p (E4M3)
     Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out_p, out x batch_p (E5M2)
+    // w8_t and dy8 are null in a layer without dX (allocate_fp8).
 };
 
 class DenseNode final : public Node {
@@ -170,8 +171,13 @@ private:
         f->x8 = b.own(rows * padded(in_features), DType::F8E4M3);
         f->x8_t = b.own(in * padded(b.max_batch()), DType::F8E4M3);
         f->w8 = b.own(outf * padded(in_features), DType::F8E4M3);
-        f->w8_t = b.own(in * padded(out_features), DType::F8E4M3);
-        f->dy8 = b.own(rows * padded(out_features), DType::F8E5M2);
+        // w8_t and dy8 are dX's operands: a layer nothing before needs a gradient from (a
+        // network's first) has neither, and its passes write neither (W1's first layer:
+        // the W pass then takes the flat kernel, dZ's pass writes a quarter less).
+        if (in_grad) {
+            f->w8_t = b.own(in * padded(out_features), DType::F8E4M3);
+            f->dy8 = b.own(rows * padded(out_features), DType::F8E5M2);
+        }
         f->dy8_t = b.own(outf * padded(b.max_batch()), DType::F8E5M2);
         m_fp8 = std::move(f);
     }
