@@ -6,6 +6,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/dataset.h"
 #include "mixlab/device.h"
+#include "mixlab/dtype.h"
 #include "mixlab/environment.h"
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
@@ -281,6 +282,166 @@ private slots:
         be->fp8_quantize(bx, 2, 3, meta, 1, h, true, &y5, nullptr, nullptr, nullptr);
         QCOMPARE(download(*be, y5)[0], 8192.0f);
         QCOMPARE(download(*be, meta)[b1 + k_fp8_history], 4000.0f);
+    }
+
+    // dX's transposed weights come from w8 byte for byte, the padding zero.
+    void transposeCopiesBytes()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        Buffer meta = fresh_meta(*be, 1, 1);
+        std::vector<float> x(5 * 8);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i) - 17) * 0.375f;
+        Buffer bx = be->alloc(x.size(), DType::BF16);
+        be->upload_f32(bx, x.data(), x.size());
+        Buffer y = be->alloc(5 * 16, DType::F8E4M3), want = be->alloc(8 * 16, DType::F8E4M3);
+        be->fp8_quantize(bx, 5, 8, meta, 0, 1, false, &y, &want, nullptr, nullptr);
+        Buffer yt = be->alloc(8 * 16, DType::F8E4M3);
+        be->upload_f32(yt, std::vector<float>(8 * 16, std::nanf("")).data(), 8 * 16);
+        be->fp8_transpose(y, 5, 8, yt);
+        const std::vector<float> got = download(*be, yt), expected = download(*be, want);
+        for (std::size_t i = 0; i < got.size(); ++i) QVERIFY2(same(got[i], expected[i]), "y_t");
+        QCOMPARE(got[1 * 16 + 3], x[3 * 8 + 1]); // in E4M3's range and grid: exact
+        Buffer y5 = be->alloc(5 * 16, DType::F8E5M2);
+        expect_error([&] { be->fp8_transpose(y5, 5, 8, yt); }, "must share a dtype");
+        expect_error([&] { be->fp8_transpose(y, 5, 17, yt); }, "y holds 80 elements, needs 160");
+    }
+
+    // mixed_fp8's weights are quantized by the optimizer as it updates them: w8 is what
+    // fp8_quantize writes from the new low copy with W's scale, the amax folded into W's
+    // current slot; a skipped step (overflow under loss scaling) rewrites w8 from the
+    // unchanged weights, with the scale as it now is.
+    void optimizerQuantizesWeights()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int rows = 3, cols = 8, h = 4;
+        Buffer meta = fresh_meta(*be, 2, h);
+        const std::size_t w_block = fp8_block_floats(h); // block 1
+        const float scale = 32.0f;
+        be->upload_f32(meta, &scale, 1, w_block + k_fp8_scale);
+        std::vector<float> w(rows * cols), g(rows * cols);
+        for (int i = 0; i < rows * cols; ++i) {
+            w[std::size_t(i)] = 0.01f * float(i) - 0.1f;
+            g[std::size_t(i)] = i == 7 ? 300.0f : 0.5f - 0.04f * float(i);
+        }
+        Buffer master = be->alloc(w.size(), DType::F32), low = be->alloc(w.size(), DType::BF16);
+        Buffer grad = be->alloc(g.size(), DType::F32), mom = be->alloc(w.size(), DType::F32);
+        be->upload_f32(master, w.data(), w.size());
+        be->upload_f32(low, w.data(), w.size());
+        be->upload_f32(grad, g.data(), g.size());
+        be->fill(mom, 0.0f);
+        Buffer w8 = be->alloc(std::size_t(rows) * 16, DType::F8E4M3);
+        be->fill(w8, 0.0f); // its padding: the network's refresh writes it first
+        ParamSlot slot{&master, &grad, &low, &mom, nullptr};
+        slot.fp8 = Fp8Weights{&w8, &meta, 1, h, rows, cols};
+        auto table = be->prepare_params({slot});
+        Buffer scaler = be->alloc(k_scaler_fields, DType::F32);
+        const float scaler_init[k_scaler_fields] = {1.0f, 0.0f, 0.0f, 0.0f};
+        be->upload_f32(scaler, scaler_init, k_scaler_fields);
+        Buffer record = be->alloc(k_record_fields, DType::F32);
+        OptimizerConfig opt;
+        opt.lr = 0.1f;
+        ScalerParams none;
+        be->optimizer_step(*table, opt, none, scaler, record, 0);
+
+        // What the quantize op writes from the copy the update left, into a second block
+        // holding the same scale.
+        auto expected = [&](float block_scale, std::vector<float>& amax_out) {
+            Buffer m2 = fresh_meta(*be, 1, h);
+            be->upload_f32(m2, &block_scale, 1, k_fp8_scale);
+            Buffer want = be->alloc(w8.count(), DType::F8E4M3);
+            be->fp8_quantize(low, rows, cols, m2, 0, h, true, &want, nullptr, nullptr, nullptr);
+            amax_out = {download(*be, m2)[k_fp8_history]};
+            return download(*be, want);
+        };
+        std::vector<float> amax;
+        std::vector<float> want = expected(scale, amax);
+        std::vector<float> got = download(*be, w8);
+        for (std::size_t i = 0; i < got.size(); ++i) QVERIFY2(same(got[i], want[i]), "w8");
+        const std::vector<float> lw = download(*be, low);
+        QVERIFY(lw[7] < -20.0f);         // the big gradient moved it past E4M3's 448 / 32
+        QCOMPARE(got[7], -448.0f);       // saturated
+        QCOMPARE(got[0 * 16 + 8], 0.0f); // padding left as it was
+        std::vector<float> m = download(*be, meta);
+        QCOMPARE(m[w_block + k_fp8_history], amax[0]);
+        QCOMPARE(m[w_block + k_fp8_history], std::fabs(lw[7]));
+        QCOMPARE(m[k_fp8_history], 0.0f); // x's block untouched
+
+        // A skipped step: inf in the gradient under dynamic loss scaling. The weights stay;
+        // W's scale moved since (as the step's scale update would move it): w8 follows.
+        const float inf = std::numeric_limits<float>::infinity();
+        be->upload_f32(grad, &inf, 1, 3);
+        const float new_scale = 0.5f, zero = 0.0f;
+        be->upload_f32(meta, &new_scale, 1, w_block + k_fp8_scale);
+        be->upload_f32(meta, &zero, 1, w_block + k_fp8_history);
+        ScalerParams dynamic;
+        dynamic.mode = LossScaleMode::Dynamic;
+        be->optimizer_step(*table, opt, dynamic, scaler, record, 0);
+        QCOMPARE(download(*be, record)[k_rec_overflow], 1.0f);
+        QCOMPARE(download(*be, low), lw); // not updated
+        want = expected(new_scale, amax);
+        got = download(*be, w8);
+        for (std::size_t i = 0; i < got.size(); ++i) QVERIFY2(same(got[i], want[i]), "w8 skip");
+        QCOMPARE(got[7], e4m3(lw[7] * 0.5f));
+        QCOMPARE(download(*be, meta)[w_block + k_fp8_history], std::fabs(lw[7]));
+
+        // The slot's copy is checked as prepare_params receives it.
+        ParamSlot bad = slot;
+        bad.fp8.cols = 6;
+        bad.fp8.rows = 4;
+        expect_error([&] { be->prepare_params({bad}); }, "cols must be a multiple of 4");
+        bad = slot;
+        bad.fp8.rows = 2;
+        expect_error([&] { be->prepare_params({bad}); }, "fp8 weights of 2x8 for a tensor of 24");
+        bad = slot;
+        bad.low = nullptr;
+        expect_error([&] { be->prepare_params({bad}); }, "16-bit `low` copy");
+    }
+
+    // A network keeps each fp8 layer's w8 equal to its weights quantized with W's scale,
+    // and W's current amax slot equal to their amax: from the start, and after the host
+    // writes the weights (taken again, not folded with the replaced weights' amax).
+    void networkKeepsQuantizedWeights()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(16), dense(10)});
+        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
+        Fp8Config fp8;
+        fp8.amax_history = 2;
+        Network net(graph, Policy::MixedFP8, OptimizerConfig{}, *be, 8, 1, 1, fp8);
+        const std::size_t stride = fp8_block_floats(2);
+        auto check = [&](const char* when) {
+            const std::vector<float> m = download(*be, *net.fp8_meta());
+            int quantized = 0;
+            for (std::size_t i = 0; i < net.slot_count(); ++i) {
+                const Fp8Weights& f = net.slot_fp8(i);
+                if (!f.w8) continue;
+                ++quantized;
+                std::vector<float> w = net.read_slot(i);
+                round_span(DType::BF16, w.data(), w.size()); // the copy the GEMMs read
+                const std::vector<float> q = download(*be, *f.w8);
+                const float s = m[f.block * stride + k_fp8_scale];
+                float amax = 0.0f;
+                for (int r = 0; r < f.rows; ++r)
+                    for (int c = 0; c < f.cols; ++c) {
+                        const float v = w[std::size_t(r * f.cols + c)];
+                        amax = std::max(amax, std::fabs(v));
+                        QVERIFY2(same(q[std::size_t(r * fp8_padded(f.cols) + c)], e4m3(v * s)),
+                                 when);
+                    }
+                QVERIFY2(m[f.block * stride + k_fp8_history] == amax, when);
+            }
+            QCOMPARE(quantized, 2); // the two hidden layers; the 10-unit head stays bf16
+        };
+        check("after construction");
+        // New weights, all smaller than the first ones: W's amax is theirs alone.
+        std::vector<float> p = net.read_parameters();
+        for (float& v : p) v *= 0.25f;
+        net.write_parameters(p);
+        check("after write_parameters");
+        std::vector<float> w0 = net.read_slot(0);
+        for (float& v : w0) v *= 3.0f;
+        net.write_slot(0, w0);
+        check("after write_slot");
     }
 
     // dZ's pass also gives the bias gradient: x's column sums, unscaled and unrounded by

@@ -318,12 +318,26 @@ enum RecordField : int {
 // holding the low halves and a bf16 `low` holding the high halves, which the GEMMs read
 // as they read a copy: together the exact fp32 master (hd_math.h's split_master), with
 // fp32 gradient and state. The optimizer joins, updates in fp32 and splits again.
+// mixed_fp8: a dense layer's weights as its fp8 GEMMs read them, rewritten by every
+// optimizer step from the copy's new values, so that no training step spends a pass of
+// its own quantizing W (optimizer_step). w8 is what fp8_quantize(low, rows, cols, meta,
+// block, history_len, record_amax, w8, ...) writes: the padding past col cols is zero
+// and the optimizer never writes it.
+struct Fp8Weights {
+    Buffer* w8 = nullptr;   // rows x fp8_padded(cols), F8E4M3; null: not an fp8 weight
+    Buffer* meta = nullptr; // the network's fp8 meta buffer
+    std::size_t block = 0;  // W's block in it
+    int history_len = 0;
+    int rows = 0, cols = 0; // rows * cols == the master's count; cols a multiple of 4
+};
+
 struct ParamSlot {
     Buffer* master = nullptr; // fp32 master (or the fp16 weights themselves under `fp16`)
     Buffer* grad = nullptr;   // gradient, same count; fp32 except under `fp16`
     Buffer* low = nullptr;    // low-precision copy the GEMMs read; null when none
     Buffer* state1 = nullptr; // momentum / Adam m (state_dtype)
     Buffer* state2 = nullptr; // Adam v (null for SGD)
+    Fp8Weights fp8 = {};      // mixed_fp8's quantized copy (needs `low`), or none
 };
 inline bool is_split_master(const ParamSlot& s)
 {
@@ -560,6 +574,10 @@ public:
     // and scale_inv = 1 / scale (otherwise both stay); last_amax = amax; then every
     // history slot moves one older, the oldest dropped, and the current slot is zeroed.
     virtual void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin);
+    // y_t = y transposed, byte for byte: y as fp8_quantize writes it (rows x
+    // fp8_padded(cols)), y_t cols x fp8_padded(rows) with zeros past row rows; both of one
+    // fp8 dtype. The transposed weights dX's GEMM reads, from the w8 the optimizer wrote.
+    virtual void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t);
 
     // ---- numerics (what a precision does to the values; base/hd_math.h's slots) -------
     // counts is an I32 buffer read as uint32 counters; both ops ADD into
@@ -596,6 +614,12 @@ public:
     // same pass and every gradient scaled by min(1, clip_norm / (norm + 1e-6)) before the
     // update (PyTorch's unscale_, clip_grad_norm_, step). Then the scaler update, and the
     // record's scale/overflow/next-scale/grad-norm fields.
+    // A slot with fp8.w8 also gets w8 rewritten from its low copy's new values with the
+    // block's scale, and their largest finite |value| folded (max) into the block's
+    // current amax slot, as fp8_quantize with record_amax would: the W the next step's
+    // GEMMs read, quantized with the scale that step uses (mixed_fp8 updates the scales,
+    // fp8_update_scales, before this). A skipped step (an overflow under loss scaling)
+    // still rewrites w8 from the unchanged copy: the scale may have moved.
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler, Buffer& record,
                                 std::size_t record_offset) = 0;

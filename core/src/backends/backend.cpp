@@ -170,5 +170,9 @@ void Backend::fp8_update_scales(Buffer&, int, int, int)
 {
     not_available(*this, "fp8 scale update");
 }
+void Backend::fp8_transpose(const Buffer&, int, int, Buffer&)
+{
+    not_available(*this, "fp8 transpose");
+}
 
 } // namespace mixlab

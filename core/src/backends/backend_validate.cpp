@@ -446,6 +446,7 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
         for (const Buffer* st : {s.state1, s.state2})
             require(!st || st->dtype() == state_dtype(s), backend, op,
                     which + "optimizer state must be " + std::string(dtype_name(state_dtype(s))));
+        if (s.fp8.w8) fp8_weights(backend, s, which);
         states.all_state1 = states.all_state1 && s.state1;
         states.all_state2 = states.all_state2 && s.state2;
     }

@@ -77,6 +77,38 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
     meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));
 }
 
+void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t)
+{
+    const char* op = "fp8_transpose";
+    require(rows >= 0 && cols >= 0, backend, op,
+            "negative shape " + std::to_string(rows) + "x" + std::to_string(cols));
+    fp8_output(backend, op, y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y");
+    fp8_output(backend, op, y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
+    require(y.dtype() == y_t.dtype(), backend, op,
+            "y and y_t must share a dtype, got " + name_of(y.dtype()) + " and " +
+                name_of(y_t.dtype()));
+}
+
+void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& which)
+{
+    const char* op = "prepare_params";
+    const Fp8Weights& f = slot.fp8;
+    require(f.w8->dtype() == DType::F8E4M3, backend, op,
+            which + "fp8 weights must be float8_e4m3fn, got " + name_of(f.w8->dtype()));
+    require(f.rows >= 0 && f.cols >= 0 && f.cols % 4 == 0, backend, op,
+            which + "fp8 weights of " + std::to_string(f.rows) + "x" + std::to_string(f.cols) +
+                ": cols must be a multiple of 4");
+    require(std::size_t(f.rows) * std::size_t(f.cols) == slot.master->count(), backend, op,
+            which + "fp8 weights of " + std::to_string(f.rows) + "x" + std::to_string(f.cols) +
+                " for a tensor of " + std::to_string(slot.master->count()));
+    fp8_output(backend, op, *f.w8, std::size_t(f.rows) * std::size_t(fp8_padded(f.cols)), "w8");
+    require(slot.low && (slot.low->dtype() == DType::BF16 || slot.low->dtype() == DType::F16),
+            backend, op, which + "fp8 weights are quantized from a 16-bit `low` copy");
+    require(f.meta != nullptr && f.history_len >= 1, backend, op,
+            which + "fp8 weights need the meta buffer and a history of at least 1");
+    meta_buffer(backend, op, *f.meta, (f.block + 1) * fp8_block_floats(f.history_len));
+}
+
 void fp8_gemm(const char* backend, const GemmCall& g)
 {
     const char* op = "gemm";

@@ -6,6 +6,7 @@
 #include "mixlab/backend.h"
 
 #include <cstddef>
+#include <string>
 
 namespace mixlab::validate {
 
@@ -18,6 +19,13 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
 // [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
 void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
                        int margin);
+// y (rows x fp8_padded(cols)) and y_t (cols x fp8_padded(rows)) fp8 buffers of one dtype
+// that large, rows and cols >= 0.
+void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t);
+// A parameter slot's Fp8Weights (prepare_params, slot `which` in messages): w8 F8E4M3 of
+// rows x fp8_padded(cols) with rows * cols the master's count and cols a multiple of 4, a
+// 16-bit `low` copy to quantize from, meta float32 holding the block.
+void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& which);
 // A GEMM whose a or b is fp8 (GemmCall's fp8 rules): both fp8, not both E5M2, the "TN"
 // form (trans_a false, trans_b true), positive sizes with k a multiple of 16 and c's rows
 // 16-byte multiples, c bfloat16 or float32, epilogue None, Bias or BiasRelu (with c and the bias bfloat16), fp8_meta

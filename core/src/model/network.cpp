@@ -142,6 +142,16 @@ public:
 
     Buffer& fp8_meta() override { return m_net.m_fp8_meta; }
 
+    void quantized_weights(const Buffer* master, const Fp8Weights& fp8) override
+    {
+        for (ParamSlot& s : m_net.m_slots)
+            if (s.master == master) {
+                s.fp8 = fp8;
+                return;
+            }
+        throw Error("quantized_weights: no parameter slot holds those weights");
+    }
+
     MathMode layer_math(DType dtype) const override
     {
         if (dtype != DType::F32) return MathMode::Reduced;
@@ -300,6 +310,7 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     init_parameters();
     reset_state();
     m_param_table = m_backend.prepare_params(m_slots);
+    refresh_fp8_weights();
 }
 
 Network::~Network() = default;
@@ -317,6 +328,22 @@ void Network::reset_fp8_meta()
             m_fp8_formats[t] == DType::F8E5M2 ? hd::k_e5m2.max_finite : hd::k_e4m3.max_finite;
     }
     m_backend.upload_f32(m_fp8_meta, meta.data(), meta.size());
+}
+
+void Network::refresh_fp8_weights(std::optional<std::size_t> only)
+{
+    const std::size_t stride = fp8_block_floats(m_fp8.amax_history);
+    for (std::size_t i = 0; i < m_slots.size(); ++i) {
+        const ParamSlot& s = m_slots[i];
+        const Fp8Weights& f = s.fp8;
+        if (!f.w8 || (only && *only != i)) continue;
+        // W's block holds W's amax alone, and its current slot stands for the weights the
+        // next step reads: taken again, not folded with those the host just replaced.
+        const float zero = 0.0f;
+        m_backend.upload_f32(*f.meta, &zero, 1, f.block * stride + k_fp8_history);
+        m_backend.fp8_quantize(*s.low, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8,
+                               nullptr, nullptr, nullptr);
+    }
 }
 
 void Network::init_parameters()
@@ -419,6 +446,7 @@ void Network::write_slot(std::size_t i, const std::vector<float>& values)
                     std::to_string(n));
     const std::vector<float> stored = layout.empty() ? values : pad(layout, values);
     upload_master(m_backend, *slot.master, slot.low, stored.data(), stored.size());
+    refresh_fp8_weights(i);
 }
 
 namespace {
@@ -513,6 +541,7 @@ void Network::write_parameters(const std::vector<float>& values)
         upload_master(m_backend, *slot.master, slot.low, own.data(), own.size());
         at += n;
     }
+    refresh_fp8_weights();
 }
 
 std::vector<LayerKernelInfo> Network::kernels() const

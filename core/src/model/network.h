@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,8 @@ public:
     // A slot's optimizer state (ParamSlot::state1: momentum / Adam m, state2: Adam v) as
     // the model defines it (no padding); null buffers have none (has_slot_buffer false).
     bool has_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which) const;
+    // A slot's mixed_fp8 quantized copy (w8 null: none).
+    const Fp8Weights& slot_fp8(std::size_t slot) const { return m_slots.at(slot).fp8; }
     std::vector<float> read_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which);
     void write_slot_buffer(std::size_t slot, Buffer* ParamSlot::*which,
                            const std::vector<float>& values);
@@ -130,14 +133,21 @@ public:
     // mixed_fp8: the meta buffer of every fp8 tensor's scaling state (backend.h's block
     // layout, fp8_tensors() blocks of fp8_config().amax_history history slots), null when
     // no layer runs in fp8; the tensors' names ("layer 3 x", "layer 3 w", "layer 3 dy")
-    // in block order. The step updates it (Backend::fp8_update_scales) after the optimizer.
+    // in block order. The step updates it (Backend::fp8_update_scales) before the
+    // optimizer, which quantizes the fp8 layers' new weights with the updated scales.
     Buffer* fp8_meta() { return m_fp8_names.empty() ? nullptr : &m_fp8_meta; }
     int fp8_tensors() const { return int(m_fp8_names.size()); }
     const std::vector<std::string>& fp8_names() const { return m_fp8_names; }
     const Fp8Config& fp8_config() const { return m_fp8; }
     // Every block back to its start: scale and scale_inv 1, the format's largest finite
-    // value, no amax seen.
+    // value, no amax seen. The quantized weights are then stale: refresh_fp8_weights.
     void reset_fp8_meta();
+    // The fp8 layers' quantized weights (ParamSlot::fp8) taken again from the weights as
+    // they stand, with W's current scale, W's current amax slot set to theirs: what the
+    // last optimizer step would have left. Every host write of the weights does it (the
+    // constructor, write_slot, write_parameters); a caller that writes the meta buffer
+    // (a checkpoint's resume) calls it after. `only`: that slot alone.
+    void refresh_fp8_weights(std::optional<std::size_t> only = std::nullopt);
 
 private:
     class Builder;

@@ -288,7 +288,10 @@ void TrainingRun::resume(const std::string& path)
 
     load.apply();
     s.backend.upload_f32(s.scaler, scaler.data(), scaler.size());
-    if (Buffer* m = net.fp8_meta()) s.backend.upload_f32(*m, fp8.data(), fp8.size());
+    if (Buffer* m = net.fp8_meta()) {
+        s.backend.upload_f32(*m, fp8.data(), fp8.size());
+        net.refresh_fp8_weights(); // the weights' fp8 copy from the restored scales
+    }
     for (const auto& [t, values] : carried) net.write_state(t, values);
     const std::int32_t counter[2] = {std::int32_t(std::uint32_t(std::uint64_t(step))),
                                      std::int32_t(std::uint32_t(std::uint64_t(step) >> 32))};

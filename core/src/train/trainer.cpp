@@ -291,15 +291,17 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
     net->backward(batch, std::uint64_t(launched));
     if (sampling) numerics->enqueue_backward();
     mark(int(StepPhase::Backward) + 1);
+    // mixed_fp8's delayed scaling: every fp8 tensor's next scale from its amax history,
+    // this step's amax among it (recorded with the step, so each replay updates them).
+    // Before the optimizer, which quantizes the new weights with W's next scale and
+    // records their amax as the next step's (every amax of this step is in by now).
+    if (Buffer* meta = net->fp8_meta())
+        backend.fp8_update_scales(*meta, net->fp8_tensors(), config.fp8.amax_history,
+                                  config.fp8.margin);
     // optimizer_step records at[LossScaling + 1] itself, between its check and update.
     // The rate is the run's own (opt): the plateau schedule lowers it.
     backend.optimizer_step(net->param_table(), opt, scaling, scaler, record, 0);
     if (sampling) numerics->enqueue_update();
-    // mixed_fp8's delayed scaling: every fp8 tensor's next scale from its amax history,
-    // this step's amax among it (recorded with the step, so each replay updates them).
-    if (Buffer* meta = net->fp8_meta())
-        backend.fp8_update_scales(*meta, net->fp8_tensors(), config.fp8.amax_history,
-                                  config.fp8.margin);
     backend.advance_step(step_counter);
     mark(int(StepPhase::Optimizer) + 1);
 }

@@ -1,6 +1,7 @@
 // CPU fp8 ops (mixed_fp8's delayed scaling): quantize a matrix to E4M3/E5M2 with its
-// block's scale (and its transpose, and its column sums, and relu's backward gate, in the same pass), folding
-// max|x| into the block's current amax slot; and the once-a-step scale update from the amax history. An fp8
+// block's scale (and its transpose, and its column sums, and relu's backward gate, in the
+// same pass), folding max|x| into the block's current amax slot; transpose a quantized
+// matrix; and the once-a-step scale update from the amax history. An fp8
 // buffer on the CPU holds floats equal to the fp8 values it stores: the scaled values,
 // not descaled (the GEMM multiplies by scale_inv). Rounding is hd_math.h's, bit for bit
 // the CUDA kernels'.
@@ -54,6 +55,18 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
         }
     if (sums) round_span(col_sums->dtype(), sums, c_n);
     if (record_amax) m[k_fp8_history] = std::max(m[k_fp8_history], amax);
+}
+
+void CpuBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t)
+{
+    validate::fp8_transpose(k_name, y, rows, cols, y_t);
+    const std::size_t r_n = std::size_t(rows), c_n = std::size_t(cols);
+    const std::size_t y_ld = std::size_t(fp8_padded(cols)), t_ld = std::size_t(fp8_padded(rows));
+    const float* py = y.as<float>();
+    float* pt = y_t.as<float>();
+    std::fill(pt, pt + c_n * t_ld, 0.0f);
+    for (std::size_t r = 0; r < r_n; ++r)
+        for (std::size_t c = 0; c < c_n; ++c) pt[c * t_ld + r] = py[r * y_ld + c];
 }
 
 void CpuBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)

@@ -1,6 +1,6 @@
 // CPU optimizer step: unscale, inf/NaN check over every gradient, clipping by the global
 // norm, SGD/Adam/AdamW on the master weights (PyTorch's formulas), the low-precision copy
-// (or the split master's halves), then the loss scaler.
+// (or the split master's halves), mixed_fp8's quantized weights, then the loss scaler.
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/backend_validate.h"
@@ -211,6 +211,14 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                 sgd_slot(s, opt, ctx);
         }
         sc[k_optimizer_steps] += 1.0f;
+    }
+    // mixed_fp8's weights from the copy as it now stands, updated or (a skipped step) not:
+    // the quantize op itself, the reference the CUDA update's fused rewrite is checked by.
+    for (const ParamSlot& s : t->slots()) {
+        const Fp8Weights& f = s.fp8;
+        if (f.w8)
+            fp8_quantize(*s.low, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8,
+                         nullptr, nullptr, nullptr);
     }
 
     float next = scale;

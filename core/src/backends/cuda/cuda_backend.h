@@ -139,6 +139,7 @@ public:
                       int history_len, bool record_amax, Buffer* y, Buffer* y_t, Buffer* col_sums,
                       const Buffer* relu_gate) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
+    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,

@@ -31,4 +31,10 @@ void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, 
                              margin, stream());
 }
 
+void CudaBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t)
+{
+    validate::fp8_transpose(k_name, y, rows, cols, y_t);
+    launch_fp8_transpose(y.data(), rows, cols, y_t.data(), stream());
+}
+
 } // namespace mixlab::cuda

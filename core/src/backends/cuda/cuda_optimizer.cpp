@@ -20,6 +20,7 @@ struct TableGroup {
     DeviceMemory tensors, chunks;
     int n_chunks = 0;
     int chunk_offset = 0; // where this group's chunks start among the table's
+    bool fp8 = false;     // a tensor with mixed_fp8's quantized copy among them
 };
 
 class CudaParamTable final : public ParamTable {
@@ -50,6 +51,7 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         OptLayout layout;
         std::vector<OptTensor> tensors;
         std::vector<OptChunk> chunks;
+        bool fp8 = false;
     };
     std::vector<HostGroup> host;
 
@@ -70,14 +72,18 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         for (auto& h : host)
             if (h.layout == l) g = &h;
         if (!g) {
-            host.push_back(HostGroup{l, {}, {}});
+            host.push_back(HostGroup{l, {}, {}, false});
             g = &host.back();
         }
         const auto t = std::int32_t(g->tensors.size());
-        g->tensors.push_back(OptTensor{s.master->data(), s.grad->data(),
-                                       s.low ? s.low->data() : nullptr,
-                                       s.state1 ? s.state1->data() : nullptr,
-                                       s.state2 ? s.state2->data() : nullptr, std::int64_t(n)});
+        const Fp8Weights& f = s.fp8;
+        g->fp8 = g->fp8 || f.w8;
+        g->tensors.push_back(OptTensor{
+            s.master->data(), s.grad->data(), s.low ? s.low->data() : nullptr,
+            s.state1 ? s.state1->data() : nullptr, s.state2 ? s.state2->data() : nullptr,
+            std::int64_t(n), f.w8 ? static_cast<std::uint8_t*>(f.w8->data()) : nullptr,
+            f.w8 ? f.meta->as<float>() + f.block * fp8_block_floats(f.history_len) : nullptr,
+            std::int32_t(f.cols), std::int32_t(fp8_padded(f.cols))});
         for (std::int64_t start = 0; start < std::int64_t(n); start += k_opt_chunk) {
             const std::int64_t len = std::min<std::int64_t>(k_opt_chunk, std::int64_t(n) - start);
             g->chunks.push_back(OptChunk{t, std::int32_t(len), start});
@@ -87,6 +93,7 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
     for (HostGroup& h : host) {
         TableGroup g;
         g.layout = h.layout;
+        g.fp8 = h.fp8;
         g.n_chunks = int(h.chunks.size());
         g.chunk_offset = table->n_chunks;
         table->n_chunks += g.n_chunks;
@@ -148,9 +155,11 @@ void CudaBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
     args.scaling_on = scaling_on;
     args.clip = clip;
     args.found_inf = check_in_update ? sc + k_found_inf : nullptr;
-    for (const TableGroup& g : t->groups)
+    for (const TableGroup& g : t->groups) {
+        args.fp8 = g.fp8;
         launch_optimizer_update(g.layout, g.tensors.as<OptTensor>(), g.chunks.as<OptChunk>(),
                                 g.n_chunks, args, sc, stream());
+    }
 
     launch_scaler_update(scaling, sc, record.as<float>() + record_offset, clip, stream());
 }

@@ -8,14 +8,11 @@
 #include "backends/cuda/column_split.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
-#include "backends/cuda/reduce.cuh"
+#include "backends/cuda/fp8_round.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
 
-#include <cuda_fp8.h>
-
 #include <algorithm>
-#include <cfloat>
 #include <cstdint>
 
 namespace mixlab::cuda {
@@ -26,44 +23,6 @@ constexpr unsigned k_threads = 256;
 // The transposing kernel's tile: 64 x 64 elements, 256 threads. (128 rows, eight loads in
 // flight a thread, measured slower on the H200: 107.6 us for W1's passes against 99.2.)
 constexpr int k_tile = 64, k_tile_rows = 64;
-
-template <bool E5M2>
-__device__ __forceinline__ hd::Fp8Format format()
-{
-    constexpr hd::Fp8Format f = E5M2 ? hd::k_e5m2 : hd::k_e4m3;
-    return f;
-}
-
-// The largest finite |v| seen so far (NaN and infinities fail the comparison).
-__device__ __forceinline__ float fold_amax(float amax, float v)
-{
-    const float a = fabsf(v);
-    return a <= FLT_MAX ? fmaxf(amax, a) : amax;
-}
-
-// Four values times the scale, rounded, packed little-endian (v[0] in the low byte).
-// On sm_89 and newer PTX's cvt.rn.satfinite, two values an instruction: round to nearest
-// even, saturating (infinities too), every NaN to 0x7F, which is hd::fp8_quantize_value's
-// byte for every input (mixlab-cli check compares each fp8 case with the CPU's bytes).
-// Older GPUs have no fp8 GEMMs; they round in software with the CPU's function.
-template <bool E5M2>
-__device__ __forceinline__ std::uint32_t quantize4(const float (&v)[4], float scale)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    constexpr __nv_fp8_interpretation_t kind = E5M2 ? __NV_E5M2 : __NV_E4M3;
-    const std::uint32_t lo =
-        __nv_cvt_float2_to_fp8x2(make_float2(v[0] * scale, v[1] * scale), __NV_SATFINITE, kind);
-    const std::uint32_t hi =
-        __nv_cvt_float2_to_fp8x2(make_float2(v[2] * scale, v[3] * scale), __NV_SATFINITE, kind);
-    return lo | hi << 16;
-#else
-    std::uint32_t packed = 0;
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        packed |= std::uint32_t(hd::fp8_quantize_value(v[q], scale, format<E5M2>())) << (8 * q);
-    return packed;
-#endif
-}
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
 // from the word's bits: reading a loaded array back through a T pointer (the first
@@ -108,16 +67,12 @@ __device__ __forceinline__ void load_vec(const T* p, float (&v)[N])
     }
 }
 
-// The block's amax, folded into the slot by one atomic max on the float's bits (the
-// slot holds a non-negative float, and those order as unsigned integers).
 template <bool Amax>
 __device__ __forceinline__ void publish_amax(float amax, float* slot)
 {
     if constexpr (Amax) {
         __shared__ float scratch[32];
-        amax = block_reduce<true>(amax, scratch);
-        if (threadIdx.x == 0 && amax > 0.0f)
-            atomicMax(reinterpret_cast<unsigned int*>(slot), __float_as_uint(amax));
+        fold_block_amax(amax, slot, scratch);
     }
 }
 
@@ -231,26 +186,16 @@ __global__ void __launch_bounds__(k_threads)
             __syncthreads();
             // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
             // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
-            // at columns r0 + 4 tx (a byte read per byte had the warps waiting on shared
-            // memory).
+            // at columns r0 + 4 tx.
 #pragma unroll
             for (int h = 0; h < k_tile_rows / 64; ++h) {
                 const int r = 4 * tx + 64 * h, j = 4 * ty;
                 if (r0 + r < t_ld) {
-                    std::uint32_t w[4];
+                    std::uint32_t w[4], col[4];
 #pragma unroll
                     for (int q = 0; q < 4; ++q)
                         w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-                    const std::uint32_t lo01 =
-                        __byte_perm(w[0], w[1], 0x5140); // w0.b0 w1.b0 w0.b1 w1.b1
-                    const std::uint32_t hi01 =
-                        __byte_perm(w[0], w[1], 0x7362); // w0.b2 w1.b2 w0.b3 w1.b3
-                    const std::uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140);
-                    const std::uint32_t hi23 = __byte_perm(w[2], w[3], 0x7362);
-                    const std::uint32_t col[4] = {__byte_perm(lo01, lo23, 0x5410), // the bytes 0
-                                                  __byte_perm(lo01, lo23, 0x7632), // the bytes 1
-                                                  __byte_perm(hi01, hi23, 0x5410),
-                                                  __byte_perm(hi01, hi23, 0x7632)};
+                    transpose4x4(w, col);
 #pragma unroll
                     for (int q = 0; q < 4; ++q) {
                         if (c0 + j + q >= cols) break;
@@ -276,6 +221,43 @@ __global__ void __launch_bounds__(k_threads)
         }
     }
     publish_amax<Amax>(amax, amax_slot);
+}
+
+// y_t = y transposed, one 64 x 64 tile a block: thread (tx, ty) = (t % 16, t / 16) reads
+// the words at columns 4 tx of rows ty, ty + 16, ... (rows past `rows` read as zero, so
+// the edge tiles write y_t's padding), then writes the tile's 4 x 4 bytes at rows 4 tx,
+// columns 4 ty transposed as four words of y_t's rows c0 + 4 ty + q. y's and y_t's rows
+// (fp8_padded) are 16-byte multiples, so every access is a whole aligned word; y's columns
+// past `cols` are its zero padding, read and never written out.
+__global__ void __launch_bounds__(k_threads)
+    fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
+                         std::uint8_t* __restrict__ y_t)
+{
+    __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
+    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
+#pragma unroll
+    for (int i = 0; i < k_tile / 16; ++i) {
+        const int r = ty + 16 * i;
+        std::uint32_t w = 0;
+        if (r0 + r < rows && c0 + c < y_ld)
+            w = *reinterpret_cast<const std::uint32_t*>(
+                y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c));
+        *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
+    }
+    __syncthreads();
+    const int r = 4 * tx, j = 4 * ty;
+    if (r0 + r >= t_ld) return;
+    std::uint32_t w[4], col[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+    transpose4x4(w, col);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (c0 + j + q >= cols) break;
+        *reinterpret_cast<std::uint32_t*>(y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
+                                          std::size_t(r0 + r)) = col[q];
+    }
 }
 
 __global__ void fp8_update_kernel(float* meta, int tensors, int history_len,
@@ -382,6 +364,17 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int row
     if (col_sums)
         launch_column_finish(a.partials, a.row_blocks, std::size_t(cols), std::size_t(cols),
                              col_sums, tsums, stream);
+}
+
+void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t, cudaStream_t stream)
+{
+    if (rows <= 0 || cols <= 0) return;
+    const int t_ld = fp8_padded(rows);
+    const dim3 grid(unsigned((t_ld + k_tile - 1) / k_tile), unsigned((cols + k_tile - 1) / k_tile));
+    fp8_transpose_kernel<<<grid, k_threads, 0, stream>>>(static_cast<const std::uint8_t*>(y), rows,
+                                                         cols, fp8_padded(cols), t_ld,
+                                                         static_cast<std::uint8_t*>(y_t));
+    MIXLAB_CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
 }
 
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

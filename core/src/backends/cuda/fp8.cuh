@@ -1,4 +1,5 @@
-// Launchers for mixed_fp8's kernels (Backend::fp8_quantize, fp8_update_scales): scaled
+// Launchers for mixed_fp8's kernels (Backend::fp8_quantize, fp8_transpose,
+// fp8_update_scales): scaled
 // rounding to E4M3/E5M2 (the same byte as hd_math.h's fp8_quantize_value, the CPU
 // reference's, for every input), the optional transposed copy, zero padding and column
 // sums, the amax folded into the meta buffer, and delayed scaling's update. Scales are read on the device, so
@@ -24,6 +25,10 @@ namespace mixlab::cuda {
 void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int rows, int cols,
                          const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
                          void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream);
+
+// y_t (cols x fp8_padded(rows)) = y (rows x fp8_padded(cols)) transposed, byte for
+// byte, zeros past row rows. Both device buffers are 16-byte aligned (cudaMalloc's).
+void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t, cudaStream_t stream);
 
 // hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

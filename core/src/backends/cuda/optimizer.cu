@@ -15,6 +15,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
+#include "backends/cuda/fp8_round.cuh"
 #include "base/hd_math.h"
 
 #include <type_traits>
@@ -94,6 +95,38 @@ template <class T>
 __device__ __forceinline__ float stored(float v)
 {
     return to_f32(from_f32<T>(v));
+}
+
+// mixed_fp8: the value the low copy holds for the master value w (what fp8_quantize would
+// read from `low`: a split master's bf16 high half, else w rounded to TL).
+template <class TL>
+__device__ __forceinline__ float low_value(float w)
+{
+    if constexpr (std::is_same_v<TL, SplitHalves>)
+        return __uint_as_float(std::uint32_t(hd::split_master(w).hi) << 16);
+    else
+        return to_f32(from_f32<TL>(w));
+}
+
+// mixed_fp8: four weights from element i (a multiple of 4; a row's four, the row length
+// being a multiple of 4) quantized to E4M3 with W's scale into w8's row, one aligned word
+// (w8's rows are fp8_padded, 16-byte multiples); their largest finite |value| into amax.
+__device__ __forceinline__ void write_w8_4(const OptTensor& t, std::int64_t i, const float (&v)[4],
+                                           float scale, float& amax)
+{
+    const std::int64_t row = i / t.w8_cols, col = i - row * t.w8_cols;
+    *reinterpret_cast<std::uint32_t*>(t.w8 + row * t.w8_ld + col) = quantize4<false>(v, scale);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) amax = fold_amax(amax, v[k]);
+}
+
+__device__ __forceinline__ void write_w8_1(const OptTensor& t, std::int64_t i, float v, float scale,
+                                           float& amax)
+{
+    const std::int64_t row = i / t.w8_cols, col = i - row * t.w8_cols;
+    const float q[4] = {v, 0.0f, 0.0f, 0.0f};
+    t.w8[row * t.w8_ld + col] = std::uint8_t(quantize4<false>(q, scale) & 0xFFu);
+    amax = fold_amax(amax, v);
 }
 
 struct StepScalars {
@@ -229,13 +262,20 @@ __global__ void grad_norm_kernel(const double* partials, int n_partials, float c
     out[1] = factor;
 }
 
+// With mixed_fp8's copies (OptTensor::w8) the update also writes each updated weight's
+// E4M3 byte, from the value the low copy now holds, and folds the chunk's amax into W's
+// meta block: the pass a step would otherwise spend quantizing W (fp8_quantize's bytes,
+// checked against the CPU's by mixlab-cli check).
 template <class TM, class TG, class TL>
 __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk* chunks,
                                         int n_chunks, OptArgs a, const float* scaler)
 {
-    // Uniform over the whole grid: an overflowed, loss-scaled step changes nothing.
-    if (a.scaling_on && scaler[k_found_inf] != 0.0f) return;
+    // Uniform over the whole grid: an overflowed, loss-scaled step changes nothing but
+    // the fp8 copies, rewritten from the unchanged weights with a scale that may have moved.
+    const bool skip = a.scaling_on && scaler[k_found_inf] != 0.0f;
+    if (skip && !a.fp8) return;
     __shared__ float bias_correction[2];
+    __shared__ float amax_scratch[32];
     const float steps = scaler[k_optimizer_steps];
     if (threadIdx.x == 0) {
         // In double, then rounded once: as the CPU reference computes them.
@@ -254,11 +294,31 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
     const bool use_s1 = !sgd || a.momentum != 0.0f;
     constexpr bool split = std::is_same_v<TL, SplitHalves>;
     constexpr bool copy = !split && !std::is_same_v<TL, NoLow>;
+    // The low copy's element type as fp8's rewrite reads it (never NoLow's: no copy, no w8).
+    using LowT = std::conditional_t<split, bf16, std::conditional_t<copy, TL, float>>;
     bool bad = false; // a non-finite gradient seen, for a.found_inf
 
     for (int c = blockIdx.x; c < n_chunks; c += gridDim.x) {
         const OptChunk ch = chunks[c];
         const OptTensor t = tensors[ch.tensor];
+        // Both uniform over the block (one chunk): the amax fold's barriers are reached.
+        const bool fp8 = (copy || split) && t.w8 != nullptr;
+        if (skip && !fp8) continue;
+        const float w8_scale = fp8 ? t.fp8_block[k_fp8_scale] : 0.0f;
+        float amax = 0.0f;
+        if (skip) {
+            const LowT* low = static_cast<const LowT*>(t.low) + ch.start;
+            const int full = ch.len & ~3;
+            for (int i = threadIdx.x * 4; i < full; i += blockDim.x * 4) {
+                float v[4];
+                load4(low + i, v);
+                write_w8_4(t, ch.start + i, v, w8_scale, amax);
+            }
+            for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x)
+                write_w8_1(t, ch.start + i, to_f32(low[i]), w8_scale, amax);
+            fold_block_amax(amax, t.fp8_block + k_fp8_history, amax_scratch);
+            continue;
+        }
         // A split master's `master` is int16 halves: only the split loads touch it.
         [[maybe_unused]] TM* w = split ? nullptr : static_cast<TM*>(t.master) + ch.start;
         const TG* g = static_cast<const TG*>(t.grad) + ch.start;
@@ -284,6 +344,14 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
             if (m1) store4(m1 + i, s1);
             if (m2) store4(m2 + i, s2);
             if constexpr (copy) store4(static_cast<TL*>(t.low) + ch.start + i, wv);
+            if constexpr (copy || split) {
+                if (fp8) {
+                    float q[4];
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) q[k] = low_value<TL>(wv[k]);
+                    write_w8_4(t, ch.start + i, q, w8_scale, amax);
+                }
+            }
         }
         for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
             float wv = 0.0f, s1 = m1 ? to_f32(m1[i]) : 0.0f, s2 = m2 ? to_f32(m2[i]) : 0.0f;
@@ -301,7 +369,10 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
             if (m1) m1[i] = from_f32<TM>(s1);
             if (m2) m2[i] = from_f32<TM>(s2);
             if constexpr (copy) static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
+            if constexpr (copy || split)
+                if (fp8) write_w8_1(t, ch.start + i, low_value<TL>(wv), w8_scale, amax);
         }
+        if (fp8) fold_block_amax(amax, t.fp8_block + k_fp8_history, amax_scratch);
     }
     // Uniform over the grid (an argument): every thread of the block reaches the barrier.
     if (a.found_inf && __syncthreads_or(bad) && threadIdx.x == 0) *a.found_inf = 1.0f;

@@ -19,6 +19,12 @@ struct OptTensor {
     void* state1; // momentum / Adam m; may be null for plain SGD
     void* state2; // Adam v
     std::int64_t count;
+    // mixed_fp8 (ParamSlot::fp8): the E4M3 copy the update rewrites from `low`'s new
+    // values (row length w8_cols, stored w8_ld apart), and W's meta block: the scale read
+    // at k_fp8_scale, the amax folded into k_fp8_history. w8 null: none.
+    std::uint8_t* w8;
+    float* fp8_block;
+    std::int32_t w8_cols, w8_ld;
 };
 
 // A slice of one tensor handled by one block at a time. Starts are multiples of
@@ -50,6 +56,9 @@ struct OptArgs {
     // check pass (launch_found_inf) is then not needed. Only valid without loss scaling
     // and clipping, where nothing before the update depends on the check.
     float* found_inf = nullptr;
+    // Some tensor of the launch has an fp8 copy: a skipped step (loss scaling's overflow)
+    // still rewrites those copies (the scale may have moved) instead of returning at once.
+    bool fp8 = false;
 };
 
 // scaler[k_found_inf] = 1 when any gradient element is inf/NaN (the caller zeroes it first).

@@ -6,6 +6,8 @@
 // which are): X and W quantized to E4M3, dZ to E5M2, each with its delayed scale from the
 // network's meta buffer, and the transposed copies Hopper's "TN"-only fp8 GEMMs need,
 // every copy's k zero-padded to a multiple of 16 (fp8_padded) so any width qualifies.
+// W's E4M3 copy is written by the optimizer as it updates W (ParamSlot::fp8), so no step
+// spends a pass quantizing it; dX's transposed copy is one byte-for-byte transpose.
 #include "mixlab/error.h"
 #include "model/fp8_eligibility.h"
 #include "model/layers/layer_rules.h"
@@ -179,6 +181,15 @@ private:
             f->dy8 = b.own(rows * padded(out_features), DType::F8E5M2);
         }
         f->dy8_t = b.own(outf * padded(b.max_batch()), DType::F8E5M2);
+        // w8 is the optimizer's to write (ParamSlot::fp8): each update quantizes the new W.
+        Fp8Weights q;
+        q.w8 = f->w8;
+        q.meta = f->meta;
+        q.block = f->w_block;
+        q.history_len = f->history;
+        q.rows = out_features;
+        q.cols = in_features;
+        b.quantized_weights(m_w.w_master, q);
         m_fp8 = std::move(f);
     }
 
@@ -203,16 +214,16 @@ private:
         return g;
     }
 
-    // Y = x8 . w8^T descaled, the bias/relu epilogue as in bf16, Y stored bf16. Training
-    // records each tensor's amax and writes the transposes the backward GEMMs read;
-    // evaluation moves no history and needs no transposes.
+    // Y = x8 . w8^T descaled, the bias/relu epilogue as in bf16, Y stored bf16. w8 is
+    // already there: the last optimizer step quantized W with this step's scale (and
+    // recorded its amax). Training records x's amax and writes the transposes the
+    // backward GEMMs read; evaluation moves no history and needs no transposes.
     void forward_fp8(const PassContext& c, int batch, bool training)
     {
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
                                f.x8, training ? f.x8_t : nullptr, nullptr, nullptr);
-        c.backend.fp8_quantize(w_read(), out_features, in_features, *f.meta, f.w_block, f.history,
-                               training, f.w8, training ? f.w8_t : nullptr, nullptr, nullptr);
+        if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
         GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
                               m_pre ? m_pre : out);
         g.bias = m_w.b_read();

@@ -95,6 +95,10 @@ public:
     // node has taken its blocks: a node keeps the reference, not the data pointer.
     virtual std::size_t fp8_block(DType format, std::string name) = 0;
     virtual Buffer& fp8_meta() = 0;
+    // The parameter whose master is `master` gets mixed_fp8's quantized copy, which the
+    // optimizer rewrites with every update (backend.h's ParamSlot::fp8) and the network
+    // refreshes whenever the weights are written from the host.
+    virtual void quantized_weights(const Buffer* master, const Fp8Weights& fp8) = 0;
 
     // The usual way into the flow (LayerUnit::build's default), for a layer that reads
     // the flow's value and writes an output of its own: a cast first when the layer
