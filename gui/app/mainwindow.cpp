@@ -86,6 +86,13 @@ QString withWriteReason(const QString &path, const QString &error)
                : QStringLiteral("%1 (%2)").arg(error, reason);
 }
 
+// The tail of a `bool f(..., QString *error)` that fails: says why when the caller asked.
+bool failWith(QString *error, const QString &text)
+{
+    if (error) *error = text;
+    return false;
+}
+
 const QString k_seedPreset = QStringLiteral("seed-mlp");
 
 // Designer over run panel. "splitters/left" held the split of the layout before the run
@@ -900,17 +907,13 @@ void MainWindow::reportCheckpoints(int group)
 bool MainWindow::continueTraining(const QString &checkpoint, int totalEpochs, QString *error,
                                   const QString &source)
 {
-    const auto failWith = [error](const QString &text) {
-        if (error) *error = text;
-        return false;
-    };
     if (m_controller->isBusy())
-        return failWith(tr("a run or a largest-batch search is in progress; stop it first"));
+        return failWith(error, tr("a run or a largest-batch search is in progress; stop it first"));
     mixlab::CheckpointHeader h;
     try {
         h = mixlab::read_checkpoint_header(QFile::encodeName(checkpoint).toStdString());
     } catch (const std::exception &e) {
-        return failWith(QString::fromUtf8(e.what()));
+        return failWith(error, QString::fromUtf8(e.what()));
     }
     return continueFromHeader(checkpoint, h, totalEpochs, error, source);
 }
@@ -918,17 +921,13 @@ bool MainWindow::continueTraining(const QString &checkpoint, int totalEpochs, QS
 bool MainWindow::continueFromHeader(const QString &checkpoint, const mixlab::CheckpointHeader &h,
                                     int totalEpochs, QString *error, const QString &source)
 {
-    const auto failWith = [error](const QString &text) {
-        if (error) *error = text;
-        return false;
-    };
     const std::int64_t done = ContinueDialog::epochsDone(h);
     if (totalEpochs < ContinueDialog::minimumTotal(h))
-        return failWith(tr("the checkpoint is at step %1, after epoch %2: train to a later "
-                           "epoch than %2, not %3")
-                            .arg(h.step)
-                            .arg(done)
-                            .arg(totalEpochs));
+        return failWith(error, tr("the checkpoint is at step %1, after epoch %2: train to a later "
+                                  "epoch than %2, not %3")
+                                   .arg(h.step)
+                                   .arg(done)
+                                   .arg(totalEpochs));
     mixlab::RunConfig config = h.config;
     config.epochs = totalEpochs;
     config.steps = 0; // the new end is an epoch's
@@ -945,7 +944,7 @@ bool MainWindow::continueFromHeader(const QString &checkpoint, const mixlab::Che
     // The controller refuses when busy (the callers asked before reading the file; a dialog
     // in between cannot start a job, but the controller's word is the last).
     if (m_controller->continueFrom(checkpoint, h.model, config, tr("%1, %2").arg(what, from)) == 0)
-        return failWith(tr("a run or a largest-batch search is in progress; stop it first"));
+        return failWith(error, tr("a run or a largest-batch search is in progress; stop it first"));
     m_log->appendMessage(tr("Continuing %1 from %2 (step %3) to epoch %4")
                              .arg(what, checkpoint)
                              .arg(h.step)
@@ -1284,18 +1283,14 @@ bool MainWindow::importModel(const QString &path, QString *error)
 
 bool MainWindow::applyImportedModel(const ImportedModel &model, const QString &path, QString *error)
 {
-    const auto failWith = [error](const QString &text) {
-        if (error) *error = text;
-        return false;
-    };
     if (model.keras) {
         // A Keras model is a new experiment (File > New with this model and its policy):
         // the runs of the current one trained another model. The run settings stay (the
         // data the user chose, `mixlab --dataset ... --model`'s options), the policy
         // becomes the model's.
         if (m_controller->isBusy())
-            return failWith(tr("a run or a largest-batch search is in progress; stop it "
-                               "first (importing a Keras model starts a new experiment)"));
+            return failWith(error, tr("a run or a largest-batch search is in progress; stop it "
+                                      "first (importing a Keras model starts a new experiment)"));
         m_store->clear();
         m_currentGroup = 0;
         m_currentFile.clear();
@@ -1321,8 +1316,8 @@ bool MainWindow::applyImportedModel(const ImportedModel &model, const QString &p
                 model.spec, m_runPanel->datasetShape(), m_runPanel->datasetClasses());
             mixlab::build_graph(model.spec, data.input, data.classes);
         } catch (const std::exception &e) {
-            return failWith(tr("the model in %1 does not build for the chosen dataset: %2")
-                                .arg(path, QString::fromUtf8(e.what())));
+            return failWith(error, tr("the model in %1 does not build for the chosen dataset: %2")
+                                       .arg(path, QString::fromUtf8(e.what())));
         }
         m_designer->setSpec(model.spec);
     }

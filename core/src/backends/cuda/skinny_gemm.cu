@@ -180,6 +180,22 @@ void launch_partials(int m, int n, int k, const T* a, const T* b, float* partial
         <<<grid, k_col_threads * k_groups, 0, stream>>>(m, n, k, a, b, partial, bias_partial);
 }
 
+// Calls f(TypeTag<T>{}) for the operands LtGemm::skinny_applies sends here: float16 or
+// bfloat16 (fp32 and TF32 stay with cuBLASLt), so no fp32 pass 1 is built (its one-column
+// variant spilled 8 bytes on sm_90). C may still be fp32: the finish takes every floating
+// dtype.
+template <class F>
+void dispatch_16bit_operands(DType t, F&& f)
+{
+    switch (t) {
+    case DType::F16: f(TypeTag<__half>{}); return;
+    case DType::BF16: f(TypeTag<bf16>{}); return;
+    default: break;
+    }
+    throw Error("cuda backend: skinny_gemm: expected float16 or bfloat16 operands, got " +
+                std::string(dtype_name(t)));
+}
+
 } // namespace
 
 std::size_t skinny_gemm_scratch_floats(int m, int n, int k)
@@ -195,7 +211,7 @@ void launch_skinny_gemm(int m, int n, int k, const void* a, const void* b, DType
     const int slices = slices_for(k);
     float* partial = scratch;
     float* bias_partial = bias_grad ? scratch + std::size_t(slices) * m * n : nullptr;
-    dispatch_floating(ab, "skinny_gemm", [&](auto tag) {
+    dispatch_16bit_operands(ab, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* pa = static_cast<const T*>(a);
         const T* pb = static_cast<const T*>(b);

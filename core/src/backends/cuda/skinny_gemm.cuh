@@ -20,7 +20,8 @@ inline constexpr int k_skinny_min_k = 1024;
 // Floats of scratch launch_skinny_gemm needs.
 std::size_t skinny_gemm_scratch_floats(int m, int n, int k);
 
-// a, b: ab dtype (floating); c: c dtype; bias_grad (m elements) may be null.
+// a, b: ab dtype (float16 or bfloat16); c: c dtype (floating); bias_grad (m elements)
+// may be null.
 void launch_skinny_gemm(int m, int n, int k, const void* a, const void* b, DType ab, float alpha,
                         float beta, void* c, DType ct, void* bias_grad, DType bias_t,
                         float* scratch, cudaStream_t stream);
