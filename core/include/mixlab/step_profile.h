@@ -19,7 +19,10 @@ enum class StepPhase : int {
     Forward,     // every layer's forward pass
     Loss,        // cross-entropy and its gradient (scaled)
     Backward,    // every layer's backward pass
-    LossScaling, // the inf/NaN check over every gradient (the unscale is fused into the update)
+    // The inf/NaN check over every gradient (the unscale is fused into the update); under
+    // mixed_fp8 also the fp8 tensors' scale update, the other scaling bookkeeping, which
+    // must come before the update (the optimizer quantizes the new weights with it).
+    LossScaling,
     Optimizer,   // the update of masters, state and low copies, and the scaler update
     Count
 };
