@@ -200,8 +200,8 @@ void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, Reader reader,
         const double rest = f.profile->device_ms - mine->ms;
         sentence += fmt(" Its fp8 layers took %.3f ms against %.3f ms in bfloat16 (%.2fx); the "
                         "rest of the step (input, other layers, the optimizer's pass over every "
-                        "parameter, the scale update) took %.3f ms, %.0f%% of it, which fp8 "
-                        "does not shrink.",
+                        "parameter, which also writes the fp8 layers' weights in E4M3, the "
+                        "scale update) took %.3f ms, %.0f%% of it, which fp8 does not shrink.",
                         mine->ms, theirs->ms, theirs->ms / mine->ms, rest,
                         100.0 * rest / f.profile->device_ms);
         sentence += ceiling_text(f, *mine, *bf16, *theirs, reader);
@@ -209,9 +209,10 @@ void rule_speed(const RunFacts& f, int run, const RunFacts* bf16, Reader reader,
             // The layers' time holds the quantize passes and the GEMMs together; which
             // of them took the gain is not measured apart, so say what may, not what did.
             suggestion = "fp8 pays on large GEMMs: the layers' time includes quantizing "
-                         "their inputs, weights and gradients (with transposed copies), "
-                         "which may cost what the faster GEMMs save at this batch and these "
-                         "widths; a larger batch or wider layers give fp8 more to gain";
+                         "their inputs and gradients (with transposed copies) and "
+                         "transposing their weights' fp8 copy, which may cost what the "
+                         "faster GEMMs save at this batch and these widths; a larger batch "
+                         "or wider layers give fp8 more to gain";
     } else {
         sentence += " Profile both runs (explain --profile, or the app's Why panel) to see "
                     "the fp8 layers' own time.";
