@@ -9,7 +9,7 @@ import sys
 # First match wins: batch norm before convolution (cuDNN's BN kernels carry "cudnn"),
 # the directions of a convolution before its forward.
 GROUPS = [
-    ("fp8 quantize", r"fp8_quantize|fp8_update"),
+    ("fp8 quantize", r"fp8_quantize|fp8_update|fp8_transpose"),  # W's transposed fp8 copy too
     ("batch norm", r"bn_|batch_?norm|welford"),
     ("conv wgrad", r"wgrad|bwd_filter|backward_filter|convolve_filter"),
     ("conv dgrad", r"dgrad|bwd_data|backward_data"),
