@@ -926,6 +926,89 @@ void Fp8Checker::graph_checks()
                    "from recorded ones");
         if (!gemm) v.note("no fp8 tensor cores: the GEMM left out");
     });
+    // The step's tail as the trainer records it under mixed_fp8: the scale update, then
+    // the optimizer writing W's E4M3 copy with the scale just updated, then (next step's
+    // forward) the transposed copy. Two replays of one recording must give the bits of two
+    // eager steps: a scale or a pointer baked into the optimizer's launch would repeat
+    // step 1's bytes.
+    run("fp8_graph/update_optimizer_weights_replay", [&](Verdict& v, Rng& rng) {
+        Backend& b = m_cand;
+        const int rows = 256, cols = 784, history_len = 2;
+        const std::size_t n = std::size_t(rows) * cols, bf = fp8_block_floats(history_len);
+        auto upload = [&](Buffer& buf, const std::vector<float>& host) {
+            b.upload_f32(buf, host.data(), host.size(), 0);
+        };
+        Buffer master = b.alloc(n, DType::F32), low = b.alloc(n, DType::BF16);
+        Buffer grad = b.alloc(n, DType::F32), mom = b.alloc(n, DType::F32);
+        Buffer w8 = b.alloc(std::size_t(rows) * std::size_t(fp8_padded(cols)), DType::F8E4M3);
+        Buffer w8_t = b.alloc(std::size_t(cols) * std::size_t(fp8_padded(rows)), DType::F8E4M3);
+        Buffer meta = b.alloc(bf, DType::F32);
+        Buffer scaler = b.alloc(k_scaler_fields, DType::F32);
+        Buffer record = b.alloc(k_record_fields, DType::F32);
+        const std::vector<float> w0 = rng.values(n, DType::BF16, -1.0f, 1.0f);
+        upload(grad, rng.values(n, DType::F32, -4.0f, 4.0f));
+        std::vector<float> meta0(bf, 0.0f);
+        meta0[k_fp8_scale] = meta0[k_fp8_scale_inv] = 1.0f;
+        meta0[k_fp8_max_finite] = 448.0f;
+        meta0[k_fp8_history] = 3.0f; // what the refresh recorded: the first update's amax
+        auto reset = [&] {
+            upload(master, w0);
+            upload(low, w0);
+            b.fill(mom, 0.0f);
+            upload(meta, meta0);
+            const float sc[k_scaler_fields] = {1.0f, 0.0f, 0.0f, 0.0f};
+            b.upload_f32(scaler, sc, k_scaler_fields, 0);
+            b.fp8_quantize(low, rows, cols, meta, 0, history_len, false, &w8, nullptr, nullptr,
+                           nullptr);
+        };
+        ParamSlot slot{&master, &grad, &low, &mom, nullptr};
+        slot.fp8 = Fp8Weights{&w8, &meta, 0, history_len, rows, cols};
+        const std::unique_ptr<ParamTable> table = b.prepare_params({slot});
+        OptimizerConfig opt;
+        opt.lr = 0.5f; // large steps: each one moves W's amax, so the scale moves too
+        const ScalerParams none;
+        auto step = [&] {
+            b.fp8_update_scales(meta, 1, history_len, 0);
+            b.optimizer_step(*table, opt, none, scaler, record, 0);
+            b.fp8_transpose(w8, rows, cols, w8_t);
+        };
+        struct State {
+            std::vector<float> w8_t, meta;
+        };
+        auto state = [&] { return State{get(b, w8_t), get(b, meta)}; };
+        reset();
+        step();
+        const State eager1 = state();
+        step();
+        const State eager2 = state();
+        reset();
+        if (!b.begin_capture()) {
+            v.note("this backend does not record steps");
+            return;
+        }
+        step();
+        std::string why;
+        const std::unique_ptr<StepGraph> graph = b.end_capture(&why);
+        if (!graph) {
+            v.fail("the fp8 optimizer step could not be recorded: " + why);
+            return;
+        }
+        for (int r = 1; r <= 2; ++r) {
+            if (!graph->replay()) {
+                v.fail("replay " + std::to_string(r) + " refused");
+                return;
+            }
+            b.synchronize();
+            const State got = state();
+            const State& want = r == 1 ? eager1 : eager2;
+            const std::string at = " after replay " + std::to_string(r);
+            compare_bits(v, "w8_t" + at, want.w8_t, got.w8_t);
+            compare_bits(v, "meta" + at, want.meta, got.meta);
+        }
+        if (eager1.meta[k_fp8_scale] == eager2.meta[k_fp8_scale])
+            v.fail("steps 1 and 2 quantized with one scale: the check cannot tell replayed "
+                   "scales from recorded ones");
+    });
 }
 
 } // namespace
