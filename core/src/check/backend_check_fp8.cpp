@@ -950,7 +950,7 @@ void Fp8Checker::graph_checks()
         std::vector<float> meta0(bf, 0.0f);
         meta0[k_fp8_scale] = meta0[k_fp8_scale_inv] = 1.0f;
         meta0[k_fp8_max_finite] = 448.0f;
-        meta0[k_fp8_history] = 3.0f; // what the refresh recorded: the first update's amax
+        meta0[k_fp8_history] = 1.0f; // the first update: scale 448, the second 448 / ~3
         auto reset = [&] {
             upload(master, w0);
             upload(low, w0);
