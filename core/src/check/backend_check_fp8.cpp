@@ -135,6 +135,17 @@ private:
         v.compare(what, r, c, Tol{0.0, 0.0, true}); // sizes, and the count of outputs
     }
 
+    // A step's outputs as the candidate left them: (name, values).
+    using Outputs = std::vector<std::pair<std::string, std::vector<float>>>;
+    // Records `step` once on the candidate and replays it twice: each replay must leave the
+    // bits of the eager step it stands for (from `reset`: one step, then two), as
+    // `outputs` reads them. The first eager step plans what it plans (GEMMs time their
+    // candidates) before anything is recorded. Returns the two eager steps' outputs;
+    // none where the backend records nothing (noted) or recording failed (failed).
+    std::vector<Outputs> replay_matches_eager(Verdict& v, const std::function<void()>& reset,
+                                              const std::function<void()>& step,
+                                              const std::function<Outputs()>& outputs);
+
     void quantize_checks();
     void transpose_checks();
     void weights_checks();
@@ -828,6 +839,47 @@ void Fp8Checker::reject_checks()
 // scale update), on the candidate alone: two replays of one recording must give the bits
 // of two eager steps, the second of which runs with the scales the first one's update
 // wrote. A scale baked into the recording, or a host value, would repeat step 1.
+std::vector<Fp8Checker::Outputs>
+Fp8Checker::replay_matches_eager(Verdict& v, const std::function<void()>& reset,
+                                 const std::function<void()>& step,
+                                 const std::function<Outputs()>& outputs)
+{
+    Backend& b = m_cand;
+    reset();
+    step();
+    reset();
+    std::vector<Outputs> eager;
+    for (int i = 0; i < 2; ++i) {
+        step();
+        eager.push_back(outputs());
+    }
+    reset();
+    if (!b.begin_capture()) {
+        v.note("this backend does not record steps");
+        return {};
+    }
+    step();
+    std::string why;
+    const std::unique_ptr<StepGraph> graph = b.end_capture(&why);
+    if (!graph) {
+        v.fail("the step could not be recorded: " + why);
+        return {};
+    }
+    for (int r = 1; r <= 2; ++r) {
+        if (!graph->replay()) {
+            v.fail("replay " + std::to_string(r) + " refused");
+            return {};
+        }
+        b.synchronize();
+        const Outputs got = outputs();
+        const Outputs& want = eager[std::size_t(r - 1)];
+        for (std::size_t i = 0; i < want.size() && i < got.size(); ++i)
+            compare_bits(v, want[i].first + " after replay " + std::to_string(r), want[i].second,
+                         got[i].second);
+    }
+    return eager;
+}
+
 void Fp8Checker::graph_checks()
 {
     run("fp8_graph/quantize_gemm_update_replay", [&](Verdict& v, Rng& rng) {
@@ -883,45 +935,15 @@ void Fp8Checker::graph_checks()
             }
             b.fp8_update_scales(meta, 2, history_len, 0);
         };
-        struct State {
-            std::vector<float> x8_t, c, meta;
+        auto outputs = [&] {
+            Outputs o{{"x8_t", get(b, x8_t)}, {"meta", get(b, meta)}};
+            if (gemm) o.push_back({"c", get(b, c)});
+            return o;
         };
-        auto state = [&] {
-            return State{get(b, x8_t), gemm ? get(b, c) : std::vector<float>{}, get(b, meta)};
-        };
-        upload(meta, meta0);
-        step(); // plans the GEMM (timing, workspace) before anything is recorded
-        upload(meta, meta0);
-        step();
-        const State eager1 = state();
-        step();
-        const State eager2 = state();
-        upload(meta, meta0);
-        if (!b.begin_capture()) {
-            v.note("this backend does not record steps");
-            return;
-        }
-        step();
-        std::string why;
-        const std::unique_ptr<StepGraph> graph = b.end_capture(&why);
-        if (!graph) {
-            v.fail("the fp8 step could not be recorded: " + why);
-            return;
-        }
-        for (int r = 1; r <= 2; ++r) {
-            if (!graph->replay()) {
-                v.fail("replay " + std::to_string(r) + " refused");
-                return;
-            }
-            b.synchronize();
-            const State got = state();
-            const State& want = r == 1 ? eager1 : eager2;
-            const std::string at = " after replay " + std::to_string(r);
-            compare_bits(v, "x8_t" + at, want.x8_t, got.x8_t);
-            compare_bits(v, "meta" + at, want.meta, got.meta);
-            if (gemm) compare_bits(v, "c" + at, want.c, got.c);
-        }
-        if (eager1.x8_t == eager2.x8_t)
+        const std::vector<Outputs> eager = replay_matches_eager(
+            v, [&] { upload(meta, meta0); }, step, outputs);
+        if (eager.empty()) return;
+        if (eager[0][0].second == eager[1][0].second)
             v.fail("steps 1 and 2 quantized alike: the check cannot tell replayed scales "
                    "from recorded ones");
         if (!gemm) v.note("no fp8 tensor cores: the GEMM left out");
@@ -972,40 +994,10 @@ void Fp8Checker::graph_checks()
             b.optimizer_step(*table, opt, none, scaler, record, 0);
             b.fp8_transpose(w8, rows, cols, w8_t);
         };
-        struct State {
-            std::vector<float> w8_t, meta;
-        };
-        auto state = [&] { return State{get(b, w8_t), get(b, meta)}; };
-        reset();
-        step();
-        const State eager1 = state();
-        step();
-        const State eager2 = state();
-        reset();
-        if (!b.begin_capture()) {
-            v.note("this backend does not record steps");
-            return;
-        }
-        step();
-        std::string why;
-        const std::unique_ptr<StepGraph> graph = b.end_capture(&why);
-        if (!graph) {
-            v.fail("the fp8 optimizer step could not be recorded: " + why);
-            return;
-        }
-        for (int r = 1; r <= 2; ++r) {
-            if (!graph->replay()) {
-                v.fail("replay " + std::to_string(r) + " refused");
-                return;
-            }
-            b.synchronize();
-            const State got = state();
-            const State& want = r == 1 ? eager1 : eager2;
-            const std::string at = " after replay " + std::to_string(r);
-            compare_bits(v, "w8_t" + at, want.w8_t, got.w8_t);
-            compare_bits(v, "meta" + at, want.meta, got.meta);
-        }
-        if (eager1.meta[k_fp8_scale] == eager2.meta[k_fp8_scale])
+        auto outputs = [&] { return Outputs{{"w8_t", get(b, w8_t)}, {"meta", get(b, meta)}}; };
+        const std::vector<Outputs> eager = replay_matches_eager(v, reset, step, outputs);
+        if (eager.empty()) return;
+        if (eager[0][1].second[k_fp8_scale] == eager[1][1].second[k_fp8_scale])
             v.fail("steps 1 and 2 quantized with one scale: the check cannot tell replayed "
                    "scales from recorded ones");
     });
