@@ -15,15 +15,15 @@
 namespace mixlab {
 
 enum class StepPhase : int {
-    Input,       // gather + augmentation + normalisation of the batch
-    Forward,     // every layer's forward pass
-    Loss,        // cross-entropy and its gradient (scaled)
-    Backward,    // every layer's backward pass
+    Input,    // gather + augmentation + normalisation of the batch
+    Forward,  // every layer's forward pass
+    Loss,     // cross-entropy and its gradient (scaled)
+    Backward, // every layer's backward pass
     // The inf/NaN check over every gradient (the unscale is fused into the update); under
     // mixed_fp8 also the fp8 tensors' scale update, the other scaling bookkeeping, which
     // must come before the update (the optimizer quantizes the new weights with it).
     LossScaling,
-    Optimizer,   // the update of masters, state and low copies, and the scaler update
+    Optimizer, // the update of masters, state and low copies, and the scaler update
     Count
 };
 inline constexpr int k_step_phases = int(StepPhase::Count);
