@@ -888,7 +888,9 @@ void MainWindow::reportCheckpoints(int group)
 {
     for (int id : m_store->groupRuns(group)) {
         const RunRecord *r = m_store->run(id);
-        if (!r || r->checkpointFolder.isEmpty()) continue;
+        if (!r) continue;
+        // Also for a run left without a folder (none could be made, or the one it wrote
+        // nothing into was removed at the job's end).
         if (!r->checkpointFailure.isEmpty()) {
             const QString text = tr("A checkpoint of %1 could not be written (the run went on): "
                                     "%2")
@@ -896,7 +898,7 @@ void MainWindow::reportCheckpoints(int group)
             m_log->appendMessage(text, Kind::Warning);
             statusBar()->showMessage(text, 15000);
         }
-        if (r->status != RunRecord::Status::Failed)
+        if (!r->checkpointFolder.isEmpty() && r->status != RunRecord::Status::Failed)
             m_log->appendMessage(
                 tr("Checkpoints of %1: %2")
                     .arg(r->name, checkpointfolders::describe(r->checkpointFolder)),

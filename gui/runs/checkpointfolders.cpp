@@ -60,7 +60,7 @@ QString experimentFolder(const QString &experimentFile)
     return rootFolder() + QLatin1Char('/') + (stem.isEmpty() ? QStringLiteral("untitled") : stem);
 }
 
-QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy)
+QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy, QString *error)
 {
     const QString name =
         experimentFolder +
@@ -69,12 +69,28 @@ QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy pol
             .arg(runId)
             .arg(QString::fromLatin1(mixlab::policy_name(policy).data(),
                                      qsizetype(mixlab::policy_name(policy).size())));
-    // Run ids start again in each session (and each window): a run numbered as one of a
-    // session that started a run in the same second must not share its folder, whose
-    // checkpoints Continue training would offer and Delete run would delete.
-    QString folder = name;
-    for (int n = 2; QFileInfo::exists(folder); ++n) folder = name + QStringLiteral("-%1").arg(n);
-    return folder;
+    // Run ids start again in each session, window and process: a run numbered as one that
+    // started in the same second must not share its folder, whose checkpoints Continue
+    // training would offer and Delete run would delete. Only making the folder tells a free
+    // name from a taken one without a gap another claimant could fall into.
+    try {
+        return QFile::decodeName(
+            mixlab::claim_checkpoint_folder(QFile::encodeName(name).toStdString()).c_str());
+    } catch (const std::exception &e) {
+        if (error) *error = QString::fromUtf8(e.what());
+        return {};
+    }
+}
+
+bool release(const QString &runFolder)
+{
+    if (runFolder.isEmpty() ||
+        !mixlab::release_checkpoint_folder(QFile::encodeName(runFolder).toStdString()))
+        return false;
+    // Another process claiming a run folder in it as it goes makes it again (the claim).
+    mixlab::release_checkpoint_folder(
+        QFile::encodeName(QFileInfo(runFolder).absolutePath()).toStdString());
+    return true;
 }
 
 QString describe(const QString &runFolder)

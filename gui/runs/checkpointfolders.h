@@ -24,10 +24,18 @@ void setRootFolderForTesting(const QString &base);
 // The folder of an experiment's runs: the experiment file's name without its suffixes
 // ("untitled" before it is saved).
 QString experimentFolder(const QString &experimentFile);
-// A run's own folder in it: the time the run started, its id and policy
-// ("20261204-181502-run3-mixed_fp16"), with "-2", "-3" ... when that one exists already,
-// so runs of several sessions (each numbering its runs from 1) do not share one.
-QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy);
+// A run's own folder in it, made now (mixlab::claim_checkpoint_folder): the time the run
+// started, its id and policy ("20261204-181502-run3-mixed_fp16"), with "-2", "-3" ... when
+// that one exists already, so runs of several sessions, windows or app processes (each
+// numbering its runs from 1) never share one, even when they start in the same second.
+// Empty when none can be made, and `error` (when given) says which and why: a name not
+// claimed is no run's own, so the run is better without checkpoints than writing there.
+QString runFolder(const QString &experimentFolder, int runId, mixlab::Policy policy,
+                  QString *error = nullptr);
+// Removes a run's folder when the run wrote nothing into it (mixlab::
+// release_checkpoint_folder), and its experiment's folder when that leaves it empty (the
+// claim made it): true when the run's went; a folder holding any file stays.
+bool release(const QString &runFolder);
 
 // One line saying what a run's folder holds: "2 checkpoints (196 MB), newest epoch 4 step
 // 32: PATH", or that it holds none yet.

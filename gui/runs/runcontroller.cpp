@@ -9,6 +9,7 @@
 #include "mixlab/model_spec.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QEvent>
 #include <QMetaObject>
 
@@ -131,12 +132,15 @@ int RunController::startJob(TrainingJob job, const QStringList &names)
         if (RunRecord *r = m_store->mutableRun(id)) r->startWeights = job.startWeights;
         if (int(i) < names.size() && !names[int(i)].isEmpty()) m_store->rename(id, names[int(i)]);
         if (checkpoints) {
+            QString failure;
             job.checkpointFolders.push_back(
-                checkpointfolders::runFolder(m_checkpointFolder, id, c.policy));
+                checkpointfolders::runFolder(m_checkpointFolder, id, c.policy, &failure));
             m_store->setCheckpointFolder(id, job.checkpointFolders.back());
+            if (!failure.isEmpty()) noCheckpointFolder(id, failure);
         }
     }
     m_jobRuns = job.runIds;
+    m_jobFolders = job.checkpointFolders;
 
     // No job is in flight, so the worker is not reading its stop source now; the
     // queued call below is ordered after this reset.
@@ -266,11 +270,32 @@ void RunController::onRunCheckpointFailed(int runId, const QString &message)
     if (m_store) m_store->setCheckpointFailure(runId, message);
 }
 
+// The run trains without checkpoints, and says so at once: in its log, and (as a
+// checkpoint that failed) in its tooltip and the job's end report.
+void RunController::noCheckpointFolder(int runId, const QString &why)
+{
+    const QString text = tr("no checkpoint folder could be made, so this run writes no "
+                            "checkpoints: %1")
+                             .arg(why);
+    m_store->setCheckpointFailure(runId, text);
+    m_store->appendEvents(runId, {TimedEvent{QDateTime::currentDateTime(),
+                                             mixlab::RunEvent{mixlab::RunEvent::Kind::Warning, 0,
+                                                              text.toStdString()}}});
+}
+
 void RunController::onJobFinished()
 {
     if (m_job != Job::Training) return;
     m_job = Job::None;
+    // The folder claimed for a run that wrote no checkpoint (stopped before its first
+    // step, failed in setup, every write failed) goes, and the run no longer names it:
+    // a later run may claim that name, and this run's Delete or Continue must not reach
+    // that run's checkpoints.
+    for (std::size_t i = 0; i < m_jobFolders.size() && i < m_jobRuns.size(); ++i)
+        if (checkpointfolders::release(m_jobFolders[i]) && m_store)
+            m_store->setCheckpointFolder(m_jobRuns[i], {});
     m_jobRuns.clear();
+    m_jobFolders.clear();
     emit jobFinished(m_group);
     emit runningChanged(false);
 }

@@ -43,8 +43,9 @@ public:
     void setWeightsFolder(const QString &folder) { m_weightsFolder = folder; }
     QString weightsFolder() const { return m_weightsFolder; }
     // Checkpoints at each epoch end for the runs of later jobs: each run gets a folder of
-    // its own in `experimentFolder` (checkpointfolders::runFolder; RunRecord::
-    // checkpointFolder), keeping the newest `keep`. An empty folder or keep 0: none.
+    // its own in `experimentFolder`, made as the job starts (checkpointfolders::runFolder;
+    // RunRecord::checkpointFolder) and removed at the job's end when the run wrote nothing
+    // into it, keeping the newest `keep`. An empty folder or keep 0: none.
     void setCheckpoints(const QString &experimentFolder, int keep);
     // Starts a largest-batch search; false (nothing started) when the worker is busy.
     bool startSearch(const SearchJob &search);
@@ -89,6 +90,7 @@ private:
     // Adds the job's runs to the store (`names`: their names, empty to keep the default)
     // and queues it; the group id.
     int startJob(TrainingJob job, const QStringList &names);
+    void noCheckpointFolder(int runId, const QString &why);
     void onJobFinished();
     void onSearchFinished(bool stopped);
 
@@ -100,6 +102,9 @@ private:
     Job m_job = Job::None;
     int m_group = 0;
     std::vector<int> m_jobRuns; // the running job's run ids
+    // The folders claimed for the running job's runs (TrainingJob::checkpointFolders),
+    // released at its end when left empty.
+    std::vector<QString> m_jobFolders;
     QString m_weightsFolder;
     QString m_checkpointFolder;
     int m_keepCheckpoints = 0;

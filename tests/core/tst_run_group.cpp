@@ -1,8 +1,9 @@
 // RunGroup on the CPU backend: the lockstep order, one run failing alone mid-training
 // (the backend's out-of-memory hook, core/src/backends/fault_injection.h) while the others
 // train exactly as they would alone, failures while setting up named per run, Stop at every
-// setup phase, in training and in the profiling pass, the synthetic split rule, the
-// profiling step count, and max-batch searches on the group's device and data.
+// setup phase, in training and in the profiling pass, run outputs and the claim of a run's
+// checkpoint folder, the synthetic split rule, the profiling step count, and max-batch
+// searches on the group's device and data.
 #include "mixlab/checkpoint.h"
 #include "mixlab/checkpoint_folder.h"
 #include "mixlab/error.h"
@@ -13,6 +14,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,8 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -120,6 +124,7 @@ private slots:
     void stopDuringTraining();
     void stopDuringProfiling();
     void runOutputsPerRun();
+    void checkpointFolderClaims();
     void runCheckpointFailureLetsTheRunGoOn();
     void runOutputsCountChecked();
     void namedCheckpointFileReplacedInPlace();
@@ -550,7 +555,8 @@ void TestRunGroup::maxBatchSyntheticSizing()
 }
 
 // A compare group of two runs, each with its own outputs: both write their weights, and a
-// checkpoint at each of their three epoch ends into their own folder, run 0 keeping the
+// checkpoint at each of their three epoch ends into their own folder (run 0's claimed
+// before, so there already and empty), run 0 keeping the
 // newest two, run 1 the newest one (the older ones deleted once the new one is in place).
 // A file of the same name pattern that the group did not write is never deleted.
 void TestRunGroup::runOutputsPerRun()
@@ -558,6 +564,8 @@ void TestRunGroup::runOutputsPerRun()
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const std::string root = dir.path().toStdString();
+    // Run 0's folder claimed as the app claims one, so it exists, empty, before the group.
+    QCOMPARE(claim_checkpoint_folder(root + "/run0"), root + "/run0");
     std::filesystem::create_directories(root + "/run1");
     const std::string foreign = root + "/run1/" + checkpoint_file_name(0, 1);
     std::ofstream(foreign) << "another run's file";
@@ -603,6 +611,97 @@ void TestRunGroup::runOutputsPerRun()
     const std::string wa((std::istreambuf_iterator<char>(a)), {}),
         wb((std::istreambuf_iterator<char>(b)), {});
     QVERIFY(wa != wb);
+}
+
+// Claiming a run's folder (claim_checkpoint_folder) makes it: two claims of one name get
+// two folders, both there right after their claim; names another process made first (the
+// name and its -2) are passed over, so are files of such a name; eight threads claiming
+// one name at once get eight folders, and claims among releases that remove the parent get
+// theirs; a folder that cannot be made is named with the reason. Releasing one takes it
+// only when empty.
+void TestRunGroup::checkpointFolderClaims()
+{
+    namespace fs = std::filesystem;
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string root = dir.path().toStdString();
+    const std::string base = root + "/untitled/20261205-003000-run1-fp32";
+    const std::string first = claim_checkpoint_folder(base); // its parent made on the way
+    QCOMPARE(first, base);
+    QVERIFY(fs::is_directory(first));
+    const std::string second = claim_checkpoint_folder(base);
+    QCOMPARE(second, base + "-2");
+    QVERIFY(fs::is_directory(first) && fs::is_directory(second));
+
+    // Another process made the name and its -2 after this one last looked.
+    const std::string other = root + "/untitled/20261205-003001-run1-fp32";
+    fs::create_directory(other);
+    fs::create_directory(other + "-2");
+    QCOMPARE(claim_checkpoint_folder(other), other + "-3");
+    // A file of the name is no free folder either.
+    const std::string file_named = root + "/untitled/20261205-003002-run1-fp32";
+    std::ofstream(file_named) << "a file";
+    QCOMPARE(claim_checkpoint_folder(file_named), file_named + "-2");
+    QVERIFY(fs::is_regular_file(file_named));
+
+    // At once from eight threads: eight folders, none shared.
+    const std::string raced = root + "/untitled/20261205-003003-run1-mixed_fp16";
+    std::vector<std::string> got(8);
+    {
+        std::vector<std::thread> threads;
+        for (std::size_t t = 0; t < got.size(); ++t)
+            threads.emplace_back([&got, &raced, t] { got[t] = claim_checkpoint_folder(raced); });
+        for (std::thread& t : threads) t.join();
+    }
+    std::sort(got.begin(), got.end());
+    QVERIFY(std::unique(got.begin(), got.end()) == got.end());
+    for (const std::string& f : got) QVERIFY2(fs::is_directory(f), f.c_str());
+
+    // Claims while others release theirs and the parent they leave empty (as the app
+    // does): every claim gets a folder, there after its claim.
+    {
+        const std::string busy = root + "/busy/20261205-003004-run2-fp32";
+        std::vector<std::thread> threads;
+        std::vector<int> failures(4, 0);
+        for (std::size_t t = 0; t < failures.size(); ++t)
+            threads.emplace_back([&busy, &failures, t] {
+                for (int i = 0; i < 50; ++i) {
+                    try {
+                        const std::string f = claim_checkpoint_folder(busy);
+                        if (!fs::is_directory(f)) ++failures[t];
+                        release_checkpoint_folder(f);
+                        release_checkpoint_folder(fs::path(busy).parent_path().string());
+                    } catch (const Error&) {
+                        ++failures[t];
+                    }
+                }
+            });
+        for (std::thread& t : threads) t.join();
+        QVERIFY(failures == std::vector<int>(4, 0));
+    }
+
+    // Its parent is a file: the folder that cannot be made is named, and why.
+    const std::string blocker = root + "/a-file";
+    std::ofstream(blocker) << "not a folder";
+    try {
+        claim_checkpoint_folder(blocker + "/untitled/run1");
+        QFAIL("a folder under a file was claimed");
+    } catch (const Error& e) {
+        QVERIFY2(contains(e.what(), "cannot make the checkpoint folder '" + blocker) &&
+                     contains(e.what(), std::make_error_code(std::errc::not_a_directory).message()),
+                 e.what());
+    }
+
+    // Release: an empty folder goes; one holding a file (a checkpoint or anything else)
+    // stays with the file; a missing folder or a file of the name is left alone.
+    QVERIFY(release_checkpoint_folder(first));
+    QVERIFY(!fs::exists(first));
+    std::ofstream(second + "/notes.txt") << "the user's own file";
+    QVERIFY(!release_checkpoint_folder(second));
+    QVERIFY(fs::is_regular_file(second + "/notes.txt"));
+    QVERIFY(!release_checkpoint_folder(first));
+    QVERIFY(!release_checkpoint_folder(file_named));
+    QVERIFY(fs::is_regular_file(file_named));
 }
 
 // A checkpoint folder that cannot be made (its parent is a file): every epoch's write

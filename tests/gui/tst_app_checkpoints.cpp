@@ -3,7 +3,8 @@
 // training (from the runs table's menu or a file: a new run, named for what it continues,
 // bit-identical to a straight run, the designer's unsaved edits untouched), a checkpoint
 // that cannot be written (said, the run goes on), Delete run taking the run's checkpoints
-// (asked first), the session weights folders a crashed session left, and the new actions'
+// (asked first), run folders made as they are named and gone again when a run wrote none
+// into them, the session weights folders a crashed session left, and the new actions'
 // keys. With MIXLAB_SHOTS_DIR set, the new UI is saved there as PNGs at 1600x1000 and
 // 1280x800.
 #include "app/mainwindow.h"
@@ -94,6 +95,7 @@ private slots:
     void offSettingWritesNone();
     void deletingARunDeletesItsCheckpoints();
     void runFoldersAreNotShared();
+    void runWithoutCheckpointLeavesNoFolder();
     void crashedSessionsWeightsFoldersGo();
     void newActionsHaveTheirOwnKeys();
 
@@ -392,8 +394,9 @@ void TestAppCheckpoints::continueFromAFileAsksForTheEpochs()
                  qPrintable(m.text));
 }
 
-// A checkpoint folder that cannot be made: the run trains to its end, its log warns at
-// each epoch, and the job's end says so in the log and the status bar.
+// A checkpoint folder that cannot be made: the run trains to its end without checkpoints,
+// its log warns as it starts, naming the folder and why, and the job's end says so in the
+// log and the status bar.
 void TestAppCheckpoints::checkpointThatCannotBeWrittenIsSaid()
 {
     const QString blocker = m_dir.filePath(QStringLiteral("a-file"));
@@ -413,6 +416,15 @@ void TestAppCheckpoints::checkpointThatCannotBeWrittenIsSaid()
     QCOMPARE(r->status, RunRecord::Status::Finished);
     QCOMPARE(r->steps.size(), std::size_t(16));
     QVERIFY2(r->checkpointFailure.contains(blocker), qPrintable(r->checkpointFailure));
+    QVERIFY(r->checkpointFolder.isEmpty());
+    bool warned = false;
+    for (const TimedEvent &e : r->events)
+        warned =
+            warned ||
+            (e.event.kind == mixlab::RunEvent::Kind::Warning && e.event.step == 0 &&
+             QString::fromStdString(e.event.message)
+                 .contains(QStringLiteral("cannot make the checkpoint folder '%1").arg(blocker)));
+    QVERIFY(warned);
     QVERIFY2(w.logView()->plainText().contains(QLatin1String("could not be written (the run "
                                                              "went on)")),
              qPrintable(w.logView()->plainText()));
@@ -490,18 +502,97 @@ void TestAppCheckpoints::deletingARunDeletesItsCheckpoints()
     QCOMPARE(int(m_dialogs.messages.size()), 3);
 }
 
-// A run numbered as a run of an earlier session (or window) in the same second gets a
-// folder of its own: the earlier one's checkpoints are not offered, nor deleted, as its.
+// A run numbered as a run of another session, window or process in the same second gets a
+// folder of its own, made as it is chosen (not at the first checkpoint): the other one's
+// checkpoints are not offered, nor deleted, as its. Three claims of run 1's name in a row
+// (one second, unless the clock turns between them): three folders, each there at once,
+// the later ones the first's with "-2" and "-3".
 void TestAppCheckpoints::runFoldersAreNotShared()
 {
+    QTemporaryDir root; // none of the suite's other runs' folders in it
+    QVERIFY(root.isValid());
+    checkpointfolders::setRootFolderForTesting(root.path());
     const QString experiment = checkpointfolders::experimentFolder({});
     QStringList made;
     for (int i = 0; i < 3; ++i) {
-        const QString folder = checkpointfolders::runFolder(experiment, 1, mixlab::Policy::FP32);
-        QVERIFY2(!made.contains(folder) && !QFileInfo::exists(folder), qPrintable(folder));
-        QVERIFY(QDir().mkpath(folder));
+        QString error;
+        const QString folder =
+            checkpointfolders::runFolder(experiment, 1, mixlab::Policy::FP32, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY2(!made.contains(folder) && QFileInfo(folder).isDir(), qPrintable(folder));
         made << folder;
     }
+    if (QFileInfo(made[0]).fileName().left(15) == QFileInfo(made[2]).fileName().left(15)) {
+        QCOMPARE(made[1], made[0] + QStringLiteral("-2"));
+        QCOMPARE(made[2], made[0] + QStringLiteral("-3"));
+    }
+    for (const QString &folder : made) QVERIFY(checkpointfolders::release(folder));
+}
+
+// A run's folder is there from the job's start; a run that ends without writing a
+// checkpoint into it (here: its start weights file is missing, so it fails in setup; a
+// stop before the first step ends the same way) leaves no empty folder behind (nor an
+// empty experiment folder) and names none (a later run may claim the name); one holding a
+// file the run did not write stays, named; one that wrote a checkpoint keeps it.
+void TestAppCheckpoints::runWithoutCheckpointLeavesNoFolder()
+{
+    QTemporaryDir root; // the suite's other runs' folders are not in the count
+    QVERIFY(root.isValid());
+    checkpointfolders::setRootFolderForTesting(root.path());
+    MainWindow w;
+    w.setConfirmCloseForTesting(false);
+    w.designer()->setSpec(tinyGuiModel());
+    w.runPanel()->setConfig(quickCpuConfig(1));
+    const QDir experiment(checkpointfolders::experimentFolder({}));
+    const QString missing = m_dir.filePath(QStringLiteral("no-such-weights.safetensors"));
+    // The new run's id and the folder it had as the job started (empty: none there). The
+    // job cannot end before this returns: its end is handled on this thread.
+    const auto startFailing = [&](const QString &extraFile) {
+        const std::vector<int> before = w.store()->runIds();
+        w.runPanel()->setStartWeights(missing);
+        w.startRun();
+        const std::vector<int> ids = newRuns(w, before);
+        if (ids.size() != 1) return std::pair<int, QString>{0, QString()};
+        const QString folder = w.store()->run(ids.front())->checkpointFolder;
+        const bool there = QFileInfo(folder).isDir();
+        if (there && !extraFile.isEmpty()) {
+            QFile f(folder + QLatin1Char('/') + extraFile);
+            if (f.open(QIODevice::WriteOnly)) f.write("the user's own file");
+        }
+        if (!waitIdle(w)) return std::pair<int, QString>{0, QString()};
+        return std::pair<int, QString>{ids.front(), there ? folder : QString()};
+    };
+    const auto entries = [&] {
+        return experiment.entryList(QDir::AllEntries | QDir::NoDotAndDotDot);
+    };
+
+    const auto [failed, claimed] = startFailing({});
+    QVERIFY(failed != 0);
+    QVERIFY2(!claimed.isEmpty(), "the run's folder was not there as the job started");
+    const RunRecord *r = w.store()->run(failed);
+    QCOMPARE(r->status, RunRecord::Status::Failed);
+    QVERIFY2(r->failure.contains(missing), qPrintable(r->failure));
+    QVERIFY2(!QFileInfo::exists(claimed), qPrintable(claimed));
+    QVERIFY(r->checkpointFolder.isEmpty());
+    QVERIFY(r->checkpointFailure.isEmpty());
+    // Nor the experiment's folder, which the claim made.
+    QVERIFY2(!QFileInfo::exists(experiment.path()), qPrintable(entries().join(' ')));
+    QVERIFY(QFileInfo(root.path()).isDir());
+
+    const auto [kept, keptFolder] = startFailing(QStringLiteral("notes.txt"));
+    QVERIFY(kept != 0 && !keptFolder.isEmpty());
+    QVERIFY(QFileInfo::exists(keptFolder + QStringLiteral("/notes.txt")));
+    QCOMPARE(w.store()->run(kept)->checkpointFolder, keptFolder);
+    QCOMPARE(entries(), QStringList{QFileInfo(keptFolder).fileName()});
+
+    const std::vector<int> trained = trainAndWait(w);
+    QCOMPARE(trained.size(), std::size_t(1));
+    const RunRecord *t = w.store()->run(trained.front());
+    QCOMPARE(t->status, RunRecord::Status::Finished);
+    QVERIFY(QFileInfo(t->checkpointFolder).isDir());
+    QCOMPARE(checkpointsOf(*t).size(), std::size_t(1));
+    QVERIFY(t->checkpointFolder != keptFolder);
+    QCOMPARE(entries().size(), qsizetype(2));
 }
 
 // A folder named for a process that is gone goes; one of this process, of a live one

@@ -23,6 +23,20 @@ struct CheckpointFile {
 // nothing of what a file holds: read_checkpoint_header checks that).
 std::vector<CheckpointFile> list_checkpoints(const std::string& folder);
 
+// A run's own folder, claimed as its name is chosen: `base`, else "<base>-2", "<base>-3" ...,
+// the first one this call creates (its parent made when missing). Creating is the test of
+// whether a name is free, so of several claimants of one name (two app processes, two
+// windows, starting runs of one id in one second) exactly one gets it, and the folder
+// exists from the claim on, not from the first checkpoint. A parent removed meanwhile
+// (emptied by another claimant's release) is made again. Error naming the folder and why
+// when one cannot be made.
+std::string claim_checkpoint_folder(const std::string& base);
+// The folder a run claimed removed when the run wrote nothing into it (stopped before its
+// first step, failed in setup): an empty folder per such run would pile up as clutter.
+// Only an empty folder goes (one call that fails when anything is in it, so a file that
+// arrives meanwhile is safe); true when it went.
+bool release_checkpoint_folder(const std::string& folder);
+
 // A run's checkpoints deleted with the run (the app's Delete run): the files
 // list_checkpoints lists, which in a folder of the run's own are the ones it wrote, then
 // the folder when that leaves it empty; any other file stays, and so does its folder.

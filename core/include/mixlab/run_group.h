@@ -181,7 +181,8 @@ struct RunGroupOptions {
         std::string weights;
         // Non-empty: the app's safety net. A checkpoint at each epoch's end, and at the
         // run's end when that is not one (a stop), none before the first step, into this
-        // folder (made when missing) under checkpoint_file_name
+        // folder (made when missing; a front end that picks the name claims it first,
+        // claim_checkpoint_folder, and releases it when left empty) under checkpoint_file_name
         // (mixlab/checkpoint_folder.h); once one is in place, the run's older ones beyond
         // the newest keep_checkpoints are deleted. A write that fails is a Warning event in
         // the run's log and RunOutcome::checkpoint_failure, and the run goes on.

@@ -1,6 +1,6 @@
-// A run's checkpoint folder: the names its checkpoints take, the listing a front end
-// offers, their deletion with the run, and the rotation that keeps the newest few (or one
-// file under its own name).
+// A run's checkpoint folder: its claim and release, the names its checkpoints take, the
+// listing a front end offers, their deletion with the run, and the rotation that keeps the
+// newest few (or one file under its own name).
 #include "mixlab/checkpoint_folder.h"
 
 #include "mixlab/error.h"
@@ -62,6 +62,49 @@ std::vector<CheckpointFile> list_checkpoints(const std::string& folder)
     std::sort(out.begin(), out.end(),
               [](const CheckpointFile& a, const CheckpointFile& b) { return a.step < b.step; });
     return out;
+}
+
+std::string claim_checkpoint_folder(const std::string& base)
+{
+    const fs::path parent = fs::path(base).parent_path();
+    std::error_code ec;
+    const auto make_parent = [&] {
+        if (!parent.empty()) fs::create_directories(parent, ec);
+        if (ec)
+            throw Error("cannot make the checkpoint folder '" + parent.string() +
+                        "': " + ec.message());
+    };
+    make_parent();
+    // A bound, so that a folder where every name reads as taken ends in an error, not a
+    // loop: thousands of runs of one id and policy in one second are not a real case.
+    constexpr int k_max_suffix = 10000;
+    for (int n = 1; n <= k_max_suffix; ++n) {
+        const std::string folder = n == 1 ? base : base + "-" + std::to_string(n);
+        bool made = fs::create_directory(folder, ec);
+        // The parent went since it was made (the app removes an experiment's folder that a
+        // released run left empty, perhaps in another process): made again (bounded, for a
+        // parent that some other hand keeps removing).
+        for (int again = 0; again < 100 && ec == std::errc::no_such_file_or_directory; ++again) {
+            make_parent();
+            made = fs::create_directory(folder, ec);
+        }
+        if (made) return folder;
+        // false without an error: a folder of that name exists; a file of that name is
+        // file_exists: taken either way.
+        if (ec && ec != std::errc::file_exists)
+            throw Error("cannot make the checkpoint folder '" + folder + "': " + ec.message());
+    }
+    throw Error("cannot make the checkpoint folder '" + base + "': it and '" + base + "-2' to '" +
+                base + "-" + std::to_string(k_max_suffix) + "' all exist");
+}
+
+bool release_checkpoint_folder(const std::string& folder)
+{
+    std::error_code ec;
+    // Not a link or a file put where the folder was: remove() would take those whole.
+    if (fs::symlink_status(folder, ec).type() != fs::file_type::directory) return false;
+    // rmdir: fails (directory_not_empty) when anything is in it, in the same call.
+    return fs::remove(folder, ec) && !ec;
 }
 
 std::string delete_checkpoints(const std::string& folder)
