@@ -284,6 +284,58 @@ private slots:
         QCOMPARE(download(*be, meta)[b1 + k_fp8_history], 4000.0f);
     }
 
+    // Relu's gate as bits: the x pass writes x > 0 (bit c % 32 of word c / 32 of its row),
+    // and dZ's pass gated by those bits writes what the 16-bit gate gives.
+    void reluMaskGatesLikeTheOutput()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const int rows = 3, cols = 40, h = 2; // two words a row, the second partly used
+        Buffer meta = fresh_meta(*be, 2, h);
+        std::vector<float> y(std::size_t(rows) * cols), dy(y.size());
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            y[i] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? 0.25f * float(i) : -1.0f;
+            dy[i] = 0.5f - 0.03f * float(i);
+        }
+        y[5] = -0.0f;
+        y[6] = std::nanf("");
+        Buffer by = be->alloc(y.size(), DType::BF16), bdy = be->alloc(dy.size(), DType::BF16);
+        be->upload_f32(by, y.data(), y.size());
+        be->upload_f32(bdy, dy.data(), dy.size());
+        Buffer x8 = be->alloc(std::size_t(rows) * 48, DType::F8E4M3);
+        Buffer mask = be->alloc(std::size_t(rows) * std::size_t(relu_mask_words(cols)), DType::I32);
+        be->fp8_quantize(by, rows, cols, meta, 0, h, true, &x8, nullptr, nullptr, nullptr, nullptr,
+                         &mask);
+        std::vector<std::uint32_t> bits(mask.count());
+        std::memcpy(bits.data(), mask.data(), bits.size() * sizeof(std::uint32_t));
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < 64; ++c) {
+                const bool bit = (bits[std::size_t(r * 2 + c / 32)] >> (c % 32)) & 1u;
+                const bool want = c < cols && y[std::size_t(r * cols + c)] > 0.0f;
+                QVERIFY2(bit == want, qPrintable(QString("row %1 col %2").arg(r).arg(c)));
+            }
+        Buffer a = be->alloc(std::size_t(cols) * 16, DType::F8E5M2);
+        Buffer b = be->alloc(a.count(), DType::F8E5M2);
+        Buffer sa = be->alloc(std::size_t(cols), DType::F32),
+               sb = be->alloc(sa.count(), DType::F32);
+        be->fp8_quantize(bdy, rows, cols, meta, 1, h, true, nullptr, &a, &sa, &by);
+        be->fp8_quantize(bdy, rows, cols, meta, 1, h, true, nullptr, &b, &sb, nullptr, &mask);
+        QCOMPARE(download(*be, b), download(*be, a));
+        QCOMPARE(download(*be, sb), download(*be, sa));
+        expect_error(
+            [&] {
+                be->fp8_quantize(bdy, rows, cols, meta, 1, h, true, nullptr, &b, nullptr, &by,
+                                 &mask);
+            },
+            "at most one of relu_gate, relu_mask and relu_mask_out");
+        Buffer small = be->alloc(5, DType::I32);
+        expect_error(
+            [&] {
+                be->fp8_quantize(bdy, rows, cols, meta, 1, h, true, nullptr, &b, nullptr, nullptr,
+                                 &small);
+            },
+            "relu_mask must be int32 words of at least 6");
+    }
+
     // dX's transposed weights come from w8 byte for byte, the padding zero.
     void transposeCopiesBytes()
     {
@@ -433,6 +485,12 @@ private slots:
             QCOMPARE(quantized, 2); // the two hidden layers; the 10-unit head stays bf16
         };
         check("after construction");
+        // Layer 1's relu output is layer 2's fp8 input: its gate comes back as bits.
+        const std::vector<std::string> lines = net.describe();
+        QVERIFY2(
+            QString::fromStdString(lines[0]).contains("relu's backward reads its gate as bits"),
+            lines[0].c_str());
+        QVERIFY(!QString::fromStdString(lines[1]).contains("as bits"));
         // New weights, all smaller than the first ones: W's amax is theirs alone.
         std::vector<float> p = net.read_parameters();
         for (float& v : p) v *= 0.25f;

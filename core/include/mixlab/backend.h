@@ -144,6 +144,9 @@ inline std::size_t fp8_scale_inv_index(std::size_t block, int history_len)
 // of 3000 units would notice, where refusing it would keep the layer out of fp8.
 inline constexpr int k_fp8_pad = 16;
 inline int fp8_padded(int n) { return (n + k_fp8_pad - 1) / k_fp8_pad * k_fp8_pad; }
+// A relu gate stored as bits (fp8_quantize's relu_mask): 32-bit words (an I32 buffer) per
+// row of `cols` values.
+inline int relu_mask_words(int cols) { return (cols + 31) / 32; }
 
 // Per-channel normalization applied when a batch is gathered: (x/255 - mean) / std.
 struct Normalization {
@@ -566,9 +569,16 @@ public:
     // GEMMs have no bias-gradient epilogue. relu_gate, when given (x's shape and dtype),
     // makes x read as 0 wherever relu_gate <= 0: relu's backward (dZ = dY where Y > 0)
     // in the same pass, so dZ is never written in 16 bits; amax and sums see the gated x.
+    // relu_mask is the same gate as bits (relu_mask_words; bit c % 32 of word
+    // r * relu_mask_words(cols) + c / 32 set where the gate is > 0), read instead of a
+    // 16-bit relu_gate: a sixteenth of its bytes. relu_mask_out, when given, receives
+    // those bits of x itself (x > 0): the pass that quantizes a relu's output for the
+    // next layer writes the gate that relu's backward reads. At most one of relu_gate,
+    // relu_mask and relu_mask_out.
     virtual void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                               int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                              Buffer* col_sums, const Buffer* relu_gate);
+                              Buffer* col_sums, const Buffer* relu_gate,
+                              const Buffer* relu_mask = nullptr, Buffer* relu_mask_out = nullptr);
     // Delayed scaling, once a step after its last fp8_quantize, for blocks [0, tensors):
     // amax = the history's max; when finite and > 0, scale = max_finite / amax / 2^margin
     // and scale_inv = 1 / scale (otherwise both stay); last_amax = amax; then every

@@ -162,7 +162,7 @@ void Backend::lstm_backward_weights(LstmPlan&, const Buffer&, const Buffer&, con
     not_available(*this, "lstm backward");
 }
 void Backend::fp8_quantize(const Buffer&, int, int, Buffer&, std::size_t, int, bool, Buffer*,
-                           Buffer*, Buffer*, const Buffer*)
+                           Buffer*, Buffer*, const Buffer*, const Buffer*, Buffer*)
 {
     not_available(*this, "fp8 quantize");
 }

@@ -36,7 +36,8 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
 
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
                   std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
-                  const Buffer* col_sums, const Buffer* relu_gate)
+                  const Buffer* col_sums, const Buffer* relu_gate, const Buffer* relu_mask,
+                  const Buffer* relu_mask_out)
 {
     const char* op = "fp8_quantize";
     require(rows >= 0 && cols >= 0, backend, op,
@@ -57,6 +58,18 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
                 "relu_gate must share x's dtype, got " + name_of(relu_gate->dtype()) + " and " +
                     name_of(x.dtype()));
     }
+    require(int(relu_gate != nullptr) + int(relu_mask != nullptr) + int(relu_mask_out != nullptr) <=
+                1,
+            backend, op, "at most one of relu_gate, relu_mask and relu_mask_out");
+    const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
+    for (const Buffer* m : {relu_mask, relu_mask_out})
+        if (m)
+            require(m->dtype() == DType::I32 && m->count() >= mask_words &&
+                        (mask_words == 0 || m->data() != nullptr),
+                    backend, op,
+                    std::string(m == relu_mask ? "relu_mask" : "relu_mask_out") +
+                        " must be int32 words of at least " + std::to_string(mask_words) +
+                        ", got " + std::to_string(m->count()) + " " + name_of(m->dtype()));
     if (y && y_t)
         require(y->dtype() == y_t->dtype(), backend, op,
                 "y and y_t must share a dtype, got " + name_of(y->dtype()) + " and " +

@@ -11,10 +11,13 @@
 namespace mixlab::validate {
 
 // x floating (rows x cols), at least one of y and y_t, each an fp8 buffer of rows * cols
-// (one fp8 dtype when both), meta float32 holding block `block` of history_len >= 1.
+// (one fp8 dtype when both), meta float32 holding block `block` of history_len >= 1; at
+// most one of relu_gate, relu_mask and relu_mask_out, the masks int32 words enough for
+// rows of relu_mask_words(cols).
 void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, const Buffer& meta,
                   std::size_t block, int history_len, const Buffer* y, const Buffer* y_t,
-                  const Buffer* col_sums, const Buffer* relu_gate);
+                  const Buffer* col_sums, const Buffer* relu_gate,
+                  const Buffer* relu_mask = nullptr, const Buffer* relu_mask_out = nullptr);
 // meta float32 holding `tensors` blocks of history_len >= 1; tensors >= 0; margin within
 // [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
 void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,

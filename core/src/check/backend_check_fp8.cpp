@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -63,6 +65,7 @@ public:
     std::vector<CheckResult> run_all()
     {
         quantize_checks();
+        relu_mask_checks();
         transpose_checks();
         weights_checks();
         update_checks();
@@ -107,6 +110,24 @@ private:
         set(w, v);
         return w;
     }
+    // An I32 buffer's words as they are (download_f32 would round them to floats).
+    std::vector<std::uint32_t> words(Backend& b, const Buffer& buf)
+    {
+        float* host = b.host_alloc(buf.count());
+        b.copy_raw_to_host_async(buf, buf.count() * 4, host);
+        b.synchronize();
+        std::vector<std::uint32_t> w(buf.count());
+        std::memcpy(w.data(), host, w.size() * 4);
+        b.host_free(host);
+        return w;
+    }
+    Twin make_words(const std::vector<std::uint32_t>& w)
+    {
+        Twin t = twin(w.size(), DType::I32);
+        on_both([&](Backend& b, bool ref) { b.upload_raw(side(t, ref), w.data(), w.size() * 4); });
+        return t;
+    }
+
     // NaN everywhere (fp8 buffers: the NaN byte): anything an op fails to write shows.
     void poison(Twin& w) { set(w, std::vector<float>(w.count, k_nan)); }
     std::vector<float> get(Backend& b, const Buffer& buf)
@@ -147,6 +168,7 @@ private:
                                               const std::function<Outputs()>& outputs);
 
     void quantize_checks();
+    void relu_mask_checks();
     void transpose_checks();
     void weights_checks();
     void update_checks();
@@ -389,6 +411,118 @@ void Fp8Checker::quantize_checks()
         {DType::F8E5M2, DType::BF16, 200, 1000, false, true, true, "sums", DType::BF16, true});
     quantize_check(
         {DType::F8E5M2, DType::BF16, 37, 53, false, true, true, "sums", DType::F32, true});
+}
+
+// ---- relu's gate as bits -----------------------------------------------------------------
+
+// The pass that quantizes a relu's output for the next layer writes x > 0 as bits
+// (relu_mask_out; the words poisoned first, a row's last word partly used), and dZ's pass
+// reads its gate from bits (relu_mask) instead of the 16-bit output: both with and without
+// dX's copy, with the bias gradient's sums.
+void Fp8Checker::relu_mask_checks()
+{
+    struct Shape {
+        int rows, cols;
+    };
+    const Shape shapes[] = {{200, 1000}, {37, 53}, {64, 784}, {130, 3000}};
+    for (Shape sh : shapes) {
+        const std::string dims = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+        const std::size_t n = std::size_t(sh.rows) * std::size_t(sh.cols);
+        const std::size_t ld = std::size_t(relu_mask_words(sh.cols));
+        const int history_len = 2;
+        auto fresh_meta = [&] {
+            std::vector<float> m(2 * fp8_block_floats(history_len), 0.0f);
+            for (std::size_t blk = 0; blk < 2; ++blk) {
+                m[blk * fp8_block_floats(history_len) + k_fp8_scale] = 4.0f;
+                m[blk * fp8_block_floats(history_len) + k_fp8_scale_inv] = 0.25f;
+            }
+            return make(m, DType::F32);
+        };
+        run("fp8_relu_mask/write/" + dims, [&](Verdict& v, Rng& rng) {
+            // A relu output: zeros of both signs, positives, a few negatives and NaNs.
+            std::vector<float> x(n);
+            for (float& e : x) {
+                const float u = rng.uniform(0.0f, 1.0f);
+                e = round_to(DType::BF16, u < 0.4f    ? 0.0f
+                                          : u < 0.45f ? -0.0f
+                                          : u < 0.47f ? -rng.uniform(0.0f, 3.0f)
+                                          : u < 0.48f ? k_nan
+                                                      : rng.uniform(0.0f, 3.0f));
+            }
+            Twin tx = make(x, DType::BF16);
+            Twin meta = fresh_meta();
+            Twin y = twin(std::size_t(sh.rows) * std::size_t(fp8_padded(sh.cols)), DType::F8E4M3);
+            Twin yt = twin(std::size_t(sh.cols) * std::size_t(fp8_padded(sh.rows)), DType::F8E4M3);
+            poison(y);
+            poison(yt);
+            Twin mask =
+                make_words(std::vector<std::uint32_t>(std::size_t(sh.rows) * ld, 0xA5A5A5A5u));
+            on_both([&](Backend& be, bool ref) {
+                be.fp8_quantize(side(tx, ref), sh.rows, sh.cols, side(meta, ref), 0, history_len,
+                                true, &side(y, ref), &side(yt, ref), nullptr, nullptr, nullptr,
+                                &side(mask, ref));
+            });
+            compare_bits(v, "y", y);
+            compare_bits(v, "y_t", yt);
+            compare_bits(v, "meta", meta);
+            const std::vector<std::uint32_t> r = words(m_ref, mask.ref),
+                                             c = words(m_cand, mask.cand);
+            std::size_t bad = 0, ref_bad = 0;
+            for (std::size_t i = 0; i < r.size(); ++i) {
+                bad += r[i] != c[i];
+                std::uint32_t want = 0;
+                const std::size_t row = i / ld, w = i % ld;
+                for (std::size_t b = 0; b < 32; ++b) {
+                    const std::size_t col = w * 32 + b;
+                    if (col < std::size_t(sh.cols) && x[row * std::size_t(sh.cols) + col] > 0.0f)
+                        want |= 1u << b;
+                }
+                ref_bad += r[i] != want;
+            }
+            if (ref_bad) v.fail("reference: " + std::to_string(ref_bad) + " words are not x > 0");
+            if (bad)
+                v.fail(std::to_string(bad) + " of " + std::to_string(r.size()) + " words differ");
+            v.compare("mask words", {float(bad)}, {0.0f}, Tol{});
+        });
+        for (bool with_y : {false, true})
+            run("fp8_relu_mask/read/" + dims + (with_y ? "/y+y_t" : "/y_t"), [&](Verdict& v,
+                                                                                 Rng& rng) {
+                std::vector<float> dy(n);
+                for (float& e : dy) e = round_to(DType::BF16, rng.uniform(-3.0f, 3.0f));
+                Twin tdy = make(dy, DType::BF16);
+                std::vector<std::uint32_t> bits(std::size_t(sh.rows) * ld);
+                for (auto& w : bits) w = rng.bits32();
+                Twin mask = make_words(bits);
+                Twin meta = fresh_meta();
+                Twin y =
+                    twin(std::size_t(sh.rows) * std::size_t(fp8_padded(sh.cols)), DType::F8E5M2);
+                Twin yt =
+                    twin(std::size_t(sh.cols) * std::size_t(fp8_padded(sh.rows)), DType::F8E5M2);
+                Twin sums = twin(std::size_t(sh.cols), DType::BF16);
+                poison(y);
+                poison(yt);
+                poison(sums);
+                on_both([&](Backend& be, bool ref) {
+                    be.fp8_quantize(side(tdy, ref), sh.rows, sh.cols, side(meta, ref), 1,
+                                    history_len, true, with_y ? &side(y, ref) : nullptr,
+                                    &side(yt, ref), &side(sums, ref), nullptr, &side(mask, ref),
+                                    nullptr);
+                });
+                if (with_y) compare_bits(v, "y", y);
+                compare_bits(v, "y_t", yt);
+                compare_bits(v, "meta", meta);
+                // Sums in another order: within the fp32 rounding of a sum of |x|, plus one
+                // rounding to bf16 (as the relu_gate checks).
+                std::vector<double> scale(std::size_t(sh.cols), 0.0);
+                for (std::size_t r = 0; r < std::size_t(sh.rows); ++r)
+                    for (std::size_t c = 0; c < std::size_t(sh.cols); ++c)
+                        if ((bits[r * ld + c / 32] >> (c % 32)) & 1u)
+                            scale[c] += std::fabs(double(dy[r * std::size_t(sh.cols) + c]));
+                v.compare("col_sums", get(m_ref, sums.ref), get(m_cand, sums.cand),
+                          Tol{1e-30, out_rtol(DType::BF16)}, &scale,
+                          1e-5 + unit_roundoff(DType::BF16));
+            });
+    }
 }
 
 // ---- fp8_transpose ---------------------------------------------------------------------

@@ -142,6 +142,23 @@ public:
 
     Buffer& fp8_meta() override { return m_net.m_fp8_meta; }
 
+    ReluMask* request_relu_mask(const Node* owner, int rows, int cols) override
+    {
+        auto m = std::make_unique<ReluMask>();
+        m->owner = owner;
+        m->cols = cols;
+        m->bits = own(std::size_t(rows) * std::size_t(relu_mask_words(cols)), DType::I32);
+        m_net.m_relu_masks.push_back(std::move(m));
+        return m_net.m_relu_masks.back().get();
+    }
+
+    ReluMask* relu_mask_of(const Buffer* value, int cols) override
+    {
+        for (auto& m : m_net.m_relu_masks)
+            if (m->owner->out == value && m->cols == cols) return m.get();
+        return nullptr;
+    }
+
     void quantized_weights(const Buffer* master, const Fp8Weights& fp8) override
     {
         for (ParamSlot& s : m_net.m_slots)

@@ -175,6 +175,8 @@ private:
     Fp8Config m_fp8;
     Buffer m_fp8_meta; // allocated after the nodes reserved their blocks
     std::vector<std::string> m_fp8_names;
+    // mixed_fp8's relu gates as bits, one per fp8 relu layer that asked (NodeBuilder).
+    std::vector<std::unique_ptr<ReluMask>> m_relu_masks;
     std::vector<DType> m_fp8_formats;
 };
 

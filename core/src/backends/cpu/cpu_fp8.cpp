@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace mixlab::cpu {
 
@@ -23,10 +24,11 @@ hd::Fp8Format format_of(DType t) { return t == DType::F8E5M2 ? hd::k_e5m2 : hd::
 
 void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                               int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                              Buffer* col_sums, const Buffer* relu_gate)
+                              Buffer* col_sums, const Buffer* relu_gate, const Buffer* relu_mask,
+                              Buffer* relu_mask_out)
 {
     validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t, col_sums,
-                           relu_gate);
+                           relu_gate, relu_mask, relu_mask_out);
     float* m = meta.as<float>() + block * fp8_block_floats(history_len);
     const float scale = m[k_fp8_scale];
     const hd::Fp8Format fmt = format_of(y ? y->dtype() : y_t->dtype());
@@ -35,7 +37,11 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
     float* py = y ? y->as<float>() : nullptr;
     float* pt = y_t ? y_t->as<float>() : nullptr;
     float* sums = col_sums ? col_sums->as<float>() : nullptr;
+    const auto* mask = relu_mask ? relu_mask->as<std::uint32_t>() : nullptr;
+    auto* mask_out = relu_mask_out ? relu_mask_out->as<std::uint32_t>() : nullptr;
     const std::size_t r_n = std::size_t(rows), c_n = std::size_t(cols);
+    const std::size_t words = std::size_t(relu_mask_words(cols));
+    if (mask_out) std::fill(mask_out, mask_out + r_n * words, 0u);
     // k padded with zeros (mixlab/backend.h's fp8_padded): y's rows, y_t's columns.
     const std::size_t y_ld = std::size_t(fp8_padded(cols)), t_ld = std::size_t(fp8_padded(rows));
     if (py) std::fill(py, py + r_n * y_ld, 0.0f);
@@ -46,7 +52,12 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
     float amax = 0.0f;
     for (std::size_t r = 0; r < r_n; ++r)
         for (std::size_t c = 0; c < c_n; ++c) {
-            const float v = !gate || gate[r * c_n + c] > 0.0f ? px[r * c_n + c] : 0.0f;
+            const std::uint32_t bit = 1u << (c % 32);
+            const bool open = gate   ? gate[r * c_n + c] > 0.0f
+                              : mask ? (mask[r * words + c / 32] & bit) != 0
+                                     : true;
+            const float v = open ? px[r * c_n + c] : 0.0f;
+            if (mask_out && v > 0.0f) mask_out[r * words + c / 32] |= bit;
             if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
             const float q = hd::fp8_to_float(hd::fp8_quantize_value(v, scale, fmt), fmt);
             if (py) py[r * y_ld + c] = q;

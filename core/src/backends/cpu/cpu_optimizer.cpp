@@ -218,7 +218,7 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
         const Fp8Weights& f = s.fp8;
         if (f.w8)
             fp8_quantize(*s.low, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8,
-                         nullptr, nullptr, nullptr);
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
     }
 
     float next = scale;

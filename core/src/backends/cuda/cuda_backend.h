@@ -137,7 +137,8 @@ public:
 
     void fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                       int history_len, bool record_amax, Buffer* y, Buffer* y_t, Buffer* col_sums,
-                      const Buffer* relu_gate) override;
+                      const Buffer* relu_gate, const Buffer* relu_mask,
+                      Buffer* relu_mask_out) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
     void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t) override;
 

@@ -11,14 +11,17 @@ namespace mixlab::cuda {
 
 void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
                                int history_len, bool record_amax, Buffer* y, Buffer* y_t,
-                               Buffer* col_sums, const Buffer* relu_gate)
+                               Buffer* col_sums, const Buffer* relu_gate, const Buffer* relu_mask,
+                               Buffer* relu_mask_out)
 {
     validate::fp8_quantize(k_name, x, rows, cols, meta, block, history_len, y, y_t, col_sums,
-                           relu_gate);
+                           relu_gate, relu_mask, relu_mask_out);
     float* b = meta.as<float>() + block * fp8_block_floats(history_len);
     const DType ty = y ? y->dtype() : y_t->dtype();
-    launch_fp8_quantize(x.data(), relu_gate ? relu_gate->data() : nullptr, x.dtype(), rows, cols,
-                        b + k_fp8_scale, record_amax ? b + k_fp8_history : nullptr,
+    launch_fp8_quantize(x.data(), relu_gate ? relu_gate->data() : nullptr,
+                        relu_mask ? relu_mask->as<std::uint32_t>() : nullptr,
+                        relu_mask_out ? relu_mask_out->as<std::uint32_t>() : nullptr, x.dtype(),
+                        rows, cols, b + k_fp8_scale, record_amax ? b + k_fp8_history : nullptr,
                         y ? y->data() : nullptr, y_t ? y_t->data() : nullptr, ty,
                         col_sums ? col_sums->data() : nullptr,
                         col_sums ? col_sums->dtype() : DType::F32, m_reduce, stream());

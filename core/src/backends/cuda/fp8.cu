@@ -131,13 +131,18 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
 // partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element
 // boundaries and y and y_t on 4 bytes, so full tiles take the vector loads and every
 // store is 4 bytes.
+// Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
+// written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
+// warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
 template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
-    fp8_quantize_tiled(const T* __restrict__ x, const T* __restrict__ gate, int rows, int cols,
-                       int y_ld, int t_ld, const float* __restrict__ scale_p, float* amax_slot,
-                       std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
-                       float* __restrict__ partials, bool aligned)
+    fp8_quantize_tiled(const T* __restrict__ x, const T* __restrict__ gate,
+                       const std::uint32_t* __restrict__ mask, std::uint32_t* __restrict__ mask_out,
+                       int rows, int cols, int y_ld, int t_ld, const float* __restrict__ scale_p,
+                       float* amax_slot, std::uint8_t* __restrict__ y,
+                       std::uint8_t* __restrict__ y_t, float* __restrict__ partials, bool aligned)
 {
+    const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
     const float scale = *scale_p;
@@ -169,6 +174,27 @@ __global__ void __launch_bounds__(k_threads)
             if (gate) {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) v[q] = g[q] > 0.0f ? v[q] : 0.0f;
+            } else if (mask) {
+                // gc is a multiple of 4: its four bits lie in one word.
+                const unsigned bits =
+                    gr < rows && gc < cols
+                        ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
+                              (gc & 31)
+                        : 0u;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) v[q] = (bits >> q) & 1u ? v[q] : 0.0f;
+            } else if (mask_out) {
+                // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
+                unsigned bits = 0;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
+                bits <<= 4 * (tx & 7);
+                bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+                bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+                bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
+                const int word = (c0 >> 5) + (tx >> 3);
+                if ((tx & 7) == 0 && gr < rows && word < mask_ld)
+                    mask_out[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(word)] = bits;
             }
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
@@ -274,6 +300,8 @@ bool aligned_to(const void* p, std::size_t bytes)
 }
 
 struct QuantizeArgs {
+    const std::uint32_t* mask; // relu's gate as bits, or null
+    std::uint32_t* mask_out;   // x > 0 as bits, or null
     int rows, cols;
     const float* scale;
     float* amax_slot;
@@ -288,8 +316,8 @@ void launch_tiled(const T* x, const T* gate, const QuantizeArgs& a, bool aligned
 {
     const dim3 grid(a.row_blocks, unsigned((a.cols + k_tile - 1) / k_tile));
     fp8_quantize_tiled<T, E5M2, Amax, WriteY, WriteT, Sums><<<grid, k_threads, 0, stream>>>(
-        x, gate, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale, a.amax_slot, a.y,
-        a.y_t, a.partials, aligned);
+        x, gate, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows),
+        a.scale, a.amax_slot, a.y, a.y_t, a.partials, aligned);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
@@ -297,7 +325,8 @@ template <class T, bool E5M2, bool Amax>
 void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t stream)
 {
     const std::size_t n = std::size_t(a.rows) * std::size_t(a.cols);
-    if (!a.y_t && !a.partials && !gate && a.cols % k_fp8_pad == 0) { // nothing to pad or transpose
+    if (!a.y_t && !a.partials && !gate && !a.mask && !a.mask_out &&
+        a.cols % k_fp8_pad == 0) { // nothing to pad, transpose or gate
         const bool vec =
             aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(a.y, 8);
         const std::size_t groups = vec ? n / 8 : 0;
@@ -327,7 +356,8 @@ void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t str
 
 } // namespace
 
-void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int rows, int cols,
+void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32_t* relu_mask,
+                         std::uint32_t* relu_mask_out, DType tx, int rows, int cols,
                          const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
                          void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream)
 {
@@ -337,7 +367,9 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int row
     // many without growing, which it could not do inside a recorded step.
     const unsigned cap =
         unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
-    QuantizeArgs a{rows,
+    QuantizeArgs a{relu_mask,
+                   relu_mask_out,
+                   rows,
                    cols,
                    scale,
                    amax_slot,

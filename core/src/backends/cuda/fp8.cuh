@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mixlab::cuda {
 
@@ -21,8 +22,10 @@ namespace mixlab::cuda {
 // bits) into *amax_slot. scale: the block's scale in device memory. col_sums (not null):
 // x's column sums in dtype tsums, through partials in `scratch` (a second launch adds
 // them in a fixed order). relu_gate (not null, x's dtype and shape): x read as 0 where
-// relu_gate <= 0, relu's backward in the same pass.
-void launch_fp8_quantize(const void* x, const void* relu_gate, DType tx, int rows, int cols,
+// relu_gate <= 0, relu's backward in the same pass; relu_mask (not null): the same gate as
+// bits (backend.h's relu_mask_words per row); relu_mask_out (not null): x > 0 as bits.
+void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32_t* relu_mask,
+                         std::uint32_t* relu_mask_out, DType tx, int rows, int cols,
                          const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
                          void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream);
 

@@ -34,6 +34,11 @@ struct Fp8Operands {
     Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in_p, in x out_p (E4M3)
     Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out_p, out x batch_p (E5M2)
     // w8_t and dy8 are null in a layer without dX (allocate_fp8).
+    // Relu's gate as bits: `gate` over this layer's relu output, read by its backward when
+    // the next fp8 layer writes it (gate->written); `in_gate_bits`, the layer before's,
+    // written by this layer's x pass (its input is that layer's relu output).
+    ReluMask* gate = nullptr;
+    Buffer* in_gate_bits = nullptr;
 };
 
 class DenseNode final : public Node {
@@ -140,7 +145,11 @@ public:
                         (m_fp8->fast_forward && !m_fp8_emulated
                              ? "; the forward GEMM with fast accumulation"
                              : "") +
-                        (m_fp8_emulated ? ", emulated on the CPU)" : ")");
+                        (m_fp8_emulated ? ", emulated on the CPU)" : ")") +
+                        (m_fp8->gate && m_fp8->gate->written
+                             ? "; relu's backward reads its gate as bits, written by the next "
+                               "layer's fp8 pass"
+                             : "");
         else if (!m_fp8_why.empty())
             k.detail += "; fp8: " + m_fp8_why;
         out.push_back(std::move(k));
@@ -181,6 +190,14 @@ private:
             f->dy8 = b.own(rows * padded(out_features), DType::F8E5M2);
         }
         f->dy8_t = b.own(outf * padded(b.max_batch()), DType::F8E5M2);
+        // Relu's backward reads a bit per value when the next fp8 layer can write them in
+        // the pass that reads this output anyway (a sixteenth of the 16-bit output's bytes).
+        if (act == Activation::Relu)
+            f->gate = b.request_relu_mask(this, b.max_batch(), out_features);
+        if (ReluMask* m = b.relu_mask_of(Node::in, in_features)) {
+            m->written = true;
+            f->in_gate_bits = m->bits;
+        }
         // w8 is the optimizer's to write (ParamSlot::fp8): each update quantizes the new W.
         Fp8Weights q;
         q.w8 = f->w8;
@@ -222,7 +239,8 @@ private:
     {
         Fp8Operands& f = *m_fp8;
         c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
-                               f.x8, training ? f.x8_t : nullptr, nullptr, nullptr);
+                               f.x8, training ? f.x8_t : nullptr, nullptr, nullptr, nullptr,
+                               training ? f.in_gate_bits : nullptr);
         if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
         GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
                               m_pre ? m_pre : out);
@@ -240,9 +258,12 @@ private:
     void backward_fp8(const PassContext& c, int batch)
     {
         Fp8Operands& f = *m_fp8;
-        const Buffer* relu_gate = act == Activation::Relu ? out : nullptr;
+        // Relu's gate: the bits the next layer's x pass wrote, else the 16-bit output.
+        const bool bits = f.gate && f.gate->written;
+        const Buffer* relu_gate = act == Activation::Relu && !bits ? out : nullptr;
         c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
-                               f.dy8, f.dy8_t, m_w.b_grad, relu_gate);
+                               f.dy8, f.dy8_t, m_w.b_grad, relu_gate,
+                               bits ? f.gate->bits : nullptr);
         c.backend.gemm(fp8_gemm(out_features, in_features, batch, f.dy8_t, f.dy_block, f.x8_t,
                                 f.x_block, m_w.w_grad));
         if (in_grad)
