@@ -9,6 +9,9 @@ import sys
 # First match wins: batch norm before convolution (cuDNN's BN kernels carry "cudnn"),
 # the directions of a convolution before its forward.
 GROUPS = [
+    # mixed_fp8's first layer: the batch gathered straight into E4M3 (fp8_quantize_tiled
+    # over a GatherSource) is the input, as the 16-bit gather is.
+    ("input", r"gather"),
     ("fp8 quantize", r"fp8_quantize|fp8_update|fp8_transpose"),  # W's transposed fp8 copy too
     ("batch norm", r"bn_|batch_?norm|welford"),
     ("conv wgrad", r"wgrad|bwd_filter|backward_filter|convolve_filter"),
@@ -16,7 +19,6 @@ GROUPS = [
     ("layout copies", r"transpose|pad_channels|nchwtonhwc|nhwctonchw|flip_weights"),
     ("conv fprop", r"fprop|conv|winograd|implicit|xmma"),
     ("GEMM", r"gemm|cutlass|cublas|nvjet|magma|skinny|splitk"),
-    ("input", r"gather"),
     ("reductions", r"reduce_kernel|row_sums|column_partials|column_finish|bias_grad"),
     ("optimizer", r"optimizer|sgd|multi_tensor|found_inf|scaler|foreach|_amp_"),
     ("loss", r"cross_entropy|softmax|nll|log_softmax"),

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 using namespace mixlab;
@@ -500,6 +501,79 @@ private slots:
         for (float& v : w0) v *= 3.0f;
         net.write_slot(0, w0);
         check("after write_slot");
+    }
+
+    // An fp8 first layer fed by the gather: the batch gathered straight into its operands
+    // (Network::fp8_batch, gather_batch_fp8) gives the forward pass the same logits and
+    // amax as the 16-bit batch quantized by the layer, and the layer does not read the
+    // 16-bit input then (zeroed below). Evaluation asks for no transpose and no amax; a
+    // first layer kept out of fp8, or another policy, offers none.
+    void gatheredBatchFeedsTheFirstLayer()
+    {
+        auto be = make_backend(DeviceChoice::CPU);
+        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(16), dense(10)});
+        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
+        Fp8Config fp8;
+        fp8.amax_history = 2;
+        const int batch = 8, n = 20;
+        Network plain(graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, fp8);
+        Network fused(graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, fp8);
+        const std::optional<Fp8Batch> train = fused.fp8_batch(true), eval = fused.fp8_batch(false);
+        QVERIFY(train && eval);
+        QVERIFY(train->x8 && train->x8_t && train->record_amax && train->meta == fused.fp8_meta());
+        QVERIFY(eval->x8 == train->x8 && !eval->x8_t && !eval->record_amax);
+        const std::vector<std::string> lines = fused.describe();
+        QVERIFY2(QString::fromStdString(lines[0]).contains("x quantized by the batch gather"),
+                 lines[0].c_str());
+        QVERIFY(!QString::fromStdString(lines[1]).contains("gather"));
+
+        const std::size_t count = n;
+        std::vector<std::uint8_t> pixels(count * 16), labels(count);
+        for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = std::uint8_t(i * 37 % 256);
+        for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::uint8_t(i % 10);
+        std::vector<std::int32_t> order(count);
+        for (int i = 0; i < n; ++i) order[std::size_t(i)] = (i * 7) % n;
+        Buffer images = be->alloc(pixels.size(), DType::U8),
+               label_buf = be->alloc(labels.size(), DType::U8);
+        Buffer order_buf = be->alloc(order.size(), DType::I32);
+        be->upload_raw(images, pixels.data(), pixels.size());
+        be->upload_raw(label_buf, labels.data(), labels.size());
+        be->upload_raw(order_buf, order.data(), order.size() * sizeof(std::int32_t));
+        Normalization norm;
+        norm.mean[0] = 0.3f;
+        norm.inv_std[0] = 3.0f;
+        const ImageShape image{4, 4, 1};
+        for (bool training : {true, false}) {
+            be->gather_batch(images, label_buf, order_buf, 4, batch, image, norm, Augmentation{},
+                             StepCounter{}, plain.input(), plain.labels());
+            plain.forward(batch, training, 0);
+            const std::optional<Fp8Batch> q = fused.fp8_batch(training);
+            be->gather_batch_fp8(images, label_buf, order_buf, 4, batch, image, norm,
+                                 Augmentation{}, StepCounter{}, *q, fused.input(), fused.labels());
+            be->fill(fused.input(), 0.0f); // not read: the layer takes x8 as the gather left it
+            fused.forward(batch, training, 0, true);
+            const std::vector<float> a = download(*be, plain.logits()),
+                                     b = download(*be, fused.logits());
+            for (std::size_t i = 0; i < a.size(); ++i) QVERIFY2(same(a[i], b[i]), "logits");
+            const std::vector<float> ma = download(*be, *plain.fp8_meta()),
+                                     mb = download(*be, *fused.fp8_meta());
+            for (std::size_t i = 0; i < ma.size(); ++i) QVERIFY2(same(ma[i], mb[i]), "meta");
+            QCOMPARE(download(*be, plain.labels()), download(*be, fused.labels()));
+        }
+        // The first layer's input as the layer would quantize it: without the flag the
+        // zeroed input is read (the logits move), so the flag is what skipped the pass.
+        fused.forward(batch, true, 0);
+        const std::vector<float> a = download(*be, plain.logits()),
+                                 b = download(*be, fused.logits());
+        QVERIFY(a != b);
+
+        ModelSpec kept = spec;
+        kept.layers[1].no_fp8 = true; // "dtype": "bfloat16"
+        Network wide(build_graph(kept, Shape{{4, 4, 1}}, 10), Policy::MixedFP8, OptimizerConfig{},
+                     *be, batch, 1, 7, fp8);
+        QVERIFY(!wide.fp8_batch(true));
+        Network bf16(graph, Policy::MixedBF16, OptimizerConfig{}, *be, batch, 1, 7);
+        QVERIFY(!bf16.fp8_batch(true));
     }
 
     // dZ's pass also gives the bias gradient: x's column sums, unscaled and unrounded by

@@ -183,6 +183,21 @@ struct ImageShape {
     int size() const { return height * width * channels; }
 };
 
+// The batch as mixed_fp8's first layer reads it, when that layer is an fp8 dense layer fed
+// by the input itself (gather_batch_fp8): x8 = E4M3(x * scale), batch x
+// fp8_padded(sample), scale from block `block` of meta (history_len floats of history
+// each); x8_t, when given (training), its transpose, sample x fp8_padded(batch);
+// record_amax (training) folds the batch's amax into the block's current slot. As
+// fp8_quantize would write them from the 16-bit batch.
+struct Fp8Batch {
+    Buffer* meta = nullptr;
+    std::size_t block = 0;
+    int history_len = 0;
+    bool record_amax = false;
+    Buffer* x8 = nullptr;
+    Buffer* x8_t = nullptr;
+};
+
 // A 2-D convolution over NHWC tensors: x (batch, in_h, in_w, in_c), weights KRSC
 // (out_c, kernel_h, kernel_w, in_c), y (batch, out_h, out_w, out_c). Cross-correlation
 // (no kernel flip), symmetric zero padding, no dilation, no groups.
@@ -439,6 +454,16 @@ public:
                               const ImageShape& image, const Normalization& norm,
                               const Augmentation& aug, const StepCounter& counter, Buffer& out,
                               Buffer& out_labels) = 0;
+    // The same batch quantized for mixed_fp8's first layer (Fp8Batch): x8 (and x8_t, the
+    // amax) hold fp8_quantize of what gather_batch writes to out, whose contents are then
+    // unspecified (the one pass that reads the bytes and writes x8 and x8_t leaves the
+    // 16-bit batch unwritten; CUDA without augmentation). Here: gather_batch, then
+    // fp8_quantize from out - the reference the fused pass is checked against.
+    virtual void gather_batch_fp8(const Buffer& images_u8, const Buffer& labels_u8,
+                                  const Buffer& order_i32, std::int64_t offset, int batch,
+                                  const ImageShape& image, const Normalization& norm,
+                                  const Augmentation& aug, const StepCounter& counter,
+                                  const Fp8Batch& fp8, Buffer& out, Buffer& out_labels);
 
     // Language models: one truncated-BPTT window of a token stream read as `batch`
     // columns (text_corpus.h's batchify: column j is stream[j * column_len, (j + 1) *

@@ -3,6 +3,7 @@
 #include "mixlab/backend.h"
 
 #include "mixlab/error.h"
+#include "backends/backend_validate_fp8.h"
 #include "backends/cpu/cpu_backend.h"
 #include "base/hd_math.h"
 #include "backends/cuda_module.h"
@@ -173,6 +174,21 @@ void Backend::fp8_update_scales(Buffer&, int, int, int)
 void Backend::fp8_transpose(const Buffer&, int, int, Buffer&)
 {
     not_available(*this, "fp8 transpose");
+}
+
+void Backend::gather_batch_fp8(const Buffer& images_u8, const Buffer& labels_u8,
+                               const Buffer& order_i32, std::int64_t offset, int batch,
+                               const ImageShape& image, const Normalization& norm,
+                               const Augmentation& aug, const StepCounter& counter,
+                               const Fp8Batch& fp8, Buffer& out, Buffer& out_labels)
+{
+    gather_batch(images_u8, labels_u8, order_i32, offset, batch, image, norm, aug, counter, out,
+                 out_labels);
+    validate::gather_batch_fp8(std::string(backend_kind_name(info().backend)).c_str(), images_u8,
+                               labels_u8, order_i32, offset, batch, image, norm, aug, counter, fp8,
+                               out, out_labels);
+    fp8_quantize(out, batch, image.size(), *fp8.meta, fp8.block, fp8.history_len, fp8.record_amax,
+                 fp8.x8, fp8.x8_t, nullptr, nullptr);
 }
 
 } // namespace mixlab

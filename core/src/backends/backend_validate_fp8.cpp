@@ -102,6 +102,25 @@ void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, con
                 name_of(y_t.dtype()));
 }
 
+void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
+                      const Buffer& order_i32, std::int64_t offset, int batch,
+                      const ImageShape& image, const Normalization& norm, const Augmentation& aug,
+                      const StepCounter& counter, const Fp8Batch& fp8, const Buffer& out,
+                      const Buffer& out_labels)
+{
+    validate::gather_batch(backend, images_u8, labels_u8, order_i32, offset, batch, image, norm,
+                           aug, counter, out, out_labels);
+    const char* op = "gather_batch_fp8";
+    require(fp8.meta != nullptr && fp8.x8 != nullptr, backend, op, "meta and x8 must be given");
+    for (const Buffer* y : {fp8.x8, fp8.x8_t})
+        if (y)
+            require(y->dtype() == DType::F8E4M3, backend, op,
+                    std::string(y == fp8.x8 ? "x8" : "x8_t") + " must be float8_e4m3fn, got " +
+                        name_of(y->dtype()));
+    fp8_quantize(backend, out, batch, image.size(), *fp8.meta, fp8.block, fp8.history_len, fp8.x8,
+                 fp8.x8_t, nullptr, nullptr);
+}
+
 void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& which)
 {
     const char* op = "prepare_params";

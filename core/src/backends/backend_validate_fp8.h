@@ -25,6 +25,13 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
 // y (rows x fp8_padded(cols)) and y_t (cols x fp8_padded(rows)) fp8 buffers of one dtype
 // that large, rows and cols >= 0.
 void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t);
+// gather_batch's checks, then the batch's fp8 target: meta given, x8 (and x8_t when
+// given) float8_e4m3fn and large enough for batch x sample, as fp8_quantize checks them.
+void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
+                      const Buffer& order_i32, std::int64_t offset, int batch,
+                      const ImageShape& image, const Normalization& norm, const Augmentation& aug,
+                      const StepCounter& counter, const Fp8Batch& fp8, const Buffer& out,
+                      const Buffer& out_labels);
 // A parameter slot's Fp8Weights (prepare_params, slot `which` in messages): w8 F8E4M3 of
 // rows x fp8_padded(cols) with rows * cols the master's count and cols a multiple of 4, a
 // 16-bit `low` copy to quantize from, meta float32 holding the block.

@@ -67,6 +67,7 @@ public:
         quantize_checks();
         relu_mask_checks();
         transpose_checks();
+        gather_checks();
         weights_checks();
         update_checks();
         gemm_checks();
@@ -170,6 +171,7 @@ private:
     void quantize_checks();
     void relu_mask_checks();
     void transpose_checks();
+    void gather_checks();
     void weights_checks();
     void update_checks();
     void gemm_checks();
@@ -571,6 +573,122 @@ void Fp8Checker::transpose_checks()
                     }
             });
         }
+}
+
+// ---- gather_batch_fp8 --------------------------------------------------------------------
+
+// mixed_fp8's first layer fed by the gather: the candidate's one pass against the
+// reference's gather then quantize, bit for bit: x8 and its padding, x8_t (training), the
+// amax slot (training; evaluation leaves meta as it was) and the labels, the batch placed
+// by a host offset and by the step counter. Whole and ragged tiles, a sample of 189 bytes
+// (not a multiple of 4: the byte loads), three channels, W1's 4096 x 3072, and one run
+// with augmentation (where the candidate may take the two-pass way).
+void Fp8Checker::gather_checks()
+{
+    struct Shape {
+        ImageShape image;
+        int n, batch;
+        std::int64_t offset;
+        bool augment = false;
+    };
+    const Shape shapes[] = {{{28, 28, 1}, 300, 100, 64},
+                            {{9, 7, 3}, 90, 37, 3},
+                            {{4, 4, 3}, 200, 64, 5},
+                            {{32, 32, 3}, 4200, 4096, 0},
+                            {{8, 8, 3}, 120, 50, 0, true}};
+    for (DType t : {DType::BF16, DType::F16})
+        for (const Shape& s : shapes)
+            for (bool training : {true, false}) {
+                if (s.image.size() > 1000 && t == DType::F16) continue; // W1 is bf16
+                const std::string name =
+                    std::string("fp8_gather/") + dtype_short_name(t) + "/" +
+                    std::to_string(s.batch) + "x" + std::to_string(s.image.height) + "x" +
+                    std::to_string(s.image.width) + "x" + std::to_string(s.image.channels) +
+                    (s.augment ? "/crop_flip" : "") + (training ? "/train" : "/eval");
+                run(name, [&](Verdict& v, Rng& rng) {
+                    const std::size_t sample = std::size_t(s.image.size());
+                    const std::vector<std::uint8_t> images =
+                        rng.bytes(std::size_t(s.n) * sample, 256);
+                    const std::vector<std::uint8_t> labels = rng.bytes(std::size_t(s.n), 10);
+                    std::vector<std::uint32_t> order(std::size_t(s.n));
+                    for (int i = 0; i < s.n; ++i) order[std::size_t(i)] = std::uint32_t(i);
+                    for (int i = s.n - 1; i > 0; --i)
+                        std::swap(order[std::size_t(i)], order[std::size_t(rng.integer(0, i + 1))]);
+                    Twin timages = twin(images.size(), DType::U8);
+                    Twin tlabels = twin(labels.size(), DType::U8);
+                    on_both([&](Backend& be, bool ref) {
+                        be.upload_raw(side(timages, ref), images.data(), images.size());
+                        be.upload_raw(side(tlabels, ref), labels.data(), labels.size());
+                    });
+                    Twin torder = make_words(order);
+                    Normalization norm;
+                    norm.channels = s.image.channels;
+                    for (int c = 0; c < s.image.channels; ++c) {
+                        norm.mean[c] = rng.uniform(0.2f, 0.6f);
+                        norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
+                    }
+                    Augmentation aug;
+                    aug.random_crop = aug.horizontal_flip = s.augment;
+                    aug.crop_padding = 2;
+                    aug.seed = 0x5EEDu;
+                    aug.step = 3;
+                    // The x block's scale as delayed scaling would set it from an amax of
+                    // 3.7 (an odd scale: products round), the current slot holding 0.25.
+                    const int history_len = 4;
+                    const std::size_t bf = fp8_block_floats(history_len);
+                    std::vector<float> meta(bf, 0.0f);
+                    meta[k_fp8_scale] = hd::k_e4m3.max_finite / 3.7f;
+                    meta[k_fp8_scale_inv] = 1.0f / meta[k_fp8_scale];
+                    meta[k_fp8_max_finite] = hd::k_e4m3.max_finite;
+                    meta[k_fp8_history] = 0.25f;
+                    Twin tmeta = twin(bf, DType::F32);
+                    Twin out = twin(std::size_t(s.batch) * sample, t);
+                    Twin x8 = twin(std::size_t(s.batch) * std::size_t(fp8_padded(int(sample))),
+                                   DType::F8E4M3);
+                    Twin x8_t = twin(sample * std::size_t(fp8_padded(s.batch)), DType::F8E4M3);
+                    Twin out_labels = twin(std::size_t(s.batch), DType::I32);
+                    const std::int64_t per_epoch = (s.n - s.offset) / s.batch;
+                    const std::uint64_t step = 5;
+                    Twin counter = make({float(step), 0.0f}, DType::I32);
+                    for (bool by_counter : {false, true}) {
+                        v.context(by_counter ? "placed by the step counter" : "placed by offset");
+                        set(tmeta, meta);
+                        poison(x8);
+                        poison(x8_t);
+                        poison(out_labels);
+                        on_both([&](Backend& be, bool ref) {
+                            const Fp8Batch fb{
+                                &side(tmeta, ref), 0,
+                                history_len,       training,
+                                &side(x8, ref),    training ? &side(x8_t, ref) : nullptr};
+                            // The reference gets the counter's step and placement as host
+                            // numbers (the candidate's aug.step is then ignored).
+                            std::int64_t at = s.offset;
+                            Augmentation a = aug;
+                            StepCounter sc;
+                            if (by_counter && ref) {
+                                at += std::int64_t(step % std::uint64_t(per_epoch)) * s.batch;
+                                a.step = step;
+                            } else if (by_counter) {
+                                sc = StepCounter{&side(counter, ref), per_epoch};
+                            }
+                            be.gather_batch_fp8(side(timages, ref), side(tlabels, ref),
+                                                side(torder, ref), at, s.batch, s.image, norm, a,
+                                                sc, fb, side(out, ref), side(out_labels, ref));
+                        });
+                        compare_bits(v, "x8", x8);
+                        if (training) compare_bits(v, "x8_t", x8_t);
+                        compare_bits(v, "meta", tmeta);
+                        if (words(m_ref, out_labels.ref) != words(m_cand, out_labels.cand))
+                            v.fail("labels differ");
+                        const float slot = get(m_ref, tmeta.ref)[k_fp8_history];
+                        if (training ? !(slot > 0.25f) : slot != 0.25f)
+                            v.fail("reference: the amax slot holds " + num(slot) +
+                                   (training ? ", not the batch's amax" : ", moved in evaluation"));
+                    }
+                    v.context("");
+                });
+            }
 }
 
 // ---- the optimizer's fp8 weights --------------------------------------------------------

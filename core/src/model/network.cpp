@@ -328,6 +328,7 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     reset_state();
     m_param_table = m_backend.prepare_params(m_slots);
     refresh_fp8_weights();
+    if (Node* n = fp8_batch_node()) n->input_gathered_fp8 = true;
 }
 
 Network::~Network() = default;
@@ -389,10 +390,10 @@ void Network::reset_state() { reset_nodes(m_nodes, m_backend); }
 const Buffer& Network::logits() const { return *m_logits; }
 Buffer& Network::dlogits() { return *m_dlogits; }
 
-void Network::forward(int samples, bool training, std::uint64_t step)
+void Network::forward(int samples, bool training, std::uint64_t step, bool input_quantized)
 {
     const int batch = rows(samples); // what the nodes see: one row per sample or per token
-    const PassContext c{m_backend, m_seed, m_step_counter};
+    const PassContext c{m_backend, m_seed, m_step_counter, input_quantized ? m_input : nullptr};
     if (!m_marks) {
         forward_nodes(m_nodes, c, batch, training, step);
         return;
@@ -402,6 +403,26 @@ void Network::forward(int samples, bool training, std::uint64_t step)
         m_nodes[i]->run_forward(c, batch, training, step);
     }
     m_marks->forward[m_nodes.size()]->record();
+}
+
+Node* Network::fp8_batch_node() const
+{
+    if (m_graph.input.is_tokens() || m_graph.input.sequence) return nullptr;
+    for (const auto& n : m_nodes) {
+        if (n->passthrough) continue;
+        Fp8Batch b;
+        // Reading the input as the gather lays it out: one row of the sample's values.
+        const bool reads_batch = n->in == m_input && n->in_features == m_graph.input.elements();
+        return reads_batch && n->fp8_batch(b, true) ? n.get() : nullptr;
+    }
+    return nullptr;
+}
+
+std::optional<Fp8Batch> Network::fp8_batch(bool training) const
+{
+    Fp8Batch b;
+    if (Node* n = fp8_batch_node(); n && n->fp8_batch(b, training)) return b;
+    return std::nullopt;
 }
 
 void Network::backward(int samples, std::uint64_t step)

@@ -59,7 +59,13 @@ public:
     // Training steps read their step from this counter on the device (dropout masks)
     // when one is set, so that a recorded step replays correctly; `step` otherwise.
     void set_step_counter(const StepCounter& counter) { m_step_counter = counter; }
-    void forward(int batch, bool training, std::uint64_t step);
+    // input_quantized: the input arrived as fp8_batch() describes (gather_batch_fp8), so
+    // the layer that reads it does not quantize it again.
+    void forward(int batch, bool training, std::uint64_t step, bool input_quantized = false);
+    // mixed_fp8: where the gather may write the batch quantized, when the first computing
+    // node is an fp8 dense layer reading the input as it is (the flatten before it a view);
+    // none otherwise. The 16-bit input is then not written: nothing else reads it.
+    std::optional<Fp8Batch> fp8_batch(bool training) const;
     void backward(int batch, std::uint64_t step);
 
     // Profiling: with marks set, forward() records forward[i] before top-level node i
@@ -150,6 +156,8 @@ public:
     void refresh_fp8_weights(std::optional<std::size_t> only = std::nullopt);
 
 private:
+    // The node fp8_batch() describes the operands of, or null.
+    Node* fp8_batch_node() const;
     class Builder;
     void init_parameters();
     std::vector<float> read_slots(Buffer* ParamSlot::*which);

@@ -35,6 +35,9 @@ struct PassContext {
     Backend& backend;
     std::uint64_t seed;              // the network's seed (dropout masks)
     const StepCounter& step_counter; // the step as the device reads it, when set
+    // The network's input when the gather wrote it quantized instead (Fp8Batch): the fp8
+    // layer reading it skips its x pass.
+    const Buffer* quantized_input = nullptr;
 };
 
 class Node {
@@ -47,6 +50,7 @@ public:
     Activation act = Activation::None; // after folding into the loss, or a relu taken over
     bool passthrough = false;          // flatten: shares its input's buffers
     bool absorbed = false;             // relu run by the batch norm before it: shares its buffers
+    bool input_gathered_fp8 = false;   // mixed_fp8: the gather writes its quantized input
     int in_features = 0, out_features = 0; // per sample
     int channels = 0;                      // last dimension of the output (NHWC channels)
 
@@ -78,6 +82,10 @@ public:
     virtual void kernels(std::vector<LayerKernelInfo>&) const {}
     // Appends describe() lines for what is not a kernel (an embedding's lookup).
     virtual void describe(std::vector<std::string>&) const {}
+    // mixed_fp8: where this node's x pass writes its input quantized, when it has one (an
+    // fp8 dense layer), so that the gather can write it there instead; evaluation writes no
+    // transpose and records no amax.
+    virtual bool fp8_batch(Fp8Batch&, bool /*training*/) const { return false; }
     // Whether backward overwrites the dY it reads (an activation turned into dZ in place).
     virtual bool overwrites_out_grad() const { return false; }
     // Whether forward and backward can also run a relu that follows (batch norm).

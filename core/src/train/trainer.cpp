@@ -272,14 +272,19 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
     Augmentation aug = augment;
     aug.step = std::uint64_t(launched);
     mark(0);
+    // mixed_fp8 with an fp8 first layer: the batch gathered straight into its fp8 operands.
+    const std::optional<Fp8Batch> quantized = lm ? std::nullopt : net->fp8_batch(true);
     if (lm)
         backend.gather_tokens(data.train_tokens, train_column, batch, bptt, 0, counter,
                               net->input(), net->labels());
+    else if (quantized)
+        backend.gather_batch_fp8(data.train_images, data.train_labels, order, 0, batch, image,
+                                 data.norm, aug, counter, *quantized, net->input(), net->labels());
     else
         backend.gather_batch(data.train_images, data.train_labels, order, 0, batch, image,
                              data.norm, aug, counter, net->input(), net->labels());
     mark(int(StepPhase::Input) + 1);
-    net->forward(batch, true, std::uint64_t(launched));
+    net->forward(batch, true, std::uint64_t(launched), quantized.has_value());
     if (sampling) numerics->enqueue_forward();
     mark(int(StepPhase::Forward) + 1);
     const bool scaled = scaling.mode != LossScaleMode::None;
@@ -513,12 +518,18 @@ bool TrainingRun::Impl::forward_test_split(const std::stop_token& until,
 {
     const std::int64_t n = data.host.test.n;
     const Augmentation none; // evaluation sees the images as they are
+    const std::optional<Fp8Batch> quantized = net->fp8_batch(false);
     for (std::int64_t at = 0; at < n; at += batch) {
         if (until.stop_requested()) return false;
         const int b = int(std::min<std::int64_t>(batch, n - at));
-        backend.gather_batch(data.test_images, data.test_labels, data.test_order, at, b, image,
-                             data.norm, none, StepCounter{}, net->input(), net->labels());
-        net->forward(b, false, 0);
+        if (quantized)
+            backend.gather_batch_fp8(data.test_images, data.test_labels, data.test_order, at, b,
+                                     image, data.norm, none, StepCounter{}, *quantized,
+                                     net->input(), net->labels());
+        else
+            backend.gather_batch(data.test_images, data.test_labels, data.test_order, at, b, image,
+                                 data.norm, none, StepCounter{}, net->input(), net->labels());
+        net->forward(b, false, 0, quantized.has_value());
         each(at, b);
     }
     return true;

@@ -141,6 +141,11 @@ public:
                       Buffer* relu_mask_out) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
     void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t) override;
+    void gather_batch_fp8(const Buffer& images_u8, const Buffer& labels_u8, const Buffer& order_i32,
+                          std::int64_t offset, int batch, const ImageShape& image,
+                          const Normalization& norm, const Augmentation& aug,
+                          const StepCounter& counter, const Fp8Batch& fp8, Buffer& out,
+                          Buffer& out_labels) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,

@@ -27,6 +27,31 @@ void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta
                         col_sums ? col_sums->dtype() : DType::F32, m_reduce, stream());
 }
 
+// One pass from the dataset's bytes to x8 and x8_t; with augmentation the base class's
+// gather, then quantize (the draw's per-pixel source does not fit the tiles' word loads).
+void CudaBackend::gather_batch_fp8(const Buffer& images_u8, const Buffer& labels_u8,
+                                   const Buffer& order_i32, std::int64_t offset, int batch,
+                                   const ImageShape& image, const Normalization& norm,
+                                   const Augmentation& aug, const StepCounter& counter,
+                                   const Fp8Batch& fp8, Buffer& out, Buffer& out_labels)
+{
+    if (aug.enabled()) {
+        Backend::gather_batch_fp8(images_u8, labels_u8, order_i32, offset, batch, image, norm, aug,
+                                  counter, fp8, out, out_labels);
+        return;
+    }
+    validate::gather_batch_fp8(k_name, images_u8, labels_u8, order_i32, offset, batch, image, norm,
+                               aug, counter, fp8, out, out_labels);
+    float* b = fp8.meta->as<float>() + fp8.block * fp8_block_floats(fp8.history_len);
+    launch_fp8_gather(
+        images_u8.as<std::uint8_t>(), labels_u8.as<std::uint8_t>(), order_i32.as<std::int32_t>(),
+        offset, batch, image, norm,
+        counter.buffer ? static_cast<const std::uint64_t*>(counter.buffer->data()) : nullptr,
+        counter.steps_per_epoch, out.dtype(), b + k_fp8_scale,
+        fp8.record_amax ? b + k_fp8_history : nullptr, fp8.x8->data(),
+        fp8.x8_t ? fp8.x8_t->data() : nullptr, out_labels.as<std::int32_t>(), stream());
+}
+
 void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)
 {
     validate::fp8_update_scales(k_name, meta, tensors, history_len, margin);

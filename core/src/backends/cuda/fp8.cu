@@ -119,6 +119,107 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
     for (int q = 0; q < 4; ++q) p[q] = std::uint8_t(packed >> (8 * q));
 }
 
+// What the tiled pass reads, four consecutive elements of a row at a time (gc a multiple
+// of 4; zero past the rows and columns, so that the edge tiles write the padding); `full`:
+// a whole aligned group inside the matrix (the tile is full and the source aligned).
+// begin() runs once a block before any load.
+
+// A matrix x (16-bit or fp32), read as 0 where relu's 16-bit gate (when given) is <= 0:
+// relu's backward, dZ = dY where Y > 0, in the pass that quantizes dZ.
+template <class T>
+struct MatrixSource {
+    const T* __restrict__ x;
+    const T* __restrict__ gate;
+    int cols;
+
+    __device__ __forceinline__ void begin() {}
+    __device__ __forceinline__ void load4(int gr, int gc, int rows, bool full, float (&v)[4]) const
+    {
+        const std::size_t at = std::size_t(gr) * std::size_t(cols) + std::size_t(gc);
+        float g[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+        if (full) {
+            load_vec<4>(x + at, v);
+            if (gate) load_vec<4>(gate + at, g);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const bool in = gr < rows && gc + q < cols;
+                v[q] = in ? to_f32(x[at + std::size_t(q)]) : 0.0f;
+                if (gate && in) g[q] = to_f32(gate[at + std::size_t(q)]);
+            }
+        }
+        if (gate) { // uniform per launch
+#pragma unroll
+            for (int q = 0; q < 4; ++q) v[q] = g[q] > 0.0f ? v[q] : 0.0f;
+        }
+    }
+};
+
+// The batch gather (gather.cu's, without augmentation) as a source: row gr is sample
+// order[offset + gr] of the uint8 dataset, normalised by the same expression and rounded
+// to the batch's dtype T first, so the bytes are those of fp8_quantize over the batch
+// gather_batch would have written; the row's label goes to out_labels with its first four
+// values. The step counter, when given, moves the batch as in the gather.
+struct GatherFields {
+    const std::uint8_t* images;
+    const std::uint8_t* labels;
+    const std::int32_t* order;
+    std::int64_t offset;
+    int channels;
+    float mean[4];
+    float inv_std[4];
+    const std::uint64_t* step_counter;
+    std::int64_t steps_per_epoch;
+    int batch;
+    std::int32_t* out_labels;
+};
+
+template <class T>
+struct GatherSource {
+    GatherFields f;
+    int cols; // the sample's size
+    const float (*norm)[256] = nullptr;
+
+    // Every (channel, byte) normalised and rounded once per block (see gather.cu).
+    __device__ __forceinline__ void begin()
+    {
+        __shared__ float table[4][256];
+        for (int byte = int(threadIdx.x); byte < 256; byte += int(blockDim.x)) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+                if (c < f.channels)
+                    table[c][byte] =
+                        to_f32(from_f32<T>((float(byte) / 255.0f - f.mean[c]) * f.inv_std[c]));
+        }
+        __syncthreads();
+        norm = table;
+        if (f.step_counter)
+            f.offset += std::int64_t(*f.step_counter % std::uint64_t(f.steps_per_epoch)) * f.batch;
+    }
+    __device__ __forceinline__ void load4(int gr, int gc, int rows, bool full, float (&v)[4]) const
+    {
+        v[0] = v[1] = v[2] = v[3] = 0.0f;
+        if (gr >= rows || gc >= cols) return;
+        const std::int64_t src = f.order[f.offset + gr];
+        const std::uint8_t* img = f.images + src * std::int64_t(cols);
+        if (gc == 0) f.out_labels[gr] = f.labels[src];
+        std::uint32_t bytes = 0;
+        if (full) {
+            bytes = *reinterpret_cast<const std::uint32_t*>(img + gc);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (gc + q < cols) bytes |= std::uint32_t(img[gc + q]) << (8 * q);
+        }
+        int c = gc % f.channels;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            if (gc + q < cols) v[q] = norm[c][(bytes >> (8 * q)) & 0xFFu];
+            if (++c == f.channels) c = 0;
+        }
+    }
+};
+
 // One k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
 // that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
 // t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
@@ -134,17 +235,19 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
 // written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
 // warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
-template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
+template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
-    fp8_quantize_tiled(const T* __restrict__ x, const T* __restrict__ gate,
-                       const std::uint32_t* __restrict__ mask, std::uint32_t* __restrict__ mask_out,
-                       int rows, int cols, int y_ld, int t_ld, const float* __restrict__ scale_p,
-                       float* amax_slot, std::uint8_t* __restrict__ y,
-                       std::uint8_t* __restrict__ y_t, float* __restrict__ partials, bool aligned)
+    fp8_quantize_tiled(Source source, const std::uint32_t* __restrict__ mask,
+                       std::uint32_t* __restrict__ mask_out, int rows, int cols, int y_ld, int t_ld,
+                       const float* __restrict__ scale_p, float* amax_slot,
+                       std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
+                       float* __restrict__ partials, bool aligned)
 {
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
+    Source src = source;
+    src.begin();
     const float scale = *scale_p;
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const int c0 = int(blockIdx.y) * k_tile, c = 4 * tx, gc = c0 + c;
@@ -157,24 +260,10 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
         for (int i = 0; i < k_tile_rows / 16; ++i) {
             const int r = ty + 16 * i, gr = r0 + r;
-            const std::size_t at = std::size_t(gr) * std::size_t(cols) + std::size_t(gc);
-            float v[4], g[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-            if (full) {
-                load_vec<4>(x + at, v);
-                if (gate) load_vec<4>(gate + at, g);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const bool in = gr < rows && gc + q < cols;
-                    v[q] = in ? to_f32(x[at + std::size_t(q)]) : 0.0f;
-                    if (gate && in) g[q] = to_f32(gate[at + std::size_t(q)]);
-                }
-            }
-            // relu's backward: dZ = dY where Y > 0 (a uniform branch: gate is per launch).
-            if (gate) {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) v[q] = g[q] > 0.0f ? v[q] : 0.0f;
-            } else if (mask) {
+            float v[4];
+            src.load4(gr, gc, rows, full, v);
+            // relu's backward from bits (uniform branches: the masks are per launch).
+            if (mask) {
                 // gc is a multiple of 4: its four bits lie in one word.
                 const unsigned bits =
                     gr < rows && gc < cols
@@ -310,14 +399,13 @@ struct QuantizeArgs {
     unsigned row_blocks; // blocks along the rows, each taking every row_blocks-th tile
 };
 
-template <class T, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
-void launch_tiled(const T* x, const T* gate, const QuantizeArgs& a, bool aligned,
-                  cudaStream_t stream)
+template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
+void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
     const dim3 grid(a.row_blocks, unsigned((a.cols + k_tile - 1) / k_tile));
-    fp8_quantize_tiled<T, E5M2, Amax, WriteY, WriteT, Sums><<<grid, k_threads, 0, stream>>>(
-        x, gate, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows),
-        a.scale, a.amax_slot, a.y, a.y_t, a.partials, aligned);
+    fp8_quantize_tiled<Source, E5M2, Amax, WriteY, WriteT, Sums><<<grid, k_threads, 0, stream>>>(
+        src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
+        a.amax_slot, a.y, a.y_t, a.partials, aligned);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
@@ -340,18 +428,20 @@ void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t str
                          (!gate || aligned_to(gate, 4 * sizeof(T))) &&
                          (!a.y || aligned_to(a.y, 4)) && (!a.y_t || aligned_to(a.y_t, 4));
     const bool sums = a.partials != nullptr;
+    const MatrixSource<T> src{x, gate, a.cols};
+    using S = MatrixSource<T>;
     if (a.y && a.y_t && sums)
-        launch_tiled<T, E5M2, Amax, true, true, true>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, true, true, true>(src, a, aligned, stream);
     else if (a.y && a.y_t)
-        launch_tiled<T, E5M2, Amax, true, true, false>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, true, true, false>(src, a, aligned, stream);
     else if (a.y_t && sums)
-        launch_tiled<T, E5M2, Amax, false, true, true>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, false, true, true>(src, a, aligned, stream);
     else if (a.y_t)
-        launch_tiled<T, E5M2, Amax, false, true, false>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, false, true, false>(src, a, aligned, stream);
     else if (sums)
-        launch_tiled<T, E5M2, Amax, true, false, true>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, true, false, true>(src, a, aligned, stream);
     else
-        launch_tiled<T, E5M2, Amax, true, false, false>(x, gate, a, aligned, stream);
+        launch_tiled<S, E5M2, Amax, true, false, false>(src, a, aligned, stream);
 }
 
 } // namespace
@@ -396,6 +486,57 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
     if (col_sums)
         launch_column_finish(a.partials, a.row_blocks, std::size_t(cols), std::size_t(cols),
                              col_sums, tsums, stream);
+}
+
+void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
+                       const std::int32_t* order, std::int64_t offset, int batch,
+                       const ImageShape& image, const Normalization& norm,
+                       const std::uint64_t* step_counter, std::int64_t steps_per_epoch,
+                       DType batch_t, const float* scale, float* amax_slot, void* x8, void* x8_t,
+                       std::int32_t* out_labels, cudaStream_t stream)
+{
+    const int sample = image.size();
+    if (batch <= 0 || sample <= 0) return;
+    GatherFields f{};
+    f.images = images;
+    f.labels = labels;
+    f.order = order;
+    f.offset = offset;
+    f.channels = image.channels;
+    for (int c = 0; c < 4; ++c) {
+        f.mean[c] = norm.mean[c];
+        f.inv_std[c] = norm.inv_std[c];
+    }
+    f.step_counter = step_counter;
+    f.steps_per_epoch = steps_per_epoch < 1 ? 1 : steps_per_epoch;
+    f.batch = batch;
+    f.out_labels = out_labels;
+    QuantizeArgs a{nullptr,
+                   nullptr,
+                   batch,
+                   sample,
+                   scale,
+                   amax_slot,
+                   static_cast<std::uint8_t*>(x8),
+                   static_cast<std::uint8_t*>(x8_t),
+                   nullptr,
+                   unsigned((batch + k_tile_rows - 1) / k_tile_rows)};
+    // Whole samples of a multiple of 4 bytes: every group of four is one word.
+    const bool aligned = sample % 4 == 0 && aligned_to(images, 4) && aligned_to(x8, 4) &&
+                         (!x8_t || aligned_to(x8_t, 4));
+    dispatch_floating(batch_t, "gather_batch_fp8", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const GatherSource<T> src{f, sample};
+        using S = GatherSource<T>;
+        if (x8_t && amax_slot)
+            launch_tiled<S, false, true, true, true, false>(src, a, aligned, stream);
+        else if (x8_t)
+            launch_tiled<S, false, false, true, true, false>(src, a, aligned, stream);
+        else if (amax_slot)
+            launch_tiled<S, false, true, true, false, false>(src, a, aligned, stream);
+        else
+            launch_tiled<S, false, false, true, false, false>(src, a, aligned, stream);
+    });
 }
 
 void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t, cudaStream_t stream)

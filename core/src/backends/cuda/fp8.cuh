@@ -6,6 +6,7 @@
 // a recorded step replays with each step's values.
 #pragma once
 #include "backends/cuda/reduce_scratch.h"
+#include "mixlab/backend.h"
 #include "mixlab/dtype.h"
 
 #include <cuda_runtime.h>
@@ -28,6 +29,18 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
                          std::uint32_t* relu_mask_out, DType tx, int rows, int cols,
                          const float* scale, float* amax_slot, void* y, void* y_t, DType ty,
                          void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream);
+
+// Backend::gather_batch_fp8 without augmentation in one pass: x8 (E4M3, batch x
+// fp8_padded(sample)) and x8_t (when not null) of the batch gather_batch would write in
+// dtype batch_t, quantized as launch_fp8_quantize would from it (scale, amax_slot as
+// there), and the labels; the 16-bit batch is never written. The step counter (when not
+// null) moves the batch as in launch_gather_batch.
+void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
+                       const std::int32_t* order, std::int64_t offset, int batch,
+                       const ImageShape& image, const Normalization& norm,
+                       const std::uint64_t* step_counter, std::int64_t steps_per_epoch,
+                       DType batch_t, const float* scale, float* amax_slot, void* x8, void* x8_t,
+                       std::int32_t* out_labels, cudaStream_t stream);
 
 // y_t (cols x fp8_padded(rows)) = y (rows x fp8_padded(cols)) transposed, byte for
 // byte, zeros past row rows. Both device buffers are 16-byte aligned (cudaMalloc's).

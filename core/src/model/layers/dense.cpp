@@ -146,6 +146,7 @@ public:
                              ? "; the forward GEMM with fast accumulation"
                              : "") +
                         (m_fp8_emulated ? ", emulated on the CPU)" : ")") +
+                        (input_gathered_fp8 ? "; x quantized by the batch gather" : "") +
                         (m_fp8->gate && m_fp8->gate->written
                              ? "; relu's backward reads its gate as bits, written by the next "
                                "layer's fp8 pass"
@@ -153,6 +154,19 @@ public:
         else if (!m_fp8_why.empty())
             k.detail += "; fp8: " + m_fp8_why;
         out.push_back(std::move(k));
+    }
+
+    bool fp8_batch(Fp8Batch& into, bool training) const override
+    {
+        if (!m_fp8) return false;
+        const Fp8Operands& f = *m_fp8;
+        into.meta = f.meta;
+        into.block = f.x_block;
+        into.history_len = f.history;
+        into.record_amax = training;
+        into.x8 = f.x8;
+        into.x8_t = training ? f.x8_t : nullptr;
+        return true;
     }
 
     // An fp8 relu layer reads dY in its quantize pass and leaves it as it was.
@@ -238,9 +252,11 @@ private:
     void forward_fp8(const PassContext& c, int batch, bool training)
     {
         Fp8Operands& f = *m_fp8;
-        c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
-                               f.x8, training ? f.x8_t : nullptr, nullptr, nullptr, nullptr,
-                               training ? f.in_gate_bits : nullptr);
+        // (The gather wrote x8 and x8_t, and the amax, when this layer reads the input.)
+        if (c.quantized_input != in)
+            c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
+                                   f.x8, training ? f.x8_t : nullptr, nullptr, nullptr, nullptr,
+                                   training ? f.in_gate_bits : nullptr);
         if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
         GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
                               m_pre ? m_pre : out);
