@@ -74,6 +74,18 @@ ModelSpec mlp(std::vector<LayerSpec> dense_layers)
     return spec;
 }
 
+// The 16-16-10 MLP over 4x4x1 inputs the fp8 network tests build, with an amax history
+// of 2: both hidden layers run in fp8, the 10-unit head does not.
+struct Fp8Mlp {
+    ModelSpec spec = mlp({dense(16, Activation::Relu), dense(16), dense(10)});
+    Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
+    Fp8Config fp8 = [] {
+        Fp8Config c;
+        c.amax_history = 2;
+        return c;
+    }();
+};
+
 RunConfig cpu_config(Policy policy, int batch)
 {
     RunConfig c;
@@ -456,11 +468,8 @@ private slots:
     void networkKeepsQuantizedWeights()
     {
         auto be = make_backend(DeviceChoice::CPU);
-        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(16), dense(10)});
-        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
-        Fp8Config fp8;
-        fp8.amax_history = 2;
-        Network net(graph, Policy::MixedFP8, OptimizerConfig{}, *be, 8, 1, 1, fp8);
+        const Fp8Mlp m;
+        Network net(m.graph, Policy::MixedFP8, OptimizerConfig{}, *be, 8, 1, 1, m.fp8);
         const std::size_t stride = fp8_block_floats(2);
         auto check = [&](const char* when) {
             const std::vector<float> m = download(*be, *net.fp8_meta());
@@ -511,13 +520,10 @@ private slots:
     void gatheredBatchFeedsTheFirstLayer()
     {
         auto be = make_backend(DeviceChoice::CPU);
-        const ModelSpec spec = mlp({dense(16, Activation::Relu), dense(16), dense(10)});
-        const Graph graph = build_graph(spec, Shape{{4, 4, 1}}, 10);
-        Fp8Config fp8;
-        fp8.amax_history = 2;
+        const Fp8Mlp m;
         const int batch = 8, n = 20;
-        Network plain(graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, fp8);
-        Network fused(graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, fp8);
+        Network plain(m.graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, m.fp8);
+        Network fused(m.graph, Policy::MixedFP8, OptimizerConfig{}, *be, batch, 1, 7, m.fp8);
         const std::optional<Fp8Batch> train = fused.fp8_batch(true), eval = fused.fp8_batch(false);
         QVERIFY(train && eval);
         QVERIFY(train->x8 && train->x8_t && train->record_amax && train->meta == fused.fp8_meta());
@@ -567,12 +573,12 @@ private slots:
                                  b = download(*be, fused.logits());
         QVERIFY(a != b);
 
-        ModelSpec kept = spec;
+        ModelSpec kept = m.spec;
         kept.layers[1].no_fp8 = true; // "dtype": "bfloat16"
         Network wide(build_graph(kept, Shape{{4, 4, 1}}, 10), Policy::MixedFP8, OptimizerConfig{},
-                     *be, batch, 1, 7, fp8);
+                     *be, batch, 1, 7, m.fp8);
         QVERIFY(!wide.fp8_batch(true));
-        Network bf16(graph, Policy::MixedBF16, OptimizerConfig{}, *be, batch, 1, 7);
+        Network bf16(m.graph, Policy::MixedBF16, OptimizerConfig{}, *be, batch, 1, 7);
         QVERIFY(!bf16.fp8_batch(true));
     }
 

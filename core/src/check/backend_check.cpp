@@ -377,16 +377,8 @@ void Checker::gather_checks()
                         const std::size_t sample = std::size_t(s.image.size());
                         const auto images = rng.bytes(std::size_t(s.n) * sample, 256);
                         const auto labels = rng.bytes(std::size_t(s.n), 10);
-                        std::vector<std::int32_t> order(s.n);
-                        for (int i = 0; i < s.n; ++i) order[i] = i;
-                        for (int i = s.n - 1; i > 0; --i)
-                            std::swap(order[i], order[rng.integer(0, i + 1)]);
-                        Normalization norm;
-                        norm.channels = s.image.channels;
-                        for (int c = 0; c < s.image.channels; ++c) {
-                            norm.mean[c] = rng.uniform(0.2f, 0.6f);
-                            norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
-                        }
+                        const std::vector<std::int32_t> order = rng.permutation(s.n);
+                        const Normalization norm = rng.normalization(s.image.channels);
                         Augmentation aug;
                         aug.random_crop = a.crop;
                         aug.crop_padding = a.pad;

@@ -610,23 +610,15 @@ void Fp8Checker::gather_checks()
                     const std::vector<std::uint8_t> images =
                         rng.bytes(std::size_t(s.n) * sample, 256);
                     const std::vector<std::uint8_t> labels = rng.bytes(std::size_t(s.n), 10);
-                    std::vector<std::uint32_t> order(std::size_t(s.n));
-                    for (int i = 0; i < s.n; ++i) order[std::size_t(i)] = std::uint32_t(i);
-                    for (int i = s.n - 1; i > 0; --i)
-                        std::swap(order[std::size_t(i)], order[std::size_t(rng.integer(0, i + 1))]);
+                    const std::vector<std::int32_t> order = rng.permutation(s.n);
                     Twin timages = twin(images.size(), DType::U8);
                     Twin tlabels = twin(labels.size(), DType::U8);
                     on_both([&](Backend& be, bool ref) {
                         be.upload_raw(side(timages, ref), images.data(), images.size());
                         be.upload_raw(side(tlabels, ref), labels.data(), labels.size());
                     });
-                    Twin torder = make_words(order);
-                    Normalization norm;
-                    norm.channels = s.image.channels;
-                    for (int c = 0; c < s.image.channels; ++c) {
-                        norm.mean[c] = rng.uniform(0.2f, 0.6f);
-                        norm.inv_std[c] = 1.0f / rng.uniform(0.2f, 0.4f);
-                    }
+                    Twin torder = make_words({order.begin(), order.end()});
+                    const Normalization norm = rng.normalization(s.image.channels);
                     Augmentation aug;
                     aug.random_crop = aug.horizontal_flip = s.augment;
                     aug.crop_padding = 2;

@@ -2,6 +2,7 @@
 // seeded inputs that do not depend on which other checks run, and one check's verdict
 // (element-wise comparison with stated tolerances, the first failure kept).
 #pragma once
+#include "mixlab/backend.h"
 #include "mixlab/backend_check.h"
 #include "mixlab/dtype.h"
 
@@ -61,6 +62,27 @@ public:
         std::vector<float> v(n);
         for (float& x : v) x = round_to(t, uniform(lo, hi));
         return v;
+    }
+    // 0 .. n-1 shuffled: a dataset's sample order.
+    std::vector<std::int32_t> permutation(int n)
+    {
+        std::vector<std::int32_t> order(std::size_t(std::max(n, 0)));
+        for (int i = 0; i < n; ++i) order[std::size_t(i)] = i;
+        for (int i = n - 1; i > 0; --i)
+            std::swap(order[std::size_t(i)], order[std::size_t(integer(0, i + 1))]);
+        return order;
+    }
+    // A per-channel normalisation as a dataset's would be: means in [0.2, 0.6), standard
+    // deviations in [0.2, 0.4).
+    Normalization normalization(int channels)
+    {
+        Normalization norm;
+        norm.channels = channels;
+        for (int c = 0; c < channels; ++c) {
+            norm.mean[c] = uniform(0.2f, 0.6f);
+            norm.inv_std[c] = 1.0f / uniform(0.2f, 0.4f);
+        }
+        return norm;
     }
     // n integers in [0, hi_exclusive) as bytes: pixels, or labels of up to 256 classes.
     std::vector<std::uint8_t> bytes(std::size_t n, int hi_exclusive)
