@@ -501,6 +501,15 @@ private slots:
             QString::fromStdString(lines[0]).contains("relu's backward reads its gate as bits"),
             lines[0].c_str());
         QVERIFY(!QString::fromStdString(lines[1]).contains("as bits"));
+        // A relu whose output no fp8 layer quantizes (the second one here feeds the bf16
+        // head) keeps reading its 16-bit output, and its unclaimed mask holds no memory:
+        // the network is as large as one without that relu.
+        const Graph relu2 =
+            build_graph(mlp({dense(16, Activation::Relu), dense(16, Activation::Relu), dense(10)}),
+                        Shape{{4, 4, 1}}, 10);
+        Network with(relu2, Policy::MixedFP8, OptimizerConfig{}, *be, 8, 1, 1, m.fp8);
+        QCOMPARE(with.device_bytes(), net.device_bytes());
+        QVERIFY(!QString::fromStdString(with.describe()[1]).contains("as bits"));
         // New weights, all smaller than the first ones: W's amax is theirs alone.
         std::vector<float> p = net.read_parameters();
         for (float& v : p) v *= 0.25f;

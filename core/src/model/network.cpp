@@ -146,16 +146,21 @@ public:
     {
         auto m = std::make_unique<ReluMask>();
         m->owner = owner;
+        m->rows = rows;
         m->cols = cols;
-        m->bits = own(std::size_t(rows) * std::size_t(relu_mask_words(cols)), DType::I32);
         m_net.m_relu_masks.push_back(std::move(m));
         return m_net.m_relu_masks.back().get();
     }
 
-    ReluMask* relu_mask_of(const Buffer* value, int cols) override
+    ReluMask* claim_relu_mask(const Buffer* value, int cols) override
     {
-        for (auto& m : m_net.m_relu_masks)
-            if (m->owner->out == value && m->cols == cols) return m.get();
+        for (auto& m : m_net.m_relu_masks) {
+            if (m->owner->out != value || m->cols != cols) continue;
+            if (!m->bits)
+                m->bits =
+                    own(std::size_t(m->rows) * std::size_t(relu_mask_words(cols)), DType::I32);
+            return m.get();
+        }
         return nullptr;
     }
 
@@ -328,7 +333,8 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     reset_state();
     m_param_table = m_backend.prepare_params(m_slots);
     refresh_fp8_weights();
-    if (Node* n = fp8_batch_node()) n->input_gathered_fp8 = true;
+    m_fp8_batch_node = find_fp8_batch_node();
+    if (m_fp8_batch_node) m_fp8_batch_node->input_gathered_fp8 = true;
 }
 
 Network::~Network() = default;
@@ -405,7 +411,7 @@ void Network::forward(int samples, bool training, std::uint64_t step, bool input
     m_marks->forward[m_nodes.size()]->record();
 }
 
-Node* Network::fp8_batch_node() const
+Node* Network::find_fp8_batch_node() const
 {
     if (m_graph.input.is_tokens() || m_graph.input.sequence) return nullptr;
     for (const auto& n : m_nodes) {
@@ -421,7 +427,7 @@ Node* Network::fp8_batch_node() const
 std::optional<Fp8Batch> Network::fp8_batch(bool training) const
 {
     Fp8Batch b;
-    if (Node* n = fp8_batch_node(); n && n->fp8_batch(b, training)) return b;
+    if (m_fp8_batch_node && m_fp8_batch_node->fp8_batch(b, training)) return b;
     return std::nullopt;
 }
 

@@ -156,8 +156,9 @@ public:
     void refresh_fp8_weights(std::optional<std::size_t> only = std::nullopt);
 
 private:
-    // The node fp8_batch() describes the operands of, or null.
-    Node* fp8_batch_node() const;
+    // The node fp8_batch() describes the operands of, or null: found once, by the
+    // constructor, into m_fp8_batch_node.
+    Node* find_fp8_batch_node() const;
     class Builder;
     void init_parameters();
     std::vector<float> read_slots(Buffer* ParamSlot::*which);
@@ -186,6 +187,7 @@ private:
     // mixed_fp8's relu gates as bits, one per fp8 relu layer that asked (NodeBuilder).
     std::vector<std::unique_ptr<ReluMask>> m_relu_masks;
     std::vector<DType> m_fp8_formats;
+    Node* m_fp8_batch_node = nullptr; // the first layer the gather quantizes for, or null
 };
 
 } // namespace mixlab

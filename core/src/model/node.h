@@ -19,15 +19,17 @@ using NodeList = std::vector<std::unique_ptr<Node>>;
 class NodeBuilder;
 
 // mixed_fp8: a relu's gate as bits (Backend::fp8_quantize's relu_mask), over the output of
-// `owner` (the fp8 dense layer whose relu it gates, which asked for it) read as rows of
+// `owner` (the fp8 dense layer whose relu it gates, which asked for it) read as rows x
 // `cols`; written by the fp8 layer that quantizes that output (NodeBuilder's
-// request_relu_mask and relu_mask_of). The owner, not its output buffer: a node's output
-// is allocated after the node itself.
+// request_relu_mask and claim_relu_mask). The owner, not its output buffer: a node's
+// output is allocated after the node itself.
 struct ReluMask {
     const Node* owner = nullptr;
-    int cols = 0;
-    Buffer* bits = nullptr; // I32, rows x relu_mask_words(cols)
-    bool written = false;   // a layer writes the bits in its training forward
+    int rows = 0, cols = 0;
+    // I32, rows x relu_mask_words(cols): allocated when a layer claims the mask, which
+    // then writes it in its training forward; null while none has (nothing would write
+    // it: the relu's backward reads the 16-bit output).
+    Buffer* bits = nullptr;
 };
 
 // What a node's passes use besides its own buffers.

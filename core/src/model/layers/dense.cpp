@@ -35,8 +35,8 @@ struct Fp8Operands {
     Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out_p, out x batch_p (E5M2)
     // w8_t and dy8 are null in a layer without dX (allocate_fp8).
     // Relu's gate as bits: `gate` over this layer's relu output, read by its backward when
-    // the next fp8 layer writes it (gate->written); `in_gate_bits`, the layer before's,
-    // written by this layer's x pass (its input is that layer's relu output).
+    // the next fp8 layer claimed it to write (gate->bits); `in_gate_bits`, the layer
+    // before's, written by this layer's x pass (its input is that layer's relu output).
     ReluMask* gate = nullptr;
     Buffer* in_gate_bits = nullptr;
 };
@@ -147,7 +147,7 @@ public:
                              : "") +
                         (m_fp8_emulated ? ", emulated on the CPU)" : ")") +
                         (input_gathered_fp8 ? "; x quantized by the batch gather" : "") +
-                        (m_fp8->gate && m_fp8->gate->written
+                        (m_fp8->gate && m_fp8->gate->bits
                              ? "; relu's backward reads its gate as bits, written by the next "
                                "layer's fp8 pass"
                              : "");
@@ -208,10 +208,7 @@ private:
         // the pass that reads this output anyway (a sixteenth of the 16-bit output's bytes).
         if (act == Activation::Relu)
             f->gate = b.request_relu_mask(this, b.max_batch(), out_features);
-        if (ReluMask* m = b.relu_mask_of(Node::in, in_features)) {
-            m->written = true;
-            f->in_gate_bits = m->bits;
-        }
+        if (ReluMask* m = b.claim_relu_mask(Node::in, in_features)) f->in_gate_bits = m->bits;
         // w8 is the optimizer's to write (ParamSlot::fp8): each update quantizes the new W.
         Fp8Weights q;
         q.w8 = f->w8;
@@ -275,7 +272,7 @@ private:
     {
         Fp8Operands& f = *m_fp8;
         // Relu's gate: the bits the next layer's x pass wrote, else the 16-bit output.
-        const bool bits = f.gate && f.gate->written;
+        const bool bits = f.gate && f.gate->bits;
         const Buffer* relu_gate = act == Activation::Relu && !bits ? out : nullptr;
         c.backend.fp8_quantize(*out_grad, batch, out_features, *f.meta, f.dy_block, f.history, true,
                                f.dy8, f.dy8_t, m_w.b_grad, relu_gate,

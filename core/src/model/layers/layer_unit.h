@@ -100,13 +100,14 @@ public:
     // refreshes whenever the weights are written from the host.
     virtual void quantized_weights(const Buffer* master, const Fp8Weights& fp8) = 0;
     // mixed_fp8: relu's gate as bits (Backend::fp8_quantize's relu_mask). An fp8 dense
-    // layer with a relu asks for one over its output (`rows` x `cols`); the fp8
-    // layer that quantizes that output as its input finds the request (relu_mask_of) and
-    // writes the bits in that pass (`written`), and the relu's backward then reads them
-    // instead of the 16-bit output. Without such a layer, `written` stays false.
+    // layer with a relu asks for one over its output (`rows` x `cols`); the fp8 layer that
+    // quantizes that output as its input claims the request (claim_relu_mask) and writes
+    // the bits in that pass, and the relu's backward then reads them instead of the
+    // 16-bit output. Only a claimed mask holds memory (ReluMask::bits).
     virtual ReluMask* request_relu_mask(const Node* owner, int rows, int cols) = 0;
-    // The request over `value` (a requesting node's output) read as rows of `cols`, or null.
-    virtual ReluMask* relu_mask_of(const Buffer* value, int cols) = 0;
+    // The request over `value` (a requesting node's output) read as rows of `cols`, its
+    // bits allocated for the caller to write; null when there is none.
+    virtual ReluMask* claim_relu_mask(const Buffer* value, int cols) = 0;
 
     // The usual way into the flow (LayerUnit::build's default), for a layer that reads
     // the flow's value and writes an output of its own: a cast first when the layer
