@@ -94,10 +94,16 @@ QList<QPointF> positiveOnly(const QList<QPointF> &points)
     return out;
 }
 
-// 2^e as a loss scale is written: 32768, 0.25; past 2^24 or under 2^-4 as 2^e.
-QString powerOfTwoLabel(int e)
+// An exponent axis's labels: as a loss scale is written (32768, 0.25) while every tick
+// lies in 2^-4 .. 2^16, else all as 2^e (fp8 scales reach 2^25 and beyond: "2^25" beside
+// "1048576" and "65536" made one axis read two ways).
+bool powersAsNumbers(const std::vector<int> &ticks)
 {
-    if (e >= -4 && e <= 24) return QString::number(std::ldexp(1.0, e), 'g', 10);
+    return std::all_of(ticks.begin(), ticks.end(), [](int e) { return e >= -4 && e <= 16; });
+}
+QString powerOfTwoLabel(int e, bool asNumber)
+{
+    if (asNumber) return QString::number(std::ldexp(1.0, e), 'g', 10);
     return QStringLiteral("2^%1").arg(e);
 }
 
@@ -559,7 +565,8 @@ void MetricChart::fitAxes()
         auto *y = static_cast<QCategoryAxis *>(m_yAxis);
         for (const QString &label : y->categoriesLabels()) y->remove(label);
         y->setStartValue(ylo);
-        for (int e : yTicks) y->append(powerOfTwoLabel(e), e);
+        const bool asNumbers = powersAsNumbers(yTicks);
+        for (int e : yTicks) y->append(powerOfTwoLabel(e, asNumbers), e);
         y->setRange(ylo, yhi);
         m_yTicks = yTicks;
     } else if (m_logY) {

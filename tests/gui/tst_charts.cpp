@@ -140,6 +140,7 @@ private slots:
     void axisTitlesNeverCut_data();
     void axisTitlesNeverCut();
     void lossScaleLabelsTheScalesRunsSitAt();
+    void fp8ScalesReadAsPowersOfTwo();
     void readout_data();
     void readout();
     void readoutShowsLastEvaluation();
@@ -574,6 +575,34 @@ void TestCharts::lossScaleLabelsTheScalesRunsSitAt()
         QVERIFY2(labels.size() * 18 <= c->chart()->plotArea().height() + 18,
                  qPrintable(labels.join(", ")));
     }
+}
+
+void TestCharts::fp8ScalesReadAsPowersOfTwo()
+{
+    // A mixed_fp8 run's scale chart: its tensors' scales from 2^9 to 2^25 (delayed scaling
+    // of small gradients), every label written one way, 2^e, not "2^25" beside "1048576".
+    RunStore store;
+    const int run = store.addRun(config(Policy::MixedFP8), QStringLiteral("{}"), store.newGroup());
+    std::vector<StepMetrics> steps = makeSteps(1, 200, 5.0, false, 7);
+    for (StepMetrics &m : steps) {
+        m.fp8_log2_scale_max = 25.0f;
+        m.fp8_log2_scale_min = m.step < 20 ? 12.0f : 9.0f;
+    }
+    store.setStarted(run, 200, 1.0);
+    store.appendSteps(run, steps);
+    ChartPanel panel(&store);
+    panel.resize(1200, 800);
+    panel.setAttribute(Qt::WA_DontShowOnScreen);
+    panel.show();
+    panel.redrawNow();
+    MetricChart *c = panel.chart(QStringLiteral("loss_scale"));
+    c->fitAxes();
+    QCOMPARE(c->chart()->title(), QStringLiteral("Loss scale · fp8 scales"));
+    const QStringList labels = qobject_cast<QCategoryAxis *>(c->yAxis())->categoriesLabels();
+    QVERIFY2(labels.size() >= 2 && labels.contains(QStringLiteral("2^25")),
+             qPrintable(labels.join(", ")));
+    for (const QString &label : labels)
+        QVERIFY2(label.startsWith(QStringLiteral("2^")), qPrintable(labels.join(", ")));
 }
 
 void TestCharts::readout_data()
