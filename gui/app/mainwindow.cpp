@@ -447,10 +447,14 @@ void MainWindow::buildMenus()
                           "settings (the runs table's menu offers a run's own)"));
     buildCheckpointMenu(run);
     run->addSeparator();
-    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this,
-                                 [this] { showWhy(selectedFinishedGroup()); });
+    // With no run selected it explains the newest finished group and follows the next (as
+    // --why does): a first comparison's Why? works without knowing about the selection.
+    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this, [this] {
+        showWhy(m_runsTable->selectedRunIds().empty() ? 0 : selectedFinishedGroup());
+    });
     m_whyAction->setObjectName("whyAction");
-    m_whyAction->setToolTip(tr("Select the runs of a finished comparison in the runs table"));
+    m_whyAction->setToolTip(tr("Explain the comparison whose runs are selected in the runs "
+                               "table, or the newest finished one when none is"));
     m_whyAction->setEnabled(false);
     QAction *samples = run->addAction(tr("Sample &text"), this, &MainWindow::showSamples);
     samples->setObjectName(QStringLiteral("sampleTextAction"));
@@ -763,7 +767,10 @@ int MainWindow::selectedFinishedGroup() const
 
 void MainWindow::updateWhyEnabled()
 {
-    if (m_whyAction) m_whyAction->setEnabled(selectedFinishedGroup() != 0);
+    if (!m_whyAction) return;
+    m_whyAction->setEnabled(m_runsTable->selectedRunIds().empty()
+                                ? latestFinishedGroup(*m_store) != 0
+                                : selectedFinishedGroup() != 0);
 }
 
 int MainWindow::weightsRun(QString *why) const

@@ -103,11 +103,15 @@ QString describe(const QString &runFolder)
     const QString count = files.size() == 1
                               ? QObject::tr("1 checkpoint")
                               : QObject::tr("%1 checkpoints").arg(qsizetype(files.size()));
-    return QObject::tr("%1 (%2), newest at epoch %3, step %4: %5")
+    // The file's epoch is the epochs completed: "epoch 0" read as a first epoch numbered
+    // from zero, where every other place numbers them from one.
+    const QString done = last.epoch == 0   ? QObject::tr("within the first epoch")
+                         : last.epoch == 1 ? QObject::tr("1 epoch done")
+                                           : QObject::tr("%1 epochs done").arg(last.epoch);
+    return QObject::tr("%1 (%2), newest at step %3 (%4): %5")
         .arg(count, QLocale().formattedDataSize(bytes, 0))
-        .arg(last.epoch)
         .arg(last.step)
-        .arg(runFolder);
+        .arg(done, runFolder);
 }
 
 QString newest(const QString &runFolder)

@@ -993,17 +993,28 @@ void TestWhyPanel::mainWindowAction()
     const int g = store.newGroup();
     addFinishedRun(store, g, mixlab::Policy::FP32, 2.0, 0, rng);
     addFinishedRun(store, g, mixlab::Policy::MixedFP16, 1.0, 0, rng);
-    QVERIFY(!w.whyAction()->isEnabled()); // nothing selected yet
-    w.runsTable()->selectAll();
+    // Nothing selected: Why? explains the newest finished group (a first comparison's
+    // button works without the user knowing about the selection).
     QVERIFY(w.whyAction()->isEnabled());
-    QCOMPARE(w.selectedFinishedGroup(), g);
     auto *dock = w.findChild<QDockWidget *>("whyDock");
     QVERIFY(dock && !dock->isVisible());
     w.whyAction()->trigger();
     QVERIFY(dock->isVisible());
     QCOMPARE(w.whyPanel()->group(), g);
     QVERIFY(indexOf(*w.whyPanel(), "output_float32") >= 0);
+    dock->hide();
+    // Runs selected: their group, when it is one finished group.
+    w.runsTable()->selectAll();
+    QVERIFY(w.whyAction()->isEnabled());
+    QCOMPARE(w.selectedFinishedGroup(), g);
+    w.whyAction()->trigger();
+    QCOMPARE(w.whyPanel()->group(), g);
+    // A run of a group still under way, selected: nothing to explain yet.
+    store.addRun(mixlab::RunConfig{}, QStringLiteral("{}"), store.newGroup());
     w.runsTable()->clearSelection();
+    QVERIFY(w.whyAction()->isEnabled());
+    w.runsTable()->selectRow(w.runsTable()->model()->rowCount() - 1); // the new run
+    QCOMPARE(w.runsTable()->selectedRunIds().size(), std::size_t(1));
     QVERIFY(!w.whyAction()->isEnabled());
 }
 
