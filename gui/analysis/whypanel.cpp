@@ -485,8 +485,9 @@ void WhyPanel::rebuild()
         auto *empty =
             new QLabel(m_group > 0 ? error
                                    : tr("No finished compare group yet. Run a comparison "
-                                        "(Run > Compare precisions), select its runs in the "
-                                        "table and press Why?."),
+                                        "(Run > Compare precisions): this dock then explains "
+                                        "the newest one, or the one whose runs you select in "
+                                        "the table before pressing Why?."),
                        m_cards);
         empty->setWordWrap(true);
         m_cardsLayout->addWidget(empty);

@@ -449,9 +449,10 @@ void MainWindow::buildMenus()
     run->addSeparator();
     // With no run selected it explains the newest finished group and follows the next (as
     // --why does): a first comparison's Why? works without knowing about the selection.
-    m_whyAction = run->addAction(tr("&Why? (explain the selected group)"), this, [this] {
-        showWhy(m_runsTable->selectedRunIds().empty() ? 0 : selectedFinishedGroup());
-    });
+    m_whyAction =
+        run->addAction(tr("&Why? (explain the selected or newest comparison)"), this, [this] {
+            showWhy(m_runsTable->selectedRunIds().empty() ? 0 : selectedFinishedGroup());
+        });
     m_whyAction->setObjectName("whyAction");
     m_whyAction->setToolTip(tr("Explain the comparison whose runs are selected in the runs "
                                "table, or the newest finished one when none is"));

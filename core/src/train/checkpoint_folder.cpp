@@ -69,7 +69,16 @@ std::string claim_checkpoint_folder(const std::string& base)
     const fs::path parent = fs::path(base).parent_path();
     std::error_code ec;
     const auto make_parent = [&] {
-        if (!parent.empty()) fs::create_directories(parent, ec);
+        if (parent.empty()) return;
+        // create_directories checks, then makes: a release that removes the parent between
+        // its mkdir's "exists" and its own look reads as "File exists", one that removes a
+        // part it just made as "No such file or directory". Both are that race, not a
+        // refusal: made again (bounded; a file in the way keeps saying "exists").
+        fs::create_directories(parent, ec);
+        for (int again = 0; again < 100 && (ec == std::errc::file_exists ||
+                                            ec == std::errc::no_such_file_or_directory);
+             ++again)
+            fs::create_directories(parent, ec);
         if (ec)
             throw Error("cannot make the checkpoint folder '" + parent.string() +
                         "': " + ec.message());
