@@ -619,7 +619,7 @@ void MainWindow::setDeviceInfo(const mixlab::DeviceInfo &info)
             ? tr("fp16 tensor cores: %1; bf16: %2; TF32: %3")
                   .arg(info.tensor_cores ? tr("yes") : tr("no"), info.bf16 ? tr("yes") : tr("no"),
                        info.tf32 ? tr("yes") : tr("no"))
-            : tr("Runs use the CPU reference backend (fp16/bf16 rounding emulated)"));
+            : tr("Runs use the CPU reference backend (fp16, bf16 and fp8 rounding emulated)"));
     m_log->appendMessage(tr("Device: %1").arg(text), Kind::Info);
     updateStartBlocked();
 }

@@ -267,8 +267,16 @@ private slots:
     void device()
     {
         const ModelSpec spec = test::tiny_mlp(k_small);
-        QCOMPARE(with_id(explain({facts(Policy::MixedFP16, spec, 0.5)}), "cpu_backend").size(),
-                 std::size_t(1));
+        const auto cpu = with_id(explain({facts(Policy::MixedFP16, spec, 0.5)}), "cpu_backend");
+        QCOMPARE(cpu.size(), std::size_t(1));
+        QVERIFY2(cpu[0].sentence.find("fp8") == std::string::npos, cpu[0].sentence.c_str());
+        // A group with a mixed_fp8 run says fp8 is emulated too.
+        const auto cpu8 = with_id(
+            explain({facts(Policy::MixedBF16, spec, 0.5), facts(Policy::MixedFP8, spec, 0.5)}),
+            "cpu_backend");
+        QCOMPARE(cpu8.size(), std::size_t(1));
+        QVERIFY2(cpu8[0].sentence.find("fp8 (E4M3/E5M2)") != std::string::npos,
+                 cpu8[0].sentence.c_str());
 
         // Pascal (6.1): no tensor cores for mixed_fp16; Turing (7.5): none for bf16.
         const auto pascal = with_id(
@@ -667,6 +675,14 @@ private slots:
         QCOMPARE(with_id(after, "fp8_coverage")[0].severity, Explanation::Severity::Info);
         QVERIFY(with_id(after, "fp8_coverage")[0].sentence.find("1 of the model's 2") !=
                 std::string::npos);
+        // 3072 x 1008 of the 3072 x 1008 + 1008 x 10 forward FLOPs: 99.7%, not a rounded
+        // "100%" beside a layer that stayed out.
+        QVERIFY2(with_id(after, "fp8_coverage")[0].sentence.find("in fp8 (E4M3") !=
+                     std::string::npos,
+                 with_id(after, "fp8_coverage")[0].sentence.c_str());
+        QVERIFY2(with_id(after, "fp8_coverage")[0].sentence.find(": 99.7% of its forward") !=
+                     std::string::npos,
+                 with_id(after, "fp8_coverage")[0].sentence.c_str());
         QCOMPARE(with_id(after, "fp8_layer_out").size(), std::size_t(1));
         // A batch off 16 keeps nothing out: the operands' rows are padded.
         RunFacts odd_batch = facts(Policy::MixedFP8, fixed, 1.0);

@@ -23,8 +23,8 @@ std::vector<CapabilityFact> capability_facts(const DeviceInfo& info)
     std::vector<CapabilityFact> rows;
     if (info.backend != BackendKind::Cuda) {
         const std::string emulated =
-            "the CPU backend emulates fp16, bf16 and TF32 rounding in float32 math: every "
-            "policy runs, none runs faster";
+            "the CPU backend emulates fp16, bf16, TF32 and fp8 (E4M3/E5M2) rounding in float32 "
+            "math: every policy runs, none runs faster";
         rows.push_back({"device", info.name.empty() ? "CPU" : info.name, ""});
         rows.push_back({"compute capability", "none (CPU backend)", ""});
         rows.push_back(

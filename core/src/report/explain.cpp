@@ -176,11 +176,14 @@ void rule_device(const std::vector<RunFacts>& group, Reader reader, Out& out)
 {
     if (group.empty()) return;
     if (group.front().device.backend == BackendKind::Cpu) {
+        const bool fp8 = std::any_of(group.begin(), group.end(), [](const RunFacts& f) {
+            return f.policy == Policy::MixedFP8;
+        });
         out.push_back(
             make("cpu_backend", Severity::Info, -1,
-                 "These runs used the CPU backend: it computes in float32 and only "
-                 "emulates fp16/bf16 rounding, so its step times say nothing about "
-                 "GPU speed.",
+                 fmt("These runs used the CPU backend: it computes in float32 and only "
+                     "emulates %s rounding, so its step times say nothing about GPU speed.",
+                     fp8 ? "fp16/bf16 and fp8 (E4M3/E5M2)" : "fp16/bf16"),
                  reader == Reader::App
                      ? "on a machine with an NVIDIA GPU, choose Device: cuda (or auto) in "
                        "the run panel to measure speed"

@@ -21,6 +21,7 @@ using Severity = Explanation::Severity;
 
 using explain_text::fmt;
 using explain_text::make;
+using explain_text::share_percent;
 
 struct Fp8Layer {
     const GraphLayer* layer = nullptr;
@@ -135,9 +136,9 @@ void rule_coverage(const RunFacts& f, int run, Reader reader, std::vector<Explan
         f.graph.total_flops > 0 ? double(flops_in) / double(f.graph.total_flops) : 0.0;
     std::string sentence =
         fmt("mixed_fp8 ran %d of the model's %d dense layers in fp8 (E4M3 weights and "
-            "activations, E5M2 gradients, per-tensor delayed scaling): %.0f%% of its forward "
+            "activations, E5M2 gradients, per-tensor delayed scaling): %s of its forward "
             "FLOPs.",
-            in_fp8, int(layers.size()), 100.0 * share);
+            in_fp8, int(layers.size()), share_percent(share).c_str());
     if (f.device.backend == BackendKind::Cpu)
         sentence += " On the CPU fp8 is emulated: the values are rounded as the GPU rounds "
                     "them, so the accuracy is fp8's, but nothing runs faster.";
