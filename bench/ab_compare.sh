@@ -56,7 +56,11 @@ libs="$("$here/../tools/cuda_lib_path.sh" 2>/dev/null || true)"
     else
         echo "gpu: none seen (no nvidia-smi)"
     fi
-    for i in "${!names[@]}"; do echo "build ${names[$i]}: ${clis[$i]}"; done
+    for i in "${!names[@]}"; do
+        # bench/build_variant.sh leaves the revision it built beside the CLI.
+        rev_file="$(dirname "${clis[$i]}")/REVISION"
+        echo "build ${names[$i]}: ${clis[$i]}$([[ -f "$rev_file" ]] && echo " ($(cat "$rev_file"))")"
+    done
     echo "rounds: $rounds"
     echo "compare: ${compare_args[*]}"
     echo "library path: ${libs:-as is}"
