@@ -444,14 +444,17 @@ int main(int argc, char** argv)
 
     // Forward variants: E4M3 output, the mask, both; then the E4M3 output with D_SCALE 4
     // bytes past a 16-byte boundary (the engine's meta block keeps the scale at float 1:
-    // cuBLASLt refused A and B scale pointers so placed, bench/NOTES.md 31).
+    // cuBLASLt refused A and B scale pointers so placed, bench/NOTES.md 31), and with C null.
     host_scales[9] = host_scales[8];
     scales.upload(std::vector<float>(host_scales, host_scales + 16));
-    for (int variant = 1; variant <= 4; ++variant) {
+    for (int variant = 1; variant <= 5; ++variant) {
         const bool to_fp8 = variant != 2, with_aux = variant == 2 || variant == 3;
         Case c = fwd;
         c.name = std::string("fwd") + (with_aux ? "+aux" : "") + (to_fp8 ? ">e4m3" : "") +
-                 (variant == 4 ? " D_SCALE+4" : "");
+                 (variant == 4 ? " D_SCALE+4" : "") + (variant == 5 ? " C=null" : "");
+        // Variant 5: no C at all (beta is 0), which the engine would rather pass than keep a
+        // bf16 matrix nothing reads.
+        if (variant == 5) c.c = nullptr;
         if (with_aux) {
             c.epilogue = CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
             c.aux = mask.p;
