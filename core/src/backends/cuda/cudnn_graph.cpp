@@ -47,12 +47,12 @@ const char* knob_name(cudnnBackendKnobType_t k)
     case CUDNN_KNOB_TYPE_TILE_M: return "tile_m";
     case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
     case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
-    case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
     default: break;
     }
     // Knobs the 9.14 runtime still reports under enumerators newer headers deprecate (by
     // value, so that no deprecation warning fires where those warnings are on).
     switch (int(k)) {
+    case 43: return "swap_ab"; // CUDNN_KNOB_TYPE_SWAP_AB: not in cuDNN 9.14's headers
     case 0: return "split_k_old";
     case 3: return "use_tex";
     case 5: return "kblock";
