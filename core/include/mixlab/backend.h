@@ -104,6 +104,7 @@ struct GemmCall {
     // on the device from fp8_meta at the float indices a_scale_inv / b_scale_inv
     // (fp8_scale_inv_index), so a recorded step replays with each step's scales.
     // Epilogue None, Bias or BiasRelu only: the dense layer takes dB apart (bias_grad).
+    // c is bfloat16 or float32, or fp8 (below).
     // Hopper's fp8 GEMMs read only the "TN" form (column-major A transposed, B not:
     // here trans_a == false && trans_b == true) with k, and the leading dimensions, a
     // multiple of 16; fp8_quantize writes the transposed copies that makes possible,
@@ -117,6 +118,16 @@ struct GemmCall {
     // inputs), never for the gradients' sums (k = the batch for dW). The CPU backend
     // accumulates in fp32 either way.
     bool fp8_fast_accum = false;
+    // fp8 output (mixed_fp8: a layer's forward GEMM writing the next fp8 layer's E4M3
+    // input, where a 16-bit output would be read back by a pass to be quantized): c is
+    // F8E4M3 with n a multiple of 16 (cuBLASLt refuses other fp8 outputs; the layer pads
+    // its units with zero weights). Each value of the epilogue's result is multiplied by
+    // fp8_meta[c_scale]
+    // and rounded as fp8_quantize rounds (saturating). With c_amax_on, the largest finite
+    // |result| (unscaled) replaces fp8_meta[c_amax]: the tensor's current amax slot, of
+    // which this GEMM is the one writer in a step (the last scale update zeroed it).
+    std::size_t c_scale = 0, c_amax = 0;
+    bool c_amax_on = false;
 };
 
 // ---- fp8 scaling state (mixed_fp8's delayed scaling) ----------------------------------
@@ -611,8 +622,12 @@ public:
     virtual void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin);
     // y_t = y transposed, byte for byte: y as fp8_quantize writes it (rows x
     // fp8_padded(cols)), y_t cols x fp8_padded(rows) with zeros past row rows; both of one
-    // fp8 dtype. The transposed weights dX's GEMM reads, from the w8 the optimizer wrote.
-    virtual void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t);
+    // fp8 dtype. The transposed weights dX's GEMM reads, from the w8 the optimizer wrote;
+    // and an fp8 layer's input written by the layer before's GEMM (GemmCall::c_scale),
+    // with relu_mask_out (as fp8_quantize's) its values > 0 as bits: the gate of that
+    // layer's relu, read from the values the forward went on with.
+    virtual void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
+                               Buffer* relu_mask_out = nullptr);
 
     // ---- numerics (what a precision does to the values; base/hd_math.h's slots) -------
     // counts is an I32 buffer read as uint32 counters; both ops ADD into

@@ -22,6 +22,18 @@ void meta_buffer(const char* backend, const char* op, const Buffer& meta, std::s
                 std::to_string(need));
 }
 
+// A relu gate's bits (backend.h's relu_mask_words a row).
+void mask_buffer(const char* backend, const char* op, const Buffer& m, int rows, int cols,
+                 const char* which)
+{
+    const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
+    require(m.dtype() == DType::I32 && m.count() >= mask_words &&
+                (mask_words == 0 || m.data() != nullptr),
+            backend, op,
+            std::string(which) + " must be int32 words of at least " + std::to_string(mask_words) +
+                ", got " + std::to_string(m.count()) + " " + name_of(m.dtype()));
+}
+
 void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_t need,
                 const char* name)
 {
@@ -61,15 +73,8 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
     require(int(relu_gate != nullptr) + int(relu_mask != nullptr) + int(relu_mask_out != nullptr) <=
                 1,
             backend, op, "at most one of relu_gate, relu_mask and relu_mask_out");
-    const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
-    for (const Buffer* m : {relu_mask, relu_mask_out})
-        if (m)
-            require(m->dtype() == DType::I32 && m->count() >= mask_words &&
-                        (mask_words == 0 || m->data() != nullptr),
-                    backend, op,
-                    std::string(m == relu_mask ? "relu_mask" : "relu_mask_out") +
-                        " must be int32 words of at least " + std::to_string(mask_words) +
-                        ", got " + std::to_string(m->count()) + " " + name_of(m->dtype()));
+    if (relu_mask) mask_buffer(backend, op, *relu_mask, rows, cols, "relu_mask");
+    if (relu_mask_out) mask_buffer(backend, op, *relu_mask_out, rows, cols, "relu_mask_out");
     if (y && y_t)
         require(y->dtype() == y_t->dtype(), backend, op,
                 "y and y_t must share a dtype, got " + name_of(y->dtype()) + " and " +
@@ -90,7 +95,8 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
     meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));
 }
 
-void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t)
+void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t,
+                   const Buffer* relu_mask_out)
 {
     const char* op = "fp8_transpose";
     require(rows >= 0 && cols >= 0, backend, op,
@@ -100,6 +106,11 @@ void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, con
     require(y.dtype() == y_t.dtype(), backend, op,
             "y and y_t must share a dtype, got " + name_of(y.dtype()) + " and " +
                 name_of(y_t.dtype()));
+    if (relu_mask_out) {
+        require(y.dtype() == DType::F8E4M3, backend, op,
+                "relu_mask_out reads a float8_e4m3 y, got " + name_of(y.dtype()));
+        mask_buffer(backend, op, *relu_mask_out, rows, cols, "relu_mask_out");
+    }
 }
 
 void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
@@ -164,20 +175,32 @@ void fp8_gemm(const char* backend, const GemmCall& g)
     const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
     fp8_output(backend, op, *g.a, m * k, "a");
     fp8_output(backend, op, *g.b, n * k, "b");
-    require(tc == DType::BF16 || tc == DType::F32, backend, op,
-            "an fp8 GEMM's c must be bfloat16 or float32, got " + name_of(tc));
-    floating(backend, op, *g.c, m * n, "c");
-    // c's rows on 16-byte boundaries (fp8_eligibility.h: the widths the H200 ran, widths
-    // off it untried), so that neither backend runs what the GPU was not checked on.
-    const int c_align = tc == DType::BF16 ? 8 : 4;
-    require(g.n % c_align == 0, backend, op,
-            "an fp8 GEMM's c rows (n = " + std::to_string(g.n) + ") must be a multiple of " +
-                std::to_string(c_align) + " " + name_of(tc) + " values (16 bytes)");
+    const bool fp8_out = is_fp8(tc);
+    require(tc == DType::BF16 || tc == DType::F32 || fp8_out, backend, op,
+            "an fp8 GEMM's c must be bfloat16, float32 or fp8, got " + name_of(tc));
+    if (fp8_out) {
+        // cuBLASLt refuses an fp8 D whose rows are not a multiple of 16 (bench/NOTES.md 37:
+        // 3000 units refused, 3008 run): the layer pads its units, as both backends ask.
+        require(g.n % k_fp8_pad == 0, backend, op,
+                "an fp8 GEMM writing fp8 c needs n a multiple of " + std::to_string(k_fp8_pad) +
+                    " (the layer's units padded), got " + std::to_string(g.n));
+        fp8_output(backend, op, *g.c, m * n, "c");
+    } else {
+        floating(backend, op, *g.c, m * n, "c");
+        // c's rows on 16-byte boundaries (fp8_eligibility.h: the widths the H200 ran,
+        // widths off it untried), so that neither backend runs what the GPU was not
+        // checked on.
+        const int c_align = tc == DType::BF16 ? 8 : 4;
+        require(g.n % c_align == 0, backend, op,
+                "an fp8 GEMM's c rows (n = " + std::to_string(g.n) + ") must be a multiple of " +
+                    std::to_string(c_align) + " " + name_of(tc) + " values (16 bytes)");
+    }
     require(g.epilogue == Epilogue::None || g.epilogue == Epilogue::Bias ||
                 g.epilogue == Epilogue::BiasRelu,
             backend, op, "an fp8 GEMM's epilogue must be None, Bias or BiasRelu");
     if (epilogue_adds_bias(g.epilogue)) {
-        require(tc == DType::BF16, backend, op, "an fp8 GEMM with a bias writes bfloat16 c");
+        require(tc == DType::BF16 || fp8_out, backend, op,
+                "an fp8 GEMM with a bias writes bfloat16 or fp8 c");
         require(g.bias != nullptr, backend, op, "this epilogue needs a bias");
         floating(backend, op, *g.bias, n, "bias");
         require(g.bias->dtype() == DType::BF16, backend, op,
@@ -198,6 +221,16 @@ void fp8_gemm(const char* backend, const GemmCall& g)
             "the descales fp8_meta[" + std::to_string(g.a_scale_inv) + "] and [" +
                 std::to_string(g.b_scale_inv) +
                 "] must sit at 16-byte aligned addresses (fp8_scale_inv_index gives them)");
+    if (fp8_out) {
+        require(g.c_scale < g.fp8_meta->count(), backend, op,
+                "c's scale index " + std::to_string(g.c_scale) + " lies outside fp8_meta's " +
+                    std::to_string(g.fp8_meta->count()) + " floats");
+        require(!g.c_amax_on || g.c_amax < g.fp8_meta->count(), backend, op,
+                "c's amax index " + std::to_string(g.c_amax) + " lies outside fp8_meta's " +
+                    std::to_string(g.fp8_meta->count()) + " floats");
+    } else {
+        require(!g.c_amax_on, backend, op, "c_amax_on needs an fp8 c, got " + name_of(tc));
+    }
 }
 
 } // namespace mixlab::validate

@@ -24,7 +24,8 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
                        int margin);
 // y (rows x fp8_padded(cols)) and y_t (cols x fp8_padded(rows)) fp8 buffers of one dtype
 // that large, rows and cols >= 0.
-void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t);
+void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t,
+                   const Buffer* relu_mask_out);
 // gather_batch's checks, then the batch's fp8 target: meta given, x8 (and x8_t when
 // given) float8_e4m3fn and large enough for batch x sample, as fp8_quantize checks them.
 void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,

@@ -157,6 +157,32 @@ private:
         v.compare(what, r, c, Tol{0.0, 0.0, true}); // sizes, and the count of outputs
     }
 
+    // Relu's gate bits (rows of relu_mask_words(cols) words) on both sides against each
+    // other and against `value` (row-major, `ld` a row) > 0, which `what` names ("x");
+    // returns how many words differ between the sides.
+    std::size_t compare_gate_bits(Verdict& v, Twin& mask, int rows, int cols,
+                                  const std::vector<float>& value, std::size_t ld, const char* what)
+    {
+        const std::size_t words_ld = std::size_t(relu_mask_words(cols));
+        const std::vector<std::uint32_t> r = words(m_ref, mask.ref), c = words(m_cand, mask.cand);
+        std::size_t bad = 0, ref_bad = 0;
+        for (std::size_t i = 0; i < r.size() && i < std::size_t(rows) * words_ld; ++i) {
+            bad += r[i] != c[i];
+            std::uint32_t want = 0;
+            const std::size_t row = i / words_ld, w = i % words_ld;
+            for (std::size_t b = 0; b < 32; ++b) {
+                const std::size_t col = w * 32 + b;
+                if (col < std::size_t(cols) && value[row * ld + col] > 0.0f) want |= 1u << b;
+            }
+            ref_bad += r[i] != want;
+        }
+        if (ref_bad)
+            v.fail("reference: " + std::to_string(ref_bad) + " words are not " + what + " > 0");
+        if (bad)
+            v.fail(std::to_string(bad) + " of " + std::to_string(r.size()) + " mask words differ");
+        return bad;
+    }
+
     // A step's outputs as the candidate left them: (name, values).
     using Outputs = std::vector<std::pair<std::string, std::vector<float>>>;
     // Records `step` once on the candidate and replays it twice: each replay must leave the
@@ -191,9 +217,13 @@ private:
 
     struct GemmCase {
         int m, n, k;
-        DType a, b, c;
+        DType a, b, c; // c fp8: the output quantized with its own scale (GemmCall::c_scale)
         Epilogue epi;
         bool fast = false; // GemmCall::fp8_fast_accum (mixed_fp8's forward by default)
+        // fp8 c: its scale over max_finite / amax (above 1: the largest values saturate),
+        // and whether its amax is taken.
+        float c_headroom = 1.0f;
+        bool c_amax = true;
     };
     void gemm_check(const GemmCase& g);
 
@@ -467,23 +497,8 @@ void Fp8Checker::relu_mask_checks()
             compare_bits(v, "y", y);
             compare_bits(v, "y_t", yt);
             compare_bits(v, "meta", meta);
-            const std::vector<std::uint32_t> r = words(m_ref, mask.ref),
-                                             c = words(m_cand, mask.cand);
-            std::size_t bad = 0, ref_bad = 0;
-            for (std::size_t i = 0; i < r.size(); ++i) {
-                bad += r[i] != c[i];
-                std::uint32_t want = 0;
-                const std::size_t row = i / ld, w = i % ld;
-                for (std::size_t b = 0; b < 32; ++b) {
-                    const std::size_t col = w * 32 + b;
-                    if (col < std::size_t(sh.cols) && x[row * std::size_t(sh.cols) + col] > 0.0f)
-                        want |= 1u << b;
-                }
-                ref_bad += r[i] != want;
-            }
-            if (ref_bad) v.fail("reference: " + std::to_string(ref_bad) + " words are not x > 0");
-            if (bad)
-                v.fail(std::to_string(bad) + " of " + std::to_string(r.size()) + " words differ");
+            const std::size_t bad =
+                compare_gate_bits(v, mask, sh.rows, sh.cols, x, std::size_t(sh.cols), "x");
             v.compare("mask words", {float(bad)}, {0.0f}, Tol{});
         });
         for (bool with_y : {false, true})
@@ -530,7 +545,8 @@ void Fp8Checker::relu_mask_checks()
 // ---- fp8_transpose ---------------------------------------------------------------------
 
 // dX's transposed weights from w8: the bytes as they are, zeros past the rows (poisoned
-// first, so an unwritten byte shows), on whole tiles, ragged ones and W1's two layers.
+// first, so an unwritten byte shows), on whole tiles, ragged ones and W1's two layers; for
+// E4M3 with relu's gate bits of y > 0 as well.
 void Fp8Checker::transpose_checks()
 {
     struct Shape {
@@ -557,10 +573,18 @@ void Fp8Checker::transpose_checks()
                 Twin ty = make(y, fmt);
                 Twin tt = twin(std::size_t(sh.cols) * t_ld, fmt);
                 poison(tt);
+                // E4M3: also relu's gate bits from y > 0 (an fp8 layer's input written by the
+                // GEMM before it), the words poisoned first.
+                const bool bits = fmt == DType::F8E4M3;
+                const std::size_t words_ld = std::size_t(relu_mask_words(sh.cols));
+                Twin mask = make_words(std::vector<std::uint32_t>(
+                    bits ? std::size_t(sh.rows) * words_ld : 1, 0xA5A5A5A5u));
                 on_both([&](Backend& be, bool ref) {
-                    be.fp8_transpose(side(ty, ref), sh.rows, sh.cols, side(tt, ref));
+                    be.fp8_transpose(side(ty, ref), sh.rows, sh.cols, side(tt, ref),
+                                     bits ? &side(mask, ref) : nullptr);
                 });
                 compare_bits(v, "y_t", tt);
+                if (bits) compare_gate_bits(v, mask, sh.rows, sh.cols, y, y_ld, "y");
                 const std::vector<float> t = get(m_ref, tt.ref);
                 for (std::size_t c = 0; c < std::size_t(sh.cols); ++c)
                     for (std::size_t r = 0; r < t_ld; ++r) {
@@ -884,7 +908,8 @@ void Fp8Checker::gemm_check(const GemmCase& g)
     const std::string name =
         std::string("fp8_gemm/") + dtype_short_name(g.a) + "." + dtype_short_name(g.b) + "->" +
         dtype_short_name(g.c) + "/" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
-        std::to_string(g.k) + "/" + epilogue_name(g.epi) + (g.fast ? "/fast" : "");
+        std::to_string(g.k) + "/" + epilogue_name(g.epi) + (g.fast ? "/fast" : "") +
+        (g.c_headroom > 1.0f ? "/saturating" : "") + (is_fp8(g.c) && !g.c_amax ? "/no_amax" : "");
     run(name, [&](Verdict& v, Rng& rng) {
         const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
         // Operands as fp8_quantize leaves them (values up to a few hundred, E5M2's
@@ -898,12 +923,13 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         const std::vector<float> a = operand(m * k, g.a); // m x k
         const std::vector<float> b = operand(n * k, g.b); // stored n x k (trans_b)
         Twin ta = make(a, g.a), tb = make(b, g.b);
+        const bool fp8_out = is_fp8(g.c);
         Twin tc = twin(m * n, g.c);
         poison(tc);
-        // Descales as delayed scaling leaves them: two blocks of history 1.
+        // Descales as delayed scaling leaves them: two blocks of history 1 (and c's).
         const float a_scale_inv = 1.0f / 36.7f, b_scale_inv = 1.0f / 211.3f;
         const int history_len = 1;
-        std::vector<float> meta(2 * fp8_block_floats(history_len), 1.0f);
+        std::vector<float> meta(3 * fp8_block_floats(history_len), 1.0f);
         meta[fp8_scale_inv_index(0, history_len)] = a_scale_inv;
         meta[fp8_scale_inv_index(1, history_len)] = b_scale_inv;
         Twin tmeta = make(meta, DType::F32);
@@ -926,6 +952,31 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         call.math = MathMode::Reduced;
         call.a_scale_inv = fp8_scale_inv_index(0, history_len);
         call.b_scale_inv = fp8_scale_inv_index(1, history_len);
+        const std::size_t c_block = 2 * fp8_block_floats(history_len);
+        float c_scale = 1.0f;
+        if (fp8_out) {
+            // c's scale from the reference's own result in fp32, as delayed scaling would
+            // have it from earlier steps; its amax slot poisoned (the GEMM replaces it).
+            // (A bias makes the GEMM's c bf16: the amax of its rounding will do.)
+            Twin wide = twin(m * n, has_bias ? DType::BF16 : DType::F32);
+            GemmCall plain = call;
+            plain.a = &ta.ref;
+            plain.b = &tb.ref;
+            plain.c = &wide.ref;
+            plain.bias = has_bias ? &tbias.ref : nullptr;
+            plain.fp8_meta = &tmeta.ref;
+            m_ref.gemm(plain);
+            float amax = 0.0f;
+            for (float e : get(m_ref, wide.ref)) amax = std::max(amax, std::fabs(e));
+            c_scale = format_of(g.c).max_finite / std::max(amax, 1e-30f) * g.c_headroom;
+            meta[c_block + k_fp8_scale] = c_scale;
+            meta[c_block + k_fp8_scale_inv] = 1.0f / c_scale;
+            meta[c_block + k_fp8_history] = k_nan;
+            set(tmeta, meta);
+            call.c_scale = c_block + k_fp8_scale;
+            call.c_amax = c_block + k_fp8_history;
+            call.c_amax_on = g.c_amax;
+        }
         on_both([&](Backend& be, bool ref) {
             call.a = &side(ta, ref);
             call.b = &side(tb, ref);
@@ -957,8 +1008,30 @@ void Fp8Checker::gemm_check(const GemmCase& g)
         // against the 1e-4 of the 16-bit GEMMs, so 1e-3 here, plus one rounding of c.
         // Fast accumulation (never promoted) is held to the same bound: an error of u per
         // addition into a sum that grows like sqrt(k) stays ~u of a scale that grows like k.
-        v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)}, &scale,
-                  1e-3 + unit_roundoff(g.c));
+        if (fp8_out) {
+            // The same bound times c's scale, plus one fp8 step where the two sums fall on
+            // either side of a rounding boundary (1/8 of a normal E4M3 value, 1/4 of E5M2's,
+            // the subnormal step below); saturated values agree exactly.
+            const hd::Fp8Format f = format_of(g.c);
+            const double step_rel = g.c == DType::F8E5M2 ? 0.25 : 0.125;
+            const double sub_step = std::ldexp(1.0, 1 - f.bias - f.mantissa_bits);
+            std::vector<double> c_bound(m * n);
+            for (std::size_t i = 0; i < m * n; ++i) c_bound[i] = scale[i] * c_scale;
+            v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{sub_step, step_rel},
+                      &c_bound, 1e-3);
+            const std::vector<float> mr = get(m_ref, tmeta.ref), mc = get(m_cand, tmeta.cand);
+            if (g.c_amax) {
+                double smax = 0.0;
+                for (double e : scale) smax = std::max(smax, e);
+                v.compare("amax", {mr[c_block + k_fp8_history]}, {mc[c_block + k_fp8_history]},
+                          Tol{1e-3 * smax, 0.0});
+            } else if (!std::isnan(mc[c_block + k_fp8_history])) {
+                v.fail("the amax slot was written with c_amax_on false");
+            }
+        } else {
+            v.compare("c", get(m_ref, tc.ref), get(m_cand, tc.cand), Tol{1e-30, out_rtol(g.c)},
+                      &scale, 1e-3 + unit_roundoff(g.c));
+        }
         // The plan that ran, for the detail (fused or not, its tuning).
         if (m_cand.info().backend == BackendKind::Cuda)
             for (const PlanReport& p : backend_plan_reports(m_cand)) {
@@ -1024,6 +1097,16 @@ void Fp8Checker::gemm_checks()
     // The other mixed pair and an fp32 forward output.
     gemm_check({64, 256, 784, e4, e5, bf, Epilogue::None});
     gemm_check({64, 256, 784, e4, e4, f32, Epilogue::None});
+    // A forward writing the next fp8 layer's E4M3 input (GemmCall::c_scale): W1's first
+    // layer (3000 units padded to 3008) and its second (1000 to 1008), each epilogue, the
+    // largest values saturating, and evaluation's (no amax taken).
+    gemm_check({128, 3008, 3072, e4, e4, e4, Epilogue::BiasRelu, true});
+    gemm_check({100, 1008, fp8_padded(3000), e4, e4, e4, Epilogue::BiasRelu, true});
+    gemm_check({128, 3008, 3072, e4, e4, e4, Epilogue::BiasRelu, true, 4.0f});
+    gemm_check({64, 256, 784, e4, e4, e4, Epilogue::BiasRelu});
+    gemm_check({64, 256, 784, e4, e4, e4, Epilogue::Bias});
+    gemm_check({64, 256, 784, e4, e4, e4, Epilogue::None});
+    gemm_check({64, 256, 784, e4, e4, e4, Epilogue::BiasRelu, false, 1.0f, false});
 }
 
 // Calls outside the fp8 GEMM's rules must be refused by both backends before anything
@@ -1035,19 +1118,24 @@ void Fp8Checker::reject_checks()
         bool ta, tb;
         DType a, b;
         int k;
+        DType c = DType::BF16;
+        int n = 48;
     };
     const Bad bad[] = {
         {"fp8_gemm/rejects/nn", false, false, DType::F8E4M3, DType::F8E4M3, 64},
         {"fp8_gemm/rejects/tt", true, true, DType::F8E4M3, DType::F8E4M3, 64},
         {"fp8_gemm/rejects/e5m2.e5m2", false, true, DType::F8E5M2, DType::F8E5M2, 64},
         {"fp8_gemm/rejects/k40", false, true, DType::F8E4M3, DType::F8E4M3, 40},
-        {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64}};
+        {"fp8_gemm/rejects/e4m3.bf16", false, true, DType::F8E4M3, DType::BF16, 64},
+        // An fp8 c of 40 columns: cuBLASLt refuses fp8 outputs off multiples of 16.
+        {"fp8_gemm/rejects/e4m3_c_n40", false, true, DType::F8E4M3, DType::F8E4M3, 64,
+         DType::F8E4M3, 40}};
     for (const Bad& c : bad)
         run(c.name, [&](Verdict& v, Rng&) {
-            const int m = 32, n = 48;
+            const int m = 32, n = c.n;
             Twin ta = twin(std::size_t(m) * std::size_t(c.k), c.a);
             Twin tb = twin(std::size_t(n) * std::size_t(c.k), c.b);
-            Twin tc = twin(std::size_t(m) * std::size_t(n), DType::BF16);
+            Twin tc = twin(std::size_t(m) * std::size_t(n), c.c);
             Twin tmeta = make(std::vector<float>(2 * fp8_block_floats(1), 1.0f), DType::F32);
             GemmCall call;
             call.trans_a = c.ta;

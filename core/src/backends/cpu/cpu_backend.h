@@ -126,7 +126,8 @@ public:
                       const Buffer* relu_gate, const Buffer* relu_mask,
                       Buffer* relu_mask_out) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
-    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t) override;
+    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
+                       Buffer* relu_mask_out) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,
@@ -143,7 +144,8 @@ private:
     // TF32-rounded GEMM operands, grown once and reused so steady-state steps do not
     // allocate (the same rule the CUDA backend keeps).
     std::vector<float> m_tf32_a, m_tf32_b;
-    std::vector<float> m_row; // one row of logits (cross_entropy may run in place)
+    std::vector<float> m_fp8_c; // an fp8 GEMM output's fp32 result before it is quantized
+    std::vector<float> m_row;   // one row of logits (cross_entropy may run in place)
     // One worker thread's (or filter-gradient lane's) convolution scratch: a chunk's
     // im2col matrix, its TF32-rounded dy, the GEMM's packing buffer and a partial filter
     // gradient.

@@ -2,7 +2,8 @@
 // applied in fp32 before C is rounded to its dtype; TF32 math rounds the operands first.
 // fp8 operands (mixed_fp8) hold their scaled values as floats: the product of the stored
 // values in fp32 (exact per term: 4 and 3 significant bits), times the two tensors'
-// scale_inv read from fp8_meta, then the epilogue and the rounding, as cuBLASLt orders it.
+// scale_inv read from fp8_meta, then the epilogue and the rounding, as cuBLASLt orders it;
+// an fp8 output is that fp32 result quantized with its own scale (and its amax taken).
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/backend_validate.h"
@@ -11,6 +12,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace mixlab::cpu {
@@ -41,6 +43,26 @@ void product(const OpA& a, const OpB& b, Map& c, float alpha, float beta)
     }
 }
 
+// An fp8 GEMM's fp32 result (m x n) into c: times the scale, rounded as
+// fp8_quantize rounds; the largest finite |value| into the amax slot when asked.
+void quantize_output(const GemmCall& g, const float* result)
+{
+    float* meta = g.fp8_meta->as<float>();
+    const float scale = meta[g.c_scale];
+    const hd::Fp8Format fmt = g.c->dtype() == DType::F8E5M2 ? hd::k_e5m2 : hd::k_e4m3;
+    const std::size_t m = std::size_t(g.m), n = std::size_t(g.n);
+    const std::size_t ld = n; // a multiple of 16 (validate::fp8_gemm)
+    float* c = g.c->as<float>();
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            const float v = result[i * n + j];
+            if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
+            c[i * ld + j] = hd::fp8_to_float(hd::fp8_quantize_value(v, scale, fmt), fmt);
+        }
+    if (g.c_amax_on) meta[g.c_amax] = amax;
+}
+
 } // namespace
 
 // Eigen cuts a product's depth into panels sized from the L1 cache it reads off the CPU,
@@ -62,7 +84,10 @@ void CpuBackend::gemm(const GemmCall& g)
     const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
     const float* a = g.a->as<float>();
     const float* b = g.b->as<float>();
-    float* c = g.c->as<float>();
+    // An fp8 c is computed in fp32 apart, then quantized into c's padded rows.
+    const bool fp8_out = is_fp8(g.c->dtype());
+    if (fp8_out && m_fp8_c.size() < m * n) m_fp8_c.resize(m * n);
+    float* c = fp8_out ? m_fp8_c.data() : g.c->as<float>();
     const bool needs_bias = validate::epilogue_adds_bias(g.epilogue);
     const float* bias = needs_bias ? g.bias->as<float>() : nullptr;
 
@@ -119,8 +144,13 @@ void CpuBackend::gemm(const GemmCall& g)
 
     // Epilogue in fp32, then one rounding to C's dtype (what the fused epilogue does).
     const DType ct = g.c->dtype();
+    // (An fp8 c is rounded by quantize_output, with its scale.)
+    const auto round_c = [&](float* p, std::size_t count) {
+        if (!fp8_out) round_span(ct, p, count);
+    };
     if (!needs_bias) {
-        round_span(ct, c, m * n);
+        round_c(c, m * n);
+        if (fp8_out) quantize_output(g, c);
         return;
     }
     for (std::size_t i = 0; i < m; ++i) {
@@ -136,8 +166,9 @@ void CpuBackend::gemm(const GemmCall& g)
             for (std::size_t j = 0; j < n; ++j) row[j] += bias[j];
             break;
         }
-        round_span(ct, row, n);
+        round_c(row, n);
     }
+    if (fp8_out) quantize_output(g, c);
 }
 
 } // namespace mixlab::cpu

@@ -59,10 +59,12 @@ void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, 
                              margin, stream());
 }
 
-void CudaBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t)
+void CudaBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
+                                Buffer* relu_mask_out)
 {
-    validate::fp8_transpose(k_name, y, rows, cols, y_t);
-    launch_fp8_transpose(y.data(), rows, cols, y_t.data(), stream());
+    validate::fp8_transpose(k_name, y, rows, cols, y_t, relu_mask_out);
+    launch_fp8_transpose(y.data(), rows, cols, y_t.data(),
+                         relu_mask_out ? relu_mask_out->as<std::uint32_t>() : nullptr, stream());
 }
 
 } // namespace mixlab::cuda

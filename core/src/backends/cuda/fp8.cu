@@ -343,11 +343,13 @@ __global__ void __launch_bounds__(k_threads)
 // the edge tiles write y_t's padding), then writes the tile's 4 x 4 bytes at rows 4 tx,
 // columns 4 ty transposed as four words of y_t's rows c0 + 4 ty + q. y's and y_t's rows
 // (fp8_padded) are 16-byte multiples, so every access is a whole aligned word; y's columns
-// past `cols` are its zero padding, read and never written out.
+// past `cols` are its zero padding, read and never written out. With mask_out (E4M3 y),
+// each value > 0 as a bit, as fp8_quantize_tiled writes them: eight lanes' words OR-ed.
 __global__ void __launch_bounds__(k_threads)
     fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
-                         std::uint8_t* __restrict__ y_t)
+                         std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out)
 {
+    const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
@@ -359,6 +361,22 @@ __global__ void __launch_bounds__(k_threads)
             w = *reinterpret_cast<const std::uint32_t*>(
                 y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c));
         *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
+        if (mask_out) { // uniform: every lane takes part in the shuffles
+            unsigned bits = 0;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F).
+                const unsigned b = (w >> (8 * q)) & 0xFFu;
+                bits |= unsigned(b != 0u && b < 0x7Fu) << q;
+            }
+            bits <<= 4 * (tx & 7);
+            bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+            bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+            bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
+            const int word = (c0 >> 5) + (tx >> 3);
+            if ((tx & 7) == 0 && r0 + r < rows && word < mask_ld)
+                mask_out[std::size_t(r0 + r) * std::size_t(mask_ld) + std::size_t(word)] = bits;
+        }
     }
     __syncthreads();
     const int r = 4 * tx, j = 4 * ty;
@@ -539,14 +557,15 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
     });
 }
 
-void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t, cudaStream_t stream)
+void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t,
+                          std::uint32_t* relu_mask_out, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return;
     const int t_ld = fp8_padded(rows);
     const dim3 grid(unsigned((t_ld + k_tile - 1) / k_tile), unsigned((cols + k_tile - 1) / k_tile));
-    fp8_transpose_kernel<<<grid, k_threads, 0, stream>>>(static_cast<const std::uint8_t*>(y), rows,
-                                                         cols, fp8_padded(cols), t_ld,
-                                                         static_cast<std::uint8_t*>(y_t));
+    fp8_transpose_kernel<<<grid, k_threads, 0, stream>>>(
+        static_cast<const std::uint8_t*>(y), rows, cols, fp8_padded(cols), t_ld,
+        static_cast<std::uint8_t*>(y_t), relu_mask_out);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
 }
 

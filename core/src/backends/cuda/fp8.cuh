@@ -44,7 +44,9 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
 
 // y_t (cols x fp8_padded(rows)) = y (rows x fp8_padded(cols)) transposed, byte for
 // byte, zeros past row rows. Both device buffers are 16-byte aligned (cudaMalloc's).
-void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t, cudaStream_t stream);
+// relu_mask_out: y > 0 as bits (backend.h's relu_mask_words a row), or null.
+void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t,
+                          std::uint32_t* relu_mask_out, cudaStream_t stream);
 
 // hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

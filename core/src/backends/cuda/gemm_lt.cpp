@@ -183,7 +183,15 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
     const std::int64_t ld_c = ld(staging ? &staging->c : nullptr, n);
     plan->a = key.trans_b ? make_layout(key.b, k, n, ld_b) : make_layout(key.b, n, k, ld_b);
     plan->b = key.trans_a ? make_layout(key.ab, m, k, ld_a) : make_layout(key.ab, k, m, ld_a);
-    plan->c = make_layout(key.c, n, m, ld_c);
+    // An fp8 D (the next layer's input; n a multiple of 16) has a bfloat16 C that is
+    // never read (beta 0, C passed null).
+    if (is_fp8(key.c)) {
+        plan->c = make_layout(DType::BF16, n, m, std::int64_t(n));
+        plan->d = make_layout(key.c, n, m, std::int64_t(n));
+    } else {
+        plan->c = make_layout(key.c, n, m, ld_c);
+        plan->d = make_layout(key.c, n, m, ld_c);
+    }
 
     cublasLtMatmulPreference_t p = nullptr;
     MIXLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
@@ -205,7 +213,7 @@ LtGemm::try_plan(const Key& key, const void* aux_ptr,
         std::size_t(m_tune ? k_max_candidates : 1));
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), p,
+        m_handle.get(), d, plan->a.get(), plan->b.get(), plan->c.get(), plan->d.get(), p,
         int(results.size()), results.data(), &found);
     candidates.clear();
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -248,6 +256,8 @@ void LtGemm::tune(Plan& plan, const Key& key, const GemmCall& g, const void* a, 
     p.a = plan.a.get();
     p.b = plan.b.get();
     p.c = plan.c.get();
+    p.d = plan.d.get();
+    p.c_null = is_fp8(key.c);
     p.a_ptr = b; // cuBLASLt's A is our B (see matmul)
     p.b_ptr = a;
     p.alpha = &g.alpha;
@@ -309,11 +319,19 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const GemmCall& g, const void* au
     if (it != m_plans.end()) return *it->second;
     std::unique_ptr<Plan> plan;
     std::vector<cublasLtMatmulHeuristicResult_t> candidates;
-    if (key.epilogue == Epilogue::None || m_fuse_epilogues)
+    // An fp8 output has no unfused form: its epilogue, scaling and amax are cuBLASLt's.
+    const bool fp8_out = is_fp8(key.c);
+    if (key.epilogue == Epilogue::None || m_fuse_epilogues || fp8_out)
         plan = try_plan(key, aux_ptr, candidates);
     if (plan) tune(*plan, key, g, g.a->data(), g.b->data(), candidates, stream);
     if (plan) consider_staging(plan, key, g, aux_ptr, stream);
     if (!plan) {
+        if (fp8_out)
+            fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
+                 std::to_string(key.n) + "x" + std::to_string(key.k) + " " +
+                 dtype_short_name(key.ab) + "." + dtype_short_name(key.b) + "->" +
+                 dtype_short_name(key.c) + " with " + epilogue_name(key.epilogue) +
+                 " on this GPU (an fp8 output needs it fused)");
         if (key.epilogue == Epilogue::None)
             fail("cuBLASLt has no algorithm for " + std::to_string(key.m) + "x" +
                  std::to_string(key.n) + "x" + std::to_string(key.k) + " " +
@@ -462,9 +480,11 @@ cublasStatus_t LtGemm::matmul(const Plan& plan, const Operands& ops, const GemmC
 {
     if (aux_ptr) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, aux_ptr);
     set_fp8_scales(plan.desc.get(), g);
-    // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first.
+    // cuBLASLt computes D = op(B_ours) op(A_ours) in column-major terms: pass B first. An
+    // fp8 output's C is never read (beta 0): none is passed.
+    const void* c_in = is_fp8(g.c->dtype()) ? nullptr : ops.c;
     return cublasLtMatmul(m_handle.get(), plan.desc.get(), &g.alpha, ops.b, plan.a.get(), ops.a,
-                          plan.b.get(), &g.beta, ops.c, plan.c.get(), ops.c, plan.c.get(),
+                          plan.b.get(), &g.beta, c_in, plan.c.get(), ops.c, plan.d.get(),
                           &plan.algo, m_workspace.get(), plan.workspace, stream);
 }
 
@@ -482,6 +502,14 @@ void LtGemm::set_fp8_scales(cublasLtMatmulDesc_t desc, const GemmCall& g)
     const float* b_scale = meta + g.a_scale_inv;
     set_attr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
     set_attr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
+    if (is_fp8(g.c->dtype())) {
+        // D = scale * result, rounded; AMAX_D the unscaled result's max |value| (null: none
+        // taken, as in evaluation).
+        const float* d_scale = meta + g.c_scale;
+        float* amax = g.c_amax_on ? const_cast<float*>(meta) + g.c_amax : nullptr;
+        set_attr(desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, d_scale);
+        set_attr(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, amax);
+    }
 }
 
 void LtGemm::run_fallback(const Plan& plan, const GemmCall& g, cudaStream_t stream)
@@ -569,7 +597,7 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
         // An epilogue the heuristic offered but the kernel refused on its first use: fall
         // back for good rather than fail the run.
         const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
-        if (!refused || plan.info.calls != 1 || g.epilogue == Epilogue::None)
+        if (!refused || plan.info.calls != 1 || g.epilogue == Epilogue::None || is_fp8(ct))
             MIXLAB_CUBLAS_CHECK(st);
         make_unfused(plan, key, "cuBLASLt refused this epilogue at run time", g, stream);
     }

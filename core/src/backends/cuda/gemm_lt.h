@@ -63,6 +63,9 @@ private:
     struct Plan {
         LtMatmulDesc desc;
         LtLayout a, b, c; // cuBLASLt's A is our B: row-major C = op(A) op(B) is col-major C^T
+        // D's layout: c's, but for an fp8 output (GemmCall::c_scale), whose C is bfloat16
+        // (cuBLASLt's type table) and never read (beta 0).
+        LtLayout d;
         cublasLtMatmulAlgo_t algo{};
         std::size_t workspace = 0;
         bool fused = true;

@@ -43,7 +43,8 @@ GemmStaging staging_for(const GemmCall& g, StageMode mode)
         g.trans_a ? stage_if_unaligned(g.k, g.m, ab, mode) : stage_if_unaligned(g.m, g.k, ab, mode);
     s.b =
         g.trans_b ? stage_if_unaligned(g.n, g.k, ab, mode) : stage_if_unaligned(g.k, g.n, ab, mode);
-    s.c = stage_if_unaligned(g.m, g.n, ct, mode);
+    // An fp8 C (GemmCall::c_scale) has rows of a multiple of 16 bytes (validate::fp8_gemm).
+    if (!is_fp8(ct)) s.c = stage_if_unaligned(g.m, g.n, ct, mode);
     return s;
 }
 

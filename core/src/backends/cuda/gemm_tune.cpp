@@ -73,9 +73,9 @@ TuneResult tune_gemm(const TuneProblem& p,
     // out; cuBLASLt reports that before launching anything.
     const GatedTimes times = time_gated(stream, n, GatedRuns{1, 3}, [&](int i) {
         const cublasLtMatmulHeuristicResult_t& cand = candidates[std::size_t(i)];
-        return cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta, c, p.c,
-                              c, p.c, &cand.algo, p.workspace, cand.workspaceSize,
-                              stream) == CUBLAS_STATUS_SUCCESS;
+        return cublasLtMatmul(p.handle, p.desc, p.alpha, p.a_ptr, p.a, p.b_ptr, p.b, p.beta,
+                              p.c_null ? nullptr : c, p.c, c, p.d ? p.d : p.c, &cand.algo,
+                              p.workspace, cand.workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
     });
     if (!times.timed) {
         result.skipped = times.why_not;

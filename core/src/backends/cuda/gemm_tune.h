@@ -17,7 +17,9 @@ struct TuneProblem {
     cublasLtHandle_t handle = nullptr;
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    const void* a_ptr = nullptr; // read-only, so the real operands are used
+    cublasLtMatrixLayout_t d = nullptr; // D's layout when it is not C's (an fp8 output), or null
+    bool c_null = false;                // no C passed (an fp8 output: beta 0, C never read)
+    const void* a_ptr = nullptr;        // read-only, so the real operands are used
     const void* b_ptr = nullptr;
     const float* alpha = nullptr;
     const float* beta = nullptr; // the real beta: beta != 0 reads C, which changes the kernel
