@@ -363,10 +363,14 @@ void TestNumerics::cpuAgreesWithItselfInCheck()
     for (const CheckResult& r : results)
         QVERIFY2(r.passed, qPrintable(QString::fromStdString(r.name + ": " + r.detail)));
     // The whole-run check of the sampled step's recording (on the CPU both runs go op by
-    // op): a sample every 3 steps, losses as without sampling.
+    // op): a sample every 3 steps, losses as without sampling; under mixed_fp16, and under
+    // mixed_fp8 with layer 1's GEMM writing layer 2's E4M3 input (the sampled steps also
+    // write its 16-bit output).
     const std::vector<CheckResult> runs = run_step_graph_checks(*a, 1, "numerics");
-    QCOMPARE(runs.size(), std::size_t(1));
-    QVERIFY2(runs.front().passed, runs.front().detail.c_str());
+    QCOMPARE(runs.size(), std::size_t(2));
+    for (const CheckResult& r : runs)
+        QVERIFY2(r.passed && r.detail.find("skipped") == std::string::npos,
+                 qPrintable(QString::fromStdString(r.name + ": " + r.detail)));
 }
 
 void TestNumerics::jsonRoundTrip()

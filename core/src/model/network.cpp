@@ -64,6 +64,27 @@ bool can_absorb_relu(const Node& prev, const Buffer* value)
     return prev.takes_relu() && prev.act == Activation::None && prev.out == value;
 }
 
+// MIXLAB_FP8_QUANTIZE_PASS=1: an fp8 layer's input is quantized by its own x pass from
+// the 16-bit output before it, never written in E4M3 by that layer's GEMM (Fp8Output):
+// A/B timing, and the test that both ways train alike.
+bool fp8_output_enabled()
+{
+    const char* v = std::getenv("MIXLAB_FP8_QUANTIZE_PASS");
+    return !v || !*v || std::strcmp(v, "0") == 0;
+}
+
+// Nodes that run a pass reading `value` as their input, at any depth (a block and the
+// first node of its body both read the block's input: the shortcut is the block's).
+int readers_of(const NodeList& nodes, const Buffer* value)
+{
+    int n = 0;
+    for (const auto& node : nodes) {
+        if (node->in == value && !node->passthrough && !node->absorbed) ++n;
+        for (const NodeList* branch : node->branches()) n += readers_of(*branch, value);
+    }
+    return n;
+}
+
 } // namespace
 
 // What the nodes ask of the network while they are built: buffers, parameter slots, the
@@ -160,6 +181,29 @@ public:
                 m->bits =
                     own(std::size_t(m->rows) * std::size_t(relu_mask_words(cols)), DType::I32);
             return m.get();
+        }
+        return nullptr;
+    }
+
+    Fp8Output* offer_fp8_output(const Node* owner, int cols) override
+    {
+        auto o = std::make_unique<Fp8Output>();
+        o->owner = owner;
+        o->cols = cols;
+        m_net.m_fp8_outputs.push_back(std::move(o));
+        return m_net.m_fp8_outputs.back().get();
+    }
+
+    Fp8Output* take_fp8_output(const Buffer* value, int cols, Buffer* x8,
+                               std::size_t block) override
+    {
+        if (!fp8_output_enabled()) return nullptr;
+        for (auto& o : m_net.m_fp8_outputs) {
+            if (o->owner->out != value || o->cols != cols || o->taken) continue;
+            o->x8 = x8;
+            o->block = block;
+            o->taken = true;
+            return o.get();
         }
         return nullptr;
     }
@@ -335,6 +379,13 @@ Network::Network(const Graph& graph, Policy policy, const OptimizerConfig& opt, 
     refresh_fp8_weights();
     m_fp8_batch_node = find_fp8_batch_node();
     if (m_fp8_batch_node) m_fp8_batch_node->input_gathered_fp8 = true;
+    withdraw_shared_fp8_outputs();
+}
+
+void Network::withdraw_shared_fp8_outputs()
+{
+    for (auto& o : m_fp8_outputs)
+        if (o->taken && readers_of(m_nodes, o->owner->out) != 1) o->taken = false;
 }
 
 Network::~Network() = default;
@@ -396,10 +447,12 @@ void Network::reset_state() { reset_nodes(m_nodes, m_backend); }
 const Buffer& Network::logits() const { return *m_logits; }
 Buffer& Network::dlogits() { return *m_dlogits; }
 
-void Network::forward(int samples, bool training, std::uint64_t step, bool input_quantized)
+void Network::forward(int samples, bool training, std::uint64_t step, bool input_quantized,
+                      bool outputs_read)
 {
     const int batch = rows(samples); // what the nodes see: one row per sample or per token
-    const PassContext c{m_backend, m_seed, m_step_counter, input_quantized ? m_input : nullptr};
+    const PassContext c{m_backend, m_seed, m_step_counter, input_quantized ? m_input : nullptr,
+                        outputs_read};
     if (!m_marks) {
         forward_nodes(m_nodes, c, batch, training, step);
         return;

@@ -61,7 +61,9 @@ public:
     void set_step_counter(const StepCounter& counter) { m_step_counter = counter; }
     // input_quantized: the input arrived as fp8_batch() describes (gather_batch_fp8), so
     // the layer that reads it does not quantize it again.
-    void forward(int batch, bool training, std::uint64_t step, bool input_quantized = false);
+    // outputs_read: the numerics sampler reads the layers' outputs after it (PassContext).
+    void forward(int batch, bool training, std::uint64_t step, bool input_quantized = false,
+                 bool outputs_read = false);
     // mixed_fp8: where the gather may write the batch quantized, when the first computing
     // node is an fp8 dense layer reading the input as it is (the flatten before it a view);
     // none otherwise. The 16-bit input is then not written: nothing else reads it.
@@ -159,6 +161,8 @@ private:
     // The node fp8_batch() describes the operands of, or null: found once, by the
     // constructor, into m_fp8_batch_node.
     Node* find_fp8_batch_node() const;
+    // Withdraws each taken Fp8Output whose 16-bit output something else reads too.
+    void withdraw_shared_fp8_outputs();
     class Builder;
     void init_parameters();
     std::vector<float> read_slots(Buffer* ParamSlot::*which);
@@ -186,6 +190,8 @@ private:
     std::vector<std::string> m_fp8_names;
     // mixed_fp8's relu gates as bits, one per fp8 relu layer that asked (NodeBuilder).
     std::vector<std::unique_ptr<ReluMask>> m_relu_masks;
+    // mixed_fp8's outputs written in E4M3 by the GEMM, one per fp8 layer that offered.
+    std::vector<std::unique_ptr<Fp8Output>> m_fp8_outputs;
     std::vector<DType> m_fp8_formats;
     Node* m_fp8_batch_node = nullptr; // the first layer the gather quantizes for, or null
 };

@@ -32,6 +32,24 @@ struct ReluMask {
     Buffer* bits = nullptr;
 };
 
+// mixed_fp8: an fp8 dense layer's forward GEMM writing its output straight into the
+// E4M3 input of the fp8 dense layer that reads it (GemmCall::c_scale, with that input's
+// scale and amax), where that layer's x pass would read a 16-bit output back only to
+// quantize it. Offered by a layer whose GEMM epilogue runs its whole activation
+// (NodeBuilder::offer_fp8_output), taken by the reader (take_fp8_output); the network
+// withdraws a taken offer when anything else reads the output (a residual's shortcut),
+// before the first pass. While it stands the owner's 16-bit output is written only for a
+// pass whose outputs the numerics sampler reads (PassContext::outputs_read).
+struct Fp8Output {
+    const Node* owner = nullptr;
+    int cols = 0; // the owner's units
+    // The taker's, set when it takes the offer: its E4M3 input (rows x fp8_padded(cols),
+    // as its x pass would write it) and that input's meta block.
+    Buffer* x8 = nullptr;
+    std::size_t block = 0;
+    bool taken = false;
+};
+
 // What a node's passes use besides its own buffers.
 struct PassContext {
     Backend& backend;
@@ -40,6 +58,10 @@ struct PassContext {
     // The network's input when the gather wrote it quantized instead (Fp8Batch): the fp8
     // layer reading it skips its x pass.
     const Buffer* quantized_input = nullptr;
+    // The numerics sampler reads every layer's output after this pass (a sampled step):
+    // an output the next layer gets in E4M3 (Fp8Output) is then also written in 16 bits,
+    // by a GEMM of its own that nothing else reads, so sampling changes no number.
+    bool outputs_read = false;
 };
 
 class Node {

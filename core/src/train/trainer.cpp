@@ -284,7 +284,7 @@ void TrainingRun::Impl::enqueue_step(const RunConfig& config, OutputHead head, i
         backend.gather_batch(data.train_images, data.train_labels, order, 0, batch, image,
                              data.norm, aug, counter, net->input(), net->labels());
     mark(int(StepPhase::Input) + 1);
-    net->forward(batch, true, std::uint64_t(launched), quantized.has_value());
+    net->forward(batch, true, std::uint64_t(launched), quantized.has_value(), sampling);
     if (sampling) numerics->enqueue_forward();
     mark(int(StepPhase::Forward) + 1);
     const bool scaled = scaling.mode != LossScaleMode::None;

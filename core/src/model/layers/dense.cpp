@@ -8,6 +8,11 @@
 // every copy's k zero-padded to a multiple of 16 (fp8_padded) so any width qualifies.
 // W's E4M3 copy is written by the optimizer as it updates W (ParamSlot::fp8), so no step
 // spends a pass quantizing it; dX's transposed copy is one byte-for-byte transpose.
+// When the next layer is an fp8 dense layer reading this one's output alone, this layer's
+// GEMM writes that layer's E4M3 input itself (node.h's Fp8Output): its units then run
+// padded to a multiple of 16 (cuBLASLt's rule for an fp8 output) with zero weights and a
+// zero-padded bias, and no 16-bit output is written or read back (but for the numerics
+// sampler: PassContext::outputs_read).
 #include "mixlab/error.h"
 #include "model/fp8_eligibility.h"
 #include "model/layers/layer_rules.h"
@@ -33,12 +38,18 @@ struct Fp8Operands {
     Buffer *x8 = nullptr, *x8_t = nullptr;   // batch x in_p, in x batch_p (E4M3)
     Buffer *w8 = nullptr, *w8_t = nullptr;   // out x in_p, in x out_p (E4M3)
     Buffer *dy8 = nullptr, *dy8_t = nullptr; // batch x out_p, out x batch_p (E5M2)
-    // w8_t and dy8 are null in a layer without dX (allocate_fp8).
+    // w8_t and dy8 are null in a layer without dX (allocate_fp8). w8 holds
+    // fp8_padded(out) rows when the layer offers its output in E4M3 (the rest zero).
     // Relu's gate as bits: `gate` over this layer's relu output, read by its backward when
     // the next fp8 layer claimed it to write (gate->bits); `in_gate_bits`, the layer
     // before's, written by this layer's x pass (its input is that layer's relu output).
     ReluMask* gate = nullptr;
     Buffer* in_gate_bits = nullptr;
+    // This layer's output written in E4M3 by its GEMM for the next fp8 layer (`out`, when
+    // its epilogue runs the whole activation), and this layer's input so written by the
+    // layer before (`in`); each in effect while taken (Fp8Output).
+    Fp8Output* out = nullptr;
+    const Fp8Output* in = nullptr;
 };
 
 class DenseNode final : public Node {
@@ -48,6 +59,16 @@ public:
         const LayerSpec& spec = layer->spec;
         act = layer->folded_into_loss ? Activation::None : spec.activation;
         m_fused_relu = act == Activation::Relu && spec.use_bias;
+        if (b.fp8()) m_fp8_why = fp8_ineligibility(spec, dtype, in_features, out_features);
+        // An fp8 layer whose epilogue runs its activation may write the next fp8 layer's
+        // input in E4M3, which cuBLASLt allows with the units a multiple of 16: the bias is
+        // stored padded to that (zeros, which no gradient reaches) for the GEMM to read.
+        m_fp8_offer = b.fp8() && m_fp8_why.empty() && !spec.tie_weights &&
+                      (act == Activation::None || m_fused_relu);
+        const int units_p = m_fp8_offer ? fp8_padded(out_features) : out_features;
+        PaddedLayout bias_layout;
+        if (spec.use_bias && units_p != out_features)
+            bias_layout = {{1, 1, 1, out_features, units_p}};
         if (spec.tie_weights) {
             tie(b);
             if (spec.use_bias) m_w = allocate_bias(b, dtype, std::size_t(out_features));
@@ -57,11 +78,14 @@ public:
             PaddedLayout layout;
             if (in != in_features) layout = {{1, out_features, out_features, in, in_features}};
             m_w = allocate_weights(b, dtype, std::size_t(out_features) * in_features,
-                                   spec.use_bias ? out_features : 0, false, std::move(layout));
+                                   spec.use_bias ? units_p : 0, false, std::move(layout),
+                                   std::move(bias_layout));
+            // The optimizer reads the whole bias gradient; its padding is never written.
+            if (m_w.b_grad && units_p != out_features) b.backend().fill(*m_w.b_grad, 0.0f);
         }
         if (act != Activation::None && !m_fused_relu)
             m_pre = b.own(std::size_t(b.max_batch()) * out_features, dtype);
-        if (const Fp8Config* fp8 = b.fp8()) allocate_fp8(b, *fp8);
+        if (const Fp8Config* fp8 = b.fp8(); fp8 && m_fp8_why.empty()) allocate_fp8(b, *fp8);
     }
 
     void init_parameters(Backend& backend, std::uint64_t seed) override
@@ -150,7 +174,14 @@ public:
                         (m_fp8->gate && m_fp8->gate->bits
                              ? "; relu's backward reads its gate as bits, written by the next "
                                "layer's fp8 pass"
-                             : "");
+                             : "") +
+                        (writes_fp8_output()
+                             ? "; the GEMM writes the next layer's input in E4M3 (units run "
+                               "padded to " +
+                                   std::to_string(fp8_padded(out_features)) +
+                                   "), its 16-bit output only on numerics-sampled steps"
+                             : "") +
+                        (reads_fp8_input() ? "; x written in E4M3 by the layer before's GEMM" : "");
         else if (!m_fp8_why.empty())
             k.detail += "; fp8: " + m_fp8_why;
         out.push_back(std::move(k));
@@ -178,10 +209,11 @@ public:
 private:
     const Buffer& w_read() const { return m_table ? m_table->weights.w_read() : m_w.w_read(); }
 
+    bool writes_fp8_output() const { return m_fp8 && m_fp8->out && m_fp8->out->taken; }
+    bool reads_fp8_input() const { return m_fp8 && m_fp8->in && m_fp8->in->taken; }
+
     void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
     {
-        m_fp8_why = fp8_ineligibility(layer->spec, dtype, in_features, out_features);
-        if (!m_fp8_why.empty()) return;
         m_fp8_emulated = b.backend().info().backend == BackendKind::Cpu;
         auto f = std::make_unique<Fp8Operands>();
         f->meta = &b.fp8_meta();
@@ -195,7 +227,10 @@ private:
         const std::size_t in = std::size_t(in_features), outf = std::size_t(out_features);
         f->x8 = b.own(rows * padded(in_features), DType::F8E4M3);
         f->x8_t = b.own(in * padded(b.max_batch()), DType::F8E4M3);
-        f->w8 = b.own(outf * padded(in_features), DType::F8E4M3);
+        // Padded rows for an offered output: zero, as the optimizer writes the layer's own.
+        const std::size_t w8_rows = m_fp8_offer ? padded(out_features) : outf;
+        f->w8 = b.own(w8_rows * padded(in_features), DType::F8E4M3);
+        if (w8_rows != outf) b.backend().fill(*f->w8, 0.0f);
         // w8_t and dy8 are dX's operands: a layer nothing before needs a gradient from (a
         // network's first) has neither, and its passes write neither (W1's first layer:
         // the W pass then takes the flat kernel, dZ's pass writes a quarter less).
@@ -209,6 +244,8 @@ private:
         if (act == Activation::Relu)
             f->gate = b.request_relu_mask(this, b.max_batch(), out_features);
         if (ReluMask* m = b.claim_relu_mask(Node::in, in_features)) f->in_gate_bits = m->bits;
+        if (m_fp8_offer) f->out = b.offer_fp8_output(this, out_features);
+        f->in = b.take_fp8_output(Node::in, in_features, f->x8, f->x_block);
         // w8 is the optimizer's to write (ParamSlot::fp8): each update quantizes the new W.
         Fp8Weights q;
         q.w8 = f->w8;
@@ -249,19 +286,45 @@ private:
     void forward_fp8(const PassContext& c, int batch, bool training)
     {
         Fp8Operands& f = *m_fp8;
-        // (The gather wrote x8 and x8_t, and the amax, when this layer reads the input.)
-        if (c.quantized_input != in)
+        // x8 is there already when the gather wrote it (with x8_t and the amax) or the
+        // layer before's GEMM did (its amax too); that layer's relu gate and x8_t are then
+        // one transpose of the bytes the GEMM wrote.
+        if (reads_fp8_input()) {
+            if (training)
+                c.backend.fp8_transpose(*f.x8, batch, in_features, *f.x8_t, f.in_gate_bits);
+        } else if (c.quantized_input != in) {
             c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
                                    f.x8, training ? f.x8_t : nullptr, nullptr, nullptr, nullptr,
                                    training ? f.in_gate_bits : nullptr);
+        }
         if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
-        GemmCall g = fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block,
-                              m_pre ? m_pre : out);
+        const bool to_fp8 = writes_fp8_output();
+        Buffer* y = to_fp8 ? f.out->x8 : out;
+        if (m_pre) y = m_pre; // (never with to_fp8: the epilogue runs the activation)
+        GemmCall g = fp8_gemm(batch, to_fp8 ? fp8_padded(out_features) : out_features, in_features,
+                              f.x8, f.x_block, f.w8, f.w_block, y);
         g.bias = m_w.b_read();
         g.epilogue = !g.bias ? Epilogue::None : m_fused_relu ? Epilogue::BiasRelu : Epilogue::Bias;
         g.fp8_fast_accum = f.fast_forward; // k = in_features: a short sum (Fp8Config)
+        if (to_fp8) {
+            // The next layer's scale, and its current amax slot in training (the one
+            // writer of it this step); evaluation moves no history.
+            const std::size_t at = f.out->block * fp8_block_floats(f.history);
+            g.c_scale = at + k_fp8_scale;
+            g.c_amax = at + k_fp8_history;
+            g.c_amax_on = training;
+        }
         c.backend.gemm(g);
         if (m_pre) c.backend.bias_activation(act, *m_pre, nullptr, out_features, *out);
+        if (to_fp8 && c.outputs_read) {
+            // The 16-bit output the numerics sampler reads (PassContext::outputs_read).
+            GemmCall o =
+                fp8_gemm(batch, out_features, in_features, f.x8, f.x_block, f.w8, f.w_block, out);
+            o.bias = g.bias;
+            o.epilogue = g.epilogue;
+            o.fp8_fast_accum = g.fp8_fast_accum;
+            c.backend.gemm(o);
+        }
     }
 
     // dZ quantized to E5M2 with its transpose, and dB its column sums in the same pass
@@ -316,6 +379,7 @@ private:
     std::unique_ptr<Fp8Operands> m_fp8; // mixed_fp8, when the layer is eligible
     std::string m_fp8_why;              // mixed_fp8: why it is not, for kernels()
     bool m_fp8_emulated = false;        // on the CPU backend
+    bool m_fp8_offer = false;           // fp8, its activation in the epilogue (Fp8Output)
 };
 
 class DenseUnit final : public LayerUnit {

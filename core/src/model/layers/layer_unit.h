@@ -108,6 +108,13 @@ public:
     // The request over `value` (a requesting node's output) read as rows of `cols`, its
     // bits allocated for the caller to write; null when there is none.
     virtual ReluMask* claim_relu_mask(const Buffer* value, int cols) = 0;
+    // mixed_fp8: an fp8 dense layer offers to write its output (`cols` units) as the next
+    // fp8 layer's E4M3 input (node.h's Fp8Output); that layer takes the offer over its
+    // input `value` read as rows of `cols`, giving its x8 and meta block. Null when there
+    // is none.
+    virtual Fp8Output* offer_fp8_output(const Node* owner, int cols) = 0;
+    virtual Fp8Output* take_fp8_output(const Buffer* value, int cols, Buffer* x8,
+                                       std::size_t block) = 0;
 
     // The usual way into the flow (LayerUnit::build's default), for a layer that reads
     // the flow's value and writes an output of its own: a cast first when the layer

@@ -18,19 +18,22 @@ DType grad_dtype(DType master) { return master == DType::I16 ? DType::F32 : mast
 
 } // namespace
 
-Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b)
+Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b, PaddedLayout layout)
 {
+    if (!layout.empty() && stored_count(layout) != n_b)
+        throw Error("allocate_bias: a padded layout of " + std::to_string(stored_count(layout)) +
+                    " values for " + std::to_string(n_b) + " biases");
     const DType master = b.master_dtype(dtype);
     Weights w;
     w.b_master = b.own(n_b, master);
     w.b_grad = b.own(n_b, grad_dtype(master));
     if (master != dtype) w.b_low = b.own(n_b, dtype);
-    b.add_param(w.b_master, w.b_grad, w.b_low);
+    b.add_param(w.b_master, w.b_grad, w.b_low, std::move(layout));
     return w;
 }
 
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
-                         bool grad_low, PaddedLayout layout)
+                         bool grad_low, PaddedLayout layout, PaddedLayout bias_layout)
 {
     if (!layout.empty() && stored_count(layout) != n_w)
         throw Error("allocate_weights: a padded layout of " + std::to_string(stored_count(layout)) +
@@ -45,7 +48,7 @@ Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size
     b.add_param(w.w_master, w.w_grad, w.w_low, layout);
     w.layout = std::move(layout);
     if (n_b) {
-        const Weights bias = allocate_bias(b, dtype, n_b);
+        const Weights bias = allocate_bias(b, dtype, n_b, std::move(bias_layout));
         w.b_master = bias.b_master;
         w.b_grad = bias.b_grad;
         w.b_low = bias.b_low;

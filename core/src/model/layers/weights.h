@@ -31,12 +31,13 @@ struct Weights {
 
 // `n_w` weights and `n_b` biases (0: none) for a layer computing in `dtype`.
 // `grad_low`: the backend computes dW in the layer's dtype (cuDNN's convolutions).
-// `layout`: the weights are stored zero-padded so (n_w is its stored count).
+// `layout`: the weights are stored zero-padded so (n_w is its stored count); `bias_layout`
+// the same for the bias (n_b its stored count).
 Weights allocate_weights(NodeBuilder& b, DType dtype, std::size_t n_w, std::size_t n_b,
-                         bool grad_low, PaddedLayout layout = {});
+                         bool grad_low, PaddedLayout layout = {}, PaddedLayout bias_layout = {});
 
 // A bias alone (a decoder whose weights are the embedding's table): b_* set, w_* null.
-Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b);
+Weights allocate_bias(NodeBuilder& b, DType dtype, std::size_t n_b, PaddedLayout layout = {});
 
 // Glorot-uniform weights over the fans given, zero biases; `layer_id` picks the stream
 // of the counter-based generator. Weights it does not own (w_master null) are left alone.
