@@ -373,7 +373,8 @@ private slots:
     }
 
     // mixed_fp8's weights are quantized by the optimizer as it updates them: w8 is what
-    // fp8_quantize writes from the new low copy with W's scale, the amax folded into W's
+    // fp8_quantize writes from the values the low copy would hold (the new master rounded
+    // to bf16; the copy itself is not stored) with W's scale, the amax folded into W's
     // current slot; a skipped step (overflow under loss scaling) rewrites w8 from the
     // unchanged weights, with the scale as it now is.
     void optimizerQuantizesWeights()
@@ -409,13 +410,22 @@ private slots:
         ScalerParams none;
         be->optimizer_step(*table, opt, none, scaler, record, 0);
 
-        // What the quantize op writes from the copy the update left, into a second block
-        // holding the same scale.
+        // What the quantize op writes from the copy's values (the master rounded: the copy
+        // of fp8 weights is not stored), into a second block holding the same scale.
+        const std::vector<float> low_before = download(*be, low);
+        auto copy_values = [&] {
+            std::vector<float> v = download(*be, master);
+            round_span(DType::BF16, v.data(), v.size());
+            return v;
+        };
         auto expected = [&](float block_scale, std::vector<float>& amax_out) {
             Buffer m2 = fresh_meta(*be, 1, h);
             be->upload_f32(m2, &block_scale, 1, k_fp8_scale);
             Buffer want = be->alloc(w8.count(), DType::F8E4M3);
-            be->fp8_quantize(low, rows, cols, m2, 0, h, true, &want, nullptr, nullptr, nullptr);
+            Buffer values = be->alloc(master.count(), DType::BF16);
+            const std::vector<float> v = copy_values();
+            be->upload_f32(values, v.data(), v.size());
+            be->fp8_quantize(values, rows, cols, m2, 0, h, true, &want, nullptr, nullptr, nullptr);
             amax_out = {download(*be, m2)[k_fp8_history]};
             return download(*be, want);
         };
@@ -423,7 +433,8 @@ private slots:
         std::vector<float> want = expected(scale, amax);
         std::vector<float> got = download(*be, w8);
         for (std::size_t i = 0; i < got.size(); ++i) QVERIFY2(same(got[i], want[i]), "w8");
-        const std::vector<float> lw = download(*be, low);
+        QCOMPARE(download(*be, low), low_before); // not stored
+        const std::vector<float> lw = copy_values();
         QVERIFY(lw[7] < -20.0f);         // the big gradient moved it past E4M3's 448 / 32
         QCOMPARE(got[7], -448.0f);       // saturated
         QCOMPARE(got[0 * 16 + 8], 0.0f); // padding left as it was
@@ -443,7 +454,7 @@ private slots:
         dynamic.mode = LossScaleMode::Dynamic;
         be->optimizer_step(*table, opt, dynamic, scaler, record, 0);
         QCOMPARE(download(*be, record)[k_rec_overflow], 1.0f);
-        QCOMPARE(download(*be, low), lw); // not updated
+        QCOMPARE(copy_values(), lw); // not updated
         want = expected(new_scale, amax);
         got = download(*be, w8);
         for (std::size_t i = 0; i < got.size(); ++i) QVERIFY2(same(got[i], want[i]), "w8 skip");

@@ -351,7 +351,10 @@ enum RecordField : int {
 // optimizer step from the copy's new values, so that no training step spends a pass of
 // its own quantizing W (optimizer_step). w8 is what fp8_quantize(low, rows, cols, meta,
 // block, history_len, record_amax, w8, ...) writes: the padding past col cols is zero
-// and the optimizer never writes it.
+// and the optimizer never writes it. The GEMMs read w8 alone, so the update does not
+// store a plain (not split) low copy of such weights: it quantizes the master rounded to
+// the copy's dtype, the value the copy would hold, and `low` keeps what the host last
+// wrote (the network's refresh quantizes from it right after writing it).
 struct Fp8Weights {
     Buffer* w8 = nullptr;   // rows x fp8_padded(cols), F8E4M3; null: not an fp8 weight
     Buffer* meta = nullptr; // the network's fp8 meta buffer
@@ -664,12 +667,13 @@ public:
     // same pass and every gradient scaled by min(1, clip_norm / (norm + 1e-6)) before the
     // update (PyTorch's unscale_, clip_grad_norm_, step). Then the scaler update, and the
     // record's scale/overflow/next-scale/grad-norm fields.
-    // A slot with fp8.w8 also gets w8 rewritten from its low copy's new values with the
-    // block's scale, and their largest finite |value| folded (max) into the block's
-    // current amax slot, as fp8_quantize with record_amax would: the W the next step's
-    // GEMMs read, quantized with the scale that step uses (mixed_fp8 updates the scales,
-    // fp8_update_scales, before this). A skipped step (an overflow under loss scaling)
-    // still rewrites w8 from the unchanged copy: the scale may have moved.
+    // A slot with fp8.w8 also gets w8 rewritten from its low copy's new values (a plain
+    // copy's not stored: Fp8Weights) with the block's scale, and their largest finite
+    // |value| folded (max) into the block's current amax slot, as fp8_quantize with
+    // record_amax would: the W the next step's GEMMs read, quantized with the scale that
+    // step uses (mixed_fp8 updates the scales, fp8_update_scales, before this). A skipped
+    // step (an overflow under loss scaling) still rewrites w8 from the unchanged weights:
+    // the scale may have moved.
     virtual void optimizer_step(ParamTable& table, const OptimizerConfig& opt,
                                 const ScalerParams& scaling, Buffer& scaler, Buffer& record,
                                 std::size_t record_offset) = 0;

@@ -714,9 +714,11 @@ void Fp8Checker::gather_checks()
 // scale moved between steps as the scale update moves it, and step 3 overflowing (the
 // update skipped, w8 rewritten from the unchanged weights with the moved scale). The
 // weights themselves are compared as backend_check.cpp's optimizer checks compare them;
-// each side's w8 must then be its own new low copy quantized (hd_math.h's bytes, so a
-// one-ulp difference between the two sides' updates cannot hide a wrong byte), its
-// padding zero, and W's amax slot the larger of what it held and that copy's max |w|.
+// each side's w8 must then be its own new master rounded to bf16 and quantized (hd_math.h's
+// bytes, so a one-ulp difference between the two sides' updates cannot hide a wrong byte),
+// its padding zero, and W's amax slot the larger of what it held and that copy's max |w|;
+// W's low copy is not stored (backend.h's Fp8Weights) and keeps what the check wrote,
+// where the bias's is updated.
 // Two weight tensors: 100 x 200 (a chunk boundary inside a row) and 64 x 784.
 void Fp8Checker::weights_checks()
 {
@@ -743,6 +745,7 @@ void Fp8Checker::weights_checks()
                 Twin master, grad, low, s1, s2, w8;
             };
             std::vector<Param> params;
+            std::vector<std::vector<float>> first_w; // each tensor's initial values
             for (const Tensor& t : shapes) {
                 Param p;
                 p.shape = t;
@@ -750,6 +753,7 @@ void Fp8Checker::weights_checks()
                 const std::vector<float> w = rng.values(n, DType::BF16, -0.5f, 0.5f);
                 p.master = make(w, DType::F32);
                 p.low = make(w, DType::BF16);
+                first_w.push_back(w);
                 p.grad = twin(n, DType::F32);
                 p.s1 = make(std::vector<float>(n, 0.0f), DType::F32);
                 if (type != OptimizerType::SGD)
@@ -806,7 +810,8 @@ void Fp8Checker::weights_checks()
                 });
                 compare_bits(v, "scaler", scaler);
                 const Tol wtol{1e-6, 1e-5};
-                for (Param& p : params) {
+                for (std::size_t pi = 0; pi < params.size(); ++pi) {
+                    Param& p = params[pi];
                     // (A char string first trips GCC 12's -Wrestrict false positive.)
                     const std::string i = std::string(1, '[') + std::to_string(p.shape.rows) + "x" +
                                           std::to_string(p.shape.cols) + "]";
@@ -818,7 +823,12 @@ void Fp8Checker::weights_checks()
                     const float scale = w_scales[step - 1];
                     for (bool ref : {true, false}) {
                         Backend& be = ref ? m_ref : m_cand;
-                        const std::vector<float> low = get(be, side(p.low, ref));
+                        const std::string who = ref ? "reference" : "candidate";
+                        if (get(be, side(p.low, ref)) != first_w[pi])
+                            v.fail(who + ": W" + i +
+                                   "'s low copy was written (an fp8 weight's is not stored)");
+                        std::vector<float> low = get(be, side(p.master, ref));
+                        round_span(DType::BF16, low.data(), low.size());
                         const std::vector<float> w8 = get(be, side(p.w8, ref));
                         const std::size_t ld = std::size_t(fp8_padded(p.shape.cols));
                         float amax = 0.0f;
@@ -834,7 +844,6 @@ void Fp8Checker::weights_checks()
                                                       : 0.0f;
                                 bad += hd::float_bits(w8[r * ld + c]) != hd::float_bits(want);
                             }
-                        const std::string who = ref ? "reference" : "candidate";
                         if (bad)
                             v.fail(who + ": w8" + i + " is not its low copy quantized with scale " +
                                    num(scale) + " (" + std::to_string(bad) + " bytes)");

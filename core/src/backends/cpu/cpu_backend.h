@@ -145,6 +145,7 @@ private:
     // allocate (the same rule the CUDA backend keeps).
     std::vector<float> m_tf32_a, m_tf32_b;
     std::vector<float> m_fp8_c; // an fp8 GEMM output's fp32 result before it is quantized
+    std::vector<float> m_fp8_w; // fp8 weights as their (unstored) copy holds them
     std::vector<float> m_row;   // one row of logits (cross_entropy may run in place)
     // One worker thread's (or filter-gradient lane's) convolution scratch: a chunk's
     // im2col matrix, its TF32-rounded dy, the GEMM's packing buffer and a partial filter

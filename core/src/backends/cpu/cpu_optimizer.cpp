@@ -78,7 +78,8 @@ public:
         : m_split(is_split_master(s)), m_wt(state_dtype(s)),
           m_lt(s.low ? s.low->dtype() : DType::F32), m_w(m_split ? nullptr : s.master->as<float>()),
           m_lo(m_split ? s.master->as<std::int16_t>() : nullptr),
-          m_low(s.low ? s.low->as<float>() : nullptr)
+          // A plain copy of fp8 weights is not stored (backend.h's Fp8Weights).
+          m_low(s.low && (m_split || !s.fp8.w8) ? s.low->as<float>() : nullptr)
     {}
     DType dtype() const { return m_wt; } // what the state and the master round to
     float get(std::size_t i) const
@@ -212,13 +213,24 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
         }
         sc[k_optimizer_steps] += 1.0f;
     }
-    // mixed_fp8's weights from the copy as it now stands, updated or (a skipped step) not:
-    // the quantize op itself, the reference the CUDA update's fused rewrite is checked by.
+    // mixed_fp8's weights from the copy's values as they now stand, updated or (a skipped
+    // step) not: the quantize op itself, the reference the CUDA update's fused rewrite is
+    // checked by. A plain copy is not stored: its values are the master rounded.
     for (const ParamSlot& s : t->slots()) {
         const Fp8Weights& f = s.fp8;
-        if (f.w8)
+        if (!f.w8) continue;
+        if (is_split_master(s)) {
             fp8_quantize(*s.low, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8,
                          nullptr, nullptr, nullptr, nullptr, nullptr);
+            continue;
+        }
+        const std::size_t n = s.master->count();
+        if (m_fp8_w.size() < n) m_fp8_w.resize(n);
+        const float* w = s.master->as<float>();
+        for (std::size_t i = 0; i < n; ++i) m_fp8_w[i] = stored(s.low->dtype(), w[i]);
+        const Buffer copy(nullptr, m_fp8_w.data(), n, s.low->dtype()); // not owned
+        fp8_quantize(copy, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8, nullptr,
+                     nullptr, nullptr, nullptr, nullptr);
     }
 
     float next = scale;

@@ -263,9 +263,10 @@ __global__ void grad_norm_kernel(const double* partials, int n_partials, float c
 }
 
 // With mixed_fp8's copies (OptTensor::w8) the update also writes each updated weight's
-// E4M3 byte, from the value the low copy now holds, and folds the chunk's amax into W's
+// E4M3 byte, from the value the low copy would hold, and folds the chunk's amax into W's
 // meta block: the pass a step would otherwise spend quantizing W (fp8_quantize's bytes,
-// checked against the CPU's by mixlab-cli check).
+// checked against the CPU's by mixlab-cli check). A plain copy of such weights is not
+// stored (backend.h's Fp8Weights: only w8 is read), 2 of the 23 bytes a weight moves.
 template <class TM, class TG, class TL>
 __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk* chunks,
                                         int n_chunks, OptArgs a, const float* scaler)
@@ -307,15 +308,30 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
         const float w8_scale = fp8 ? t.fp8_block[k_fp8_scale] : 0.0f;
         float amax = 0.0f;
         if (skip) {
+            // The unchanged weights as the copy holds them: a split master's high halves,
+            // else the master rounded (a plain copy of fp8 weights is not kept).
             const LowT* low = static_cast<const LowT*>(t.low) + ch.start;
+            [[maybe_unused]] const TM* master = static_cast<const TM*>(t.master) + ch.start;
             const int full = ch.len & ~3;
             for (int i = threadIdx.x * 4; i < full; i += blockDim.x * 4) {
                 float v[4];
-                load4(low + i, v);
+                if constexpr (copy) {
+                    load4(master + i, v);
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) v[k] = low_value<TL>(v[k]);
+                } else {
+                    load4(low + i, v);
+                }
                 write_w8_4(t, ch.start + i, v, w8_scale, amax);
             }
-            for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x)
-                write_w8_1(t, ch.start + i, to_f32(low[i]), w8_scale, amax);
+            for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
+                float v;
+                if constexpr (copy)
+                    v = low_value<TL>(to_f32(master[i]));
+                else
+                    v = to_f32(low[i]);
+                write_w8_1(t, ch.start + i, v, w8_scale, amax);
+            }
             fold_block_amax(amax, t.fp8_block + k_fp8_history, amax_scratch);
             continue;
         }
@@ -343,7 +359,8 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
                 store4(w + i, wv);
             if (m1) store4(m1 + i, s1);
             if (m2) store4(m2 + i, s2);
-            if constexpr (copy) store4(static_cast<TL*>(t.low) + ch.start + i, wv);
+            if constexpr (copy)
+                if (!fp8) store4(static_cast<TL*>(t.low) + ch.start + i, wv);
             if constexpr (copy || split) {
                 if (fp8) {
                     float q[4];
@@ -368,7 +385,8 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
                 w[i] = from_f32<TM>(wv);
             if (m1) m1[i] = from_f32<TM>(s1);
             if (m2) m2[i] = from_f32<TM>(s2);
-            if constexpr (copy) static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
+            if constexpr (copy)
+                if (!fp8) static_cast<TL*>(t.low)[ch.start + i] = from_f32<TL>(wv);
             if constexpr (copy || split)
                 if (fp8) write_w8_1(t, ch.start + i, low_value<TL>(wv), w8_scale, amax);
         }
