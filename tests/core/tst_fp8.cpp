@@ -513,6 +513,10 @@ private slots:
             QString::fromStdString(lines[0]).contains("relu's backward reads its gate as bits"),
             lines[0].c_str());
         QVERIFY(!QString::fromStdString(lines[1]).contains("as bits"));
+        // Its 16 units need no padding for the GEMM's E4M3 output, and none is named.
+        QVERIFY2(QString::fromStdString(lines[0]).contains(
+                     "the GEMM writes the next layer's input in E4M3, its 16-bit output"),
+                 lines[0].c_str());
         // A relu whose output no fp8 layer quantizes (the second one here feeds the bf16
         // head) keeps reading its 16-bit output, and its unclaimed mask holds no memory:
         // the network is as large as one without that relu.

@@ -163,25 +163,27 @@ public:
         k.detail = s.str() + detail_tail(*layer, math, m_table ? m_table->weights : m_w);
         if (m_table) k.detail += "; W tied to " + m_table->layer->path + " (embedding)'s table";
         if (m_fp8)
-            k.detail += "; fp8 GEMMs (E4M3 x and w, E5M2 dy; delayed scaling over " +
-                        std::to_string(m_fp8->history) + " steps" +
-                        // The CPU accumulates exactly whatever the setting.
-                        (m_fp8->fast_forward && !m_fp8_emulated
-                             ? "; the forward GEMM with fast accumulation"
-                             : "") +
-                        (m_fp8_emulated ? ", emulated on the CPU)" : ")") +
-                        (input_gathered_fp8 ? "; x quantized by the batch gather" : "") +
-                        (m_fp8->gate && m_fp8->gate->bits
-                             ? "; relu's backward reads its gate as bits, written by the next "
-                               "layer's fp8 pass"
-                             : "") +
-                        (writes_fp8_output()
-                             ? "; the GEMM writes the next layer's input in E4M3 (units run "
-                               "padded to " +
-                                   std::to_string(fp8_padded(out_features)) +
-                                   "), its 16-bit output only on numerics-sampled steps"
-                             : "") +
-                        (reads_fp8_input() ? "; x written in E4M3 by the layer before's GEMM" : "");
+            k.detail +=
+                "; fp8 GEMMs (E4M3 x and w, E5M2 dy; delayed scaling over " +
+                std::to_string(m_fp8->history) + " steps" +
+                // The CPU accumulates exactly whatever the setting.
+                (m_fp8->fast_forward && !m_fp8_emulated
+                     ? "; the forward GEMM with fast accumulation"
+                     : "") +
+                (m_fp8_emulated ? ", emulated on the CPU)" : ")") +
+                (input_gathered_fp8 ? "; x quantized by the batch gather" : "") +
+                (m_fp8->gate && m_fp8->gate->bits
+                     ? "; relu's backward reads its gate as bits, written by the next "
+                       "layer's fp8 pass"
+                     : "") +
+                (writes_fp8_output() ? "; the GEMM writes the next layer's input in E4M3" +
+                                           (fp8_padded(out_features) != out_features
+                                                ? " (units run padded to " +
+                                                      std::to_string(fp8_padded(out_features)) + ")"
+                                                : std::string()) +
+                                           ", its 16-bit output only on numerics-sampled steps"
+                                     : "") +
+                (reads_fp8_input() ? "; x written in E4M3 by the layer before's GEMM" : "");
         else if (!m_fp8_why.empty())
             k.detail += "; fp8: " + m_fp8_why;
         out.push_back(std::move(k));
