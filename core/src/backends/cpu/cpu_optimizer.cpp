@@ -226,8 +226,8 @@ void CpuBackend::optimizer_step(ParamTable& table, const OptimizerConfig& opt,
         }
         const std::size_t n = s.master->count();
         if (m_fp8_w.size() < n) m_fp8_w.resize(n);
-        const float* w = s.master->as<float>();
-        for (std::size_t i = 0; i < n; ++i) m_fp8_w[i] = stored(s.low->dtype(), w[i]);
+        std::copy_n(s.master->as<float>(), n, m_fp8_w.begin());
+        round_span(s.low->dtype(), m_fp8_w.data(), n);
         const Buffer copy(nullptr, m_fp8_w.data(), n, s.low->dtype()); // not owned
         fp8_quantize(copy, f.rows, f.cols, *f.meta, f.block, f.history_len, true, f.w8, nullptr,
                      nullptr, nullptr, nullptr, nullptr);

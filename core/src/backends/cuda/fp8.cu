@@ -220,6 +220,22 @@ struct GatherSource {
     }
 };
 
+// Relu's gate bits (backend.h's relu_mask): `bits` holds this thread's four (bit q: the
+// value at column c0 + 4 (tx & 15) + q > 0); the eight lanes tx & 7 of a 32-column group
+// share a row and a word, OR-ed by shuffles (every lane of the warp must call this) and
+// stored by the first of them.
+__device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigned bits, int tx,
+                                                int row, int rows, int c0, int mask_ld)
+{
+    bits <<= 4 * (tx & 7);
+    bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+    bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
+    const int word = (c0 >> 5) + (tx >> 3);
+    if ((tx & 7) == 0 && row < rows && word < mask_ld)
+        mask_out[std::size_t(row) * std::size_t(mask_ld) + std::size_t(word)] = bits;
+}
+
 // One k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
 // that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
 // t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
@@ -277,13 +293,7 @@ __global__ void __launch_bounds__(k_threads)
                 unsigned bits = 0;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
-                bits <<= 4 * (tx & 7);
-                bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-                bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
-                bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
-                const int word = (c0 >> 5) + (tx >> 3);
-                if ((tx & 7) == 0 && gr < rows && word < mask_ld)
-                    mask_out[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(word)] = bits;
+                store_gate_word(mask_out, bits, tx, gr, rows, c0, mask_ld);
             }
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
@@ -365,17 +375,12 @@ __global__ void __launch_bounds__(k_threads)
             unsigned bits = 0;
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F).
+                // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols,
+                // whatever y's padding holds (as the quantize pass reads it as 0).
                 const unsigned b = (w >> (8 * q)) & 0xFFu;
-                bits |= unsigned(b != 0u && b < 0x7Fu) << q;
+                bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
             }
-            bits <<= 4 * (tx & 7);
-            bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-            bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
-            bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
-            const int word = (c0 >> 5) + (tx >> 3);
-            if ((tx & 7) == 0 && r0 + r < rows && word < mask_ld)
-                mask_out[std::size_t(r0 + r) * std::size_t(mask_ld) + std::size_t(word)] = bits;
+            store_gate_word(mask_out, bits, tx, r0 + r, rows, c0, mask_ld);
         }
     }
     __syncthreads();

@@ -45,11 +45,11 @@ struct Fp8Operands {
     // before's, written by this layer's x pass (its input is that layer's relu output).
     ReluMask* gate = nullptr;
     Buffer* in_gate_bits = nullptr;
-    // This layer's output written in E4M3 by its GEMM for the next fp8 layer (`out`, when
-    // its epilogue runs the whole activation), and this layer's input so written by the
-    // layer before (`in`); each in effect while taken (Fp8Output).
-    Fp8Output* out = nullptr;
-    const Fp8Output* in = nullptr;
+    // This layer's output written in E4M3 by its GEMM for the next fp8 layer (its offer,
+    // when its epilogue runs the whole activation), and this layer's input so written by
+    // the layer before (the offer it took); each in effect while taken (Fp8Output).
+    Fp8Output* output_offer = nullptr;
+    const Fp8Output* input_offer = nullptr;
 };
 
 class DenseNode final : public Node {
@@ -211,8 +211,14 @@ public:
 private:
     const Buffer& w_read() const { return m_table ? m_table->weights.w_read() : m_w.w_read(); }
 
-    bool writes_fp8_output() const { return m_fp8 && m_fp8->out && m_fp8->out->taken; }
-    bool reads_fp8_input() const { return m_fp8 && m_fp8->in && m_fp8->in->taken; }
+    bool writes_fp8_output() const
+    {
+        return m_fp8 && m_fp8->output_offer && m_fp8->output_offer->taken;
+    }
+    bool reads_fp8_input() const
+    {
+        return m_fp8 && m_fp8->input_offer && m_fp8->input_offer->taken;
+    }
 
     void allocate_fp8(NodeBuilder& b, const Fp8Config& cfg)
     {
@@ -246,8 +252,8 @@ private:
         if (act == Activation::Relu)
             f->gate = b.request_relu_mask(this, b.max_batch(), out_features);
         if (ReluMask* m = b.claim_relu_mask(Node::in, in_features)) f->in_gate_bits = m->bits;
-        if (m_fp8_offer) f->out = b.offer_fp8_output(this, out_features);
-        f->in = b.take_fp8_output(Node::in, in_features, f->x8, f->x_block);
+        if (m_fp8_offer) f->output_offer = b.offer_fp8_output(this, out_features);
+        f->input_offer = b.take_fp8_output(Node::in, in_features, f->x8, f->x_block);
         // w8 is the optimizer's to write (ParamSlot::fp8): each update quantizes the new W.
         Fp8Weights q;
         q.w8 = f->w8;
@@ -301,7 +307,7 @@ private:
         }
         if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
         const bool to_fp8 = writes_fp8_output();
-        Buffer* y = to_fp8 ? f.out->x8 : out;
+        Buffer* y = to_fp8 ? f.output_offer->x8 : out;
         if (m_pre) y = m_pre; // (never with to_fp8: the epilogue runs the activation)
         GemmCall g = fp8_gemm(batch, to_fp8 ? fp8_padded(out_features) : out_features, in_features,
                               f.x8, f.x_block, f.w8, f.w_block, y);
@@ -311,7 +317,7 @@ private:
         if (to_fp8) {
             // The next layer's scale, and its current amax slot in training (the one
             // writer of it this step); evaluation moves no history.
-            const std::size_t at = f.out->block * fp8_block_floats(f.history);
+            const std::size_t at = f.output_offer->block * fp8_block_floats(f.history);
             g.c_scale = at + k_fp8_scale;
             g.c_amax = at + k_fp8_history;
             g.c_amax_on = training;
