@@ -23,7 +23,10 @@ namespace {
 std::string shape_text(const std::vector<int>& dims)
 {
     std::string s;
-    for (int d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+    for (int d : dims) {
+        if (!s.empty()) s += 'x';
+        s += std::to_string(d);
+    }
     return s;
 }
 
