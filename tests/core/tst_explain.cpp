@@ -234,10 +234,10 @@ private slots:
                      pays[0].suggestion.find("mask the extra 6") != std::string::npos,
                  pays[0].suggestion.c_str());
 
-        // Measured time outranks FLOPs: a profile where the 10-class output takes 19% of
-        // the layers' time (a misaligned weight gradient) makes padding worth it, and the
-        // sentence says both shares.
-        RunFacts timed = facts(Policy::MixedFP16, odd, 0.5);
+        // Measured time outranks FLOPs on a GPU: a profile where the 10-class output takes
+        // 19% of the layers' time (a misaligned weight gradient) makes padding worth it,
+        // and the sentence says both shares.
+        RunFacts timed = facts(Policy::MixedFP16, odd, 0.5, gpu_device(9, 0));
         StepProfile p;
         for (const GraphLayer& gl : g.layers) {
             LayerTime l;
@@ -255,6 +255,16 @@ private slots:
                  measured[1].sentence.c_str());
         QVERIFY2(measured[1].suggestion.find("16 logits") != std::string::npos,
                  measured[1].suggestion.c_str());
+        // The CPU backend's layer times are emulation's: the same profile there leaves the
+        // FLOP share to decide, and the sentence names no time.
+        timed.device = cpu_device();
+        const auto emulated = with_id(explain({timed}), "dims_multiple_of_8");
+        QCOMPARE(emulated.size(), std::size_t(2));
+        QCOMPARE(emulated[1].severity, Explanation::Severity::Info);
+        QVERIFY2(emulated[1].sentence.find("device time") == std::string::npos &&
+                     emulated[1].sentence.find("would not pay: the layer is under 5% of the "
+                                               "work") != std::string::npos,
+                 emulated[1].sentence.c_str());
 
         // fp32 alone does not use 16-bit tensor cores; multiples of 8 need nothing.
         QVERIFY(with_id(explain({facts(Policy::FP32, odd, 1.0)}), "dims_multiple_of_8").empty());
