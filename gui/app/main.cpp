@@ -221,6 +221,13 @@ int main(int argc, char *argv[])
                  parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
                 chosen.push_back(mixlab::parse_policy(name.trimmed().toStdString()));
             window.runPanel()->setComparePolicies(chosen);
+            // A policy the device cannot run is left unchecked: say which, and why.
+            for (mixlab::Policy p : chosen) {
+                const QString why = window.runPanel()->policyBlockReason(p);
+                if (!why.isEmpty())
+                    std::fprintf(stderr, "mixlab: --policies: %s left out: %s\n",
+                                 std::string(mixlab::policy_name(p)).c_str(), qPrintable(why));
+            }
         }
         mixlab::RunConfig config = window.runPanel()->config();
         if (parser.isSet(dataset)) config.dataset.name = parser.value(dataset).toStdString();
@@ -318,8 +325,12 @@ int main(int argc, char *argv[])
             else
                 window.startRun();
             if (!window.controller()->isRunning()) {
-                std::fprintf(stderr, "mixlab: the job did not start: %s\n",
-                             qPrintable(window.runPanel()->startBlockReason()));
+                const QString why = comparing ? window.runPanel()->compareBlockReason()
+                                              : window.runPanel()->startBlockReason();
+                std::fprintf(stderr, "mixlab: the job did not start: %s%s\n", qPrintable(why),
+                             comparing && !window.runPanel()->isStartBlocked()
+                                 ? " (--policies names them; --start trains one)"
+                                 : "");
                 if (screenshotting) QCoreApplication::exit(1);
             }
         });

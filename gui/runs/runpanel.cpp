@@ -553,6 +553,13 @@ void RunPanel::setComparePolicies(const std::vector<mixlab::Policy> &policies)
     emit configChanged();
 }
 
+QString RunPanel::compareBlockReason() const
+{
+    if (!m_blockReason.isEmpty()) return m_blockReason;
+    if (comparePolicies().size() >= 2) return {};
+    return tr("Check at least two policies to compare");
+}
+
 bool RunPanel::splitMastersChosen() const
 {
     return m_splitMasters->isChecked() && m_splitMasters->isEnabled();
@@ -689,7 +696,7 @@ void RunPanel::updateButtons()
     m_compareButton->setToolTip(
         withShortcut(enough ? tr("Train the checked policies in lockstep: same seed, "
                                  "weights and data order")
-                            : tr("Check at least two policies to compare"),
+                            : compareBlockReason(),
                      m_compareKey));
     m_stop->setEnabled(m_running);
     m_stop->setToolTip(withShortcut(tr("Stop after the step in flight"), m_stopKey));

@@ -76,6 +76,9 @@ public:
     QString policyNote(mixlab::Policy p) const;
     bool isStartBlocked() const { return !m_blockReason.isEmpty(); }
     QString startBlockReason() const { return m_blockReason; }
+    // Why Compare precisions cannot start: the start's block reason, or fewer than two
+    // checked policies that can run on the chosen device; empty when it can.
+    QString compareBlockReason() const;
 
     // The designer's model is (or stopped being) a language model. Becoming one shows the
     // language-model settings and applies the example's defaults to every field not edited

@@ -299,10 +299,12 @@ void TestRunPanel::setComparePoliciesSticks()
     // A device arriving later does not overwrite the user's choice with defaults.
     panel.setDeviceInfo(fakeGpu(8, 0));
     QCOMPARE(panel.comparePolicies(), (std::vector<P>{P::FP32, P::FP16}));
-    // One policy is not a comparison.
+    QVERIFY(panel.compareBlockReason().isEmpty());
+    // One policy is not a comparison, and the reason says so (the app's --compare prints it).
     panel.setComparePolicies({P::FP32});
     QVERIFY(!panel.findChild<QPushButton *>("compareButton")->isEnabled());
     QVERIFY(panel.findChild<QPushButton *>("startButton")->isEnabled());
+    QCOMPARE(panel.compareBlockReason(), QStringLiteral("Check at least two policies to compare"));
 }
 
 void TestRunPanel::startBlockedAndRunning()
