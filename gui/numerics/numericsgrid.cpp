@@ -47,15 +47,23 @@ NumericsColumn valueColumn(const mixlab::NumericsSample &sample, const mixlab::V
             c.exactShift = false;
         }
     }
+    std::optional<int> top; // the largest value's binade, as stored
     for (int b = mixlab::k_numerics_binade_min; b <= mixlab::k_numerics_binade_max; ++b)
-        if (const std::uint64_t n = h.at(b)) c.counts[b - c.shift] = n;
+        if (const std::uint64_t n = h.at(b)) {
+            c.counts[b - c.shift] = n;
+            top = b;
+        }
     c.total = h.total();
     c.zero = h.zero;
     c.nonFinite = h.pos_inf + h.neg_inf + h.nan;
-    c.band = formatBand(f, c.shift);
+    // fp8 is never used unscaled: a scale per tensor (mixed_fp8's amax / fp8 max) maps
+    // the largest value to the format's top binade, so that is where the band goes. Drawn
+    // where the raw values sit, E5M2 would flush most gradients that fp8 training keeps.
+    if (isFp8(f) && top) c.tensorShift = mixlab::format_limits(f).max_binade - *top;
+    c.band = formatBand(f, c.shift + c.tensorShift.value_or(0));
     // What the format does to the values as they were stored (scaled, for gradients):
     // the band moved with the scale, so this is what the picture shows against it.
-    const mixlab::FormatShares s = mixlab::format_shares(h, f);
+    const mixlab::FormatShares s = mixlab::format_shares(h, f, c.tensorShift.value_or(0));
     c.overflow = s.overflow;
     c.flush = s.flush;
     return c;
@@ -88,6 +96,26 @@ FormatBand formatBand(mixlab::NumberFormat f, int shift)
     b.subnormalFrom = l.min_subnormal_binade() - shift;
     b.flushAtOrBelow = l.min_subnormal_binade() - 2 - shift;
     return b;
+}
+
+bool isFp8(mixlab::NumberFormat f)
+{
+    return f == mixlab::NumberFormat::FP8E4M3 || f == mixlab::NumberFormat::FP8E5M2;
+}
+
+mixlab::NumberFormat policyFormat(mixlab::Policy p, mixlab::TensorKind kind)
+{
+    using mixlab::NumberFormat;
+    switch (p) {
+    case mixlab::Policy::MixedFP8:
+        return kind == mixlab::TensorKind::Updates ? NumberFormat::BF16 : mixlab::fp8_format(kind);
+    case mixlab::Policy::MixedBF16: return NumberFormat::BF16;
+    case mixlab::Policy::FP32:
+    case mixlab::Policy::TF32:
+    case mixlab::Policy::MixedFP16:
+    case mixlab::Policy::FP16: break;
+    }
+    return NumberFormat::FP16;
 }
 
 int lostUpdateTop(mixlab::NumberFormat f) { return -(mixlab::format_limits(f).mantissa_bits + 2); }
@@ -236,5 +264,10 @@ QString cellToolTip(const NumericsGrid &grid, int column, int row)
                                                   : tr("unscaled: stored x %1 (about 2^%2)"))
                                         .arg(double(c.lossScale))
                                         .arg(c.shift);
+    if (c.tensorShift)
+        text += QLatin1Char('\n') + tr("%1 band: this tensor scaled by 2^%2 (its largest value "
+                                       "to %1's top binade)")
+                                        .arg(numberFormatText(grid.format))
+                                        .arg(*c.tensorShift);
     return text;
 }

@@ -7,9 +7,11 @@
 // Gradients are shown as applied: a sample's counts are stored scaled by its loss scale,
 // so they are moved down by log2(scale) binades, and the band with them: the values the
 // format held were the scaled ones, so in the unscaled picture its range sits log2(scale)
-// binades lower at that step.
+// binades lower at that step. An fp8 format's band is placed as a per-tensor scale puts
+// it: its top binade at the column's largest value (NumericsColumn::tensorShift).
 #pragma once
 #include "mixlab/numerics.h"
+#include "mixlab/policy.h"
 
 #include <QString>
 
@@ -32,6 +34,13 @@ struct FormatBand {
 // The band of format f for values scaled by 2^-shift (shift: the binades the column was
 // moved down by; 0 for anything but a scaled gradient).
 FormatBand formatBand(mixlab::NumberFormat f, int shift = 0);
+// fp8 E4M3 / E5M2: formats used with a scale per tensor.
+bool isFp8(mixlab::NumberFormat f);
+// The format a policy keeps this kind in, the dock's choice until the user picks one:
+// mixed_fp8's GEMMs read weights and activations in E4M3 and gradients in E5M2 (its
+// updates go into fp32 masters whose bf16 value the forward reads); bf16 policies bf16;
+// the rest fp16 (for fp32 and tf32: the question of whether fp16 would hold the values).
+mixlab::NumberFormat policyFormat(mixlab::Policy p, mixlab::TensorKind kind);
 // Updates: rows d at or below this are lost by weights stored in f (half an ulp:
 // d <= -(mantissa + 2), lost_update_share's rule).
 int lostUpdateTop(mixlab::NumberFormat f);
@@ -46,6 +55,10 @@ struct NumericsColumn {
     bool present = false;   // the layer has this kind at this sample (updates: not skipped)
     int shift = 0;          // rows = binade - shift (gradients: log2 of the loss scale)
     bool exactShift = true; // false: the scale was no power of two, shift is its nearest
+    // fp8 formats: log2 of the per-tensor scale that puts the column's largest value in
+    // the format's top binade (as amax scaling does); the band and the shares are the
+    // scaled values'. None for 16-bit formats and for a column without finite values.
+    std::optional<int> tensorShift;
     std::map<int, std::uint64_t> counts; // row -> values
     std::uint64_t total = 0;             // what shares are of (see NumericsGrid::share)
     std::uint64_t zero = 0, nonFinite = 0;

@@ -159,6 +159,7 @@ void NumericsView::setRun(int id)
 {
     if (id == m_run) return;
     m_run = id;
+    followPolicy();
     rebuild();
 }
 
@@ -170,20 +171,52 @@ void NumericsView::setKind(mixlab::TensorKind kind)
     }
     if (kind == m_kind) return;
     m_kind = kind;
+    followPolicy();
     updateLegend();
     rebuild();
 }
 
 void NumericsView::setFormat(mixlab::NumberFormat format)
 {
+    m_formatPicked = true;
+    if (format == m_format) return;
+    showFormat(format);
+    rebuild();
+}
+
+void NumericsView::showFormat(mixlab::NumberFormat format)
+{
     {
         const QSignalBlocker b(m_formatCombo);
         m_formatCombo->setCurrentIndex(m_formatCombo->findData(int(format)));
     }
-    if (format == m_format) return;
     m_format = format;
     updateLegend();
-    rebuild();
+}
+
+void NumericsView::followPolicy()
+{
+    if (m_formatPicked) return;
+    const RunRecord *selected = m_store->run(m_run);
+    if (!selected) return;
+    // The runs shown side by side share one format: the narrowest policy's among them
+    // (fp32 beside mixed_fp8 reads against E4M3 / E5M2, beside mixed_bf16 against bf16).
+    const auto rank = [](mixlab::Policy p) {
+        switch (p) {
+        case mixlab::Policy::MixedFP8: return 3;
+        case mixlab::Policy::MixedFP16:
+        case mixlab::Policy::FP16: return 2;
+        case mixlab::Policy::MixedBF16: return 1;
+        case mixlab::Policy::FP32:
+        case mixlab::Policy::TF32: break;
+        }
+        return 0;
+    };
+    mixlab::Policy narrowest = selected->config.policy;
+    for (int id : m_store->groupRuns(selected->group))
+        if (const RunRecord *r = m_store->run(id); r && rank(r->config.policy) > rank(narrowest))
+            narrowest = r->config.policy;
+    showFormat(policyFormat(narrowest, m_kind));
 }
 
 QString NumericsView::emptyText() const
@@ -253,6 +286,19 @@ void NumericsView::updateLegend()
                    .arg(colour(k_lostColor, tr("lost:")), f)
                    .arg(l.mantissa_bits)
                    .arg(lostUpdateTop(m_format));
+    } else if (isFp8(m_format)) {
+        // fp8 is only used scaled: its lines are told from the top of the band, which sits
+        // at each sample's largest value (numericsgrid's tensorShift).
+        text = tr("y: binade (values in 2^e .. 2^(e+1)). %1 is used with a scale per tensor, "
+                  "so its band is drawn as scaling by the tensor's amax puts it: %2 above "
+                  "each sample's largest value, normal %3 binades below it, subnormal "
+                  "(shaded) %4 below, %5 %6 and more below (mixed_fp8 scales by the largest "
+                  "of the last steps' amaxes, so its band can sit a little higher).")
+                   .arg(f, colour(k_overflowColor, tr("overflow")))
+                   .arg(b.overflowAbove - b.normalFrom)
+                   .arg(b.overflowAbove - b.subnormalFrom)
+                   .arg(colour(k_flushColor, tr("flush to zero")))
+                   .arg(b.overflowAbove - b.flushAtOrBelow);
     } else {
         text =
             tr("y: binade (values in 2^e .. 2^(e+1)). %1 above %2, normal from %3, "
@@ -260,12 +306,12 @@ void NumericsView::updateLegend()
                 .arg(colour(k_overflowColor, tr("%1 overflows").arg(f)), powerText(b.overflowAbove),
                      powerText(b.normalFrom), powerText(b.subnormalFrom),
                      colour(k_flushColor, tr("flush to zero")), powerText(b.flushAtOrBelow));
-        if (m_kind == mixlab::TensorKind::Gradients)
-            text += QLatin1Char(' ') +
-                    tr("Gradients as applied (unscaled): where a run scales its loss, the band "
-                       "sits log2(scale) binades lower at each step, where the scaled values "
-                       "the format held were.");
     }
+    if (m_kind == mixlab::TensorKind::Gradients)
+        text += QLatin1Char(' ') +
+                tr("Gradients as applied (unscaled): where a run scales its loss, the band "
+                   "sits log2(scale) binades lower at each step, where the scaled values "
+                   "the format held were.");
     text +=
         QLatin1Char(' ') + tr("Colour: share of the layer's values, log scale from %1% to 100%.")
                                .arg(k_shareColorFloor * 100);

@@ -33,6 +33,9 @@ public:
     std::vector<int> shownRuns() const { return m_shown; }
 
     void setKind(mixlab::TensorKind kind);
+    // A format set here or picked in the combo box stays; until then the format follows
+    // the kind and the narrowest policy among the shown runs (policyFormat: E4M3 / E5M2
+    // when one is mixed_fp8, else fp16 where one is fp16, else bf16, else fp16).
     void setFormat(mixlab::NumberFormat format);
     mixlab::TensorKind kind() const { return m_kind; }
     mixlab::NumberFormat format() const { return m_format; }
@@ -66,6 +69,8 @@ private:
         std::vector<NumericsGrid> grids; // one per layer
     };
     void scheduleRefresh();
+    void showFormat(mixlab::NumberFormat format);
+    void followPolicy();
     void rebuild();
     void exportDialog();
     void updateLegend();
@@ -88,6 +93,7 @@ private:
     std::vector<int> m_shown;
     mixlab::TensorKind m_kind = mixlab::TensorKind::Gradients;
     mixlab::NumberFormat m_format = mixlab::NumberFormat::FP16;
+    bool m_formatPicked = false; // by the user or setFormat: the policy no longer decides
     std::vector<Column> m_columns;
     // New samples came while the dock was hidden: rebuilt when it shows, not at every
     // sample of a run nobody is looking at.

@@ -504,6 +504,51 @@ private slots:
         QVERIFY(report::numerics_heatmap_svg({heatmap_sample(10, 1.0f)}, "layer 9", "t").empty());
     }
 
+    // A mixed_fp8 run's heatmaps also carry fp8's band, scaled per tensor: E4M3 over the
+    // weights with its top binade at their largest value (2^0: lines at log2(448) - 8, 2^-14
+    // and 2^-18), E5M2 over the unscaled gradients (largest 2^-15: its overflow line at
+    // log2(57344) - 30, the other two off the axis), none over updates; none without fp8.
+    void numericsHeatmapFp8BandIsScaledPerTensor()
+    {
+        const std::vector<NumericsSample> samples{heatmap_sample(10, 1024.0f)};
+        const std::string e4m3 = report::band_color(NumberFormat::FP8E4M3);
+        const std::string e5m2 = report::band_color(NumberFormat::FP8E5M2);
+        const QString plain =
+            QString::fromStdString(report::numerics_heatmap_svg(samples, "layer 1", "t"));
+        for (int panel = 0; panel < 4; ++panel)
+            QVERIFY(lines_of(plain, e4m3, panel).empty() && lines_of(plain, e5m2, panel).empty());
+        const QString svg =
+            QString::fromStdString(report::numerics_heatmap_svg(samples, "layer 1", "t", true));
+        const std::vector<Stroke> w = lines_of(svg, report::band_color(NumberFormat::FP16), 0);
+        QCOMPARE(w.size(), std::size_t(3));
+        const double row = (w[2].y - w[1].y) / 11.0; // fp16's 2^-14 down to 2^-25
+        auto near = [](double a, double b) { return std::abs(a - b) < 0.2; };
+        const std::vector<Stroke> e4 = lines_of(svg, e4m3, 0);
+        QCOMPARE(e4.size(), std::size_t(3));
+        QVERIFY2(near(e4[0].y, w[1].y - (std::log2(448.0) - 8 + 14) * row),
+                 qPrintable(QString::number(e4[0].y - w[1].y)));
+        QVERIFY(near(e4[1].y, w[1].y));           // E4M3's 2^-6 moved 8 binades: 2^-14
+        QVERIFY(near(e4[2].y, w[1].y + 4 * row)); // its flush line 2^-10, moved: 2^-18
+        QVERIFY(svg.contains("stroke-dasharray"));
+        const std::vector<Stroke> e5 = lines_of(svg, e5m2, 2);
+        QCOMPARE(e5.size(), std::size_t(1));
+        QVERIFY2(near(e5[0].y, w[1].y - (std::log2(57344.0) - 30 + 14) * row),
+                 qPrintable(QString::number(e5[0].y - w[1].y)));
+        QVERIFY(lines_of(svg, e4m3, 2).empty() && lines_of(svg, e5m2, 0).empty());
+        QVERIFY(lines_of(svg, e4m3, 3).empty() && lines_of(svg, e5m2, 3).empty());
+        // The report: the key's second row and the note only where a run is mixed_fp8.
+        ReportInput in = make_input(false, 21);
+        in.runs[1].numerics = samples;
+        const QString without = QString::fromStdString(explain_report_html(in));
+        QVERIFY(without.contains("<h2>Numerics</h2>") && !without.contains("fp8_e4m3"));
+        in.runs[1].policy = Policy::MixedFP8;
+        const QString html = QString::fromStdString(explain_report_html(in));
+        QVERIFY(html.contains("scaled per tensor:") && html.contains("fp8_e5m2"));
+        QVERIFY(html.contains("A mixed_fp8 run also has fp8's band"));
+        QVERIFY(html.contains(QString::fromStdString(e4m3)));
+        QVERIFY(nesting_error(html).isEmpty());
+    }
+
     // The report's numerics section: the key once, one figure per run and layer, and a
     // size that stays small for many samples (columns capped, equal cells merged).
     void numericsSection()

@@ -118,10 +118,12 @@ private slots:
     void initTestCase();
     void cellShares();
     void bandRowsPerFormat();
+    void fp8BandIsPerTensorScaled();
     void gradientBandFollowsLossScale();
     void updatesAndTheLostLine();
     void displayRowsTakeInTheNearLines();
     void viewSwitchesKindAndFormat();
+    void formatFollowsThePolicyUntilPicked();
     void compareGroupSideBySide();
     void tooltips();
     void emptyStates();
@@ -188,14 +190,53 @@ void TestNumericsDock::bandRowsPerFormat()
     QCOMPARE(e5m2.normalFrom, -14);
     QCOMPARE(e5m2.subnormalFrom, -16);
     QCOMPARE(e5m2.flushAtOrBelow, -18);
-    // Every grid column of a value kind carries its format's band.
+    // Every grid column of a value kind carries its format's band: the 16-bit formats'
+    // where the format puts it, fp8's with its top at the largest value (activations at
+    // 2^0: a per-tensor scale of 2^8 for E4M3, 2^15 for E5M2).
     for (NumberFormat f : k_number_formats) {
         const auto grids = buildNumericsGrids({sample(10, 1)}, TensorKind::Activations, f);
         QCOMPARE(grids.size(), std::size_t(2));
-        QVERIFY(grids[0].columns[0].band.has_value());
-        QCOMPARE(grids[0].columns[0].band->overflowAbove, format_limits(f).max_binade);
-        QCOMPARE(grids[0].columns[0].band->normalFrom, format_limits(f).min_normal_binade);
+        const NumericsColumn &c = grids[0].columns[0];
+        QVERIFY(c.band.has_value());
+        const FormatLimits &l = format_limits(f);
+        const int scale = isFp8(f) ? l.max_binade : 0;
+        QCOMPARE(c.tensorShift.has_value(), isFp8(f));
+        QCOMPARE(c.tensorShift.value_or(0), scale);
+        QCOMPARE(c.band->overflowAbove, l.max_binade - scale);
+        QCOMPARE(c.band->normalFrom, l.min_normal_binade - scale);
     }
+}
+
+void TestNumericsDock::fp8BandIsPerTensorScaled()
+{
+    // Gradients from 2^-21 (30) to 2^-2 (70), as stored at a loss scale of 2^4: unscaled
+    // they sit at 2^-25 .. 2^-6. Unscaled E5M2 (smallest subnormal 2^-16) would flush all
+    // of them; fp8 scales each tensor, so its band's top is at the largest value.
+    NumericsSample s = sample(10, 16);
+    s.layers[0].gradients = values({{-21, 30}, {-2, 70}});
+    const auto e5m2 = buildNumericsGrids({s}, TensorKind::Gradients, NumberFormat::FP8E5M2);
+    const NumericsColumn &c = e5m2[0].columns[0];
+    QCOMPARE(c.shift, 4);
+    QCOMPARE(*c.tensorShift, 15 - -2);       // 2^-2 to E5M2's top binade, 2^15
+    QCOMPARE(c.band->overflowAbove, -2 - 4); // the largest value's row, unscaled
+    QCOMPARE(c.band->subnormalFrom, -16 - 17 - 4);
+    // E5M2 spans 2^-17 .. 2^15 (33 binades): 20 binades of values fit, nothing is lost.
+    QCOMPARE(c.flush, 0.0);
+    QCOMPARE(c.overflow, 0.0);
+    // E4M3 spans 2^-10 .. 2^8: scaled by 2^10, 2^-21 goes to 2^-11 and flushes.
+    const auto e4m3 = buildNumericsGrids({s}, TensorKind::Gradients, NumberFormat::FP8E4M3);
+    QCOMPARE(*e4m3[0].columns[0].tensorShift, 8 - -2);
+    QCOMPARE(e4m3[0].columns[0].flush, 0.3);
+    QVERIFY(cellToolTip(e4m3[0], 0, -6).contains("scaled by 2^10"));
+    // 16-bit formats stay where the format puts them.
+    const auto fp16 = buildNumericsGrids({s}, TensorKind::Gradients, NumberFormat::FP16);
+    QVERIFY(!fp16[0].columns[0].tensorShift.has_value());
+    QCOMPARE(fp16[0].columns[0].band->overflowAbove, 15 - 4);
+    QVERIFY(!cellToolTip(fp16[0], 0, -6).contains("band:"));
+    // A layer whose values are all zero has no largest value: the band stays unscaled.
+    s.layers[0].gradients = values({}, 50);
+    const auto zeros = buildNumericsGrids({s}, TensorKind::Gradients, NumberFormat::FP8E5M2);
+    QVERIFY(!zeros[0].columns[0].tensorShift.has_value());
 }
 
 void TestNumericsDock::gradientBandFollowsLossScale()
@@ -301,6 +342,46 @@ void TestNumericsDock::viewSwitchesKindAndFormat()
     QCOMPARE(h->grid().kind, TensorKind::Updates);
     QVERIFY(view.findChild<QLabel *>("numericsLegend")->text().contains("-9"));
     QVERIFY(view.emptyText().isEmpty());
+}
+
+void TestNumericsDock::formatFollowsThePolicyUntilPicked()
+{
+    RunStore store;
+    const int fp8 = addRun(store, store.newGroup(), Policy::MixedFP8, {sample(10, 1)});
+    const int bf16 = addRun(store, store.newGroup(), Policy::MixedBF16, {sample(10, 1)});
+    NumericsView view(&store);
+    auto *format = view.findChild<QComboBox *>("numericsFormatCombo");
+    // mixed_fp8's GEMMs read gradients in E5M2, weights and activations in E4M3; its
+    // updates go into fp32 masters read as bf16.
+    view.setRun(fp8);
+    QCOMPARE(view.kind(), TensorKind::Gradients);
+    QCOMPARE(view.format(), NumberFormat::FP8E5M2);
+    QCOMPARE(format->currentData().toInt(), int(NumberFormat::FP8E5M2));
+    QCOMPARE(heatmapOf(view, fp8, QStringLiteral("layer 1"))->grid().format, NumberFormat::FP8E5M2);
+    const QString legend = view.findChild<QLabel *>("numericsLegend")->text();
+    QVERIFY2(legend.contains("scale per tensor") && legend.contains("normal 29 binades below") &&
+                 legend.contains("33 and more below") && !legend.contains("2^15"),
+             qPrintable(legend));
+    view.setKind(TensorKind::Activations);
+    QCOMPARE(view.format(), NumberFormat::FP8E4M3);
+    view.setKind(TensorKind::Updates);
+    QCOMPARE(view.format(), NumberFormat::BF16);
+    view.setRun(bf16);
+    QCOMPARE(view.format(), NumberFormat::BF16);
+    // Runs shown side by side share the narrowest policy's format, whichever is chosen.
+    const int group = store.newGroup();
+    const int fp32 = addRun(store, group, Policy::FP32, {sample(10, 1)});
+    addRun(store, group, Policy::MixedFP8, {sample(10, 1)});
+    view.setKind(TensorKind::Gradients);
+    view.setRun(fp32);
+    QCOMPARE(view.format(), NumberFormat::FP8E5M2);
+    // Once the user picks a format it stays, whatever the run or the kind.
+    format->setCurrentIndex(format->findData(int(NumberFormat::FP16)));
+    QCOMPARE(view.format(), NumberFormat::FP16);
+    view.setRun(fp8);
+    view.setKind(TensorKind::Gradients);
+    QCOMPARE(view.format(), NumberFormat::FP16);
+    QCOMPARE(heatmapOf(view, fp8, QStringLiteral("layer 1"))->grid().format, NumberFormat::FP16);
 }
 
 void TestNumericsDock::compareGroupSideBySide()

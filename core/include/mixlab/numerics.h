@@ -114,6 +114,9 @@ struct FormatLimits {
     int kept_binades() const { return max_binade - min_subnormal_binade() + 2; }
 };
 const FormatLimits& format_limits(NumberFormat f);
+// The fp8 format mixed_fp8's GEMMs read a kind in: E5M2 for gradients, E4M3 for weights
+// and activations (updates: E4M3, the weights' own).
+NumberFormat fp8_format(TensorKind k);
 
 // What storing the values of h (scaled by 2^shift: a power-of-two loss scale, or its
 // inverse to unscale) in format f would do, as shares of h.total(); by binade, so exact

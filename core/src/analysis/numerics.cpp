@@ -123,6 +123,11 @@ FormatShares format_shares(const BinadeCounts& c, NumberFormat f)
     return s;
 }
 
+NumberFormat fp8_format(TensorKind k)
+{
+    return k == TensorKind::Gradients ? NumberFormat::FP8E5M2 : NumberFormat::FP8E4M3;
+}
+
 FormatShares format_shares(const ValueHistogram& h, NumberFormat f, int shift)
 {
     BinadeCounts c;

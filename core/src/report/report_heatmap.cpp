@@ -131,7 +131,40 @@ std::string panel_title(TensorKind k, bool unscaled)
     return "";
 }
 
-std::string draw_panel(const Panel& p, const Axis& axis, double x0, double cw, bool unscaled)
+// fp8's band, drawn for a mixed_fp8 run: E4M3 over weights and activations, E5M2 over
+// gradients (what its GEMMs read them in), none over updates. fp8 is only used with a
+// scale per tensor, so the band is placed as scaling by the tensor's amax places it: its
+// top binade at the column's largest value, one segment per run of columns whose largest
+// value shares a binade.
+std::string fp8_band(const Panel& p, const Axis& axis, double x0, double cw)
+{
+    if (p.kind == TensorKind::Updates) return "";
+    const NumberFormat f = fp8_format(p.kind);
+    const int max_binade = format_limits(f).max_binade;
+    std::string s;
+    std::size_t c = 0;
+    while (c < p.columns.size()) {
+        if (p.columns[c].bins.empty()) {
+            ++c;
+            continue;
+        }
+        const int top = p.columns[c].bins.rbegin()->first;
+        std::size_t e = c + 1;
+        while (e < p.columns.size() && !p.columns[e].bins.empty() &&
+               p.columns[e].bins.rbegin()->first == top)
+            ++e;
+        for (double v : value_lines(f)) {
+            const double at = v + double(top - max_binade);
+            if (axis.holds(at))
+                s += band_line(x0 + cw * double(c), x0 + cw * double(e), axis.y(at), f);
+        }
+        c = e;
+    }
+    return s;
+}
+
+std::string draw_panel(const Panel& p, const Axis& axis, double x0, double cw, bool unscaled,
+                       bool fp8)
 {
     std::string s = text(x0, k_plot_top - 6, panel_title(p.kind, unscaled), "start", 10);
     const double width = cw * double(p.columns.size());
@@ -214,6 +247,7 @@ std::string draw_panel(const Panel& p, const Axis& axis, double x0, double cw, b
             }
         }
     }
+    if (fp8) s += fp8_band(p, axis, x0, cw);
     // Binade labels: a power of two apart, at most 6.
     int step = 1;
     while ((axis.hi - axis.lo + 1) / step > 6) step *= 2;
@@ -272,7 +306,7 @@ std::string band_color(NumberFormat f)
 }
 
 std::string numerics_heatmap_svg(const std::vector<NumericsSample>& samples,
-                                 const std::string& path, const std::string& title)
+                                 const std::string& path, const std::string& title, bool fp8_bands)
 {
     bool present = false;
     bool unscale = true; // shifting binades is exact only for power-of-two scales
@@ -319,14 +353,14 @@ std::string numerics_heatmap_svg(const std::vector<NumericsSample>& samples,
                       k_axis_color);
             continue;
         }
-        s += draw_panel(panels[i], i == 3 ? updates : values, x0, cw, unscale);
+        s += draw_panel(panels[i], i == 3 ? updates : values, x0, cw, unscale, fp8_bands);
     }
     return s + "</svg>\n";
 }
 
-std::string numerics_legend_svg()
+std::string numerics_legend_svg(bool fp8_bands)
 {
-    constexpr int height = 56;
+    const int height = fp8_bands ? 74 : 56;
     std::string s = svg_open(height, "Numerics heatmaps: key");
     static const char* const labels[] = {"<0.1%", "0.1-1%", "1-5%", "5-20%", "20-50%", ">=50%"};
     static_assert(std::size(labels) == std::size(k_heatmap_levels));
@@ -343,6 +377,16 @@ std::string numerics_legend_svg()
         s += band_line(x, x + 22, 38, f);
         s += text(x + 26, 42, std::string(format_limits(f).name), "start", 10);
         x += 58;
+    }
+    if (fp8_bands) {
+        // A second row: the fp8 formats' names are longer, and they are scaled.
+        s += text(8, 62, "mixed_fp8 runs, scaled per tensor:", "start", 10);
+        x = 196;
+        for (NumberFormat f : {NumberFormat::FP8E4M3, NumberFormat::FP8E5M2}) {
+            s += band_line(x, x + 22, 58, f);
+            s += text(x + 26, 62, std::string(format_limits(f).name), "start", 10);
+            x += 96;
+        }
     }
     return s + "</svg>\n";
 }

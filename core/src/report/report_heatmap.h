@@ -1,6 +1,6 @@
 // The report's numerics heatmaps: per run and layer one SVG with a panel per tensor kind
 // (x: the sampled steps, y: the binade, colour: the share of the values there) and the fp16
-// and bf16 bands drawn over it. Same look and attributes as report_svg.h's charts.
+// and bf16 bands drawn over it (a mixed_fp8 run's also fp8's, scaled per tensor). Same look and attributes as report_svg.h's charts.
 #pragma once
 #include "mixlab/numerics.h"
 
@@ -32,9 +32,14 @@ std::string band_color(NumberFormat f);
 // subnormal). The updates panel's line per format is the largest d its weights lose,
 // d <= -(mantissa + 2). Below the plot one row holds the zeros (values) or the updates
 // lost already (updates).
+// With `fp8_bands` (a mixed_fp8 run) also fp8's band as per-tensor scaling places it: E4M3
+// over weights and activations, E5M2 over gradients, each column's top binade at its
+// largest value.
 std::string numerics_heatmap_svg(const std::vector<NumericsSample>& samples,
-                                 const std::string& path, const std::string& title);
-// The colour levels and the band lines' key, drawn once above a run's heatmaps.
-std::string numerics_legend_svg();
+                                 const std::string& path, const std::string& title,
+                                 bool fp8_bands = false);
+// The colour levels and the band lines' key, drawn once above a run's heatmaps; with
+// `fp8_bands`, a second row for the fp8 formats.
+std::string numerics_legend_svg(bool fp8_bands = false);
 
 } // namespace mixlab::report

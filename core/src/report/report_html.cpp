@@ -373,9 +373,12 @@ std::string layers_section(const ReportInput& in, const std::vector<std::string>
 std::string numerics_section(const ReportInput& in, const std::vector<std::string>& names)
 {
     std::string runs;
+    bool fp8 = false;
     for (std::size_t r = 0; r < in.runs.size(); ++r) {
         const std::vector<NumericsSample>& samples = in.runs[r].numerics;
         if (samples.empty()) continue;
+        const bool fp8_run = in.runs[r].policy == Policy::MixedFP8;
+        fp8 = fp8 || fp8_run;
         std::vector<std::pair<std::string, std::string>> layers; // path, type; first seen
         for (const NumericsSample& s : samples)
             for (const LayerNumerics& l : s.layers)
@@ -387,7 +390,7 @@ std::string numerics_section(const ReportInput& in, const std::vector<std::strin
                 std::to_string(samples.back().step) + "</h3>\n";
         for (const auto& [path, type] : layers)
             runs += figure(report::numerics_heatmap_svg(
-                samples, path, names[r] + ": " + path + " (" + type + ")"));
+                samples, path, names[r] + ": " + path + " (" + type + ")", fp8_run));
     }
     if (runs.empty()) return "";
     return "<h2>Numerics</h2>\n<p class=\"note\">Where each layer's values sit on the number line "
@@ -401,8 +404,13 @@ std::string numerics_section(const ReportInput& in, const std::vector<std::strin
            "value, the smallest normal, and the flush line below which values fall under half "
            "the smallest subnormal (for gradients the band of the scaled values the run "
            "computed, moved by each step's loss scale); for updates, the line at or below which "
-           "weights in that format lose the update (d &lt;= -(mantissa + 2)).</p>\n" +
-           figure(report::numerics_legend_svg()) + runs;
+           "weights in that format lose the update (d &lt;= -(mantissa + 2))." +
+           (fp8 ? " A mixed_fp8 run also has fp8's band: E4M3 over weights and activations, "
+                  "E5M2 over gradients, as its GEMMs read them; fp8 is used with a scale per "
+                  "tensor, so the band's top sits at each column's largest value, where "
+                  "scaling by the tensor's amax puts it."
+                : "") +
+           "</p>\n" + figure(report::numerics_legend_svg(fp8)) + runs;
 }
 
 std::string explanations_section(const ReportInput& in, const std::vector<std::string>& names)
