@@ -221,13 +221,6 @@ int main(int argc, char *argv[])
                  parser.value(policies).split(QLatin1Char(','), Qt::SkipEmptyParts))
                 chosen.push_back(mixlab::parse_policy(name.trimmed().toStdString()));
             window.runPanel()->setComparePolicies(chosen);
-            // A policy the device cannot run is left unchecked: say which, and why.
-            for (mixlab::Policy p : chosen) {
-                const QString why = window.runPanel()->policyBlockReason(p);
-                if (!why.isEmpty())
-                    std::fprintf(stderr, "mixlab: --policies: %s left out: %s\n",
-                                 std::string(mixlab::policy_name(p)).c_str(), qPrintable(why));
-            }
         }
         mixlab::RunConfig config = window.runPanel()->config();
         if (parser.isSet(dataset)) config.dataset.name = parser.value(dataset).toStdString();

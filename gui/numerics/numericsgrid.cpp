@@ -58,7 +58,8 @@ NumericsColumn valueColumn(const mixlab::NumericsSample &sample, const mixlab::V
     c.nonFinite = h.pos_inf + h.neg_inf + h.nan;
     // fp8 is never used unscaled: a scale per tensor (mixed_fp8's amax / fp8 max) maps
     // the largest value to the format's top binade, so that is where the band goes. Drawn
-    // where the raw values sit, E5M2 would flush most gradients that fp8 training keeps.
+    // where the raw values sit, E5M2 showed most of a run's gradients flushed: a loss no
+    // per-tensor scaled fp8 would have.
     if (isFp8(f) && top) c.tensorShift = mixlab::format_limits(f).max_binade - *top;
     c.band = formatBand(f, c.shift + c.tensorShift.value_or(0));
     // What the format does to the values as they were stored (scaled, for gradients):

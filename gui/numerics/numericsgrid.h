@@ -36,9 +36,9 @@ struct FormatBand {
 FormatBand formatBand(mixlab::NumberFormat f, int shift = 0);
 // fp8 E4M3 / E5M2: formats used with a scale per tensor.
 bool isFp8(mixlab::NumberFormat f);
-// The format a policy keeps this kind in, the dock's choice until the user picks one:
-// mixed_fp8's GEMMs read weights and activations in E4M3 and gradients in E5M2 (its
-// updates go into fp32 masters whose bf16 value the forward reads); bf16 policies bf16;
+// The format a policy gives this kind, the dock's choice until the user picks one:
+// mixed_fp8's recipe gives weights and activations E4M3 and gradients E5M2 (fp8_format;
+// its updates go into fp32 masters whose bf16 value it reads); bf16 policies bf16;
 // the rest fp16 (for fp32 and tf32: the question of whether fp16 would hold the values).
 mixlab::NumberFormat policyFormat(mixlab::Policy p, mixlab::TensorKind kind);
 // Updates: rows d at or below this are lost by weights stored in f (half an ulp:

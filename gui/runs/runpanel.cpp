@@ -557,7 +557,14 @@ QString RunPanel::compareBlockReason() const
 {
     if (!m_blockReason.isEmpty()) return m_blockReason;
     if (comparePolicies().size() >= 2) return {};
-    return tr("Check at least two policies to compare");
+    // A policy this device cannot run has its box disabled and unchecked (the device can
+    // arrive after --policies checked it): name those, their tooltips say why.
+    QStringList unavailable;
+    for (mixlab::Policy p : mixlab::k_all_policies)
+        if (!policyBlockReason(p).isEmpty()) unavailable << policyText(p);
+    if (unavailable.isEmpty()) return tr("Check at least two policies to compare");
+    return tr("Check at least two policies to compare (%1 cannot run on this device)")
+        .arg(unavailable.join(QStringLiteral(", ")));
 }
 
 bool RunPanel::splitMastersChosen() const
@@ -691,12 +698,12 @@ void RunPanel::updateButtons()
     const bool blocked = !m_blockReason.isEmpty();
     m_start->setEnabled(!m_running && !blocked);
     m_start->setToolTip(withShortcut(tr("Train one run with these settings"), m_startKey));
-    const bool enough = comparePolicies().size() >= 2;
-    m_compareButton->setEnabled(!m_running && !blocked && enough);
+    const QString compareWhy = compareBlockReason();
+    m_compareButton->setEnabled(!m_running && compareWhy.isEmpty());
     m_compareButton->setToolTip(
-        withShortcut(enough ? tr("Train the checked policies in lockstep: same seed, "
-                                 "weights and data order")
-                            : compareBlockReason(),
+        withShortcut(compareWhy.isEmpty() ? tr("Train the checked policies in lockstep: same "
+                                               "seed, weights and data order")
+                                          : compareWhy,
                      m_compareKey));
     m_stop->setEnabled(m_running);
     m_stop->setToolTip(withShortcut(tr("Stop after the step in flight"), m_stopKey));

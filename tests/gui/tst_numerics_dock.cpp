@@ -351,8 +351,8 @@ void TestNumericsDock::formatFollowsThePolicyUntilPicked()
     const int bf16 = addRun(store, store.newGroup(), Policy::MixedBF16, {sample(10, 1)});
     NumericsView view(&store);
     auto *format = view.findChild<QComboBox *>("numericsFormatCombo");
-    // mixed_fp8's GEMMs read gradients in E5M2, weights and activations in E4M3; its
-    // updates go into fp32 masters read as bf16.
+    // mixed_fp8's recipe gives gradients E5M2, weights and activations E4M3; its updates
+    // go into fp32 masters read as bf16.
     view.setRun(fp8);
     QCOMPARE(view.kind(), TensorKind::Gradients);
     QCOMPARE(view.format(), NumberFormat::FP8E5M2);

@@ -300,11 +300,28 @@ void TestRunPanel::setComparePoliciesSticks()
     panel.setDeviceInfo(fakeGpu(8, 0));
     QCOMPARE(panel.comparePolicies(), (std::vector<P>{P::FP32, P::FP16}));
     QVERIFY(panel.compareBlockReason().isEmpty());
-    // One policy is not a comparison, and the reason says so (the app's --compare prints it).
+    // One policy is not a comparison, and the reason says so, naming what this Ampere GPU
+    // cannot run (the app's --compare prints it; the button's tooltip shows it).
     panel.setComparePolicies({P::FP32});
     QVERIFY(!panel.findChild<QPushButton *>("compareButton")->isEnabled());
     QVERIFY(panel.findChild<QPushButton *>("startButton")->isEnabled());
-    QCOMPARE(panel.compareBlockReason(), QStringLiteral("Check at least two policies to compare"));
+    const QString ampere = QStringLiteral("Check at least two policies to compare (mixed_fp8 "
+                                          "cannot run on this device)");
+    QCOMPARE(panel.compareBlockReason(), ampere);
+    QCOMPARE(panel.findChild<QPushButton *>("compareButton")->toolTip().left(ampere.size()),
+             ampere);
+    // On the CPU every policy runs (fp8 emulated): nothing to name.
+    RunPanel cpu;
+    cpu.setDeviceInfo(cpuDevice());
+    cpu.setComparePolicies({P::FP32});
+    QCOMPARE(cpu.compareBlockReason(), QStringLiteral("Check at least two policies to compare"));
+    // A policy checked before the device arrives is unchecked when the device cannot run it.
+    RunPanel late;
+    late.setComparePolicies({P::FP32, P::MixedFP8});
+    QVERIFY(late.compareBlockReason().isEmpty());
+    late.setDeviceInfo(fakeGpu(8, 0));
+    QCOMPARE(late.comparePolicies(), (std::vector<P>{P::FP32}));
+    QCOMPARE(late.compareBlockReason(), ampere);
 }
 
 void TestRunPanel::startBlockedAndRunning()

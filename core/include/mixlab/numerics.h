@@ -114,8 +114,10 @@ struct FormatLimits {
     int kept_binades() const { return max_binade - min_subnormal_binade() + 2; }
 };
 const FormatLimits& format_limits(NumberFormat f);
-// The fp8 format mixed_fp8's GEMMs read a kind in: E5M2 for gradients, E4M3 for weights
-// and activations (updates: E4M3, the weights' own).
+// The fp8 format the hybrid recipe (mixed_fp8's) gives a kind: E5M2 to gradients, E4M3
+// to the rest. Its GEMMs read weights, inputs and output gradients so; the weight
+// gradients the numerics sample are not quantized, so theirs is the question of whether
+// E5M2 would hold them.
 NumberFormat fp8_format(TensorKind k);
 
 // What storing the values of h (scaled by 2^shift: a power-of-two loss scale, or its

@@ -132,7 +132,7 @@ std::string panel_title(TensorKind k, bool unscaled)
 }
 
 // fp8's band, drawn for a mixed_fp8 run: E4M3 over weights and activations, E5M2 over
-// gradients (what its GEMMs read them in), none over updates. fp8 is only used with a
+// gradients (the hybrid recipe's formats: fp8_format), none over updates. fp8 is only used with a
 // scale per tensor, so the band is placed as scaling by the tensor's amax places it: its
 // top binade at the column's largest value, one segment per run of columns whose largest
 // value shares a binade.

@@ -406,7 +406,8 @@ std::string numerics_section(const ReportInput& in, const std::vector<std::strin
            "computed, moved by each step's loss scale); for updates, the line at or below which "
            "weights in that format lose the update (d &lt;= -(mantissa + 2))." +
            (fp8 ? " A mixed_fp8 run also has fp8's band: E4M3 over weights and activations, "
-                  "E5M2 over gradients, as its GEMMs read them; fp8 is used with a scale per "
+                  "E5M2 over gradients (the formats its recipe gives each kind); fp8 is used with "
+                  "a scale per "
                   "tensor, so the band's top sits at each column's largest value, where "
                   "scaling by the tensor's amax puts it."
                 : "") +
