@@ -148,6 +148,17 @@ __device__ __forceinline__ float add_weight_decay(float g, float wd, float w)
     return __fadd_rn(g, __fmul_rn(wd, w));
 }
 
+// a * b + c rounded twice, as the CPU computes the optimizer states (momentum's buffer,
+// Adam's m and v): nvcc fuses it. Where a float16 state's v has underflowed to 0 (clipped
+// gradients of ~0.007: (1 - b2) * g^2 ~ 5e-8, under half fp16's smallest subnormal) Adam's
+// step is lr * m / eps, which turned m's one-ulp difference into a weight 1.2% off (check
+// seed 28, optimizer/clip/adam/mixed_f16_f32_slots/overflow_in_f16: 101.94 against the
+// CPU's 103.19, one of 20003 at step 2). Identical states leave the update's own roundings.
+__device__ __forceinline__ float mul_add_rounded(float a, float b, float c)
+{
+    return __fadd_rn(__fmul_rn(a, b), c);
+}
+
 template <class TM>
 __device__ __forceinline__ void update_element(const OptArgs& a, const StepScalars& s, float grad,
                                                float& w, float& s1, float& s2)
@@ -159,7 +170,7 @@ __device__ __forceinline__ void update_element(const OptArgs& a, const StepScala
     if (a.type == OptimizerType::SGD) {
         if (a.weight_decay != 0.0f) g = add_weight_decay(g, a.weight_decay, w);
         if (a.momentum != 0.0f) {
-            const float b = stored<TM>(s.first_step ? g : a.momentum * s1 + g);
+            const float b = stored<TM>(s.first_step ? g : mul_add_rounded(a.momentum, s1, g));
             s1 = b;
             g = a.nesterov ? g + a.momentum * b : b;
         }
@@ -173,8 +184,9 @@ __device__ __forceinline__ void update_element(const OptArgs& a, const StepScala
         else
             g = add_weight_decay(g, a.weight_decay, wi);
     }
-    s1 = stored<TM>(a.beta1 * s1 + (1.0f - a.beta1) * g);
-    s2 = stored<TM>(a.beta2 * s2 + (1.0f - a.beta2) * g * g);
+    // The CPU's b1 * m + (1 - b1) * g and b2 * v + (1 - b2) * g * g, each product rounded.
+    s1 = stored<TM>(mul_add_rounded(a.beta1, s1, __fmul_rn(1.0f - a.beta1, g)));
+    s2 = stored<TM>(mul_add_rounded(a.beta2, s2, __fmul_rn(__fmul_rn(1.0f - a.beta2, g), g)));
     wi -= a.lr * (s1 / s.bias_correction1) / (sqrtf(s2 / s.bias_correction2) + a.eps);
     w = stored<TM>(wi);
 }
@@ -196,7 +208,12 @@ __device__ __forceinline__ double block_sum(double v, double* scratch)
 
 // Norm: also partials[c] = sum over chunk c of (g / scale)^2. Each square is formed in
 // float (gradients whose unscaled square overflows float, |g| > 1.8e19, make the norm
-// inf on both backends); four of them are added in float, then into a double per thread.
+// inf on both backends) and added into a double per thread, as the CPU adds them: the
+// same float squares summed in double in another order differ by ~1e-14, so the float
+// norm is the CPU's unless it lies that close to a rounding boundary (~1 in 10^6).
+// Four squares added in float first (fused) put the norm an ulp from the CPU's in 68 of
+// 900 steps of a check's inputs (emulated on the host), the clip factor with it, and
+// fp16 Adam states then round the other way in some elements.
 template <class TG, bool Norm>
 __global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
                                  float* scaler, bool scaling_on, double* partials)
@@ -215,13 +232,11 @@ __global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunk
             // isfinite is false for inf and NaN alike; no early exit keeps loads streaming.
             bad |= !(isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]));
             if constexpr (Norm) {
-                float q = 0.0f;
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
                     const float u = v[k] * inv_scale;
-                    q += u * u;
+                    squares += double(u * u);
                 }
-                squares += double(q);
             }
         }
         for (int i = full + threadIdx.x; i < ch.len; i += blockDim.x) {
