@@ -122,7 +122,9 @@ __device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bo
 // What the tiled pass reads, four consecutive elements of a row at a time (gc a multiple
 // of 4; zero past the rows and columns, so that the edge tiles write the padding); `full`:
 // a whole aligned group inside the matrix (the tile is full and the source aligned).
-// begin() runs once a block before any load.
+// begin() runs once a block before any load. fetch() does a group's global loads only and
+// convert() the rest, so that the pass can put every load of a row tile before any of
+// its stores (see fp8_quantize_tiled); after_loads() holds a source's own stores.
 
 // A matrix x (16-bit or fp32), read as 0 where relu's 16-bit gate (when given) is <= 0:
 // relu's backward, dZ = dY where Y > 0, in the pass that quantizes dZ.
@@ -132,26 +134,34 @@ struct MatrixSource {
     const T* __restrict__ gate;
     int cols;
 
+    struct Raw {
+        float v[4];
+        float g[4];
+    };
     __device__ __forceinline__ void begin() {}
-    __device__ __forceinline__ void load4(int gr, int gc, int rows, bool full, float (&v)[4]) const
+    __device__ __forceinline__ void after_loads(int, int, int) const {}
+    __device__ __forceinline__ int row(int gr, int) const { return gr; }
+    __device__ __forceinline__ Raw fetch(int gr, int, int gc, int rows, bool full) const
     {
         const std::size_t at = std::size_t(gr) * std::size_t(cols) + std::size_t(gc);
-        float g[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+        Raw r{{0.0f, 0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
         if (full) {
-            load_vec<4>(x + at, v);
-            if (gate) load_vec<4>(gate + at, g);
+            load_vec<4>(x + at, r.v);
+            if (gate) load_vec<4>(gate + at, r.g);
         } else {
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const bool in = gr < rows && gc + q < cols;
-                v[q] = in ? to_f32(x[at + std::size_t(q)]) : 0.0f;
-                if (gate && in) g[q] = to_f32(gate[at + std::size_t(q)]);
+                if (in) r.v[q] = to_f32(x[at + std::size_t(q)]);
+                if (gate && in) r.g[q] = to_f32(gate[at + std::size_t(q)]);
             }
         }
-        if (gate) { // uniform per launch
+        return r;
+    }
+    __device__ __forceinline__ void convert(const Raw& r, int, float (&v)[4]) const
+    {
 #pragma unroll
-            for (int q = 0; q < 4; ++q) v[q] = g[q] > 0.0f ? v[q] : 0.0f;
-        }
+        for (int q = 0; q < 4; ++q) v[q] = !gate || r.g[q] > 0.0f ? r.v[q] : 0.0f;
     }
 };
 
@@ -180,6 +190,10 @@ struct GatherSource {
     int cols; // the sample's size
     const float (*norm)[256] = nullptr;
 
+    struct Raw {
+        std::uint32_t bytes; // the four source bytes, byte q the value at gc + q
+        int valid;           // how many of them lie inside the row (0 past the rows)
+    };
     // Every (channel, byte) normalised and rounded once per block (see gather.cu).
     __device__ __forceinline__ void begin()
     {
@@ -196,25 +210,36 @@ struct GatherSource {
         if (f.step_counter)
             f.offset += std::int64_t(*f.step_counter % std::uint64_t(f.steps_per_epoch)) * f.batch;
     }
-    __device__ __forceinline__ void load4(int gr, int gc, int rows, bool full, float (&v)[4]) const
+    // The row's label, by the threads holding its first four values.
+    __device__ __forceinline__ void after_loads(int gr, int gc, int rows) const
     {
-        v[0] = v[1] = v[2] = v[3] = 0.0f;
-        if (gr >= rows || gc >= cols) return;
-        const std::int64_t src = f.order[f.offset + gr];
-        const std::uint8_t* img = f.images + src * std::int64_t(cols);
-        if (gc == 0) f.out_labels[gr] = f.labels[src];
-        std::uint32_t bytes = 0;
-        if (full) {
-            bytes = *reinterpret_cast<const std::uint32_t*>(img + gc);
-        } else {
+        if (gc == 0 && gr < rows) f.out_labels[gr] = f.labels[f.order[f.offset + gr]];
+    }
+    // The dataset's sample behind batch row gr (0 past the rows): the tile's four order
+    // loads go out before any of the image loads that wait on them.
+    __device__ __forceinline__ std::int32_t row(int gr, int rows) const
+    {
+        return gr < rows ? f.order[f.offset + gr] : 0;
+    }
+    __device__ __forceinline__ Raw fetch(int gr, std::int32_t src, int gc, int rows,
+                                         bool full) const
+    {
+        const std::uint8_t* img = f.images + std::int64_t(src) * std::int64_t(cols);
+        if (full) return {*reinterpret_cast<const std::uint32_t*>(img + gc), 4};
+        Raw r{0u, 0};
+        if (gr >= rows || gc >= cols) return r;
+        r.valid = min(4, cols - gc);
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (gc + q < cols) bytes |= std::uint32_t(img[gc + q]) << (8 * q);
-        }
+        for (int q = 0; q < 4; ++q)
+            if (q < r.valid) r.bytes |= std::uint32_t(img[gc + q]) << (8 * q);
+        return r;
+    }
+    __device__ __forceinline__ void convert(const Raw& r, int gc, float (&v)[4]) const
+    {
         int c = gc % f.channels;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            if (gc + q < cols) v[q] = norm[c][(bytes >> (8 * q)) & 0xFFu];
+            v[q] = q < r.valid ? norm[c][(r.bytes >> (8 * q)) & 0xFFu] : 0.0f;
             if (++c == f.channels) c = 0;
         }
     }
@@ -273,21 +298,39 @@ __global__ void __launch_bounds__(k_threads)
     for (int rt = int(blockIdx.x); rt < row_tiles; rt += int(gridDim.x)) {
         const int r0 = rt * k_tile_rows;
         const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
+        // Every global load of the row tile before any store: the compiler keeps a load
+        // below a store that might alias it, and with one load in flight a thread the
+        // passes ran at under half the copy bandwidth (bench/NOTES.md 41).
+        constexpr int k_rows_each = k_tile_rows / 16;
+        decltype(src.row(0, 0)) at[k_rows_each];
 #pragma unroll
-        for (int i = 0; i < k_tile_rows / 16; ++i) {
+        for (int i = 0; i < k_rows_each; ++i) at[i] = src.row(r0 + ty + 16 * i, rows);
+        typename Source::Raw raw[k_rows_each];
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i)
+            raw[i] = src.fetch(r0 + ty + 16 * i, at[i], gc, rows, full);
+        unsigned mask_bits[k_rows_each];
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i) {
+            const int gr = r0 + ty + 16 * i;
+            // relu's backward from bits (uniform: the masks are per launch). gc is a
+            // multiple of 4: its four bits lie in one word.
+            mask_bits[i] = mask && gr < rows && gc < cols
+                               ? mask[std::size_t(gr) * std::size_t(mask_ld) +
+                                      std::size_t(gc >> 5)] >>
+                                     (gc & 31)
+                               : 0u;
+        }
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i) {
             const int r = ty + 16 * i, gr = r0 + r;
             float v[4];
-            src.load4(gr, gc, rows, full, v);
-            // relu's backward from bits (uniform branches: the masks are per launch).
+            src.convert(raw[i], gc, v);
             if (mask) {
-                // gc is a multiple of 4: its four bits lie in one word.
-                const unsigned bits =
-                    gr < rows && gc < cols
-                        ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
-                              (gc & 31)
-                        : 0u;
 #pragma unroll
-                for (int q = 0; q < 4; ++q) v[q] = (bits >> q) & 1u ? v[q] : 0.0f;
+                for (int q = 0; q < 4; ++q) v[q] = (mask_bits[i] >> q) & 1u ? v[q] : 0.0f;
             } else if (mask_out) {
                 // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
                 unsigned bits = 0;
@@ -363,13 +406,21 @@ __global__ void __launch_bounds__(k_threads)
     __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
+    // The tile's loads first, as in fp8_quantize_tiled: the gate's stores would hold the
+    // next row's load behind them.
+    std::uint32_t words[k_tile / 16];
 #pragma unroll
     for (int i = 0; i < k_tile / 16; ++i) {
         const int r = ty + 16 * i;
-        std::uint32_t w = 0;
-        if (r0 + r < rows && c0 + c < y_ld)
-            w = *reinterpret_cast<const std::uint32_t*>(
-                y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c));
+        words[i] = r0 + r < rows && c0 + c < y_ld
+                       ? *reinterpret_cast<const std::uint32_t*>(
+                             y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c))
+                       : 0u;
+    }
+#pragma unroll
+    for (int i = 0; i < k_tile / 16; ++i) {
+        const int r = ty + 16 * i;
+        const std::uint32_t w = words[i];
         *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
         if (mask_out) { // uniform: every lane takes part in the shuffles
             unsigned bits = 0;

@@ -64,6 +64,99 @@ __device__ __forceinline__ void store8(T* dst, const float* v, bool wide)
     }
 }
 
+// The normalisation table, every (channel, byte) once per block, by the expression the
+// CPU uses: the per-element division and the indexing of the parameters by channel had
+// run the MLP's 4096-sample batch at a fifth of the copy bandwidth (bench/NOTES.md 21).
+// The channel loop unrolled: a parameter array indexed at run time is copied to local
+// memory first.
+__device__ __forceinline__ void fill_norm(float (&norm)[4][256], const GatherArgs& a)
+{
+    for (int byte = threadIdx.x; byte < 256; byte += blockDim.x) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            if (c < a.channels) norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
+    }
+    __syncthreads();
+}
+
+// Up to eight source bytes, byte i of the result the element at first + i: one 8-byte
+// load where they are whole and aligned.
+__device__ __forceinline__ std::uint64_t load_bytes(const std::uint8_t* img, int first, int n)
+{
+    if (n == k_vec && (reinterpret_cast<std::uintptr_t>(img + first) & 7u) == 0)
+        return *reinterpret_cast<const std::uint64_t*>(img + first);
+    std::uint64_t w = 0;
+#pragma unroll
+    for (int i = 0; i < k_vec; ++i)
+        if (i < n) w |= std::uint64_t(img[first + i]) << (8 * i);
+    return w;
+}
+
+// Eight normalised elements (n of them real) to dst.
+template <class T>
+__device__ __forceinline__ void store_chunk(T* dst, const float* v, int n)
+{
+    if (n == k_vec) {
+        const bool wide = (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0;
+        store8(dst, v, wide);
+    } else {
+#pragma unroll
+        for (int i = 0; i < k_vec; ++i) // constant indices: v stays in registers
+            if (i < n) dst[i] = from_f32<T>(v[i]);
+    }
+}
+
+// Without augmentation: k_chunks_each chunks a thread at a time, every load of them before
+// any store. A store between two loads keeps the compiler from moving the later load above
+// it (the dataset and the batch could alias as far as it knows), and one chunk at a time
+// left a thread one dependent pair of loads (order, then the bytes) in flight: the
+// 4096 x 3072 batch ran at a third of the copy bandwidth (bench/NOTES.md 41).
+constexpr int k_chunks_each = 4;
+
+template <class T>
+__device__ __forceinline__ void gather_plain(const std::uint8_t* images, const std::uint8_t* labels,
+                                             const std::int32_t* order, std::int64_t offset,
+                                             int sample, std::int64_t total, bool narrow,
+                                             const GatherArgs& a, const float (&norm)[4][256],
+                                             T* out, std::int32_t* out_labels)
+{
+    const int chunks = (sample + k_vec - 1) / k_vec;
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t t0 = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; t0 < total;
+         t0 += k_chunks_each * stride) {
+        int b[k_chunks_each], first[k_chunks_each];
+        std::int32_t src[k_chunks_each];
+        std::uint64_t bytes[k_chunks_each];
+#pragma unroll
+        for (int u = 0; u < k_chunks_each; ++u) {
+            const std::int64_t t = t0 + u * stride;
+            b[u] = t >= total ? -1 : narrow ? int(unsigned(t) / unsigned(chunks)) : int(t / chunks);
+            first[u] = b[u] < 0 ? 0 : int(t - std::int64_t(b[u]) * chunks) * k_vec;
+        }
+#pragma unroll
+        for (int u = 0; u < k_chunks_each; ++u) src[u] = b[u] < 0 ? 0 : order[offset + b[u]];
+#pragma unroll
+        for (int u = 0; u < k_chunks_each; ++u)
+            bytes[u] = b[u] < 0 ? 0
+                                : load_bytes(images + std::int64_t(src[u]) * sample, first[u],
+                                             min(k_vec, sample - first[u]));
+#pragma unroll
+        for (int u = 0; u < k_chunks_each; ++u) {
+            if (b[u] < 0) continue;
+            if (first[u] == 0) out_labels[b[u]] = labels[src[u]];
+            const int n = min(k_vec, sample - first[u]);
+            float v[k_vec];
+            int c = first[u] % a.channels;
+#pragma unroll
+            for (int i = 0; i < k_vec; ++i) {
+                v[i] = norm[c][i < n ? int((bytes[u] >> (8 * i)) & 0xFFu) : 0];
+                if (++c == a.channels) c = 0;
+            }
+            store_chunk(out + std::int64_t(b[u]) * sample + first[u], v, n);
+        }
+    }
+}
+
 // Grid-stride over (sample, chunk of 8 elements); a sample's last chunk may be short.
 template <class T>
 __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* labels,
@@ -80,48 +173,26 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
     const std::int64_t total = std::int64_t(batch) * chunks;
     // 32-bit division where the indices fit (every batch we have seen): a 64-bit one is
     // a long software sequence, per 8 elements.
-    const bool narrow = total + std::int64_t(gridDim.x) * blockDim.x < (std::int64_t(1) << 31);
-    const bool augment = a.crop || a.flip;
-    // Every (channel, byte) normalised once per block, by the expression the CPU uses:
-    // the per-element division and the indexing of the parameters by channel had run
-    // the MLP's 4096-sample batch at a fifth of the copy bandwidth (bench/NOTES.md 21).
+    const bool narrow = total + std::int64_t(k_chunks_each + 1) * gridDim.x * blockDim.x <
+                        (std::int64_t(1) << 31);
     __shared__ float norm[4][256];
-    // The channel loop unrolled: a parameter array indexed at run time is copied to
-    // local memory first.
-    for (int byte = threadIdx.x; byte < 256; byte += blockDim.x) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-            if (c < a.channels) norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
+    fill_norm(norm, a);
+    if (!a.crop && !a.flip) {
+        gather_plain(images, labels, order, offset, sample, total, narrow, a, norm, out,
+                     out_labels);
+        return;
     }
-    __syncthreads();
     for (std::int64_t t = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; t < total;
          t += std::int64_t(gridDim.x) * blockDim.x) {
         const int b = narrow ? int(unsigned(t) / unsigned(chunks)) : int(t / chunks);
         const int first = int(t - std::int64_t(b) * chunks) * k_vec;
         const std::int64_t src = order[offset + b];
         const std::uint8_t* img = images + src * sample;
-        T* dst = out + std::int64_t(b) * sample + first;
         if (first == 0) out_labels[b] = labels[src];
         // The draw depends on the position in the batch (b), as on the CPU.
-        hd::AugmentDraw d{};
-        if (augment) d = hd::augment_draw(a.seed, step, std::uint64_t(b), a.pad, a.crop, a.flip);
+        const hd::AugmentDraw d =
+            hd::augment_draw(a.seed, step, std::uint64_t(b), a.pad, a.crop, a.flip);
         const int n = min(k_vec, sample - first);
-        // The eight source bytes in one 8-byte load where they are whole and aligned.
-        std::uint8_t bytes[k_vec] = {};
-        if (!augment) {
-            if (n == k_vec && (reinterpret_cast<std::uintptr_t>(img + first) & 7u) == 0) {
-                const uint2 w = *reinterpret_cast<const uint2*>(img + first);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    bytes[i] = std::uint8_t(w.x >> (8 * i));
-                    bytes[4 + i] = std::uint8_t(w.y >> (8 * i));
-                }
-            } else {
-#pragma unroll
-                for (int i = 0; i < k_vec; ++i) // constant indices: bytes stays in registers
-                    if (i < n) bytes[i] = img[first + i];
-            }
-        }
         float v[k_vec];
         int c = first % a.channels;
         int p = first / a.channels;
@@ -129,15 +200,11 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
         for (int i = 0; i < k_vec; ++i) {
             int raw = 0;
             if (i < n) {
-                if (!augment) {
-                    raw = bytes[i];
-                } else {
-                    const int r = p / a.width, col = p - r * a.width;
-                    int sr = 0, sc = 0;
-                    // Zero padding is a raw 0 pixel, normalised like any other.
-                    if (hd::augment_source(d, r, col, a.height, a.width, &sr, &sc))
-                        raw = img[(std::int64_t(sr) * a.width + sc) * a.channels + c];
-                }
+                const int r = p / a.width, col = p - r * a.width;
+                int sr = 0, sc = 0;
+                // Zero padding is a raw 0 pixel, normalised like any other.
+                if (hd::augment_source(d, r, col, a.height, a.width, &sr, &sc))
+                    raw = img[(std::int64_t(sr) * a.width + sc) * a.channels + c];
             }
             v[i] = norm[c][raw];
             if (++c == a.channels) {
@@ -145,14 +212,7 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
                 ++p;
             }
         }
-        if (n == k_vec) {
-            const bool wide = (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0;
-            store8(dst, v, wide);
-        } else {
-#pragma unroll
-            for (int i = 0; i < k_vec; ++i) // constant indices: v stays in registers
-                if (i < n) dst[i] = from_f32<T>(v[i]);
-        }
+        store_chunk(out + std::int64_t(b) * sample + first, v, n);
     }
 }
 
