@@ -949,6 +949,9 @@ private slots:
             },
             "y or y_t must be given");
         expect_error([&] { be->fp8_update_scales(meta, 2, 1, 9); }, "margin must be between");
+        // Longer than a run file allows (the CUDA kernel updates a shared-memory copy).
+        expect_error([&] { be->fp8_update_scales(meta, 0, k_max_fp8_history + 1, 0); },
+                     "history_len must be between 1 and 1024, got 1025");
     }
 
     // ---- the policy ----------------------------------------------------------------------

@@ -90,8 +90,9 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
     require(margin >= -k_max_fp8_margin && margin <= k_max_fp8_margin, backend, op,
             "margin must be between -" + std::to_string(k_max_fp8_margin) + " and " +
                 std::to_string(k_max_fp8_margin) + ", got " + std::to_string(margin));
-    require(history_len >= 1, backend, op,
-            "history_len must be at least 1, got " + std::to_string(history_len));
+    require(history_len >= 1 && history_len <= k_max_fp8_history, backend, op,
+            "history_len must be between 1 and " + std::to_string(k_max_fp8_history) + ", got " +
+                std::to_string(history_len));
     meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));
 }
 

@@ -870,7 +870,9 @@ void Fp8Checker::update_checks()
     struct Case {
         int history_len, margin, updates;
     };
-    const Case cases[] = {{4, 0, 1}, {4, 2, 1}, {1, 0, 1}, {16, 1, 1}, {4, 0, 3}, {16, -1, 2}};
+    // 1024: the longest history a run file allows (the CUDA kernel's shared copy).
+    const Case cases[] = {{4, 0, 1}, {4, 2, 1},   {1, 0, 1},    {16, 1, 1},
+                          {4, 0, 3}, {16, -1, 2}, {1024, 0, 2}, {1023, 1, 1}};
     for (const Case& c : cases) {
         const std::string name = "fp8_update_scales/history" + std::to_string(c.history_len) +
                                  "/margin" + std::to_string(c.margin) +

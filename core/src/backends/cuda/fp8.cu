@@ -11,6 +11,7 @@
 #include "backends/cuda/fp8_round.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
+#include "mixlab/run_config.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -315,11 +316,11 @@ __global__ void __launch_bounds__(k_threads)
             const int gr = r0 + ty + 16 * i;
             // relu's backward from bits (uniform: the masks are per launch). gc is a
             // multiple of 4: its four bits lie in one word.
-            mask_bits[i] = mask && gr < rows && gc < cols
-                               ? mask[std::size_t(gr) * std::size_t(mask_ld) +
-                                      std::size_t(gc >> 5)] >>
-                                     (gc & 31)
-                               : 0u;
+            mask_bits[i] =
+                mask && gr < rows && gc < cols
+                    ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
+                          (gc & 31)
+                    : 0u;
         }
 #pragma unroll
         for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
@@ -449,12 +450,22 @@ __global__ void __launch_bounds__(k_threads)
     }
 }
 
-__global__ void fp8_update_kernel(float* meta, int tensors, int history_len,
-                                  std::size_t block_floats, int margin)
+// One block a tensor: its meta block copied into shared memory by every thread, updated
+// there by hd::fp8_update_block (the CPU's code), and copied back. A thread updating the
+// block in global memory, as before, shifted the history through 15 dependent load-store
+// pairs: 4 us of each fp8 step (bench/NOTES.md 34) for 16 floats a tensor.
+constexpr int k_update_threads = 128;
+__global__ void __launch_bounds__(k_update_threads)
+    fp8_update_kernel(float* meta, int history_len, std::size_t block_floats, int margin)
 {
-    const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (t < tensors)
-        hd::fp8_update_block(meta + std::size_t(t) * block_floats, history_len, margin);
+    __shared__ float block[k_fp8_history + k_max_fp8_history];
+    float* g = meta + std::size_t(blockIdx.x) * block_floats;
+    const int n = int(k_fp8_history) + history_len;
+    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) block[i] = g[i];
+    __syncthreads();
+    if (threadIdx.x == 0) hd::fp8_update_block(block, history_len, margin);
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) g[i] = block[i];
 }
 
 bool aligned_to(const void* p, std::size_t bytes)
@@ -629,10 +640,8 @@ void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::si
                               int margin, cudaStream_t stream)
 {
     if (tensors <= 0) return;
-    const unsigned threads = 128;
-    const unsigned blocks = unsigned((tensors + int(threads) - 1) / int(threads));
-    fp8_update_kernel<<<blocks, threads, 0, stream>>>(meta, tensors, history_len, block_floats,
-                                                      margin);
+    fp8_update_kernel<<<unsigned(tensors), k_update_threads, 0, stream>>>(meta, history_len,
+                                                                          block_floats, margin);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_update_kernel");
 }
 

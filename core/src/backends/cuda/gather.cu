@@ -114,11 +114,10 @@ __device__ __forceinline__ void store_chunk(T* dst, const float* v, int n)
 constexpr int k_chunks_each = 4;
 
 template <class T>
-__device__ __forceinline__ void gather_plain(const std::uint8_t* images, const std::uint8_t* labels,
-                                             const std::int32_t* order, std::int64_t offset,
-                                             int sample, std::int64_t total, bool narrow,
-                                             const GatherArgs& a, const float (&norm)[4][256],
-                                             T* out, std::int32_t* out_labels)
+__device__ __forceinline__ void
+gather_plain(const std::uint8_t* images, const std::uint8_t* labels, const std::int32_t* order,
+             std::int64_t offset, int sample, std::int64_t total, bool narrow, const GatherArgs& a,
+             const float (&norm)[4][256], T* out, std::int32_t* out_labels)
 {
     const int chunks = (sample + k_vec - 1) / k_vec;
     const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
@@ -173,8 +172,8 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
     const std::int64_t total = std::int64_t(batch) * chunks;
     // 32-bit division where the indices fit (every batch we have seen): a 64-bit one is
     // a long software sequence, per 8 elements.
-    const bool narrow = total + std::int64_t(k_chunks_each + 1) * gridDim.x * blockDim.x <
-                        (std::int64_t(1) << 31);
+    const bool narrow =
+        total + std::int64_t(k_chunks_each + 1) * gridDim.x * blockDim.x < (std::int64_t(1) << 31);
     __shared__ float norm[4][256];
     fill_norm(norm, a);
     if (!a.crop && !a.flip) {
