@@ -136,27 +136,31 @@ struct StepScalars {
     float bias_correction1, bias_correction2;
 };
 
-// g + wd * w rounded twice, as the CPU computes it: nvcc would contract it into one fused
-// multiply-add. Adam's first step is lr * g / (|g| + eps) (m / bc1 = g, sqrt(v / bc2) =
-// |g|), whose derivative in g is lr * eps / (|g| + eps)^2: where the gradient and the
-// L2 term cancel to |g| ~ eps it multiplies a difference in g by up to lr / (4 eps), and
-// the one rounding the FMA skips (up to half an ulp of wd * w, ~5e-10 for |w| ~ 1) moved
-// the weight by 3.4e-5 against a tolerance of 9e-6 (check seed 2, 1 of 20003 elements).
-// Bit-identical g on both backends leaves only the few-ulp differences the check allows.
-__device__ __forceinline__ float add_weight_decay(float g, float wd, float w)
-{
-    return __fadd_rn(g, __fmul_rn(wd, w));
-}
-
-// a * b + c rounded twice, as the CPU computes the optimizer states (momentum's buffer,
-// Adam's m and v): nvcc fuses it. Where a float16 state's v has underflowed to 0 (clipped
-// gradients of ~0.007: (1 - b2) * g^2 ~ 5e-8, under half fp16's smallest subnormal) Adam's
-// step is lr * m / eps, which turned m's one-ulp difference into a weight 1.2% off (check
-// seed 28, optimizer/clip/adam/mixed_f16_f32_slots/overflow_in_f16: 101.94 against the
-// CPU's 103.19, one of 20003 at step 2). Identical states leave the update's own roundings.
+// a * b + c rounded twice, as the CPU computes it: nvcc would contract it into one fused
+// multiply-add. (This file is also built with -fmad=false, core/CMakeLists.txt, so that
+// the expressions not written through these helpers, Nesterov's g + momentum * b and the
+// weight updates, round as the CPU's do too; the helpers keep the roundings explicit
+// where a skipped one was seen to matter.) Two cases where it did:
+// - Where a float16 state's v has underflowed to 0 (clipped gradients of ~0.007: (1 - b2)
+//   * g^2 ~ 5e-8, under half fp16's smallest subnormal) Adam's step is lr * m / eps,
+//   which turned m's one-ulp difference into a weight 1.2% off (check seed 28,
+//   optimizer/clip/adam/mixed_f16_f32_slots/overflow_in_f16: 101.94 against the CPU's
+//   103.19, one of 20003 at step 2).
+// - Adam's first step is lr * g / (|g| + eps) (m / bc1 = g, sqrt(v / bc2) = |g|), whose
+//   derivative in g is lr * eps / (|g| + eps)^2: where the gradient and the L2 term
+//   cancel to |g| ~ eps it multiplies a difference in g by up to lr / (4 eps), and the
+//   one rounding the FMA skips (up to half an ulp of wd * w, ~5e-10 for |w| ~ 1) moved
+//   the weight by 3.4e-5 against a tolerance of 9e-6 (check seed 2, 1 of 20003 elements).
+// Identical states and g leave only the update's own roundings.
 __device__ __forceinline__ float mul_add_rounded(float a, float b, float c)
 {
     return __fadd_rn(__fmul_rn(a, b), c);
+}
+
+// g + wd * w, L2 weight decay folded into the gradient.
+__device__ __forceinline__ float add_weight_decay(float g, float wd, float w)
+{
+    return mul_add_rounded(wd, w, g);
 }
 
 template <class TM>
