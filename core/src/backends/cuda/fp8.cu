@@ -300,8 +300,10 @@ __global__ void __launch_bounds__(k_threads)
         const int r0 = rt * k_tile_rows;
         const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
         // Every global load of the row tile before any store: the compiler keeps a load
-        // below a store that might alias it, and with one load in flight a thread the
-        // passes ran at under half the copy bandwidth (bench/NOTES.md 41).
+        // below a store that might alias it (PTX showed each row's loads after the last
+        // row's stores). Measured on an H100 (bench/NOTES.md 41): the gather with X1's
+        // quantize 33.4 -> 29.4 us, dZ2's pass 11.7 -> 10.7, X2's transpose 13.3 -> 12.3,
+        // but dZ1's pass (no y stores to wait behind) 26.0 -> 30.6: the step unchanged.
         constexpr int k_rows_each = k_tile_rows / 16;
         decltype(src.row(0, 0)) at[k_rows_each];
 #pragma unroll
