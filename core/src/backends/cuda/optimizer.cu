@@ -137,10 +137,10 @@ struct StepScalars {
 };
 
 // a * b + c rounded twice, as the CPU computes it: nvcc would contract it into one fused
-// multiply-add. (This file is also built with -fmad=false, core/CMakeLists.txt, so that
-// the expressions not written through these helpers, Nesterov's g + momentum * b and the
-// weight updates, round as the CPU's do too; the helpers keep the roundings explicit
-// where a skipped one was seen to matter.) Two cases where it did:
+// multiply-add. Expressions not written through it (Nesterov's g + momentum * b, the
+// weight updates) are still contracted; building this file with -fmad=false passed check
+// on an H100 (bench/NOTES.md 41) but is not in the build yet. Two cases where a skipped
+// rounding mattered:
 // - Where a float16 state's v has underflowed to 0 (clipped gradients of ~0.007: (1 - b2)
 //   * g^2 ~ 5e-8, under half fp16's smallest subnormal) Adam's step is lr * m / eps,
 //   which turned m's one-ulp difference into a weight 1.2% off (check seed 28,
