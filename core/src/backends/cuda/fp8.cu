@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/fp8_round.cuh"
+#include "backends/cuda/resident_grid.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
 #include "mixlab/run_config.h"
@@ -269,9 +270,10 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
 // 4-byte store to y each) and keeps the bytes in shared memory; then transposes the
 // tile's 4 x 4 bytes at rows 4 tx (+ 64 ...), columns 4 ty, into 4 bytes of y_t's rows
 // 4 ty .. 4 ty + 3 each.
-// A block takes row tiles blockIdx.x, + gridDim.x, ... (so that the partials stay
-// within the reduction scratch). Sums: its column sums of x over those rows to
-// partials[blockIdx.x][col], in a fixed order. `aligned`: x's rows start on 4-element
+// The row tiles go in groups of group_tiles consecutive ones, a block taking groups
+// blockIdx.x, + gridDim.x, ... Sums: each group's column sums of x to partials[group][col],
+// in a fixed order: the partials follow the shape and group_tiles, never the grid, so the
+// grid may be sized to the GPU (resident_grid.cuh's rule). `aligned`: x's rows start on 4-element
 // boundaries and y and y_t on 4 bytes, so full tiles take the vector loads and every
 // store is 4 bytes.
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
@@ -283,7 +285,7 @@ __global__ void __launch_bounds__(k_threads)
                        std::uint32_t* __restrict__ mask_out, int rows, int cols, int y_ld, int t_ld,
                        const float* __restrict__ scale_p, float* amax_slot,
                        std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
-                       float* __restrict__ partials, bool aligned)
+                       float* __restrict__ partials, int group_tiles, bool aligned)
 {
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
@@ -296,99 +298,107 @@ __global__ void __launch_bounds__(k_threads)
     float amax = 0.0f;
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const int row_tiles = (rows + k_tile_rows - 1) / k_tile_rows;
-    for (int rt = int(blockIdx.x); rt < row_tiles; rt += int(gridDim.x)) {
-        const int r0 = rt * k_tile_rows;
-        const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
-        // Every global load of the row tile before any store: the compiler keeps a load
-        // below a store that might alias it (PTX showed each row's loads after the last
-        // row's stores). Measured on an H100 (bench/NOTES.md 41): the gather with X1's
-        // quantize 33.4 -> 29.4 us, dZ2's pass 11.7 -> 10.7, X2's transpose 13.3 -> 12.3,
-        // but dZ1's pass (no y stores to wait behind) 26.0 -> 30.6: the step unchanged.
-        constexpr int k_rows_each = k_tile_rows / 16;
-        decltype(src.row(0, 0)) at[k_rows_each];
+    const int groups = (row_tiles + group_tiles - 1) / group_tiles;
+    for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
+        const int group_end = min(row_tiles, (group + 1) * group_tiles);
+        for (int rt = group * group_tiles; rt < group_end; ++rt) {
+            const int r0 = rt * k_tile_rows;
+            const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
+            // Every global load of the row tile before any store: the compiler keeps a load
+            // below a store that might alias it (PTX showed each row's loads after the last
+            // row's stores). Measured on an H100 (bench/NOTES.md 41): the gather with X1's
+            // quantize 33.4 -> 29.4 us, dZ2's pass 11.7 -> 10.7, X2's transpose 13.3 -> 12.3,
+            // but dZ1's pass (no y stores to wait behind) 26.0 -> 30.6: the step unchanged.
+            constexpr int k_rows_each = k_tile_rows / 16;
+            decltype(src.row(0, 0)) at[k_rows_each];
 #pragma unroll
-        for (int i = 0; i < k_rows_each; ++i) at[i] = src.row(r0 + ty + 16 * i, rows);
-        typename Source::Raw raw[k_rows_each];
+            for (int i = 0; i < k_rows_each; ++i) at[i] = src.row(r0 + ty + 16 * i, rows);
+            typename Source::Raw raw[k_rows_each];
 #pragma unroll
-        for (int i = 0; i < k_rows_each; ++i)
-            raw[i] = src.fetch(r0 + ty + 16 * i, at[i], gc, rows, full);
-        unsigned mask_bits[k_rows_each];
+            for (int i = 0; i < k_rows_each; ++i)
+                raw[i] = src.fetch(r0 + ty + 16 * i, at[i], gc, rows, full);
+            unsigned mask_bits[k_rows_each];
 #pragma unroll
-        for (int i = 0; i < k_rows_each; ++i) {
-            const int gr = r0 + ty + 16 * i;
-            // relu's backward from bits (uniform: the masks are per launch). gc is a
-            // multiple of 4: its four bits lie in one word.
-            mask_bits[i] =
-                mask && gr < rows && gc < cols
-                    ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
-                          (gc & 31)
-                    : 0u;
-        }
-#pragma unroll
-        for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
-#pragma unroll
-        for (int i = 0; i < k_rows_each; ++i) {
-            const int r = ty + 16 * i, gr = r0 + r;
-            float v[4];
-            src.convert(raw[i], gc, v);
-            if (mask) {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) v[q] = (mask_bits[i] >> q) & 1u ? v[q] : 0.0f;
-            } else if (mask_out) {
-                // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
-                unsigned bits = 0;
-#pragma unroll
-                for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
-                store_gate_word(mask_out, bits, tx, gr, rows, c0, mask_ld);
+            for (int i = 0; i < k_rows_each; ++i) {
+                const int gr = r0 + ty + 16 * i;
+                // relu's backward from bits (uniform: the masks are per launch). gc is a
+                // multiple of 4: its four bits lie in one word.
+                mask_bits[i] =
+                    mask && gr < rows && gc < cols
+                        ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
+                              (gc & 31)
+                        : 0u;
             }
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (Amax) amax = fold_amax(amax, v[q]);
-                if (Sums) s[q] += v[q];
+            for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
+#pragma unroll
+            for (int i = 0; i < k_rows_each; ++i) {
+                const int r = ty + 16 * i, gr = r0 + r;
+                float v[4];
+                src.convert(raw[i], gc, v);
+                if (mask) {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) v[q] = (mask_bits[i] >> q) & 1u ? v[q] : 0.0f;
+                } else if (mask_out) {
+                    // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
+                    unsigned bits = 0;
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
+                    store_gate_word(mask_out, bits, tx, gr, rows, c0, mask_ld);
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    if (Amax) amax = fold_amax(amax, v[q]);
+                    if (Sums) s[q] += v[q];
+                }
+                const std::uint32_t packed = quantize4<E5M2>(v, scale);
+                if (WriteY && gr < rows && gc < y_ld) {
+                    std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
+                    store4(at, packed, aligned);
+                }
+                if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
             }
-            const std::uint32_t packed = quantize4<E5M2>(v, scale);
-            if (WriteY && gr < rows && gc < y_ld) {
-                std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
-                store4(at, packed, aligned);
-            }
-            if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
-        }
-        if constexpr (WriteT) {
-            __syncthreads();
-            // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
-            // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
-            // at columns r0 + 4 tx.
+            if constexpr (WriteT) {
+                __syncthreads();
+                // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
+                // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
+                // at columns r0 + 4 tx.
 #pragma unroll
-            for (int h = 0; h < k_tile_rows / 64; ++h) {
-                const int r = 4 * tx + 64 * h, j = 4 * ty;
-                if (r0 + r < t_ld) {
-                    std::uint32_t w[4], col[4];
+                for (int h = 0; h < k_tile_rows / 64; ++h) {
+                    const int r = 4 * tx + 64 * h, j = 4 * ty;
+                    if (r0 + r < t_ld) {
+                        std::uint32_t w[4], col[4];
 #pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-                    transpose4x4(w, col);
+                        for (int q = 0; q < 4; ++q)
+                            w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+                        transpose4x4(w, col);
 #pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        if (c0 + j + q >= cols) break;
-                        std::uint8_t* at =
-                            y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) + std::size_t(r0 + r);
-                        store4(at, col[q], aligned);
+                        for (int q = 0; q < 4; ++q) {
+                            if (c0 + j + q >= cols) break;
+                            std::uint8_t* at = y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
+                                               std::size_t(r0 + r);
+                            store4(at, col[q], aligned);
+                        }
                     }
                 }
+                __syncthreads(); // the tile is written again by the next row tile
             }
-            __syncthreads(); // the tile is written again by the next row tile
         }
-    }
-    if constexpr (Sums) {
+        if constexpr (Sums) {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) sums[ty][c + q] = s[q];
-        __syncthreads();
-        if (threadIdx.x < unsigned(k_tile) && c0 + int(threadIdx.x) < cols) {
-            float total = 0.0f;
+            for (int q = 0; q < 4; ++q) {
+                sums[ty][c + q] = s[q];
+                s[q] = 0.0f;
+            }
+            __syncthreads();
+            if (threadIdx.x < unsigned(k_tile) && c0 + int(threadIdx.x) < cols) {
+                float total = 0.0f;
 #pragma unroll
-            for (int k = 0; k < 16; ++k) total += sums[k][threadIdx.x];
-            partials[std::size_t(blockIdx.x) * std::size_t(cols) + std::size_t(c0) + threadIdx.x] =
-                total;
+                for (int k = 0; k < 16; ++k) total += sums[k][threadIdx.x];
+                partials[std::size_t(group) * std::size_t(cols) + std::size_t(c0) + threadIdx.x] =
+                    total;
+            }
+            __syncthreads(); // sums is written again by the next group
         }
     }
     publish_amax<Amax>(amax, amax_slot);
@@ -482,17 +492,25 @@ struct QuantizeArgs {
     const float* scale;
     float* amax_slot;
     std::uint8_t *y, *y_t;
-    float* partials;     // column-sum partials, row_blocks x cols, or null
-    unsigned row_blocks; // blocks along the rows, each taking every row_blocks-th tile
+    float* partials;      // column-sum partials, groups x cols, or null
+    unsigned groups;      // row-tile groups (each a partial's rows with sums)
+    unsigned group_tiles; // consecutive row tiles a group
 };
 
 template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
-    const dim3 grid(a.row_blocks, unsigned((a.cols + k_tile - 1) / k_tile));
-    fp8_quantize_tiled<Source, E5M2, Amax, WriteY, WriteT, Sums><<<grid, k_threads, 0, stream>>>(
+    constexpr auto kernel = fp8_quantize_tiled<Source, E5M2, Amax, WriteY, WriteT, Sums>;
+    const unsigned col_tiles = unsigned((a.cols + k_tile - 1) / k_tile);
+    // With sums, groups of several tiles (see launch_fp8_quantize) at most one resident wave:
+    // a block's sums are written once a group.
+    const unsigned row_blocks =
+        Sums ? std::min(a.groups, std::max(1u, resident_blocks<kernel>(k_threads) / col_tiles))
+             : a.groups;
+    const dim3 grid(row_blocks, col_tiles);
+    kernel<<<grid, k_threads, 0, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
-        a.amax_slot, a.y, a.y_t, a.partials, aligned);
+        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
@@ -540,10 +558,18 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
 {
     if (rows <= 0 || cols <= 0) return;
     const unsigned row_tiles = unsigned((rows + k_tile_rows - 1) / k_tile_rows);
-    // With column sums, at most k_max_partials_per_array partials: the scratch holds that
-    // many without growing, which it could not do inside a recorded step.
-    const unsigned cap =
-        unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
+    // With column sums a partial a group of consecutive row tiles, up to four once there
+    // are 16 groups or more: the block's sums and the finish's partials paid less often
+    // (W1's dZ1 pass at batch 4096 on an H100: 30.8 + 5.5 us with a partial a tile,
+    // bench/NOTES.md 42). The group follows the shape only, so the bias gradient's bits
+    // are the same on every GPU; at most k_max_partials_per_array partials: the scratch
+    // holds that many without growing, which it could not do inside a recorded step.
+    unsigned group_tiles = 1;
+    if (col_sums) {
+        const unsigned cap =
+            unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
+        group_tiles = std::max(std::clamp(row_tiles / 16u, 1u, 4u), (row_tiles + cap - 1) / cap);
+    }
     QuantizeArgs a{relu_mask,
                    relu_mask_out,
                    rows,
@@ -553,8 +579,9 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
                    static_cast<std::uint8_t*>(y),
                    static_cast<std::uint8_t*>(y_t),
                    nullptr,
-                   col_sums ? std::min(row_tiles, cap) : row_tiles};
-    if (col_sums) a.partials = scratch.get(std::size_t(a.row_blocks) * std::size_t(cols));
+                   (row_tiles + group_tiles - 1) / group_tiles,
+                   group_tiles};
+    if (col_sums) a.partials = scratch.get(std::size_t(a.groups) * std::size_t(cols));
     dispatch_floating(tx, "fp8_quantize", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = static_cast<const T*>(x);
@@ -571,8 +598,8 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
     });
     // The tiles' partials added in tile order, rounded once to the sums' dtype.
     if (col_sums)
-        launch_column_finish(a.partials, a.row_blocks, std::size_t(cols), std::size_t(cols),
-                             col_sums, tsums, stream);
+        launch_column_finish(a.partials, a.groups, std::size_t(cols), std::size_t(cols), col_sums,
+                             tsums, stream);
 }
 
 void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
@@ -607,7 +634,8 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
                    static_cast<std::uint8_t*>(x8),
                    static_cast<std::uint8_t*>(x8_t),
                    nullptr,
-                   unsigned((batch + k_tile_rows - 1) / k_tile_rows)};
+                   unsigned((batch + k_tile_rows - 1) / k_tile_rows),
+                   1};
     // Whole samples of a multiple of 4 bytes: every group of four is one word.
     const bool aligned = sample % 4 == 0 && aligned_to(images, 4) && aligned_to(x8, 4) &&
                          (!x8_t || aligned_to(x8_t, 4));
