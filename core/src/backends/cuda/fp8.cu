@@ -5,11 +5,11 @@
 #include "backends/cuda/fp8.cuh"
 
 #include "backends/cuda/bias_grad.cuh"
+#include "backends/cuda/column_reduce.cuh"
 #include "backends/cuda/column_split.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/fp8_round.cuh"
-#include "backends/cuda/resident_grid.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
 #include "mixlab/run_config.h"
@@ -22,9 +22,15 @@ namespace mixlab::cuda {
 namespace {
 
 constexpr unsigned k_threads = 256;
-// The transposing kernel's tile: 64 x 64 elements, 256 threads. (128 rows, eight loads in
-// flight a thread, measured slower on the H200: 107.6 us for W1's passes against 99.2.)
-constexpr int k_tile = 64, k_tile_rows = 64;
+// The transposing kernels' tile: 64 columns, 256 threads.
+constexpr int k_tile = 64;
+// The tiled pass's rows a tile, by source (Source::k_tile_rows): a thread loads
+// k_tile_rows / 16 rows' values before converting any. A gathered row's raw values are
+// small (a word and a sample index), so eight rows in flight fit: the gather with X1's
+// quantize 30.9 -> 26.3 us on an H100 (bench/NOTES.md 42); a matrix's are four elements
+// and four of the gate, and eight rows took dZ1's pass to 117 registers and 29.0 -> 37.2
+// us (and all of W1's passes 99.2 -> 107.6 us on the H200, NOTES 33).
+constexpr int k_matrix_tile_rows = 64, k_gather_tile_rows = 128;
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
 // from the word's bits: reading a loaded array back through a T pointer (the first
@@ -136,9 +142,11 @@ struct MatrixSource {
     const T* __restrict__ gate;
     int cols;
 
+    static constexpr int k_tile_rows = k_matrix_tile_rows;
+    // The elements as loaded (converted in convert(): a 16-bit row's in half the registers).
     struct Raw {
-        float v[4];
-        float g[4];
+        VecT<T, 4> v;
+        VecT<T, 4> g;
     };
     __device__ __forceinline__ void begin() {}
     __device__ __forceinline__ void after_loads(int, int, int) const {}
@@ -146,24 +154,28 @@ struct MatrixSource {
     __device__ __forceinline__ Raw fetch(int gr, int, int gc, int rows, bool full) const
     {
         const std::size_t at = std::size_t(gr) * std::size_t(cols) + std::size_t(gc);
-        Raw r{{0.0f, 0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
+        using V = VecT<T, 4>;
+        Raw r;
         if (full) {
-            load_vec<4>(x + at, r.v);
-            if (gate) load_vec<4>(gate + at, r.g);
-        } else {
+            r.v = *reinterpret_cast<const V*>(x + at);
+            if (gate) r.g = *reinterpret_cast<const V*>(gate + at);
+            return r;
+        }
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const bool in = gr < rows && gc + q < cols;
-                if (in) r.v[q] = to_f32(x[at + std::size_t(q)]);
-                if (gate && in) r.g[q] = to_f32(gate[at + std::size_t(q)]);
-            }
+        for (int q = 0; q < 4; ++q) {
+            const bool in = gr < rows && gc + q < cols;
+            r.v.v[q] = in ? x[at + std::size_t(q)] : from_f32<T>(0.0f);
+            if (gate) r.g.v[q] = in ? gate[at + std::size_t(q)] : from_f32<T>(0.0f);
         }
         return r;
     }
     __device__ __forceinline__ void convert(const Raw& r, int, float (&v)[4]) const
     {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) v[q] = !gate || r.g[q] > 0.0f ? r.v[q] : 0.0f;
+        for (int q = 0; q < 4; ++q) {
+            const float value = to_f32(r.v.v[q]);
+            v[q] = !gate || to_f32(r.g.v[q]) > 0.0f ? value : 0.0f;
+        }
     }
 };
 
@@ -191,6 +203,7 @@ struct GatherSource {
     GatherFields f;
     int cols; // the sample's size
     const float (*norm)[256] = nullptr;
+    static constexpr int k_tile_rows = k_gather_tile_rows;
 
     struct Raw {
         std::uint32_t bytes; // the four source bytes, byte q the value at gc + q
@@ -263,7 +276,7 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
         mask_out[std::size_t(row) * std::size_t(mask_ld) + std::size_t(word)] = bits;
 }
 
-// One k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
+// One Source::k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
 // that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
 // t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
 // converts 4 consecutive elements of rows ty, ty + 16, ... (one 4-element load, one
@@ -287,6 +300,7 @@ __global__ void __launch_bounds__(k_threads)
                        std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
                        float* __restrict__ partials, int group_tiles, bool aligned)
 {
+    constexpr int k_tile_rows = Source::k_tile_rows;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
@@ -501,13 +515,9 @@ template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sum
 void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
     constexpr auto kernel = fp8_quantize_tiled<Source, E5M2, Amax, WriteY, WriteT, Sums>;
-    const unsigned col_tiles = unsigned((a.cols + k_tile - 1) / k_tile);
-    // With sums, groups of several tiles (see launch_fp8_quantize) at most one resident wave:
-    // a block's sums are written once a group.
-    const unsigned row_blocks =
-        Sums ? std::min(a.groups, std::max(1u, resident_blocks<kernel>(k_threads) / col_tiles))
-             : a.groups;
-    const dim3 grid(row_blocks, col_tiles);
+    // A block a group: capping the blocks at a resident wave (each taking several groups)
+    // left dZ2's pass 2 us slower on an H100 (NOTES 42).
+    const dim3 grid(a.groups, unsigned((a.cols + k_tile - 1) / k_tile));
     kernel<<<grid, k_threads, 0, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
         a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned);
@@ -557,18 +567,25 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
                          void* col_sums, DType tsums, ReduceScratch& scratch, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return;
-    const unsigned row_tiles = unsigned((rows + k_tile_rows - 1) / k_tile_rows);
-    // With column sums a partial a group of consecutive row tiles, up to four once there
-    // are 16 groups or more: the block's sums and the finish's partials paid less often
-    // (W1's dZ1 pass at batch 4096 on an H100: 30.8 + 5.5 us with a partial a tile,
-    // bench/NOTES.md 42). The group follows the shape only, so the bias gradient's bits
-    // are the same on every GPU; at most k_max_partials_per_array partials: the scratch
-    // holds that many without growing, which it could not do inside a recorded step.
+    const unsigned row_tiles = unsigned((rows + k_matrix_tile_rows - 1) / k_matrix_tile_rows);
+    // With column sums a partial a group of consecutive row tiles: the block's sums and
+    // the finish's partials paid once a group. Up to four tiles a group while that leaves
+    // k_sum_blocks blocks of work (about five a 132-SM Hopper's SM; fewer had dZ2's pass
+    // wait on its loads, NOTES 42): W1's dZ1 pass at batch 4096 on an H100 30.5 -> 28.3 us
+    // and its finish 5.8 -> 2.9. The group follows the shape only, so the bias gradient's
+    // bits are the same on every GPU; at most k_max_partials_per_array partials: the
+    // scratch holds that many without growing, which it could not do in a recorded step.
     unsigned group_tiles = 1;
     if (col_sums) {
+        constexpr unsigned k_sum_blocks = 640;
+        const unsigned col_tiles = unsigned((cols + k_tile - 1) / k_tile);
+        group_tiles = 4;
+        while (group_tiles > 1 &&
+               (row_tiles + group_tiles - 1) / group_tiles * col_tiles < k_sum_blocks)
+            --group_tiles;
         const unsigned cap =
             unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
-        group_tiles = std::max(std::clamp(row_tiles / 16u, 1u, 4u), (row_tiles + cap - 1) / cap);
+        group_tiles = std::max(group_tiles, (row_tiles + cap - 1) / cap);
     }
     QuantizeArgs a{relu_mask,
                    relu_mask_out,
@@ -634,7 +651,7 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
                    static_cast<std::uint8_t*>(x8),
                    static_cast<std::uint8_t*>(x8_t),
                    nullptr,
-                   unsigned((batch + k_tile_rows - 1) / k_tile_rows),
+                   unsigned((batch + k_gather_tile_rows - 1) / k_gather_tile_rows),
                    1};
     // Whole samples of a multiple of 4 bytes: every group of four is one word.
     const bool aligned = sample % 4 == 0 && aligned_to(images, 4) && aligned_to(x8, 4) &&
