@@ -143,7 +143,7 @@ struct MatrixSource {
     int cols;
 
     static constexpr int k_tile_rows = k_matrix_tile_rows;
-    // The elements as loaded (converted in convert(): a 16-bit row's in half the registers).
+    // The elements as loaded; convert() widens them.
     struct Raw {
         VecT<T, 4> v;
         VecT<T, 4> g;
@@ -515,8 +515,8 @@ template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sum
 void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
     constexpr auto kernel = fp8_quantize_tiled<Source, E5M2, Amax, WriteY, WriteT, Sums>;
-    // A block a group: capping the blocks at a resident wave (each taking several groups)
-    // left dZ2's pass 2 us slower on an H100 (NOTES 42).
+    // A block a group: capping the blocks at a resident wave, each taking several groups,
+    // left dZ2's pass 2 us slower on an H100 (bench/NOTES.md 42).
     const dim3 grid(a.groups, unsigned((a.cols + k_tile - 1) / k_tile));
     kernel<<<grid, k_threads, 0, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
@@ -570,14 +570,16 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
     const unsigned row_tiles = unsigned((rows + k_matrix_tile_rows - 1) / k_matrix_tile_rows);
     // With column sums a partial a group of consecutive row tiles: the block's sums and
     // the finish's partials paid once a group. Up to four tiles a group while that leaves
-    // k_sum_blocks blocks of work (about five a 132-SM Hopper's SM; fewer had dZ2's pass
-    // wait on its loads, NOTES 42): W1's dZ1 pass at batch 4096 on an H100 30.5 -> 28.3 us
-    // and its finish 5.8 -> 2.9. The group follows the shape only, so the bias gradient's
-    // bits are the same on every GPU; at most k_max_partials_per_array partials: the
-    // scratch holds that many without growing, which it could not do in a recorded step.
+    // k_sum_blocks blocks (two waves of a 132-SM Hopper at four blocks an SM: whole waves
+    // of short blocks). W1's dZ1 pass at batch 4096 on an H100 (bench/NOTES.md 42), pass +
+    // finish: a tile a group 31.1 + 5.5 us, four 31.9 + 2.8 (1.4 waves of long blocks),
+    // two 29.4 + 3.8, three (this rule) 28.3 + 3.6; dZ2's 1000 columns keep a tile a group.
+    // The group follows the shape only, so the bias gradient's bits are the same on every
+    // GPU; at most k_max_partials_per_array partials: the scratch holds that many without
+    // growing, which it could not do inside a recorded step.
     unsigned group_tiles = 1;
     if (col_sums) {
-        constexpr unsigned k_sum_blocks = 640;
+        constexpr unsigned k_sum_blocks = 1000;
         const unsigned col_tiles = unsigned((cols + k_tile - 1) / k_tile);
         group_tiles = 4;
         while (group_tiles > 1 &&
