@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/fp8_round.cuh"
+#include "backends/cuda/gather_norm.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
 #include "mixlab/run_config.h"
@@ -209,18 +210,11 @@ struct GatherSource {
         std::uint32_t bytes; // the four source bytes, byte q the value at gc + q
         int valid;           // how many of them lie inside the row (0 past the rows)
     };
-    // Every (channel, byte) normalised and rounded once per block (see gather.cu).
+    // Every (channel, byte) normalised and rounded once per block (gather_norm.cuh).
     __device__ __forceinline__ void begin()
     {
         __shared__ float table[4][256];
-        for (int byte = int(threadIdx.x); byte < 256; byte += int(blockDim.x)) {
-#pragma unroll
-            for (int c = 0; c < 4; ++c)
-                if (c < f.channels)
-                    table[c][byte] =
-                        to_f32(from_f32<T>((float(byte) / 255.0f - f.mean[c]) * f.inv_std[c]));
-        }
-        __syncthreads();
+        fill_norm_table<T>(table, f.channels, f.mean, f.inv_std);
         norm = table;
         if (f.step_counter)
             f.offset += std::int64_t(*f.step_counter % std::uint64_t(f.steps_per_epoch)) * f.batch;

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
+#include "backends/cuda/gather_norm.cuh"
 #include "base/hd_math.h"
 
 namespace mixlab::cuda {
@@ -62,21 +63,6 @@ __device__ __forceinline__ void store8(T* dst, const float* v, bool wide)
 #pragma unroll
         for (int i = 0; i < 8; ++i) dst[i] = from_f32<T>(v[i]);
     }
-}
-
-// The normalisation table, every (channel, byte) once per block, by the expression the
-// CPU uses: the per-element division and the indexing of the parameters by channel had
-// run the MLP's 4096-sample batch at a fifth of the copy bandwidth (bench/NOTES.md 21).
-// The channel loop unrolled: a parameter array indexed at run time is copied to local
-// memory first.
-__device__ __forceinline__ void fill_norm(float (&norm)[4][256], const GatherArgs& a)
-{
-    for (int byte = threadIdx.x; byte < 256; byte += blockDim.x) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-            if (c < a.channels) norm[c][byte] = (float(byte) / 255.0f - a.mean[c]) * a.inv_std[c];
-    }
-    __syncthreads();
 }
 
 // Up to eight source bytes, byte i of the result the element at first + i: one 8-byte
@@ -176,7 +162,7 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
     const bool narrow =
         total + std::int64_t(k_chunks_each + 1) * gridDim.x * blockDim.x < (std::int64_t(1) << 31);
     __shared__ float norm[4][256];
-    fill_norm(norm, a);
+    fill_norm_table<float>(norm, a.channels, a.mean, a.inv_std);
     if (!a.crop && !a.flip) {
         gather_plain(images, labels, order, offset, sample, total, narrow, a, norm, out,
                      out_labels);
