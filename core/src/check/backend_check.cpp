@@ -1460,6 +1460,29 @@ double conv_accumulation_tol(DType t, MathMode m)
     return 4.0 * unit_roundoff(t);
 }
 
+// cuDNN's FFT and Winograd algorithms (the legacy fft, fft_tiling, winograd and
+// winograd_nonfused; graph engines whose notes say so, which their names then carry)
+// round in a transformed domain, where every output mixes the whole tile: their error
+// follows the largest of the tensor's scales, not each element's own. A timed plan picks
+// them only now and then: 6 of 32 runs of the case below, four processes sharing the GPU.
+// Measured on an H100 for fp32 2x12x12x8 -> 8, 5x5 (bench/NOTES.md 43): up to 3.2e-4 of
+// the largest scale with FMA math, where the per-element bound above failed hundreds of
+// elements; 2e-3 leaves six times that.
+constexpr double k_transform_tol = 2e-3;
+
+bool transform_algo(const std::string& algo)
+{
+    return algo.find("fft") != std::string::npos || algo.find("winograd") != std::string::npos;
+}
+
+// The scales a direction's output is compared against: each element's own, or for a
+// transform algorithm every element at the tensor's largest.
+std::vector<double> direction_scales(const std::vector<double>& own, const std::string& algo)
+{
+    if (!transform_algo(algo) || own.empty()) return own;
+    return std::vector<double>(own.size(), *std::max_element(own.begin(), own.end()));
+}
+
 std::string conv_text(const ConvGeometry& g)
 {
     return std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
@@ -1517,12 +1540,24 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath
                 b.conv2d_backward_filter(g, on(tx), on(tdy), math, on(dw));
             });
             const ConvScales s = conv_abs_sums(g, x, w, dy);
-            // Outputs round once to t: one unit of roundoff of the scale on top.
+            // Outputs round once to t: one unit of roundoff of the scale on top; a
+            // direction on a transform algorithm against its tensor's largest scale.
             const double f = conv_accumulation_tol(t, math) + unit_roundoff(t);
             const Tol tol{1e-30, out_rtol(t)};
-            compare(v, "y", y, tol, &s.y, f);
-            compare(v, "dx", dx, tol, &s.dx, f);
-            compare(v, "dw", dw, tol, &s.dw, f);
+            const auto check_direction = [&](const char* what, Twin& out,
+                                             const std::vector<double>& own,
+                                             const std::string& algo) {
+                if (!transform_algo(algo)) {
+                    compare(v, what, out, tol, &own, f);
+                    return;
+                }
+                const std::vector<double> scales = direction_scales(own, algo);
+                compare(v, what, out, tol, &scales, f + k_transform_tol);
+                v.note(std::string(what) + " on " + algo + ": against the tensor's largest scale");
+            };
+            check_direction("y", y, s.y, plan.forward_algo);
+            check_direction("dx", dx, s.dx, plan.backward_data_algo);
+            check_direction("dw", dw, s.dw, plan.backward_filter_algo);
             if (as_fwd) {
                 // The forced path must really have run (unless MIXLAB_CONV_DIRECT put every
                 // direction on the direct kernels): else this would only repeat conv2d/.

@@ -341,6 +341,12 @@ bool EngineConfigInfo::has(cudnnBackendBehaviorNote_t n) const
 std::string EngineConfigInfo::text() const
 {
     std::string s = "engine " + std::to_string(engine);
+    // The transform it computes in, which changes its rounding (the checks allow for it).
+    if (has(CUDNN_NUMERICAL_NOTE_FFT)) s += " (fft)";
+    if (has(CUDNN_NUMERICAL_NOTE_WINOGRAD) || has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4) ||
+        has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6) ||
+        has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13))
+        s += " (winograd)";
     std::string k;
     for (const auto& [type, value] : knobs) {
         if (!k.empty()) k += ' ';

@@ -96,7 +96,7 @@ struct EngineConfigInfo {
     std::vector<cudnnBackendBehaviorNote_t> behavior_notes;
     bool has(cudnnBackendNumericalNote_t n) const;
     bool has(cudnnBackendBehaviorNote_t n) const;
-    // "engine 7 [tile_size=3 stages=4]".
+    // "engine 7 [tile_size=3 stages=4]"; "engine 2 (fft) [...]" for a transform engine.
     std::string text() const;
 };
 EngineConfigInfo describe_config(const Descriptor& config);
