@@ -4,6 +4,7 @@
 // GEMMs read (y, y_t, k padded to 16) and, for dZ, the bias gradient's partial sums.
 #include "backends/cuda/fp8.cuh"
 
+#include "backends/cuda/async_copy.cuh"
 #include "backends/cuda/bias_grad.cuh"
 #include "backends/cuda/column_reduce.cuh"
 #include "backends/cuda/column_split.h"
@@ -149,6 +150,22 @@ struct MatrixSource {
         VecT<T, 4> v;
         VecT<T, 4> g;
     };
+    // A full tile's loads staged through shared memory (see fp8_quantize_tiled): four
+    // 16-bit elements are one 8-byte copy. Only without the 16-bit gate (dZ's gate comes
+    // as relu's bits, which the pass stages itself).
+    static constexpr bool k_stages = sizeof(T) == 2;
+    using Stage = VecT<T, 4>;
+    __device__ __forceinline__ bool stages() const { return gate == nullptr; }
+    __device__ __forceinline__ void stage(int gr, int gc, Stage* to) const
+    {
+        async_copy<sizeof(Stage)>(to, x + std::size_t(gr) * std::size_t(cols) + std::size_t(gc));
+    }
+    __device__ __forceinline__ Raw staged(const Stage& from) const
+    {
+        Raw r;
+        r.v = from;
+        return r;
+    }
     __device__ __forceinline__ void begin() {}
     __device__ __forceinline__ void after_loads(int, int, int) const {}
     __device__ __forceinline__ int row(int gr, int) const { return gr; }
@@ -205,6 +222,9 @@ struct GatherSource {
     int cols; // the sample's size
     const float (*norm)[256] = nullptr;
     static constexpr int k_tile_rows = k_gather_tile_rows;
+    // A row's loads wait on its order load: staged through registers only.
+    static constexpr bool k_stages = false;
+    using Stage = std::uint32_t;
 
     struct Raw {
         std::uint32_t bytes; // the four source bytes, byte q the value at gc + q
@@ -277,15 +297,18 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
 // 4-byte store to y each) and keeps the bytes in shared memory; then transposes the
 // tile's 4 x 4 bytes at rows 4 tx (+ 64 ...), columns 4 ty, into 4 bytes of y_t's rows
 // 4 ty .. 4 ty + 3 each.
-// The row tiles go in groups of group_tiles consecutive ones, a block taking groups
-// blockIdx.x, + gridDim.x, ... Sums: each group's column sums of x to partials[group][col],
-// in a fixed order: the partials follow the shape and group_tiles, never the grid, so the
-// grid may be sized to the GPU (resident_grid.cuh's rule). `aligned`: x's rows start on 4-element
-// boundaries and y and y_t on 4 bytes, so full tiles take the vector loads and every
-// store is 4 bytes.
+// Block (blockIdx.x, blockIdx.y) takes the group of group_tiles consecutive row tiles
+// blockIdx.x in column tile blockIdx.y. Sums: the group's column sums of x to
+// partials[group][col]: the partials follow the shape and group_tiles, never the GPU
+// (resident_grid.cuh's rule). `aligned`: x's rows start on 4-element boundaries and y and
+// y_t on 4 bytes, so full tiles take the vector loads and every store is 4 bytes.
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
 // written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
 // warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
+// Staged loads (Source::k_stages, the 16-bit matrix passes): a full tile's x and mask
+// words are copied to shared memory by cp.async, the next tile's issued before this one
+// is converted, so a thread has two tiles' loads in flight with no registers held for
+// them. Each thread reads back only what it copied itself: no barrier between.
 template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
     fp8_quantize_tiled(Source source, const std::uint32_t* __restrict__ mask,
@@ -295,9 +318,16 @@ __global__ void __launch_bounds__(k_threads)
                        float* __restrict__ partials, int group_tiles, bool aligned)
 {
     constexpr int k_tile_rows = Source::k_tile_rows;
+    constexpr int k_rows_each = k_tile_rows / 16;
+    constexpr bool k_stages = Source::k_stages;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
+    using Stage = typename Source::Stage;
+    constexpr int k_stage_n = k_stages ? 2 : 1, k_stage_rows = k_stages ? k_rows_each : 1,
+                  k_stage_threads = k_stages ? int(k_threads) : 1;
+    __shared__ Stage staged_x[k_stage_n][k_stage_rows][k_stage_threads];
+    __shared__ std::uint32_t staged_mask[k_stage_n][k_stage_rows][k_stage_threads];
     Source src = source;
     src.begin();
     const float scale = *scale_p;
@@ -306,26 +336,66 @@ __global__ void __launch_bounds__(k_threads)
     float amax = 0.0f;
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const int row_tiles = (rows + k_tile_rows - 1) / k_tile_rows;
-    const int groups = (row_tiles + group_tiles - 1) / group_tiles;
-    for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
-        const int group_end = min(row_tiles, (group + 1) * group_tiles);
-        for (int rt = group * group_tiles; rt < group_end; ++rt) {
-            const int r0 = rt * k_tile_rows;
-            const bool full = aligned && r0 + k_tile_rows <= rows && c0 + k_tile <= cols;
+    const int group = int(blockIdx.x);
+    const int first = group * group_tiles, end = min(row_tiles, first + group_tiles);
+    const auto full_tile = [&](int rt) {
+        return aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
+    };
+    bool staging = false;
+    if constexpr (k_stages) staging = src.stages();
+    // Row tile rt's x (through the source) and mask words into stage buffer b, one group.
+    const auto stage_tile = [&](int rt, int b) {
+        if constexpr (k_stages) {
+#pragma unroll
+            for (int i = 0; i < k_rows_each; ++i) {
+                const int gr = rt * k_tile_rows + ty + 16 * i;
+                src.stage(gr, gc, &staged_x[b][i][threadIdx.x]);
+                if (mask)
+                    async_copy<4>(&staged_mask[b][i][threadIdx.x],
+                                  mask + std::size_t(gr) * std::size_t(mask_ld) +
+                                      std::size_t(gc >> 5));
+            }
+            async_commit();
+        }
+    };
+    if (staging && full_tile(first)) stage_tile(first, 0);
+    for (int rt = first; rt < end; ++rt) {
+        const int r0 = rt * k_tile_rows;
+        const bool full = full_tile(rt);
+        typename Source::Raw raw[k_rows_each];
+        unsigned mask_bits[k_rows_each];
+        bool loaded = false;
+        if constexpr (k_stages) {
+            if (staging) {
+                const int b = (rt - first) & 1;
+                const bool next = rt + 1 < end && full_tile(rt + 1);
+                if (next) stage_tile(rt + 1, b ^ 1);
+                if (full) {
+                    if (next)
+                        async_wait<1>();
+                    else
+                        async_wait<0>();
+#pragma unroll
+                    for (int i = 0; i < k_rows_each; ++i) {
+                        raw[i] = src.staged(staged_x[b][i][threadIdx.x]);
+                        mask_bits[i] = mask ? staged_mask[b][i][threadIdx.x] >> (gc & 31) : 0u;
+                    }
+                    loaded = true;
+                }
+            }
+        }
+        if (!loaded) {
             // Every global load of the row tile before any store: the compiler keeps a load
             // below a store that might alias it (PTX showed each row's loads after the last
             // row's stores). Measured on an H100 (bench/NOTES.md 41): the gather with X1's
             // quantize 33.4 -> 29.4 us, dZ2's pass 11.7 -> 10.7, X2's transpose 13.3 -> 12.3,
             // but dZ1's pass (no y stores to wait behind) 26.0 -> 30.6: the step unchanged.
-            constexpr int k_rows_each = k_tile_rows / 16;
             decltype(src.row(0, 0)) at[k_rows_each];
 #pragma unroll
             for (int i = 0; i < k_rows_each; ++i) at[i] = src.row(r0 + ty + 16 * i, rows);
-            typename Source::Raw raw[k_rows_each];
 #pragma unroll
             for (int i = 0; i < k_rows_each; ++i)
                 raw[i] = src.fetch(r0 + ty + 16 * i, at[i], gc, rows, full);
-            unsigned mask_bits[k_rows_each];
 #pragma unroll
             for (int i = 0; i < k_rows_each; ++i) {
                 const int gr = r0 + ty + 16 * i;
@@ -337,76 +407,72 @@ __global__ void __launch_bounds__(k_threads)
                               (gc & 31)
                         : 0u;
             }
-#pragma unroll
-            for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
-#pragma unroll
-            for (int i = 0; i < k_rows_each; ++i) {
-                const int r = ty + 16 * i, gr = r0 + r;
-                float v[4];
-                src.convert(raw[i], gc, v);
-                if (mask) {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) v[q] = (mask_bits[i] >> q) & 1u ? v[q] : 0.0f;
-                } else if (mask_out) {
-                    // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
-                    unsigned bits = 0;
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
-                    store_gate_word(mask_out, bits, tx, gr, rows, c0, mask_ld);
-                }
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    if (Amax) amax = fold_amax(amax, v[q]);
-                    if (Sums) s[q] += v[q];
-                }
-                const std::uint32_t packed = quantize4<E5M2>(v, scale);
-                if (WriteY && gr < rows && gc < y_ld) {
-                    std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
-                    store4(at, packed, aligned);
-                }
-                if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
-            }
-            if constexpr (WriteT) {
-                __syncthreads();
-                // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
-                // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
-                // at columns r0 + 4 tx.
-#pragma unroll
-                for (int h = 0; h < k_tile_rows / 64; ++h) {
-                    const int r = 4 * tx + 64 * h, j = 4 * ty;
-                    if (r0 + r < t_ld) {
-                        std::uint32_t w[4], col[4];
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-                        transpose4x4(w, col);
-#pragma unroll
-                        for (int q = 0; q < 4; ++q) {
-                            if (c0 + j + q >= cols) break;
-                            std::uint8_t* at = y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
-                                               std::size_t(r0 + r);
-                            store4(at, col[q], aligned);
-                        }
-                    }
-                }
-                __syncthreads(); // the tile is written again by the next row tile
-            }
         }
-        if constexpr (Sums) {
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i) src.after_loads(r0 + ty + 16 * i, gc, rows);
+#pragma unroll
+        for (int i = 0; i < k_rows_each; ++i) {
+            const int r = ty + 16 * i, gr = r0 + r;
+            float v[4];
+            src.convert(raw[i], gc, v);
+            if (mask) {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) v[q] = (mask_bits[i] >> q) & 1u ? v[q] : 0.0f;
+            } else if (mask_out) {
+                // Every lane takes part (the shuffles); out-of-range values are 0: no bit.
+                unsigned bits = 0;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) bits |= unsigned(v[q] > 0.0f) << q;
+                store_gate_word(mask_out, bits, tx, gr, rows, c0, mask_ld);
+            }
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                sums[ty][c + q] = s[q];
-                s[q] = 0.0f;
+                if (Amax) amax = fold_amax(amax, v[q]);
+                if (Sums) s[q] += v[q];
             }
+            const std::uint32_t packed = quantize4<E5M2>(v, scale);
+            if (WriteY && gr < rows && gc < y_ld) {
+                std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
+                store4(at, packed, aligned);
+            }
+            if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
+        }
+        if constexpr (WriteT) {
             __syncthreads();
-            if (threadIdx.x < unsigned(k_tile) && c0 + int(threadIdx.x) < cols) {
-                float total = 0.0f;
+            // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
+            // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
+            // at columns r0 + 4 tx.
 #pragma unroll
-                for (int k = 0; k < 16; ++k) total += sums[k][threadIdx.x];
-                partials[std::size_t(group) * std::size_t(cols) + std::size_t(c0) + threadIdx.x] =
-                    total;
+            for (int h = 0; h < k_tile_rows / 64; ++h) {
+                const int r = 4 * tx + 64 * h, j = 4 * ty;
+                if (r0 + r < t_ld) {
+                    std::uint32_t w[4], col[4];
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+                    transpose4x4(w, col);
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        if (c0 + j + q >= cols) break;
+                        std::uint8_t* at =
+                            y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) + std::size_t(r0 + r);
+                        store4(at, col[q], aligned);
+                    }
+                }
             }
-            __syncthreads(); // sums is written again by the next group
+            __syncthreads(); // the tile is written again by the next row tile
+        }
+    }
+    if constexpr (Sums) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) sums[ty][c + q] = s[q];
+        __syncthreads();
+        if (threadIdx.x < unsigned(k_tile) && c0 + int(threadIdx.x) < cols) {
+            float total = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) total += sums[k][threadIdx.x];
+            partials[std::size_t(group) * std::size_t(cols) + std::size_t(c0) + threadIdx.x] =
+                total;
         }
     }
     publish_amax<Amax>(amax, amax_slot);
@@ -609,7 +675,7 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
         else
             quantize<T, false, false>(in, gate, a, stream);
     });
-    // The tiles' partials added in tile order, rounded once to the sums' dtype.
+    // The groups' partials added in group order, rounded once to the sums' dtype.
     if (col_sums)
         launch_column_finish(a.partials, a.groups, std::size_t(cols), std::size_t(cols), col_sums,
                              tsums, stream);
