@@ -33,6 +33,9 @@ constexpr int k_tile = 64;
 // and four of the gate, and eight rows took dZ1's pass to 117 registers and 29.0 -> 37.2
 // us (and all of W1's passes 99.2 -> 107.6 us on the H200, NOTES 33).
 constexpr int k_matrix_tile_rows = 64, k_gather_tile_rows = 128;
+// Staged loads (fp8_quantize_tiled's `staged`): tiles in the ring, so k_stage_depth - 1
+// tiles' loads in flight while one converts.
+constexpr int k_stage_depth = 3;
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
 // from the word's bits: reading a loaded array back through a T pointer (the first
@@ -155,7 +158,7 @@ struct MatrixSource {
     // as relu's bits, which the pass stages itself).
     static constexpr bool k_stages = sizeof(T) == 2;
     using Stage = VecT<T, 4>;
-    __device__ __forceinline__ bool stages() const { return gate == nullptr; }
+    bool stages() const { return gate == nullptr; }
     __device__ __forceinline__ void stage(int gr, int gc, Stage* to) const
     {
         async_copy<sizeof(Stage)>(to, x + std::size_t(gr) * std::size_t(cols) + std::size_t(gc));
@@ -305,29 +308,26 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
 // written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
 // warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
-// Staged loads (Source::k_stages, the 16-bit matrix passes): a full tile's x and mask
-// words are copied to shared memory by cp.async, the next tile's issued before this one
-// is converted, so a thread has two tiles' loads in flight with no registers held for
-// them. Each thread reads back only what it copied itself: no barrier between.
+// `staged` (Source::k_stages, the 16-bit matrix passes, a block taking several tiles): a
+// full tile's x and mask words are copied to the dynamic shared memory by cp.async,
+// k_stage_depth - 1 tiles ahead of the one being converted, so a thread has that many
+// tiles' loads in flight and no registers held for them. Each thread reads back only
+// what it copied itself: no barrier between. Every slot commits a cp.async group, empty
+// for a tile past the group or not full, so tile rt's copies are done once at most
+// k_stage_depth - 1 groups are in flight.
 template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 __global__ void __launch_bounds__(k_threads)
     fp8_quantize_tiled(Source source, const std::uint32_t* __restrict__ mask,
                        std::uint32_t* __restrict__ mask_out, int rows, int cols, int y_ld, int t_ld,
                        const float* __restrict__ scale_p, float* amax_slot,
                        std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
-                       float* __restrict__ partials, int group_tiles, bool aligned)
+                       float* __restrict__ partials, int group_tiles, bool aligned, bool staged)
 {
     constexpr int k_tile_rows = Source::k_tile_rows;
     constexpr int k_rows_each = k_tile_rows / 16;
-    constexpr bool k_stages = Source::k_stages;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
-    using Stage = typename Source::Stage;
-    constexpr int k_stage_n = k_stages ? 2 : 1, k_stage_rows = k_stages ? k_rows_each : 1,
-                  k_stage_threads = k_stages ? int(k_threads) : 1;
-    __shared__ Stage staged_x[k_stage_n][k_stage_rows][k_stage_threads];
-    __shared__ std::uint32_t staged_mask[k_stage_n][k_stage_rows][k_stage_threads];
     Source src = source;
     src.begin();
     const float scale = *scale_p;
@@ -339,46 +339,57 @@ __global__ void __launch_bounds__(k_threads)
     const int group = int(blockIdx.x);
     const int first = group * group_tiles, end = min(row_tiles, first + group_tiles);
     const auto full_tile = [&](int rt) {
-        return aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
+        return rt < end && aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
     };
-    bool staging = false;
-    if constexpr (k_stages) staging = src.stages();
-    // Row tile rt's x (through the source) and mask words into stage buffer b, one group.
-    const auto stage_tile = [&](int rt, int b) {
-        if constexpr (k_stages) {
+    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then as
+    // many of its mask words; this thread's row-i entries of tile rt's slot.
+    using Stage = typename Source::Stage;
+    extern __shared__ __align__(16) unsigned char ring[];
+    constexpr int k_slot = k_rows_each * int(k_threads);
+    const auto ring_x = [&](int rt, int i) {
+        return reinterpret_cast<Stage*>(ring) + (rt - first) % k_stage_depth * k_slot +
+               i * int(k_threads) + int(threadIdx.x);
+    };
+    const auto ring_mask = [&](int rt, int i) {
+        return reinterpret_cast<std::uint32_t*>(reinterpret_cast<Stage*>(ring) +
+                                                k_stage_depth * k_slot) +
+               (rt - first) % k_stage_depth * k_slot + i * int(k_threads) + int(threadIdx.x);
+    };
+    // Row tile rt's x (through the source) and mask words into its slot, as one cp.async
+    // group (empty when the tile is not staged).
+    const auto stage_tile = [&](int rt) {
+        if constexpr (Source::k_stages) {
+            if (full_tile(rt)) {
 #pragma unroll
-            for (int i = 0; i < k_rows_each; ++i) {
-                const int gr = rt * k_tile_rows + ty + 16 * i;
-                src.stage(gr, gc, &staged_x[b][i][threadIdx.x]);
-                if (mask)
-                    async_copy<4>(&staged_mask[b][i][threadIdx.x],
-                                  mask + std::size_t(gr) * std::size_t(mask_ld) +
-                                      std::size_t(gc >> 5));
+                for (int i = 0; i < k_rows_each; ++i) {
+                    const int gr = rt * k_tile_rows + ty + 16 * i;
+                    src.stage(gr, gc, ring_x(rt, i));
+                    if (mask)
+                        async_copy<4>(ring_mask(rt, i), mask +
+                                                            std::size_t(gr) * std::size_t(mask_ld) +
+                                                            std::size_t(gc >> 5));
+                }
             }
             async_commit();
         }
     };
-    if (staging && full_tile(first)) stage_tile(first, 0);
+    if (staged)
+        for (int j = 0; j < k_stage_depth - 1; ++j) stage_tile(first + j);
     for (int rt = first; rt < end; ++rt) {
         const int r0 = rt * k_tile_rows;
         const bool full = full_tile(rt);
         typename Source::Raw raw[k_rows_each];
         unsigned mask_bits[k_rows_each];
         bool loaded = false;
-        if constexpr (k_stages) {
-            if (staging) {
-                const int b = (rt - first) & 1;
-                const bool next = rt + 1 < end && full_tile(rt + 1);
-                if (next) stage_tile(rt + 1, b ^ 1);
+        if constexpr (Source::k_stages) {
+            if (staged) {
+                stage_tile(rt + k_stage_depth - 1);
+                async_wait<k_stage_depth - 1>(); // tile rt's group is done
                 if (full) {
-                    if (next)
-                        async_wait<1>();
-                    else
-                        async_wait<0>();
 #pragma unroll
                     for (int i = 0; i < k_rows_each; ++i) {
-                        raw[i] = src.staged(staged_x[b][i][threadIdx.x]);
-                        mask_bits[i] = mask ? staged_mask[b][i][threadIdx.x] >> (gc & 31) : 0u;
+                        raw[i] = src.staged(*ring_x(rt, i));
+                        mask_bits[i] = mask ? *ring_mask(rt, i) >> (gc & 31) : 0u;
                     }
                     loaded = true;
                 }
@@ -578,9 +589,17 @@ void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaSt
     // A block a group: capping the blocks at a resident wave, each taking several groups,
     // left dZ2's pass 2 us slower on an H100 (bench/NOTES.md 42).
     const dim3 grid(a.groups, unsigned((a.cols + k_tile - 1) / k_tile));
-    kernel<<<grid, k_threads, 0, stream>>>(
+    // Staged loads where a block has tiles to stage ahead: a block of one tile would only
+    // wait for its copies (dZ2's pass, one tile a group, 10.8 -> 12.0 us staged on an H100).
+    bool staged = false;
+    if constexpr (Source::k_stages) staged = src.stages() && a.group_tiles > 1;
+    const std::size_t ring_bytes =
+        staged ? std::size_t(k_stage_depth) * Source::k_tile_rows / 16 * k_threads *
+                     (sizeof(typename Source::Stage) + sizeof(std::uint32_t))
+               : 0;
+    kernel<<<grid, k_threads, ring_bytes, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
-        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned);
+        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned, staged);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
