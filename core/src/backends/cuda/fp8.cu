@@ -36,10 +36,6 @@ constexpr int k_matrix_tile_rows = 64, k_gather_tile_rows = 128;
 // Staged loads (fp8_quantize_tiled's `staged`): tiles in the ring, so k_stage_depth - 1
 // tiles' loads in flight while one converts.
 constexpr int k_stage_depth = 3;
-// The gather's row tiles a block (no sums: any count gives the same bytes), so its loads
-// can be staged ahead: W1's batch of 4096, 32 tiles of 128 rows, in 11 groups, times 48
-// column tiles: 528 blocks, one wave of four blocks an SM on a 132-SM Hopper.
-constexpr unsigned k_gather_group_tiles = 3;
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
 // from the word's bits: reading a loaded array back through a T pointer (the first
@@ -163,7 +159,7 @@ struct MatrixSource {
     static constexpr bool k_stages = sizeof(T) == 2;
     using Stage = VecT<T, 4>;
     bool stages() const { return gate == nullptr; }
-    __device__ __forceinline__ void stage(int gr, int, int gc, Stage* to) const
+    __device__ __forceinline__ void stage(int gr, int gc, Stage* to) const
     {
         async_copy<sizeof(Stage)>(to, x + std::size_t(gr) * std::size_t(cols) + std::size_t(gc));
     }
@@ -229,16 +225,9 @@ struct GatherSource {
     int cols; // the sample's size
     const float (*norm)[256] = nullptr;
     static constexpr int k_tile_rows = k_gather_tile_rows;
-    // A full tile's four bytes a row staged as one 4-byte copy, once the row's order
-    // load (row()) is back.
-    static constexpr bool k_stages = true;
+    // A row's loads wait on its order load: staged through registers only.
+    static constexpr bool k_stages = false;
     using Stage = std::uint32_t;
-    bool stages() const { return true; }
-    __device__ __forceinline__ void stage(int, std::int32_t src, int gc, Stage* to) const
-    {
-        async_copy<sizeof(Stage)>(to, f.images + std::int64_t(src) * std::int64_t(cols) + gc);
-    }
-    __device__ __forceinline__ auto staged(const Stage& from) const { return Raw{from, 4}; }
 
     struct Raw {
         std::uint32_t bytes; // the four source bytes, byte q the value at gc + q
@@ -352,8 +341,8 @@ __global__ void __launch_bounds__(k_threads)
     const auto full_tile = [&](int rt) {
         return rt < end && aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
     };
-    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then (with
-    // a mask) as many of its mask words; this thread's row-i entries of tile rt's slot.
+    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then as
+    // many of its mask words; this thread's row-i entries of tile rt's slot.
     using Stage = typename Source::Stage;
     extern __shared__ __align__(16) unsigned char ring[];
     constexpr int k_slot = k_rows_each * int(k_threads);
@@ -371,14 +360,10 @@ __global__ void __launch_bounds__(k_threads)
     const auto stage_tile = [&](int rt) {
         if constexpr (Source::k_stages) {
             if (full_tile(rt)) {
-                decltype(src.row(0, 0)) at[k_rows_each];
-#pragma unroll
-                for (int i = 0; i < k_rows_each; ++i)
-                    at[i] = src.row(rt * k_tile_rows + ty + 16 * i, rows);
 #pragma unroll
                 for (int i = 0; i < k_rows_each; ++i) {
                     const int gr = rt * k_tile_rows + ty + 16 * i;
-                    src.stage(gr, at[i], gc, ring_x(rt, i));
+                    src.stage(gr, gc, ring_x(rt, i));
                     if (mask)
                         async_copy<4>(ring_mask(rt, i), mask +
                                                             std::size_t(gr) * std::size_t(mask_ld) +
@@ -610,7 +595,7 @@ void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaSt
     if constexpr (Source::k_stages) staged = src.stages() && a.group_tiles > 1;
     const std::size_t ring_bytes =
         staged ? std::size_t(k_stage_depth) * Source::k_tile_rows / 16 * k_threads *
-                     (sizeof(typename Source::Stage) + (a.mask ? sizeof(std::uint32_t) : 0))
+                     (sizeof(typename Source::Stage) + sizeof(std::uint32_t))
                : 0;
     kernel<<<grid, k_threads, ring_bytes, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
@@ -747,11 +732,8 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
                    static_cast<std::uint8_t*>(x8),
                    static_cast<std::uint8_t*>(x8_t),
                    nullptr,
-                   0,
-                   k_gather_group_tiles};
-    a.groups =
-        unsigned((batch + k_gather_tile_rows - 1) / k_gather_tile_rows + k_gather_group_tiles - 1) /
-        k_gather_group_tiles;
+                   unsigned((batch + k_gather_tile_rows - 1) / k_gather_tile_rows),
+                   1};
     // Whole samples of a multiple of 4 bytes: every group of four is one word.
     const bool aligned = sample % 4 == 0 && aligned_to(images, 4) && aligned_to(x8, 4) &&
                          (!x8_t || aligned_to(x8_t, 4));
