@@ -1552,8 +1552,9 @@ void Checker::conv_check(const ConvGeometry& g, DType t, MathMode math, ConvPath
                     return;
                 }
                 const std::vector<double> scales = direction_scales(own, algo);
+                v.context(std::string(what) + " on " + algo + ", against its largest scale");
                 compare(v, what, out, tol, &scales, f + k_transform_tol);
-                v.note(std::string(what) + " on " + algo + ": against the tensor's largest scale");
+                v.context("");
             };
             check_direction("y", y, s.y, plan.forward_algo);
             check_direction("dx", dx, s.dx, plan.backward_data_algo);
