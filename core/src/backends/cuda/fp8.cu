@@ -343,8 +343,8 @@ __global__ void __launch_bounds__(k_threads)
     const auto full_tile = [&](int rt) {
         return rt < end && aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
     };
-    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then as
-    // many of its mask words; this thread's row-i entries of tile rt's slot.
+    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then (with
+    // a mask) as many of its mask words; this thread's row-i entries of tile rt's slot.
     using Stage = typename Source::Stage;
     extern __shared__ __align__(16) unsigned char ring[];
     constexpr int k_slot = k_rows_each * int(k_threads);
@@ -491,102 +491,61 @@ __global__ void __launch_bounds__(k_threads)
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// y_t = y transposed, 64 x 64 tiles, a block taking the group of group_tiles consecutive
-// row tiles blockIdx.x in column tile blockIdx.y: thread (tx, ty) = (t % 16, t / 16) reads
+// y_t = y transposed, one 64 x 64 tile a block: thread (tx, ty) = (t % 16, t / 16) reads
 // the words at columns 4 tx of rows ty, ty + 16, ... (rows past `rows` read as zero, so
 // the edge tiles write y_t's padding), then writes the tile's 4 x 4 bytes at rows 4 tx,
 // columns 4 ty transposed as four words of y_t's rows c0 + 4 ty + q. y's and y_t's rows
 // (fp8_padded) are 16-byte multiples, so every access is a whole aligned word; y's columns
 // past `cols` are its zero padding, read and never written out. With mask_out (E4M3 y),
 // each value > 0 as a bit, as fp8_quantize_tiled writes them: eight lanes' words OR-ed.
-// A group of several tiles stages its full tiles' words as fp8_quantize_tiled does.
 __global__ void __launch_bounds__(k_threads)
     fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
-                         std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out,
-                         int group_tiles)
+                         std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out)
 {
-    constexpr int k_rows_each = k_tile / 16;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
-    __shared__ std::uint32_t ring[k_stage_depth][k_rows_each][k_threads];
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
-    const int c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
-    const int row_tiles = (t_ld + k_tile - 1) / k_tile;
-    const int first = int(blockIdx.x) * group_tiles, end = min(row_tiles, first + group_tiles);
-    const bool staged = group_tiles > 1;
-    const auto full_tile = [&](int rt) {
-        return rt < end && (rt + 1) * k_tile <= rows && c0 + k_tile <= y_ld;
-    };
-    const auto stage_tile = [&](int rt) {
-        if (full_tile(rt)) {
+    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
+    // The tile's loads first, as in fp8_quantize_tiled: the gate's stores would hold the
+    // next row's load behind them.
+    std::uint32_t words[k_tile / 16];
 #pragma unroll
-            for (int i = 0; i < k_rows_each; ++i)
-                async_copy<4>(&ring[(rt - first) % k_stage_depth][i][threadIdx.x],
-                              y + std::size_t(rt * k_tile + ty + 16 * i) * std::size_t(y_ld) +
-                                  std::size_t(c0 + c));
-        }
-        async_commit();
-    };
-    if (staged)
-        for (int j = 0; j < k_stage_depth - 1; ++j) stage_tile(first + j);
-    for (int rt = first; rt < end; ++rt) {
-        const int r0 = rt * k_tile;
-        std::uint32_t words[k_rows_each];
-        if (staged) {
-            stage_tile(rt + k_stage_depth - 1);
-            async_wait<k_stage_depth - 1>(); // tile rt's group is done
-        }
-        if (staged && full_tile(rt)) {
+    for (int i = 0; i < k_tile / 16; ++i) {
+        const int r = ty + 16 * i;
+        words[i] = r0 + r < rows && c0 + c < y_ld
+                       ? *reinterpret_cast<const std::uint32_t*>(
+                             y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c))
+                       : 0u;
+    }
 #pragma unroll
-            for (int i = 0; i < k_rows_each; ++i)
-                words[i] = ring[(rt - first) % k_stage_depth][i][threadIdx.x];
-        } else {
-            // The tile's loads first, as in fp8_quantize_tiled: the gate's stores would
-            // hold the next row's load behind them.
-#pragma unroll
-            for (int i = 0; i < k_rows_each; ++i) {
-                const int r = ty + 16 * i;
-                words[i] =
-                    r0 + r < rows && c0 + c < y_ld
-                        ? *reinterpret_cast<const std::uint32_t*>(
-                              y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c))
-                        : 0u;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < k_rows_each; ++i) {
-            const int r = ty + 16 * i;
-            const std::uint32_t w = words[i];
-            *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
-            if (mask_out) { // uniform: every lane takes part in the shuffles
-                unsigned bits = 0;
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols,
-                    // whatever y's padding holds (as the quantize pass reads it as 0).
-                    const unsigned b = (w >> (8 * q)) & 0xFFu;
-                    bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
-                }
-                store_gate_word(mask_out, bits, tx, r0 + r, rows, c0, mask_ld);
-            }
-        }
-        __syncthreads();
-        const int r = 4 * tx, j = 4 * ty;
-        if (r0 + r < t_ld) {
-            std::uint32_t w[4], col[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-            transpose4x4(w, col);
+    for (int i = 0; i < k_tile / 16; ++i) {
+        const int r = ty + 16 * i;
+        const std::uint32_t w = words[i];
+        *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
+        if (mask_out) { // uniform: every lane takes part in the shuffles
+            unsigned bits = 0;
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                if (c0 + j + q >= cols) break;
-                *reinterpret_cast<std::uint32_t*>(
-                    y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) + std::size_t(r0 + r)) =
-                    col[q];
+                // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols,
+                // whatever y's padding holds (as the quantize pass reads it as 0).
+                const unsigned b = (w >> (8 * q)) & 0xFFu;
+                bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
             }
+            store_gate_word(mask_out, bits, tx, r0 + r, rows, c0, mask_ld);
         }
-        __syncthreads(); // the tile is written again by the next row tile
+    }
+    __syncthreads();
+    const int r = 4 * tx, j = 4 * ty;
+    if (r0 + r >= t_ld) return;
+    std::uint32_t w[4], col[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+    transpose4x4(w, col);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (c0 + j + q >= cols) break;
+        *reinterpret_cast<std::uint32_t*>(y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
+                                          std::size_t(r0 + r)) = col[q];
     }
 }
 
@@ -606,22 +565,6 @@ __global__ void __launch_bounds__(k_update_threads)
     if (threadIdx.x == 0) hd::fp8_update_block(block, history_len, margin);
     __syncthreads();
     for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) g[i] = block[i];
-}
-
-// Consecutive row tiles a block takes, by the shape only (with column sums, the bias
-// gradient's bits then are the same on every GPU): up to four while that leaves
-// k_group_blocks blocks (two waves of a 132-SM Hopper at four blocks an SM: whole waves of
-// short blocks). W1's dZ1 pass at batch 4096 on an H100 (bench/NOTES.md 42), pass +
-// finish: a tile a group 31.1 + 5.5 us, four 31.9 + 2.8 (1.4 waves of long blocks), two
-// 29.4 + 3.8, three (this rule) 28.3 + 3.6; dZ2's 1000 columns keep a tile a group.
-unsigned tiles_a_group(unsigned row_tiles, unsigned col_tiles)
-{
-    constexpr unsigned k_group_blocks = 1000;
-    unsigned group_tiles = 4;
-    while (group_tiles > 1 &&
-           (row_tiles + group_tiles - 1) / group_tiles * col_tiles < k_group_blocks)
-        --group_tiles;
-    return group_tiles;
 }
 
 bool aligned_to(const void* p, std::size_t bytes)
@@ -654,7 +597,7 @@ void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaSt
     if constexpr (Source::k_stages) staged = src.stages() && a.group_tiles > 1;
     const std::size_t ring_bytes =
         staged ? std::size_t(k_stage_depth) * Source::k_tile_rows / 16 * k_threads *
-                     (sizeof(typename Source::Stage) + sizeof(std::uint32_t))
+                     (sizeof(typename Source::Stage) + (a.mask ? sizeof(std::uint32_t) : 0))
                : 0;
     kernel<<<grid, k_threads, ring_bytes, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
@@ -706,13 +649,23 @@ void launch_fp8_quantize(const void* x, const void* relu_gate, const std::uint32
 {
     if (rows <= 0 || cols <= 0) return;
     const unsigned row_tiles = unsigned((rows + k_matrix_tile_rows - 1) / k_matrix_tile_rows);
-    // With column sums a partial a group of row tiles (tiles_a_group): the block's sums
-    // and the finish's partials paid once a group; at most k_max_partials_per_array
-    // partials: the scratch holds that many without growing, which it could not do inside
-    // a recorded step.
+    // With column sums a partial a group of consecutive row tiles: the block's sums and
+    // the finish's partials paid once a group. Up to four tiles a group while that leaves
+    // k_sum_blocks blocks (two waves of a 132-SM Hopper at four blocks an SM: whole waves
+    // of short blocks). W1's dZ1 pass at batch 4096 on an H100 (bench/NOTES.md 42), pass +
+    // finish: a tile a group 31.1 + 5.5 us, four 31.9 + 2.8 (1.4 waves of long blocks),
+    // two 29.4 + 3.8, three (this rule) 28.3 + 3.6; dZ2's 1000 columns keep a tile a group.
+    // The group follows the shape only, so the bias gradient's bits are the same on every
+    // GPU; at most k_max_partials_per_array partials: the scratch holds that many without
+    // growing, which it could not do inside a recorded step.
     unsigned group_tiles = 1;
     if (col_sums) {
-        group_tiles = tiles_a_group(row_tiles, unsigned((cols + k_tile - 1) / k_tile));
+        constexpr unsigned k_sum_blocks = 1000;
+        const unsigned col_tiles = unsigned((cols + k_tile - 1) / k_tile);
+        group_tiles = 4;
+        while (group_tiles > 1 &&
+               (row_tiles + group_tiles - 1) / group_tiles * col_tiles < k_sum_blocks)
+            --group_tiles;
         const unsigned cap =
             unsigned(std::max<std::size_t>(1, k_max_partials_per_array / std::size_t(cols)));
         group_tiles = std::max(group_tiles, (row_tiles + cap - 1) / cap);
@@ -806,15 +759,10 @@ void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t,
 {
     if (rows <= 0 || cols <= 0) return;
     const int t_ld = fp8_padded(rows);
-    const unsigned row_tiles = unsigned((t_ld + k_tile - 1) / k_tile),
-                   col_tiles = unsigned((cols + k_tile - 1) / k_tile);
-    // Groups of tiles, staged, where the grid stays large (X2's 4096 x 3000 at W1's batch:
-    // three tiles a block; W2's 1000 x 3000 keeps one).
-    const unsigned group_tiles = tiles_a_group(row_tiles, col_tiles);
-    const dim3 grid((row_tiles + group_tiles - 1) / group_tiles, col_tiles);
+    const dim3 grid(unsigned((t_ld + k_tile - 1) / k_tile), unsigned((cols + k_tile - 1) / k_tile));
     fp8_transpose_kernel<<<grid, k_threads, 0, stream>>>(
         static_cast<const std::uint8_t*>(y), rows, cols, fp8_padded(cols), t_ld,
-        static_cast<std::uint8_t*>(y_t), relu_mask_out, int(group_tiles));
+        static_cast<std::uint8_t*>(y_t), relu_mask_out);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
 }
 
