@@ -1448,8 +1448,8 @@ ConvScales conv_abs_sums(const ConvGeometry& g, const std::vector<float>& x,
 }
 
 // Accumulation error relative to sum |a * b|. fp32: both sides sum in fp32 in different
-// orders, and cuDNN may choose FFT or Winograd, whose transforms add a few more fp32
-// roundings: 3e-5. TF32: the reference rounds each operand to nearest, cuDNN may
+// orders: 3e-5 (a direction on cuDNN's FFT or Winograd is held to its tensor's largest
+// scale instead: k_transform_tol below). TF32: the reference rounds each operand to nearest, cuDNN may
 // truncate (or not use TF32 at all): a product moves by at most 2^-10 + 2^-9 of its size,
 // so 3e-3 bounds the difference. 16-bit: exact products and fp32 accumulation, but some
 // cuDNN algorithms keep transformed operands in the storage type: four units of its

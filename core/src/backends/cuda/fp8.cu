@@ -36,7 +36,8 @@ constexpr int k_matrix_tile_rows = 64, k_gather_tile_rows = 128;
 // Staged loads (fp8_quantize_tiled's `staged`): tiles in the ring, so k_stage_depth - 1
 // tiles' loads in flight while one converts. Three measured the same as two on an H100
 // (dZ1's pass 23.5 against 23.3 us, the step 0.4339 against 0.4336 ms) and take 12 KB more
-// a block: two blocks an SM instead of three on Ada's 100 KB.
+// a block. On Ada (100 KB an SM) even two leave room for two blocks of W1's dZ1 pass where
+// registers allow four: computed, not measured (bench/NOTES.md 43).
 constexpr int k_stage_depth = 2;
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
