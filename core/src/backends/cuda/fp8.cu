@@ -36,9 +36,36 @@ constexpr int k_matrix_tile_rows = 64, k_gather_tile_rows = 128;
 // Staged loads (fp8_quantize_tiled's `staged`): tiles in the ring, so k_stage_depth - 1
 // tiles' loads in flight while one converts. Three measured the same as two on an H100
 // (dZ1's pass 23.5 against 23.3 us, the step 0.4339 against 0.4336 ms) and take 12 KB more
-// a block. On Ada (100 KB an SM) even two leave room for two blocks of W1's dZ1 pass where
-// registers allow four: computed, not measured (bench/NOTES.md 43).
+// a block. Where even two would cost resident blocks (Ada's 100 KB an SM), the launch loads
+// through registers instead (staged_ring_bytes).
 constexpr int k_stage_depth = 2;
+
+// The staged loads' ring in dynamic shared memory, one layout for the kernel that indexes
+// it and the launch that sizes it: k_stage_depth slots of a row tile's x values (a
+// Source::Stage for each of a thread's k_tile_rows / 16 rows), then, only with a relu
+// mask, as many slots of the tile's mask words.
+template <class Source>
+struct StageRing {
+    using Stage = typename Source::Stage;
+    static constexpr int k_slot = Source::k_tile_rows / 16 * int(k_threads); // entries a slot
+    static constexpr std::size_t bytes(bool mask)
+    {
+        return std::size_t(k_stage_depth) * std::size_t(k_slot) *
+               (sizeof(Stage) + (mask ? sizeof(std::uint32_t) : 0));
+    }
+    // Row i's entry of this thread in slot `slot`.
+    static __device__ __forceinline__ Stage* x(unsigned char* ring, int slot, int i)
+    {
+        return reinterpret_cast<Stage*>(ring) + slot * k_slot + i * int(k_threads) +
+               int(threadIdx.x);
+    }
+    static __device__ __forceinline__ std::uint32_t* mask(unsigned char* ring, int slot, int i)
+    {
+        return reinterpret_cast<std::uint32_t*>(reinterpret_cast<Stage*>(ring) +
+                                                k_stage_depth * k_slot) +
+               slot * k_slot + i * int(k_threads) + int(threadIdx.x);
+    }
+};
 
 // The two 16-bit elements of a 32-bit word as floats, element 0 the low half. Unpacked
 // from the word's bits: reading a loaded array back through a T pointer (the first
@@ -311,7 +338,8 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
 // written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
 // warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
-// `staged` (Source::k_stages, the 16-bit matrix passes, a block taking several tiles): a
+// `staged` (staged_ring_bytes decides: the 16-bit matrix passes, a block taking several
+// tiles, where the ring costs no resident blocks): a
 // full tile's x and mask words are copied to the dynamic shared memory by cp.async,
 // k_stage_depth - 1 tiles ahead of the one being converted, so a thread has that many
 // tiles' loads in flight and no registers held for them. Each thread reads back only
@@ -341,22 +369,22 @@ __global__ void __launch_bounds__(k_threads)
     const int row_tiles = (rows + k_tile_rows - 1) / k_tile_rows;
     const int group = int(blockIdx.x);
     const int first = group * group_tiles, end = min(row_tiles, first + group_tiles);
+    // Row gr's relu mask word holding this thread's four bits, at bit gc & 31 (gc is a
+    // multiple of 4: the four lie in one word).
+    const auto mask_word = [&](int gr) {
+        return mask + std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5);
+    };
     const auto full_tile = [&](int rt) {
         return rt < end && aligned && (rt + 1) * k_tile_rows <= rows && c0 + k_tile <= cols;
     };
-    // The ring (dynamic shared memory): k_stage_depth slots of a tile's x values, then (with
-    // a mask) as many of its mask words; this thread's row-i entries of tile rt's slot.
-    using Stage = typename Source::Stage;
+    // The ring (StageRing's layout): this thread's row-i entries of tile rt's slot.
+    using Ring = StageRing<Source>;
     extern __shared__ __align__(16) unsigned char ring[];
-    constexpr int k_slot = k_rows_each * int(k_threads);
     const auto ring_x = [&](int rt, int i) {
-        return reinterpret_cast<Stage*>(ring) + (rt - first) % k_stage_depth * k_slot +
-               i * int(k_threads) + int(threadIdx.x);
+        return Ring::x(ring, (rt - first) % k_stage_depth, i);
     };
     const auto ring_mask = [&](int rt, int i) {
-        return reinterpret_cast<std::uint32_t*>(reinterpret_cast<Stage*>(ring) +
-                                                k_stage_depth * k_slot) +
-               (rt - first) % k_stage_depth * k_slot + i * int(k_threads) + int(threadIdx.x);
+        return Ring::mask(ring, (rt - first) % k_stage_depth, i);
     };
     // Row tile rt's x (through the source) and mask words into its slot, as one cp.async
     // group (empty when the tile is not staged).
@@ -367,10 +395,7 @@ __global__ void __launch_bounds__(k_threads)
                 for (int i = 0; i < k_rows_each; ++i) {
                     const int gr = rt * k_tile_rows + ty + 16 * i;
                     src.stage(gr, gc, ring_x(rt, i));
-                    if (mask)
-                        async_copy<4>(ring_mask(rt, i), mask +
-                                                            std::size_t(gr) * std::size_t(mask_ld) +
-                                                            std::size_t(gc >> 5));
+                    if (mask) async_copy<4>(ring_mask(rt, i), mask_word(gr));
                 }
             }
             async_commit();
@@ -413,13 +438,8 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
             for (int i = 0; i < k_rows_each; ++i) {
                 const int gr = r0 + ty + 16 * i;
-                // relu's backward from bits (uniform: the masks are per launch). gc is a
-                // multiple of 4: its four bits lie in one word.
-                mask_bits[i] =
-                    mask && gr < rows && gc < cols
-                        ? mask[std::size_t(gr) * std::size_t(mask_ld) + std::size_t(gc >> 5)] >>
-                              (gc & 31)
-                        : 0u;
+                // relu's backward from bits (uniform: the masks are per launch).
+                mask_bits[i] = mask && gr < rows && gc < cols ? *mask_word(gr) >> (gc & 31) : 0u;
             }
         }
 #pragma unroll
@@ -585,6 +605,30 @@ struct QuantizeArgs {
     unsigned group_tiles; // consecutive row tiles a group
 };
 
+// The dynamic shared memory a launch of `kernel` stages its loads through, or 0 for loads
+// through registers. Staged only where a block has tiles to stage ahead (a block of one
+// tile would only wait for its copies: dZ2's pass, one tile a group, 10.8 -> 12.0 us
+// staged on an H100, bench/NOTES.md 43), and only where the ring costs no resident
+// blocks: on an H100 (228 KB an SM) dZ1's pass keeps the four blocks its registers allow,
+// but on Ada (100 KB) the ring would leave room for two, halving the loads in flight that
+// staging is there to add.
+template <class Kernel, class Source>
+std::size_t staged_ring_bytes(Kernel kernel, const Source& src, const QuantizeArgs& a)
+{
+    if constexpr (!Source::k_stages) {
+        return 0;
+    } else {
+        if (!src.stages() || a.group_tiles < 2) return 0;
+        const std::size_t bytes = StageRing<Source>::bytes(a.mask != nullptr);
+        int with_ring = 0, without = 0;
+        MIXLAB_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&without, kernel, int(k_threads), 0));
+        MIXLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&with_ring, kernel,
+                                                                        int(k_threads), bytes));
+        return with_ring >= without ? bytes : 0;
+    }
+}
+
 template <class Source, bool E5M2, bool Amax, bool WriteY, bool WriteT, bool Sums>
 void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaStream_t stream)
 {
@@ -592,17 +636,10 @@ void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaSt
     // A block a group: capping the blocks at a resident wave, each taking several groups,
     // left dZ2's pass 2 us slower on an H100 (bench/NOTES.md 42).
     const dim3 grid(a.groups, unsigned((a.cols + k_tile - 1) / k_tile));
-    // Staged loads where a block has tiles to stage ahead: a block of one tile would only
-    // wait for its copies (dZ2's pass, one tile a group, 10.8 -> 12.0 us staged on an H100).
-    bool staged = false;
-    if constexpr (Source::k_stages) staged = src.stages() && a.group_tiles > 1;
-    const std::size_t ring_bytes =
-        staged ? std::size_t(k_stage_depth) * Source::k_tile_rows / 16 * k_threads *
-                     (sizeof(typename Source::Stage) + (a.mask ? sizeof(std::uint32_t) : 0))
-               : 0;
+    const std::size_t ring_bytes = staged_ring_bytes(kernel, src, a);
     kernel<<<grid, k_threads, ring_bytes, stream>>>(
         src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
-        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned, staged);
+        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned, ring_bytes != 0);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
 }
 
