@@ -173,6 +173,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/gemm_tune.cpp
     backends/cuda/layout_transpose.cu
     backends/cuda/loss.cu
+    backends/cuda/narrow_gemm.cu
     backends/cuda/numerics.cu
     backends/cuda/cuda_numerics.cpp
     backends/cuda/module_entry.cpp

@@ -278,6 +278,9 @@ private:
         float alpha = 1.0f, beta = 0.0f;
         // Operands with unaligned rows forced through aligned copies (MIXLAB_GEMM_STAGE=1).
         bool staged = false;
+        // On the CUDA backend, words the note of the plan that ran must hold (our own
+        // kernel's route, e.g. "narrow kernel"); null: any plan.
+        const char* route = nullptr;
     };
     std::string gemm_name(const GemmCase& g) const;
     void gemm_check(const GemmCase& g);
@@ -620,6 +623,29 @@ void Checker::gemm_check(const GemmCase& g)
         if (g.epi == Epilogue::BiasGradA)
             compare(v, "bias_grad", tgrad, Tol{1e-30, out_rtol(g.grad)}, &row_abs,
                     acc + unit_roundoff(g.grad));
+        if (g.route && m_cand.info().backend == BackendKind::Cuda) {
+            // The route must really have run, or the case checks cuBLASLt again; unless
+            // MIXLAB_GEMM_SKINNY=0 sends every shape to cuBLASLt (for A/B timing).
+            const char* own = std::getenv("MIXLAB_GEMM_SKINNY");
+            const bool own_off = own && std::strcmp(own, "0") == 0;
+            std::string ran;
+            for (const PlanReport& p : backend_plan_reports(m_cand)) {
+                if (p.kind != "gemm") continue;
+                const nlohmann::json j = nlohmann::json::parse(p.json);
+                const std::string d = j.at("description").get<std::string>();
+                if (j.at("m") == g.m && j.at("n") == g.n && j.at("k") == g.k &&
+                    j.at("trans_a") == g.ta && j.at("trans_b") == g.tb &&
+                    j.at("ab") == std::string(dtype_name(g.ab)) &&
+                    j.at("c") == std::string(dtype_name(g.c)) &&
+                    j.at("epilogue") == epilogue_name(g.epi) &&
+                    d.find(g.route) != std::string::npos)
+                    ran = d;
+            }
+            if (!ran.empty())
+                v.note(ran);
+            else if (!own_off)
+                v.fail(std::string("the plan that ran is not our ") + g.route);
+        }
         if (g.staged && m_cand.info().backend == BackendKind::Cuda) {
             // The staged plan must really have run: else this only repeats the case. The
             // plan is matched on everything that keys it (shape, transposes, dtypes,
@@ -746,8 +772,49 @@ void Checker::gemm_checks()
         {3, 777, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {13, 998, 2049, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None},
         {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
+        // The split-k kernel's other paths. The head in bf16; the largest m it takes (15:
+        // 16 is a multiple of 8) and m 1, 3, 5, 7, 11, so that every even bound of m it is
+        // built for runs; 996 columns for its 4-column loads; groups of 24 rows (k 5000)
+        // and of 32 (3000 columns), two chunks of loads a thread; beta read; 64 slices
+        // (200 columns), two batches of the finish's loads.
+        {10, 1000, 4096, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
+        {15, 1000, 4096, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
+        {3, 1000, 4096, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
+        {5, 996, 2049, true, false, DType::F16, DType::F16, MathMode::Reduced, dw, DType::F16},
+        {7, 3000, 2049, true, false, DType::BF16, DType::F32, MathMode::Reduced, Epilogue::None,
+         DType::F32, 0.5f, 1.0f},
+        {11, 1000, 5000, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
+        {1, 200, 4096, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
     };
     for (const GemmCase& g : seed_mlp) gemm_check(g);
+    // The head's forward GEMM (n up to 16) and input gradient (k up to 16), not multiples
+    // of 8, run our narrow kernels (narrow_gemm.cuh): the seed's at batch 4096, into a
+    // 16-bit and an fp32 C; a ragged k (one value at a time) that also takes two tiles of
+    // B, and ragged m and n; every width of B's rows in shared memory (4 to 16 floats,
+    // and 4 to 16 of the input gradient's k); an 8-value tail of k; alpha and beta; the
+    // smallest m, k and n the route takes.
+    const Epilogue none = Epilogue::None, bias = Epilogue::Bias;
+    const MathMode red = MathMode::Reduced, exact = MathMode::Pedantic;
+    const GemmCase narrow[] = {
+        {4096, 10, 1000, false, true, DType::BF16, DType::BF16, red, bias},
+        {4096, 10, 1000, false, true, DType::BF16, DType::F32, red, bias},
+        {300, 13, 777, false, true, DType::F16, DType::F16, red, none},
+        {64, 3, 1024, false, true, DType::BF16, DType::BF16, red, bias},
+        {1000, 14, 1600, false, true, DType::F16, DType::F32, red, none, DType::F32, 0.5f, 0.25f},
+        {512, 5, 520, false, true, DType::F16, DType::F16, exact, bias, DType::F32, 2.0f, 0.5f},
+        {100, 7, 256, false, true, DType::BF16, DType::F32, red, none},
+        {4096, 1000, 10, false, false, DType::BF16, DType::BF16, red, none},
+        {4096, 1000, 10, false, false, DType::BF16, DType::F32, red, none},
+        {300, 998, 13, false, false, DType::F16, DType::F16, red, none},
+        {300, 998, 13, false, false, DType::F16, DType::F32, red, none, DType::F32, 0.5f, 1.0f},
+        {1000, 1024, 5, false, false, DType::BF16, DType::F32, red, none, DType::F32, 0.5f, 0.25f},
+        {640, 256, 3, false, false, DType::F16, DType::F16, exact, none, DType::F32, 2.0f, 0.5f},
+        {64, 512, 15, false, false, DType::BF16, DType::BF16, red, none},
+    };
+    for (GemmCase g : narrow) {
+        g.route = "narrow kernel";
+        gemm_check(g);
+    }
     // Operands whose rows are not 16-byte aligned copied through aligned scratch (in
     // auto mode only for large matrices: W3's 33,278-word logits). Every transpose, the
     // epilogues that read a bias or write its gradient, beta reading a staged C.
