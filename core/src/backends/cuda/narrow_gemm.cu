@@ -169,9 +169,13 @@ __global__ void __launch_bounds__(k_fwd_threads, NP <= 8 ? 2 : 1)
             }
         };
 
-        // A's first loads go out before B's copy (registers only), so the two overlap.
+        // A's first two rounds' loads go out before B's copy (registers only), so the two
+        // overlap: for the seed's head (k = 1000: two rounds a warp) every load of A. With
+        // only the first round ahead of the copy the kernel took 10.2 us on an H100
+        // against cuBLASLt's 9.4 (bench/NOTES.md 44).
         HalfChunks buf0[k_fwd_unroll], buf1[k_fwd_unroll];
         load_round(buf0, 0);
+        if (rounds > 1) load_round(buf1, 1);
         if (k0 > 0) __syncthreads(); // every warp is done with the last tile of B
         for (int i = t; i < NP * 2 * chunks; i += k_fwd_threads) {
             const int j = i % NP, g = i / NP; // g: a half chunk, 8 values of k
@@ -194,9 +198,10 @@ __global__ void __launch_bounds__(k_fwd_threads, NP <= 8 ? 2 : 1)
             for (int e = 0; e < k_half; ++e) dst[2 * e * NP] = v[e];
         }
         __syncthreads();
-        // Two buffers: the next round's loads go out before this round's math.
+        // Two buffers: the next round's loads go out before this round's math (round 1's
+        // went out above).
         for (int r = 0; r < rounds; r += 2) {
-            if (r + 1 < rounds) load_round(buf1, r + 1);
+            if (r > 0 && r + 1 < rounds) load_round(buf1, r + 1);
             math_round(buf0, r);
             if (r + 1 >= rounds) break;
             if (r + 2 < rounds) load_round(buf0, r + 2);
