@@ -585,15 +585,6 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
                            bias ? g.bias_grad->dtype() : DType::F32, scratch, stream);
         return;
     }
-    if (narrow_forward_applies(g)) {
-        Plan& plan = narrow_plan(key);
-        ++plan.info.calls;
-        const bool bias = g.epilogue == Epilogue::Bias;
-        launch_narrow_forward(g.m, g.n, g.k, g.a->data(), g.b->data(), ab, g.alpha, g.beta,
-                              g.c->data(), ct, bias ? g.bias->data() : nullptr,
-                              bias ? g.bias->dtype() : DType::F32, stream);
-        return;
-    }
     if (narrow_dgrad_applies(g)) {
         Plan& plan = narrow_plan(key);
         ++plan.info.calls;
@@ -655,28 +646,12 @@ LtGemm::Plan& LtGemm::skinny_plan(const Key& key)
     return ref;
 }
 
-// A forward GEMM X W^T whose n (a classifier head's classes) is a handful of 16-bit
-// columns not a multiple of 8: cuBLASLt's tiles over its m (our n) are presumably mostly
-// padding (its kernel not profiled; the seed MLP's head took 9.2-9.4 us for 8 MB of A,
-// bench/NOTES.md 34). Our kernel reads A once at full width whatever m is; its blocks
-// are 32 rows, each walking all of k, so k below 256 leaves each of its 8 warps under
-// two 16-value chunks, too little to hide a load; m below 64 (two blocks) leaves the
-// whole GEMM to one or two SMs. Neither bound is measured against cuBLASLt (not yet
-// measured on a GPU); fp32, TF32 and fp8 stay with cuBLASLt, and so does every
-// epilogue with an activation.
-bool LtGemm::narrow_forward_applies(const GemmCall& g) const
-{
-    const DType ab = g.a->dtype();
-    return m_skinny && !g.trans_a && g.trans_b && (ab == DType::F16 || ab == DType::BF16) &&
-           g.n <= k_narrow_max && g.n % 8 != 0 && g.k >= k_narrow_min_k && g.m >= k_narrow_min_m &&
-           (g.epilogue == Epilogue::None || g.epilogue == Epilogue::Bias);
-}
-
-// The input gradient dZ W of such a head: k (its classes) is a handful of 16-bit values
+// A classifier head's input gradient dZ W: k (its classes) is a handful of 16-bit values
 // not a multiple of 8, so A's rows are not 16-byte aligned and no tensor-core kernel
-// reads them (6.9-7.3 us for 8 MB of C, bench/NOTES.md 34). Our kernel writes C
-// once, 16 bytes a store; n below 256 leaves a warp's lanes idle and m below 64 a block's
-// warps (not yet measured on a GPU).
+// reads them; cuBLASLt took 6.9-7.3 us for the seed MLP's at batch 4096, ours 6.6 on an
+// H100 (bench/NOTES.md 44). It writes C once, 16 bytes a store; below batch 1024 it is
+// not known to pay (W1's step at 256 was no faster), and n below 256 leaves a warp's
+// lanes idle.
 bool LtGemm::narrow_dgrad_applies(const GemmCall& g) const
 {
     const DType ab = g.a->dtype();
@@ -690,16 +665,12 @@ LtGemm::Plan& LtGemm::narrow_plan(const Key& key)
     auto it = m_plans.find(key);
     if (it != m_plans.end()) return *it->second;
     auto plan = std::make_unique<Plan>();
-    plan->narrow = true;
     GemmPlanInfo& info = plan->info;
     set_shape(info, key);
     info.tensor_cores = false;
     info.tensor_core_shapes = false;
-    info.note = key.trans_b ? "our narrow kernel: " + std::to_string(key.n) +
-                                  " columns of C, not a multiple of 8, would leave cuBLASLt's "
-                                  "tiles mostly padding"
-                            : "our narrow kernel: k = " + std::to_string(key.k) +
-                                  " is not a multiple of 8, so no tensor-core kernel can read A";
+    info.note = "our narrow kernel: k = " + std::to_string(key.k) +
+                " is not a multiple of 8, so no tensor-core kernel can read A";
     Plan& ref = *plan;
     m_plans.emplace(key, std::move(plan));
     return ref;

@@ -72,7 +72,6 @@ private:
         Fallback fallback = Fallback::None;
         const Plan* plain = nullptr; // the epilogue-free plan an unfused plan runs
         bool skinny = false;         // runs our split-k kernel (skinny_gemm.cuh) instead
-        bool narrow = false;         // runs one of our narrow kernels (narrow_gemm.cuh) instead
         GemmStaging staging;         // operands copied to aligned rows around the call
         GemmPlanInfo info;
     };
@@ -80,10 +79,8 @@ private:
     bool skinny_applies(const GemmCall& call) const;
     static void set_shape(GemmPlanInfo& info, const Key& key);
     Plan& skinny_plan(const Key& key);
-    // A classifier head's forward GEMM (n <= 16) or input gradient (k <= 16), not a
-    // multiple of 8, which cuBLASLt runs far slower than their bytes allow: our narrow
-    // kernels instead.
-    bool narrow_forward_applies(const GemmCall& call) const;
+    // A classifier head's input gradient (k <= 16, not a multiple of 8), whose A no
+    // tensor-core kernel can read: our narrow kernel instead.
     bool narrow_dgrad_applies(const GemmCall& call) const;
     Plan& narrow_plan(const Key& key);
 
@@ -127,7 +124,7 @@ private:
     DeviceMemory m_workspace;
     bool m_fuse_epilogues = true; // MIXLAB_GEMM_UNFUSED=1 runs every epilogue as our kernel
     bool m_tune = true;           // MIXLAB_GEMM_TUNE=0 keeps the heuristic's first choice
-    // MIXLAB_GEMM_SKINNY=0 leaves skinny and narrow shapes to cuBLASLt (for A/B timing).
+    // MIXLAB_GEMM_SKINNY=0 leaves the skinny and narrow shapes to cuBLASLt (for A/B timing).
     bool m_skinny = true;
     // The staged copies of A, B and C: one set for every staged plan (stream order keeps
     // their uses apart), grown while planning.
