@@ -576,7 +576,9 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.fast_accum = g.fp8_fast_accum;
 
     if (skinny_applies(g)) {
-        Plan& plan = skinny_plan(key);
+        Plan& plan = own_kernel_plan(key, "our split-k kernel: " + std::to_string(g.m) +
+                                              " rows are not a multiple of 8, so no "
+                                              "tensor-core kernel can read them");
         ++plan.info.calls;
         const bool bias = g.epilogue == Epilogue::BiasGradA;
         float* scratch = m_scratch.get(skinny_gemm_scratch_floats(g.m, g.n, g.k));
@@ -586,7 +588,9 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
         return;
     }
     if (narrow_dgrad_applies(g)) {
-        Plan& plan = narrow_plan(key);
+        Plan& plan = own_kernel_plan(key, "our narrow kernel: k = " + std::to_string(g.k) +
+                                              " is not a multiple of 8, so no tensor-core "
+                                              "kernel can read A");
         ++plan.info.calls;
         launch_narrow_dgrad(g.m, g.n, g.k, g.a->data(), g.b->data(), ab, g.alpha, g.beta,
                             g.c->data(), ct, stream);
@@ -629,18 +633,18 @@ bool LtGemm::skinny_applies(const GemmCall& g) const
            (g.epilogue == Epilogue::None || g.epilogue == Epilogue::BiasGradA);
 }
 
-LtGemm::Plan& LtGemm::skinny_plan(const Key& key)
+// The plan of a shape our own kernel runs: no cuBLASLt state, only what the plan report
+// shows, `note` saying why.
+LtGemm::Plan& LtGemm::own_kernel_plan(const Key& key, const std::string& note)
 {
     auto it = m_plans.find(key);
     if (it != m_plans.end()) return *it->second;
     auto plan = std::make_unique<Plan>();
-    plan->skinny = true;
     GemmPlanInfo& info = plan->info;
     set_shape(info, key);
     info.tensor_cores = false;
     info.tensor_core_shapes = false;
-    info.note = "our split-k kernel: " + std::to_string(key.m) +
-                " rows are not a multiple of 8, so no tensor-core kernel can read them";
+    info.note = note;
     Plan& ref = *plan;
     m_plans.emplace(key, std::move(plan));
     return ref;
@@ -658,22 +662,6 @@ bool LtGemm::narrow_dgrad_applies(const GemmCall& g) const
     return m_skinny && !g.trans_a && !g.trans_b && (ab == DType::F16 || ab == DType::BF16) &&
            g.k <= k_narrow_max && g.k % 8 != 0 && g.n >= k_narrow_min_n && g.m >= k_narrow_min_m &&
            g.epilogue == Epilogue::None;
-}
-
-LtGemm::Plan& LtGemm::narrow_plan(const Key& key)
-{
-    auto it = m_plans.find(key);
-    if (it != m_plans.end()) return *it->second;
-    auto plan = std::make_unique<Plan>();
-    GemmPlanInfo& info = plan->info;
-    set_shape(info, key);
-    info.tensor_cores = false;
-    info.tensor_core_shapes = false;
-    info.note = "our narrow kernel: k = " + std::to_string(key.k) +
-                " is not a multiple of 8, so no tensor-core kernel can read A";
-    Plan& ref = *plan;
-    m_plans.emplace(key, std::move(plan));
-    return ref;
 }
 
 std::vector<GemmPlanInfo> LtGemm::plans() const

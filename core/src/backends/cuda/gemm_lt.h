@@ -71,18 +71,17 @@ private:
         bool fused = true;
         Fallback fallback = Fallback::None;
         const Plan* plain = nullptr; // the epilogue-free plan an unfused plan runs
-        bool skinny = false;         // runs our split-k kernel (skinny_gemm.cuh) instead
         GemmStaging staging;         // operands copied to aligned rows around the call
         GemmPlanInfo info;
     };
     // Our split-k kernel serves this shape better than any cuBLASLt kernel can.
     bool skinny_applies(const GemmCall& call) const;
     static void set_shape(GemmPlanInfo& info, const Key& key);
-    Plan& skinny_plan(const Key& key);
     // A classifier head's input gradient (k <= 16, not a multiple of 8), whose A no
     // tensor-core kernel can read: our narrow kernel instead.
     bool narrow_dgrad_applies(const GemmCall& call) const;
-    Plan& narrow_plan(const Key& key);
+    // The plan of a shape our own kernel runs (skinny or narrow), `note` saying why.
+    Plan& own_kernel_plan(const Key& key, const std::string& note);
 
     // A new plan is built (and timed) with the operands of the call that first needs it.
     Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr, cudaStream_t stream);
