@@ -758,25 +758,27 @@ void Checker::gemm_checks()
         {3000, 3072, 256, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {3000, 3072, 256, true, false, DType::F32, DType::F32, MathMode::TF32, dw},
         {256, 10, 1000, false, true, DType::F16, DType::F16, MathMode::Reduced, Epilogue::Bias},
-        // The 10-class head's weight gradient: 16-bit rows not a multiple of 8 run our
-        // split-k kernel (skinny_gemm.cuh), at the seed's batches, with and without the
-        // bias gradient, accumulating (beta 1), in a 16-bit C and with a ragged last slice.
-        {10, 1000, 4096, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
-        // k from 1024 up runs the split-k kernel: 1100 leaves a last slice of 76 rows.
-        {10, 1000, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
+        // The 10-class head's weight gradient below 1024 rows of k stays with cuBLASLt.
         {10, 1000, 32, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {10, 1000, 300, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None,
          DType::F32, 0.5f, 1.0f},
         {3, 777, 1000, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
-        // A row of B not a multiple of 4 columns: the split-k kernel's one-column loads.
+        {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
+    };
+    for (const GemmCase& g : seed_mlp) gemm_check(g);
+    // From k = 1024, 16-bit rows not a multiple of 8 run our split-k kernel
+    // (skinny_gemm.cuh): the seed's head at batch 4096 in fp16 and bf16, with and without
+    // the bias gradient, in a 16-bit C; k 1100 leaves a last slice of 76 rows; 777 columns
+    // (not a multiple of 4) its one-column loads, 996 its 4-column loads; the largest m it
+    // takes (15: 16 is a multiple of 8) and m 1, 3, 5, 7, 11, 13, so that every even bound
+    // of m it is built for runs; groups of 24 rows (k 5000) and of 32 (3000 columns), two
+    // chunks of loads a thread; beta read; 64 slices (200 columns), two batches of the
+    // finish's loads.
+    const GemmCase split_k[] = {
+        {10, 1000, 4096, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
+        {10, 1000, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {3, 777, 1100, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
         {13, 998, 2049, true, false, DType::F16, DType::F32, MathMode::Reduced, Epilogue::None},
-        {13, 257, 129, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
-        // The split-k kernel's other paths. The head in bf16; the largest m it takes (15:
-        // 16 is a multiple of 8) and m 1, 3, 5, 7, 11, so that every even bound of m it is
-        // built for runs; 996 columns for its 4-column loads; groups of 24 rows (k 5000)
-        // and of 32 (3000 columns), two chunks of loads a thread; beta read; 64 slices
-        // (200 columns), two batches of the finish's loads.
         {10, 1000, 4096, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {15, 1000, 4096, true, false, DType::BF16, DType::F32, MathMode::Reduced, dw},
         {3, 1000, 4096, true, false, DType::F16, DType::F16, MathMode::Reduced, Epilogue::None},
@@ -786,7 +788,10 @@ void Checker::gemm_checks()
         {11, 1000, 5000, true, false, DType::F16, DType::F32, MathMode::Reduced, dw},
         {1, 200, 4096, true, false, DType::BF16, DType::BF16, MathMode::Reduced, dw, DType::BF16},
     };
-    for (const GemmCase& g : seed_mlp) gemm_check(g);
+    for (GemmCase g : split_k) {
+        g.route = "split-k kernel";
+        gemm_check(g);
+    }
     // The head's input gradient (k up to 16, not a multiple of 8) runs our narrow kernel
     // (narrow_gemm.cuh) from batch 1024: the seed's at batch 4096, into a 16-bit and an
     // fp32 C; ragged m and n (one column at a time); every k it is built for (4 to 16);

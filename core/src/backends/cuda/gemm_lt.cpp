@@ -576,9 +576,10 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
     key.fast_accum = g.fp8_fast_accum;
 
     if (skinny_applies(g)) {
-        Plan& plan = own_kernel_plan(key, "our split-k kernel: " + std::to_string(g.m) +
-                                              " rows are not a multiple of 8, so no "
-                                              "tensor-core kernel can read them");
+        Plan& plan = own_kernel_plan(key, [&] {
+            return "our split-k kernel: " + std::to_string(g.m) +
+                   " rows are not a multiple of 8, so no tensor-core kernel can read them";
+        });
         ++plan.info.calls;
         const bool bias = g.epilogue == Epilogue::BiasGradA;
         float* scratch = m_scratch.get(skinny_gemm_scratch_floats(g.m, g.n, g.k));
@@ -588,9 +589,10 @@ void LtGemm::run(const GemmCall& g, cudaStream_t stream)
         return;
     }
     if (narrow_dgrad_applies(g)) {
-        Plan& plan = own_kernel_plan(key, "our narrow kernel: k = " + std::to_string(g.k) +
-                                              " is not a multiple of 8, so no tensor-core "
-                                              "kernel can read A");
+        Plan& plan = own_kernel_plan(key, [&] {
+            return "our narrow kernel: k = " + std::to_string(g.k) +
+                   " is not a multiple of 8, so no tensor-core kernel can read A";
+        });
         ++plan.info.calls;
         launch_narrow_dgrad(g.m, g.n, g.k, g.a->data(), g.b->data(), ab, g.alpha, g.beta,
                             g.c->data(), ct, stream);
@@ -634,8 +636,8 @@ bool LtGemm::skinny_applies(const GemmCall& g) const
 }
 
 // The plan of a shape our own kernel runs: no cuBLASLt state, only what the plan report
-// shows, `note` saying why.
-LtGemm::Plan& LtGemm::own_kernel_plan(const Key& key, const std::string& note)
+// shows, note() saying why (called once, when the plan is made).
+LtGemm::Plan& LtGemm::own_kernel_plan(const Key& key, const std::function<std::string()>& note)
 {
     auto it = m_plans.find(key);
     if (it != m_plans.end()) return *it->second;
@@ -644,7 +646,7 @@ LtGemm::Plan& LtGemm::own_kernel_plan(const Key& key, const std::string& note)
     set_shape(info, key);
     info.tensor_cores = false;
     info.tensor_core_shapes = false;
-    info.note = note;
+    info.note = note();
     Plan& ref = *plan;
     m_plans.emplace(key, std::move(plan));
     return ref;

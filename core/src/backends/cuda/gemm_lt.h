@@ -14,7 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -80,8 +82,8 @@ private:
     // A classifier head's input gradient (k <= 16, not a multiple of 8), whose A no
     // tensor-core kernel can read: our narrow kernel instead.
     bool narrow_dgrad_applies(const GemmCall& call) const;
-    // The plan of a shape our own kernel runs (skinny or narrow), `note` saying why.
-    Plan& own_kernel_plan(const Key& key, const std::string& note);
+    // The plan of a shape our own kernel runs (skinny or narrow), note() saying why.
+    Plan& own_kernel_plan(const Key& key, const std::function<std::string()>& note);
 
     // A new plan is built (and timed) with the operands of the call that first needs it.
     Plan& plan_for(const Key& key, const GemmCall& call, const void* aux_ptr, cudaStream_t stream);

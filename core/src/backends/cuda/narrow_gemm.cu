@@ -17,7 +17,6 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_types.cuh"
 
-#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -151,7 +150,7 @@ void launch_dgrad(int m, int n, int k, const T* a, const T* b, float alpha, floa
     }
 }
 
-// Calls f(TypeTag<T>{}) for the operands LtGemm's narrow predicates send here: float16
+// Calls f(TypeTag<T>{}) for the operands LtGemm's narrow predicate sends here: float16
 // or bfloat16 (fp32, TF32 and fp8 stay with cuBLASLt).
 template <class F>
 void dispatch_16bit(DType t, const char* op, F&& f)
