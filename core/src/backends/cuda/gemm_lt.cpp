@@ -629,7 +629,8 @@ bool LtGemm::skinny_applies(const GemmCall& g) const
 {
     const DType ab = g.a->dtype();
     // Below ~1024 rows of k cuBLASLt's kernel is as quick as ours (W1 at batch 32 and 256:
-    // 3 and 8 us slower with ours; at 4096, 180 us faster).
+    // 3 and 8 us slower with ours; at 4096, 180 us faster). Measured with the first split-k
+    // kernel, not again for the rewrite (bench/NOTES.md 44).
     return m_skinny && g.trans_a && !g.trans_b && (ab == DType::F16 || ab == DType::BF16) &&
            g.m <= k_skinny_max_m && g.m % 8 != 0 && g.k >= k_skinny_min_k &&
            (g.epilogue == Epilogue::None || g.epilogue == Epilogue::BiasGradA);
@@ -654,8 +655,8 @@ LtGemm::Plan& LtGemm::own_kernel_plan(const Key& key, const std::function<std::s
 
 // A classifier head's input gradient dZ W: k (its classes) is a handful of 16-bit values
 // not a multiple of 8, so A's rows are not 16-byte aligned and no tensor-core kernel
-// reads them; cuBLASLt took 6.9-7.3 us for the seed MLP's at batch 4096, ours 6.6 on an
-// H100 (bench/NOTES.md 44). It writes C once, 16 bytes a store; below batch 1024 it is
+// reads them; cuBLASLt took 6.9-7.3 us for the seed MLP's at batch 4096 (bench/NOTES.md
+// 34), ours 6.5-6.7 in this session's H100 profiles (NOTES 44). It writes C once, 16 bytes a store; below batch 1024 it is
 // not known to pay (W1's step at 256 was no faster), and n below 256 leaves a warp's
 // lanes idle.
 bool LtGemm::narrow_dgrad_applies(const GemmCall& g) const

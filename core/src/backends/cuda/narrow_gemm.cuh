@@ -12,7 +12,8 @@ namespace mixlab::cuda {
 
 inline constexpr int k_narrow_max = 16; // the largest k
 // Below these the route is not known to pay: W1's step at batch 256 was no faster with it
-// on an H100 (bench/NOTES.md 44), at 1024 and 4096 it was.
+// on an H100 (bench/NOTES.md 44). At 1024 and 4096 the step was faster with it and the
+// split-k rewrite together; the kernel alone was profiled only at 4096 (6.6 us).
 inline constexpr int k_narrow_min_m = 1024;
 inline constexpr int k_narrow_min_n = 256;
 
