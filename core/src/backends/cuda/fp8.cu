@@ -512,62 +512,93 @@ __global__ void __launch_bounds__(k_threads)
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// y_t = y transposed, one 64 x 64 tile a block: thread (tx, ty) = (t % 16, t / 16) reads
-// the words at columns 4 tx of rows ty, ty + 16, ... (rows past `rows` read as zero, so
-// the edge tiles write y_t's padding), then writes the tile's 4 x 4 bytes at rows 4 tx,
-// columns 4 ty transposed as four words of y_t's rows c0 + 4 ty + q. y's and y_t's rows
-// (fp8_padded) are 16-byte multiples, so every access is a whole aligned word; y's columns
-// past `cols` are its zero padding, read and never written out. With mask_out (E4M3 y),
-// each value > 0 as a bit, as fp8_quantize_tiled writes them: eight lanes' words OR-ed.
+// y_t = y transposed, one 64 x 64 tile a block, every global access 16 bytes.
+// Load: thread t reads 16 bytes of the tile's row t / 4 at column 16 (t % 4) (rows past
+// `rows` as zero, so the edge tiles write y_t's padding; y's columns past `cols` are its
+// zero padding, read and never written out) into shared memory.
+// Transpose: lane (g, hh, q) = (lane / 16, lane / 4 % 4, lane % 4) of warp w takes output
+// rows c0 + 4 j .. + 3 (j = 2 w + g) over the tile's rows 16 hh + 4 q .. + 3: four word
+// reads and a 4 x 4 byte transpose give a word of each output row; the four lanes of one
+// hh swap words (two shuffle rounds) so that lane q holds output row c0 + 4 j + q's 16
+// bytes at rows 16 hh .. + 15, one 16-byte store; a warp's stores are 8 whole 64-byte
+// rows. The 4-byte version (a word a thread per access, four loads and four stores)
+// took 12.1-12.4 us for W1's X2 on an H100 (bench/NOTES.md 44): not yet measured.
+// With mask_out (E4M3 y), each value > 0 as a bit, as fp8_quantize_tiled writes them.
+// Bytes a row of the shared tile: 17 words, so that the transpose's reads (rows 4 and 16
+// apart across a warp) meet at most two to a bank; the loads' bytes go in as four words.
+constexpr int k_t16_stride = 68;
 __global__ void __launch_bounds__(k_threads)
     fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
                          std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out)
 {
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
-    __shared__ __align__(16) std::uint8_t tile[k_tile][k_tile + 4];
-    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
-    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile, c = 4 * tx;
-    // The tile's loads first, as in fp8_quantize_tiled: the gate's stores would hold the
-    // next row's load behind them.
-    std::uint32_t words[k_tile / 16];
-#pragma unroll
-    for (int i = 0; i < k_tile / 16; ++i) {
-        const int r = ty + 16 * i;
-        words[i] = r0 + r < rows && c0 + c < y_ld
-                       ? *reinterpret_cast<const std::uint32_t*>(
-                             y + std::size_t(r0 + r) * std::size_t(y_ld) + std::size_t(c0 + c))
-                       : 0u;
-    }
-#pragma unroll
-    for (int i = 0; i < k_tile / 16; ++i) {
-        const int r = ty + 16 * i;
-        const std::uint32_t w = words[i];
-        *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = w;
-        if (mask_out) { // uniform: every lane takes part in the shuffles
+    __shared__ __align__(16) std::uint8_t tile[k_tile * k_t16_stride];
+    const int t = int(threadIdx.x);
+    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile;
+    {
+        const int r = t / 4, chunk = t % 4, c = 16 * chunk;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (r0 + r < rows && c0 + c < y_ld)
+            v = *reinterpret_cast<const uint4*>(y + std::size_t(r0 + r) * std::size_t(y_ld) +
+                                                std::size_t(c0 + c));
+        auto* at = reinterpret_cast<std::uint32_t*>(tile + r * k_t16_stride + c);
+        at[0] = v.x;
+        at[1] = v.y;
+        at[2] = v.z;
+        at[3] = v.w;
+        if (mask_out) { // uniform: every lane takes part in the shuffle
+            // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols.
+            const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
             unsigned bits = 0;
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols,
-                // whatever y's padding holds (as the quantize pass reads it as 0).
-                const unsigned b = (w >> (8 * q)) & 0xFFu;
+            for (int q = 0; q < 16; ++q) {
+                const unsigned b = (w[q / 4] >> (8 * (q % 4))) & 0xFFu;
                 bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
             }
-            store_gate_word(mask_out, bits, tx, r0 + r, rows, c0, mask_ld);
+            // Chunks 2 k and 2 k + 1 (lanes t and t ^ 1) make word k of the tile's row.
+            const unsigned other = __shfl_xor_sync(0xffffffffu, bits, 1);
+            const int word = (c0 >> 5) + chunk / 2;
+            if (chunk % 2 == 0 && r0 + r < rows && word < mask_ld)
+                mask_out[std::size_t(r0 + r) * std::size_t(mask_ld) + std::size_t(word)] =
+                    bits | other << 16;
         }
     }
     __syncthreads();
-    const int r = 4 * tx, j = 4 * ty;
-    if (r0 + r >= t_ld) return;
-    std::uint32_t w[4], col[4];
+    const int lane = t % 32, w = t / 32;
+    const int j = 2 * w + lane / 16, hh = lane / 4 % 4, q = lane % 4;
+    std::uint32_t rowsw[4], a[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-    transpose4x4(w, col);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        if (c0 + j + q >= cols) break;
-        *reinterpret_cast<std::uint32_t*>(y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
-                                          std::size_t(r0 + r)) = col[q];
+    for (int i = 0; i < 4; ++i)
+        rowsw[i] = *reinterpret_cast<const std::uint32_t*>(
+            tile + (16 * hh + 4 * q + i) * k_t16_stride + 4 * j);
+    transpose4x4(rowsw, a); // a[i]: output row c0 + 4 j + i at rows 16 hh + 4 q ..
+    // Lane q gets a[q] of lanes 0..3 (a 4 x 4 transpose of words across the four lanes).
+    {
+        const bool odd = q & 1;
+        const std::uint32_t y0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
+        const std::uint32_t y1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
+        if (odd) {
+            a[0] = y0;
+            a[2] = y1;
+        } else {
+            a[1] = y0;
+            a[3] = y1;
+        }
+        const bool high = q & 2;
+        const std::uint32_t z0 = __shfl_xor_sync(0xffffffffu, high ? a[0] : a[2], 2);
+        const std::uint32_t z1 = __shfl_xor_sync(0xffffffffu, high ? a[1] : a[3], 2);
+        if (high) {
+            a[0] = z0;
+            a[1] = z1;
+        } else {
+            a[2] = z0;
+            a[3] = z1;
+        }
     }
+    const int out_row = c0 + 4 * j + q, out_col = r0 + 16 * hh;
+    if (out_row < cols && out_col < t_ld)
+        *reinterpret_cast<uint4*>(y_t + std::size_t(out_row) * std::size_t(t_ld) +
+                                  std::size_t(out_col)) = make_uint4(a[0], a[1], a[2], a[3]);
 }
 
 // One block a tensor: its meta block copied into shared memory by every thread, updated
