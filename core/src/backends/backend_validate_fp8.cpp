@@ -42,6 +42,10 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
     require(y.count() >= need && (need == 0 || y.data() != nullptr), backend, op,
             std::string(name) + " holds " + std::to_string(y.count()) + " elements, needs " +
                 std::to_string(need));
+    // fp8 rows are 16-byte multiples (fp8_padded) and the kernels move them 16 bytes at a
+    // time, as cuBLASLt's fp8 GEMMs read them: a whole allocation always starts so.
+    require(reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0, backend, op,
+            std::string(name) + " must start on a 16-byte boundary");
 }
 
 } // namespace

@@ -151,17 +151,6 @@ __global__ void __launch_bounds__(k_threads)
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// Four bytes to p: one store when p is 4-byte aligned.
-__device__ __forceinline__ void store4(std::uint8_t* p, std::uint32_t packed, bool aligned)
-{
-    if (aligned) {
-        *reinterpret_cast<std::uint32_t*>(p) = packed;
-        return;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) p[q] = std::uint8_t(packed >> (8 * q));
-}
-
 // What the tiled pass reads, four consecutive elements of a row at a time (gc a multiple
 // of 4; zero past the rows and columns, so that the edge tiles write the padding); `full`:
 // a whole aligned group inside the matrix (the tile is full and the source aligned).
@@ -323,18 +312,69 @@ __device__ __forceinline__ void store_gate_word(std::uint32_t* mask_out, unsigne
         mask_out[std::size_t(row) * std::size_t(mask_ld) + std::size_t(word)] = bits;
 }
 
+// Bytes a row of the transposing kernels' shared tiles: 17 words, so that
+// store_tile_transposed's reads (rows 4 and 16 apart across a warp) meet at most two to
+// a bank.
+constexpr int k_tile_stride = k_tile + 4;
+
+// The 64 x 64 bytes of a shared tile (row r at tile + r * k_tile_stride) written to y_t
+// transposed: the tile's column i to y_t's row c0 + i at columns r0 .. r0 + 63, rows past
+// `cols` and columns past t_ld left out; every store 16 bytes (y_t 16-byte aligned, t_ld a
+// multiple of 16). Lane (g, hh, q) = (lane / 16, lane / 4 % 4, lane % 4) of warp w takes
+// output rows c0 + 4 j .. + 3 (j = 2 w + g) over the tile's rows 16 hh + 4 q .. + 3: four
+// word reads and a 4 x 4 byte transpose give a word of each of those output rows; the four
+// lanes of one hh swap words (two shuffle rounds), so that lane q holds output row
+// c0 + 4 j + q's 16 bytes at columns r0 + 16 hh, one store; a warp's stores are eight
+// whole 64-byte row segments. Every thread of the block calls it (the shuffles), after a
+// barrier that follows the tile's writes. The 4-byte version (a word a thread per store,
+// four of them) took 12.1-12.4 us for W1's X2 transpose on an H100 (bench/NOTES.md 44).
+__device__ __forceinline__ void store_tile_transposed(const std::uint8_t* tile, int r0, int c0,
+                                                      int cols, int t_ld,
+                                                      std::uint8_t* __restrict__ y_t)
+{
+    static_assert(k_threads == 256 && k_tile == 64, "16 lanes' words a row of 64 bytes");
+    const int lane = int(threadIdx.x) % 32, w = int(threadIdx.x) / 32;
+    const int j = 2 * w + lane / 16, hh = lane / 4 % 4, q = lane % 4;
+    std::uint32_t rows_w[4], a[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        rows_w[i] = *reinterpret_cast<const std::uint32_t*>(
+            tile + (16 * hh + 4 * q + i) * k_tile_stride + 4 * j);
+    transpose4x4(rows_w, a); // a[i]: output row c0 + 4 j + i at the tile's rows 16 hh + 4 q ..
+    // Lane q takes a[q] of the four lanes (a 4 x 4 transpose of words across them): the
+    // odd lane of a pair sends its words 0 and 2, the even one 1 and 3; then the high pair
+    // sends 0 and 1, the low one 2 and 3.
+    // Selects, not a[] indexed by lane: that would put a[] in local memory.
+    const bool odd = q & 1, high = q & 2;
+    const std::uint32_t y0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
+    const std::uint32_t y1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
+    a[0] = odd ? y0 : a[0];
+    a[1] = odd ? a[1] : y0;
+    a[2] = odd ? y1 : a[2];
+    a[3] = odd ? a[3] : y1;
+    const std::uint32_t z0 = __shfl_xor_sync(0xffffffffu, high ? a[0] : a[2], 2);
+    const std::uint32_t z1 = __shfl_xor_sync(0xffffffffu, high ? a[1] : a[3], 2);
+    a[0] = high ? z0 : a[0];
+    a[1] = high ? z1 : a[1];
+    a[2] = high ? a[2] : z0;
+    a[3] = high ? a[3] : z1;
+    const int out_row = c0 + 4 * j + q, out_col = r0 + 16 * hh;
+    if (out_row < cols && out_col < t_ld)
+        *reinterpret_cast<uint4*>(y_t + std::size_t(out_row) * std::size_t(t_ld) +
+                                  std::size_t(out_col)) = make_uint4(a[0], a[1], a[2], a[3]);
+}
+
 // One Source::k_tile_rows x 64 tile of x at a time, x read as zero past its rows and columns so
 // that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
 // t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
 // converts 4 consecutive elements of rows ty, ty + 16, ... (one 4-element load, one
-// 4-byte store to y each) and keeps the bytes in shared memory; then transposes the
-// tile's 4 x 4 bytes at rows 4 tx (+ 64 ...), columns 4 ty, into 4 bytes of y_t's rows
-// 4 ty .. 4 ty + 3 each.
+// 4-byte store to y each) and keeps the bytes in shared memory; then each 64-row half of
+// the tile goes to y_t by store_tile_transposed (16-byte stores).
 // Block (blockIdx.x, blockIdx.y) takes the group of group_tiles consecutive row tiles
 // blockIdx.x in column tile blockIdx.y. Sums: the group's column sums of x to
 // partials[group][col]: the partials follow the shape and group_tiles, never the GPU
-// (resident_grid.cuh's rule). `aligned`: x's rows start on 4-element boundaries and y and
-// y_t on 4 bytes, so full tiles take the vector loads and every store is 4 bytes.
+// (resident_grid.cuh's rule). `aligned`: x's rows start on 4-element boundaries, so full
+// tiles take the vector loads (y and y_t always start on 16 bytes: validate's fp8_output).
 // Relu's gate as bits (backend.h's relu_mask): `mask` read in place of `gate`, or x > 0
 // written to `mask_out` (a word is eight threads' four bits: lanes 8 q .. 8 q + 7 of a
 // warp share a row and a word, OR-ed together by shuffles). Both uniform per launch.
@@ -357,7 +397,7 @@ __global__ void __launch_bounds__(k_threads)
     constexpr int k_tile_rows = Source::k_tile_rows;
     constexpr int k_rows_each = k_tile_rows / 16;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
-    __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile + 4];
+    __shared__ __align__(16) std::uint8_t tile[k_tile_rows][k_tile_stride];
     __shared__ float sums[Sums ? 16 : 1][Sums ? k_tile : 1];
     Source src = source;
     src.begin();
@@ -466,34 +506,17 @@ __global__ void __launch_bounds__(k_threads)
             }
             const std::uint32_t packed = quantize4<E5M2>(v, scale);
             if (WriteY && gr < rows && gc < y_ld) {
-                std::uint8_t* at = y + std::size_t(gr) * std::size_t(y_ld) + std::size_t(gc);
-                store4(at, packed, aligned);
+                // A whole word: y's rows are 16-byte multiples from a 16-byte boundary.
+                *reinterpret_cast<std::uint32_t*>(y + std::size_t(gr) * std::size_t(y_ld) +
+                                                  std::size_t(gc)) = packed;
             }
             if (WriteT) *reinterpret_cast<std::uint32_t*>(&tile[r][c]) = packed;
         }
         if constexpr (WriteT) {
             __syncthreads();
-            // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx .., columns
-            // 4 ty ..: four word reads, byte permutes, four words to y_t's rows c0 + 4 ty + q
-            // at columns r0 + 4 tx.
 #pragma unroll
-            for (int h = 0; h < k_tile_rows / 64; ++h) {
-                const int r = 4 * tx + 64 * h, j = 4 * ty;
-                if (r0 + r < t_ld) {
-                    std::uint32_t w[4], col[4];
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
-                    transpose4x4(w, col);
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        if (c0 + j + q >= cols) break;
-                        std::uint8_t* at =
-                            y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) + std::size_t(r0 + r);
-                        store4(at, col[q], aligned);
-                    }
-                }
-            }
+            for (int h = 0; h < k_tile_rows / 64; ++h)
+                store_tile_transposed(&tile[64 * h][0], r0 + 64 * h, c0, cols, t_ld, y_t);
             __syncthreads(); // the tile is written again by the next row tile
         }
     }
@@ -512,93 +535,48 @@ __global__ void __launch_bounds__(k_threads)
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// y_t = y transposed, one 64 x 64 tile a block, every global access 16 bytes.
-// Load: thread t reads 16 bytes of the tile's row t / 4 at column 16 (t % 4) (rows past
-// `rows` as zero, so the edge tiles write y_t's padding; y's columns past `cols` are its
-// zero padding, read and never written out) into shared memory.
-// Transpose: lane (g, hh, q) = (lane / 16, lane / 4 % 4, lane % 4) of warp w takes output
-// rows c0 + 4 j .. + 3 (j = 2 w + g) over the tile's rows 16 hh + 4 q .. + 3: four word
-// reads and a 4 x 4 byte transpose give a word of each output row; the four lanes of one
-// hh swap words (two shuffle rounds) so that lane q holds output row c0 + 4 j + q's 16
-// bytes at rows 16 hh .. + 15, one 16-byte store; a warp's stores are 8 whole 64-byte
-// rows. The 4-byte version (a word a thread per access, four loads and four stores)
-// took 12.1-12.4 us for W1's X2 on an H100 (bench/NOTES.md 44): not yet measured.
-// With mask_out (E4M3 y), each value > 0 as a bit, as fp8_quantize_tiled writes them.
-// Bytes a row of the shared tile: 17 words, so that the transpose's reads (rows 4 and 16
-// apart across a warp) meet at most two to a bank; the loads' bytes go in as four words.
-constexpr int k_t16_stride = 68;
+// y_t = y transposed, one 64 x 64 tile a block, every global access 16 bytes: thread t
+// reads 16 bytes of the tile's row t / 4 at column 16 (t % 4) (rows past `rows` as zero,
+// so the edge tiles write y_t's padding; y's columns past `cols` are its zero padding,
+// read and never written out) into shared memory, then store_tile_transposed. With
+// mask_out (E4M3 y), each value > 0 as a bit, as fp8_quantize_tiled writes them.
 __global__ void __launch_bounds__(k_threads)
     fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
                          std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out)
 {
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
-    __shared__ __align__(16) std::uint8_t tile[k_tile * k_t16_stride];
+    __shared__ __align__(16) std::uint8_t tile[k_tile * k_tile_stride];
     const int t = int(threadIdx.x);
     const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile;
-    {
-        const int r = t / 4, chunk = t % 4, c = 16 * chunk;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (r0 + r < rows && c0 + c < y_ld)
-            v = *reinterpret_cast<const uint4*>(y + std::size_t(r0 + r) * std::size_t(y_ld) +
-                                                std::size_t(c0 + c));
-        auto* at = reinterpret_cast<std::uint32_t*>(tile + r * k_t16_stride + c);
-        at[0] = v.x;
-        at[1] = v.y;
-        at[2] = v.z;
-        at[3] = v.w;
-        if (mask_out) { // uniform: every lane takes part in the shuffle
-            // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols.
-            const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
-            unsigned bits = 0;
+    const int r = t / 4, chunk = t % 4, c = 16 * chunk;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r0 + r < rows && c0 + c < y_ld)
+        v = *reinterpret_cast<const uint4*>(y + std::size_t(r0 + r) * std::size_t(y_ld) +
+                                            std::size_t(c0 + c));
+    // Four word stores: the tile's rows (17 words) are not 16-byte aligned.
+    auto* at = reinterpret_cast<std::uint32_t*>(tile + r * k_tile_stride + c);
+    at[0] = v.x;
+    at[1] = v.y;
+    at[2] = v.z;
+    at[3] = v.w;
+    if (mask_out) { // uniform: every lane takes part in the shuffle
+        // An E4M3 byte > 0: sign clear, not zero, not NaN (0x7F); none past cols.
+        const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+        unsigned bits = 0;
 #pragma unroll
-            for (int q = 0; q < 16; ++q) {
-                const unsigned b = (w[q / 4] >> (8 * (q % 4))) & 0xFFu;
-                bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
-            }
-            // Chunks 2 k and 2 k + 1 (lanes t and t ^ 1) make word k of the tile's row.
-            const unsigned other = __shfl_xor_sync(0xffffffffu, bits, 1);
-            const int word = (c0 >> 5) + chunk / 2;
-            if (chunk % 2 == 0 && r0 + r < rows && word < mask_ld)
-                mask_out[std::size_t(r0 + r) * std::size_t(mask_ld) + std::size_t(word)] =
-                    bits | other << 16;
+        for (int q = 0; q < 16; ++q) {
+            const unsigned b = (words[q / 4] >> (8 * (q % 4))) & 0xFFu;
+            bits |= unsigned(b != 0u && b < 0x7Fu && c0 + c + q < cols) << q;
         }
+        // Chunks 2 k and 2 k + 1 (lanes t and t ^ 1) make word k of the tile's row.
+        const unsigned other = __shfl_xor_sync(0xffffffffu, bits, 1);
+        const int word = (c0 >> 5) + chunk / 2;
+        if (chunk % 2 == 0 && r0 + r < rows && word < mask_ld)
+            mask_out[std::size_t(r0 + r) * std::size_t(mask_ld) + std::size_t(word)] =
+                bits | other << 16;
     }
     __syncthreads();
-    const int lane = t % 32, w = t / 32;
-    const int j = 2 * w + lane / 16, hh = lane / 4 % 4, q = lane % 4;
-    std::uint32_t rowsw[4], a[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-        rowsw[i] = *reinterpret_cast<const std::uint32_t*>(
-            tile + (16 * hh + 4 * q + i) * k_t16_stride + 4 * j);
-    transpose4x4(rowsw, a); // a[i]: output row c0 + 4 j + i at rows 16 hh + 4 q ..
-    // Lane q gets a[q] of lanes 0..3 (a 4 x 4 transpose of words across the four lanes).
-    {
-        const bool odd = q & 1;
-        const std::uint32_t y0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
-        const std::uint32_t y1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
-        if (odd) {
-            a[0] = y0;
-            a[2] = y1;
-        } else {
-            a[1] = y0;
-            a[3] = y1;
-        }
-        const bool high = q & 2;
-        const std::uint32_t z0 = __shfl_xor_sync(0xffffffffu, high ? a[0] : a[2], 2);
-        const std::uint32_t z1 = __shfl_xor_sync(0xffffffffu, high ? a[1] : a[3], 2);
-        if (high) {
-            a[0] = z0;
-            a[1] = z1;
-        } else {
-            a[2] = z0;
-            a[3] = z1;
-        }
-    }
-    const int out_row = c0 + 4 * j + q, out_col = r0 + 16 * hh;
-    if (out_row < cols && out_col < t_ld)
-        *reinterpret_cast<uint4*>(y_t + std::size_t(out_row) * std::size_t(t_ld) +
-                                  std::size_t(out_col)) = make_uint4(a[0], a[1], a[2], a[3]);
+    store_tile_transposed(tile, r0, c0, cols, t_ld, y_t);
 }
 
 // One block a tensor: its meta block copied into shared memory by every thread, updated
@@ -689,9 +667,9 @@ void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t str
         MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_flat");
         return;
     }
+    // y and y_t start on 16-byte boundaries (validate's fp8_output); x's rows may not.
     const bool aligned = a.cols % 4 == 0 && aligned_to(x, 4 * sizeof(T)) &&
-                         (!gate || aligned_to(gate, 4 * sizeof(T))) &&
-                         (!a.y || aligned_to(a.y, 4)) && (!a.y_t || aligned_to(a.y_t, 4));
+                         (!gate || aligned_to(gate, 4 * sizeof(T)));
     const bool sums = a.partials != nullptr;
     const MatrixSource<T> src{x, gate, a.cols};
     using S = MatrixSource<T>;
@@ -806,8 +784,7 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
                    unsigned((batch + k_gather_tile_rows - 1) / k_gather_tile_rows),
                    1};
     // Whole samples of a multiple of 4 bytes: every group of four is one word.
-    const bool aligned = sample % 4 == 0 && aligned_to(images, 4) && aligned_to(x8, 4) &&
-                         (!x8_t || aligned_to(x8_t, 4));
+    const bool aligned = sample % 4 == 0 && aligned_to(images, 4);
     dispatch_floating(batch_t, "gather_batch_fp8", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const GatherSource<T> src{f, sample};
