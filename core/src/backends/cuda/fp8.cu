@@ -18,6 +18,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace mixlab::cuda {
 
@@ -628,13 +631,26 @@ std::size_t staged_ring_bytes(Kernel kernel, const Source& src, const QuantizeAr
         return 0;
     } else {
         if (!src.stages() || a.group_tiles < 2) return 0;
-        const std::size_t bytes = StageRing<Source>::bytes(a.mask != nullptr);
-        int with_ring = 0, without = 0;
-        MIXLAB_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&without, kernel, int(k_threads), 0));
-        MIXLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&with_ring, kernel,
-                                                                        int(k_threads), bytes));
-        return with_ring >= without ? bytes : 0;
+        const bool mask = a.mask != nullptr;
+        const std::size_t bytes = StageRing<Source>::bytes(mask);
+        // The answer depends on the kernel, the device and the mask only: asked once each
+        // (the occupancy queries are host time on every launch outside a recorded graph).
+        int device = 0;
+        MIXLAB_CUDA_CHECK(cudaGetDevice(&device));
+        const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, mask);
+        static std::mutex lock;
+        static std::map<std::tuple<const void*, int, bool>, bool> keeps_blocks;
+        const std::lock_guard<std::mutex> hold(lock);
+        auto it = keeps_blocks.find(key);
+        if (it == keeps_blocks.end()) {
+            int with_ring = 0, without = 0;
+            MIXLAB_CUDA_CHECK(
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&without, kernel, int(k_threads), 0));
+            MIXLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&with_ring, kernel,
+                                                                            int(k_threads), bytes));
+            it = keeps_blocks.emplace(key, with_ring >= without).first;
+        }
+        return it->second ? bytes : 0;
     }
 }
 

@@ -663,8 +663,8 @@ bool LtGemm::narrow_dgrad_applies(const GemmCall& g) const
 {
     const DType ab = g.a->dtype();
     return m_skinny && !g.trans_a && !g.trans_b && (ab == DType::F16 || ab == DType::BF16) &&
-           g.k <= k_narrow_max && g.k % 8 != 0 && g.n >= k_narrow_min_n && g.m >= k_narrow_min_m &&
-           g.epilogue == Epilogue::None;
+           g.k <= k_narrow_max && g.k % 8 != 0 && g.n >= k_narrow_min_n && g.n <= k_narrow_max_n &&
+           g.m >= k_narrow_min_m && g.epilogue == Epilogue::None;
 }
 
 std::vector<GemmPlanInfo> LtGemm::plans() const

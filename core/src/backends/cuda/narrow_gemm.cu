@@ -28,7 +28,8 @@ constexpr int k_dg_cols = 8; // columns a thread: one 16-byte store of 16-bit C
 constexpr int k_dg_warps = 8;
 constexpr int k_dg_threads = 32 * k_dg_warps;
 constexpr int k_dg_block_cols = 32 * k_dg_cols; // a warp's lanes across the columns
-constexpr int k_dg_rows = 64;                   // rows a block; warp w takes w, w + 8, ...
+static_assert(k_dg_block_cols == k_narrow_block_cols, "narrow_gemm.cuh's n bound");
+constexpr int k_dg_rows = 64; // rows a block; warp w takes w, w + 8, ...
 
 // grid (row blocks, column blocks). KP: k rounded up to 4 (B's slice and A's staged rows
 // zero past k). Vec: n a multiple of 8 and B and C 16-byte aligned (16-byte loads of B,

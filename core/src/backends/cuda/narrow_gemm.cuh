@@ -16,6 +16,9 @@ inline constexpr int k_narrow_max = 16; // the largest k
 // split-k rewrite together; the kernel alone was profiled only at 4096 (6.6 us).
 inline constexpr int k_narrow_min_m = 1024;
 inline constexpr int k_narrow_min_n = 256;
+// gridDim.y (at most 65535) walks n in blocks of 256 columns: wider C stays with cuBLASLt.
+inline constexpr int k_narrow_block_cols = 256;
+inline constexpr long long k_narrow_max_n = 65535LL * k_narrow_block_cols;
 
 // C (m x n) = alpha * A B + beta * C, A stored (m x k), B (k x n), k <= 16. a, b: ab
 // dtype (float16 or bfloat16); c: float32 or ab.
