@@ -370,6 +370,19 @@ private slots:
         Buffer y5 = be->alloc(5 * 16, DType::F8E5M2);
         expect_error([&] { be->fp8_transpose(y5, 5, 8, yt); }, "must share a dtype");
         expect_error([&] { be->fp8_transpose(y, 5, 17, yt); }, "y holds 80 elements, needs 160");
+        // Several at once, as a dense layer issues its input's and its weights': the same
+        // bytes as one at a time; one job's output may not be another's buffer, and a
+        // bad job is named.
+        Buffer yt2 = be->alloc(8 * 16, DType::F8E4M3), y_twice = be->alloc(8 * 16, DType::F8E4M3);
+        const Fp8Transpose both[] = {{&y, 5, 8, &yt2, nullptr}, {&y, 5, 8, &y_twice, nullptr}};
+        be->fp8_transposes(both);
+        const std::vector<float> a = download(*be, yt2), b = download(*be, y_twice);
+        for (std::size_t i = 0; i < a.size(); ++i)
+            QVERIFY2(same(a[i], expected[i]) && same(b[i], expected[i]), "y_t of each job");
+        const Fp8Transpose clash[] = {{&y, 5, 8, &yt2, nullptr}, {&yt2, 8, 5, &y_twice, nullptr}};
+        expect_error([&] { be->fp8_transposes(clash); }, "job 0's output is also job 1's buffer");
+        const Fp8Transpose bad[] = {{&y, 5, 8, &yt2, nullptr}, {&y5, 5, 8, &y_twice, nullptr}};
+        expect_error([&] { be->fp8_transposes(bad); }, "job 1: y and y_t must share a dtype");
     }
 
     // mixed_fp8's weights are quantized by the optimizer as it updates them: w8 is what

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -207,6 +208,14 @@ struct Fp8Batch {
     bool record_amax = false;
     Buffer* x8 = nullptr;
     Buffer* x8_t = nullptr;
+};
+
+// One byte transpose of Backend::fp8_transposes (the arguments of fp8_transpose).
+struct Fp8Transpose {
+    const Buffer* y = nullptr;
+    int rows = 0, cols = 0;
+    Buffer* y_t = nullptr;
+    Buffer* relu_mask_out = nullptr;
 };
 
 // A 2-D convolution over NHWC tensors: x (batch, in_h, in_w, in_c), weights KRSC
@@ -629,8 +638,16 @@ public:
     // and an fp8 layer's input written by the layer before's GEMM (GemmCall::c_scale),
     // with relu_mask_out (as fp8_quantize's) its values > 0 as bits: the gate of that
     // layer's relu, read from the values the forward went on with.
-    virtual void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
-                               Buffer* relu_mask_out = nullptr);
+    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
+                       Buffer* relu_mask_out = nullptr)
+    {
+        const Fp8Transpose job{&y, rows, cols, &y_t, relu_mask_out};
+        fp8_transposes(std::span<const Fp8Transpose>(&job, 1));
+    }
+    // Several fp8_transpose at once, in one launch where the backend can (a layer's input
+    // and weights: the weights' small grid would otherwise run as a wave of its own). No
+    // job's y_t or relu_mask_out may be another job's buffer.
+    virtual void fp8_transposes(std::span<const Fp8Transpose> jobs);
 
     // ---- numerics (what a precision does to the values; base/hd_math.h's slots) -------
     // counts is an I32 buffer read as uint32 counters; both ops ADD into

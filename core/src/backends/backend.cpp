@@ -171,7 +171,7 @@ void Backend::fp8_update_scales(Buffer&, int, int, int)
 {
     not_available(*this, "fp8 scale update");
 }
-void Backend::fp8_transpose(const Buffer&, int, int, Buffer&, Buffer*)
+void Backend::fp8_transposes(std::span<const Fp8Transpose>)
 {
     not_available(*this, "fp8 transpose");
 }

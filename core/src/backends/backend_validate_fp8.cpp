@@ -5,6 +5,7 @@
 #include "mixlab/run_config.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace mixlab::validate {
@@ -46,6 +47,28 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
     // time, as cuBLASLt's fp8 GEMMs read them: a whole allocation always starts so.
     require(reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0, backend, op,
             std::string(name) + " must start on a 16-byte boundary");
+}
+
+// One job of fp8_transposes; `at` names it where there are several.
+void fp8_transpose(const char* backend, const char* op, const Fp8Transpose& job,
+                   const std::string& at)
+{
+    require(job.y && job.y_t, backend, op, at + "y and y_t must be given");
+    const Buffer& y = *job.y;
+    const Buffer& y_t = *job.y_t;
+    const int rows = job.rows, cols = job.cols;
+    require(rows >= 0 && cols >= 0, backend, op,
+            at + "negative shape " + std::to_string(rows) + "x" + std::to_string(cols));
+    fp8_output(backend, op, y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y");
+    fp8_output(backend, op, y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
+    require(y.dtype() == y_t.dtype(), backend, op,
+            at + "y and y_t must share a dtype, got " + name_of(y.dtype()) + " and " +
+                name_of(y_t.dtype()));
+    if (job.relu_mask_out) {
+        require(y.dtype() == DType::F8E4M3, backend, op,
+                at + "relu_mask_out reads a float8_e4m3 y, got " + name_of(y.dtype()));
+        mask_buffer(backend, op, *job.relu_mask_out, rows, cols, "relu_mask_out");
+    }
 }
 
 } // namespace
@@ -100,22 +123,23 @@ void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int
     meta_buffer(backend, op, meta, std::size_t(tensors) * fp8_block_floats(history_len));
 }
 
-void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t,
-                   const Buffer* relu_mask_out)
+void fp8_transposes(const char* backend, std::span<const Fp8Transpose> jobs)
 {
     const char* op = "fp8_transpose";
-    require(rows >= 0 && cols >= 0, backend, op,
-            "negative shape " + std::to_string(rows) + "x" + std::to_string(cols));
-    fp8_output(backend, op, y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y");
-    fp8_output(backend, op, y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
-    require(y.dtype() == y_t.dtype(), backend, op,
-            "y and y_t must share a dtype, got " + name_of(y.dtype()) + " and " +
-                name_of(y_t.dtype()));
-    if (relu_mask_out) {
-        require(y.dtype() == DType::F8E4M3, backend, op,
-                "relu_mask_out reads a float8_e4m3 y, got " + name_of(y.dtype()));
-        mask_buffer(backend, op, *relu_mask_out, rows, cols, "relu_mask_out");
-    }
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        fp8_transpose(backend, op, jobs[i],
+                      jobs.size() > 1 ? "job " + std::to_string(i) + ": " : std::string());
+    // A job's outputs against every buffer of the others (and y_t against its own y).
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        for (std::size_t k = 0; k < jobs.size(); ++k)
+            for (const Buffer* out : {jobs[i].y_t, jobs[i].relu_mask_out})
+                for (const Buffer* other : std::initializer_list<const Buffer*>{
+                         jobs[k].y, jobs[k].y_t, jobs[k].relu_mask_out})
+                    require(!out || !other || (out == other && i == k) || out->data() == nullptr ||
+                                out->data() != other->data(),
+                            backend, op,
+                            "job " + std::to_string(i) + "'s output is also job " +
+                                std::to_string(k) + "'s buffer");
 }
 
 void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,

@@ -6,6 +6,7 @@
 #include "mixlab/backend.h"
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 namespace mixlab::validate {
@@ -22,10 +23,10 @@ void fp8_quantize(const char* backend, const Buffer& x, int rows, int cols, cons
 // [-k_max_fp8_margin, k_max_fp8_margin] (run_config.h's limits).
 void fp8_update_scales(const char* backend, const Buffer& meta, int tensors, int history_len,
                        int margin);
-// y (rows x fp8_padded(cols)) and y_t (cols x fp8_padded(rows)) fp8 buffers of one dtype
-// that large, rows and cols >= 0.
-void fp8_transpose(const char* backend, const Buffer& y, int rows, int cols, const Buffer& y_t,
-                   const Buffer* relu_mask_out);
+// Each job: y (rows x fp8_padded(cols)) and y_t (cols x fp8_padded(rows)) fp8 buffers of
+// one dtype that large, rows and cols >= 0; no job's y_t or relu_mask_out another job's
+// y, y_t or relu_mask_out (one launch runs them all: the order between them is not kept).
+void fp8_transposes(const char* backend, std::span<const Fp8Transpose> jobs);
 // gather_batch's checks, then the batch's fp8 target: meta given, x8 (and x8_t when
 // given) float8_e4m3fn and large enough for batch x sample, as fp8_quantize checks them.
 void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,

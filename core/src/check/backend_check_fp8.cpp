@@ -551,11 +551,70 @@ void Fp8Checker::relu_mask_checks()
 
 // dX's transposed weights from w8: the bytes as they are, zeros past the rows (poisoned
 // first, so an unwritten byte shows), on whole tiles, ragged ones and W1's two layers; for
-// E4M3 with relu's gate bits of y > 0 as well.
+// E4M3 with relu's gate bits of y > 0 as well. Then several in one call
+// (fp8_transposes), as a dense layer issues its input's and its weights': W1's layer 2,
+// and more jobs than one launch takes, each job against the reference as if alone.
 void Fp8Checker::transpose_checks()
 {
     struct Shape {
         int rows, cols;
+    };
+    // One job's buffers on both sides and what its y holds.
+    struct Job {
+        Shape sh;
+        bool bits;
+        std::vector<float> y;
+        Twin ty, tt, mask;
+    };
+    const auto make_job = [&](Rng& rng, Shape sh, DType fmt, bool bits) {
+        Job j{sh, bits, {}, {}, {}, {}};
+        const std::size_t y_ld = std::size_t(fp8_padded(sh.cols));
+        const std::size_t t_ld = std::size_t(fp8_padded(sh.rows));
+        // fp8 values (NaN among them, not E5M2's infinities, which fp8_quantize never
+        // writes) in y's columns, zeros in its padding: what fp8_quantize leaves.
+        j.y.assign(std::size_t(sh.rows) * y_ld, 0.0f);
+        for (std::size_t r = 0; r < std::size_t(sh.rows); ++r)
+            for (std::size_t c = 0; c < std::size_t(sh.cols); ++c) {
+                float e = k_inf;
+                while (std::isinf(e))
+                    e = hd::fp8_to_float(std::uint8_t(rng.integer(0, 256)), format_of(fmt));
+                j.y[r * y_ld + c] = e;
+            }
+        j.ty = make(j.y, fmt);
+        j.tt = twin(std::size_t(sh.cols) * t_ld, fmt);
+        poison(j.tt);
+        // relu's gate bits from y > 0 (an fp8 layer's input written by the GEMM before
+        // it), the words poisoned first.
+        const std::size_t words_ld = std::size_t(relu_mask_words(sh.cols));
+        j.mask = make_words(
+            std::vector<std::uint32_t>(bits ? std::size_t(sh.rows) * words_ld : 1, 0xA5A5A5A5u));
+        return j;
+    };
+    const auto verify = [&](Verdict& v, Job& j, const std::string& what) {
+        const std::size_t y_ld = std::size_t(fp8_padded(j.sh.cols));
+        const std::size_t t_ld = std::size_t(fp8_padded(j.sh.rows));
+        compare_bits(v, what + "y_t", j.tt);
+        if (j.bits) compare_gate_bits(v, j.mask, j.sh.rows, j.sh.cols, j.y, y_ld, "y");
+        const std::vector<float> t = get(m_ref, j.tt.ref);
+        for (std::size_t c = 0; c < std::size_t(j.sh.cols); ++c)
+            for (std::size_t r = 0; r < t_ld; ++r) {
+                const float want = r < std::size_t(j.sh.rows) ? j.y[r * y_ld + c] : 0.0f;
+                if (hd::float_bits(t[c * t_ld + r]) != hd::float_bits(want)) {
+                    v.fail("reference: " + what + "y_t is not y transposed at row " +
+                           std::to_string(r) + ", column " + std::to_string(c));
+                    return;
+                }
+            }
+    };
+    // Each side's jobs as the backend takes them.
+    const auto run_jobs = [&](std::vector<Job>& jobs) {
+        on_both([&](Backend& be, bool ref) {
+            std::vector<Fp8Transpose> calls;
+            for (Job& j : jobs)
+                calls.push_back({&side(j.ty, ref), j.sh.rows, j.sh.cols, &side(j.tt, ref),
+                                 j.bits ? &side(j.mask, ref) : nullptr});
+            be.fp8_transposes(calls);
+        });
     };
     const Shape shapes[] = {{64, 64}, {37, 53}, {200, 1000}, {1000, 3000}, {5, 200}};
     for (DType fmt : {DType::F8E4M3, DType::F8E5M2})
@@ -563,45 +622,36 @@ void Fp8Checker::transpose_checks()
             const std::string name = std::string("fp8_transpose/") + dtype_short_name(fmt) + "/" +
                                      std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
             run(name, [&](Verdict& v, Rng& rng) {
-                const std::size_t y_ld = std::size_t(fp8_padded(sh.cols));
-                const std::size_t t_ld = std::size_t(fp8_padded(sh.rows));
-                // fp8 values (NaN among them, not E5M2's infinities, which fp8_quantize never
-                // writes) in y's columns, zeros in its padding: what fp8_quantize leaves.
-                std::vector<float> y(std::size_t(sh.rows) * y_ld, 0.0f);
-                for (std::size_t r = 0; r < std::size_t(sh.rows); ++r)
-                    for (std::size_t c = 0; c < std::size_t(sh.cols); ++c) {
-                        float e = k_inf;
-                        while (std::isinf(e))
-                            e = hd::fp8_to_float(std::uint8_t(rng.integer(0, 256)), format_of(fmt));
-                        y[r * y_ld + c] = e;
-                    }
-                Twin ty = make(y, fmt);
-                Twin tt = twin(std::size_t(sh.cols) * t_ld, fmt);
-                poison(tt);
-                // E4M3: also relu's gate bits from y > 0 (an fp8 layer's input written by the
-                // GEMM before it), the words poisoned first.
-                const bool bits = fmt == DType::F8E4M3;
-                const std::size_t words_ld = std::size_t(relu_mask_words(sh.cols));
-                Twin mask = make_words(std::vector<std::uint32_t>(
-                    bits ? std::size_t(sh.rows) * words_ld : 1, 0xA5A5A5A5u));
-                on_both([&](Backend& be, bool ref) {
-                    be.fp8_transpose(side(ty, ref), sh.rows, sh.cols, side(tt, ref),
-                                     bits ? &side(mask, ref) : nullptr);
-                });
-                compare_bits(v, "y_t", tt);
-                if (bits) compare_gate_bits(v, mask, sh.rows, sh.cols, y, y_ld, "y");
-                const std::vector<float> t = get(m_ref, tt.ref);
-                for (std::size_t c = 0; c < std::size_t(sh.cols); ++c)
-                    for (std::size_t r = 0; r < t_ld; ++r) {
-                        const float want = r < std::size_t(sh.rows) ? y[r * y_ld + c] : 0.0f;
-                        if (hd::float_bits(t[c * t_ld + r]) != hd::float_bits(want)) {
-                            v.fail("reference: y_t is not y transposed at row " +
-                                   std::to_string(r) + ", column " + std::to_string(c));
-                            return;
-                        }
-                    }
+                std::vector<Job> jobs;
+                jobs.push_back(make_job(rng, sh, fmt, fmt == DType::F8E4M3));
+                run_jobs(jobs);
+                verify(v, jobs[0], "");
             });
         }
+    struct Several {
+        const char* name;
+        std::vector<std::pair<Shape, bool>> jobs; // shape, relu's bits
+    };
+    const Several several[] = {
+        // W1's layer 2 at batch 4096: X2 with relu 1's bits, then W2.
+        {"w1-layer2", {{{4096, 3000}, true}, {{1000, 3000}, false}}},
+        // Ragged shapes, bits on some, more jobs than a launch takes (k_transpose_jobs 4).
+        {"five-ragged",
+         {{{37, 53}, true},
+          {{200, 1000}, false},
+          {{5, 200}, true},
+          {{64, 64}, false},
+          {{130, 70}, true}}},
+    };
+    for (const Several& sv : several)
+        run(std::string("fp8_transpose/e4m3/jobs/") + sv.name, [&](Verdict& v, Rng& rng) {
+            std::vector<Job> jobs;
+            for (const auto& [sh, bits] : sv.jobs)
+                jobs.push_back(make_job(rng, sh, DType::F8E4M3, bits));
+            run_jobs(jobs);
+            for (std::size_t i = 0; i < jobs.size(); ++i)
+                verify(v, jobs[i], "job " + std::to_string(i) + " ");
+        });
 }
 
 // ---- gather_batch_fp8 --------------------------------------------------------------------

@@ -126,8 +126,7 @@ public:
                       const Buffer* relu_gate, const Buffer* relu_mask,
                       Buffer* relu_mask_out) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
-    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
-                       Buffer* relu_mask_out) override;
+    void fp8_transposes(std::span<const Fp8Transpose> jobs) override;
 
     void cross_entropy(OutputHead head, const Buffer& logits, const Buffer& labels_i32, int batch,
                        int classes, const Buffer* scaler, Buffer* dlogits, Buffer& record,

@@ -68,24 +68,26 @@ void CpuBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta,
     if (record_amax) m[k_fp8_history] = std::max(m[k_fp8_history], amax);
 }
 
-void CpuBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
-                               Buffer* relu_mask_out)
+void CpuBackend::fp8_transposes(std::span<const Fp8Transpose> jobs)
 {
-    validate::fp8_transpose(k_name, y, rows, cols, y_t, relu_mask_out);
-    const std::size_t r_n = std::size_t(rows), c_n = std::size_t(cols);
-    const std::size_t y_ld = std::size_t(fp8_padded(cols)), t_ld = std::size_t(fp8_padded(rows));
-    const std::size_t words = std::size_t(relu_mask_words(cols));
-    const float* py = y.as<float>();
-    float* pt = y_t.as<float>();
-    auto* mask_out = relu_mask_out ? relu_mask_out->as<std::uint32_t>() : nullptr;
-    std::fill(pt, pt + c_n * t_ld, 0.0f);
-    if (mask_out) std::fill(mask_out, mask_out + r_n * words, 0u);
-    for (std::size_t r = 0; r < r_n; ++r)
-        for (std::size_t c = 0; c < c_n; ++c) {
-            const float v = py[r * y_ld + c];
-            pt[c * t_ld + r] = v;
-            if (mask_out && v > 0.0f) mask_out[r * words + c / 32] |= 1u << (c % 32);
-        }
+    validate::fp8_transposes(k_name, jobs);
+    for (const Fp8Transpose& job : jobs) {
+        const std::size_t r_n = std::size_t(job.rows), c_n = std::size_t(job.cols);
+        const std::size_t y_ld = std::size_t(fp8_padded(job.cols));
+        const std::size_t t_ld = std::size_t(fp8_padded(job.rows));
+        const std::size_t words = std::size_t(relu_mask_words(job.cols));
+        const float* py = job.y->as<float>();
+        float* pt = job.y_t->as<float>();
+        auto* mask_out = job.relu_mask_out ? job.relu_mask_out->as<std::uint32_t>() : nullptr;
+        std::fill(pt, pt + c_n * t_ld, 0.0f);
+        if (mask_out) std::fill(mask_out, mask_out + r_n * words, 0u);
+        for (std::size_t r = 0; r < r_n; ++r)
+            for (std::size_t c = 0; c < c_n; ++c) {
+                const float v = py[r * y_ld + c];
+                pt[c * t_ld + r] = v;
+                if (mask_out && v > 0.0f) mask_out[r * words + c / 32] |= 1u << (c % 32);
+            }
+    }
 }
 
 void CpuBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin)

@@ -140,8 +140,7 @@ public:
                       const Buffer* relu_gate, const Buffer* relu_mask,
                       Buffer* relu_mask_out) override;
     void fp8_update_scales(Buffer& meta, int tensors, int history_len, int margin) override;
-    void fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
-                       Buffer* relu_mask_out) override;
+    void fp8_transposes(std::span<const Fp8Transpose> jobs) override;
     void gather_batch_fp8(const Buffer& images_u8, const Buffer& labels_u8, const Buffer& order_i32,
                           std::int64_t offset, int batch, const ImageShape& image,
                           const Normalization& norm, const Augmentation& aug,

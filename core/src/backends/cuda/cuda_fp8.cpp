@@ -7,6 +7,9 @@
 #include "backends/backend_validate_fp8.h"
 #include "backends/cuda/fp8.cuh"
 
+#include <algorithm>
+#include <array>
+
 namespace mixlab::cuda {
 
 void CudaBackend::fp8_quantize(const Buffer& x, int rows, int cols, Buffer& meta, std::size_t block,
@@ -59,12 +62,20 @@ void CudaBackend::fp8_update_scales(Buffer& meta, int tensors, int history_len, 
                              margin, stream());
 }
 
-void CudaBackend::fp8_transpose(const Buffer& y, int rows, int cols, Buffer& y_t,
-                                Buffer* relu_mask_out)
+void CudaBackend::fp8_transposes(std::span<const Fp8Transpose> jobs)
 {
-    validate::fp8_transpose(k_name, y, rows, cols, y_t, relu_mask_out);
-    launch_fp8_transpose(y.data(), rows, cols, y_t.data(),
-                         relu_mask_out ? relu_mask_out->as<std::uint32_t>() : nullptr, stream());
+    validate::fp8_transposes(k_name, jobs);
+    // k_transpose_jobs a launch, in an array on the stack: a step allocates nothing.
+    std::array<TransposeJob, k_transpose_jobs> launch;
+    for (std::size_t first = 0; first < jobs.size(); first += launch.size()) {
+        const std::size_t n = std::min(launch.size(), jobs.size() - first);
+        for (std::size_t i = 0; i < n; ++i) {
+            const Fp8Transpose& job = jobs[first + i];
+            launch[i] = {job.y->data(), job.rows, job.cols, job.y_t->data(),
+                         job.relu_mask_out ? job.relu_mask_out->as<std::uint32_t>() : nullptr};
+        }
+        launch_fp8_transposes(std::span<const TransposeJob>(launch.data(), n), stream());
+    }
 }
 
 } // namespace mixlab::cuda

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 namespace mixlab::cuda {
@@ -538,19 +540,45 @@ __global__ void __launch_bounds__(k_threads)
     publish_amax<Amax>(amax, amax_slot);
 }
 
-// y_t = y transposed, one 64 x 64 tile a block, every global access 16 bytes: thread t
-// reads 16 bytes of the tile's row t / 4 at column 16 (t % 4) (rows past `rows` as zero,
-// so the edge tiles write y_t's padding; y's columns past `cols` are its zero padding,
-// read and never written out) into shared memory, then store_tile_transposed. With
-// mask_out (E4M3 y), each value > 0 as a bit, as fp8_quantize_tiled writes them.
-__global__ void __launch_bounds__(k_threads)
-    fp8_transpose_kernel(const std::uint8_t* __restrict__ y, int rows, int cols, int y_ld, int t_ld,
-                         std::uint8_t* __restrict__ y_t, std::uint32_t* __restrict__ mask_out)
+// The transposes of one launch, by value: job j's tiles are blocks first_block ..
+// (first_block of job j + 1) - 1, row tile fastest.
+struct TransposeLaunch {
+    struct Job {
+        const std::uint8_t* y;
+        std::uint8_t* y_t;
+        std::uint32_t* mask_out;
+        int rows, cols, y_ld, t_ld, row_tiles; // y_ld, t_ld: fp8_padded(cols), (rows)
+        unsigned first_block;
+    };
+    Job job[k_transpose_jobs];
+    int count;
+};
+
+// y_t = y transposed for each job, one 64 x 64 tile a block, every global access 16
+// bytes: thread t reads 16 bytes of the tile's row t / 4 at column 16 (t % 4) (rows past
+// `rows` as zero, so the edge tiles write y_t's padding; y's columns past `cols` are its
+// zero padding, read and never written out) into shared memory, then
+// store_tile_transposed. With mask_out (E4M3 y), each value > 0 as a bit, as
+// fp8_quantize_tiled writes them. Several jobs a launch: a layer's weights (W1's W2,
+// 752 tiles) would otherwise run as a partial wave of their own after its input's.
+__global__ void __launch_bounds__(k_threads) fp8_transpose_kernel(TransposeLaunch launch)
 {
+    // The block's job, picked with constant indices (a parameter indexed at run time
+    // would be copied to local memory first).
+    TransposeLaunch::Job job = launch.job[0];
+#pragma unroll
+    for (int k = 1; k < int(k_transpose_jobs); ++k)
+        if (k < launch.count && blockIdx.x >= launch.job[k].first_block) job = launch.job[k];
+    const std::uint8_t* __restrict__ y = job.y;
+    std::uint8_t* __restrict__ y_t = job.y_t;
+    std::uint32_t* __restrict__ mask_out = job.mask_out;
+    const int rows = job.rows, cols = job.cols;
+    const int y_ld = job.y_ld, t_ld = job.t_ld;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
     __shared__ __align__(16) std::uint8_t tile[k_tile * k_tile_stride];
     const int t = int(threadIdx.x);
-    const int r0 = int(blockIdx.x) * k_tile, c0 = int(blockIdx.y) * k_tile;
+    const int local = int(blockIdx.x - job.first_block);
+    const int r0 = local % job.row_tiles * k_tile, c0 = local / job.row_tiles * k_tile;
     const int r = t / 4, chunk = t % 4, c = 16 * chunk;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (r0 + r < rows && c0 + c < y_ld)
@@ -816,15 +844,29 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
     });
 }
 
-void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t,
-                          std::uint32_t* relu_mask_out, cudaStream_t stream)
+void launch_fp8_transposes(std::span<const TransposeJob> jobs, cudaStream_t stream)
 {
-    if (rows <= 0 || cols <= 0) return;
-    const int t_ld = fp8_padded(rows);
-    const dim3 grid(unsigned((t_ld + k_tile - 1) / k_tile), unsigned((cols + k_tile - 1) / k_tile));
-    fp8_transpose_kernel<<<grid, k_threads, 0, stream>>>(
-        static_cast<const std::uint8_t*>(y), rows, cols, fp8_padded(cols), t_ld,
-        static_cast<std::uint8_t*>(y_t), relu_mask_out);
+    if (jobs.size() > k_transpose_jobs)
+        throw std::invalid_argument("launch_fp8_transposes: " + std::to_string(jobs.size()) +
+                                    " jobs, at most " + std::to_string(k_transpose_jobs));
+    TransposeLaunch launch{};
+    unsigned blocks = 0;
+    for (const TransposeJob& j : jobs) {
+        if (j.rows <= 0 || j.cols <= 0) continue;
+        TransposeLaunch::Job& to = launch.job[launch.count++];
+        to.y = static_cast<const std::uint8_t*>(j.y);
+        to.y_t = static_cast<std::uint8_t*>(j.y_t);
+        to.mask_out = j.relu_mask_out;
+        to.rows = j.rows;
+        to.cols = j.cols;
+        to.y_ld = fp8_padded(j.cols);
+        to.t_ld = fp8_padded(j.rows);
+        to.row_tiles = (to.t_ld + k_tile - 1) / k_tile;
+        to.first_block = blocks;
+        blocks += unsigned(to.row_tiles) * unsigned((j.cols + k_tile - 1) / k_tile);
+    }
+    if (blocks == 0) return;
+    fp8_transpose_kernel<<<blocks, k_threads, 0, stream>>>(launch);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace mixlab::cuda {
 
@@ -45,8 +46,16 @@ void launch_fp8_gather(const std::uint8_t* images, const std::uint8_t* labels,
 // y_t (cols x fp8_padded(rows)) = y (rows x fp8_padded(cols)) transposed, byte for
 // byte, zeros past row rows. Both device buffers are 16-byte aligned (cudaMalloc's).
 // relu_mask_out: y > 0 as bits (backend.h's relu_mask_words a row), or null.
-void launch_fp8_transpose(const void* y, int rows, int cols, void* y_t,
-                          std::uint32_t* relu_mask_out, cudaStream_t stream);
+struct TransposeJob {
+    const void* y;
+    int rows, cols;
+    void* y_t;
+    std::uint32_t* relu_mask_out;
+};
+// Every job's tiles in one launch, at most k_transpose_jobs of them (the kernel takes
+// them by value), no output of one job read or written by another.
+inline constexpr std::size_t k_transpose_jobs = 4;
+void launch_fp8_transposes(std::span<const TransposeJob> jobs, cudaStream_t stream);
 
 // hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,

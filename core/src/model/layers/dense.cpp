@@ -20,7 +20,9 @@
 #include "model/layers/shared_table.h"
 #include "model/layers/weights.h"
 
+#include <array>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -297,15 +299,23 @@ private:
         // x8 is there already when the gather wrote it (with x8_t and the amax) or the
         // layer before's GEMM did (its amax too); that layer's relu gate and x8_t are then
         // one transpose of the bytes the GEMM wrote.
+        // Training's transposed copies (x's when the layer before's GEMM wrote x8, w8's
+        // for dX) in one launch.
+        std::array<Fp8Transpose, 2> transposes;
+        std::size_t n_transposes = 0;
         if (reads_fp8_input()) {
             if (training)
-                c.backend.fp8_transpose(*f.x8, batch, in_features, *f.x8_t, f.in_gate_bits);
+                transposes[n_transposes++] = {f.x8, batch, in_features, f.x8_t, f.in_gate_bits};
         } else if (c.quantized_input != in) {
             c.backend.fp8_quantize(*in, batch, in_features, *f.meta, f.x_block, f.history, training,
                                    f.x8, training ? f.x8_t : nullptr, nullptr, nullptr, nullptr,
                                    training ? f.in_gate_bits : nullptr);
         }
-        if (training && f.w8_t) c.backend.fp8_transpose(*f.w8, out_features, in_features, *f.w8_t);
+        if (training && f.w8_t)
+            transposes[n_transposes++] = {f.w8, out_features, in_features, f.w8_t, nullptr};
+        if (n_transposes > 0)
+            c.backend.fp8_transposes(
+                std::span<const Fp8Transpose>(transposes.data(), n_transposes));
         const bool to_fp8 = writes_fp8_output();
         Buffer* y = to_fp8 ? f.output_offer->x8 : out;
         if (m_pre) y = m_pre; // (never with to_fp8: the epilogue runs the activation)
