@@ -373,8 +373,9 @@ __device__ __forceinline__ void store_tile_transposed(const std::uint8_t* tile, 
 // that the tiles on the edges also write the padding (y's columns up to y_ld, y_t's up to
 // t_ld: both fp8_padded, never past the last tile). Thread (tx, ty) = (t % 16, t / 16)
 // converts 4 consecutive elements of rows ty, ty + 16, ... (one 4-element load, one
-// 4-byte store to y each) and keeps the bytes in shared memory; then each 64-row half of
-// the tile goes to y_t by store_tile_transposed (16-byte stores).
+// 4-byte store to y each) and keeps the bytes in shared memory; then transposes the
+// tile's 4 x 4 bytes at rows 4 tx (+ 64 ...), columns 4 ty, into 4 bytes of y_t's rows
+// 4 ty .. 4 ty + 3 each.
 // Block (blockIdx.x, blockIdx.y) takes the group of group_tiles consecutive row tiles
 // blockIdx.x in column tile blockIdx.y. Sums: the group's column sums of x to
 // partials[group][col]: the partials follow the shape and group_tiles, never the GPU
@@ -519,9 +520,30 @@ __global__ void __launch_bounds__(k_threads)
         }
         if constexpr (WriteT) {
             __syncthreads();
+            // Thread (tx, ty) transposes the 4 x 4 bytes at the tile's rows 4 tx ..,
+            // columns 4 ty ..: four word reads, byte permutes, four words to y_t's rows
+            // c0 + 4 ty + q at columns r0 + 4 tx. Not store_tile_transposed: its 16-byte
+            // stores wait on two shuffle rounds, and here every warp waits for the slowest
+            // at the barrier that follows; the gather with X1's quantize took 25.8 -> 28.4
+            // us with it and dZ1's pass 22.7 -> 25.5 on an H100 (bench/NOTES.md 45).
 #pragma unroll
-            for (int h = 0; h < k_tile_rows / 64; ++h)
-                store_tile_transposed(&tile[64 * h][0], r0 + 64 * h, c0, cols, t_ld, y_t);
+            for (int h = 0; h < k_tile_rows / 64; ++h) {
+                const int r = 4 * tx + 64 * h, j = 4 * ty;
+                if (r0 + r < t_ld) {
+                    std::uint32_t w[4], col[4];
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        w[q] = *reinterpret_cast<const std::uint32_t*>(&tile[r + q][j]);
+                    transpose4x4(w, col);
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        if (c0 + j + q >= cols) break;
+                        *reinterpret_cast<std::uint32_t*>(
+                            y_t + std::size_t(c0 + j + q) * std::size_t(t_ld) +
+                            std::size_t(r0 + r)) = col[q];
+                    }
+                }
+            }
             __syncthreads(); // the tile is written again by the next row tile
         }
     }
