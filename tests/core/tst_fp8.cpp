@@ -381,6 +381,8 @@ private slots:
             QVERIFY2(same(a[i], expected[i]) && same(b[i], expected[i]), "y_t of each job");
         const Fp8Transpose clash[] = {{&y, 5, 8, &yt2, nullptr}, {&yt2, 8, 5, &y_twice, nullptr}};
         expect_error([&] { be->fp8_transposes(clash); }, "job 0's output is also job 1's buffer");
+        expect_error([&] { be->fp8_transpose(yt2, 8, 5, yt2); },
+                     "job 0's output is also job 0's buffer");
         const Fp8Transpose bad[] = {{&y, 5, 8, &yt2, nullptr}, {&y5, 5, 8, &y_twice, nullptr}};
         expect_error([&] { be->fp8_transposes(bad); }, "job 1: y and y_t must share a dtype");
     }

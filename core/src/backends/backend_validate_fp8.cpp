@@ -5,7 +5,6 @@
 #include "mixlab/run_config.h"
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 namespace mixlab::validate {
@@ -129,17 +128,21 @@ void fp8_transposes(const char* backend, std::span<const Fp8Transpose> jobs)
     for (std::size_t i = 0; i < jobs.size(); ++i)
         fp8_transpose(backend, op, jobs[i],
                       jobs.size() > 1 ? "job " + std::to_string(i) + ": " : std::string());
-    // A job's outputs against every buffer of the others (and y_t against its own y).
+    // Every job's outputs (slots 1 and 2) against every buffer of every job, itself aside.
     for (std::size_t i = 0; i < jobs.size(); ++i)
-        for (std::size_t k = 0; k < jobs.size(); ++k)
-            for (const Buffer* out : {jobs[i].y_t, jobs[i].relu_mask_out})
-                for (const Buffer* other : std::initializer_list<const Buffer*>{
-                         jobs[k].y, jobs[k].y_t, jobs[k].relu_mask_out})
-                    require(!out || !other || (out == other && i == k) || out->data() == nullptr ||
-                                out->data() != other->data(),
-                            backend, op,
+        for (std::size_t k = 0; k < jobs.size(); ++k) {
+            const Buffer* mine[3] = {jobs[i].y, jobs[i].y_t, jobs[i].relu_mask_out};
+            const Buffer* theirs[3] = {jobs[k].y, jobs[k].y_t, jobs[k].relu_mask_out};
+            for (int out = 1; out < 3; ++out)
+                for (int other = 0; other < 3; ++other) {
+                    if (i == k && out == other) continue;
+                    const Buffer* a = mine[out];
+                    const Buffer* b = theirs[other];
+                    require(!a || !b || a->data() == nullptr || a->data() != b->data(), backend, op,
                             "job " + std::to_string(i) + "'s output is also job " +
                                 std::to_string(k) + "'s buffer");
+                }
+        }
 }
 
 void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
