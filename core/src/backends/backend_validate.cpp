@@ -18,45 +18,37 @@ namespace {
 void scaler_buffer(const char* backend, const char* op, const Buffer& scaler)
 {
     require(scaler.dtype() == DType::F32 && scaler.count() >= k_scaler_fields, backend, op,
-            "scaler must be float32 x " + std::to_string(k_scaler_fields));
+            "scaler must be float32 x ", int(k_scaler_fields));
 }
 
 void record_buffer(const char* backend, const char* op, const Buffer& record,
                    std::size_t record_offset)
 {
     require(record.dtype() == DType::F32 && record.count() >= record_offset + k_record_fields,
-            backend, op,
-            "record must be float32 with room for the fields at offset " +
-                std::to_string(record_offset));
-}
-
-std::string shape_text(const ImageShape& s)
-{
-    return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
-           std::to_string(s.channels);
-}
-
-std::string geometry_text(const ConvGeometry& g)
-{
-    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
-           std::to_string(g.in_w) + "x" + std::to_string(g.in_c) + ", y " +
-           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "x" + std::to_string(g.out_c) +
-           ", kernel " + std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
-           ", stride " + std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
-           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
-}
-
-std::string geometry_text(const PoolGeometry& g)
-{
-    return "x " + std::to_string(g.batch) + "x" + std::to_string(g.in_h) + "x" +
-           std::to_string(g.in_w) + "x" + std::to_string(g.channels) + ", y " +
-           std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + ", window " +
-           std::to_string(g.window_h) + "x" + std::to_string(g.window_w) + ", stride " +
-           std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
-           std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w);
+            backend, op, "record must be float32 with room for the fields at offset ",
+            record_offset);
 }
 
 } // namespace
+
+void append_part(std::string& s, const ImageShape& shape)
+{
+    append_parts(s, shape.height, "x", shape.width, "x", shape.channels);
+}
+
+void append_part(std::string& s, const ConvGeometry& g)
+{
+    append_parts(s, "x ", g.batch, "x", g.in_h, "x", g.in_w, "x", g.in_c, ", y ", g.out_h, "x",
+                 g.out_w, "x", g.out_c, ", kernel ", g.kernel_h, "x", g.kernel_w, ", stride ",
+                 g.stride_h, "x", g.stride_w, ", pad ", g.pad_h, "x", g.pad_w);
+}
+
+void append_part(std::string& s, const PoolGeometry& g)
+{
+    append_parts(s, "x ", g.batch, "x", g.in_h, "x", g.in_w, "x", g.channels, ", y ", g.out_h, "x",
+                 g.out_w, ", window ", g.window_h, "x", g.window_w, ", stride ", g.stride_h, "x",
+                 g.stride_w, ", pad ", g.pad_h, "x", g.pad_w);
+}
 
 void fail(const char* backend, const char* op, const std::string& what)
 {
@@ -66,29 +58,24 @@ void fail(const char* backend, const char* op, const std::string& what)
 void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
               const char* name)
 {
-    require(is_floating(b.dtype()), backend, op,
-            std::string(name) + " must be a floating buffer, got " +
-                std::string(dtype_name(b.dtype())));
-    require(b.count() >= need, backend, op,
-            std::string(name) + " holds " + std::to_string(b.count()) + " elements, needs " +
-                std::to_string(need));
-    require(need == 0 || b.data() != nullptr, backend, op, std::string(name) + " is not allocated");
+    require(is_floating(b.dtype()), backend, op, name, " must be a floating buffer, got ",
+            b.dtype());
+    require(b.count() >= need, backend, op, name, " holds ", b.count(), " elements, needs ", need);
+    require(need == 0 || b.data() != nullptr, backend, op, name, " is not allocated");
 }
 
 std::size_t whole_rows(const char* backend, const char* op, std::size_t count, int cols)
 {
-    require(cols > 0 && count % std::size_t(cols) == 0, backend, op,
-            std::to_string(count) + " elements are not whole rows of " + std::to_string(cols));
+    require(cols > 0 && count % std::size_t(cols) == 0, backend, op, count,
+            " elements are not whole rows of ", cols);
     return count / std::size_t(cols);
 }
 
 void element_range(const char* backend, const char* op, const Buffer& b, std::size_t offset,
                    std::size_t count, bool writing)
 {
-    require(offset + count <= b.count(), backend, op,
-            std::string(writing ? "writing " : "reading ") + std::to_string(count) +
-                " elements at offset " + std::to_string(offset) + " past the buffer's " +
-                std::to_string(b.count()));
+    require(offset + count <= b.count(), backend, op, writing ? "writing " : "reading ", count,
+            " elements at offset ", offset, " past the buffer's ", b.count());
 }
 
 void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes)
@@ -96,17 +83,15 @@ void upload_raw(const char* backend, const Buffer& dst, std::size_t bytes)
     const char* op = "upload_raw";
     // fp8 too: the CPU stores its values as floats, the GPU as bytes.
     require(!is_floating(dst.dtype()) && !is_fp8(dst.dtype()), backend, op,
-            "raw bytes go to uint8/int16/int32 buffers only; use upload_f32 for " +
-                std::string(dtype_name(dst.dtype())));
-    require(bytes <= dst.count() * dtype_size(dst.dtype()), backend, op,
-            std::to_string(bytes) + " bytes do not fit a buffer of " + std::to_string(dst.count()) +
-                " " + std::string(dtype_name(dst.dtype())));
+            "raw bytes go to uint8/int16/int32 buffers only; use upload_f32 for ", dst.dtype());
+    require(bytes <= dst.count() * dtype_size(dst.dtype()), backend, op, bytes,
+            " bytes do not fit a buffer of ", dst.count(), " ", dst.dtype());
 }
 
 void cast(const char* backend, const Buffer& x, const Buffer& y)
 {
-    require(x.count() == y.count(), backend, "cast",
-            "x has " + std::to_string(x.count()) + " elements, y " + std::to_string(y.count()));
+    require(x.count() == y.count(), backend, "cast", "x has ", x.count(), " elements, y ",
+            y.count());
 }
 
 void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& labels_u8,
@@ -121,12 +106,11 @@ void gather_batch(const char* backend, const Buffer& images_u8, const Buffer& la
             "order and out_labels must be int32");
     require(norm.channels >= 1 && norm.channels <= 4, backend, op, "channels must be 1..4");
     require(image.height > 0 && image.width > 0 && image.channels > 0, backend, op,
-            "image shape must be positive, got " + shape_text(image));
-    require(image.channels == norm.channels, backend, op,
-            "the normalisation has " + std::to_string(norm.channels) + " channels, the image " +
-                std::to_string(image.channels));
+            "image shape must be positive, got ", image);
+    require(image.channels == norm.channels, backend, op, "the normalisation has ", norm.channels,
+            " channels, the image ", image.channels);
     require(!aug.random_crop || aug.crop_padding >= 0, backend, op,
-            "crop padding must not be negative, got " + std::to_string(aug.crop_padding));
+            "crop padding must not be negative, got ", aug.crop_padding);
     require(batch >= 0, backend, op, "batch must not be negative");
     step_counter(backend, op, counter);
     // With a counter the batch may start as late as offset + (steps_per_epoch - 1) * batch.
@@ -147,9 +131,8 @@ void gather_tokens(const char* backend, const Buffer& stream_i32, std::int64_t c
                 targets_i32.dtype() == DType::I32,
             backend, op, "the stream, ids and targets must be int32");
     require(batch >= 1 && steps >= 1 && column_len >= 2, backend, op,
-            "batch and steps must be positive and a column at least 2 tokens, got batch " +
-                std::to_string(batch) + ", steps " + std::to_string(steps) + ", column " +
-                std::to_string(column_len));
+            "batch and steps must be positive and a column at least 2 tokens, got batch ", batch,
+            ", steps ", steps, ", column ", column_len);
     require(std::size_t(column_len) * std::size_t(batch) <= stream_i32.count(), backend, op,
             "the stream holds fewer than batch x column tokens");
     step_counter(backend, op, counter);
@@ -158,8 +141,8 @@ void gather_tokens(const char* backend, const Buffer& stream_i32, std::int64_t c
     const std::int64_t last_row =
         row + (counter.buffer ? (counter.steps_per_epoch - 1) * std::int64_t(steps) : 0);
     require(row >= 0 && last_row + steps < column_len, backend, op,
-            "the window runs past the end of the columns (row " + std::to_string(last_row) + " + " +
-                std::to_string(steps) + " steps, columns of " + std::to_string(column_len) + ")");
+            "the window runs past the end of the columns (row ", last_row, " + ", steps,
+            " steps, columns of ", column_len, ")");
     const std::size_t n = std::size_t(steps) * std::size_t(batch);
     require(ids_i32.count() >= n && targets_i32.count() >= n, backend, op,
             "ids and targets must hold steps x batch tokens");
@@ -170,8 +153,8 @@ void step_counter(const char* backend, const char* op, const StepCounter& counte
     if (!counter.buffer) return;
     require(counter.buffer->dtype() == DType::I32 && counter.buffer->count() >= 2, backend, op,
             "the step counter must be two int32 words");
-    require(counter.steps_per_epoch >= 1, backend, op,
-            "steps per epoch must be positive, got " + std::to_string(counter.steps_per_epoch));
+    require(counter.steps_per_epoch >= 1, backend, op, "steps per epoch must be positive, got ",
+            counter.steps_per_epoch);
 }
 
 void add_activation(const char* backend, Activation act, const Buffer& a, const Buffer& b,
@@ -179,12 +162,10 @@ void add_activation(const char* backend, Activation act, const Buffer& a, const 
 {
     const char* op = "add_activation";
     require(act == Activation::None || act == Activation::Relu, backend, op,
-            "the activation after a sum must be linear or relu, got " +
-                std::string(activation_name(act)));
+            "the activation after a sum must be linear or relu, got ", activation_name(act));
     const std::size_t n = y.count();
     require(a.count() == n && b.count() == n, backend, op,
-            "a, b and y must have equal counts, got " + std::to_string(a.count()) + ", " +
-                std::to_string(b.count()) + " and " + std::to_string(n));
+            "a, b and y must have equal counts, got ", a.count(), ", ", b.count(), " and ", n);
     floating(backend, op, a, n, "a");
     floating(backend, op, b, n, "b");
     floating(backend, op, y, n, "y");
@@ -193,41 +174,36 @@ void add_activation(const char* backend, Activation act, const Buffer& a, const 
 void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
 {
     require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.in_c > 0 && g.out_c > 0, backend, op,
-            "sizes must be positive, got " + geometry_text(g));
+            "sizes must be positive, got ", g);
     require(g.kernel_h > 0 && g.kernel_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
-            "kernel and stride must be positive, got " + geometry_text(g));
-    require(g.pad_h >= 0 && g.pad_w >= 0, backend, op,
-            "padding must not be negative, got " + geometry_text(g));
+            "kernel and stride must be positive, got ", g);
+    require(g.pad_h >= 0 && g.pad_w >= 0, backend, op, "padding must not be negative, got ", g);
     require(g.in_h + 2 * g.pad_h >= g.kernel_h && g.in_w + 2 * g.pad_w >= g.kernel_w, backend, op,
-            "the kernel is larger than the padded input: " + geometry_text(g));
+            "the kernel is larger than the padded input: ", g);
     require(g.out_h == window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h) &&
                 g.out_w == window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w),
-            backend, op,
-            "output must be (in + 2*pad - kernel)/stride + 1 = " +
-                std::to_string(window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h)) + "x" +
-                std::to_string(window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w)) +
-                ", got " + geometry_text(g));
+            backend, op, "output must be (in + 2*pad - kernel)/stride + 1 = ",
+            window_positions(g.in_h, g.pad_h, g.kernel_h, g.stride_h), "x",
+            window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w), ", got ", g);
 }
 
 void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
 {
     require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.channels > 0, backend, op,
-            "sizes must be positive, got " + geometry_text(g));
+            "sizes must be positive, got ", g);
     require(g.window_h > 0 && g.window_w > 0 && g.stride_h > 0 && g.stride_w > 0, backend, op,
-            "window and stride must be positive, got " + geometry_text(g));
+            "window and stride must be positive, got ", g);
     // pad < window keeps at least one real pixel in every window, so a max always has a
     // candidate and an average never divides by zero.
     require(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h < g.window_h && g.pad_w < g.window_w, backend,
-            op, "padding must be in [0, window), got " + geometry_text(g));
+            op, "padding must be in [0, window), got ", g);
     require(g.in_h + 2 * g.pad_h >= g.window_h && g.in_w + 2 * g.pad_w >= g.window_w, backend, op,
-            "the window is larger than the padded input: " + geometry_text(g));
+            "the window is larger than the padded input: ", g);
     require(g.out_h == window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h) &&
                 g.out_w == window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w),
-            backend, op,
-            "output must be (in + 2*pad - window)/stride + 1 = " +
-                std::to_string(window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h)) + "x" +
-                std::to_string(window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w)) +
-                ", got " + geometry_text(g));
+            backend, op, "output must be (in + 2*pad - window)/stride + 1 = ",
+            window_positions(g.in_h, g.pad_h, g.window_h, g.stride_h), "x",
+            window_positions(g.in_w, g.pad_w, g.window_w, g.stride_w), ", got ", g);
 }
 
 void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Buffer& in,
@@ -240,33 +216,29 @@ void conv2d(const char* backend, const char* op, const ConvGeometry& g, const Bu
     floating(backend, op, w, g.w_count(), filter ? "dw" : "w");
     floating(backend, op, out, g.y_count(), data || filter ? "dy" : "y");
     require(in.dtype() == w.dtype() && w.dtype() == out.dtype(), backend, op,
-            "activations and weights must share one dtype, got " +
-                std::string(dtype_name(in.dtype())) + ", " + std::string(dtype_name(w.dtype())) +
-                " and " + std::string(dtype_name(out.dtype())));
+            "activations and weights must share one dtype, got ", in.dtype(), ", ", w.dtype(),
+            " and ", out.dtype());
 }
 
 void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, int channels,
                const std::vector<const Buffer*>& per_channel, const Buffer& y)
 {
-    require(rows > 0 && channels > 0, backend, op,
-            "rows and channels must be positive, got " + std::to_string(rows) + " x " +
-                std::to_string(channels));
+    require(rows > 0 && channels > 0, backend, op, "rows and channels must be positive, got ", rows,
+            " x ", channels);
     // The running variance takes the unbiased estimate n/(n-1): undefined for one value.
     require(std::string(op) != "batchnorm_forward_train" || rows > 1, backend, op,
             "training needs more than one value per channel (batch*height*width > 1)");
     const std::size_t n = std::size_t(rows) * std::size_t(channels);
     floating(backend, op, x, n, "x");
     floating(backend, op, y, n, "output");
-    require(x.dtype() == y.dtype(), backend, op,
-            "input and output must share a dtype, got " + std::string(dtype_name(x.dtype())) +
-                " and " + std::string(dtype_name(y.dtype())));
+    require(x.dtype() == y.dtype(), backend, op, "input and output must share a dtype, got ",
+            x.dtype(), " and ", y.dtype());
     for (std::size_t i = 0; i < per_channel.size(); ++i) {
         const Buffer* b = per_channel[i];
         require(b != nullptr && b->dtype() == DType::F32 && b->count() >= std::size_t(channels) &&
                     b->data() != nullptr,
-                backend, op,
-                "per-channel buffer " + std::to_string(i) + " must be float32 with " +
-                    std::to_string(channels) + " elements");
+                backend, op, "per-channel buffer ", i, " must be float32 with ", channels,
+                " elements");
     }
 }
 
@@ -276,9 +248,8 @@ void pool(const char* backend, const char* op, const PoolGeometry& g, const Buff
     pool_geometry(backend, op, g);
     floating(backend, op, in, g.x_count(), "x-sized buffer");
     floating(backend, op, out, g.y_count(), "y-sized buffer");
-    require(in.dtype() == out.dtype(), backend, op,
-            "input and output must share a dtype, got " + std::string(dtype_name(in.dtype())) +
-                " and " + std::string(dtype_name(out.dtype())));
+    require(in.dtype() == out.dtype(), backend, op, "input and output must share a dtype, got ",
+            in.dtype(), " and ", out.dtype());
 }
 
 void gemm(const char* backend, const GemmCall& g)
@@ -290,21 +261,18 @@ void gemm(const char* backend, const GemmCall& g)
         return;
     }
     require(!g.fp8_fast_accum, backend, op,
-            "fast accumulation is an fp8 GEMM's option; a and b are " +
-                std::string(dtype_name(g.a->dtype())));
+            "fast accumulation is an fp8 GEMM's option; a and b are ", g.a->dtype());
     require(g.m >= 0 && g.n >= 0 && g.k >= 0, backend, op,
-            "dimensions must not be negative, got m=" + std::to_string(g.m) +
-                " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
+            "dimensions must not be negative, got m=", g.m, " n=", g.n, " k=", g.k);
     const std::size_t m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
     floating(backend, op, *g.a, m * k, "a");
     floating(backend, op, *g.b, k * n, "b");
     floating(backend, op, *g.c, m * n, "c");
     const DType ab = g.a->dtype(), ct = g.c->dtype();
-    require(ab == g.b->dtype(), backend, op,
-            "a and b must share a dtype, got " + std::string(dtype_name(ab)) + " and " +
-                std::string(dtype_name(g.b->dtype())));
+    require(ab == g.b->dtype(), backend, op, "a and b must share a dtype, got ", ab, " and ",
+            g.b->dtype());
     require(ct == ab || ct == DType::F32, backend, op,
-            "c must be float32 or the operands' dtype, got " + std::string(dtype_name(ct)));
+            "c must be float32 or the operands' dtype, got ", ct);
     if (epilogue_adds_bias(g.epilogue)) {
         require(g.bias != nullptr, backend, op, "this epilogue needs a bias");
         floating(backend, op, *g.bias, n, "bias");
@@ -353,8 +321,7 @@ void counters(const char* backend, const char* op, const Buffer& counts, std::si
               int slots)
 {
     require(counts.dtype() == DType::I32, backend, op,
-            "counts must be int32 (read as uint32), got " +
-                std::string(dtype_name(counts.dtype())));
+            "counts must be int32 (read as uint32), got ", counts.dtype());
     element_range(backend, op, counts, offset, std::size_t(slots), true);
 }
 
@@ -373,8 +340,8 @@ void update_histogram(const char* backend, const Buffer& before, const Buffer& a
     const char* op = "update_histogram";
     const std::size_t n = after.count();
     require(before.count() == n && grad.count() == n, backend, op,
-            "before, after and grad must have one count, got " + std::to_string(before.count()) +
-                ", " + std::to_string(n) + " and " + std::to_string(grad.count()));
+            "before, after and grad must have one count, got ", before.count(), ", ", n, " and ",
+            grad.count());
     floating(backend, op, before, n, "before");
     floating(backend, op, after, n, "after");
     floating(backend, op, grad, n, "grad");
@@ -385,17 +352,15 @@ void copy_raw_to_host(const char* backend, const Buffer& src, std::size_t bytes)
 {
     const char* op = "copy_raw_to_host_async";
     require(!is_floating(src.dtype()) && !is_fp8(src.dtype()), backend, op,
-            "copies integer buffers only (a floating one's bytes differ between backends), got " +
-                std::string(dtype_name(src.dtype())));
-    require(bytes <= src.count() * dtype_size(src.dtype()), backend, op,
-            "asked for " + std::to_string(bytes) + " bytes of a buffer of " +
-                std::to_string(src.count() * dtype_size(src.dtype())));
+            "copies integer buffers only (a floating one's bytes differ between backends), got ",
+            src.dtype());
+    require(bytes <= src.count() * dtype_size(src.dtype()), backend, op, "asked for ", bytes,
+            " bytes of a buffer of ", src.count() * dtype_size(src.dtype()));
 }
 
 void dropout(const char* backend, const char* op, const Buffer& in, float rate, const Buffer& out)
 {
-    require(rate >= 0.0f && rate <= 1.0f, backend, op,
-            "rate must be in [0, 1], got " + std::to_string(rate));
+    require(rate >= 0.0f && rate <= 1.0f, backend, op, "rate must be in [0, 1], got ", rate);
     floating(backend, op, in, in.count(), "input");
     floating(backend, op, out, in.count(), "output");
 }
@@ -427,14 +392,14 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
     for (std::size_t i = 0; i < slots.size(); ++i) {
         const ParamSlot& s = slots[i];
         const std::string which = "slot " + std::to_string(i) + ": ";
-        require(s.master && s.grad, backend, op, which + "master and grad must be set");
+        require(s.master && s.grad, backend, op, which, "master and grad must be set");
         const std::size_t n = s.master->count();
         if (is_split_master(s)) {
             require(s.low && s.low->dtype() == DType::BF16 && s.low->count() == n &&
                         s.grad->dtype() == DType::F32,
-                    backend, op,
-                    which + "a split master (int16 low halves) needs a bfloat16 `low` of " +
-                        std::to_string(n) + " high halves and a float32 gradient");
+                    backend, op, which,
+                    "a split master (int16 low halves) needs a bfloat16 `low` of ", n,
+                    " high halves and a float32 gradient");
         } else {
             floating(backend, op, *s.master, n, "master");
         }
@@ -444,8 +409,8 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
         if (s.state2) floating(backend, op, *s.state2, n, "state2");
         // The optimizer stores its state in state_dtype and reads it back as such.
         for (const Buffer* st : {s.state1, s.state2})
-            require(!st || st->dtype() == state_dtype(s), backend, op,
-                    which + "optimizer state must be " + std::string(dtype_name(state_dtype(s))));
+            require(!st || st->dtype() == state_dtype(s), backend, op, which,
+                    "optimizer state must be ", state_dtype(s));
         if (s.fp8.w8) fp8_weights(backend, s, which);
         states.all_state1 = states.all_state1 && s.state1;
         states.all_state2 = states.all_state2 && s.state2;

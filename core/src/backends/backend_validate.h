@@ -6,17 +6,73 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 // A failed check is an engine bug (wrong sizes or dtypes), not a user error: each
 // throws mixlab::Error("<backend> backend: <op>: <what>"), `backend` being "cpu" or "cuda".
 namespace mixlab::validate {
 
-[[noreturn]] void fail(const char* backend, const char* op, const std::string& what);
+[[noreturn, gnu::cold]] void fail(const char* backend, const char* op, const std::string& what);
 
-inline void require(bool ok, const char* backend, const char* op, const std::string& what)
+// ---- a failed check's message, written only when it fails -----------------------------
+// The checks run on every op call (the CPU backend's every step), so `what` comes in
+// parts that require joins only on failure: a message built up front would cost a string
+// (an allocation past 15 characters) and its number formatting on every call that passes.
+
+inline void append_part(std::string& s, std::string_view text) { s += text; }
+inline void append_part(std::string& s, DType t) { s += dtype_name(t); }
+// A number as std::to_string writes it (a float too: "%f").
+template <class T>
+requires std::is_arithmetic_v<T>
+void append_part(std::string& s, T n)
 {
-    if (!ok) fail(backend, op, what);
+    // A char would print as its code here, where `std::string + c` appends the letter,
+    // and a bool as 0 or 1: both are likelier mistakes than intent. Pass text, or int(c).
+    static_assert(!std::is_same_v<T, bool>, "a bool message part: pass text");
+    static_assert(!std::is_same_v<T, char> && !std::is_same_v<T, signed char> &&
+                      !std::is_same_v<T, unsigned char> && !std::is_same_v<T, wchar_t> &&
+                      !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> &&
+                      !std::is_same_v<T, char32_t>,
+                  "a character message part: pass a string, or int(c) for its code");
+    s += std::to_string(n);
+}
+// The shapes, as the messages have always named them (backend_validate.cpp and
+// backend_validate_sequence.cpp): declared before the templates below so that they find
+// them (argument-dependent lookup looks in mixlab, not here).
+void append_part(std::string& s, const ImageShape& shape); // "28x28x1"
+void append_part(std::string& s, const ConvGeometry& g);   // "x 8x28x28x1, y ..., pad 1x1"
+void append_part(std::string& s, const PoolGeometry& g);   // "x 8x28x28x16, y ..., pad 0x0"
+void append_part(std::string& s, const LstmShape& shape);  // "steps 35, batch 20, ..."
+
+template <class... Parts>
+void append_parts(std::string& s, const Parts&... parts)
+{
+    (append_part(s, parts), ...);
+}
+
+// Joins the parts and throws: out of line and cold, so that an inlined require's passing
+// path is its one branch. require instantiates it for the decayed part types, so that
+// string literals of different lengths share an instantiation.
+template <class... Parts>
+[[noreturn, gnu::cold, gnu::noinline]] void fail_parts(const char* backend, const char* op,
+                                                       const Parts&... parts)
+{
+    std::string what;
+    append_parts(what, parts...);
+    fail(backend, op, what);
+}
+
+// Throws when !ok, `what` being the parts joined: text (const char*, std::string,
+// std::string_view), integers and floats (as std::to_string), DTypes (dtype_name) and
+// the shapes above. Pass them apart, not concatenated: require(n <= cap, backend, op,
+// "holds ", n, " elements, needs ", cap).
+template <class... Parts>
+void require(bool ok, const char* backend, const char* op, const Parts&... parts)
+{
+    if (!ok) [[unlikely]]
+        fail_parts<std::decay_t<const Parts&>...>(backend, op, parts...);
 }
 
 // b is a floating buffer holding at least `need` elements (allocated when need > 0).

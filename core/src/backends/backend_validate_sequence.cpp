@@ -10,20 +10,13 @@ namespace mixlab::validate {
 
 namespace {
 
-std::string shape_text(const LstmShape& s)
-{
-    return "steps " + std::to_string(s.steps) + ", batch " + std::to_string(s.batch) + ", input " +
-           std::to_string(s.input) + ", hidden " + std::to_string(s.hidden);
-}
-
 // b holds at least `need` elements of the layer's dtype.
 void layer_buffer(const char* backend, const char* op, DType dtype, const Buffer& b,
                   std::size_t need, const char* name)
 {
     floating(backend, op, b, need, name);
-    require(b.dtype() == dtype, backend, op,
-            std::string(name) + " must be " + std::string(dtype_name(dtype)) +
-                " (the layer's dtype), got " + std::string(dtype_name(b.dtype())));
+    require(b.dtype() == dtype, backend, op, name, " must be ", dtype, " (the layer's dtype), got ",
+            b.dtype());
 }
 
 void optional_buffer(const char* backend, const char* op, DType dtype, const Buffer* b,
@@ -34,20 +27,24 @@ void optional_buffer(const char* backend, const char* op, DType dtype, const Buf
 
 void ids_buffer(const char* backend, const char* op, const Buffer& ids, int rows)
 {
-    require(ids.dtype() == DType::I32, backend, op,
-            "ids must be int32, got " + std::string(dtype_name(ids.dtype())));
+    require(ids.dtype() == DType::I32, backend, op, "ids must be int32, got ", ids.dtype());
     require(ids.count() >= std::size_t(rows) && (rows == 0 || ids.data() != nullptr), backend, op,
-            "ids hold " + std::to_string(ids.count()) + " elements, needs " + std::to_string(rows));
+            "ids hold ", ids.count(), " elements, needs ", rows);
 }
 
 void embedding_sizes(const char* backend, const char* op, int rows, int dim, int vocab)
 {
     require(rows > 0 && dim > 0 && vocab > 0, backend, op,
-            "rows, dim and vocab must be positive, got " + std::to_string(rows) + ", " +
-                std::to_string(dim) + " and " + std::to_string(vocab));
+            "rows, dim and vocab must be positive, got ", rows, ", ", dim, " and ", vocab);
 }
 
 } // namespace
+
+void append_part(std::string& s, const LstmShape& shape)
+{
+    append_parts(s, "steps ", shape.steps, ", batch ", shape.batch, ", input ", shape.input,
+                 ", hidden ", shape.hidden);
+}
 
 void embedding_forward(const char* backend, const Buffer& table, const Buffer& ids_i32, int rows,
                        int dim, int vocab, const Buffer& y)
@@ -72,10 +69,9 @@ void embedding_backward(const char* backend, const Buffer& dy, const Buffer& ids
 void lstm_shape(const char* backend, const char* op, const LstmShape& s, DType dtype)
 {
     require(s.steps > 0 && s.batch > 0 && s.input > 0 && s.hidden > 0, backend, op,
-            "every size must be positive, got " + shape_text(s));
+            "every size must be positive, got ", s);
     require(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, backend, op,
-            "the layer's dtype must be float32, float16 or bfloat16, got " +
-                std::string(dtype_name(dtype)));
+            "the layer's dtype must be float32, float16 or bfloat16, got ", dtype);
 }
 
 void lstm_forward(const char* backend, const LstmShape& s, DType dtype, const Buffer& x,

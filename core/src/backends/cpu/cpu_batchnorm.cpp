@@ -18,8 +18,8 @@ namespace {
 void check_activation(const char* op, Activation act)
 {
     validate::require(act == Activation::None || act == Activation::Relu, k_name, op,
-                      "the activation fused into a batch norm must be linear or relu, got " +
-                          std::string(activation_name(act)));
+                      "the activation fused into a batch norm must be linear or relu, got ",
+                      activation_name(act));
 }
 
 // sum[c] = sum over rows of x[r, c], in double. Rows are walked in order so the inner

@@ -14,8 +14,8 @@ namespace {
 void check_activation(const char* op, Activation act)
 {
     validate::require(act == Activation::None || act == Activation::Relu, k_name, op,
-                      "the activation fused into a batch norm must be linear or relu, got " +
-                          std::string(activation_name(act)));
+                      "the activation fused into a batch norm must be linear or relu, got ",
+                      activation_name(act));
 }
 
 BatchNormParams params(Activation act, int rows, int channels, const Buffer& scale,
