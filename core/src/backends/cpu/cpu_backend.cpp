@@ -86,11 +86,6 @@ private:
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
-void require(bool ok, const char* op, const std::string& what)
-{
-    validate::require(ok, k_name, op, what);
-}
-
 float* floats(Buffer& b, std::size_t need, const char* op, const char* name)
 {
     validate::floating(k_name, op, b, need, name);
@@ -265,7 +260,7 @@ void CpuBackend::gather_batch(const Buffer& images_u8, const Buffer& labels_u8,
         const std::int32_t idx = order[offset + b];
         require(idx >= 0 && std::size_t(idx) < n_samples &&
                     (std::size_t(idx) + 1) * sample_size <= images_u8.count(),
-                op, "sample index " + std::to_string(idx) + " is out of range");
+                op, "sample index ", idx, " is out of range");
         const std::uint8_t* src = images + std::size_t(idx) * sample_size;
         float* dst = o + std::size_t(b) * sample_size;
         if (!aug.enabled()) {

@@ -3,6 +3,7 @@
 // I32 buffers store their own type. Operations run synchronously, so events are host timestamps.
 #pragma once
 #include "backends/cpu/cpu_sgemm.h"
+#include "backends/backend_validate.h"
 #include "backends/buffer_poison.h"
 #include "backends/fault_injection.h"
 #include "mixlab/backend.h"
@@ -11,7 +12,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <string>
 #include <vector>
 
 namespace mixlab::cpu {
@@ -185,8 +185,14 @@ private:
 inline constexpr const char* k_name = "cpu";
 
 // Throws mixlab::Error("cpu backend: <op>: <what>") when ok is false: these are
-// engine bugs (wrong sizes, wrong dtypes), not user errors.
-void require(bool ok, const char* op, const std::string& what);
+// engine bugs (wrong sizes, wrong dtypes), not user errors. `what` comes in parts that
+// validate::require joins only on failure, since some checks run once per element every
+// step (a label, a sample index): require(ok, op, "label ", t, " is outside ...").
+template <class... Parts>
+void require(bool ok, const char* op, const Parts&... parts)
+{
+    validate::require(ok, k_name, op, parts...);
+}
 
 // The float storage of a floating buffer holding at least `need` elements.
 float* floats(Buffer& b, std::size_t need, const char* op, const char* name);

@@ -218,8 +218,7 @@ ConvPlanInfo CpuBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, Math
 {
     const char* op = "conv2d_prepare";
     validate::conv_geometry(k_name, op, g);
-    require(is_floating(dtype), op,
-            "convolutions need a floating dtype, got " + std::string(dtype_name(dtype)));
+    require(is_floating(dtype), op, "convolutions need a floating dtype, got ", dtype);
     reserve_conv(g, math);
     const std::size_t rows =
         std::size_t(std::max(conv_chunk_images(g), conv_filter_chunk_images(g))) * out_pixels(g);

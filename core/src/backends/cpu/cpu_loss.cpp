@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 namespace mixlab::cpu {
 
@@ -33,9 +32,8 @@ void CpuBackend::cross_entropy(OutputHead head, const Buffer& logits, const Buff
     for (std::size_t r = 0; r < nb; ++r) {
         std::copy(z_all + r * nc, z_all + (r + 1) * nc, z);
         const std::int32_t t = labels[r];
-        require(t >= 0 && std::size_t(t) < nc, op,
-                "label " + std::to_string(t) + " is outside the " + std::to_string(classes) +
-                    " classes");
+        require(t >= 0 && std::size_t(t) < nc, op, "label ", t, " is outside the ", classes,
+                " classes");
 
         std::size_t arg = 0; // first maximum wins
         for (std::size_t j = 1; j < nc; ++j)

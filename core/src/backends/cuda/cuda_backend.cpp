@@ -106,11 +106,6 @@ unsigned char* bytes_at(const Buffer& b, std::size_t offset)
 
 } // namespace
 
-void require(bool ok, const char* op, const std::string& what)
-{
-    validate::require(ok, k_name, op, what);
-}
-
 Stream::Stream() { MIXLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_s, cudaStreamNonBlocking)); }
 
 Stream::~Stream()
@@ -165,7 +160,7 @@ Buffer CudaBackend::alloc(std::size_t count, DType dtype)
 {
     if (count == 0) return Buffer(m_memory, nullptr, 0, dtype);
     const std::size_t elem = dtype_size(dtype);
-    require(count <= SIZE_MAX / elem, "alloc", std::to_string(count) + " elements overflow size_t");
+    require(count <= SIZE_MAX / elem, "alloc", count, " elements overflow size_t");
     const std::string what =
         "a buffer of " + std::to_string(count) + " " + std::string(dtype_name(dtype));
     void* p = device_malloc(count * elem, what.c_str());
@@ -228,8 +223,8 @@ void CudaBackend::download_f32(const Buffer& src, float* dst, std::size_t count,
 void CudaBackend::copy_to_host_async(const Buffer& src, std::size_t offset, std::size_t count,
                                      float* dst)
 {
-    require(src.dtype() == DType::F32, "copy_to_host_async",
-            "copies float32 buffers only, got " + std::string(dtype_name(src.dtype())));
+    require(src.dtype() == DType::F32, "copy_to_host_async", "copies float32 buffers only, got ",
+            src.dtype());
     validate::element_range(k_name, "copy_to_host_async", src, offset, count, false);
     if (count == 0) return;
     MIXLAB_CUDA_CHECK(cudaMemcpyAsync(dst, src.as<float>() + offset, count * sizeof(float),

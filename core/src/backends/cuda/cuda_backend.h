@@ -2,6 +2,7 @@
 // custom kernels for everything else, and no host synchronisation inside any operation
 // of a step.
 #pragma once
+#include "backends/backend_validate.h"
 #include "backends/cuda/conv_report.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm_lt.h"
@@ -23,8 +24,13 @@ class CudnnConv;
 inline constexpr const char* k_name = "cuda";
 
 // Throws mixlab::Error("cuda backend: <op>: <what>") when ok is false: wrong sizes or
-// dtypes are engine bugs, reported before anything is enqueued.
-void require(bool ok, const char* op, const std::string& what);
+// dtypes are engine bugs, reported before anything is enqueued. `what` comes in parts
+// that validate::require joins only on failure, so a check that passes builds no string.
+template <class... Parts>
+void require(bool ok, const char* op, const Parts&... parts)
+{
+    validate::require(ok, k_name, op, parts...);
+}
 
 // The backend's stream, created non-blocking so it never waits on the legacy default stream.
 class Stream {

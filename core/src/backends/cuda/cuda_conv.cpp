@@ -10,8 +10,7 @@ namespace mixlab::cuda {
 ConvPlanInfo CudaBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math)
 {
     validate::conv_geometry(k_name, "conv2d_prepare", g);
-    require(is_floating(dtype), "conv2d_prepare",
-            "expected a floating dtype, got " + std::string(dtype_name(dtype)));
+    require(is_floating(dtype), "conv2d_prepare", "expected a floating dtype, got ", dtype);
     return m_conv->prepare(g, dtype, math);
 }
 

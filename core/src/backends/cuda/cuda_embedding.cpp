@@ -6,7 +6,6 @@
 #include "backends/cuda/embedding.cuh"
 
 #include <cstdint>
-#include <string>
 
 namespace mixlab::cuda {
 
@@ -16,13 +15,11 @@ namespace {
 void check_ids(const char* op, const Buffer& ids, int rows, int dim, int vocab)
 {
     require(rows >= 0 && dim > 0 && vocab > 0, op,
-            "rows must be >= 0, dim and vocab positive (rows " + std::to_string(rows) + ", dim " +
-                std::to_string(dim) + ", vocab " + std::to_string(vocab) + ")");
-    require(ids.dtype() == DType::I32, op,
-            "ids must be int32, got " + std::string(dtype_name(ids.dtype())));
-    require(ids.count() >= std::size_t(rows), op,
-            "ids holds " + std::to_string(ids.count()) + " elements, needs " +
-                std::to_string(rows));
+            "rows must be >= 0, dim and vocab positive (rows ", rows, ", dim ", dim, ", vocab ",
+            vocab, ")");
+    require(ids.dtype() == DType::I32, op, "ids must be int32, got ", ids.dtype());
+    require(ids.count() >= std::size_t(rows), op, "ids holds ", ids.count(), " elements, needs ",
+            rows);
 }
 
 } // namespace
@@ -34,9 +31,7 @@ void CudaBackend::embedding_forward(const Buffer& table, const Buffer& ids_i32, 
     check_ids(op, ids_i32, rows, dim, vocab);
     validate::floating(k_name, op, table, std::size_t(vocab) * dim, "table");
     validate::floating(k_name, op, y, std::size_t(rows) * dim, "y");
-    require(y.dtype() == table.dtype(), op,
-            "y is " + std::string(dtype_name(y.dtype())) + ", the table " +
-                std::string(dtype_name(table.dtype())));
+    require(y.dtype() == table.dtype(), op, "y is ", y.dtype(), ", the table ", table.dtype());
     launch_embedding_forward(table.data(), ids_i32.as<std::int32_t>(), rows, dim, vocab, y.data(),
                              y.dtype(), stream());
 }
@@ -48,8 +43,7 @@ void CudaBackend::embedding_backward(const Buffer& dy, const Buffer& ids_i32, in
     check_ids(op, ids_i32, rows, dim, vocab);
     validate::floating(k_name, op, dy, std::size_t(rows) * dim, "dy");
     validate::floating(k_name, op, dtable, std::size_t(vocab) * dim, "dtable");
-    require(dtable.dtype() == DType::F32, op,
-            "dtable must be float32, got " + std::string(dtype_name(dtable.dtype())));
+    require(dtable.dtype() == DType::F32, op, "dtable must be float32, got ", dtable.dtype());
     launch_embedding_backward(dy.data(), dy.dtype(), ids_i32.as<std::int32_t>(), rows, dim, vocab,
                               accumulate, dtable.as<float>(), m_reduce, stream());
 }

@@ -200,9 +200,7 @@ void check_buffer(const CudnnLstmPlan& p, const char* op, const Buffer& b, std::
                   const char* name)
 {
     validate::floating(k_name, op, b, need, name);
-    require(b.dtype() == p.dtype, op,
-            std::string(name) + " is " + type_text(b.dtype()) + ", the LSTM plan is " +
-                type_text(p.dtype));
+    require(b.dtype() == p.dtype, op, name, " is ", b.dtype(), ", the LSTM plan is ", p.dtype);
 }
 
 } // namespace
@@ -210,16 +208,15 @@ void check_buffer(const CudnnLstmPlan& p, const char* op, const Buffer& b, std::
 std::unique_ptr<LstmPlan> CudaBackend::lstm_prepare(const LstmShape& s, DType dtype, MathMode math)
 {
     require(s.steps > 0 && s.batch > 0 && s.input > 0 && s.hidden > 0, "lstm_prepare",
-            "every size must be positive (" + shape_text(s) + ")");
-    require(is_floating(dtype), "lstm_prepare",
-            "expected a floating dtype, got " + std::string(dtype_name(dtype)));
+            "every size must be positive (", s, ")");
+    require(is_floating(dtype), "lstm_prepare", "expected a floating dtype, got ", dtype);
     if (dtype == DType::BF16 && !m_info.bf16)
         throw DeviceError("bfloat16 LSTMs need compute capability 8.0 or newer; " + m_info.name +
                           " is " + std::to_string(m_info.cc_major) + "." +
                           std::to_string(m_info.cc_minor));
     // cuDNN describes the sequences with int32 sizes.
     require(s.x_count() < std::size_t(INT32_MAX) && s.y_count() < std::size_t(INT32_MAX),
-            "lstm_prepare", "a sequence tensor of 2^31 elements or more (" + shape_text(s) + ")");
+            "lstm_prepare", "a sequence tensor of 2^31 elements or more (", s, ")");
 
     auto p = std::make_unique<CudnnLstmPlan>();
     p->owner = this;

@@ -8,7 +8,7 @@
 #include "backends/cuda/optimizer.cuh"
 
 #include <algorithm>
-#include <string>
+#include <string_view>
 #include <vector>
 
 namespace mixlab::cuda {
@@ -33,13 +33,6 @@ public:
     int n_chunks = 0;
 };
 
-std::string layout_text(const OptLayout& l)
-{
-    return "master " + std::string(dtype_name(l.master)) + ", grad " +
-           std::string(dtype_name(l.grad)) + ", low " +
-           (l.has_low ? std::string(dtype_name(l.low)) : std::string("none"));
-}
-
 } // namespace
 
 std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamSlot>& slots)
@@ -63,11 +56,12 @@ std::unique_ptr<ParamTable> CudaBackend::prepare_params(const std::vector<ParamS
         l.grad = s.grad->dtype();
         l.has_low = s.low != nullptr;
         l.low = s.low ? s.low->dtype() : DType::F16;
-        require(optimizer_layout_supported(l), op,
-                "slot " + std::to_string(i) + ": no optimizer kernel for " + layout_text(l) +
-                    " (supported: fp32 master and grads with an optional fp16/bf16 copy, a "
-                    "split master (int16 low halves, bf16 high halves, fp32 grads), or "
-                    "16-bit weights and grads of one dtype with no copy)");
+        require(optimizer_layout_supported(l), op, "slot ", i, ": no optimizer kernel for master ",
+                l.master, ", grad ", l.grad, ", low ",
+                l.has_low ? dtype_name(l.low) : std::string_view("none"),
+                " (supported: fp32 master and grads with an optional fp16/bf16 copy, a "
+                "split master (int16 low halves, bf16 high halves, fp32 grads), or "
+                "16-bit weights and grads of one dtype with no copy)");
         HostGroup* g = nullptr;
         for (auto& h : host)
             if (h.layout == l) g = &h;

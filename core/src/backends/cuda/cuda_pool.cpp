@@ -19,9 +19,8 @@ void CudaBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buff
     validate::pool(k_name, op, g, dx, dy);
     const bool max = mode == PoolMode::Max;
     if (max) validate::pool(k_name, op, g, x, y);
-    require(!max || x.dtype() == dx.dtype(), op,
-            "x and dx must share a dtype, got " + std::string(dtype_name(x.dtype())) + " and " +
-                std::string(dtype_name(dx.dtype())));
+    require(!max || x.dtype() == dx.dtype(), op, "x and dx must share a dtype, got ", x.dtype(),
+            " and ", dx.dtype());
     launch_pool_backward(mode, g, max ? x.data() : nullptr, max ? y.data() : nullptr, dy.data(),
                          dx.dtype(), dx.data(), stream());
 }
