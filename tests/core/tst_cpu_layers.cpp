@@ -209,6 +209,7 @@ private slots:
     void cross_entropy_gradient_data();
     void cross_entropy_gradient();
     void cross_entropy_accuracy_and_evaluation_accumulate();
+    void bad_label_and_sample_index_are_named();
 
     // ---- data ------------------------------------------------------------------------
     void gather_batch_normalises_and_gathers_labels_data();
@@ -874,6 +875,40 @@ void TestCpuLayers::cross_entropy_accuracy_and_evaluation_accumulate()
     const Vec rec2 = download(be, record);
     QVERIFY(std::abs(rec2[off + k_rec_loss_sum] - batch_sum) < 1e-5);
     EXPECT_EXACT(rec2[off + k_rec_correct], 2.0f);
+}
+
+// The two checks the CPU makes per element every step (a label, a sample index) build
+// their message only when they fail (backend_validate.h's require): the text still names
+// the bad value and the bound.
+void TestCpuLayers::bad_label_and_sample_index_are_named()
+{
+    Backend& be = *m_be;
+    const auto message = [](const auto& call) {
+        try {
+            call();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    Buffer logits = upload(be, Vec(8, 0.5f)), lab = upload_i32(be, {1, 7});
+    Buffer record = poisoned(be, k_record_fields);
+    QCOMPARE(message([&] {
+                 be.cross_entropy(OutputHead::Logits, logits, lab, 2, 4, nullptr, nullptr, record,
+                                  0);
+             }),
+             std::string("cpu backend: cross_entropy: label 7 is outside the 4 classes"));
+
+    ImageSet set = make_images(be, 3, ImageShape{2, 2, 3}, 5);
+    set.order_i32 = upload_i32(be, {0, 2, 12});
+    Buffer out = poisoned(be, 3 * set.shape.size());
+    Buffer out_labels = be.alloc(3, DType::I32);
+    QCOMPARE(message([&] {
+                 be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, 0, 3, set.shape,
+                                 three_channel_norm(), Augmentation{}, StepCounter{}, out,
+                                 out_labels);
+             }),
+             std::string("cpu backend: gather_batch: sample index 12 is out of range"));
 }
 
 void TestCpuLayers::gather_batch_normalises_and_gathers_labels_data()

@@ -52,6 +52,16 @@ void append_parts(std::string& s, const Parts&... parts)
     (append_part(s, parts), ...);
 }
 
+// The parts joined, for messages thrown as other errors (DeviceError) that name the same
+// shapes: one text per shape, whichever error carries it.
+template <class... Parts>
+std::string joined(const Parts&... parts)
+{
+    std::string s;
+    append_parts(s, parts...);
+    return s;
+}
+
 // Joins the parts and throws: out of line and cold, so that an inlined require's passing
 // path is its one branch. require instantiates it for the decayed part types, so that
 // string literals of different lengths share an instantiation.
@@ -59,9 +69,7 @@ template <class... Parts>
 [[noreturn, gnu::cold, gnu::noinline]] void fail_parts(const char* backend, const char* op,
                                                        const Parts&... parts)
 {
-    std::string what;
-    append_parts(what, parts...);
-    fail(backend, op, what);
+    fail(backend, op, joined(parts...));
 }
 
 // Throws when !ok, `what` being the parts joined: text (const char*, std::string,

@@ -42,9 +42,20 @@ void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_
             " must start on a 16-byte boundary");
 }
 
-// One job of fp8_transposes; `at` names it where there are several.
-void fp8_transpose(const char* backend, const char* op, const Fp8Transpose& job,
-                   const std::string& at)
+// Which job of fp8_transposes a message is about: "job 1: " where there are several,
+// nothing where there is one. A message part (written only when a check fails).
+struct JobName {
+    std::size_t index = 0;
+    bool named = false;
+};
+
+void append_part(std::string& s, JobName at)
+{
+    if (at.named) append_parts(s, "job ", at.index, ": ");
+}
+
+// One job of fp8_transposes.
+void fp8_transpose(const char* backend, const char* op, const Fp8Transpose& job, JobName at)
 {
     require(job.y && job.y_t, backend, op, at, "y and y_t must be given");
     const Buffer& y = *job.y;
@@ -113,8 +124,7 @@ void fp8_transposes(const char* backend, std::span<const Fp8Transpose> jobs)
 {
     const char* op = "fp8_transpose";
     for (std::size_t i = 0; i < jobs.size(); ++i)
-        fp8_transpose(backend, op, jobs[i],
-                      jobs.size() > 1 ? "job " + std::to_string(i) + ": " : std::string());
+        fp8_transpose(backend, op, jobs[i], JobName{i, jobs.size() > 1});
     // Every job's outputs (slots 1 and 2) against every buffer of every job, itself aside.
     for (std::size_t i = 0; i < jobs.size(); ++i)
         for (std::size_t k = 0; k < jobs.size(); ++k) {

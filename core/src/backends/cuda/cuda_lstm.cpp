@@ -21,14 +21,6 @@ namespace mixlab::cuda {
 
 namespace {
 
-std::string type_text(DType t) { return std::string(dtype_name(t)); }
-
-std::string shape_text(const LstmShape& s)
-{
-    return "steps " + std::to_string(s.steps) + ", batch " + std::to_string(s.batch) + ", input " +
-           std::to_string(s.input) + ", hidden " + std::to_string(s.hidden);
-}
-
 // Exact fp32 (Pedantic, and Reduced as for GEMMs) stays on FMA kernels: DEFAULT_MATH would
 // let cuDNN use TF32 on Ampere and later. TF32: DEFAULT_MATH, as PyTorch does for fp32 RNNs
 // with TF32 allowed (TENSOR_OP_MATH_ALLOW_CONVERSION would round fp32 operands to fp16, not
@@ -126,16 +118,14 @@ void verify_weight_layout(cudnnHandle_t h, const CudnnLstmPlan& p)
         const Part bp = read_part(b.get(), space.get(), b_addr);
         if (!part_matches(mp, m_off, s.hidden, cols, elem) ||
             !part_matches(bp, b_off, s.hidden, 1, elem))
-            throw DeviceError(
-                "cuDNN " + std::string(cudnn_runtime_version()) +
-                " lays out the LSTM weights differently from PyTorch's flat order (" +
-                shape_text(s) + ", " + type_text(p.dtype) + "): linear layer " +
-                std::to_string(layer) + " has its matrix " + dims_text(mp.dims) + " at byte " +
-                std::to_string(mp.offset_bytes) + " and its bias " + dims_text(bp.dims) +
-                " at byte " + std::to_string(bp.offset_bytes) + ", expected " +
-                std::to_string(s.hidden) + "x" + std::to_string(cols) + " at byte " +
-                std::to_string(m_off * elem) + " and " + std::to_string(s.hidden) + " at byte " +
-                std::to_string(b_off * elem) + "; MixLab's LSTM cannot run on this cuDNN");
+            throw DeviceError(validate::joined(
+                "cuDNN ", cudnn_runtime_version(),
+                " lays out the LSTM weights differently from PyTorch's flat order (", s, ", ",
+                p.dtype, "): linear layer ", layer, " has its matrix ", dims_text(mp.dims),
+                " at byte ", mp.offset_bytes, " and its bias ", dims_text(bp.dims), " at byte ",
+                bp.offset_bytes, ", expected ", s.hidden, "x", cols, " at byte ", m_off * elem,
+                " and ", s.hidden, " at byte ", b_off * elem,
+                "; MixLab's LSTM cannot run on this cuDNN"));
     }
 }
 
@@ -171,11 +161,10 @@ void build_descriptors(cudnnHandle_t h, CudnnLstmPlan& p)
     MIXLAB_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(h, p.rnn.get(), &p.weight_bytes));
     const std::size_t want = s.weight_count() * dtype_size(p.dtype);
     if (p.weight_bytes != want)
-        throw DeviceError("cuDNN " + std::string(cudnn_runtime_version()) + " asks for " +
-                          std::to_string(p.weight_bytes) + " bytes of LSTM weights (" +
-                          shape_text(s) + ", " + type_text(p.dtype) + "), PyTorch's flat " +
-                          "layout has " + std::to_string(want) +
-                          "; MixLab's LSTM cannot run on this cuDNN");
+        throw DeviceError(validate::joined("cuDNN ", cudnn_runtime_version(), " asks for ",
+                                           p.weight_bytes, " bytes of LSTM weights (", s, ", ",
+                                           p.dtype, "), PyTorch's flat layout has ", want,
+                                           "; MixLab's LSTM cannot run on this cuDNN"));
     verify_weight_layout(h, p);
 
     std::size_t ws_train = 0, reserve = 0, ws_infer = 0, unused = 0;
@@ -232,9 +221,9 @@ std::unique_ptr<LstmPlan> CudaBackend::lstm_prepare(const LstmShape& s, DType dt
         // bf16 RNNs exist only in some cuDNN builds and GPUs: say so rather than quote
         // the failing call alone.
         if (dtype == DType::BF16)
-            throw DeviceError("cuDNN " + std::string(cudnn_runtime_version()) +
-                              " has no bfloat16 LSTM for " + shape_text(s) + " on " + m_info.name +
-                              " (" + e.what() + "); use mixed_fp16 or fp32");
+            throw DeviceError(validate::joined("cuDNN ", cudnn_runtime_version(),
+                                               " has no bfloat16 LSTM for ", s, " on ", m_info.name,
+                                               " (", e.what(), "); use mixed_fp16 or fp32"));
         throw;
     }
     p->seq_lengths =
