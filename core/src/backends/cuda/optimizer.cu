@@ -137,10 +137,11 @@ struct StepScalars {
 };
 
 // a * b + c rounded twice, as the CPU computes it: nvcc would contract it into one fused
-// multiply-add. Expressions not written through it (Nesterov's g + momentum * b, the
-// weight updates) are still contracted; building this file with -fmad=false passed check
-// on an H100 (bench/NOTES.md 41) but is not in the build yet. Two cases where a skipped
-// rounding mattered:
+// multiply-add. Every product that meets an addition or subtraction in the update goes
+// through it or through sub_mul_rounded (intrinsics are never contracted), so the update
+// rounds as the CPU's does without building this file with -fmad=false (which passed
+// check on an H100, bench/NOTES.md 41, and would have been a flag far from the reason).
+// Two cases where a skipped rounding mattered:
 // - Where a float16 state's v has underflowed to 0 (clipped gradients of ~0.007: (1 - b2)
 //   * g^2 ~ 5e-8, under half fp16's smallest subnormal) Adam's step is lr * m / eps,
 //   which turned m's one-ulp difference into a weight 1.2% off (check seed 28,
@@ -155,6 +156,12 @@ struct StepScalars {
 __device__ __forceinline__ float mul_add_rounded(float a, float b, float c)
 {
     return __fadd_rn(__fmul_rn(a, b), c);
+}
+
+// c - a * b rounded twice (the weight updates: w - lr * g).
+__device__ __forceinline__ float sub_mul_rounded(float c, float a, float b)
+{
+    return __fsub_rn(c, __fmul_rn(a, b));
 }
 
 // g + wd * w, L2 weight decay folded into the gradient.
@@ -176,21 +183,22 @@ __device__ __forceinline__ void update_element(const OptArgs& a, const StepScala
         if (a.momentum != 0.0f) {
             const float b = stored<TM>(s.first_step ? g : mul_add_rounded(a.momentum, s1, g));
             s1 = b;
-            g = a.nesterov ? g + a.momentum * b : b;
+            g = a.nesterov ? mul_add_rounded(a.momentum, b, g) : b;
         }
-        w = stored<TM>(w - a.lr * g);
+        w = stored<TM>(sub_mul_rounded(w, a.lr, g));
         return;
     }
     float wi = w;
     if (a.weight_decay != 0.0f) {
         if (a.type == OptimizerType::AdamW)
-            wi -= a.lr * a.weight_decay * wi;
+            wi = sub_mul_rounded(wi, __fmul_rn(a.lr, a.weight_decay), wi);
         else
             g = add_weight_decay(g, a.weight_decay, wi);
     }
     // The CPU's b1 * m + (1 - b1) * g and b2 * v + (1 - b2) * g * g, each product rounded.
     s1 = stored<TM>(mul_add_rounded(a.beta1, s1, __fmul_rn(1.0f - a.beta1, g)));
     s2 = stored<TM>(mul_add_rounded(a.beta2, s2, __fmul_rn(__fmul_rn(1.0f - a.beta2, g), g)));
+    // A quotient, not a product, meets the subtraction: nothing here to contract.
     wi -= a.lr * (s1 / s.bias_correction1) / (sqrtf(s2 / s.bias_correction2) + a.eps);
     w = stored<TM>(wi);
 }
