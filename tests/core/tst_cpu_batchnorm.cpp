@@ -314,52 +314,44 @@ void TestCpuBatchNorm::rejects_bad_arguments()
     Buffer s = upload(be, Vec(channels, 1.0f)), b = upload(be, Vec(channels, 0.0f));
     Buffer rm = upload(be, Vec(channels, 0.0f)), rv = upload(be, Vec(channels, 1.0f));
     Buffer sm = poisoned(be, channels), si = poisoned(be, channels);
-    auto expect_error = [&](auto&& call, const char* op, const char* needle) {
-        try {
-            call();
-            QFAIL(qPrintable(QString("no error for %1").arg(needle)));
-        } catch (const Error& e) {
-            const QString msg = e.what();
-            QVERIFY2(msg.startsWith(QString("cpu backend: ") + op + ": ") && msg.contains(needle),
-                     e.what());
-        }
-    };
     // One row per channel has no unbiased variance (PyTorch refuses it too).
     const Activation none = Activation::None;
-    expect_error(
+    expect_cpu_error(
         [&] { be.batchnorm_forward_train(none, x, 1, 12, s, b, 0.1f, 1e-5f, rm, rv, sm, si, y); },
         "batchnorm_forward_train", "more than one value");
     Buffer s16 = upload(be, Vec(channels, 1.0f), DType::F16);
-    expect_error([&] { be.batchnorm_forward_eval(none, x, 4, channels, s16, b, rm, rv, 1e-5f, y); },
-                 "batchnorm_forward_eval", "float32");
+    expect_cpu_error(
+        [&] { be.batchnorm_forward_eval(none, x, 4, channels, s16, b, rm, rv, 1e-5f, y); },
+        "batchnorm_forward_eval", "float32");
     Buffer y16 = poisoned(be, 12, DType::F16);
-    expect_error([&] { be.batchnorm_forward_eval(none, x, 4, channels, s, b, rm, rv, 1e-5f, y16); },
-                 "batchnorm_forward_eval", "share a dtype");
+    expect_cpu_error(
+        [&] { be.batchnorm_forward_eval(none, x, 4, channels, s, b, rm, rv, 1e-5f, y16); },
+        "batchnorm_forward_eval", "share a dtype");
     Buffer short_x = upload(be, Vec(11, 0.5f));
     Buffer ds = poisoned(be, channels), db = poisoned(be, channels);
-    expect_error(
+    expect_cpu_error(
         [&] { be.batchnorm_backward(none, short_x, y, y, 4, channels, s, sm, si, y, ds, db); },
         "batchnorm_backward", "x holds 11");
     // Only a relu can be fused; the forward output y must have x's shape.
-    expect_error(
+    expect_cpu_error(
         [&] {
             be.batchnorm_forward_train(Activation::Sigmoid, x, 4, channels, s, b, 0.1f, 1e-5f, rm,
                                        rv, sm, si, y);
         },
         "batchnorm_forward_train", "linear or relu, got sigmoid");
-    expect_error(
+    expect_cpu_error(
         [&] {
             be.batchnorm_forward_eval(Activation::Gelu, x, 4, channels, s, b, rm, rv, 1e-5f, y);
         },
         "batchnorm_forward_eval", "linear or relu, got gelu");
     Buffer dx = poisoned(be, 12);
-    expect_error(
+    expect_cpu_error(
         [&] {
             be.batchnorm_backward(Activation::Tanh, x, y, y, 4, channels, s, sm, si, dx, ds, db);
         },
         "batchnorm_backward", "linear or relu, got tanh");
     Buffer short_y = poisoned(be, 11);
-    expect_error(
+    expect_cpu_error(
         [&] {
             be.batchnorm_backward(Activation::Relu, x, short_y, y, 4, channels, s, sm, si, dx, ds,
                                   db);

@@ -386,34 +386,24 @@ void TestCpuConv::rejects_bad_arguments()
     const ConvGeometry g = conv_geometry_of(2, 7, 5, 3, 4, 3, 3, 1, 1, 1, 1);
     Buffer x = upload(be, random_vec(g.x_count(), 61)), w = upload(be, random_vec(g.w_count(), 62));
     Buffer y = poisoned(be, g.y_count());
-    auto expect_error = [&](auto&& call, const char* op, const char* needle) {
-        try {
-            call();
-            QFAIL(qPrintable(QString("no error for %1").arg(needle)));
-        } catch (const Error& e) {
-            const QString msg = e.what();
-            QVERIFY2(msg.startsWith(QString("cpu backend: ") + op + ": ") && msg.contains(needle),
-                     e.what());
-        }
-    };
     ConvGeometry wrong_out = g;
     wrong_out.out_h += 1;
-    expect_error([&] { be.conv2d_forward(wrong_out, x, w, MathMode::Pedantic, y); },
-                 "conv2d_forward", "(in + 2*pad - kernel)/stride + 1");
+    expect_cpu_error([&] { be.conv2d_forward(wrong_out, x, w, MathMode::Pedantic, y); },
+                     "conv2d_forward", "(in + 2*pad - kernel)/stride + 1");
     ConvGeometry zero_stride = g;
     zero_stride.stride_w = 0;
-    expect_error([&] { be.conv2d_prepare(zero_stride, DType::F32, MathMode::Pedantic); },
-                 "conv2d_prepare", "stride");
+    expect_cpu_error([&] { be.conv2d_prepare(zero_stride, DType::F32, MathMode::Pedantic); },
+                     "conv2d_prepare", "stride");
     Buffer short_w = poisoned(be, g.w_count() - 1);
-    expect_error([&] { be.conv2d_backward_data(g, y, short_w, MathMode::Pedantic, x); },
-                 "conv2d_backward_data", "w holds");
+    expect_cpu_error([&] { be.conv2d_backward_data(g, y, short_w, MathMode::Pedantic, x); },
+                     "conv2d_backward_data", "w holds");
     Buffer y16 = poisoned(be, g.y_count(), DType::F16);
-    expect_error([&] { be.conv2d_backward_filter(g, x, y16, MathMode::Pedantic, w); },
-                 "conv2d_backward_filter", "one dtype");
+    expect_cpu_error([&] { be.conv2d_backward_filter(g, x, y16, MathMode::Pedantic, w); },
+                     "conv2d_backward_filter", "one dtype");
     ConvGeometry too_small = conv_geometry_of(1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0);
     too_small.kernel_h = 5;
-    expect_error([&] { be.conv2d_prepare(too_small, DType::F32, MathMode::Pedantic); },
-                 "conv2d_prepare", "larger than the padded input");
+    expect_cpu_error([&] { be.conv2d_prepare(too_small, DType::F32, MathMode::Pedantic); },
+                     "conv2d_prepare", "larger than the padded input");
 }
 
 QTEST_APPLESS_MAIN(TestCpuConv)

@@ -883,17 +883,9 @@ void TestCpuLayers::cross_entropy_accuracy_and_evaluation_accumulate()
 void TestCpuLayers::bad_label_and_sample_index_are_named()
 {
     Backend& be = *m_be;
-    const auto message = [](const auto& call) {
-        try {
-            call();
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string("no error");
-    };
     Buffer logits = upload(be, Vec(8, 0.5f)), lab = upload_i32(be, {1, 7});
     Buffer record = poisoned(be, k_record_fields);
-    QCOMPARE(message([&] {
+    QCOMPARE(thrown_message<Error>([&] {
                  be.cross_entropy(OutputHead::Logits, logits, lab, 2, 4, nullptr, nullptr, record,
                                   0);
              }),
@@ -903,7 +895,7 @@ void TestCpuLayers::bad_label_and_sample_index_are_named()
     set.order_i32 = upload_i32(be, {0, 2, 12});
     Buffer out = poisoned(be, 3 * set.shape.size());
     Buffer out_labels = be.alloc(3, DType::I32);
-    QCOMPARE(message([&] {
+    QCOMPARE(thrown_message<Error>([&] {
                  be.gather_batch(set.images_u8, set.labels_u8, set.order_i32, 0, 3, set.shape,
                                  three_channel_norm(), Augmentation{}, StepCounter{}, out,
                                  out_labels);

@@ -3,6 +3,7 @@
 // the file at fault.
 #include "mixlab/dataset.h"
 #include "mixlab/error.h"
+#include "test_util.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -16,7 +17,6 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <random>
 
 using namespace mixlab;
@@ -93,26 +93,14 @@ Bytes read_back(const QString& path)
     return Bytes(all.begin(), all.end());
 }
 
-// Runs f and returns the DataError's message; an empty string when nothing was
-// thrown, a marked message when something other than DataError was.
-QString data_error(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const DataError& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("NOT A DataError: ") + QString::fromStdString(e.what());
-    }
-    return {};
-}
-
-#define VERIFY_DATA_ERROR(message, ...)                                                            \
+// Runs call and fails unless it throws a DataError whose message has every part.
+#define VERIFY_DATA_ERROR(call, ...)                                                               \
     do {                                                                                           \
-        QVERIFY2(!(message).isEmpty(), "no DataError was thrown");                                 \
-        QVERIFY2(!(message).startsWith("NOT A DataError"), qPrintable(message));                   \
+        const QString message_ =                                                                   \
+            QString::fromStdString(test::thrown_message<DataError>([&] { call; }));                \
+        QVERIFY2(!message_.isEmpty(), "no DataError was thrown");                                  \
         for (const QString& part : std::initializer_list<QString>{__VA_ARGS__})                    \
-            QVERIFY2((message).contains(part), qPrintable(message));                               \
+            QVERIFY2(message_.contains(part), qPrintable(message_));                               \
     } while (0)
 
 Dataset load_path(const QString& path, bool coarse = false)
@@ -529,8 +517,7 @@ void TestDatasets::idx_errors()
     } else {
         QFAIL("unknown damage");
     }
-    const QString message = data_error([&] { load_path(dir); });
-    VERIFY_DATA_ERROR(message, file, detail);
+    VERIFY_DATA_ERROR(load_path(dir), file, detail);
 }
 
 void TestDatasets::idx_truncated_gzip_stream()
@@ -544,8 +531,7 @@ void TestDatasets::idx_truncated_gzip_stream()
     QVERIFY(b.size() > 40);
     b.resize(b.size() / 2);
     write_plain(path, b);
-    const QString message = data_error([&] { load_path(tmp.path()); });
-    VERIFY_DATA_ERROR(message, "train-images-idx3-ubyte.gz");
+    VERIFY_DATA_ERROR(load_path(tmp.path()), "train-images-idx3-ubyte.gz");
 }
 
 void TestDatasets::cifar10_loads_data()
@@ -693,42 +679,34 @@ void TestDatasets::cifar_errors()
     } else {
         QFAIL("unknown damage");
     }
-    const QString message = data_error([&] { load_path(dir); });
-    VERIFY_DATA_ERROR(message, file, detail);
+    VERIFY_DATA_ERROR(load_path(dir), file, detail);
 }
 
 void TestDatasets::folder_errors()
 {
     QTemporaryDir tmp;
     const QString missing = tmp.path() + "/no-such-folder";
-    QString message = data_error([&] { load_path(missing); });
-    VERIFY_DATA_ERROR(message, missing, "train-images-idx3-ubyte", "data_batch_1.bin");
-    message = data_error([&] { load_idx_folder(missing.toStdString()); });
-    VERIFY_DATA_ERROR(message, missing, "does not exist");
-    message = data_error([&] { load_cifar_folder(missing.toStdString(), false); });
-    VERIFY_DATA_ERROR(message, missing, "does not exist");
+    VERIFY_DATA_ERROR(load_path(missing), missing, "train-images-idx3-ubyte", "data_batch_1.bin");
+    VERIFY_DATA_ERROR(load_idx_folder(missing.toStdString()), missing, "does not exist");
+    VERIFY_DATA_ERROR(load_cifar_folder(missing.toStdString(), false), missing, "does not exist");
 
     const QString file = tmp.path() + "/a-file";
     write_plain(file, {1, 2, 3});
-    message = data_error([&] { load_path(file); });
-    VERIFY_DATA_ERROR(message, file, "not a folder");
+    VERIFY_DATA_ERROR(load_path(file), file, "not a folder");
 
     const QString empty = tmp.path() + "/empty";
     QVERIFY(QDir().mkdir(empty));
-    message = data_error([&] { load_path(empty); });
-    VERIFY_DATA_ERROR(message, empty, "train-images-idx3-ubyte", "data_batch_1.bin", "train.bin");
-    message = data_error([&] { load_idx_folder(empty.toStdString()); });
-    VERIFY_DATA_ERROR(message, empty, "t10k-labels-idx1-ubyte");
-    message = data_error([&] { load_cifar_folder(empty.toStdString(), false); });
-    VERIFY_DATA_ERROR(message, empty, "test_batch.bin");
+    VERIFY_DATA_ERROR(load_path(empty), empty, "train-images-idx3-ubyte", "data_batch_1.bin",
+                      "train.bin");
+    VERIFY_DATA_ERROR(load_idx_folder(empty.toStdString()), empty, "t10k-labels-idx1-ubyte");
+    VERIFY_DATA_ERROR(load_cifar_folder(empty.toStdString(), false), empty, "test_batch.bin");
 
     // IDX and CIFAR files side by side: ambiguous, not a silent pick.
     const QString mixed = tmp.path() + "/mixed";
     QVERIFY(QDir().mkdir(mixed));
     IdxFixture(1).write(mixed, 0);
     Cifar10Fixture(2).write(mixed);
-    message = data_error([&] { load_path(mixed); });
-    VERIFY_DATA_ERROR(message, mixed, "both");
+    VERIFY_DATA_ERROR(load_path(mixed), mixed, "both");
 }
 
 void TestDatasets::named_datasets()
@@ -751,14 +729,12 @@ void TestDatasets::named_datasets()
              debian ? QString("fashion-mnist") : QString("synthetic"));
     if (!debian) {
         options.name = "fashion-mnist";
-        const QString message = data_error([&] { load_dataset(options, 1); });
-        VERIFY_DATA_ERROR(message, "apt-get install dataset-fashion-mnist",
+        VERIFY_DATA_ERROR(load_dataset(options, 1), "apt-get install dataset-fashion-mnist",
                           k_debian_fashion_mnist_dir);
     }
 
     options.name = "cifar-10"; // a name MixLab does not know, and no such folder here
-    const QString message = data_error([&] { load_dataset(options, 1); });
-    VERIFY_DATA_ERROR(message, "cifar-10", "synthetic", "data_batch_1.bin");
+    VERIFY_DATA_ERROR(load_dataset(options, 1), "cifar-10", "synthetic", "data_batch_1.bin");
 }
 
 void TestDatasets::debian_fashion_mnist()
@@ -834,12 +810,10 @@ void TestDatasets::normalization_rejects_inconsistent_split()
     d.channels = 1;
     d.train.n = 3;
     d.train.images.assign(11, 5);
-    QString message = data_error([&] { compute_normalization(d); });
-    VERIFY_DATA_ERROR(message, "broken", "11");
+    VERIFY_DATA_ERROR(compute_normalization(d), "broken", "11");
     d.channels = 5;
     d.train.images.assign(60, 5);
-    message = data_error([&] { compute_normalization(d); });
-    VERIFY_DATA_ERROR(message, "5 channels");
+    VERIFY_DATA_ERROR(compute_normalization(d), "5 channels");
 }
 
 void TestDatasets::synthetic_deterministic()
@@ -897,15 +871,9 @@ void TestDatasets::synthetic_sizes()
     QCOMPARE(qint64(d.test.labels.size()), n_test);
     if (n_train > 0) verify_normalization(d);
 
-    const QString message = [&] {
-        try {
-            make_synthetic(-1, n_test, 3);
-        } catch (const InputError& e) {
-            return QString::fromStdString(e.what());
-        }
-        return QString();
-    }();
-    QVERIFY2(message.contains("-1"), qPrintable(message));
+    const std::string message =
+        test::thrown_message<InputError>([&] { make_synthetic(-1, n_test, 3); });
+    QVERIFY2(message.find("-1") != std::string::npos, message.c_str());
 }
 
 void TestDatasets::synthetic_balanced_and_shuffled()

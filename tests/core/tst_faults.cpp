@@ -22,6 +22,7 @@
 
 #include "env_scope.h"
 #include "test_models.h"
+#include "test_util.h"
 
 using namespace mixlab;
 
@@ -128,13 +129,9 @@ void TestFaults::outOfMemoryAtSetup()
     test::EnvScope env("MIXLAB_FAULT_OOM_AFTER_BYTES", limit);
     auto backend = make_backend(DeviceChoice::CPU);
     DeviceDataset dev(data, *backend);
-    std::string message;
-    try {
-        TrainingRun run(graph, cpu_config(policy, 256, 4), dev, *backend);
-        QFAIL("batch 256 was set up within a limit it does not fit");
-    } catch (const OutOfMemoryError& e) {
-        message = e.what();
-    }
+    const std::string message = test::thrown_message<OutOfMemoryError>(
+        [&] { TrainingRun run(graph, cpu_config(policy, 256, 4), dev, *backend); });
+    QVERIFY2(!message.empty(), "batch 256 was set up within a limit it does not fit");
     QVERIFY2(contains(message, "out of memory setting up"), message.c_str());
     QVERIFY2(contains(message, "out of device memory"), message.c_str()); // the backend's words
     QVERIFY2(contains(message, "batch size 256"), message.c_str());

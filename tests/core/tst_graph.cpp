@@ -3,6 +3,7 @@
 #include "mixlab/error.h"
 #include "mixlab/graph.h"
 #include "mixlab/model_spec.h"
+#include "test_util.h"
 
 #include <QtTest/QtTest>
 
@@ -928,12 +929,8 @@ private slots:
         auto message = [](const std::vector<LayerSpec>& layers, const Shape& in, int classes) {
             ModelSpec spec;
             spec.layers = layers;
-            try {
-                build_graph(spec, in, classes);
-            } catch (const SpecError& e) {
-                return QString::fromUtf8(e.what());
-            }
-            return QString();
+            return QString::fromStdString(
+                test::thrown_message<SpecError>([&] { build_graph(spec, in, classes); }));
         };
         LayerSpec gap;
         gap.type = LayerType::GlobalAvgPool;

@@ -280,17 +280,6 @@ Vec mixlab_logits(const KerasImport& imported, const Vec& x)
     return download(*backend, net.logits());
 }
 
-template <class F>
-QString refusal(F&& f)
-{
-    try {
-        f();
-    } catch (const InputError& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QString();
-}
-
 } // namespace
 
 class TestKerasArchive : public QObject {
@@ -397,8 +386,8 @@ private slots:
         write_zip(path("lstm.keras"),
                   {{"config.json", R"({"class_name": "Sequential", "config": {"layers": [
                        {"class_name": "GRU", "config": {"name": "l", "units": 3}}]}})"}});
-        const QString message =
-            refusal([&] { (void)load_keras_model(path(file.toUtf8().constData())); });
+        const QString message = QString::fromStdString(thrown_message<InputError>(
+            [&] { (void)load_keras_model(path(file.toUtf8().constData())); }));
         QVERIFY2(message.contains(fragment), qPrintable(message));
     }
 
@@ -429,7 +418,8 @@ private slots:
         if (reshape >= 0) vars[std::size_t(reshape)].shape = {4, 3};
         if (drop == -3) vars.clear();
         const KerasImport imported = load_keras_model(archive("w.keras", k_mlp_config, vars));
-        const QString message = refusal([&] { (void)keras_weights_file(imported); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)keras_weights_file(imported); }));
         QVERIFY2(message.contains(fragment), qPrintable(message));
     }
 
@@ -457,7 +447,8 @@ private slots:
         std::vector<H5Var> vars = w.vars();
         vars.erase(vars.begin() + 5);
         const KerasImport broken = load_keras_model(archive("lm-broken.keras", k_lm_config, vars));
-        const QString message = refusal([&] { (void)keras_weights_file(broken); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)keras_weights_file(broken); }));
         QVERIFY2(
             message.contains("Keras layer 'lstm_1' has 2 variables in layers/lstm_1/cell/vars"),
             qPrintable(message));
@@ -483,7 +474,8 @@ private slots:
         vars.erase(vars.begin() + 4, vars.begin() + 6);
         const KerasImport broken =
             load_keras_model(archive("nested-broken.keras", nested_config(), vars));
-        const QString message = refusal([&] { (void)keras_weights_file(broken); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)keras_weights_file(broken); }));
         QVERIFY2(message.contains("Keras layer 'block/mid' has no variables (no group "
                                   "layers/sequential/layers/dense_1/vars"),
                  qPrintable(message));
@@ -496,7 +488,8 @@ private slots:
         write_zip(path("k213.keras"), {{"metadata.json", R"({"keras_version": "2.13.1"})"},
                                        {"config.json", k_mlp_config},
                                        {"model.weights.h5", h5_bytes(MlpWeights().vars())}});
-        const QString message = refusal([&] { (void)load_keras_model(path("k213.keras")); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)load_keras_model(path("k213.keras")); }));
         QVERIFY2(message.contains("was written by Keras 2.13.1") &&
                      message.contains("MixLab reads .keras archives written by Keras 3"),
                  qPrintable(message));
@@ -566,7 +559,8 @@ private slots:
                 {"layers/dense/vars/1", {2}, {0.0f, 0.0f}}};
         };
         const KerasImport even = load_keras_model(archive("even.keras", config(4), vars(2)));
-        const QString message = refusal([&] { (void)keras_weights_file(even); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)keras_weights_file(even); }));
         QVERIFY2(message.contains("Keras layer 'conv': \"padding\": \"same\" on a 4x4x1 input "
                                   "with stride 2x2 pads more at the bottom and right"),
                  qPrintable(message));
@@ -579,14 +573,15 @@ private slots:
         write_zip(path("nothdf5.keras"),
                   {{"config.json", k_mlp_config}, {"model.weights.h5", "not hdf5 at all"}});
         const KerasImport imported = load_keras_model(path("nothdf5.keras"));
-        const QString message = refusal([&] { (void)keras_weights_file(imported); });
+        const QString message = QString::fromStdString(
+            thrown_message<InputError>([&] { (void)keras_weights_file(imported); }));
         QVERIFY2(message.contains("is not an HDF5 file"), qPrintable(message));
         // Cut short: the signature is there, the rest is not.
         std::string h5 = h5_bytes(MlpWeights().vars());
         write_zip(path("cuth5.keras"),
                   {{"config.json", k_mlp_config}, {"model.weights.h5", h5.substr(0, 300)}});
-        const QString cut =
-            refusal([&] { (void)keras_weights_file(load_keras_model(path("cuth5.keras"))); });
+        const QString cut = QString::fromStdString(thrown_message<InputError>(
+            [&] { (void)keras_weights_file(load_keras_model(path("cuth5.keras"))); }));
         QVERIFY2(!cut.isEmpty(), "a truncated model.weights.h5 was read");
     }
 };

@@ -125,21 +125,9 @@ Vec floats_at(const std::string& bytes, const Header& h, const std::string& name
     return v;
 }
 
-// The message of the InputError `f` throws (empty and a failure when it throws none).
-template <class F>
-std::string refusal(F&& f)
-{
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return {};
-}
-
 #define EXPECT_REFUSED(call, text)                                                                 \
     do {                                                                                           \
-        const std::string message = refusal([&] { call; });                                        \
+        const std::string message = thrown_message<InputError>([&] { call; });                     \
         QVERIFY2(message.find(text) != std::string::npos,                                          \
                  ("expected \"" + std::string(text) + "\" in: " + message).c_str());               \
     } while (0)

@@ -2,6 +2,7 @@
 // a backend, NaN-poisoned outputs, exact and tolerance comparisons that name the element.
 #pragma once
 #include "mixlab/backend.h"
+#include "mixlab/error.h"
 
 #include <QtTest/QtTest>
 
@@ -9,6 +10,8 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 // Exact float equality: QCOMPARE on floats is fuzzy (and against 0 accepts |x| <= 1e-5).
@@ -29,6 +32,45 @@ using DVec = std::vector<double>;
 
 inline const float k_nan = std::numeric_limits<float>::quiet_NaN();
 inline const float k_inf = std::numeric_limits<float>::infinity();
+
+// The message of the E that f throws, for checking a refusal's text: empty when f throws
+// nothing, so a comparison or a search in it fails. Any other exception is not caught here:
+// it escapes the test function and QtTest fails the suite with it.
+template <class E, class F>
+std::string thrown_message(F&& f)
+{
+    try {
+        std::forward<F>(f)();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// Fails unless `message` (a thrown_message) starts with prefix and contains part.
+inline void verify_error_message(const std::string& message, const QString& prefix,
+                                 const QString& part)
+{
+    const QString text = QString::fromStdString(message);
+    QVERIFY2(!text.isEmpty(), qPrintable("no error; expected one containing: " + part));
+    QVERIFY2(text.startsWith(prefix) && text.contains(part), qPrintable(text));
+}
+
+// Fails unless f throws an Error whose message contains part.
+template <class F>
+void expect_error(F&& f, const QString& part)
+{
+    verify_error_message(thrown_message<Error>(std::forward<F>(f)), QString(), part);
+}
+
+// Fails unless f throws an Error from the CPU backend's argument checks of `op`: the message
+// starts "cpu backend: <op>: " and contains part.
+template <class F>
+void expect_cpu_error(F&& f, const char* op, const QString& part)
+{
+    verify_error_message(thrown_message<Error>(std::forward<F>(f)),
+                         QString("cpu backend: ") + op + ": ", part);
+}
 
 // n values uniform in [lo, hi), the same for a given seed on every run.
 inline Vec random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f)
