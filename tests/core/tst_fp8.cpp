@@ -17,12 +17,12 @@
 #include "mixlab/trainer.h"
 #include "model/network.h"
 #include "train/fp8_scales.h"
+#include "test_util.h"
 
 #include <QtTest>
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +31,8 @@
 #include <nlohmann/json.hpp>
 
 using namespace mixlab;
+using mixlab::test::download;
+using mixlab::test::expect_error;
 
 namespace {
 
@@ -98,13 +100,6 @@ RunConfig cpu_config(Policy policy, int batch)
     return c;
 }
 
-std::vector<float> download(Backend& b, const Buffer& buf)
-{
-    std::vector<float> v(buf.count());
-    b.download_f32(buf, v.data(), v.size());
-    return v;
-}
-
 // A meta buffer of `blocks` blocks of `history` slots, each scale 1 / max_finite e4m3.
 Buffer fresh_meta(Backend& b, int blocks, int history)
 {
@@ -118,17 +113,6 @@ Buffer fresh_meta(Backend& b, int blocks, int history)
     Buffer buf = b.alloc(m.size(), DType::F32);
     b.upload_f32(buf, m.data(), m.size());
     return buf;
-}
-
-void expect_error(const std::function<void()>& f, const QString& part)
-{
-    try {
-        f();
-    } catch (const std::exception& e) {
-        QVERIFY2(QString(e.what()).contains(part), e.what());
-        return;
-    }
-    QFAIL(qPrintable("no error; expected one containing: " + part));
 }
 
 } // namespace
@@ -385,6 +369,8 @@ private slots:
                      "job 0's output is also job 0's buffer");
         const Fp8Transpose bad[] = {{&y, 5, 8, &yt2, nullptr}, {&y5, 5, 8, &y_twice, nullptr}};
         expect_error([&] { be->fp8_transposes(bad); }, "job 1: y and y_t must share a dtype");
+        const Fp8Transpose short_y[] = {{&y, 5, 8, &yt2, nullptr}, {&y, 5, 17, &y_twice, nullptr}};
+        expect_error([&] { be->fp8_transposes(short_y); }, "job 1: y holds 80 elements, needs 160");
     }
 
     // mixed_fp8's weights are quantized by the optimizer as it updates them: w8 is what
@@ -487,6 +473,14 @@ private slots:
         bad = slot;
         bad.low = nullptr;
         expect_error([&] { be->prepare_params({bad}); }, "16-bit `low` copy");
+        // Every message names the slot, the fp8 copy's own checks too.
+        Buffer short_w8 = be->alloc(4, DType::F8E4M3);
+        bad = slot;
+        bad.fp8.w8 = &short_w8;
+        expect_error([&] { be->prepare_params({bad}); }, "slot 0: w8 holds 4 elements, needs 48");
+        bad = slot;
+        bad.grad = &short_w8;
+        expect_error([&] { be->prepare_params({bad}); }, "slot 0: grad must be a floating buffer");
     }
 
     // A network keeps each fp8 layer's w8 equal to its weights quantized with W's scale,

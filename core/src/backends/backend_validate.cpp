@@ -401,12 +401,12 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
                     "a split master (int16 low halves) needs a bfloat16 `low` of ", n,
                     " high halves and a float32 gradient");
         } else {
-            floating(backend, op, *s.master, n, "master");
+            floating(backend, op, *s.master, n, (which + "master").c_str());
         }
-        floating(backend, op, *s.grad, n, "grad");
-        if (s.low) floating(backend, op, *s.low, n, "low");
-        if (s.state1) floating(backend, op, *s.state1, n, "state1");
-        if (s.state2) floating(backend, op, *s.state2, n, "state2");
+        floating(backend, op, *s.grad, n, (which + "grad").c_str());
+        if (s.low) floating(backend, op, *s.low, n, (which + "low").c_str());
+        if (s.state1) floating(backend, op, *s.state1, n, (which + "state1").c_str());
+        if (s.state2) floating(backend, op, *s.state2, n, (which + "state2").c_str());
         // The optimizer stores its state in state_dtype and reads it back as such.
         for (const Buffer* st : {s.state1, s.state2})
             require(!st || st->dtype() == state_dtype(s), backend, op, which,

@@ -11,37 +11,6 @@ namespace mixlab::validate {
 
 namespace {
 
-void meta_buffer(const char* backend, const char* op, const Buffer& meta, std::size_t need)
-{
-    require(meta.dtype() == DType::F32, backend, op, "meta must be float32, got ", meta.dtype());
-    require(meta.count() >= need && (need == 0 || meta.data() != nullptr), backend, op,
-            "meta holds ", meta.count(), " floats, needs ", need);
-}
-
-// A relu gate's bits (backend.h's relu_mask_words a row).
-void mask_buffer(const char* backend, const char* op, const Buffer& m, int rows, int cols,
-                 const char* which)
-{
-    const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
-    require(m.dtype() == DType::I32 && m.count() >= mask_words &&
-                (mask_words == 0 || m.data() != nullptr),
-            backend, op, which, " must be int32 words of at least ", mask_words, ", got ",
-            m.count(), " ", m.dtype());
-}
-
-void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_t need,
-                const char* name)
-{
-    require(is_fp8(y.dtype()), backend, op, name, " must be float8_e4m3fn or float8_e5m2, got ",
-            y.dtype());
-    require(y.count() >= need && (need == 0 || y.data() != nullptr), backend, op, name, " holds ",
-            y.count(), " elements, needs ", need);
-    // fp8 rows are 16-byte multiples (fp8_padded) and the kernels move them 16 bytes at a
-    // time, as cuBLASLt's fp8 GEMMs read them: a whole allocation always starts so.
-    require(reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0, backend, op, name,
-            " must start on a 16-byte boundary");
-}
-
 // Which job of fp8_transposes a message is about: "job 1: " where there are several,
 // nothing where there is one. A message part (written only when a check fails).
 struct JobName {
@@ -54,6 +23,40 @@ void append_part(std::string& s, JobName at)
     if (at.named) append_parts(s, "job ", at.index, ": ");
 }
 
+void meta_buffer(const char* backend, const char* op, const Buffer& meta, std::size_t need)
+{
+    require(meta.dtype() == DType::F32, backend, op, "meta must be float32, got ", meta.dtype());
+    require(meta.count() >= need && (need == 0 || meta.data() != nullptr), backend, op,
+            "meta holds ", meta.count(), " floats, needs ", need);
+}
+
+// A relu gate's bits (backend.h's relu_mask_words a row). `at` prefixes the message: a
+// JobName, or prepare_params' name of the tensor.
+template <class At = JobName>
+void mask_buffer(const char* backend, const char* op, const Buffer& m, int rows, int cols,
+                 const char* which, const At& at = {})
+{
+    const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
+    require(m.dtype() == DType::I32 && m.count() >= mask_words &&
+                (mask_words == 0 || m.data() != nullptr),
+            backend, op, at, which, " must be int32 words of at least ", mask_words, ", got ",
+            m.count(), " ", m.dtype());
+}
+
+template <class At = JobName>
+void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_t need,
+                const char* name, const At& at = {})
+{
+    require(is_fp8(y.dtype()), backend, op, at, name, " must be float8_e4m3fn or float8_e5m2, got ",
+            y.dtype());
+    require(y.count() >= need && (need == 0 || y.data() != nullptr), backend, op, at, name,
+            " holds ", y.count(), " elements, needs ", need);
+    // fp8 rows are 16-byte multiples (fp8_padded) and the kernels move them 16 bytes at a
+    // time, as cuBLASLt's fp8 GEMMs read them: a whole allocation always starts so.
+    require(reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0, backend, op, at, name,
+            " must start on a 16-byte boundary");
+}
+
 // One job of fp8_transposes.
 void fp8_transpose(const char* backend, const char* op, const Fp8Transpose& job, JobName at)
 {
@@ -62,14 +65,14 @@ void fp8_transpose(const char* backend, const char* op, const Fp8Transpose& job,
     const Buffer& y_t = *job.y_t;
     const int rows = job.rows, cols = job.cols;
     require(rows >= 0 && cols >= 0, backend, op, at, "negative shape ", rows, "x", cols);
-    fp8_output(backend, op, y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y");
-    fp8_output(backend, op, y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t");
+    fp8_output(backend, op, y, std::size_t(rows) * std::size_t(fp8_padded(cols)), "y", at);
+    fp8_output(backend, op, y_t, std::size_t(cols) * std::size_t(fp8_padded(rows)), "y_t", at);
     require(y.dtype() == y_t.dtype(), backend, op, at, "y and y_t must share a dtype, got ",
             y.dtype(), " and ", y_t.dtype());
     if (job.relu_mask_out) {
         require(y.dtype() == DType::F8E4M3, backend, op, at,
                 "relu_mask_out reads a float8_e4m3 y, got ", y.dtype());
-        mask_buffer(backend, op, *job.relu_mask_out, rows, cols, "relu_mask_out");
+        mask_buffer(backend, op, *job.relu_mask_out, rows, cols, "relu_mask_out", at);
     }
 }
 
@@ -169,7 +172,8 @@ void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& 
             f.rows, "x", f.cols, ": cols must be a multiple of 4");
     require(std::size_t(f.rows) * std::size_t(f.cols) == slot.master->count(), backend, op, which,
             "fp8 weights of ", f.rows, "x", f.cols, " for a tensor of ", slot.master->count());
-    fp8_output(backend, op, *f.w8, std::size_t(f.rows) * std::size_t(fp8_padded(f.cols)), "w8");
+    fp8_output(backend, op, *f.w8, std::size_t(f.rows) * std::size_t(fp8_padded(f.cols)), "w8",
+               which);
     require(slot.low && (slot.low->dtype() == DType::BF16 || slot.low->dtype() == DType::F16),
             backend, op, which, "fp8 weights are quantized from a 16-bit `low` copy");
     require(f.meta != nullptr && f.history_len >= 1, backend, op, which,
