@@ -125,6 +125,7 @@ set(MIXLAB_REPORT_SOURCES
 set(MIXLAB_CHECK_SOURCES
     check/backend_check.cpp
     check/backend_check_fp8.cpp
+    check/refusal_check.cpp
     check/step_graph_check.cpp)
 
 set(MIXLAB_CORE_SOURCES

@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include "mixlab/backend.h"
+#include "mixlab/backend_check.h"
 #include "mixlab/error.h"
 #include "test_util.h"
 
@@ -129,6 +130,7 @@ private slots:
     void lstm_is_deterministic();
     void lstm_inference_keeps_saved_state();
     void argument_checks();
+    void refusal_checks_pass_on_the_cpu();
 };
 
 void TestCpuSequence::embedding_forward_gathers_rows()
@@ -487,6 +489,34 @@ void TestCpuSequence::argument_checks()
                      "embedding_backward", "ids hold 2 elements, needs 3");
     expect_cpu_error([&] { be.embedding_backward(out, ids, 2, 3, 4, false, dt16); },
                      "embedding_backward", "dtable must be float32");
+}
+
+// mixlab-cli check's refusal checks, the CPU against itself: every call in them is one the
+// reference refuses (a call it ran would fail as "the reference ran it"), and the words
+// after the backend's name are the detail. On a GPU the same checks hold the CUDA backend
+// to these words.
+void TestCpuSequence::refusal_checks_pass_on_the_cpu()
+{
+    auto other = make_backend(DeviceChoice::CPU);
+    const std::vector<CheckResult> results = run_backend_checks(*m_be, *other, 5, "refuses/");
+    QCOMPARE(results.size(), std::size_t(12));
+    for (const CheckResult& r : results) {
+        QVERIFY2(r.passed, qPrintable(QString::fromStdString(r.name + ": " + r.detail)));
+        QVERIFY2(r.detail.find("both: \"") != std::string::npos, r.detail.c_str());
+    }
+    const auto detail = [&](const std::string& name) {
+        for (const CheckResult& r : results)
+            if (r.name == name) return r.detail;
+        return std::string("no check ") + name;
+    };
+    const std::string weights = detail("refuses/lstm_backward_weights/before_backward");
+    QVERIFY2(weights.find("lstm_backward_weights: lstm_backward_data has not run for the latest "
+                          "training forward pass") != std::string::npos,
+             weights.c_str());
+    const std::string conv = detail("refuses/conv2d_prepare/int32");
+    QVERIFY2(conv.find("conv2d_prepare: convolutions need a floating dtype, got int32") !=
+                 std::string::npos,
+             conv.c_str());
 }
 
 QTEST_APPLESS_MAIN(TestCpuSequence)

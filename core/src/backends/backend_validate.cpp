@@ -187,6 +187,13 @@ void conv_geometry(const char* backend, const char* op, const ConvGeometry& g)
             window_positions(g.in_w, g.pad_w, g.kernel_w, g.stride_w), ", got ", g);
 }
 
+void conv2d_prepare(const char* backend, const ConvGeometry& g, DType dtype)
+{
+    const char* op = "conv2d_prepare";
+    conv_geometry(backend, op, g);
+    require(is_floating(dtype), backend, op, "convolutions need a floating dtype, got ", dtype);
+}
+
 void pool_geometry(const char* backend, const char* op, const PoolGeometry& g)
 {
     require(g.batch > 0 && g.in_h > 0 && g.in_w > 0 && g.channels > 0, backend, op,

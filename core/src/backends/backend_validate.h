@@ -113,6 +113,8 @@ void add_activation(const char* backend, Activation act, const Buffer& a, const 
                     const Buffer& y);
 // The geometry is consistent (positive sizes; out = (in + 2*pad - kernel)/stride + 1).
 void conv_geometry(const char* backend, const char* op, const ConvGeometry& g);
+// conv2d_prepare: a consistent geometry and a floating dtype to plan for.
+void conv2d_prepare(const char* backend, const ConvGeometry& g, DType dtype);
 void pool_geometry(const char* backend, const char* op, const PoolGeometry& g);
 // op: "conv2d_forward", "conv2d_backward_data" or "conv2d_backward_filter". `in` is
 // x-sized (x or dx), `w` weight-sized (w or dw), `out` y-sized (y or dy); one floating

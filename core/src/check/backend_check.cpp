@@ -4,6 +4,7 @@
 #include "mixlab/backend_check.h"
 #include "check/backend_check_fp8.h"
 #include "check/check_harness.h"
+#include "check/refusal_check.h"
 #include "check/step_graph_check.h"
 
 #include "backends/backend_validate.h"
@@ -2272,6 +2273,8 @@ std::vector<CheckResult> run_backend_checks(Backend& reference, Backend& candida
     Checker checker(reference, candidate, seed, filter);
     std::vector<CheckResult> results = checker.run_all();
     for (CheckResult& r : run_fp8_checks(reference, candidate, seed, filter))
+        results.push_back(std::move(r));
+    for (CheckResult& r : run_refusal_checks(reference, candidate, seed, filter))
         results.push_back(std::move(r));
     for (CheckResult& r : run_step_graph_checks(candidate, seed, filter))
         results.push_back(std::move(r));

@@ -216,9 +216,7 @@ void CpuBackend::reserve_conv(const ConvGeometry& g, MathMode math)
 
 ConvPlanInfo CpuBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math)
 {
-    const char* op = "conv2d_prepare";
-    validate::conv_geometry(k_name, op, g);
-    require(is_floating(dtype), op, "convolutions need a floating dtype, got ", dtype);
+    validate::conv2d_prepare(k_name, g, dtype);
     reserve_conv(g, math);
     const std::size_t rows =
         std::size_t(std::max(conv_chunk_images(g), conv_filter_chunk_images(g))) * out_pixels(g);

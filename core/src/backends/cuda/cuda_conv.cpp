@@ -9,8 +9,7 @@ namespace mixlab::cuda {
 
 ConvPlanInfo CudaBackend::conv2d_prepare(const ConvGeometry& g, DType dtype, MathMode math)
 {
-    validate::conv_geometry(k_name, "conv2d_prepare", g);
-    require(is_floating(dtype), "conv2d_prepare", "expected a floating dtype, got ", dtype);
+    validate::conv2d_prepare(k_name, g, dtype);
     return m_conv->prepare(g, dtype, math);
 }
 

@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/backend_validate.h"
+#include "backends/backend_validate_sequence.h"
 #include "backends/cuda/conv_cudnn.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_handles.h"
@@ -184,21 +185,11 @@ CudnnLstmPlan& own_plan(const CudaBackend* backend, LstmPlan& plan, const char* 
     return *p;
 }
 
-// A buffer of the plan's dtype holding at least `need` elements.
-void check_buffer(const CudnnLstmPlan& p, const char* op, const Buffer& b, std::size_t need,
-                  const char* name)
-{
-    validate::floating(k_name, op, b, need, name);
-    require(b.dtype() == p.dtype, op, name, " is ", b.dtype(), ", the LSTM plan is ", p.dtype);
-}
-
 } // namespace
 
 std::unique_ptr<LstmPlan> CudaBackend::lstm_prepare(const LstmShape& s, DType dtype, MathMode math)
 {
-    require(s.steps > 0 && s.batch > 0 && s.input > 0 && s.hidden > 0, "lstm_prepare",
-            "every size must be positive (", s, ")");
-    require(is_floating(dtype), "lstm_prepare", "expected a floating dtype, got ", dtype);
+    validate::lstm_shape(k_name, "lstm_prepare", s, dtype);
     if (dtype == DType::BF16 && !m_info.bf16)
         throw DeviceError("bfloat16 LSTMs need compute capability 8.0 or newer; " + m_info.name +
                           " is " + std::to_string(m_info.cc_major) + "." +
@@ -243,13 +234,7 @@ void CudaBackend::lstm_forward(LstmPlan& plan, const Buffer& x, const Buffer& h0
     const char* op = "lstm_forward";
     CudnnLstmPlan& p = own_plan(this, plan, op);
     const LstmShape& s = p.s;
-    check_buffer(p, op, x, s.x_count(), "x");
-    check_buffer(p, op, h0, s.state_count(), "h0");
-    check_buffer(p, op, c0, s.state_count(), "c0");
-    check_buffer(p, op, w, s.weight_count(), "w");
-    check_buffer(p, op, y, s.y_count(), "y");
-    check_buffer(p, op, hT, s.state_count(), "hT");
-    check_buffer(p, op, cT, s.state_count(), "cT");
+    validate::lstm_forward(k_name, s, p.dtype, x, h0, c0, w, y, hT, cT);
     MIXLAB_CUDNN_CHECK(cudnnRNNForward(
         m_conv->handle(), p.rnn.get(),
         training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
@@ -271,22 +256,13 @@ void CudaBackend::lstm_backward_data(LstmPlan& plan, const Buffer& y, const Buff
     const char* op = "lstm_backward_data";
     CudnnLstmPlan& p = own_plan(this, plan, op);
     const LstmShape& s = p.s;
-    require(p.trained, op, "no training forward has run on this plan");
+    validate::lstm_backward_data(k_name, s, p.dtype, y, dy, dhT, dcT, w, h0, c0, dx, dh0, dc0);
+    require(p.trained, op, "no training forward pass has filled the plan");
     // cuDNN's backward data overwrites the reserve space the forward filled: a second
     // one of the same forward reads its own leftovers (measured: nonsense gradients).
     require(!p.backward, op,
             "backward data already ran for this forward (run a training forward again)");
     p.backward = true;
-    check_buffer(p, op, y, s.y_count(), "y");
-    check_buffer(p, op, dy, s.y_count(), "dy");
-    if (dhT) check_buffer(p, op, *dhT, s.state_count(), "dhT");
-    if (dcT) check_buffer(p, op, *dcT, s.state_count(), "dcT");
-    check_buffer(p, op, w, s.weight_count(), "w");
-    check_buffer(p, op, h0, s.state_count(), "h0");
-    check_buffer(p, op, c0, s.state_count(), "c0");
-    check_buffer(p, op, dx, s.x_count(), "dx");
-    if (dh0) check_buffer(p, op, *dh0, s.state_count(), "dh0");
-    if (dc0) check_buffer(p, op, *dc0, s.state_count(), "dc0");
     // cuDNN reads a null dhy/dcy as zero and skips a null dhx/dcx: the contract's nulls.
     MIXLAB_CUDNN_CHECK(cudnnRNNBackwardData_v8(
         m_conv->handle(), p.rnn.get(), p.seq_lengths.as<std::int32_t>(), p.y_desc.get(), y.data(),
@@ -302,12 +278,9 @@ void CudaBackend::lstm_backward_weights(LstmPlan& plan, const Buffer& x, const B
     const char* op = "lstm_backward_weights";
     CudnnLstmPlan& p = own_plan(this, plan, op);
     const LstmShape& s = p.s;
+    validate::lstm_backward_weights(k_name, s, p.dtype, x, h0, y, dw);
     require(p.trained && p.backward, op,
-            "lstm_backward_data has not run since the last training forward");
-    check_buffer(p, op, x, s.x_count(), "x");
-    check_buffer(p, op, h0, s.state_count(), "h0");
-    check_buffer(p, op, y, s.y_count(), "y");
-    check_buffer(p, op, dw, s.weight_count(), "dw");
+            "lstm_backward_data has not run for the latest training forward pass");
     MIXLAB_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
         m_conv->handle(), p.rnn.get(), CUDNN_WGRAD_MODE_ADD, p.seq_lengths.as<std::int32_t>(),
         p.x_desc.get(), x.data(), p.state_desc.get(), h0.data(), p.y_desc.get(), y.data(),
