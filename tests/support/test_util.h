@@ -35,7 +35,7 @@ inline const float k_inf = std::numeric_limits<float>::infinity();
 
 // The message of the E that f throws, for checking a refusal's text: empty when f throws
 // nothing, so a comparison or a search in it fails. Any other exception is not caught here:
-// it escapes the test function and QtTest fails the suite with it.
+// QtTest reports it as "Caught unhandled exception", a failure, and ends the suite.
 template <class E, class F>
 std::string thrown_message(F&& f)
 {
