@@ -267,6 +267,11 @@ void TestCpuPool::rejects_bad_arguments()
     Buffer dx = poisoned(be, g.x_count() - 1);
     expect_cpu_error([&] { be.pool_backward(PoolMode::Average, g, x, y, y, dx); }, "pool_backward",
                      "x-sized buffer holds");
+    // Max pooling's gradient reads x beside dx (the CUDA kernel in dx's dtype): one dtype.
+    Buffer x16 = upload(be, random_vec(g.x_count(), 42), DType::F16),
+           dx32 = poisoned(be, g.x_count());
+    expect_cpu_error([&] { be.pool_backward(PoolMode::Max, g, x16, y16, y, dx32); },
+                     "pool_backward", "x and dx must share a dtype, got float16 and float32");
 }
 
 QTEST_APPLESS_MAIN(TestCpuPool)

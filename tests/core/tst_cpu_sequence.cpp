@@ -499,7 +499,7 @@ void TestCpuSequence::refusal_checks_pass_on_the_cpu()
 {
     auto other = make_backend(DeviceChoice::CPU);
     const std::vector<CheckResult> results = run_backend_checks(*m_be, *other, 5, "refuses/");
-    QCOMPARE(results.size(), std::size_t(12));
+    QCOMPARE(results.size(), std::size_t(13));
     for (const CheckResult& r : results) {
         QVERIFY2(r.passed, qPrintable(QString::fromStdString(r.name + ": " + r.detail)));
         QVERIFY2(r.detail.find("both: \"") != std::string::npos, r.detail.c_str());

@@ -259,6 +259,17 @@ void pool(const char* backend, const char* op, const PoolGeometry& g, const Buff
             in.dtype(), " and ", out.dtype());
 }
 
+void pool_backward(const char* backend, PoolMode mode, const PoolGeometry& g, const Buffer& x,
+                   const Buffer& y, const Buffer& dy, const Buffer& dx)
+{
+    const char* op = "pool_backward";
+    pool(backend, op, g, dx, dy);
+    if (mode != PoolMode::Max) return;
+    pool(backend, op, g, x, y);
+    require(x.dtype() == dx.dtype(), backend, op, "x and dx must share a dtype, got ", x.dtype(),
+            " and ", dx.dtype());
+}
+
 void gemm(const char* backend, const GemmCall& g)
 {
     const char* op = "gemm";

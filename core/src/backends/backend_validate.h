@@ -128,6 +128,10 @@ void batchnorm(const char* backend, const char* op, const Buffer& x, int rows, i
 // `in` x-sized, `out` y-sized, same floating dtype.
 void pool(const char* backend, const char* op, const PoolGeometry& g, const Buffer& in,
           const Buffer& out);
+// pool_backward: dx and dy as `pool` checks them; under max also x and y, in dx's dtype
+// (the gradient goes to the window's maximum, found by reading x beside dx).
+void pool_backward(const char* backend, PoolMode mode, const PoolGeometry& g, const Buffer& x,
+                   const Buffer& y, const Buffer& dy, const Buffer& dx);
 // An fp8 GEMM (either operand F8E4M3/F8E5M2) goes to backend_validate_fp8.h's fp8_gemm.
 void gemm(const char* backend, const GemmCall& call);
 // Both return the number of rows.

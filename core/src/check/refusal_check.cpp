@@ -4,7 +4,7 @@
 // backend that checked a call its own way would word the refusal its own way, and the
 // same mistake would read differently on the GPU than in the CPU test that caught it.
 // Covered: the ops whose CUDA checks were once the backend's own (embedding, the LSTM,
-// conv2d_prepare), and the order of calls an LSTM plan allows.
+// conv2d_prepare, max pooling's backward), and the order of calls an LSTM plan allows.
 #include "check/refusal_check.h"
 
 #include "check/check_harness.h"
@@ -107,6 +107,13 @@ std::vector<BadCall> bad_calls()
              Buffer x = b.alloc(s.x_count(), f32), h0 = b.alloc(s.state_count(), f32),
                     y = b.alloc(s.y_count(), f32), dw = b.alloc(s.weight_count(), f32);
              b.lstm_backward_weights(*plan, x, h0, y, dw);
+         }},
+        {"pool_backward/x_dtype",
+         [=](Backend& b) {
+             const PoolGeometry g = pool_geometry_of(2, 4, 4, 3, 2, 2, 2, 2, 0, 0);
+             Buffer x = b.alloc(g.x_count(), DType::BF16), y = b.alloc(g.y_count(), DType::BF16);
+             Buffer dy = b.alloc(g.y_count(), f32), dx = b.alloc(g.x_count(), f32);
+             b.pool_backward(PoolMode::Max, g, x, y, dy, dx);
          }},
         {"conv2d_prepare/int32",
          [=](Backend& b) {

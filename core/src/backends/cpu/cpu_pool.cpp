@@ -85,9 +85,7 @@ void CpuBackend::pool_forward(PoolMode mode, const PoolGeometry& g, const Buffer
 void CpuBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
                                const Buffer& y, const Buffer& dy, Buffer& dx)
 {
-    const char* op = "pool_backward";
-    validate::pool(k_name, op, g, dx, dy);
-    if (mode == PoolMode::Max) validate::pool(k_name, op, g, x, y);
+    validate::pool_backward(k_name, mode, g, x, y, dy, dx);
     const std::size_t c = std::size_t(g.channels);
     const std::size_t in_image = std::size_t(g.in_h) * g.in_w * c;
     const std::size_t out_image = std::size_t(g.out_h) * g.out_w * c;

@@ -15,12 +15,8 @@ void CudaBackend::pool_forward(PoolMode mode, const PoolGeometry& g, const Buffe
 void CudaBackend::pool_backward(PoolMode mode, const PoolGeometry& g, const Buffer& x,
                                 const Buffer& y, const Buffer& dy, Buffer& dx)
 {
-    const char* op = "pool_backward";
-    validate::pool(k_name, op, g, dx, dy);
+    validate::pool_backward(k_name, mode, g, x, y, dy, dx);
     const bool max = mode == PoolMode::Max;
-    if (max) validate::pool(k_name, op, g, x, y);
-    require(!max || x.dtype() == dx.dtype(), op, "x and dx must share a dtype, got ", x.dtype(),
-            " and ", dx.dtype());
     launch_pool_backward(mode, g, max ? x.data() : nullptr, max ? y.data() : nullptr, dy.data(),
                          dx.dtype(), dx.data(), stream());
 }
