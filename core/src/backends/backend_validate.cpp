@@ -55,13 +55,34 @@ void fail(const char* backend, const char* op, const std::string& what)
     throw Error(std::string(backend) + " backend: " + op + ": " + what);
 }
 
+namespace {
+
+// floating's checks, the message after `prefix` (nothing, or a SlotName).
+template <class... Prefix>
+void floating_buffer(const char* backend, const char* op, const Buffer& b, std::size_t need,
+                     const char* name, const Prefix&... prefix)
+{
+    require(is_floating(b.dtype()), backend, op, prefix..., name,
+            " must be a floating buffer, got ", b.dtype());
+    require(b.count() >= need, backend, op, prefix..., name, " holds ", b.count(),
+            " elements, needs ", need);
+    require(need == 0 || b.data() != nullptr, backend, op, prefix..., name, " is not allocated");
+}
+
+} // namespace
+
+void append_part(std::string& s, SlotName slot) { append_parts(s, "slot ", slot.index, ": "); }
+
 void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
               const char* name)
 {
-    require(is_floating(b.dtype()), backend, op, name, " must be a floating buffer, got ",
-            b.dtype());
-    require(b.count() >= need, backend, op, name, " holds ", b.count(), " elements, needs ", need);
-    require(need == 0 || b.data() != nullptr, backend, op, name, " is not allocated");
+    floating_buffer(backend, op, b, need, name);
+}
+
+void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
+              const char* name, SlotName slot)
+{
+    floating_buffer(backend, op, b, need, name, slot);
 }
 
 std::size_t whole_rows(const char* backend, const char* op, std::size_t count, int cols)
@@ -409,7 +430,7 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
     states.slots = slots.size();
     for (std::size_t i = 0; i < slots.size(); ++i) {
         const ParamSlot& s = slots[i];
-        const std::string which = "slot " + std::to_string(i) + ": ";
+        const SlotName which{i};
         require(s.master && s.grad, backend, op, which, "master and grad must be set");
         const std::size_t n = s.master->count();
         if (is_split_master(s)) {
@@ -419,12 +440,12 @@ SlotStates param_slots(const char* backend, const std::vector<ParamSlot>& slots)
                     "a split master (int16 low halves) needs a bfloat16 `low` of ", n,
                     " high halves and a float32 gradient");
         } else {
-            floating(backend, op, *s.master, n, (which + "master").c_str());
+            floating(backend, op, *s.master, n, "master", which);
         }
-        floating(backend, op, *s.grad, n, (which + "grad").c_str());
-        if (s.low) floating(backend, op, *s.low, n, (which + "low").c_str());
-        if (s.state1) floating(backend, op, *s.state1, n, (which + "state1").c_str());
-        if (s.state2) floating(backend, op, *s.state2, n, (which + "state2").c_str());
+        floating(backend, op, *s.grad, n, "grad", which);
+        if (s.low) floating(backend, op, *s.low, n, "low", which);
+        if (s.state1) floating(backend, op, *s.state1, n, "state1", which);
+        if (s.state2) floating(backend, op, *s.state2, n, "state2", which);
         // The optimizer stores its state in state_dtype and reads it back as such.
         for (const Buffer* st : {s.state1, s.state2})
             require(!st || st->dtype() == state_dtype(s), backend, op, which,

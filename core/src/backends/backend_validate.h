@@ -83,9 +83,19 @@ void require(bool ok, const char* backend, const char* op, const Parts&... parts
         fail_parts<std::decay_t<const Parts&>...>(backend, op, parts...);
 }
 
+// Which parameter slot of prepare_params a message is about: "slot 3: ". A message part,
+// so that a slot's checks that pass write no text.
+struct SlotName {
+    std::size_t index = 0;
+};
+void append_part(std::string& s, SlotName slot);
+
 // b is a floating buffer holding at least `need` elements (allocated when need > 0).
 void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
               const char* name);
+// The same for a slot's buffer: "slot 3: grad must be a floating buffer, ...".
+void floating(const char* backend, const char* op, const Buffer& b, std::size_t need,
+              const char* name, SlotName slot);
 
 // count elements are whole rows of `cols`; returns the number of rows.
 std::size_t whole_rows(const char* backend, const char* op, std::size_t count, int cols);

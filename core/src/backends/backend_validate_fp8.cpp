@@ -30,11 +30,9 @@ void meta_buffer(const char* backend, const char* op, const Buffer& meta, std::s
             "meta holds ", meta.count(), " floats, needs ", need);
 }
 
-// A relu gate's bits (backend.h's relu_mask_words a row). `at` prefixes the message: a
-// JobName, or prepare_params' name of the tensor.
-template <class At = JobName>
+// A relu gate's bits (backend.h's relu_mask_words a row); `at` prefixes the message.
 void mask_buffer(const char* backend, const char* op, const Buffer& m, int rows, int cols,
-                 const char* which, const At& at = {})
+                 const char* which, JobName at = {})
 {
     const std::size_t mask_words = std::size_t(rows) * std::size_t(relu_mask_words(cols));
     require(m.dtype() == DType::I32 && m.count() >= mask_words &&
@@ -43,6 +41,8 @@ void mask_buffer(const char* backend, const char* op, const Buffer& m, int rows,
             m.count(), " ", m.dtype());
 }
 
+// An fp8 output of `need` elements; `at` prefixes the message: a JobName, or prepare_params'
+// SlotName.
 template <class At = JobName>
 void fp8_output(const char* backend, const char* op, const Buffer& y, std::size_t need,
                 const char* name, const At& at = {})
@@ -162,7 +162,7 @@ void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer
                  fp8.x8_t, nullptr, nullptr);
 }
 
-void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& which)
+void fp8_weights(const char* backend, const ParamSlot& slot, SlotName which)
 {
     const char* op = "prepare_params";
     const Fp8Weights& f = slot.fp8;

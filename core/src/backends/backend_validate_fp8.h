@@ -3,6 +3,7 @@
 // promises, one copy for the CPU reference and the CUDA backend. Messages as in
 // backend_validate.h.
 #pragma once
+#include "backends/backend_validate.h"
 #include "mixlab/backend.h"
 
 #include <cstddef>
@@ -37,7 +38,7 @@ void gather_batch_fp8(const char* backend, const Buffer& images_u8, const Buffer
 // A parameter slot's Fp8Weights (prepare_params, slot `which` in messages): w8 F8E4M3 of
 // rows x fp8_padded(cols) with rows * cols the master's count and cols a multiple of 4, a
 // 16-bit `low` copy to quantize from, meta float32 holding the block.
-void fp8_weights(const char* backend, const ParamSlot& slot, const std::string& which);
+void fp8_weights(const char* backend, const ParamSlot& slot, SlotName which);
 // A GEMM whose a or b is fp8 (GemmCall's fp8 rules): both fp8, not both E5M2, the "TN"
 // form (trans_a false, trans_b true), positive sizes with k a multiple of 16 and c's rows
 // 16-byte multiples, c bfloat16 or float32, epilogue None, Bias or BiasRelu (with c and the bias bfloat16), fp8_meta
