@@ -3,6 +3,7 @@
 // equal to its steps chained through (hT, cT), 16-bit storage rounding, TF32 operands,
 // determinism, the saved state kept by inference, and the argument checks.
 #include "backends/cpu/cpu_backend.h"
+#include "check/refusal_check.h"
 
 #include "mixlab/backend.h"
 #include "mixlab/backend_check.h"
@@ -131,6 +132,7 @@ private slots:
     void lstm_inference_keeps_saved_state();
     void argument_checks();
     void refusal_checks_pass_on_the_cpu();
+    void refusal_check_fails_on_other_words();
 };
 
 void TestCpuSequence::embedding_forward_gathers_rows()
@@ -517,6 +519,21 @@ void TestCpuSequence::refusal_checks_pass_on_the_cpu()
     QVERIFY2(conv.find("conv2d_prepare: convolutions need a floating dtype, got int32") !=
                  std::string::npos,
              conv.c_str());
+}
+
+// The rule the checks above apply, on answers no CPU gives: with the CPU on both sides a
+// disagreement cannot happen there, so it is tested here on its own.
+void TestCpuSequence::refusal_check_fails_on_other_words()
+{
+    const std::string words = "lstm_forward: w holds 219 elements, needs 220";
+    QCOMPARE(refusal_disagreement(words, words), std::string());
+    QCOMPARE(refusal_disagreement(words, k_ran),
+             "the reference refused it with \"" + words + "\", the candidate ran it");
+    QCOMPARE(refusal_disagreement(words, "lstm_forward: w is too short"),
+             "the reference refused it with \"" + words +
+                 "\", the candidate with \"lstm_forward: w is too short\"");
+    QCOMPARE(refusal_disagreement(k_ran, k_ran), std::string("the reference ran it"));
+    QCOMPARE(refusal_disagreement(k_ran, words), std::string("the reference ran it"));
 }
 
 QTEST_APPLESS_MAIN(TestCpuSequence)

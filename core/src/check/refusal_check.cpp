@@ -24,7 +24,7 @@ using check_harness::Tol;
 using check_harness::Verdict;
 
 // The words of the Error `call` throws, less the backend's name (up to the first ": ");
-// "(ran)" when it throws nothing.
+// k_ran when it throws nothing.
 std::string refusal(const std::function<void()>& call)
 {
     try {
@@ -34,7 +34,7 @@ std::string refusal(const std::function<void()>& call)
         const std::size_t colon = message.find(": ");
         return colon == std::string::npos ? message : message.substr(colon + 2);
     }
-    return "(ran)";
+    return k_ran;
 }
 
 // One bad call, made on the backend given (its buffers allocated there).
@@ -131,6 +131,14 @@ std::vector<BadCall> bad_calls()
 
 } // namespace
 
+std::string refusal_disagreement(const std::string& reference, const std::string& candidate)
+{
+    if (reference == k_ran) return "the reference ran it";
+    if (candidate == reference) return {};
+    return "the reference refused it with \"" + reference + "\", the candidate " +
+           (candidate == k_ran ? std::string("ran it") : "with \"" + candidate + "\"");
+}
+
 std::vector<CheckResult> run_refusal_checks(Backend& reference, Backend& candidate,
                                             std::uint64_t seed, const std::string& filter)
 {
@@ -140,12 +148,10 @@ std::vector<CheckResult> run_refusal_checks(Backend& reference, Backend& candida
             std::string("refuses/") + bad.name, filter, seed,
             [&](Verdict& v, Rng&) {
                 const std::string ref = refusal([&] { bad.call(reference); });
-                const std::string cand = refusal([&] { bad.call(candidate); });
-                if (ref == "(ran)")
-                    v.fail("the reference ran it");
-                else if (cand != ref)
-                    v.fail("the reference refused it with \"" + ref + "\", the candidate " +
-                           (cand == "(ran)" ? std::string("ran it") : "with \"" + cand + "\""));
+                const std::string why =
+                    refusal_disagreement(ref, refusal([&] { bad.call(candidate); }));
+                if (!why.empty())
+                    v.fail(why);
                 else
                     v.note("both: \"" + ref + "\"");
                 v.compare("refused", {1.0f}, {1.0f}, Tol{});

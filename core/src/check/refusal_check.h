@@ -3,7 +3,17 @@
 #pragma once
 #include "mixlab/backend_check.h"
 
+#include <string>
+
 namespace mixlab {
+
+// The words a backend refused a call with (its Error's text after "<name> backend: "), or
+// k_ran where the call threw nothing.
+inline constexpr const char* k_ran = "(ran)";
+
+// Why a candidate's answer to a bad call fails its check, given the reference's: empty
+// when both refused it in the same words. The check's one rule, apart for its tests.
+std::string refusal_disagreement(const std::string& reference, const std::string& candidate);
 
 // Each call once on each backend; names start "refuses/".
 std::vector<CheckResult> run_refusal_checks(Backend& reference, Backend& candidate,
