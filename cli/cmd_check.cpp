@@ -18,7 +18,8 @@ namespace mixlab::cli {
 
 int cmd_check(int argc, char** argv)
 {
-    ArgParser parser("mixlab-cli check [--filter SUBSTR] [--seed N] [--json FILE] [--plans]",
+    ArgParser parser("mixlab-cli check [--filter SUBSTR] [--seed N] [--json FILE] [--plans] "
+                     "[--details]",
                      "Compare the CUDA backend with the CPU reference, op by op: every dtype, "
                      "every GEMM math mode, transpose and epilogue, the loss heads, the optimizer "
                      "with loss scaling, and a short end-to-end run. Exit 0 when all pass.");
@@ -27,6 +28,9 @@ int cmd_check(int argc, char** argv)
     parser.add_option("--json", "FILE", "also write every result as JSON to FILE");
     parser.add_flag("--plans", "list the GEMM plans (fused or not) and convolution plans "
                                "(algorithms, tensor cores) the CUDA backend built");
+    parser.add_flag("--details", "print a passing check's detail too: how many outputs it "
+                                 "compared, the plan or algorithm that ran, the words both "
+                                 "backends refused a bad call with");
     parser.parse(argc, argv);
     if (parser.help_requested()) {
         std::printf("%s", parser.help_text().c_str());
@@ -53,12 +57,15 @@ int cmd_check(int argc, char** argv)
     const std::vector<CheckResult> results =
         run_backend_checks(*reference, *candidate, seed, filter);
     int passed = 0, failed = 0;
+    // A failure's detail is why it failed: always shown. A pass's is on request.
+    const bool details = parser.flag("--details");
     nlohmann::json items = nlohmann::json::array();
     for (const CheckResult& r : results) {
         (r.passed ? passed : failed) += 1;
+        const bool show = !r.passed || details;
         std::printf("%s %s  max_abs %.3g  max_rel %.3g%s%s\n", r.passed ? "PASS" : "FAIL",
-                    r.name.c_str(), r.max_abs_err, r.max_rel_err, r.passed ? "" : "  ",
-                    r.passed ? "" : r.detail.c_str());
+                    r.name.c_str(), r.max_abs_err, r.max_rel_err, show ? "  " : "",
+                    show ? r.detail.c_str() : "");
         items.push_back({{"name", r.name},
                          {"passed", r.passed},
                          {"max_abs_err", r.max_abs_err},
