@@ -77,8 +77,13 @@ Part read_part(cudnnTensorDescriptor_t d, const void* base, const void* addr)
 
 std::string dims_text(const std::vector<int>& v)
 {
+    // Appended piece by piece: `(t.empty() ? "" : "x") + std::to_string(x)` draws GCC 12's
+    // false -Wrestrict on std::string's operator+.
     std::string t;
-    for (int x : v) t += (t.empty() ? "" : "x") + std::to_string(x);
+    for (int x : v) {
+        if (!t.empty()) t += 'x';
+        t += std::to_string(x);
+    }
     return t;
 }
 
