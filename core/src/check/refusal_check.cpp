@@ -24,8 +24,8 @@ using check_harness::Tol;
 using check_harness::Verdict;
 
 // The words of the Error `call` throws, less the backend's name (up to the first ": ");
-// k_ran when it throws nothing.
-std::string refusal(const std::function<void()>& call)
+// nothing when it throws nothing.
+Refusal refusal(const std::function<void()>& call)
 {
     try {
         call();
@@ -34,7 +34,7 @@ std::string refusal(const std::function<void()>& call)
         const std::size_t colon = message.find(": ");
         return colon == std::string::npos ? message : message.substr(colon + 2);
     }
-    return k_ran;
+    return std::nullopt;
 }
 
 // One bad call, made on the backend given (its buffers allocated there).
@@ -131,12 +131,12 @@ std::vector<BadCall> bad_calls()
 
 } // namespace
 
-std::string refusal_disagreement(const std::string& reference, const std::string& candidate)
+std::string refusal_disagreement(const Refusal& reference, const Refusal& candidate)
 {
-    if (reference == k_ran) return "the reference ran it";
+    if (!reference) return "the reference ran it";
     if (candidate == reference) return {};
-    return "the reference refused it with \"" + reference + "\", the candidate " +
-           (candidate == k_ran ? std::string("ran it") : "with \"" + candidate + "\"");
+    return "the reference refused it with \"" + *reference + "\", the candidate " +
+           (candidate ? "with \"" + *candidate + "\"" : std::string("ran it"));
 }
 
 std::vector<CheckResult> run_refusal_checks(Backend& reference, Backend& candidate,
@@ -147,13 +147,13 @@ std::vector<CheckResult> run_refusal_checks(Backend& reference, Backend& candida
         check_harness::run_check(
             std::string("refuses/") + bad.name, filter, seed,
             [&](Verdict& v, Rng&) {
-                const std::string ref = refusal([&] { bad.call(reference); });
+                const Refusal ref = refusal([&] { bad.call(reference); });
                 const std::string why =
                     refusal_disagreement(ref, refusal([&] { bad.call(candidate); }));
                 if (!why.empty())
                     v.fail(why);
                 else
-                    v.note("both: \"" + ref + "\"");
+                    v.note("both: \"" + *ref + "\"");
                 v.compare("refused", {1.0f}, {1.0f}, Tol{});
             },
             results);
