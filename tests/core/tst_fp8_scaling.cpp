@@ -7,6 +7,7 @@
 #include "mixlab/backend.h"
 #include "mixlab/error.h"
 #include "mixlab/run_config.h"
+#include "test_util.h"
 
 #include <QtTest>
 
@@ -198,47 +199,54 @@ void TestFp8Scaling::gemmChecks()
     g.b_scale_inv = fp8_scale_inv_index(1, 1);
     QVERIFY(validate::is_fp8_gemm(g));
     validate::fp8_gemm(be, g);
-    auto refused = [&](auto change) {
+    // Each refusal for its own reason: the change alone, and the words that name it.
+    const auto refused = [&](auto change, const QString& part) {
         GemmCall bad = g;
         change(bad);
-        try {
-            validate::fp8_gemm(be, bad);
-        } catch (const Error&) {
-            return true;
-        }
-        return false;
+        test::expect_cpu_error([&] { validate::fp8_gemm(be, bad); }, "gemm", part);
     };
-    QVERIFY(refused([](GemmCall& x) { x.trans_b = false; }));
-    QVERIFY(refused([](GemmCall& x) { x.trans_a = true; }));
-    QVERIFY(refused([&](GemmCall& x) {
-        x.a = &a5;
-        x.b = &w5;
-    }));
-    QVERIFY(refused([](GemmCall& x) { x.k = 40; }));
+    refused([](GemmCall& x) { x.trans_b = false; }, "the TN form (trans_a false, trans_b true), "
+                                                    "got trans_a false, trans_b false");
+    refused([](GemmCall& x) { x.trans_a = true; }, "got trans_a true, trans_b true");
+    refused(
+        [&](GemmCall& x) {
+            x.a = &a5;
+            x.b = &w5;
+        },
+        "a and b cannot both be float8_e5m2");
+    refused([](GemmCall& x) { x.k = 40; }, "k (the operands' leading dimension) a multiple of "
+                                           "16, got 40");
     // c's rows on 16 bytes: n = 44 bfloat16 values is not, 44 float32 values are.
-    QVERIFY(refused([](GemmCall& x) { x.n = 44; }));
-    QVERIFY(!refused([&](GemmCall& x) {
-        x.n = 44;
-        x.c = &c32;
-    }));
-    QVERIFY(refused([&](GemmCall& x) {
-        x.n = 42;
-        x.c = &c32;
-    }));
-    QVERIFY(refused([&](GemmCall& x) { x.c = &c16; }));
-    QVERIFY(refused([](GemmCall& x) { x.fp8_meta = nullptr; }));
-    QVERIFY(refused([](GemmCall& x) { x.b_scale_inv = 1000; }));
-    QVERIFY(refused([](GemmCall& x) { x.epilogue = Epilogue::BiasGradA; }));
-    QVERIFY(refused([](GemmCall& x) { x.epilogue = Epilogue::Bias; })); // no bias
-    QVERIFY(refused([&](GemmCall& x) {
-        x.epilogue = Epilogue::Bias;
-        x.bias = &bias32;
-    }));
-    QVERIFY(refused([&](GemmCall& x) {
-        x.epilogue = Epilogue::BiasRelu;
-        x.bias = &bias;
-        x.c = &c32;
-    }));
+    refused([](GemmCall& x) { x.n = 44; }, "c rows (n = 44) must be a multiple of 8 bfloat16");
+    GemmCall n44 = g;
+    n44.n = 44;
+    n44.c = &c32;
+    validate::fp8_gemm(be, n44);
+    refused(
+        [&](GemmCall& x) {
+            x.n = 42;
+            x.c = &c32;
+        },
+        "c rows (n = 42) must be a multiple of 4 float32");
+    refused([&](GemmCall& x) { x.c = &c16; }, "c must be bfloat16, float32 or fp8, got float16");
+    refused([](GemmCall& x) { x.fp8_meta = nullptr; }, "fp8 operands need fp8_meta");
+    refused([](GemmCall& x) { x.b_scale_inv = 1000; }, "lie outside fp8_meta's");
+    refused([](GemmCall& x) { x.epilogue = Epilogue::BiasGradA; },
+            "epilogue must be None, Bias or BiasRelu");
+    refused([](GemmCall& x) { x.epilogue = Epilogue::Bias; }, "this epilogue needs a bias");
+    refused(
+        [&](GemmCall& x) {
+            x.epilogue = Epilogue::Bias;
+            x.bias = &bias32;
+        },
+        "bias must be bfloat16, got float32");
+    refused(
+        [&](GemmCall& x) {
+            x.epilogue = Epilogue::BiasRelu;
+            x.bias = &bias;
+            x.c = &c32;
+        },
+        "with a bias writes bfloat16 or fp8 c");
     // The three shapes a dense layer uses.
     GemmCall fwd = g;
     fwd.epilogue = Epilogue::BiasRelu;
