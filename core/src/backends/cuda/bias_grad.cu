@@ -12,14 +12,33 @@ namespace mixlab::cuda {
 
 namespace {
 
-// One thread per column: the slices' partials in slice order.
-__global__ void column_finish_kernel(const float* partial, unsigned splits, std::size_t ld,
-                                     std::size_t cols, AnyMut out)
+// The slices' partials of 32 columns a block, k_finish_warps warps a column: warp w adds
+// its run of `chunk` consecutive slices in slice order, then warp 0 adds the runs in warp
+// order. The order follows the slice count alone, so the sums' bits are the same on every
+// GPU. One thread a column adding every slice one load after another waited on memory
+// for nearly all of its ~4 us at W1's 64 slices of 1000 columns (bench/NOTES.md 45's
+// profile: dZ2's finish 4.3 us, dZ1's 3.8).
+constexpr unsigned k_finish_warps = 8;
+__global__ void __launch_bounds__(32 * k_finish_warps)
+    column_finish_kernel(const float* partial, unsigned splits, std::size_t ld, std::size_t cols,
+                         AnyMut out)
 {
-    for (std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; c < cols;
-         c += std::size_t(gridDim.x) * blockDim.x) {
-        float s = 0.0f;
-        for (unsigned k = 0; k < splits; ++k) s += partial[k * ld + c];
+    __shared__ float runs[k_finish_warps][32];
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const std::size_t c = std::size_t(blockIdx.x) * 32u + lane;
+    const unsigned chunk = (splits + k_finish_warps - 1) / k_finish_warps;
+    // A warp past the last run keeps 0, which the sum below adds exactly (every run starts
+    // from +0, so no run is -0).
+    float s = 0.0f;
+    if (c < cols) {
+        const unsigned k1 = min(splits, (warp + 1) * chunk);
+#pragma unroll 4
+        for (unsigned k = warp * chunk; k < k1; ++k) s += partial[std::size_t(k) * ld + c];
+    }
+    runs[warp][lane] = s;
+    __syncthreads();
+    if (warp == 0 && c < cols) {
+        for (unsigned w = 1; w < k_finish_warps; ++w) s += runs[w][lane];
         out.store(c, s);
     }
 }
@@ -62,9 +81,8 @@ void launch_column_finish(const float* partial, unsigned splits, std::size_t ld,
                           void* out, DType tout, cudaStream_t stream)
 {
     if (cols == 0) return;
-    constexpr unsigned threads = 256;
-    column_finish_kernel<<<grid_for(cols, threads), threads, 0, stream>>>(partial, splits, ld, cols,
-                                                                          AnyMut{out, tout});
+    column_finish_kernel<<<unsigned((cols + 31) / 32), 32 * k_finish_warps, 0, stream>>>(
+        partial, splits, ld, cols, AnyMut{out, tout});
     MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
 }
 
