@@ -267,10 +267,11 @@ MIXLAB_HD float fp8_scale_from_amax(float max_finite, float amax, int margin, fl
 // Backend::fp8_update_scales promises; both backends call this for every block.
 inline constexpr int k_fp8_block_scale_inv = 0, k_fp8_block_scale = 1, k_fp8_block_max_finite = 2,
                      k_fp8_block_last_amax = 3, k_fp8_block_history = 4;
-MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
+// The update's first half: scale, scale_inv and last_amax from the history's amax. Apart
+// from fp8_update_block because the CUDA kernel finds the amax across a warp (a max is
+// exact in any order) and shifts the history there, then calls this.
+MIXLAB_HD void fp8_apply_history_amax(float* block, float amax, int margin)
 {
-    float* history = block + k_fp8_block_history;
-    const float amax = fp8_history_amax(history, history_len);
     const bool finite = (float_bits(amax) & 0x7F800000u) != 0x7F800000u;
     if (finite && amax > 0.0f) { // otherwise scale and scale_inv stay
         const float scale = fp8_scale_from_amax(block[k_fp8_block_max_finite], amax, margin,
@@ -279,6 +280,12 @@ MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
         block[k_fp8_block_scale_inv] = 1.0f / scale;
     }
     block[k_fp8_block_last_amax] = amax;
+}
+
+MIXLAB_HD void fp8_update_block(float* block, int history_len, int margin)
+{
+    float* history = block + k_fp8_block_history;
+    fp8_apply_history_amax(block, fp8_history_amax(history, history_len), margin);
     for (int i = history_len - 1; i > 0; --i) history[i] = history[i - 1];
     if (history_len > 0) history[0] = 0.0f;
 }

@@ -14,9 +14,9 @@
 #include "backends/cuda/gather_norm.cuh"
 #include "base/hd_math.h"
 #include "mixlab/backend.h"
-#include "mixlab/run_config.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -632,22 +632,51 @@ __global__ void __launch_bounds__(k_threads) fp8_transpose_kernel(TransposeLaunc
     store_tile_transposed(tile, r0, c0, cols, t_ld, y_t);
 }
 
-// One block a tensor: its meta block copied into shared memory by every thread, updated
-// there by hd::fp8_update_block (the CPU's code), and copied back. A thread updating the
-// block in global memory, as before, shifted the history through 15 dependent load-store
-// pairs: 4 us of each fp8 step (bench/NOTES.md 34) for 16 floats a tensor.
-constexpr int k_update_threads = 128;
-__global__ void __launch_bounds__(k_update_threads)
-    fp8_update_kernel(float* meta, int history_len, std::size_t block_floats, int margin)
+// One warp a tensor, in place: the lanes read the history 32 slots at a time from the
+// oldest end down and write each value one slot older (the slots above a chunk were read
+// with the chunk before), a load and a store a slot; the amax folds along the way and
+// across the warp (a max is exact in any order; a NaN slot wins, the newest one, as
+// hd::fp8_history_amax returns the first it meets). hd::fp8_apply_history_amax, the CPU's
+// code, sets the scales. Thread 0 of a block working through a shared copy, as before,
+// took 4.2 us of each W1 fp8 step for six tensors of 16 slots (bench/NOTES.md 51).
+constexpr int k_update_warps = 4;
+__global__ void __launch_bounds__(32 * k_update_warps)
+    fp8_update_kernel(float* meta, int tensors, int history_len, std::size_t block_floats,
+                      int margin)
 {
-    __shared__ float block[k_fp8_history + k_max_fp8_history];
-    float* g = meta + std::size_t(blockIdx.x) * block_floats;
-    const int n = int(k_fp8_history) + history_len;
-    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) block[i] = g[i];
-    __syncthreads();
-    if (threadIdx.x == 0) hd::fp8_update_block(block, history_len, margin);
-    __syncthreads();
-    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) g[i] = block[i];
+    const int lane = int(threadIdx.x) & 31;
+    const int tensor = int(blockIdx.x) * k_update_warps + int(threadIdx.x >> 5);
+    if (tensor >= tensors) return; // a whole warp: the shuffles below see every lane
+    float* block = meta + std::size_t(tensor) * block_floats;
+    float* history = block + hd::k_fp8_block_history;
+    float amax = 0.0f, nan = 0.0f;
+    int nan_at = INT_MAX;
+    for (int base = (history_len - 1) / 32 * 32; base >= 0; base -= 32) {
+        const int i = base + lane;
+        const float h = i < history_len ? history[i] : 0.0f;
+        if (h != h) { // chunks go down: this lane's newest NaN comes last
+            nan_at = i;
+            nan = h;
+        } else if (h > amax) {
+            amax = h;
+        }
+        __syncwarp(); // the chunk is read before any lane writes into it
+        if (i + 1 < history_len) history[i + 1] = h;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const float other = __shfl_xor_sync(0xffffffffu, amax, o);
+        const float other_nan = __shfl_xor_sync(0xffffffffu, nan, o);
+        const int other_at = __shfl_xor_sync(0xffffffffu, nan_at, o);
+        if (other > amax) amax = other;
+        if (other_at < nan_at) {
+            nan_at = other_at;
+            nan = other_nan;
+        }
+    }
+    if (lane == 0) {
+        if (history_len > 0) history[0] = 0.0f;
+        hd::fp8_apply_history_amax(block, nan_at != INT_MAX ? nan : amax, margin);
+    }
 }
 
 bool aligned_to(const void* p, std::size_t bytes)
@@ -896,8 +925,9 @@ void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::si
                               int margin, cudaStream_t stream)
 {
     if (tensors <= 0) return;
-    fp8_update_kernel<<<unsigned(tensors), k_update_threads, 0, stream>>>(meta, history_len,
-                                                                          block_floats, margin);
+    const unsigned blocks = unsigned((tensors + k_update_warps - 1) / k_update_warps);
+    fp8_update_kernel<<<blocks, 32 * k_update_warps, 0, stream>>>(meta, tensors, history_len,
+                                                                  block_floats, margin);
     MIXLAB_CUDA_CHECK_LAUNCH("fp8_update_kernel");
 }
 

@@ -57,7 +57,8 @@ struct TransposeJob {
 inline constexpr std::size_t k_transpose_jobs = 4;
 void launch_fp8_transposes(std::span<const TransposeJob> jobs, cudaStream_t stream);
 
-// hd::fp8_update_block on `tensors` blocks of block_floats floats from meta.
+// Backend::fp8_update_scales on `tensors` blocks of block_floats floats from meta: the
+// bits hd::fp8_update_block leaves, one warp a block.
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,
                               int margin, cudaStream_t stream);
 
