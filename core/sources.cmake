@@ -162,6 +162,7 @@ set(MIXLAB_CUDA_SOURCES
     backends/cuda/cuda_pool.cpp
     backends/cuda/cudnn_check.cpp
     backends/cuda/cudnn_graph.cpp
+    backends/cuda/dependent_launch.cpp
     backends/cuda/device_memory.cpp
     backends/cuda/dropout.cu
     backends/cuda/embedding.cu

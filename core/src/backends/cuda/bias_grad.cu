@@ -5,6 +5,7 @@
 
 #include "backends/cuda/column_reduce.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/reduce.cuh"
 
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(32 * k_finish_warps)
     column_finish_kernel(const float* partial, unsigned splits, std::size_t ld, std::size_t cols,
                          AnyMut out)
 {
+    wait_for_previous_grid();
     __shared__ float runs[k_finish_warps][32];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const std::size_t c = std::size_t(blockIdx.x) * 32u + lane;
@@ -81,9 +83,8 @@ void launch_column_finish(const float* partial, unsigned splits, std::size_t ld,
                           void* out, DType tout, cudaStream_t stream)
 {
     if (cols == 0) return;
-    column_finish_kernel<<<unsigned((cols + 31) / 32), 32 * k_finish_warps, 0, stream>>>(
-        partial, splits, ld, cols, AnyMut{out, tout});
-    MIXLAB_CUDA_CHECK_LAUNCH("column_finish_kernel");
+    launch_dependent("column_finish_kernel", column_finish_kernel, unsigned((cols + 31) / 32),
+                     32 * k_finish_warps, 0, stream, partial, splits, ld, cols, AnyMut{out, tout});
 }
 
 void launch_row_sums(const void* x, DType tx, std::size_t rows, std::size_t cols, void* out,

@@ -2,6 +2,7 @@
 // is cut), and the 16-byte vector loads and stores that batch norm and pooling share.
 #pragma once
 #include "backends/cuda/column_split.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 
 #include <cstdint>
@@ -48,6 +49,7 @@ __global__ void __launch_bounds__(k_reduce_threads)
     column_partials_kernel(const T* x, std::size_t rows, int cols, int tile_vcols, int lanes,
                            std::size_t rows_per_split, std::size_t ld, float* p1, AnyMut out)
 {
+    wait_for_previous_grid();
     __shared__ float s1[k_reduce_threads * V];
     const int t = int(threadIdx.x);
     const int vc = t % tile_vcols, lane = t / tile_vcols;
@@ -95,11 +97,13 @@ void launch_column_partials(const T* x, std::size_t rows, int cols, float* p1, A
 {
     const dim3 grid(s.tiles, s.splits);
     if (s.v == vec16<T>())
-        column_partials_kernel<T, vec16<T>()><<<grid, k_reduce_threads, 0, stream>>>(
-            x, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, p1, out);
+        launch_dependent("column_partials_kernel", column_partials_kernel<T, vec16<T>()>, grid,
+                         k_reduce_threads, 0, stream, x, rows, cols, s.tile_vcols, s.lanes,
+                         s.rows_per_split, s.ld, p1, out);
     else
-        column_partials_kernel<T, 1><<<grid, k_reduce_threads, 0, stream>>>(
-            x, rows, cols, s.tile_vcols, s.lanes, s.rows_per_split, s.ld, p1, out);
+        launch_dependent("column_partials_kernel", column_partials_kernel<T, 1>, grid,
+                         k_reduce_threads, 0, stream, x, rows, cols, s.tile_vcols, s.lanes,
+                         s.rows_per_split, s.ld, p1, out);
 }
 
 // The split for a reduction over x (and dy), vectorised where possible.

@@ -3,6 +3,7 @@
 #include "backends/cuda/dropout.cuh"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "base/hd_math.h"
 
@@ -25,14 +26,17 @@ __global__ void dropout_kernel(const TX* x, float rate, std::uint64_t seed, std:
 constexpr unsigned k_threads = 256;
 
 // The step counter lives beside dropout because dropout is its main reader.
-__global__ void advance_step_kernel(std::uint64_t* counter) { *counter += 1; }
+__global__ void advance_step_kernel(std::uint64_t* counter)
+{
+    wait_for_previous_grid();
+    *counter += 1;
+}
 
 } // namespace
 
 void launch_advance_step(std::uint64_t* counter, cudaStream_t stream)
 {
-    advance_step_kernel<<<1, 1, 0, stream>>>(counter);
-    MIXLAB_CUDA_CHECK_LAUNCH("advance_step_kernel");
+    launch_dependent("advance_step_kernel", advance_step_kernel, 1, 1, 0, stream, counter);
 }
 
 void launch_dropout(const void* x, DType tx, float rate, std::uint64_t seed, std::uint64_t step,

@@ -9,6 +9,7 @@
 #include "backends/cuda/column_reduce.cuh"
 #include "backends/cuda/column_split.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/fp8_round.cuh"
 #include "backends/cuda/gather_norm.cuh"
@@ -133,6 +134,7 @@ __global__ void __launch_bounds__(k_threads)
                       const float* __restrict__ scale_p, float* amax_slot,
                       std::uint8_t* __restrict__ y)
 {
+    wait_for_previous_grid();
     const float scale = *scale_p;
     float amax = 0.0f;
     const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
@@ -400,6 +402,7 @@ __global__ void __launch_bounds__(k_threads)
                        std::uint8_t* __restrict__ y, std::uint8_t* __restrict__ y_t,
                        float* __restrict__ partials, int group_tiles, bool aligned, bool staged)
 {
+    wait_for_previous_grid();
     constexpr int k_tile_rows = Source::k_tile_rows;
     constexpr int k_rows_each = k_tile_rows / 16;
     const int mask_ld = (cols + 31) / 32; // backend.h's relu_mask_words
@@ -585,6 +588,7 @@ struct TransposeLaunch {
 // 752 tiles) would otherwise run as a partial wave of their own after its input's.
 __global__ void __launch_bounds__(k_threads) fp8_transpose_kernel(TransposeLaunch launch)
 {
+    wait_for_previous_grid();
     // The block's job, picked with constant indices (a parameter indexed at run time
     // would be copied to local memory first).
     TransposeLaunch::Job job = launch.job[0];
@@ -644,6 +648,7 @@ __global__ void __launch_bounds__(32 * k_update_warps)
     fp8_update_kernel(float* meta, int tensors, int history_len, std::size_t block_floats,
                       int margin)
 {
+    wait_for_previous_grid();
     const int lane = int(threadIdx.x) & 31;
     const int tensor = int(blockIdx.x) * k_update_warps + int(threadIdx.x >> 5);
     if (tensor >= tensors) return; // a whole warp: the shuffles below see every lane
@@ -741,10 +746,10 @@ void launch_tiled(const Source& src, const QuantizeArgs& a, bool aligned, cudaSt
     // left dZ2's pass 2 us slower on an H100 (bench/NOTES.md 42).
     const dim3 grid(a.groups, unsigned((a.cols + k_tile - 1) / k_tile));
     const std::size_t ring_bytes = staged_ring_bytes(kernel, src, a);
-    kernel<<<grid, k_threads, ring_bytes, stream>>>(
-        src, a.mask, a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
-        a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned, ring_bytes != 0);
-    MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_tiled");
+    launch_dependent("fp8_quantize_tiled", kernel, grid, k_threads, ring_bytes, stream, src, a.mask,
+                     a.mask_out, a.rows, a.cols, fp8_padded(a.cols), fp8_padded(a.rows), a.scale,
+                     a.amax_slot, a.y, a.y_t, a.partials, int(a.group_tiles), aligned,
+                     ring_bytes != 0);
 }
 
 template <class T, bool E5M2, bool Amax>
@@ -757,9 +762,8 @@ void quantize(const T* x, const T* gate, const QuantizeArgs& a, cudaStream_t str
             aligned_to(x, 8 * sizeof(T) >= 16 ? 16 : 8 * sizeof(T)) && aligned_to(a.y, 8);
         const std::size_t groups = vec ? n / 8 : 0;
         const unsigned blocks = grid_for(groups ? groups : n, k_threads);
-        fp8_quantize_flat<T, E5M2, Amax>
-            <<<blocks, k_threads, 0, stream>>>(x, n, groups, a.scale, a.amax_slot, a.y);
-        MIXLAB_CUDA_CHECK_LAUNCH("fp8_quantize_flat");
+        launch_dependent("fp8_quantize_flat", fp8_quantize_flat<T, E5M2, Amax>, blocks, k_threads,
+                         0, stream, x, n, groups, a.scale, a.amax_slot, a.y);
         return;
     }
     // y and y_t start on 16-byte boundaries (validate's fp8_output); x's rows may not.
@@ -917,8 +921,8 @@ void launch_fp8_transposes(std::span<const TransposeJob> jobs, cudaStream_t stre
         blocks += unsigned(to.row_tiles) * unsigned((j.cols + k_tile - 1) / k_tile);
     }
     if (blocks == 0) return;
-    fp8_transpose_kernel<<<blocks, k_threads, 0, stream>>>(launch);
-    MIXLAB_CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
+    launch_dependent("fp8_transpose_kernel", fp8_transpose_kernel, blocks, k_threads, 0, stream,
+                     launch);
 }
 
 void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::size_t block_floats,
@@ -926,9 +930,8 @@ void launch_fp8_update_scales(float* meta, int tensors, int history_len, std::si
 {
     if (tensors <= 0) return;
     const unsigned blocks = unsigned((tensors + k_update_warps - 1) / k_update_warps);
-    fp8_update_kernel<<<blocks, 32 * k_update_warps, 0, stream>>>(meta, tensors, history_len,
-                                                                  block_floats, margin);
-    MIXLAB_CUDA_CHECK_LAUNCH("fp8_update_kernel");
+    launch_dependent("fp8_update_kernel", fp8_update_kernel, blocks, 32 * k_update_warps, 0, stream,
+                     meta, tensors, history_len, block_floats, margin);
 }
 
 } // namespace mixlab::cuda

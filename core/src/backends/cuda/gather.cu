@@ -8,6 +8,7 @@
 #include "backends/cuda/gather.cuh"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/gather_norm.cuh"
 #include "base/hd_math.h"
@@ -149,6 +150,7 @@ __global__ void gather_kernel(const std::uint8_t* images, const std::uint8_t* la
                               const std::int32_t* order, std::int64_t offset, int batch,
                               GatherArgs a, T* out, std::int32_t* out_labels)
 {
+    wait_for_previous_grid();
     std::uint64_t step = a.step;
     if (a.step_counter) {
         step = *a.step_counter;
@@ -237,10 +239,9 @@ void launch_gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
     const unsigned blocks = grid_for(threads_needed, k_threads, 2048);
     dispatch_floating(out_t, "gather_batch", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gather_kernel<T><<<blocks, k_threads, 0, stream>>>(images, labels, order, offset, batch,
-                                                           args, static_cast<T*>(out), out_labels);
+        launch_dependent("gather_kernel", gather_kernel<T>, blocks, k_threads, 0, stream, images,
+                         labels, order, offset, batch, args, static_cast<T*>(out), out_labels);
     });
-    MIXLAB_CUDA_CHECK_LAUNCH("gather_kernel");
 }
 
 } // namespace mixlab::cuda

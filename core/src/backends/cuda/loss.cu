@@ -5,6 +5,7 @@
 #include "backends/cuda/loss.cuh"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/reduce.cuh"
 #include "base/hd_math.h"
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(k_warps * 32)
                          int classes, const float* scaler, T* dlogits, float* record,
                          LossScratch* scratch)
 {
+    wait_for_previous_grid();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float scale = scaler ? scaler[k_scale] : 1.0f; // the scale never leaves the device
     double warp_loss = 0.0;
@@ -166,11 +168,10 @@ void launch_cross_entropy(OutputHead head, const void* logits, DType tz, const s
     const unsigned blocks = unsigned(needed < k_loss_max_blocks ? needed : k_loss_max_blocks);
     dispatch_floating(tz, "cross_entropy", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        cross_entropy_kernel<T><<<blocks, k_warps * 32, 0, stream>>>(
-            head, static_cast<const T*>(logits), labels, batch, classes, scaler,
-            static_cast<T*>(dlogits), record, scratch);
+        launch_dependent("cross_entropy_kernel", cross_entropy_kernel<T>, blocks, k_warps * 32, 0,
+                         stream, head, static_cast<const T*>(logits), labels, batch, classes,
+                         scaler, static_cast<T*>(dlogits), record, scratch);
     });
-    MIXLAB_CUDA_CHECK_LAUNCH("cross_entropy_kernel");
 }
 
 } // namespace mixlab::cuda

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/column_reduce.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 
 #include <cstddef>
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(k_dg_threads, KP <= 12 ? 2 : 1)
     narrow_dgrad_kernel(int m, int n, int k, const T* __restrict__ a, const T* __restrict__ b,
                         float alpha, float beta, TC* __restrict__ c)
 {
+    wait_for_previous_grid();
     __shared__ __align__(16) float as[k_dg_rows * KP]; // the block's rows of A, fp32
     const int t = int(threadIdx.x);
     const int lane = t % 32, w = t / 32;
@@ -127,26 +129,26 @@ void launch_dgrad(int m, int n, int k, const T* a, const T* b, float alpha, floa
     const bool vec = n % k_dg_cols == 0 && aligned16(b) && aligned16(c);
     // The ragged path for every k (KP 16): it serves only shapes off the usual layouts.
     if (!vec) {
-        narrow_dgrad_kernel<T, TC, 16, false>
-            <<<grid, k_dg_threads, 0, stream>>>(m, n, k, a, b, alpha, beta, c);
+        launch_dependent("narrow_dgrad_kernel", narrow_dgrad_kernel<T, TC, 16, false>, grid,
+                         k_dg_threads, 0, stream, m, n, k, a, b, alpha, beta, c);
         return;
     }
     switch ((k + 3) / 4) {
     case 1:
-        narrow_dgrad_kernel<T, TC, 4, true>
-            <<<grid, k_dg_threads, 0, stream>>>(m, n, k, a, b, alpha, beta, c);
+        launch_dependent("narrow_dgrad_kernel", narrow_dgrad_kernel<T, TC, 4, true>, grid,
+                         k_dg_threads, 0, stream, m, n, k, a, b, alpha, beta, c);
         break;
     case 2:
-        narrow_dgrad_kernel<T, TC, 8, true>
-            <<<grid, k_dg_threads, 0, stream>>>(m, n, k, a, b, alpha, beta, c);
+        launch_dependent("narrow_dgrad_kernel", narrow_dgrad_kernel<T, TC, 8, true>, grid,
+                         k_dg_threads, 0, stream, m, n, k, a, b, alpha, beta, c);
         break;
     case 3:
-        narrow_dgrad_kernel<T, TC, 12, true>
-            <<<grid, k_dg_threads, 0, stream>>>(m, n, k, a, b, alpha, beta, c);
+        launch_dependent("narrow_dgrad_kernel", narrow_dgrad_kernel<T, TC, 12, true>, grid,
+                         k_dg_threads, 0, stream, m, n, k, a, b, alpha, beta, c);
         break;
     default:
-        narrow_dgrad_kernel<T, TC, 16, true>
-            <<<grid, k_dg_threads, 0, stream>>>(m, n, k, a, b, alpha, beta, c);
+        launch_dependent("narrow_dgrad_kernel", narrow_dgrad_kernel<T, TC, 16, true>, grid,
+                         k_dg_threads, 0, stream, m, n, k, a, b, alpha, beta, c);
         break;
     }
 }

@@ -14,6 +14,7 @@
 #include "backends/cuda/optimizer.cuh"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 #include "backends/cuda/fp8_round.cuh"
 #include "base/hd_math.h"
@@ -230,6 +231,7 @@ template <class TG, bool Norm>
 __global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunks, int n_chunks,
                                  float* scaler, bool scaling_on, double* partials)
 {
+    wait_for_previous_grid();
     float inv_scale = 1.0f;
     if constexpr (Norm) inv_scale = 1.0f / (scaling_on ? scaler[k_scale] : 1.0f);
     bool bad = false;
@@ -273,6 +275,7 @@ __global__ void found_inf_kernel(const OptTensor* tensors, const OptChunk* chunk
 __global__ void grad_norm_kernel(const double* partials, int n_partials, float clip_norm,
                                  const float* scaler, float* out)
 {
+    wait_for_previous_grid();
     __shared__ double scratch[32];
     double sum = 0.0;
     for (int i = threadIdx.x; i < n_partials; i += blockDim.x) sum += partials[i];
@@ -298,6 +301,7 @@ template <class TM, class TG, class TL>
 __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk* chunks,
                                         int n_chunks, OptArgs a, const float* scaler)
 {
+    wait_for_previous_grid();
     // Uniform over the whole grid: an overflowed, loss-scaled step changes nothing but
     // the fp8 copies, rewritten from the unchanged weights with a scale that may have moved.
     const bool skip = a.scaling_on && scaler[k_found_inf] != 0.0f;
@@ -426,6 +430,7 @@ __global__ void optimizer_update_kernel(const OptTensor* tensors, const OptChunk
 __global__ void scaler_update_kernel(ScalerParams p, float* s, float* record,
                                      const float* grad_norm)
 {
+    wait_for_previous_grid();
     const bool found = s[k_found_inf] != 0.0f;
     const bool on = p.mode != LossScaleMode::None;
     const float scale = on ? s[k_scale] : 1.0f;
@@ -461,8 +466,9 @@ template <class TM, class TG, class TL>
 void update(const OptTensor* tensors, const OptChunk* chunks, int n_chunks, const OptArgs& args,
             const float* scaler, cudaStream_t stream)
 {
-    optimizer_update_kernel<TM, TG, TL>
-        <<<chunk_blocks(n_chunks), k_threads, 0, stream>>>(tensors, chunks, n_chunks, args, scaler);
+    launch_dependent("optimizer_update_kernel", optimizer_update_kernel<TM, TG, TL>,
+                     chunk_blocks(n_chunks), k_threads, 0, stream, tensors, chunks, n_chunks, args,
+                     scaler);
 }
 
 } // namespace
@@ -486,20 +492,19 @@ void launch_found_inf(DType grad_t, const OptTensor* tensors, const OptChunk* ch
         using TG = typename decltype(tag)::type;
         const unsigned blocks = chunk_blocks(n_chunks);
         if (partials)
-            found_inf_kernel<TG, true><<<blocks, k_threads, 0, stream>>>(
-                tensors, chunks, n_chunks, scaler, scaling_on, partials);
+            launch_dependent("found_inf_kernel", found_inf_kernel<TG, true>, blocks, k_threads, 0,
+                             stream, tensors, chunks, n_chunks, scaler, scaling_on, partials);
         else
-            found_inf_kernel<TG, false><<<blocks, k_threads, 0, stream>>>(
-                tensors, chunks, n_chunks, scaler, scaling_on, nullptr);
+            launch_dependent("found_inf_kernel", found_inf_kernel<TG, false>, blocks, k_threads, 0,
+                             stream, tensors, chunks, n_chunks, scaler, scaling_on, nullptr);
     });
-    MIXLAB_CUDA_CHECK_LAUNCH("found_inf_kernel");
 }
 
 void launch_grad_norm(const double* partials, int n_partials, float clip_norm, const float* scaler,
                       float* out, cudaStream_t stream)
 {
-    grad_norm_kernel<<<1, k_threads, 0, stream>>>(partials, n_partials, clip_norm, scaler, out);
-    MIXLAB_CUDA_CHECK_LAUNCH("grad_norm_kernel");
+    launch_dependent("grad_norm_kernel", grad_norm_kernel, 1, k_threads, 0, stream, partials,
+                     n_partials, clip_norm, scaler, out);
 }
 
 void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const OptChunk* chunks,
@@ -527,8 +532,8 @@ void launch_optimizer_update(const OptLayout& l, const OptTensor* tensors, const
 void launch_scaler_update(const ScalerParams& params, float* scaler, float* record,
                           const float* grad_norm, cudaStream_t stream)
 {
-    scaler_update_kernel<<<1, 1, 0, stream>>>(params, scaler, record, grad_norm);
-    MIXLAB_CUDA_CHECK_LAUNCH("scaler_update_kernel");
+    launch_dependent("scaler_update_kernel", scaler_update_kernel, 1, 1, 0, stream, params, scaler,
+                     record, grad_norm);
 }
 
 } // namespace mixlab::cuda

@@ -26,6 +26,7 @@
 #include "backends/cuda/skinny_gemm.cuh"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_types.cuh"
 
 #include <algorithm>
@@ -142,6 +143,7 @@ __global__ void __launch_bounds__(k_threads, 1)
                     const T* __restrict__ b, float* __restrict__ partial,
                     float* __restrict__ bias_partial)
 {
+    wait_for_previous_grid();
     constexpr int stride = a_stride(MaxM);
     constexpr int cols = k_col_threads * V; // a block's columns
     constexpr int rr = red_rows(MaxM, V);
@@ -303,6 +305,7 @@ __global__ void __launch_bounds__(k_finish_threads)
     skinny_finish(int m, int n, int slices, const float* partial, float alpha, float beta, TC* c,
                   const float* bias_partial, AnyMut bias_grad)
 {
+    wait_for_previous_grid();
     const std::size_t total = std::size_t(m) * n;
     const std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
     if (t < total) {
@@ -323,8 +326,8 @@ void launch_partials(int m, int n, int k, const SlicePlan& plan, const T* a, con
 {
     const int cols = k_col_threads * V;
     const dim3 grid(unsigned(ceil_div(n, cols)), unsigned(plan.slices));
-    skinny_partials<T, V, MaxM>
-        <<<grid, k_threads, 0, stream>>>(m, n, k, plan.group_rows, a, b, partial, bias_partial);
+    launch_dependent("skinny_partials", skinny_partials<T, V, MaxM>, grid, k_threads, 0, stream, m,
+                     n, k, plan.group_rows, a, b, partial, bias_partial);
 }
 
 // Calls f(std::integral_constant<int, MaxM>{}) with m rounded up to even. Even rather than
@@ -401,10 +404,10 @@ void launch_skinny_gemm(int m, int n, int k, const void* a, const void* b, DType
     const unsigned blocks = unsigned((threads + k_finish_threads - 1) / k_finish_threads);
     dispatch_floating(ct, "skinny_gemm", [&](auto tag) {
         using TC = typename decltype(tag)::type;
-        skinny_finish<TC><<<blocks, k_finish_threads, 0, stream>>>(
-            m, n, plan.slices, partial, alpha, beta, static_cast<TC*>(c), bias_partial, bias);
+        launch_dependent("skinny_finish", skinny_finish<TC>, blocks, k_finish_threads, 0, stream, m,
+                         n, plan.slices, partial, alpha, beta, static_cast<TC*>(c), bias_partial,
+                         bias);
     });
-    MIXLAB_CUDA_CHECK_LAUNCH("skinny_finish");
 }
 
 } // namespace mixlab::cuda
