@@ -3,8 +3,9 @@
 // finishing, so that its launch and the previous kernel's tail overlap instead of adding
 // up. The step is a chain of short kernels, each a few microseconds of which launch is a
 // part. Every kernel launched this way calls wait_for_previous_grid() before it touches
-// memory: that waits for the whole previous kernel and makes its writes visible. Elsewhere
-// (older GPUs, or the switch off) both are no-ops and the launch is an ordinary one.
+// memory: that waits for the whole previous kernel and makes its writes visible
+// (tools/check_dependent_launch.sh, run by CI, checks that each does). Elsewhere (older
+// GPUs, or MIXLAB_PDL=0) both are no-ops and the launch is an ordinary one.
 #pragma once
 #include "backends/cuda/cuda_check.h"
 
